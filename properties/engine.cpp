@@ -1,0 +1,220 @@
+#include "engine.h"
+
+#include <iomanip>
+#include <sstream>
+#include <stdexcept>
+
+namespace permcheck {
+
+const char* property_name(Property p) {
+    switch (p) {
+        case Property::equivariance: return "equivariance";
+        case Property::invariance: return "invariance";
+        case Property::shift: return "shift";
+        case Property::reversal: return "reversal";
+        case Property::causal_prefix: return "causal-prefix";
+    }
+    return "?";
+}
+
+std::string property_names() { return "equivariance, invariance, shift, reversal, causal-prefix"; }
+
+Property parse_property(const std::string& name) {
+    for (Property p : {Property::equivariance, Property::invariance, Property::shift, Property::reversal,
+                       Property::causal_prefix})
+        if (name == property_name(p)) return p;
+    throw std::invalid_argument("unknown property '" + name + "'; valid properties: " + property_names());
+}
+
+const char* arithmetic_name(Arithmetic a) {
+    switch (a) {
+        case Arithmetic::float32: return "float32";
+        case Arithmetic::float64: return "float64";
+        case Arithmetic::exact: return "exact";
+    }
+    return "?";
+}
+
+Arithmetic parse_arithmetic(const std::string& name) {
+    for (Arithmetic a : {Arithmetic::float32, Arithmetic::float64, Arithmetic::exact})
+        if (name == arithmetic_name(a)) return a;
+    throw std::invalid_argument("unknown arithmetic '" + name + "'; valid: float32, float64, exact");
+}
+
+Permutation acting_permutation(Property p, const Permutation& perm) {
+    const int n = perm.size();
+    if (p == Property::reversal) return Permutation::reversal(n);
+    if (p != Property::causal_prefix || n == 0) return perm;
+    // Keep the relative order of the other entries and move n-1 to the end: a permutation fixing the last
+    // position, which shrinks toward the identity as perm does.
+    std::vector<int> q;
+    for (int v : perm.one_line())
+        if (v != n - 1) q.push_back(v);
+    q.push_back(n - 1);
+    return Permutation(std::move(q));
+}
+
+std::vector<Expectation> expectations(const LayerSpec& spec) {
+    std::vector<Expectation> e;
+    if (spec.output == Output::pooled) {
+        e.push_back({Property::invariance, spec.symmetric});
+        return e;
+    }
+    e.push_back({Property::equivariance, spec.symmetric});
+    if (spec.relative) {
+        e.push_back({Property::shift, true});
+        e.push_back({Property::reversal, spec.reversal_symmetric});
+    }
+    if (spec.name == "attention+sinusoidal" || spec.name == "attention+learned") e.push_back({Property::shift, false});
+    if (spec.causal) e.push_back({Property::causal_prefix, true});
+    return e;
+}
+
+rc::Gen<Case> case_generator(const CheckOptions& opts) {
+    if (opts.min_len < 1 || opts.max_len < opts.min_len)
+        throw std::invalid_argument("sequence lengths must satisfy 1 <= min-len <= max-len, got " +
+                                    std::to_string(opts.min_len) + " and " + std::to_string(opts.max_len));
+    if (opts.d < 1) throw std::invalid_argument("the width d must be at least 1, got " + std::to_string(opts.d));
+    const int d = opts.d;
+    return rc::gen::mapcat(rc::gen::inRange(opts.min_len, opts.max_len + 1), [d](int n) {
+        return rc::gen::map(rc::gen::tuple(gen::sequence(n, d), rc::gen::resize(100, gen::permutation(n)),
+                                           rc::gen::resize(100, rc::gen::inRange(0, 1 << 30)),
+                                           rc::gen::inRange(1, 65)),
+                            [](const std::tuple<Mat<double>, Permutation, int, int>& t) {
+                                return Case{std::get<0>(t), std::get<1>(t), static_cast<std::uint64_t>(std::get<2>(t)),
+                                            static_cast<long>(std::get<3>(t))};
+                            });
+    });
+}
+
+namespace {
+template <class S> Sides<S> sides_in(const LayerSpec& spec, Property property, const Case& c) {
+    const auto d = c.x.cols();
+    const LayerFn<S> layer = build_layer<S>(spec.name, d, c.weight_seed, 0);
+    const LayerFn<S> shifted =
+        property == Property::shift ? build_layer<S>(spec.name, d, c.weight_seed, c.shift) : LayerFn<S>{};
+    ToleranceModel tol;
+    tol.unit_roundoff = ScalarTraits<S>::unit_roundoff;
+    tol.amplification = spec.amplification;
+    return evaluate<S>(layer, shifted, property, from_double<S>(c.x), c.perm, tol);
+}
+
+// The wider type that measures the rounding error of a floating evaluation.
+template <class S> struct Wider;
+template <> struct Wider<float> { using type = double; };
+template <> struct Wider<double> { using type = long double; };
+
+template <class S> Sides<double> evaluate_in(const LayerSpec& spec, Property property, const Case& c) {
+    const Sides<S> s = sides_in<S>(spec, property, c);
+    Sides<double> out{to_double<S>(s.lhs), to_double<S>(s.rhs), s.comparison};
+    if constexpr (!ScalarTraits<S>::exact) {
+        // The a-priori tolerance covers reordered sums. Where a layer amplifies rounding further (large
+        // scores, RoPE powers, LayerNorm of a near-constant row), measure each side's rounding error against
+        // the same evaluation in a wider type, and allow their sum (proofs-notes/float-tolerance.md).
+        if (!s.comparison.holds && !s.comparison.shape_mismatch) {
+            using W = typename Wider<S>::type;
+            const Sides<W> w = sides_in<W>(spec, property, c);
+            const double measured = max_abs<double>(Mat<double>(out.lhs - to_double<W>(w.lhs))) +
+                                    max_abs<double>(Mat<double>(out.rhs - to_double<W>(w.rhs)));
+            const double tol = std::max(s.comparison.tolerance, ToleranceModel{}.safety * measured);
+            out.comparison = compare<double>(out.lhs, out.rhs, tol);
+        }
+    }
+    return out;
+}
+}  // namespace
+
+Sides<double> evaluate_case(const LayerSpec& spec, Property property, const Case& c, Arithmetic arithmetic) {
+    switch (arithmetic) {
+        case Arithmetic::float32: return evaluate_in<float>(spec, property, c);
+        case Arithmetic::float64: return evaluate_in<double>(spec, property, c);
+        case Arithmetic::exact: return evaluate_in<Rational>(spec, property, c);
+    }
+    throw std::logic_error("unknown arithmetic");
+}
+
+std::string replay_command(const std::string& layer, Property property, const CheckOptions& opts) {
+    std::ostringstream s;
+    s << "permcheck check " << layer << " --property " << property_name(property) << " --dtype "
+      << arithmetic_name(opts.arithmetic) << " --seed " << opts.seed << " --cases " << opts.cases << " --min-len "
+      << opts.min_len << " --max-len " << opts.max_len << " --d " << opts.d;
+    return s.str();
+}
+
+CheckResult check(const LayerSpec& spec, Property property, const CheckOptions& opts) {
+    CheckResult r;
+    r.layer = spec.name;
+    r.property = property_name(property);
+    r.dtype = arithmetic_name(opts.arithmetic);
+    r.expected_holds = true;
+    for (const Expectation& e : expectations(spec))
+        if (e.property == property) r.expected_holds = e.holds;
+
+    const std::function<bool(const Case&)> fails = [&](const Case& c) {
+        return !evaluate_case(spec, property, c, opts.arithmetic).comparison.holds;
+    };
+    SearchOptions so;
+    so.cases = opts.cases;
+    so.seed = opts.seed;
+    const SearchResult<Case> found = search<Case>(case_generator(opts), fails, so);
+    r.cases_run = found.cases_run;
+    r.evaluations = found.evaluations;
+    if (!found.minimal) return r;
+
+    r.holds = false;
+    const Case& c = *found.minimal;
+    const Sides<double> sides = evaluate_case(spec, property, c, opts.arithmetic);
+    Counterexample ce;
+    ce.layer = spec.name;
+    ce.property = r.property;
+    ce.dtype = r.dtype;
+    ce.perm = acting_permutation(property, c.perm);
+    ce.x = c.x;
+    ce.lhs = sides.lhs;
+    ce.rhs = sides.rhs;
+    ce.comparison = sides.comparison;
+    ce.seed = opts.seed;
+    ce.weight_seed = c.weight_seed;
+    ce.shift = property == Property::shift ? c.shift : 0;
+    ce.case_index = found.first_failure;
+    ce.shrink_steps = found.shrink_steps;
+    ce.confirmed_exactly = opts.arithmetic == Arithmetic::exact ||
+                           !evaluate_case(spec, property, c, Arithmetic::exact).comparison.holds;
+    ce.replay = replay_command(spec.name, property, opts);
+    r.counterexample = std::move(ce);
+    return r;
+}
+
+std::string format_matrix(const Mat<double>& m, const std::string& indent) {
+    std::ostringstream s;
+    s << std::setprecision(6);
+    for (Eigen::Index i = 0; i < m.rows(); ++i) {
+        s << indent << "[" << i << "]";
+        for (Eigen::Index j = 0; j < m.cols(); ++j) s << ' ' << std::setw(11) << m(i, j);
+        s << '\n';
+    }
+    return s.str();
+}
+
+std::string describe(const Counterexample& c) {
+    std::ostringstream s;
+    const char* lhs_name = c.property == "shift" ? "L_shifted(x)" : "L(P x)";
+    const char* rhs_name = c.property == "invariance" || c.property == "shift" ? "L(x)" : "P L(x)";
+    s << c.property << " violated by " << c.layer << " (" << c.dtype << "), n = " << c.n() << ", d = " << c.d() << "\n";
+    if (c.property == "shift")
+        s << "  every position index shifted by " << c.shift << "\n";
+    else
+        s << "  permutation " << c.perm.cycles() << " (rows: (P x)[i] = x[p[i]])\n";
+    s << "  x =\n" << format_matrix(c.x);
+    s << "  " << lhs_name << " =\n" << format_matrix(c.lhs);
+    s << "  " << rhs_name << " =\n" << format_matrix(c.rhs);
+    s << std::setprecision(6) << "  largest |difference| = " << c.comparison.max_abs_diff << " at position "
+      << c.comparison.row << ", feature " << c.comparison.col;
+    if (c.comparison.tolerance > 0) s << " (tolerance " << c.comparison.tolerance << ", margin " << c.comparison.margin() << ")";
+    s << "\n  " << (c.confirmed_exactly ? "confirmed in exact rational arithmetic" : "NOT confirmed in exact arithmetic")
+      << "\n  weight seed " << c.weight_seed << ", case " << c.case_index << ", " << c.shrink_steps << " shrink steps\n"
+      << "  replay: " << c.replay << "\n";
+    return s.str();
+}
+
+}  // namespace permcheck

@@ -1,0 +1,68 @@
+// A search for a failing case and its shrinking to the smallest, on RapidCheck's Shrinkable values.
+// Deterministic: the same generator, seed and predicate give the same result.
+#pragma once
+
+#include <rapidcheck.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+
+namespace permcheck {
+
+struct SearchOptions {
+    int cases = 100;
+    std::uint64_t seed = 0;
+    int max_shrink_evaluations = 20000;  // a cap, so a pathological predicate cannot make shrinking hang
+};
+
+template <class T> struct SearchResult {
+    int cases_run = 0;       // cases generated before the first failure, the failing one included
+    int evaluations = 0;     // predicate calls in all, shrinking included
+    int shrink_steps = 0;    // accepted shrinks, from the first failure to the minimum
+    int first_failure = -1;  // the index of the failing case, -1 when none failed
+    std::optional<T> first;  // the failing case as generated
+    std::optional<T> minimal;  // the same, shrunk
+};
+
+// The RapidCheck size for case i of `cases`: grows from 0 to 100 (sizes above 100 hit undefined behaviour in
+// Debian's RapidCheck snapshot).
+inline int size_for_case(int i, int cases) { return cases <= 1 ? 100 : (i * 100) / (cases - 1); }
+
+// `fails(value)` is true when the value is a counterexample. Shrinking is greedy: take the first shrink that
+// still fails, repeat until none does (as RapidCheck does).
+template <class T>
+SearchResult<T> search(const rc::Gen<T>& gen, const std::function<bool(const T&)>& fails, const SearchOptions& opts,
+                       const std::function<void(int)>& on_case = {}) {
+    SearchResult<T> result;
+    rc::Random random(opts.seed);
+    for (int i = 0; i < opts.cases; ++i) {
+        if (on_case) on_case(i);
+        rc::Shrinkable<T> current = gen(random.split(), size_for_case(i, opts.cases));
+        result.cases_run = i + 1;
+        ++result.evaluations;
+        if (!fails(current.value())) continue;
+        result.first_failure = i;
+        result.first = current.value();
+        bool shrunk = true;
+        while (shrunk && result.evaluations < opts.max_shrink_evaluations) {
+            shrunk = false;
+            rc::Seq<rc::Shrinkable<T>> shrinks = current.shrinks();
+            while (rc::Maybe<rc::Shrinkable<T>> next = shrinks.next()) {
+                ++result.evaluations;
+                if (fails(next->value())) {
+                    current = *next;
+                    ++result.shrink_steps;
+                    shrunk = true;
+                    break;
+                }
+                if (result.evaluations >= opts.max_shrink_evaluations) break;
+            }
+        }
+        result.minimal = current.value();
+        return result;
+    }
+    return result;
+}
+
+}  // namespace permcheck
