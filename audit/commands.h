@@ -6,6 +6,9 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
 
 namespace permcheck::cli {
 
@@ -18,5 +21,17 @@ struct Outcome {
 bool progress_enabled();
 
 void add_table(CLI::App& app, Outcome& outcome);  // no subcommand: the verdict table (cmd_table.cpp)
+
+// `permcheck prove ... --smt`: the prove command (cmd_prove.cpp) hands SMT requests to cmd_prove_smt.cpp.
+struct SmtRequest {
+    std::vector<std::string> layers;  // catalog names
+    int n = 4;
+    int d = 4;
+    std::string emit_dir;             // empty: write no SMT-LIB files
+    double timeout_seconds = 60;
+};
+// Prints one verdict line (and details) per layer to out; returns the exit code (0 when every layer's result
+// matches the verdict matrix, 1 otherwise, 2 on bad input).
+int prove_smt(const SmtRequest& request, std::ostream& out);
 
 }  // namespace permcheck::cli

@@ -1,0 +1,44 @@
+// Reports: one record, several views (JSON, Markdown, HTML, text). Written atomically.
+// The JSON schema "permcheck.report/1" is documented in README.md.
+#pragma once
+
+#include "properties/engine.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace permcheck::report {
+
+inline constexpr const char* kSchema = "permcheck.report/1";
+
+struct Record {
+    std::string verdict;   // holds | violated | nondeterministic | non-finite | error
+    std::string layer;     // a catalog name, or the audited command / callable's name
+    std::string property;  // equivariance | invariance | shift | reversal | causal-prefix
+    std::string dtype;     // float32 | float64 | exact
+    int cases = 0;
+    std::uint64_t seed = 0;
+    std::optional<Counterexample> counterexample;
+    std::string error;     // empty unless verdict == "error"
+    std::string replay;    // a command line that re-runs this exact case
+    nlohmann::json details = nlohmann::json::object();  // producer-specific extras (audit: command, last request)
+};
+
+nlohmann::json to_json(const Record& r);
+// Throws std::invalid_argument naming the missing or malformed field.
+Record from_json(const nlohmann::json& j);
+
+std::string to_markdown(const Record& r);
+std::string to_html(const Record& r);  // self-contained: no network, inline SVG
+
+// Writes report.json, report.md and report.html into dir (created if needed), each through a temporary file
+// and a rename, so a killed run never leaves a half-written report. Throws std::runtime_error on I/O failure.
+void write(const std::filesystem::path& dir, const Record& r);
+// Reads a report.json (or a directory holding one). Throws std::invalid_argument / std::runtime_error.
+Record read(const std::filesystem::path& path);
+
+}  // namespace permcheck::report
