@@ -88,11 +88,11 @@ rc::Gen<Case> case_generator(const CheckOptions& opts) {
 }
 
 namespace {
-template <class S> Sides<S> sides_in(const LayerSpec& spec, Property property, const Case& c) {
+template <class S> Sides<S> sides_in(const Subject& spec, Property property, const Case& c) {
     const auto d = c.x.cols();
-    const LayerFn<S> layer = build_layer<S>(spec.name, d, c.weight_seed, 0);
-    const LayerFn<S> shifted =
-        property == Property::shift ? build_layer<S>(spec.name, d, c.weight_seed, c.shift) : LayerFn<S>{};
+    const Factory<S>& make = spec.factory<S>();
+    const LayerFn<S> layer = make(d, c.weight_seed, 0);
+    const LayerFn<S> shifted = property == Property::shift ? make(d, c.weight_seed, c.shift) : LayerFn<S>{};
     ToleranceModel tol;
     tol.unit_roundoff = ScalarTraits<S>::unit_roundoff;
     tol.amplification = spec.amplification;
@@ -104,7 +104,7 @@ template <class S> struct Wider;
 template <> struct Wider<float> { using type = double; };
 template <> struct Wider<double> { using type = long double; };
 
-template <class S> Sides<double> evaluate_in(const LayerSpec& spec, Property property, const Case& c) {
+template <class S> Sides<double> evaluate_in(const Subject& spec, Property property, const Case& c) {
     const Sides<S> s = sides_in<S>(spec, property, c);
     Sides<double> out{to_double<S>(s.lhs), to_double<S>(s.rhs), s.comparison};
     if constexpr (!ScalarTraits<S>::exact) {
@@ -124,7 +124,20 @@ template <class S> Sides<double> evaluate_in(const LayerSpec& spec, Property pro
 }
 }  // namespace
 
+Subject subject(const LayerSpec& spec) {
+    return make_subject(
+        spec.name, spec.output,
+        [name = spec.name]<class S>(std::type_identity<S>, Eigen::Index d, std::uint64_t seed, long offset) {
+            return build_layer<S>(name, d, seed, offset);
+        },
+        spec.amplification);
+}
+
 Sides<double> evaluate_case(const LayerSpec& spec, Property property, const Case& c, Arithmetic arithmetic) {
+    return evaluate_case(subject(spec), property, c, arithmetic);
+}
+
+Sides<double> evaluate_case(const Subject& spec, Property property, const Case& c, Arithmetic arithmetic) {
     switch (arithmetic) {
         case Arithmetic::float32: return evaluate_in<float>(spec, property, c);
         case Arithmetic::float64: return evaluate_in<double>(spec, property, c);
@@ -142,13 +155,18 @@ std::string replay_command(const std::string& layer, Property property, const Ch
 }
 
 CheckResult check(const LayerSpec& spec, Property property, const CheckOptions& opts) {
+    bool expected = true;
+    for (const Expectation& e : expectations(spec))
+        if (e.property == property) expected = e.holds;
+    return check(subject(spec), property, opts, expected);
+}
+
+CheckResult check(const Subject& spec, Property property, const CheckOptions& opts, bool expected_holds) {
     CheckResult r;
     r.layer = spec.name;
     r.property = property_name(property);
     r.dtype = arithmetic_name(opts.arithmetic);
-    r.expected_holds = true;
-    for (const Expectation& e : expectations(spec))
-        if (e.property == property) r.expected_holds = e.holds;
+    r.expected_holds = expected_holds;
 
     const std::function<bool(const Case&)> fails = [&](const Case& c) {
         return !evaluate_case(spec, property, c, opts.arithmetic).comparison.holds;
