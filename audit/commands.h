@@ -21,6 +21,7 @@ struct Outcome {
 bool progress_enabled();
 
 void add_table(CLI::App& app, Outcome& outcome);  // no subcommand: the verdict table (cmd_table.cpp)
+void add_prove(CLI::App& app, Outcome& outcome);   // permcheck prove LAYER | --all (cmd_prove.cpp)
 
 // `permcheck prove ... --smt`: the prove command (cmd_prove.cpp) hands SMT requests to cmd_prove_smt.cpp.
 struct SmtRequest {

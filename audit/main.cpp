@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
     app.require_subcommand(0, 1);
     Outcome outcome;
     add_table(app, outcome);
+    add_prove(app, outcome);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
