@@ -3,6 +3,9 @@
 
 #include "weights.h"
 
+#include <stdexcept>
+#include <string>
+
 namespace permcheck {
 
 template <class S> struct Linear {
@@ -13,6 +16,10 @@ template <class S> struct Linear {
         return {draw_matrix(d_in, d_out, draw), draw_matrix(1, d_out, draw)};
     }
     Mat<S> operator()(const Mat<S>& x) const {
+        // Eigen only asserts on a shape mismatch, and asserts are off in release builds.
+        if (x.cols() != weight.rows())
+            throw std::invalid_argument("linear layer expects " + std::to_string(weight.rows()) +
+                                        " features per position, got " + std::to_string(x.cols()));
         Mat<S> y = x * weight;
         for (Eigen::Index i = 0; i < y.rows(); ++i) y.row(i) += bias;
         return y;
@@ -51,6 +58,9 @@ template <class S> struct LayerNorm {
     }
     Mat<S> operator()(const Mat<S>& x) const {
         const Eigen::Index d = x.cols();
+        if (d != gain.cols())
+            throw std::invalid_argument("LayerNorm expects " + std::to_string(gain.cols()) +
+                                        " features per position, got " + std::to_string(d));
         const S inv_d = S(1) / S(static_cast<int>(d));
         const S eps_s = sc::from_double<S>(eps);
         Mat<S> y(x.rows(), d);

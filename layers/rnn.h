@@ -4,6 +4,9 @@
 
 #include "weights.h"
 
+#include <stdexcept>
+#include <string>
+
 namespace permcheck {
 
 template <class S> struct ElmanRnn {
@@ -19,6 +22,10 @@ template <class S> struct ElmanRnn {
 
     // All states, one row per step.
     Mat<S> states(const Mat<S>& x) const {
+        // Eigen only asserts on a shape mismatch, and asserts are off in release builds.
+        if (x.cols() != wx.rows())
+            throw std::invalid_argument("Elman RNN expects " + std::to_string(wx.rows()) +
+                                        " features per step, got " + std::to_string(x.cols()));
         Mat<S> out(x.rows(), wh.cols());
         Mat<S> h = Mat<S>::Zero(1, wh.cols());
         for (Eigen::Index t = 0; t < x.rows(); ++t) {
@@ -31,6 +38,7 @@ template <class S> struct ElmanRnn {
     Mat<S> operator()(const Mat<S>& x) const { return states(x); }
     // The final state, 1 x hidden: a pooled output that depends on order.
     Mat<S> final_state(const Mat<S>& x) const {
+        if (x.rows() == 0) throw std::invalid_argument("an empty sequence has no final RNN state");
         const Mat<S> s = states(x);
         return s.bottomRows(1);
     }

@@ -71,11 +71,18 @@ template <> struct ScalarTraits<Rational> {
     }
     static double to_double(const Rational& v) { return v.convert_to<double>(); }
     // The exact rational value of the double result: deterministic, and a function of the exact argument.
-    static Rational exp(const Rational& v) { return from_double(std::exp(to_double(v))); }
-    static Rational sqrt(const Rational& v) { return from_double(std::sqrt(to_double(v))); }
-    static Rational tanh(const Rational& v) { return from_double(std::tanh(to_double(v))); }
+    static Rational exp(const Rational& v) { return of_result(std::exp(to_double(v)), "exp"); }
+    static Rational sqrt(const Rational& v) { return of_result(std::sqrt(to_double(v)), "sqrt"); }
+    static Rational tanh(const Rational& v) { return of_result(std::tanh(to_double(v)), "tanh"); }
     static Rational relu(const Rational& v) { return v > 0 ? v : Rational(0); }
     static Rational max(const Rational& a, const Rational& b) { return a < b ? b : a; }
+
+private:
+    // Names the function, so an overflowing exp or a negative sqrt says which one failed.
+    static Rational of_result(double r, const char* function) {
+        detail::require_finite(r, function);
+        return Rational(r);
+    }
 };
 
 template <> struct ScalarTraits<RationalStandin> {
