@@ -1,5 +1,6 @@
 #include "engine.h"
 
+#include <cmath>
 #include <iomanip>
 #include <sstream>
 #include <stdexcept>
@@ -70,13 +71,55 @@ std::vector<Expectation> expectations(const LayerSpec& spec) {
     return e;
 }
 
+std::vector<Case> case_shrinks(const Case& c, int min_len) {
+    std::vector<Case> out;
+    const int n = static_cast<int>(c.x.rows());
+    const Eigen::Index d = c.x.cols();
+    for (int k = 0; n > min_len && k < n; ++k) {
+        Case smaller = c;
+        smaller.x.resize(n - 1, d);
+        for (int i = 0, r = 0; i < n; ++i)
+            if (i != k) smaller.x.row(r++) = c.x.row(i);
+        smaller.perm = c.perm.without(k);
+        out.push_back(std::move(smaller));
+    }
+    for (int i = 0; i < n; ++i)
+        if (c.perm[i] != i) {
+            Case fewer = c;
+            fewer.perm = c.perm.fixing(i);
+            out.push_back(std::move(fewer));
+        }
+    for (Eigen::Index i = 0; i < n; ++i)
+        for (Eigen::Index j = 0; j < d; ++j) {
+            const double v = c.x(i, j);
+            for (double simpler : {0.0, std::trunc(v), std::round(v * 4) / 4, -v}) {
+                const bool is_simpler = simpler != v && (simpler != -v || v < 0);
+                if (!is_simpler) continue;
+                Case s = c;
+                s.x(i, j) = simpler;
+                out.push_back(std::move(s));
+            }
+        }
+    if (c.weight_seed != 0) {
+        Case s = c;
+        s.weight_seed = 0;
+        out.push_back(std::move(s));
+    }
+    if (c.shift != 1) {
+        Case s = c;
+        s.shift = 1;
+        out.push_back(std::move(s));
+    }
+    return out;
+}
+
 rc::Gen<Case> case_generator(const CheckOptions& opts) {
     if (opts.min_len < 1 || opts.max_len < opts.min_len)
         throw std::invalid_argument("sequence lengths must satisfy 1 <= min-len <= max-len, got " +
                                     std::to_string(opts.min_len) + " and " + std::to_string(opts.max_len));
     if (opts.d < 1) throw std::invalid_argument("the width d must be at least 1, got " + std::to_string(opts.d));
-    const int d = opts.d;
-    return rc::gen::mapcat(rc::gen::inRange(opts.min_len, opts.max_len + 1), [d](int n) {
+    const int d = opts.d, min_len = opts.min_len;
+    const rc::Gen<Case> drawn = rc::gen::mapcat(rc::gen::inRange(opts.min_len, opts.max_len + 1), [d](int n) {
         return rc::gen::map(rc::gen::tuple(gen::sequence(n, d), rc::gen::resize(100, gen::permutation(n)),
                                            rc::gen::resize(100, rc::gen::inRange(0, 1 << 30)),
                                            rc::gen::inRange(1, 65)),
@@ -84,6 +127,12 @@ rc::Gen<Case> case_generator(const CheckOptions& opts) {
                                 return Case{std::get<0>(t), std::get<1>(t), static_cast<std::uint64_t>(std::get<2>(t)),
                                             static_cast<long>(std::get<3>(t))};
                             });
+    });
+    // Generation is RapidCheck's; shrinking is the case's own (case_shrinks), carried in the Shrinkable.
+    return rc::Gen<Case>([drawn, min_len](const rc::Random& random, int size) {
+        return rc::shrinkable::shrinkRecur(drawn(random, size).value(), [min_len](const Case& c) {
+            return rc::seq::fromContainer(case_shrinks(c, min_len));
+        });
     });
 }
 

@@ -98,6 +98,12 @@ struct CheckResult {
     bool as_expected() const { return holds == expected_holds; }
 };
 
+// The shrinks of a case, most radical first: delete a position (down to min_len), fix a moved position of the
+// permutation, simplify one input value (to 0, to an integer, to a multiple of 1/4), then weights' seed 0 and
+// shift 1. Shrinking by deletion keeps the rest of the case, so a violation that needs two positions keeps
+// failing as the others go: the shortest sequence is reached directly, not by luck of regeneration.
+std::vector<Case> case_shrinks(const Case& c, int min_len);
+
 // The case generator of a check: n in [min_len, max_len] (shrinking toward min_len), input, permutation,
 // weight seed and shift.
 rc::Gen<Case> case_generator(const CheckOptions& opts);

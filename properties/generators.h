@@ -38,23 +38,39 @@ inline rc::Gen<std::vector<double>> row(int d) {
     return rc::gen::container<std::vector<double>>(static_cast<std::size_t>(d), value());
 }
 
-// n x d inputs: either n independent rows, or rows drawn from a small palette so that whole rows repeat.
+// n x d inputs of three kinds, so that ties (where index-dependent code hides) are common:
+//  - independent rows of independent values;
+//  - rows drawn from a small palette of rows, so that whole rows repeat;
+//  - entries drawn from a small palette of values, so that single features tie across positions.
 inline rc::Gen<Mat<double>> sequence(int n, int d) {
-    rc::Gen<Mat<double>> independent = rc::gen::map(
-        rc::gen::container<std::vector<std::vector<double>>>(static_cast<std::size_t>(n), row(d)),
-        [d](const std::vector<std::vector<double>>& rows) { return to_matrix(rows, d); });
-    rc::Gen<Mat<double>> repeated = rc::gen::mapcat(rc::gen::inRange(1, n + 1), [n, d](int palette_size) {
+    const auto count = static_cast<std::size_t>(n);
+    rc::Gen<Mat<double>> independent =
+        rc::gen::map(rc::gen::container<std::vector<std::vector<double>>>(count, row(d)),
+                     [d](const std::vector<std::vector<double>>& rows) { return to_matrix(rows, d); });
+    rc::Gen<Mat<double>> repeated_rows = rc::gen::mapcat(rc::gen::inRange(1, n + 1), [n, d, count](int palette_size) {
         return rc::gen::map(
             rc::gen::pair(
                 rc::gen::container<std::vector<std::vector<double>>>(static_cast<std::size_t>(palette_size), row(d)),
-                rc::gen::container<std::vector<int>>(static_cast<std::size_t>(n), rc::gen::inRange(0, palette_size))),
+                rc::gen::container<std::vector<int>>(count, rc::gen::inRange(0, palette_size))),
             [d](const std::pair<std::vector<std::vector<double>>, std::vector<int>>& pp) {
                 std::vector<std::vector<double>> rows;
                 for (int k : pp.second) rows.push_back(pp.first[static_cast<std::size_t>(k)]);
                 return to_matrix(rows, d);
             });
     });
-    return rc::gen::oneOf(independent, repeated);
+    rc::Gen<Mat<double>> repeated_values = rc::gen::mapcat(rc::gen::inRange(1, 4), [n, d](int palette_size) {
+        return rc::gen::map(
+            rc::gen::pair(rc::gen::container<std::vector<double>>(static_cast<std::size_t>(palette_size), value()),
+                          rc::gen::container<std::vector<int>>(static_cast<std::size_t>(n * d),
+                                                               rc::gen::inRange(0, palette_size))),
+            [n, d](const std::pair<std::vector<double>, std::vector<int>>& pp) {
+                Mat<double> x(n, d);
+                for (int i = 0; i < n * d; ++i)
+                    x(i / d, i % d) = pp.first[static_cast<std::size_t>(pp.second[static_cast<std::size_t>(i)])];
+                return x;
+            });
+    });
+    return rc::gen::oneOf(independent, repeated_rows, repeated_values);
 }
 
 // Every element of S_n, built as a Fisher-Yates shuffle whose i-th step swaps i with i - k_i. Each k_i shrinks

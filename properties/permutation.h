@@ -3,6 +3,7 @@
 
 #include "../layers/scalar.h"
 
+#include <algorithm>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -72,6 +73,26 @@ public:
         int m = 0;
         for (std::size_t i = 0; i < p_.size(); ++i) m += p_[i] != static_cast<int>(i);
         return m;
+    }
+
+    // The permutation of the other n-1 positions: k is taken out of its cycle (its predecessor now maps to its
+    // successor) and the positions after k are renumbered down. Shrinking uses it to delete a position.
+    Permutation without(int k) const {
+        std::vector<int> q;
+        for (int i = 0; i < size(); ++i) {
+            if (i == k) continue;
+            int v = (*this)[i] == k ? (*this)[k] : (*this)[i];
+            q.push_back(v > k ? v - 1 : v);
+        }
+        return Permutation(std::move(q));
+    }
+    // The same permutation with i made a fixed point (one moved position fewer, or two for a transposition).
+    Permutation fixing(int i) const {
+        std::vector<int> q = p_;
+        const auto pre = std::find(q.begin(), q.end(), i);
+        *pre = q[static_cast<std::size_t>(i)];
+        q[static_cast<std::size_t>(i)] = i;
+        return Permutation(std::move(q));
     }
 
     template <class S> Mat<S> apply(const Mat<S>& x) const {

@@ -1,0 +1,375 @@
+// The property engine as a specification: permutations, generators, the verdict matrix in both arithmetics,
+// minimal counterexamples, and the harness self-test on planted bugs.
+#include "properties/engine.h"
+#include "properties/mutants.h"
+
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+using namespace permcheck;
+
+// ---------------------------------------------------------------------------------------------- permutations
+
+TEST(Permutation, ActsOnRowsAsDocumented) {
+    Mat<double> x(3, 1);
+    x << 10, 11, 12;
+    const Permutation p(std::vector<int>{2, 0, 1});  // (P x)[i] = x[p[i]]
+    const Mat<double> y = p.apply(x);
+    EXPECT_EQ(y(0, 0), 12);
+    EXPECT_EQ(y(1, 0), 10);
+    EXPECT_EQ(y(2, 0), 11);
+}
+
+TEST(Permutation, InverseUndoesAndThenComposesInOrder) {
+    const Permutation p(std::vector<int>{2, 0, 3, 1}), q(std::vector<int>{1, 3, 0, 2});
+    Mat<double> x(4, 2);
+    x << 1, 2, 3, 4, 5, 6, 7, 8;
+    EXPECT_EQ(p.inverse().apply(p.apply(x)), x);
+    EXPECT_EQ(p.then(q).apply(x), q.apply(p.apply(x)));
+    EXPECT_TRUE(p.then(p.inverse()).is_identity());
+}
+
+TEST(Permutation, CycleNotationLeavesOutFixedPoints) {
+    EXPECT_EQ(Permutation::transposition(4, 0, 1).cycles(), "(0 1)");
+    EXPECT_EQ(Permutation::rotation(3).cycles(), "(0 1 2)");
+    EXPECT_EQ(Permutation::identity(3).cycles(), "()");
+    EXPECT_EQ(Permutation::transposition(5, 3, 1).moved(), 2);
+}
+
+TEST(Permutation, RejectsWhatIsNotAPermutation) {
+    EXPECT_THROW(Permutation(std::vector<int>{0, 0}), std::invalid_argument);
+    EXPECT_THROW(Permutation(std::vector<int>{0, 2}), std::invalid_argument);
+    EXPECT_THROW(Permutation::transposition(2, 0, 2), std::invalid_argument);
+    EXPECT_THROW(Permutation::identity(3).apply(Mat<double>(2, 1)), std::invalid_argument);
+}
+
+// ---------------------------------------------------------------------------------------------- generators
+
+TEST(PermutationGenerator, CoversAllOfS4) {
+    std::set<std::vector<int>> seen;
+    rc::Random random(7);
+    for (int i = 0; i < 2000; ++i) seen.insert(gen::permutation(4)(random.split(), 100).value().one_line());
+    EXPECT_EQ(seen.size(), 24u);
+}
+
+TEST(PermutationGenerator, ShrinksToASingleTransposition) {
+    // Any non-identity permutation "fails": the minimum must move exactly two positions.
+    const std::function<bool(const Permutation&)> moves = [](const Permutation& p) { return !p.is_identity(); };
+    for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+        const SearchResult<Permutation> r = search<Permutation>(rc::gen::resize(100, gen::permutation(8)), moves, {100, seed});
+        ASSERT_TRUE(r.minimal) << "seed " << seed;
+        EXPECT_EQ(r.minimal->moved(), 2) << r.minimal->cycles();
+    }
+}
+
+TEST(PermutationGenerator, ShrinksTowardFewerMovedPositions) {
+    // Fails when position 5 is moved: the minimum is one transposition involving 5.
+    const std::function<bool(const Permutation&)> moves5 = [](const Permutation& p) { return p[5] != 5; };
+    const SearchResult<Permutation> r = search<Permutation>(rc::gen::resize(100, gen::permutation(8)), moves5, {200, 3});
+    ASSERT_TRUE(r.minimal);
+    EXPECT_EQ(r.minimal->moved(), 2);
+    EXPECT_NE((*r.minimal)[5], 5);
+}
+
+TEST(InputGenerator, ProducesRepeatedRowsAndGenericValuesOften) {
+    rc::Random random(11);
+    int with_repeated_rows = 0, with_generic_values = 0;
+    const int trials = 400;
+    for (int t = 0; t < trials; ++t) {
+        const Mat<double> x = gen::sequence(6, 3)(random.split(), 100).value();
+        bool repeated = false, generic = false;
+        for (Eigen::Index i = 0; i < x.rows(); ++i) {
+            for (Eigen::Index k = 0; k < i; ++k) repeated |= x.row(i) == x.row(k);
+            for (Eigen::Index j = 0; j < x.cols(); ++j) generic |= x(i, j) * 4 != std::round(x(i, j) * 4);
+        }
+        with_repeated_rows += repeated;
+        with_generic_values += generic;
+    }
+    EXPECT_GE(with_repeated_rows, trials / 5);
+    EXPECT_GE(with_generic_values, trials / 5);
+}
+
+TEST(InputGenerator, ValuesShrinkToOneSmallValue) {
+    // Shrinking keeps the kind of input (independent values, repeated rows, repeated values), so the minimum of
+    // "some entry is nonzero" is a single small nonzero value, which a palette may repeat.
+    const std::function<bool(const Mat<double>&)> nonzero = [](const Mat<double>& x) { return x.cwiseAbs().maxCoeff() > 0; };
+    for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+        const SearchResult<Mat<double>> r = search<Mat<double>>(gen::sequence(5, 3), nonzero, {100, seed});
+        ASSERT_TRUE(r.minimal);
+        std::set<double> values;
+        for (Eigen::Index i = 0; i < r.minimal->size(); ++i)
+            if (r.minimal->data()[i] != 0) values.insert(r.minimal->data()[i]);
+        EXPECT_EQ(values.size(), 1u) << *r.minimal;
+        EXPECT_LE(std::abs(*values.begin()), 1.0) << *r.minimal;
+    }
+}
+
+TEST(CaseGenerator, RejectsImpossibleLengths) {
+    CheckOptions o;
+    o.min_len = 3;
+    o.max_len = 2;
+    EXPECT_THROW(case_generator(o), std::invalid_argument);
+    o.min_len = 0;
+    EXPECT_THROW(case_generator(o), std::invalid_argument);
+}
+
+// ------------------------------------------------------------------------------------------ verdict matrix
+
+namespace {
+struct MatrixRow {
+    std::string layer;
+    Property property;
+    bool holds;
+    Arithmetic arithmetic;
+};
+
+std::vector<MatrixRow> verdict_matrix() {
+    std::vector<MatrixRow> rows;
+    for (const LayerSpec& spec : catalog())
+        for (const Expectation& e : expectations(spec))
+            for (Arithmetic a : {Arithmetic::float32, Arithmetic::float64, Arithmetic::exact})
+                rows.push_back({spec.name, e.property, e.holds, a});
+    return rows;
+}
+
+std::string row_name(const testing::TestParamInfo<MatrixRow>& info) {
+    std::string s = info.param.layer + "_" + property_name(info.param.property) + "_" +
+                    arithmetic_name(info.param.arithmetic);
+    for (char& c : s)
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+    return s;
+}
+
+// The layers whose symmetry breaks at the smallest possible case: two positions, swapped.
+bool breaks_at_one_swap(const std::string& layer, Property p) {
+    static const std::set<std::string> layers = {"causal-attention", "attention+sinusoidal", "attention+learned",
+                                                 "rnn", "attention-last-readout"};
+    return layers.count(layer) && (p == Property::equivariance || p == Property::invariance);
+}
+}  // namespace
+
+class VerdictMatrix : public testing::TestWithParam<MatrixRow> {};
+
+TEST_P(VerdictMatrix, MatchesTheTheoryOverSeveralSeeds) {
+    const MatrixRow& row = GetParam();
+    const LayerSpec& spec = find_layer(row.layer);
+    for (std::uint64_t seed : {1u, 2u, 3u}) {
+        CheckOptions o;
+        o.arithmetic = row.arithmetic;
+        o.seed = seed;
+        o.cases = 100;
+        const CheckResult r = check(spec, row.property, o);
+        if (row.holds) {
+            EXPECT_TRUE(r.holds) << "seed " << seed << ": " << describe(*r.counterexample);
+            EXPECT_EQ(r.cases_run, 100);
+            continue;
+        }
+        ASSERT_FALSE(r.holds) << "seed " << seed << ": no violation found in " << r.cases_run << " cases";
+        const Counterexample& ce = *r.counterexample;
+        EXPECT_TRUE(ce.confirmed_exactly) << describe(ce);
+        if (breaks_at_one_swap(row.layer, row.property)) {
+            EXPECT_EQ(ce.n(), 2) << describe(ce);
+            EXPECT_EQ(ce.perm.cycles(), "(0 1)") << describe(ce);
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryLayerEveryProperty, VerdictMatrix, testing::ValuesIn(verdict_matrix()), row_name);
+
+TEST(VerdictMatrix, NoFloatCheckFailsSpuriouslyOverTwentySeeds) {
+    // Every property that must hold, in float32 and float64, 100 cases for each of 20 seeds.
+    for (const LayerSpec& spec : catalog())
+        for (const Expectation& e : expectations(spec)) {
+            if (!e.holds) continue;
+            for (Arithmetic a : {Arithmetic::float32, Arithmetic::float64})
+                for (std::uint64_t seed = 100; seed < 120; ++seed) {
+                    CheckOptions o;
+                    o.arithmetic = a;
+                    o.seed = seed;
+                    const CheckResult r = check(spec, e.property, o);
+                    EXPECT_TRUE(r.holds) << describe(*r.counterexample);
+                }
+        }
+}
+
+// ------------------------------------------------------------------------------------ counterexample record
+
+TEST(Counterexample, CausalAttentionReadsAsTheSmallestSwapWithAReplayLine) {
+    const CheckResult r = check(find_layer("causal-attention"), Property::equivariance, {});
+    ASSERT_TRUE(r.counterexample);
+    const Counterexample& ce = *r.counterexample;
+    const std::string text = describe(ce);
+    EXPECT_NE(text.find("permutation (0 1)"), std::string::npos) << text;
+    EXPECT_NE(text.find("replay: permcheck check causal-attention --property equivariance"), std::string::npos) << text;
+    EXPECT_NE(text.find("confirmed in exact rational arithmetic"), std::string::npos) << text;
+    // Both sides are in the record, and they differ where it says.
+    const auto i = ce.comparison.row, j = ce.comparison.col;
+    EXPECT_EQ(std::abs(ce.lhs(i, j) - ce.rhs(i, j)), ce.comparison.max_abs_diff);
+    EXPECT_GT(ce.comparison.margin(), 1.0);
+}
+
+TEST(Counterexample, ReplayingTheRecordedCaseFailsAgain) {
+    const LayerSpec& spec = find_layer("attention+learned");
+    CheckOptions o;
+    o.arithmetic = Arithmetic::exact;
+    const CheckResult r = check(spec, Property::equivariance, o);
+    ASSERT_TRUE(r.counterexample);
+    const Case again{r.counterexample->x, r.counterexample->perm, r.counterexample->weight_seed, 0};
+    EXPECT_FALSE(evaluate_case(spec, Property::equivariance, again, Arithmetic::exact).comparison.holds);
+    // The same search, run again with the same seed, finds the very same case.
+    const CheckResult twice = check(spec, Property::equivariance, o);
+    EXPECT_EQ(twice.counterexample->x, r.counterexample->x);
+    EXPECT_EQ(twice.counterexample->perm, r.counterexample->perm);
+}
+
+// ---------------------------------------------------------------------------------- harness self-test
+
+class HarnessSelfTest : public testing::TestWithParam<mutants::Kind> {};
+
+TEST_P(HarnessSelfTest, CatchesThePlantedBugAndShrinksItToTheSmallestLength) {
+    const mutants::Kind kind = GetParam();
+    const Subject s = make_subject(mutants::name(kind), mutants::output(kind),
+                                   [kind]<class S>(std::type_identity<S>, Eigen::Index d, std::uint64_t seed, long) {
+                                       Draw<S> draw = dyadic_draw<S>(seed);
+                                       return mutants::build<S>(kind, d, draw);
+                                   });
+    const Property p = mutants::output(kind) == Output::pooled ? Property::invariance : Property::equivariance;
+    for (Arithmetic a : {Arithmetic::float64, Arithmetic::exact})
+        for (std::uint64_t seed : {1u, 2u, 3u}) {
+            CheckOptions o;
+            o.arithmetic = a;
+            o.seed = seed;
+            const CheckResult r = check(s, p, o, false);
+            ASSERT_FALSE(r.holds) << mutants::name(kind) << " was not caught (" << arithmetic_name(a) << ", seed " << seed << ")";
+            const Counterexample& ce = *r.counterexample;
+            EXPECT_EQ(ce.n(), mutants::minimal_length(kind)) << describe(ce);
+            EXPECT_EQ(ce.perm.moved(), 2) << describe(ce);
+            EXPECT_TRUE(ce.confirmed_exactly) << describe(ce);
+        }
+}
+
+INSTANTIATE_TEST_SUITE_P(PlantedBugs, HarnessSelfTest, testing::ValuesIn(mutants::all()),
+                         [](const testing::TestParamInfo<mutants::Kind>& info) {
+                             std::string s = mutants::name(info.param);
+                             std::replace(s.begin(), s.end(), '-', '_');
+                             return s;
+                         });
+
+TEST(HarnessSelfTest, TheLeakFromPosition4IsInvisibleBelowFivePositions) {
+    // The minimum is n = 5 because shorter sequences truly satisfy the property, not because of a search limit.
+    const Subject s = make_subject("leak", Output::sequence,
+                                   []<class S>(std::type_identity<S>, Eigen::Index d, std::uint64_t seed, long) {
+                                       Draw<S> draw = dyadic_draw<S>(seed);
+                                       return mutants::build<S>(mutants::Kind::leak_from_position_4, d, draw);
+                                   });
+    CheckOptions o;
+    o.arithmetic = Arithmetic::exact;
+    o.max_len = 4;
+    EXPECT_TRUE(check(s, Property::equivariance, o, true).holds);
+}
+
+// ------------------------------------------------------------------------- properties of every random case
+
+RC_GTEST_PROP(Equivariance, AttentionCommutesWithEveryPermutationExactly, ()) {
+    CheckOptions o;
+    o.max_len = 6;
+    const Case c = *case_generator(o);
+    for (const char* layer : {"attention", "mha", "encoder", "mlp", "layernorm"})
+        RC_ASSERT(evaluate_case(find_layer(layer), Property::equivariance, c, Arithmetic::exact).comparison.holds);
+}
+
+RC_GTEST_PROP(Invariance, SymmetricPoolingForgetsOrderExactly, ()) {
+    CheckOptions o;
+    o.max_len = 6;
+    const Case c = *case_generator(o);
+    for (const char* layer : {"attention-sum-pool", "attention-mean-pool", "attention-max-pool", "deepsets"})
+        RC_ASSERT(evaluate_case(find_layer(layer), Property::invariance, c, Arithmetic::exact).comparison.holds);
+}
+
+RC_GTEST_PROP(RelativePosition, ShiftingEveryPositionChangesNothingExactly, ()) {
+    CheckOptions o;
+    o.max_len = 6;
+    const Case c = *case_generator(o);
+    for (const char* layer : {"attention+rope", "attention+alibi", "attention+t5"})
+        RC_ASSERT(evaluate_case(find_layer(layer), Property::shift, c, Arithmetic::exact).comparison.holds);
+}
+
+RC_GTEST_PROP(CausalAttention, OutputIgnoresTheOrderOfItsPrefix, ()) {
+    CheckOptions o;
+    o.max_len = 6;
+    const Case c = *case_generator(o);
+    RC_ASSERT(evaluate_case(find_layer("causal-attention"), Property::causal_prefix, c, Arithmetic::exact).comparison.holds);
+}
+
+TEST(RelativePosition, ScoresDependOnlyOnOffsets) {
+    // RoPE, ALiBi and T5 scores for positions 0..n-1 and 37..37+n-1 are identical, exactly.
+    Draw<Rational> draw = dyadic_draw<Rational>(9);
+    const Mat<Rational> x = from_double<Rational>(Mat<double>::Random(5, 4));
+    for (int kind = 0; kind < 3; ++kind) {
+        Draw<Rational> w = dyadic_draw<Rational>(9);
+        Attention<Rational> a = Attention<Rational>::random({4, 1, false}, w);
+        if (kind == 0) a.rope = Rope<Rational>{0};
+        if (kind == 1) a.bias = ScoreBias<Rational>::alibi();
+        if (kind == 2) a.bias = ScoreBias<Rational>::t5(1, draw);
+        const Mat<Rational> at0 = a.scores(x, 0);
+        if (a.rope) a.rope->offset = 37;
+        if (a.bias) a.bias->offset = 37;
+        EXPECT_EQ(a.scores(x, 0), at0) << "kind " << kind;
+    }
+}
+
+TEST(RelativePosition, AbsoluteSignalsAreNotShiftInvariant) {
+    CheckOptions o;
+    o.arithmetic = Arithmetic::exact;
+    for (const char* layer : {"attention+sinusoidal", "attention+learned"})
+        EXPECT_FALSE(check(find_layer(layer), Property::shift, o).holds) << layer;
+}
+
+// ------------------------------------------------------------------------------------------ dog bites man
+
+namespace {
+template <class S> Mat<S> pooled_sentence(const std::vector<int>& tokens, bool with_position, bool rnn) {
+    Draw<S> draw = dyadic_draw<S>(2024);
+    const Embedding<S> embed = Embedding<S>::random(3, 4, draw);
+    const Attention<S> attn = Attention<S>::random({4, 1, false}, draw);
+    const ElmanRnn<S> recurrent = ElmanRnn<S>::random(4, 4, draw);
+    Mat<S> x = embed(tokens);
+    if (with_position) x = AbsolutePosition<S>::sinusoidal()(x);
+    return rnn ? recurrent.final_state(x) : pool(attn(x), Pool::mean);
+}
+const std::vector<int> dog_bites_man = {0, 1, 2}, man_bites_dog = {2, 1, 0};
+}  // namespace
+
+TEST(DogBitesMan, WithoutAPositionSignalBothSentencesPoolToTheSameVector) {
+    EXPECT_EQ(pooled_sentence<Rational>(dog_bites_man, false, false), pooled_sentence<Rational>(man_bites_dog, false, false));
+}
+
+TEST(DogBitesMan, ASinusoidalSignalTellsThemApart) {
+    EXPECT_NE(pooled_sentence<Rational>(dog_bites_man, true, false), pooled_sentence<Rational>(man_bites_dog, true, false));
+}
+
+TEST(DogBitesMan, TheRnnTellsThemApart) {
+    EXPECT_NE(pooled_sentence<Rational>(dog_bites_man, false, true), pooled_sentence<Rational>(man_bites_dog, false, true));
+}
+
+RC_GTEST_PROP(DogBitesMan, AnyReorderingOfAnySentencePoolsIdenticallyWithoutPosition, ()) {
+    const int n = *rc::gen::inRange(1, 7);
+    const auto tokens = *rc::gen::container<std::vector<int>>(static_cast<std::size_t>(n), rc::gen::inRange(0, 3));
+    const Permutation p = *rc::gen::resize(100, gen::permutation(n));
+    std::vector<int> shuffled(tokens.size());
+    for (int i = 0; i < n; ++i) shuffled[static_cast<std::size_t>(i)] = tokens[static_cast<std::size_t>(p[i])];
+    RC_ASSERT(pooled_sentence<Rational>(tokens, false, false) == pooled_sentence<Rational>(shuffled, false, false));
+}
+
+TEST(Embedding, TheSameTokenGivesTheSameRowAtAnyPosition) {
+    Draw<Rational> draw = dyadic_draw<Rational>(5);
+    const Embedding<Rational> e = Embedding<Rational>::random(4, 3, draw);
+    const Mat<Rational> x = e({2, 0, 2, 3, 2});
+    EXPECT_EQ(Mat<Rational>(x.row(0)), Mat<Rational>(x.row(2)));
+    EXPECT_EQ(Mat<Rational>(x.row(0)), Mat<Rational>(x.row(4)));
+    EXPECT_EQ(Mat<Rational>(x.row(0)), Mat<Rational>(e.table.row(2)));
+}
