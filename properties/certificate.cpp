@@ -50,26 +50,33 @@ void require_shape(int n, int d) {
     if (d < 1 || d > 64) throw std::invalid_argument("the width d must be in [1, 64], got " + std::to_string(d));
 }
 
-bool is_pooled(const LayerSpec& spec) { return spec.output == Output::pooled; }
-
-// L(g x) and the side it must equal: g L(x) for sequence outputs, L(x) for pooled ones.
-template <class S> Mat<S> expected_side(const LayerSpec& spec, const Permutation& g, const Mat<S>& lx) {
-    return is_pooled(spec) ? lx : g.apply(lx);
+// L(g x) must equal g L(x) for sequence outputs, L(x) for pooled ones.
+template <class S> Mat<S> expected_side(Output output, const Permutation& g, const Mat<S>& lx) {
+    return output == Output::pooled ? lx : g.apply(lx);
 }
 }  // namespace
 
-DegreeBound degree_bound(const LayerSpec& spec, int n, int d) {
+CertifiedLayer certified_layer(const LayerSpec& spec) {
+    return make_certified_layer(spec.name, spec.output, spec.symmetric,
+                                [name = spec.name]<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw) {
+                                    return build_layer<S>(name, d, draw);
+                                });
+}
+
+DegreeBound degree_bound(const LayerSpec& spec, int n, int d) { return degree_bound(certified_layer(spec), n, d); }
+
+DegreeBound degree_bound(const CertifiedLayer& family, int n, int d) {
     require_shape(n, d);
     DegreeBound bound;
     DivisorRecord record;
     Draw<Degree> variable = [] { return Degree::variable(); };
-    const LayerFn<Degree> layer = build_layer<Degree>(spec.name, d, variable);
+    const LayerFn<Degree> layer = family.degree(d, variable);
     const Mat<Degree> x = draw_matrix<Degree>(n, d, variable);
     const Mat<Degree> lx = layer(x);
     long long numerator = 0;
     for (const Permutation& g : Permutation::generators(n)) {
         const Mat<Degree> lhs = layer(g.apply(x));
-        const Mat<Degree> rhs = expected_side(spec, g, lx);
+        const Mat<Degree> rhs = expected_side(family.output, g, lx);
         for (Eigen::Index i = 0; i < lhs.rows(); ++i)
             for (Eigen::Index j = 0; j < lhs.cols(); ++j)
                 numerator = std::max(numerator, Degree(lhs(i, j) - rhs(i, j)).numerator_degree());
@@ -94,21 +101,9 @@ int set_bits_for(long long degree_total, int trials, int target_log2) {
 
 std::string to_string(const Rational& v) { return v.str(); }
 
-namespace {
-Rational to_rational(const RationalStandin& v) { return Rational(v.backend().data()); }
-
-template <class S> Mat<Rational> to_rational(const Mat<S>& m) {
-    Mat<Rational> out(m.rows(), m.cols());
-    for (Eigen::Index i = 0; i < m.rows(); ++i)
-        for (Eigen::Index j = 0; j < m.cols(); ++j) {
-            if constexpr (std::is_same_v<S, Rational>) out(i, j) = m(i, j);
-            else out(i, j) = to_rational(m(i, j));
-        }
-    return out;
-}
-
-// Uniform integers in [-2^(bits-1), 2^(bits-1)), assembled from 32-bit chunks of SplitMix64.
+// Assembled from 32-bit chunks of SplitMix64.
 Draw<RationalStandin> uniform_integers(SplitMix64& rng, int bits) {
+    if (bits < 2 || bits > 4096) throw std::invalid_argument("integer draws need 2 to 4096 bits, got " + std::to_string(bits));
     return [&rng, bits] {
         RationalStandin v = 0;
         for (int left = bits; left > 0;) {
@@ -120,6 +115,20 @@ Draw<RationalStandin> uniform_integers(SplitMix64& rng, int bits) {
         for (int i = 1; i < bits; ++i) half *= 2;
         return RationalStandin(v - half);
     };
+}
+
+
+namespace {
+Rational to_rational(const RationalStandin& v) { return Rational(v.backend().data()); }
+
+template <class S> Mat<Rational> to_rational(const Mat<S>& m) {
+    Mat<Rational> out(m.rows(), m.cols());
+    for (Eigen::Index i = 0; i < m.rows(); ++i)
+        for (Eigen::Index j = 0; j < m.cols(); ++j) {
+            if constexpr (std::is_same_v<S, Rational>) out(i, j) = m(i, j);
+            else out(i, j) = to_rational(m(i, j));
+        }
+    return out;
 }
 
 // The entry of largest |lhs - rhs|, or nothing when the sides are equal.
@@ -163,15 +172,15 @@ struct Trial {
     std::string failure;  // a division by zero at the random point: the trial says nothing
 };
 
-Trial schwartz_zippel_trial(const LayerSpec& spec, int n, int d, int bits, SplitMix64& rng, int index) {
+Trial schwartz_zippel_trial(const CertifiedLayer& family, int n, int d, int bits, SplitMix64& rng, int index) {
     Trial t;
     try {
         Draw<RationalStandin> draw = uniform_integers(rng, bits);
-        const LayerFn<RationalStandin> layer = build_layer<RationalStandin>(spec.name, d, draw);
+        const LayerFn<RationalStandin> layer = family.standin(d, draw);
         const Mat<RationalStandin> x = draw_matrix<RationalStandin>(n, d, draw);
         const Mat<RationalStandin> lx = layer(x);
         for (const Permutation& g : Permutation::generators(n)) {
-            t.witness = difference<RationalStandin>(x, g, layer(g.apply(x)), expected_side(spec, g, lx));
+            t.witness = difference<RationalStandin>(x, g, layer(g.apply(x)), expected_side(family.output, g, lx));
             if (t.witness) {
                 t.witness->weights = "trial " + std::to_string(index + 1) + ": uniform " + std::to_string(bits) +
                                      "-bit integers, weights in build order, then x";
@@ -193,14 +202,14 @@ double log2_bound(long long degree_total, int bits, int trials) {
     return trials * (std::log2(static_cast<double>(degree_total)) - bits);
 }
 
-void fill_schwartz_zippel(Certificate& c, const LayerSpec& spec, const CertificateOptions& opts) {
-    c.degree = degree_bound(spec, opts.n, opts.d);
+void fill_schwartz_zippel(Certificate& c, const CertifiedLayer& family, const CertificateOptions& opts) {
+    c.degree = degree_bound(family, opts.n, opts.d);
     c.trials = opts.trials;
     c.set_bits = set_bits_for(c.degree.total(), opts.trials, opts.target_log2);
     c.log2_bound = log2_bound(c.degree.total(), c.set_bits, c.trials);
     SplitMix64 rng(opts.seed);
     for (int t = 0; t < opts.trials; ++t) {
-        Trial trial = schwartz_zippel_trial(spec, opts.n, opts.d, c.set_bits, rng, t);
+        Trial trial = schwartz_zippel_trial(family, opts.n, opts.d, c.set_bits, rng, t);
         if (!trial.failure.empty()) {
             c.conclusive = false;
             c.note = "trial " + std::to_string(t + 1) + " could not be evaluated (" + trial.failure +
@@ -222,16 +231,17 @@ void fill_schwartz_zippel(Certificate& c, const LayerSpec& spec, const Certifica
 
 // The exact witness of a layer expected to break the symmetry: dyadic weights and inputs as in `permcheck
 // check`, exp, sin and cos evaluated in double and used exactly (ScalarTraits<Rational>).
-void fill_witness(Certificate& c, const LayerSpec& spec, const CertificateOptions& opts) {
+void fill_witness(Certificate& c, const CertifiedLayer& family, const CertificateOptions& opts) {
     constexpr int kAttempts = 20;
     for (int attempt = 0; attempt < kAttempts; ++attempt) {
         const std::uint64_t weight_seed = opts.seed + static_cast<std::uint64_t>(attempt);
-        const LayerFn<Rational> layer = build_layer<Rational>(spec.name, opts.d, weight_seed);
+        Draw<Rational> weights = dyadic_draw<Rational>(weight_seed);
+        const LayerFn<Rational> layer = family.exact(opts.d, weights);
         Draw<Rational> input = dyadic_draw<Rational>(SplitMix64(weight_seed ^ 0x5eedULL).next());
         const Mat<Rational> x = draw_matrix<Rational>(opts.n, opts.d, input);
         const Mat<Rational> lx = layer(x);
         for (const Permutation& g : Permutation::generators(opts.n)) {
-            std::optional<Witness> w = difference<Rational>(x, g, layer(g.apply(x)), expected_side(spec, g, lx));
+            std::optional<Witness> w = difference<Rational>(x, g, layer(g.apply(x)), expected_side(family.output, g, lx));
             if (w) {
                 w->weights = "dyadic weights of seed " + std::to_string(weight_seed) + " (as in permcheck check)";
                 w->arithmetic = "exact rationals; exp, sin and cos evaluated in double and used exactly";
@@ -256,7 +266,7 @@ void fill_composition(Certificate& c, const LayerSpec& spec, const std::string& 
     if (inner.output != Output::sequence)
         throw std::logic_error("'" + inner_name + "' is not a sequence layer; cannot compose it with max pooling");
     Certificate ic;
-    fill_schwartz_zippel(ic, inner, opts);
+    fill_schwartz_zippel(ic, certified_layer(inner), opts);
     c.degree = ic.degree;
     c.trials = ic.trials;
     c.set_bits = ic.set_bits;
@@ -316,32 +326,49 @@ const char* method_name(Method m) {
     return "?";
 }
 
-Certificate certify(const LayerSpec& spec, const CertificateOptions& opts) {
+namespace {
+Certificate blank(const CertifiedLayer& family, const CertificateOptions& opts) {
     require_shape(opts.n, opts.d);
     if (opts.trials < 1 || opts.trials > 64)
         throw std::invalid_argument("the number of trials must be in [1, 64], got " + std::to_string(opts.trials));
     Certificate c;
-    c.layer = spec.name;
-    c.property = is_pooled(spec) ? "invariance" : "equivariance";
-    c.expected_holds = spec.symmetric;
+    c.layer = family.name;
+    c.property = family.output == Output::pooled ? "invariance" : "equivariance";
+    c.expected_holds = family.expected_symmetric;
     c.n = opts.n;
     c.d = opts.d;
-    if (!spec.symmetric) {
+    return c;
+}
+
+// Throws NotRational for piecewise layers expected to be symmetric.
+Certificate certify_rational(const CertifiedLayer& family, const CertificateOptions& opts) {
+    Certificate c = blank(family, opts);
+    if (!family.expected_symmetric) {
         c.method = Method::exact_witness;
-        fill_witness(c, spec, opts);
+        fill_witness(c, family, opts);
+    } else {
+        c.method = Method::schwartz_zippel;
+        fill_schwartz_zippel(c, family, opts);
+    }
+    return c;
+}
+}  // namespace
+
+Certificate certify(const CertifiedLayer& family, const CertificateOptions& opts) {
+    try {
+        return certify_rational(family, opts);
+    } catch (const NotRational& e) {
+        Certificate c = blank(family, opts);
+        c.note = std::string("piecewise layer, no polynomial identity certificate: ") + e.what();
         return c;
     }
-    try {
-        c.method = Method::schwartz_zippel;
-        fill_schwartz_zippel(c, spec, opts);
-    } catch (const NotRational& e) {
-        const std::string inner = strip_suffix(spec.name, "-max-pool");
-        if (inner.empty()) {
-            c.method = Method::none;
-            c.conclusive = false;
-            c.note = std::string("piecewise layer with no certificate method: ") + e.what();
-            return c;
-        }
+}
+
+Certificate certify(const LayerSpec& spec, const CertificateOptions& opts) {
+    const CertifiedLayer family = certified_layer(spec);
+    Certificate c = certify(family, opts);
+    const std::string inner = strip_suffix(spec.name, "-max-pool");
+    if (c.method == Method::none && !inner.empty()) {
         Certificate fresh;
         fresh.layer = c.layer;
         fresh.property = c.property;

@@ -1,0 +1,89 @@
+// The cost of a certificate of single-head attention against two exact forward passes of the same layer.
+//   ./build/bench/bench_certificate
+// Certificate = the degree pass (properties/degree.h) + k trials of 3 exact evaluations each (L(x) and L(g x)
+// for both generators), in mpq with the rational stand-ins. The baselines are two forward passes in mpq: with
+// the certificate's random integers (the same arithmetic), and with dyadic weights and the real exp (what
+// `permcheck check --dtype exact` evaluates).
+#include "properties/certificate.h"
+
+#include <benchmark/benchmark.h>
+
+namespace {
+using namespace permcheck;
+
+CertificateOptions shape(const benchmark::State& state, int trials) {
+    CertificateOptions o;
+    o.n = static_cast<int>(state.range(0));
+    o.d = static_cast<int>(state.range(1));
+    o.trials = trials;
+    return o;
+}
+
+void certificate(benchmark::State& state, int trials) {
+    const CertificateOptions o = shape(state, trials);
+    const LayerSpec& spec = find_layer("attention");
+    int bits = 0;
+    for (auto _ : state) {
+        Certificate c = certify(spec, o);
+        if (!c.as_expected()) state.SkipWithError("attention was not certified equivariant");
+        bits = c.set_bits;
+        benchmark::DoNotOptimize(c);
+    }
+    state.counters["bits"] = bits;
+}
+void BM_Certificate_k2(benchmark::State& state) { certificate(state, 2); }
+void BM_Certificate_k1(benchmark::State& state) { certificate(state, 1); }
+
+void BM_DegreePass(benchmark::State& state) {
+    const LayerSpec& spec = find_layer("attention");
+    for (auto _ : state) {
+        DegreeBound b = degree_bound(spec, static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
+        benchmark::DoNotOptimize(b);
+    }
+}
+
+// Two forward passes, L(x) and L(P x), with the certificate's integers (k = 2: |S| as it chooses).
+void BM_TwoForwardPasses_Standin(benchmark::State& state) {
+    const CertificateOptions o = shape(state, 2);
+    const LayerSpec& spec = find_layer("attention");
+    const int bits = set_bits_for(degree_bound(spec, o.n, o.d).total(), o.trials, o.target_log2);
+    SplitMix64 rng(1);
+    Draw<RationalStandin> draw = uniform_integers(rng, bits);
+    const LayerFn<RationalStandin> layer = build_layer<RationalStandin>("attention", o.d, draw);
+    const Mat<RationalStandin> x = draw_matrix<RationalStandin>(o.n, o.d, draw);
+    const Permutation p = Permutation::rotation(o.n);
+    for (auto _ : state) {
+        Mat<RationalStandin> a = layer(x);
+        Mat<RationalStandin> b = layer(p.apply(x));
+        benchmark::DoNotOptimize(a);
+        benchmark::DoNotOptimize(b);
+    }
+}
+
+// Two forward passes with dyadic weights and inputs and exp evaluated in double (ScalarTraits<Rational>).
+void BM_TwoForwardPasses_Rational(benchmark::State& state) {
+    const int n = static_cast<int>(state.range(0)), d = static_cast<int>(state.range(1));
+    const LayerFn<Rational> layer = build_layer<Rational>("attention", d, std::uint64_t{1});
+    Draw<Rational> input = dyadic_draw<Rational>(2);
+    const Mat<Rational> x = draw_matrix<Rational>(n, d, input);
+    const Permutation p = Permutation::rotation(n);
+    for (auto _ : state) {
+        Mat<Rational> a = layer(x);
+        Mat<Rational> b = layer(p.apply(x));
+        benchmark::DoNotOptimize(a);
+        benchmark::DoNotOptimize(b);
+    }
+}
+
+void shapes(benchmark::internal::Benchmark* b) {
+    b->Args({8, 4})->Args({16, 8})->Args({32, 16})->Unit(benchmark::kMillisecond);
+}
+BENCHMARK(BM_Certificate_k2)->Apply(shapes);
+BENCHMARK(BM_Certificate_k1)->Apply(shapes);
+BENCHMARK(BM_DegreePass)->Apply(shapes);
+BENCHMARK(BM_TwoForwardPasses_Standin)->Apply(shapes);
+BENCHMARK(BM_TwoForwardPasses_Rational)->Apply(shapes);
+
+}  // namespace
+
+BENCHMARK_MAIN();
