@@ -139,6 +139,9 @@ template <class S> struct ScoreBias {
     }
 
     Mat<S> operator()(Eigen::Index n, Eigen::Index head, Eigen::Index heads) const {
+        if (kind == BiasKind::t5 && (head < 0 || head >= t5_table.rows()))
+            throw std::out_of_range("T5 bias table holds " + std::to_string(t5_table.rows()) + " heads; asked for head " +
+                                    std::to_string(head));
         Mat<S> b(n, n);
         const S slope = kind == BiasKind::alibi ? alibi_slope(head, heads) : S(0);
         for (Eigen::Index i = 0; i < n; ++i)
