@@ -1,0 +1,121 @@
+// permcheck's in-process API: audit any C++ callable for permutation equivariance (a sequence layer) or
+// invariance (a pooled layer), with the options and the result record of `permcheck audit --exec`.
+//
+//   #include <permcheck/audit.h>
+//   permcheck::AuditOptions opts;
+//   opts.d = 8;                                   // features per position of the inputs
+//   permcheck::AuditResult r = permcheck::audit_callable(my_layer, opts);
+//   if (r.verdict != permcheck::Verdict::holds) std::cerr << permcheck::explain(r, opts);
+//
+// A layer is anything callable with an n x d Eigen::MatrixXd (one row per position) or Eigen::MatrixXf. It
+// returns n rows (a sequence layer: equivariance L(P x) = P L(x)) or one vector (a pooled layer, output =
+// Output::pooled: invariance L(P x) = L(x)), as any dense Eigen matrix, vector or expression. A callable that
+// takes MatrixXf computes in float: it is audited with the float32 tolerance whatever opts.dtype says, since a
+// float64 tolerance would call float rounding a violation.
+//
+// Why a header of its own, spelled <permcheck/...>: users include it next to their own headers, so its name
+// must be namespaced (as <rapidcheck/gtest.h> is), and it must read the same in this tree and in an installed
+// prefix. It builds only on properties/blackbox.h; the GoogleTest macros are in <permcheck/gtest.h>.
+#pragma once
+
+#include "properties/blackbox.h"
+
+#include <Eigen/Dense>
+
+#include <concepts>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace permcheck {
+
+namespace detail {
+
+// Which matrix a callable takes. std::invocable alone cannot tell: Eigen's converting constructors make a
+// MatrixXf parameter "accept" a MatrixXd until the body is instantiated. A type that converts to exactly one of
+// them can: a second user-defined conversion is never applied implicitly.
+struct OnlyMatrixXd {
+    operator const Eigen::MatrixXd&() const;  // unevaluated contexts only
+};
+struct OnlyMatrixXf {
+    operator const Eigen::MatrixXf&() const;
+};
+template <class F>
+constexpr bool takes_float = std::invocable<const F&, OnlyMatrixXf> && !std::invocable<const F&, OnlyMatrixXd>;
+template <class F> constexpr bool takes_double = !takes_float<F> && std::invocable<const F&, const Eigen::MatrixXd&>;
+
+// The answer as rows: a compile-time vector is one vector, a row for a pooled layer, a column (one feature per
+// position) for a sequence layer; any other matrix is taken as it is.
+template <class R> Mat<double> answer_rows(const R& answer, Output output) {
+    using Plain = std::decay_t<R>;
+    static_assert(std::is_base_of_v<Eigen::DenseBase<Plain>, Plain>,
+                  "a layer must return an Eigen matrix, vector or expression (n rows, or one vector when pooled)");
+    Mat<double> y = answer.template cast<double>();
+    if constexpr (Plain::ColsAtCompileTime == 1)
+        if (output == Output::pooled) return y.transpose();
+    return y;
+}
+
+}  // namespace detail
+
+// The precision a callable computes in: float32 when it takes only MatrixXf, else what opts says.
+template <class F> Arithmetic callable_dtype(const Arithmetic requested) {
+    if constexpr (detail::takes_float<F>) return Arithmetic::float32;
+    else return requested;
+}
+
+// Wraps a callable as the BlackBox the audit engine calls. The callable is copied (a std::function holds it):
+// pass std::ref(layer) to audit a layer that must not be copied.
+template <class F> BlackBox black_box(F layer, Output output) {
+    static_assert(detail::takes_double<F> || detail::takes_float<F>,
+                  "a layer must be callable (through a const call operator) with const Eigen::MatrixXd& or "
+                  "const Eigen::MatrixXf& (n x d, one row per position)");
+    return [layer = std::move(layer), output](const Mat<double>& x) -> Mat<double> {
+        if constexpr (detail::takes_double<F>) {
+            return detail::answer_rows(std::invoke(layer, x), output);
+        } else {
+            const Eigen::MatrixXf input = x.cast<float>();
+            return detail::answer_rows(std::invoke(layer, input), output);
+        }
+    };
+}
+
+// Audits a callable: the same search, tolerance, nondeterminism and non-finite checks, shrinking and result
+// record as `permcheck audit --exec`. Throws std::invalid_argument on bad options; an exception thrown by the
+// layer becomes the verdict `error`.
+template <class F> AuditResult audit_callable(F layer, AuditOptions opts) {
+    opts.dtype = callable_dtype<F>(opts.dtype);
+    return audit(black_box(std::move(layer), opts.output), opts);
+}
+
+// The options a result came from, as the line a failing test prints so it can be run again.
+inline std::string replay_hint(const AuditOptions& o) {
+    std::ostringstream s;
+    s << "permcheck::AuditOptions{.output = permcheck::Output::" << (o.output == Output::pooled ? "pooled" : "sequence")
+      << ", .dtype = permcheck::Arithmetic::" << arithmetic_name(o.dtype) << ", .d = " << o.d << ", .min_len = " << o.min_len
+      << ", .max_len = " << o.max_len << ", .cases = " << o.cases << ", .seed = " << o.seed
+      << "} finds the same case again";
+    return s.str();
+}
+
+// A readable account of a result: the verdict, what was found, and the shrunk counterexample (describe()).
+inline std::string explain(const AuditResult& r, const AuditOptions& o) {
+    std::ostringstream s;
+    s << o.name << ": " << (r.property.empty() ? "audit" : r.property) << " " << verdict_name(r.verdict) << " after "
+      << r.cases << (r.cases == 1 ? " case" : " cases") << " (" << r.evaluations << " layer calls, "
+      << (r.dtype.empty() ? arithmetic_name(o.dtype) : r.dtype) << ")\n";
+    if (!r.detail.empty()) s << "  " << r.detail << "\n";
+    if (!r.error.empty()) s << "  error: " << r.error << (r.last_request.empty() ? "" : "; last request: " + r.last_request) << "\n";
+    if (r.counterexample) {
+        Counterexample ce = *r.counterexample;
+        if (ce.replay.empty()) ce.replay = replay_hint(o);
+        s << describe(ce);
+    } else {
+        s << "  replay: " << replay_hint(o) << "\n";
+    }
+    return s.str();
+}
+
+}  // namespace permcheck

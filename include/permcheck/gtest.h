@@ -1,0 +1,53 @@
+// GoogleTest assertions for users' own suites:
+//
+//   #include <permcheck/gtest.h>
+//   TEST(MyLayer, IsEquivariant) { EXPECT_EQUIVARIANT(my_layer, options); }
+//   TEST(MyPool, IsInvariant) { ASSERT_INVARIANT(my_pool); }   // default options: d = 4, 100 cases
+//
+// EXPECT_EQUIVARIANT(layer[, options]) audits `layer` as a sequence layer (L(P x) = P L(x)), EXPECT_INVARIANT
+// as a pooled layer (L(P x) = L(x)), with permcheck::audit_callable (<permcheck/audit.h>): options.output is
+// set by the macro. Any verdict but `holds` fails the test, with the verdict, the shrunk counterexample
+// (describe()) and the options that replay it. ASSERT_* stop the test; EXPECT_* continue. Pass the layer as
+// a name or a parenthesized expression: a top-level comma (a lambda's capture list) splits macro arguments.
+#pragma once
+
+#include "audit.h"
+
+#include <gtest/gtest.h>
+
+namespace permcheck::testing {
+
+inline AuditOptions options_or_default() { return AuditOptions{}; }
+inline AuditOptions options_or_default(const AuditOptions& o) { return o; }
+
+// A predicate-formatter for EXPECT_PRED_FORMAT2: the layer's expression names it unless options.name was set.
+template <class F>
+::testing::AssertionResult audit_as(Output output, const char* layer_expr, const F& layer, AuditOptions opts) {
+    opts.output = output;
+    if (opts.name == AuditOptions{}.name) opts.name = layer_expr;
+    const AuditResult r = audit_callable(layer, opts);
+    if (r.verdict == Verdict::holds) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "expected " << layer_expr << " to be "
+                                         << (output == Output::pooled ? "permutation invariant" : "permutation equivariant")
+                                         << ", but the audit says: " << explain(r, opts);
+}
+
+template <class F>
+::testing::AssertionResult equivariant(const char* layer_expr, const char*, const F& layer, const AuditOptions& opts) {
+    return audit_as(Output::sequence, layer_expr, layer, opts);
+}
+template <class F>
+::testing::AssertionResult invariant(const char* layer_expr, const char*, const F& layer, const AuditOptions& opts) {
+    return audit_as(Output::pooled, layer_expr, layer, opts);
+}
+
+}  // namespace permcheck::testing
+
+#define EXPECT_EQUIVARIANT(layer, ...) \
+    EXPECT_PRED_FORMAT2(::permcheck::testing::equivariant, layer, ::permcheck::testing::options_or_default(__VA_ARGS__))
+#define ASSERT_EQUIVARIANT(layer, ...) \
+    ASSERT_PRED_FORMAT2(::permcheck::testing::equivariant, layer, ::permcheck::testing::options_or_default(__VA_ARGS__))
+#define EXPECT_INVARIANT(layer, ...) \
+    EXPECT_PRED_FORMAT2(::permcheck::testing::invariant, layer, ::permcheck::testing::options_or_default(__VA_ARGS__))
+#define ASSERT_INVARIANT(layer, ...) \
+    ASSERT_PRED_FORMAT2(::permcheck::testing::invariant, layer, ::permcheck::testing::options_or_default(__VA_ARGS__))

@@ -1,0 +1,182 @@
+// The in-process C++ API (<permcheck/audit.h>) and the GoogleTest macros (<permcheck/gtest.h>): they pass on
+// equivariant and invariant layers, and FAIL, with a readable shrunk counterexample, on layers that are not.
+#include <permcheck/gtest.h>
+
+#include <gtest/gtest-spi.h>
+
+#include <cmath>
+#include <functional>
+#include <stdexcept>
+
+namespace {
+
+using Eigen::MatrixXd;
+using Eigen::MatrixXf;
+
+// Weights as small dyadic numbers: the layers below are deterministic, and the float and double versions
+// hold the same weights.
+template <class M> M weights(Eigen::Index rows, Eigen::Index cols, int salt) {
+    M w(rows, cols);
+    for (Eigen::Index i = 0; i < rows; ++i)
+        for (Eigen::Index j = 0; j < cols; ++j) w(i, j) = static_cast<typename M::Scalar>(((i * 7 + j * 3 + salt) % 9) - 4) / 8;
+    return w;
+}
+
+// Single-head self-attention without a position signal: equivariant.
+template <class M> M attention(const M& x) {
+    const Eigen::Index d = x.cols();
+    const M q = x * weights<M>(d, d, 1), k = x * weights<M>(d, d, 2), v = x * weights<M>(d, d, 3);
+    M s = q * k.transpose() / std::sqrt(static_cast<typename M::Scalar>(d));
+    for (Eigen::Index i = 0; i < s.rows(); ++i) {
+        s.row(i).array() -= s.row(i).maxCoeff();
+        s.row(i) = s.row(i).array().exp().matrix();
+        s.row(i) /= s.row(i).sum();
+    }
+    return M(s * v);
+}
+
+const auto attention_f64 = [](const MatrixXd& x) { return attention(x); };
+const auto attention_f32 = [](const MatrixXf& x) { return attention(x); };
+
+// Adds each position's index to its first feature: a position signal, so not equivariant (n = 2 shows it).
+const auto position_leak = [](const MatrixXd& x) {
+    MatrixXd y = x;
+    for (Eigen::Index i = 0; i < y.rows(); ++i) y(i, 0) += static_cast<double>(i);
+    return y;
+};
+
+// Causal running sum: output i sums the positions up to i. Not equivariant.
+const auto running_sum = [](const MatrixXd& x) {
+    MatrixXd y = x;
+    for (Eigen::Index i = 1; i < y.rows(); ++i) y.row(i) += y.row(i - 1);
+    return y;
+};
+
+const auto sum_pool = [](const MatrixXd& x) -> Eigen::RowVectorXd { return x.colwise().sum(); };
+const auto first_pool = [](const MatrixXd& x) -> Eigen::RowVectorXd { return x.row(0); };
+// A pooled layer answering a column vector: one vector all the same.
+const auto norm_pool = [](const MatrixXd& x) -> Eigen::VectorXd { return x.colwise().norm().transpose(); };
+
+permcheck::AuditOptions options(int d, int cases = 100) {
+    permcheck::AuditOptions o;
+    o.d = d;
+    o.cases = cases;
+    return o;
+}
+
+TEST(AuditCallable, EquivariantAttentionHoldsWithTheEngineRecord) {
+    const permcheck::AuditOptions o = options(3, 60);
+    const permcheck::AuditResult r = permcheck::audit_callable(attention_f64, o);
+    EXPECT_EQ(r.verdict, permcheck::Verdict::holds) << permcheck::explain(r, o);
+    EXPECT_EQ(r.property, "equivariance");
+    EXPECT_EQ(r.dtype, "float64");
+    EXPECT_EQ(r.cases, 60);
+    // Two calls a case, plus the repeated first cases: the floor the engine promises.
+    EXPECT_EQ(r.evaluations, 2 * 60 + o.repeat_checks);
+    EXPECT_FALSE(r.counterexample.has_value());
+}
+
+TEST(AuditCallable, FloatCallableIsAuditedWithTheFloat32Tolerance) {
+    permcheck::AuditOptions o = options(4, 60);
+    o.dtype = permcheck::Arithmetic::float64;  // overridden: the layer computes in float
+    o.max_len = 24;
+    const permcheck::AuditResult r = permcheck::audit_callable(attention_f32, o);
+    EXPECT_EQ(r.dtype, "float32");
+    EXPECT_EQ(r.verdict, permcheck::Verdict::holds) << permcheck::explain(r, o);
+}
+
+TEST(AuditCallable, PositionLeakIsViolatedAndShrunkToTwoPositions) {
+    const permcheck::AuditOptions o = options(2);
+    const permcheck::AuditResult r = permcheck::audit_callable(position_leak, o);
+    ASSERT_EQ(r.verdict, permcheck::Verdict::violated);
+    ASSERT_TRUE(r.counterexample.has_value());
+    EXPECT_EQ(r.counterexample->n(), 2);
+    EXPECT_EQ(r.counterexample->perm.one_line(), (std::vector<int>{1, 0}));
+    EXPECT_DOUBLE_EQ(r.counterexample->comparison.max_abs_diff, 1.0);
+}
+
+TEST(AuditCallable, ColumnVectorAnswerOfAPooledLayerIsOneVector) {
+    permcheck::AuditOptions o = options(3, 40);
+    o.output = permcheck::Output::pooled;
+    const permcheck::AuditResult r = permcheck::audit_callable(norm_pool, o);
+    EXPECT_EQ(r.verdict, permcheck::Verdict::holds) << permcheck::explain(r, o);
+    EXPECT_EQ(r.property, "invariance");
+}
+
+TEST(AuditCallable, ALayerThatThrowsIsAnErrorNamingTheCause) {
+    const auto broken = [](const MatrixXd& x) -> MatrixXd {
+        if (x.rows() > 3) throw std::runtime_error("my layer supports at most 3 positions");
+        return x;
+    };
+    const permcheck::AuditResult r = permcheck::audit_callable(broken, options(2));
+    EXPECT_EQ(r.verdict, permcheck::Verdict::error);
+    EXPECT_NE(r.error.find("at most 3 positions"), std::string::npos) << r.error;
+    EXPECT_NE(r.last_request.find("d=2"), std::string::npos) << r.last_request;
+}
+
+TEST(AuditCallable, TooFewRowsForASequenceLayerIsAnError) {
+    const permcheck::AuditResult r = permcheck::audit_callable(sum_pool, options(2));  // pooled, audited as a sequence
+    EXPECT_EQ(r.verdict, permcheck::Verdict::error);
+    EXPECT_NE(r.error.find("one row per position"), std::string::npos) << r.error;
+}
+
+TEST(AuditCallable, BadOptionsAreRefusedWithWhatIsExpected) {
+    permcheck::AuditOptions o = options(0);
+    try {
+        permcheck::audit_callable(attention_f64, o);
+        FAIL() << "d = 0 was accepted";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("at least 1"), std::string::npos) << e.what();
+    }
+}
+
+TEST(AuditCallable, ALayerWithHiddenStateIsNondeterministic) {
+    // Each call adds a counter: the same input never gets the same answer twice.
+    int calls = 0;
+    const auto drifting = [&calls](const MatrixXd& x) -> MatrixXd { return (x.array() + 0.5 * ++calls).matrix(); };
+    const permcheck::AuditResult r = permcheck::audit_callable(std::ref(drifting), options(2));
+    EXPECT_EQ(r.verdict, permcheck::Verdict::nondeterministic) << r.detail;
+    EXPECT_GT(calls, 0);
+}
+
+// The macros pass on symmetric layers...
+TEST(PermcheckMacros, EquivariantLayersPass) {
+    EXPECT_EQUIVARIANT(attention_f64, options(3, 50));
+    ASSERT_EQUIVARIANT(attention_f32, options(3, 50));
+}
+
+TEST(PermcheckMacros, InvariantPoolsPass) {
+    EXPECT_INVARIANT(sum_pool, options(3, 50));
+    ASSERT_INVARIANT(norm_pool);  // default options
+}
+
+// ... and fail on the others, with the verdict, the shrunk counterexample and how to replay it.
+TEST(PermcheckMacros, ExpectEquivariantFailsOnAPositionLeakWithTheShrunkCounterexample) {
+    EXPECT_NONFATAL_FAILURE(EXPECT_EQUIVARIANT(position_leak, options(2)),
+                            "expected position_leak to be permutation equivariant, but the audit says: position_leak: "
+                            "equivariance violated");
+    EXPECT_NONFATAL_FAILURE(EXPECT_EQUIVARIANT(position_leak, options(2)), "n = 2, d = 2");
+    EXPECT_NONFATAL_FAILURE(EXPECT_EQUIVARIANT(position_leak, options(2)), "permutation (0 1)");
+    EXPECT_NONFATAL_FAILURE(EXPECT_EQUIVARIANT(position_leak, options(2)),
+                            "replay: permcheck::AuditOptions{.output = permcheck::Output::sequence");
+}
+
+TEST(PermcheckMacros, ExpectEquivariantFailsOnACausalRunningSum) {
+    EXPECT_NONFATAL_FAILURE(EXPECT_EQUIVARIANT(running_sum, options(2)), "equivariance violated");
+}
+
+TEST(PermcheckMacros, AssertEquivariantIsFatal) {
+    EXPECT_FATAL_FAILURE(ASSERT_EQUIVARIANT(position_leak, options(2)), "equivariance violated");
+}
+
+TEST(PermcheckMacros, ExpectInvariantFailsOnFirstPositionPooling) {
+    EXPECT_NONFATAL_FAILURE(EXPECT_INVARIANT(first_pool, options(2)), "invariance violated by first_pool");
+    EXPECT_FATAL_FAILURE(ASSERT_INVARIANT(first_pool, options(2)), "L(P x) =");
+}
+
+TEST(PermcheckMacros, SequenceLayerAuditedAsPooledFailsWithAnError) {
+    // A sequence layer audited as pooled answers n rows: the macro reports the error, not a pass.
+    EXPECT_NONFATAL_FAILURE(EXPECT_INVARIANT(attention_f64, options(2)), "a pooled layer answers one vector");
+}
+
+}  // namespace
