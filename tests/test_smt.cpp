@@ -1,0 +1,325 @@
+// Symbolic proofs with Z3 (issue 8, proofs-notes/smt-proofs.md): every layer the verdict matrix calls
+// equivariant or invariant is proved; no other layer and no planted mutant ever is.
+#include "../audit/commands.h"
+#include "../properties/smt.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+namespace permcheck {
+namespace {
+
+// Queries of symmetric layers end in well under a second; a non-equivariant layer's query may run to the
+// limit, and then the exact witness search must take over.
+SmtOptions test_options() {
+    SmtOptions o;
+    o.timeout_seconds = 3;
+    o.witness_cases = 100;
+    return o;
+}
+
+std::vector<std::string> catalog_names(bool symmetric) {
+    std::vector<std::string> names;
+    for (const LayerSpec& s : catalog())
+        if (s.symmetric == symmetric) names.push_back(s.name);
+    return names;
+}
+
+std::string test_name(const testing::TestParamInfo<std::string>& info) {
+    std::string s = info.param;
+    for (char& c : s)
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+    return s;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The symbolic scalar
+
+TEST(SymbolicScalar, FromDoubleIsTheExactRationalOfTheDouble) {
+    const Symbolic tenth = sc::from_double<Symbolic>(0.1);
+    ASSERT_TRUE(tenth.is_numeral());
+    EXPECT_EQ(std::string(Z3_get_numeral_string(smt_context(), tenth.expr())), "3602879701896397/36028797018963968");
+}
+
+TEST(SymbolicScalar, NumeralsFoldSoConstantsStayNumerals) {
+    const Symbolic v = Symbolic(2) * Symbolic(3) + Symbolic(1) / Symbolic(4);
+    EXPECT_TRUE(v == sc::from_double<Symbolic>(6.25)) << v.expr();
+    const Symbolic a = symbolic_constant("a");
+    EXPECT_TRUE(a * Symbolic(1) + Symbolic(0) == a);  // Eigen's 0 + 1 * (...) leaves no trace
+}
+
+TEST(SymbolicScalar, EqualityIsStructuralNotNumeric) {
+    const Symbolic a = symbolic_constant("a"), b = symbolic_constant("b");
+    EXPECT_TRUE(a + b == a + b);
+    EXPECT_FALSE(a + b == b + a);  // equal reals, different terms: Eigen only uses == for shortcuts
+}
+
+TEST(SymbolicScalar, ExpIsUninterpretedSoExpOfASumNeedNotBeAProduct) {
+    // sat: some function "exp" has exp(a + b) != exp(a) exp(b). A proof that never uses such a law holds for
+    // every elementwise function, the real exp among them.
+    const Symbolic a = symbolic_constant("a"), b = symbolic_constant("b");
+    z3::solver s(smt_context());
+    s.add(sc::exp(a + b).expr() != (sc::exp(a) * sc::exp(b)).expr());
+    EXPECT_EQ(s.check(), z3::sat);
+}
+
+TEST(SymbolicScalar, MaxIsTheRealMaximumSymmetricAndAssociative) {
+    // unsat: max pooling's invariance needs exactly these two laws, which an uninterpreted symbol lacks.
+    const Symbolic a = symbolic_constant("a"), b = symbolic_constant("b"), c = symbolic_constant("c");
+    z3::solver s(smt_context());
+    s.add(sc::max(a, b).expr() != sc::max(b, a).expr() ||
+          sc::max(sc::max(a, b), c).expr() != sc::max(a, sc::max(b, c)).expr());
+    EXPECT_EQ(s.check(), z3::unsat);
+}
+
+TEST(SymbolicScalar, ANonNumeralHasNoDoubleValue) {
+    EXPECT_THROW(sc::to_double(symbolic_constant("a")), std::domain_error);
+    EXPECT_EQ(sc::to_double(sc::from_double<Symbolic>(-0.375)), -0.375);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The catalog, against the verdict matrix
+
+class SymmetricCatalogLayer : public testing::TestWithParam<std::string> {};
+
+TEST_P(SymmetricCatalogLayer, IsProvedForAllRealInputsAndWeights) {
+    const SmtSubject subject = smt_subject(find_layer(GetParam()));
+    for (const auto& [n, d] : {std::pair{2, 2}, std::pair{3, 2}, std::pair{6, 4}}) {
+        const SmtResult r = smt_prove(subject, n, d, test_options());
+        EXPECT_EQ(r.verdict, SmtVerdict::proved) << describe(r);
+        ASSERT_EQ(r.queries.size(), 2u);
+        for (const SmtQuery& q : r.queries) EXPECT_EQ(q.answer, SmtAnswer::unsat) << q.perm.cycles();
+        EXPECT_FALSE(r.counterexample);
+        EXPECT_TRUE(r.as_expected());
+        EXPECT_EQ(r.headline().rfind("proved ", 0), 0u) << r.headline();
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Smt, SymmetricCatalogLayer, testing::ValuesIn(catalog_names(true)), test_name);
+
+class AsymmetricCatalogLayer : public testing::TestWithParam<std::string> {};
+
+TEST_P(AsymmetricCatalogLayer, IsNeverProvedAndGetsAnExactWitness) {
+    const SmtSubject subject = smt_subject(find_layer(GetParam()));
+    const SmtResult r = smt_prove(subject, 4, 2, test_options());
+    EXPECT_NE(r.verdict, SmtVerdict::proved) << describe(r);
+    bool some_query_not_unsat = false;
+    for (const SmtQuery& q : r.queries) some_query_not_unsat = some_query_not_unsat || q.answer != SmtAnswer::unsat;
+    EXPECT_TRUE(some_query_not_unsat);
+    EXPECT_EQ(r.verdict, SmtVerdict::violated) << describe(r);
+    ASSERT_TRUE(r.counterexample) << describe(r);
+    EXPECT_TRUE(r.counterexample->confirmed_exactly);
+    EXPECT_FALSE(r.counterexample->comparison.holds);
+    EXPECT_EQ(r.counterexample->comparison.tolerance, 0.0);
+    EXPECT_EQ(r.counterexample->n(), 4);
+    EXPECT_TRUE(r.as_expected());
+    EXPECT_EQ(r.headline().rfind("not ", 0), 0u) << r.headline();
+}
+
+INSTANTIATE_TEST_SUITE_P(Smt, AsymmetricCatalogLayer, testing::ValuesIn(catalog_names(false)), test_name);
+
+TEST(SmtWitness, AZ3ModelOfCausalAttentionIsConfirmedWithTheRealExp) {
+    // Causal attention at n = 2 is small enough that Z3 finds a model at once. The model's u_exp is some
+    // function, not exp; the witness counts only because the exact evaluation with exp disagrees too.
+    SmtOptions opts = test_options();
+    opts.timeout_seconds = 60;  // the model takes about 0.6 s; the limit only guards a loaded machine
+    const SmtResult r = smt_prove(smt_subject(find_layer("causal-attention")), 2, 1, opts);
+    ASSERT_EQ(r.verdict, SmtVerdict::violated) << describe(r);
+    ASSERT_EQ(r.witness_source, "Z3 model") << describe(r);
+    EXPECT_TRUE(r.queries.front().model_confirmed);
+    EXPECT_EQ(r.witness_weights.size(), 4u);  // wq, wk, wv, wo, each 1 x 1
+    EXPECT_TRUE(r.counterexample->confirmed_exactly);
+    EXPECT_NE(r.counterexample->replay.find("--smt"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Planted mutants: single-head attention with one bug each. None may ever be proved.
+
+enum class Mutant { marker_at_position_0, scale_at_position_0, off_by_one_mask, leak_from_position_4 };
+
+const char* mutant_name(Mutant m) {
+    switch (m) {
+        case Mutant::marker_at_position_0: return "marker-at-position-0";
+        case Mutant::scale_at_position_0: return "scale-at-position-0";
+        case Mutant::off_by_one_mask: return "off-by-one-mask";
+        case Mutant::leak_from_position_4: return "leak-from-position-4";
+    }
+    return "?";
+}
+
+// Full attention whose key loop stops one short: the last position is never attended to.
+template <class S> Mat<S> attention_skipping_last_key(const Attention<S>& a, const Mat<S>& x) {
+    const Eigen::Index n = x.rows();
+    const Mat<S> s = a.scores(x, 0);
+    Mat<S> w = Mat<S>::Zero(n, n);
+    for (Eigen::Index i = 0; i < n; ++i) {
+        S total = S(0);
+        for (Eigen::Index j = 0; j + 1 < n; ++j) {  // the bug: j < n
+            w(i, j) = sc::exp<S>(s(i, j));
+            total += w(i, j);
+        }
+        for (Eigen::Index j = 0; j + 1 < n; ++j) w(i, j) /= total;
+    }
+    const Mat<S> v = x * a.wv;
+    const Mat<S> mixed = w * v;
+    Mat<S> y = mixed * a.wo;
+    return y;
+}
+
+SmtSubject mutant_subject(Mutant m) {
+    return make_smt_subject(mutant_name(m), Output::sequence, false,
+                            [m]<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw) -> LayerFn<S> {
+        const Attention<S> a = Attention<S>::random({d, 1, false}, draw);
+        switch (m) {
+            case Mutant::marker_at_position_0:
+                return [a](const Mat<S>& x) {
+                    Mat<S> marked = x;
+                    for (Eigen::Index j = 0; j < x.cols(); ++j) marked(0, j) += S(1);
+                    return a(marked);
+                };
+            case Mutant::scale_at_position_0:
+                return [a](const Mat<S>& x) {
+                    Mat<S> y = a(x);
+                    for (Eigen::Index j = 0; j < y.cols(); ++j) y(0, j) *= sc::from_double<S>(1.5);
+                    return y;
+                };
+            case Mutant::off_by_one_mask:
+                return [a](const Mat<S>& x) { return attention_skipping_last_key<S>(a, x); };
+            case Mutant::leak_from_position_4:
+                return [a](const Mat<S>& x) {
+                    Mat<S> y = a(x);
+                    for (Eigen::Index i = 4; i < x.rows(); ++i)
+                        for (Eigen::Index j = 0; j < x.cols(); ++j) y(i, j) += x(i, j) / S(2);
+                    return y;
+                };
+        }
+        throw std::logic_error("unknown mutant");
+    });
+}
+
+class PlantedMutant : public testing::TestWithParam<Mutant> {};
+
+TEST_P(PlantedMutant, IsNeverProvedAndGetsAnExactWitness) {
+    const SmtResult r = smt_prove(mutant_subject(GetParam()), 6, 2, test_options());
+    EXPECT_NE(r.verdict, SmtVerdict::proved) << describe(r);
+    EXPECT_EQ(r.verdict, SmtVerdict::violated) << describe(r);
+    ASSERT_TRUE(r.counterexample) << describe(r);
+    EXPECT_TRUE(r.counterexample->confirmed_exactly);
+    EXPECT_EQ(r.counterexample->n(), 6);
+}
+
+INSTANTIATE_TEST_SUITE_P(Smt, PlantedMutant,
+                         testing::Values(Mutant::marker_at_position_0, Mutant::scale_at_position_0,
+                                         Mutant::off_by_one_mask, Mutant::leak_from_position_4),
+                         [](const testing::TestParamInfo<Mutant>& info) {
+                             std::string s = mutant_name(info.param);
+                             for (char& c : s)
+                                 if (c == '-') c = '_';
+                             return s;
+                         });
+
+TEST(PlantedMutant, LeakFromPosition4IsInvisibleAtFourPositionsSoAProofHoldsOnlyForItsShape) {
+    // At n = 4 the leak never fires and the layer is plain attention: a true proof, of that shape only.
+    const SmtSubject leak = mutant_subject(Mutant::leak_from_position_4);
+    EXPECT_EQ(smt_prove(leak, 4, 2, test_options()).verdict, SmtVerdict::proved);
+    EXPECT_NE(smt_prove(leak, 5, 2, test_options()).verdict, SmtVerdict::proved);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The command's handler and the emitted SMT-LIB files
+
+// Runs a command, returns its standard output.
+std::string run(const std::string& command) {
+    std::string out;
+    FILE* p = ::popen(command.c_str(), "r");
+    if (p == nullptr) return out;
+    std::array<char, 4096> buf{};
+    for (std::size_t k; (k = std::fread(buf.data(), 1, buf.size(), p)) > 0;) out.append(buf.data(), k);
+    ::pclose(p);
+    return out;
+}
+
+std::filesystem::path fresh_dir(const std::string& name) {
+    const auto dir = std::filesystem::temp_directory_path() / ("permcheck-test-smt-" + name + "-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    return dir;
+}
+
+TEST(SmtLibFiles, EmittedProofsRecheckUnsatWithTheZ3CommandLineTool) {
+    ASSERT_TRUE(std::filesystem::exists("/usr/bin/z3")) << "Debian's z3 package is needed (scripts/install-deps)";
+    const auto dir = fresh_dir("unsat");
+    cli::SmtRequest req;
+    req.layers = {"attention", "encoder", "attention-max-pool", "deepsets"};
+    req.n = 3;
+    req.d = 2;
+    req.emit_dir = dir.string();
+    req.timeout_seconds = 30;
+    std::ostringstream out;
+    ASSERT_EQ(cli::prove_smt(req, out), 0) << out.str();
+    EXPECT_NE(out.str().find("proved equivariant (all real inputs and weights, uninterpreted exp/sqrt/tanh)"),
+              std::string::npos)
+        << out.str();
+    EXPECT_NE(out.str().find("proved invariant"), std::string::npos) << out.str();
+    int files = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+        ++files;
+        EXPECT_EQ(entry.path().extension(), ".smt2");
+        EXPECT_EQ(run("/usr/bin/z3 -T:120 '" + entry.path().string() + "'"), "unsat\n") << entry.path();
+    }
+    EXPECT_EQ(files, 8);  // four layers, two generators each
+    std::filesystem::remove_all(dir);
+}
+
+TEST(SmtLibFiles, AnEmittedQueryOfANonEquivariantLayerDoesNotRecheckUnsat) {
+    const auto dir = fresh_dir("sat");
+    cli::SmtRequest req;
+    req.layers = {"causal-attention"};
+    req.n = 2;
+    req.d = 1;
+    req.emit_dir = dir.string();
+    req.timeout_seconds = 3;
+    std::ostringstream out;
+    EXPECT_EQ(cli::prove_smt(req, out), 0) << out.str();  // 0: not proved, as the verdict matrix expects
+    EXPECT_NE(out.str().find("not equivariant"), std::string::npos) << out.str();
+    const auto file = dir / "causal-attention-n2-d1-transposition.smt2";
+    ASSERT_TRUE(std::filesystem::exists(file)) << out.str();
+    const std::string answer = run("/usr/bin/z3 -T:20 '" + file.string() + "'");
+    EXPECT_NE(answer, "unsat\n");
+    EXPECT_TRUE(answer == "sat\n" || answer == "unknown\n" || answer == "timeout\n") << answer;
+    std::filesystem::remove_all(dir);
+}
+
+TEST(ProveSmtCommand, BadInputIsRejectedWithExitCode2AndSaysWhatWasExpected) {
+    cli::SmtRequest req;
+    std::ostringstream unknown_layer;
+    req.layers = {"attentoin"};
+    EXPECT_EQ(cli::prove_smt(req, unknown_layer), 2);
+    EXPECT_NE(unknown_layer.str().find("valid layers"), std::string::npos) << unknown_layer.str();
+
+    std::ostringstream one_position;
+    req.layers = {"attention"};
+    req.n = 1;
+    EXPECT_EQ(cli::prove_smt(req, one_position), 2);
+    EXPECT_NE(one_position.str().find("--n must be at least 2"), std::string::npos) << one_position.str();
+
+    std::ostringstream odd_width;
+    req.layers = {"mha"};
+    req.n = 2;
+    req.d = 3;
+    EXPECT_EQ(cli::prove_smt(req, odd_width), 2);
+    EXPECT_NE(odd_width.str().find("not a multiple of the head count"), std::string::npos) << odd_width.str();
+
+    std::ostringstream bad_timeout;
+    req.layers = {"linear"};
+    req.d = 2;
+    req.timeout_seconds = 0;
+    EXPECT_EQ(cli::prove_smt(req, bad_timeout), 2);
+    EXPECT_NE(bad_timeout.str().find("timeout"), std::string::npos) << bad_timeout.str();
+}
+
+}  // namespace
+}  // namespace permcheck
