@@ -22,6 +22,7 @@ bool progress_enabled();
 
 void add_table(CLI::App& app, Outcome& outcome);  // no subcommand: the verdict table (cmd_table.cpp)
 void add_prove(CLI::App& app, Outcome& outcome);   // permcheck prove LAYER | --all (cmd_prove.cpp)
+void add_audit(CLI::App& app, Outcome& outcome);   // permcheck audit --exec COMMAND (cmd_audit.cpp)
 void add_audit_torch(CLI::App& app, Outcome& outcome);  // permcheck audit-torch LAYER (cmd_audit_torch.cpp)
 
 // `permcheck prove ... --smt`: the prove command (cmd_prove.cpp) hands SMT requests to cmd_prove_smt.cpp.

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
     Outcome outcome;
     add_table(app, outcome);
     add_prove(app, outcome);
+    add_audit(app, outcome);
     add_audit_torch(app, outcome);
     try {
         app.parse(argc, argv);

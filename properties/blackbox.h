@@ -57,7 +57,7 @@ struct AuditOptions {
     int cases = 100;                    // cases of the whole audit (before sharding)
     std::uint64_t seed = 1;
     Shard shard;                        // which of the cases this run evaluates
-    int repeat_checks = 3;              // the first cases of this run also evaluate L(x) a second time
+    int repeat_checks = 3;              // cases of this run (spread over it) that also evaluate L(x) twice
     double amplification = 1.0;         // the layer's worst-case growth of a rounding error (ToleranceModel)
     int max_shrink_evaluations = 500;   // a cap on the shrinking of one failure (each costs 2 calls)
 };
@@ -82,7 +82,8 @@ struct AuditResult {
 AuditResult audit(const BlackBox& layer, const AuditOptions& opts);
 
 // The same audit with the cases spread over several black boxes (one thread each, e.g. one adapter process
-// each). The result is the same as with one box: the lowest-indexed failing case is the one shrunk.
+// each). The verdict, cases and counterexample are those of one box (the lowest-indexed failing case is the
+// one shrunk); `evaluations` may be higher, since cases already started past a failure are finished.
 AuditResult audit(const std::vector<BlackBox>& layers, const AuditOptions& opts);
 
 }  // namespace permcheck

@@ -1,0 +1,59 @@
+#!/usr/bin/python3
+"""Adapters that misbehave on purpose, one MODE each, for tests/test_audit.cpp.
+
+    fault.py MODE [K]
+
+identity   answers y = x (equivariant)           crash K    answers K requests, then exits with status 3
+hang K     answers K requests, then hangs (a     garbage K  answers K requests, then prints a non-JSON line
+           child process hangs with it)          few-rows   answers one row fewer (or more) than asked
+nan        y = x, NaN where x > 4                exit       exits at once, reading nothing
+noisy      y = x + random noise (dropout-like)   error      answers {"error": ...}
+wrong-id   answers with id + 1                   long K     answers with a line of K bytes
+index-leak y[i] = x[i] * (1 + 1e-3 i): not equivariant
+"""
+import json
+import random
+import subprocess
+import sys
+import time
+
+mode = sys.argv[1]
+k = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+
+if mode == "exit":
+    sys.exit(0)
+
+answered = 0
+for line in sys.stdin:
+    request = json.loads(line)
+    rid, x = request["id"], request["x"]
+    if mode == "crash" and answered == k:
+        print("fault.py: crashing on purpose", file=sys.stderr)
+        sys.exit(3)
+    if mode == "hang" and answered == k:
+        subprocess.Popen(["sleep", "1000"])  # a grandchild: the whole process group must be killed
+        time.sleep(1000)
+    if mode == "garbage" and answered == k:
+        print("Loading weights... done")
+        sys.stdout.flush()
+        continue
+    if mode == "long":
+        sys.stdout.write('{"id": %d, "y": [[%s]]}\n' % (rid, "0" * k))
+        sys.stdout.flush()
+        answered += 1
+        continue
+    y = [row[:] for row in x]
+    if mode == "few-rows":
+        y = y[:-1] if len(y) > 1 else y + y
+    elif mode == "nan":
+        y = [[float("nan") if v > 4 else v for v in row] for row in y]
+    elif mode == "noisy":
+        y = [[v + random.uniform(-1e-3, 1e-3) for v in row] for row in y]
+    elif mode == "index-leak":
+        y = [[v * (1 + 1e-3 * i) for v in row] for i, row in enumerate(y)]
+    answer = {"id": rid + 1 if mode == "wrong-id" else rid, "y": y}
+    if mode == "error":
+        answer = {"id": rid, "error": "model not loaded"}
+    sys.stdout.write(json.dumps(answer) + "\n")  # NaN is written as the bare token NaN
+    sys.stdout.flush()
+    answered += 1

@@ -1,0 +1,592 @@
+// The black-box audit (properties/blackbox.h), the subprocess adapter (audit/exec_adapter.h) and the
+// `permcheck audit --exec` command, with in-process layers, the Python example adapters and fault adapters.
+#include "audit/exec_adapter.h"
+#include "properties/blackbox.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <set>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace permcheck {
+namespace {
+
+namespace fs = std::filesystem;
+
+// ---------------------------------------------------------------------------------------------------------
+// In-process black boxes
+
+// x_i - mean(x), computed in float with the sum in index order: equivariant, up to the order of summation.
+Mat<double> centered_float32(const Mat<double>& x) {
+    const Mat<float> xf = x.cast<float>();
+    Eigen::RowVectorXf sum = Eigen::RowVectorXf::Zero(xf.cols());
+    for (Eigen::Index i = 0; i < xf.rows(); ++i) sum += xf.row(i);
+    const Eigen::RowVectorXf mean = sum / static_cast<float>(xf.rows());
+    Mat<float> y = xf;
+    for (Eigen::Index i = 0; i < y.rows(); ++i) y.row(i) -= mean;
+    return y.cast<double>();
+}
+
+// Scales position i by (1 + 1e-7 i): a leak of relative size 1e-7 per position.
+Mat<double> tiny_leak_float64(const Mat<double>& x) {
+    Mat<double> y = x;
+    for (Eigen::Index i = 0; i < y.rows(); ++i) y.row(i) *= 1.0 + 1e-7 * static_cast<double>(i);
+    return y;
+}
+
+// Equivariant on the first four positions; from position 4 on, rows are doubled.
+Mat<double> leak_from_position_4(const Mat<double>& x) {
+    Mat<double> y = x;
+    for (Eigen::Index i = 4; i < y.rows(); ++i) y.row(i) *= 2.0;
+    return y;
+}
+
+// Marks the position with the largest first feature; among ties, the first index wins. Equivariant on
+// inputs without ties, not on inputs with them.
+Mat<double> argmax_first_index(const Mat<double>& x) {
+    Eigen::Index best = 0;
+    for (Eigen::Index i = 1; i < x.rows(); ++i)
+        if (x(i, 0) > x(best, 0)) best = i;
+    Mat<double> y = x;
+    y(best, 0) += 1.0;
+    return y;
+}
+
+Mat<double> identity_layer(const Mat<double>& x) { return x; }
+
+// A layer with dropout left on: equivariant in expectation, two answers to the same input.
+struct Noisy {
+    std::shared_ptr<std::mt19937_64> rng = std::make_shared<std::mt19937_64>(7);
+    BlackBox inner = identity_layer;
+    Mat<double> operator()(const Mat<double>& x) const {
+        Mat<double> y = inner(x);
+        std::uniform_real_distribution<double> noise(-1e-3, 1e-3);
+        for (Eigen::Index i = 0; i < y.size(); ++i) y.data()[i] += noise(*rng);
+        return y;
+    }
+};
+
+AuditOptions options(int cases = 100) {
+    AuditOptions o;
+    o.cases = cases;
+    o.seed = 3;
+    return o;
+}
+
+TEST(Audit, EquivariantFloat32LayerHoldsUpToSummationOrder) {
+    AuditOptions o = options(200);
+    o.dtype = Arithmetic::float32;
+    o.max_len = 100;
+    const AuditResult r = audit(BlackBox(centered_float32), o);
+    EXPECT_EQ(r.verdict, Verdict::holds) << r.detail;
+    EXPECT_EQ(r.cases, 200);
+    // The test means something only if reordering really changes the float32 answer: a fixed zero tolerance
+    // (or a float64 tolerance) would call this layer broken.
+    bool some_difference = false;
+    std::mt19937 rng(1);
+    std::uniform_real_distribution<double> v(-8, 8);
+    for (int t = 0; t < 20 && !some_difference; ++t) {
+        Mat<double> x(60, 4);
+        for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = v(rng);
+        const Permutation p = Permutation::reversal(60);
+        some_difference = (centered_float32(p.apply(x)) - p.apply(centered_float32(x))).cwiseAbs().maxCoeff() > 0;
+    }
+    EXPECT_TRUE(some_difference);
+    o.dtype = Arithmetic::float64;
+    EXPECT_EQ(audit(BlackBox(centered_float32), o).verdict, Verdict::violated)
+        << "float32 rounding must exceed a float64 tolerance, or the float32 verdict above proves nothing";
+}
+
+TEST(Audit, Float64LeakOfRelativeSize1e7IsViolated) {
+    const AuditResult r = audit(BlackBox(tiny_leak_float64), options());
+    ASSERT_EQ(r.verdict, Verdict::violated);
+    ASSERT_TRUE(r.counterexample);
+    EXPECT_EQ(r.counterexample->n(), 2);
+    EXPECT_GT(r.counterexample->comparison.margin(), 1.0);
+}
+
+TEST(Audit, LeakStartingAtPosition4IsShrunkToFivePositions) {
+    const AuditResult r = audit(BlackBox(leak_from_position_4), options());
+    ASSERT_EQ(r.verdict, Verdict::violated);
+    const Counterexample& ce = *r.counterexample;
+    EXPECT_EQ(ce.n(), 5) << describe(ce);
+    EXPECT_EQ(ce.perm.moved(), 2) << "one transposition suffices";
+    EXPECT_NE(ce.perm[4], 4) << "position 4 must receive another row";
+}
+
+TEST(Audit, IndexBasedTieBreakingIsShrunkToTwoPositions) {
+    const AuditResult r = audit(BlackBox(argmax_first_index), options());
+    ASSERT_EQ(r.verdict, Verdict::violated);
+    const Counterexample& ce = *r.counterexample;
+    EXPECT_EQ(ce.n(), 2) << describe(ce);
+    EXPECT_EQ(ce.x(0, 0), ce.x(1, 0)) << "the witness is a tie";
+}
+
+TEST(Audit, NondeterministicLayerIsNeverCalledViolated) {
+    for (bool also_leaks : {false, true}) {
+        Noisy noisy;
+        if (also_leaks) noisy.inner = leak_from_position_4;
+        const AuditResult r = audit(BlackBox(noisy), options());
+        EXPECT_EQ(r.verdict, Verdict::nondeterministic) << "also leaks: " << also_leaks;
+        ASSERT_TRUE(r.counterexample);
+        EXPECT_TRUE(r.counterexample->perm.is_identity()) << "the two answers are to one and the same input";
+        EXPECT_FALSE(r.counterexample->comparison.holds);
+        EXPECT_EQ(r.counterexample->n(), 1) << "shrunk to one position";
+        EXPECT_NE(r.detail.find("answered twice"), std::string::npos) << r.detail;
+    }
+}
+
+TEST(Audit, NondeterminismIsNamedEvenWhenNoPermutationCanDiffer) {
+    // With one position every permutation is the identity: only the up-front repeats can see this.
+    AuditOptions o = options(10);
+    o.max_len = 1;
+    const AuditResult r = audit(BlackBox(Noisy{}), o);
+    EXPECT_EQ(r.verdict, Verdict::nondeterministic);
+    EXPECT_EQ(r.cases, 1);
+}
+
+TEST(Audit, ViolationIsConfirmedByEvaluatingBothSidesAgain) {
+    int calls = 0;
+    const BlackBox counting = [&](const Mat<double>& x) {
+        ++calls;
+        return leak_from_position_4(x);
+    };
+    const AuditResult r = audit(counting, options());
+    ASSERT_EQ(r.verdict, Verdict::violated);
+    EXPECT_EQ(r.evaluations, calls);
+    EXPECT_NE(r.detail.find("evaluated again"), std::string::npos);
+}
+
+TEST(Audit, PassingCasesCostTwoCallsEach) {
+    AuditOptions o = options(50);
+    const AuditResult r = audit(BlackBox(identity_layer), o);
+    EXPECT_EQ(r.verdict, Verdict::holds);
+    EXPECT_EQ(r.evaluations, 2 * 50 + o.repeat_checks);
+}
+
+TEST(Audit, NonFiniteOutputIsItsOwnVerdictWithAShrunkInput) {
+    const BlackBox nan_above_4 = [](const Mat<double>& x) {
+        Mat<double> y = x;
+        for (Eigen::Index i = 0; i < y.size(); ++i)
+            if (y.data()[i] > 4) y.data()[i] = std::nan("");
+        return y;
+    };
+    const AuditResult r = audit(nan_above_4, options());
+    ASSERT_EQ(r.verdict, Verdict::non_finite);
+    const Counterexample& ce = *r.counterexample;
+    EXPECT_EQ(ce.n(), 1);
+    EXPECT_GT(ce.x.maxCoeff(), 4.0);
+    EXPECT_EQ((ce.x.array() != 0).count(), 1) << "every other value shrunk to 0:\n" << describe(ce);
+    EXPECT_FALSE(ce.lhs.allFinite() && ce.rhs.allFinite());
+}
+
+TEST(Audit, AdapterErrorIsTheErrorVerdictWithTheLastRequest) {
+    int calls = 0;
+    const BlackBox dies = [&](const Mat<double>& x) -> Mat<double> {
+        if (++calls == 5) throw AdapterError("adapter exited with status 3");
+        return x;
+    };
+    const AuditResult r = audit(dies, options());
+    EXPECT_EQ(r.verdict, Verdict::error);
+    EXPECT_EQ(r.error, "adapter exited with status 3");
+    EXPECT_FALSE(r.last_request.empty());
+    EXPECT_EQ(exit_code(r.verdict), 2);
+}
+
+TEST(Audit, WrongRowCountIsAnError) {
+    const BlackBox pooled_instead = [](const Mat<double>& x) { return Mat<double>(x.colwise().sum()); };
+    AuditOptions o = options();
+    o.min_len = 2;
+    const AuditResult r = audit(pooled_instead, o);
+    EXPECT_EQ(r.verdict, Verdict::error);
+    EXPECT_NE(r.error.find("answered 1 rows for a request of n=2"), std::string::npos) << r.error;
+    // The same layer is a fine pooled layer.
+    o.output = Output::pooled;
+    EXPECT_EQ(audit(pooled_instead, o).verdict, Verdict::holds);
+}
+
+TEST(Audit, ExitCodesFollowTheVerdicts) {
+    EXPECT_EQ(exit_code(Verdict::holds), 0);
+    EXPECT_EQ(exit_code(Verdict::violated), 1);
+    EXPECT_EQ(exit_code(Verdict::nondeterministic), 1);
+    EXPECT_EQ(exit_code(Verdict::non_finite), 1);
+    EXPECT_EQ(exit_code(Verdict::error), 2);
+}
+
+TEST(Audit, ManyBlackBoxesGiveTheResultOfOne) {
+    for (const BlackBox& layer : {BlackBox(leak_from_position_4), BlackBox(identity_layer)}) {
+        const AuditResult one = audit(layer, options());
+        const AuditResult three = audit(std::vector<BlackBox>{layer, layer, layer}, options());
+        EXPECT_EQ(one.verdict, three.verdict);
+        EXPECT_EQ(one.cases, three.cases);
+        ASSERT_EQ(one.counterexample.has_value(), three.counterexample.has_value());
+        if (one.counterexample) {
+            EXPECT_EQ(one.counterexample->x, three.counterexample->x);
+            EXPECT_EQ(one.counterexample->perm, three.counterexample->perm);
+            EXPECT_EQ(one.counterexample->case_index, three.counterexample->case_index);
+        }
+    }
+}
+
+TEST(Audit, ShardsTogetherRunExactlyTheUnshardedCases) {
+    const auto inputs_of = [](const AuditOptions& o) {
+        std::set<std::vector<double>> seen;
+        std::mutex m;
+        const BlackBox recording = [&](const Mat<double>& x) {
+            std::vector<double> key(x.data(), x.data() + x.size());
+            key.push_back(static_cast<double>(x.rows()));
+            std::lock_guard<std::mutex> lock(m);
+            seen.insert(key);
+            return x;
+        };
+        const AuditResult r = audit(std::vector<BlackBox>{recording, recording}, o);
+        EXPECT_EQ(r.verdict, Verdict::holds);
+        return std::make_pair(seen, r.cases);
+    };
+    const auto [all, all_cases] = inputs_of(options(40));
+    std::set<std::vector<double>> joined;
+    int shard_cases = 0;
+    for (int k = 1; k <= 3; ++k) {
+        AuditOptions o = options(40);
+        o.shard = parse_shard(std::to_string(k) + "/3");
+        const auto [part, cases] = inputs_of(o);
+        EXPECT_EQ(cases, k == 1 ? 14 : 13);
+        shard_cases += cases;
+        joined.insert(part.begin(), part.end());
+    }
+    EXPECT_EQ(shard_cases, all_cases);
+    EXPECT_EQ(joined, all);
+}
+
+TEST(Audit, ShardTextIsCheckedWithAClearMessage) {
+    EXPECT_EQ(parse_shard("2/4").index, 2);
+    for (const char* bad : {"0/4", "5/4", "4", "/4", "a/b", "1/0", "-1/2", "1/99999999999"}) {
+        try {
+            parse_shard(bad);
+            ADD_FAILURE() << bad << " accepted";
+        } catch (const std::invalid_argument& e) {
+            EXPECT_NE(std::string(e.what()).find("K/N"), std::string::npos);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The protocol's lines
+
+using adapters::parse_response;
+
+TEST(ExecProtocol, ParsesRowsAndPooledVectors) {
+    const auto rows = parse_response(R"({"id": 7, "y": [[0.5, -1.0], [2.0, 0.25]]})");
+    EXPECT_EQ(rows.id, 7);
+    EXPECT_FALSE(rows.vector);
+    ASSERT_EQ(rows.y.rows(), 2);
+    EXPECT_EQ(rows.y(1, 1), 0.25);
+    const auto pooled = parse_response(R"({"id": 8, "y": [1, 2, 3]})");
+    EXPECT_TRUE(pooled.vector);
+    EXPECT_EQ(pooled.y.rows(), 1);
+    EXPECT_EQ(pooled.y.cols(), 3);
+}
+
+TEST(ExecProtocol, AcceptsPythonsNonFiniteTokensOutsideStringsOnly) {
+    const auto r = parse_response(R"({"id": 1, "y": [NaN, Infinity, -Infinity, 1.5]})");
+    EXPECT_TRUE(std::isnan(r.y(0, 0)));
+    EXPECT_EQ(r.y(0, 1), std::numeric_limits<double>::infinity());
+    EXPECT_EQ(r.y(0, 2), -std::numeric_limits<double>::infinity());
+    const auto e = parse_response(R"({"id": 1, "error": "saw NaN and \"Infinity\""})");
+    EXPECT_TRUE(e.is_error);
+    EXPECT_EQ(e.error, "saw NaN and \"Infinity\"");
+    EXPECT_THROW(parse_response(R"({"id": 1, "y": ["NaN"]})"), std::invalid_argument) << "a string is not a number";
+    EXPECT_THROW(parse_response(R"({"id": 1, "y": [NaNa]})"), std::invalid_argument);
+}
+
+TEST(ExecProtocol, RejectsWhatIsNotTheProtocolSayingWhatWasExpected) {
+    const std::pair<const char*, const char*> cases[] = {
+        {"Loading weights...", "not JSON"},
+        {"[1, 2]", "not an object"},
+        {R"({"y": [1]})", "\"id\""},
+        {R"({"id": 1})", "neither"},
+        {R"({"id": 1, "y": 3})", "not an array"},
+        {R"({"id": 1, "y": []})", "empty"},
+        {R"({"id": 1, "y": [[1, 2], [3]]})", "equal width"},
+        {R"({"id": 1, "y": [[1], 2]})", "not an array"},
+        {R"({"id": 1, "y": [[1, null]]})", "expected numbers"},
+        {"", "not JSON"},
+        {std::string(100000, '[').c_str(), "not JSON"},
+    };
+    for (const auto& [line, says] : cases) {
+        try {
+            parse_response(line);
+            ADD_FAILURE() << "accepted: " << std::string(line).substr(0, 40);
+        } catch (const std::invalid_argument& e) {
+            EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+        }
+    }
+}
+
+TEST(ExecProtocol, RequestNumbersRoundTripExactly) {
+    std::mt19937_64 rng(5);
+    Mat<double> x(6, 5);
+    for (Eigen::Index i = 0; i < x.size(); ++i) {
+        const std::uint64_t bits = rng();
+        double v;
+        std::memcpy(&v, &bits, sizeof v);
+        x.data()[i] = std::isfinite(v) ? v : 1.0 / 3.0;
+    }
+    x(0, 0) = 5e-324;
+    x(0, 1) = -0.1;
+    const nlohmann::json j = nlohmann::json::parse(adapters::format_request(9, x));
+    EXPECT_EQ(j["id"], 9);
+    for (Eigen::Index i = 0; i < x.rows(); ++i)
+        for (Eigen::Index k = 0; k < x.cols(); ++k) EXPECT_EQ(j["x"][i][k].get<double>(), x(i, k));
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The subprocess adapter
+
+const std::string kPython = "/usr/bin/python3";
+const std::string kSource = PERMCHECK_SOURCE_DIR;
+const std::string kFault = kPython + " " + kSource + "/tests/adapters/fault.py";
+
+bool process_group_gone(pid_t pgid) {
+    for (int t = 0; t < 200; ++t) {
+        if (kill(-pgid, 0) != 0 && errno == ESRCH) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+}
+
+TEST(ExecAdapter, HangIsKilledAtTheTimeoutWithItsWholeProcessGroupAndNoZombie) {
+    adapters::ExecOptions eo;
+    eo.command = kFault + " hang 1";
+    eo.timeout_seconds = 1.5;
+    adapters::ExecAdapter adapter(eo);
+    const Mat<double> x = Mat<double>::Ones(2, 3);
+    adapter(x);  // startup within the first request's timeout
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+        adapter(x);
+        ADD_FAILURE() << "a hanging adapter answered";
+    } catch (const AdapterError& e) {
+        EXPECT_NE(std::string(e.what()).find("did not answer within 1.5 s"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("last request: id 2, n=2, d=3"), std::string::npos) << e.what();
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(seconds, 1.5 + 2.0);
+    EXPECT_TRUE(process_group_gone(adapter.pid())) << "the adapter and its child sleep must be killed";
+    errno = 0;
+    EXPECT_EQ(waitpid(adapter.pid(), nullptr, WNOHANG), -1) << "already reaped: no zombie";
+    EXPECT_EQ(errno, ECHILD);
+    EXPECT_THROW(adapter(x), AdapterError) << "a failed adapter stays failed";
+}
+
+TEST(ExecAdapter, CrashNamesTheStatusTheRequestCountAndTheLastRequest) {
+    adapters::ExecOptions eo;
+    eo.command = kFault + " crash 3";
+    adapters::ExecAdapter adapter(eo);
+    const Mat<double> x = Mat<double>::Ones(5, 2);
+    for (int i = 0; i < 3; ++i) adapter(x);
+    try {
+        adapter(x);
+        ADD_FAILURE() << "a crashed adapter answered";
+    } catch (const AdapterError& e) {
+        EXPECT_NE(std::string(e.what()).find("adapter exited with status 3 after 4 requests (3 answered); last request: "
+                                             "id 4, n=5, d=2"),
+                  std::string::npos)
+            << e.what();
+    }
+    EXPECT_TRUE(process_group_gone(adapter.pid()));
+}
+
+TEST(ExecAdapter, OverlongLineIsRefusedWithoutReadingItWhole) {
+    adapters::ExecOptions eo;
+    eo.command = kFault + " long 5000000";
+    eo.max_line_bytes = 4096;
+    adapters::ExecAdapter adapter(eo);
+    try {
+        adapter(Mat<double>::Ones(1, 1));
+        ADD_FAILURE() << "an overlong line was accepted";
+    } catch (const AdapterError& e) {
+        EXPECT_NE(std::string(e.what()).find("longer than 4096 bytes"), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(process_group_gone(adapter.pid()));
+}
+
+TEST(ExecAdapter, ImmediateExitIsReportedNotASignal) {
+    adapters::ExecOptions eo;
+    eo.command = kFault + " exit";
+    adapters::ExecAdapter adapter(eo);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    try {
+        adapter(Mat<double>::Ones(3, 2));
+        ADD_FAILURE();
+    } catch (const AdapterError& e) {
+        EXPECT_NE(std::string(e.what()).find("exited with status 0 after 1 request"), std::string::npos) << e.what();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The command
+
+struct CommandRun {
+    int status = -1;
+    std::string output;  // stdout and stderr
+    double seconds = 0;
+    nlohmann::json report;
+};
+
+fs::path fresh_dir(const std::string& name) {
+    const fs::path dir = fs::temp_directory_path() / ("permcheck-audit-test-" + std::to_string(getpid())) / name;
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    return dir;
+}
+
+std::string quote(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+CommandRun permcheck_audit(const std::string& name, const std::string& command, const std::string& args) {
+    const fs::path dir = fresh_dir(name);
+    const std::string line = std::string(PERMCHECK_BINARY) + " audit --exec " + quote(command) + " " + args +
+                             " --report " + quote(dir.string()) + " 2>&1";
+    CommandRun run;
+    const auto t0 = std::chrono::steady_clock::now();
+    FILE* p = popen(line.c_str(), "r");
+    if (!p) return run;
+    char buf[4096];
+    std::size_t got;
+    while ((got = fread(buf, 1, sizeof buf, p)) > 0) run.output.append(buf, got);
+    const int status = pclose(p);
+    run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream in(dir / "report.json");
+    if (in) run.report = nlohmann::json::parse(in, nullptr, false);
+    return run;
+}
+
+TEST(AuditCommand, PythonAttentionExampleHolds) {
+    const CommandRun r = permcheck_audit("holds", kPython + " " + kSource + "/examples/adapters/attention.py",
+                                  "--dim 3 --cases 40");
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.report.value("verdict", ""), "holds") << r.output;
+    EXPECT_EQ(r.report.value("cases", 0), 40);
+    EXPECT_EQ(r.report["details"]["audit"]["evaluations"], 83) << "two calls a case, three repeats";
+}
+
+TEST(AuditCommand, PythonCausalAttentionIsViolatedAndShrunkToTwoPositions) {
+    const CommandRun r = permcheck_audit("causal", kPython + " " + kSource + "/examples/adapters/attention.py --causal",
+                                  "--dim 3 --cases 40");
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_EQ(r.report.value("verdict", ""), "violated") << r.output;
+    EXPECT_EQ(r.report["counterexample"]["n"], 2) << r.output;
+    EXPECT_NE(r.output.find("permcheck audit --exec"), std::string::npos) << "a replay line";
+}
+
+TEST(AuditCommand, PythonMeanPooledAttentionIsInvariant) {
+    const CommandRun r = permcheck_audit("pooled", kPython + " " + kSource + "/examples/adapters/attention.py --pool mean",
+                                  "--dim 3 --cases 40 --output pooled");
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.report.value("property", ""), "invariance");
+}
+
+struct Fault {
+    const char* mode;
+    int exit_status;
+    const char* verdict;
+    const char* says;
+};
+
+TEST(AuditCommand, EveryFaultGetsItsVerdictExitCodeAndAReportOnDisk) {
+    const Fault faults[] = {
+        {"crash 4", 2, "error", "adapter exited with status 3 after 5 requests (4 answered); last request: id 5"},
+        {"garbage 2", 2, "error", "not JSON"},
+        {"few-rows", 2, "error", "rows for a request of n="},
+        {"exit", 2, "error", "adapter exited with status 0 after 1 request"},
+        {"error", 2, "error", "adapter answered with an error: model not loaded"},
+        {"wrong-id", 2, "error", "answered id 2 to request id 1"},
+        {"nan", 1, "non-finite", "non-finite"},
+        {"noisy", 1, "nondeterministic", "answered twice"},
+        {"index-leak", 1, "violated", "evaluated again"},
+        {"identity", 0, "holds", "holds"},
+    };
+    for (const Fault& f : faults) {
+        const CommandRun r = permcheck_audit(std::string("fault-") + f.mode, kFault + " " + f.mode, "--dim 2 --cases 30");
+        EXPECT_EQ(r.status, f.exit_status) << f.mode << "\n" << r.output;
+        EXPECT_EQ(r.report.value("verdict", ""), f.verdict) << f.mode << "\n" << r.output;
+        EXPECT_NE(r.output.find(f.says), std::string::npos) << f.mode << "\n" << r.output;
+        if (f.exit_status == 2) {
+            EXPECT_NE(r.report.value("error", "").find(f.says), std::string::npos) << f.mode;
+        }
+        if (f.exit_status == 1) {
+            EXPECT_TRUE(r.report["counterexample"].is_object()) << f.mode;
+        }
+    }
+}
+
+TEST(AuditCommand, HangIsAnErrorWithinSecondsOfTheTimeout) {
+    const CommandRun r = permcheck_audit("hang", kFault + " hang 3", "--dim 2 --cases 30 --timeout 2");
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_EQ(r.report.value("verdict", ""), "error");
+    EXPECT_NE(r.report.value("error", "").find("did not answer within 2 s"), std::string::npos) << r.output;
+    EXPECT_NE(r.report.value("error", "").find("last request: id 4"), std::string::npos) << r.output;
+    EXPECT_LT(r.seconds, 2 + 10.0) << "python startup, three answers, the timeout, the cleanup";
+}
+
+TEST(AuditCommand, BadOptionsAreAnErrorWithAReport) {
+    const CommandRun r = permcheck_audit("bad-shard", kFault + " identity", "--dim 2 --shard 3/2");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_EQ(r.report.value("verdict", ""), "error");
+    EXPECT_NE(r.output.find("--shard must be K/N"), std::string::npos) << r.output;
+}
+
+TEST(AuditCommand, JobsGiveTheSameVerdictAndCounterexample) {
+    const std::string leak = kFault + " index-leak";
+    const CommandRun one = permcheck_audit("jobs1", leak, "--dim 2 --cases 30");
+    const CommandRun two = permcheck_audit("jobs2", leak, "--dim 2 --cases 30 --jobs 2");
+    EXPECT_EQ(one.status, 1);
+    EXPECT_EQ(two.status, 1);
+    EXPECT_EQ(one.report["counterexample"]["x"], two.report["counterexample"]["x"]);
+    EXPECT_EQ(one.report["counterexample"]["permutation"], two.report["counterexample"]["permutation"]);
+    EXPECT_EQ(one.report["cases"], two.report["cases"]);
+}
+
+TEST(AuditCommand, ShardsSplitTheCases) {
+    int total = 0;
+    for (const char* shard : {"1/3", "2/3", "3/3"}) {
+        const CommandRun r = permcheck_audit(std::string("shard") + shard[0], kFault + " identity",
+                                      std::string("--dim 2 --cases 31 --shard ") + shard);
+        EXPECT_EQ(r.status, 0) << r.output;
+        total += r.report.value("cases", 0);
+    }
+    EXPECT_EQ(total, 31);
+}
+
+// PyTorch's own layer, through the example adapter (Debian's python3-torch).
+TEST(AuditCommand, TorchMultiheadAttentionVerdicts) {
+    const std::string mha = kPython + " " + kSource + "/examples/adapters/torch_mha.py --dim 4";
+    const std::string args = "--dim 4 --dtype float32 --cases 60 --timeout 120";
+    const CommandRun eval = permcheck_audit("torch-eval", mha, args);
+    EXPECT_EQ(eval.status, 0) << eval.output;
+    const CommandRun causal = permcheck_audit("torch-causal", mha + " --causal", args);
+    EXPECT_EQ(causal.status, 1) << causal.output;
+    EXPECT_EQ(causal.report.value("verdict", ""), "violated");
+    const CommandRun train = permcheck_audit("torch-train", mha + " --train", args);
+    EXPECT_EQ(train.status, 1) << train.output;
+    EXPECT_EQ(train.report.value("verdict", ""), "nondeterministic") << train.output;
+}
+
+}  // namespace
+}  // namespace permcheck
