@@ -71,7 +71,7 @@ int verdict_table(const CheckOptions& base, const std::string& report_dir) {
                 std::printf("%-32s %-14s %-9s %-9s %-8s %6d %7.2fs  %s%s\n", spec.name.c_str(),
                             property_name(e.property), e.holds ? "holds" : "fails",
                             row.result.holds ? "holds" : "fails", arithmetic_name(a), row.result.cases_run,
-                            row.seconds, smallest(row.result).c_str(), ok ? "   <-- UNEXPECTED" : "");
+                            row.seconds, smallest(row.result).c_str(), ok ? "" : "   <-- UNEXPECTED");
                 std::fflush(stdout);
             }
         }

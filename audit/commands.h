@@ -22,6 +22,10 @@ bool progress_enabled();
 
 void add_table(CLI::App& app, Outcome& outcome);  // no subcommand: the verdict table (cmd_table.cpp)
 void add_prove(CLI::App& app, Outcome& outcome);   // permcheck prove LAYER | --all (cmd_prove.cpp)
+void add_list(CLI::App& app, Outcome& outcome);    // permcheck list (cmd_list.cpp)
+void add_check(CLI::App& app, Outcome& outcome);   // permcheck check LAYER (cmd_check.cpp)
+void add_replay(CLI::App& app, Outcome& outcome);  // permcheck replay FILE (cmd_replay.cpp)
+void add_demo(CLI::App& app, Outcome& outcome);    // permcheck demo (cmd_demo.cpp)
 void add_audit(CLI::App& app, Outcome& outcome);   // permcheck audit --exec COMMAND (cmd_audit.cpp)
 void add_audit_torch(CLI::App& app, Outcome& outcome);  // permcheck audit-torch LAYER (cmd_audit_torch.cpp)
 

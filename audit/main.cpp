@@ -17,6 +17,10 @@ int main(int argc, char** argv) {
     Outcome outcome;
     add_table(app, outcome);
     add_prove(app, outcome);
+    add_list(app, outcome);
+    add_check(app, outcome);
+    add_replay(app, outcome);
+    add_demo(app, outcome);
     add_audit(app, outcome);
     add_audit_torch(app, outcome);
     try {

@@ -41,4 +41,11 @@ void write(const std::filesystem::path& dir, const Record& r);
 // Reads a report.json (or a directory holding one). Throws std::invalid_argument / std::runtime_error.
 Record read(const std::filesystem::path& path);
 
+// The record of a catalog check: verdict holds | violated, the check's options under details["check"].
+Record record_of(const CheckResult& result, const CheckOptions& opts);
+
+// Writes `content` to `file` through a temporary file in the same directory, fsync and rename: readers see the
+// old file or the new one, never a part. Throws std::runtime_error naming the file and the system's reason.
+void write_atomically(const std::filesystem::path& file, const std::string& content);
+
 }  // namespace permcheck::report

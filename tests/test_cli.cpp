@@ -1,0 +1,457 @@
+// The permcheck command as a user and a CI job meet it: the built binary run as a subprocess, its exit codes,
+// messages, reports and failure database; and the report record's JSON round trip, in process.
+#include "audit/report.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+
+#ifndef PERMCHECK_BIN
+#error "PERMCHECK_BIN (the path of the permcheck binary) must be defined by CMake"
+#endif
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using permcheck::report::Record;
+
+namespace {
+
+struct Invocation {
+    int code = -1;
+    std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+std::string quote(const std::string& s) {
+    std::string q = "'";
+    for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+    return q + "'";
+}
+
+// A fresh directory per test, so failure databases and reports never leak between tests.
+class Cli : public ::testing::Test {
+protected:
+    void SetUp() override {
+        std::string tmpl = (fs::temp_directory_path() / "permcheck-cli-XXXXXX").string();
+        ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+        dir = tmpl;
+    }
+    void TearDown() override {
+        std::error_code ec;
+        if (!HasFailure()) fs::remove_all(dir, ec);
+    }
+
+    Invocation run(const std::string& args) const {
+        const fs::path out = dir / ".stdout", err = dir / ".stderr";
+        const std::string cmd = "cd " + quote(dir.string()) + " && " + quote(PERMCHECK_BIN) + " " + args + " >" +
+                                quote(out.string()) + " 2>" + quote(err.string()) + " </dev/null";
+        const int status = std::system(cmd.c_str());
+        Invocation r;
+        r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        r.out = slurp(out);
+        r.err = slurp(err);
+        fs::remove(out);
+        fs::remove(err);
+        return r;
+    }
+
+    std::set<std::string> files_in(const fs::path& p) const {
+        std::set<std::string> names;
+        for (const auto& e : fs::directory_iterator(p)) names.insert(e.path().filename().string());
+        return names;
+    }
+
+    fs::path dir;
+};
+
+std::size_t occurrences(const std::string& text, const std::string& what) {
+    std::size_t count = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++count;
+    return count;
+}
+
+std::string show(const Invocation& r) { return "exit " + std::to_string(r.code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err; }
+
+// ---- help, names and bad input --------------------------------------------------------------------------------
+
+TEST_F(Cli, EverySubcommandHasHelpStatingItsExitStatus) {
+    const Invocation top = run("--help");
+    EXPECT_EQ(top.code, 0) << show(top);
+    for (const char* sub : {"list", "check", "replay", "demo"}) {
+        EXPECT_NE(top.out.find(sub), std::string::npos) << sub << "\n" << show(top);
+        const Invocation r = run(std::string(sub) + " --help");
+        EXPECT_EQ(r.code, 0) << sub << "\n" << show(r);
+        EXPECT_NE(r.out.find("Exit status"), std::string::npos) << sub << "\n" << show(r);
+    }
+}
+
+TEST_F(Cli, ListNamesEveryReferenceLayerAndProperty) {
+    const Invocation r = run("list");
+    ASSERT_EQ(r.code, 0) << show(r);
+    for (const permcheck::LayerSpec& spec : permcheck::catalog())
+        EXPECT_NE(r.out.find(spec.name), std::string::npos) << spec.name;
+    for (const char* p : {"equivariance", "invariance", "shift", "reversal", "causal-prefix"})
+        EXPECT_NE(r.out.find(p), std::string::npos) << p;
+    EXPECT_NE(r.out.find("causal-prefix holds"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, UnknownLayerExitsTwoListingTheValidNames) {
+    const Invocation r = run("check transformer-xl");
+    EXPECT_EQ(r.code, 2) << show(r);
+    EXPECT_NE(r.err.find("unknown layer 'transformer-xl'"), std::string::npos) << show(r);
+    EXPECT_NE(r.err.find("causal-attention"), std::string::npos) << show(r);
+    EXPECT_NE(r.err.find("rnn-final-state"), std::string::npos) << show(r);
+}
+
+TEST_F(Cli, UnknownPropertyExitsTwoListingTheValidNames) {
+    const Invocation r = run("check attention --property symmetry");
+    EXPECT_EQ(r.code, 2) << show(r);
+    EXPECT_NE(r.err.find("unknown property 'symmetry'"), std::string::npos) << show(r);
+    EXPECT_NE(r.err.find("causal-prefix"), std::string::npos) << show(r);
+}
+
+TEST_F(Cli, PropertyThatDoesNotApplyExitsTwoNamingThoseThatDo) {
+    const Invocation r = run("check attention --property invariance");
+    EXPECT_EQ(r.code, 2) << show(r);
+    EXPECT_NE(r.err.find("does not apply"), std::string::npos) << show(r);
+    EXPECT_NE(r.err.find("equivariance"), std::string::npos) << show(r);
+}
+
+TEST_F(Cli, BadNumbersExitTwoNamingTheFlag) {
+    const std::pair<const char*, const char*> cases[] = {
+        {"--cases 0", "--cases"},           {"--cases -3", "--cases"},
+        {"--max-len 0", "--max-len"},       {"--min-len 0", "--min-len"},
+        {"--min-len 5 --max-len 3", "--min-len (5) must not exceed --max-len (3)"},
+        {"--d 0", "--d"},                   {"--d -4", "--d"},
+        {"--max-len 100000", "--max-len"},  {"--dtype float16", "float16"},
+        {"--exact --dtype float32", "--exact"}, {"--cases many", "many"},
+    };
+    for (const auto& [flags, says] : cases) {
+        const Invocation r = run(std::string("check attention --no-db ") + flags);
+        EXPECT_EQ(r.code, 2) << flags << "\n" << show(r);
+        EXPECT_NE((r.err + r.out).find(says), std::string::npos) << flags << "\n" << show(r);
+    }
+}
+
+TEST_F(Cli, LayerThatCannotRunAtTheseSizesExitsTwoWithAnErrorReport) {
+    // RoPE turns feature pairs: an odd width is an error of the request, reported, not a crash.
+    const Invocation r = run("check attention+rope --d 3 --no-db --report out");
+    EXPECT_EQ(r.code, 2) << show(r);
+    EXPECT_NE(r.err.find("even"), std::string::npos) << show(r);
+    const Record rec = permcheck::report::read(dir / "out");
+    EXPECT_EQ(rec.verdict, "error");
+    EXPECT_NE(rec.error.find("even"), std::string::npos) << rec.error;
+    EXPECT_FALSE(rec.counterexample.has_value());
+    const Invocation replay = run("replay out/report.json");
+    EXPECT_EQ(replay.code, 2) << show(replay);
+    EXPECT_NE(replay.err.find("holds no counterexample"), std::string::npos) << show(replay);
+}
+
+// ---- check: exit status is the verdict --------------------------------------------------------------------
+
+TEST_F(Cli, CheckOfAHoldingPropertyExitsZero) {
+    const Invocation r = run("check attention --cases 30 --no-db");
+    EXPECT_EQ(r.code, 0) << show(r);
+    EXPECT_NE(r.out.find("attention equivariance (float64): holds in all 30 cases"), std::string::npos) << show(r);
+}
+
+TEST_F(Cli, CheckOfAViolatedPropertyExitsOneEvenWhenTheTheoryExpectsIt) {
+    const Invocation r = run("check attention+sinusoidal --exact --cases 30 --no-db");
+    EXPECT_EQ(r.code, 1) << show(r);
+    EXPECT_NE(r.out.find("VIOLATED"), std::string::npos) << show(r);
+    EXPECT_NE(r.out.find("confirmed in exact rational arithmetic"), std::string::npos) << show(r);
+    EXPECT_EQ(r.out.find("UNEXPECTED"), std::string::npos) << show(r);
+}
+
+TEST_F(Cli, CausalAttentionReportHoldsACounterexampleOfTwoPositions) {
+    const Invocation r = run("check causal-attention --report out --no-db");
+    ASSERT_EQ(r.code, 1) << show(r);
+    const fs::path out = dir / "out";
+    // Exactly the three files: no temporary file is left behind by the atomic writes.
+    EXPECT_EQ(files_in(out), (std::set<std::string>{"report.html", "report.json", "report.md"}));
+
+    const json j = json::parse(slurp(out / "report.json"));
+    EXPECT_EQ(j["schema"], "permcheck.report/1");
+    EXPECT_EQ(j["verdict"], "violated");
+    EXPECT_EQ(j["layer"], "causal-attention");
+    EXPECT_EQ(j["property"], "equivariance");
+    EXPECT_EQ(j["dtype"], "float64");
+    const json& ce = j["counterexample"];
+    EXPECT_EQ(ce["n"], 2);
+    EXPECT_EQ(ce["d"], 4);
+    EXPECT_EQ(ce["permutation"], json::array({1, 0}));
+    EXPECT_EQ(ce["cycles"], "(0 1)");
+    EXPECT_EQ(ce["x"].size(), 2u);
+    EXPECT_EQ(ce["layer_of_permuted"].size(), 2u);
+    EXPECT_EQ(ce["permuted_layer"].size(), 2u);
+    EXPECT_GT(ce["max_abs_diff"].get<double>(), ce["tolerance"].get<double>());
+    EXPECT_TRUE(ce["confirmed_exactly"].get<bool>());
+    EXPECT_GE(ce["where"]["position"].get<int>(), 0);
+    EXPECT_LT(ce["where"]["position"].get<int>(), 2);
+    EXPECT_NE(j["replay"].get<std::string>().find("permcheck check causal-attention --property equivariance"),
+              std::string::npos);
+    EXPECT_EQ(j["error"], "");
+
+    const std::string md = slurp(out / "report.md");
+    EXPECT_NE(md.find("#### Counterexample: n = 2, d = 4"), std::string::npos) << md;
+    EXPECT_NE(md.find("`(0 1)`"), std::string::npos) << md;
+
+    const std::string html = slurp(out / "report.html");
+    EXPECT_NE(html.find("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"permutation\""), std::string::npos);
+    EXPECT_NE(html.find("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"heatmap\""), std::string::npos);
+    EXPECT_EQ(html.find("<script"), std::string::npos);
+    EXPECT_EQ(html.find("src="), std::string::npos);  // nothing loaded from anywhere
+    EXPECT_EQ(occurrences(html, "<rect class=\"cell\""), 2 * 4);  // positions x features
+    EXPECT_EQ(occurrences(html, "<line class=\"arrow moved\""), 2);  // (0 1) moves both positions
+}
+
+TEST_F(Cli, ReplayOfTheCausalAttentionReportStillFails) {
+    ASSERT_EQ(run("check causal-attention --report out --no-db").code, 1);
+    for (const char* target : {"out/report.json", "out"}) {
+        const Invocation r = run(std::string("replay ") + target);
+        EXPECT_EQ(r.code, 1) << show(r);
+        EXPECT_NE(r.out.find("still fails"), std::string::npos) << show(r);
+        EXPECT_NE(r.out.find("n = 2"), std::string::npos) << show(r);
+    }
+}
+
+TEST_F(Cli, ReplayOnALayerWithoutTheFlawNowHolds) {
+    // The same saved case, relabelled as the unmasked layer: what a user sees after fixing the bug.
+    ASSERT_EQ(run("check causal-attention --report out --no-db").code, 1);
+    json j = json::parse(slurp(dir / "out" / "report.json"));
+    j["layer"] = "attention";
+    std::ofstream(dir / "fixed.json") << j.dump();
+    const Invocation r = run("replay fixed.json");
+    EXPECT_EQ(r.code, 0) << show(r);
+    EXPECT_NE(r.out.find("now holds"), std::string::npos) << show(r);
+}
+
+TEST_F(Cli, ReplayOfAnUnreadableFileExitsTwo) {
+    std::ofstream(dir / "garbage.json") << "{ not json";
+    std::ofstream(dir / "other.json") << R"({"schema": "someone-else/3", "verdict": "holds"})";
+    std::ofstream(dir / "partial.json") << R"({"schema": "permcheck.report/1", "verdict": "violated"})";
+    const std::pair<const char*, const char*> cases[] = {{"missing.json", "cannot read"},
+                                                         {"garbage.json", "not valid JSON"},
+                                                         {"other.json", "unsupported schema 'someone-else/3'"},
+                                                         {"partial.json", "missing field 'layer'"}};
+    for (const auto& [file, says] : cases) {
+        const Invocation r = run(std::string("replay ") + file);
+        EXPECT_EQ(r.code, 2) << file << "\n" << show(r);
+        EXPECT_NE(r.err.find(says), std::string::npos) << file << "\n" << show(r);
+    }
+}
+
+// ---- the failure database ---------------------------------------------------------------------------------
+
+TEST_F(Cli, FailureDatabaseReplaysTheCounterexampleAtCaseZero) {
+    const Invocation first = run("check causal-attention --db db");
+    ASSERT_EQ(first.code, 1) << show(first);
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(first.out, m, std::regex("VIOLATED after (\\d+) cases"))) << show(first);
+    EXPECT_GT(std::stoi(m[1]), 1) << "the first run must have searched";
+    ASSERT_TRUE(std::regex_search(first.out, m, std::regex(", case (\\d+), (\\d+) shrink steps"))) << show(first);
+    EXPECT_GT(std::stoi(m[1]), 0) << "a one-position case cannot fail, so the search cannot find it at case 0";
+    const fs::path entry = dir / "db" / "causal-attention.equivariance.float64.json";
+    ASSERT_TRUE(fs::exists(entry));
+    EXPECT_EQ(files_in(dir / "db"), (std::set<std::string>{entry.filename().string()}));
+
+    const Invocation second = run("check causal-attention --db db");
+    EXPECT_EQ(second.code, 1) << show(second);
+    EXPECT_NE(second.out.find("VIOLATED after 1 case (replayed from the failure database"), std::string::npos)
+        << show(second);
+    EXPECT_NE(second.out.find(", case 0, 0 shrink steps"), std::string::npos) << show(second);
+    EXPECT_NE(second.out.find("n = 2"), std::string::npos) << show(second);
+}
+
+TEST_F(Cli, FailureDatabaseDefaultsToDotPermcheckAndNoDbWritesNothing) {
+    ASSERT_EQ(run("check causal-attention --no-db").code, 1);
+    EXPECT_FALSE(fs::exists(dir / ".permcheck"));
+    ASSERT_EQ(run("check causal-attention").code, 1);
+    EXPECT_TRUE(fs::exists(dir / ".permcheck" / "causal-attention.equivariance.float64.json"));
+}
+
+TEST_F(Cli, CorruptFailureDatabaseEntryIsReportedAndSkipped) {
+    fs::create_directories(dir / "db");
+    const fs::path entry = dir / "db" / "causal-attention.equivariance.float64.json";
+    std::ofstream(entry) << "{\"schema\": \"permcheck.report/1\", \"verd";
+    const Invocation r = run("check causal-attention --db db");
+    EXPECT_EQ(r.code, 1) << show(r);
+    EXPECT_NE(r.err.find("skipping corrupt failure database entry"), std::string::npos) << show(r);
+    EXPECT_EQ(r.out.find("replayed from the failure database"), std::string::npos) << show(r);
+    // The search found the counterexample again and replaced the corrupt entry with a readable one.
+    EXPECT_TRUE(permcheck::report::read(entry).counterexample.has_value());
+}
+
+TEST_F(Cli, FailureDatabaseEntryThatNoLongerFailsIsRemoved) {
+    ASSERT_EQ(run("check causal-attention --db db").code, 1);
+    json j = json::parse(slurp(dir / "db" / "causal-attention.equivariance.float64.json"));
+    j["layer"] = "attention";
+    const fs::path entry = dir / "db" / "attention.equivariance.float64.json";
+    std::ofstream(entry) << j.dump();
+    const Invocation r = run("check attention --db db --cases 20");
+    EXPECT_EQ(r.code, 0) << show(r);
+    EXPECT_NE(r.err.find("no longer fails; removed"), std::string::npos) << show(r);
+    EXPECT_FALSE(fs::exists(entry));
+}
+
+// ---- demo ---------------------------------------------------------------------------------------------------
+
+// The vector printed on the line labelled `label` after the heading that starts with `section`.
+std::string vector_after(const std::string& out, const std::string& section, const std::string& label) {
+    const auto at = out.find("\n" + section);
+    if (at == std::string::npos) return "<no section " + section + ">";
+    const auto line = out.find(label, at);
+    if (line == std::string::npos) return "<no line " + label + ">";
+    return out.substr(line, out.find('\n', line) - line).substr(label.size());
+}
+
+TEST_F(Cli, DemoShowsTheSameVectorWithoutPositionAndDifferentOnesWithIt) {
+    const Invocation r = run("demo");
+    ASSERT_EQ(r.code, 0) << show(r);
+    const auto same = [&](const char* section) {
+        return vector_after(r.out, section, "dog bites man") == vector_after(r.out, section, "man bites dog");
+    };
+    EXPECT_TRUE(same("1.")) << r.out;
+    EXPECT_FALSE(same("3.")) << r.out;
+    EXPECT_FALSE(same("4.")) << r.out;
+    EXPECT_NE(r.out.find("   -> IDENTICAL, every bit: attention"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("   -> DIFFERENT: the position signal"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("   -> DIFFERENT: the RNN"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("2. no position signal, float32"), std::string::npos) << r.out;
+}
+
+// ---- the record, in process ------------------------------------------------------------------------------
+
+Record sample_record() {
+    Record r;
+    r.verdict = "violated";
+    r.layer = "causal-attention";
+    r.property = "equivariance";
+    r.dtype = "float64";
+    r.cases = 7;
+    r.seed = 18446744073709551615ull;  // the largest seed must survive
+    permcheck::Counterexample c;
+    c.perm = permcheck::Permutation({2, 0, 1});
+    c.x = permcheck::Mat<double>(3, 2);
+    c.x << 0.1, -0.0, 1e-310, std::numeric_limits<double>::max(), 1.0 / 3.0, -2.5;
+    c.lhs = c.x;
+    c.lhs(0, 0) = std::numeric_limits<double>::quiet_NaN();
+    c.lhs(1, 1) = std::numeric_limits<double>::infinity();
+    c.rhs = c.x;
+    c.rhs(2, 0) = -std::numeric_limits<double>::infinity();
+    c.comparison.holds = false;
+    c.comparison.max_abs_diff = std::numeric_limits<double>::infinity();
+    c.comparison.row = 0;
+    c.comparison.col = 0;
+    c.comparison.tolerance = 3.3306690738754716e-15;
+    c.weight_seed = 12345;
+    c.shift = 0;
+    c.case_index = 4;
+    c.shrink_steps = 9;
+    c.confirmed_exactly = true;
+    r.counterexample = c;
+    r.replay = "permcheck check causal-attention --property equivariance";
+    r.details["note"] = "extras survive";
+    return r;
+}
+
+bool same_bits(const permcheck::Mat<double>& a, const permcheck::Mat<double>& b) {
+    return a.rows() == b.rows() && a.cols() == b.cols() &&
+           std::memcmp(a.data(), b.data(), sizeof(double) * static_cast<std::size_t>(a.size())) == 0;
+}
+
+TEST(ReportRecord, JsonRoundTripKeepsEveryBitIncludingNonFiniteNumbers) {
+    const Record r = sample_record();
+    const std::string text = permcheck::report::to_json(r).dump(2);
+    EXPECT_NE(text.find("\"NaN\""), std::string::npos);
+    EXPECT_NE(text.find("\"-Infinity\""), std::string::npos);
+    const Record back = permcheck::report::from_json(json::parse(text));
+    EXPECT_EQ(permcheck::report::to_json(back), permcheck::report::to_json(r));
+    ASSERT_TRUE(back.counterexample);
+    EXPECT_TRUE(same_bits(back.counterexample->x, r.counterexample->x));  // -0.0 and the subnormal too
+    EXPECT_TRUE(same_bits(back.counterexample->lhs, r.counterexample->lhs));
+    EXPECT_TRUE(same_bits(back.counterexample->rhs, r.counterexample->rhs));
+    EXPECT_EQ(back.seed, r.seed);
+    EXPECT_EQ(back.counterexample->perm, r.counterexample->perm);
+    EXPECT_EQ(back.counterexample->comparison.tolerance, r.counterexample->comparison.tolerance);
+    EXPECT_TRUE(std::isinf(back.counterexample->comparison.max_abs_diff));
+    EXPECT_EQ(back.details["note"], "extras survive");
+}
+
+TEST(ReportRecord, AuditErrorReportWithoutCounterexampleRoundTrips) {
+    Record r;
+    r.verdict = "error";
+    r.layer = "./my-layer --port 3";
+    r.property = "equivariance";
+    r.dtype = "float32";
+    r.error = "adapter exited with status 3 after 4 requests; last request: n=5";
+    r.details = {{"command", "./my-layer --port 3"}, {"last_request", {{"n", 5}, {"d", 4}}}};
+    const Record back = permcheck::report::from_json(json::parse(permcheck::report::to_json(r).dump()));
+    EXPECT_EQ(permcheck::report::to_json(back), permcheck::report::to_json(r));
+    EXPECT_FALSE(back.counterexample);
+    EXPECT_EQ(back.details["last_request"]["n"], 5);
+    for (const char* verdict : {"holds", "nondeterministic", "non-finite"}) {
+        r.verdict = verdict;
+        EXPECT_EQ(permcheck::report::from_json(permcheck::report::to_json(r)).verdict, verdict);
+    }
+}
+
+TEST(ReportRecord, MalformedJsonIsRejectedNamingTheField) {
+    const json good = permcheck::report::to_json(sample_record());
+    const auto message = [](const json& j) {
+        try {
+            permcheck::report::from_json(j);
+        } catch (const std::invalid_argument& e) {
+            return std::string(e.what());
+        }
+        return std::string("<accepted>");
+    };
+    json j = good;
+    j.erase("verdict");
+    EXPECT_NE(message(j).find("missing field 'verdict'"), std::string::npos) << message(j);
+    j = good;
+    j["verdict"] = "fine";
+    EXPECT_NE(message(j).find("field 'verdict'"), std::string::npos) << message(j);
+    j = good;
+    j["counterexample"]["x"][1] = json::array({1.0});
+    EXPECT_NE(message(j).find("counterexample.x"), std::string::npos) << message(j);
+    j = good;
+    j["counterexample"]["permutation"] = json::array({0, 0, 1});
+    EXPECT_NE(message(j).find("counterexample.permutation"), std::string::npos) << message(j);
+    j = good;
+    j["counterexample"]["max_abs_diff"] = "big";
+    EXPECT_NE(message(j).find("counterexample.max_abs_diff"), std::string::npos) << message(j);
+    j = good;
+    j["counterexample"].erase("where");
+    EXPECT_NE(message(j).find("missing field 'counterexample.where'"), std::string::npos) << message(j);
+}
+
+TEST_F(Cli, WritingAReportTwiceReplacesItAndLeavesNoTemporaryFiles) {
+    Record r = sample_record();
+    permcheck::report::write(dir / "rep", r);
+    r.verdict = "holds";
+    r.counterexample.reset();
+    permcheck::report::write(dir / "rep", r);
+    EXPECT_EQ(files_in(dir / "rep"), (std::set<std::string>{"report.html", "report.json", "report.md"}));
+    EXPECT_EQ(permcheck::report::read(dir / "rep").verdict, "holds");
+    EXPECT_THROW(permcheck::report::write_atomically(dir / "no" / "such" / "dir" / "f.json", "{}"),
+                 std::runtime_error);
+}
+
+}  // namespace
