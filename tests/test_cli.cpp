@@ -310,6 +310,31 @@ TEST_F(Cli, FailureDatabaseEntryThatNoLongerFailsIsRemoved) {
     EXPECT_FALSE(fs::exists(entry));
 }
 
+// ---- the verdict table's reports ----------------------------------------------------------------------------
+
+TEST_F(Cli, TableReportWritesASummaryAndOneReportPerCounterexample) {
+    const Invocation r = run("--cases 8 --report rep");
+    ASSERT_EQ(r.code, 0) << show(r);
+    const json summary = json::parse(slurp(dir / "rep" / "summary.json"));
+    EXPECT_EQ(summary["schema"], "permcheck.table/1");
+    EXPECT_TRUE(summary["as_expected"].get<bool>());
+    std::set<std::string> expected_dirs{"summary.json"};
+    for (const json& row : summary["rows"]) {
+        EXPECT_EQ(row["as_expected"], row["expected"] == row["verdict"]) << row.dump();
+        if (row["report"].is_null()) {
+            EXPECT_EQ(row["verdict"], "holds") << row.dump();
+            continue;
+        }
+        expected_dirs.insert(row["report"].get<std::string>());
+        const Record rec = permcheck::report::read(dir / "rep" / row["report"].get<std::string>());
+        EXPECT_EQ(rec.verdict, "violated");
+        EXPECT_EQ(rec.layer, row["layer"]);
+        EXPECT_TRUE(rec.counterexample.has_value());
+    }
+    EXPECT_TRUE(expected_dirs.count("causal-attention.equivariance.exact")) << summary.dump(1);
+    EXPECT_EQ(files_in(dir / "rep"), expected_dirs);  // nothing else: no temporary files
+}
+
 // ---- demo ---------------------------------------------------------------------------------------------------
 
 // The vector printed on the line labelled `label` after the heading that starts with `section`.
