@@ -7,6 +7,7 @@
 #include <atomic>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
@@ -456,7 +457,12 @@ std::string matrix_table(const Mat<double>& m, const std::string& caption) {
     s << "<table class=\"matrix\"><caption>" << html_escape(caption) << "</caption>";
     for (Eigen::Index i = 0; i < m.rows(); ++i) {
         s << "<tr><th>" << i << "</th>";
-        for (Eigen::Index j = 0; j < m.cols(); ++j) s << "<td>" << text(m(i, j)) << "</td>";
+        // Six digits to read, every digit on hover (and in report.json).
+        for (Eigen::Index j = 0; j < m.cols(); ++j) {
+            char shown[32];
+            std::snprintf(shown, sizeof shown, "%.6g", m(i, j));
+            s << "<td title=\"" << text(m(i, j)) << "\">" << shown << "</td>";
+        }
         s << "</tr>";
     }
     s << "</table>";
@@ -479,6 +485,7 @@ svg circle.node { fill: #eef2f7; stroke: #4a5a70; }
 svg line.arrow { stroke-width: 2; } svg line.moved { stroke: #b3261e; } svg line.fixed { stroke: #9aa3ad; }
 svg rect.cell { stroke: #c8c8c8; stroke-width: .5; }
 pre { background: #f4f4f4; padding: .6em; overflow-x: auto; }
+div.matrices { overflow-x: auto; }
 .note { color: #555; }
 )";
 
@@ -516,8 +523,8 @@ std::string to_html(const Record& r) {
         s << "<h2>Heatmap of " << html_escape(names.diff) << "</h2><p class=\"note\">rows are positions, columns "
           << "features; white is an exact zero, darker red a larger difference, black a non-finite one.</p>\n"
           << heatmap_svg(*c, r.property) << "\n";
-        s << "<h2>Matrices</h2>\n" << matrix_table(c->x, "x") << matrix_table(c->lhs, names.lhs)
-          << matrix_table(c->rhs, names.rhs) << "\n";
+        s << "<h2>Matrices</h2>\n<div class=\"matrices\">" << matrix_table(c->x, "x")
+          << matrix_table(c->lhs, names.lhs) << matrix_table(c->rhs, names.rhs) << "</div>\n";
     }
     if (!r.details.empty())
         s << "<h2>Details</h2><pre>" << html_escape(r.details.dump(2, ' ', false, json::error_handler_t::replace))
