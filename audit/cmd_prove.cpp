@@ -74,7 +74,7 @@ void add_prove(CLI::App& app, Outcome& outcome) {
     cmd->add_flag("--all", o->all, "every reference layer");
     cmd->add_option("--n", o->certificate.n, "positions")->check(CLI::Range(2, 64))->capture_default_str();
     cmd->add_option("--d", o->certificate.d, "features per position")->check(CLI::Range(1, 64))->capture_default_str();
-    cmd->add_option("--trials", o->certificate.trials, "k, independent random points (|S| grows as k shrinks)")
+    cmd->add_option("--trials", o->certificate.trials, "k, independent random points; |S| is chosen so that (D'/|S|)^k <= 2^-64")
         ->check(CLI::Range(1, 64))
         ->capture_default_str();
     cmd->add_option("--seed", o->certificate.seed, "seed of the random points and of the witness search")
