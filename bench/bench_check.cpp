@@ -1,0 +1,210 @@
+// What a check costs against its physical limit, measured in the same run (issue 7).
+//   ./build/bench/bench_check            (bench/run prints every benchmark as one table)
+// A case of an equivariance check cannot cost less than two forward passes of the layer, L(P x) and L(x): that
+// is the floor. Each benchmark interleaves the measured work with its floor in every iteration, so the load of
+// a shared machine hits both alike, and reports:
+//   time          the measured work per unit (one case, one shrink, one audited case), manual time
+//   floor_s       the floor per unit, in seconds
+//   ratio         time / floor
+//   target        the ratio the issue asks for (0: none)
+#include "audit/exec_adapter.h"
+#include "properties/blackbox.h"
+#include "properties/engine.h"
+#include "properties/mutants.h"
+
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+
+#ifndef PERMCHECK_ECHO_ADAPTER
+#error "PERMCHECK_ECHO_ADAPTER must name the echo adapter executable (bench/CMakeLists.txt)"
+#endif
+
+namespace {
+using namespace permcheck;
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::time_point from, Clock::time_point to) { return std::chrono::duration<double>(to - from).count(); }
+
+template <class S> Arithmetic arithmetic_of() {
+    if constexpr (std::is_same_v<S, float>) return Arithmetic::float32;
+    else if constexpr (std::is_same_v<S, double>) return Arithmetic::float64;
+    else return Arithmetic::exact;
+}
+
+void report(benchmark::State& state, double work, double floor, long units, double target) {
+    const double per_unit = work / static_cast<double>(units), floor_per_unit = floor / static_cast<double>(units);
+    state.counters["floor_s"] = floor_per_unit;
+    state.counters["ratio"] = floor_per_unit > 0 ? per_unit / floor_per_unit : 0.0;
+    state.counters["target"] = target;
+}
+
+// ------------------------------------------------------------------------------------- equivariance check
+
+// The check of attention at one (n, d): every case has exactly n positions (min_len = max_len = n), so each
+// case's floor is two passes at (n, d). The floor runs on a case drawn by the check's own generator, with the
+// check's layer, so values (and the cost of exp, of GMP on their sizes) are alike.
+template <class S> void BM_CheckAttention(benchmark::State& state, int cases, double target) {
+    CheckOptions o;
+    o.arithmetic = arithmetic_of<S>();
+    o.cases = cases;
+    o.min_len = o.max_len = static_cast<int>(state.range(0));
+    o.d = static_cast<int>(state.range(1));
+    o.seed = 7;
+    const LayerSpec& spec = find_layer("attention");
+
+    const Case sample = case_generator(o)(rc::Random(o.seed), 100).value();
+    const LayerFn<S> layer = build_layer<S>("attention", o.d, sample.weight_seed);
+    const Mat<S> x = from_double<S>(sample.x);
+    const Permutation& p = sample.perm;
+
+    double work = 0, floor = 0;
+    for (auto _ : state) {
+        const auto t0 = Clock::now();
+        const CheckResult r = check(spec, Property::equivariance, o);
+        const auto t1 = Clock::now();
+        if (!r.holds || r.cases_run != cases) state.SkipWithError("attention was not found equivariant");
+        for (int k = 0; k < cases; ++k) {
+            Mat<S> lhs = layer(p.apply(x));
+            Mat<S> rhs = layer(x);
+            benchmark::DoNotOptimize(lhs);
+            benchmark::DoNotOptimize(rhs);
+        }
+        const auto t2 = Clock::now();
+        work += seconds(t0, t1);
+        floor += seconds(t1, t2);
+        state.SetIterationTime(seconds(t0, t1) / cases);
+    }
+    report(state, work, floor, static_cast<long>(state.iterations()) * cases, target);
+}
+
+void BM_CheckAttention_float64(benchmark::State& s) { BM_CheckAttention<double>(s, 10, 1.10); }
+void BM_CheckAttention_float32(benchmark::State& s) { BM_CheckAttention<float>(s, 10, 1.10); }
+void BM_CheckAttention_exact(benchmark::State& s) { BM_CheckAttention<Rational>(s, 4, 1.20); }
+
+BENCHMARK(BM_CheckAttention_float64)->Args({64, 64})->Args({256, 64})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CheckAttention_float32)->Args({64, 64})->Args({256, 64})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CheckAttention_exact)->Args({8, 4})->Args({16, 8})->Args({32, 16})->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// -------------------------------------------------------------------------------------------- shrinking
+
+Subject leak_from_position_4() {
+    return make_subject("leak-from-position-4", Output::sequence,
+                        []<class S>(std::type_identity<S>, Eigen::Index d, std::uint64_t seed, long) {
+                            Draw<S> draw = dyadic_draw<S>(seed);
+                            return mutants::build<S>(mutants::Kind::leak_from_position_4, d, draw);
+                        });
+}
+
+// From the first failing case to the minimal counterexample, with the engine's generator, shrinks and search
+// (what `check` runs). Time is the shrinking alone; counters say how many property evaluations it took and
+// where it ended. The floor is one evaluation of the property on the minimal case: ratio = the cost of the
+// shrinking in evaluations of the smallest case.
+void BM_Shrink(benchmark::State& state, const Subject& subject, Arithmetic arithmetic) {
+    CheckOptions o;  // the defaults of `permcheck check`: n in [1, 8], d = 4
+    o.arithmetic = arithmetic;
+    o.seed = 1;
+    double work = 0, floor = 0;
+    SearchResult<Case> last;
+    for (auto _ : state) {
+        Clock::time_point first{};
+        bool failed = false;
+        const std::function<bool(const Case&)> fails = [&](const Case& c) {
+            const bool f = !evaluate_case(subject, Property::equivariance, c, arithmetic).comparison.holds;
+            if (f && !failed) {
+                failed = true;
+                first = Clock::now();
+            }
+            return f;
+        };
+        SearchOptions so;
+        so.cases = o.cases;
+        so.seed = o.seed;
+        last = search<Case>(case_generator(o), fails, so);
+        const auto t1 = Clock::now();
+        if (!last.minimal) {
+            state.SkipWithError("no counterexample found");
+            break;
+        }
+        benchmark::DoNotOptimize(evaluate_case(subject, Property::equivariance, *last.minimal, arithmetic));
+        const auto t2 = Clock::now();
+        work += seconds(first, t1);
+        floor += seconds(t1, t2);
+        state.SetIterationTime(seconds(first, t1));
+    }
+    if (!last.minimal) return;
+    report(state, work, floor, static_cast<long>(state.iterations()), 0);
+    state.counters["evaluations"] = last.evaluations - last.cases_run;
+    state.counters["steps"] = last.shrink_steps;
+    state.counters["first_n"] = static_cast<double>(last.first->x.rows());
+    state.counters["minimal_n"] = static_cast<double>(last.minimal->x.rows());
+    state.counters["moved"] = last.minimal->perm.moved();
+}
+
+void BM_Shrink_CausalAttention_float64(benchmark::State& s) {
+    BM_Shrink(s, subject(find_layer("causal-attention")), Arithmetic::float64);
+}
+void BM_Shrink_CausalAttention_exact(benchmark::State& s) {
+    BM_Shrink(s, subject(find_layer("causal-attention")), Arithmetic::exact);
+}
+void BM_Shrink_LeakFromPosition4_float64(benchmark::State& s) { BM_Shrink(s, leak_from_position_4(), Arithmetic::float64); }
+void BM_Shrink_LeakFromPosition4_exact(benchmark::State& s) { BM_Shrink(s, leak_from_position_4(), Arithmetic::exact); }
+
+BENCHMARK(BM_Shrink_CausalAttention_float64)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Shrink_CausalAttention_exact)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Shrink_LeakFromPosition4_float64)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Shrink_LeakFromPosition4_exact)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// ------------------------------------------------------------------------------------------- audit protocol
+
+// The identity layer, audited in process and through `--exec` with the echo adapter (one process per job, as
+// `permcheck audit --jobs J` starts them). Time is per audited case; the floor is the same audit of the same
+// layer in process, so ratio = what the protocol costs. Processes are started outside the timed region (once
+// per benchmark), as a long audit amortizes them.
+AuditOptions audit_options() {
+    AuditOptions o;
+    o.name = "identity";
+    o.d = 8;
+    o.max_len = 8;
+    o.cases = 200;
+    o.seed = 3;
+    return o;
+}
+
+Mat<double> identity(const Mat<double>& x) { return x; }
+
+void BM_AuditExec(benchmark::State& state) {
+    const int jobs = static_cast<int>(state.range(0));
+    const AuditOptions o = audit_options();
+    adapters::ExecOptions eo;
+    eo.command = PERMCHECK_ECHO_ADAPTER;
+    std::vector<BlackBox> boxes;
+    for (int k = 0; k < jobs; ++k) boxes.push_back(adapters::exec_black_box(eo));
+    const std::vector<BlackBox> in_process{BlackBox(identity)};
+    double work = 0, floor = 0;
+    for (auto _ : state) {
+        const auto t0 = Clock::now();
+        const AuditResult r = audit(boxes, o);
+        const auto t1 = Clock::now();
+        const AuditResult f = audit(in_process, o);
+        const auto t2 = Clock::now();
+        if (r.verdict != Verdict::holds || f.verdict != Verdict::holds || r.cases != o.cases) {
+            state.SkipWithError(("the identity did not hold: " + r.error).c_str());
+            break;
+        }
+        work += seconds(t0, t1);
+        floor += seconds(t1, t2);
+        state.SetIterationTime(seconds(t0, t1) / o.cases);
+    }
+    report(state, work, floor, static_cast<long>(state.iterations()) * o.cases, 0);
+    state.counters["cases_per_s"] = work > 0 ? static_cast<double>(state.iterations()) * o.cases / work : 0.0;
+    state.counters["in_process_cases_per_s"] =
+        floor > 0 ? static_cast<double>(state.iterations()) * o.cases / floor : 0.0;
+}
+BENCHMARK(BM_AuditExec)->ArgName("jobs")->Arg(1)->Arg(2)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
