@@ -431,7 +431,7 @@ std::string describe(const Certificate& c) {
         s << "  degree: D = " << c.degree.numerator << " (numerator of each entry of the difference), divisors "
           << c.degree.divisors << " (" << c.degree.divisor_count << " distinct), D' = " << c.degree.total() << "\n";
         s << "  |S| = 2^" << c.set_bits << " (integers in [-2^" << c.set_bits - 1 << ", 2^" << c.set_bits - 1
-          << ")), inputs and weights drawn from S; k = " << c.trials << " trials\n";
+          << ")), inputs and weights drawn from S; k = " << c.trials << (c.trials == 1 ? " trial\n" : " trials\n");
         s << "  failure bound (D'/|S|)^k = " << bits_text(c.log2_bound) << "\n";
         s << "  stand-ins: exp(v) = 1 + v + v^2/2, sqrt(v) = (1 + v)/2, tanh(v) = v/(1 + v^2), relu(v) = v^2; "
              "equivariance carries over to any elementwise function (proofs-notes/any-elementwise-function.md)\n";
