@@ -104,7 +104,7 @@ int prove_smt(const SmtRequest& req, std::ostream& out) {
             out << "    " << q.perm.cycles() << ": " << answer_name(q.answer);
             if (!q.reason_unknown.empty()) out << " (" << q.reason_unknown << ")";
             if (q.answer == SmtAnswer::sat) out << (q.model_confirmed ? ", model confirmed" : ", model not confirmed");
-            out << ", Z3 " << q.seconds << " s\n";
+            out << ", Z3 " << q.seconds << " s (CPU " << q.cpu_seconds << " s)\n";
             if (!req.emit_dir.empty()) {
                 const fs::path file = fs::path(req.emit_dir) / (name + "-n" + std::to_string(req.n) + "-d" +
                                                                  std::to_string(req.d) + "-" + generator_tag(q.perm) +

@@ -133,6 +133,7 @@ SmtResult smt_prove(const SmtSubject& subject, int n, int d, const SmtOptions& o
         q.answer = found.answer;
         q.reason_unknown = found.reason_unknown;
         q.seconds = found.seconds;
+        q.cpu_seconds = found.cpu_seconds;
         all_unsat = all_unsat && q.answer == SmtAnswer::unsat;
 
         if (q.answer == SmtAnswer::sat && found.model && !r.counterexample) try {
@@ -203,7 +204,7 @@ std::string describe(const SmtResult& r) {
     for (const SmtQuery& q : r.queries) {
         s << "  " << q.perm.cycles() << ": " << answer_name(q.answer);
         if (!q.reason_unknown.empty()) s << " (" << q.reason_unknown << ")";
-        s << ", Z3 " << q.seconds << " s";
+        s << ", Z3 " << q.seconds << " s (CPU " << q.cpu_seconds << " s)";
         if (q.answer == SmtAnswer::sat) s << (q.model_confirmed ? ", model confirmed" : ", model not confirmed");
         s << "\n";
     }

@@ -51,7 +51,8 @@ struct SmtQuery {
     Permutation perm;
     SmtAnswer answer = SmtAnswer::unknown;
     std::string reason_unknown;  // Z3's reason ("timeout", "incomplete"...) when unknown
-    double seconds = 0;          // Z3's check() alone
+    double seconds = 0;          // Z3's check() alone, wall time as Z3 measures it
+    double cpu_seconds = 0;      // CPU time of the process that ran the check (the figure on a busy machine)
     std::string smtlib;          // standalone SMT-LIB 2 (declarations, assertion, check-sat); if asked for
     bool model_confirmed = false;  // sat: the model's input and weights violate in exact arithmetic
 };
@@ -104,6 +105,7 @@ struct IsolatedCheck {
     SmtAnswer answer = SmtAnswer::unknown;
     std::string reason_unknown;
     double seconds = 0;
+    double cpu_seconds = 0;  // user + system time of the child
     std::optional<std::vector<double>> model;  // sat and every constant has a numeric value
 };
 IsolatedCheck check_isolated(const z3::solver& solver, const std::vector<Symbolic>& constants,

@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -174,15 +175,20 @@ IsolatedCheck check_isolated(const z3::solver& solver, const std::vector<Symboli
     if (!finished) ::kill(pid, SIGKILL);
     ::close(fds[0]);
     int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    rusage usage{};
+    while (::wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
     }
-    if (!finished) {
-        IsolatedCheck r;
+    const double cpu = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                       static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
+    IsolatedCheck r;
+    if (finished) {
+        r = parse(data);
+    } else {
         r.reason_unknown = "timeout";
         r.seconds = timeout_seconds;
-        return r;
     }
-    return parse(data);
+    r.cpu_seconds = cpu;
+    return r;
 }
 
 }  // namespace permcheck::detail

@@ -13,12 +13,20 @@
 namespace permcheck {
 namespace {
 
-// Queries of symmetric layers end in well under a second; a non-equivariant layer's query may run to the
-// limit, and then the exact witness search must take over.
+// A non-equivariant layer's query may run to the limit, and then the exact witness search must take over:
+// a short limit keeps those tests short.
 SmtOptions test_options() {
     SmtOptions o;
     o.timeout_seconds = 3;
     o.witness_cases = 100;
+    return o;
+}
+
+// Proofs of symmetric layers take well under a second of CPU, but Z3's limit is wall time, and on a machine
+// shared by many builds a second of CPU can take ten: a generous limit, so a proof is never cut off.
+SmtOptions proof_options() {
+    SmtOptions o = test_options();
+    o.timeout_seconds = 300;
     return o;
 }
 
@@ -89,7 +97,7 @@ class SymmetricCatalogLayer : public testing::TestWithParam<std::string> {};
 TEST_P(SymmetricCatalogLayer, IsProvedForAllRealInputsAndWeights) {
     const SmtSubject subject = smt_subject(find_layer(GetParam()));
     for (const auto& [n, d] : {std::pair{2, 2}, std::pair{3, 2}, std::pair{6, 4}}) {
-        const SmtResult r = smt_prove(subject, n, d, test_options());
+        const SmtResult r = smt_prove(subject, n, d, proof_options());
         EXPECT_EQ(r.verdict, SmtVerdict::proved) << describe(r);
         ASSERT_EQ(r.queries.size(), 2u);
         for (const SmtQuery& q : r.queries) EXPECT_EQ(q.answer, SmtAnswer::unsat) << q.perm.cycles();
@@ -126,7 +134,7 @@ TEST(SmtWitness, AZ3ModelOfCausalAttentionIsConfirmedWithTheRealExp) {
     // Causal attention at n = 2 is small enough that Z3 finds a model at once. The model's u_exp is some
     // function, not exp; the witness counts only because the exact evaluation with exp disagrees too.
     SmtOptions opts = test_options();
-    opts.timeout_seconds = 60;  // the model takes about 0.6 s; the limit only guards a loaded machine
+    opts.timeout_seconds = 300;  // the model takes about 0.6 s of CPU; the limit only guards a loaded machine
     const SmtResult r = smt_prove(smt_subject(find_layer("causal-attention")), 2, 1, opts);
     ASSERT_EQ(r.verdict, SmtVerdict::violated) << describe(r);
     ASSERT_EQ(r.witness_source, "Z3 model") << describe(r);
@@ -225,7 +233,7 @@ INSTANTIATE_TEST_SUITE_P(Smt, PlantedMutant,
 TEST(PlantedMutant, LeakFromPosition4IsInvisibleAtFourPositionsSoAProofHoldsOnlyForItsShape) {
     // At n = 4 the leak never fires and the layer is plain attention: a true proof, of that shape only.
     const SmtSubject leak = mutant_subject(Mutant::leak_from_position_4);
-    EXPECT_EQ(smt_prove(leak, 4, 2, test_options()).verdict, SmtVerdict::proved);
+    EXPECT_EQ(smt_prove(leak, 4, 2, proof_options()).verdict, SmtVerdict::proved);
     EXPECT_NE(smt_prove(leak, 5, 2, test_options()).verdict, SmtVerdict::proved);
 }
 
@@ -257,7 +265,7 @@ TEST(SmtLibFiles, EmittedProofsRecheckUnsatWithTheZ3CommandLineTool) {
     req.n = 3;
     req.d = 2;
     req.emit_dir = dir.string();
-    req.timeout_seconds = 30;
+    req.timeout_seconds = 300;
     std::ostringstream out;
     ASSERT_EQ(cli::prove_smt(req, out), 0) << out.str();
     EXPECT_NE(out.str().find("proved equivariant (all real inputs and weights, uninterpreted exp/sqrt/tanh)"),
