@@ -59,7 +59,6 @@ int verdict_table(const CheckOptions& base, const std::string& report_dir) {
             for (Arithmetic a : {Arithmetic::float64, Arithmetic::exact}) {
                 CheckOptions o = base;
                 o.arithmetic = a;
-                if (a == Arithmetic::exact) o.cases = std::max(1, base.cases / 4);
                 if (progress)
                     std::fprintf(stderr, "\r\033[Kchecking %s %s (%s)...", spec.name.c_str(), property_name(e.property),
                                  arithmetic_name(a));
@@ -90,7 +89,7 @@ int verdict_table(const CheckOptions& base, const std::string& report_dir) {
 void add_table(CLI::App& app, Outcome& outcome) {
     auto opts = std::make_shared<CheckOptions>();
     auto report_dir = std::make_shared<std::string>();
-    app.add_option("--cases", opts->cases, "random cases per float check (exact checks run a quarter)")
+    app.add_option("--cases", opts->cases, "random cases per check, in float64 and in exact arithmetic")
         ->check(CLI::PositiveNumber);
     app.add_option("--seed", opts->seed, "seed of the random search");
     app.add_option("--report", *report_dir,
