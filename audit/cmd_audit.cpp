@@ -125,6 +125,32 @@ int finish(const AuditRequest& q, const AuditResult& r, double seconds) {
     return code;
 }
 
+// The counterexample as text. describe() speaks of a violated property; a nondeterministic layer needs the
+// input and its two answers instead, and a black box has no exact evaluation to confirm with.
+std::string describe_finding(const AuditResult& r, const std::string& replay) {
+    Counterexample ce = *r.counterexample;
+    ce.replay = replay;
+    if (r.verdict == Verdict::nondeterministic) {
+        std::ostringstream s;
+        s << "nondeterministic: " << ce.layer << " (" << ce.dtype << ") answered one input twice, n = " << ce.n()
+          << ", d = " << ce.d() << "\n  x =\n"
+          << format_matrix(ce.x) << "  first answer =\n"
+          << format_matrix(ce.lhs) << "  second answer =\n"
+          << format_matrix(ce.rhs) << "  largest |difference| = " << ce.comparison.max_abs_diff << " at position "
+          << ce.comparison.row << ", feature " << ce.comparison.col << " (tolerance " << ce.comparison.tolerance
+          << ")\n  replay: " << replay << "\n";
+        return s.str();
+    }
+    std::string text = describe(ce);
+    const std::string exact_line = "  NOT confirmed in exact arithmetic\n";
+    if (const auto at = text.find(exact_line); at != std::string::npos)
+        text.replace(at, exact_line.size(), "  (a black box: there is no exact evaluation to confirm with)\n");
+    const std::string violated = ce.property + " violated by ";
+    if (r.verdict == Verdict::non_finite && text.rfind(violated, 0) == 0)
+        text.replace(0, violated.size(), "non-finite output from ");
+    return text;
+}
+
 AuditResult error_result(const std::string& message) {
     AuditResult r;
     r.verdict = Verdict::error;
@@ -168,16 +194,7 @@ int run_audit(const AuditRequest& q) {
     if (seconds > 0 && r.cases > 0) std::cout << " (" << r.cases / seconds << " cases/s)";
     std::cout << "\n";
     if (!r.detail.empty()) std::cout << "  " << r.detail << "\n";
-    if (r.counterexample) {
-        Counterexample ce = *r.counterexample;
-        ce.replay = replay_of(q);
-        std::string text = describe(ce);
-        // describe() is written for reference layers, which have an exact twin; a black box has none.
-        const std::string exact_line = "  NOT confirmed in exact arithmetic\n";
-        if (const auto at = text.find(exact_line); at != std::string::npos)
-            text.replace(at, exact_line.size(), "  (a black box: there is no exact evaluation to confirm with)\n");
-        std::cout << text;
-    }
+    if (r.counterexample) std::cout << describe_finding(r, replay_of(q));
     if (r.verdict == Verdict::error) std::cerr << "permcheck audit: error: " << r.error << "\n";
     return finish(q, r, seconds);
 }

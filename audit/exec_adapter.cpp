@@ -130,7 +130,9 @@ Response parse_response(std::string_view line) {
     const auto err = j.find("error");
     if (err != j.end()) {
         r.is_error = true;
-        r.error = err->is_string() ? err->get<std::string>() : err->dump();
+        // Not dump(): it recurses, and a fuzzer's deeply nested "error" value would exhaust the stack.
+        r.error = err->is_string() ? err->get<std::string>()
+                                   : std::string("(the adapter sent a JSON ") + err->type_name() + " as its error, not a string)";
         return r;
     }
     const auto y = j.find("y");

@@ -334,6 +334,15 @@ TEST(ExecProtocol, RejectsWhatIsNotTheProtocolSayingWhatWasExpected) {
     }
 }
 
+TEST(ExecProtocol, DeeplyNestedAnswersNeitherCrashNorPass) {
+    const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+    EXPECT_THROW(parse_response(R"({"id": 1, "error": )" + deep + "}"), std::invalid_argument);
+    const auto e = parse_response(R"({"id": 1, "error": [[["shallow"]]]})");
+    EXPECT_TRUE(e.is_error);
+    EXPECT_NE(e.error.find("not a string"), std::string::npos);
+    EXPECT_THROW(parse_response(R"({"id": 1, "y": )" + deep + "}"), std::invalid_argument);
+}
+
 TEST(ExecProtocol, RequestNumbersRoundTripExactly) {
     std::mt19937_64 rng(5);
     Mat<double> x(6, 5);
