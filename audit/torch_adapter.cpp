@@ -21,8 +21,8 @@ TorchMask parse_torch_mask(const std::string& name) {
     if (name == "causal") return TorchMask::causal;
     if (name == "key-padding") return TorchMask::key_padding;
     if (name == "key-padding-fixed") return TorchMask::key_padding_fixed;
-    throw std::invalid_argument("--mask must be none, causal, key-padding (positions whose first feature is 0 are "
-                                "padding) or key-padding-fixed (the last position is padding), got '" + name + "'");
+    throw std::invalid_argument("--mask must be none, causal, key-padding (positions whose first feature is negative "
+                                "are padding) or key-padding-fixed (the last position is padding), got '" + name + "'");
 }
 
 const char* torch_layer_name(TorchLayer l) { return l == TorchLayer::mha ? "mha" : "encoder-layer"; }
@@ -128,7 +128,7 @@ private:
         auto flag = m.accessor<bool, 2>();
         Eigen::Index padded = 0;
         for (Eigen::Index i = 0; i < n; ++i)
-            if (x(i, 0) == 0.0) flag[0][i] = true, ++padded;
+            if (x(i, 0) < 0.0) flag[0][i] = true, ++padded;
         if (padded == n) m.fill_(false);
         return m;
     }

@@ -5,8 +5,9 @@
 //
 // The key padding mask travels with the input. A padding mask is part of the layer's input: the statement to
 // test is L(P x, P m) = P L(x, m). A black box sees only x, so the mask must be a function of x that commutes
-// with P: position i is padding when its first feature is exactly 0 (if that would pad every position, none
-// is padded: the rule then depends only on the multiset of rows, so it still commutes with P). Then
+// with P: position i is padding when its first feature is negative (a flag feature; if that would pad every
+// position, none is padded: the rule then depends only on the multiset of rows, so it still commutes with P).
+// A negative flag pads about half the positions of a generated input, so most cases have some padding. Then
 // m(P x) = P m(x) and auditing x -> L(x, m(x)) is exactly the statement above; the expected verdict is holds.
 // A mask fixed by index ("pad the last position", key-padding-fixed) does not move with the tokens: the token
 // that lands in the last position is dropped instead, so that audit is violated, and it tests a mistake in

@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
     app.add_option("layer", q.layer, "mha (torch::nn::MultiheadAttention) | encoder-layer (torch::nn::TransformerEncoderLayer)")
         ->required();
     app.add_option("--mask", q.mask,
-                   "none | causal | key-padding (positions whose first feature is exactly 0 are padding: the mask "
+                   "none | causal | key-padding (positions whose first feature is negative are padding: the mask "
                    "moves with x) | key-padding-fixed (the last position is padding: it does not)")
         ->capture_default_str();
     app.add_flag("--train", q.train, "train mode (dropout active); default eval");

@@ -94,12 +94,22 @@ TEST(TorchAudit, TrainModeWithoutDropoutIsEquivariant) {
     EXPECT_EQ(r.verdict, Verdict::holds) << account(r);
 }
 
-// The padding mask is a function of x (first feature exactly 0 = padding), so it moves with the tokens:
+// The padding mask is a function of x (a negative first feature = padding), so it moves with the tokens:
 // L(P x, P m) = P L(x, m) is what is audited, and it holds (torch_adapter.h, proofs-notes/torch-key-padding.md).
 TEST(TorchAudit, KeyPaddingMaskCarriedThroughThePermutationIsEquivariant) {
     for (TorchLayer layer : {TorchLayer::mha, TorchLayer::encoder_layer}) {
-        const AuditResult r = audit_torch(torch_options(layer, TorchMask::key_padding), 100);
+        const TorchOptions t = torch_options(layer, TorchMask::key_padding);
+        // Count the requests that had padding (some, not all, first features negative): the audit must see many.
+        int padded = 0;
+        const BlackBox torch_box = adapters::torch_black_box(t);
+        const BlackBox counting = [&](const Mat<double>& x) {
+            const auto flagged = (x.col(0).array() < 0.0).count();
+            if (flagged > 0 && flagged < x.rows()) ++padded;
+            return torch_box(x);
+        };
+        const AuditResult r = audit(counting, audit_options(t, 100));
         EXPECT_EQ(r.verdict, Verdict::holds) << adapters::torch_layer_name(layer) << ": " << account(r);
+        EXPECT_GE(padded, 40) << "of " << r.evaluations << " requests";
     }
 }
 
@@ -107,7 +117,7 @@ TEST(TorchAudit, KeyPaddingMaskCarriedThroughThePermutationIsEquivariant) {
 TEST(TorchAudit, KeyPaddingMaskChangesTheAnswerWhenAPositionIsPadding) {
     Mat<double> x(3, 8);
     x.setConstant(0.5);
-    x(1, 0) = 0.0;  // position 1 is padding
+    x(1, 0) = -1.0;  // position 1 is padding
     x(2, 3) = -1.25;
     const Mat<double> masked = adapters::torch_black_box(torch_options(TorchLayer::mha, TorchMask::key_padding))(x);
     const Mat<double> plain = adapters::torch_black_box(torch_options(TorchLayer::mha))(x);
