@@ -214,7 +214,7 @@ void add_audit(CLI::App& app, Outcome& outcome) {
     sub->add_option("--min-len", q->min_len, "fewest positions of a case")->capture_default_str();
     sub->add_option("--max-len", q->max_len, "most positions of a case (at most 100)")->capture_default_str();
     sub->add_option("--cases", q->cases, "cases of the audit (each costs two layer calls)")->capture_default_str();
-    sub->add_option("--seed", q->seed, "seed of the random search")->capture_default_str();
+    sub->add_option("--seed", q->seed, "seed of the random search")->check(seed_range())->capture_default_str();
     sub->add_option("--timeout", q->timeout, "seconds one request may take")->capture_default_str();
     sub->add_option("--jobs", q->jobs, "parallel adapter processes")->capture_default_str();
     sub->add_option("--shard", q->shard, "K/N: run the K-th of N deterministic shares of the cases (1-based)")

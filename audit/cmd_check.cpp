@@ -144,7 +144,7 @@ void add_check(CLI::App& app, Outcome& outcome) {
         ->capture_default_str();
     sub->add_flag("--exact", q->exact, "the same as --dtype exact");
     sub->add_option("--cases", q->cases, "random cases to try")->capture_default_str();
-    sub->add_option("--seed", q->seed, "seed of the random search")->capture_default_str();
+    sub->add_option("--seed", q->seed, "seed of the random search")->check(seed_range())->capture_default_str();
     sub->add_option("--min-len", q->min_len, "fewest positions of a case")->capture_default_str();
     sub->add_option("--max-len", q->max_len, "most positions of a case (at most 256)")->capture_default_str();
     sub->add_option("--d", q->d, "features per position (at most 256)")->capture_default_str();

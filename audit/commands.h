@@ -5,6 +5,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <charconv>
+#include <cstdint>
+#include <system_error>
+
 #include <functional>
 #include <ostream>
 #include <string>
@@ -16,6 +20,19 @@ namespace permcheck::cli {
 struct Outcome {
     int exit_code = 0;
 };
+
+// A --seed option's check: CLI11 reads an integer beyond 2^64 - 1 as 2^64 - 1 without a word (issue 7).
+inline CLI::Validator seed_range() {
+    return CLI::Validator(
+        [](std::string& text) {
+            std::uint64_t v = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+            return ec == std::errc{} && end == text.data() + text.size()
+                       ? std::string()
+                       : "must be an integer in [0, 18446744073709551615], got " + text;
+        },
+        "SEED");
+}
 
 // Whether progress may be drawn on stderr: only on a terminal, never in a pipe or CI.
 bool progress_enabled();

@@ -1,0 +1,291 @@
+// Bad input everywhere gets a clear error (issue 7): the permcheck command run as a subprocess with bad
+// arguments, bad adapters and bad reports exits 2 with a message saying what was wrong and what was expected,
+// never crashes (a signal, or an uncaught exception's abort) and never reads an unbounded answer into memory.
+// The parsers behind it are fed every fuzzing input kept in fuzz/ (corpus and regressions): each input either
+// parses or is refused with the documented exception.
+#include "audit/exec_adapter.h"
+#include "audit/report.h"
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#ifndef PERMCHECK_BIN
+#error "PERMCHECK_BIN must name the permcheck executable (tests/CMakeLists.txt)"
+#endif
+#ifndef PERMCHECK_SOURCE_DIR
+#error "PERMCHECK_SOURCE_DIR must name the source tree (tests/CMakeLists.txt)"
+#endif
+
+extern char** environ;
+
+namespace {
+namespace fs = std::filesystem;
+using namespace permcheck;
+
+struct Exit {
+    int exit_code = -1;  // -1 when killed by a signal
+    int signal = 0;
+    std::string out, err;
+    long max_rss_kib = 0;  // the child's peak resident memory
+};
+
+std::string slurp(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// A scratch directory per test, removed afterwards.
+class Scratch {
+public:
+    Scratch() {
+        const auto* info = testing::UnitTest::GetInstance()->current_test_info();
+        dir_ = fs::temp_directory_path() / ("permcheck-hardening-" + std::to_string(getpid()) + "-" + info->name());
+        fs::remove_all(dir_);
+        fs::create_directories(dir_);
+    }
+    ~Scratch() {
+        std::error_code ec;
+        fs::remove_all(dir_, ec);
+    }
+    const fs::path& dir() const { return dir_; }
+    fs::path write(const std::string& name, const std::string& content, bool executable = false) const {
+        const fs::path p = dir_ / name;
+        std::ofstream(p, std::ios::binary) << content;
+        if (executable) fs::permissions(p, fs::perms::owner_all, fs::perm_options::add);
+        return p;
+    }
+
+private:
+    fs::path dir_;
+};
+
+// Runs permcheck with `args`, stdout and stderr to files, and measures its peak memory (wait4).
+Exit permcheck_run(const std::vector<std::string>& args, const Scratch& scratch) {
+    std::vector<std::string> argv_s{PERMCHECK_BIN};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const fs::path out = scratch.dir() / "stdout", err = scratch.dir() / "stderr";
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = -1;
+    const int rc = posix_spawn(&pid, PERMCHECK_BIN, &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    Exit r;
+    if (rc != 0) {
+        r.err = "posix_spawn failed";
+        return r;
+    }
+    int status = 0;
+    rusage usage{};
+    while (wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
+    }
+    if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+    r.max_rss_kib = usage.ru_maxrss;
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+}
+
+std::string show(const Exit& r) {
+    return "exit " + std::to_string(r.exit_code) + (r.signal ? ", signal " + std::to_string(r.signal) : "") +
+           "\nstdout: " + r.out.substr(0, 2000) + "\nstderr: " + r.err.substr(0, 2000);
+}
+
+// Bad input: exit status 2, a message on stderr containing `says`, no crash.
+#define EXPECT_REFUSED(run, says)                                                   \
+    do {                                                                            \
+        const Exit& r_ = (run);                                                      \
+        EXPECT_EQ(r_.signal, 0) << show(r_);                                        \
+        EXPECT_EQ(r_.exit_code, 2) << show(r_);                                     \
+        EXPECT_NE(r_.err.find(says), std::string::npos) << "expected stderr to say '" << (says) << "'\n" << show(r_); \
+    } while (0)
+
+// --------------------------------------------------------------------------------------- CLI arguments
+
+TEST(CliArguments, NegativeSizesAreRefusedWithTheValidRange) {
+    Scratch s;
+    EXPECT_REFUSED(permcheck_run({"check", "attention", "--d", "-3", "--no-db"}, s), "--d must be between 1 and");
+    EXPECT_REFUSED(permcheck_run({"check", "attention", "--cases", "-1", "--no-db"}, s), "--cases must be between");
+    EXPECT_REFUSED(permcheck_run({"check", "attention", "--min-len", "-2", "--no-db"}, s), "--min-len");
+    EXPECT_REFUSED(permcheck_run({"audit", "--exec", "cat", "--dim", "-1"}, s), "--dim must be between 1 and");
+    EXPECT_REFUSED(permcheck_run({"audit", "--exec", "cat", "--dim", "4", "--jobs", "-2"}, s), "--jobs");
+    EXPECT_REFUSED(permcheck_run({"prove", "attention", "--n", "-4"}, s), "-4");
+}
+
+TEST(CliArguments, MaxLenZeroIsRefused) {
+    Scratch s;
+    EXPECT_REFUSED(permcheck_run({"check", "attention", "--max-len", "0", "--no-db"}, s), "--max-len must be between 1");
+    EXPECT_REFUSED(permcheck_run({"audit", "--exec", "cat", "--dim", "4", "--max-len", "0"}, s),
+                   "--max-len must be between 1");
+}
+
+TEST(CliArguments, UnknownNamesAreRefusedListingTheValidOnes) {
+    Scratch s;
+    EXPECT_REFUSED(permcheck_run({"check", "no-such-layer", "--no-db"}, s), "causal-attention");
+    EXPECT_REFUSED(permcheck_run({"check", "attention", "--property", "sideways", "--no-db"}, s), "equivariance");
+    EXPECT_REFUSED(permcheck_run({"check", "attention", "--dtype", "float16", "--no-db"}, s), "float32");
+    EXPECT_REFUSED(permcheck_run({"audit", "--exec", "cat", "--dim", "4", "--output", "tree"}, s), "sequence");
+    const Exit r = permcheck_run({"no-such-command"}, s);
+    EXPECT_EQ(r.signal, 0) << show(r);
+    EXPECT_EQ(r.exit_code, 2) << show(r);
+}
+
+TEST(CliArguments, NumbersOutOfRangeAreRefused) {
+    Scratch s;
+    EXPECT_REFUSED(permcheck_run({"check", "attention", "--cases", "1e400", "--no-db"}, s), "--cases");
+    EXPECT_REFUSED(permcheck_run({"check", "attention", "--seed", "99999999999999999999999", "--no-db"}, s), "--seed");
+    EXPECT_REFUSED(permcheck_run({"check", "attention", "--d", "2147483648", "--no-db"}, s), "--d");
+    EXPECT_REFUSED(permcheck_run({"audit", "--exec", "cat", "--dim", "4", "--timeout", "1e400"}, s), "--timeout");
+}
+
+// --------------------------------------------------------------------------------------------- reports
+
+TEST(Reports, AMissingOrUnreadableReportIsRefusedNamingTheFile) {
+    Scratch s;
+    EXPECT_REFUSED(permcheck_run({"replay", (s.dir() / "nowhere").string()}, s), "cannot read");
+    fs::create_directories(s.dir() / "empty");
+    EXPECT_REFUSED(permcheck_run({"replay", (s.dir() / "empty").string()}, s), "report.json");
+}
+
+TEST(Reports, AReportDirectoryThatCannotBeCreatedIsAnErrorNotACrash) {
+    Scratch s;
+    const fs::path file = s.write("a-file", "not a directory\n");
+    EXPECT_REFUSED(permcheck_run({"check", "attention", "--cases", "2", "--no-db", "--report", (file / "out").string()}, s),
+                   "a-file");
+}
+
+// A valid report of a violated check, the base of the malformed ones below.
+std::string valid_report(const Scratch& s) {
+    const Exit r = permcheck_run({"check", "causal-attention", "--no-db", "--report", (s.dir() / "good").string()}, s);
+    EXPECT_EQ(r.exit_code, 1) << show(r);
+    return slurp(s.dir() / "good" / "report.json");
+}
+
+TEST(Reports, DeepJsonNestingIsRefused) {
+    Scratch s;
+    const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+    std::string report = valid_report(s);
+    const auto at = report.find("\"details\"");
+    ASSERT_NE(at, std::string::npos);
+    report.insert(at, "\"extra\": " + deep + ",\n  ");
+    EXPECT_REFUSED(permcheck_run({"replay", s.write("deep.json", report).string()}, s), "nest");
+    // A deep value where a string belongs: the error message must not print it back (recursively).
+    EXPECT_REFUSED(permcheck_run({"replay", s.write("deep-schema.json", "{\"schema\": " + deep + "}").string()}, s),
+                   "nest");
+}
+
+TEST(Reports, NumbersOutOfRangeAreRefused) {
+    Scratch s;
+    const std::string report = valid_report(s);
+    const auto replaced = [&](const std::string& field, const std::string& value) {
+        std::string r = report;
+        const auto at = r.find("\"" + field + "\": ");
+        EXPECT_NE(at, std::string::npos) << field;
+        const auto from = at + field.size() + 4, to = r.find_first_of(",\n", from);
+        r.replace(from, to - from, value);
+        return r;
+    };
+    EXPECT_REFUSED(permcheck_run({"replay", s.write("a.json", replaced("cases", "1e400")).string()}, s), "1e400");
+    EXPECT_REFUSED(permcheck_run({"replay", s.write("b.json", replaced("cases", "1e300")).string()}, s), "cases");
+    EXPECT_REFUSED(permcheck_run({"replay", s.write("c.json", replaced("cases", "-5")).string()}, s), "cases");
+    EXPECT_REFUSED(permcheck_run({"replay", s.write("d.json", replaced("seed", "-1")).string()}, s), "seed");
+    EXPECT_REFUSED(permcheck_run({"replay", s.write("e.json", replaced("n", "1e400")).string()}, s), "1e400");
+}
+
+// ------------------------------------------------------------------------------------------ adapters
+
+// An adapter that reads the first request, then prints `body` (a shell pipeline's output) and a newline.
+fs::path adapter(const Scratch& s, const std::string& name, const std::string& body) {
+    return s.write(name, "#!/bin/sh\nread request\n" + body + "\necho\n", true);
+}
+
+TEST(Adapters, AHundredMegabyteAnswerLineIsRefusedWithoutBeingReadWhole) {
+    Scratch s;
+    const fs::path a = adapter(s, "huge.sh", "head -c 104857600 /dev/zero | tr '\\0' 1");
+    const Exit r = permcheck_run({"audit", "--exec", a.string(), "--dim", "4", "--cases", "3"}, s);
+    EXPECT_REFUSED(r, "longer than");
+    // Refused at the limit, not read to its end: the process never held the 100 MB line.
+    EXPECT_LT(r.max_rss_kib, 100 * 1024) << show(r);
+}
+
+TEST(Adapters, DeepJsonNestingInAnAnswerIsRefused) {
+    Scratch s;
+    const std::string nest = "yes '[' | head -n 1000000 | tr -d '\\n'; yes ']' | head -n 1000000 | tr -d '\\n'";
+    const fs::path a = adapter(s, "deep.sh", "printf '{\"id\":0,\"error\":'; " + nest + "; printf '}'");
+    EXPECT_REFUSED(permcheck_run({"audit", "--exec", a.string(), "--dim", "4", "--cases", "3"}, s), "nest");
+    const fs::path b = adapter(s, "deep-y.sh", "printf '{\"id\":0,\"y\":'; " + nest + "; printf '}'");
+    EXPECT_REFUSED(permcheck_run({"audit", "--exec", b.string(), "--dim", "4", "--cases", "3"}, s), "nest");
+}
+
+TEST(Adapters, NumbersOutOfRangeInAnAnswerAreRefused) {
+    Scratch s;
+    const fs::path a = adapter(s, "big.sh", "printf '{\"id\":0,\"y\":[[1e400,0,0,0]]}'");
+    EXPECT_REFUSED(permcheck_run({"audit", "--exec", a.string(), "--dim", "4", "--cases", "3"}, s), "1e400");
+    const fs::path b = adapter(s, "big-id.sh", "printf '{\"id\":1e400,\"y\":[[0,0,0,0]]}'");
+    EXPECT_REFUSED(permcheck_run({"audit", "--exec", b.string(), "--dim", "4", "--cases", "3"}, s), "id");
+}
+
+// ------------------------------------------------------------------- the fuzzing inputs, replayed
+
+std::vector<fs::path> inputs_of(const std::string& target) {
+    std::vector<fs::path> files;
+    for (const char* kind : {"corpus", "regressions"}) {
+        const fs::path dir = fs::path(PERMCHECK_SOURCE_DIR) / "fuzz" / kind / target;
+        if (!fs::is_directory(dir)) continue;
+        for (const auto& e : fs::directory_iterator(dir))
+            if (e.is_regular_file()) files.push_back(e.path());
+    }
+    return files;
+}
+
+TEST(FuzzInputs, EveryAnswerLineParsesOrIsRefusedWithInvalidArgument) {
+    const std::vector<fs::path> files = inputs_of("response");
+    ASSERT_GE(files.size(), 5u) << "the seed corpus fuzz/corpus/response is missing";
+    for (const fs::path& f : files) {
+        const std::string line = slurp(f);
+        try {
+            const adapters::Response r = adapters::parse_response(line);
+            EXPECT_TRUE(r.is_error || r.y.size() > 0) << f;
+        } catch (const std::invalid_argument& e) {
+            EXPECT_GT(std::string(e.what()).size(), 10u) << f;
+        }
+    }
+}
+
+TEST(FuzzInputs, EveryReportIsReadOrRefusedWithADocumentedException) {
+    const std::vector<fs::path> files = inputs_of("report");
+    ASSERT_GE(files.size(), 2u) << "the seed corpus fuzz/corpus/report is missing";
+    int read = 0;
+    for (const fs::path& f : files) {
+        try {
+            const report::Record r = report::read(f);
+            (void)report::to_markdown(r);
+            (void)report::to_html(r);
+            ++read;
+        } catch (const std::invalid_argument&) {
+        } catch (const std::runtime_error&) {
+        }
+    }
+    EXPECT_GE(read, 1) << "the seed corpus should hold at least one valid report";
+}
+
+}  // namespace
