@@ -326,7 +326,7 @@ void ExecAdapter::write_all(const std::string& data, double deadline) {
         const ssize_t w = write(to_child_, data.data() + done, data.size() - done);
         if (w < 0) {
             if (errno == EAGAIN || errno == EINTR) continue;
-            if (errno == EPIPE) fail("adapter " + exit_description() + " (it closed its stdin)");
+            if (errno == EPIPE) fail("adapter " + exit_description());  // same words as an exit seen on read: which side sees it first is a race
             fail(std::string("cannot write to the adapter: ") + std::strerror(errno));
         }
         done += static_cast<std::size_t>(w);

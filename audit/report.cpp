@@ -147,7 +147,8 @@ json counterexample_json(const Counterexample& c) {
                 {"shrink_steps", c.shrink_steps},
                 {"weight_seed", c.weight_seed},
                 {"shift", c.shift},
-                {"confirmed_exactly", c.confirmed_exactly}};
+                {"confirmed_exactly", c.confirmed_exactly},
+                {"black_box", c.black_box}};
 }
 
 Counterexample counterexample_from(const json& j, const Record& r) {
@@ -187,6 +188,7 @@ Counterexample counterexample_from(const json& j, const Record& r) {
     c.weight_seed = get_or<std::uint64_t>(j, "weight_seed", 0, at);
     c.shift = get_or<long>(j, "shift", 0, at);
     c.confirmed_exactly = get_or<bool>(j, "confirmed_exactly", false, at);
+    c.black_box = get_or<bool>(j, "black_box", false, at);
     return c;
 }
 

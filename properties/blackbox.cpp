@@ -309,6 +309,7 @@ Counterexample record(const Observation& ob, const AuditOptions& o, const std::s
     ce.rhs = ob.rhs;
     ce.comparison = ob.comparison;
     ce.seed = o.seed;
+    ce.black_box = true;
     return ce;
 }
 

@@ -278,9 +278,13 @@ std::string describe(const Counterexample& c) {
     s << std::setprecision(6) << "  largest |difference| = " << c.comparison.max_abs_diff << " at position "
       << c.comparison.row << ", feature " << c.comparison.col;
     if (c.comparison.tolerance > 0) s << " (tolerance " << c.comparison.tolerance << ", margin " << c.comparison.margin() << ")";
-    s << "\n  " << (c.confirmed_exactly ? "confirmed in exact rational arithmetic" : "NOT confirmed in exact arithmetic")
-      << "\n  weight seed " << c.weight_seed << ", case " << c.case_index << ", " << c.shrink_steps << " shrink steps\n"
-      << "  replay: " << c.replay << "\n";
+    if (!c.black_box)
+        s << "\n  " << (c.confirmed_exactly ? "confirmed in exact rational arithmetic" : "NOT confirmed in exact arithmetic")
+          << "\n  weight seed " << c.weight_seed << ",";
+    else
+        s << "\n ";
+    s << " case " << c.case_index << ", " << c.shrink_steps << " shrink steps\n";
+    if (!c.replay.empty()) s << "  replay: " << c.replay << "\n";
     return s.str();
 }
 

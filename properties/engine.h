@@ -41,6 +41,7 @@ struct Counterexample {
     long shift = 0;
     int case_index = -1, shrink_steps = 0;
     bool confirmed_exactly = false;  // the same case, evaluated in rationals, violates with zero tolerance
+    bool black_box = false;          // an audited layer: no weight seed, no exact re-evaluation possible
     std::string replay;              // a command line that re-runs this check
 
     Eigen::Index n() const { return x.rows(); }
