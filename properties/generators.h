@@ -47,7 +47,7 @@ inline rc::Gen<Mat<double>> sequence(int n, int d) {
     rc::Gen<Mat<double>> independent =
         rc::gen::map(rc::gen::container<std::vector<std::vector<double>>>(count, row(d)),
                      [d](const std::vector<std::vector<double>>& rows) { return to_matrix(rows, d); });
-    rc::Gen<Mat<double>> repeated_rows = rc::gen::mapcat(rc::gen::inRange(1, n + 1), [n, d, count](int palette_size) {
+    rc::Gen<Mat<double>> repeated_rows = rc::gen::mapcat(rc::gen::inRange(1, n + 1), [d, count](int palette_size) {
         return rc::gen::map(
             rc::gen::pair(
                 rc::gen::container<std::vector<std::vector<double>>>(static_cast<std::size_t>(palette_size), row(d)),
