@@ -11,25 +11,7 @@ Case case_of(const Counterexample& c) { return Case{c.x, c.perm, c.weight_seed, 
 
 Counterexample counterexample_at(const LayerSpec& spec, Property property, const Case& c, const CheckOptions& opts,
                                  int case_index, int shrink_steps) {
-    const Sides<double> sides = evaluate_case(spec, property, c, opts.arithmetic);
-    Counterexample ce;
-    ce.layer = spec.name;
-    ce.property = property_name(property);
-    ce.dtype = arithmetic_name(opts.arithmetic);
-    ce.perm = acting_permutation(property, c.perm);
-    ce.x = c.x;
-    ce.lhs = sides.lhs;
-    ce.rhs = sides.rhs;
-    ce.comparison = sides.comparison;
-    ce.seed = opts.seed;
-    ce.weight_seed = c.weight_seed;
-    ce.shift = property == Property::shift ? c.shift : 0;
-    ce.case_index = case_index;
-    ce.shrink_steps = shrink_steps;
-    ce.confirmed_exactly = opts.arithmetic == Arithmetic::exact ||
-                           !evaluate_case(spec, property, c, Arithmetic::exact).comparison.holds;
-    ce.replay = replay_command(spec.name, property, opts);
-    return ce;
+    return counterexample_of(subject(spec), property, c, opts, case_index, shrink_steps);
 }
 
 std::filesystem::path db_entry(const FailureDb& db, const std::string& layer, Property property, Arithmetic dtype) {

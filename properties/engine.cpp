@@ -229,12 +229,17 @@ CheckResult check(const Subject& spec, Property property, const CheckOptions& op
     if (!found.minimal) return r;
 
     r.holds = false;
-    const Case& c = *found.minimal;
+    r.counterexample = counterexample_of(spec, property, *found.minimal, opts, found.first_failure, found.shrink_steps);
+    return r;
+}
+
+Counterexample counterexample_of(const Subject& spec, Property property, const Case& c, const CheckOptions& opts,
+                                 int case_index, int shrink_steps) {
     const Sides<double> sides = evaluate_case(spec, property, c, opts.arithmetic);
     Counterexample ce;
     ce.layer = spec.name;
-    ce.property = r.property;
-    ce.dtype = r.dtype;
+    ce.property = property_name(property);
+    ce.dtype = arithmetic_name(opts.arithmetic);
     ce.perm = acting_permutation(property, c.perm);
     ce.x = c.x;
     ce.lhs = sides.lhs;
@@ -243,13 +248,12 @@ CheckResult check(const Subject& spec, Property property, const CheckOptions& op
     ce.seed = opts.seed;
     ce.weight_seed = c.weight_seed;
     ce.shift = property == Property::shift ? c.shift : 0;
-    ce.case_index = found.first_failure;
-    ce.shrink_steps = found.shrink_steps;
+    ce.case_index = case_index;
+    ce.shrink_steps = shrink_steps;
     ce.confirmed_exactly = opts.arithmetic == Arithmetic::exact ||
                            !evaluate_case(spec, property, c, Arithmetic::exact).comparison.holds;
     ce.replay = replay_command(spec.name, property, opts);
-    r.counterexample = std::move(ce);
-    return r;
+    return ce;
 }
 
 std::string format_matrix(const Mat<double>& m, const std::string& indent) {

@@ -115,6 +115,9 @@ Sides<double> evaluate_case(const LayerSpec& spec, Property property, const Case
 
 // Searches for a case that violates the property and shrinks it. `expected_holds` only labels the result.
 CheckResult check(const Subject& subject, Property property, const CheckOptions& opts, bool expected_holds = true);
+// The record of a failing case: both sides evaluated again, confirmed in exact arithmetic, with a replay line.
+Counterexample counterexample_of(const Subject& subject, Property property, const Case& c, const CheckOptions& opts,
+                                 int case_index, int shrink_steps);
 // A catalog layer, labelled with the catalog's expectation.
 CheckResult check(const LayerSpec& spec, Property property, const CheckOptions& opts);
 
