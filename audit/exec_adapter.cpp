@@ -150,6 +150,8 @@ Response parse_response(std::string_view line) {
         return r;
     }
     const std::size_t width = (*y)[0].size();
+    if (width == 0)
+        throw std::invalid_argument("row 0 of \"y\" is an empty array; expected at least one number a row");
     r.y.resize(static_cast<Eigen::Index>(y->size()), static_cast<Eigen::Index>(width));
     for (std::size_t i = 0; i < y->size(); ++i) {
         const nlohmann::json& row = (*y)[i];

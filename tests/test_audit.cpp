@@ -318,6 +318,8 @@ TEST(ExecProtocol, RejectsWhatIsNotTheProtocolSayingWhatWasExpected) {
         {R"({"id": 1})", "neither"},
         {R"({"id": 1, "y": 3})", "not an array"},
         {R"({"id": 1, "y": []})", "empty"},
+        {R"({"id": 5, "y": [[]]})", "row 0 of \"y\" is an empty array"},
+        {R"({"id": 5, "y": [[], []]})", "row 0 of \"y\" is an empty array"},
         {R"({"id": 1, "y": [[1, 2], [3]]})", "equal width"},
         {R"({"id": 1, "y": [[1], 2]})", "not an array"},
         {R"({"id": 1, "y": [[1, null]]})", "expected numbers"},
