@@ -166,6 +166,14 @@ int run_audit(const AuditRequest& q) {
         std::cerr << "permcheck audit: " << e.what() << "\n";
         return std::max(2, finish(q, error_result(e.what()), 0.0));
     }
+    if (!q.report_dir.empty()) {
+        try {  // before the adapters start: a long audit should not end in an unwritable directory
+            report::prepare_directory(q.report_dir);
+        } catch (const std::exception& e) {
+            std::cerr << "permcheck audit: " << e.what() << "\n";
+            return 2;
+        }
+    }
     const auto t0 = std::chrono::steady_clock::now();
     const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
     AuditResult r;

@@ -87,7 +87,9 @@ int run_check(const CheckRequest& q) {
         opts = options_of(q);
         spec = &find_layer(q.layer);
         property = property_for(*spec, q.property);
-    } catch (const std::invalid_argument& e) {
+        // Before the check runs, not after: a report directory that cannot be made is bad input.
+        if (!q.report_dir.empty()) report::prepare_directory(q.report_dir);
+    } catch (const std::exception& e) {
         std::cerr << "permcheck check: " << e.what() << "\n";
         return 2;
     }
@@ -106,7 +108,13 @@ int run_check(const CheckRequest& q) {
         if (!q.report_dir.empty()) {
             report::Record rec = report::record_of(r, opts);
             if (run.from_db) rec.details["failure_db"] = run.entry.string();
-            write_report(q.report_dir, rec);
+            try {
+                write_report(q.report_dir, rec);
+            } catch (const std::exception& e) {
+                std::cerr << "permcheck check: the result above stands, but its report was not written: " << e.what()
+                          << "\n";
+                return 2;
+            }
         }
         return r.holds ? 0 : 1;
     } catch (const std::exception& e) {

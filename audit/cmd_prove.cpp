@@ -17,6 +17,7 @@ struct ProveOptions {
     bool all = false;
     bool smt = false;
     std::string emit_smt;
+    double smt_timeout = SmtRequest{}.timeout_seconds;
     CertificateOptions certificate;
 };
 
@@ -38,6 +39,7 @@ int prove(const ProveOptions& o) {
         request.n = o.certificate.n;
         request.d = o.certificate.d;
         request.emit_dir = o.emit_smt;
+        request.timeout_seconds = o.smt_timeout;
         return prove_smt(request, std::cout);
     }
 
@@ -80,6 +82,9 @@ void add_prove(CLI::App& app, Outcome& outcome) {
     cmd->add_option("--seed", o->certificate.seed, "seed of the random points and of the witness search")
         ->capture_default_str();
     cmd->add_flag("--smt", o->smt, "prove with Z3 instead: all real inputs and weights, uninterpreted exp/sqrt/tanh");
+    cmd->add_option("--smt-timeout", o->smt_timeout, "with --smt: seconds Z3 may spend on one query before it counts as unknown")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
     cmd->add_option("--emit-smt", o->emit_smt, "with --smt: write each query as an SMT-LIB 2 file into DIR (implies --smt)");
     cmd->callback([o, &outcome] { outcome.exit_code = prove(*o); });
 }

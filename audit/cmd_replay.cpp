@@ -5,6 +5,7 @@
 #include "report.h"
 
 #include <iostream>
+#include <limits>
 #include <memory>
 
 namespace permcheck::cli {
@@ -30,11 +31,27 @@ int replay(const std::string& file) {
         property = parse_property(r.property);
         opts.arithmetic = parse_arithmetic(r.dtype);
         opts.seed = r.seed;
-        const nlohmann::json check = r.details.value("check", nlohmann::json::object());
-        opts.cases = check.value("cases", opts.cases);
-        opts.min_len = check.value("min_len", opts.min_len);
-        opts.max_len = check.value("max_len", opts.max_len);
-        opts.d = check.value("d", static_cast<int>(r.counterexample->d()));
+        const nlohmann::json check = r.details.is_object() && r.details.contains("check") ? r.details["check"]
+                                                                                          : nlohmann::json::object();
+        if (!check.is_object())
+            throw std::invalid_argument(file + ": details.check is " + check.type_name() + ", not an object");
+        // The check's options only rebuild its replay line; the saved case itself is what is evaluated.
+        const auto option = [&](const char* key, int fallback, int least) {
+            const auto it = check.find(key);
+            if (it == check.end()) return fallback;
+            if (!it->is_number_integer() || *it < least || *it > std::numeric_limits<int>::max())
+                throw std::invalid_argument(file + ": details.check." + key + " must be an integer >= " +
+                                            std::to_string(least) + ", got " + it->dump().substr(0, 40));
+            return it->get<int>();
+        };
+        opts.cases = option("cases", opts.cases, 1);
+        opts.min_len = option("min_len", opts.min_len, 1);
+        opts.max_len = option("max_len", opts.max_len, opts.min_len);
+        opts.d = option("d", static_cast<int>(r.counterexample->d()), 1);
+        if (opts.d != r.counterexample->d())
+            throw std::invalid_argument(file + ": details.check.d is " + std::to_string(opts.d) +
+                                        " but the saved input has " + std::to_string(r.counterexample->d()) +
+                                        " features");
     } catch (const std::exception& e) {
         std::cerr << "permcheck replay: " << e.what() << "\n";
         return 2;

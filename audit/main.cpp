@@ -1,5 +1,6 @@
 // The permcheck command: with no arguments, the verdict table of every reference layer.
 #include "commands.h"
+#include "properties/engine.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +13,7 @@ bool progress_enabled() { return isatty(STDERR_FILENO) != 0 && std::getenv("CI")
 
 int main(int argc, char** argv) {
     using namespace permcheck::cli;
+    permcheck::keep_freed_memory_for_reuse();
     CLI::App app{"permcheck: proves what sequence layers do with token order"};
     app.require_subcommand(0, 1);
     Outcome outcome;

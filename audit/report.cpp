@@ -568,12 +568,20 @@ void write_atomically(const std::filesystem::path& file, const std::string& cont
     if (std::rename(tmp.c_str(), file.c_str()) != 0) fail("rename failed");
 }
 
-void write(const std::filesystem::path& dir, const Record& r) {
+void prepare_directory(const std::filesystem::path& dir) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) throw std::runtime_error("cannot create report directory " + dir.string() + ": " + ec.message());
-    write_atomically(dir / "report.json",
-                     to_json(r).dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+}
+
+void write(const std::filesystem::path& dir, const Record& r) {
+    prepare_directory(dir);
+    // "schema" first, so a reader of the file (or `head`) sees what it is; the other keys in alphabetical order.
+    const json j = to_json(r);
+    nlohmann::ordered_json file = {{"schema", j.at("schema")}};
+    for (const auto& [key, value] : j.items())
+        if (key != "schema") file[key] = value;
+    write_atomically(dir / "report.json", file.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
     write_atomically(dir / "report.md", to_markdown(r));
     write_atomically(dir / "report.html", to_html(r));
 }

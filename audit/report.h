@@ -38,6 +38,9 @@ std::string to_html(const Record& r);  // self-contained: no network, inline SVG
 // Writes report.json, report.md and report.html into dir (created if needed), each through a temporary file
 // and a rename, so a killed run never leaves a half-written report. Throws std::runtime_error on I/O failure.
 void write(const std::filesystem::path& dir, const Record& r);
+// Creates dir if needed; throws std::runtime_error naming it when it cannot be made. For callers that check
+// the directory before they spend time on what goes into it.
+void prepare_directory(const std::filesystem::path& dir);
 // Reads a report.json (or a directory holding one). Throws std::invalid_argument / std::runtime_error.
 Record read(const std::filesystem::path& path);
 

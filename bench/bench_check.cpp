@@ -219,4 +219,12 @@ BENCHMARK(BM_AuditExec)->ArgName("jobs")->Arg(1)->Arg(2)->UseManualTime()->Unit(
 
 }  // namespace
 
-BENCHMARK_MAIN();
+// What the permcheck command runs with (audit/main.cpp); the floors are measured under the same allocator.
+int main(int argc, char** argv) {
+    permcheck::keep_freed_memory_for_reuse();
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}

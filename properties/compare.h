@@ -48,8 +48,7 @@ inline double float_tolerance(const ToleranceModel& m, Eigen::Index n, Eigen::In
 
 template <class S> double max_abs(const Mat<S>& a) {
     double m = 0.0;
-    for (Eigen::Index i = 0; i < a.rows(); ++i)
-        for (Eigen::Index j = 0; j < a.cols(); ++j) m = std::max(m, std::abs(sc::to_double<S>(a(i, j))));
+    for (Eigen::Index k = 0; k < a.size(); ++k) m = std::max(m, std::abs(sc::to_double<S>(a.data()[k])));
     return m;
 }
 
@@ -65,8 +64,10 @@ Comparison compare(const Mat<S>& lhs, const Mat<S>& rhs, double tolerance) {
         c.max_abs_diff = std::numeric_limits<double>::infinity();
         return c;
     }
-    for (Eigen::Index i = 0; i < lhs.rows(); ++i)
-        for (Eigen::Index j = 0; j < lhs.cols(); ++j) {
+    // Column by column (storage order); of equal differences, the first in reading order (row by row) is
+    // the one reported.
+    for (Eigen::Index j = 0; j < lhs.cols(); ++j)
+        for (Eigen::Index i = 0; i < lhs.rows(); ++i) {
             double diff;
             bool equal;
             if constexpr (ScalarTraits<S>::exact) {
@@ -85,7 +86,7 @@ Comparison compare(const Mat<S>& lhs, const Mat<S>& rhs, double tolerance) {
                 }
             }
             if (!equal) c.holds = false;
-            if (diff > c.max_abs_diff) {
+            if (diff > c.max_abs_diff || (diff == c.max_abs_diff && diff > 0.0 && i < c.row)) {
                 c.max_abs_diff = diff;
                 c.row = i;
                 c.col = j;

@@ -1,6 +1,9 @@
 #include "engine.h"
 
 #include <cmath>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <iomanip>
 #include <sstream>
 #include <stdexcept>
@@ -71,46 +74,39 @@ std::vector<Expectation> expectations(const LayerSpec& spec) {
     return e;
 }
 
-std::vector<Case> case_shrinks(const Case& c, int min_len) {
-    std::vector<Case> out;
+rc::Seq<Case> case_shrinks(const Case& c, int min_len) {
     const int n = static_cast<int>(c.x.rows());
-    const Eigen::Index d = c.x.cols();
-    for (int k = 0; n > min_len && k < n; ++k) {
+    const auto without_position = [c, n](int k) {
         Case smaller = c;
-        smaller.x.resize(n - 1, d);
+        smaller.x.resize(n - 1, c.x.cols());
         for (int i = 0, r = 0; i < n; ++i)
             if (i != k) smaller.x.row(r++) = c.x.row(i);
         smaller.perm = c.perm.without(k);
-        out.push_back(std::move(smaller));
-    }
-    for (int i = 0; i < n; ++i)
-        if (c.perm[i] != i) {
-            Case fewer = c;
-            fewer.perm = c.perm.fixing(i);
-            out.push_back(std::move(fewer));
-        }
-    for (Eigen::Index i = 0; i < n; ++i)
-        for (Eigen::Index j = 0; j < d; ++j) {
-            const double v = c.x(i, j);
-            for (double simpler : {0.0, std::trunc(v), std::round(v * 4) / 4, -v}) {
-                const bool is_simpler = simpler != v && (simpler != -v || v < 0);
-                if (!is_simpler) continue;
-                Case s = c;
-                s.x(i, j) = simpler;
-                out.push_back(std::move(s));
-            }
-        }
+        return smaller;
+    };
+    const auto with_perm = [c](Permutation p) {
+        Case fewer = c;
+        fewer.perm = std::move(p);
+        return fewer;
+    };
+    const auto with_input = [c](Mat<double> x) {
+        Case simpler = c;
+        simpler.x = std::move(x);
+        return simpler;
+    };
+    std::vector<Case> parameters;
     if (c.weight_seed != 0) {
-        Case s = c;
-        s.weight_seed = 0;
-        out.push_back(std::move(s));
+        parameters.push_back(c);
+        parameters.back().weight_seed = 0;
     }
     if (c.shift != 1) {
-        Case s = c;
-        s.shift = 1;
-        out.push_back(std::move(s));
+        parameters.push_back(c);
+        parameters.back().shift = 1;
     }
-    return out;
+    return rc::seq::concat(rc::seq::map(rc::seq::range(0, n > min_len ? n : 0), without_position),
+                           rc::seq::map(gen::permutation_shrinks(c.perm), with_perm),
+                           rc::seq::map(gen::value_shrinks(c.x), with_input),
+                           rc::seq::fromContainer(std::move(parameters)));
 }
 
 rc::Gen<Case> case_generator(const CheckOptions& opts) {
@@ -118,21 +114,16 @@ rc::Gen<Case> case_generator(const CheckOptions& opts) {
         throw std::invalid_argument("sequence lengths must satisfy 1 <= min-len <= max-len, got " +
                                     std::to_string(opts.min_len) + " and " + std::to_string(opts.max_len));
     if (opts.d < 1) throw std::invalid_argument("the width d must be at least 1, got " + std::to_string(opts.d));
-    const int d = opts.d, min_len = opts.min_len;
-    const rc::Gen<Case> drawn = rc::gen::mapcat(rc::gen::inRange(opts.min_len, opts.max_len + 1), [d](int n) {
-        return rc::gen::map(rc::gen::tuple(gen::sequence(n, d), rc::gen::resize(100, gen::permutation(n)),
-                                           rc::gen::resize(100, rc::gen::inRange(0, 1 << 30)),
-                                           rc::gen::inRange(1, 65)),
-                            [](const std::tuple<Mat<double>, Permutation, int, int>& t) {
-                                return Case{std::get<0>(t), std::get<1>(t), static_cast<std::uint64_t>(std::get<2>(t)),
-                                            static_cast<long>(std::get<3>(t))};
-                            });
-    });
-    // Generation is RapidCheck's; shrinking is the case's own (case_shrinks), carried in the Shrinkable.
-    return rc::Gen<Case>([drawn, min_len](const rc::Random& random, int size) {
-        return rc::shrinkable::shrinkRecur(drawn(random, size).value(), [min_len](const Case& c) {
-            return rc::seq::fromContainer(case_shrinks(c, min_len));
-        });
+    const int d = opts.d, min_len = opts.min_len, max_len = opts.max_len;
+    return rc::Gen<Case>([d, min_len, max_len](const rc::Random& random, int size) {
+        gen::Sampler draw(random, size);
+        const int n = draw.in_range(min_len, max_len + 1);
+        Case c;
+        c.x = draw.sequence(n, d);
+        c.perm = draw.permutation(n);
+        c.weight_seed = static_cast<std::uint64_t>(draw.uniform(0, 1 << 30));
+        c.shift = draw.in_range(1, 65);
+        return rc::shrinkable::shrinkRecur(std::move(c), [min_len](const Case& k) { return case_shrinks(k, min_len); });
     });
 }
 
@@ -193,6 +184,13 @@ Sides<double> evaluate_case(const Subject& spec, Property property, const Case& 
         case Arithmetic::exact: return evaluate_in<Rational>(spec, property, c);
     }
     throw std::logic_error("unknown arithmetic");
+}
+
+void keep_freed_memory_for_reuse() {
+#if defined(__GLIBC__)
+    mallopt(M_TRIM_THRESHOLD, 64 << 20);
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest; below it, freed blocks stay in the heap
+#endif
 }
 
 std::string replay_command(const std::string& layer, Property property, const CheckOptions& opts) {

@@ -100,10 +100,10 @@ struct CheckResult {
 };
 
 // The shrinks of a case, most radical first: delete a position (down to min_len), fix a moved position of the
-// permutation, simplify one input value (to 0, to an integer, to a multiple of 1/4), then weights' seed 0 and
+// permutation, simplify one input value (gen::simpler_values), then weights' seed 0 and
 // shift 1. Shrinking by deletion keeps the rest of the case, so a violation that needs two positions keeps
 // failing as the others go: the shortest sequence is reached directly, not by luck of regeneration.
-std::vector<Case> case_shrinks(const Case& c, int min_len);
+rc::Seq<Case> case_shrinks(const Case& c, int min_len);  // lazy: a large case has many
 
 // The case generator of a check: n in [min_len, max_len] (shrinking toward min_len), input, permutation,
 // weight seed and shift.
@@ -120,6 +120,13 @@ Counterexample counterexample_of(const Subject& subject, Property property, cons
                                  int case_index, int shrink_steps);
 // A catalog layer, labelled with the catalog's expectation.
 CheckResult check(const LayerSpec& spec, Property property, const CheckOptions& opts);
+
+// For executables that run many checks (the permcheck command, the benchmarks): a check frees and allocates
+// the same matrices case after case, and glibc's defaults hand the top of the heap back to the system each time
+// more than 128 KiB is free there, then page-fault it in again; at n = 64, d = 64 that was a quarter of a
+// float64 check's time (bench/bench_check.cpp). This keeps up to 64 MiB of freed memory for reuse. It changes
+// the whole process's allocator, so the library never calls it on its own. A no-op outside glibc.
+void keep_freed_memory_for_reuse();
 
 // The replay command line for a check.
 std::string replay_command(const std::string& layer, Property property, const CheckOptions& opts);

@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <sys/wait.h>
 
 #ifndef PERMCHECK_BIN
@@ -188,6 +189,7 @@ TEST_F(Cli, CausalAttentionReportHoldsACounterexampleOfTwoPositions) {
 
     const json j = json::parse(slurp(out / "report.json"));
     EXPECT_EQ(j["schema"], "permcheck.report/1");
+    EXPECT_EQ(slurp(out / "report.json").rfind("{\n  \"schema\": \"permcheck.report/1\"", 0), 0u) << "schema first";
     EXPECT_EQ(j["verdict"], "violated");
     EXPECT_EQ(j["layer"], "causal-attention");
     EXPECT_EQ(j["property"], "equivariance");
@@ -255,6 +257,31 @@ TEST_F(Cli, ReplayOfAnUnreadableFileExitsTwo) {
         EXPECT_EQ(r.code, 2) << file << "\n" << show(r);
         EXPECT_NE(r.err.find(says), std::string::npos) << file << "\n" << show(r);
     }
+}
+
+TEST_F(Cli, ReplayRefusesCheckOptionsOutOfRangeNamingTheField) {
+    ASSERT_EQ(run("check causal-attention --report out --no-db").code, 1);
+    const json saved = json::parse(slurp(dir / "out" / "report.json"));
+    const std::tuple<const char*, json, const char*> cases[] = {
+        {"cases", -3, "details.check.cases must be an integer >= 1, got -3"},
+        {"min_len", "two", "details.check.min_len must be an integer >= 1, got \"two\""},
+        {"max_len", 1e300, "details.check.max_len must be an integer"},
+        {"d", 7, "details.check.d is 7 but the saved input has 4 features"},
+    };
+    for (const auto& [key, value, says] : cases) {
+        json j = saved;
+        j["details"]["check"][key] = value;
+        std::ofstream(dir / "edited.json") << j.dump();
+        const Invocation r = run("replay edited.json");
+        EXPECT_EQ(r.code, 2) << key << "\n" << show(r);
+        EXPECT_NE(r.err.find(says), std::string::npos) << key << "\n" << show(r);
+    }
+    json j = saved;
+    j["details"]["check"] = "all of them";
+    std::ofstream(dir / "edited.json") << j.dump();
+    const Invocation r = run("replay edited.json");
+    EXPECT_EQ(r.code, 2) << show(r);
+    EXPECT_NE(r.err.find("details.check is string, not an object"), std::string::npos) << show(r);
 }
 
 // ---- the failure database ---------------------------------------------------------------------------------

@@ -155,6 +155,8 @@ TEST(CliArguments, NumbersOutOfRangeAreRefused) {
     EXPECT_REFUSED(permcheck_run({"check", "attention", "--seed", "99999999999999999999999", "--no-db"}, s), "--seed");
     EXPECT_REFUSED(permcheck_run({"check", "attention", "--d", "2147483648", "--no-db"}, s), "--d");
     EXPECT_REFUSED(permcheck_run({"audit", "--exec", "cat", "--dim", "4", "--timeout", "1e400"}, s), "--timeout");
+    EXPECT_REFUSED(permcheck_run({"prove", "linear", "--smt", "--smt-timeout", "0"}, s), "--smt-timeout");
+    EXPECT_REFUSED(permcheck_run({"prove", "linear", "--smt", "--smt-timeout", "soon"}, s), "--smt-timeout");
 }
 
 // --------------------------------------------------------------------------------------------- reports
@@ -169,8 +171,12 @@ TEST(Reports, AMissingOrUnreadableReportIsRefusedNamingTheFile) {
 TEST(Reports, AReportDirectoryThatCannotBeCreatedIsAnErrorNotACrash) {
     Scratch s;
     const fs::path file = s.write("a-file", "not a directory\n");
-    EXPECT_REFUSED(permcheck_run({"check", "attention", "--cases", "2", "--no-db", "--report", (file / "out").string()}, s),
-                   "a-file");
+    const Exit r = permcheck_run({"check", "attention", "--cases", "2", "--no-db", "--report", (file / "out").string()}, s);
+    EXPECT_REFUSED(r, "cannot create report directory");
+    EXPECT_NE(r.err.find("a-file"), std::string::npos) << show(r);
+    EXPECT_EQ(r.err.find("could not run"), std::string::npos) << "the layer ran; the directory is what failed\n"
+                                                              << show(r);
+    EXPECT_EQ(r.out, "") << "refused before the check ran";
 }
 
 // A valid report of a violated check, the base of the malformed ones below.

@@ -7,6 +7,7 @@
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -73,6 +74,65 @@ TEST(PermutationGenerator, ShrinksTowardFewerMovedPositions) {
     ASSERT_TRUE(r.minimal);
     EXPECT_EQ(r.minimal->moved(), 2);
     EXPECT_NE((*r.minimal)[5], 5);
+}
+
+TEST(PermutationGenerator, DrawsEveryElementOfS4AboutEquallyOften) {
+    // Uniform over S_n: each of the 24 permutations of 4 positions about 1/24 of the time (24,000 draws: the
+    // expected count is 1000, its standard deviation about 31; 850..1150 is a five-sigma band).
+    std::map<std::vector<int>, int> count;
+    rc::Random random(5);
+    for (int i = 0; i < 24000; ++i) ++count[gen::permutation(4)(random.split(), 100).value().one_line()];
+    ASSERT_EQ(count.size(), 24u);
+    for (const auto& [p, k] : count) {
+        EXPECT_GT(k, 850) << Permutation(p).cycles();
+        EXPECT_LT(k, 1150) << Permutation(p).cycles();
+    }
+}
+
+TEST(Sampler, DrawsIntegersAsRapidChecksInRangeDoesAtEachSize) {
+    // The same support as rc::gen::inRange(min, max) at the same size: the range scaled by the size.
+    for (int size : {0, 1, 10, 50, 100}) {
+        std::set<int> ours, theirs;
+        rc::Random random(static_cast<std::uint64_t>(size) + 1);
+        for (int i = 0; i < 3000; ++i) {
+            gen::Sampler s(random.split(), size);
+            ours.insert(s.in_range(3, 40));
+            theirs.insert(rc::gen::inRange(3, 40)(random.split(), size).value());
+        }
+        EXPECT_EQ(ours, theirs) << "size " << size;
+    }
+}
+
+TEST(Sampler, SizeZeroDrawsTheSimplestCase) {
+    // RapidCheck's first case has size 0: the shortest sequence, all zeros, shift 1.
+    CheckOptions o;
+    o.min_len = 2;
+    o.max_len = 9;
+    rc::Random random(3);
+    for (int i = 0; i < 50; ++i) {
+        const Case c = case_generator(o)(random.split(), 0).value();
+        EXPECT_EQ(c.x.rows(), 2);
+        EXPECT_TRUE(c.x.isZero()) << c.x;
+        EXPECT_EQ(c.shift, 1);
+    }
+}
+
+TEST(ValueShrinks, EverySimplificationEndsAndEndsSmall) {
+    // Following the first simpler value while it is nonzero ends, at a value of magnitude at most 1.
+    for (double v : {7.0, -7.0, 0.3, -0.3, 5.5, -8.0, 1.0 / 1048576, 3.0 / 1024 - 6}) {
+        double current = v;
+        int steps = 0;
+        for (;;) {
+            std::vector<double> simpler = gen::simpler_values(current);
+            std::erase(simpler, 0.0);
+            if (simpler.empty()) break;
+            current = simpler.front();
+            ASSERT_LT(++steps, 64) << "from " << v;
+        }
+        EXPECT_LE(std::abs(current), 1.0) << "from " << v;
+        EXPECT_GT(current, 0.0) << "from " << v;
+    }
+    EXPECT_TRUE(gen::simpler_values(0.0).empty());
 }
 
 TEST(InputGenerator, ProducesRepeatedRowsAndGenericValuesOften) {
