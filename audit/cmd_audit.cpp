@@ -23,6 +23,7 @@ struct AuditRequest {
     long long min_len = 1, max_len = 8, cases = 100, jobs = 1;
     std::uint64_t seed = 1;
     double timeout = 30;
+    double amplification = 1;
     std::string shard = "1/1";
     std::string report_dir;
 };
@@ -58,6 +59,9 @@ AuditOptions options_of(const AuditRequest& q) {
             "--jobs must be between 1 and " + std::to_string(kMaxJobs) + ", got " + std::to_string(q.jobs));
     require(std::isfinite(q.timeout) && q.timeout > 0 && q.timeout <= 86400,
             "--timeout must be a number of seconds in (0, 86400], got " + std::to_string(q.timeout));
+    require(std::isfinite(q.amplification) && q.amplification >= 1 && q.amplification <= 1e15,
+            "--amplification must be a number in [1, 1e15] (how much the layer can grow a rounding error), got " +
+                std::to_string(q.amplification));
     AuditOptions o;
     o.name = q.command;
     o.output = q.output == "pooled" ? Output::pooled : Output::sequence;
@@ -68,6 +72,7 @@ AuditOptions options_of(const AuditRequest& q) {
     o.cases = static_cast<int>(q.cases);
     o.seed = q.seed;
     o.shard = parse_shard(q.shard);
+    o.amplification = q.amplification;
     validate(o);
     return o;
 }
@@ -78,6 +83,7 @@ std::string replay_of(const AuditRequest& q) {
       << " --dtype " << q.dtype << " --min-len " << q.min_len << " --max-len " << q.max_len << " --cases " << q.cases
       << " --seed " << q.seed << " --timeout " << q.timeout;
     if (q.shard != "1/1") s << " --shard " << q.shard;
+    if (q.amplification != 1) s << " --amplification " << q.amplification;
     return s.str();
 }
 
@@ -102,6 +108,7 @@ report::Record record_of(const AuditRequest& q, const AuditResult& r, double sec
                             {"shard", q.shard},
                             {"jobs", q.jobs},
                             {"timeout_seconds", q.timeout},
+                            {"amplification", q.amplification},
                             {"evaluations", r.evaluations},
                             {"last_request", r.last_request},
                             {"seconds", seconds},
@@ -225,6 +232,10 @@ void add_audit(CLI::App& app, Outcome& outcome) {
     sub->add_option("--seed", q->seed, "seed of the random search")->check(seed_range())->capture_default_str();
     sub->add_option("--timeout", q->timeout, "seconds one request may take")->capture_default_str();
     sub->add_option("--jobs", q->jobs, "parallel adapter processes")->capture_default_str();
+    sub->add_option("--amplification", q->amplification,
+                    "how much the layer can grow a rounding error (e.g. a LayerNorm of near-constant rows): "
+                    "multiplies the float tolerance (proofs-notes/float-tolerance.md)")
+        ->capture_default_str();
     sub->add_option("--shard", q->shard, "K/N: run the K-th of N deterministic shares of the cases (1-based)")
         ->capture_default_str();
     sub->add_option("--report", q->report_dir, "write report.json, report.md and report.html into DIR");

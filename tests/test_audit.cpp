@@ -574,6 +574,19 @@ TEST(AuditCommand, JobsGiveTheSameVerdictAndCounterexample) {
     EXPECT_EQ(one.report["cases"], two.report["cases"]);
 }
 
+TEST(AuditCommand, AmplificationWidensTheToleranceByItsFactor) {
+    // index-leak grows row i by 1e-3 i: at most 7e-3 relative at n = 8. The float64 tolerance, about
+    // 4 A (n + d) 2^-53 M, misses it by far with A = 1; with A = 1e13 it is 0.013 M to 0.044 M for n + d from
+    // 3 to 10, and the leak, 1e-3 (n - 1) M at most, is within it.
+    const std::string leak = kFault + " index-leak";
+    const CommandRun plain = permcheck_audit("plain", leak, "--dim 2 --cases 30");
+    const CommandRun wide = permcheck_audit("wide", leak, "--dim 2 --cases 30 --amplification 1e13");
+    EXPECT_EQ(plain.status, 1) << plain.output;
+    EXPECT_EQ(wide.status, 0) << wide.output;
+    EXPECT_EQ(wide.report["details"]["audit"].value("amplification", 0.0), 1e13) << wide.output;
+    EXPECT_NE(wide.report.value("replay", "").find("--amplification 1e+13"), std::string::npos) << wide.report.dump(2);
+}
+
 TEST(AuditCommand, ShardsSplitTheCases) {
     int total = 0;
     for (const char* shard : {"1/3", "2/3", "3/3"}) {

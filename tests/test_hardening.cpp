@@ -155,6 +155,10 @@ TEST(CliArguments, NumbersOutOfRangeAreRefused) {
     EXPECT_REFUSED(permcheck_run({"check", "attention", "--seed", "99999999999999999999999", "--no-db"}, s), "--seed");
     EXPECT_REFUSED(permcheck_run({"check", "attention", "--d", "2147483648", "--no-db"}, s), "--d");
     EXPECT_REFUSED(permcheck_run({"audit", "--exec", "cat", "--dim", "4", "--timeout", "1e400"}, s), "--timeout");
+    EXPECT_REFUSED(permcheck_run({"audit", "--exec", "cat", "--dim", "4", "--amplification", "0.5"}, s),
+                   "--amplification must be a number in [1, 1e15]");
+    EXPECT_REFUSED(permcheck_run({"audit", "--exec", "cat", "--dim", "4", "--amplification", "nan"}, s),
+                   "--amplification");
     EXPECT_REFUSED(permcheck_run({"prove", "linear", "--smt", "--smt-timeout", "0"}, s), "--smt-timeout");
     EXPECT_REFUSED(permcheck_run({"prove", "linear", "--smt", "--smt-timeout", "soon"}, s), "--smt-timeout");
 }
