@@ -1,9 +1,14 @@
 // `permcheck replay FILE`: evaluates a saved counterexample again, in the arithmetic it was found in.
 #include "commands.h"
 
+#include "exec_adapter.h"
 #include "failure_db.h"
 #include "report.h"
 
+#include "properties/blackbox.h"
+
+#include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -11,7 +16,83 @@
 namespace permcheck::cli {
 namespace {
 
-int replay(const std::string& file) {
+struct ReplayRequest {
+    std::string file;
+    std::string exec;  // the program that answers for an audited layer; never taken from the report
+    double timeout = 30;
+};
+
+// A counterexample found by `permcheck audit`: the saved case sent again to the program the user names.
+// The report says which command it audited, but a report never chooses what runs: it may come from anyone.
+int replay_black_box(const ReplayRequest& q, const report::Record& r) {
+    const Counterexample& saved = *r.counterexample;
+    double amplification = 1.0;
+    bool pooled = r.property == "invariance";
+    try {
+        if (q.exec.empty())
+            throw std::invalid_argument(q.file + " holds a counterexample of an audited program ('" + r.layer +
+                                        "'); name the program to replay it against: permcheck replay " + q.file +
+                                        " --exec \"COMMAND\" (a report never chooses the program it runs)");
+        if (!(q.timeout > 0 && q.timeout <= 86400))
+            throw std::invalid_argument("--timeout must be a number of seconds in (0, 86400], got " +
+                                        std::to_string(q.timeout));
+        const nlohmann::json audit = r.details.is_object() && r.details.contains("audit") ? r.details["audit"]
+                                                                                          : nlohmann::json::object();
+        if (audit.is_object() && audit.contains("amplification")) {
+            const nlohmann::json& a = audit["amplification"];
+            if (!a.is_number() || !(a.get<double>() >= 1.0) || !std::isfinite(a.get<double>()))
+                throw std::invalid_argument(q.file + ": details.audit.amplification must be a finite number >= 1, got " +
+                                            a.dump().substr(0, 40));
+            amplification = a.get<double>();
+        }
+        if (audit.is_object() && audit.contains("output")) pooled = audit["output"] == "pooled";
+        if (r.dtype != "float32" && r.dtype != "float64")
+            throw std::invalid_argument(q.file + ": an audited layer computes in float32 or float64, the report says '" +
+                                        r.dtype + "'");
+    } catch (const std::exception& e) {
+        std::cerr << "permcheck replay: " << e.what() << "\n";
+        return 2;
+    }
+    try {
+        ToleranceModel tol;
+        tol.unit_roundoff = r.dtype == "float32" ? ScalarTraits<float>::unit_roundoff : ScalarTraits<double>::unit_roundoff;
+        tol.amplification = amplification;
+        adapters::ExecOptions eo;
+        eo.command = q.exec;
+        eo.timeout_seconds = q.timeout;
+        const BlackBox box = adapters::exec_black_box(eo);
+        const bool twice = r.verdict == "nondeterministic";  // the saved x was answered twice differently
+        Mat<double> lhs, rhs;
+        if (twice) {
+            lhs = box(saved.x);
+            rhs = box(saved.x);
+        } else {
+            lhs = box(saved.perm.apply(saved.x));
+            const Mat<double> y = box(saved.x);
+            rhs = pooled ? y : saved.perm.apply(y);
+        }
+        const double magnitude = std::max({max_abs(saved.x), max_abs(lhs), max_abs(rhs)});
+        const Comparison c = compare<double>(lhs, rhs, float_tolerance(tol, saved.n(), saved.d(), magnitude));
+        const std::string sides = twice ? "two answers to the saved input" : pooled ? "L(P x) and L(x)" : "L(P x) and P L(x)";
+        if (c.shape_mismatch) {
+            std::cout << "still fails: " << sides << " have different shapes (" << lhs.rows() << "x" << lhs.cols()
+                      << " and " << rhs.rows() << "x" << rhs.cols() << ")\n";
+            return 1;
+        }
+        std::cout << (c.holds ? "now holds: " : "still fails: ") << sides << " of the saved case (n = " << saved.n()
+                  << ", d = " << saved.d() << (twice ? "" : ", permutation " + saved.perm.cycles()) << ") differ by "
+                  << c.max_abs_diff << (c.holds ? " within" : " beyond") << " the tolerance " << c.tolerance
+                  << " (saved: " << saved.comparison.max_abs_diff << ") through " << q.exec << "\n";
+        return c.holds ? 0 : 1;
+    } catch (const std::exception& e) {
+        std::cerr << "permcheck replay: the saved case could not be evaluated through " << q.exec << ": " << e.what()
+                  << "\n";
+        return 2;
+    }
+}
+
+int replay(const ReplayRequest& q) {
+    const std::string& file = q.file;
     report::Record r;
     const LayerSpec* spec = nullptr;
     Property property{};
@@ -21,6 +102,10 @@ int replay(const std::string& file) {
         if (!r.counterexample)
             throw std::invalid_argument(file + " holds no counterexample (verdict " + r.verdict +
                                         "); to run its check again: " + (r.replay.empty() ? "?" : r.replay));
+        if (r.counterexample->black_box) return replay_black_box(q, r);
+        if (!q.exec.empty())
+            throw std::invalid_argument("--exec replays an audited program's counterexample; " + file +
+                                        " holds one of the reference layer '" + r.layer + "'");
         try {
             spec = &find_layer(r.layer);
         } catch (const std::invalid_argument&) {
@@ -80,12 +165,17 @@ int replay(const std::string& file) {
 }  // namespace
 
 void add_replay(CLI::App& app, Outcome& outcome) {
-    auto file = std::make_shared<std::string>();
+    auto q = std::make_shared<ReplayRequest>();
     CLI::App* sub = app.add_subcommand("replay", "evaluate a saved counterexample again (report.json or its directory)");
-    sub->add_option("file", *file, "a report.json written by --report, or a failure database entry")->required();
+    sub->add_option("file", q->file, "a report.json written by --report, or a failure database entry")->required();
+    sub->add_option("--exec", q->exec,
+                    "for a report of `permcheck audit`: the adapter to send the saved case to (the audited program, "
+                    "or its fixed version)");
+    sub->add_option("--timeout", q->timeout, "with --exec: seconds one request may take")->capture_default_str();
     sub->footer("Exit status: 1 the counterexample still fails, 0 the property now holds on it, 2 the file is\n"
-                "unreadable, holds no counterexample, or names a layer this permcheck does not have.");
-    sub->callback([file, &outcome] { outcome.exit_code = replay(*file); });
+                "unreadable, holds no counterexample, names a layer this permcheck does not have, or (an audit's\n"
+                "report) the adapter could not answer.");
+    sub->callback([q, &outcome] { outcome.exit_code = replay(*q); });
 }
 
 }  // namespace permcheck::cli

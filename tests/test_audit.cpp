@@ -456,8 +456,12 @@ struct CommandRun {
     nlohmann::json report;
 };
 
+fs::path scratch_dir(const std::string& name) {
+    return fs::temp_directory_path() / ("permcheck-audit-test-" + std::to_string(getpid())) / name;
+}
+
 fs::path fresh_dir(const std::string& name) {
-    const fs::path dir = fs::temp_directory_path() / ("permcheck-audit-test-" + std::to_string(getpid())) / name;
+    const fs::path dir = scratch_dir(name);
     fs::remove_all(dir);
     fs::create_directories(dir);
     return dir;
@@ -469,10 +473,9 @@ std::string quote(const std::string& s) {
     return out + "'";
 }
 
-CommandRun permcheck_audit(const std::string& name, const std::string& command, const std::string& args) {
-    const fs::path dir = fresh_dir(name);
-    const std::string line = std::string(PERMCHECK_BINARY) + " audit --exec " + quote(command) + " " + args +
-                             " --report " + quote(dir.string()) + " 2>&1";
+// Runs `permcheck ARGS`, stdout and stderr together.
+CommandRun permcheck_command(const std::string& args) {
+    const std::string line = std::string(PERMCHECK_BINARY) + " " + args + " 2>&1";
     CommandRun run;
     const auto t0 = std::chrono::steady_clock::now();
     FILE* p = popen(line.c_str(), "r");
@@ -483,6 +486,12 @@ CommandRun permcheck_audit(const std::string& name, const std::string& command, 
     const int status = pclose(p);
     run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return run;
+}
+
+CommandRun permcheck_audit(const std::string& name, const std::string& command, const std::string& args) {
+    const fs::path dir = fresh_dir(name);
+    CommandRun run = permcheck_command("audit --exec " + quote(command) + " " + args + " --report " + quote(dir.string()));
     std::ifstream in(dir / "report.json");
     if (in) run.report = nlohmann::json::parse(in, nullptr, false);
     return run;
@@ -585,6 +594,39 @@ TEST(AuditCommand, AmplificationWidensTheToleranceByItsFactor) {
     EXPECT_EQ(wide.status, 0) << wide.output;
     EXPECT_EQ(wide.report["details"]["audit"].value("amplification", 0.0), 1e13) << wide.output;
     EXPECT_NE(wide.report.value("replay", "").find("--amplification 1e+13"), std::string::npos) << wide.report.dump(2);
+}
+
+TEST(AuditCommand, ReplayOfAnAuditReportSendsTheSavedCaseToTheProgramTheUserNames) {
+    const std::string leak = kFault + " index-leak", fixed = kFault + " identity";
+    const CommandRun found = permcheck_audit("replay", leak, "--dim 2 --cases 30");
+    ASSERT_EQ(found.status, 1) << found.output;
+    const std::string report = quote(scratch_dir("replay").string());
+
+    const CommandRun unnamed = permcheck_command("replay " + report);
+    EXPECT_EQ(unnamed.status, 2) << unnamed.output;
+    EXPECT_NE(unnamed.output.find("--exec \"COMMAND\" (a report never chooses the program it runs)"), std::string::npos)
+        << unnamed.output;
+
+    const CommandRun again = permcheck_command("replay " + report + " --exec " + quote(leak));
+    EXPECT_EQ(again.status, 1) << again.output;
+    EXPECT_NE(again.output.find("still fails: L(P x) and P L(x) of the saved case"), std::string::npos) << again.output;
+
+    const CommandRun after_fix = permcheck_command("replay " + report + " --exec " + quote(fixed));
+    EXPECT_EQ(after_fix.status, 0) << after_fix.output;
+    EXPECT_NE(after_fix.output.find("now holds"), std::string::npos) << after_fix.output;
+
+    const CommandRun broken = permcheck_command("replay " + report + " --exec " + quote(kFault + " crash 0"));
+    EXPECT_EQ(broken.status, 2) << broken.output;
+    EXPECT_NE(broken.output.find("could not be evaluated through"), std::string::npos) << broken.output;
+}
+
+TEST(AuditCommand, ExecIsRefusedForAReferenceLayersReport) {
+    const fs::path dir = fresh_dir("reference");
+    const CommandRun check = permcheck_command("check causal-attention --no-db --report " + quote(dir.string()));
+    ASSERT_EQ(check.status, 1) << check.output;
+    const CommandRun r = permcheck_command("replay " + quote(dir.string()) + " --exec cat");
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find("holds one of the reference layer 'causal-attention'"), std::string::npos) << r.output;
 }
 
 TEST(AuditCommand, ShardsSplitTheCases) {
