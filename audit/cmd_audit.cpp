@@ -88,17 +88,8 @@ std::string replay_of(const AuditRequest& q) {
 }
 
 report::Record record_of(const AuditRequest& q, const AuditResult& r, double seconds) {
-    report::Record rec;
-    rec.verdict = verdict_name(r.verdict);
-    rec.layer = q.command;
-    rec.property = !r.property.empty() ? r.property : q.output == "pooled" ? "invariance" : "equivariance";
-    rec.dtype = !r.dtype.empty() ? r.dtype : q.dtype;
-    rec.cases = r.cases;
-    rec.seed = q.seed;
-    rec.counterexample = r.counterexample;
-    rec.replay = replay_of(q);
-    if (rec.counterexample) rec.counterexample->replay = rec.replay;
-    rec.error = r.error;
+    report::Record rec = report::record_of(r, q.command, q.output == "pooled" ? "invariance" : "equivariance",
+                                           q.dtype, q.seed, replay_of(q));
     rec.details["audit"] = {{"command", q.command},
                             {"dim", q.dim},
                             {"output", q.output},

@@ -310,6 +310,22 @@ Record record_of(const CheckResult& result, const CheckOptions& opts) {
     return r;
 }
 
+Record record_of(const AuditResult& result, const std::string& layer, const std::string& property,
+                 const std::string& dtype, std::uint64_t seed, const std::string& replay) {
+    Record r;
+    r.verdict = verdict_name(result.verdict);
+    r.layer = layer;
+    r.property = result.property.empty() ? property : result.property;
+    r.dtype = result.dtype.empty() ? dtype : result.dtype;
+    r.cases = result.cases;
+    r.seed = seed;
+    r.counterexample = result.counterexample;
+    r.replay = replay;
+    if (r.counterexample) r.counterexample->replay = replay;
+    r.error = result.error;
+    return r;
+}
+
 // ---- Markdown --------------------------------------------------------------------------------------------
 std::string to_markdown(const Record& r) {
     std::ostringstream s;

@@ -2,6 +2,7 @@
 // The JSON schema "permcheck.report/1" is documented in README.md.
 #pragma once
 
+#include "properties/blackbox.h"
 #include "properties/engine.h"
 
 #include <nlohmann/json.hpp>
@@ -46,6 +47,10 @@ Record read(const std::filesystem::path& path);
 
 // The record of a catalog check: verdict holds | violated, the check's options under details["check"].
 Record record_of(const CheckResult& result, const CheckOptions& opts);
+// The record of an audit (`permcheck audit`, `permcheck audit-torch`); the caller adds its own details.
+// `property` and `dtype` stand in where the audit ended before it set them (options it refused).
+Record record_of(const AuditResult& result, const std::string& layer, const std::string& property,
+                 const std::string& dtype, std::uint64_t seed, const std::string& replay);
 
 // Writes `content` to `file` through a temporary file in the same directory, fsync and rename: readers see the
 // old file or the new one, never a part. Throws std::runtime_error naming the file and the system's reason.

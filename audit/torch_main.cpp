@@ -31,17 +31,7 @@ std::string replay_of(const Request& q) {
 }
 
 report::Record record_of(const Request& q, const std::string& name, const AuditResult& r, double seconds) {
-    report::Record rec;
-    rec.verdict = verdict_name(r.verdict);
-    rec.layer = name;
-    rec.property = r.property.empty() ? "equivariance" : r.property;
-    rec.dtype = r.dtype.empty() ? q.dtype : r.dtype;
-    rec.cases = r.cases;
-    rec.seed = q.seed;
-    rec.counterexample = r.counterexample;
-    rec.replay = replay_of(q);
-    if (rec.counterexample) rec.counterexample->replay = rec.replay;
-    rec.error = r.error;
+    report::Record rec = report::record_of(r, name, "equivariance", q.dtype, q.seed, replay_of(q));
     rec.details["audit_torch"] = {{"layer", q.layer},   {"mask", q.mask},         {"train", q.train},
                                   {"dropout", q.dropout}, {"dim", q.dim},          {"heads", q.heads},
                                   {"min_len", q.min_len}, {"max_len", q.max_len}, {"evaluations", r.evaluations},

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "../layers/scalar.h"
+#include "exact_num_traits.h"
 
 #include <cstdint>
 #include <optional>
@@ -126,26 +127,7 @@ template <> struct ScalarTraits<Degree> {
 }  // namespace permcheck
 
 namespace Eigen {
-template <> struct NumTraits<permcheck::Degree> : GenericNumTraits<permcheck::Degree> {
-    using Real = permcheck::Degree;
-    using NonInteger = permcheck::Degree;
-    using Nested = permcheck::Degree;
-    using Literal = permcheck::Degree;
-    enum {
-        IsComplex = 0,
-        IsInteger = 0,
-        IsSigned = 1,
-        RequireInitialization = 1,
-        ReadCost = 1,
-        AddCost = 4,
-        MulCost = 4,
-    };
-    static Real epsilon() { return Real(0); }
-    static Real dummy_precision() { return Real(0); }
-    static Real highest() { return Real(0); }
-    static Real lowest() { return Real(0); }
-    static int digits10() { return 0; }
-};
+template <> struct NumTraits<permcheck::Degree> : permcheck::ExactNumTraits<permcheck::Degree, 4> {};
 }  // namespace Eigen
 
 #include "catalog.h"

@@ -182,7 +182,8 @@ inline rc::Gen<Mat<double>> sequence(int n, int d) {
 
 inline rc::Gen<Permutation> permutation(int n) {
     return [n](const rc::Random& random, int size) {
-        return rc::shrinkable::shrinkRecur(Sampler(random, size).permutation(n), permutation_shrinks);
+        return rc::shrinkable::shrinkRecur(Sampler(random, size).permutation(n),
+                                           [](const Permutation& p) { return permutation_shrinks(p); });
     };
 }
 

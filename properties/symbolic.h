@@ -8,6 +8,7 @@
 #pragma once
 
 #include "../layers/weights.h"
+#include "exact_num_traits.h"
 
 #include <z3++.h>
 
@@ -82,22 +83,5 @@ template <> struct ScalarTraits<Symbolic> {
 }  // namespace permcheck
 
 namespace Eigen {
-template <> struct NumTraits<permcheck::Symbolic> : GenericNumTraits<permcheck::Symbolic> {
-    using Real = permcheck::Symbolic;
-    using NonInteger = permcheck::Symbolic;
-    using Nested = permcheck::Symbolic;
-    using Literal = permcheck::Symbolic;
-    enum {
-        IsComplex = 0,
-        IsInteger = 0,
-        IsSigned = 1,
-        RequireInitialization = 1,
-        ReadCost = 1,
-        AddCost = 3,
-        MulCost = 3
-    };
-    static Real epsilon() { return Real(0); }
-    static Real dummy_precision() { return Real(0); }
-    static int digits10() { return 0; }
-};
+template <> struct NumTraits<permcheck::Symbolic> : permcheck::ExactNumTraits<permcheck::Symbolic, 3> {};
 }  // namespace Eigen
