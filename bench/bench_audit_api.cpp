@@ -2,7 +2,7 @@
 // LibTorch's MultiheadAttention through audit/torch_adapter.h. A passing case costs two layer calls.
 #include <permcheck/audit.h>
 #ifdef PERMCHECK_WITH_TORCH
-#include "audit/torch_adapter.h"
+#include "adapters/torch_adapter.h"
 #endif
 
 #include <benchmark/benchmark.h>

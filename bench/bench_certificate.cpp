@@ -4,7 +4,7 @@
 // for both generators), in mpq with the rational stand-ins. The baselines are two forward passes in mpq: with
 // the certificate's random integers (the same arithmetic), and with dyadic weights and the real exp (what
 // `permcheck check --dtype exact` evaluates).
-#include "properties/certificate.h"
+#include "proofs/certificate.h"
 
 #include <benchmark/benchmark.h>
 

@@ -8,10 +8,10 @@
 // (Google Benchmark's own time column is per iteration, which holds several units.)
 //   ratio         time / floor
 //   target        the ratio the issue asks for (0: none)
-#include "audit/exec_adapter.h"
-#include "properties/blackbox.h"
-#include "properties/engine.h"
-#include "properties/mutants.h"
+#include "adapters/exec_adapter.h"
+#include "check/blackbox.h"
+#include "check/engine.h"
+#include "tests/support/mutants.h"
 
 #include <benchmark/benchmark.h>
 

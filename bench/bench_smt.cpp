@@ -4,7 +4,7 @@
 // terms); the counters are the two checks' wall time as Z3 measures it (z3_s) and the CPU time of the child
 // processes (z3_cpu_s), the figure that stays meaningful on a shared machine. A proof that fails aborts the
 // run: it would measure the wrong thing.
-#include "../properties/smt.h"
+#include "proofs/smt.h"
 
 #include <benchmark/benchmark.h>
 

@@ -5,17 +5,18 @@ include(CMakePackageConfigHelpers)
 
 set(PERMCHECK_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/permcheck)
 
-# Headers keep their folders: <prefix>/include/permcheck/{layers,properties}/ (reached as "layers/..." through
-# permcheck_layers' include/permcheck directory) and the API at <prefix>/include/permcheck/*.h (reached as
+# Headers keep their folders: <prefix>/include/permcheck/{scalars,layers,check}/ (reached as "check/..." through
+# permcheck_scalars' include/permcheck directory) and the API at <prefix>/include/permcheck/*.h (reached as
 # <permcheck/audit.h> through permcheck_api's include directory).
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/layers ${PROJECT_SOURCE_DIR}/properties
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/scalars ${PROJECT_SOURCE_DIR}/layers ${PROJECT_SOURCE_DIR}/check
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/permcheck
         FILES_MATCHING PATTERN "*.h"
-        PATTERN "smt.h" EXCLUDE PATTERN "symbolic.h" EXCLUDE)  # the Z3 prover stays in the command
+        PATTERN "symbolic.h" EXCLUDE)  # the Z3 prover stays in the command
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/permcheck DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 set_target_properties(permcheck PROPERTIES EXPORT_NAME cli)
-install(TARGETS permcheck_layers permcheck_properties permcheck_api permcheck
+install(TARGETS permcheck_scalars permcheck_proof_scalars permcheck_layers permcheck_catalog permcheck_check
+                permcheck_api permcheck
         EXPORT permcheckTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

@@ -2,7 +2,7 @@
 // Its contract: a Record, or std::invalid_argument / std::runtime_error saying what is wrong. Anything else
 // (another exception, a crash, a sanitizer finding, a hang) is a bug. An accepted record must survive
 // to_json and the Markdown and HTML views, as `replay` shows them.
-#include "audit/report.h"
+#include "report/report.h"
 
 #include <unistd.h>
 

@@ -1,7 +1,7 @@
 // libFuzzer target: the answer-line parser of `permcheck audit --exec` (adapters::parse_response), which reads
 // bytes from programs we did not write. Its contract: a Response, or std::invalid_argument saying what is
 // wrong. Anything else (another exception, a crash, a sanitizer finding, a hang) is a bug.
-#include "audit/exec_adapter.h"
+#include "adapters/exec_adapter.h"
 
 #include <cstddef>
 #include <cstdint>

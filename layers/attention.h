@@ -2,7 +2,7 @@
 // (ALiBi, T5 buckets) and optional RoPE on queries and keys.
 #pragma once
 
-#include "position.h"
+#include "layers/position.h"
 
 #include <optional>
 #include <stdexcept>

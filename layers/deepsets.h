@@ -1,8 +1,8 @@
 // DeepSets (Zaheer et al. 2017): rho(sum_i phi(x_i)), permutation-invariant by construction.
 #pragma once
 
-#include "pointwise.h"
-#include "pooling.h"
+#include "layers/pointwise.h"
+#include "layers/pooling.h"
 
 namespace permcheck {
 

@@ -2,7 +2,7 @@
 // carries identity and nothing about position (proofs-notes/embeddings-encode-identity.md).
 #pragma once
 
-#include "weights.h"
+#include "scalars/weights.h"
 
 #include <stdexcept>
 #include <string>

@@ -1,8 +1,8 @@
 // A post-norm transformer encoder block (Vaswani et al. 2017): y = LN(x + Attn(x)); z = LN(y + MLP(y)).
 #pragma once
 
-#include "attention.h"
-#include "pointwise.h"
+#include "layers/attention.h"
+#include "layers/pointwise.h"
 
 namespace permcheck {
 

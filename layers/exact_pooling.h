@@ -13,7 +13,7 @@
 // arbitrary-precision integer (GMP): simple and obviously exact; a fixed-width superaccumulator would be faster.
 #pragma once
 
-#include "pooling.h"
+#include "layers/pooling.h"
 
 #include <boost/multiprecision/gmp.hpp>
 

@@ -1,13 +1,13 @@
 // The public header of layers/: every reference layer, header-only, templated over the scalar type.
 #pragma once
 
-#include "attention.h"
-#include "deepsets.h"
-#include "embedding.h"
-#include "encoder.h"
-#include "pointwise.h"
-#include "pooling.h"
-#include "position.h"
-#include "rnn.h"
-#include "scalar.h"
-#include "weights.h"
+#include "layers/attention.h"
+#include "layers/deepsets.h"
+#include "layers/embedding.h"
+#include "layers/encoder.h"
+#include "layers/pointwise.h"
+#include "layers/pooling.h"
+#include "layers/position.h"
+#include "layers/rnn.h"
+#include "scalars/scalar.h"
+#include "scalars/weights.h"

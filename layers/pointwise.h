@@ -1,7 +1,7 @@
 // Pointwise layers: the same map applied to every position (row) independently.
 #pragma once
 
-#include "weights.h"
+#include "scalars/weights.h"
 
 #include <stdexcept>
 #include <string>

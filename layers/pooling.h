@@ -2,7 +2,7 @@
 // sum, mean and max are symmetric in the rows; first and last are readouts, the contrast.
 #pragma once
 
-#include "scalar.h"
+#include "scalars/scalar.h"
 
 #include <stdexcept>
 #include <string>

@@ -5,7 +5,7 @@
 // (`offset`), so that "shift every position by a constant" is a property that can be checked.
 #pragma once
 
-#include "weights.h"
+#include "scalars/weights.h"
 
 #include <algorithm>
 #include <cmath>

@@ -2,7 +2,7 @@
 // because it computes in order.
 #pragma once
 
-#include "weights.h"
+#include "scalars/weights.h"
 
 #include <stdexcept>
 #include <string>

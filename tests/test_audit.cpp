@@ -1,7 +1,7 @@
 // The black-box audit (properties/blackbox.h), the subprocess adapter (audit/exec_adapter.h) and the
 // `permcheck audit --exec` command, with in-process layers, the Python example adapters and fault adapters.
-#include "audit/exec_adapter.h"
-#include "properties/blackbox.h"
+#include "adapters/exec_adapter.h"
+#include "check/blackbox.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -2,8 +2,8 @@
 // exact witnesses, and bit-for-bit permutation-invariant pooling in float and double.
 #include "layers/exact_pooling.h"
 #include "layers/layers.h"
-#include "properties/certificate.h"
-#include "properties/degree.h"
+#include "proofs/certificate.h"
+#include "scalars/degree.h"
 
 #include <gtest/gtest.h>
 

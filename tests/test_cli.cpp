@@ -1,6 +1,6 @@
 // The permcheck command as a user and a CI job meet it: the built binary run as a subprocess, its exit codes,
 // messages, reports and failure database; and the report record's JSON round trip, in process.
-#include "audit/report.h"
+#include "report/report.h"
 
 #include <gtest/gtest.h>
 

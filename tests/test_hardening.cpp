@@ -3,8 +3,8 @@
 // never crashes (a signal, or an uncaught exception's abort) and never reads an unbounded answer into memory.
 // The parsers behind it are fed every fuzzing input kept in fuzz/ (corpus and regressions): each input either
 // parses or is refused with the documented exception.
-#include "audit/exec_adapter.h"
-#include "audit/report.h"
+#include "adapters/exec_adapter.h"
+#include "report/report.h"
 
 #include <gtest/gtest.h>
 

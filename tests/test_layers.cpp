@@ -4,9 +4,9 @@
 // The exact non-rational functions are specified as "the exact rational of the double result of the double
 // argument" (proofs-notes/exact-arithmetic.md); qexp/qsqrt/qtanh below build expected values that way, from
 // arguments derived by hand.
-#include "../layers/layers.h"
-#include "../properties/catalog.h"
-#include "../properties/permutation.h"
+#include "layers/layers.h"
+#include "layers/catalog.h"
+#include "check/permutation.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Every catalog layer in float, double and exact rationals: it runs, has the declared shape, and the float
 // and double results stay within the error bound derived in proofs-notes/float-vs-exact.md of the exact one.
-#include "../layers/layers.h"
-#include "../properties/catalog.h"
+#include "layers/layers.h"
+#include "layers/catalog.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The property engine as a specification: permutations, generators, the verdict matrix in both arithmetics,
 // minimal counterexamples, and the harness self-test on planted bugs.
-#include "properties/engine.h"
-#include "properties/mutants.h"
+#include "check/engine.h"
+#include "tests/support/mutants.h"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>

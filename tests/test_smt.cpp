@@ -1,7 +1,7 @@
 // Symbolic proofs with Z3 (issue 8, proofs-notes/smt-proofs.md): every layer the verdict matrix calls
 // equivariant or invariant is proved; no other layer and no planted mutant ever is.
-#include "../audit/commands.h"
-#include "../properties/smt.h"
+#include "cli/commands.h"
+#include "proofs/smt.h"
 
 #include <gtest/gtest.h>
 

@@ -18,7 +18,7 @@
 // prefix. It builds only on properties/blackbox.h; the GoogleTest macros are in <permcheck/gtest.h>.
 #pragma once
 
-#include "properties/blackbox.h"
+#include "check/blackbox.h"
 
 #include <Eigen/Dense>
 

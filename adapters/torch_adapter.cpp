@@ -1,0 +1,150 @@
+// The only translation unit that includes <torch/torch.h> (it alone takes ~20 s to compile).
+#include "adapters/torch_adapter.h"
+
+#include <torch/torch.h>
+
+#include <limits>
+#include <memory>
+#include <stdexcept>
+
+namespace permcheck::adapters {
+
+TorchLayer parse_torch_layer(const std::string& name) {
+    if (name == "mha") return TorchLayer::mha;
+    if (name == "encoder-layer") return TorchLayer::encoder_layer;
+    throw std::invalid_argument("the torch layer must be mha (torch::nn::MultiheadAttention) or encoder-layer "
+                                "(torch::nn::TransformerEncoderLayer), got '" + name + "'");
+}
+
+TorchMask parse_torch_mask(const std::string& name) {
+    if (name == "none") return TorchMask::none;
+    if (name == "causal") return TorchMask::causal;
+    if (name == "key-padding") return TorchMask::key_padding;
+    if (name == "key-padding-fixed") return TorchMask::key_padding_fixed;
+    throw std::invalid_argument("--mask must be none, causal, key-padding (positions whose first feature is negative "
+                                "are padding) or key-padding-fixed (the last position is padding), got '" + name + "'");
+}
+
+const char* torch_layer_name(TorchLayer l) { return l == TorchLayer::mha ? "mha" : "encoder-layer"; }
+
+const char* torch_mask_name(TorchMask m) {
+    switch (m) {
+        case TorchMask::none: return "none";
+        case TorchMask::causal: return "causal";
+        case TorchMask::key_padding: return "key-padding";
+        case TorchMask::key_padding_fixed: return "key-padding-fixed";
+    }
+    return "?";
+}
+
+Verdict expected_verdict(const TorchOptions& o) {
+    if (o.train && o.dropout > 0) return Verdict::nondeterministic;
+    if (o.mask == TorchMask::causal || o.mask == TorchMask::key_padding_fixed) return Verdict::violated;
+    return Verdict::holds;
+}
+
+double torch_amplification(TorchLayer l) { return l == TorchLayer::mha ? 1.0 : 256.0 * 256.0; }
+
+std::string torch_name(const TorchOptions& o) {
+    return std::string(o.layer == TorchLayer::mha ? "torch::nn::MultiheadAttention" : "torch::nn::TransformerEncoderLayer") +
+           "(dim=" + std::to_string(o.dim) + ", heads=" + std::to_string(o.heads) + ", mask=" + torch_mask_name(o.mask) +
+           ", " + (o.train ? "train, dropout=" + std::to_string(o.dropout) : std::string("eval")) + ", " +
+           arithmetic_name(o.dtype) + ")";
+}
+
+namespace {
+
+void validate(const TorchOptions& o) {
+    if (o.dim < 1 || o.dim > 4096) throw std::invalid_argument("--dim must be between 1 and 4096, got " + std::to_string(o.dim));
+    if (o.heads < 1 || o.dim % o.heads != 0)
+        throw std::invalid_argument("--heads must be at least 1 and divide --dim (" + std::to_string(o.dim) + "), got " +
+                                    std::to_string(o.heads));
+    if (!(o.dropout >= 0.0 && o.dropout < 1.0))
+        throw std::invalid_argument("--dropout must be in [0, 1), got " + std::to_string(o.dropout));
+    if (o.dtype == Arithmetic::exact) throw std::invalid_argument("LibTorch computes in float32 or float64, not exact");
+}
+
+// A module and its masks, called on one sequence: input (n, 1, dim), batch of one, sequence first.
+class TorchLayerBox {
+public:
+    explicit TorchLayerBox(const TorchOptions& o) : o_(o) {
+        validate(o);
+        torch::manual_seed(o.seed);
+        dtype_ = o.dtype == Arithmetic::float32 ? torch::kFloat32 : torch::kFloat64;
+        if (o.layer == TorchLayer::mha) {
+            mha_ = torch::nn::MultiheadAttention(torch::nn::MultiheadAttentionOptions(o.dim, o.heads).dropout(o.dropout));
+            module_ = mha_.ptr();
+        } else {
+            // dim_feedforward 4 * dim rather than PyTorch's 2048: the property does not depend on it, the time does.
+            encoder_ = torch::nn::TransformerEncoderLayer(
+                torch::nn::TransformerEncoderLayerOptions(o.dim, o.heads).dim_feedforward(4 * o.dim).dropout(o.dropout));
+            module_ = encoder_.ptr();
+        }
+        module_->to(dtype_);
+        module_->train(o.train);
+    }
+
+    Mat<double> operator()(const Mat<double>& x) {
+        if (x.cols() != o_.dim)
+            throw AdapterError("the torch layer has dim " + std::to_string(o_.dim) + " but the request has " +
+                               std::to_string(x.cols()) + " features per position");
+        torch::NoGradGuard no_grad;
+        torch::set_num_threads(1);
+        const auto n = x.rows();
+        torch::Tensor input = torch::empty({n, 1, x.cols()}, torch::TensorOptions().dtype(torch::kFloat64));
+        auto acc = input.accessor<double, 3>();
+        for (Eigen::Index i = 0; i < n; ++i)
+            for (Eigen::Index j = 0; j < x.cols(); ++j) acc[i][0][j] = x(i, j);
+        input = input.to(dtype_);
+
+        torch::Tensor attn_mask, padding;
+        if (o_.mask == TorchMask::causal)  // position i may not attend to j > i
+            attn_mask = torch::triu(torch::full({n, n}, -std::numeric_limits<double>::infinity(),
+                                                torch::TensorOptions().dtype(dtype_)), 1);
+        if (o_.mask == TorchMask::key_padding || o_.mask == TorchMask::key_padding_fixed) padding = padding_mask(x);
+
+        torch::Tensor out;
+        if (o_.layer == TorchLayer::mha)
+            out = std::get<0>(mha_->forward(input, input, input, padding, /*need_weights=*/false, attn_mask));
+        else
+            out = encoder_->forward(input, attn_mask, padding);
+        out = out.to(torch::kFloat64).contiguous();
+        auto res = out.accessor<double, 3>();
+        Mat<double> y(out.size(0), out.size(2));
+        for (Eigen::Index i = 0; i < y.rows(); ++i)
+            for (Eigen::Index j = 0; j < y.cols(); ++j) y(i, j) = res[i][0][j];
+        return y;
+    }
+
+private:
+    // (1, n) booleans, true = padding (ignored as a key). See torch_adapter.h for why the rule is a function of x.
+    torch::Tensor padding_mask(const Mat<double>& x) const {
+        const auto n = x.rows();
+        torch::Tensor m = torch::zeros({1, n}, torch::TensorOptions().dtype(torch::kBool));
+        if (o_.mask == TorchMask::key_padding_fixed) {
+            if (n > 1) m.accessor<bool, 2>()[0][n - 1] = true;
+            return m;
+        }
+        auto flag = m.accessor<bool, 2>();
+        Eigen::Index padded = 0;
+        for (Eigen::Index i = 0; i < n; ++i)
+            if (x(i, 0) < 0.0) flag[0][i] = true, ++padded;
+        if (padded == n) m.fill_(false);
+        return m;
+    }
+
+    TorchOptions o_;
+    torch::Dtype dtype_ = torch::kFloat64;
+    torch::nn::MultiheadAttention mha_{nullptr};
+    torch::nn::TransformerEncoderLayer encoder_{nullptr};
+    std::shared_ptr<torch::nn::Module> module_;
+};
+
+}  // namespace
+
+BlackBox torch_black_box(const TorchOptions& o) {
+    auto box = std::make_shared<TorchLayerBox>(o);
+    return [box](const Mat<double>& x) { return (*box)(x); };
+}
+
+}  // namespace permcheck::adapters

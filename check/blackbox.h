@@ -1,0 +1,89 @@
+// Auditing a layer we did not write: any callable from an n x d input to an n-row output (sequence layer) or
+// one row (pooled layer), seen only through its answers. The public header for black-box audits; the
+// subprocess adapter (audit/exec_adapter.h) and in-process callables both arrive here as a BlackBox.
+//
+// What an audit does (proofs-notes/float-tolerance.md for the tolerance):
+//   - generates cases (input with ties or generic values, permutation) with properties/generators.h,
+//     n in [min_len, max_len]; a passing case costs two calls, L(x) and L(P x);
+//   - compares L(P x) with P L(x) (sequence) or L(x) (pooled) with a tolerance derived from the dtype's unit
+//     roundoff, n, d and the magnitudes, never a fixed allclose;
+//   - before calling a difference a violation, evaluates both sides again: a layer that answers the same input
+//     twice differently is `nondeterministic`, never `violated`; the first few inputs are evaluated twice;
+//   - a non-finite output is its own verdict; every failure is shrunk (fewest positions, fewest moved
+//     positions, simplest values) with properties/search.h.
+#pragma once
+
+#include "check/engine.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace permcheck {
+
+// What a black box throws when it cannot answer (process died, timed out, broke the protocol, ...). The
+// message names the cause and the last request; an audit turns it into the verdict `error`.
+struct AdapterError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// The layer under audit. Called with an n x d input (one row per position); returns n rows (sequence output)
+// or one row (pooled output), of any width. Throws AdapterError (or any std::exception) on failure. One
+// BlackBox is called from one thread at a time.
+using BlackBox = std::function<Mat<double>(const Mat<double>&)>;
+
+enum class Verdict { holds, violated, nondeterministic, non_finite, error };
+const char* verdict_name(Verdict v);  // holds | violated | nondeterministic | non-finite | error
+int exit_code(Verdict v);             // 0 holds; 1 violated, nondeterministic, non-finite; 2 error
+
+// A deterministic split of the cases: case i belongs to shard `index` (1-based) of `count` when
+// i % count == index - 1, so the shards of one audit together run exactly the unsharded audit's cases.
+struct Shard {
+    int index = 1;
+    int count = 1;
+};
+Shard parse_shard(const std::string& text);  // "K/N" with 1 <= K <= N; throws std::invalid_argument otherwise
+bool in_shard(int case_index, const Shard& shard);
+
+struct AuditOptions {
+    std::string name = "black box";     // the audited layer's name in the record (e.g. the command)
+    Output output = Output::sequence;   // sequence: equivariance L(P x) = P L(x); pooled: invariance L(P x) = L(x)
+    Arithmetic dtype = Arithmetic::float64;  // the precision the layer computes in: float32 | float64
+    int d = 4;                          // features per position
+    int min_len = 1, max_len = 8;       // sequence lengths; shrinking goes toward min_len
+    int cases = 100;                    // cases of the whole audit (before sharding)
+    std::uint64_t seed = 1;
+    Shard shard;                        // which of the cases this run evaluates
+    int repeat_checks = 3;              // cases of this run (spread over it) that also evaluate L(x) twice
+    double amplification = 1.0;         // the layer's worst-case growth of a rounding error (ToleranceModel)
+    int max_shrink_evaluations = 500;   // a cap on the shrinking of one failure (each costs 2 calls)
+};
+// Throws std::invalid_argument naming the bad option and what is expected.
+void validate(const AuditOptions& opts);
+
+struct AuditResult {
+    Verdict verdict = Verdict::holds;
+    std::string property;               // equivariance | invariance
+    std::string dtype;                  // float32 | float64
+    int cases = 0;                      // cases evaluated by this run (its shard), the failing one included
+    int evaluations = 0;                // calls of the black box, in all
+    // violated / non-finite: the shrunk case, both sides and their comparison. nondeterministic: x is the input
+    // that was answered twice, lhs and rhs the two answers, perm the identity.
+    std::optional<Counterexample> counterexample;
+    std::string detail;                 // a sentence on what was found (e.g. which call gave two answers)
+    std::string error;                  // verdict error: the cause, naming the last request
+    std::string last_request;           // the last input sent, e.g. "n=5, d=4", empty before the first
+};
+
+// Audits one black box.
+AuditResult audit(const BlackBox& layer, const AuditOptions& opts);
+
+// The same audit with the cases spread over several black boxes (one thread each, e.g. one adapter process
+// each). The verdict, cases and counterexample are those of one box (the lowest-indexed failing case is the
+// one shrunk); `evaluations` may be higher, since cases already started past a failure are finished.
+AuditResult audit(const std::vector<BlackBox>& layers, const AuditOptions& opts);
+
+}  // namespace permcheck

@@ -1,0 +1,98 @@
+// Two ways to compare the sides of a property: exactly (zero tolerance) for exact scalars, and with a
+// tolerance derived from the unit roundoff for float and double (proofs-notes/float-tolerance.md).
+#pragma once
+
+#include "scalars/scalar.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace permcheck {
+
+struct Comparison {
+    bool holds = true;
+    double max_abs_diff = 0.0;  // largest |lhs - rhs| (for exact scalars: the exact difference, rounded once)
+    Eigen::Index row = -1, col = -1;  // where it is; -1 when the shapes differ
+    double tolerance = 0.0;     // 0 for exact comparisons
+    bool shape_mismatch = false;
+    // difference / tolerance: > 1 is a violation. Infinite for exact violations.
+    double margin() const {
+        if (max_abs_diff == 0.0) return 0.0;
+        return tolerance > 0.0 ? max_abs_diff / tolerance : std::numeric_limits<double>::infinity();
+    }
+};
+
+// What the tolerance of a floating comparison is made of. The two sides differ only in the order of the
+// reductions over positions (sums of n terms, in softmax denominators, weighted sums and pooling), each
+// contributing at most gamma(n) times the magnitude it sums; the layer can amplify that by `amplification`
+// (LayerNorm divides by a row's standard deviation, at least sqrt(eps)). See proofs-notes/float-tolerance.md.
+struct ToleranceModel {
+    double unit_roundoff = 0.0;   // u: 2^-24 for float, 2^-53 for double, 0 for exact
+    double amplification = 1.0;   // layer's worst-case growth of a perturbation, per catalog entry
+    double safety = 4.0;          // both sides err, each in a few reductions: a small constant, stated once
+};
+
+inline double gamma(double k, double u) {
+    const double ku = k * u;
+    return ku < 1.0 ? ku / (1.0 - ku) : std::numeric_limits<double>::infinity();
+}
+
+// tol = safety * amplification * gamma(n + d) * M, M = the largest magnitude among input and both sides.
+inline double float_tolerance(const ToleranceModel& m, Eigen::Index n, Eigen::Index d, double magnitude) {
+    if (m.unit_roundoff == 0.0) return 0.0;
+    const double floor = std::numeric_limits<double>::min();
+    return m.safety * m.amplification * gamma(static_cast<double>(n + d), m.unit_roundoff) *
+           std::max(magnitude, floor);
+}
+
+template <class S> double max_abs(const Mat<S>& a) {
+    double m = 0.0;
+    for (Eigen::Index k = 0; k < a.size(); ++k) m = std::max(m, std::abs(sc::to_double<S>(a.data()[k])));
+    return m;
+}
+
+// Compares lhs and rhs; `magnitude` is the scale the tolerance is relative to (ignored for exact scalars).
+// Non-finite entries never compare equal to anything but the same non-finite value.
+template <class S>
+Comparison compare(const Mat<S>& lhs, const Mat<S>& rhs, double tolerance) {
+    Comparison c;
+    c.tolerance = tolerance;
+    if (lhs.rows() != rhs.rows() || lhs.cols() != rhs.cols()) {
+        c.holds = false;
+        c.shape_mismatch = true;
+        c.max_abs_diff = std::numeric_limits<double>::infinity();
+        return c;
+    }
+    // Column by column (storage order); of equal differences, the first in reading order (row by row) is
+    // the one reported.
+    for (Eigen::Index j = 0; j < lhs.cols(); ++j)
+        for (Eigen::Index i = 0; i < lhs.rows(); ++i) {
+            double diff;
+            bool equal;
+            if constexpr (ScalarTraits<S>::exact) {
+                const S delta = lhs(i, j) - rhs(i, j);
+                equal = delta == 0;
+                diff = std::abs(sc::to_double<S>(delta));
+                if (!equal && diff == 0.0) diff = std::numeric_limits<double>::denorm_min();  // below double range
+            } else {
+                const double a = sc::to_double<S>(lhs(i, j)), b = sc::to_double<S>(rhs(i, j));
+                if (std::isnan(a) || std::isnan(b) || std::isinf(a) || std::isinf(b)) {
+                    equal = (std::isnan(a) && std::isnan(b)) || a == b;
+                    diff = equal ? 0.0 : std::numeric_limits<double>::infinity();
+                } else {
+                    diff = std::abs(a - b);
+                    equal = diff <= tolerance;
+                }
+            }
+            if (!equal) c.holds = false;
+            if (diff > c.max_abs_diff || (diff == c.max_abs_diff && diff > 0.0 && i < c.row)) {
+                c.max_abs_diff = diff;
+                c.row = i;
+                c.col = j;
+            }
+        }
+    return c;
+}
+
+}  // namespace permcheck

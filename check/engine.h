@@ -1,0 +1,138 @@
+// Checking a catalog layer against a property: random search in float, double or exact rationals, the
+// shrunk counterexample, and its exact confirmation. The public header of properties/.
+#pragma once
+
+#include "layers/catalog.h"
+#include "check/compare.h"
+#include "check/generators.h"
+#include "check/permutation.h"
+#include "check/property.h"
+#include "check/search.h"
+
+#include <cstdint>
+#include <optional>
+#include <type_traits>
+#include <string>
+
+namespace permcheck {
+
+enum class Arithmetic { float32, float64, exact };
+const char* arithmetic_name(Arithmetic a);
+Arithmetic parse_arithmetic(const std::string& name);  // float32|float64|exact; throws otherwise
+
+struct CheckOptions {
+    Arithmetic arithmetic = Arithmetic::float64;
+    int cases = 100;
+    std::uint64_t seed = 1;
+    int min_len = 1;
+    int max_len = 8;
+    int d = 4;
+};
+
+// One counterexample, as data: every view (text, JSON, Markdown, HTML) is made from this record.
+struct Counterexample {
+    std::string layer, property, dtype;
+    Permutation perm;   // the permutation the property applied (acting on rows: (P x)[i] = x[p[i]])
+    Mat<double> x;      // the input
+    Mat<double> lhs;    // the property's left side, e.g. L(P x)
+    Mat<double> rhs;    // its right side, e.g. P L(x)
+    Comparison comparison;
+    std::uint64_t seed = 0, weight_seed = 0;
+    long shift = 0;
+    int case_index = -1, shrink_steps = 0;
+    bool confirmed_exactly = false;  // the same case, evaluated in rationals, violates with zero tolerance
+    bool black_box = false;          // an audited layer: no weight seed, no exact re-evaluation possible
+    std::string replay;              // a command line that re-runs this check
+
+    Eigen::Index n() const { return x.rows(); }
+    Eigen::Index d() const { return x.cols(); }
+};
+
+// What a check runs on: a layer family, built in every arithmetic from the width, the weights' seed and the
+// index of the first position. Catalog layers are subjects; so are the planted mutants of the harness self-test
+// and any layer a user writes as a template.
+template <class S> using Factory = std::function<LayerFn<S>(Eigen::Index d, std::uint64_t weight_seed, long offset)>;
+
+struct Subject {
+    std::string name;
+    Output output = Output::sequence;
+    double amplification = 1.0;  // see ToleranceModel
+    Factory<float> f32;
+    Factory<double> f64;
+    Factory<long double> f80;
+    Factory<Rational> exact;
+
+    template <class S> const Factory<S>& factory() const {
+        if constexpr (std::is_same_v<S, float>) return f32;
+        else if constexpr (std::is_same_v<S, double>) return f64;
+        else if constexpr (std::is_same_v<S, long double>) return f80;
+        else return exact;
+    }
+};
+
+// A subject from a generic factory: make(std::type_identity<S>{}, d, weight_seed, offset) -> LayerFn<S>.
+template <class Make> Subject make_subject(std::string name, Output output, Make make, double amplification = 1.0) {
+    Subject s;
+    s.name = std::move(name);
+    s.output = output;
+    s.amplification = amplification;
+    auto bind = [make]<class S>(std::type_identity<S>) {
+        return Factory<S>([make](Eigen::Index d, std::uint64_t seed, long offset) {
+            return LayerFn<S>(make(std::type_identity<S>{}, d, seed, offset));
+        });
+    };
+    s.f32 = bind(std::type_identity<float>{});
+    s.f64 = bind(std::type_identity<double>{});
+    s.f80 = bind(std::type_identity<long double>{});
+    s.exact = bind(std::type_identity<Rational>{});
+    return s;
+}
+
+Subject subject(const LayerSpec& spec);
+
+struct CheckResult {
+    std::string layer, property, dtype;
+    bool expected_holds = true;
+    bool holds = true;
+    int cases_run = 0, evaluations = 0;
+    std::optional<Counterexample> counterexample;
+    bool as_expected() const { return holds == expected_holds; }
+};
+
+// The shrinks of a case, most radical first: delete a position (down to min_len), fix a moved position of the
+// permutation, simplify one input value (gen::simpler_values), then weights' seed 0 and
+// shift 1. Shrinking by deletion keeps the rest of the case, so a violation that needs two positions keeps
+// failing as the others go: the shortest sequence is reached directly, not by luck of regeneration.
+rc::Seq<Case> case_shrinks(const Case& c, int min_len);  // lazy: a large case has many
+
+// The case generator of a check: n in [min_len, max_len] (shrinking toward min_len), input, permutation,
+// weight seed and shift.
+rc::Gen<Case> case_generator(const CheckOptions& opts);
+
+// Evaluates one case: does the property hold on it? (both sides in opts.arithmetic)
+Sides<double> evaluate_case(const Subject& subject, Property property, const Case& c, Arithmetic arithmetic);
+Sides<double> evaluate_case(const LayerSpec& spec, Property property, const Case& c, Arithmetic arithmetic);
+
+// Searches for a case that violates the property and shrinks it. `expected_holds` only labels the result.
+CheckResult check(const Subject& subject, Property property, const CheckOptions& opts, bool expected_holds = true);
+// The record of a failing case: both sides evaluated again, confirmed in exact arithmetic, with a replay line.
+Counterexample counterexample_of(const Subject& subject, Property property, const Case& c, const CheckOptions& opts,
+                                 int case_index, int shrink_steps);
+// A catalog layer, labelled with the catalog's expectation.
+CheckResult check(const LayerSpec& spec, Property property, const CheckOptions& opts);
+
+// For executables that run many checks (the permcheck command, the benchmarks): a check frees and allocates
+// the same matrices case after case, and glibc's defaults hand the top of the heap back to the system each time
+// more than 128 KiB is free there, then page-fault it in again; at n = 64, d = 64 that was a quarter of a
+// float64 check's time (bench/bench_check.cpp). This keeps up to 64 MiB of freed memory for reuse. It changes
+// the whole process's allocator, so the library never calls it on its own. A no-op outside glibc.
+void keep_freed_memory_for_reuse();
+
+// The replay command line for a check.
+std::string replay_command(const std::string& layer, Property property, const CheckOptions& opts);
+
+// A readable multi-line description, for test failure messages and the terminal.
+std::string describe(const Counterexample& c);
+std::string format_matrix(const Mat<double>& m, const std::string& indent = "    ");
+
+}  // namespace permcheck

@@ -1,0 +1,73 @@
+// The properties, each a function of a layer and a case, evaluated in any scalar type.
+#pragma once
+
+#include "layers/catalog.h"
+#include "check/compare.h"
+#include "check/permutation.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace permcheck {
+
+enum class Property {
+    equivariance,      // sequence output: L(P x) = P L(x)
+    invariance,        // pooled output:   L(P x) = L(x)
+    shift,             // every position index + c: L_c(x) = L_0(x)   (relative position signals)
+    reversal,          // L(R x) = R L(x) for the reversal R
+    causal_prefix,     // P fixes the last position: L(P x)[n-1] = L(x)[n-1]
+};
+
+const char* property_name(Property p);
+Property parse_property(const std::string& name);  // throws std::invalid_argument listing valid names
+std::string property_names();
+
+// One case: an input, a permutation of its positions, the weights' seed and a position shift.
+struct Case {
+    Mat<double> x;
+    Permutation perm;
+    std::uint64_t weight_seed = 0;
+    long shift = 1;
+};
+
+// Both sides of a property in scalar S, and how they compare.
+template <class S> struct Sides {
+    Mat<S> lhs, rhs;
+    Comparison comparison;
+};
+
+// The permutation a property actually applies (the reversal, or the case's permutation with the last position
+// fixed for the causal prefix property).
+Permutation acting_permutation(Property p, const Permutation& perm);
+
+template <class S>
+Sides<S> evaluate(const LayerFn<S>& layer, const LayerFn<S>& shifted, Property property, const Mat<S>& x,
+                  const Permutation& perm, const ToleranceModel& tol) {
+    Sides<S> out;
+    const Permutation p = acting_permutation(property, perm);
+    switch (property) {
+        case Property::equivariance:
+        case Property::reversal: out.lhs = layer(p.apply(x)); out.rhs = p.apply(layer(x)); break;
+        case Property::invariance: out.lhs = layer(p.apply(x)); out.rhs = layer(x); break;
+        case Property::shift: out.lhs = shifted(x); out.rhs = layer(x); break;
+        case Property::causal_prefix: {
+            const Mat<S> a = layer(p.apply(x)), b = layer(x);
+            out.lhs = a.bottomRows(1);
+            out.rhs = b.bottomRows(1);
+            break;
+        }
+    }
+    const double magnitude = std::max({max_abs(x), max_abs(out.lhs), max_abs(out.rhs)});
+    out.comparison = compare<S>(out.lhs, out.rhs, float_tolerance(tol, x.rows(), x.cols(), magnitude));
+    return out;
+}
+
+// The properties that apply to a catalog layer, each with the verdict the theory expects (true = holds).
+struct Expectation {
+    Property property;
+    bool holds;
+};
+std::vector<Expectation> expectations(const LayerSpec& spec);
+
+}  // namespace permcheck

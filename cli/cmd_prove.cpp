@@ -1,0 +1,92 @@
+// `permcheck prove LAYER | --all`: the certificate of each reference layer (properties/certificate.h), or with
+// --smt the symbolic proof of cmd_prove_smt.cpp.
+#include "cli/commands.h"
+
+#include "proofs/certificate.h"
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+namespace permcheck::cli {
+namespace {
+
+struct ProveOptions {
+    std::string layer;
+    bool all = false;
+    bool smt = false;
+    std::string emit_smt;
+    double smt_timeout = SmtRequest{}.timeout_seconds;
+    CertificateOptions certificate;
+};
+
+int prove(const ProveOptions& o) {
+    if (o.all == !o.layer.empty()) {
+        std::fprintf(stderr, "permcheck prove: name one layer or pass --all (valid layers: %s)\n",
+                     layer_names().c_str());
+        return 2;
+    }
+    std::vector<std::string> layers;
+    if (o.all)
+        for (const LayerSpec& s : catalog()) layers.push_back(s.name);
+    else
+        layers.push_back(find_layer(o.layer).name);  // throws, listing the valid names
+
+    if (o.smt || !o.emit_smt.empty()) {
+        SmtRequest request;
+        request.layers = layers;
+        request.n = o.certificate.n;
+        request.d = o.certificate.d;
+        request.emit_dir = o.emit_smt;
+        request.timeout_seconds = o.smt_timeout;
+        return prove_smt(request, std::cout);
+    }
+
+    int mismatches = 0;
+    for (const std::string& name : layers) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const Certificate c = certify(find_layer(name), o.certificate);
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::string text = describe(c);
+        // The time goes before the verdict, so that every account still ends in its verdict line.
+        const std::size_t verdict_line = text.rfind('\n', text.size() - 2);
+        char timing[64];
+        std::snprintf(timing, sizeof timing, "  time: %.3f s\n", seconds);
+        text.insert(verdict_line + 1, timing);
+        std::fputs(text.c_str(), stdout);
+        if (o.all) std::fputs("\n", stdout);
+        std::fflush(stdout);
+        mismatches += !c.as_expected();
+    }
+    if (o.all)
+        std::printf("%s\n", mismatches == 0 ? "every layer certified as the verdict matrix expects"
+                                            : "some layers were NOT certified as the verdict matrix expects");
+    return mismatches == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+void add_prove(CLI::App& app, Outcome& outcome) {
+    auto o = std::make_shared<ProveOptions>();
+    CLI::App* cmd = app.add_subcommand(
+        "prove", "certify equivariance/invariance for every permutation, input and weight setting at (n, d), "
+                 "or give an exact witness that it fails");
+    cmd->add_option("layer", o->layer, "a reference layer (see `permcheck list`)");
+    cmd->add_flag("--all", o->all, "every reference layer");
+    cmd->add_option("--n", o->certificate.n, "positions")->check(CLI::Range(2, 64))->capture_default_str();
+    cmd->add_option("--d", o->certificate.d, "features per position")->check(CLI::Range(1, 64))->capture_default_str();
+    cmd->add_option("--trials", o->certificate.trials, "k, independent random points; |S| is chosen so that (D'/|S|)^k <= 2^-64")
+        ->check(CLI::Range(1, 64))
+        ->capture_default_str();
+    cmd->add_option("--seed", o->certificate.seed, "seed of the random points and of the witness search")
+        ->capture_default_str();
+    cmd->add_flag("--smt", o->smt, "prove with Z3 instead: all real inputs and weights, uninterpreted exp/sqrt/tanh");
+    cmd->add_option("--smt-timeout", o->smt_timeout, "with --smt: seconds Z3 may spend on one query before it counts as unknown")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    cmd->add_option("--emit-smt", o->emit_smt, "with --smt: write each query as an SMT-LIB 2 file into DIR (implies --smt)");
+    cmd->callback([o, &outcome] { outcome.exit_code = prove(*o); });
+}
+
+}  // namespace permcheck::cli

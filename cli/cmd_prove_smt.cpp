@@ -1,0 +1,136 @@
+// `permcheck prove LAYER --smt [--emit-smt DIR]`: the Z3 prover (properties/smt.h) on catalog layers, one
+// verdict line per layer, the per-generator answers and the witness underneath. cmd_prove.cpp parses the
+// command line and calls prove_smt.
+#include "cli/commands.h"
+
+#include "proofs/smt.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+#include <stdexcept>
+
+namespace permcheck::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string generator_tag(const Permutation& p) { return p.moved() == 2 ? "transposition" : "rotation"; }
+
+// A standalone SMT-LIB 2 file: what it asks in comments, then Z3's declarations, assertion and (check-sat).
+std::string smtlib_file(const SmtResult& r, const SmtQuery& q) {
+    const bool invariance = r.property == Property::invariance;
+    std::ostringstream s;
+    s << "; permcheck: layer " << r.layer << " at n = " << r.n << ", d = " << r.d << ", permutation " << q.perm.cycles()
+      << " (rows: (P x)[i] = x[p[i]])\n"
+      << "; asserts that some entry of " << (invariance ? "L(P x) and L(x)" : "L(P x) and P L(x)") << " differs;\n"
+      << "; x_i_j are the inputs, w<k> the weights in draw order, u_exp/u_sqrt/u_tanh/u_relu uninterpreted.\n"
+      << "; unsat proves the " << (invariance ? "invariance" : "equivariance")
+      << " for this permutation (proofs-notes/smt-proofs.md). permcheck's answer: " << answer_name(q.answer) << "\n"
+      << q.smtlib;
+    if (q.smtlib.find("(check-sat)") == std::string::npos) s << "(check-sat)\n";
+    return s.str();
+}
+
+// Written next to its final name, then renamed: a reader never sees half a file.
+void write_file(const fs::path& path, const std::string& text) {
+    const fs::path tmp = path.string() + ".tmp";
+    {
+        std::ofstream f(tmp, std::ios::binary);
+        f << text;
+        if (!f.flush()) throw std::runtime_error("cannot write " + tmp.string());
+    }
+    std::error_code ec;
+    fs::rename(tmp, path, ec);
+    if (ec) throw std::runtime_error("cannot rename " + tmp.string() + " to " + path.string() + ": " + ec.message());
+}
+
+std::string validate(const SmtRequest& req) {
+    if (req.layers.empty()) return "no layer to prove; valid layers: " + layer_names();
+    if (req.n < 2) return "--n must be at least 2 (a permutation needs two positions), got " + std::to_string(req.n);
+    if (req.d < 1) return "--d must be at least 1, got " + std::to_string(req.d);
+    if (!(req.timeout_seconds > 0))
+        return "the SMT timeout must be a positive number of seconds, got " + std::to_string(req.timeout_seconds);
+    for (const std::string& name : req.layers) {
+        try {
+            find_layer(name);
+        } catch (const std::invalid_argument& e) {
+            return e.what();
+        }
+    }
+    return "";
+}
+
+}  // namespace
+
+int prove_smt(const SmtRequest& req, std::ostream& out) {
+    if (const std::string problem = validate(req); !problem.empty()) {
+        out << "permcheck: " << problem << "\n";
+        return 2;
+    }
+    if (!req.emit_dir.empty()) {
+        std::error_code ec;
+        fs::create_directories(req.emit_dir, ec);
+        if (ec || !fs::is_directory(req.emit_dir)) {
+            out << "permcheck: cannot create the --emit-smt directory '" << req.emit_dir << "'"
+                << (ec ? ": " + ec.message() : "") << "\n";
+            return 2;
+        }
+    }
+    SmtOptions opts;
+    opts.timeout_seconds = req.timeout_seconds;
+    opts.keep_smtlib = !req.emit_dir.empty();
+
+    int code = 0;
+    for (const std::string& name : req.layers) {
+        const auto start = std::chrono::steady_clock::now();
+        SmtResult r;
+        try {
+            r = smt_prove(smt_subject(find_layer(name)), req.n, req.d, opts);
+        } catch (const std::invalid_argument& e) {
+            out << "permcheck: cannot prove " << name << " at n = " << req.n << ", d = " << req.d << ": " << e.what()
+                << "\n";
+            code = 2;
+            continue;
+        }
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        out << (r.as_expected() ? "as expected  " : "UNEXPECTED   ") << name << ": " << r.headline() << " ["
+            << std::fixed << std::setprecision(2) << seconds << " s]\n"
+            << std::defaultfloat;
+        for (const SmtQuery& q : r.queries) {
+            out << "    " << q.perm.cycles() << ": " << answer_name(q.answer);
+            if (!q.reason_unknown.empty()) out << " (" << q.reason_unknown << ")";
+            if (q.answer == SmtAnswer::sat) out << (q.model_confirmed ? ", model confirmed" : ", model not confirmed");
+            out << ", Z3 " << q.seconds << " s (CPU " << q.cpu_seconds << " s)\n";
+            if (!req.emit_dir.empty()) {
+                const fs::path file = fs::path(req.emit_dir) / (name + "-n" + std::to_string(req.n) + "-d" +
+                                                                 std::to_string(req.d) + "-" + generator_tag(q.perm) +
+                                                                 ".smt2");
+                try {
+                    write_file(file, smtlib_file(r, q));
+                    out << "      wrote " << file.string() << "\n";
+                } catch (const std::exception& e) {
+                    out << "permcheck: " << e.what() << "\n";
+                    code = 2;
+                }
+            }
+        }
+        if (r.counterexample) {
+            out << "    witness from the " << r.witness_source << ":\n";
+            std::istringstream lines(permcheck::describe(*r.counterexample));
+            for (std::string line; std::getline(lines, line);) out << "      " << line << "\n";
+            if (!r.witness_weights.empty()) {
+                out << "      weights w0.. in draw order:";
+                for (double w : r.witness_weights) out << ' ' << w;
+                out << "\n";
+            }
+        }
+        if (!r.as_expected() && code == 0) code = 1;
+    }
+    return code;
+}
+
+}  // namespace permcheck::cli

@@ -1,0 +1,102 @@
+// `permcheck` with no subcommand: every reference layer x every property that applies, as a table.
+#include "cli/commands.h"
+
+#include "check/engine.h"
+#include "report/report.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+namespace permcheck::cli {
+namespace {
+
+struct Row {
+    CheckResult result;
+    double seconds;
+};
+
+Row timed_check(const LayerSpec& spec, Property property, const CheckOptions& opts) {
+    const auto t0 = std::chrono::steady_clock::now();
+    CheckResult r = check(spec, property, opts);
+    return {std::move(r), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
+}
+
+// "n=2 (0 1), 5 shrinks" for a failure; empty when the property held.
+std::string smallest(const CheckResult& r) {
+    if (!r.counterexample) return "";
+    const Counterexample& c = *r.counterexample;
+    const std::string what = r.property == "shift" ? "shift " + std::to_string(c.shift) : c.perm.cycles();
+    return "n=" + std::to_string(c.n()) + " " + what + ", " + std::to_string(c.shrink_steps) + " shrinks";
+}
+
+// --report DIR: one report directory per row that found a counterexample (expected or not), named
+// <layer>.<property>.<dtype>, and DIR/summary.json listing every row (schema permcheck.table/1).
+void report_row(const std::string& dir, const Row& row, const CheckOptions& o, nlohmann::json& summary) {
+    const CheckResult& r = row.result;
+    nlohmann::json entry = {{"layer", r.layer}, {"property", r.property}, {"dtype", r.dtype},
+                            {"expected", r.expected_holds ? "holds" : "violated"},
+                            {"verdict", r.holds ? "holds" : "violated"}, {"as_expected", r.as_expected()},
+                            {"cases", r.cases_run}, {"seconds", row.seconds}, {"report", nullptr}};
+    if (r.counterexample) {
+        const std::string name = r.layer + "." + r.property + "." + r.dtype;
+        report::write(std::filesystem::path(dir) / name, report::record_of(r, o));
+        entry["report"] = name;
+    }
+    summary["rows"].push_back(std::move(entry));
+}
+
+int verdict_table(const CheckOptions& base, const std::string& report_dir) {
+    nlohmann::json summary = {{"schema", "permcheck.table/1"}, {"rows", nlohmann::json::array()}};
+    const bool progress = progress_enabled();
+    std::printf("%-32s %-14s %-9s %-9s %-8s %6s %8s  %s\n", "layer", "property", "expected", "verdict", "method",
+                "cases", "time", "smallest counterexample");
+    int mismatches = 0;
+    for (const LayerSpec& spec : catalog()) {
+        for (const Expectation& e : expectations(spec)) {
+            for (Arithmetic a : {Arithmetic::float64, Arithmetic::exact}) {
+                CheckOptions o = base;
+                o.arithmetic = a;
+                if (progress)
+                    std::fprintf(stderr, "\r\033[Kchecking %s %s (%s)...", spec.name.c_str(), property_name(e.property),
+                                 arithmetic_name(a));
+                const Row row = timed_check(spec, e.property, o);
+                const bool ok = row.result.as_expected();
+                if (!report_dir.empty()) report_row(report_dir, row, o, summary);
+                mismatches += !ok;
+                if (progress) std::fprintf(stderr, "\r\033[K");
+                std::printf("%-32s %-14s %-9s %-9s %-8s %6d %7.2fs  %s%s\n", spec.name.c_str(),
+                            property_name(e.property), e.holds ? "holds" : "fails",
+                            row.result.holds ? "holds" : "fails", arithmetic_name(a), row.result.cases_run,
+                            row.seconds, smallest(row.result).c_str(), ok ? "" : "   <-- UNEXPECTED");
+                std::fflush(stdout);
+            }
+        }
+    }
+    if (!report_dir.empty()) {
+        summary["as_expected"] = mismatches == 0;
+        report::write_atomically(std::filesystem::path(report_dir) / "summary.json", summary.dump(2) + "\n");
+    }
+    std::printf("\n%s\n", mismatches == 0 ? "every verdict matches the theory"
+                                          : "some verdicts do NOT match the theory");
+    return mismatches == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+void add_table(CLI::App& app, Outcome& outcome) {
+    auto opts = std::make_shared<CheckOptions>();
+    auto report_dir = std::make_shared<std::string>();
+    app.add_option("--cases", opts->cases, "random cases per check, in float64 and in exact arithmetic")
+        ->check(CLI::PositiveNumber);
+    app.add_option("--seed", opts->seed, "seed of the random search");
+    app.add_option("--report", *report_dir,
+                   "write a report directory per row with a counterexample, and summary.json, into DIR");
+    app.callback([&app, &outcome, opts, report_dir] {
+        if (app.get_subcommands().empty()) outcome.exit_code = verdict_table(*opts, *report_dir);
+    });
+}
+
+}  // namespace permcheck::cli

@@ -1,0 +1,38 @@
+// The permcheck command: with no arguments, the verdict table of every reference layer.
+#include "cli/commands.h"
+#include "check/engine.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <unistd.h>
+
+namespace permcheck::cli {
+bool progress_enabled() { return isatty(STDERR_FILENO) != 0 && std::getenv("CI") == nullptr; }
+}  // namespace permcheck::cli
+
+int main(int argc, char** argv) {
+    using namespace permcheck::cli;
+    permcheck::keep_freed_memory_for_reuse();
+    CLI::App app{"permcheck: proves what sequence layers do with token order"};
+    app.require_subcommand(0, 1);
+    Outcome outcome;
+    add_table(app, outcome);
+    add_prove(app, outcome);
+    add_list(app, outcome);
+    add_check(app, outcome);
+    add_replay(app, outcome);
+    add_demo(app, outcome);
+    add_audit(app, outcome);
+    add_audit_torch(app, outcome);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        const int code = app.exit(e);
+        return code == 0 ? 0 : 2;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "permcheck: %s\n", e.what());
+        return 2;
+    }
+    return outcome.exit_code;
+}

@@ -1,0 +1,445 @@
+#include "proofs/certificate.h"
+
+#include "scalars/degree.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+namespace permcheck {
+
+// ---------------------------------------------------------------------------------------------------------
+// Generator reduction
+
+std::vector<Permutation> generated_group(const std::vector<Permutation>& generators, std::size_t limit) {
+    if (generators.empty()) throw std::invalid_argument("generated_group needs at least one generator");
+    const int n = generators.front().size();
+    for (const Permutation& g : generators)
+        if (g.size() != n)
+            throw std::invalid_argument("generators act on different sizes: " + std::to_string(n) + " and " +
+                                        std::to_string(g.size()));
+    std::vector<Permutation> group{Permutation::identity(n)};
+    std::set<std::vector<int>> seen{group.front().one_line()};
+    // Breadth-first closure: every element is a product of generators (in a finite group, inverses are powers).
+    for (std::size_t next = 0; next < group.size(); ++next) {
+        for (const Permutation& g : generators) {
+            Permutation h = group[next].then(g);
+            if (seen.insert(h.one_line()).second) {
+                if (group.size() >= limit)
+                    throw std::length_error("the generated group has more than " + std::to_string(limit) +
+                                            " elements; raise the limit to enumerate it");
+                group.push_back(std::move(h));
+            }
+        }
+    }
+    return group;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Degree bound
+
+namespace {
+void require_shape(int n, int d) {
+    if (n < 2 || n > 64)
+        throw std::invalid_argument("a certificate needs 2 <= n <= 64 positions, got n = " + std::to_string(n) +
+                                    " (S_1 is trivial; beyond 64 the exact evaluation takes too long)");
+    if (d < 1 || d > 64) throw std::invalid_argument("the width d must be in [1, 64], got " + std::to_string(d));
+}
+
+// L(g x) must equal g L(x) for sequence outputs, L(x) for pooled ones.
+template <class S> Mat<S> expected_side(Output output, const Permutation& g, const Mat<S>& lx) {
+    return output == Output::pooled ? lx : g.apply(lx);
+}
+}  // namespace
+
+CertifiedLayer certified_layer(const LayerSpec& spec) {
+    return make_certified_layer(spec.name, spec.output, spec.symmetric,
+                                [name = spec.name]<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw) {
+                                    return build_layer<S>(name, d, draw);
+                                });
+}
+
+DegreeBound degree_bound(const LayerSpec& spec, int n, int d) { return degree_bound(certified_layer(spec), n, d); }
+
+DegreeBound degree_bound(const CertifiedLayer& family, int n, int d) {
+    require_shape(n, d);
+    DegreeBound bound;
+    DivisorRecord record;
+    Draw<Degree> variable = [] { return Degree::variable(); };
+    const LayerFn<Degree> layer = family.degree(d, variable);
+    const Mat<Degree> x = draw_matrix<Degree>(n, d, variable);
+    const Mat<Degree> lx = layer(x);
+    long long numerator = 0;
+    for (const Permutation& g : Permutation::generators(n)) {
+        const Mat<Degree> lhs = layer(g.apply(x));
+        const Mat<Degree> rhs = expected_side(family.output, g, lx);
+        for (Eigen::Index i = 0; i < lhs.rows(); ++i)
+            for (Eigen::Index j = 0; j < lhs.cols(); ++j)
+                numerator = std::max(numerator, Degree(lhs(i, j) - rhs(i, j)).numerator_degree());
+    }
+    bound.numerator = numerator;
+    bound.divisors = record.total_degree();
+    bound.divisor_count = record.count();
+    return bound;
+}
+
+int set_bits_for(long long degree_total, int trials, int target_log2) {
+    if (trials < 1) throw std::invalid_argument("the number of trials must be at least 1, got " + std::to_string(trials));
+    if (target_log2 >= 0) throw std::invalid_argument("the target failure bound must be below 1 (2^-1 or smaller)");
+    const double log2_d = degree_total <= 1 ? 0.0 : std::log2(static_cast<double>(degree_total));
+    int bits = std::max(32, static_cast<int>(std::ceil(log2_d + static_cast<double>(-target_log2) / trials)));
+    while (trials * (log2_d - bits) > target_log2) ++bits;  // guards the ceil against rounding
+    return bits;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Exact evaluation
+
+std::string to_string(const Rational& v) { return v.str(); }
+
+// Assembled from 32-bit chunks of SplitMix64.
+Draw<RationalStandin> uniform_integers(SplitMix64& rng, int bits) {
+    if (bits < 2 || bits > 4096) throw std::invalid_argument("integer draws need 2 to 4096 bits, got " + std::to_string(bits));
+    return [&rng, bits] {
+        RationalStandin v = 0;
+        for (int left = bits; left > 0;) {
+            const int take = std::min(32, left);
+            v = v * RationalStandin(1ULL << take) + RationalStandin(rng.next() >> (64 - take));
+            left -= take;
+        }
+        RationalStandin half = 1;
+        for (int i = 1; i < bits; ++i) half *= 2;
+        return RationalStandin(v - half);
+    };
+}
+
+
+namespace {
+Rational to_rational(const RationalStandin& v) { return Rational(v.backend().data()); }
+
+template <class S> Mat<Rational> to_rational(const Mat<S>& m) {
+    Mat<Rational> out(m.rows(), m.cols());
+    for (Eigen::Index i = 0; i < m.rows(); ++i)
+        for (Eigen::Index j = 0; j < m.cols(); ++j) {
+            if constexpr (std::is_same_v<S, Rational>) out(i, j) = m(i, j);
+            else out(i, j) = to_rational(m(i, j));
+        }
+    return out;
+}
+
+// The entry of largest |lhs - rhs|, or nothing when the sides are equal.
+template <class S>
+std::optional<Witness> difference(const Mat<S>& x, const Permutation& g, const Mat<S>& lhs, const Mat<S>& rhs) {
+    if (lhs.rows() != rhs.rows() || lhs.cols() != rhs.cols())
+        throw std::logic_error("the two sides of the property have different shapes");
+    std::optional<Witness> w;
+    Rational largest = 0;
+    for (Eigen::Index i = 0; i < lhs.rows(); ++i)
+        for (Eigen::Index j = 0; j < lhs.cols(); ++j) {
+            Rational a, b;
+            if constexpr (std::is_same_v<S, Rational>) {
+                a = lhs(i, j);
+                b = rhs(i, j);
+            } else {
+                a = to_rational(lhs(i, j));
+                b = to_rational(rhs(i, j));
+            }
+            const Rational delta = a - b;
+            const Rational size = delta < 0 ? Rational(-delta) : delta;
+            if (size > largest) {
+                largest = size;
+                if (!w) {
+                    w.emplace();
+                    w->perm = g;
+                    w->x = to_rational(x);
+                }
+                w->row = i;
+                w->col = j;
+                w->lhs = a;
+                w->rhs = b;
+                w->difference = delta;
+            }
+        }
+    return w;
+}
+
+struct Trial {
+    std::optional<Witness> witness;
+    std::string failure;  // a division by zero at the random point: the trial says nothing
+};
+
+Trial schwartz_zippel_trial(const CertifiedLayer& family, int n, int d, int bits, SplitMix64& rng, int index) {
+    Trial t;
+    try {
+        Draw<RationalStandin> draw = uniform_integers(rng, bits);
+        const LayerFn<RationalStandin> layer = family.standin(d, draw);
+        const Mat<RationalStandin> x = draw_matrix<RationalStandin>(n, d, draw);
+        const Mat<RationalStandin> lx = layer(x);
+        for (const Permutation& g : Permutation::generators(n)) {
+            t.witness = difference<RationalStandin>(x, g, layer(g.apply(x)), expected_side(family.output, g, lx));
+            if (t.witness) {
+                t.witness->weights = "trial " + std::to_string(index + 1) + ": uniform " + std::to_string(bits) +
+                                     "-bit integers, weights in build order, then x";
+                t.witness->arithmetic = "rational stand-ins (exp(v) = 1 + v + v^2/2, sqrt(v) = (1 + v)/2, "
+                                        "tanh(v) = v/(1 + v^2), relu(v) = v^2)";
+                return t;
+            }
+        }
+    } catch (const NotRational&) {
+        throw;
+    } catch (const std::exception& e) {
+        t.failure = e.what();
+    }
+    return t;
+}
+
+double log2_bound(long long degree_total, int bits, int trials) {
+    if (degree_total <= 0) return -std::numeric_limits<double>::infinity();
+    return trials * (std::log2(static_cast<double>(degree_total)) - bits);
+}
+
+void fill_schwartz_zippel(Certificate& c, const CertifiedLayer& family, const CertificateOptions& opts) {
+    c.degree = degree_bound(family, opts.n, opts.d);
+    c.trials = opts.trials;
+    c.set_bits = set_bits_for(c.degree.total(), opts.trials, opts.target_log2);
+    c.log2_bound = log2_bound(c.degree.total(), c.set_bits, c.trials);
+    SplitMix64 rng(opts.seed);
+    for (int t = 0; t < opts.trials; ++t) {
+        Trial trial = schwartz_zippel_trial(family, opts.n, opts.d, c.set_bits, rng, t);
+        if (!trial.failure.empty()) {
+            c.conclusive = false;
+            c.note = "trial " + std::to_string(t + 1) + " could not be evaluated (" + trial.failure +
+                     "): a denominator vanished at the random point; rerun with another --seed";
+            return;
+        }
+        if (trial.witness) {
+            // An exact nonzero difference of the stand-in layer: a refutation, no probability involved.
+            c.conclusive = true;
+            c.holds = false;
+            c.witness = std::move(trial.witness);
+            c.note = "an exact difference of the layer with rational stand-ins: the generator identity is false";
+            return;
+        }
+    }
+    c.conclusive = true;
+    c.holds = true;
+}
+
+// The exact witness of a layer expected to break the symmetry: dyadic weights and inputs as in `permcheck
+// check`, exp, sin and cos evaluated in double and used exactly (ScalarTraits<Rational>).
+void fill_witness(Certificate& c, const CertifiedLayer& family, const CertificateOptions& opts) {
+    constexpr int kAttempts = 20;
+    for (int attempt = 0; attempt < kAttempts; ++attempt) {
+        const std::uint64_t weight_seed = opts.seed + static_cast<std::uint64_t>(attempt);
+        Draw<Rational> weights = dyadic_draw<Rational>(weight_seed);
+        const LayerFn<Rational> layer = family.exact(opts.d, weights);
+        Draw<Rational> input = dyadic_draw<Rational>(SplitMix64(weight_seed ^ 0x5eedULL).next());
+        const Mat<Rational> x = draw_matrix<Rational>(opts.n, opts.d, input);
+        const Mat<Rational> lx = layer(x);
+        for (const Permutation& g : Permutation::generators(opts.n)) {
+            std::optional<Witness> w = difference<Rational>(x, g, layer(g.apply(x)), expected_side(family.output, g, lx));
+            if (w) {
+                w->weights = "dyadic weights of seed " + std::to_string(weight_seed) + " (as in permcheck check)";
+                w->arithmetic = "exact rationals; exp, sin and cos evaluated in double and used exactly";
+                c.conclusive = true;
+                c.holds = false;
+                c.witness = std::move(w);
+                return;
+            }
+        }
+    }
+    c.conclusive = false;
+    c.note = "no exact difference on the generators for " + std::to_string(kAttempts) +
+             " weight settings and inputs; nothing is certified";
+}
+
+// Max pooling is piecewise, so the pooled layer has no Schwartz-Zippel certificate. It is pool_max composed with
+// an inner sequence layer: certify the inner layer's equivariance, check that the catalog builds the pooled
+// layer as that composition, and rely on max being a symmetric function of the rows.
+void fill_composition(Certificate& c, const LayerSpec& spec, const std::string& inner_name,
+                      const CertificateOptions& opts) {
+    const LayerSpec& inner = find_layer(inner_name);
+    if (inner.output != Output::sequence)
+        throw std::logic_error("'" + inner_name + "' is not a sequence layer; cannot compose it with max pooling");
+    Certificate ic;
+    fill_schwartz_zippel(ic, certified_layer(inner), opts);
+    c.degree = ic.degree;
+    c.trials = ic.trials;
+    c.set_bits = ic.set_bits;
+    c.log2_bound = ic.log2_bound;
+    c.inner_layer = inner_name;
+    if (!ic.conclusive || !ic.holds) {
+        c.conclusive = false;
+        c.note = "the inner layer '" + inner_name + "' was not certified equivariant: " + ic.note;
+        return;
+    }
+    // The composition claim rests on the catalog building "X-max-pool" as pool(X, max) with the same weights:
+    // confirm it exactly, and check the generators on the same inputs (a difference would refute invariance).
+    for (int attempt = 0; attempt < opts.trials; ++attempt) {
+        const std::uint64_t weight_seed = opts.seed + static_cast<std::uint64_t>(attempt);
+        const LayerFn<Rational> pooled = build_layer<Rational>(spec.name, opts.d, weight_seed);
+        const LayerFn<Rational> sequence = build_layer<Rational>(inner_name, opts.d, weight_seed);
+        Draw<Rational> input = dyadic_draw<Rational>(SplitMix64(weight_seed ^ 0x5eedULL).next());
+        const Mat<Rational> x = draw_matrix<Rational>(opts.n, opts.d, input);
+        const Mat<Rational> px = pooled(x);
+        if (difference<Rational>(x, Permutation::identity(opts.n), px, pool(sequence(x), Pool::max))) {
+            c.conclusive = false;
+            c.note = "'" + spec.name + "' is not built as max pooling of '" + inner_name + "'";
+            return;
+        }
+        for (const Permutation& g : Permutation::generators(opts.n)) {
+            std::optional<Witness> w = difference<Rational>(x, g, pooled(g.apply(x)), px);
+            if (w) {
+                w->weights = "dyadic weights of seed " + std::to_string(weight_seed);
+                w->arithmetic = "exact rationals; exp evaluated in double and used exactly";
+                c.conclusive = true;
+                c.holds = false;
+                c.witness = std::move(w);
+                return;
+            }
+        }
+    }
+    c.conclusive = true;
+    c.holds = true;
+    c.note = "max over positions is a symmetric function of the rows, so pool(L(P x)) = pool(P L(x)) = pool(L(x)) "
+             "once L is equivariant (proofs-notes/schwartz-zippel.md, 'Piecewise layers')";
+}
+
+std::string strip_suffix(const std::string& s, const std::string& suffix) {
+    if (s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0)
+        return s.substr(0, s.size() - suffix.size());
+    return {};
+}
+}  // namespace
+
+const char* method_name(Method m) {
+    switch (m) {
+        case Method::schwartz_zippel: return "Schwartz-Zippel polynomial identity test";
+        case Method::composition: return "composition: certified equivariant layer, then a symmetric pooling";
+        case Method::exact_witness: return "exact witness";
+        case Method::none: return "none";
+    }
+    return "?";
+}
+
+namespace {
+Certificate blank(const CertifiedLayer& family, const CertificateOptions& opts) {
+    require_shape(opts.n, opts.d);
+    if (opts.trials < 1 || opts.trials > 64)
+        throw std::invalid_argument("the number of trials must be in [1, 64], got " + std::to_string(opts.trials));
+    Certificate c;
+    c.layer = family.name;
+    c.property = family.output == Output::pooled ? "invariance" : "equivariance";
+    c.expected_holds = family.expected_symmetric;
+    c.n = opts.n;
+    c.d = opts.d;
+    return c;
+}
+
+// Throws NotRational for piecewise layers expected to be symmetric.
+Certificate certify_rational(const CertifiedLayer& family, const CertificateOptions& opts) {
+    Certificate c = blank(family, opts);
+    if (!family.expected_symmetric) {
+        c.method = Method::exact_witness;
+        fill_witness(c, family, opts);
+    } else {
+        c.method = Method::schwartz_zippel;
+        fill_schwartz_zippel(c, family, opts);
+    }
+    return c;
+}
+}  // namespace
+
+Certificate certify(const CertifiedLayer& family, const CertificateOptions& opts) {
+    try {
+        return certify_rational(family, opts);
+    } catch (const NotRational& e) {
+        Certificate c = blank(family, opts);
+        c.note = std::string("piecewise layer, no polynomial identity certificate: ") + e.what();
+        return c;
+    }
+}
+
+Certificate certify(const LayerSpec& spec, const CertificateOptions& opts) {
+    const CertifiedLayer family = certified_layer(spec);
+    Certificate c = certify(family, opts);
+    const std::string inner = strip_suffix(spec.name, "-max-pool");
+    if (c.method == Method::none && !inner.empty()) {
+        Certificate fresh;
+        fresh.layer = c.layer;
+        fresh.property = c.property;
+        fresh.expected_holds = c.expected_holds;
+        fresh.n = c.n;
+        fresh.d = c.d;
+        fresh.method = Method::composition;
+        c = std::move(fresh);
+        fill_composition(c, spec, inner, opts);
+    }
+    return c;
+}
+
+std::string Certificate::verdict() const {
+    if (!conclusive) return "not certified";
+    const std::string what = property == "invariance" ? "invariant" : "equivariant";
+    return holds ? "certified " + what : "certified not " + what;
+}
+
+namespace {
+std::string bits_text(double log2_value) {
+    if (std::isinf(log2_value)) return "0";
+    std::ostringstream s;
+    s << "2^" << std::fixed << std::setprecision(1) << log2_value;
+    return s.str();
+}
+
+std::string generators_text(int n) {
+    if (n < 2) return "";
+    return Permutation::transposition(n, 0, 1).cycles() + " and " + Permutation::rotation(n).cycles();
+}
+
+void describe_witness(std::ostringstream& s, const Witness& w, const std::string& property) {
+    const bool pooled = property == "invariance";
+    s << "  witness: permutation " << w.perm.cycles() << " (rows: (P x)[i] = x[p[i]]), " << w.weights << "\n";
+    s << "    in " << w.arithmetic << "\n";
+    s << "    x =\n";
+    for (Eigen::Index i = 0; i < w.x.rows(); ++i) {
+        s << "      [" << i << "]";
+        for (Eigen::Index j = 0; j < w.x.cols(); ++j) s << ' ' << to_string(w.x(i, j));
+        s << "\n";
+    }
+    s << "    at position " << w.row << ", feature " << w.col << ":\n";
+    s << "      L(P x)" << (pooled ? "" : "") << " = " << std::setprecision(17) << w.lhs.convert_to<double>() << "\n";
+    s << "      " << (pooled ? "L(x)  " : "P L(x)") << " = " << w.rhs.convert_to<double>() << "\n";
+    s << "      exact difference = " << to_string(w.difference) << "\n";
+    s << "                       ~ " << std::setprecision(6) << w.difference.convert_to<double>() << "\n";
+}
+}  // namespace
+
+std::string describe(const Certificate& c) {
+    std::ostringstream s;
+    s << c.layer << ": " << c.property << " at n = " << c.n << ", d = " << c.d << "\n";
+    s << "  method: " << method_name(c.method) << "\n";
+    const bool has_degree = c.method == Method::schwartz_zippel || c.method == Method::composition;
+    if (has_degree && c.set_bits > 0) {
+        if (c.method == Method::composition) s << "  inner layer '" << c.inner_layer << "' certified equivariant:\n";
+        s << "  generators: " << generators_text(c.n) << " (equality on both, for all inputs, covers all " << c.n
+          << "! permutations)\n";
+        s << "  degree: D = " << c.degree.numerator << " (numerator of each entry of the difference), divisors "
+          << c.degree.divisors << " (" << c.degree.divisor_count << " distinct), D' = " << c.degree.total() << "\n";
+        s << "  |S| = 2^" << c.set_bits << " (integers in [-2^" << c.set_bits - 1 << ", 2^" << c.set_bits - 1
+          << ")), inputs and weights drawn from S; k = " << c.trials << (c.trials == 1 ? " trial\n" : " trials\n");
+        s << "  failure bound (D'/|S|)^k = " << bits_text(c.log2_bound) << "\n";
+        s << "  stand-ins: exp(v) = 1 + v + v^2/2, sqrt(v) = (1 + v)/2, tanh(v) = v/(1 + v^2), relu(v) = v^2; "
+             "equivariance carries over to any elementwise function (proofs-notes/any-elementwise-function.md)\n";
+    }
+    if (c.witness) describe_witness(s, *c.witness, c.property);
+    if (!c.note.empty()) s << "  note: " << c.note << "\n";
+    s << "  " << c.verdict() << (c.as_expected() ? "" : "   <-- NOT what the verdict matrix expects") << "\n";
+    return s.str();
+}
+
+}  // namespace permcheck

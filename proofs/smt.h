@@ -1,0 +1,136 @@
+// Symbolic proofs with Z3 (issue 8): a layer evaluated on symbolic inputs and weights, and the question
+// "is L(P x) != P L(x) satisfiable?" for the two generators (0 1) and (0 1 ... n-1) of S_n.
+//
+// unsat for both generators proves the property for every real input, every real weight setting and every
+// choice of the uninterpreted functions exp, sqrt, tanh and relu, at the shape (n, d) asked for
+// (proofs-notes/smt-proofs.md). sat gives a model, which is turned into a concrete input and weights and
+// confirmed in exact rational arithmetic with the real functions; a model that does not survive that (its
+// "exp" is not exp), an unknown answer or a timeout falls back to the exact witness search. Nothing but two
+// unsat answers is ever reported as proved.
+#pragma once
+
+#include "check/engine.h"
+#include "scalars/symbolic.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace permcheck {
+
+// Builds a layer of width d, drawing its weights from `draw` in a fixed order.
+template <class S> using Builder = std::function<LayerFn<S>(Eigen::Index d, Draw<S>& draw)>;
+
+// What the prover runs on: the same layer built symbolically (the proof) and in exact rationals (confirming
+// a model's witness), and the exact witness search to fall back on.
+struct SmtSubject {
+    std::string name;
+    Output output = Output::sequence;
+    bool expected_symmetric = true;  // expected equivariant (sequence) or invariant (pooled)
+    Builder<Symbolic> symbolic;
+    Builder<Rational> exact;
+    // Searches random exact cases of exactly n positions and width d for a violation.
+    std::function<CheckResult(int n, int d, const CheckOptions& opts)> witness_search;
+};
+
+// A catalog layer; its witness search is the engine's exact check (properties/engine.h).
+SmtSubject smt_subject(const LayerSpec& spec);
+
+// Any layer written as a template: make(std::type_identity<S>{}, d, draw) -> LayerFn<S>. Its witness search
+// evaluates the two generators on random dyadic inputs and seeded dyadic weights in exact rationals.
+template <class Make>
+SmtSubject make_smt_subject(std::string name, Output output, bool expected_symmetric, Make make);
+
+enum class SmtAnswer { unsat, sat, unknown };
+const char* answer_name(SmtAnswer a);
+
+// One query: is "some entry of the two sides differs" satisfiable for this permutation?
+struct SmtQuery {
+    Permutation perm;
+    SmtAnswer answer = SmtAnswer::unknown;
+    std::string reason_unknown;  // Z3's reason ("timeout", "incomplete"...) when unknown
+    double seconds = 0;          // Z3's check() alone, wall time as Z3 measures it
+    double cpu_seconds = 0;      // CPU time of the process that ran the check (the figure on a busy machine)
+    std::string smtlib;          // standalone SMT-LIB 2 (declarations, assertion, check-sat); if asked for
+    bool model_confirmed = false;  // sat: the model's input and weights violate in exact arithmetic
+};
+
+enum class SmtVerdict {
+    proved,    // every generator's query unsat
+    violated,  // a witness confirmed in exact rational arithmetic
+    unknown,   // neither: Z3 could not decide and the exact search found no witness
+};
+const char* verdict_name(SmtVerdict v);
+
+struct SmtResult {
+    std::string layer;
+    Property property = Property::equivariance;  // equivariance, or invariance for pooled layers
+    int n = 0, d = 0;
+    bool expected_symmetric = true;
+    SmtVerdict verdict = SmtVerdict::unknown;
+    std::vector<SmtQuery> queries;
+    std::optional<Counterexample> counterexample;  // when violated
+    std::vector<double> witness_weights;           // when the witness came from a Z3 model: w0, w1, ...
+    std::string witness_source;                    // "Z3 model" or "exact witness search"
+    double seconds = 0;                            // building the terms, solving, confirming
+
+    // Symmetric layers must be proved; the others must end with a confirmed witness.
+    bool as_expected() const {
+        return expected_symmetric ? verdict == SmtVerdict::proved : verdict == SmtVerdict::violated;
+    }
+    // One line: "proved equivariant (all real inputs and weights, uninterpreted exp/sqrt/tanh)", ...
+    std::string headline() const;
+};
+
+struct SmtOptions {
+    double timeout_seconds = 60;  // per query
+    bool keep_smtlib = false;     // fill SmtQuery::smtlib
+    int witness_cases = 200;      // exact witness search
+    std::uint64_t witness_seed = 1;
+};
+
+// Throws std::invalid_argument for n < 2, d < 1 or a width the layer does not accept.
+SmtResult smt_prove(const SmtSubject& subject, int n, int d, const SmtOptions& opts = {});
+
+// Multi-line details: each query's answer and time, the witness if any.
+std::string describe(const SmtResult& r);
+
+namespace detail {
+// One solver check, run in a child process (smt_isolation.cpp): Z3 4.8.12 overruns its own timeout in some
+// nonlinear-arithmetic phases, and only a process can be stopped from outside. On sat the child sends the
+// model's values of `constants`, each rounded to the nearest double.
+struct IsolatedCheck {
+    SmtAnswer answer = SmtAnswer::unknown;
+    std::string reason_unknown;
+    double seconds = 0;
+    double cpu_seconds = 0;  // user + system time of the child
+    std::optional<std::vector<double>> model;  // sat and every constant has a numeric value
+};
+IsolatedCheck check_isolated(const z3::solver& solver, const std::vector<Symbolic>& constants,
+                             double timeout_seconds);
+
+CheckResult exact_generator_search(const std::string& name, Output output, const Builder<Rational>& build, int n,
+                                   int d, const CheckOptions& opts);
+}
+
+template <class Make>
+SmtSubject make_smt_subject(std::string name, Output output, bool expected_symmetric, Make make) {
+    SmtSubject s;
+    s.name = std::move(name);
+    s.output = output;
+    s.expected_symmetric = expected_symmetric;
+    s.symbolic = [make](Eigen::Index d, Draw<Symbolic>& draw) {
+        return LayerFn<Symbolic>(make(std::type_identity<Symbolic>{}, d, draw));
+    };
+    s.exact = [make](Eigen::Index d, Draw<Rational>& draw) {
+        return LayerFn<Rational>(make(std::type_identity<Rational>{}, d, draw));
+    };
+    s.witness_search = [name = s.name, output, exact = s.exact](int n, int d, const CheckOptions& opts) {
+        return detail::exact_generator_search(name, output, exact, n, d, opts);
+    };
+    return s;
+}
+
+}  // namespace permcheck

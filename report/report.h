@@ -1,0 +1,59 @@
+// Reports: one record, several views (JSON, Markdown, HTML, text). Written atomically.
+// The JSON schema "permcheck.report/1" is documented in README.md.
+#pragma once
+
+#include "check/blackbox.h"
+#include "check/engine.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace permcheck::report {
+
+inline constexpr const char* kSchema = "permcheck.report/1";
+
+struct Record {
+    std::string verdict;   // holds | violated | nondeterministic | non-finite | error
+    std::string layer;     // a catalog name, or the audited command / callable's name
+    std::string property;  // equivariance | invariance | shift | reversal | causal-prefix
+    std::string dtype;     // float32 | float64 | exact
+    int cases = 0;
+    std::uint64_t seed = 0;
+    std::optional<Counterexample> counterexample;
+    std::string error;     // empty unless verdict == "error"
+    std::string replay;    // a command line that re-runs this exact case
+    nlohmann::json details = nlohmann::json::object();  // producer-specific extras (audit: command, last request)
+};
+
+nlohmann::json to_json(const Record& r);
+// Throws std::invalid_argument naming the missing or malformed field.
+Record from_json(const nlohmann::json& j);
+
+std::string to_markdown(const Record& r);
+std::string to_html(const Record& r);  // self-contained: no network, inline SVG
+
+// Writes report.json, report.md and report.html into dir (created if needed), each through a temporary file
+// and a rename, so a killed run never leaves a half-written report. Throws std::runtime_error on I/O failure.
+void write(const std::filesystem::path& dir, const Record& r);
+// Creates dir if needed; throws std::runtime_error naming it when it cannot be made. For callers that check
+// the directory before they spend time on what goes into it.
+void prepare_directory(const std::filesystem::path& dir);
+// Reads a report.json (or a directory holding one). Throws std::invalid_argument / std::runtime_error.
+Record read(const std::filesystem::path& path);
+
+// The record of a catalog check: verdict holds | violated, the check's options under details["check"].
+Record record_of(const CheckResult& result, const CheckOptions& opts);
+// The record of an audit (`permcheck audit`, `permcheck audit-torch`); the caller adds its own details.
+// `property` and `dtype` stand in where the audit ended before it set them (options it refused).
+Record record_of(const AuditResult& result, const std::string& layer, const std::string& property,
+                 const std::string& dtype, std::uint64_t seed, const std::string& replay);
+
+// Writes `content` to `file` through a temporary file in the same directory, fsync and rename: readers see the
+// old file or the new one, never a part. Throws std::runtime_error naming the file and the system's reason.
+void write_atomically(const std::filesystem::path& file, const std::string& content);
+
+}  // namespace permcheck::report
