@@ -105,8 +105,9 @@ std::string excerpt(std::string_view line) {
 
 }  // namespace
 
-Response parse_response(std::string_view line) {
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+namespace {
+// The answer line as a JSON object, or an error that says what the line was and what was expected.
+nlohmann::json answer_object(std::string_view line) {
     // Before parsing: the error path dumps "error" values recursively (a million '[' overflowed the stack).
     json_limits::require_shallow(line, "the answer line " + excerpt(line));
     nlohmann::json j;
@@ -119,6 +120,42 @@ Response parse_response(std::string_view line) {
     if (!j.is_object())
         throw std::invalid_argument("the answer line is JSON " + std::string(j.type_name()) + ", not an object: " +
                                     excerpt(line) + "; expected {\"id\": N, \"y\": [...]}");
+    return j;
+}
+
+// A pooled layer's answer: one flat array, one row.
+Mat<double> vector_of(const nlohmann::json& y) {
+    Mat<double> out(1, static_cast<Eigen::Index>(y.size()));
+    for (std::size_t k = 0; k < y.size(); ++k)
+        out(0, static_cast<Eigen::Index>(k)) = number_of(y[k], ("at index " + std::to_string(k)).c_str());
+    return out;
+}
+
+// A sequence layer's answer: rows of equal, nonzero width.
+Mat<double> rows_of(const nlohmann::json& y) {
+    const std::size_t width = y[0].size();
+    if (width == 0)
+        throw std::invalid_argument("row 0 of \"y\" is an empty array; expected at least one number a row");
+    Mat<double> out(static_cast<Eigen::Index>(y.size()), static_cast<Eigen::Index>(width));
+    for (std::size_t i = 0; i < y.size(); ++i) {
+        const nlohmann::json& row = y[i];
+        if (!row.is_array())
+            throw std::invalid_argument("row " + std::to_string(i) + " of \"y\" is " + row.type_name() +
+                                        ", not an array; rows are arrays of numbers");
+        if (row.size() != width)
+            throw std::invalid_argument("row " + std::to_string(i) + " of \"y\" has " + std::to_string(row.size()) +
+                                        " numbers, row 0 has " + std::to_string(width) + "; rows must have equal width");
+        for (std::size_t k = 0; k < width; ++k)
+            out(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(k)) =
+                number_of(row[k], ("at row " + std::to_string(i) + ", index " + std::to_string(k)).c_str());
+    }
+    return out;
+}
+}  // namespace
+
+Response parse_response(std::string_view line) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const nlohmann::json j = answer_object(line);
     Response r;
     const auto id = j.find("id");
     if (id == j.end() || !id->is_number_integer())
@@ -142,29 +179,8 @@ Response parse_response(std::string_view line) {
         throw std::invalid_argument("\"y\" is " + std::string(y->type_name()) +
                                     ", not an array; expected [[...], ...] (one row per position) or [...] (pooled)");
     if (y->empty()) throw std::invalid_argument("\"y\" is an empty array; expected at least one number");
-    if (!(*y)[0].is_array()) {
-        r.vector = true;
-        r.y.resize(1, static_cast<Eigen::Index>(y->size()));
-        for (std::size_t k = 0; k < y->size(); ++k)
-            r.y(0, static_cast<Eigen::Index>(k)) = number_of((*y)[k], ("at index " + std::to_string(k)).c_str());
-        return r;
-    }
-    const std::size_t width = (*y)[0].size();
-    if (width == 0)
-        throw std::invalid_argument("row 0 of \"y\" is an empty array; expected at least one number a row");
-    r.y.resize(static_cast<Eigen::Index>(y->size()), static_cast<Eigen::Index>(width));
-    for (std::size_t i = 0; i < y->size(); ++i) {
-        const nlohmann::json& row = (*y)[i];
-        if (!row.is_array())
-            throw std::invalid_argument("row " + std::to_string(i) + " of \"y\" is " + row.type_name() +
-                                        ", not an array; rows are arrays of numbers");
-        if (row.size() != width)
-            throw std::invalid_argument("row " + std::to_string(i) + " of \"y\" has " + std::to_string(row.size()) +
-                                        " numbers, row 0 has " + std::to_string(width) + "; rows must have equal width");
-        for (std::size_t k = 0; k < width; ++k)
-            r.y(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(k)) =
-                number_of(row[k], ("at row " + std::to_string(i) + ", index " + std::to_string(k)).c_str());
-    }
+    r.vector = !(*y)[0].is_array();
+    r.y = r.vector ? vector_of(*y) : rows_of(*y);
     return r;
 }
 

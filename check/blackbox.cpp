@@ -11,25 +11,6 @@
 
 namespace permcheck {
 
-const char* verdict_name(Verdict v) {
-    switch (v) {
-        case Verdict::holds: return "holds";
-        case Verdict::violated: return "violated";
-        case Verdict::nondeterministic: return "nondeterministic";
-        case Verdict::non_finite: return "non-finite";
-        case Verdict::error: return "error";
-    }
-    return "?";
-}
-
-int exit_code(Verdict v) {
-    switch (v) {
-        case Verdict::holds: return 0;
-        case Verdict::error: return 2;
-        default: return 1;
-    }
-}
-
 Shard parse_shard(const std::string& text) {
     const auto bad = [&] {
         return std::invalid_argument("--shard must be K/N with 1 <= K <= N (e.g. 2/4 for the second of four runners), got '" +
@@ -298,11 +279,11 @@ T delete_positions(T value, const std::function<bool(const T&)>& fails, int min_
     return value;
 }
 
-Counterexample record(const Observation& ob, const AuditOptions& o, const std::string& property) {
+Counterexample record(const Observation& ob, const AuditOptions& o, Property property) {
     Counterexample ce;
     ce.layer = o.name;
     ce.property = property;
-    ce.dtype = arithmetic_name(o.dtype);
+    ce.dtype = o.dtype;
     ce.perm = ob.perm;
     ce.x = ob.input;
     ce.lhs = ob.lhs;
@@ -321,8 +302,8 @@ AuditResult audit(const std::vector<BlackBox>& layers, const AuditOptions& o) {
     validate(o);
     if (layers.empty()) throw std::invalid_argument("an audit needs at least one black box");
     AuditResult result;
-    result.property = o.output == Output::sequence ? "equivariance" : "invariance";
-    result.dtype = arithmetic_name(o.dtype);
+    result.property = o.output == Output::sequence ? Property::equivariance : Property::invariance;
+    result.dtype = o.dtype;
 
     // The cases of this shard, generated exactly as search.h would generate all of them.
     const rc::Gen<AuditCase> generator = case_generator(o);

@@ -35,9 +35,6 @@ struct AdapterError : std::runtime_error {
 // BlackBox is called from one thread at a time.
 using BlackBox = std::function<Mat<double>(const Mat<double>&)>;
 
-enum class Verdict { holds, violated, nondeterministic, non_finite, error };
-const char* verdict_name(Verdict v);  // holds | violated | nondeterministic | non-finite | error
-int exit_code(Verdict v);             // 0 holds; 1 violated, nondeterministic, non-finite; 2 error
 
 // A deterministic split of the cases: case i belongs to shard `index` (1-based) of `count` when
 // i % count == index - 1, so the shards of one audit together run exactly the unsharded audit's cases.
@@ -66,8 +63,8 @@ void validate(const AuditOptions& opts);
 
 struct AuditResult {
     Verdict verdict = Verdict::holds;
-    std::string property;               // equivariance | invariance
-    std::string dtype;                  // float32 | float64
+    Property property = Property::equivariance;  // equivariance (sequence) | invariance (pooled)
+    Arithmetic dtype = Arithmetic::float64;      // float32 | float64
     int cases = 0;                      // cases evaluated by this run (its shard), the failing one included
     int evaluations = 0;                // calls of the black box, in all
     // violated / non-finite: the shrunk case, both sides and their comparison. nondeterministic: x is the input

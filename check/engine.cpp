@@ -10,41 +10,6 @@
 
 namespace permcheck {
 
-const char* property_name(Property p) {
-    switch (p) {
-        case Property::equivariance: return "equivariance";
-        case Property::invariance: return "invariance";
-        case Property::shift: return "shift";
-        case Property::reversal: return "reversal";
-        case Property::causal_prefix: return "causal-prefix";
-    }
-    return "?";
-}
-
-std::string property_names() { return "equivariance, invariance, shift, reversal, causal-prefix"; }
-
-Property parse_property(const std::string& name) {
-    for (Property p : {Property::equivariance, Property::invariance, Property::shift, Property::reversal,
-                       Property::causal_prefix})
-        if (name == property_name(p)) return p;
-    throw std::invalid_argument("unknown property '" + name + "'; valid properties: " + property_names());
-}
-
-const char* arithmetic_name(Arithmetic a) {
-    switch (a) {
-        case Arithmetic::float32: return "float32";
-        case Arithmetic::float64: return "float64";
-        case Arithmetic::exact: return "exact";
-    }
-    return "?";
-}
-
-Arithmetic parse_arithmetic(const std::string& name) {
-    for (Arithmetic a : {Arithmetic::float32, Arithmetic::float64, Arithmetic::exact})
-        if (name == arithmetic_name(a)) return a;
-    throw std::invalid_argument("unknown arithmetic '" + name + "'; valid: float32, float64, exact");
-}
-
 Permutation acting_permutation(Property p, const Permutation& perm) {
     const int n = perm.size();
     if (p == Property::reversal) return Permutation::reversal(n);
@@ -211,8 +176,8 @@ CheckResult check(const LayerSpec& spec, Property property, const CheckOptions& 
 CheckResult check(const Subject& spec, Property property, const CheckOptions& opts, bool expected_holds) {
     CheckResult r;
     r.layer = spec.name;
-    r.property = property_name(property);
-    r.dtype = arithmetic_name(opts.arithmetic);
+    r.property = property;
+    r.dtype = opts.arithmetic;
     r.expected_holds = expected_holds;
 
     const std::function<bool(const Case&)> fails = [&](const Case& c) {
@@ -236,8 +201,8 @@ Counterexample counterexample_of(const Subject& spec, Property property, const C
     const Sides<double> sides = evaluate_case(spec, property, c, opts.arithmetic);
     Counterexample ce;
     ce.layer = spec.name;
-    ce.property = property_name(property);
-    ce.dtype = arithmetic_name(opts.arithmetic);
+    ce.property = property;
+    ce.dtype = opts.arithmetic;
     ce.perm = acting_permutation(property, c.perm);
     ce.x = c.x;
     ce.lhs = sides.lhs;
@@ -267,16 +232,16 @@ std::string format_matrix(const Mat<double>& m, const std::string& indent) {
 
 std::string describe(const Counterexample& c) {
     std::ostringstream s;
-    const char* lhs_name = c.property == "shift" ? "L_shifted(x)" : "L(P x)";
-    const char* rhs_name = c.property == "invariance" || c.property == "shift" ? "L(x)" : "P L(x)";
-    s << c.property << " violated by " << c.layer << " (" << c.dtype << "), n = " << c.n() << ", d = " << c.d() << "\n";
-    if (c.property == "shift")
+    const SideNames names = side_names(c.property);
+    s << property_name(c.property) << " violated by " << c.layer << " (" << arithmetic_name(c.dtype) << "), n = " << c.n()
+      << ", d = " << c.d() << "\n";
+    if (c.property == Property::shift)
         s << "  every position index shifted by " << c.shift << "\n";
     else
         s << "  permutation " << c.perm.cycles() << " (rows: (P x)[i] = x[p[i]])\n";
     s << "  x =\n" << format_matrix(c.x);
-    s << "  " << lhs_name << " =\n" << format_matrix(c.lhs);
-    s << "  " << rhs_name << " =\n" << format_matrix(c.rhs);
+    s << "  " << names.lhs << " =\n" << format_matrix(c.lhs);
+    s << "  " << names.rhs << " =\n" << format_matrix(c.rhs);
     s << std::setprecision(6) << "  largest |difference| = " << c.comparison.max_abs_diff << " at position "
       << c.comparison.row << ", feature " << c.comparison.col;
     if (c.comparison.tolerance > 0) s << " (tolerance " << c.comparison.tolerance << ", margin " << c.comparison.margin() << ")";

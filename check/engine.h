@@ -16,9 +16,6 @@
 
 namespace permcheck {
 
-enum class Arithmetic { float32, float64, exact };
-const char* arithmetic_name(Arithmetic a);
-Arithmetic parse_arithmetic(const std::string& name);  // float32|float64|exact; throws otherwise
 
 struct CheckOptions {
     Arithmetic arithmetic = Arithmetic::float64;
@@ -31,7 +28,9 @@ struct CheckOptions {
 
 // One counterexample, as data: every view (text, JSON, Markdown, HTML) is made from this record.
 struct Counterexample {
-    std::string layer, property, dtype;
+    std::string layer;
+    Property property = Property::equivariance;
+    Arithmetic dtype = Arithmetic::float64;
     Permutation perm;   // the permutation the property applied (acting on rows: (P x)[i] = x[p[i]])
     Mat<double> x;      // the input
     Mat<double> lhs;    // the property's left side, e.g. L(P x)
@@ -91,7 +90,9 @@ template <class Make> Subject make_subject(std::string name, Output output, Make
 Subject subject(const LayerSpec& spec);
 
 struct CheckResult {
-    std::string layer, property, dtype;
+    std::string layer;
+    Property property = Property::equivariance;
+    Arithmetic dtype = Arithmetic::float64;
     bool expected_holds = true;
     bool holds = true;
     int cases_run = 0, evaluations = 0;

@@ -4,6 +4,7 @@
 #include "layers/catalog.h"
 #include "check/compare.h"
 #include "check/permutation.h"
+#include "check/vocabulary.h"
 
 #include <cstdint>
 #include <string>
@@ -11,17 +12,7 @@
 
 namespace permcheck {
 
-enum class Property {
-    equivariance,      // sequence output: L(P x) = P L(x)
-    invariance,        // pooled output:   L(P x) = L(x)
-    shift,             // every position index + c: L_c(x) = L_0(x)   (relative position signals)
-    reversal,          // L(R x) = R L(x) for the reversal R
-    causal_prefix,     // P fixes the last position: L(P x)[n-1] = L(x)[n-1]
-};
 
-const char* property_name(Property p);
-Property parse_property(const std::string& name);  // throws std::invalid_argument listing valid names
-std::string property_names();
 
 // One case: an input, a permutation of its positions, the weights' seed and a position shift.
 struct Case {

@@ -88,8 +88,8 @@ std::string replay_of(const AuditRequest& q) {
 }
 
 report::Record record_of(const AuditRequest& q, const AuditResult& r, double seconds) {
-    report::Record rec = report::record_of(r, q.command, q.output == "pooled" ? "invariance" : "equivariance",
-                                           q.dtype, q.seed, replay_of(q));
+    report::Record rec = report::record_of(r, q.command, q.output == "pooled" ? Property::invariance : Property::equivariance,
+                                           r.dtype, q.seed, replay_of(q));
     rec.details["audit"] = {{"command", q.command},
                             {"dim", q.dim},
                             {"output", q.output},
@@ -130,7 +130,7 @@ std::string describe_finding(const AuditResult& r, const std::string& replay) {
     ce.replay = replay;
     if (r.verdict == Verdict::nondeterministic) {
         std::ostringstream s;
-        s << "nondeterministic: " << ce.layer << " (" << ce.dtype << ") answered one input twice, n = " << ce.n()
+        s << "nondeterministic: " << ce.layer << " (" << arithmetic_name(ce.dtype) << ") answered one input twice, n = " << ce.n()
           << ", d = " << ce.d() << "\n  x =\n"
           << format_matrix(ce.x) << "  first answer =\n"
           << format_matrix(ce.lhs) << "  second answer =\n"
@@ -143,16 +143,19 @@ std::string describe_finding(const AuditResult& r, const std::string& replay) {
     const std::string exact_line = "  NOT confirmed in exact arithmetic\n";
     if (const auto at = text.find(exact_line); at != std::string::npos)
         text.replace(at, exact_line.size(), "  (a black box: there is no exact evaluation to confirm with)\n");
-    const std::string violated = ce.property + " violated by ";
+    const std::string violated = property_name(ce.property) + std::string(" violated by ");
     if (r.verdict == Verdict::non_finite && text.rfind(violated, 0) == 0)
         text.replace(0, violated.size(), "non-finite output from ");
     return text;
 }
 
-AuditResult error_result(const std::string& message) {
+// An audit that could not run still reports what it was asked to check.
+AuditResult error_result(const AuditRequest& q, const std::string& message) {
     AuditResult r;
     r.verdict = Verdict::error;
     r.error = message;
+    r.property = q.output == "pooled" ? Property::invariance : Property::equivariance;
+    if (q.dtype == "float32") r.dtype = Arithmetic::float32;
     return r;
 }
 
@@ -162,7 +165,7 @@ int run_audit(const AuditRequest& q) {
         opts = options_of(q);
     } catch (const std::invalid_argument& e) {
         std::cerr << "permcheck audit: " << e.what() << "\n";
-        return std::max(2, finish(q, error_result(e.what()), 0.0));
+        return std::max(2, finish(q, error_result(q, e.what()), 0.0));
     }
     if (!q.report_dir.empty()) {
         try {  // before the adapters start: a long audit should not end in an unwritable directory
@@ -187,14 +190,14 @@ int run_audit(const AuditRequest& q) {
                 boxes.push_back(adapters::exec_black_box(eo));
             r = audit(boxes, opts);
         } catch (const std::exception& e) {
-            r = error_result(e.what());
+            r = error_result(q, e.what());
         }
     }
     const double seconds = elapsed();
     if (r.verdict == Verdict::error && !r.last_request.empty() && r.error.find("last request") == std::string::npos)
         r.error += "; last request: " + r.last_request;
 
-    std::cout << "audit of " << q.command << ": " << r.property << " (" << r.dtype << ", n in [" << q.min_len << ", "
+    std::cout << "audit of " << q.command << ": " << property_name(r.property) << " (" << arithmetic_name(r.dtype) << ", n in [" << q.min_len << ", "
               << q.max_len << "], d = " << q.dim << ") " << verdict_name(r.verdict) << " after " << r.cases
               << (r.cases == 1 ? " case" : " cases") << ", " << r.evaluations << " layer calls, " << seconds << " s";
     if (seconds > 0 && r.cases > 0) std::cout << " (" << r.cases / seconds << " cases/s)";

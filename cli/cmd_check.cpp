@@ -99,7 +99,7 @@ int run_check(const CheckRequest& q) {
         const CheckRun run = check_with_db(*spec, property, opts, db, notes);
         std::cerr << notes.str();
         const CheckResult& r = run.result;
-        std::cout << r.layer << " " << r.property << " (" << r.dtype << "): " << (r.holds ? "holds" : "VIOLATED")
+        std::cout << r.layer << " " << property_name(r.property) << " (" << arithmetic_name(r.dtype) << "): " << (r.holds ? "holds" : "VIOLATED")
                   << (r.holds ? " in all " : " after ") << r.cases_run << (r.cases_run == 1 ? " case" : " cases")
                   << (run.from_db ? " (replayed from the failure database " + run.entry.string() + ")" : "")
                   << "; the theory expects it to " << (r.expected_holds ? "hold" : "be violated")
@@ -123,10 +123,10 @@ int run_check(const CheckRequest& q) {
                   << arithmetic_name(opts.arithmetic) << ") could not run: " << e.what() << "\n";
         if (!q.report_dir.empty()) {
             report::Record rec;
-            rec.verdict = "error";
+            rec.verdict = Verdict::error;
             rec.layer = spec->name;
-            rec.property = property_name(property);
-            rec.dtype = arithmetic_name(opts.arithmetic);
+            rec.property = property;
+            rec.dtype = opts.arithmetic;
             rec.seed = opts.seed;
             rec.error = e.what();
             rec.replay = replay_command(spec->name, property, opts);

@@ -27,7 +27,7 @@ struct ReplayRequest {
 int replay_black_box(const ReplayRequest& q, const report::Record& r) {
     const Counterexample& saved = *r.counterexample;
     double amplification = 1.0;
-    bool pooled = r.property == "invariance";
+    bool pooled = r.property == Property::invariance;
     try {
         if (q.exec.empty())
             throw std::invalid_argument(q.file + " holds a counterexample of an audited program ('" + r.layer +
@@ -46,22 +46,22 @@ int replay_black_box(const ReplayRequest& q, const report::Record& r) {
             amplification = a.get<double>();
         }
         if (audit.is_object() && audit.contains("output")) pooled = audit["output"] == "pooled";
-        if (r.dtype != "float32" && r.dtype != "float64")
+        if (r.dtype == Arithmetic::exact)
             throw std::invalid_argument(q.file + ": an audited layer computes in float32 or float64, the report says '" +
-                                        r.dtype + "'");
+                                        arithmetic_name(r.dtype) + "'");
     } catch (const std::exception& e) {
         std::cerr << "permcheck replay: " << e.what() << "\n";
         return 2;
     }
     try {
         ToleranceModel tol;
-        tol.unit_roundoff = r.dtype == "float32" ? ScalarTraits<float>::unit_roundoff : ScalarTraits<double>::unit_roundoff;
+        tol.unit_roundoff = r.dtype == Arithmetic::float32 ? ScalarTraits<float>::unit_roundoff : ScalarTraits<double>::unit_roundoff;
         tol.amplification = amplification;
         adapters::ExecOptions eo;
         eo.command = q.exec;
         eo.timeout_seconds = q.timeout;
         const BlackBox box = adapters::exec_black_box(eo);
-        const bool twice = r.verdict == "nondeterministic";  // the saved x was answered twice differently
+        const bool twice = r.verdict == Verdict::nondeterministic;  // the saved x was answered twice differently
         Mat<double> lhs, rhs;
         if (twice) {
             lhs = box(saved.x);
@@ -100,7 +100,7 @@ int replay(const ReplayRequest& q) {
     try {
         r = report::read(file);
         if (!r.counterexample)
-            throw std::invalid_argument(file + " holds no counterexample (verdict " + r.verdict +
+            throw std::invalid_argument(file + " holds no counterexample (verdict " + verdict_name(r.verdict) +
                                         "); to run its check again: " + (r.replay.empty() ? "?" : r.replay));
         if (r.counterexample->black_box) return replay_black_box(q, r);
         if (!q.exec.empty())
@@ -113,8 +113,8 @@ int replay(const ReplayRequest& q) {
                                         " is not a reference layer, so this report cannot be replayed here" +
                                         (r.replay.empty() ? "" : "; its own replay line: " + r.replay));
         }
-        property = parse_property(r.property);
-        opts.arithmetic = parse_arithmetic(r.dtype);
+        property = r.property;
+        opts.arithmetic = r.dtype;
         opts.seed = r.seed;
         const nlohmann::json check = r.details.is_object() && r.details.contains("check") ? r.details["check"]
                                                                                           : nlohmann::json::object();
@@ -146,7 +146,7 @@ int replay(const ReplayRequest& q) {
         const Counterexample now = counterexample_at(*spec, property, case_of(saved), opts, saved.case_index,
                                                      saved.shrink_steps);
         if (now.comparison.holds) {
-            std::cout << "now holds: " << r.layer << " " << r.property << " (" << r.dtype << ") on the saved case (n = "
+            std::cout << "now holds: " << r.layer << " " << property_name(r.property) << " (" << arithmetic_name(r.dtype) << ") on the saved case (n = "
                       << saved.n() << ", d = " << saved.d() << "); largest difference " << now.comparison.max_abs_diff
                       << " within tolerance " << now.comparison.tolerance << " (saved: "
                       << saved.comparison.max_abs_diff << ")\n";

@@ -28,7 +28,7 @@ Row timed_check(const LayerSpec& spec, Property property, const CheckOptions& op
 std::string smallest(const CheckResult& r) {
     if (!r.counterexample) return "";
     const Counterexample& c = *r.counterexample;
-    const std::string what = r.property == "shift" ? "shift " + std::to_string(c.shift) : c.perm.cycles();
+    const std::string what = r.property == Property::shift ? "shift " + std::to_string(c.shift) : c.perm.cycles();
     return "n=" + std::to_string(c.n()) + " " + what + ", " + std::to_string(c.shrink_steps) + " shrinks";
 }
 
@@ -36,12 +36,12 @@ std::string smallest(const CheckResult& r) {
 // <layer>.<property>.<dtype>, and DIR/summary.json listing every row (schema permcheck.table/1).
 void report_row(const std::string& dir, const Row& row, const CheckOptions& o, nlohmann::json& summary) {
     const CheckResult& r = row.result;
-    nlohmann::json entry = {{"layer", r.layer}, {"property", r.property}, {"dtype", r.dtype},
+    nlohmann::json entry = {{"layer", r.layer}, {"property", property_name(r.property)}, {"dtype", arithmetic_name(r.dtype)},
                             {"expected", r.expected_holds ? "holds" : "violated"},
                             {"verdict", r.holds ? "holds" : "violated"}, {"as_expected", r.as_expected()},
                             {"cases", r.cases_run}, {"seconds", row.seconds}, {"report", nullptr}};
     if (r.counterexample) {
-        const std::string name = r.layer + "." + r.property + "." + r.dtype;
+        const std::string name = r.layer + "." + property_name(r.property) + "." + arithmetic_name(r.dtype);
         report::write(std::filesystem::path(dir) / name, report::record_of(r, o));
         entry["report"] = name;
     }

@@ -31,7 +31,7 @@ std::string replay_of(const Request& q) {
 }
 
 report::Record record_of(const Request& q, const std::string& name, const AuditResult& r, double seconds) {
-    report::Record rec = report::record_of(r, name, "equivariance", q.dtype, q.seed, replay_of(q));
+    report::Record rec = report::record_of(r, name, Property::equivariance, r.dtype, q.seed, replay_of(q));
     rec.details["audit_torch"] = {{"layer", q.layer},   {"mask", q.mask},         {"train", q.train},
                                   {"dropout", q.dropout}, {"dim", q.dim},          {"heads", q.heads},
                                   {"min_len", q.min_len}, {"max_len", q.max_len}, {"evaluations", r.evaluations},
@@ -69,9 +69,10 @@ int run(const Request& q) {
     } catch (const std::exception& e) {  // bad options, or LibTorch refusing to build the module
         r.verdict = Verdict::error;
         r.error = e.what();
+        if (q.dtype == "float32") r.dtype = Arithmetic::float32;
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::cout << "audit of " << name << ": " << (r.property.empty() ? "equivariance" : r.property) << " "
+    std::cout << "audit of " << name << ": " << property_name(r.property) << " "
               << verdict_name(r.verdict) << " after " << r.cases << (r.cases == 1 ? " case" : " cases") << ", "
               << r.evaluations << " layer calls, " << seconds << " s";
     if (seconds > 0 && r.cases > 0) std::cout << " (" << r.cases / seconds << " cases/s)";

@@ -333,7 +333,7 @@ Certificate blank(const CertifiedLayer& family, const CertificateOptions& opts) 
         throw std::invalid_argument("the number of trials must be in [1, 64], got " + std::to_string(opts.trials));
     Certificate c;
     c.layer = family.name;
-    c.property = family.output == Output::pooled ? "invariance" : "equivariance";
+    c.property = family.output == Output::pooled ? Property::invariance : Property::equivariance;
     c.expected_holds = family.expected_symmetric;
     c.n = opts.n;
     c.d = opts.d;
@@ -384,7 +384,7 @@ Certificate certify(const LayerSpec& spec, const CertificateOptions& opts) {
 
 std::string Certificate::verdict() const {
     if (!conclusive) return "not certified";
-    const std::string what = property == "invariance" ? "invariant" : "equivariant";
+    const std::string what = property == Property::invariance ? "invariant" : "equivariant";
     return holds ? "certified " + what : "certified not " + what;
 }
 
@@ -401,8 +401,8 @@ std::string generators_text(int n) {
     return Permutation::transposition(n, 0, 1).cycles() + " and " + Permutation::rotation(n).cycles();
 }
 
-void describe_witness(std::ostringstream& s, const Witness& w, const std::string& property) {
-    const bool pooled = property == "invariance";
+void describe_witness(std::ostringstream& s, const Witness& w, Property property) {
+    const SideNames names = side_names(property);
     s << "  witness: permutation " << w.perm.cycles() << " (rows: (P x)[i] = x[p[i]]), " << w.weights << "\n";
     s << "    in " << w.arithmetic << "\n";
     s << "    x =\n";
@@ -412,8 +412,9 @@ void describe_witness(std::ostringstream& s, const Witness& w, const std::string
         s << "\n";
     }
     s << "    at position " << w.row << ", feature " << w.col << ":\n";
-    s << "      L(P x)" << (pooled ? "" : "") << " = " << std::setprecision(17) << w.lhs.convert_to<double>() << "\n";
-    s << "      " << (pooled ? "L(x)  " : "P L(x)") << " = " << w.rhs.convert_to<double>() << "\n";
+    s << "      " << std::left << std::setw(6) << names.lhs << " = " << std::setprecision(17) << w.lhs.convert_to<double>()
+      << "\n";
+    s << "      " << std::setw(6) << names.rhs << std::right << " = " << w.rhs.convert_to<double>() << "\n";
     s << "      exact difference = " << to_string(w.difference) << "\n";
     s << "                       ~ " << std::setprecision(6) << w.difference.convert_to<double>() << "\n";
 }
@@ -421,7 +422,7 @@ void describe_witness(std::ostringstream& s, const Witness& w, const std::string
 
 std::string describe(const Certificate& c) {
     std::ostringstream s;
-    s << c.layer << ": " << c.property << " at n = " << c.n << ", d = " << c.d << "\n";
+    s << c.layer << ": " << property_name(c.property) << " at n = " << c.n << ", d = " << c.d << "\n";
     s << "  method: " << method_name(c.method) << "\n";
     const bool has_degree = c.method == Method::schwartz_zippel || c.method == Method::composition;
     if (has_degree && c.set_bits > 0) {

@@ -14,6 +14,7 @@
 #include "layers/catalog.h"
 #include "scalars/degree.h"
 #include "check/permutation.h"
+#include "check/vocabulary.h"
 
 #include <cstdint>
 #include <functional>
@@ -92,7 +93,7 @@ const char* method_name(Method m);
 
 struct Certificate {
     std::string layer;
-    std::string property;        // "equivariance" (sequence output) or "invariance" (pooled output)
+    Property property = Property::equivariance;  // equivariance (sequence output) or invariance (pooled output)
     bool expected_holds = true;  // the verdict matrix
     bool holds = false;          // what was certified
     bool conclusive = false;     // false: nothing could be certified (see `note`)

@@ -64,8 +64,8 @@ std::optional<Counterexample> confirm(const SmtSubject& subject, Property proper
     if (c.holds) return std::nullopt;
     Counterexample ce;
     ce.layer = subject.name;
-    ce.property = property_name(property);
-    ce.dtype = "exact";
+    ce.property = property;
+    ce.dtype = Arithmetic::exact;
     ce.perm = perm;
     ce.x = x;
     ce.lhs = to_double<Rational>(s.lhs);
@@ -225,8 +225,8 @@ CheckResult exact_generator_search(const std::string& name, Output output, const
     CheckResult r;
     r.layer = name;
     const Property property = property_of(output);
-    r.property = property_name(property);
-    r.dtype = "exact";
+    r.property = property;
+    r.dtype = Arithmetic::exact;
     for (int k = 0; k < opts.cases; ++k) {
         const std::uint64_t seed = opts.seed + static_cast<std::uint64_t>(k);
         Draw<Rational> draw = dyadic_draw<Rational>(seed);
@@ -246,7 +246,7 @@ CheckResult exact_generator_search(const std::string& name, Output output, const
             Counterexample ce;
             ce.layer = name;
             ce.property = r.property;
-            ce.dtype = "exact";
+            ce.dtype = Arithmetic::exact;
             ce.perm = p;
             ce.x = xd;
             ce.lhs = to_double<Rational>(s.lhs);

@@ -7,7 +7,7 @@
 
 namespace permcheck::cli {
 
-Case case_of(const Counterexample& c) { return Case{c.x, c.perm, c.weight_seed, c.property == "shift" ? c.shift : 1}; }
+Case case_of(const Counterexample& c) { return Case{c.x, c.perm, c.weight_seed, c.property == Property::shift ? c.shift : 1}; }
 
 Counterexample counterexample_at(const LayerSpec& spec, Property property, const Case& c, const CheckOptions& opts,
                                  int case_index, int shrink_steps) {
@@ -42,7 +42,7 @@ std::optional<Counterexample> load(const std::filesystem::path& entry, const Lay
         notes << "permcheck: skipping corrupt failure database entry " << entry.string() << ": " << e.what() << "\n";
         return std::nullopt;
     }
-    if (r.layer != spec.name || r.property != property_name(property) || r.dtype != arithmetic_name(opts.arithmetic) ||
+    if (r.layer != spec.name || r.property != property || r.dtype != opts.arithmetic ||
         !r.counterexample) {
         notes << "permcheck: skipping failure database entry " << entry.string()
               << ": it does not hold a counterexample of " << spec.name << " " << property_name(property) << " ("
@@ -70,8 +70,8 @@ CheckRun check_with_db(const LayerSpec& spec, Property property, const CheckOpti
             if (!evaluate_case(spec, property, c, opts.arithmetic).comparison.holds) {
                 CheckResult& r = run.result;
                 r.layer = spec.name;
-                r.property = property_name(property);
-                r.dtype = arithmetic_name(opts.arithmetic);
+                r.property = property;
+                r.dtype = opts.arithmetic;
                 r.expected_holds = expected_to_hold(spec, property);
                 r.holds = false;
                 r.cases_run = 1;

@@ -1,4 +1,6 @@
-// Reports: one record, several views (JSON, Markdown, HTML, text). Written atomically.
+// Reports: one record, several views, one file each: JSON (json.cpp), Markdown (markdown.cpp), HTML
+// (html.cpp); written atomically and read back within bounds (files.cpp). The text view of a counterexample is
+// describe() (check/), which the terminal and the C++ API share.
 // The JSON schema "permcheck.report/1" is documented in README.md.
 #pragma once
 
@@ -17,14 +19,14 @@ namespace permcheck::report {
 inline constexpr const char* kSchema = "permcheck.report/1";
 
 struct Record {
-    std::string verdict;   // holds | violated | nondeterministic | non-finite | error
+    Verdict verdict = Verdict::holds;
     std::string layer;     // a catalog name, or the audited command / callable's name
-    std::string property;  // equivariance | invariance | shift | reversal | causal-prefix
-    std::string dtype;     // float32 | float64 | exact
+    Property property = Property::equivariance;
+    Arithmetic dtype = Arithmetic::float64;
     int cases = 0;
     std::uint64_t seed = 0;
     std::optional<Counterexample> counterexample;
-    std::string error;     // empty unless verdict == "error"
+    std::string error;     // empty unless verdict is error
     std::string replay;    // a command line that re-runs this exact case
     nlohmann::json details = nlohmann::json::object();  // producer-specific extras (audit: command, last request)
 };
@@ -48,9 +50,9 @@ Record read(const std::filesystem::path& path);
 // The record of a catalog check: verdict holds | violated, the check's options under details["check"].
 Record record_of(const CheckResult& result, const CheckOptions& opts);
 // The record of an audit (`permcheck audit`, `permcheck audit-torch`); the caller adds its own details.
-// `property` and `dtype` stand in where the audit ended before it set them (options it refused).
-Record record_of(const AuditResult& result, const std::string& layer, const std::string& property,
-                 const std::string& dtype, std::uint64_t seed, const std::string& replay);
+// `property` and `dtype` are the audit's (also when it ended before it ran, e.g. on options it refused).
+Record record_of(const AuditResult& result, const std::string& layer, Property property, Arithmetic dtype,
+                 std::uint64_t seed, const std::string& replay);
 
 // Writes `content` to `file` through a temporary file in the same directory, fsync and rename: readers see the
 // old file or the new one, never a part. Throws std::runtime_error naming the file and the system's reason.

@@ -68,8 +68,8 @@ TEST(AuditCallable, EquivariantAttentionHoldsWithTheEngineRecord) {
     const permcheck::AuditOptions o = options(3, 60);
     const permcheck::AuditResult r = permcheck::audit_callable(attention_f64, o);
     EXPECT_EQ(r.verdict, permcheck::Verdict::holds) << permcheck::explain(r, o);
-    EXPECT_EQ(r.property, "equivariance");
-    EXPECT_EQ(r.dtype, "float64");
+    EXPECT_EQ(r.property, permcheck::Property::equivariance);
+    EXPECT_EQ(r.dtype, permcheck::Arithmetic::float64);
     EXPECT_EQ(r.cases, 60);
     // Two calls a case, plus the repeated first cases: the floor the engine promises.
     EXPECT_EQ(r.evaluations, 2 * 60 + o.repeat_checks);
@@ -81,7 +81,7 @@ TEST(AuditCallable, FloatCallableIsAuditedWithTheFloat32Tolerance) {
     o.dtype = permcheck::Arithmetic::float64;  // overridden: the layer computes in float
     o.max_len = 24;
     const permcheck::AuditResult r = permcheck::audit_callable(attention_f32, o);
-    EXPECT_EQ(r.dtype, "float32");
+    EXPECT_EQ(r.dtype, permcheck::Arithmetic::float32);
     EXPECT_EQ(r.verdict, permcheck::Verdict::holds) << permcheck::explain(r, o);
 }
 
@@ -100,7 +100,7 @@ TEST(AuditCallable, ColumnVectorAnswerOfAPooledLayerIsOneVector) {
     o.output = permcheck::Output::pooled;
     const permcheck::AuditResult r = permcheck::audit_callable(norm_pool, o);
     EXPECT_EQ(r.verdict, permcheck::Verdict::holds) << permcheck::explain(r, o);
-    EXPECT_EQ(r.property, "invariance");
+    EXPECT_EQ(r.property, permcheck::Property::invariance);
 }
 
 TEST(AuditCallable, ALayerThatThrowsIsAnErrorNamingTheCause) {

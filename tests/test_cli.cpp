@@ -156,7 +156,7 @@ TEST_F(Cli, LayerThatCannotRunAtTheseSizesExitsTwoWithAnErrorReport) {
     EXPECT_EQ(r.code, 2) << show(r);
     EXPECT_NE(r.err.find("even"), std::string::npos) << show(r);
     const Record rec = permcheck::report::read(dir / "out");
-    EXPECT_EQ(rec.verdict, "error");
+    EXPECT_EQ(rec.verdict, permcheck::Verdict::error);
     EXPECT_NE(rec.error.find("even"), std::string::npos) << rec.error;
     EXPECT_FALSE(rec.counterexample.has_value());
     const Invocation replay = run("replay out/report.json");
@@ -354,7 +354,7 @@ TEST_F(Cli, TableReportWritesASummaryAndOneReportPerCounterexample) {
         }
         expected_dirs.insert(row["report"].get<std::string>());
         const Record rec = permcheck::report::read(dir / "rep" / row["report"].get<std::string>());
-        EXPECT_EQ(rec.verdict, "violated");
+        EXPECT_EQ(rec.verdict, permcheck::Verdict::violated);
         EXPECT_EQ(rec.layer, row["layer"]);
         EXPECT_TRUE(rec.counterexample.has_value());
     }
@@ -392,10 +392,10 @@ TEST_F(Cli, DemoShowsTheSameVectorWithoutPositionAndDifferentOnesWithIt) {
 
 Record sample_record() {
     Record r;
-    r.verdict = "violated";
+    r.verdict = permcheck::Verdict::violated;
     r.layer = "causal-attention";
-    r.property = "equivariance";
-    r.dtype = "float64";
+    r.property = permcheck::Property::equivariance;
+    r.dtype = permcheck::Arithmetic::float64;
     r.cases = 7;
     r.seed = 18446744073709551615ull;  // the largest seed must survive
     permcheck::Counterexample c;
@@ -448,10 +448,10 @@ TEST(ReportRecord, JsonRoundTripKeepsEveryBitIncludingNonFiniteNumbers) {
 
 TEST(ReportRecord, AuditErrorReportWithoutCounterexampleRoundTrips) {
     Record r;
-    r.verdict = "error";
+    r.verdict = permcheck::Verdict::error;
     r.layer = "./my-layer --port 3";
-    r.property = "equivariance";
-    r.dtype = "float32";
+    r.property = permcheck::Property::equivariance;
+    r.dtype = permcheck::Arithmetic::float32;
     r.error = "adapter exited with status 3 after 4 requests; last request: n=5";
     r.details = {{"command", "./my-layer --port 3"}, {"last_request", {{"n", 5}, {"d", 4}}}};
     const Record back = permcheck::report::from_json(json::parse(permcheck::report::to_json(r).dump()));
@@ -459,8 +459,9 @@ TEST(ReportRecord, AuditErrorReportWithoutCounterexampleRoundTrips) {
     EXPECT_FALSE(back.counterexample);
     EXPECT_EQ(back.details["last_request"]["n"], 5);
     for (const char* verdict : {"holds", "nondeterministic", "non-finite"}) {
-        r.verdict = verdict;
-        EXPECT_EQ(permcheck::report::from_json(permcheck::report::to_json(r)).verdict, verdict);
+        r.verdict = permcheck::parse_verdict(verdict);
+        EXPECT_EQ(permcheck::report::to_json(r)["verdict"], verdict);
+        EXPECT_EQ(permcheck::report::from_json(permcheck::report::to_json(r)).verdict, r.verdict);
     }
 }
 
@@ -497,11 +498,11 @@ TEST(ReportRecord, MalformedJsonIsRejectedNamingTheField) {
 TEST_F(Cli, WritingAReportTwiceReplacesItAndLeavesNoTemporaryFiles) {
     Record r = sample_record();
     permcheck::report::write(dir / "rep", r);
-    r.verdict = "holds";
+    r.verdict = permcheck::Verdict::holds;
     r.counterexample.reset();
     permcheck::report::write(dir / "rep", r);
     EXPECT_EQ(files_in(dir / "rep"), (std::set<std::string>{"report.html", "report.json", "report.md"}));
-    EXPECT_EQ(permcheck::report::read(dir / "rep").verdict, "holds");
+    EXPECT_EQ(permcheck::report::read(dir / "rep").verdict, permcheck::Verdict::holds);
     EXPECT_THROW(permcheck::report::write_atomically(dir / "no" / "such" / "dir" / "f.json", "{}"),
                  std::runtime_error);
 }

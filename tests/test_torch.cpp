@@ -59,7 +59,7 @@ TEST(TorchAudit, MultiheadAttentionInFloat32HoldsUnderTheFloat32Tolerance) {
     t.dtype = Arithmetic::float32;
     const AuditResult r = audit_torch(t);
     EXPECT_EQ(r.verdict, Verdict::holds) << account(r);
-    EXPECT_EQ(r.dtype, "float32");
+    EXPECT_EQ(r.dtype, permcheck::Arithmetic::float32);
 }
 
 TEST(TorchAudit, EncoderLayerWithoutMaskIsEquivariantInEvalMode) {

@@ -103,9 +103,9 @@ inline std::string replay_hint(const AuditOptions& o) {
 // A readable account of a result: the verdict, what was found, and the shrunk counterexample (describe()).
 inline std::string explain(const AuditResult& r, const AuditOptions& o) {
     std::ostringstream s;
-    s << o.name << ": " << (r.property.empty() ? "audit" : r.property) << " " << verdict_name(r.verdict) << " after "
+    s << o.name << ": " << property_name(r.property) << " " << verdict_name(r.verdict) << " after "
       << r.cases << (r.cases == 1 ? " case" : " cases") << " (" << r.evaluations << " layer calls, "
-      << (r.dtype.empty() ? arithmetic_name(o.dtype) : r.dtype) << ")\n";
+      << arithmetic_name(r.dtype) << ")\n";
     if (!r.detail.empty()) s << "  " << r.detail << "\n";
     if (!r.error.empty()) s << "  error: " << r.error << (r.last_request.empty() ? "" : "; last request: " + r.last_request) << "\n";
     if (r.counterexample) {

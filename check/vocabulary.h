@@ -1,0 +1,42 @@
+// The words every record speaks: which property, in which arithmetic, with which verdict. Inside the program
+// they are enums; their names are produced and parsed here and nowhere else (the command line and the JSON
+// reports call these functions), and so is the text that says which side of a property is which.
+#pragma once
+
+#include <string>
+
+namespace permcheck {
+
+enum class Property {
+    equivariance,      // sequence output: L(P x) = P L(x)
+    invariance,        // pooled output:   L(P x) = L(x)
+    shift,             // every position index + c: L_c(x) = L_0(x)   (relative position signals)
+    reversal,          // L(R x) = R L(x) for the reversal R
+    causal_prefix,     // P fixes the last position: L(P x)[n-1] = L(x)[n-1]
+};
+
+enum class Arithmetic { float32, float64, exact };
+
+enum class Verdict { holds, violated, nondeterministic, non_finite, error };
+
+const char* property_name(Property p);
+Property parse_property(const std::string& name);  // throws std::invalid_argument listing valid names
+std::string property_names();
+
+const char* arithmetic_name(Arithmetic a);
+Arithmetic parse_arithmetic(const std::string& name);  // float32|float64|exact; throws otherwise
+
+const char* verdict_name(Verdict v);  // holds | violated | nondeterministic | non-finite | error
+Verdict parse_verdict(const std::string& name);  // throws std::invalid_argument listing valid names
+int exit_code(Verdict v);             // 0 holds; 1 violated, nondeterministic, non-finite; 2 error
+
+// The two sides of a property as a reader sees them, and their difference: "L(P x)", "P L(x)",
+// "|L(P x) - P L(x)|" for equivariance.
+struct SideNames {
+    const char* lhs;
+    const char* rhs;
+    const char* diff;
+};
+SideNames side_names(Property p);
+
+}  // namespace permcheck

@@ -1,0 +1,91 @@
+// Reports on disk: written atomically (a killed run leaves the old report or the new one, never a part), read
+// back within bounds.
+#include "report/report.h"
+
+#include "io/json_limits.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <stdexcept>
+#include <unistd.h>
+
+namespace permcheck::report {
+
+using nlohmann::json;
+
+void write_atomically(const std::filesystem::path& file, const std::string& content) {
+    static std::atomic<unsigned> counter{0};
+    const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
+    const std::filesystem::path tmp =
+        dir / ("." + file.filename().string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++));
+    const auto fail = [&](const std::string& what) {
+        const std::string reason = std::strerror(errno);
+        ::unlink(tmp.c_str());
+        throw std::runtime_error("cannot write " + file.string() + ": " + what + ": " + reason);
+    };
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) throw std::runtime_error("cannot write " + file.string() + ": cannot create " + tmp.string() + ": " +
+                                         std::strerror(errno));
+    std::size_t done = 0;
+    while (done < content.size()) {
+        const ssize_t w = ::write(fd, content.data() + done, content.size() - done);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            ::close(fd);
+            fail("write failed");
+        }
+        done += static_cast<std::size_t>(w);
+    }
+    if (::fsync(fd) != 0) {
+        ::close(fd);
+        fail("fsync failed");
+    }
+    if (::close(fd) != 0) fail("close failed");
+    if (std::rename(tmp.c_str(), file.c_str()) != 0) fail("rename failed");
+}
+
+void prepare_directory(const std::filesystem::path& dir) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw std::runtime_error("cannot create report directory " + dir.string() + ": " + ec.message());
+}
+
+void write(const std::filesystem::path& dir, const Record& r) {
+    prepare_directory(dir);
+    // "schema" first, so a reader of the file (or `head`) sees what it is; the other keys in alphabetical order.
+    const json j = to_json(r);
+    nlohmann::ordered_json file = {{"schema", j.at("schema")}};
+    for (const auto& [key, value] : j.items())
+        if (key != "schema") file[key] = value;
+    write_atomically(dir / "report.json", file.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+    write_atomically(dir / "report.md", to_markdown(r));
+    write_atomically(dir / "report.html", to_html(r));
+}
+
+Record read(const std::filesystem::path& path) {
+    std::error_code ec;
+    const std::filesystem::path file = std::filesystem::is_directory(path, ec) ? path / "report.json" : path;
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read " + file.string() + ": " + std::strerror(errno));
+    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    if (in.bad()) throw std::runtime_error("cannot read " + file.string() + ": " + std::strerror(errno));
+    json j;
+    try {
+        json_limits::require_shallow(text, file.string());
+        j = json::parse(text);
+    } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers beyond double (1e400)
+        throw std::invalid_argument(file.string() + " is not valid JSON: " + e.what());
+    }
+    try {
+        return from_json(j);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(file.string() + " is not a permcheck report: " + e.what());
+    }
+}
+
+}  // namespace permcheck::report

@@ -1,0 +1,38 @@
+// The record of a check and of an audit: the one record every view is made from.
+#include "report/report.h"
+
+namespace permcheck::report {
+
+Record record_of(const CheckResult& result, const CheckOptions& opts) {
+    Record r;
+    r.verdict = result.holds ? Verdict::holds : Verdict::violated;
+    r.layer = result.layer;
+    r.property = result.property;
+    r.dtype = result.dtype;
+    r.cases = result.cases_run;
+    r.seed = opts.seed;
+    r.counterexample = result.counterexample;
+    r.replay = replay_command(result.layer, result.property, opts);
+    r.details["check"] = {{"cases", opts.cases},     {"min_len", opts.min_len}, {"max_len", opts.max_len},
+                          {"d", opts.d},             {"evaluations", result.evaluations},
+                          {"expected", result.expected_holds ? "holds" : "violated"}};
+    return r;
+}
+
+Record record_of(const AuditResult& result, const std::string& layer, Property property, Arithmetic dtype,
+                 std::uint64_t seed, const std::string& replay) {
+    Record r;
+    r.verdict = result.verdict;
+    r.layer = layer;
+    r.property = property;
+    r.dtype = dtype;
+    r.cases = result.cases;
+    r.seed = seed;
+    r.counterexample = result.counterexample;
+    r.replay = replay;
+    if (r.counterexample) r.counterexample->replay = replay;
+    r.error = result.error;
+    return r;
+}
+
+}  // namespace permcheck::report

@@ -1,0 +1,61 @@
+#include "report/views.h"
+
+#include <charconv>
+#include <cmath>
+#include <sstream>
+
+namespace permcheck::report::detail {
+
+// Shortest text that reads back as the same double: for the human views.
+std::string text(double v) {
+    if (std::isnan(v)) return "NaN";
+    if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+    char buf[64];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, r.ptr);
+}
+
+std::string one_line_text(const Permutation& p) {
+    std::string s = "[";
+    for (int i = 0; i < p.size(); ++i) s += (i ? ", " : "") + std::to_string(p[i]);
+    return s + "]";
+}
+
+std::string headline(const Record& r) {
+    std::string s = r.layer + ": " + property_name(r.property) + " " + verdict_name(r.verdict);
+    s += " (" + std::string(arithmetic_name(r.dtype)) + ")";
+    return s;
+}
+
+std::string matrix_text(const Mat<double>& m) {
+    std::ostringstream s;
+    for (Eigen::Index i = 0; i < m.rows(); ++i) {
+        s << "[" << i << "]";
+        for (Eigen::Index j = 0; j < m.cols(); ++j) s << "  " << text(m(i, j));
+        s << "\n";
+    }
+    return s.str();
+}
+
+std::string html_escape(const std::string& in) {
+    std::string out;
+    for (char ch : in) {
+        switch (ch) {
+            case '&': out += "&amp;"; break;
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            case '"': out += "&quot;"; break;
+            case '\'': out += "&#39;"; break;
+            default: out += ch;
+        }
+    }
+    return out;
+}
+
+// Markdown inline code that survives backticks in the content.
+std::string md_code(const std::string& s) {
+    const std::string fence = s.find('`') == std::string::npos ? "`" : "`` ";
+    return fence + s + (fence == "`" ? "`" : " ``");
+}
+
+}  // namespace permcheck::report::detail
