@@ -2,6 +2,7 @@
 // `permcheck audit --exec` command, with in-process layers, the Python example adapters and fault adapters.
 #include "adapters/exec_adapter.h"
 #include "check/blackbox.h"
+#include "tests/support/process.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -467,25 +468,17 @@ fs::path fresh_dir(const std::string& name) {
     return dir;
 }
 
-std::string quote(const std::string& s) {
-    std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
-}
+std::string quote(const std::string& s) { return permcheck::test::shell_quote(s); }
 
 // Runs `permcheck ARGS`, stdout and stderr together.
 CommandRun permcheck_command(const std::string& args) {
-    const std::string line = std::string(PERMCHECK_BINARY) + " " + args + " 2>&1";
+    const permcheck::test::Scratch cwd("audit-command");
+    const permcheck::test::Run r =
+        permcheck::test::run_shell(quote(PERMCHECK_BINARY) + " " + args, cwd.dir(), /*merge_stderr=*/true);
     CommandRun run;
-    const auto t0 = std::chrono::steady_clock::now();
-    FILE* p = popen(line.c_str(), "r");
-    if (!p) return run;
-    char buf[4096];
-    std::size_t got;
-    while ((got = fread(buf, 1, sizeof buf, p)) > 0) run.output.append(buf, got);
-    const int status = pclose(p);
-    run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    run.status = r.exit_code;
+    run.output = r.out;
+    run.seconds = r.seconds;
     return run;
 }
 

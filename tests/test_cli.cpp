@@ -1,6 +1,7 @@
 // The permcheck command as a user and a CI job meet it: the built binary run as a subprocess, its exit codes,
 // messages, reports and failure database; and the report record's JSON round trip, in process.
 #include "report/report.h"
+#include "tests/support/process.h"
 
 #include <gtest/gtest.h>
 
@@ -27,49 +28,23 @@ using permcheck::report::Record;
 
 namespace {
 
+using permcheck::test::shell_quote;
+using permcheck::test::slurp;
+
+// The command's answer: exit status and both streams (tests/support/process.h).
 struct Invocation {
     int code = -1;
     std::string out, err;
 };
 
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-std::string quote(const std::string& s) {
-    std::string q = "'";
-    for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-    return q + "'";
-}
+std::string quote(const std::string& s) { return shell_quote(s); }
 
 // A fresh directory per test, so failure databases and reports never leak between tests.
 class Cli : public ::testing::Test {
 protected:
-    void SetUp() override {
-        std::string tmpl = (fs::temp_directory_path() / "permcheck-cli-XXXXXX").string();
-        ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-        dir = tmpl;
-    }
-    void TearDown() override {
-        std::error_code ec;
-        if (!HasFailure()) fs::remove_all(dir, ec);
-    }
-
     Invocation run(const std::string& args) const {
-        const fs::path out = dir / ".stdout", err = dir / ".stderr";
-        const std::string cmd = "cd " + quote(dir.string()) + " && " + quote(PERMCHECK_BIN) + " " + args + " >" +
-                                quote(out.string()) + " 2>" + quote(err.string()) + " </dev/null";
-        const int status = std::system(cmd.c_str());
-        Invocation r;
-        r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        r.out = slurp(out);
-        r.err = slurp(err);
-        fs::remove(out);
-        fs::remove(err);
-        return r;
+        const permcheck::test::Run r = permcheck::test::run_shell(quote(PERMCHECK_BIN) + " " + args, dir);
+        return Invocation{r.exit_code, r.out, r.err};
     }
 
     std::set<std::string> files_in(const fs::path& p) const {
@@ -78,7 +53,8 @@ protected:
         return names;
     }
 
-    fs::path dir;
+    permcheck::test::Scratch scratch_{"cli"};
+    const fs::path dir = scratch_.dir();
 };
 
 std::size_t occurrences(const std::string& text, const std::string& what) {

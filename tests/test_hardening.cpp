@@ -5,6 +5,7 @@
 // parses or is refused with the documented exception.
 #include "adapters/exec_adapter.h"
 #include "report/report.h"
+#include "tests/support/process.h"
 
 #include <gtest/gtest.h>
 
@@ -27,87 +28,20 @@
 #error "PERMCHECK_SOURCE_DIR must name the source tree (tests/CMakeLists.txt)"
 #endif
 
-extern char** environ;
-
 namespace {
 namespace fs = std::filesystem;
 using namespace permcheck;
 
-struct Exit {
-    int exit_code = -1;  // -1 when killed by a signal
-    int signal = 0;
-    std::string out, err;
-    long max_rss_kib = 0;  // the child's peak resident memory
-};
+using permcheck::test::Scratch;
+using permcheck::test::show;
+using permcheck::test::slurp;
+using Exit = permcheck::test::Run;
 
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-// A scratch directory per test, removed afterwards.
-class Scratch {
-public:
-    Scratch() {
-        const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-        dir_ = fs::temp_directory_path() / ("permcheck-hardening-" + std::to_string(getpid()) + "-" + info->name());
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
-    }
-    ~Scratch() {
-        std::error_code ec;
-        fs::remove_all(dir_, ec);
-    }
-    const fs::path& dir() const { return dir_; }
-    fs::path write(const std::string& name, const std::string& content, bool executable = false) const {
-        const fs::path p = dir_ / name;
-        std::ofstream(p, std::ios::binary) << content;
-        if (executable) fs::permissions(p, fs::perms::owner_all, fs::perm_options::add);
-        return p;
-    }
-
-private:
-    fs::path dir_;
-};
-
-// Runs permcheck with `args`, stdout and stderr to files, and measures its peak memory (wait4).
+// Runs permcheck with `args` (no shell), stdout and stderr to files, and measures its peak memory.
 Exit permcheck_run(const std::vector<std::string>& args, const Scratch& scratch) {
-    std::vector<std::string> argv_s{PERMCHECK_BIN};
-    argv_s.insert(argv_s.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& a : argv_s) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const fs::path out = scratch.dir() / "stdout", err = scratch.dir() / "stderr";
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid = -1;
-    const int rc = posix_spawn(&pid, PERMCHECK_BIN, &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    Exit r;
-    if (rc != 0) {
-        r.err = "posix_spawn failed";
-        return r;
-    }
-    int status = 0;
-    rusage usage{};
-    while (wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
-    }
-    if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-    r.max_rss_kib = usage.ru_maxrss;
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
-}
-
-std::string show(const Exit& r) {
-    return "exit " + std::to_string(r.exit_code) + (r.signal ? ", signal " + std::to_string(r.signal) : "") +
-           "\nstdout: " + r.out.substr(0, 2000) + "\nstderr: " + r.err.substr(0, 2000);
+    std::vector<std::string> argv{PERMCHECK_BIN};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return permcheck::test::run_program(argv, scratch.dir());
 }
 
 // Bad input: exit status 2, a message on stderr containing `says`, no crash.

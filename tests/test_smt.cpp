@@ -2,6 +2,7 @@
 // equivariant or invariant is proved; no other layer and no planted mutant ever is.
 #include "cli/commands.h"
 #include "proofs/smt.h"
+#include "tests/support/process.h"
 
 #include <gtest/gtest.h>
 
@@ -242,13 +243,8 @@ TEST(PlantedMutant, LeakFromPosition4IsInvisibleAtFourPositionsSoAProofHoldsOnly
 
 // Runs a command, returns its standard output.
 std::string run(const std::string& command) {
-    std::string out;
-    FILE* p = ::popen(command.c_str(), "r");
-    if (p == nullptr) return out;
-    std::array<char, 4096> buf{};
-    for (std::size_t k; (k = std::fread(buf.data(), 1, buf.size(), p)) > 0;) out.append(buf.data(), k);
-    ::pclose(p);
-    return out;
+    const permcheck::test::Scratch cwd("smt-command");
+    return permcheck::test::run_shell(command, cwd.dir()).out;
 }
 
 std::filesystem::path fresh_dir(const std::string& name) {

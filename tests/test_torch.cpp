@@ -2,6 +2,7 @@
 // torch::nn::TransformerEncoderLayer, with and without masks, in eval and train mode. This file includes no
 // torch header: the adapter hides LibTorch behind a BlackBox.
 #include "adapters/torch_adapter.h"
+#include "tests/support/process.h"
 
 #include <gtest/gtest.h>
 
@@ -149,9 +150,8 @@ TEST(TorchAudit, HeadsThatDoNotDivideTheWidthAreRefused) {
 }
 
 int run(const std::string& args) {
-    const std::string command = std::string(PERMCHECK_BINARY) + " " + args + " >/dev/null 2>&1";
-    const int status = std::system(command.c_str());
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    const permcheck::test::Scratch cwd("torch-command");
+    return permcheck::test::run_shell(permcheck::test::shell_quote(PERMCHECK_BINARY) + " " + args, cwd.dir()).exit_code;
 }
 
 TEST(TorchAuditCommand, ExitStatusCarriesTheVerdict) {
