@@ -2,6 +2,7 @@
 // is violated, 2 on bad input. A CI job asks "does my layer keep this property?", not "does it match the
 // theory?": the verdict table answers the second.
 #include "cli/commands.h"
+#include "cli/options.h"
 
 #include "report/failure_db.h"
 #include "report/report.h"
@@ -15,18 +16,16 @@ namespace {
 
 struct CheckRequest {
     std::string layer;
-    std::string property;  // empty: the first property that applies
-    std::string dtype = "float64";
+    Property property = Property::equivariance;
+    bool property_given = false;  // otherwise: the first property that applies
+    Arithmetic dtype = Arithmetic::float64;
     bool exact = false;
-    long long cases = 100, min_len = 1, max_len = 8, d = 4;
+    int cases = 100, min_len = 1, max_len = 8, d = 4;
     std::uint64_t seed = 1;
     std::string report_dir;
     std::string db_dir = ".permcheck";
     bool no_db = false;
 };
-
-// Sizes large enough for any question about order, small enough that a typo cannot make a run hang.
-constexpr long long kMaxLen = 256, kMaxWidth = 256, kMaxCases = 1000000;
 
 std::string applicable_names(const LayerSpec& spec) {
     std::string out;
@@ -37,39 +36,27 @@ std::string applicable_names(const LayerSpec& spec) {
     return out;
 }
 
-// Throws std::invalid_argument with a message a user can act on.
+// Throws std::invalid_argument with a message a user can act on; each option's own range was checked as it
+// was parsed.
 CheckOptions options_of(const CheckRequest& q) {
-    const auto require = [](bool ok, const std::string& message) {
-        if (!ok) throw std::invalid_argument(message);
-    };
-    require(q.cases >= 1 && q.cases <= kMaxCases,
-            "--cases must be between 1 and " + std::to_string(kMaxCases) + ", got " + std::to_string(q.cases));
-    require(q.min_len >= 1, "--min-len must be at least 1, got " + std::to_string(q.min_len));
-    require(q.max_len >= 1 && q.max_len <= kMaxLen,
-            "--max-len must be between 1 and " + std::to_string(kMaxLen) + ", got " + std::to_string(q.max_len));
-    require(q.min_len <= q.max_len, "--min-len (" + std::to_string(q.min_len) + ") must not exceed --max-len (" +
-                                        std::to_string(q.max_len) + ")");
-    require(q.d >= 1 && q.d <= kMaxWidth,
-            "--d must be between 1 and " + std::to_string(kMaxWidth) + ", got " + std::to_string(q.d));
-    if (q.exact && q.dtype != "float64" && q.dtype != "exact")
-        throw std::invalid_argument("--exact contradicts --dtype " + q.dtype + "; give one of them");
+    if (q.exact && q.dtype == Arithmetic::float32)
+        throw std::invalid_argument("--exact contradicts --dtype float32; give one of them");
     CheckOptions o;
-    o.arithmetic = parse_arithmetic(q.exact ? "exact" : q.dtype);
-    o.cases = static_cast<int>(q.cases);
+    o.arithmetic = q.exact ? Arithmetic::exact : q.dtype;
+    o.cases = q.cases;
     o.seed = q.seed;
-    o.min_len = static_cast<int>(q.min_len);
-    o.max_len = static_cast<int>(q.max_len);
-    o.d = static_cast<int>(q.d);
+    o.min_len = q.min_len;
+    o.max_len = q.max_len;
+    o.d = q.d;
     return o;
 }
 
-Property property_for(const LayerSpec& spec, const std::string& requested) {
+Property property_for(const LayerSpec& spec, const CheckRequest& q) {
     const std::vector<Expectation> applicable = expectations(spec);
-    if (requested.empty()) return applicable.front().property;
-    const Property p = parse_property(requested);
+    if (!q.property_given) return applicable.front().property;
     for (const Expectation& e : applicable)
-        if (e.property == p) return p;
-    throw std::invalid_argument("property '" + requested + "' does not apply to layer '" + spec.name + "' (" +
+        if (e.property == q.property) return q.property;
+    throw std::invalid_argument("property '" + std::string(property_name(q.property)) + "' does not apply to layer '" + spec.name + "' (" +
                                 (spec.output == Output::pooled ? "pooled" : "sequence") +
                                 " output); properties that apply: " + applicable_names(spec));
 }
@@ -86,7 +73,7 @@ int run_check(const CheckRequest& q) {
     try {
         opts = options_of(q);
         spec = &find_layer(q.layer);
-        property = property_for(*spec, q.property);
+        property = property_for(*spec, q);
         // Before the check runs, not after: a report directory that cannot be made is bad input.
         if (!q.report_dir.empty()) report::prepare_directory(q.report_dir);
     } catch (const std::exception& e) {
@@ -146,16 +133,24 @@ void add_check(CLI::App& app, Outcome& outcome) {
     auto q = std::make_shared<CheckRequest>();
     CLI::App* sub = app.add_subcommand("check", "check one reference layer against one property");
     sub->add_option("layer", q->layer, "a reference layer (see `permcheck list`)")->required();
-    sub->add_option("--property", q->property,
-                    "equivariance | invariance | shift | reversal | causal-prefix (default: the first that applies)");
-    sub->add_option("--dtype", q->dtype, "float32 | float64 | exact (GMP rationals, zero tolerance)")
-        ->capture_default_str();
+    std::vector<Choice<Property>> properties;
+    for (Property p : {Property::equivariance, Property::invariance, Property::shift, Property::reversal,
+                       Property::causal_prefix})
+        properties.push_back({property_name(p), p});
+    add_choice(*sub, "--property", q->property, properties,
+               "equivariance | invariance | shift | reversal | causal-prefix (default: the first that applies)")
+        ->default_str("");
+    add_choice(*sub, "--dtype", q->dtype,
+               {{"float32", Arithmetic::float32}, {"float64", Arithmetic::float64}, {"exact", Arithmetic::exact}},
+               "float32 | float64 | exact (GMP rationals, zero tolerance)");
     sub->add_flag("--exact", q->exact, "the same as --dtype exact");
-    sub->add_option("--cases", q->cases, "random cases to try")->capture_default_str();
-    sub->add_option("--seed", q->seed, "seed of the random search")->check(seed_range())->capture_default_str();
-    sub->add_option("--min-len", q->min_len, "fewest positions of a case")->capture_default_str();
-    sub->add_option("--max-len", q->max_len, "most positions of a case (at most 256)")->capture_default_str();
-    sub->add_option("--d", q->d, "features per position (at most 256)")->capture_default_str();
+    add_ranged(*sub, kCheckCases, q->cases, "random cases to try");
+    add_seed(*sub, q->seed, "seed of the random search");
+    add_ranged(*sub, kCheckMinLen, q->min_len, "fewest positions of a case");
+    add_ranged(*sub, kCheckMaxLen, q->max_len, "most positions of a case (at most 256)")
+        ->check(not_below_min_len(q->min_len))
+        ->force_callback();  // checked against --min-len also when it is not given
+    add_ranged(*sub, kCheckD, q->d, "features per position (at most 256)");
     sub->add_option("--report", q->report_dir, "write report.json, report.md and report.html into DIR");
     sub->add_option("--db", q->db_dir, "failure database directory")->capture_default_str();
     sub->add_flag("--no-db", q->no_db, "neither replay nor save counterexamples");
@@ -163,7 +158,10 @@ void add_check(CLI::App& app, Outcome& outcome) {
         "Exit status: 0 the property holds on every case, 1 it is violated (the shrunk counterexample is printed),\n"
         "2 bad input or the layer could not run. The status says whether the property holds, not whether that\n"
         "matches the theory: `permcheck` without arguments compares with the theory.");
-    sub->callback([q, &outcome] { outcome.exit_code = run_check(*q); });
+    sub->callback([q, sub, &outcome] {
+        q->property_given = sub->count("--property") > 0;
+        outcome.exit_code = run_check(*q);
+    });
 }
 
 }  // namespace permcheck::cli

@@ -1,6 +1,7 @@
 // `permcheck prove LAYER | --all`: the certificate of each reference layer (properties/certificate.h), or with
 // --smt the symbolic proof of cmd_prove_smt.cpp.
 #include "cli/commands.h"
+#include "cli/options.h"
 
 #include "proofs/certificate.h"
 
@@ -74,17 +75,14 @@ void add_prove(CLI::App& app, Outcome& outcome) {
                  "or give an exact witness that it fails");
     cmd->add_option("layer", o->layer, "a reference layer (see `permcheck list`)");
     cmd->add_flag("--all", o->all, "every reference layer");
-    cmd->add_option("--n", o->certificate.n, "positions")->check(CLI::Range(2, 64))->capture_default_str();
-    cmd->add_option("--d", o->certificate.d, "features per position")->check(CLI::Range(1, 64))->capture_default_str();
-    cmd->add_option("--trials", o->certificate.trials, "k, independent random points; |S| is chosen so that (D'/|S|)^k <= 2^-64")
-        ->check(CLI::Range(1, 64))
-        ->capture_default_str();
-    cmd->add_option("--seed", o->certificate.seed, "seed of the random points and of the witness search")
-        ->capture_default_str();
+    add_ranged(*cmd, kProveN, o->certificate.n, "positions");
+    add_ranged(*cmd, kProveD, o->certificate.d, "features per position");
+    add_ranged(*cmd, kProveTrials, o->certificate.trials,
+               "k, independent random points; |S| is chosen so that (D'/|S|)^k <= 2^-64");
+    add_seed(*cmd, o->certificate.seed, "seed of the random points and of the witness search");
     cmd->add_flag("--smt", o->smt, "prove with Z3 instead: all real inputs and weights, uninterpreted exp/sqrt/tanh");
-    cmd->add_option("--smt-timeout", o->smt_timeout, "with --smt: seconds Z3 may spend on one query before it counts as unknown")
-        ->check(CLI::PositiveNumber)
-        ->capture_default_str();
+    add_ranged(*cmd, kSmtTimeout, o->smt_timeout,
+               "with --smt: seconds Z3 may spend on one query before it counts as unknown");
     cmd->add_option("--emit-smt", o->emit_smt, "with --smt: write each query as an SMT-LIB 2 file into DIR (implies --smt)");
     cmd->callback([o, &outcome] { outcome.exit_code = prove(*o); });
 }

@@ -2,6 +2,7 @@
 // verdict line per layer, the per-generator answers and the witness underneath. cmd_prove.cpp parses the
 // command line and calls prove_smt.
 #include "cli/commands.h"
+#include "cli/options.h"
 
 #include "proofs/smt.h"
 
@@ -48,12 +49,12 @@ void write_file(const fs::path& path, const std::string& text) {
     if (ec) throw std::runtime_error("cannot rename " + tmp.string() + " to " + path.string() + ": " + ec.message());
 }
 
+// A request may come from elsewhere than the command line (tests): it is answered in the command line's words.
 std::string validate(const SmtRequest& req) {
     if (req.layers.empty()) return "no layer to prove; valid layers: " + layer_names();
-    if (req.n < 2) return "--n must be at least 2 (a permutation needs two positions), got " + std::to_string(req.n);
-    if (req.d < 1) return "--d must be at least 1, got " + std::to_string(req.d);
-    if (!(req.timeout_seconds > 0))
-        return "the SMT timeout must be a positive number of seconds, got " + std::to_string(req.timeout_seconds);
+    for (const std::string& problem : {range_problem(kProveN, req.n), range_problem(kProveD, req.d),
+                                       range_problem(kSmtTimeout, req.timeout_seconds)})
+        if (!problem.empty()) return problem;
     for (const std::string& name : req.layers) {
         try {
             find_layer(name);
@@ -64,71 +65,86 @@ std::string validate(const SmtRequest& req) {
     return "";
 }
 
+std::string prepare_emit_dir(const SmtRequest& req) {
+    if (req.emit_dir.empty()) return "";
+    std::error_code ec;
+    fs::create_directories(req.emit_dir, ec);
+    if (ec || !fs::is_directory(req.emit_dir))
+        return "cannot create the --emit-smt directory '" + req.emit_dir + "'" + (ec ? ": " + ec.message() : "");
+    return "";
+}
+
+// The answer to each generator's query, and its SMT-LIB file with --emit-smt; returns 2 when a file could not
+// be written, else 0.
+int print_queries(const std::string& name, const SmtRequest& req, const SmtResult& r, std::ostream& out) {
+    int code = 0;
+    for (const SmtQuery& q : r.queries) {
+        out << "    " << q.perm.cycles() << ": " << answer_name(q.answer);
+        if (!q.reason_unknown.empty()) out << " (" << q.reason_unknown << ")";
+        if (q.answer == SmtAnswer::sat) out << (q.model_confirmed ? ", model confirmed" : ", model not confirmed");
+        out << ", Z3 " << q.seconds << " s (CPU " << q.cpu_seconds << " s)\n";
+        if (req.emit_dir.empty()) continue;
+        const fs::path file = fs::path(req.emit_dir) / (name + "-n" + std::to_string(req.n) + "-d" +
+                                                         std::to_string(req.d) + "-" + generator_tag(q.perm) + ".smt2");
+        try {
+            write_file(file, smtlib_file(r, q));
+            out << "      wrote " << file.string() << "\n";
+        } catch (const std::exception& e) {
+            out << "permcheck: " << e.what() << "\n";
+            code = 2;
+        }
+    }
+    return code;
+}
+
+void print_witness(const SmtResult& r, std::ostream& out) {
+    out << "    witness from the " << r.witness_source << ":\n";
+    std::istringstream lines(permcheck::describe(*r.counterexample));
+    for (std::string line; std::getline(lines, line);) out << "      " << line << "\n";
+    if (!r.witness_weights.empty()) {
+        out << "      weights w0.. in draw order:";
+        for (double w : r.witness_weights) out << ' ' << w;
+        out << "\n";
+    }
+}
+
+// One layer's proof: 0 as the verdict matrix expects, 1 not, 2 when it cannot be proved at (n, d).
+int prove_layer(const std::string& name, const SmtRequest& req, const SmtOptions& opts, std::ostream& out) {
+    const auto start = std::chrono::steady_clock::now();
+    SmtResult r;
+    try {
+        r = smt_prove(smt_subject(find_layer(name)), req.n, req.d, opts);
+    } catch (const std::invalid_argument& e) {
+        out << "permcheck: cannot prove " << name << " at n = " << req.n << ", d = " << req.d << ": " << e.what()
+            << "\n";
+        return 2;
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    out << (r.as_expected() ? "as expected  " : "UNEXPECTED   ") << name << ": " << r.headline() << " ["
+        << std::fixed << std::setprecision(2) << seconds << " s]\n"
+        << std::defaultfloat;
+    const int written = print_queries(name, req, r, out);
+    if (r.counterexample) print_witness(r, out);
+    return written != 0 ? written : r.as_expected() ? 0 : 1;
+}
+
 }  // namespace
 
 int prove_smt(const SmtRequest& req, std::ostream& out) {
-    if (const std::string problem = validate(req); !problem.empty()) {
+    std::string problem = validate(req);
+    if (problem.empty()) problem = prepare_emit_dir(req);  // only for a valid request
+    if (!problem.empty()) {
         out << "permcheck: " << problem << "\n";
         return 2;
-    }
-    if (!req.emit_dir.empty()) {
-        std::error_code ec;
-        fs::create_directories(req.emit_dir, ec);
-        if (ec || !fs::is_directory(req.emit_dir)) {
-            out << "permcheck: cannot create the --emit-smt directory '" << req.emit_dir << "'"
-                << (ec ? ": " + ec.message() : "") << "\n";
-            return 2;
-        }
     }
     SmtOptions opts;
     opts.timeout_seconds = req.timeout_seconds;
     opts.keep_smtlib = !req.emit_dir.empty();
-
     int code = 0;
     for (const std::string& name : req.layers) {
-        const auto start = std::chrono::steady_clock::now();
-        SmtResult r;
-        try {
-            r = smt_prove(smt_subject(find_layer(name)), req.n, req.d, opts);
-        } catch (const std::invalid_argument& e) {
-            out << "permcheck: cannot prove " << name << " at n = " << req.n << ", d = " << req.d << ": " << e.what()
-                << "\n";
-            code = 2;
-            continue;
-        }
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        out << (r.as_expected() ? "as expected  " : "UNEXPECTED   ") << name << ": " << r.headline() << " ["
-            << std::fixed << std::setprecision(2) << seconds << " s]\n"
-            << std::defaultfloat;
-        for (const SmtQuery& q : r.queries) {
-            out << "    " << q.perm.cycles() << ": " << answer_name(q.answer);
-            if (!q.reason_unknown.empty()) out << " (" << q.reason_unknown << ")";
-            if (q.answer == SmtAnswer::sat) out << (q.model_confirmed ? ", model confirmed" : ", model not confirmed");
-            out << ", Z3 " << q.seconds << " s (CPU " << q.cpu_seconds << " s)\n";
-            if (!req.emit_dir.empty()) {
-                const fs::path file = fs::path(req.emit_dir) / (name + "-n" + std::to_string(req.n) + "-d" +
-                                                                 std::to_string(req.d) + "-" + generator_tag(q.perm) +
-                                                                 ".smt2");
-                try {
-                    write_file(file, smtlib_file(r, q));
-                    out << "      wrote " << file.string() << "\n";
-                } catch (const std::exception& e) {
-                    out << "permcheck: " << e.what() << "\n";
-                    code = 2;
-                }
-            }
-        }
-        if (r.counterexample) {
-            out << "    witness from the " << r.witness_source << ":\n";
-            std::istringstream lines(permcheck::describe(*r.counterexample));
-            for (std::string line; std::getline(lines, line);) out << "      " << line << "\n";
-            if (!r.witness_weights.empty()) {
-                out << "      weights w0.. in draw order:";
-                for (double w : r.witness_weights) out << ' ' << w;
-                out << "\n";
-            }
-        }
-        if (!r.as_expected() && code == 0) code = 1;
+        const int layer_code = prove_layer(name, req, opts, out);
+        // 2 (an error) outranks 1 (an unexpected verdict), which outranks 0.
+        if (layer_code == 2 || (layer_code == 1 && code == 0)) code = layer_code;
     }
     return code;
 }

@@ -1,5 +1,6 @@
 // `permcheck replay FILE`: evaluates a saved counterexample again, in the arithmetic it was found in.
 #include "cli/commands.h"
+#include "cli/options.h"
 
 #include "adapters/exec_adapter.h"
 #include "report/failure_db.h"
@@ -22,68 +23,84 @@ struct ReplayRequest {
     double timeout = 30;
 };
 
+// How an audited layer's saved case is judged again, read from its report.
+struct BlackBoxSettings {
+    double amplification = 1.0;
+    bool pooled = false;
+};
+
+// Throws std::invalid_argument when the report cannot be replayed through a program, or names none.
+BlackBoxSettings black_box_settings(const ReplayRequest& q, const report::Record& r) {
+    if (q.exec.empty())
+        throw std::invalid_argument(q.file + " holds a counterexample of an audited program ('" + r.layer +
+                                    "'); name the program to replay it against: permcheck replay " + q.file +
+                                    " --exec \"COMMAND\" (a report never chooses the program it runs)");
+    BlackBoxSettings s;
+    s.pooled = r.property == Property::invariance;
+    const nlohmann::json audit = r.details.is_object() && r.details.contains("audit") ? r.details["audit"]
+                                                                                      : nlohmann::json::object();
+    if (audit.is_object() && audit.contains("amplification")) {
+        const nlohmann::json& a = audit["amplification"];
+        if (!a.is_number() || !(a.get<double>() >= 1.0) || !std::isfinite(a.get<double>()))
+            throw std::invalid_argument(q.file + ": details.audit.amplification must be a finite number >= 1, got " +
+                                        a.dump().substr(0, 40));
+        s.amplification = a.get<double>();
+    }
+    if (audit.is_object() && audit.contains("output")) s.pooled = audit["output"] == "pooled";
+    if (r.dtype == Arithmetic::exact)
+        throw std::invalid_argument(q.file + ": an audited layer computes in float32 or float64, the report says '" +
+                                    arithmetic_name(r.dtype) + "'");
+    return s;
+}
+
+// The saved case sent through the program again; exit 1 still fails, 0 now holds. Throws when the program
+// cannot answer.
+int evaluate_black_box(const ReplayRequest& q, const report::Record& r, const BlackBoxSettings& s) {
+    const Counterexample& saved = *r.counterexample;
+    ToleranceModel tol;
+    tol.unit_roundoff = r.dtype == Arithmetic::float32 ? ScalarTraits<float>::unit_roundoff : ScalarTraits<double>::unit_roundoff;
+    tol.amplification = s.amplification;
+    adapters::ExecOptions eo;
+    eo.command = q.exec;
+    eo.timeout_seconds = q.timeout;
+    const BlackBox box = adapters::exec_black_box(eo);
+    const bool twice = r.verdict == Verdict::nondeterministic;  // the saved x was answered twice differently
+    Mat<double> lhs, rhs;
+    if (twice) {
+        lhs = box(saved.x);
+        rhs = box(saved.x);
+    } else {
+        lhs = box(saved.perm.apply(saved.x));
+        const Mat<double> y = box(saved.x);
+        rhs = s.pooled ? y : saved.perm.apply(y);
+    }
+    const double magnitude = std::max({max_abs(saved.x), max_abs(lhs), max_abs(rhs)});
+    const Comparison c = compare<double>(lhs, rhs, float_tolerance(tol, saved.n(), saved.d(), magnitude));
+    const std::string sides = twice ? "two answers to the saved input" : s.pooled ? "L(P x) and L(x)" : "L(P x) and P L(x)";
+    if (c.shape_mismatch) {
+        std::cout << "still fails: " << sides << " have different shapes (" << lhs.rows() << "x" << lhs.cols()
+                  << " and " << rhs.rows() << "x" << rhs.cols() << ")\n";
+        return 1;
+    }
+    std::cout << (c.holds ? "now holds: " : "still fails: ") << sides << " of the saved case (n = " << saved.n()
+              << ", d = " << saved.d() << (twice ? "" : ", permutation " + saved.perm.cycles()) << ") differ by "
+              << c.max_abs_diff << (c.holds ? " within" : " beyond") << " the tolerance " << c.tolerance
+              << " (saved: " << saved.comparison.max_abs_diff << ") through " << q.exec << "\n";
+    return c.holds ? 0 : 1;
+}
+
 // A counterexample found by `permcheck audit`: the saved case sent again to the program the user names.
 // The report says which command it audited, but a report never chooses what runs: it may come from anyone.
 int replay_black_box(const ReplayRequest& q, const report::Record& r) {
-    const Counterexample& saved = *r.counterexample;
-    double amplification = 1.0;
-    bool pooled = r.property == Property::invariance;
+    BlackBoxSettings settings;
     try {
-        if (q.exec.empty())
-            throw std::invalid_argument(q.file + " holds a counterexample of an audited program ('" + r.layer +
-                                        "'); name the program to replay it against: permcheck replay " + q.file +
-                                        " --exec \"COMMAND\" (a report never chooses the program it runs)");
-        if (!(q.timeout > 0 && q.timeout <= 86400))
-            throw std::invalid_argument("--timeout must be a number of seconds in (0, 86400], got " +
-                                        std::to_string(q.timeout));
-        const nlohmann::json audit = r.details.is_object() && r.details.contains("audit") ? r.details["audit"]
-                                                                                          : nlohmann::json::object();
-        if (audit.is_object() && audit.contains("amplification")) {
-            const nlohmann::json& a = audit["amplification"];
-            if (!a.is_number() || !(a.get<double>() >= 1.0) || !std::isfinite(a.get<double>()))
-                throw std::invalid_argument(q.file + ": details.audit.amplification must be a finite number >= 1, got " +
-                                            a.dump().substr(0, 40));
-            amplification = a.get<double>();
-        }
-        if (audit.is_object() && audit.contains("output")) pooled = audit["output"] == "pooled";
-        if (r.dtype == Arithmetic::exact)
-            throw std::invalid_argument(q.file + ": an audited layer computes in float32 or float64, the report says '" +
-                                        arithmetic_name(r.dtype) + "'");
+        settings = black_box_settings(q, r);
     } catch (const std::exception& e) {
         std::cerr << "permcheck replay: " << e.what() << "\n";
         return 2;
     }
     try {
-        ToleranceModel tol;
-        tol.unit_roundoff = r.dtype == Arithmetic::float32 ? ScalarTraits<float>::unit_roundoff : ScalarTraits<double>::unit_roundoff;
-        tol.amplification = amplification;
-        adapters::ExecOptions eo;
-        eo.command = q.exec;
-        eo.timeout_seconds = q.timeout;
-        const BlackBox box = adapters::exec_black_box(eo);
-        const bool twice = r.verdict == Verdict::nondeterministic;  // the saved x was answered twice differently
-        Mat<double> lhs, rhs;
-        if (twice) {
-            lhs = box(saved.x);
-            rhs = box(saved.x);
-        } else {
-            lhs = box(saved.perm.apply(saved.x));
-            const Mat<double> y = box(saved.x);
-            rhs = pooled ? y : saved.perm.apply(y);
-        }
-        const double magnitude = std::max({max_abs(saved.x), max_abs(lhs), max_abs(rhs)});
-        const Comparison c = compare<double>(lhs, rhs, float_tolerance(tol, saved.n(), saved.d(), magnitude));
-        const std::string sides = twice ? "two answers to the saved input" : pooled ? "L(P x) and L(x)" : "L(P x) and P L(x)";
-        if (c.shape_mismatch) {
-            std::cout << "still fails: " << sides << " have different shapes (" << lhs.rows() << "x" << lhs.cols()
-                      << " and " << rhs.rows() << "x" << rhs.cols() << ")\n";
-            return 1;
-        }
-        std::cout << (c.holds ? "now holds: " : "still fails: ") << sides << " of the saved case (n = " << saved.n()
-                  << ", d = " << saved.d() << (twice ? "" : ", permutation " + saved.perm.cycles()) << ") differ by "
-                  << c.max_abs_diff << (c.holds ? " within" : " beyond") << " the tolerance " << c.tolerance
-                  << " (saved: " << saved.comparison.max_abs_diff << ") through " << q.exec << "\n";
-        return c.holds ? 0 : 1;
+        return evaluate_black_box(q, r, settings);
     } catch (const std::exception& e) {
         std::cerr << "permcheck replay: the saved case could not be evaluated through " << q.exec << ": " << e.what()
                   << "\n";
@@ -91,71 +108,90 @@ int replay_black_box(const ReplayRequest& q, const report::Record& r) {
     }
 }
 
-int replay(const ReplayRequest& q) {
-    const std::string& file = q.file;
-    report::Record r;
+// A reference layer's saved case, and the check it came from.
+struct SavedCheck {
     const LayerSpec* spec = nullptr;
     Property property{};
     CheckOptions opts;
+};
+
+// The check's options only rebuild its replay line; the saved case itself is what is evaluated. Throws
+// std::invalid_argument naming the field that is out of range.
+void read_check_options(const std::string& file, const report::Record& r, CheckOptions& opts) {
+    const nlohmann::json check = r.details.is_object() && r.details.contains("check") ? r.details["check"]
+                                                                                      : nlohmann::json::object();
+    if (!check.is_object())
+        throw std::invalid_argument(file + ": details.check is " + check.type_name() + ", not an object");
+    const auto option = [&](const char* key, int fallback, int least) {
+        const auto it = check.find(key);
+        if (it == check.end()) return fallback;
+        if (!it->is_number_integer() || *it < least || *it > std::numeric_limits<int>::max())
+            throw std::invalid_argument(file + ": details.check." + key + " must be an integer >= " +
+                                        std::to_string(least) + ", got " + it->dump().substr(0, 40));
+        return it->get<int>();
+    };
+    opts.cases = option("cases", opts.cases, 1);
+    opts.min_len = option("min_len", opts.min_len, 1);
+    opts.max_len = option("max_len", opts.max_len, opts.min_len);
+    opts.d = option("d", static_cast<int>(r.counterexample->d()), 1);
+    if (opts.d != r.counterexample->d())
+        throw std::invalid_argument(file + ": details.check.d is " + std::to_string(opts.d) +
+                                    " but the saved input has " + std::to_string(r.counterexample->d()) + " features");
+}
+
+// Throws std::invalid_argument when the report's layer is not a reference layer here, or its check is malformed.
+SavedCheck saved_check(const ReplayRequest& q, const report::Record& r) {
+    if (!q.exec.empty())
+        throw std::invalid_argument("--exec replays an audited program's counterexample; " + q.file +
+                                    " holds one of the reference layer '" + r.layer + "'");
+    SavedCheck c;
     try {
-        r = report::read(file);
+        c.spec = &find_layer(r.layer);
+    } catch (const std::invalid_argument&) {
+        throw std::invalid_argument("'" + r.layer + "' in " + q.file +
+                                    " is not a reference layer, so this report cannot be replayed here" +
+                                    (r.replay.empty() ? "" : "; its own replay line: " + r.replay));
+    }
+    c.property = r.property;
+    c.opts.arithmetic = r.dtype;
+    c.opts.seed = r.seed;
+    read_check_options(q.file, r, c.opts);
+    return c;
+}
+
+int evaluate_saved(const report::Record& r, const SavedCheck& c) {
+    const Counterexample& saved = *r.counterexample;
+    const Counterexample now = counterexample_at(*c.spec, c.property, case_of(saved), c.opts, saved.case_index,
+                                                 saved.shrink_steps);
+    if (now.comparison.holds) {
+        std::cout << "now holds: " << r.layer << " " << property_name(r.property) << " (" << arithmetic_name(r.dtype) << ") on the saved case (n = "
+                  << saved.n() << ", d = " << saved.d() << "); largest difference " << now.comparison.max_abs_diff
+                  << " within tolerance " << now.comparison.tolerance << " (saved: " << saved.comparison.max_abs_diff
+                  << ")\n";
+        return 0;
+    }
+    std::cout << "still fails: largest difference " << now.comparison.max_abs_diff << " (saved: "
+              << saved.comparison.max_abs_diff << ")\n"
+              << describe(now);
+    return 1;
+}
+
+int replay(const ReplayRequest& q) {
+    report::Record r;
+    SavedCheck c;
+    try {
+        r = report::read(q.file);
         if (!r.counterexample)
-            throw std::invalid_argument(file + " holds no counterexample (verdict " + verdict_name(r.verdict) +
+            throw std::invalid_argument(q.file + " holds no counterexample (verdict " + verdict_name(r.verdict) +
                                         "); to run its check again: " + (r.replay.empty() ? "?" : r.replay));
         if (r.counterexample->black_box) return replay_black_box(q, r);
-        if (!q.exec.empty())
-            throw std::invalid_argument("--exec replays an audited program's counterexample; " + file +
-                                        " holds one of the reference layer '" + r.layer + "'");
-        try {
-            spec = &find_layer(r.layer);
-        } catch (const std::invalid_argument&) {
-            throw std::invalid_argument("'" + r.layer + "' in " + file +
-                                        " is not a reference layer, so this report cannot be replayed here" +
-                                        (r.replay.empty() ? "" : "; its own replay line: " + r.replay));
-        }
-        property = r.property;
-        opts.arithmetic = r.dtype;
-        opts.seed = r.seed;
-        const nlohmann::json check = r.details.is_object() && r.details.contains("check") ? r.details["check"]
-                                                                                          : nlohmann::json::object();
-        if (!check.is_object())
-            throw std::invalid_argument(file + ": details.check is " + check.type_name() + ", not an object");
-        // The check's options only rebuild its replay line; the saved case itself is what is evaluated.
-        const auto option = [&](const char* key, int fallback, int least) {
-            const auto it = check.find(key);
-            if (it == check.end()) return fallback;
-            if (!it->is_number_integer() || *it < least || *it > std::numeric_limits<int>::max())
-                throw std::invalid_argument(file + ": details.check." + key + " must be an integer >= " +
-                                            std::to_string(least) + ", got " + it->dump().substr(0, 40));
-            return it->get<int>();
-        };
-        opts.cases = option("cases", opts.cases, 1);
-        opts.min_len = option("min_len", opts.min_len, 1);
-        opts.max_len = option("max_len", opts.max_len, opts.min_len);
-        opts.d = option("d", static_cast<int>(r.counterexample->d()), 1);
-        if (opts.d != r.counterexample->d())
-            throw std::invalid_argument(file + ": details.check.d is " + std::to_string(opts.d) +
-                                        " but the saved input has " + std::to_string(r.counterexample->d()) +
-                                        " features");
+        c = saved_check(q, r);
     } catch (const std::exception& e) {
         std::cerr << "permcheck replay: " << e.what() << "\n";
         return 2;
     }
     try {
-        const Counterexample& saved = *r.counterexample;
-        const Counterexample now = counterexample_at(*spec, property, case_of(saved), opts, saved.case_index,
-                                                     saved.shrink_steps);
-        if (now.comparison.holds) {
-            std::cout << "now holds: " << r.layer << " " << property_name(r.property) << " (" << arithmetic_name(r.dtype) << ") on the saved case (n = "
-                      << saved.n() << ", d = " << saved.d() << "); largest difference " << now.comparison.max_abs_diff
-                      << " within tolerance " << now.comparison.tolerance << " (saved: "
-                      << saved.comparison.max_abs_diff << ")\n";
-            return 0;
-        }
-        std::cout << "still fails: largest difference " << now.comparison.max_abs_diff << " (saved: "
-                  << saved.comparison.max_abs_diff << ")\n"
-                  << describe(now);
-        return 1;
+        return evaluate_saved(r, c);
     } catch (const std::exception& e) {
         std::cerr << "permcheck replay: the saved case could not be evaluated: " << e.what() << "\n";
         return 2;
@@ -171,7 +207,7 @@ void add_replay(CLI::App& app, Outcome& outcome) {
     sub->add_option("--exec", q->exec,
                     "for a report of `permcheck audit`: the adapter to send the saved case to (the audited program, "
                     "or its fixed version)");
-    sub->add_option("--timeout", q->timeout, "with --exec: seconds one request may take")->capture_default_str();
+    add_ranged(*sub, kTimeout, q->timeout, "with --exec: seconds one request may take");
     sub->footer("Exit status: 1 the counterexample still fails, 0 the property now holds on it, 2 the file is\n"
                 "unreadable, holds no counterexample, names a layer this permcheck does not have, or (an audit's\n"
                 "report) the adapter could not answer.");

@@ -1,5 +1,6 @@
 // `permcheck` with no subcommand: every reference layer x every property that applies, as a table.
 #include "cli/commands.h"
+#include "cli/options.h"
 
 #include "check/engine.h"
 #include "report/report.h"
@@ -89,9 +90,8 @@ int verdict_table(const CheckOptions& base, const std::string& report_dir) {
 void add_table(CLI::App& app, Outcome& outcome) {
     auto opts = std::make_shared<CheckOptions>();
     auto report_dir = std::make_shared<std::string>();
-    app.add_option("--cases", opts->cases, "random cases per check, in float64 and in exact arithmetic")
-        ->check(CLI::PositiveNumber);
-    app.add_option("--seed", opts->seed, "seed of the random search");
+    add_ranged(app, kCheckCases, opts->cases, "random cases per check, in float64 and in exact arithmetic");
+    add_seed(app, opts->seed, "seed of the random search");
     app.add_option("--report", *report_dir,
                    "write a report directory per row with a counterexample, and summary.json, into DIR");
     app.callback([&app, &outcome, opts, report_dir] {

@@ -5,10 +5,6 @@
 
 #include <CLI/CLI.hpp>
 
-#include <charconv>
-#include <cstdint>
-#include <system_error>
-
 #include <functional>
 #include <ostream>
 #include <string>
@@ -19,20 +15,10 @@ namespace permcheck::cli {
 // Set by a subcommand's callback; main() returns it.
 struct Outcome {
     int exit_code = 0;
+    // Set by a subcommand as its parsing starts; main() calls it when CLI11 refuses the command line, after
+    // the message (audit: the error report).
+    std::function<void(const std::string& message)> bad_options;
 };
-
-// A --seed option's check: CLI11 reads an integer beyond 2^64 - 1 as 2^64 - 1 without a word (issue 7).
-inline CLI::Validator seed_range() {
-    return CLI::Validator(
-        [](std::string& text) {
-            std::uint64_t v = 0;
-            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-            return ec == std::errc{} && end == text.data() + text.size()
-                       ? std::string()
-                       : "must be an integer in [0, 18446744073709551615], got " + text;
-        },
-        "SEED");
-}
 
 // Whether progress may be drawn on stderr: only on a terminal, never in a pipe or CI.
 bool progress_enabled();

@@ -29,7 +29,9 @@ int main(int argc, char** argv) {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         const int code = app.exit(e);
-        return code == 0 ? 0 : 2;
+        if (code == 0) return 0;
+        if (outcome.bad_options) outcome.bad_options(e.what());
+        return 2;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "permcheck: %s\n", e.what());
         return 2;

@@ -308,7 +308,7 @@ TEST(ProveSmtCommand, BadInputIsRejectedWithExitCode2AndSaysWhatWasExpected) {
     req.layers = {"attention"};
     req.n = 1;
     EXPECT_EQ(cli::prove_smt(req, one_position), 2);
-    EXPECT_NE(one_position.str().find("--n must be at least 2"), std::string::npos) << one_position.str();
+    EXPECT_NE(one_position.str().find("--n must be between 2 and 64"), std::string::npos) << one_position.str();
 
     std::ostringstream odd_width;
     req.layers = {"mha"};

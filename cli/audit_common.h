@@ -1,0 +1,59 @@
+// What `permcheck audit` (cmd_audit.cpp) and `permcheck audit-torch` (torch_main.cpp, a program of its own)
+// share: the options of every audit, the replay line's common part, the report record, the printed result and
+// the report's writing. Compiled into both programs.
+#pragma once
+
+#include "check/blackbox.h"
+#include "report/report.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+namespace permcheck::cli {
+
+struct AuditFlags {
+    int dim = 0;  // registered by each command: its help and default differ
+    Arithmetic dtype = Arithmetic::float64;
+    int min_len = 1, max_len = 8, cases = 100;
+    std::uint64_t seed = 1;
+    std::string report_dir;
+};
+
+// --dtype, --min-len, --max-len, --cases and --seed, in that order (the help lists them so).
+void add_audit_options(CLI::App& app, AuditFlags& f, const std::string& dtype_help, const std::string& seed_help);
+// --report DIR: registered last, after the command's own options.
+void add_report_option(CLI::App& app, AuditFlags& f);
+
+// The library's options from the flags; name, output, shard and amplification are the command's.
+AuditOptions audit_options(const AuditFlags& f);
+
+// " --dtype float64 --min-len 1 --max-len 8 --cases 100 --seed 1": the part of both replay lines after the
+// command's own options.
+std::string replay_tail(const AuditFlags& f);
+
+// The report record: report::record_of, and under details[key] the command's details plus those of every
+// audit (dim, lengths, evaluations, timing, finding).
+report::Record audit_record(const AuditResult& r, const std::string& name, Property property,
+                            const AuditFlags& f, const std::string& replay, const std::string& key,
+                            nlohmann::json details, double seconds);
+
+// The verdict line after `head` ("audit of NAME: PROPERTY ..."), the finding, the counterexample with its
+// replay line on out, and an error on err prefixed with `program`.
+void print_result(std::ostream& out, std::ostream& err, const std::string& program, const std::string& head,
+                  const AuditResult& r, double seconds, const std::string& replay);
+
+AuditResult error_result(const std::string& message);
+
+// Writes the report if asked; a report that cannot be written turns the run into an error (exit 2).
+int finish(const std::string& program, const AuditFlags& f, const report::Record& record, int code);
+
+// Bad options found by CLI11 still leave a report with --report, so CI always has an artifact: the options
+// that were valid are stored first, so the record shows them.
+void report_bad_options(CLI::App& app, const std::string& program, const AuditFlags& f,
+                        const std::function<report::Record(const AuditResult&)>& record_of,
+                        const std::string& message);
+
+}  // namespace permcheck::cli

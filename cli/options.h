@@ -1,0 +1,121 @@
+// The command line's checks, stated once: every number's range and every name's choices are CLI11 validators
+// that answer in one style ("--cases must be between 1 and 1000000, got 0"), exit 2, before any handler runs.
+// CLI11's stock validators cannot say this: CLI::Range prints its bounds as doubles with every digit, and every
+// ValidationError is prefixed "--flag: ", so these validators throw BadOption, whose text is the whole message.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace permcheck::cli {
+
+// A parse error whose message already names the flag and what was expected.
+class BadOption : public CLI::ParseError {
+public:
+    explicit BadOption(const std::string& message)
+        : CLI::ParseError("BadOption", message, CLI::ExitCodes::ValidationError) {}
+};
+
+// An integer flag's range, inclusive; `why` follows the range in the message.
+struct IntRange {
+    const char* flag;
+    long long lo, hi;
+    const char* why = "";
+};
+
+// A real flag's range, as its message states it (e.g. "(0, 86400]"); an open end is excluded.
+struct RealRange {
+    const char* flag;
+    double lo;
+    bool lo_open;
+    double hi;
+    bool hi_open;
+    const char* interval;
+    const char* noun = "a number";  // "a number of seconds"
+    const char* why = "";
+};
+
+// Sizes large enough for any question about order, small enough that a typo cannot make a run hang.
+inline constexpr IntRange kCheckCases{"--cases", 1, 1000000};
+inline constexpr IntRange kCheckMinLen{"--min-len", 1, 256};
+inline constexpr IntRange kCheckMaxLen{"--max-len", 1, 256};
+inline constexpr IntRange kCheckD{"--d", 1, 256};
+inline constexpr IntRange kAuditCases{"--cases", 1, 1000000};
+inline constexpr IntRange kAuditMinLen{"--min-len", 1, 100};
+inline constexpr IntRange kAuditMaxLen{"--max-len", 1, 100};
+inline constexpr IntRange kAuditDim{"--dim", 1, 4096};
+inline constexpr IntRange kAuditJobs{"--jobs", 1, 64};
+inline constexpr IntRange kTorchHeads{"--heads", 1, 4096};
+inline constexpr IntRange kProveN{"--n", 2, 64, " (a permutation needs two positions)"};
+inline constexpr IntRange kProveD{"--d", 1, 64};
+inline constexpr IntRange kProveTrials{"--trials", 1, 64};
+// The Z3 limit is passed on in milliseconds as an unsigned int, so a day is far below its end.
+inline constexpr RealRange kTimeout{"--timeout", 0, true, 86400, false, "(0, 86400]", "a number of seconds"};
+inline constexpr RealRange kSmtTimeout{"--smt-timeout", 0, true, 86400, false, "(0, 86400]", "a number of seconds"};
+inline constexpr RealRange kAmplification{"--amplification", 1, false, 1e15, false, "[1, 1e15]", "a number",
+                                          " (how much the layer can grow a rounding error)"};
+inline constexpr RealRange kDropout{"--dropout", 0, false, 1, true, "[0, 1)", "a probability"};
+
+// The message for a value outside `r`; empty when it is inside. Also for requests that do not come from
+// the command line (prove_smt), so that they are answered in the same words.
+std::string range_problem(const IntRange& r, long long value);
+std::string range_problem(const RealRange& r, double value);
+
+// The option r.flag, bound to `target`, accepting only integers in r; the default shown in --help.
+CLI::Validator in_range(const IntRange& r);
+CLI::Validator in_range(const RealRange& r);
+template <class T> CLI::Option* add_ranged(CLI::App& app, const IntRange& r, T& target, const std::string& help) {
+    static_assert(std::is_integral_v<T>);
+    return app.add_option(r.flag, target, help)->check(in_range(r))->capture_default_str();
+}
+inline CLI::Option* add_ranged(CLI::App& app, const RealRange& r, double& target, const std::string& help) {
+    return app.add_option(r.flag, target, help)->check(in_range(r))->capture_default_str();
+}
+
+// --max-len's check against --min-len's value: CLI11 stores the options in the order they were added, so
+// --min-len (added first) is stored when --max-len is checked.
+CLI::Validator not_below_min_len(const int& min_len);
+
+// Any 64-bit seed: CLI11 alone would read an integer beyond 2^64 - 1 as 2^64 - 1 without a word (issue 7).
+CLI::Option* add_seed(CLI::App& app, std::uint64_t& target, const std::string& help);
+
+// One of a few names, converted to its enum value as it is parsed.
+template <class E> struct Choice {
+    const char* name;
+    E value;
+    const char* note = "";  // shown after the name in the message, e.g. " (torch::nn::MultiheadAttention)"
+};
+
+// Throws BadOption ("--output must be sequence or pooled WHY, got 'tree'") unless `text` is one of the
+// names; then `text` becomes the value's number, which CLI11 stores into the enum.
+void choose(const std::string& flag, const std::vector<std::pair<std::string, std::string>>& names_notes,
+                   const std::vector<long long>& values, const std::string& why, std::string& text);
+
+template <class E>
+CLI::Option* add_choice(CLI::App& app, const std::string& flag, E& target, const std::vector<Choice<E>>& choices,
+                        const std::string& help, const std::string& why = "", const std::string& shown_as = "") {
+    std::vector<std::pair<std::string, std::string>> names;
+    std::vector<long long> values;
+    std::string shown;
+    for (const Choice<E>& c : choices) {
+        names.emplace_back(c.name, c.note);
+        values.push_back(static_cast<long long>(c.value));
+        if (c.value == target) shown = c.name;
+    }
+    const std::string message_name = shown_as.empty() ? flag : shown_as;
+    CLI::Option* opt = app.add_option(flag, target, help)->type_name("TEXT");
+    opt->transform(CLI::Validator(
+        [=](std::string& text) {
+            choose(message_name, names, values, why, text);
+            return std::string();
+        },
+        ""));
+    return flag.rfind("--", 0) == 0 ? opt->default_str(shown) : opt;
+}
+
+}  // namespace permcheck::cli
