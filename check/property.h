@@ -2,6 +2,7 @@
 #pragma once
 
 #include "layers/catalog.h"
+#include "check/case.h"
 #include "check/compare.h"
 #include "check/permutation.h"
 
@@ -22,14 +23,6 @@ enum class Property {
 const char* property_name(Property p);
 Property parse_property(const std::string& name);  // throws std::invalid_argument listing valid names
 std::string property_names();
-
-// One case: an input, a permutation of its positions, the weights' seed and a position shift.
-struct Case {
-    Mat<double> x;
-    Permutation perm;
-    std::uint64_t weight_seed = 0;
-    long shift = 1;
-};
 
 // Both sides of a property in scalar S, and how they compare.
 template <class S> struct Sides {
