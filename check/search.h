@@ -6,8 +6,8 @@
 
 #include <cstdint>
 #include <functional>
-#include <utility>
 #include <optional>
+#include <utility>
 
 namespace permcheck {
 
