@@ -3,11 +3,16 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace permcheck {
 
@@ -50,21 +55,6 @@ void validate(const AuditOptions& o) {
 }
 
 namespace {
-
-struct AuditCase {
-    Mat<double> x;
-    Permutation perm;
-};
-
-// n in [min_len, max_len] shrinking toward min_len; inputs with ties or generic values; permutations over
-// all of S_n (full size, as in the engine) shrinking toward the identity.
-rc::Gen<AuditCase> case_generator(const AuditOptions& o) {
-    const int d = o.d;
-    return rc::gen::mapcat(rc::gen::inRange(o.min_len, o.max_len + 1), [d](int n) {
-        return rc::gen::map(rc::gen::pair(gen::sequence(n, d), rc::gen::resize(100, gen::permutation(n))),
-                            [](const std::pair<Mat<double>, Permutation>& p) { return AuditCase{p.first, p.second}; });
-    });
-}
 
 bool all_finite(const Mat<double>& m) { return m.allFinite(); }
 
@@ -138,7 +128,7 @@ public:
     }
 
     // L(x) (twice when `repeat`), then L(P x), classified.
-    Observation observe(const AuditCase& c, bool repeat) {
+    Observation observe(const Case& c, bool repeat) {
         Observation ob;
         ob.perm = c.perm;
         ob.input = c.x;
@@ -173,7 +163,7 @@ public:
     }
 
     // Evaluates the sides of a violation again: if either answer changed, the layer is nondeterministic.
-    std::optional<Observation> reproduce(const AuditCase& c, const Observation& seen) {
+    std::optional<Observation> reproduce(const Case& c, const Observation& seen) {
         const Mat<double> y = call(c.x);
         const Mat<double> py = call(c.perm.apply(c.x));
         if (auto nd = differ(c.perm.apply(c.x), seen.lhs, py, "L(P x)")) return nd;
@@ -222,62 +212,195 @@ private:
     Eigen::Index width_ = -1;
 };
 
-// The first failure of the case phase: an observation, or an error of the black box.
+// ------------------------------------------------------------------------------------------------ schedule
+
+// The cases of this run: those of its shard, drawn exactly as search.h draws all of them, and which of them
+// also evaluate L(x) twice.
+struct Schedule {
+    std::vector<int> index;  // each case's index in the whole audit
+    std::vector<Case> cases;
+    std::set<std::size_t> repeated;  // positions in `cases`
+
+    bool repeats(std::size_t j) const { return repeated.count(j) > 0; }
+};
+
+Schedule schedule_of(const AuditOptions& o) {
+    Schedule s;
+    const rc::Gen<Case> generator = case_generator(CaseSpace{o.min_len, o.max_len, o.d, false});
+    rc::Random random(o.seed);
+    for (int i = 0; i < o.cases; ++i) {
+        const rc::Random case_random = random.split();
+        if (!in_shard(i, o.shard)) continue;
+        s.index.push_back(i);
+        s.cases.push_back(generator(case_random, size_for_case(i, o.cases)).value());
+    }
+    // Spread over the run, since the first cases are the smallest (RapidCheck's size grows with the case
+    // index) and a zero input hides dropout.
+    const std::size_t count = s.cases.size();
+    for (int k = 0; k < o.repeat_checks && count > 0; ++k)
+        s.repeated.insert(std::min(count - 1, static_cast<std::size_t>(k + 1) * count /
+                                                  static_cast<std::size_t>(o.repeat_checks + 1)));
+    return s;
+}
+
+// ----------------------------------------------------------------------------------------------------- run
+
+// The first failure of the run: an observation, or an error of the black box.
 struct Failure {
+    std::size_t position = 0;  // in the schedule
     Observation observation;
+    bool threw = false;
     std::string error, last_request;
 };
 
-// Shrinks a failure with properties/search.h: the predicate keeps the failure's kind, and remembers the
-// observation of the last failing value, which search.h leaves as the minimum.
-template <class T>
-SearchResult<T> shrink(const rc::Shrinkable<T>& start, const std::function<bool(const T&)>& fails, int cap) {
-    const rc::Gen<T> fixed([start](const rc::Random&, int) { return start; });
-    SearchOptions so;
-    so.cases = 1;
-    so.max_shrink_evaluations = cap;
-    return search<T>(fixed, fails, so);
-}
+// Workers take cases in order; once a case fails, no later case is started, and the failure with the lowest
+// position wins, so the outcome does not depend on the number of workers.
+class CaseRun {
+public:
+    explicit CaseRun(const Schedule& schedule) : schedule_(schedule) {}
 
-// RapidCheck's shrinking of n regenerates the rest of the case, so it can stop above the smallest failing
-// length. This pass removes one position at a time from the shrunk case, keeping everything else, for as long
-// as the failure remains: a leak that starts at position 4 ends at n = 5, index-based tie-breaking at n = 2.
-Mat<double> without_row(const Mat<double>& x, int k) {
-    Mat<double> y(x.rows() - 1, x.cols());
-    for (Eigen::Index i = 0, r = 0; i < x.rows(); ++i)
-        if (i != k) y.row(r++) = x.row(i);
-    return y;
-}
-
-// Removes input row k, and the output row it goes to, (P x)[i] = x[k]: P x loses exactly that row.
-AuditCase without_position(const AuditCase& c, int k) {
-    std::vector<int> q;
-    for (int v : c.perm.one_line())
-        if (v != k) q.push_back(v > k ? v - 1 : v);
-    return AuditCase{without_row(c.x, k), Permutation(std::move(q))};
-}
-
-Mat<double> without_position(const Mat<double>& x, int k) { return without_row(x, k); }
-
-Eigen::Index length_of(const AuditCase& c) { return c.x.rows(); }
-Eigen::Index length_of(const Mat<double>& x) { return x.rows(); }
-
-template <class T>
-T delete_positions(T value, const std::function<bool(const T&)>& fails, int min_len, int budget, int& steps) {
-    for (bool removed = true; removed && length_of(value) > min_len;) {
-        removed = false;
-        for (int k = static_cast<int>(length_of(value)) - 1; k >= 0 && budget > 0; --k, --budget) {
-            T smaller = without_position(value, k);
-            if (fails(smaller)) {
-                value = std::move(smaller);
-                ++steps;
-                removed = true;
-                break;
+    void work(Evaluator& ev) {
+        for (;;) {
+            const std::size_t j = next_.fetch_add(1);
+            if (j >= schedule_.cases.size() || j > first_.load()) return;
+            std::optional<Failure> f = attempt(ev, j);
+            if (!f) continue;
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (j < first_.load()) {
+                first_ = j;
+                failure_ = std::move(f);
             }
+            return;
         }
     }
-    return value;
+
+    std::optional<Failure> first_failure() && { return std::move(failure_); }
+
+private:
+    static constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
+
+    std::optional<Failure> attempt(Evaluator& ev, std::size_t j) const {
+        Failure f;
+        f.position = j;
+        try {
+            f.observation = ev.observe(schedule_.cases[j], schedule_.repeats(j));
+            if (f.observation.kind == Kind::pass) return std::nullopt;
+        } catch (const std::exception& e) {
+            f.threw = true;
+            f.error = e.what();
+            f.last_request = ev.last_request;
+        }
+        return f;
+    }
+
+    const Schedule& schedule_;
+    std::atomic<std::size_t> next_{0}, first_{none};
+    std::mutex mutex_;
+    std::optional<Failure> failure_;
+};
+
+std::optional<Failure> run_cases(std::vector<Evaluator>& evaluators, const Schedule& schedule) {
+    CaseRun run(schedule);
+    const std::size_t workers = std::min(evaluators.size(), std::max<std::size_t>(schedule.cases.size(), 1));
+    if (workers <= 1) {
+        run.work(evaluators[0]);
+    } else {
+        std::vector<std::thread> threads;
+        for (std::size_t k = 0; k < workers; ++k) threads.emplace_back(&CaseRun::work, &run, std::ref(evaluators[k]));
+        for (std::thread& t : threads) t.join();
+    }
+    return std::move(run).first_failure();
 }
+
+int total_evaluations(const std::vector<Evaluator>& evaluators) {
+    int n = 0;
+    for (const Evaluator& ev : evaluators) n += ev.evaluations;
+    return n;
+}
+
+// -------------------------------------------------------------------------------------------------- shrink
+
+// The predicate of a shrink: does the case still fail the same way? For nondeterminism, the case's input is
+// asked twice and its permutation ignored. Remembers the observation of its last failing call, which is the
+// minimum's, since search.h accepts every failing shrink.
+struct SameFailure {
+    Evaluator& ev;
+    Kind kind;
+    std::optional<Observation> last;
+
+    bool operator()(const Case& c) {
+        std::optional<Observation> ob = kind == Kind::nondeterministic ? ev.twice(c.x) : ev.observe(c, false);
+        if (!ob || ob->kind != kind) return false;
+        last = std::move(ob);
+        return true;
+    }
+};
+
+struct Shrunk {
+    Case minimal;
+    Observation observation;
+    int steps = 0;
+};
+
+// Shrinks a failing case with the one case shrinker (check/case.h), keeping the kind of failure; nothing when
+// the case, evaluated again, no longer fails that way.
+std::optional<Shrunk> shrink_failure(Evaluator& ev, Kind kind, const Case& start, const AuditOptions& o) {
+    SameFailure same{ev, kind, std::nullopt};
+    const std::function<bool(const Case&)> fails = std::ref(same);
+    if (!fails(start)) return std::nullopt;
+    const ShrinkResult<Case> r = shrink<Case>(shrinkable_case(start, o.min_len), fails, o.max_shrink_evaluations - 1);
+    return Shrunk{r.minimal.value(), *same.last, r.steps};
+}
+
+// Shrinks the first failure on one black box. found() is the latest finding, also when a call throws.
+class FailureShrink {
+public:
+    FailureShrink(Evaluator& ev, const AuditOptions& o, Observation found) : ev_(ev), o_(o), found_(std::move(found)) {}
+
+    void run(const Case& failing) {
+        // Both sides again, before shrinking: the failing case is the largest and the likeliest to show
+        // dropout-like nondeterminism, which a small shrunk case may hide.
+        if (found_.kind == Kind::violated) reproduce(failing);
+        if (found_.kind != Kind::nondeterministic) shrink_case(failing);
+        if (found_.kind == Kind::nondeterministic) shrink_input();
+    }
+
+    const Observation& found() const { return found_; }
+    int steps() const { return steps_; }
+
+private:
+    void reproduce(const Case& c) {
+        if (auto nd = ev_.reproduce(c, found_)) found_ = *nd;
+    }
+
+    void shrink_case(const Case& failing) {
+        const std::optional<Shrunk> shrunk = shrink_failure(ev_, found_.kind, failing, o_);
+        if (!shrunk) {
+            reproduce(failing);  // the failing case, evaluated again, no longer failed: its answers changed
+            return;
+        }
+        steps_ += shrunk->steps;
+        found_ = shrunk->observation;
+        if (found_.kind == Kind::violated) reproduce(shrunk->minimal);
+    }
+
+    // The input answered twice differently (x, or P x of the failing case), as a case whose permutation the
+    // predicate ignores.
+    void shrink_input() {
+        const Case input{found_.input, Permutation::identity(static_cast<int>(found_.input.rows()))};
+        if (const std::optional<Shrunk> shrunk = shrink_failure(ev_, Kind::nondeterministic, input, o_)) {
+            steps_ += shrunk->steps;
+            found_ = shrunk->observation;
+        }
+    }
+
+    Evaluator& ev_;
+    const AuditOptions& o_;
+    Observation found_;
+    int steps_ = 0;
+};
+
+// --------------------------------------------------------------------------------------------------- verdict
 
 Counterexample record(const Observation& ob, const AuditOptions& o, Property property) {
     Counterexample ce;
@@ -294,6 +417,54 @@ Counterexample record(const Observation& ob, const AuditOptions& o, Property pro
     return ce;
 }
 
+AuditResult labelled_result(const AuditOptions& o) {
+    AuditResult result;
+    result.property = o.output == Output::sequence ? Property::equivariance : Property::invariance;
+    result.dtype = o.dtype;
+    return result;
+}
+
+const char* finding_name(Kind k) {
+    return k == Kind::violated ? "violation" : k == Kind::non_finite ? "non-finite output" : "nondeterministic answer";
+}
+
+Verdict verdict_of(Kind k) {
+    return k == Kind::violated ? Verdict::violated : k == Kind::non_finite ? Verdict::non_finite : Verdict::nondeterministic;
+}
+
+std::string violation_detail(const Observation& found, const AuditOptions& o) {
+    const Comparison& c = found.comparison;
+    const SideNames names = side_names(o.output == Output::sequence ? Property::equivariance : Property::invariance);
+    return std::string(names.lhs) + " and " + names.rhs + " differ by " +
+           num(c.max_abs_diff) + " at " +
+           (o.output == Output::sequence ? "position " + std::to_string(c.row) + ", " : std::string()) + "feature " +
+           std::to_string(c.col) + " (tolerance " + num(c.tolerance) + ", n=" + std::to_string(found.input.rows()) +
+           ", permutation " + found.perm.cycles() + "); both sides gave the same answers when evaluated again";
+}
+
+// The verdict on a failure of the run: shrunk on the first black box, or an error if shrinking failed.
+void judge_failure(AuditResult& result, Evaluator& ev, const Schedule& schedule, const Failure& failure,
+                   const AuditOptions& o) {
+    const int case_index = schedule.index[failure.position];
+    FailureShrink shrinking(ev, o, failure.observation);
+    try {
+        shrinking.run(schedule.cases[failure.position]);
+    } catch (const std::exception& e) {
+        result.verdict = Verdict::error;
+        result.error = std::string(e.what()) + " (while shrinking a " + finding_name(shrinking.found().kind) +
+                       " found at case " + std::to_string(case_index) + ")";
+        result.counterexample = record(shrinking.found(), o, result.property);
+        result.counterexample->case_index = case_index;
+        return;
+    }
+    const Observation& found = shrinking.found();
+    result.verdict = verdict_of(found.kind);
+    result.counterexample = record(found, o, result.property);
+    result.counterexample->case_index = case_index;
+    result.counterexample->shrink_steps = shrinking.steps();
+    result.detail = found.kind == Kind::violated ? violation_detail(found, o) : found.detail;
+}
+
 }  // namespace
 
 AuditResult audit(const BlackBox& layer, const AuditOptions& opts) { return audit(std::vector<BlackBox>{layer}, opts); }
@@ -301,187 +472,24 @@ AuditResult audit(const BlackBox& layer, const AuditOptions& opts) { return audi
 AuditResult audit(const std::vector<BlackBox>& layers, const AuditOptions& o) {
     validate(o);
     if (layers.empty()) throw std::invalid_argument("an audit needs at least one black box");
-    AuditResult result;
-    result.property = o.output == Output::sequence ? Property::equivariance : Property::invariance;
-    result.dtype = o.dtype;
-
-    // The cases of this shard, generated exactly as search.h would generate all of them.
-    const rc::Gen<AuditCase> generator = case_generator(o);
-    std::vector<int> index;
-    std::vector<rc::Shrinkable<AuditCase>> cases;
-    std::vector<AuditCase> values;  // a Shrinkable recomputes its value on every call
-    {
-        rc::Random random(o.seed);
-        for (int i = 0; i < o.cases; ++i) {
-            rc::Shrinkable<AuditCase> s = generator(random.split(), size_for_case(i, o.cases));
-            if (!in_shard(i, o.shard)) continue;
-            index.push_back(i);
-            values.push_back(s.value());
-            cases.push_back(std::move(s));
-        }
-    }
-
-    // The cases that also evaluate L(x) twice: spread over the run, since the first cases are the smallest
-    // (RapidCheck's size grows with the case index) and a zero input hides dropout.
-    std::set<std::size_t> repeated;
-    for (int k = 0; k < o.repeat_checks; ++k)
-        repeated.insert(std::min(cases.size() - 1, (k + 1) * cases.size() / static_cast<std::size_t>(o.repeat_checks + 1)));
-    if (cases.empty()) repeated.clear();
-
-    // Case phase: workers take cases in order; once a case fails, no later case is started, and the failure
-    // with the lowest index wins, so the outcome does not depend on the number of workers.
-    const std::size_t none = std::numeric_limits<std::size_t>::max();
-    std::atomic<std::size_t> next{0}, first_failure{none};
-    std::mutex mutex;
-    Failure failure;
+    const Schedule schedule = schedule_of(o);
     std::vector<Evaluator> evaluators;
     for (const BlackBox& box : layers) evaluators.emplace_back(box, o);
-    const auto work = [&](Evaluator& ev) {
-        for (;;) {
-            const std::size_t j = next.fetch_add(1);
-            if (j >= cases.size() || j > first_failure.load()) return;
-            Failure f;
-            bool failed = false;
-            try {
-                f.observation = ev.observe(values[j], repeated.count(j) > 0);
-                failed = f.observation.kind != Kind::pass;
-            } catch (const std::exception& e) {
-                f.error = e.what();
-                f.last_request = ev.last_request;
-                failed = true;
-            }
-            if (!failed) continue;
-            std::lock_guard<std::mutex> lock(mutex);
-            if (j < first_failure.load()) {
-                first_failure = j;
-                failure = std::move(f);
-            }
-            return;
-        }
-    };
-    const std::size_t workers = std::min(layers.size(), std::max<std::size_t>(cases.size(), 1));
-    if (workers <= 1) {
-        work(evaluators[0]);
-    } else {
-        std::vector<std::thread> threads;
-        for (std::size_t k = 0; k < workers; ++k) threads.emplace_back(work, std::ref(evaluators[k]));
-        for (std::thread& t : threads) t.join();
-    }
-    const auto total_evaluations = [&] {
-        int n = 0;
-        for (const Evaluator& ev : evaluators) n += ev.evaluations;
-        return n;
-    };
-    const std::size_t f = first_failure.load();
-    result.cases = f == none ? static_cast<int>(cases.size()) : static_cast<int>(f) + 1;
-    if (f == none) {
-        result.evaluations = total_evaluations();
+    const std::optional<Failure> failure = run_cases(evaluators, schedule);
+
+    AuditResult result = labelled_result(o);
+    result.cases = failure ? static_cast<int>(failure->position) + 1 : static_cast<int>(schedule.cases.size());
+    if (!failure) {
         result.last_request = evaluators[0].last_request;
-        return result;
-    }
-    const int case_index = index[f];
-    if (!failure.error.empty()) {
+    } else if (failure->threw) {
         result.verdict = Verdict::error;
-        result.error = failure.error;
-        result.last_request = failure.last_request;
-        result.evaluations = total_evaluations();
-        return result;
-    }
-
-    // Shrink phase, on the first black box.
-    Evaluator& ev = evaluators[0];
-    Observation found = failure.observation;
-    SearchResult<AuditCase> shrunk_case;
-    SearchResult<Mat<double>> shrunk_input;
-    Observation last;
-    bool have_last = false;
-    try {
-        if (found.kind != Kind::nondeterministic) {
-            const Kind kind = found.kind;
-            // Both sides again, before shrinking: the failing case is the largest and the likeliest to show
-            // dropout-like nondeterminism, which a small shrunk case may hide.
-            if (kind == Kind::violated)
-                if (auto nd = ev.reproduce(values[f], found)) found = *nd;
-        }
-        if (found.kind != Kind::nondeterministic) {
-            const Kind kind = found.kind;
-            const std::function<bool(const AuditCase&)> fails = [&](const AuditCase& c) {
-                Observation ob = ev.observe(c, false);
-                if (ob.kind != kind) return false;
-                last = std::move(ob);
-                have_last = true;
-                return true;
-            };
-            shrunk_case = shrink<AuditCase>(cases[f], fails, o.max_shrink_evaluations);
-            if (!shrunk_case.minimal) {
-                // The failing case, evaluated again, no longer failed: its answers changed.
-                if (auto nd = ev.reproduce(values[f], found)) found = *nd;
-            } else {
-                int deleted = 0;
-                const AuditCase minimal = delete_positions<AuditCase>(*shrunk_case.minimal, fails, o.min_len,
-                                                                      o.max_shrink_evaluations, deleted);
-                shrunk_case.shrink_steps += deleted;
-                found = last;  // every failing call is accepted, so the last failing one is the minimum's
-                if (kind == Kind::violated)
-                    if (auto nd = ev.reproduce(minimal, found)) found = *nd;
-            }
-        }
-        if (found.kind == Kind::nondeterministic) {
-            // Shrink the input that was answered twice differently. It is x, or P x of the failing case.
-            const Mat<double> z = found.input;
-            const bool permuted = z.rows() == values[f].x.rows() && !(z == values[f].x);
-            const rc::Shrinkable<Mat<double>> inputs = rc::shrinkable::map(
-                cases[f], [permuted](const AuditCase& c) { return permuted ? c.perm.apply(c.x) : c.x; });
-            const std::function<bool(const Mat<double>&)> fails = [&](const Mat<double>& x) {
-                std::optional<Observation> nd = ev.twice(x);
-                if (!nd) return false;
-                last = std::move(*nd);
-                have_last = true;
-                return true;
-            };
-            have_last = false;
-            const Observation before = found;
-            shrunk_input = shrink<Mat<double>>(inputs, fails, o.max_shrink_evaluations);
-            if (shrunk_input.minimal) {
-                int deleted = 0;
-                delete_positions<Mat<double>>(*shrunk_input.minimal, fails, o.min_len, o.max_shrink_evaluations, deleted);
-                shrunk_input.shrink_steps += deleted;
-            }
-            found = shrunk_input.minimal && have_last ? last : before;
-        }
-    } catch (const std::exception& e) {
-        result.verdict = Verdict::error;
-        result.error = std::string(e.what()) + " (while shrinking a " +
-                       (found.kind == Kind::violated       ? "violation"
-                        : found.kind == Kind::non_finite ? "non-finite output"
-                                                         : "nondeterministic answer") +
-                       " found at case " + std::to_string(case_index) + ")";
-        result.last_request = ev.last_request;
-        result.evaluations = total_evaluations();
-        result.counterexample = record(found, o, result.property);
-        result.counterexample->case_index = case_index;
-        return result;
-    }
-
-    result.verdict = found.kind == Kind::violated     ? Verdict::violated
-                     : found.kind == Kind::non_finite ? Verdict::non_finite
-                                                      : Verdict::nondeterministic;
-    result.counterexample = record(found, o, result.property);
-    result.counterexample->case_index = case_index;
-    result.counterexample->shrink_steps = shrunk_case.shrink_steps + shrunk_input.shrink_steps;
-    if (found.kind == Kind::violated) {
-        const Comparison& c = found.comparison;
-        result.detail = std::string(o.output == Output::sequence ? "L(P x) and P L(x)" : "L(P x) and L(x)") +
-                        " differ by " + num(c.max_abs_diff) + " at " +
-                        (o.output == Output::sequence ? "position " + std::to_string(c.row) + ", " : std::string()) +
-                        "feature " + std::to_string(c.col) + " (tolerance " + num(c.tolerance) + ", n=" +
-                        std::to_string(found.input.rows()) + ", permutation " + found.perm.cycles() +
-                        "); both sides gave the same answers when evaluated again";
+        result.error = failure->error;
+        result.last_request = failure->last_request;
     } else {
-        result.detail = found.detail;
+        judge_failure(result, evaluators[0], schedule, *failure, o);
+        result.last_request = evaluators[0].last_request;
     }
-    result.last_request = ev.last_request;
-    result.evaluations = total_evaluations();
+    result.evaluations = total_evaluations(evaluators);
     return result;
 }
 

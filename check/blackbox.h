@@ -3,14 +3,14 @@
 // subprocess adapter (audit/exec_adapter.h) and in-process callables both arrive here as a BlackBox.
 //
 // What an audit does (proofs-notes/float-tolerance.md for the tolerance):
-//   - generates cases (input with ties or generic values, permutation) with properties/generators.h,
-//     n in [min_len, max_len]; a passing case costs two calls, L(x) and L(P x);
+//   - draws cases (input with ties or generic values, permutation) as a check does (check/case.h), without
+//     a weight seed or shift, n in [min_len, max_len]; a passing case costs two calls, L(x) and L(P x);
 //   - compares L(P x) with P L(x) (sequence) or L(x) (pooled) with a tolerance derived from the dtype's unit
 //     roundoff, n, d and the magnitudes, never a fixed allclose;
 //   - before calling a difference a violation, evaluates both sides again: a layer that answers the same input
 //     twice differently is `nondeterministic`, never `violated`; the first few inputs are evaluated twice;
 //   - a non-finite output is its own verdict; every failure is shrunk (fewest positions, fewest moved
-//     positions, simplest values) with properties/search.h.
+//     positions, simplest values) by the check's own shrinker (check/case.h, check/search.h).
 #pragma once
 
 #include "check/engine.h"

@@ -39,57 +39,8 @@ std::vector<Expectation> expectations(const LayerSpec& spec) {
     return e;
 }
 
-rc::Seq<Case> case_shrinks(const Case& c, int min_len) {
-    const int n = static_cast<int>(c.x.rows());
-    const auto without_position = [c, n](int k) {
-        Case smaller = c;
-        smaller.x.resize(n - 1, c.x.cols());
-        for (int i = 0, r = 0; i < n; ++i)
-            if (i != k) smaller.x.row(r++) = c.x.row(i);
-        smaller.perm = c.perm.without(k);
-        return smaller;
-    };
-    const auto with_perm = [c](Permutation p) {
-        Case fewer = c;
-        fewer.perm = std::move(p);
-        return fewer;
-    };
-    const auto with_input = [c](Mat<double> x) {
-        Case simpler = c;
-        simpler.x = std::move(x);
-        return simpler;
-    };
-    std::vector<Case> parameters;
-    if (c.weight_seed != 0) {
-        parameters.push_back(c);
-        parameters.back().weight_seed = 0;
-    }
-    if (c.shift != 1) {
-        parameters.push_back(c);
-        parameters.back().shift = 1;
-    }
-    return rc::seq::concat(rc::seq::map(rc::seq::range(0, n > min_len ? n : 0), without_position),
-                           rc::seq::map(gen::permutation_shrinks(c.perm), with_perm),
-                           rc::seq::map(gen::value_shrinks(c.x), with_input),
-                           rc::seq::fromContainer(std::move(parameters)));
-}
-
 rc::Gen<Case> case_generator(const CheckOptions& opts) {
-    if (opts.min_len < 1 || opts.max_len < opts.min_len)
-        throw std::invalid_argument("sequence lengths must satisfy 1 <= min-len <= max-len, got " +
-                                    std::to_string(opts.min_len) + " and " + std::to_string(opts.max_len));
-    if (opts.d < 1) throw std::invalid_argument("the width d must be at least 1, got " + std::to_string(opts.d));
-    const int d = opts.d, min_len = opts.min_len, max_len = opts.max_len;
-    return rc::Gen<Case>([d, min_len, max_len](const rc::Random& random, int size) {
-        gen::Sampler draw(random, size);
-        const int n = draw.in_range(min_len, max_len + 1);
-        Case c;
-        c.x = draw.sequence(n, d);
-        c.perm = draw.permutation(n);
-        c.weight_seed = static_cast<std::uint64_t>(draw.uniform(0, 1 << 30));
-        c.shift = draw.in_range(1, 65);
-        return rc::shrinkable::shrinkRecur(std::move(c), [min_len](const Case& k) { return case_shrinks(k, min_len); });
-    });
+    return case_generator(CaseSpace{opts.min_len, opts.max_len, opts.d, true});
 }
 
 namespace {

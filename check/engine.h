@@ -3,6 +3,7 @@
 #pragma once
 
 #include "layers/catalog.h"
+#include "check/case.h"
 #include "check/compare.h"
 #include "check/generators.h"
 #include "check/permutation.h"
@@ -100,14 +101,8 @@ struct CheckResult {
     bool as_expected() const { return holds == expected_holds; }
 };
 
-// The shrinks of a case, most radical first: delete a position (down to min_len), fix a moved position of the
-// permutation, simplify one input value (gen::simpler_values), then weights' seed 0 and
-// shift 1. Shrinking by deletion keeps the rest of the case, so a violation that needs two positions keeps
-// failing as the others go: the shortest sequence is reached directly, not by luck of regeneration.
-rc::Seq<Case> case_shrinks(const Case& c, int min_len);  // lazy: a large case has many
-
-// The case generator of a check: n in [min_len, max_len] (shrinking toward min_len), input, permutation,
-// weight seed and shift.
+// The case generator of a check (check/case.h): n in [min_len, max_len] (shrinking toward min_len), input,
+// permutation, weight seed and shift.
 rc::Gen<Case> case_generator(const CheckOptions& opts);
 
 // Evaluates one case: does the property hold on it? (both sides in opts.arithmetic)

@@ -75,15 +75,12 @@ public:
         return m;
     }
 
-    // The permutation of the other n-1 positions: k is taken out of its cycle (its predecessor now maps to its
-    // successor) and the positions after k are renumbered down. Shrinking uses it to delete a position.
-    Permutation without(int k) const {
+    // The permutation of the other n-1 rows once input row k, and the row of P x that holds it, are removed:
+    // every other row keeps its source, renumbered. Shrinking uses it to delete a position (check/case.h).
+    Permutation without_row(int k) const {
         std::vector<int> q;
-        for (int i = 0; i < size(); ++i) {
-            if (i == k) continue;
-            int v = (*this)[i] == k ? (*this)[k] : (*this)[i];
-            q.push_back(v > k ? v - 1 : v);
-        }
+        for (int v : p_)
+            if (v != k) q.push_back(v > k ? v - 1 : v);
         return Permutation(std::move(q));
     }
     // The same permutation with i made a fixed point (one moved position fewer, or two for a transposition).

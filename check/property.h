@@ -2,6 +2,7 @@
 #pragma once
 
 #include "layers/catalog.h"
+#include "check/case.h"
 #include "check/compare.h"
 #include "check/permutation.h"
 #include "check/vocabulary.h"
@@ -13,14 +14,6 @@
 namespace permcheck {
 
 
-
-// One case: an input, a permutation of its positions, the weights' seed and a position shift.
-struct Case {
-    Mat<double> x;
-    Permutation perm;
-    std::uint64_t weight_seed = 0;
-    long shift = 1;
-};
 
 // Both sides of a property in scalar S, and how they compare.
 template <class S> struct Sides {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <utility>
 
 namespace permcheck {
 
@@ -29,8 +30,37 @@ template <class T> struct SearchResult {
 // Debian's RapidCheck snapshot).
 inline int size_for_case(int i, int cases) { return cases <= 1 ? 100 : (i * 100) / (cases - 1); }
 
-// `fails(value)` is true when the value is a counterexample. Shrinking is greedy: take the first shrink that
-// still fails, repeat until none does (as RapidCheck does).
+template <class T> struct ShrinkResult {
+    rc::Shrinkable<T> minimal;  // the start when nothing smaller fails
+    int steps = 0;              // accepted shrinks
+    int evaluations = 0;        // predicate calls
+};
+
+// Shrinks a failing value greedily: take the first shrink that still fails, repeat until none does (as
+// RapidCheck does), or until `max_evaluations` calls of `fails`. Every failing call is accepted, so the last
+// one that returned true was on the minimum.
+template <class T>
+ShrinkResult<T> shrink(rc::Shrinkable<T> start, const std::function<bool(const T&)>& fails, int max_evaluations) {
+    ShrinkResult<T> result{std::move(start)};
+    bool shrunk = true;
+    while (shrunk && result.evaluations < max_evaluations) {
+        shrunk = false;
+        rc::Seq<rc::Shrinkable<T>> shrinks = result.minimal.shrinks();
+        while (rc::Maybe<rc::Shrinkable<T>> next = shrinks.next()) {
+            ++result.evaluations;
+            if (fails(next->value())) {
+                result.minimal = *next;
+                ++result.steps;
+                shrunk = true;
+                break;
+            }
+            if (result.evaluations >= max_evaluations) break;
+        }
+    }
+    return result;
+}
+
+// `fails(value)` is true when the value is a counterexample; the first one found is shrunk.
 template <class T>
 SearchResult<T> search(const rc::Gen<T>& gen, const std::function<bool(const T&)>& fails, const SearchOptions& opts,
                        const std::function<void(int)>& on_case = {}) {
@@ -44,22 +74,11 @@ SearchResult<T> search(const rc::Gen<T>& gen, const std::function<bool(const T&)
         if (!fails(current.value())) continue;
         result.first_failure = i;
         result.first = current.value();
-        bool shrunk = true;
-        while (shrunk && result.evaluations < opts.max_shrink_evaluations) {
-            shrunk = false;
-            rc::Seq<rc::Shrinkable<T>> shrinks = current.shrinks();
-            while (rc::Maybe<rc::Shrinkable<T>> next = shrinks.next()) {
-                ++result.evaluations;
-                if (fails(next->value())) {
-                    current = *next;
-                    ++result.shrink_steps;
-                    shrunk = true;
-                    break;
-                }
-                if (result.evaluations >= opts.max_shrink_evaluations) break;
-            }
-        }
-        result.minimal = current.value();
+        const ShrinkResult<T> shrunk =
+            shrink<T>(std::move(current), fails, opts.max_shrink_evaluations - result.evaluations);
+        result.evaluations += shrunk.evaluations;
+        result.shrink_steps = shrunk.steps;
+        result.minimal = shrunk.minimal.value();
         return result;
     }
     return result;

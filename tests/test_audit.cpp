@@ -3,6 +3,7 @@
 #include "adapters/exec_adapter.h"
 #include "check/blackbox.h"
 #include "tests/support/process.h"
+#include "tests/support/mutants.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -268,6 +269,32 @@ TEST(Audit, ShardsTogetherRunExactlyTheUnshardedCases) {
     }
     EXPECT_EQ(shard_cases, all_cases);
     EXPECT_EQ(joined, all);
+}
+
+TEST(Audit, CheckAndAuditOfAPlantedBugShrinkToTheSameLengthThroughTheOneShrinker) {
+    // The white-box check sees the weights, the audit only the answers; both draw and shrink their cases with
+    // check/case.h, so each planted bug ends at its smallest length, one transposition, either way.
+    for (mutants::Kind kind : mutants::all()) {
+        const Output output = mutants::output(kind);
+        const Subject subject = make_subject(mutants::name(kind), output,
+                                             [kind]<class S>(std::type_identity<S>, Eigen::Index d, std::uint64_t seed, long) {
+                                                 Draw<S> draw = dyadic_draw<S>(seed);
+                                                 return mutants::build<S>(kind, d, draw);
+                                             });
+        CheckOptions co;
+        co.seed = 3;
+        const CheckResult checked =
+            check(subject, output == Output::pooled ? Property::invariance : Property::equivariance, co, false);
+        AuditOptions ao = options();
+        ao.output = output;
+        const AuditResult audited = audit(subject.f64(ao.d, 0, 0), ao);  // the weights a check shrinks to
+        ASSERT_TRUE(checked.counterexample) << mutants::name(kind);
+        ASSERT_EQ(audited.verdict, Verdict::violated) << mutants::name(kind) << ": " << audited.detail;
+        EXPECT_EQ(checked.counterexample->n(), mutants::minimal_length(kind)) << describe(*checked.counterexample);
+        EXPECT_EQ(audited.counterexample->n(), checked.counterexample->n()) << describe(*audited.counterexample);
+        EXPECT_EQ(checked.counterexample->perm.moved(), 2) << describe(*checked.counterexample);
+        EXPECT_EQ(audited.counterexample->perm.moved(), 2) << describe(*audited.counterexample);
+    }
 }
 
 TEST(Audit, ShardTextIsCheckedWithAClearMessage) {

@@ -168,6 +168,33 @@ TEST(InputGenerator, ValuesShrinkToOneSmallValue) {
     }
 }
 
+TEST(CaseShrinks, DeletingAPositionRemovesOneRowFromXAndFromPxAndKeepsTheOthersInOrder) {
+    // Every other row keeps the output position it is sent to (renumbered), so a violation between an output
+    // row and the row it receives survives any deletion but that of its own rows.
+    Mat<double> x(5, 1);
+    x << 10, 11, 12, 13, 14;
+    for (const Permutation& p : {Permutation(std::vector<int>{1, 2, 0, 4, 3}), Permutation::rotation(5),
+                                 Permutation::transposition(5, 0, 4), Permutation::identity(5)})
+        for (int k = 0; k < 5; ++k) {
+            const Case smaller = without_position(Case{x, p}, k);
+            Mat<double> expected(4, 1);
+            for (int i = 0, r = 0; i < 5; ++i)
+                if (p[i] != k) expected(r++, 0) = p.apply(x)(i, 0);
+            EXPECT_EQ(smaller.x.rows(), 4);
+            EXPECT_EQ(smaller.perm.apply(smaller.x), expected) << p.cycles() << " without " << k;
+        }
+}
+
+TEST(CaseGenerator, ABlackBoxCaseHasNoWeightSeedOrShift) {
+    rc::Random random(4);
+    for (int i = 0; i < 50; ++i) {
+        const Case c = case_generator(CaseSpace{1, 8, 3, false})(random.split(), 100).value();
+        EXPECT_EQ(c.weight_seed, 0u);
+        EXPECT_EQ(c.shift, 1);
+        EXPECT_EQ(c.x.cols(), 3);
+    }
+}
+
 TEST(CaseGenerator, RejectsImpossibleLengths) {
     CheckOptions o;
     o.min_len = 3;
