@@ -1,7 +1,8 @@
 // The properties, each a function of a layer and a case, evaluated in any scalar type.
 #pragma once
 
-#include "layers/catalog.h"
+#include "layers/expectation.h"
+#include "layers/family.h"
 #include "check/compare.h"
 #include "check/permutation.h"
 
@@ -10,14 +11,6 @@
 #include <vector>
 
 namespace permcheck {
-
-enum class Property {
-    equivariance,      // sequence output: L(P x) = P L(x)
-    invariance,        // pooled output:   L(P x) = L(x)
-    shift,             // every position index + c: L_c(x) = L_0(x)   (relative position signals)
-    reversal,          // L(R x) = R L(x) for the reversal R
-    causal_prefix,     // P fixes the last position: L(P x)[n-1] = L(x)[n-1]
-};
 
 const char* property_name(Property p);
 Property parse_property(const std::string& name);  // throws std::invalid_argument listing valid names
@@ -62,12 +55,5 @@ Sides<S> evaluate(const LayerFn<S>& layer, const LayerFn<S>& shifted, Property p
     out.comparison = compare<S>(out.lhs, out.rhs, float_tolerance(tol, x.rows(), x.cols(), magnitude));
     return out;
 }
-
-// The properties that apply to a catalog layer, each with the verdict the theory expects (true = holds).
-struct Expectation {
-    Property property;
-    bool holds;
-};
-std::vector<Expectation> expectations(const LayerSpec& spec);
 
 }  // namespace permcheck

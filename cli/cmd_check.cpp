@@ -28,9 +28,9 @@ struct CheckRequest {
 // Sizes large enough for any question about order, small enough that a typo cannot make a run hang.
 constexpr long long kMaxLen = 256, kMaxWidth = 256, kMaxCases = 1000000;
 
-std::string applicable_names(const LayerSpec& spec) {
+std::string applicable_names(const LayerFamily& spec) {
     std::string out;
-    for (const Expectation& e : expectations(spec)) {
+    for (const Expectation& e : spec.expectations) {
         const std::string name = property_name(e.property);
         if (out.find(name) == std::string::npos) out += (out.empty() ? "" : ", ") + name;
     }
@@ -63,8 +63,8 @@ CheckOptions options_of(const CheckRequest& q) {
     return o;
 }
 
-Property property_for(const LayerSpec& spec, const std::string& requested) {
-    const std::vector<Expectation> applicable = expectations(spec);
+Property property_for(const LayerFamily& spec, const std::string& requested) {
+    const std::vector<Expectation>& applicable = spec.expectations;
     if (requested.empty()) return applicable.front().property;
     const Property p = parse_property(requested);
     for (const Expectation& e : applicable)
@@ -81,7 +81,7 @@ void write_report(const std::string& dir, const report::Record& r) {
 
 int run_check(const CheckRequest& q) {
     CheckOptions opts;
-    const LayerSpec* spec = nullptr;
+    const LayerFamily* spec = nullptr;
     Property property{};
     try {
         opts = options_of(q);

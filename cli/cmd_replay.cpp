@@ -94,7 +94,7 @@ int replay_black_box(const ReplayRequest& q, const report::Record& r) {
 int replay(const ReplayRequest& q) {
     const std::string& file = q.file;
     report::Record r;
-    const LayerSpec* spec = nullptr;
+    const LayerFamily* spec = nullptr;
     Property property{};
     CheckOptions opts;
     try {
