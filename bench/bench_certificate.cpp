@@ -21,7 +21,7 @@ CertificateOptions shape(const benchmark::State& state, int trials) {
 
 void certificate(benchmark::State& state, int trials) {
     const CertificateOptions o = shape(state, trials);
-    const LayerSpec& spec = find_layer("attention");
+    const LayerFamily& spec = find_layer("attention");
     int bits = 0;
     for (auto _ : state) {
         Certificate c = certify(spec, o);
@@ -35,7 +35,7 @@ void BM_Certificate_k2(benchmark::State& state) { certificate(state, 2); }
 void BM_Certificate_k1(benchmark::State& state) { certificate(state, 1); }
 
 void BM_DegreePass(benchmark::State& state) {
-    const LayerSpec& spec = find_layer("attention");
+    const LayerFamily& spec = find_layer("attention");
     for (auto _ : state) {
         DegreeBound b = degree_bound(spec, static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
         benchmark::DoNotOptimize(b);
@@ -45,11 +45,11 @@ void BM_DegreePass(benchmark::State& state) {
 // Two forward passes, L(x) and L(P x), with the certificate's integers for k trials (|S| as it chooses).
 void two_passes(benchmark::State& state, int trials) {
     const CertificateOptions o = shape(state, trials);
-    const LayerSpec& spec = find_layer("attention");
+    const LayerFamily& spec = find_layer("attention");
     const int bits = set_bits_for(degree_bound(spec, o.n, o.d).total(), o.trials, o.target_log2);
     SplitMix64 rng(1);
     Draw<RationalStandin> draw = uniform_integers(rng, bits);
-    const LayerFn<RationalStandin> layer = build_layer<RationalStandin>("attention", o.d, draw);
+    const LayerFn<RationalStandin> layer = spec.standin(o.d, draw, 0);
     const Mat<RationalStandin> x = draw_matrix<RationalStandin>(o.n, o.d, draw);
     const Permutation p = Permutation::rotation(o.n);
     for (auto _ : state) {
@@ -66,7 +66,7 @@ void BM_TwoForwardPasses_Standin_k1bits(benchmark::State& state) { two_passes(st
 // Two forward passes with dyadic weights and inputs and exp evaluated in double (ScalarTraits<Rational>).
 void BM_TwoForwardPasses_Rational(benchmark::State& state) {
     const int n = static_cast<int>(state.range(0)), d = static_cast<int>(state.range(1));
-    const LayerFn<Rational> layer = build_layer<Rational>("attention", d, std::uint64_t{1});
+    const LayerFn<Rational> layer = seeded_layer<Rational>(find_layer("attention"), d, 1);
     Draw<Rational> input = dyadic_draw<Rational>(2);
     const Mat<Rational> x = draw_matrix<Rational>(n, d, input);
     const Permutation p = Permutation::rotation(n);

@@ -55,7 +55,7 @@ template <class S> void BM_CheckAttention(benchmark::State& state, int cases, do
     o.min_len = o.max_len = static_cast<int>(state.range(0));
     o.d = static_cast<int>(state.range(1));
     o.seed = 7;
-    const LayerSpec& spec = find_layer("attention");
+    const LayerFamily& spec = find_layer("attention");
 
     // The floor runs on the very cases the check generates (search()'s generator, seed and sizes), each with its
     // own layer, so values (and the cost of exp, of GMP on their sizes) are alike. Generating them and drawing
@@ -67,7 +67,7 @@ template <class S> void BM_CheckAttention(benchmark::State& state, int cases, do
     const rc::Gen<Case> generator = case_generator(o);
     for (int i = 0; i < cases; ++i) {
         const Case c = generator(random.split(), size_for_case(i, cases)).value();
-        layers.push_back(build_layer<S>("attention", o.d, c.weight_seed));
+        layers.push_back(seeded_layer<S>(spec, o.d, c.weight_seed));
         xs.push_back(from_double<S>(c.x));
         perms.push_back(c.perm);
     }
@@ -102,19 +102,11 @@ BENCHMARK(BM_CheckAttention_exact)->Args({8, 4})->Args({16, 8})->Args({32, 16})-
 
 // -------------------------------------------------------------------------------------------- shrinking
 
-Subject leak_from_position_4() {
-    return make_subject("leak-from-position-4", Output::sequence,
-                        []<class S>(std::type_identity<S>, Eigen::Index d, std::uint64_t seed, long) {
-                            Draw<S> draw = dyadic_draw<S>(seed);
-                            return mutants::build<S>(mutants::Kind::leak_from_position_4, d, draw);
-                        });
-}
-
 // From the first failing case to the minimal counterexample, with the engine's generator, shrinks and search
 // (what `check` runs). Time is the shrinking alone; counters say how many property evaluations it took and
 // where it ended. The floor is one evaluation of the property on the minimal case: ratio = the cost of the
 // shrinking in evaluations of the smallest case.
-void BM_Shrink(benchmark::State& state, const Subject& subject, Arithmetic arithmetic) {
+void BM_Shrink(benchmark::State& state, const LayerFamily& subject, Arithmetic arithmetic) {
     CheckOptions o;  // the defaults of `permcheck check`: n in [1, 8], d = 4
     o.arithmetic = arithmetic;
     o.seed = 1;
@@ -156,13 +148,13 @@ void BM_Shrink(benchmark::State& state, const Subject& subject, Arithmetic arith
 }
 
 void BM_Shrink_CausalAttention_float64(benchmark::State& s) {
-    BM_Shrink(s, subject(find_layer("causal-attention")), Arithmetic::float64);
+    BM_Shrink(s, find_layer("causal-attention"), Arithmetic::float64);
 }
 void BM_Shrink_CausalAttention_exact(benchmark::State& s) {
-    BM_Shrink(s, subject(find_layer("causal-attention")), Arithmetic::exact);
+    BM_Shrink(s, find_layer("causal-attention"), Arithmetic::exact);
 }
-void BM_Shrink_LeakFromPosition4_float64(benchmark::State& s) { BM_Shrink(s, leak_from_position_4(), Arithmetic::float64); }
-void BM_Shrink_LeakFromPosition4_exact(benchmark::State& s) { BM_Shrink(s, leak_from_position_4(), Arithmetic::exact); }
+void BM_Shrink_LeakFromPosition4_float64(benchmark::State& s) { BM_Shrink(s, mutants::family(mutants::Kind::leak_from_position_4), Arithmetic::float64); }
+void BM_Shrink_LeakFromPosition4_exact(benchmark::State& s) { BM_Shrink(s, mutants::family(mutants::Kind::leak_from_position_4), Arithmetic::exact); }
 
 BENCHMARK(BM_Shrink_CausalAttention_float64)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Shrink_CausalAttention_exact)->UseManualTime()->Unit(benchmark::kMillisecond);

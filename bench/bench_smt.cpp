@@ -12,7 +12,7 @@ namespace {
 
 void prove(benchmark::State& state, const char* layer) {
     const int n = static_cast<int>(state.range(0)), d = static_cast<int>(state.range(1));
-    const permcheck::SmtSubject subject = permcheck::smt_subject(permcheck::find_layer(layer));
+    const permcheck::LayerFamily& subject = permcheck::find_layer(layer);
     permcheck::SmtOptions opts;
     opts.timeout_seconds = 600;
     double z3_seconds = 0, z3_cpu_seconds = 0;

@@ -23,35 +23,18 @@ Permutation acting_permutation(Property p, const Permutation& perm) {
     return Permutation(std::move(q));
 }
 
-std::vector<Expectation> expectations(const LayerSpec& spec) {
-    std::vector<Expectation> e;
-    if (spec.output == Output::pooled) {
-        e.push_back({Property::invariance, spec.symmetric});
-        return e;
-    }
-    e.push_back({Property::equivariance, spec.symmetric});
-    if (spec.relative) {
-        e.push_back({Property::shift, true});
-        e.push_back({Property::reversal, spec.reversal_symmetric});
-    }
-    if (spec.name == "attention+sinusoidal" || spec.name == "attention+learned") e.push_back({Property::shift, false});
-    if (spec.causal) e.push_back({Property::causal_prefix, true});
-    return e;
-}
-
 rc::Gen<Case> case_generator(const CheckOptions& opts) {
     return case_generator(CaseSpace{opts.min_len, opts.max_len, opts.d, true});
 }
 
 namespace {
-template <class S> Sides<S> sides_in(const Subject& spec, Property property, const Case& c) {
+template <class S> Sides<S> sides_in(const LayerFamily& family, Property property, const Case& c) {
     const auto d = c.x.cols();
-    const Factory<S>& make = spec.factory<S>();
-    const LayerFn<S> layer = make(d, c.weight_seed, 0);
-    const LayerFn<S> shifted = property == Property::shift ? make(d, c.weight_seed, c.shift) : LayerFn<S>{};
+    const LayerFn<S> layer = seeded_layer<S>(family, d, c.weight_seed, 0);
+    const LayerFn<S> shifted = property == Property::shift ? seeded_layer<S>(family, d, c.weight_seed, c.shift) : LayerFn<S>{};
     ToleranceModel tol;
     tol.unit_roundoff = ScalarTraits<S>::unit_roundoff;
-    tol.amplification = spec.amplification;
+    tol.amplification = family.amplification;
     return evaluate<S>(layer, shifted, property, from_double<S>(c.x), c.perm, tol);
 }
 
@@ -60,8 +43,8 @@ template <class S> struct Wider;
 template <> struct Wider<float> { using type = double; };
 template <> struct Wider<double> { using type = long double; };
 
-template <class S> Sides<double> evaluate_in(const Subject& spec, Property property, const Case& c) {
-    const Sides<S> s = sides_in<S>(spec, property, c);
+template <class S> Sides<double> evaluate_in(const LayerFamily& family, Property property, const Case& c) {
+    const Sides<S> s = sides_in<S>(family, property, c);
     Sides<double> out{to_double<S>(s.lhs), to_double<S>(s.rhs), s.comparison};
     if constexpr (!ScalarTraits<S>::exact) {
         // The a-priori tolerance covers reordered sums. Where a layer amplifies rounding further (large
@@ -69,7 +52,7 @@ template <class S> Sides<double> evaluate_in(const Subject& spec, Property prope
         // the same evaluation in a wider type, and allow their sum (proofs-notes/float-tolerance.md).
         if (!s.comparison.holds && !s.comparison.shape_mismatch) {
             using W = typename Wider<S>::type;
-            const Sides<W> w = sides_in<W>(spec, property, c);
+            const Sides<W> w = sides_in<W>(family, property, c);
             const double measured = max_abs<double>(Mat<double>(out.lhs - to_double<W>(w.lhs))) +
                                     max_abs<double>(Mat<double>(out.rhs - to_double<W>(w.rhs)));
             const double tol = std::max(s.comparison.tolerance, ToleranceModel{}.safety * measured);
@@ -80,24 +63,11 @@ template <class S> Sides<double> evaluate_in(const Subject& spec, Property prope
 }
 }  // namespace
 
-Subject subject(const LayerSpec& spec) {
-    return make_subject(
-        spec.name, spec.output,
-        [name = spec.name]<class S>(std::type_identity<S>, Eigen::Index d, std::uint64_t seed, long offset) {
-            return build_layer<S>(name, d, seed, offset);
-        },
-        spec.amplification);
-}
-
-Sides<double> evaluate_case(const LayerSpec& spec, Property property, const Case& c, Arithmetic arithmetic) {
-    return evaluate_case(subject(spec), property, c, arithmetic);
-}
-
-Sides<double> evaluate_case(const Subject& spec, Property property, const Case& c, Arithmetic arithmetic) {
+Sides<double> evaluate_case(const LayerFamily& family, Property property, const Case& c, Arithmetic arithmetic) {
     switch (arithmetic) {
-        case Arithmetic::float32: return evaluate_in<float>(spec, property, c);
-        case Arithmetic::float64: return evaluate_in<double>(spec, property, c);
-        case Arithmetic::exact: return evaluate_in<Rational>(spec, property, c);
+        case Arithmetic::float32: return evaluate_in<float>(family, property, c);
+        case Arithmetic::float64: return evaluate_in<double>(family, property, c);
+        case Arithmetic::exact: return evaluate_in<Rational>(family, property, c);
     }
     throw std::logic_error("unknown arithmetic");
 }
@@ -117,22 +87,15 @@ std::string replay_command(const std::string& layer, Property property, const Ch
     return s.str();
 }
 
-CheckResult check(const LayerSpec& spec, Property property, const CheckOptions& opts) {
-    bool expected = true;
-    for (const Expectation& e : expectations(spec))
-        if (e.property == property) expected = e.holds;
-    return check(subject(spec), property, opts, expected);
-}
-
-CheckResult check(const Subject& spec, Property property, const CheckOptions& opts, bool expected_holds) {
+CheckResult check(const LayerFamily& family, Property property, const CheckOptions& opts) {
     CheckResult r;
-    r.layer = spec.name;
+    r.layer = family.name;
     r.property = property;
     r.dtype = opts.arithmetic;
-    r.expected_holds = expected_holds;
+    r.expected_holds = family.expected_to_hold(property);
 
     const std::function<bool(const Case&)> fails = [&](const Case& c) {
-        return !evaluate_case(spec, property, c, opts.arithmetic).comparison.holds;
+        return !evaluate_case(family, property, c, opts.arithmetic).comparison.holds;
     };
     SearchOptions so;
     so.cases = opts.cases;
@@ -143,15 +106,15 @@ CheckResult check(const Subject& spec, Property property, const CheckOptions& op
     if (!found.minimal) return r;
 
     r.holds = false;
-    r.counterexample = counterexample_of(spec, property, *found.minimal, opts, found.first_failure, found.shrink_steps);
+    r.counterexample = counterexample_of(family, property, *found.minimal, opts, found.first_failure, found.shrink_steps);
     return r;
 }
 
-Counterexample counterexample_of(const Subject& spec, Property property, const Case& c, const CheckOptions& opts,
+Counterexample counterexample_of(const LayerFamily& family, Property property, const Case& c, const CheckOptions& opts,
                                  int case_index, int shrink_steps) {
-    const Sides<double> sides = evaluate_case(spec, property, c, opts.arithmetic);
+    const Sides<double> sides = evaluate_case(family, property, c, opts.arithmetic);
     Counterexample ce;
-    ce.layer = spec.name;
+    ce.layer = family.name;
     ce.property = property;
     ce.dtype = opts.arithmetic;
     ce.perm = acting_permutation(property, c.perm);
@@ -165,8 +128,8 @@ Counterexample counterexample_of(const Subject& spec, Property property, const C
     ce.case_index = case_index;
     ce.shrink_steps = shrink_steps;
     ce.confirmed_exactly = opts.arithmetic == Arithmetic::exact ||
-                           !evaluate_case(spec, property, c, Arithmetic::exact).comparison.holds;
-    ce.replay = replay_command(spec.name, property, opts);
+                           !evaluate_case(family, property, c, Arithmetic::exact).comparison.holds;
+    ce.replay = replay_command(family.name, property, opts);
     return ce;
 }
 

@@ -1,4 +1,4 @@
-// Checking a catalog layer against a property: random search in float, double or exact rationals, the
+// Checking a layer family against a property: random search in float, double or exact rationals, the
 // shrunk counterexample, and its exact confirmation. The public header of properties/.
 #pragma once
 
@@ -48,48 +48,6 @@ struct Counterexample {
     Eigen::Index d() const { return x.cols(); }
 };
 
-// What a check runs on: a layer family, built in every arithmetic from the width, the weights' seed and the
-// index of the first position. Catalog layers are subjects; so are the planted mutants of the harness self-test
-// and any layer a user writes as a template.
-template <class S> using Factory = std::function<LayerFn<S>(Eigen::Index d, std::uint64_t weight_seed, long offset)>;
-
-struct Subject {
-    std::string name;
-    Output output = Output::sequence;
-    double amplification = 1.0;  // see ToleranceModel
-    Factory<float> f32;
-    Factory<double> f64;
-    Factory<long double> f80;
-    Factory<Rational> exact;
-
-    template <class S> const Factory<S>& factory() const {
-        if constexpr (std::is_same_v<S, float>) return f32;
-        else if constexpr (std::is_same_v<S, double>) return f64;
-        else if constexpr (std::is_same_v<S, long double>) return f80;
-        else return exact;
-    }
-};
-
-// A subject from a generic factory: make(std::type_identity<S>{}, d, weight_seed, offset) -> LayerFn<S>.
-template <class Make> Subject make_subject(std::string name, Output output, Make make, double amplification = 1.0) {
-    Subject s;
-    s.name = std::move(name);
-    s.output = output;
-    s.amplification = amplification;
-    auto bind = [make]<class S>(std::type_identity<S>) {
-        return Factory<S>([make](Eigen::Index d, std::uint64_t seed, long offset) {
-            return LayerFn<S>(make(std::type_identity<S>{}, d, seed, offset));
-        });
-    };
-    s.f32 = bind(std::type_identity<float>{});
-    s.f64 = bind(std::type_identity<double>{});
-    s.f80 = bind(std::type_identity<long double>{});
-    s.exact = bind(std::type_identity<Rational>{});
-    return s;
-}
-
-Subject subject(const LayerSpec& spec);
-
 struct CheckResult {
     std::string layer;
     Property property = Property::equivariance;
@@ -105,17 +63,16 @@ struct CheckResult {
 // permutation, weight seed and shift.
 rc::Gen<Case> case_generator(const CheckOptions& opts);
 
-// Evaluates one case: does the property hold on it? (both sides in opts.arithmetic)
-Sides<double> evaluate_case(const Subject& subject, Property property, const Case& c, Arithmetic arithmetic);
-Sides<double> evaluate_case(const LayerSpec& spec, Property property, const Case& c, Arithmetic arithmetic);
+// Evaluates one case: does the property hold on it? (both sides in `arithmetic`, the layer built from the
+// case's weight seed)
+Sides<double> evaluate_case(const LayerFamily& family, Property property, const Case& c, Arithmetic arithmetic);
 
-// Searches for a case that violates the property and shrinks it. `expected_holds` only labels the result.
-CheckResult check(const Subject& subject, Property property, const CheckOptions& opts, bool expected_holds = true);
+// Searches for a case that violates the property and shrinks it; the result is labelled with the family's
+// expectation.
+CheckResult check(const LayerFamily& family, Property property, const CheckOptions& opts);
 // The record of a failing case: both sides evaluated again, confirmed in exact arithmetic, with a replay line.
-Counterexample counterexample_of(const Subject& subject, Property property, const Case& c, const CheckOptions& opts,
+Counterexample counterexample_of(const LayerFamily& family, Property property, const Case& c, const CheckOptions& opts,
                                  int case_index, int shrink_steps);
-// A catalog layer, labelled with the catalog's expectation.
-CheckResult check(const LayerSpec& spec, Property property, const CheckOptions& opts);
 
 // For executables that run many checks (the permcheck command, the benchmarks): a check frees and allocates
 // the same matrices case after case, and glibc's defaults hand the top of the heap back to the system each time

@@ -1,8 +1,9 @@
 // The properties, each a function of a layer and a case, evaluated in any scalar type.
 #pragma once
 
-#include "layers/catalog.h"
 #include "check/case.h"
+#include "layers/expectation.h"
+#include "layers/family.h"
 #include "check/compare.h"
 #include "check/permutation.h"
 #include "check/vocabulary.h"
@@ -12,8 +13,6 @@
 #include <vector>
 
 namespace permcheck {
-
-
 
 // Both sides of a property in scalar S, and how they compare.
 template <class S> struct Sides {
@@ -46,12 +45,5 @@ Sides<S> evaluate(const LayerFn<S>& layer, const LayerFn<S>& shifted, Property p
     out.comparison = compare<S>(out.lhs, out.rhs, float_tolerance(tol, x.rows(), x.cols(), magnitude));
     return out;
 }
-
-// The properties that apply to a catalog layer, each with the verdict the theory expects (true = holds).
-struct Expectation {
-    Property property;
-    bool holds;
-};
-std::vector<Expectation> expectations(const LayerSpec& spec);
 
 }  // namespace permcheck

@@ -3,17 +3,12 @@
 // reports call these functions), and so is the text that says which side of a property is which.
 #pragma once
 
+#include "layers/expectation.h"
+
 #include <string>
 
 namespace permcheck {
 
-enum class Property {
-    equivariance,      // sequence output: L(P x) = P L(x)
-    invariance,        // pooled output:   L(P x) = L(x)
-    shift,             // every position index + c: L_c(x) = L_0(x)   (relative position signals)
-    reversal,          // L(R x) = R L(x) for the reversal R
-    causal_prefix,     // P fixes the last position: L(P x)[n-1] = L(x)[n-1]
-};
 
 enum class Arithmetic { float32, float64, exact };
 

@@ -27,9 +27,9 @@ struct CheckRequest {
     bool no_db = false;
 };
 
-std::string applicable_names(const LayerSpec& spec) {
+std::string applicable_names(const LayerFamily& spec) {
     std::string out;
-    for (const Expectation& e : expectations(spec)) {
+    for (const Expectation& e : spec.expectations) {
         const std::string name = property_name(e.property);
         if (out.find(name) == std::string::npos) out += (out.empty() ? "" : ", ") + name;
     }
@@ -51,8 +51,8 @@ CheckOptions options_of(const CheckRequest& q) {
     return o;
 }
 
-Property property_for(const LayerSpec& spec, const CheckRequest& q) {
-    const std::vector<Expectation> applicable = expectations(spec);
+Property property_for(const LayerFamily& spec, const CheckRequest& q) {
+    const std::vector<Expectation>& applicable = spec.expectations;
     if (!q.property_given) return applicable.front().property;
     for (const Expectation& e : applicable)
         if (e.property == q.property) return q.property;
@@ -68,7 +68,7 @@ void write_report(const std::string& dir, const report::Record& r) {
 
 int run_check(const CheckRequest& q) {
     CheckOptions opts;
-    const LayerSpec* spec = nullptr;
+    const LayerFamily* spec = nullptr;
     Property property{};
     try {
         opts = options_of(q);

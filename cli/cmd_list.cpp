@@ -23,9 +23,9 @@ const char* property_meaning(Property p) {
 int list() {
     std::printf("layers (permcheck check LAYER):\n");
     std::printf("  %-31s %-9s %-52s %s\n", "name", "output", "properties (what the theory expects)", "what it is");
-    for (const LayerSpec& spec : catalog()) {
+    for (const LayerFamily& spec : catalog()) {
         std::string props;
-        for (const Expectation& e : expectations(spec))
+        for (const Expectation& e : spec.expectations)
             props += (props.empty() ? "" : ", ") + std::string(property_name(e.property)) + (e.holds ? " holds" : " fails");
         std::printf("  %-31s %-9s %-52s %s\n", spec.name.c_str(), spec.output == Output::pooled ? "pooled" : "sequence",
                     props.c_str(), spec.description.c_str());

@@ -30,7 +30,7 @@ int prove(const ProveOptions& o) {
     }
     std::vector<std::string> layers;
     if (o.all)
-        for (const LayerSpec& s : catalog()) layers.push_back(s.name);
+        for (const LayerFamily& s : catalog()) layers.push_back(s.name);
     else
         layers.push_back(find_layer(o.layer).name);  // throws, listing the valid names
 

@@ -113,7 +113,7 @@ int prove_layer(const std::string& name, const SmtRequest& req, const SmtOptions
     const auto start = std::chrono::steady_clock::now();
     SmtResult r;
     try {
-        r = smt_prove(smt_subject(find_layer(name)), req.n, req.d, opts);
+        r = smt_prove(find_layer(name), req.n, req.d, opts);
     } catch (const std::invalid_argument& e) {
         out << "permcheck: cannot prove " << name << " at n = " << req.n << ", d = " << req.d << ": " << e.what()
             << "\n";

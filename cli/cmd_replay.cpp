@@ -110,7 +110,7 @@ int replay_black_box(const ReplayRequest& q, const report::Record& r) {
 
 // A reference layer's saved case, and the check it came from.
 struct SavedCheck {
-    const LayerSpec* spec = nullptr;
+    const LayerFamily* spec = nullptr;
     Property property{};
     CheckOptions opts;
 };

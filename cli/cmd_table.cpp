@@ -19,7 +19,7 @@ struct Row {
     double seconds;
 };
 
-Row timed_check(const LayerSpec& spec, Property property, const CheckOptions& opts) {
+Row timed_check(const LayerFamily& spec, Property property, const CheckOptions& opts) {
     const auto t0 = std::chrono::steady_clock::now();
     CheckResult r = check(spec, property, opts);
     return {std::move(r), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
@@ -55,8 +55,8 @@ int verdict_table(const CheckOptions& base, const std::string& report_dir) {
     std::printf("%-32s %-14s %-9s %-9s %-8s %6s %8s  %s\n", "layer", "property", "expected", "verdict", "method",
                 "cases", "time", "smallest counterexample");
     int mismatches = 0;
-    for (const LayerSpec& spec : catalog()) {
-        for (const Expectation& e : expectations(spec)) {
+    for (const LayerFamily& spec : catalog()) {
+        for (const Expectation& e : spec.expectations) {
             for (Arithmetic a : {Arithmetic::float64, Arithmetic::exact}) {
                 CheckOptions o = base;
                 o.arithmetic = a;

@@ -11,7 +11,8 @@ set(PERMCHECK_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/permcheck)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/scalars ${PROJECT_SOURCE_DIR}/layers ${PROJECT_SOURCE_DIR}/check
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/permcheck
         FILES_MATCHING PATTERN "*.h"
-        PATTERN "symbolic.h" EXCLUDE)  # the Z3 prover stays in the command
+        PATTERN "symbolic.h" EXCLUDE     # the Z3 prover stays in the command
+        PATTERN "make_family.h" EXCLUDE)  # instantiates the symbolic scalar
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/permcheck DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 set_target_properties(permcheck PROPERTIES EXPORT_NAME cli)

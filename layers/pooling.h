@@ -22,6 +22,8 @@ inline const char* pool_name(Pool p) {
     return "?";
 }
 
+inline bool is_symmetric(Pool p) { return p == Pool::sum || p == Pool::mean || p == Pool::max; }
+
 template <class S> Mat<S> pool(const Mat<S>& x, Pool how) {
     if (x.rows() == 0) throw std::invalid_argument(std::string("cannot ") + pool_name(how) + "-pool an empty sequence");
     Mat<S> out(1, x.cols());

@@ -56,21 +56,12 @@ template <class S> Mat<S> expected_side(Output output, const Permutation& g, con
 }
 }  // namespace
 
-CertifiedLayer certified_layer(const LayerSpec& spec) {
-    return make_certified_layer(spec.name, spec.output, spec.symmetric,
-                                [name = spec.name]<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw) {
-                                    return build_layer<S>(name, d, draw);
-                                });
-}
-
-DegreeBound degree_bound(const LayerSpec& spec, int n, int d) { return degree_bound(certified_layer(spec), n, d); }
-
-DegreeBound degree_bound(const CertifiedLayer& family, int n, int d) {
+DegreeBound degree_bound(const LayerFamily& family, int n, int d) {
     require_shape(n, d);
     DegreeBound bound;
     DivisorRecord record;
     Draw<Degree> variable = [] { return Degree::variable(); };
-    const LayerFn<Degree> layer = family.degree(d, variable);
+    const LayerFn<Degree> layer = family.degree(d, variable, 0);
     const Mat<Degree> x = draw_matrix<Degree>(n, d, variable);
     const Mat<Degree> lx = layer(x);
     long long numerator = 0;
@@ -172,11 +163,11 @@ struct Trial {
     std::string failure;  // a division by zero at the random point: the trial says nothing
 };
 
-Trial schwartz_zippel_trial(const CertifiedLayer& family, int n, int d, int bits, SplitMix64& rng, int index) {
+Trial schwartz_zippel_trial(const LayerFamily& family, int n, int d, int bits, SplitMix64& rng, int index) {
     Trial t;
     try {
         Draw<RationalStandin> draw = uniform_integers(rng, bits);
-        const LayerFn<RationalStandin> layer = family.standin(d, draw);
+        const LayerFn<RationalStandin> layer = family.standin(d, draw, 0);
         const Mat<RationalStandin> x = draw_matrix<RationalStandin>(n, d, draw);
         const Mat<RationalStandin> lx = layer(x);
         for (const Permutation& g : Permutation::generators(n)) {
@@ -202,7 +193,7 @@ double log2_bound(long long degree_total, int bits, int trials) {
     return trials * (std::log2(static_cast<double>(degree_total)) - bits);
 }
 
-void fill_schwartz_zippel(Certificate& c, const CertifiedLayer& family, const CertificateOptions& opts) {
+void fill_schwartz_zippel(Certificate& c, const LayerFamily& family, const CertificateOptions& opts) {
     c.degree = degree_bound(family, opts.n, opts.d);
     c.trials = opts.trials;
     c.set_bits = set_bits_for(c.degree.total(), opts.trials, opts.target_log2);
@@ -231,12 +222,11 @@ void fill_schwartz_zippel(Certificate& c, const CertifiedLayer& family, const Ce
 
 // The exact witness of a layer expected to break the symmetry: dyadic weights and inputs as in `permcheck
 // check`, exp, sin and cos evaluated in double and used exactly (ScalarTraits<Rational>).
-void fill_witness(Certificate& c, const CertifiedLayer& family, const CertificateOptions& opts) {
+void fill_witness(Certificate& c, const LayerFamily& family, const CertificateOptions& opts) {
     constexpr int kAttempts = 20;
     for (int attempt = 0; attempt < kAttempts; ++attempt) {
         const std::uint64_t weight_seed = opts.seed + static_cast<std::uint64_t>(attempt);
-        Draw<Rational> weights = dyadic_draw<Rational>(weight_seed);
-        const LayerFn<Rational> layer = family.exact(opts.d, weights);
+        const LayerFn<Rational> layer = seeded_layer<Rational>(family, opts.d, weight_seed);
         Draw<Rational> input = dyadic_draw<Rational>(SplitMix64(weight_seed ^ 0x5eedULL).next());
         const Mat<Rational> x = draw_matrix<Rational>(opts.n, opts.d, input);
         const Mat<Rational> lx = layer(x);
@@ -257,39 +247,23 @@ void fill_witness(Certificate& c, const CertifiedLayer& family, const Certificat
              " weight settings and inputs; nothing is certified";
 }
 
-// Max pooling is piecewise, so the pooled layer has no Schwartz-Zippel certificate. It is pool_max composed with
-// an inner sequence layer: certify the inner layer's equivariance, check that the catalog builds the pooled
-// layer as that composition, and rely on max being a symmetric function of the rows.
-void fill_composition(Certificate& c, const LayerSpec& spec, const std::string& inner_name,
-                      const CertificateOptions& opts) {
-    const LayerSpec& inner = find_layer(inner_name);
-    if (inner.output != Output::sequence)
-        throw std::logic_error("'" + inner_name + "' is not a sequence layer; cannot compose it with max pooling");
-    Certificate ic;
-    fill_schwartz_zippel(ic, certified_layer(inner), opts);
-    c.degree = ic.degree;
-    c.trials = ic.trials;
-    c.set_bits = ic.set_bits;
-    c.log2_bound = ic.log2_bound;
-    c.inner_layer = inner_name;
-    if (!ic.conclusive || !ic.holds) {
-        c.conclusive = false;
-        c.note = "the inner layer '" + inner_name + "' was not certified equivariant: " + ic.note;
-        return;
-    }
-    // The composition claim rests on the catalog building "X-max-pool" as pool(X, max) with the same weights:
-    // confirm it exactly, and check the generators on the same inputs (a difference would refute invariance).
+// The composition claim rests on the family building the pooled layer as pool(inner) with the same weights:
+// confirm it exactly, and check the generators on the same inputs (a difference would refute invariance).
+// True when that settled the certificate: not built so (inconclusive), or a witness (not invariant).
+bool settled_by_exact_composition_check(Certificate& c, const LayerFamily& family, const CertificateOptions& opts) {
+    const LayerFamily& inner = *family.composition->inner;
+    const Pool how = family.composition->pooling;
     for (int attempt = 0; attempt < opts.trials; ++attempt) {
         const std::uint64_t weight_seed = opts.seed + static_cast<std::uint64_t>(attempt);
-        const LayerFn<Rational> pooled = build_layer<Rational>(spec.name, opts.d, weight_seed);
-        const LayerFn<Rational> sequence = build_layer<Rational>(inner_name, opts.d, weight_seed);
+        const LayerFn<Rational> pooled = seeded_layer<Rational>(family, opts.d, weight_seed);
+        const LayerFn<Rational> sequence = seeded_layer<Rational>(inner, opts.d, weight_seed);
         Draw<Rational> input = dyadic_draw<Rational>(SplitMix64(weight_seed ^ 0x5eedULL).next());
         const Mat<Rational> x = draw_matrix<Rational>(opts.n, opts.d, input);
         const Mat<Rational> px = pooled(x);
-        if (difference<Rational>(x, Permutation::identity(opts.n), px, pool(sequence(x), Pool::max))) {
+        if (difference<Rational>(x, Permutation::identity(opts.n), px, pool(sequence(x), how))) {
             c.conclusive = false;
-            c.note = "'" + spec.name + "' is not built as max pooling of '" + inner_name + "'";
-            return;
+            c.note = "'" + family.name + "' is not built as " + pool_name(how) + " pooling of '" + inner.name + "'";
+            return true;
         }
         for (const Permutation& g : Permutation::generators(opts.n)) {
             std::optional<Witness> w = difference<Rational>(x, g, pooled(g.apply(x)), px);
@@ -299,20 +273,39 @@ void fill_composition(Certificate& c, const LayerSpec& spec, const std::string& 
                 c.conclusive = true;
                 c.holds = false;
                 c.witness = std::move(w);
-                return;
+                return true;
             }
         }
     }
-    c.conclusive = true;
-    c.holds = true;
-    c.note = "max over positions is a symmetric function of the rows, so pool(L(P x)) = pool(P L(x)) = pool(L(x)) "
-             "once L is equivariant (proofs-notes/schwartz-zippel.md, 'Piecewise layers')";
+    return false;
 }
 
-std::string strip_suffix(const std::string& s, const std::string& suffix) {
-    if (s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0)
-        return s.substr(0, s.size() - suffix.size());
-    return {};
+// Max pooling is piecewise, so the pooled layer has no Schwartz-Zippel certificate. It is a symmetric pooling
+// composed with an inner sequence layer: certify the inner layer's equivariance, check that the family builds the
+// pooled layer as that composition, and rely on the pooling being a symmetric function of the rows.
+void fill_composition(Certificate& c, const LayerFamily& family, const CertificateOptions& opts) {
+    const LayerFamily& inner = *family.composition->inner;
+    const Pool how = family.composition->pooling;
+    if (inner.output != Output::sequence)
+        throw std::logic_error("'" + inner.name + "' is not a sequence layer; cannot compose it with " + pool_name(how) +
+                               " pooling");
+    Certificate ic;
+    fill_schwartz_zippel(ic, inner, opts);
+    c.degree = ic.degree;
+    c.trials = ic.trials;
+    c.set_bits = ic.set_bits;
+    c.log2_bound = ic.log2_bound;
+    c.inner_layer = inner.name;
+    if (!ic.conclusive || !ic.holds) {
+        c.conclusive = false;
+        c.note = "the inner layer '" + inner.name + "' was not certified equivariant: " + ic.note;
+        return;
+    }
+    if (settled_by_exact_composition_check(c, family, opts)) return;
+    c.conclusive = true;
+    c.holds = true;
+    c.note = std::string(pool_name(how)) + " over positions is a symmetric function of the rows, so pool(L(P x)) = "
+             "pool(P L(x)) = pool(L(x)) once L is equivariant (proofs-notes/schwartz-zippel.md, 'Piecewise layers')";
 }
 }  // namespace
 
@@ -327,23 +320,23 @@ const char* method_name(Method m) {
 }
 
 namespace {
-Certificate blank(const CertifiedLayer& family, const CertificateOptions& opts) {
+Certificate blank(const LayerFamily& family, const CertificateOptions& opts) {
     require_shape(opts.n, opts.d);
     if (opts.trials < 1 || opts.trials > 64)
         throw std::invalid_argument("the number of trials must be in [1, 64], got " + std::to_string(opts.trials));
     Certificate c;
     c.layer = family.name;
     c.property = family.output == Output::pooled ? Property::invariance : Property::equivariance;
-    c.expected_holds = family.expected_symmetric;
+    c.expected_holds = family.expected_symmetric();
     c.n = opts.n;
     c.d = opts.d;
     return c;
 }
 
 // Throws NotRational for piecewise layers expected to be symmetric.
-Certificate certify_rational(const CertifiedLayer& family, const CertificateOptions& opts) {
+Certificate certify_rational(const LayerFamily& family, const CertificateOptions& opts) {
     Certificate c = blank(family, opts);
-    if (!family.expected_symmetric) {
+    if (!family.expected_symmetric()) {
         c.method = Method::exact_witness;
         fill_witness(c, family, opts);
     } else {
@@ -354,32 +347,19 @@ Certificate certify_rational(const CertifiedLayer& family, const CertificateOpti
 }
 }  // namespace
 
-Certificate certify(const CertifiedLayer& family, const CertificateOptions& opts) {
+Certificate certify(const LayerFamily& family, const CertificateOptions& opts) {
     try {
         return certify_rational(family, opts);
     } catch (const NotRational& e) {
         Certificate c = blank(family, opts);
-        c.note = std::string("piecewise layer, no polynomial identity certificate: ") + e.what();
+        if (family.composition && is_symmetric(family.composition->pooling)) {
+            c.method = Method::composition;
+            fill_composition(c, family, opts);
+        } else {
+            c.note = std::string("piecewise layer, no polynomial identity certificate: ") + e.what();
+        }
         return c;
     }
-}
-
-Certificate certify(const LayerSpec& spec, const CertificateOptions& opts) {
-    const CertifiedLayer family = certified_layer(spec);
-    Certificate c = certify(family, opts);
-    const std::string inner = strip_suffix(spec.name, "-max-pool");
-    if (c.method == Method::none && !inner.empty()) {
-        Certificate fresh;
-        fresh.layer = c.layer;
-        fresh.property = c.property;
-        fresh.expected_holds = c.expected_holds;
-        fresh.n = c.n;
-        fresh.d = c.d;
-        fresh.method = Method::composition;
-        c = std::move(fresh);
-        fill_composition(c, spec, inner, opts);
-    }
-    return c;
 }
 
 std::string Certificate::verdict() const {

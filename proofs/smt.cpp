@@ -25,8 +25,6 @@ const char* verdict_name(SmtVerdict v) {
 
 namespace {
 
-Property property_of(Output output) { return output == Output::pooled ? Property::invariance : Property::equivariance; }
-
 template <class S> Sides<S> sides(const LayerFn<S>& layer, Property property, const Mat<S>& x, const Permutation& p) {
     Sides<S> s;
     s.lhs = layer(p.apply(x));
@@ -46,24 +44,24 @@ z3::expr some_entry_differs(const Mat<Symbolic>& lhs, const Mat<Symbolic>& rhs) 
     return differs.empty() ? ctx.bool_val(false) : z3::mk_or(differs);
 }
 
-// The exact evaluation of the subject on a concrete input and weights, with the real exp, sqrt and tanh
+// The exact evaluation of the family on a concrete input and weights, with the real exp, sqrt and tanh
 // (ScalarTraits<Rational>). A counterexample when the two sides differ, nothing when they agree.
-std::optional<Counterexample> confirm(const SmtSubject& subject, Property property, const Permutation& perm,
+std::optional<Counterexample> confirm(const LayerFamily& family, Property property, const Permutation& perm,
                                       const Mat<double>& x, const std::vector<double>& weights) {
     std::size_t next = 0;
     Draw<Rational> draw = [&]() {
         if (next >= weights.size())
-            throw std::logic_error("layer '" + subject.name + "' draws more weights in exact arithmetic (" +
+            throw std::logic_error("layer '" + family.name + "' draws more weights in exact arithmetic (" +
                                    std::to_string(next + 1) + ") than symbolically (" +
                                    std::to_string(weights.size()) + ")");
         return Rational(weights[next++]);
     };
-    const LayerFn<Rational> layer = subject.exact(x.cols(), draw);
+    const LayerFn<Rational> layer = family.exact(x.cols(), draw, 0);
     const Sides<Rational> s = sides<Rational>(layer, property, from_double<Rational>(x), perm);
     const Comparison c = compare<Rational>(s.lhs, s.rhs, 0.0);
     if (c.holds) return std::nullopt;
     Counterexample ce;
-    ce.layer = subject.name;
+    ce.layer = family.name;
     ce.property = property;
     ce.dtype = Arithmetic::exact;
     ce.perm = perm;
@@ -75,99 +73,107 @@ std::optional<Counterexample> confirm(const SmtSubject& subject, Property proper
     return ce;
 }
 
-std::string replay_line(const SmtSubject& subject, int n, int d) {
-    return "permcheck prove " + subject.name + " --smt --n " + std::to_string(n) + " --d " + std::to_string(d);
+std::string replay_line(const LayerFamily& family, int n, int d) {
+    return "permcheck prove " + family.name + " --smt --n " + std::to_string(n) + " --d " + std::to_string(d);
 }
 
-}  // namespace
-
-SmtSubject smt_subject(const LayerSpec& spec) {
-    SmtSubject s;
-    s.name = spec.name;
-    s.output = spec.output;
-    s.expected_symmetric = spec.symmetric;
-    s.symbolic = [name = spec.name](Eigen::Index d, Draw<Symbolic>& draw) { return build_layer<Symbolic>(name, d, draw); };
-    s.exact = [name = spec.name](Eigen::Index d, Draw<Rational>& draw) { return build_layer<Rational>(name, d, draw); };
-    s.witness_search = [spec](int n, int d, const CheckOptions& opts) {
-        CheckOptions o = opts;
-        o.arithmetic = Arithmetic::exact;
-        o.min_len = o.max_len = n;
-        o.d = d;
-        return check(spec, property_of(spec.output), o);
-    };
-    return s;
-}
-
-SmtResult smt_prove(const SmtSubject& subject, int n, int d, const SmtOptions& opts) {
+void require_arguments(int n, int d, const SmtOptions& opts) {
     if (n < 2) throw std::invalid_argument("a proof over permutations needs n >= 2 positions, got " + std::to_string(n));
     if (d < 1) throw std::invalid_argument("the width d must be at least 1, got " + std::to_string(d));
     if (opts.timeout_seconds <= 0)
         throw std::invalid_argument("the SMT timeout must be positive, got " + std::to_string(opts.timeout_seconds));
+}
 
-    SmtResult r;
-    r.layer = subject.name;
-    r.property = property_of(subject.output);
-    r.n = n;
-    r.d = d;
-    r.expected_symmetric = subject.expected_symmetric;
+// The family built on symbolic weights w0, w1, ... and applied to a symbolic input x; `constants` lists x
+// column-major (as Mat<double>), then the weights, the order in which a model's values come back.
+struct SymbolicLayer {
+    LayerFn<Symbolic> layer;
+    Mat<Symbolic> x;
+    std::vector<Symbolic> constants;
+};
 
-    z3::context& ctx = smt_context();
+SymbolicLayer symbolic_layer(const LayerFamily& family, int n, int d) {
     int drawn = 0;  // the symbolic draw counts the weights, so the model's weights are w0 .. w(drawn-1)
     Draw<Symbolic> draw = [&drawn]() { return symbolic_constant("w" + std::to_string(drawn++)); };
-    const LayerFn<Symbolic> layer = subject.symbolic(d, draw);
-    const Mat<Symbolic> x = symbolic_matrix("x", n, d);
+    SymbolicLayer s{family.symbolic(d, draw, 0), symbolic_matrix("x", n, d), {}};
+    s.constants.assign(s.x.data(), s.x.data() + s.x.size());
+    for (int k = 0; k < drawn; ++k) s.constants.push_back(symbolic_constant("w" + std::to_string(k)));
+    return s;
+}
 
-    std::vector<Symbolic> constants(x.data(), x.data() + x.size());  // column-major, as Mat<double>
-    for (int k = 0; k < drawn; ++k) constants.push_back(symbolic_constant("w" + std::to_string(k)));
+// A sat model's input and weights, as r's witness if they violate in exact arithmetic with the real functions.
+bool adopt_model(const LayerFamily& family, const std::vector<double>& model, const Permutation& p, SmtResult& r) {
+    try {
+        const Mat<double> xv = Eigen::Map<const Mat<double>>(model.data(), r.n, r.d);
+        std::vector<double> weights(model.begin() + r.n * r.d, model.end());
+        std::optional<Counterexample> ce = confirm(family, r.property, p, xv, weights);
+        if (!ce) return false;
+        ce->replay = replay_line(family, r.n, r.d);
+        r.counterexample = std::move(ce);
+        r.witness_weights = std::move(weights);
+        r.witness_source = "Z3 model";
+        return true;
+    } catch (const std::domain_error&) {
+        return false;  // the model's values overflow the real exp (computed in double): not a usable witness
+    }
+}
 
+// One generator's query: is "some entry of the two sides differs" satisfiable?
+SmtQuery ask(const LayerFamily& family, const SymbolicLayer& s, const Permutation& p, const SmtOptions& opts,
+             SmtResult& r) {
+    const Sides<Symbolic> sides_p = sides<Symbolic>(s.layer, r.property, s.x, p);
+    z3::solver solver(smt_context());
+    solver.add(some_entry_differs(sides_p.lhs, sides_p.rhs));
+    SmtQuery q;
+    q.perm = p;
+    if (opts.keep_smtlib) q.smtlib = solver.to_smt2();
+    const detail::IsolatedCheck found = detail::check_isolated(solver, s.constants, opts.timeout_seconds);
+    q.answer = found.answer;
+    q.reason_unknown = found.reason_unknown;
+    q.seconds = found.seconds;
+    q.cpu_seconds = found.cpu_seconds;
+    if (q.answer == SmtAnswer::sat && found.model && !r.counterexample)
+        q.model_confirmed = adopt_model(family, *found.model, p, r);
+    return q;
+}
+
+// The witness search of every family: the engine's exact check, on sequences of exactly n positions.
+void search_witness(const LayerFamily& family, const SmtOptions& opts, SmtResult& r) {
+    CheckOptions o;
+    o.arithmetic = Arithmetic::exact;
+    o.cases = opts.witness_cases;
+    o.seed = opts.witness_seed;
+    o.min_len = o.max_len = r.n;
+    o.d = r.d;
+    const CheckResult found = check(family, r.property, o);
+    if (found.counterexample && found.counterexample->confirmed_exactly) {
+        r.counterexample = found.counterexample;
+        r.witness_source = "exact witness search";
+    }
+}
+
+}  // namespace
+
+SmtResult smt_prove(const LayerFamily& family, int n, int d, const SmtOptions& opts) {
+    require_arguments(n, d, opts);
+    SmtResult r;
+    r.layer = family.name;
+    r.property = family.symmetry();
+    r.n = n;
+    r.d = d;
+    r.expected_symmetric = family.expected_symmetric();
+
+    const SymbolicLayer s = symbolic_layer(family, n, d);
     bool all_unsat = true;
     for (const Permutation& p : Permutation::generators(n)) {
-        const Sides<Symbolic> s = sides<Symbolic>(layer, r.property, x, p);
-        z3::solver solver(ctx);
-        solver.add(some_entry_differs(s.lhs, s.rhs));
-
-        SmtQuery q;
-        q.perm = p;
-        if (opts.keep_smtlib) q.smtlib = solver.to_smt2();
-        const detail::IsolatedCheck found = detail::check_isolated(solver, constants, opts.timeout_seconds);
-        q.answer = found.answer;
-        q.reason_unknown = found.reason_unknown;
-        q.seconds = found.seconds;
-        q.cpu_seconds = found.cpu_seconds;
-        all_unsat = all_unsat && q.answer == SmtAnswer::unsat;
-
-        if (q.answer == SmtAnswer::sat && found.model && !r.counterexample) try {
-            const Mat<double> xv = Eigen::Map<const Mat<double>>(found.model->data(), n, d);
-            std::vector<double> weights(found.model->begin() + n * d, found.model->end());
-            if (std::optional<Counterexample> ce = confirm(subject, r.property, p, xv, weights)) {
-                ce->replay = replay_line(subject, n, d);
-                r.counterexample = std::move(ce);
-                r.witness_weights = std::move(weights);
-                r.witness_source = "Z3 model";
-                q.model_confirmed = true;
-            }
-        } catch (const std::domain_error&) {
-            // The model's values overflow the real exp (computed in double): not a usable witness.
-        }
-        r.queries.push_back(std::move(q));
+        r.queries.push_back(ask(family, s, p, opts, r));
+        all_unsat = all_unsat && r.queries.back().answer == SmtAnswer::unsat;
     }
-
     if (all_unsat) {
         r.verdict = SmtVerdict::proved;
         return r;
     }
-    if (!r.counterexample) {
-        CheckOptions o;
-        o.arithmetic = Arithmetic::exact;
-        o.cases = opts.witness_cases;
-        o.seed = opts.witness_seed;
-        o.d = d;
-        const CheckResult found = subject.witness_search(n, d, o);
-        if (found.counterexample && found.counterexample->confirmed_exactly) {
-            r.counterexample = found.counterexample;
-            r.witness_source = "exact witness search";
-        }
-    }
+    if (!r.counterexample) search_witness(family, opts, r);
     r.verdict = r.counterexample ? SmtVerdict::violated : SmtVerdict::unknown;
     return r;
 }
@@ -218,50 +224,5 @@ std::string describe(const SmtResult& r) {
     }
     return s.str();
 }
-
-namespace detail {
-CheckResult exact_generator_search(const std::string& name, Output output, const Builder<Rational>& build, int n,
-                                   int d, const CheckOptions& opts) {
-    CheckResult r;
-    r.layer = name;
-    const Property property = property_of(output);
-    r.property = property;
-    r.dtype = Arithmetic::exact;
-    for (int k = 0; k < opts.cases; ++k) {
-        const std::uint64_t seed = opts.seed + static_cast<std::uint64_t>(k);
-        Draw<Rational> draw = dyadic_draw<Rational>(seed);
-        const LayerFn<Rational> layer = build(d, draw);
-        // Inputs j / 8 in [-2, 2], from a stream independent of the weights'.
-        SplitMix64 rng(seed ^ 0x5eedf00dULL);
-        Mat<double> xd(n, d);
-        for (Eigen::Index i = 0; i < n; ++i)
-            for (Eigen::Index j = 0; j < d; ++j) xd(i, j) = (static_cast<double>(rng.below(33)) - 16.0) / 8.0;
-        ++r.cases_run;
-        for (const Permutation& p : Permutation::generators(n)) {
-            ++r.evaluations;
-            const Sides<Rational> s = sides<Rational>(layer, property, from_double<Rational>(xd), p);
-            const Comparison c = compare<Rational>(s.lhs, s.rhs, 0.0);
-            if (c.holds) continue;
-            r.holds = false;
-            Counterexample ce;
-            ce.layer = name;
-            ce.property = r.property;
-            ce.dtype = Arithmetic::exact;
-            ce.perm = p;
-            ce.x = xd;
-            ce.lhs = to_double<Rational>(s.lhs);
-            ce.rhs = to_double<Rational>(s.rhs);
-            ce.comparison = c;
-            ce.seed = opts.seed;
-            ce.weight_seed = seed;
-            ce.case_index = k;
-            ce.confirmed_exactly = true;
-            r.counterexample = std::move(ce);
-            return r;
-        }
-    }
-    return r;
-}
-}  // namespace detail
 
 }  // namespace permcheck

@@ -12,36 +12,11 @@
 #include "check/engine.h"
 #include "scalars/symbolic.h"
 
-#include <functional>
 #include <optional>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 namespace permcheck {
-
-// Builds a layer of width d, drawing its weights from `draw` in a fixed order.
-template <class S> using Builder = std::function<LayerFn<S>(Eigen::Index d, Draw<S>& draw)>;
-
-// What the prover runs on: the same layer built symbolically (the proof) and in exact rationals (confirming
-// a model's witness), and the exact witness search to fall back on.
-struct SmtSubject {
-    std::string name;
-    Output output = Output::sequence;
-    bool expected_symmetric = true;  // expected equivariant (sequence) or invariant (pooled)
-    Builder<Symbolic> symbolic;
-    Builder<Rational> exact;
-    // Searches random exact cases of exactly n positions and width d for a violation.
-    std::function<CheckResult(int n, int d, const CheckOptions& opts)> witness_search;
-};
-
-// A catalog layer; its witness search is the engine's exact check (properties/engine.h).
-SmtSubject smt_subject(const LayerSpec& spec);
-
-// Any layer written as a template: make(std::type_identity<S>{}, d, draw) -> LayerFn<S>. Its witness search
-// evaluates the two generators on random dyadic inputs and seeded dyadic weights in exact rationals.
-template <class Make>
-SmtSubject make_smt_subject(std::string name, Output output, bool expected_symmetric, Make make);
 
 enum class SmtAnswer { unsat, sat, unknown };
 const char* answer_name(SmtAnswer a);
@@ -91,8 +66,10 @@ struct SmtOptions {
     std::uint64_t witness_seed = 1;
 };
 
+// Builds the family symbolically for the proof and in exact rationals to confirm a model's witness; falls back
+// on the engine's exact check at exactly n positions (opts.witness_cases, opts.witness_seed) for a witness.
 // Throws std::invalid_argument for n < 2, d < 1 or a width the layer does not accept.
-SmtResult smt_prove(const SmtSubject& subject, int n, int d, const SmtOptions& opts = {});
+SmtResult smt_prove(const LayerFamily& family, int n, int d, const SmtOptions& opts = {});
 
 // Multi-line details: each query's answer and time, the witness if any.
 std::string describe(const SmtResult& r);
@@ -110,27 +87,6 @@ struct IsolatedCheck {
 };
 IsolatedCheck check_isolated(const z3::solver& solver, const std::vector<Symbolic>& constants,
                              double timeout_seconds);
-
-CheckResult exact_generator_search(const std::string& name, Output output, const Builder<Rational>& build, int n,
-                                   int d, const CheckOptions& opts);
-}
-
-template <class Make>
-SmtSubject make_smt_subject(std::string name, Output output, bool expected_symmetric, Make make) {
-    SmtSubject s;
-    s.name = std::move(name);
-    s.output = output;
-    s.expected_symmetric = expected_symmetric;
-    s.symbolic = [make](Eigen::Index d, Draw<Symbolic>& draw) {
-        return LayerFn<Symbolic>(make(std::type_identity<Symbolic>{}, d, draw));
-    };
-    s.exact = [make](Eigen::Index d, Draw<Rational>& draw) {
-        return LayerFn<Rational>(make(std::type_identity<Rational>{}, d, draw));
-    };
-    s.witness_search = [name = s.name, output, exact = s.exact](int n, int d, const CheckOptions& opts) {
-        return detail::exact_generator_search(name, output, exact, n, d, opts);
-    };
-    return s;
 }
 
 }  // namespace permcheck

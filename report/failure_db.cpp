@@ -9,9 +9,9 @@ namespace permcheck::cli {
 
 Case case_of(const Counterexample& c) { return Case{c.x, c.perm, c.weight_seed, c.property == Property::shift ? c.shift : 1}; }
 
-Counterexample counterexample_at(const LayerSpec& spec, Property property, const Case& c, const CheckOptions& opts,
+Counterexample counterexample_at(const LayerFamily& spec, Property property, const Case& c, const CheckOptions& opts,
                                  int case_index, int shrink_steps) {
-    return counterexample_of(subject(spec), property, c, opts, case_index, shrink_steps);
+    return counterexample_of(spec, property, c, opts, case_index, shrink_steps);
 }
 
 std::filesystem::path db_entry(const FailureDb& db, const std::string& layer, Property property, Arithmetic dtype) {
@@ -24,14 +24,8 @@ std::filesystem::path db_entry(const FailureDb& db, const std::string& layer, Pr
 
 namespace {
 
-bool expected_to_hold(const LayerSpec& spec, Property property) {
-    for (const Expectation& e : expectations(spec))
-        if (e.property == property) return e.holds;
-    return true;
-}
-
 // The stored counterexample, if the entry is readable and belongs to this check; notes why not otherwise.
-std::optional<Counterexample> load(const std::filesystem::path& entry, const LayerSpec& spec, Property property,
+std::optional<Counterexample> load(const std::filesystem::path& entry, const LayerFamily& spec, Property property,
                                    const CheckOptions& opts, std::ostream& notes) {
     std::error_code ec;
     if (!std::filesystem::exists(entry, ec)) return std::nullopt;
@@ -60,7 +54,7 @@ std::optional<Counterexample> load(const std::filesystem::path& entry, const Lay
 
 }  // namespace
 
-CheckRun check_with_db(const LayerSpec& spec, Property property, const CheckOptions& opts, const FailureDb& db,
+CheckRun check_with_db(const LayerFamily& spec, Property property, const CheckOptions& opts, const FailureDb& db,
                        std::ostream& notes) {
     CheckRun run;
     if (db.enabled) {
@@ -72,7 +66,7 @@ CheckRun check_with_db(const LayerSpec& spec, Property property, const CheckOpti
                 r.layer = spec.name;
                 r.property = property;
                 r.dtype = opts.arithmetic;
-                r.expected_holds = expected_to_hold(spec, property);
+                r.expected_holds = spec.expected_to_hold(property);
                 r.holds = false;
                 r.cases_run = 1;
                 r.evaluations = 1;

@@ -27,7 +27,7 @@ struct CheckRun {
 Case case_of(const Counterexample& c);
 
 // Evaluates a case and records it as a counterexample, as the engine does for the case it found.
-Counterexample counterexample_at(const LayerSpec& spec, Property property, const Case& c, const CheckOptions& opts,
+Counterexample counterexample_at(const LayerFamily& spec, Property property, const Case& c, const CheckOptions& opts,
                                  int case_index, int shrink_steps);
 
 // The database file for a check: DIR/<layer>.<property>.<dtype>.json (a permcheck.report/1 record).
@@ -36,7 +36,7 @@ std::filesystem::path db_entry(const FailureDb& db, const std::string& layer, Pr
 // Replays the database's counterexample for this check, if it has one that fits the sizes of opts; otherwise
 // searches, and saves what the search finds. Notes (replayed, removed, corrupt entry skipped, cannot save) go
 // to `notes`.
-CheckRun check_with_db(const LayerSpec& spec, Property property, const CheckOptions& opts, const FailureDb& db,
+CheckRun check_with_db(const LayerFamily& spec, Property property, const CheckOptions& opts, const FailureDb& db,
                        std::ostream& notes);
 
 }  // namespace permcheck::cli

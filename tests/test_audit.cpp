@@ -276,18 +276,14 @@ TEST(Audit, CheckAndAuditOfAPlantedBugShrinkToTheSameLengthThroughTheOneShrinker
     // check/case.h, so each planted bug ends at its smallest length, one transposition, either way.
     for (mutants::Kind kind : mutants::all()) {
         const Output output = mutants::output(kind);
-        const Subject subject = make_subject(mutants::name(kind), output,
-                                             [kind]<class S>(std::type_identity<S>, Eigen::Index d, std::uint64_t seed, long) {
-                                                 Draw<S> draw = dyadic_draw<S>(seed);
-                                                 return mutants::build<S>(kind, d, draw);
-                                             });
+        const LayerFamily subject = mutants::family(kind);
         CheckOptions co;
         co.seed = 3;
         const CheckResult checked =
-            check(subject, output == Output::pooled ? Property::invariance : Property::equivariance, co, false);
+            check(subject, output == Output::pooled ? Property::invariance : Property::equivariance, co);
         AuditOptions ao = options();
         ao.output = output;
-        const AuditResult audited = audit(subject.f64(ao.d, 0, 0), ao);  // the weights a check shrinks to
+        const AuditResult audited = audit(seeded_layer<double>(subject, ao.d, 0), ao);  // the weights a check shrinks to
         ASSERT_TRUE(checked.counterexample) << mutants::name(kind);
         ASSERT_EQ(audited.verdict, Verdict::violated) << mutants::name(kind) << ": " << audited.detail;
         EXPECT_EQ(checked.counterexample->n(), mutants::minimal_length(kind)) << describe(*checked.counterexample);

@@ -2,6 +2,7 @@
 // exact witnesses, and bit-for-bit permutation-invariant pooling in float and double.
 #include "layers/exact_pooling.h"
 #include "layers/layers.h"
+#include "layers/make_family.h"
 #include "proofs/certificate.h"
 #include "scalars/degree.h"
 
@@ -157,7 +158,7 @@ TEST(Generators, GeneratorIdentitiesAtOneInputDoNotCoverItsOrbit) {
 
 TEST(Generators, ExactAttentionAgreesWithTheReductionOnEveryPermutationOfS4) {
     // The identity holds for all inputs, so every element of S_4 must pass, not only the generators.
-    const LayerFn<Rational> layer = build_layer<Rational>("attention", 3, std::uint64_t{7});
+    const LayerFn<Rational> layer = seeded_layer<Rational>(find_layer("attention"), 3, 7);
     Draw<Rational> input = dyadic_draw<Rational>(8);
     const Mat<Rational> x = draw_matrix<Rational>(4, 3, input);
     const Mat<Rational> lx = layer(x);
@@ -278,10 +279,10 @@ TEST(SchwartzZippel, EveryReferenceLayerIsCertifiedAsTheVerdictMatrixExpects) {
     CertificateOptions o;
     o.n = 5;
     o.d = 2;
-    for (const LayerSpec& spec : catalog()) {
+    for (const LayerFamily& spec : catalog()) {
         const Certificate c = certify(spec, o);
         EXPECT_TRUE(c.as_expected()) << describe(c);
-        if (spec.symmetric) {
+        if (spec.expected_symmetric()) {
             EXPECT_LE(c.log2_bound, -64.0) << spec.name;
         } else {
             ASSERT_TRUE(c.witness.has_value()) << spec.name;
@@ -301,9 +302,9 @@ template <class S> LayerFn<S> scaled_row_zero(Eigen::Index d, Draw<S>& draw) {
 }
 
 TEST(SchwartzZippel, APlantedPositionDependentScaleIsRefutedExactly) {
-    const CertifiedLayer mutant = make_certified_layer(
-        "scaled-row-0", Output::sequence, true,
-        []<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw) { return scaled_row_zero<S>(d, draw); });
+    const LayerFamily mutant = make_family(
+        "scaled-row-0", Output::sequence,
+        []<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw, long) { return scaled_row_zero<S>(d, draw); });
     const Certificate c = certify(mutant, CertificateOptions{});
     EXPECT_TRUE(c.conclusive);
     EXPECT_FALSE(c.holds) << describe(c);
@@ -326,9 +327,9 @@ template <class S> LayerFn<S> rare_leak(Eigen::Index d, Draw<S>& draw) {
 }
 
 TEST(SchwartzZippel, ALeakThatVanishesOnAHypersurfaceIsRefuted) {
-    const CertifiedLayer mutant = make_certified_layer(
-        "rare-leak", Output::sequence, true,
-        []<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw) { return rare_leak<S>(d, draw); });
+    const LayerFamily mutant = make_family(
+        "rare-leak", Output::sequence,
+        []<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw, long) { return rare_leak<S>(d, draw); });
     CertificateOptions o;
     o.n = 4;
     o.d = 2;
@@ -340,9 +341,9 @@ TEST(SchwartzZippel, ALeakThatVanishesOnAHypersurfaceIsRefuted) {
 }
 
 TEST(SchwartzZippel, PiecewiseLayersAreNotCertifiedByPolynomialIdentity) {
-    const CertifiedLayer pooled_max = make_certified_layer(
-        "max", Output::pooled, true,
-        []<class S>(std::type_identity<S>, Eigen::Index, Draw<S>&) { return LayerFn<S>([](const Mat<S>& x) { return pool(x, Pool::max); }); });
+    const LayerFamily pooled_max = make_family(
+        "max", Output::pooled,
+        []<class S>(std::type_identity<S>, Eigen::Index, Draw<S>&, long) { return LayerFn<S>([](const Mat<S>& x) { return pool(x, Pool::max); }); });
     const Certificate c = certify(pooled_max, CertificateOptions{});
     EXPECT_FALSE(c.conclusive);
     EXPECT_EQ(c.verdict(), "not certified");
@@ -402,7 +403,7 @@ TEST(AnyElementwiseFunction, AttentionIdentityHoldsExactlyWithTwoDifferentStandi
 
 TEST(Witness, PositionSignalsGetAnExactWitnessThatReplays) {
     for (const char* name : {"attention+sinusoidal", "attention+rope", "causal-attention", "attention-first-readout"}) {
-        const LayerSpec& spec = find_layer(name);
+        const LayerFamily& spec = find_layer(name);
         const Certificate c = certify(spec, CertificateOptions{});
         ASSERT_TRUE(c.witness.has_value()) << name;
         EXPECT_EQ(c.method, Method::exact_witness);
@@ -410,7 +411,7 @@ TEST(Witness, PositionSignalsGetAnExactWitnessThatReplays) {
         // Replay: the witness names the weight seed; recompute both sides exactly.
         const Witness& w = *c.witness;
         const std::uint64_t seed = std::stoull(w.weights.substr(w.weights.find("seed ") + 5));
-        const LayerFn<Rational> layer = build_layer<Rational>(name, c.d, seed);
+        const LayerFn<Rational> layer = seeded_layer<Rational>(spec, c.d, seed);
         const Mat<Rational> lhs = layer(w.perm.apply(w.x));
         const Mat<Rational> lx = layer(w.x);
         const Mat<Rational> rhs = spec.output == Output::pooled ? lx : w.perm.apply(lx);

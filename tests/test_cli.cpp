@@ -81,7 +81,7 @@ TEST_F(Cli, EverySubcommandHasHelpStatingItsExitStatus) {
 TEST_F(Cli, ListNamesEveryReferenceLayerAndProperty) {
     const Invocation r = run("list");
     ASSERT_EQ(r.code, 0) << show(r);
-    for (const permcheck::LayerSpec& spec : permcheck::catalog())
+    for (const permcheck::LayerFamily& spec : permcheck::catalog())
         EXPECT_NE(r.out.find(spec.name), std::string::npos) << spec.name;
     for (const char* p : {"equivariance", "invariance", "shift", "reversal", "causal-prefix"})
         EXPECT_NE(r.out.find(p), std::string::npos) << p;

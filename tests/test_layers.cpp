@@ -495,7 +495,7 @@ TEST(ExactScalar, NonFiniteValueIsAClearError) {
 }
 
 TEST(Catalog, UnknownLayerNameListsTheValidOnes) {
-    EXPECT_TRUE(throws_with<std::invalid_argument>([] { build_layer<Q>("no-such-layer", 4, std::uint64_t{1}); },
+    EXPECT_TRUE(throws_with<std::invalid_argument>([] { find_layer("no-such-layer"); },
                                                    {"unknown layer 'no-such-layer'", "valid layers:", "attention"}));
 }
 

@@ -216,8 +216,8 @@ struct MatrixRow {
 
 std::vector<MatrixRow> verdict_matrix() {
     std::vector<MatrixRow> rows;
-    for (const LayerSpec& spec : catalog())
-        for (const Expectation& e : expectations(spec))
+    for (const LayerFamily& spec : catalog())
+        for (const Expectation& e : spec.expectations)
             for (Arithmetic a : {Arithmetic::float32, Arithmetic::float64, Arithmetic::exact})
                 rows.push_back({spec.name, e.property, e.holds, a});
     return rows;
@@ -243,7 +243,7 @@ class VerdictMatrix : public testing::TestWithParam<MatrixRow> {};
 
 TEST_P(VerdictMatrix, MatchesTheTheoryOverSeveralSeeds) {
     const MatrixRow& row = GetParam();
-    const LayerSpec& spec = find_layer(row.layer);
+    const LayerFamily& spec = find_layer(row.layer);
     for (std::uint64_t seed : {1u, 2u, 3u}) {
         CheckOptions o;
         o.arithmetic = row.arithmetic;
@@ -269,8 +269,8 @@ INSTANTIATE_TEST_SUITE_P(EveryLayerEveryProperty, VerdictMatrix, testing::Values
 
 TEST(VerdictMatrix, NoFloatCheckFailsSpuriouslyOverTwentySeeds) {
     // Every property that must hold, in float32 and float64, 100 cases for each of 20 seeds.
-    for (const LayerSpec& spec : catalog())
-        for (const Expectation& e : expectations(spec)) {
+    for (const LayerFamily& spec : catalog())
+        for (const Expectation& e : spec.expectations) {
             if (!e.holds) continue;
             for (Arithmetic a : {Arithmetic::float32, Arithmetic::float64})
                 for (std::uint64_t seed = 100; seed < 120; ++seed) {
@@ -300,7 +300,7 @@ TEST(Counterexample, CausalAttentionReadsAsTheSmallestSwapWithAReplayLine) {
 }
 
 TEST(Counterexample, ReplayingTheRecordedCaseFailsAgain) {
-    const LayerSpec& spec = find_layer("attention+learned");
+    const LayerFamily& spec = find_layer("attention+learned");
     CheckOptions o;
     o.arithmetic = Arithmetic::exact;
     const CheckResult r = check(spec, Property::equivariance, o);
@@ -319,18 +319,14 @@ class HarnessSelfTest : public testing::TestWithParam<mutants::Kind> {};
 
 TEST_P(HarnessSelfTest, CatchesThePlantedBugAndShrinksItToTheSmallestLength) {
     const mutants::Kind kind = GetParam();
-    const Subject s = make_subject(mutants::name(kind), mutants::output(kind),
-                                   [kind]<class S>(std::type_identity<S>, Eigen::Index d, std::uint64_t seed, long) {
-                                       Draw<S> draw = dyadic_draw<S>(seed);
-                                       return mutants::build<S>(kind, d, draw);
-                                   });
+    const LayerFamily s = mutants::family(kind);
     const Property p = mutants::output(kind) == Output::pooled ? Property::invariance : Property::equivariance;
     for (Arithmetic a : {Arithmetic::float64, Arithmetic::exact})
         for (std::uint64_t seed : {1u, 2u, 3u}) {
             CheckOptions o;
             o.arithmetic = a;
             o.seed = seed;
-            const CheckResult r = check(s, p, o, false);
+            const CheckResult r = check(s, p, o);
             ASSERT_FALSE(r.holds) << mutants::name(kind) << " was not caught (" << arithmetic_name(a) << ", seed " << seed << ")";
             const Counterexample& ce = *r.counterexample;
             EXPECT_EQ(ce.n(), mutants::minimal_length(kind)) << describe(ce);
@@ -348,15 +344,11 @@ INSTANTIATE_TEST_SUITE_P(PlantedBugs, HarnessSelfTest, testing::ValuesIn(mutants
 
 TEST(HarnessSelfTest, TheLeakFromPosition4IsInvisibleBelowFivePositions) {
     // The minimum is n = 5 because shorter sequences truly satisfy the property, not because of a search limit.
-    const Subject s = make_subject("leak", Output::sequence,
-                                   []<class S>(std::type_identity<S>, Eigen::Index d, std::uint64_t seed, long) {
-                                       Draw<S> draw = dyadic_draw<S>(seed);
-                                       return mutants::build<S>(mutants::Kind::leak_from_position_4, d, draw);
-                                   });
+    const LayerFamily s = mutants::family(mutants::Kind::leak_from_position_4);
     CheckOptions o;
     o.arithmetic = Arithmetic::exact;
     o.max_len = 4;
-    EXPECT_TRUE(check(s, Property::equivariance, o, true).holds);
+    EXPECT_TRUE(check(s, Property::equivariance, o).holds);
 }
 
 // ------------------------------------------------------------------------- properties of every random case

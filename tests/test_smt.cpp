@@ -1,6 +1,8 @@
 // Symbolic proofs with Z3 (issue 8, proofs-notes/smt-proofs.md): every layer the verdict matrix calls
 // equivariant or invariant is proved; no other layer and no planted mutant ever is.
 #include "cli/commands.h"
+#include "layers/layers.h"
+#include "layers/make_family.h"
 #include "proofs/smt.h"
 #include "tests/support/process.h"
 
@@ -33,8 +35,8 @@ SmtOptions proof_options() {
 
 std::vector<std::string> catalog_names(bool symmetric) {
     std::vector<std::string> names;
-    for (const LayerSpec& s : catalog())
-        if (s.symmetric == symmetric) names.push_back(s.name);
+    for (const LayerFamily& s : catalog())
+        if (s.expected_symmetric() == symmetric) names.push_back(s.name);
     return names;
 }
 
@@ -96,7 +98,7 @@ TEST(SymbolicScalar, ANonNumeralHasNoDoubleValue) {
 class SymmetricCatalogLayer : public testing::TestWithParam<std::string> {};
 
 TEST_P(SymmetricCatalogLayer, IsProvedForAllRealInputsAndWeights) {
-    const SmtSubject subject = smt_subject(find_layer(GetParam()));
+    const LayerFamily& subject = find_layer(GetParam());
     for (const auto& [n, d] : {std::pair{2, 2}, std::pair{3, 2}, std::pair{6, 4}}) {
         const SmtResult r = smt_prove(subject, n, d, proof_options());
         EXPECT_EQ(r.verdict, SmtVerdict::proved) << describe(r);
@@ -113,8 +115,7 @@ INSTANTIATE_TEST_SUITE_P(Smt, SymmetricCatalogLayer, testing::ValuesIn(catalog_n
 class AsymmetricCatalogLayer : public testing::TestWithParam<std::string> {};
 
 TEST_P(AsymmetricCatalogLayer, IsNeverProvedAndGetsAnExactWitness) {
-    const SmtSubject subject = smt_subject(find_layer(GetParam()));
-    const SmtResult r = smt_prove(subject, 4, 2, test_options());
+    const SmtResult r = smt_prove(find_layer(GetParam()), 4, 2, test_options());
     EXPECT_NE(r.verdict, SmtVerdict::proved) << describe(r);
     bool some_query_not_unsat = false;
     for (const SmtQuery& q : r.queries) some_query_not_unsat = some_query_not_unsat || q.answer != SmtAnswer::unsat;
@@ -136,7 +137,7 @@ TEST(SmtWitness, AZ3ModelOfCausalAttentionIsConfirmedWithTheRealExp) {
     // function, not exp; the witness counts only because the exact evaluation with exp disagrees too.
     SmtOptions opts = test_options();
     opts.timeout_seconds = 300;  // the model takes about 0.6 s of CPU; the limit only guards a loaded machine
-    const SmtResult r = smt_prove(smt_subject(find_layer("causal-attention")), 2, 1, opts);
+    const SmtResult r = smt_prove(find_layer("causal-attention"), 2, 1, opts);
     ASSERT_EQ(r.verdict, SmtVerdict::violated) << describe(r);
     ASSERT_EQ(r.witness_source, "Z3 model") << describe(r);
     EXPECT_TRUE(r.queries.front().model_confirmed);
@@ -179,9 +180,9 @@ template <class S> Mat<S> attention_skipping_last_key(const Attention<S>& a, con
     return y;
 }
 
-SmtSubject mutant_subject(Mutant m) {
-    return make_smt_subject(mutant_name(m), Output::sequence, false,
-                            [m]<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw) -> LayerFn<S> {
+LayerFamily mutant_family(Mutant m) {
+    return make_family(mutant_name(m), Output::sequence,
+                       [m]<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw, long) -> LayerFn<S> {
         const Attention<S> a = Attention<S>::random({d, 1, false}, draw);
         switch (m) {
             case Mutant::marker_at_position_0:
@@ -207,13 +208,13 @@ SmtSubject mutant_subject(Mutant m) {
                 };
         }
         throw std::logic_error("unknown mutant");
-    });
+    }, {{Property::equivariance, false}});
 }
 
 class PlantedMutant : public testing::TestWithParam<Mutant> {};
 
 TEST_P(PlantedMutant, IsNeverProvedAndGetsAnExactWitness) {
-    const SmtResult r = smt_prove(mutant_subject(GetParam()), 6, 2, test_options());
+    const SmtResult r = smt_prove(mutant_family(GetParam()), 6, 2, test_options());
     EXPECT_NE(r.verdict, SmtVerdict::proved) << describe(r);
     EXPECT_EQ(r.verdict, SmtVerdict::violated) << describe(r);
     ASSERT_TRUE(r.counterexample) << describe(r);
@@ -233,7 +234,7 @@ INSTANTIATE_TEST_SUITE_P(Smt, PlantedMutant,
 
 TEST(PlantedMutant, LeakFromPosition4IsInvisibleAtFourPositionsSoAProofHoldsOnlyForItsShape) {
     // At n = 4 the leak never fires and the layer is plain attention: a true proof, of that shape only.
-    const SmtSubject leak = mutant_subject(Mutant::leak_from_position_4);
+    const LayerFamily leak = mutant_family(Mutant::leak_from_position_4);
     EXPECT_EQ(smt_prove(leak, 4, 2, proof_options()).verdict, SmtVerdict::proved);
     EXPECT_NE(smt_prove(leak, 5, 2, test_options()).verdict, SmtVerdict::proved);
 }

@@ -3,8 +3,10 @@
 #pragma once
 
 #include "layers/layers.h"
-#include "layers/catalog.h"
+#include "layers/make_family.h"
 
+#include <concepts>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -67,6 +69,12 @@ template <class S> Mat<S> attention_skipping_last_key(const Attention<S>& a, con
     Mat<S> y = mixed * a.wo;
     return y;
 }
+
+// A Z3 term has no truth value to branch on, so the tie-broken readout has no symbolic build.
+template <class S> bool less(const S& a, const S& b) {
+    if constexpr (requires { { a < b } -> std::convertible_to<bool>; }) return a < b;
+    else throw std::domain_error("the tie-broken readout branches on an order its scalar does not have");
+}
 }  // namespace detail
 
 // The mutant of kind k, single-head attention of width d underneath, weights from `draw`.
@@ -91,7 +99,7 @@ template <class S> LayerFn<S> build(Kind k, Eigen::Index d, Draw<S>& draw) {
             return [](const Mat<S>& x) {
                 Eigen::Index best = 0;
                 for (Eigen::Index i = 1; i < x.rows(); ++i)
-                    if (x(best, 0) < x(i, 0)) best = i;  // ties keep the lower index
+                    if (detail::less(x(best, 0), x(i, 0))) best = i;  // ties keep the lower index
                 Mat<S> row = x.row(best);
                 return row;
             };
@@ -103,6 +111,15 @@ template <class S> LayerFn<S> build(Kind k, Eigen::Index d, Draw<S>& draw) {
             };
     }
     throw std::logic_error("unknown mutant");
+}
+
+// The mutant of kind k as a layer family, which the theory expects to break its symmetry.
+inline LayerFamily family(Kind k) {
+    const Property symmetry = output(k) == Output::pooled ? Property::invariance : Property::equivariance;
+    return make_family(
+        name(k), output(k),
+        [k]<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw, long) { return build<S>(k, d, draw); },
+        {{symmetry, false}});
 }
 
 }  // namespace permcheck::mutants
