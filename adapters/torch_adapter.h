@@ -1,6 +1,6 @@
 // LibTorch's own layers as black boxes: torch::nn::MultiheadAttention and torch::nn::TransformerEncoderLayer,
 // with no mask, a causal mask or a key padding mask, in eval or train mode, audited in-process by
-// properties/blackbox.h. This header names no torch type: only torch_adapter.cpp includes <torch/torch.h>
+// check/blackbox.h. This header names no torch type: only torch_adapter.cpp includes <torch/torch.h>
 // (one slow translation unit), and code that includes this header compiles in ordinary time.
 //
 // The key padding mask travels with the input. A padding mask is part of the layer's input: the statement to

@@ -1,5 +1,5 @@
 // Issue 6: throughput of in-process audits, in cases per second: a C++ layer through <permcheck/audit.h>, and
-// LibTorch's MultiheadAttention through audit/torch_adapter.h. A passing case costs two layer calls.
+// LibTorch's MultiheadAttention through adapters/torch_adapter.h. A passing case costs two layer calls.
 #include <permcheck/audit.h>
 #ifdef PERMCHECK_WITH_TORCH
 #include "adapters/torch_adapter.h"

@@ -211,7 +211,7 @@ BENCHMARK(BM_AuditExec)->ArgName("jobs")->Arg(1)->Arg(2)->UseManualTime()->Unit(
 
 }  // namespace
 
-// What the permcheck command runs with (audit/main.cpp); the floors are measured under the same allocator.
+// What the permcheck command runs with (cli/main.cpp); the floors are measured under the same allocator.
 int main(int argc, char** argv) {
     permcheck::keep_freed_memory_for_reuse();
     benchmark::Initialize(&argc, argv);

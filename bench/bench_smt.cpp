@@ -1,6 +1,6 @@
 // Proof time of the Z3 prover (issue 8): attention at (n, d) = (8, 4), (16, 8), (32, 16) and the encoder block
 // at (6, 4), (12, 8). One iteration = build the terms for both generators, two Z3 checks (each in its own
-// process, see properties/smt_isolation.cpp). The benchmark's CPU column is the parent's alone (building the
+// process, see proofs/smt_isolation.cpp). The benchmark's CPU column is the parent's alone (building the
 // terms); the counters are the two checks' wall time as Z3 measures it (z3_s) and the CPU time of the child
 // processes (z3_cpu_s), the figure that stays meaningful on a shared machine. A proof that fails aborts the
 // run: it would measure the wrong thing.

@@ -1,4 +1,4 @@
-// Permutations of positions, acting on rows: (P x)[i] = x[p[i]] (shared/DESIGN.md, "Shapes and conventions").
+// Permutations of positions, acting on rows: (P x)[i] = x[p[i]] (docs/ARCHITECTURE.md).
 #pragma once
 
 #include "scalars/scalar.h"

@@ -1,5 +1,5 @@
 // `permcheck audit --exec "COMMAND" --dim D`: audits a layer we did not write, through the line protocol of
-// audit/exec_adapter.h. Exit 0 holds; 1 violated, nondeterministic or non-finite; 2 error. report.json is
+// adapters/exec_adapter.h. Exit 0 holds; 1 violated, nondeterministic or non-finite; 2 error. report.json is
 // written in every case, the error one included, so CI always has an artifact to show.
 #include "cli/audit_common.h"
 #include "cli/commands.h"

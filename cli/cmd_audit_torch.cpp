@@ -1,4 +1,4 @@
-// `permcheck audit-torch LAYER [options]`: audits LibTorch's own layers (audit/torch_adapter.h). The work is
+// `permcheck audit-torch LAYER [options]`: audits LibTorch's own layers (adapters/torch_adapter.h). The work is
 // done by the permcheck-torch program installed next to permcheck: linking LibTorch into permcheck itself
 // would cost every other subcommand LibTorch's load time (0.7 s of CPU per start, measured with an empty
 // program linked to libtorch_cpu), so this subcommand hands its arguments over with execv.

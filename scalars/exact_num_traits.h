@@ -1,4 +1,4 @@
-// Eigen's NumTraits for the exact scalar types of properties/ (Degree, Symbolic): exact, so no epsilon, no
+// Eigen's NumTraits for the exact scalar types of scalars/ (Degree, Symbolic): exact, so no epsilon, no
 // precision and no range; Cost is what Eigen's expression evaluator assumes an addition or product costs.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The one point where arithmetics differ (see shared/DESIGN.md, "One idea carries the house").
+// The one point where arithmetics differ (docs/ARCHITECTURE.md, "One idea carries the house").
 //
 // Every layer is written once over a scalar type S and reaches non-rational functions (exp, sqrt, tanh),
 // comparisons (max) and conversions only through ScalarTraits<S>. For exact types the non-rational functions

@@ -1,4 +1,4 @@
-// The black-box audit (properties/blackbox.h), the subprocess adapter (audit/exec_adapter.h) and the
+// The black-box audit (check/blackbox.h), the subprocess adapter (adapters/exec_adapter.h) and the
 // `permcheck audit --exec` command, with in-process layers, the Python example adapters and fault adapters.
 #include "adapters/exec_adapter.h"
 #include "check/blackbox.h"

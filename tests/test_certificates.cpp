@@ -167,7 +167,7 @@ TEST(Generators, ExactAttentionAgreesWithTheReductionOnEveryPermutationOfS4) {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// The degree-tracking scalar (properties/degree.h)
+// The degree-tracking scalar (scalars/degree.h)
 
 TEST(Degree, StandinFormulasAreTheOnesOfScalarTraits) {
     using T = ScalarTraits<RationalStandin>;

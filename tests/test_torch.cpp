@@ -1,4 +1,4 @@
-// LibTorch's own layers audited for real (audit/torch_adapter.h): torch::nn::MultiheadAttention and
+// LibTorch's own layers audited for real (adapters/torch_adapter.h): torch::nn::MultiheadAttention and
 // torch::nn::TransformerEncoderLayer, with and without masks, in eval and train mode. This file includes no
 // torch header: the adapter hides LibTorch behind a BlackBox.
 #include "adapters/torch_adapter.h"
