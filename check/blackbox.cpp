@@ -1,5 +1,7 @@
 #include "check/blackbox.h"
 
+#include "check/lengths.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -15,6 +17,11 @@
 #include <vector>
 
 namespace permcheck {
+
+namespace {
+// Longer is possible, but a request of 1024 positions is already a long wait through a subprocess.
+constexpr int kMaxAuditLen = 1024;
+}  // namespace
 
 Shard parse_shard(const std::string& text) {
     const auto bad = [&] {
@@ -40,7 +47,9 @@ void validate(const AuditOptions& o) {
     if (o.min_len < 1 || o.max_len < o.min_len)
         fail("sequence lengths must satisfy 1 <= --min-len <= --max-len, got " + std::to_string(o.min_len) + " and " +
              std::to_string(o.max_len));
-    if (o.max_len > 100) fail("--max-len must be at most 100, got " + std::to_string(o.max_len));
+    if (o.max_len > kMaxAuditLen) fail("--max-len must be at most " + std::to_string(kMaxAuditLen) + ", got " + std::to_string(o.max_len));
+    if (o.long_len < 0 || o.long_len > kMaxAuditLen)
+        fail("long_len must be between 0 and " + std::to_string(kMaxAuditLen) + ", got " + std::to_string(o.long_len));
     if (o.cases < 1) fail("--cases must be at least 1, got " + std::to_string(o.cases));
     if (o.shard.count < 1 || o.shard.index < 1 || o.shard.index > o.shard.count)
         fail("the shard must be K/N with 1 <= K <= N, got " + std::to_string(o.shard.index) + "/" +
@@ -224,15 +233,23 @@ struct Schedule {
     bool repeats(std::size_t j) const { return repeated.count(j) > 0; }
 };
 
+// Case i of the audit, of the length the plan gives it. A permutation that moves nothing cannot show a
+// violation, so one that came out as the identity swaps the first two positions instead.
+Case scheduled_case(const AuditOptions& o, int n, const rc::Random& random, int size) {
+    Case c = case_generator(CaseSpace{n, n, o.d, false})(random, size).value();
+    if (n >= 2 && c.perm.moved() == 0) c.perm = Permutation::transposition(n, 0, 1);
+    return c;
+}
+
 Schedule schedule_of(const AuditOptions& o) {
     Schedule s;
-    const rc::Gen<Case> generator = case_generator(CaseSpace{o.min_len, o.max_len, o.d, false});
+    const std::vector<int> lengths = audit_lengths({o.min_len, o.max_len, o.long_len, o.cases});
     rc::Random random(o.seed);
     for (int i = 0; i < o.cases; ++i) {
         const rc::Random case_random = random.split();
         if (!in_shard(i, o.shard)) continue;
         s.index.push_back(i);
-        s.cases.push_back(generator(case_random, size_for_case(i, o.cases)).value());
+        s.cases.push_back(scheduled_case(o, lengths[static_cast<std::size_t>(i)], case_random, size_for_case(i, o.cases)));
     }
     // Spread over the run, since the first cases are the smallest (RapidCheck's size grows with the case
     // index) and a zero input hides dropout.
@@ -465,6 +482,14 @@ void judge_failure(AuditResult& result, Evaluator& ev, const Schedule& schedule,
     result.detail = found.kind == Kind::violated ? violation_detail(found, o) : found.detail;
 }
 
+// The lengths of the first `count` cases of the schedule, ascending, each once.
+std::vector<int> lengths_covered(const Schedule& schedule, std::size_t count) {
+    std::set<int> lengths;
+    for (std::size_t j = 0; j < count && j < schedule.cases.size(); ++j)
+        lengths.insert(static_cast<int>(schedule.cases[j].x.rows()));
+    return {lengths.begin(), lengths.end()};
+}
+
 }  // namespace
 
 AuditResult audit(const BlackBox& layer, const AuditOptions& opts) { return audit(std::vector<BlackBox>{layer}, opts); }
@@ -479,6 +504,7 @@ AuditResult audit(const std::vector<BlackBox>& layers, const AuditOptions& o) {
 
     AuditResult result = labelled_result(o);
     result.cases = failure ? static_cast<int>(failure->position) + 1 : static_cast<int>(schedule.cases.size());
+    result.lengths = lengths_covered(schedule, static_cast<std::size_t>(result.cases));
     if (!failure) {
         result.last_request = evaluators[0].last_request;
     } else if (failure->threw) {

@@ -51,6 +51,9 @@ struct AuditOptions {
     Arithmetic dtype = Arithmetic::float64;  // the precision the layer computes in: float32 | float64
     int d = 4;                          // features per position
     int min_len = 1, max_len = 8;       // sequence lengths; shrinking goes toward min_len
+    // Every tenth case is a long one, lengths rising up to long_len (check/lengths.h), so that a layer that mixes
+    // only inside windows or blocks is seen; 0 (or <= max_len) makes max_len a hard cap.
+    int long_len = 256;
     int cases = 100;                    // cases of the whole audit (before sharding)
     std::uint64_t seed = 1;
     Shard shard;                        // which of the cases this run evaluates
@@ -73,6 +76,7 @@ struct AuditResult {
     std::string detail;                 // a sentence on what was found (e.g. which call gave two answers)
     std::string error;                  // verdict error: the cause, naming the last request
     std::string last_request;           // the last input sent, e.g. "n=5, d=4", empty before the first
+    std::vector<int> lengths;           // the lengths of the cases the run evaluated, ascending, each once
 };
 
 // Audits one black box.

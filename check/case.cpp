@@ -16,6 +16,23 @@ Case without_position(const Case& c, int k) {
     return smaller;
 }
 
+Case without_positions(const Case& c, int k, int count) {
+    Case smaller = c;
+    for (int deleted = 0; deleted < count; ++deleted) smaller = without_position(smaller, k);
+    return smaller;
+}
+
+namespace {
+// Blocks of positions to delete at once, halves first: a long failing case (hundreds of positions) reaches a
+// short one in a few dozen evaluations instead of one evaluation per position.
+std::vector<std::pair<int, int>> deletable_blocks(int n, int min_len) {
+    std::vector<std::pair<int, int>> blocks;
+    for (int size = n / 2; size >= 2; size /= 2)
+        for (int k = 0; k + size <= n && n - size >= min_len; k += size) blocks.emplace_back(k, size);
+    return blocks;
+}
+}  // namespace
+
 rc::Seq<Case> case_shrinks(const Case& c, int min_len) {
     const int n = static_cast<int>(c.x.rows());
     const auto with_perm = [c](Permutation p) {
@@ -37,7 +54,9 @@ rc::Seq<Case> case_shrinks(const Case& c, int min_len) {
         parameters.push_back(c);
         parameters.back().shift = 1;
     }
-    return rc::seq::concat(rc::seq::map(rc::seq::range(0, n > min_len ? n : 0),
+    return rc::seq::concat(rc::seq::map(rc::seq::fromContainer(deletable_blocks(n, min_len)),
+                                        [c](std::pair<int, int> b) { return without_positions(c, b.first, b.second); }),
+                           rc::seq::map(rc::seq::range(0, n > min_len ? n : 0),
                                         [c](int k) { return without_position(c, k); }),
                            rc::seq::map(gen::permutation_shrinks(c.perm), with_perm),
                            rc::seq::map(gen::value_shrinks(c.x), with_input),

@@ -35,7 +35,11 @@ struct CaseSpace {
 // the deleted row itself can disappear.
 Case without_position(const Case& c, int k);
 
-// The shrinks of a case, most radical first: delete a position (down to min_len), fix a moved position of the
+// c without positions k, k+1, ..., k+count-1 (without_position, count times).
+Case without_positions(const Case& c, int k, int count);
+
+// The shrinks of a case, most radical first: delete a block of positions (halves, then quarters, ...), delete a
+// position (down to min_len), fix a moved position of the
 // permutation (gen::permutation_shrinks), simplify one input value (gen::value_shrinks), then weights' seed 0
 // and shift 1. Deletion keeps the rest of the case, so a violation that needs two positions keeps failing as
 // the others go: shrinking reaches the shortest failing length directly, not by luck of regeneration.

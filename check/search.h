@@ -4,6 +4,7 @@
 
 #include <rapidcheck.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -36,25 +37,40 @@ template <class T> struct ShrinkResult {
     int evaluations = 0;        // predicate calls
 };
 
-// Shrinks a failing value greedily: take the first shrink that still fails, repeat until none does (as
-// RapidCheck does), or until `max_evaluations` calls of `fails`. Every failing call is accepted, so the last
-// one that returned true was on the minimum.
+// Shrinks a failing value greedily: take a shrink that still fails, repeat until no shrink of the current value
+// does, or until `max_evaluations` calls of `fails`. Each round starts where the last accepted shrink stood in
+// the list and wraps around, rather than at the top: when the top of the list (deleting positions, say) keeps
+// failing while later shrinks (putting back moved positions) keep succeeding, starting at the top would pay
+// for every deletion again after each accepted shrink. The end is the same kind of minimum: a full round in
+// which no shrink fails. Every failing call is accepted, so the last one that returned true was on the minimum.
 template <class T>
 ShrinkResult<T> shrink(rc::Shrinkable<T> start, const std::function<bool(const T&)>& fails, int max_evaluations) {
     ShrinkResult<T> result{std::move(start)};
-    bool shrunk = true;
-    while (shrunk && result.evaluations < max_evaluations) {
+    std::size_t resume = 0;  // the accepted shrink's index in its list
+    const auto accepted = [&](const rc::Shrinkable<T>& candidate, std::size_t at) {
+        ++result.evaluations;
+        if (!fails(candidate.value())) return false;
+        result.minimal = candidate;
+        ++result.steps;
+        resume = at;
+        return true;
+    };
+    for (bool shrunk = true; shrunk && result.evaluations < max_evaluations;) {
         shrunk = false;
-        rc::Seq<rc::Shrinkable<T>> shrinks = result.minimal.shrinks();
-        while (rc::Maybe<rc::Shrinkable<T>> next = shrinks.next()) {
-            ++result.evaluations;
-            if (fails(next->value())) {
-                result.minimal = *next;
-                ++result.steps;
-                shrunk = true;
-                break;
-            }
-            if (result.evaluations >= max_evaluations) break;
+        rc::Seq<rc::Shrinkable<T>> tail = result.minimal.shrinks();
+        rc::Seq<rc::Shrinkable<T>> top = tail;  // an independent copy, still at the top of the list
+        std::size_t index = 0;
+        while (index < resume && tail.next()) ++index;
+        for (; !shrunk && result.evaluations < max_evaluations; ++index) {  // from `resume` to the end
+            rc::Maybe<rc::Shrinkable<T>> next = tail.next();
+            if (!next) break;
+            shrunk = accepted(*next, index);
+        }
+        const std::size_t wrap = std::min(resume, index);
+        for (std::size_t i = 0; !shrunk && i < wrap && result.evaluations < max_evaluations; ++i) {  // then the top
+            rc::Maybe<rc::Shrinkable<T>> next = top.next();
+            if (!next) break;
+            shrunk = accepted(*next, i);
         }
     }
     return result;

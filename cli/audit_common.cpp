@@ -35,14 +35,29 @@ std::string describe_finding(const AuditResult& r, const std::string& replay) {
     return text;
 }
 
+// "2-8, 13, 19": ascending lengths with their runs joined.
+std::string lengths_text(const std::vector<int>& lengths) {
+    std::ostringstream s;
+    for (std::size_t i = 0; i < lengths.size();) {
+        std::size_t j = i;
+        while (j + 1 < lengths.size() && lengths[j + 1] == lengths[j] + 1) ++j;
+        s << (i ? ", " : "") << lengths[i];
+        if (j > i) s << "-" << lengths[j];
+        i = j + 1;
+    }
+    return s.str();
+}
+
 }  // namespace
 
 void add_audit_options(CLI::App& app, AuditFlags& f, const std::string& dtype_help, const std::string& seed_help) {
     add_choice(app, "--dtype", f.dtype, {{"float32", Arithmetic::float32}, {"float64", Arithmetic::float64}},
                dtype_help, " (the precision the layer computes in)");
     add_ranged(app, kAuditMinLen, f.min_len, "fewest positions of a case");
-    add_ranged(app, kAuditMaxLen, f.max_len, "most positions of a case (at most 100)")
-        ->check(not_below_min_len(f.min_len))
+    f.max_len_option = add_ranged(app, kAuditMaxLen, f.max_len,
+                                  "most positions of a case; given, a hard cap (default 8, and every tenth case a long "
+                                  "one, up to 256 positions)");
+    f.max_len_option->check(not_below_min_len(f.min_len))
         ->force_callback();  // checked against --min-len also when it is not given
     add_ranged(app, kAuditCases, f.cases, "cases of the audit (each costs two layer calls)");
     add_seed(app, f.seed, seed_help);
@@ -58,6 +73,7 @@ AuditOptions audit_options(const AuditFlags& f) {
     o.d = f.dim;
     o.min_len = f.min_len;
     o.max_len = f.max_len;
+    if (f.max_len_given()) o.long_len = 0;  // the user's --max-len is a hard cap
     o.cases = f.cases;
     o.seed = f.seed;
     return o;
@@ -65,8 +81,9 @@ AuditOptions audit_options(const AuditFlags& f) {
 
 std::string replay_tail(const AuditFlags& f) {
     std::ostringstream s;
-    s << " --dtype " << arithmetic_name(f.dtype) << " --min-len " << f.min_len << " --max-len " << f.max_len
-      << " --cases " << f.cases << " --seed " << f.seed;
+    s << " --dtype " << arithmetic_name(f.dtype) << " --min-len " << f.min_len;
+    if (f.max_len_given()) s << " --max-len " << f.max_len;  // without it, the schedule's long cases too
+    s << " --cases " << f.cases << " --seed " << f.seed;
     return s.str();
 }
 
@@ -77,6 +94,8 @@ report::Record audit_record(const AuditResult& r, const std::string& name, Prope
     details["dim"] = f.dim;
     details["min_len"] = f.min_len;
     details["max_len"] = f.max_len;
+    details["max_len_is_cap"] = f.max_len_given();
+    details["lengths"] = r.lengths;
     details["evaluations"] = r.evaluations;
     details["seconds"] = seconds;
     details["cases_per_second"] = seconds > 0 ? r.cases / seconds : 0.0;
@@ -91,6 +110,7 @@ void print_result(std::ostream& out, std::ostream& err, const std::string& progr
         << ", " << r.evaluations << " layer calls, " << seconds << " s";
     if (seconds > 0 && r.cases > 0) out << " (" << r.cases / seconds << " cases/s)";
     out << "\n";
+    if (!r.lengths.empty()) out << "  lengths sent: " << lengths_text(r.lengths) << "\n";
     if (!r.detail.empty()) out << "  " << r.detail << "\n";
     if (r.counterexample) out << describe_finding(r, replay);
     if (r.verdict == Verdict::error && !r.error.empty()) err << program << ": error: " << r.error << "\n";

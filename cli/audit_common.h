@@ -20,6 +20,8 @@ struct AuditFlags {
     int min_len = 1, max_len = 8, cases = 100;
     std::uint64_t seed = 1;
     std::string report_dir;
+    CLI::Option* max_len_option = nullptr;  // given, --max-len is a hard cap: no long cases
+    bool max_len_given() const { return max_len_option != nullptr && max_len_option->count() > 0; }
 };
 
 // --dtype, --min-len, --max-len, --cases and --seed, in that order (the help lists them so).

@@ -2,12 +2,14 @@
 // `permcheck audit --exec` command, with in-process layers, the Python example adapters and fault adapters.
 #include "adapters/exec_adapter.h"
 #include "check/blackbox.h"
+#include "check/lengths.h"
 #include "tests/support/process.h"
 #include "tests/support/mutants.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -291,6 +293,84 @@ TEST(Audit, CheckAndAuditOfAPlantedBugShrinkToTheSameLengthThroughTheOneShrinker
         EXPECT_EQ(checked.counterexample->perm.moved(), 2) << describe(*checked.counterexample);
         EXPECT_EQ(audited.counterexample->perm.moved(), 2) << describe(*audited.counterexample);
     }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The length schedule (check/lengths.h)
+
+// Mixes positions only inside blocks of `block` consecutive positions: a sum over the block, added to each row.
+// Equivariant for every permutation that keeps each row inside its block, so only lengths above `block` show it.
+Mat<double> block_mixing(const Mat<double>& x, Eigen::Index block) {
+    Mat<double> y = x;
+    for (Eigen::Index start = 0; start < x.rows(); start += block) {
+        const Eigen::Index len = std::min(block, x.rows() - start);
+        const Eigen::RowVectorXd sum = x.middleRows(start, len).colwise().sum();
+        for (Eigen::Index i = start; i < start + len; ++i) y.row(i) += sum;
+    }
+    return y;
+}
+
+TEST(AuditLengths, EveryLengthOfAShortRangeIsSentAndLengthOneIsSkipped) {
+    const std::vector<int> lengths = audit_lengths({1, 8, 0, 100});
+    ASSERT_EQ(lengths.size(), 100u);
+    const std::set<int> sent(lengths.begin(), lengths.end());
+    EXPECT_EQ(sent, (std::set<int>{2, 3, 4, 5, 6, 7, 8}));  // 1: only the identity, nothing can fail
+    EXPECT_EQ(lengths.front(), 2);
+}
+
+TEST(AuditLengths, AWideRangeIsSpreadAndEndsInItsLongest) {
+    const std::vector<int> lengths = audit_lengths({1, 100, 0, 20});
+    EXPECT_TRUE(std::is_sorted(lengths.begin(), lengths.end()));
+    EXPECT_EQ(lengths.front(), 2);
+    EXPECT_EQ(lengths.back(), 100);
+    EXPECT_EQ(audit_lengths({3, 3, 0, 5}), (std::vector<int>{3, 3, 3, 3, 3}));
+    EXPECT_EQ(audit_lengths({1, 1, 0, 2}), (std::vector<int>{1, 1}));  // nothing longer to send
+}
+
+TEST(AuditLengths, OneCaseInTenIsLongRisingToTheLongLength) {
+    const std::vector<int> lengths = audit_lengths({1, 8, 256, 100});
+    std::vector<int> longs;
+    for (std::size_t i = 0; i < lengths.size(); ++i)
+        if (lengths[i] > 8) longs.push_back(lengths[i]);
+    ASSERT_EQ(longs.size(), 10u);
+    EXPECT_TRUE(std::is_sorted(longs.begin(), longs.end()));
+    EXPECT_EQ(longs.front(), 9);
+    EXPECT_EQ(longs.back(), 256);
+    for (int window : {16, 32, 128})  // a longer case than each window is sent
+        EXPECT_TRUE(std::any_of(longs.begin(), longs.end(), [&](int n) { return n > window; })) << window;
+    const std::set<int> short_ones(lengths.begin(), lengths.end());
+    for (int n = 2; n <= 8; ++n) EXPECT_TRUE(short_ones.count(n)) << n;  // the range is still covered
+}
+
+TEST(AuditLengths, ABlockMixingLayerIsViolatedByADefaultAuditAtOneMoreThanItsBlock) {
+    for (Eigen::Index block : {16, 32, 128}) {
+        const AuditResult r = audit([block](const Mat<double>& x) { return block_mixing(x, block); }, AuditOptions{});
+        ASSERT_EQ(r.verdict, Verdict::violated) << "block " << block << ": " << r.detail;
+        EXPECT_EQ(r.counterexample->n(), block + 1) << describe(*r.counterexample);
+        EXPECT_EQ(r.counterexample->perm.moved(), 2) << describe(*r.counterexample);
+        EXPECT_GT(r.lengths.back(), block);
+    }
+}
+
+TEST(AuditLengths, APoolThatAveragesOnlyItsFirstSevenPositionsIsViolatedAtEight) {
+    AuditOptions o;
+    o.output = Output::pooled;
+    const AuditResult r = audit([](const Mat<double>& x) -> Mat<double> {
+        return x.topRows(std::min<Eigen::Index>(7, x.rows())).colwise().mean();
+    }, o);
+    ASSERT_EQ(r.verdict, Verdict::violated) << r.detail;
+    EXPECT_EQ(r.counterexample->n(), 8) << describe(*r.counterexample);
+}
+
+TEST(AuditLengths, AMaximumLengthGivenIsAHardCap) {
+    AuditOptions o;
+    o.max_len = 12;
+    o.long_len = 0;
+    const AuditResult r = audit([](const Mat<double>& x) { return block_mixing(x, 16); }, o);
+    EXPECT_EQ(r.verdict, Verdict::holds) << r.detail;  // nothing longer than 12 is sent, so blocks of 16 hide
+    ASSERT_FALSE(r.lengths.empty());
+    EXPECT_EQ(r.lengths.back(), 12);
+    EXPECT_EQ(r.lengths.front(), 2);
 }
 
 TEST(Audit, ShardTextIsCheckedWithAClearMessage) {
