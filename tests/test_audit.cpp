@@ -868,5 +868,17 @@ TEST(AuditCommand, TorchMultiheadAttentionVerdicts) {
     EXPECT_EQ(train.report.value("verdict", ""), "nondeterministic") << train.output;
 }
 
+// The most common model there is, audited as a new user would (no --dtype): float32 is inferred and it holds,
+// where a float64 tolerance calls its rounding a violation.
+TEST(AuditCommand, Float32TorchModelHoldsWithDefaultOptions) {
+    const std::string mha = kPython + " " + kSource + "/examples/adapters/torch_mha.py --dim 4";
+    const CommandRun plain = permcheck_audit("torch-default", mha, "--dim 4 --cases 60");
+    EXPECT_EQ(plain.status, 0) << plain.output;
+    EXPECT_EQ(plain.report.value("dtype", ""), "float32") << plain.output;
+    EXPECT_NE(plain.output.find("float32, inferred from the answers"), std::string::npos) << plain.output;
+    const CommandRun strict = permcheck_audit("torch-float64", mha, "--dim 4 --cases 60 --dtype float64");
+    EXPECT_EQ(strict.status, 1) << strict.output;
+}
+
 }  // namespace
 }  // namespace permcheck
