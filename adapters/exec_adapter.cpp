@@ -133,6 +133,9 @@ Mat<double> vector_of(const nlohmann::json& y) {
 
 // A sequence layer's answer: rows of equal, nonzero width.
 Mat<double> rows_of(const nlohmann::json& y) {
+    if (!y[0].empty() && y[0][0].is_array())
+        throw std::invalid_argument("\"y\" has three or more dimensions (its rows hold arrays); a sequence layer "
+                                    "answers n rows of numbers: drop the batch dimension (e.g. y[0] or y.squeeze(0))");
     const std::size_t width = y[0].size();
     if (width == 0)
         throw std::invalid_argument("row 0 of \"y\" is an empty array; expected at least one number a row");
@@ -233,6 +236,7 @@ ExecAdapter::ExecAdapter(ExecOptions opts) : opts_(std::move(opts)) {
     ignore_sigpipe();
     if (opts_.command.empty()) throw AdapterError("the adapter command is empty; expected a shell command");
     if (!(opts_.timeout_seconds > 0)) throw AdapterError("the timeout must be positive");
+    if (!(opts_.startup_timeout_seconds > 0)) throw AdapterError("the start-up timeout must be positive");
     int in[2], out[2];
     if (pipe2(in, O_CLOEXEC) != 0) throw AdapterError(std::string("cannot create a pipe: ") + std::strerror(errno));
     if (pipe2(out, O_CLOEXEC) != 0) {
@@ -340,7 +344,7 @@ void ExecAdapter::write_all(const std::string& data, double deadline) {
         pollfd p{to_child_, POLLOUT, 0};
         const int ready = poll(&p, 1, ms_until(deadline));
         if (ready < 0 && errno == EINTR) continue;
-        if (ready == 0) fail("adapter did not read its request within " + seconds_text(opts_.timeout_seconds) + " s; it was killed");
+        if (ready == 0) fail("adapter did not read its request within " + limit_text() + "; it was killed");
         const ssize_t w = write(to_child_, data.data() + done, data.size() - done);
         if (w < 0) {
             if (errno == EAGAIN || errno == EINTR) continue;
@@ -373,7 +377,7 @@ std::string ExecAdapter::read_line(double deadline) {
         const int ready = poll(&p, 1, ms_until(deadline));
         if (ready < 0 && errno == EINTR) continue;
         if (ready == 0)
-            fail("adapter did not answer within " + seconds_text(opts_.timeout_seconds) + " s (--timeout); it was killed");
+            fail("adapter did not answer within " + limit_text() + "; it was killed");
         char chunk[1 << 16];
         const std::size_t room = opts_.max_line_bytes + 1 - std::min(buffer_.size(), opts_.max_line_bytes);
         const ssize_t r = read(from_child_, chunk, std::min(sizeof chunk, room));
@@ -389,21 +393,29 @@ std::string ExecAdapter::read_line(double deadline) {
     }
 }
 
+std::string ExecAdapter::limit_text() const {
+    return answered_ == 0 ? seconds_text(opts_.startup_timeout_seconds) + " s (--startup-timeout, the first answer)"
+                          : seconds_text(opts_.timeout_seconds) + " s (--timeout)";
+}
+
 Mat<double> ExecAdapter::operator()(const Mat<double>& x) {
     if (!failure_.empty()) throw AdapterError(failure_);
     const std::int64_t id = requests_ + 1;
     const std::string request = format_request(id, x) + "\n";
     ++requests_;
     last_request_ = "id " + std::to_string(id) + ", n=" + std::to_string(x.rows()) + ", d=" + std::to_string(x.cols());
-    const double deadline = now() + opts_.timeout_seconds;
+    const double deadline = now() + (answered_ == 0 ? opts_.startup_timeout_seconds : opts_.timeout_seconds);
     write_all(request, deadline);
     const std::string line = read_line(deadline);
     Response r;
     try {
         r = parse_response(line);
     } catch (const std::invalid_argument& e) {
+        // The hint only when the line is no JSON object: a log line on stdout, not a malformed answer.
+        const std::size_t start = line.find_first_not_of(" \t");
+        const bool object = start != std::string::npos && line[start] == '{';
         fail(std::string("adapter broke the protocol: ") + e.what() +
-             " (stdout carries only answer lines; write logs to stderr)");
+             (object ? "" : " (stdout carries only answer lines; write logs to stderr)"));
     }
     if (r.id != id)
         fail("adapter answered id " + std::to_string(r.id) + " to request id " + std::to_string(id) +

@@ -36,6 +36,8 @@ std::string format_request(std::int64_t id, const Mat<double>& x);
 struct ExecOptions {
     std::string command;                         // run as /bin/sh -c COMMAND
     double timeout_seconds = 30;                 // per request: writing it and reading the answer
+    // The first request of the process instead: start-up (e.g. `import torch`) can take far longer than an answer.
+    double startup_timeout_seconds = 120;
     std::size_t max_line_bytes = 64u << 20;      // a longer answer line is refused without being read whole
 };
 
@@ -59,6 +61,8 @@ private:
     void stop();                     // kill the group and reap, idempotent
     void write_all(const std::string& data, double deadline);
     std::string read_line(double deadline);
+    std::string limit_text() const;  // "30 s (--timeout)": the limit of the request under way
+
 
     ExecOptions opts_;
     pid_t pid_ = -1;

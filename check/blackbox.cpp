@@ -41,6 +41,26 @@ Shard parse_shard(const std::string& text) {
 
 bool in_shard(int case_index, const Shard& shard) { return case_index % shard.count == shard.index - 1; }
 
+void PrecisionEvidence::add(const Mat<double>& answer) {
+    for (Eigen::Index i = 0; i < answer.rows(); ++i)
+        for (Eigen::Index j = 0; j < answer.cols(); ++j) {
+            const double v = answer(i, j);
+            if (!std::isfinite(v)) continue;
+            const bool in_range = std::abs(v) <= static_cast<double>(std::numeric_limits<float>::max());
+            all_float32 = all_float32 && in_range && static_cast<double>(static_cast<float>(v)) == v;
+            all_integer = all_integer && std::trunc(v) == v;
+        }
+}
+
+void PrecisionEvidence::add(const PrecisionEvidence& other) {
+    all_float32 = all_float32 && other.all_float32;
+    all_integer = all_integer && other.all_integer;
+}
+
+Arithmetic PrecisionEvidence::dtype() const {
+    return all_float32 && !all_integer ? Arithmetic::float32 : Arithmetic::float64;
+}
+
 void validate(const AuditOptions& o) {
     const auto fail = [](const std::string& what) { throw std::invalid_argument(what); };
     if (o.d < 1) fail("the width --dim must be at least 1, got " + std::to_string(o.d));
@@ -97,14 +117,27 @@ struct Observation {
     std::string detail;
 };
 
+// The answers to one case: L(x), L(x) again when repeated (else empty), L(P x), and what they say of their
+// precision. Asked once, judged with each tolerance an audit still considers.
+struct Answers {
+    Mat<double> y, again, lhs;
+    PrecisionEvidence evidence;
+};
+
+ToleranceModel tolerance_of(Arithmetic dtype, double amplification) {
+    ToleranceModel t;
+    t.unit_roundoff = dtype == Arithmetic::float32 ? ScalarTraits<float>::unit_roundoff : ScalarTraits<double>::unit_roundoff;
+    t.amplification = amplification;
+    return t;
+}
+
 // Calls one black box, checks the shape of its answers and computes the tolerance of a comparison.
 class Evaluator {
 public:
-    Evaluator(const BlackBox& box, const AuditOptions& o) : box_(box), o_(o) {
-        tolerance_.unit_roundoff =
-            o.dtype == Arithmetic::float32 ? ScalarTraits<float>::unit_roundoff : ScalarTraits<double>::unit_roundoff;
-        tolerance_.amplification = o.amplification;
-    }
+    Evaluator(const BlackBox& box, const AuditOptions& o, Arithmetic dtype) : box_(box), o_(o) { set_dtype(dtype); }
+
+    // The dtype of every comparison from now on (shrinking and reproducing, once the run has decided it).
+    void set_dtype(Arithmetic dtype) { tolerance_ = tolerance_of(dtype, o_.amplification); }
 
     int evaluations = 0;
     std::string last_request;
@@ -115,12 +148,12 @@ public:
         Mat<double> y = box_(x);
         const Eigen::Index want = o_.output == Output::sequence ? x.rows() : 1;
         if (y.rows() != want) {
+            const std::string rows = std::to_string(y.rows()) + (y.rows() == 1 ? " row" : " rows");
             if (o_.output == Output::sequence)
-                throw AdapterError("the layer answered " + std::to_string(y.rows()) + " rows for a request of n=" +
-                                   std::to_string(x.rows()) +
+                throw AdapterError("the layer answered " + rows + " for a request of n=" + std::to_string(x.rows()) +
                                    "; a sequence layer answers one row per position (a pooled layer: --output pooled)");
-            throw AdapterError("the layer answered " + std::to_string(y.rows()) + " rows for a request of n=" +
-                               std::to_string(x.rows()) + "; a pooled layer answers one vector");
+            throw AdapterError("the layer answered " + rows + " for a request of n=" + std::to_string(x.rows()) +
+                               "; a pooled layer answers one vector");
         }
         if (y.cols() < 1) throw AdapterError("the layer answered rows of width 0 for a request of n=" + std::to_string(x.rows()));
         if (width_ < 0) width_ = y.cols();
@@ -131,33 +164,43 @@ public:
         return y;
     }
 
-    Comparison compare_sides(const Mat<double>& x, const Mat<double>& a, const Mat<double>& b) const {
+    static Comparison compare_sides(const Mat<double>& x, const Mat<double>& a, const Mat<double>& b,
+                                    const ToleranceModel& t) {
         const double magnitude = std::max({finite_max_abs(x), finite_max_abs(a), finite_max_abs(b)});
-        return compare<double>(a, b, float_tolerance(tolerance_, x.rows(), x.cols(), magnitude));
+        return compare<double>(a, b, float_tolerance(t, x.rows(), x.cols(), magnitude));
     }
 
-    // L(x) (twice when `repeat`), then L(P x), classified.
-    Observation observe(const Case& c, bool repeat) {
+    // L(x) (twice when `repeat`) and L(P x).
+    Answers ask(const Case& c, bool repeat) {
+        Answers a;
+        a.y = call(c.x);
+        if (repeat) a.again = call(c.x);
+        a.lhs = call(c.perm.apply(c.x));
+        a.evidence.add(a.y);
+        a.evidence.add(a.again);
+        a.evidence.add(a.lhs);
+        return a;
+    }
+
+    // The answers to a case, classified with tolerance t.
+    static Observation judge(const Case& c, const Answers& a, Output output, const ToleranceModel& t) {
         Observation ob;
         ob.perm = c.perm;
         ob.input = c.x;
-        const Mat<double> y = call(c.x);
-        if (repeat) {
-            const Mat<double> again = call(c.x);
-            if (auto nd = differ(c.x, y, again, "L(x)")) return *nd;
-        }
+        if (a.again.size() > 0)
+            if (auto nd = differ(c.x, a.y, a.again, "L(x)", t)) return *nd;
         const Mat<double> px = c.perm.apply(c.x);
-        ob.lhs = call(px);
+        ob.lhs = a.lhs;
         // P x == x (the identity, or ties): L(P x) answers the very request L(x) answered, so any difference
         // between the two answers is nondeterminism, whatever P L(x) is.
         if (px == c.x)
-            if (auto nd = differ(c.x, y, ob.lhs, "x and as P x")) return *nd;
-        ob.rhs = o_.output == Output::sequence ? c.perm.apply(y) : y;
-        ob.comparison = compare_sides(c.x, ob.lhs, ob.rhs);
-        if (!all_finite(y) || !all_finite(ob.lhs)) {
+            if (auto nd = differ(c.x, a.y, ob.lhs, "x and as P x", t)) return *nd;
+        ob.rhs = output == Output::sequence ? c.perm.apply(a.y) : a.y;
+        ob.comparison = compare_sides(c.x, ob.lhs, ob.rhs, t);
+        if (!all_finite(a.y) || !all_finite(ob.lhs)) {
             ob.kind = Kind::non_finite;
-            const bool first = !all_finite(y);
-            const Mat<double>& bad = first ? y : ob.lhs;
+            const bool first = !all_finite(a.y);
+            const Mat<double>& bad = first ? a.y : ob.lhs;
             Eigen::Index r = 0, k = 0;
             for (Eigen::Index i = bad.rows() - 1; i >= 0; --i)
                 for (Eigen::Index j = bad.cols() - 1; j >= 0; --j)
@@ -171,18 +214,20 @@ public:
         return ob;
     }
 
+    Observation observe(const Case& c, bool repeat) { return judge(c, ask(c, repeat), o_.output, tolerance_); }
+
     // Evaluates the sides of a violation again: if either answer changed, the layer is nondeterministic.
     std::optional<Observation> reproduce(const Case& c, const Observation& seen) {
         const Mat<double> y = call(c.x);
         const Mat<double> py = call(c.perm.apply(c.x));
-        if (auto nd = differ(c.perm.apply(c.x), seen.lhs, py, "L(P x)")) return nd;
+        if (auto nd = differ(c.perm.apply(c.x), seen.lhs, py, "L(P x)", tolerance_)) return nd;
         const Mat<double> rhs = o_.output == Output::sequence ? c.perm.apply(y) : y;
-        if (auto nd = differ(c.x, seen.rhs, rhs, "L(x)")) {
+        if (auto nd = differ(c.x, seen.rhs, rhs, "L(x)", tolerance_)) {
             if (o_.output == Output::sequence) {
                 // rhs is P L(x): report L(x) itself, the answer to the request x.
                 nd->lhs = c.perm.inverse().apply(seen.rhs);
                 nd->rhs = y;
-                nd->comparison = compare_sides(c.x, nd->lhs, nd->rhs);
+                nd->comparison = compare_sides(c.x, nd->lhs, nd->rhs, tolerance_);
             }
             return nd;
         }
@@ -190,8 +235,9 @@ public:
     }
 
     // Two answers to the same input z, compared with the tolerance of a comparison of that size.
-    std::optional<Observation> differ(const Mat<double>& z, const Mat<double>& a, const Mat<double>& b, const char* what) {
-        const Comparison cmp = compare_sides(z, a, b);
+    static std::optional<Observation> differ(const Mat<double>& z, const Mat<double>& a, const Mat<double>& b,
+                                             const char* what, const ToleranceModel& t) {
+        const Comparison cmp = compare_sides(z, a, b, t);
         if (cmp.holds) return std::nullopt;
         Observation ob;
         ob.kind = Kind::nondeterministic;
@@ -211,7 +257,7 @@ public:
     std::optional<Observation> twice(const Mat<double>& z) {
         const Mat<double> a = call(z);
         const Mat<double> b = call(z);
-        return differ(z, a, b, "x");
+        return differ(z, a, b, "x", tolerance_);
     }
 
 private:
@@ -270,54 +316,92 @@ struct Failure {
     std::string error, last_request;
 };
 
-// Workers take cases in order; once a case fails, no later case is started, and the failure with the lowest
-// position wins, so the outcome does not depend on the number of workers.
+// The tolerances a run judges each case with: the given dtype's, or, when it is inferred, float32's (the
+// looser, first) and float64's.
+std::vector<Arithmetic> lanes_of(const AuditOptions& o) {
+    if (o.dtype) return {*o.dtype};
+    return {Arithmetic::float32, Arithmetic::float64};
+}
+
+// What the run found: the first failure under the dtype it judged with.
+struct RunOutcome {
+    std::optional<Failure> failure;
+    Arithmetic dtype = Arithmetic::float64;
+};
+
+// Workers take cases in order and judge each with every lane's tolerance; once a case fails under the first
+// (loosest) lane, which makes it fail under every lane, no later case is started. Per lane the failure with
+// the lowest position wins, and the dtype is inferred from the answers of the cases up to the first lane's
+// failure, so the outcome does not depend on the number of workers.
 class CaseRun {
 public:
-    explicit CaseRun(const Schedule& schedule) : schedule_(schedule) {}
+    CaseRun(const Schedule& schedule, const AuditOptions& o)
+        : schedule_(schedule), o_(o), evidence_(schedule.cases.size()) {
+        for (Arithmetic a : lanes_of(o)) lanes_.push_back({a, tolerance_of(a, o.amplification), std::nullopt});
+    }
 
     void work(Evaluator& ev) {
         for (;;) {
             const std::size_t j = next_.fetch_add(1);
-            if (j >= schedule_.cases.size() || j > first_.load()) return;
-            std::optional<Failure> f = attempt(ev, j);
-            if (!f) continue;
-            std::lock_guard<std::mutex> lock(mutex_);
-            if (j < first_.load()) {
-                first_ = j;
-                failure_ = std::move(f);
-            }
-            return;
+            if (j >= schedule_.cases.size() || j > stop_.load()) return;
+            if (attempt(ev, j)) return;
         }
     }
 
-    std::optional<Failure> first_failure() && { return std::move(failure_); }
+    RunOutcome outcome() && {
+        RunOutcome out;
+        out.dtype = lanes_[0].dtype;
+        if (!o_.dtype) {
+            PrecisionEvidence all;
+            const std::size_t last = std::min(stop_.load(), schedule_.cases.size() - 1);
+            for (std::size_t j = 0; j <= last && !schedule_.cases.empty(); ++j) all.add(evidence_[j]);
+            out.dtype = all.dtype();
+        }
+        for (Lane& lane : lanes_)
+            if (lane.dtype == out.dtype) out.failure = std::move(lane.failure);
+        return out;
+    }
 
 private:
     static constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
 
-    std::optional<Failure> attempt(Evaluator& ev, std::size_t j) const {
-        Failure f;
-        f.position = j;
+    struct Lane {
+        Arithmetic dtype;
+        ToleranceModel tolerance;
+        std::optional<Failure> failure;
+    };
+
+    // Runs case j; true when it failed under the first lane (the run stops).
+    bool attempt(Evaluator& ev, std::size_t j) {
+        std::vector<std::optional<Failure>> found(lanes_.size());
         try {
-            f.observation = ev.observe(schedule_.cases[j], schedule_.repeats(j));
-            if (f.observation.kind == Kind::pass) return std::nullopt;
+            const Answers answers = ev.ask(schedule_.cases[j], schedule_.repeats(j));
+            evidence_[j] = answers.evidence;  // one writer per position; read after the workers are joined
+            for (std::size_t k = 0; k < lanes_.size(); ++k) {
+                Observation ob = Evaluator::judge(schedule_.cases[j], answers, o_.output, lanes_[k].tolerance);
+                if (ob.kind != Kind::pass) found[k] = Failure{j, std::move(ob), false, "", ""};
+            }
         } catch (const std::exception& e) {
-            f.threw = true;
-            f.error = e.what();
-            f.last_request = ev.last_request;
+            for (auto& f : found) f = Failure{j, Observation{}, true, e.what(), ev.last_request};
         }
-        return f;
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (std::size_t k = 0; k < lanes_.size(); ++k)
+            if (found[k] && (!lanes_[k].failure || j < lanes_[k].failure->position)) lanes_[k].failure = std::move(found[k]);
+        if (!found[0]) return false;
+        if (j < stop_.load()) stop_ = j;
+        return true;
     }
 
     const Schedule& schedule_;
-    std::atomic<std::size_t> next_{0}, first_{none};
+    const AuditOptions& o_;
+    std::vector<Lane> lanes_;
+    std::vector<PrecisionEvidence> evidence_;
+    std::atomic<std::size_t> next_{0}, stop_{none};
     std::mutex mutex_;
-    std::optional<Failure> failure_;
 };
 
-std::optional<Failure> run_cases(std::vector<Evaluator>& evaluators, const Schedule& schedule) {
-    CaseRun run(schedule);
+RunOutcome run_cases(std::vector<Evaluator>& evaluators, const Schedule& schedule, const AuditOptions& o) {
+    CaseRun run(schedule, o);
     const std::size_t workers = std::min(evaluators.size(), std::max<std::size_t>(schedule.cases.size(), 1));
     if (workers <= 1) {
         run.work(evaluators[0]);
@@ -326,7 +410,7 @@ std::optional<Failure> run_cases(std::vector<Evaluator>& evaluators, const Sched
         for (std::size_t k = 0; k < workers; ++k) threads.emplace_back(&CaseRun::work, &run, std::ref(evaluators[k]));
         for (std::thread& t : threads) t.join();
     }
-    return std::move(run).first_failure();
+    return std::move(run).outcome();
 }
 
 int total_evaluations(const std::vector<Evaluator>& evaluators) {
@@ -423,7 +507,7 @@ Counterexample record(const Observation& ob, const AuditOptions& o, Property pro
     Counterexample ce;
     ce.layer = o.name;
     ce.property = property;
-    ce.dtype = o.dtype;
+    ce.dtype = o.dtype.value_or(Arithmetic::float64);
     ce.perm = ob.perm;
     ce.x = ob.input;
     ce.lhs = ob.lhs;
@@ -437,7 +521,7 @@ Counterexample record(const Observation& ob, const AuditOptions& o, Property pro
 AuditResult labelled_result(const AuditOptions& o) {
     AuditResult result;
     result.property = o.output == Output::sequence ? Property::equivariance : Property::invariance;
-    result.dtype = o.dtype;
+    result.dtype = o.dtype.value_or(Arithmetic::float64);
     return result;
 }
 
@@ -492,17 +576,44 @@ std::vector<int> lengths_covered(const Schedule& schedule, std::size_t count) {
 
 }  // namespace
 
+std::string describe_finding(const AuditResult& r) {
+    if (!r.counterexample) return "";
+    const Counterexample& ce = *r.counterexample;
+    if (r.verdict != Verdict::nondeterministic) {
+        std::string text = describe(ce);
+        const std::string violated = property_name(ce.property) + std::string(" violated by ");
+        if (r.verdict == Verdict::non_finite && text.rfind(violated, 0) == 0)
+            text.replace(0, violated.size(), "non-finite output from ");
+        return text;
+    }
+    std::ostringstream s;
+    s << "nondeterministic: " << ce.layer << " (" << arithmetic_name(ce.dtype) << ") answered one input twice, n = "
+      << ce.n() << ", d = " << ce.d() << "\n  x =\n"
+      << format_matrix(ce.x) << "  first answer =\n"
+      << format_matrix(ce.lhs) << "  second answer =\n"
+      << format_matrix(ce.rhs) << "  largest |difference| = " << ce.comparison.max_abs_diff << " at position "
+      << ce.comparison.row << ", feature " << ce.comparison.col << " (tolerance " << ce.comparison.tolerance << ")\n";
+    if (!ce.replay.empty()) s << "  replay: " << ce.replay << "\n";
+    return s.str();
+}
+
 AuditResult audit(const BlackBox& layer, const AuditOptions& opts) { return audit(std::vector<BlackBox>{layer}, opts); }
 
-AuditResult audit(const std::vector<BlackBox>& layers, const AuditOptions& o) {
-    validate(o);
+AuditResult audit(const std::vector<BlackBox>& layers, const AuditOptions& given) {
+    validate(given);
     if (layers.empty()) throw std::invalid_argument("an audit needs at least one black box");
-    const Schedule schedule = schedule_of(o);
+    const Schedule schedule = schedule_of(given);
     std::vector<Evaluator> evaluators;
-    for (const BlackBox& box : layers) evaluators.emplace_back(box, o);
-    const std::optional<Failure> failure = run_cases(evaluators, schedule);
+    for (const BlackBox& box : layers) evaluators.emplace_back(box, given, lanes_of(given)[0]);
+    const RunOutcome run = run_cases(evaluators, schedule, given);
+    // From here on every comparison uses the dtype the run judged with, as an audit given it would.
+    AuditOptions o = given;
+    o.dtype = run.dtype;
+    for (Evaluator& ev : evaluators) ev.set_dtype(run.dtype);
+    const std::optional<Failure>& failure = run.failure;
 
     AuditResult result = labelled_result(o);
+    result.dtype_inferred = !given.dtype.has_value();
     result.cases = failure ? static_cast<int>(failure->position) + 1 : static_cast<int>(schedule.cases.size());
     result.lengths = lengths_covered(schedule, static_cast<std::size_t>(result.cases));
     if (!failure) {

@@ -6,7 +6,8 @@
 //   - draws cases (input with ties or generic values, permutation) as a check does (check/case.h), without
 //     a weight seed or shift, n in [min_len, max_len]; a passing case costs two calls, L(x) and L(P x);
 //   - compares L(P x) with P L(x) (sequence) or L(x) (pooled) with a tolerance derived from the dtype's unit
-//     roundoff, n, d and the magnitudes, never a fixed allclose;
+//     roundoff, n, d and the magnitudes, never a fixed allclose; when no dtype is given, it is inferred from
+//     the answers of the cases before any of them is judged (infer_dtype below);
 //   - before calling a difference a violation, evaluates both sides again: a layer that answers the same input
 //     twice differently is `nondeterministic`, never `violated`; the first few inputs are evaluated twice;
 //   - a non-finite output is its own verdict; every failure is shrunk (fewest positions, fewest moved
@@ -48,7 +49,9 @@ bool in_shard(int case_index, const Shard& shard);
 struct AuditOptions {
     std::string name = "black box";     // the audited layer's name in the record (e.g. the command)
     Output output = Output::sequence;   // sequence: equivariance L(P x) = P L(x); pooled: invariance L(P x) = L(x)
-    Arithmetic dtype = Arithmetic::float64;  // the precision the layer computes in: float32 | float64
+    // The precision the layer computes in: float32 | float64, or empty: inferred from the answers
+    // (infer_dtype), since judging a float32 layer with a float64 tolerance calls its rounding a violation.
+    std::optional<Arithmetic> dtype;
     int d = 4;                          // features per position
     int min_len = 1, max_len = 8;       // sequence lengths; shrinking goes toward min_len
     // Every tenth case is a long one, lengths rising up to long_len (check/lengths.h), so that a layer that mixes
@@ -67,7 +70,8 @@ void validate(const AuditOptions& opts);
 struct AuditResult {
     Verdict verdict = Verdict::holds;
     Property property = Property::equivariance;  // equivariance (sequence) | invariance (pooled)
-    Arithmetic dtype = Arithmetic::float64;      // float32 | float64
+    Arithmetic dtype = Arithmetic::float64;      // the one the comparisons used: float32 | float64
+    bool dtype_inferred = false;                 // chosen by infer_dtype, not given in the options
     int cases = 0;                      // cases evaluated by this run (its shard), the failing one included
     int evaluations = 0;                // calls of the black box, in all
     // violated / non-finite: the shrunk case, both sides and their comparison. nondeterministic: x is the input
@@ -78,6 +82,24 @@ struct AuditResult {
     std::string last_request;           // the last input sent, e.g. "n=5, d=4", empty before the first
     std::vector<int> lengths;           // the lengths of the cases the run evaluated, ascending, each once
 };
+
+// What answers say of their precision: float32 when every entry is a float32 value and not every entry is an
+// integer (integers are float32 values whatever the layer computes in), else float64. Non-finite entries say
+// nothing. An audit that infers its dtype runs every case up to the first that fails even with the float32
+// tolerance, then decides from all their answers and judges them with the tolerance decided, so the verdict
+// is that of an audit given that dtype (the replay line names it).
+struct PrecisionEvidence {
+    bool all_float32 = true;
+    bool all_integer = true;
+    void add(const Mat<double>& answer);
+    void add(const PrecisionEvidence& other);
+    Arithmetic dtype() const;
+};
+
+// The finding of an audit as text, for the terminal and the C++ API: describe() for a violation or a
+// non-finite output; for a nondeterministic layer the input and its first and second answer (no permutation
+// plays a part). Ends with the counterexample's replay line when it has one. Empty without a counterexample.
+std::string describe_finding(const AuditResult& r);
 
 // Audits one black box.
 AuditResult audit(const BlackBox& layer, const AuditOptions& opts);

@@ -83,7 +83,7 @@ std::string replay_command(const std::string& layer, Property property, const Ch
     std::ostringstream s;
     s << "permcheck check " << layer << " --property " << property_name(property) << " --dtype "
       << arithmetic_name(opts.arithmetic) << " --seed " << opts.seed << " --cases " << opts.cases << " --min-len "
-      << opts.min_len << " --max-len " << opts.max_len << " --d " << opts.d;
+      << opts.min_len << " --max-len " << opts.max_len << " --dim " << opts.d;
     return s.str();
 }
 

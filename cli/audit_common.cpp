@@ -5,35 +5,10 @@
 #include <filesystem>
 #include <iostream>
 #include <sstream>
+#include <vector>
 
 namespace permcheck::cli {
 namespace {
-
-// The counterexample as text. describe() speaks of a violated property; a nondeterministic layer needs the
-// input and its two answers instead, and a black box has no exact evaluation to confirm with.
-std::string describe_finding(const AuditResult& r, const std::string& replay) {
-    Counterexample ce = *r.counterexample;
-    ce.replay = replay;
-    if (r.verdict == Verdict::nondeterministic) {
-        std::ostringstream s;
-        s << "nondeterministic: " << ce.layer << " (" << arithmetic_name(ce.dtype) << ") answered one input twice, n = " << ce.n()
-          << ", d = " << ce.d() << "\n  x =\n"
-          << format_matrix(ce.x) << "  first answer =\n"
-          << format_matrix(ce.lhs) << "  second answer =\n"
-          << format_matrix(ce.rhs) << "  largest |difference| = " << ce.comparison.max_abs_diff << " at position "
-          << ce.comparison.row << ", feature " << ce.comparison.col << " (tolerance " << ce.comparison.tolerance
-          << ")\n  replay: " << replay << "\n";
-        return s.str();
-    }
-    std::string text = describe(ce);
-    const std::string exact_line = "  NOT confirmed in exact arithmetic\n";
-    if (const auto at = text.find(exact_line); at != std::string::npos)
-        text.replace(at, exact_line.size(), "  (a black box: there is no exact evaluation to confirm with)\n");
-    const std::string violated = property_name(ce.property) + std::string(" violated by ");
-    if (r.verdict == Verdict::non_finite && text.rfind(violated, 0) == 0)
-        text.replace(0, violated.size(), "non-finite output from ");
-    return text;
-}
 
 // "2-8, 13, 19": ascending lengths with their runs joined.
 std::string lengths_text(const std::vector<int>& lengths) {
@@ -51,8 +26,9 @@ std::string lengths_text(const std::vector<int>& lengths) {
 }  // namespace
 
 void add_audit_options(CLI::App& app, AuditFlags& f, const std::string& dtype_help, const std::string& seed_help) {
-    add_choice(app, "--dtype", f.dtype, {{"float32", Arithmetic::float32}, {"float64", Arithmetic::float64}},
-               dtype_help, " (the precision the layer computes in)");
+    std::vector<Choice<DtypeChoice>> choices{{"float32", DtypeChoice::float32}, {"float64", DtypeChoice::float64}};
+    if (f.dtype == DtypeChoice::infer) choices.insert(choices.begin(), {"infer", DtypeChoice::infer, " (from the answers)"});
+    add_choice(app, "--dtype", f.dtype, choices, dtype_help, " (the precision the layer computes in)");
     add_ranged(app, kAuditMinLen, f.min_len, "fewest positions of a case");
     f.max_len_option = add_ranged(app, kAuditMaxLen, f.max_len,
                                   "most positions of a case; given, a hard cap (default 8, and every tenth case a long "
@@ -67,9 +43,22 @@ void add_report_option(CLI::App& app, AuditFlags& f) {
     app.add_option("--report", f.report_dir, "write report.json, report.md and report.html into DIR");
 }
 
+std::optional<Arithmetic> requested_dtype(const AuditFlags& f) {
+    switch (f.dtype) {
+        case DtypeChoice::float32: return Arithmetic::float32;
+        case DtypeChoice::float64: return Arithmetic::float64;
+        case DtypeChoice::infer: break;
+    }
+    return std::nullopt;
+}
+
+std::string dtype_text(const AuditResult& r) {
+    return std::string(arithmetic_name(r.dtype)) + (r.dtype_inferred ? ", inferred from the answers" : "");
+}
+
 AuditOptions audit_options(const AuditFlags& f) {
     AuditOptions o;
-    o.dtype = f.dtype;
+    o.dtype = requested_dtype(f);
     o.d = f.dim;
     o.min_len = f.min_len;
     o.max_len = f.max_len;
@@ -79,9 +68,11 @@ AuditOptions audit_options(const AuditFlags& f) {
     return o;
 }
 
-std::string replay_tail(const AuditFlags& f) {
+std::string replay_tail(const AuditFlags& f, const AuditResult& r) {
     std::ostringstream s;
-    s << " --dtype " << arithmetic_name(f.dtype) << " --min-len " << f.min_len;
+    if (const auto given = requested_dtype(f)) s << " --dtype " << arithmetic_name(*given);
+    else if (r.evaluations > 0) s << " --dtype " << arithmetic_name(r.dtype);
+    s << " --min-len " << f.min_len;
     if (f.max_len_given()) s << " --max-len " << f.max_len;  // without it, the schedule's long cases too
     s << " --cases " << f.cases << " --seed " << f.seed;
     return s.str();
@@ -90,8 +81,9 @@ std::string replay_tail(const AuditFlags& f) {
 report::Record audit_record(const AuditResult& r, const std::string& name, Property property,
                             const AuditFlags& f, const std::string& replay, const std::string& key,
                             nlohmann::json details, double seconds) {
-    report::Record rec = report::record_of(r, name, property, f.dtype, f.seed, replay);
+    report::Record rec = report::record_of(r, name, property, requested_dtype(f).value_or(r.dtype), f.seed, replay);
     details["dim"] = f.dim;
+    details["dtype_inferred"] = r.dtype_inferred;
     details["min_len"] = f.min_len;
     details["max_len"] = f.max_len;
     details["max_len_is_cap"] = f.max_len_given();
@@ -107,12 +99,16 @@ report::Record audit_record(const AuditResult& r, const std::string& name, Prope
 void print_result(std::ostream& out, std::ostream& err, const std::string& program, const std::string& head,
                   const AuditResult& r, double seconds, const std::string& replay) {
     out << head << " " << verdict_name(r.verdict) << " after " << r.cases << (r.cases == 1 ? " case" : " cases")
-        << ", " << r.evaluations << " layer calls, " << seconds << " s";
+        << ", " << r.evaluations << (r.evaluations == 1 ? " layer call, " : " layer calls, ") << seconds << " s";
     if (seconds > 0 && r.cases > 0) out << " (" << r.cases / seconds << " cases/s)";
     out << "\n";
     if (!r.lengths.empty()) out << "  lengths sent: " << lengths_text(r.lengths) << "\n";
     if (!r.detail.empty()) out << "  " << r.detail << "\n";
-    if (r.counterexample) out << describe_finding(r, replay);
+    if (r.counterexample) {
+        AuditResult shown = r;
+        shown.counterexample->replay = replay;
+        out << describe_finding(shown);
+    }
     if (r.verdict == Verdict::error && !r.error.empty()) err << program << ": error: " << r.error << "\n";
 }
 

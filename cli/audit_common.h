@@ -9,14 +9,18 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 
 namespace permcheck::cli {
 
+// --dtype's values: `audit` infers the dtype from the answers by default; `audit-torch` sets the module's.
+enum class DtypeChoice { infer, float32, float64 };
+
 struct AuditFlags {
     int dim = 0;  // registered by each command: its help and default differ
-    Arithmetic dtype = Arithmetic::float64;
+    DtypeChoice dtype = DtypeChoice::float64;
     int min_len = 1, max_len = 8, cases = 100;
     std::uint64_t seed = 1;
     std::string report_dir;
@@ -24,8 +28,15 @@ struct AuditFlags {
     bool max_len_given() const { return max_len_option != nullptr && max_len_option->count() > 0; }
 };
 
-// --dtype, --min-len, --max-len, --cases and --seed, in that order (the help lists them so).
+// --dtype, --min-len, --max-len, --cases and --seed, in that order (the help lists them so). --dtype accepts
+// `infer` when f.dtype is DtypeChoice::infer before the call (its default).
 void add_audit_options(CLI::App& app, AuditFlags& f, const std::string& dtype_help, const std::string& seed_help);
+
+// The dtype asked for; empty when it is to be inferred.
+std::optional<Arithmetic> requested_dtype(const AuditFlags& f);
+
+// "float32, inferred from the answers" or "float64": the dtype an audit used, for its header line.
+std::string dtype_text(const AuditResult& r);
 // --report DIR: registered last, after the command's own options.
 void add_report_option(CLI::App& app, AuditFlags& f);
 
@@ -33,8 +44,9 @@ void add_report_option(CLI::App& app, AuditFlags& f);
 AuditOptions audit_options(const AuditFlags& f);
 
 // " --dtype float64 --min-len 1 --max-len 8 --cases 100 --seed 1": the part of both replay lines after the
-// command's own options.
-std::string replay_tail(const AuditFlags& f);
+// command's own options. It names the dtype the audit used (r.dtype), so a replay judges with the same
+// tolerance, unless the dtype was to be inferred and no answer came.
+std::string replay_tail(const AuditFlags& f, const AuditResult& r);
 
 // The report record: report::record_of, and under details[key] the command's details plus those of every
 // audit (dim, lengths, evaluations, timing, finding).

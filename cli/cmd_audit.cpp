@@ -17,12 +17,20 @@
 namespace permcheck::cli {
 namespace {
 
+// `audit` infers the dtype from the answers unless told (audit-torch sets its module's).
+AuditFlags inferring() {
+    AuditFlags f;
+    f.dtype = DtypeChoice::infer;
+    return f;
+}
+
 struct AuditRequest {
     std::string command;
-    AuditFlags flags;
+    AuditFlags flags = inferring();
     Output output = Output::sequence;
     int jobs = 1;
     double timeout = 30;
+    double startup_timeout = 120;
     double amplification = 1;
     std::string shard = "1/1";
 };
@@ -48,10 +56,11 @@ AuditOptions options_of(const AuditRequest& q) {
     return o;
 }
 
-std::string replay_of(const AuditRequest& q) {
+std::string replay_of(const AuditRequest& q, const AuditResult& r) {
     std::ostringstream s;
     s << "permcheck audit --exec " << shell_quote(q.command) << " --dim " << q.flags.dim << " --output "
-      << output_name(q.output) << replay_tail(q.flags) << " --timeout " << q.timeout;
+      << output_name(q.output) << replay_tail(q.flags, r) << " --timeout " << q.timeout
+      << " --startup-timeout " << q.startup_timeout;
     if (q.shard != "1/1") s << " --shard " << q.shard;
     if (q.amplification != 1) s << " --amplification " << q.amplification;
     return s.str();
@@ -59,13 +68,14 @@ std::string replay_of(const AuditRequest& q) {
 
 report::Record record_of(const AuditRequest& q, const AuditResult& r, double seconds) {
     return audit_record(r, q.command, q.output == Output::pooled ? Property::invariance : Property::equivariance, q.flags,
-                        replay_of(q), "audit",
+                        replay_of(q, r), "audit",
                         {{"command", q.command},
                          {"output", output_name(q.output)},
                          {"cases_requested", q.flags.cases},
                          {"shard", q.shard},
                          {"jobs", q.jobs},
                          {"timeout_seconds", q.timeout},
+                         {"startup_timeout_seconds", q.startup_timeout},
                          {"amplification", q.amplification},
                          {"last_request", r.last_request}},
                         seconds);
@@ -78,6 +88,7 @@ AuditResult run_boxes(const AuditRequest& q, const AuditOptions& opts) {
         adapters::ExecOptions eo;
         eo.command = q.command;
         eo.timeout_seconds = q.timeout;
+        eo.startup_timeout_seconds = q.startup_timeout;
         const long long shard_cases = (q.flags.cases + opts.shard.count - opts.shard.index) / opts.shard.count;
         for (long long k = 0; k < std::min<long long>(q.jobs, std::max(1LL, shard_cases)); ++k)
             boxes.push_back(adapters::exec_black_box(eo));
@@ -112,9 +123,9 @@ int run_audit(const AuditRequest& q) {
     std::ostringstream head;
     head << "audit of " << q.command << ": "
          << property_name(q.output == Output::pooled ? Property::invariance : Property::equivariance) << " ("
-         << arithmetic_name(q.flags.dtype) << ", n in [" << q.flags.min_len << ", "
+         << dtype_text(r) << ", n in [" << q.flags.min_len << ", "
          << q.flags.max_len << "], d = " << q.flags.dim << ")";
-    print_result(std::cout, std::cerr, program, head.str(), r, seconds, replay_of(q));
+    print_result(std::cout, std::cerr, program, head.str(), r, seconds, replay_of(q, r));
     return finish(program, q.flags, record_of(q, r, seconds), exit_code(r.verdict));
 }
 
@@ -127,9 +138,13 @@ void add_options(CLI::App& sub, AuditRequest& q) {
     add_choice(sub, "--output", q.output, {{"sequence", Output::sequence, " (one row per position: equivariance)"},
                                            {"pooled", Output::pooled, " (one vector: invariance)"}},
                "sequence (one row per position) | pooled (one vector)");
-    add_audit_options(sub, q.flags, "float32 | float64: the precision the layer computes in (sets the tolerance)",
+    add_audit_options(sub, q.flags,
+                      "infer | float32 | float64: the precision the layer computes in (sets the tolerance); "
+                      "infer: float32 when every answer is a float32 value and not every answer an integer",
                       "seed of the random search");
     add_ranged(sub, kTimeout, q.timeout, "seconds one request may take");
+    add_ranged(sub, kStartupTimeout, q.startup_timeout,
+               "seconds each adapter process may take for its first answer (start-up, e.g. import torch)");
     add_ranged(sub, kAuditJobs, q.jobs, "parallel adapter processes");
     add_ranged(sub, kAmplification, q.amplification,
                "how much the layer can grow a rounding error (e.g. a LayerNorm of near-constant rows): "

@@ -21,6 +21,7 @@ struct ReplayRequest {
     std::string file;
     std::string exec;  // the program that answers for an audited layer; never taken from the report
     double timeout = 30;
+    double startup_timeout = 120;
 };
 
 // How an audited layer's saved case is judged again, read from its report.
@@ -63,6 +64,7 @@ int evaluate_black_box(const ReplayRequest& q, const report::Record& r, const Bl
     adapters::ExecOptions eo;
     eo.command = q.exec;
     eo.timeout_seconds = q.timeout;
+    eo.startup_timeout_seconds = q.startup_timeout;
     const BlackBox box = adapters::exec_black_box(eo);
     const bool twice = r.verdict == Verdict::nondeterministic;  // the saved x was answered twice differently
     Mat<double> lhs, rhs;
@@ -208,6 +210,8 @@ void add_replay(CLI::App& app, Outcome& outcome) {
                     "for a report of `permcheck audit`: the adapter to send the saved case to (the audited program, "
                     "or its fixed version)");
     add_ranged(*sub, kTimeout, q->timeout, "with --exec: seconds one request may take");
+    add_ranged(*sub, kStartupTimeout, q->startup_timeout,
+               "with --exec: seconds the adapter may take for its first answer (start-up, e.g. import torch)");
     sub->footer("Exit status: 1 the counterexample still fails, 0 the property now holds on it, 2 the file is\n"
                 "unreadable, holds no counterexample, names a layer this permcheck does not have, or (an audit's\n"
                 "report) the adapter could not answer.");

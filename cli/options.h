@@ -26,6 +26,7 @@ struct IntRange {
     const char* flag;
     long long lo, hi;
     const char* why = "";
+    const char* alias = "";  // an older name the option still answers to, e.g. "--d" for "--dim"
 };
 
 // A real flag's range, as its message states it (e.g. "(0, 86400]"); an open end is excluded.
@@ -44,7 +45,7 @@ struct RealRange {
 inline constexpr IntRange kCheckCases{"--cases", 1, 1000000};
 inline constexpr IntRange kCheckMinLen{"--min-len", 1, 256};
 inline constexpr IntRange kCheckMaxLen{"--max-len", 1, 256};
-inline constexpr IntRange kCheckD{"--d", 1, 256};
+inline constexpr IntRange kCheckD{"--dim", 1, 256, "", "--d"};
 inline constexpr IntRange kAuditCases{"--cases", 1, 1000000};
 inline constexpr IntRange kAuditMinLen{"--min-len", 1, 1024};
 inline constexpr IntRange kAuditMaxLen{"--max-len", 1, 1024};
@@ -52,10 +53,12 @@ inline constexpr IntRange kAuditDim{"--dim", 1, 4096};
 inline constexpr IntRange kAuditJobs{"--jobs", 1, 64};
 inline constexpr IntRange kTorchHeads{"--heads", 1, 4096};
 inline constexpr IntRange kProveN{"--n", 2, 64, " (a permutation needs two positions)"};
-inline constexpr IntRange kProveD{"--d", 1, 64};
+inline constexpr IntRange kProveD{"--dim", 1, 64, "", "--d"};
 inline constexpr IntRange kProveTrials{"--trials", 1, 64};
 // The Z3 limit is passed on in milliseconds as an unsigned int, so a day is far below its end.
 inline constexpr RealRange kTimeout{"--timeout", 0, true, 86400, false, "(0, 86400]", "a number of seconds"};
+inline constexpr RealRange kStartupTimeout{"--startup-timeout", 0, true, 86400, false, "(0, 86400]",
+                                           "a number of seconds"};
 inline constexpr RealRange kSmtTimeout{"--smt-timeout", 0, true, 86400, false, "(0, 86400]", "a number of seconds"};
 inline constexpr RealRange kAmplification{"--amplification", 1, false, 1e15, false, "[1, 1e15]", "a number",
                                           " (how much the layer can grow a rounding error)"};
@@ -71,7 +74,8 @@ CLI::Validator in_range(const IntRange& r);
 CLI::Validator in_range(const RealRange& r);
 template <class T> CLI::Option* add_ranged(CLI::App& app, const IntRange& r, T& target, const std::string& help) {
     static_assert(std::is_integral_v<T>);
-    return app.add_option(r.flag, target, help)->check(in_range(r))->capture_default_str();
+    const std::string names = *r.alias ? std::string(r.flag) + "," + r.alias : std::string(r.flag);
+    return app.add_option(names, target, help)->check(in_range(r))->capture_default_str();
 }
 inline CLI::Option* add_ranged(CLI::App& app, const RealRange& r, double& target, const std::string& help) {
     return app.add_option(r.flag, target, help)->check(in_range(r))->capture_default_str();

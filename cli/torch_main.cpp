@@ -25,16 +25,16 @@ struct Request {
     AuditFlags flags;
 };
 
-std::string replay_of(const Request& q) {
+std::string replay_of(const Request& q, const AuditResult& r) {
     std::ostringstream s;
     s << "permcheck audit-torch " << adapters::torch_layer_name(q.torch.layer) << " --mask "
       << adapters::torch_mask_name(q.torch.mask) << (q.torch.train ? " --train" : "") << " --dropout "
-      << q.torch.dropout << " --dim " << q.flags.dim << " --heads " << q.torch.heads << replay_tail(q.flags);
+      << q.torch.dropout << " --dim " << q.flags.dim << " --heads " << q.torch.heads << replay_tail(q.flags, r);
     return s.str();
 }
 
 report::Record record_of(const Request& q, const std::string& name, const AuditResult& r, double seconds) {
-    return audit_record(r, name, Property::equivariance, q.flags, replay_of(q), "audit_torch",
+    return audit_record(r, name, Property::equivariance, q.flags, replay_of(q, r), "audit_torch",
                         {{"layer", adapters::torch_layer_name(q.torch.layer)},
                          {"mask", adapters::torch_mask_name(q.torch.mask)},
                          {"train", q.torch.train},
@@ -52,7 +52,7 @@ int run(Request q) {
     const auto t0 = std::chrono::steady_clock::now();
     try {
         q.torch.dim = q.flags.dim;
-        q.torch.dtype = q.flags.dtype;
+        q.torch.dtype = requested_dtype(q.flags).value_or(Arithmetic::float64);
         q.torch.seed = q.flags.seed;
         name = adapters::torch_name(q.torch);
         AuditOptions o = audit_options(q.flags);
@@ -64,7 +64,7 @@ int run(Request q) {
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const std::string head = "audit of " + name + ": " + property_name(Property::equivariance);
-    print_result(std::cout, std::cerr, kProgram, head, r, seconds, replay_of(q));
+    print_result(std::cout, std::cerr, kProgram, head, r, seconds, replay_of(q, r));
     return finish(kProgram, q.flags, record_of(q, name, r, seconds), exit_code(r.verdict));
 }
 

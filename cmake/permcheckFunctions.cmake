@@ -1,6 +1,7 @@
 # permcheck_add_audit(NAME <test> COMMAND <adapter command...> DIM <d>
-#                     [OUTPUT sequence|pooled] [DTYPE float64|float32] [CASES <n>] [SEED <s>]
-#                     [MIN_LEN <n>] [MAX_LEN <n>] [TIMEOUT <seconds per request>] [JOBS <n>] [REPORT <dir>])
+#                     [OUTPUT sequence|pooled] [DTYPE infer|float32|float64] [CASES <n>] [SEED <s>]
+#                     [MIN_LEN <n>] [MAX_LEN <n>] [TIMEOUT <seconds per request>]
+#                     [STARTUP_TIMEOUT <seconds for the first answer>] [JOBS <n>] [REPORT <dir>])
 #
 # Registers `permcheck audit --exec "<command>" --dim <d> ...` as the ctest test <test>. COMMAND is a shell
 # command line (its words are joined with spaces; generator expressions such as $<TARGET_FILE:my_adapter> work)
@@ -9,10 +10,10 @@
 # written to REPORT, by default <current binary dir>/permcheck-reports/<test>.
 function(permcheck_add_audit)
   cmake_parse_arguments(PARSE_ARGV 0 arg ""
-    "NAME;DIM;OUTPUT;DTYPE;CASES;SEED;MIN_LEN;MAX_LEN;TIMEOUT;JOBS;REPORT" "COMMAND")
+    "NAME;DIM;OUTPUT;DTYPE;CASES;SEED;MIN_LEN;MAX_LEN;TIMEOUT;STARTUP_TIMEOUT;JOBS;REPORT" "COMMAND")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "permcheck_add_audit: unknown arguments '${arg_UNPARSED_ARGUMENTS}' (expected NAME, COMMAND, "
-                        "DIM, OUTPUT, DTYPE, CASES, SEED, MIN_LEN, MAX_LEN, TIMEOUT, JOBS, REPORT)")
+                        "DIM, OUTPUT, DTYPE, CASES, SEED, MIN_LEN, MAX_LEN, TIMEOUT, STARTUP_TIMEOUT, JOBS, REPORT)")
   endif()
   foreach(required NAME COMMAND DIM)
     if(NOT arg_${required})
@@ -23,8 +24,8 @@ function(permcheck_add_audit)
   if(arg_OUTPUT AND NOT arg_OUTPUT MATCHES "^(sequence|pooled)$")
     message(FATAL_ERROR "permcheck_add_audit(${arg_NAME}): OUTPUT must be sequence or pooled, got '${arg_OUTPUT}'")
   endif()
-  if(arg_DTYPE AND NOT arg_DTYPE MATCHES "^(float32|float64)$")
-    message(FATAL_ERROR "permcheck_add_audit(${arg_NAME}): DTYPE must be float32 or float64, got '${arg_DTYPE}'")
+  if(arg_DTYPE AND NOT arg_DTYPE MATCHES "^(infer|float32|float64)$")
+    message(FATAL_ERROR "permcheck_add_audit(${arg_NAME}): DTYPE must be infer, float32 or float64, got '${arg_DTYPE}'")
   endif()
   if(TARGET permcheck::cli)
     set(permcheck_command $<TARGET_FILE:permcheck::cli>)
@@ -38,7 +39,7 @@ function(permcheck_add_audit)
   endif()
   list(JOIN arg_COMMAND " " adapter)
   set(audit_args --exec "${adapter}" --dim ${arg_DIM} --report "${arg_REPORT}")
-  foreach(option OUTPUT DTYPE CASES SEED MIN_LEN MAX_LEN TIMEOUT JOBS)
+  foreach(option OUTPUT DTYPE CASES SEED MIN_LEN MAX_LEN TIMEOUT STARTUP_TIMEOUT JOBS)
     if(DEFINED arg_${option})
       string(TOLOWER "${option}" flag)
       string(REPLACE "_" "-" flag "${flag}")

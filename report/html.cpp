@@ -156,7 +156,7 @@ div.matrices { overflow-x: auto; }
 
 std::string to_html(const Record& r) {
     std::ostringstream s;
-    const SideNames names = side_names(r.property);
+    const SideNames names = shown_sides(r);
     s << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
       << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
       << "<title>permcheck: " << html_escape(headline(r)) << "</title><style>" << kStyle << "</style></head><body>\n";
@@ -167,15 +167,23 @@ std::string to_html(const Record& r) {
     if (!r.error.empty()) s << "<h2>Error</h2><pre>" << html_escape(r.error) << "</pre>\n";
     if (const auto& c = r.counterexample) {
         const Comparison& cmp = c->comparison;
-        s << "<h2>Counterexample: n = " << c->n() << ", d = " << c->d() << "</h2>\n<p>Largest "
-          << html_escape(names.diff) << " = <b>" << text(cmp.max_abs_diff) << "</b>";
+        const bool twice = r.verdict == Verdict::nondeterministic;
+        s << "<h2>" << (twice ? "One input answered twice" : "Counterexample") << ": n = " << c->n() << ", d = "
+          << c->d() << "</h2>\n<p>Largest " << html_escape(names.diff) << " = <b>" << text(cmp.max_abs_diff) << "</b>";
         if (!cmp.shape_mismatch) s << " at position " << cmp.row << ", feature " << cmp.col;
-        s << "; tolerance " << text(cmp.tolerance) << ", margin " << text(cmp.margin()) << ". "
-          << (c->confirmed_exactly ? "Confirmed in exact rational arithmetic."
-                                   : "<b>Not</b> confirmed in exact rational arithmetic.")
-          << " Weight seed " << c->weight_seed << ", found at case " << c->case_index << ", " << c->shrink_steps
-          << " shrink steps.</p>\n";
-        if (r.property == Property::shift) {
+        s << "; tolerance " << text(cmp.tolerance) << ", margin " << text(cmp.margin()) << ". ";
+        // A black box has no weights and no exact evaluation: those words would only read as warnings.
+        if (!c->black_box)
+            s << (c->confirmed_exactly ? "Confirmed in exact rational arithmetic."
+                                       : "<b>Not</b> confirmed in exact rational arithmetic.")
+              << " Weight seed " << c->weight_seed << ", found";
+        else
+            s << "Found";
+        s << " at case " << c->case_index << ", " << c->shrink_steps << " shrink steps.</p>\n";
+        if (twice) {
+            s << "<p class=\"note\">The layer answered the same input x twice with different results; no permutation "
+              << "plays a part.</p>\n";
+        } else if (r.property == Property::shift) {
             s << "<h2>Shift</h2><p>Every position index shifted by " << c->shift
               << "; the permutation plays no part.</p>\n";
         } else {
@@ -193,6 +201,8 @@ std::string to_html(const Record& r) {
         s << "<h2>Details</h2><pre>" << html_escape(r.details.dump(2, ' ', false, json::error_handler_t::replace))
           << "</pre>\n";
     if (!r.replay.empty()) s << "<h2>Replay</h2><pre>" << html_escape(r.replay) << "</pre>\n";
+    if (const std::string again = case_replay(r); !again.empty())
+        s << "<p>or re-evaluate this exact case:</p><pre>" << html_escape(again) << "</pre>\n";
     s << "</body></html>\n";
     return s.str();
 }

@@ -10,7 +10,7 @@ using nlohmann::json;
 
 std::string to_markdown(const Record& r) {
     std::ostringstream s;
-    const SideNames names = side_names(r.property);
+    const SideNames names = shown_sides(r);
     s << "### permcheck: " << headline(r) << "\n\n";
     s << "| field | value |\n| --- | --- |\n";
     s << "| verdict | **" << verdict_name(r.verdict) << "** |\n";
@@ -22,8 +22,12 @@ std::string to_markdown(const Record& r) {
     if (!r.error.empty()) s << "\n**Error:**\n\n```text\n" << r.error << "\n```\n";
     if (const auto& c = r.counterexample) {
         const Comparison& cmp = c->comparison;
-        s << "\n#### Counterexample: n = " << c->n() << ", d = " << c->d() << "\n\n";
-        if (r.property == Property::shift)
+        const bool twice = r.verdict == Verdict::nondeterministic;
+        s << "\n#### " << (twice ? "One input answered twice" : "Counterexample") << ": n = " << c->n()
+          << ", d = " << c->d() << "\n\n";
+        if (twice)
+            s << "The layer answered the same input x twice with different results; no permutation plays a part.\n\n";
+        else if (r.property == Property::shift)
             s << "Every position index shifted by " << c->shift << ".\n\n";
         else
             s << "Permutation " << md_code(c->perm.cycles()) << " (one-line " << md_code(one_line_text(c->perm))
@@ -34,16 +38,22 @@ std::string to_markdown(const Record& r) {
         else
             s << " at position " << cmp.row << ", feature " << cmp.col;
         s << "; tolerance " << text(cmp.tolerance) << ", margin " << text(cmp.margin()) << ".\n";
-        s << (c->confirmed_exactly ? "Confirmed in exact rational arithmetic.\n"
-                                   : "**Not** confirmed in exact rational arithmetic.\n");
-        s << "Weight seed " << c->weight_seed << ", found at case " << c->case_index << ", " << c->shrink_steps
-          << " shrink steps.\n\n";
+        // A black box has no weights and no exact evaluation: those lines would only read as warnings.
+        if (!c->black_box) {
+            s << (c->confirmed_exactly ? "Confirmed in exact rational arithmetic.\n"
+                                       : "**Not** confirmed in exact rational arithmetic.\n");
+            s << "Weight seed " << c->weight_seed << ", found";
+        } else {
+            s << "Found";
+        }
+        s << " at case " << c->case_index << ", " << c->shrink_steps << " shrink steps.\n\n";
         s << "<details><summary>matrices</summary>\n\n```text\nx =\n" << matrix_text(c->x) << names.lhs << " =\n"
           << matrix_text(c->lhs) << names.rhs << " =\n" << matrix_text(c->rhs) << "```\n\n</details>\n";
     }
     if (!r.details.empty()) s << "\n<details><summary>details</summary>\n\n```json\n" << r.details.dump(2, ' ', false, json::error_handler_t::replace) << "\n```\n\n</details>\n";
     if (!r.replay.empty()) s << "\n**Replay:**\n\n```sh\n" << r.replay << "\n```\n";
-    if (r.counterexample) s << "or re-evaluate this exact case: `permcheck replay report.json`\n";
+    if (const std::string again = case_replay(r); !again.empty())
+        s << "or re-evaluate this exact case: " << md_code(again) << "\n";
     return s.str();
 }
 

@@ -58,4 +58,21 @@ std::string md_code(const std::string& s) {
     return fence + s + (fence == "`" ? "`" : " ``");
 }
 
+std::string case_replay(const Record& r) {
+    if (!r.counterexample) return "";
+    if (!r.counterexample->black_box) return "permcheck replay report.json";
+    const auto audit = r.details.find("audit");
+    if (audit == r.details.end() || !audit->is_object()) return "";
+    const auto command = audit->find("command");
+    if (command == audit->end() || !command->is_string()) return "";
+    std::string quoted = "'";
+    for (char c : command->get<std::string>()) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return "permcheck replay report.json --exec " + quoted + "'";
+}
+
+SideNames shown_sides(const Record& r) {
+    if (r.verdict == Verdict::nondeterministic) return {"first answer", "second answer", "|first answer - second answer|"};
+    return side_names(r.property);
+}
+
 }  // namespace permcheck::report::detail

@@ -161,6 +161,36 @@ TEST(PermcheckMacros, ExpectEquivariantFailsOnAPositionLeakWithTheShrunkCountere
                             "replay: permcheck::AuditOptions{.output = permcheck::Output::sequence");
 }
 
+// A float callable's hint names float32, the dtype it was audited in, and runs as written: the options it
+// spells find the same case again.
+TEST(PermcheckMacros, ReplayHintOfAFloatCallableNamesFloat32AndFindsTheSameCase) {
+    const auto leak_f32 = [](const MatrixXf& x) {
+        MatrixXf y = x;
+        for (Eigen::Index i = 0; i < y.rows(); ++i) y(i, 0) += static_cast<float>(i);
+        return y;
+    };
+    EXPECT_NONFATAL_FAILURE(EXPECT_EQUIVARIANT(leak_f32, options(2)),
+                            "replay: permcheck::AuditOptions{.output = permcheck::Output::sequence, "
+                            ".dtype = permcheck::Arithmetic::float32, .d = 2, .min_len = 1, .max_len = 8, "
+                            ".cases = 100, .seed = 1} finds the same case again");
+    const permcheck::AuditResult first = permcheck::audit_callable(leak_f32, options(2));
+    // The hint's fields, set one by one (a designated initializer that skips a field warns under -Wextra).
+    permcheck::AuditOptions hint;
+    hint.output = permcheck::Output::sequence;
+    hint.dtype = permcheck::Arithmetic::float32;
+    hint.d = 2;
+    hint.min_len = 1;
+    hint.max_len = 8;
+    hint.cases = 100;
+    hint.seed = 1;
+    EXPECT_NE(permcheck::explain(first, options(2)).find(permcheck::replay_hint(hint)), std::string::npos);
+    const permcheck::AuditResult again = permcheck::audit_callable(leak_f32, hint);
+    ASSERT_EQ(again.verdict, permcheck::Verdict::violated);
+    EXPECT_EQ(again.dtype, permcheck::Arithmetic::float32);
+    EXPECT_EQ(again.cases, first.cases);
+    EXPECT_EQ(again.counterexample->x, first.counterexample->x);
+}
+
 TEST(PermcheckMacros, ExpectEquivariantFailsOnACausalRunningSum) {
     EXPECT_NONFATAL_FAILURE(EXPECT_EQUIVARIANT(running_sum, options(2)), "equivariance violated");
 }

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <mutex>
 #include <random>
 #include <set>
@@ -120,6 +121,91 @@ TEST(Audit, Float64LeakOfRelativeSize1e7IsViolated) {
     EXPECT_GT(r.counterexample->comparison.margin(), 1.0);
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// The dtype, inferred from the answers when not given
+
+// floor(8 x): integer answers, equivariant.
+Mat<double> integer_layer(const Mat<double>& x) { return (8.0 * x).array().floor().matrix(); }
+
+TEST(AuditDtype, Float32LayerHoldsByDefaultAndIsViolatedUnderAFloat64Tolerance) {
+    AuditOptions o = options(200);
+    o.max_len = 100;
+    ASSERT_FALSE(o.dtype.has_value()) << "inferring is the default";
+    const AuditResult r = audit(BlackBox(centered_float32), o);
+    EXPECT_EQ(r.verdict, Verdict::holds) << r.detail;
+    EXPECT_EQ(r.dtype, Arithmetic::float32);
+    EXPECT_TRUE(r.dtype_inferred);
+    // The replay names the dtype used and judges the same; float64 would call the rounding a violation.
+    o.dtype = r.dtype;
+    const AuditResult again = audit(BlackBox(centered_float32), o);
+    EXPECT_EQ(again.verdict, Verdict::holds);
+    EXPECT_FALSE(again.dtype_inferred);
+    o.dtype = Arithmetic::float64;
+    EXPECT_EQ(audit(BlackBox(centered_float32), o).verdict, Verdict::violated);
+}
+
+TEST(AuditDtype, Float64LeakOf1e7IsStillViolatedAndTheReplayFindsTheSameCase) {
+    const AuditResult r = audit(BlackBox(tiny_leak_float64), options());
+    ASSERT_EQ(r.verdict, Verdict::violated);
+    EXPECT_EQ(r.dtype, Arithmetic::float64);
+    EXPECT_TRUE(r.dtype_inferred);
+    ASSERT_TRUE(r.counterexample);
+    EXPECT_EQ(r.counterexample->dtype, Arithmetic::float64);
+    AuditOptions o = options();
+    o.dtype = r.dtype;
+    const AuditResult again = audit(BlackBox(tiny_leak_float64), o);
+    ASSERT_EQ(again.verdict, Verdict::violated);
+    EXPECT_EQ(again.cases, r.cases);
+    EXPECT_EQ(again.counterexample->x, r.counterexample->x);
+    EXPECT_EQ(again.counterexample->perm.cycles(), r.counterexample->perm.cycles());
+}
+
+TEST(AuditDtype, IntegerAnswersAreJudgedAsFloat64) {
+    const AuditResult r = audit(BlackBox(integer_layer), options(50));
+    EXPECT_EQ(r.verdict, Verdict::holds);
+    EXPECT_EQ(r.dtype, Arithmetic::float64) << "integers are float32 values whatever the layer computes in";
+    EXPECT_TRUE(r.dtype_inferred);
+}
+
+TEST(AuditDtype, EvidenceSaysFloat32OnlyForFloat32ValuesThatAreNotAllIntegers) {
+    PrecisionEvidence e;
+    e.add(Mat<double>::Constant(2, 2, 3.0));
+    EXPECT_EQ(e.dtype(), Arithmetic::float64) << "all integers";
+    e.add(Mat<double>::Constant(1, 1, 0.1f));
+    EXPECT_EQ(e.dtype(), Arithmetic::float32);
+    e.add(Mat<double>::Constant(1, 1, std::numeric_limits<double>::quiet_NaN()));
+    EXPECT_EQ(e.dtype(), Arithmetic::float32) << "a non-finite entry says nothing";
+    e.add(Mat<double>::Constant(1, 1, 1e300));
+    EXPECT_EQ(e.dtype(), Arithmetic::float64) << "beyond float32's range";
+    PrecisionEvidence f;
+    f.add(Mat<double>::Constant(1, 1, 0.1));
+    EXPECT_EQ(f.dtype(), Arithmetic::float64);
+}
+
+TEST(AuditDtype, InferenceDoesNotDependOnTheNumberOfBlackBoxes) {
+    // A float32 layer with a float64-sized leak from position 4: the inferred dtype and the case found must be
+    // those of one box, whatever cases other workers finished past the failure.
+    const BlackBox leaky = [](const Mat<double>& x) { return leak_from_position_4(centered_float32(x)); };
+    const AuditResult one = audit(leaky, options());
+    const AuditResult three = audit(std::vector<BlackBox>{leaky, leaky, leaky}, options());
+    ASSERT_EQ(one.verdict, Verdict::violated);
+    EXPECT_EQ(one.dtype, Arithmetic::float32);
+    EXPECT_EQ(three.verdict, one.verdict);
+    EXPECT_EQ(three.dtype, one.dtype);
+    EXPECT_EQ(three.cases, one.cases);
+    EXPECT_EQ(three.counterexample->x, one.counterexample->x);
+}
+
+TEST(Audit, NondeterministicFindingIsDescribedAsTwoAnswersToOneInput) {
+    AuditResult r = audit(BlackBox(Noisy{}), options());
+    ASSERT_EQ(r.verdict, Verdict::nondeterministic);
+    const std::string text = describe_finding(r);
+    EXPECT_NE(text.find("first answer ="), std::string::npos) << text;
+    EXPECT_NE(text.find("second answer ="), std::string::npos) << text;
+    EXPECT_EQ(text.find("permutation"), std::string::npos) << text;
+    EXPECT_EQ(text.find("weight seed"), std::string::npos) << text;
+}
+
 TEST(Audit, LeakStartingAtPosition4IsShrunkToFivePositions) {
     const AuditResult r = audit(BlackBox(leak_from_position_4), options());
     ASSERT_EQ(r.verdict, Verdict::violated);
@@ -214,7 +300,7 @@ TEST(Audit, WrongRowCountIsAnError) {
     o.min_len = 2;
     const AuditResult r = audit(pooled_instead, o);
     EXPECT_EQ(r.verdict, Verdict::error);
-    EXPECT_NE(r.error.find("answered 1 rows for a request of n=2"), std::string::npos) << r.error;
+    EXPECT_NE(r.error.find("answered 1 row for a request of n=2"), std::string::npos) << r.error;
     // The same layer is a fine pooled layer.
     o.output = Output::pooled;
     EXPECT_EQ(audit(pooled_instead, o).verdict, Verdict::holds);
@@ -629,7 +715,7 @@ TEST(AuditCommand, EveryFaultGetsItsVerdictExitCodeAndAReportOnDisk) {
     const Fault faults[] = {
         {"crash 4", 2, "error", "adapter exited with status 3 after 5 requests (4 answered); last request: id 5"},
         {"garbage 2", 2, "error", "not JSON"},
-        {"few-rows", 2, "error", "rows for a request of n="},
+        {"few-rows", 2, "error", "for a request of n="},
         {"exit", 2, "error", "adapter exited with status 0 after 1 request"},
         {"error", 2, "error", "adapter answered with an error: model not loaded"},
         {"wrong-id", 2, "error", "answered id 2 to request id 1"},
@@ -716,6 +802,118 @@ TEST(AuditCommand, ReplayOfAnAuditReportSendsTheSavedCaseToTheProgramTheUserName
     EXPECT_NE(broken.output.find("could not be evaluated through"), std::string::npos) << broken.output;
 }
 
+// Runs a report's replay line as written (its leading "permcheck" is this build's binary).
+CommandRun run_replay_line(const std::string& line) {
+    const std::string prefix = "permcheck ";
+    EXPECT_EQ(line.rfind(prefix, 0), 0u) << line;
+    return permcheck_command(line.substr(prefix.size()));
+}
+
+// The "re-evaluate this exact case" command of report.md, run in the report's directory as written.
+permcheck::test::Run run_markdown_case_replay(const fs::path& dir) {
+    std::ifstream in(dir / "report.md");
+    const std::string md((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string lead = "or re-evaluate this exact case: `";
+    const std::size_t at = md.find(lead);
+    EXPECT_NE(at, std::string::npos) << md;
+    if (at == std::string::npos) return {};
+    const std::size_t from = at + lead.size(), to = md.find('`', from);
+    std::string line = md.substr(from, to - from);
+    EXPECT_EQ(line.rfind("permcheck replay report.json --exec ", 0), 0u) << line;
+    line.replace(0, std::string("permcheck").size(), quote(PERMCHECK_BINARY));
+    return permcheck::test::run_shell(line, dir, /*merge_stderr=*/true);
+}
+
+TEST(AuditCommand, Float32AdapterHoldsByDefaultSayingTheDtypeWasInferred) {
+    const std::string f32 = kFault + " float32";
+    const CommandRun r = permcheck_audit("float32", f32, "--dim 4 --max-len 50 --cases 60");
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find("(float32, inferred from the answers, n in [1, 50]"), std::string::npos) << r.output;
+    EXPECT_EQ(r.report.value("dtype", ""), "float32");
+    EXPECT_EQ(r.report["details"]["audit"].value("dtype_inferred", false), true);
+    const std::string replay = r.report.value("replay", "");
+    EXPECT_NE(replay.find("--dtype float32"), std::string::npos) << replay;
+    const CommandRun again = run_replay_line(replay);
+    EXPECT_EQ(again.status, 0) << again.output;
+    EXPECT_NE(again.output.find("equivariance (float32, n in"), std::string::npos) << again.output;
+    // The same answers under a float64 tolerance are a false alarm: the default avoids it.
+    const CommandRun strict = permcheck_audit("float32-strict", f32, "--dim 4 --max-len 50 --cases 60 --dtype float64");
+    EXPECT_EQ(strict.status, 1) << strict.output;
+    EXPECT_EQ(strict.report["details"]["audit"].value("dtype_inferred", true), false);
+}
+
+TEST(AuditCommand, EveryReplayHintOfAViolationRunsAsWrittenAndFindsTheSameVerdict) {
+    const CommandRun r = permcheck_audit("replay-hints", kFault + " index-leak", "--dim 2 --cases 30");
+    ASSERT_EQ(r.status, 1) << r.output;
+    EXPECT_EQ(r.report.value("dtype", ""), "float64") << "a float64 leak is judged as float64";
+    const CommandRun again = run_replay_line(r.report.value("replay", ""));
+    EXPECT_EQ(again.status, 1) << again.output;
+    EXPECT_NE(again.output.find(" violated after " + std::to_string(r.report.value("cases", 0)) + " case"),
+              std::string::npos) << again.output;
+    const permcheck::test::Run exact = run_markdown_case_replay(scratch_dir("replay-hints"));
+    EXPECT_EQ(exact.exit_code, 1) << exact.out;
+    EXPECT_NE(exact.out.find("still fails"), std::string::npos) << exact.out;
+}
+
+TEST(AuditCommand, BlackBoxReportsOmitExactConfirmationAndWeightSeed) {
+    for (const char* mode : {"index-leak", "noisy"}) {
+        const CommandRun r = permcheck_audit(std::string("views-") + mode, kFault + " " + mode, "--dim 2 --cases 30");
+        ASSERT_EQ(r.status, 1) << r.output;
+        for (const char* file : {"report.md", "report.html"}) {
+            std::ifstream in(scratch_dir(std::string("views-") + mode) / file);
+            const std::string view((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+            EXPECT_EQ(view.find("exact rational arithmetic"), std::string::npos) << mode << " " << file;
+            EXPECT_EQ(view.find("Weight seed"), std::string::npos) << mode << " " << file;
+            EXPECT_NE(view.find("--exec"), std::string::npos) << mode << " " << file << ": the case replay";
+            const bool twice = std::string(mode) == "noisy";
+            EXPECT_EQ(view.find("first answer") != std::string::npos, twice) << mode << " " << file;
+            EXPECT_EQ(view.find("second answer") != std::string::npos, twice) << mode << " " << file;
+            EXPECT_EQ(view.find("P L(x)") != std::string::npos, !twice) << mode << " " << file;
+            EXPECT_EQ(view.find("class=\"permutation\"") != std::string::npos, !twice && file[7] == 'h')
+                << mode << " " << file << ": a permutation is drawn only for a violation";
+        }
+    }
+}
+
+TEST(AuditCommand, AnswerWithABatchDimensionIsAnErrorSayingToDropIt) {
+    const CommandRun r = permcheck_audit("batch", kFault + " batch", "--dim 2 --cases 5");
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find("drop the batch dimension"), std::string::npos) << r.output;
+}
+
+TEST(AuditCommand, LogHintOnlyForALineThatIsNoJsonObject) {
+    const CommandRun str = permcheck_audit("string", kFault + " string", "--dim 2 --cases 5");
+    EXPECT_EQ(str.status, 2) << str.output;
+    EXPECT_NE(str.output.find("\"y\" is string"), std::string::npos) << str.output;
+    EXPECT_EQ(str.output.find("write logs to stderr"), std::string::npos) << str.output;
+    const CommandRun log = permcheck_audit("log-line", kFault + " garbage 1", "--dim 2 --cases 5");
+    EXPECT_EQ(log.status, 2) << log.output;
+    EXPECT_NE(log.output.find("write logs to stderr"), std::string::npos) << log.output;
+}
+
+TEST(AuditCommand, OneCallAndOneRowAreSingular) {
+    const CommandRun crash = permcheck_audit("one-call", kFault + " crash 0", "--dim 2 --cases 5");
+    EXPECT_EQ(crash.status, 2) << crash.output;
+    EXPECT_NE(crash.output.find("after 1 case, 1 layer call,"), std::string::npos) << crash.output;
+    const CommandRun rows = permcheck_audit("one-row", kFault + " few-rows", "--dim 2 --cases 5 --min-len 2 --max-len 2");
+    EXPECT_EQ(rows.status, 2) << rows.output;
+    EXPECT_NE(rows.output.find("answered 1 row for a request of n=2"), std::string::npos) << rows.output;
+}
+
+TEST(AuditCommand, StartupTimeoutCoversTheFirstAnswerAndTimeoutTheOthers) {
+    const std::string slow = kFault + " slow-start 3";
+    const CommandRun patient = permcheck_audit("slow-ok", slow, "--dim 2 --cases 5 --timeout 1 --startup-timeout 20");
+    EXPECT_EQ(patient.status, 0) << patient.output;
+    EXPECT_NE(patient.report.value("replay", "").find("--startup-timeout 20"), std::string::npos);
+    const CommandRun hasty = permcheck_audit("slow-bad", slow, "--dim 2 --cases 5 --timeout 20 --startup-timeout 1");
+    EXPECT_EQ(hasty.status, 2) << hasty.output;
+    EXPECT_NE(hasty.output.find("did not answer within 1 s (--startup-timeout"), std::string::npos) << hasty.output;
+    const CommandRun bad = permcheck_audit("slow-zero", slow, "--dim 2 --startup-timeout 0");
+    EXPECT_EQ(bad.status, 2) << bad.output;
+    EXPECT_NE(bad.output.find("--startup-timeout must be a number of seconds in (0, 86400]"), std::string::npos)
+        << bad.output;
+}
+
 TEST(AuditCommand, ExecIsRefusedForAReferenceLayersReport) {
     const fs::path dir = fresh_dir("reference");
     const CommandRun check = permcheck_command("check causal-attention --no-db --report " + quote(dir.string()));
@@ -748,6 +946,18 @@ TEST(AuditCommand, TorchMultiheadAttentionVerdicts) {
     const CommandRun train = permcheck_audit("torch-train", mha + " --train", args);
     EXPECT_EQ(train.status, 1) << train.output;
     EXPECT_EQ(train.report.value("verdict", ""), "nondeterministic") << train.output;
+}
+
+// The most common model there is, audited as a new user would (no --dtype): float32 is inferred and it holds,
+// where a float64 tolerance calls its rounding a violation.
+TEST(AuditCommand, Float32TorchModelHoldsWithDefaultOptions) {
+    const std::string mha = kPython + " " + kSource + "/examples/adapters/torch_mha.py --dim 4";
+    const CommandRun plain = permcheck_audit("torch-default", mha, "--dim 4 --cases 60");
+    EXPECT_EQ(plain.status, 0) << plain.output;
+    EXPECT_EQ(plain.report.value("dtype", ""), "float32") << plain.output;
+    EXPECT_NE(plain.output.find("float32, inferred from the answers"), std::string::npos) << plain.output;
+    const CommandRun strict = permcheck_audit("torch-float64", mha, "--dim 4 --cases 60 --dtype float64");
+    EXPECT_EQ(strict.status, 1) << strict.output;
 }
 
 }  // namespace

@@ -200,6 +200,37 @@ TEST_F(Cli, CausalAttentionReportHoldsACounterexampleOfTwoPositions) {
     EXPECT_EQ(occurrences(html, "<line class=\"arrow moved\""), 2);  // (0 1) moves both positions
 }
 
+TEST_F(Cli, DimIsTheWidthInEverySubcommandWithDKeptAsAnAlias) {
+    for (const char* args : {"check attention --dim 4 --cases 5 --no-db", "check attention --d 4 --cases 5 --no-db",
+                             "prove attention --n 3 --dim 2", "prove attention --n 3 --d 2"}) {
+        const Invocation r = run(args);
+        EXPECT_EQ(r.code, 0) << args << "\n" << show(r);
+    }
+    const Invocation check = run("check attention --dim 0 --no-db");
+    EXPECT_EQ(check.code, 2) << show(check);
+    EXPECT_NE(check.err.find("--dim must be between 1 and 256, got 0"), std::string::npos) << show(check);
+    const Invocation prove = run("prove attention --n 3 --d 100");
+    EXPECT_EQ(prove.code, 2) << show(prove);
+    EXPECT_NE(prove.err.find("--dim must be between 1 and 64, got 100"), std::string::npos) << show(prove);
+}
+
+TEST_F(Cli, EveryReplayHintOfACheckReportRunsAsWrittenAndFindsTheSameVerdict) {
+    ASSERT_EQ(run("check causal-attention --report out --no-db").code, 1);
+    const json j = json::parse(slurp(dir / "out" / "report.json"));
+    const std::string replay = j["replay"].get<std::string>();
+    ASSERT_EQ(replay.rfind("permcheck ", 0), 0u) << replay;
+    EXPECT_NE(replay.find(" --dim 4"), std::string::npos) << replay;
+    const Invocation again = run(replay.substr(std::string("permcheck ").size()));
+    EXPECT_EQ(again.code, 1) << replay << "\n" << show(again);
+    EXPECT_NE(again.out.find("violated"), std::string::npos) << show(again);
+    const std::string md = slurp(dir / "out" / "report.md");
+    EXPECT_NE(md.find("or re-evaluate this exact case: `permcheck replay report.json`"), std::string::npos) << md;
+    const permcheck::test::Run exact = permcheck::test::run_shell(quote(PERMCHECK_BIN) + " replay report.json", dir / "out");
+    EXPECT_EQ(exact.exit_code, 1) << permcheck::test::show(exact);
+    const std::string html = slurp(dir / "out" / "report.html");
+    EXPECT_NE(html.find("Confirmed in exact rational arithmetic."), std::string::npos) << "a reference layer keeps it";
+}
+
 TEST_F(Cli, ReplayOfTheCausalAttentionReportStillFails) {
     ASSERT_EQ(run("check causal-attention --report out --no-db").code, 1);
     for (const char* target : {"out/report.json", "out"}) {

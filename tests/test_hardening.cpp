@@ -57,7 +57,7 @@ Exit permcheck_run(const std::vector<std::string>& args, const Scratch& scratch)
 
 TEST(CliArguments, NegativeSizesAreRefusedWithTheValidRange) {
     Scratch s;
-    EXPECT_REFUSED(permcheck_run({"check", "attention", "--d", "-3", "--no-db"}, s), "--d must be between 1 and");
+    EXPECT_REFUSED(permcheck_run({"check", "attention", "--d", "-3", "--no-db"}, s), "--dim must be between 1 and");
     EXPECT_REFUSED(permcheck_run({"check", "attention", "--cases", "-1", "--no-db"}, s), "--cases must be between");
     EXPECT_REFUSED(permcheck_run({"check", "attention", "--min-len", "-2", "--no-db"}, s), "--min-len");
     EXPECT_REFUSED(permcheck_run({"audit", "--exec", "cat", "--dim", "-1"}, s), "--dim must be between 1 and");

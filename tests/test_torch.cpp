@@ -8,6 +8,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <sys/wait.h>
 
@@ -160,6 +162,28 @@ TEST(TorchAuditCommand, ExitStatusCarriesTheVerdict) {
     EXPECT_EQ(run("audit-torch mha --train --cases 20"), 1);
     EXPECT_EQ(run("audit-torch mha --heads 3"), 2);
     EXPECT_EQ(run("audit-torch transformer"), 2);
+}
+
+// The replay line of an audit-torch report runs as written and finds the same verdict; its report.md offers no
+// `permcheck replay report.json` line, which has no program to send a LibTorch module's case to.
+TEST(TorchAuditCommand, ReplayLineOfAReportRunsAsWritten) {
+    const permcheck::test::Scratch dir("torch-replay");
+    ASSERT_EQ(run("audit-torch encoder-layer --mask causal --cases 20 --report " +
+                  permcheck::test::shell_quote(dir.dir().string())),
+              1);
+    std::ifstream in(dir.dir() / "report.json");
+    const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string key = "\"replay\": \"permcheck ";
+    const std::size_t at = json.find(key);
+    ASSERT_NE(at, std::string::npos) << json;
+    const std::size_t from = at + key.size();
+    const std::string args = json.substr(from, json.find('"', from) - from);
+    EXPECT_NE(args.find("audit-torch encoder-layer --mask causal"), std::string::npos) << args;
+    EXPECT_EQ(run(args), 1) << args;
+    std::ifstream md_in(dir.dir() / "report.md");
+    const std::string md((std::istreambuf_iterator<char>(md_in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(md.find("permcheck replay report.json"), std::string::npos) << md;
+    EXPECT_EQ(md.find("Weight seed"), std::string::npos) << md;
 }
 
 }  // namespace

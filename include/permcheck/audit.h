@@ -11,7 +11,8 @@
 // returns n rows (a sequence layer: equivariance L(P x) = P L(x)) or one vector (a pooled layer, output =
 // Output::pooled: invariance L(P x) = L(x)), as any dense Eigen matrix, vector or expression. A callable that
 // takes MatrixXf computes in float: it is audited with the float32 tolerance whatever opts.dtype says, since a
-// float64 tolerance would call float rounding a violation.
+// float64 tolerance would call float rounding a violation. Any other callable is audited in opts.dtype, or, when
+// that is empty (the default), in the dtype its answers show (PrecisionEvidence, check/blackbox.h).
 //
 // Why a header of its own, spelled <permcheck/...>: users include it next to their own headers, so its name
 // must be namespaced (as <rapidcheck/gtest.h> is), and it must read the same in this tree and in an installed
@@ -24,6 +25,7 @@
 
 #include <concepts>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -60,8 +62,8 @@ template <class R> Mat<double> answer_rows(const R& answer, Output output) {
 
 }  // namespace detail
 
-// The precision a callable computes in: float32 when it takes only MatrixXf, else what opts says.
-template <class F> Arithmetic callable_dtype(const Arithmetic requested) {
+// The precision a callable computes in: float32 when it takes only MatrixXf, else what opts says (empty: inferred).
+template <class F> std::optional<Arithmetic> callable_dtype(const std::optional<Arithmetic> requested) {
     if constexpr (detail::takes_float<F>) return Arithmetic::float32;
     else return requested;
 }
@@ -90,28 +92,33 @@ template <class F> AuditResult audit_callable(F layer, AuditOptions opts) {
     return audit(black_box(std::move(layer), opts.output), opts);
 }
 
-// The options a result came from, as the line a failing test prints so it can be run again.
+// The options a result came from, as the line a failing test prints so it can be run again; explain() fills in
+// the dtype the audit used, so the hint judges as the audit did.
 inline std::string replay_hint(const AuditOptions& o) {
     std::ostringstream s;
-    s << "permcheck::AuditOptions{.output = permcheck::Output::" << (o.output == Output::pooled ? "pooled" : "sequence")
-      << ", .dtype = permcheck::Arithmetic::" << arithmetic_name(o.dtype) << ", .d = " << o.d << ", .min_len = " << o.min_len
+    s << "permcheck::AuditOptions{.output = permcheck::Output::" << (o.output == Output::pooled ? "pooled" : "sequence");
+    if (o.dtype) s << ", .dtype = permcheck::Arithmetic::" << arithmetic_name(*o.dtype);
+    s << ", .d = " << o.d << ", .min_len = " << o.min_len
       << ", .max_len = " << o.max_len << ", .cases = " << o.cases << ", .seed = " << o.seed
       << "} finds the same case again";
     return s.str();
 }
 
 // A readable account of a result: the verdict, what was found, and the shrunk counterexample (describe()).
-inline std::string explain(const AuditResult& r, const AuditOptions& o) {
+inline std::string explain(const AuditResult& r, const AuditOptions& given) {
+    AuditOptions o = given;
+    o.dtype = r.dtype;  // the dtype used (a MatrixXf callable's float32, or the inferred one), for the hint
     std::ostringstream s;
     s << o.name << ": " << property_name(r.property) << " " << verdict_name(r.verdict) << " after "
-      << r.cases << (r.cases == 1 ? " case" : " cases") << " (" << r.evaluations << " layer calls, "
-      << arithmetic_name(r.dtype) << ")\n";
+      << r.cases << (r.cases == 1 ? " case" : " cases") << " (" << r.evaluations
+      << (r.evaluations == 1 ? " layer call, " : " layer calls, ") << arithmetic_name(r.dtype)
+      << (r.dtype_inferred ? ", inferred from the answers" : "") << ")\n";
     if (!r.detail.empty()) s << "  " << r.detail << "\n";
     if (!r.error.empty()) s << "  error: " << r.error << (r.last_request.empty() ? "" : "; last request: " + r.last_request) << "\n";
     if (r.counterexample) {
-        Counterexample ce = *r.counterexample;
-        if (ce.replay.empty()) ce.replay = replay_hint(o);
-        s << describe(ce);
+        AuditResult shown = r;
+        if (shown.counterexample->replay.empty()) shown.counterexample->replay = replay_hint(o);
+        s << describe_finding(shown);
     } else {
         s << "  replay: " << replay_hint(o) << "\n";
     }

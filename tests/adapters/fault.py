@@ -10,7 +10,11 @@ nan        y = x, NaN where x > 4                exit       exits at once, readi
 noisy      y = x + random noise (dropout-like)   error      answers {"error": ...}
 wrong-id   answers with id + 1                   long K     answers with a line of K bytes
 index-leak y[i] = x[i] * (1 + 1e-3 i): not equivariant
+float32    y = x - mean(x) in float32, summed in index order: equivariant up to float32 rounding
+batch      answers [y] (a batch dimension kept)   string   answers "y": "oops"
+slow-start K  sleeps K seconds before its first answer, then answers y = x
 """
+import struct
 import json
 import random
 import subprocess
@@ -22,6 +26,20 @@ k = int(sys.argv[2]) if len(sys.argv) > 2 else 0
 
 if mode == "exit":
     sys.exit(0)
+
+
+
+def f32(v):
+    return struct.unpack("f", struct.pack("f", v))[0]
+
+
+def centered_float32(x):
+    sums = [0.0] * len(x[0])
+    for row in x:
+        sums = [f32(s + f32(v)) for s, v in zip(sums, row)]
+    mean = [f32(s / len(x)) for s in sums]
+    return [[f32(f32(v) - m) for v, m in zip(row, mean)] for row in x]
+
 
 answered = 0
 for line in sys.stdin:
@@ -51,6 +69,14 @@ for line in sys.stdin:
         y = [[v + random.uniform(-1e-3, 1e-3) for v in row] for row in y]
     elif mode == "index-leak":
         y = [[v * (1 + 1e-3 * i) for v in row] for i, row in enumerate(y)]
+    elif mode == "float32":
+        y = centered_float32(x)
+    elif mode == "batch":
+        y = [y]
+    elif mode == "string":
+        y = "oops"
+    elif mode == "slow-start" and answered == 0:
+        time.sleep(k)
     answer = {"id": rid + 1 if mode == "wrong-id" else rid, "y": y}
     if mode == "error":
         answer = {"id": rid, "error": "model not loaded"}
