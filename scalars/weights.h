@@ -4,6 +4,7 @@
 
 #include "scalars/scalar.h"
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -48,12 +49,14 @@ inline constexpr int kOldestWeightsVersion = 1;
 template <class S> class DyadicDraw {
 public:
     DyadicDraw(std::uint64_t seed, int bits, int version = kWeightsVersion)
-        : rng_(seed), span_(std::uint64_t{1} << bits), unit_(std::ldexp(1.0, -bits)),
-          per_word_(version == 1 ? 0 : digits_per_word(2 * span_ + 1)) {
+        : rng_(seed), span_(std::uint64_t{1} << bits), base_(2 * span_ + 1), unit_(std::ldexp(1.0, -bits)),
+          per_word_(version == 1 ? 0 : digits_per_word(base_)) {
         if (version < kOldestWeightsVersion || version > kWeightsVersion)
             throw std::invalid_argument("weights version " + std::to_string(version) + " is unknown; this permcheck "
                                         "draws versions " + std::to_string(kOldestWeightsVersion) + " to " +
                                         std::to_string(kWeightsVersion));
+        set_up_powers();
+        digit_ = per_word_;  // the first draw takes a word
     }
     S operator()() {
         return sc::from_double<S>(static_cast<double>(static_cast<std::int64_t>(next_k()) -
@@ -61,29 +64,35 @@ public:
     }
 
 private:
+    static constexpr int kMaxDigits = 40;  // base >= 3: at most 35 digits keep base^digits <= 2^56
     static int digits_per_word(std::uint64_t base) {
         int digits = 0;
         for (unsigned __int128 power = base; power <= (static_cast<unsigned __int128>(1) << 56); power *= base) ++digits;
         return digits < 1 ? 1 : digits;
     }
+    // Digit i of w / 2^64 in base b is the high half of (w b^i mod 2^64) * b: with the powers b^i mod 2^64 at
+    // hand, each digit is two independent multiplications instead of a chain through the previous remainder.
+    void set_up_powers() {
+        std::uint64_t power = 1;
+        for (int i = 0; i < per_word_; ++i, power *= base_) powers_[static_cast<std::size_t>(i)] = power;
+    }
     std::uint64_t next_k() {
-        if (per_word_ == 0) return span_ == 16 ? rng_.next() % 33 : rng_.below(2 * span_ + 1);  // version 1
-        if (left_ == 0) {
+        if (per_word_ == 0) return span_ == 16 ? rng_.next() % 33 : rng_.below(base_);  // version 1
+        if (digit_ == per_word_) {
             word_ = rng_.next();
-            left_ = per_word_;
+            digit_ = 0;
         }
-        --left_;
-        const unsigned __int128 product = static_cast<unsigned __int128>(word_) * (2 * span_ + 1);
-        word_ = static_cast<std::uint64_t>(product);
-        return static_cast<std::uint64_t>(product >> 64);
+        const std::uint64_t shifted = word_ * powers_[static_cast<std::size_t>(digit_++)];  // mod 2^64
+        return static_cast<std::uint64_t>((static_cast<unsigned __int128>(shifted) * base_) >> 64);
     }
 
     SplitMix64 rng_;
-    std::uint64_t span_;
+    std::uint64_t span_, base_;
     double unit_;  // 2^-bits: the product is exact
     int per_word_;  // 0: version 1, one word per weight
-    int left_ = 0;  // digits left in word_
+    int digit_ = 0;  // the next digit of word_
     std::uint64_t word_ = 0;
+    std::array<std::uint64_t, kMaxDigits> powers_{};
 };
 
 template <class S> Draw<S> dyadic_draw(std::uint64_t seed, int bits = 4, int version = kWeightsVersion) {
