@@ -541,6 +541,28 @@ TEST(ReportWeights, AVersionThisPermcheckCannotDrawIsRefusedSayingWhy) {
     }
 }
 
+TEST(ReportWeights, Version1IsOneWordPerWeightAndVersion2ElevenWeightsPerWord) {
+    using permcheck::SplitMix64;
+    // Version 1 is the historical draw, pinned: weight = (word mod 33 - 16) / 16, one SplitMix64 word each.
+    permcheck::DyadicDraw<double> v1(42, 4, 1);
+    SplitMix64 words(42);
+    for (int i = 0; i < 30; ++i)
+        EXPECT_EQ(v1(), (static_cast<double>(words.next() % 33) - 16) / 16) << "weight " << i;
+    // Version 2: the base-33 digits of each word, most significant first, 11 to a word.
+    permcheck::DyadicDraw<double> v2(42, 4, 2);
+    SplitMix64 again(42);
+    for (int w = 0; w < 3; ++w) {
+        std::uint64_t rest = again.next();
+        for (int i = 0; i < 11; ++i) {
+            const unsigned __int128 product = static_cast<unsigned __int128>(rest) * 33;
+            rest = static_cast<std::uint64_t>(product);
+            EXPECT_EQ(v2(), (static_cast<double>(static_cast<std::uint64_t>(product >> 64)) - 16) / 16)
+                << "word " << w << ", digit " << i;
+        }
+    }
+    EXPECT_THROW(permcheck::DyadicDraw<double>(42, 4, 3), std::invalid_argument);
+}
+
 TEST_F(Cli, NewReportsCarryTheWeightsVersionAndAVersion1ReportStillReplays) {
     ASSERT_EQ(run("check causal-attention --report out --no-db").code, 1);
     EXPECT_EQ(json::parse(slurp(dir / "out" / "report.json"))["weights"], permcheck::kWeightsVersion);
