@@ -96,8 +96,15 @@ void BM_CheckAttention_float64(benchmark::State& s) { BM_CheckAttention<double>(
 void BM_CheckAttention_float32(benchmark::State& s) { BM_CheckAttention<float>(s, 10, 1.10); }
 void BM_CheckAttention_exact(benchmark::State& s) { BM_CheckAttention<Rational>(s, 4, 1.20); }
 
+// (16, 16): the small shape, where a case's fixed costs (generating it, drawing 4 d^2 weights, comparing) weigh
+// most against two passes of only a few microseconds; no target, its ratio is reported with what bounds it.
+void BM_CheckAttentionSmall_float64(benchmark::State& s) { BM_CheckAttention<double>(s, 100, 0); }
+void BM_CheckAttentionSmall_float32(benchmark::State& s) { BM_CheckAttention<float>(s, 100, 0); }
+
 BENCHMARK(BM_CheckAttention_float64)->Args({64, 64})->Args({256, 64})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CheckAttention_float32)->Args({64, 64})->Args({256, 64})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CheckAttentionSmall_float64)->Args({16, 16})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CheckAttentionSmall_float32)->Args({16, 16})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CheckAttention_exact)->Args({8, 4})->Args({16, 8})->Args({32, 16})->UseManualTime()->Unit(benchmark::kMillisecond);
 
 // -------------------------------------------------------------------------------------------- shrinking

@@ -18,6 +18,7 @@ struct Case {
     Permutation perm;
     std::uint64_t weight_seed = 0;
     long shift = 1;
+    int weights = kWeightsVersion;  // how weight_seed draws the weights (scalars/weights.h); a report's own on replay
 };
 
 // Where cases are drawn from.

@@ -30,8 +30,9 @@ rc::Gen<Case> case_generator(const CheckOptions& opts) {
 namespace {
 template <class S> Sides<S> sides_in(const LayerFamily& family, Property property, const Case& c) {
     const auto d = c.x.cols();
-    const LayerFn<S> layer = seeded_layer<S>(family, d, c.weight_seed, 0);
-    const LayerFn<S> shifted = property == Property::shift ? seeded_layer<S>(family, d, c.weight_seed, c.shift) : LayerFn<S>{};
+    const LayerFn<S> layer = seeded_layer<S>(family, d, c.weight_seed, 0, c.weights);
+    const LayerFn<S> shifted =
+        property == Property::shift ? seeded_layer<S>(family, d, c.weight_seed, c.shift, c.weights) : LayerFn<S>{};
     ToleranceModel tol;
     tol.unit_roundoff = ScalarTraits<S>::unit_roundoff;
     tol.amplification = family.amplification;
@@ -124,6 +125,7 @@ Counterexample counterexample_of(const LayerFamily& family, Property property, c
     ce.comparison = sides.comparison;
     ce.seed = opts.seed;
     ce.weight_seed = c.weight_seed;
+    ce.weights = c.weights;
     ce.shift = property == Property::shift ? c.shift : 0;
     ce.case_index = case_index;
     ce.shrink_steps = shrink_steps;

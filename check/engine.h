@@ -38,6 +38,7 @@ struct Counterexample {
     Mat<double> rhs;    // its right side, e.g. P L(x)
     Comparison comparison;
     std::uint64_t seed = 0, weight_seed = 0;
+    int weights = kWeightsVersion;  // the version of the draw that weight_seed names (scalars/weights.h)
     long shift = 0;
     int case_index = -1, shrink_steps = 0;
     bool confirmed_exactly = false;  // the same case, evaluated in rationals, violates with zero tolerance

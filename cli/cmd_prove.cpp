@@ -22,6 +22,12 @@ struct ProveOptions {
     CertificateOptions certificate;
 };
 
+// One layer's exit code as `permcheck check` has it: 0 certified to hold, 1 an exact witness, 3 not certified.
+int certificate_code(const Certificate& c) {
+    if (!c.conclusive) return 3;
+    return c.holds ? 0 : 1;
+}
+
 int prove(const ProveOptions& o) {
     if (o.all == !o.layer.empty()) {
         std::fprintf(stderr, "permcheck prove: name one layer or pass --all (valid layers: %s)\n",
@@ -41,10 +47,11 @@ int prove(const ProveOptions& o) {
         request.d = o.certificate.d;
         request.emit_dir = o.emit_smt;
         request.timeout_seconds = o.smt_timeout;
+        request.all = o.all;
         return prove_smt(request, std::cout);
     }
 
-    int mismatches = 0;
+    int mismatches = 0, code = 0;
     for (const std::string& name : layers) {
         const auto t0 = std::chrono::steady_clock::now();
         const Certificate c = certify(find_layer(name), o.certificate);
@@ -59,10 +66,11 @@ int prove(const ProveOptions& o) {
         if (o.all) std::fputs("\n", stdout);
         std::fflush(stdout);
         mismatches += !c.as_expected();
+        code = certificate_code(c);
     }
-    if (o.all)
-        std::printf("%s\n", mismatches == 0 ? "every layer certified as the verdict matrix expects"
-                                            : "some layers were NOT certified as the verdict matrix expects");
+    if (!o.all) return code;
+    std::printf("%s\n", mismatches == 0 ? "every layer certified as the verdict matrix expects"
+                                        : "some layers were NOT certified as the verdict matrix expects");
     return mismatches == 0 ? 0 : 1;
 }
 

@@ -30,7 +30,8 @@ std::string smtlib_file(const SmtResult& r, const SmtQuery& q) {
       << "; asserts that some entry of " << (invariance ? "L(P x) and L(x)" : "L(P x) and P L(x)") << " differs;\n"
       << "; x_i_j are the inputs, w<k> the weights in draw order, u_exp/u_sqrt/u_tanh/u_relu uninterpreted.\n"
       << "; unsat proves the " << (invariance ? "invariance" : "equivariance")
-      << " for this permutation (proofs-notes/smt-proofs.md). permcheck's answer: " << answer_name(q.answer) << "\n"
+      << " for this permutation (proofs-notes/smt-proofs.md). permcheck's answer: "
+      << (q.asked ? answer_name(q.answer) : "not asked") << "\n"
       << q.smtlib;
     if (q.smtlib.find("(check-sat)") == std::string::npos) s << "(check-sat)\n";
     return s.str();
@@ -79,10 +80,11 @@ std::string prepare_emit_dir(const SmtRequest& req) {
 int print_queries(const std::string& name, const SmtRequest& req, const SmtResult& r, std::ostream& out) {
     int code = 0;
     for (const SmtQuery& q : r.queries) {
-        out << "    " << q.perm.cycles() << ": " << answer_name(q.answer);
+        out << "    " << q.perm.cycles() << ": " << (q.asked ? answer_name(q.answer) : "not asked");
         if (!q.reason_unknown.empty()) out << " (" << q.reason_unknown << ")";
         if (q.answer == SmtAnswer::sat) out << (q.model_confirmed ? ", model confirmed" : ", model not confirmed");
-        out << ", Z3 " << q.seconds << " s (CPU " << q.cpu_seconds << " s)\n";
+        if (q.asked) out << ", Z3 " << q.seconds << " s (CPU " << q.cpu_seconds << " s)";
+        out << "\n";
         if (req.emit_dir.empty()) continue;
         const fs::path file = fs::path(req.emit_dir) / (name + "-n" + std::to_string(req.n) + "-d" +
                                                          std::to_string(req.d) + "-" + generator_tag(q.perm) + ".smt2");
@@ -98,17 +100,22 @@ int print_queries(const std::string& name, const SmtRequest& req, const SmtResul
 }
 
 void print_witness(const SmtResult& r, std::ostream& out) {
-    out << "    witness from the " << r.witness_source << ":\n";
-    std::istringstream lines(permcheck::describe(*r.counterexample));
-    for (std::string line; std::getline(lines, line);) out << "      " << line << "\n";
-    if (!r.witness_weights.empty()) {
-        out << "      weights w0.. in draw order:";
-        for (double w : r.witness_weights) out << ' ' << w;
-        out << "\n";
-    }
+    std::istringstream lines(describe_witness(r));
+    for (std::string line; std::getline(lines, line);) out << "    " << line << "\n";
 }
 
-// One layer's proof: 0 as the verdict matrix expects, 1 not, 2 when it cannot be proved at (n, d).
+// One layer's exit code as `permcheck check` has it: 0 proved, 1 a confirmed witness, 3 undecided.
+int verdict_code(SmtVerdict v) {
+    switch (v) {
+        case SmtVerdict::proved: return 0;
+        case SmtVerdict::violated: return 1;
+        case SmtVerdict::unknown: return 3;
+    }
+    return 2;
+}
+
+// One layer's proof: with --all, 0 as the verdict matrix expects and 1 not; for named layers, verdict_code;
+// 2 when it cannot be proved at (n, d) or a file could not be written.
 int prove_layer(const std::string& name, const SmtRequest& req, const SmtOptions& opts, std::ostream& out) {
     const auto start = std::chrono::steady_clock::now();
     SmtResult r;
@@ -125,7 +132,16 @@ int prove_layer(const std::string& name, const SmtRequest& req, const SmtOptions
         << std::defaultfloat;
     const int written = print_queries(name, req, r, out);
     if (r.counterexample) print_witness(r, out);
-    return written != 0 ? written : r.as_expected() ? 0 : 1;
+    if (written != 0) return written;
+    if (req.all) return r.as_expected() ? 0 : 1;
+    return verdict_code(r.verdict);
+}
+
+// 2 (an error) outranks 1 (a witness, or with --all an unexpected verdict), which outranks 3 (undecided), then 0.
+int worse(int a, int b) {
+    for (int code : {2, 1, 3})
+        if (a == code || b == code) return code;
+    return 0;
 }
 
 }  // namespace
@@ -142,9 +158,7 @@ int prove_smt(const SmtRequest& req, std::ostream& out) {
     opts.keep_smtlib = !req.emit_dir.empty();
     int code = 0;
     for (const std::string& name : req.layers) {
-        const int layer_code = prove_layer(name, req, opts, out);
-        // 2 (an error) outranks 1 (an unexpected verdict), which outranks 0.
-        if (layer_code == 2 || (layer_code == 1 && code == 0)) code = layer_code;
+        code = worse(code, prove_layer(name, req, opts, out));
     }
     return code;
 }

@@ -1,6 +1,6 @@
 // Each subcommand of the permcheck command lives in its own file and adds itself to the CLI11 app here.
 // A subcommand's handler returns the process exit code: 0 as expected / holds, 1 violated or unexpected,
-// 2 bad input or error.
+// 2 bad input or error, 3 undecided (prove: no proof and no witness).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -39,9 +39,11 @@ struct SmtRequest {
     int d = 4;
     std::string emit_dir;             // empty: write no SMT-LIB files
     double timeout_seconds = 60;
+    bool all = false;                 // --all: judged against the verdict matrix, like the verdict table
 };
-// Prints one verdict line (and details) per layer to out; returns the exit code (0 when every layer's result
-// matches the verdict matrix, 1 otherwise, 2 on bad input).
+// Prints one verdict line (and details) per layer to out; returns the exit code. With `all`: 0 when every
+// layer's result matches the verdict matrix, 1 otherwise. Named layers, as `permcheck check`: 0 proved, 1 a
+// confirmed witness, 3 undecided (the worst over the layers). 2 on bad input or an error.
 int prove_smt(const SmtRequest& request, std::ostream& out);
 
 }  // namespace permcheck::cli

@@ -86,10 +86,11 @@ struct LayerFamily {
 };
 
 // The layer whose weights are the dyadic draws of `weight_seed` (scalars/weights.h): the same weights in every
-// scalar, which is what a check's weight seed names.
+// scalar, which is what a check's weight seed names; `weights` is the draw's version (a report's own).
 template <class S>
-LayerFn<S> seeded_layer(const LayerFamily& family, Eigen::Index d, std::uint64_t weight_seed, long offset = 0) {
-    Draw<S> draw = dyadic_draw<S>(weight_seed);
+LayerFn<S> seeded_layer(const LayerFamily& family, Eigen::Index d, std::uint64_t weight_seed, long offset = 0,
+                        int weights = kWeightsVersion) {
+    Draw<S> draw = dyadic_draw<S>(weight_seed, 4, weights);
     return family.factory<S>()(d, draw, offset);
 }
 

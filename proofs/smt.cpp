@@ -1,5 +1,6 @@
 #include "proofs/smt.h"
 
+#include <iomanip>
 #include <sstream>
 #include <stdexcept>
 
@@ -101,6 +102,26 @@ SymbolicLayer symbolic_layer(const LayerFamily& family, int n, int d) {
     return s;
 }
 
+// Zeroes each weight in turn and keeps it zero when the violation survives, so that a witness from a model shows
+// only the weights it needs. One exact evaluation per weight.
+void drop_unneeded_weights(const LayerFamily& family, const Permutation& p, const Mat<double>& x, SmtResult& r) {
+    for (double& w : r.witness_weights) {
+        if (w == 0) continue;
+        const double kept = w;
+        w = 0;
+        try {
+            std::optional<Counterexample> ce = confirm(family, r.property, p, x, r.witness_weights);
+            if (ce) {
+                ce->replay = r.counterexample->replay;
+                r.counterexample = std::move(ce);
+                continue;
+            }
+        } catch (const std::domain_error&) {
+        }
+        w = kept;
+    }
+}
+
 // A sat model's input and weights, as r's witness if they violate in exact arithmetic with the real functions.
 bool adopt_model(const LayerFamily& family, const std::vector<double>& model, const Permutation& p, SmtResult& r) {
     try {
@@ -112,21 +133,27 @@ bool adopt_model(const LayerFamily& family, const std::vector<double>& model, co
         r.counterexample = std::move(ce);
         r.witness_weights = std::move(weights);
         r.witness_source = "Z3 model";
-        return true;
     } catch (const std::domain_error&) {
         return false;  // the model's values overflow the real exp (computed in double): not a usable witness
     }
+    drop_unneeded_weights(family, p, r.counterexample->x, r);
+    return true;
 }
 
-// One generator's query: is "some entry of the two sides differs" satisfiable?
+// One generator's query: is "some entry of the two sides differs" satisfiable? Not sent to Z3 unless `asked`.
 SmtQuery ask(const LayerFamily& family, const SymbolicLayer& s, const Permutation& p, const SmtOptions& opts,
-             SmtResult& r) {
+             bool asked, SmtResult& r) {
     const Sides<Symbolic> sides_p = sides<Symbolic>(s.layer, r.property, s.x, p);
     z3::solver solver(smt_context());
     solver.add(some_entry_differs(sides_p.lhs, sides_p.rhs));
     SmtQuery q;
     q.perm = p;
+    q.asked = asked;
     if (opts.keep_smtlib) q.smtlib = solver.to_smt2();
+    if (!asked) {
+        q.reason_unknown = r.counterexample ? "a witness settled it" : "an earlier query was not unsat";
+        return q;
+    }
     const detail::IsolatedCheck found = detail::check_isolated(solver, s.constants, opts.timeout_seconds);
     q.answer = found.answer;
     q.reason_unknown = found.reason_unknown;
@@ -137,8 +164,23 @@ SmtQuery ask(const LayerFamily& family, const SymbolicLayer& s, const Permutatio
     return q;
 }
 
+// Z3 on the generators in turn until one is not unsat (then no proof is possible and the rest is not asked:
+// its timeout would buy nothing). The unasked queries are still built when their SMT-LIB text is wanted.
+void ask_z3(const LayerFamily& family, const SmtOptions& opts, SmtResult& r) {
+    const bool witness_first = r.counterexample.has_value();
+    if (witness_first && !opts.keep_smtlib) return;
+    const SymbolicLayer s = symbolic_layer(family, r.n, r.d);
+    bool provable = !witness_first;
+    for (const Permutation& p : Permutation::generators(r.n)) {
+        if (!provable && !opts.keep_smtlib) break;
+        r.queries.push_back(ask(family, s, p, opts, provable, r));
+        provable = provable && r.queries.back().answer == SmtAnswer::unsat;
+    }
+}
+
 // The witness search of every family: the engine's exact check, on sequences of exactly n positions.
 void search_witness(const LayerFamily& family, const SmtOptions& opts, SmtResult& r) {
+    if (opts.witness_cases <= 0) return;
     CheckOptions o;
     o.arithmetic = Arithmetic::exact;
     o.cases = opts.witness_cases;
@@ -161,20 +203,14 @@ SmtResult smt_prove(const LayerFamily& family, int n, int d, const SmtOptions& o
     r.property = family.symmetry();
     r.n = n;
     r.d = d;
-    r.expected_symmetric = family.expected_symmetric();
+    r.expected_symmetric = family.expected_symmetric();  // a label for the report, never a choice of method
 
-    const SymbolicLayer s = symbolic_layer(family, n, d);
-    bool all_unsat = true;
-    for (const Permutation& p : Permutation::generators(n)) {
-        r.queries.push_back(ask(family, s, p, opts, r));
-        all_unsat = all_unsat && r.queries.back().answer == SmtAnswer::unsat;
-    }
-    if (all_unsat) {
-        r.verdict = SmtVerdict::proved;
-        return r;
-    }
-    if (!r.counterexample) search_witness(family, opts, r);
-    r.verdict = r.counterexample ? SmtVerdict::violated : SmtVerdict::unknown;
+    search_witness(family, opts, r);
+    ask_z3(family, opts, r);
+    bool all_unsat = !r.queries.empty();
+    for (const SmtQuery& q : r.queries) all_unsat = all_unsat && q.asked && q.answer == SmtAnswer::unsat;
+    if (all_unsat) r.verdict = SmtVerdict::proved;
+    else r.verdict = r.counterexample ? SmtVerdict::violated : SmtVerdict::unknown;
     return r;
 }
 
@@ -182,45 +218,59 @@ std::string SmtResult::headline() const {
     const std::string what = property == Property::invariance ? "invariant" : "equivariant";
     if (verdict == SmtVerdict::proved)
         return "proved " + what + " (all real inputs and weights, uninterpreted exp/sqrt/tanh)";
-    bool any_sat = false, any_unknown = false;
-    std::string reason;
+    if (verdict == SmtVerdict::violated && witness_source == "exact witness search")
+        return "not " + what + ": the exact witness search found a witness (Z3 not asked)";
+    if (verdict == SmtVerdict::violated)
+        return "not " + what + ": Z3 found a model, confirmed in exact arithmetic with the real exp/sqrt/tanh";
+    std::string z3 = "Z3 was not asked";
     for (const SmtQuery& q : queries) {
-        any_sat = any_sat || q.answer == SmtAnswer::sat;
-        if (q.answer == SmtAnswer::unknown) {
-            any_unknown = true;
-            reason = q.reason_unknown;
+        if (!q.asked) continue;
+        if (q.answer == SmtAnswer::sat) z3 = "Z3 found a model, which does not violate with the real exp/sqrt/tanh";
+        if (q.answer == SmtAnswer::unknown) z3 = "Z3 answered unknown (" + q.reason_unknown + ")";
+    }
+    return "not proved: the exact witness search found no witness, and " + z3;
+}
+
+std::string describe_witness(const SmtResult& r) {
+    const Counterexample& c = r.counterexample.value();
+    const SideNames names = side_names(c.property);
+    std::ostringstream s;
+    s << "witness (" << r.witness_source << "): n = " << c.n() << ", d = " << c.d() << ", permutation "
+      << c.perm.cycles() << " (rows: (P x)[i] = x[p[i]])\n";
+    s << "  x =\n" << format_matrix(c.x);
+    s << std::setprecision(17) << "  at position " << c.comparison.row << ", feature " << c.comparison.col << ": "
+      << names.lhs << " = " << c.lhs(c.comparison.row, c.comparison.col) << ", " << names.rhs << " = "
+      << c.rhs(c.comparison.row, c.comparison.col) << std::setprecision(6) << " (|difference| "
+      << c.comparison.max_abs_diff << "), confirmed in exact rational arithmetic\n";
+    if (r.witness_source == "Z3 model") {
+        std::size_t zero = 0;
+        std::ostringstream listed;
+        listed << std::setprecision(17);
+        for (std::size_t k = 0; k < r.witness_weights.size(); ++k) {
+            if (r.witness_weights[k] == 0) ++zero;
+            else listed << " w" << k << " = " << r.witness_weights[k] << ";";
         }
+        s << "  weights in draw order, the " << zero << " of " << r.witness_weights.size()
+          << " not listed are 0:" << listed.str() << "\n";
+    } else {
+        s << "  weights: dyadic, weight seed " << c.weight_seed << "; the same case: " << c.replay << "\n";
     }
-    std::string z3 = any_sat ? "Z3 found a model" : "Z3 answered unknown (" + reason + ")";
-    if (any_sat && any_unknown) z3 += "; another query was unknown (" + reason + ")";
-    if (verdict == SmtVerdict::violated) {
-        if (witness_source == "Z3 model")
-            return "not " + what + ": Z3 found a model, confirmed in exact arithmetic with the real exp/sqrt/tanh";
-        return "not " + what + ": " + z3 +
-               (any_sat ? ", which does not violate with the real exp/sqrt/tanh" : "") +
-               "; the exact witness search found a witness";
-    }
-    return "not proved: " + z3 + (any_sat ? ", which does not violate with the real exp/sqrt/tanh" : "") +
-           ", and the exact witness search found no witness";
+    return s.str();
 }
 
 std::string describe(const SmtResult& r) {
     std::ostringstream s;
     s << r.layer << " at n = " << r.n << ", d = " << r.d << ": " << r.headline() << "\n";
     for (const SmtQuery& q : r.queries) {
-        s << "  " << q.perm.cycles() << ": " << answer_name(q.answer);
+        s << "  " << q.perm.cycles() << ": " << (q.asked ? answer_name(q.answer) : "not asked");
         if (!q.reason_unknown.empty()) s << " (" << q.reason_unknown << ")";
-        s << ", Z3 " << q.seconds << " s (CPU " << q.cpu_seconds << " s)";
+        if (q.asked) s << ", Z3 " << q.seconds << " s (CPU " << q.cpu_seconds << " s)";
         if (q.answer == SmtAnswer::sat) s << (q.model_confirmed ? ", model confirmed" : ", model not confirmed");
         s << "\n";
     }
     if (r.counterexample) {
-        s << "  witness (" << r.witness_source << "):\n" << permcheck::describe(*r.counterexample);
-        if (!r.witness_weights.empty()) {
-            s << "  weights w0.. (in the layer's draw order):";
-            for (double w : r.witness_weights) s << ' ' << w;
-            s << "\n";
-        }
+        std::istringstream lines(describe_witness(r));
+        for (std::string line; std::getline(lines, line);) s << "  " << line << "\n";
     }
     return s.str();
 }

@@ -7,7 +7,9 @@
 
 namespace permcheck::cli {
 
-Case case_of(const Counterexample& c) { return Case{c.x, c.perm, c.weight_seed, c.property == Property::shift ? c.shift : 1}; }
+Case case_of(const Counterexample& c) {
+    return Case{c.x, c.perm, c.weight_seed, c.property == Property::shift ? c.shift : 1, c.weights};
+}
 
 Counterexample counterexample_at(const LayerFamily& spec, Property property, const Case& c, const CheckOptions& opts,
                                  int case_index, int shrink_steps) {

@@ -182,6 +182,18 @@ Counterexample counterexample_from(const json& j, const Record& r) {
     return c;
 }
 
+// The weight draw's version, 0 when the report has none. One this permcheck cannot draw is refused: the
+// counterexample's layer would get other weights than it was found with, and the replay would mean nothing.
+int weights_version(const json& j) {
+    const int v = get_or<int>(j, "weights", 0);
+    if (j.contains("weights") && (v < kOldestWeightsVersion || v > kWeightsVersion))
+        throw std::invalid_argument("field 'weights': version " + std::to_string(v) + " of the weight draw is " +
+                                    "unknown to this permcheck, which draws versions " +
+                                    std::to_string(kOldestWeightsVersion) + " to " + std::to_string(kWeightsVersion) +
+                                    "; a newer permcheck made this report, replay it with that one");
+    return v;
+}
+
 }  // namespace
 
 // ---- JSON ------------------------------------------------------------------------------------------------
@@ -198,6 +210,9 @@ json to_json(const Record& r) {
     j["error"] = r.error;
     j["replay"] = r.replay;
     j["details"] = r.details.is_null() ? json::object() : r.details;
+    const bool white_box = r.counterexample && !r.counterexample->black_box;
+    const int weights = white_box ? r.counterexample->weights : r.weights;
+    if (weights > 0) j["weights"] = weights;
     return j;
 }
 
@@ -220,8 +235,12 @@ Record from_json(const json& j) {
         if (!j["details"].is_object()) throw std::invalid_argument("field 'details' must be an object");
         r.details = j["details"];
     }
-    if (j.contains("counterexample") && !j["counterexample"].is_null())
+    r.weights = weights_version(j);
+    if (j.contains("counterexample") && !j["counterexample"].is_null()) {
         r.counterexample = counterexample_from(j["counterexample"], r);
+        // A report written before the draw had versions has no field: its weights are version 1.
+        if (!r.counterexample->black_box) r.counterexample->weights = r.weights > 0 ? r.weights : kOldestWeightsVersion;
+    }
     return r;
 }
 

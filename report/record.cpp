@@ -13,6 +13,7 @@ Record record_of(const CheckResult& result, const CheckOptions& opts) {
     r.seed = opts.seed;
     r.counterexample = result.counterexample;
     r.replay = replay_command(result.layer, result.property, opts);
+    r.weights = result.counterexample ? result.counterexample->weights : kWeightsVersion;
     r.details["check"] = {{"cases", opts.cases},     {"min_len", opts.min_len}, {"max_len", opts.max_len},
                           {"d", opts.d},             {"evaluations", result.evaluations},
                           {"expected", result.expected_holds ? "holds" : "violated"}};

@@ -29,6 +29,9 @@ struct Record {
     std::string error;     // empty unless verdict is error
     std::string replay;    // a command line that re-runs this exact case
     nlohmann::json details = nlohmann::json::object();  // producer-specific extras (audit: command, last request)
+    // The version of the weight draw (scalars/weights.h) of a check's layers; 0 for a black box, which has none.
+    // A white-box counterexample's own version (Counterexample::weights) is the one written.
+    int weights = 0;
 };
 
 nlohmann::json to_json(const Record& r);

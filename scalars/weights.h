@@ -4,9 +4,12 @@
 
 #include "scalars/scalar.h"
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
+#include <string>
 
 namespace permcheck {
 
@@ -31,26 +34,70 @@ private:
     std::uint64_t state_;
 };
 
+// The draw of weights from a seed has versions, because a report names its weights by (version, seed) and must
+// replay with the weights it was made with:
+//  1  one SplitMix64 word per weight: k = word mod (2^(bits+1) + 1).
+//  2  several weights per word: the word w read as the fraction w / 2^64 in base b = 2^(bits+1) + 1, one digit a
+//     weight (k = the high half of w * b, w = the low half), as many digits as keep b^digits <= 2^56, so that
+//     every tuple of digits is within 2^-8 of uniform (11 weights a word at the default 4 bits). A check draws
+//     4 d^2 weights a case, and one word each was most of a float check's cost above its two forward passes
+//     (bench/bench_check.cpp).
+inline constexpr int kWeightsVersion = 2;
+inline constexpr int kOldestWeightsVersion = 1;
+
 // Dyadic weights k / 2^bits with k uniform in [-2^bits, 2^bits]: values in [-1, 1], exact in float.
 template <class S> class DyadicDraw {
 public:
-    DyadicDraw(std::uint64_t seed, int bits)
-        : rng_(seed), span_(std::uint64_t{1} << bits), unit_(std::ldexp(1.0, -bits)) {}
+    DyadicDraw(std::uint64_t seed, int bits, int version = kWeightsVersion)
+        : rng_(seed), span_(std::uint64_t{1} << bits), base_(2 * span_ + 1), unit_(std::ldexp(1.0, -bits)),
+          per_word_(version == 1 ? 0 : digits_per_word(base_)) {
+        if (version < kOldestWeightsVersion || version > kWeightsVersion)
+            throw std::invalid_argument("weights version " + std::to_string(version) + " is unknown; this permcheck "
+                                        "draws versions " + std::to_string(kOldestWeightsVersion) + " to " +
+                                        std::to_string(kWeightsVersion));
+        set_up_powers();
+        digit_ = per_word_;  // the first draw takes a word
+    }
     S operator()() {
-        // The default 4 bits divides by the constant 33, which compiles to a multiplication: weights are
-        // drawn d^2 at a time for every case of a check (bench/bench_check.cpp).
-        const std::uint64_t k = span_ == 16 ? rng_.next() % 33 : rng_.below(2 * span_ + 1);
-        return sc::from_double<S>(static_cast<double>(static_cast<std::int64_t>(k) - static_cast<std::int64_t>(span_)) *
-                                  unit_);
+        return sc::from_double<S>(static_cast<double>(static_cast<std::int64_t>(next_k()) -
+                                                      static_cast<std::int64_t>(span_)) * unit_);
     }
 
 private:
+    static constexpr int kMaxDigits = 40;  // base >= 3: at most 35 digits keep base^digits <= 2^56
+    static int digits_per_word(std::uint64_t base) {
+        int digits = 0;
+        for (unsigned __int128 power = base; power <= (static_cast<unsigned __int128>(1) << 56); power *= base) ++digits;
+        return digits < 1 ? 1 : digits;
+    }
+    // Digit i of w / 2^64 in base b is the high half of (w b^i mod 2^64) * b: with the powers b^i mod 2^64 at
+    // hand, each digit is two independent multiplications instead of a chain through the previous remainder.
+    void set_up_powers() {
+        std::uint64_t power = 1;
+        for (int i = 0; i < per_word_; ++i, power *= base_) powers_[static_cast<std::size_t>(i)] = power;
+    }
+    std::uint64_t next_k() {
+        if (per_word_ == 0) return span_ == 16 ? rng_.next() % 33 : rng_.below(base_);  // version 1
+        if (digit_ == per_word_) {
+            word_ = rng_.next();
+            digit_ = 0;
+        }
+        const std::uint64_t shifted = word_ * powers_[static_cast<std::size_t>(digit_++)];  // mod 2^64
+        return static_cast<std::uint64_t>((static_cast<unsigned __int128>(shifted) * base_) >> 64);
+    }
+
     SplitMix64 rng_;
-    std::uint64_t span_;
+    std::uint64_t span_, base_;
     double unit_;  // 2^-bits: the product is exact
+    int per_word_;  // 0: version 1, one word per weight
+    int digit_ = 0;  // the next digit of word_
+    std::uint64_t word_ = 0;
+    std::array<std::uint64_t, kMaxDigits> powers_{};
 };
 
-template <class S> Draw<S> dyadic_draw(std::uint64_t seed, int bits = 4) { return DyadicDraw<S>(seed, bits); }
+template <class S> Draw<S> dyadic_draw(std::uint64_t seed, int bits = 4, int version = kWeightsVersion) {
+    return DyadicDraw<S>(seed, bits, version);
+}
 
 template <class S> Mat<S> draw_matrix(Eigen::Index rows, Eigen::Index cols, Draw<S>& draw) {
     Mat<S> m(rows, cols);

@@ -1,5 +1,6 @@
 // The permcheck command as a user and a CI job meet it: the built binary run as a subprocess, its exit codes,
 // messages, reports and failure database; and the report record's JSON round trip, in process.
+#include "report/failure_db.h"
 #include "report/report.h"
 #include "tests/support/process.h"
 
@@ -513,6 +514,96 @@ TEST_F(Cli, WritingAReportTwiceReplacesItAndLeavesNoTemporaryFiles) {
     EXPECT_EQ(permcheck::report::read(dir / "rep").verdict, permcheck::Verdict::holds);
     EXPECT_THROW(permcheck::report::write_atomically(dir / "no" / "such" / "dir" / "f.json", "{}"),
                  std::runtime_error);
+}
+
+// ---- the weight draw's version (scalars/weights.h) ---------------------------------------------------------
+
+// A violated check's record whose case draws its weights with version 1 (one 64-bit word per weight).
+Record version_1_record() {
+    using namespace permcheck;
+    permcheck::Case c;
+    c.x = Mat<double>{{0.5, -1, 0.25, 2}, {1, 0, -0.5, 0.75}};
+    c.perm = Permutation({1, 0});
+    c.weight_seed = 12345;
+    c.weights = 1;
+    CheckOptions opts;
+    const Counterexample ce = cli::counterexample_at(find_layer("causal-attention"), Property::equivariance, c, opts, 0, 0);
+    EXPECT_FALSE(ce.comparison.holds);
+    Record r;
+    r.verdict = Verdict::violated;
+    r.layer = "causal-attention";
+    r.cases = 1;
+    r.seed = 1;
+    r.counterexample = ce;
+    return r;
+}
+
+TEST(ReportWeights, AReportWithoutAVersionReplaysWithTheVersion1WeightsItWasMadeWith) {
+    using namespace permcheck;
+    const Record made = version_1_record();
+    json j = report::to_json(made);
+    EXPECT_EQ(j["weights"], 1);
+    j.erase("weights");  // as every report written before the draw had versions
+    const Record back = report::from_json(j);
+    ASSERT_TRUE(back.counterexample);
+    EXPECT_EQ(back.counterexample->weights, 1);
+    const LayerFamily& layer = find_layer("causal-attention");
+    const permcheck::Case again = cli::case_of(*back.counterexample);
+    const Sides<double> now = evaluate_case(layer, Property::equivariance, again, Arithmetic::float64);
+    EXPECT_TRUE(same_bits(now.lhs, made.counterexample->lhs));
+    EXPECT_TRUE(same_bits(now.rhs, made.counterexample->rhs));
+    // The current draw gives the same seed other weights: without the version the replay would mean nothing.
+    permcheck::Case current = again;
+    current.weights = kWeightsVersion;
+    EXPECT_FALSE(same_bits(evaluate_case(layer, Property::equivariance, current, Arithmetic::float64).lhs,
+                           made.counterexample->lhs));
+}
+
+TEST(ReportWeights, AVersionThisPermcheckCannotDrawIsRefusedSayingWhy) {
+    json j = permcheck::report::to_json(version_1_record());
+    j["weights"] = 99;
+    try {
+        permcheck::report::from_json(j);
+        ADD_FAILURE() << "a report with weights version 99 was accepted";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("field 'weights': version 99 of the weight draw is unknown"),
+                  std::string::npos)
+            << e.what();
+    }
+}
+
+TEST(ReportWeights, Version1IsOneWordPerWeightAndVersion2ElevenWeightsPerWord) {
+    using permcheck::SplitMix64;
+    // Version 1 is the historical draw, pinned: weight = (word mod 33 - 16) / 16, one SplitMix64 word each.
+    permcheck::DyadicDraw<double> v1(42, 4, 1);
+    SplitMix64 words(42);
+    for (int i = 0; i < 30; ++i)
+        EXPECT_EQ(v1(), (static_cast<double>(words.next() % 33) - 16) / 16) << "weight " << i;
+    // Version 2: the base-33 digits of each word, most significant first, 11 to a word.
+    permcheck::DyadicDraw<double> v2(42, 4, 2);
+    SplitMix64 again(42);
+    for (int w = 0; w < 3; ++w) {
+        std::uint64_t rest = again.next();
+        for (int i = 0; i < 11; ++i) {
+            const unsigned __int128 product = static_cast<unsigned __int128>(rest) * 33;
+            rest = static_cast<std::uint64_t>(product);
+            EXPECT_EQ(v2(), (static_cast<double>(static_cast<std::uint64_t>(product >> 64)) - 16) / 16)
+                << "word " << w << ", digit " << i;
+        }
+    }
+    EXPECT_THROW(permcheck::DyadicDraw<double>(42, 4, 3), std::invalid_argument);
+}
+
+TEST_F(Cli, NewReportsCarryTheWeightsVersionAndAVersion1ReportStillReplays) {
+    ASSERT_EQ(run("check causal-attention --report out --no-db").code, 1);
+    EXPECT_EQ(json::parse(slurp(dir / "out" / "report.json"))["weights"], permcheck::kWeightsVersion);
+
+    json old = permcheck::report::to_json(version_1_record());
+    old.erase("weights");
+    std::ofstream(dir / "old.json") << old.dump();
+    const Invocation r = run("replay old.json");
+    EXPECT_EQ(r.code, 1) << show(r);
+    EXPECT_NE(r.out.find("still fails"), std::string::npos) << show(r);
 }
 
 }  // namespace
