@@ -1,5 +1,7 @@
 #include "check/blackbox.h"
 
+#include "check/engine.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>

@@ -11,9 +11,13 @@
 //     twice differently is `nondeterministic`, never `violated`; the first few inputs are evaluated twice;
 //   - a non-finite output is its own verdict; every failure is shrunk (fewest positions, fewest moved
 //     positions, simplest values) by the check's own shrinker (check/case.h, check/search.h).
+//
+// It includes no RapidCheck header (check/counterexample.h holds the records it shares with the check), so that
+// <permcheck/audit.h> does not either; tests/public_headers.sh keeps it so.
 #pragma once
 
-#include "check/engine.h"
+#include "check/counterexample.h"
+#include "layers/expectation.h"
 
 #include <cstdint>
 #include <functional>
