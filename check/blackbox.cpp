@@ -255,19 +255,34 @@ struct Failure {
     std::string error, last_request;
 };
 
+// The stop of an audit asked for between calls (AuditOptions::stop_requested). Not a std::exception, so that
+// no handler of a black box's failures mistakes it for one.
+struct Interrupted {
+    std::optional<Observation> smallest;  // interrupted while shrinking: the smallest failing case so far
+};
+
+bool stop_requested(const AuditOptions& o) { return o.stop_requested && o.stop_requested(); }
+
 // Workers take cases in order; once a case fails, no later case is started, and the failure with the lowest
-// position wins, so the outcome does not depend on the number of workers.
+// position wins, so the outcome does not depend on the number of workers. A stop request ends every worker
+// before its next case.
 class CaseRun {
 public:
-    explicit CaseRun(const Schedule& schedule) : schedule_(schedule) {}
+    CaseRun(const Schedule& schedule, const AuditOptions& o) : schedule_(schedule), o_(o) {}
 
     void work(Evaluator& ev) {
         for (;;) {
+            if (stop_requested(o_)) {
+                interrupted_ = true;
+                return;
+            }
             const std::size_t j = next_.fetch_add(1);
             if (j >= schedule_.cases.size() || j > first_.load()) return;
+            const int calls_before = ev.evaluations;
             std::optional<Failure> f = attempt(ev, j);
-            if (!f) continue;
             std::lock_guard<std::mutex> lock(mutex_);
+            progress(ev.evaluations - calls_before);
+            if (!f) continue;
             if (j < first_.load()) {
                 first_ = j;
                 failure_ = std::move(f);
@@ -277,9 +292,17 @@ public:
     }
 
     std::optional<Failure> first_failure() && { return std::move(failure_); }
+    bool interrupted() const { return interrupted_.load(); }
+    int cases_done() const { return done_; }
 
 private:
     static constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
+
+    void progress(int calls) {  // under mutex_
+        ++done_;
+        calls_ += calls;
+        if (o_.on_progress) o_.on_progress(AuditProgress{done_, static_cast<int>(schedule_.cases.size()), calls_, false});
+    }
 
     std::optional<Failure> attempt(Evaluator& ev, std::size_t j) const {
         Failure f;
@@ -296,13 +319,22 @@ private:
     }
 
     const Schedule& schedule_;
+    const AuditOptions& o_;
     std::atomic<std::size_t> next_{0}, first_{none};
+    std::atomic<bool> interrupted_{false};
     std::mutex mutex_;
     std::optional<Failure> failure_;
+    int done_ = 0, calls_ = 0;
 };
 
-std::optional<Failure> run_cases(std::vector<Evaluator>& evaluators, const Schedule& schedule) {
-    CaseRun run(schedule);
+struct RunOutcome {
+    std::optional<Failure> failure;
+    bool interrupted = false;
+    int cases_done = 0;
+};
+
+RunOutcome run_cases(std::vector<Evaluator>& evaluators, const Schedule& schedule, const AuditOptions& o) {
+    CaseRun run(schedule, o);
     const std::size_t workers = std::min(evaluators.size(), std::max<std::size_t>(schedule.cases.size(), 1));
     if (workers <= 1) {
         run.work(evaluators[0]);
@@ -311,7 +343,9 @@ std::optional<Failure> run_cases(std::vector<Evaluator>& evaluators, const Sched
         for (std::size_t k = 0; k < workers; ++k) threads.emplace_back(&CaseRun::work, &run, std::ref(evaluators[k]));
         for (std::thread& t : threads) t.join();
     }
-    return std::move(run).first_failure();
+    const bool interrupted = run.interrupted();
+    const int done = run.cases_done();
+    return RunOutcome{std::move(run).first_failure(), interrupted, done};
 }
 
 int total_evaluations(const std::vector<Evaluator>& evaluators) {
@@ -328,9 +362,12 @@ int total_evaluations(const std::vector<Evaluator>& evaluators) {
 struct SameFailure {
     Evaluator& ev;
     Kind kind;
+    const AuditOptions& o;
     std::optional<Observation> last;
 
     bool operator()(const Case& c) {
+        if (stop_requested(o)) throw Interrupted{};
+        if (o.on_progress) o.on_progress(AuditProgress{0, 0, ev.evaluations, true});
         std::optional<Observation> ob = kind == Kind::nondeterministic ? ev.twice(c.x) : ev.observe(c, false);
         if (!ob || ob->kind != kind) return false;
         last = std::move(ob);
@@ -347,11 +384,17 @@ struct Shrunk {
 // Shrinks a failing case with the one case shrinker (check/case.h), keeping the kind of failure; nothing when
 // the case, evaluated again, no longer fails that way.
 std::optional<Shrunk> shrink_failure(Evaluator& ev, Kind kind, const Case& start, const AuditOptions& o) {
-    SameFailure same{ev, kind, std::nullopt};
+    SameFailure same{ev, kind, o, std::nullopt};
     const std::function<bool(const Case&)> fails = std::ref(same);
     if (!fails(start)) return std::nullopt;
-    const ShrinkResult<Case> r = shrink<Case>(shrinkable_case(start, o.min_len), fails, o.max_shrink_evaluations - 1);
-    return Shrunk{r.minimal.value(), *same.last, r.steps};
+    std::optional<ShrinkResult<Case>> r;
+    try {
+        r = shrink<Case>(shrinkable_case(start, o.min_len), fails, o.max_shrink_evaluations - 1);
+    } catch (Interrupted& stop) {
+        stop.smallest = same.last;  // search.h accepts every failing shrink: the last failing call's case is it
+        throw;
+    }
+    return Shrunk{r->minimal.value(), *same.last, r->steps};
 }
 
 // Shrinks the first failure on one black box. found() is the latest finding, also when a call throws.
@@ -444,6 +487,15 @@ std::string violation_detail(const Observation& found, const AuditOptions& o) {
            ", permutation " + found.perm.cycles() + "); both sides gave the same answers when evaluated again";
 }
 
+// Stopped while shrinking: the failure found is kept, shrunk as far as it got, and its kind named in the detail.
+void judge_interrupted(AuditResult& result, const Observation& smallest, int case_index, const AuditOptions& o) {
+    result.verdict = Verdict::interrupted;
+    result.detail = std::string("interrupted while shrinking a ") + finding_name(smallest.kind) + " found at case " +
+                    std::to_string(case_index) + "; the counterexample is the smallest found so far";
+    result.counterexample = record(smallest, o, result.property);
+    result.counterexample->case_index = case_index;
+}
+
 // The verdict on a failure of the run: shrunk on the first black box, or an error if shrinking failed.
 void judge_failure(AuditResult& result, Evaluator& ev, const Schedule& schedule, const Failure& failure,
                    const AuditOptions& o) {
@@ -451,6 +503,10 @@ void judge_failure(AuditResult& result, Evaluator& ev, const Schedule& schedule,
     FailureShrink shrinking(ev, o, failure.observation);
     try {
         shrinking.run(schedule.cases[failure.position]);
+    } catch (const Interrupted& stop) {
+        judge_interrupted(result, stop.smallest ? *stop.smallest : shrinking.found(), case_index, o);
+        result.counterexample->shrink_steps = shrinking.steps();
+        return;
     } catch (const std::exception& e) {
         result.verdict = Verdict::error;
         result.error = std::string(e.what()) + " (while shrinking a " + finding_name(shrinking.found().kind) +
@@ -477,11 +533,18 @@ AuditResult audit(const std::vector<BlackBox>& layers, const AuditOptions& o) {
     const Schedule schedule = schedule_of(o);
     std::vector<Evaluator> evaluators;
     for (const BlackBox& box : layers) evaluators.emplace_back(box, o);
-    const std::optional<Failure> failure = run_cases(evaluators, schedule);
+    const RunOutcome run = run_cases(evaluators, schedule, o);
+    const std::optional<Failure>& failure = run.failure;
 
     AuditResult result = labelled_result(o);
     result.cases = failure ? static_cast<int>(failure->position) + 1 : static_cast<int>(schedule.cases.size());
-    if (!failure) {
+    if (!failure && run.interrupted) {
+        result.verdict = Verdict::interrupted;
+        result.cases = run.cases_done;
+        result.detail = "interrupted after " + std::to_string(run.cases_done) + " of " +
+                        std::to_string(schedule.cases.size()) + " cases, none of which failed";
+        result.last_request = evaluators[0].last_request;
+    } else if (!failure) {
         result.last_request = evaluators[0].last_request;
     } else if (failure->threw) {
         result.verdict = Verdict::error;

@@ -10,8 +10,10 @@ nan        y = x, NaN where x > 4                exit       exits at once, readi
 noisy      y = x + random noise (dropout-like)   error      answers {"error": ...}
 wrong-id   answers with id + 1                   long K     answers with a line of K bytes
 index-leak y[i] = x[i] * (1 + 1e-3 i): not equivariant
+slow K     y = x after K ms per request; writes its pid to $FAULT_PID_FILE when set (tests of Ctrl-C)
 """
 import json
+import os
 import random
 import subprocess
 import sys
@@ -22,6 +24,9 @@ k = int(sys.argv[2]) if len(sys.argv) > 2 else 0
 
 if mode == "exit":
     sys.exit(0)
+if os.environ.get("FAULT_PID_FILE"):
+    with open(os.environ["FAULT_PID_FILE"], "w") as pid_file:
+        pid_file.write(str(os.getpid()))
 
 answered = 0
 for line in sys.stdin:
@@ -42,6 +47,8 @@ for line in sys.stdin:
         sys.stdout.flush()
         answered += 1
         continue
+    if mode == "slow":
+        time.sleep(k / 1000)
     y = [row[:] for row in x]
     if mode == "few-rows":
         y = y[:-1] if len(y) > 1 else y + y
