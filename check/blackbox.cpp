@@ -1,5 +1,6 @@
 #include "check/blackbox.h"
 
+#include "check/engine.h"
 #include "check/lengths.h"
 
 #include <algorithm>
@@ -323,16 +324,27 @@ std::vector<Arithmetic> lanes_of(const AuditOptions& o) {
     return {Arithmetic::float32, Arithmetic::float64};
 }
 
-// What the run found: the first failure under the dtype it judged with.
+// What the run found: the first failure under the dtype it judged with; whether a stop request ended it.
 struct RunOutcome {
     std::optional<Failure> failure;
     Arithmetic dtype = Arithmetic::float64;
+    bool interrupted = false;
+    int cases_done = 0;
 };
+
+// The stop of an audit asked for between calls (AuditOptions::stop_requested). Not a std::exception, so that
+// no handler of a black box's failures mistakes it for one.
+struct Interrupted {
+    std::optional<Observation> smallest;  // interrupted while shrinking: the smallest failing case so far
+};
+
+bool stop_requested(const AuditOptions& o) { return o.stop_requested && o.stop_requested(); }
 
 // Workers take cases in order and judge each with every lane's tolerance; once a case fails under the first
 // (loosest) lane, which makes it fail under every lane, no later case is started. Per lane the failure with
 // the lowest position wins, and the dtype is inferred from the answers of the cases up to the first lane's
-// failure, so the outcome does not depend on the number of workers.
+// failure, so the outcome does not depend on the number of workers. A stop request ends every worker before
+// its next case.
 class CaseRun {
 public:
     CaseRun(const Schedule& schedule, const AuditOptions& o)
@@ -342,6 +354,10 @@ public:
 
     void work(Evaluator& ev) {
         for (;;) {
+            if (stop_requested(o_)) {
+                interrupted_ = true;
+                return;
+            }
             const std::size_t j = next_.fetch_add(1);
             if (j >= schedule_.cases.size() || j > stop_.load()) return;
             if (attempt(ev, j)) return;
@@ -359,6 +375,8 @@ public:
         }
         for (Lane& lane : lanes_)
             if (lane.dtype == out.dtype) out.failure = std::move(lane.failure);
+        out.interrupted = interrupted_.load();
+        out.cases_done = done_;
         return out;
     }
 
@@ -373,6 +391,7 @@ private:
 
     // Runs case j; true when it failed under the first lane (the run stops).
     bool attempt(Evaluator& ev, std::size_t j) {
+        const int calls_before = ev.evaluations;
         std::vector<std::optional<Failure>> found(lanes_.size());
         try {
             const Answers answers = ev.ask(schedule_.cases[j], schedule_.repeats(j));
@@ -385,6 +404,7 @@ private:
             for (auto& f : found) f = Failure{j, Observation{}, true, e.what(), ev.last_request};
         }
         std::lock_guard<std::mutex> lock(mutex_);
+        progress(ev.evaluations - calls_before);
         for (std::size_t k = 0; k < lanes_.size(); ++k)
             if (found[k] && (!lanes_[k].failure || j < lanes_[k].failure->position)) lanes_[k].failure = std::move(found[k]);
         if (!found[0]) return false;
@@ -392,12 +412,20 @@ private:
         return true;
     }
 
+    void progress(int calls) {  // under mutex_
+        ++done_;
+        calls_ += calls;
+        if (o_.on_progress) o_.on_progress(AuditProgress{done_, static_cast<int>(schedule_.cases.size()), calls_, false});
+    }
+
     const Schedule& schedule_;
     const AuditOptions& o_;
     std::vector<Lane> lanes_;
     std::vector<PrecisionEvidence> evidence_;
     std::atomic<std::size_t> next_{0}, stop_{none};
+    std::atomic<bool> interrupted_{false};
     std::mutex mutex_;
+    int done_ = 0, calls_ = 0;
 };
 
 RunOutcome run_cases(std::vector<Evaluator>& evaluators, const Schedule& schedule, const AuditOptions& o) {
@@ -427,9 +455,12 @@ int total_evaluations(const std::vector<Evaluator>& evaluators) {
 struct SameFailure {
     Evaluator& ev;
     Kind kind;
+    const AuditOptions& o;
     std::optional<Observation> last;
 
     bool operator()(const Case& c) {
+        if (stop_requested(o)) throw Interrupted{};
+        if (o.on_progress) o.on_progress(AuditProgress{0, 0, ev.evaluations, true});
         std::optional<Observation> ob = kind == Kind::nondeterministic ? ev.twice(c.x) : ev.observe(c, false);
         if (!ob || ob->kind != kind) return false;
         last = std::move(ob);
@@ -446,11 +477,17 @@ struct Shrunk {
 // Shrinks a failing case with the one case shrinker (check/case.h), keeping the kind of failure; nothing when
 // the case, evaluated again, no longer fails that way.
 std::optional<Shrunk> shrink_failure(Evaluator& ev, Kind kind, const Case& start, const AuditOptions& o) {
-    SameFailure same{ev, kind, std::nullopt};
+    SameFailure same{ev, kind, o, std::nullopt};
     const std::function<bool(const Case&)> fails = std::ref(same);
     if (!fails(start)) return std::nullopt;
-    const ShrinkResult<Case> r = shrink<Case>(shrinkable_case(start, o.min_len), fails, o.max_shrink_evaluations - 1);
-    return Shrunk{r.minimal.value(), *same.last, r.steps};
+    std::optional<ShrinkResult<Case>> r;
+    try {
+        r = shrink<Case>(shrinkable_case(start, o.min_len), fails, o.max_shrink_evaluations - 1);
+    } catch (Interrupted& stop) {
+        stop.smallest = same.last;  // search.h accepts every failing shrink: the last failing call's case is it
+        throw;
+    }
+    return Shrunk{r->minimal.value(), *same.last, r->steps};
 }
 
 // Shrinks the first failure on one black box. found() is the latest finding, also when a call throws.
@@ -543,6 +580,15 @@ std::string violation_detail(const Observation& found, const AuditOptions& o) {
            ", permutation " + found.perm.cycles() + "); both sides gave the same answers when evaluated again";
 }
 
+// Stopped while shrinking: the failure found is kept, shrunk as far as it got, and its kind named in the detail.
+void judge_interrupted(AuditResult& result, const Observation& smallest, int case_index, const AuditOptions& o) {
+    result.verdict = Verdict::interrupted;
+    result.detail = std::string("interrupted while shrinking a ") + finding_name(smallest.kind) + " found at case " +
+                    std::to_string(case_index) + "; the counterexample is the smallest found so far";
+    result.counterexample = record(smallest, o, result.property);
+    result.counterexample->case_index = case_index;
+}
+
 // The verdict on a failure of the run: shrunk on the first black box, or an error if shrinking failed.
 void judge_failure(AuditResult& result, Evaluator& ev, const Schedule& schedule, const Failure& failure,
                    const AuditOptions& o) {
@@ -550,6 +596,10 @@ void judge_failure(AuditResult& result, Evaluator& ev, const Schedule& schedule,
     FailureShrink shrinking(ev, o, failure.observation);
     try {
         shrinking.run(schedule.cases[failure.position]);
+    } catch (const Interrupted& stop) {
+        judge_interrupted(result, stop.smallest ? *stop.smallest : shrinking.found(), case_index, o);
+        result.counterexample->shrink_steps = shrinking.steps();
+        return;
     } catch (const std::exception& e) {
         result.verdict = Verdict::error;
         result.error = std::string(e.what()) + " (while shrinking a " + finding_name(shrinking.found().kind) +
@@ -615,6 +665,12 @@ AuditResult audit(const std::vector<BlackBox>& layers, const AuditOptions& given
     AuditResult result = labelled_result(o);
     result.dtype_inferred = !given.dtype.has_value();
     result.cases = failure ? static_cast<int>(failure->position) + 1 : static_cast<int>(schedule.cases.size());
+    if (!failure && run.interrupted) {
+        result.verdict = Verdict::interrupted;
+        result.cases = run.cases_done;
+        result.detail = "interrupted after " + std::to_string(run.cases_done) + " of " +
+                        std::to_string(schedule.cases.size()) + " cases, none of which failed";
+    }
     result.lengths = lengths_covered(schedule, static_cast<std::size_t>(result.cases));
     if (!failure) {
         result.last_request = evaluators[0].last_request;

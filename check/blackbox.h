@@ -12,9 +12,13 @@
 //     twice differently is `nondeterministic`, never `violated`; the first few inputs are evaluated twice;
 //   - a non-finite output is its own verdict; every failure is shrunk (fewest positions, fewest moved
 //     positions, simplest values) by the check's own shrinker (check/case.h, check/search.h).
+//
+// It includes no RapidCheck header (check/counterexample.h holds the records it shares with the check), so that
+// <permcheck/audit.h> does not either; tests/public_headers.sh keeps it so.
 #pragma once
 
-#include "check/engine.h"
+#include "check/counterexample.h"
+#include "layers/expectation.h"
 
 #include <cstdint>
 #include <functional>
@@ -46,6 +50,15 @@ struct Shard {
 Shard parse_shard(const std::string& text);  // "K/N" with 1 <= K <= N; throws std::invalid_argument otherwise
 bool in_shard(int case_index, const Shard& shard);
 
+// Where an audit stands, for a progress line: cases of this run done and in all, calls so far, and whether it is
+// shrinking a failure (shrink calls are not cases).
+struct AuditProgress {
+    int cases_done = 0;
+    int cases_total = 0;
+    int calls = 0;
+    bool shrinking = false;
+};
+
 struct AuditOptions {
     std::string name = "black box";     // the audited layer's name in the record (e.g. the command)
     Output output = Output::sequence;   // sequence: equivariance L(P x) = P L(x); pooled: invariance L(P x) = L(x)
@@ -63,6 +76,12 @@ struct AuditOptions {
     int repeat_checks = 3;              // cases of this run (spread over it) that also evaluate L(x) twice
     double amplification = 1.0;         // the layer's worst-case growth of a rounding error (ToleranceModel)
     int max_shrink_evaluations = 500;   // a cap on the shrinking of one failure (each costs 2 calls)
+    // Asked between cases and between shrink steps: true stops the audit with the verdict `interrupted`, which
+    // keeps the cases run and any failure found (shrunk as far as it got). The engine reads no signal itself: a
+    // program that wants Ctrl-C to stop an audit sets a flag in its handler and returns it here.
+    std::function<bool()> stop_requested;
+    // Called after each case and each shrink step, from the thread that ran it (one call at a time).
+    std::function<void(const AuditProgress&)> on_progress;
 };
 // Throws std::invalid_argument naming the bad option and what is expected.
 void validate(const AuditOptions& opts);

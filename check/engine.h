@@ -1,9 +1,10 @@
 // Checking a layer family against a property: random search in float, double or exact rationals, the
-// shrunk counterexample, and its exact confirmation. The public header of properties/.
+// shrunk counterexample, and its exact confirmation. The header of the white-box check; the records it shares with the audit are in check/counterexample.h.
 #pragma once
 
 #include "layers/catalog.h"
 #include "check/case.h"
+#include "check/counterexample.h"
 #include "check/compare.h"
 #include "check/generators.h"
 #include "check/permutation.h"
@@ -25,28 +26,6 @@ struct CheckOptions {
     int min_len = 1;
     int max_len = 8;
     int d = 4;
-};
-
-// One counterexample, as data: every view (text, JSON, Markdown, HTML) is made from this record.
-struct Counterexample {
-    std::string layer;
-    Property property = Property::equivariance;
-    Arithmetic dtype = Arithmetic::float64;
-    Permutation perm;   // the permutation the property applied (acting on rows: (P x)[i] = x[p[i]])
-    Mat<double> x;      // the input
-    Mat<double> lhs;    // the property's left side, e.g. L(P x)
-    Mat<double> rhs;    // its right side, e.g. P L(x)
-    Comparison comparison;
-    std::uint64_t seed = 0, weight_seed = 0;
-    int weights = kWeightsVersion;  // the version of the draw that weight_seed names (scalars/weights.h)
-    long shift = 0;
-    int case_index = -1, shrink_steps = 0;
-    bool confirmed_exactly = false;  // the same case, evaluated in rationals, violates with zero tolerance
-    bool black_box = false;          // an audited layer: no weight seed, no exact re-evaluation possible
-    std::string replay;              // a command line that re-runs this check
-
-    Eigen::Index n() const { return x.rows(); }
-    Eigen::Index d() const { return x.cols(); }
 };
 
 struct CheckResult {
@@ -85,8 +64,5 @@ void keep_freed_memory_for_reuse();
 // The replay command line for a check.
 std::string replay_command(const std::string& layer, Property property, const CheckOptions& opts);
 
-// A readable multi-line description, for test failure messages and the terminal.
-std::string describe(const Counterexample& c);
-std::string format_matrix(const Mat<double>& m, const std::string& indent = "    ");
 
 }  // namespace permcheck

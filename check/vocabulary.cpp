@@ -10,7 +10,7 @@ constexpr std::array kProperties{Property::equivariance, Property::invariance, P
                                  Property::causal_prefix};
 constexpr std::array kArithmetics{Arithmetic::float32, Arithmetic::float64, Arithmetic::exact};
 constexpr std::array kVerdicts{Verdict::holds, Verdict::violated, Verdict::nondeterministic, Verdict::non_finite,
-                               Verdict::error};
+                               Verdict::error, Verdict::interrupted};
 
 template <class Enum, std::size_t N, class Name>
 std::string joined(const std::array<Enum, N>& all, Name name) {
@@ -62,6 +62,7 @@ const char* verdict_name(Verdict v) {
         case Verdict::nondeterministic: return "nondeterministic";
         case Verdict::non_finite: return "non-finite";
         case Verdict::error: return "error";
+        case Verdict::interrupted: return "interrupted";
     }
     return "?";
 }
@@ -76,6 +77,7 @@ int exit_code(Verdict v) {
     switch (v) {
         case Verdict::holds: return 0;
         case Verdict::error: return 2;
+        case Verdict::interrupted: return 130;  // what a shell reports for a command stopped by SIGINT (128 + 2)
         default: return 1;
     }
 }

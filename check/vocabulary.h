@@ -12,7 +12,8 @@ namespace permcheck {
 
 enum class Arithmetic { float32, float64, exact };
 
-enum class Verdict { holds, violated, nondeterministic, non_finite, error };
+// interrupted: the run was stopped (Ctrl-C, SIGTERM) before it could decide; what it found so far is kept.
+enum class Verdict { holds, violated, nondeterministic, non_finite, error, interrupted };
 
 const char* property_name(Property p);
 Property parse_property(const std::string& name);  // throws std::invalid_argument listing valid names
@@ -21,9 +22,9 @@ std::string property_names();
 const char* arithmetic_name(Arithmetic a);
 Arithmetic parse_arithmetic(const std::string& name);  // float32|float64|exact; throws otherwise
 
-const char* verdict_name(Verdict v);  // holds | violated | nondeterministic | non-finite | error
+const char* verdict_name(Verdict v);  // holds | violated | nondeterministic | non-finite | error | interrupted
 Verdict parse_verdict(const std::string& name);  // throws std::invalid_argument listing valid names
-int exit_code(Verdict v);             // 0 holds; 1 violated, nondeterministic, non-finite; 2 error
+int exit_code(Verdict v);  // 0 holds; 1 violated, nondeterministic, non-finite; 2 error; 130 interrupted
 
 // The two sides of a property as a reader sees them, and their difference: "L(P x)", "P L(x)",
 // "|L(P x) - P L(x)|" for equivariance.

@@ -2,6 +2,7 @@
 // adapters/exec_adapter.h. Exit 0 holds; 1 violated, nondeterministic or non-finite; 2 error. report.json is
 // written in every case, the error one included, so CI always has an artifact to show.
 #include "cli/audit_common.h"
+#include "cli/interrupt.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 
@@ -116,7 +117,18 @@ int run_audit(const AuditRequest& q) {
         }
     }
     const auto t0 = std::chrono::steady_clock::now();
-    AuditResult r = run_boxes(q, opts);
+    AuditResult r;
+    {
+        const StopOnSignal stop;
+        ProgressLine line(progress_enabled());
+        opts.stop_requested = &StopOnSignal::requested;
+        opts.on_progress = [&line](const AuditProgress& p) { line.audit(p); };
+        r = run_boxes(q, opts);
+        if (r.verdict == Verdict::interrupted)
+            std::cerr << program << ": interrupted by " << StopOnSignal::name() << " after " << r.cases
+                      << (r.cases == 1 ? " case" : " cases") << "; the adapters were stopped"
+                      << (q.flags.report_dir.empty() ? "" : "; the report keeps what was run") << "\n";
+    }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (r.verdict == Verdict::error && !r.last_request.empty() && r.error.find("last request") == std::string::npos)
         r.error += "; last request: " + r.last_request;

@@ -1,35 +1,51 @@
-# The installed package: headers, static libraries, the permcheck command and an export set, so that a user's
-# find_package(permcheck CONFIG REQUIRED) gives permcheck::permcheck, permcheck::cli and permcheck_add_audit().
+# The installed package: the public headers, the static libraries behind them, the permcheck command and two
+# export sets, so that a user's find_package(permcheck CONFIG REQUIRED) gives permcheck::permcheck, permcheck::cli
+# and permcheck_add_audit(), and find_package(permcheck COMPONENTS cli) gives only the command and the function.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(PERMCHECK_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/permcheck)
 
-# Headers keep their folders: <prefix>/include/permcheck/{scalars,layers,check}/ (reached as "check/..." through
-# permcheck_scalars' include/permcheck directory) and the API at <prefix>/include/permcheck/*.h (reached as
-# <permcheck/audit.h> through permcheck_api's include directory).
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/scalars ${PROJECT_SOURCE_DIR}/layers ${PROJECT_SOURCE_DIR}/check
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/permcheck
-        FILES_MATCHING PATTERN "*.h"
-        PATTERN "symbolic.h" EXCLUDE     # the Z3 prover stays in the command
-        PATTERN "make_family.h" EXCLUDE)  # instantiates the symbolic scalar
+# Headers: the API at <prefix>/include/permcheck/*.h, reached as <permcheck/audit.h>, and only the internal headers
+# it reads (what `g++ -M` lists for <permcheck/gtest.h>; tests/public_headers.sh checks that none is RapidCheck's),
+# in their folders under <prefix>/include/permcheck/, where the API's "check/..." includes find them. Test fixtures,
+# the catalog, the search and the symbolic scalar are the command's business and stay out.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/permcheck DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+foreach(header scalars/scalar.h scalars/weights.h layers/expectation.h check/blackbox.h check/compare.h check/counterexample.h
+               check/permutation.h check/vocabulary.h)
+  get_filename_component(folder ${header} DIRECTORY)
+  install(FILES ${PROJECT_SOURCE_DIR}/${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/permcheck/${folder})
+endforeach()
 
-set_target_properties(permcheck PROPERTIES EXPORT_NAME cli)
 install(TARGETS permcheck_scalars permcheck_proof_scalars permcheck_layers permcheck_catalog permcheck_check
-                permcheck_api permcheck
+                permcheck_api
         EXPORT permcheckTargets
-        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+# `cmake --install --strip` strips executables only; the static libraries of a RelWithDebInfo build would keep
+# 85 MB of debug information. Strip theirs too (--strip-debug keeps the symbols a linker needs).
+if(CMAKE_STRIP)
+  foreach(library permcheck_proof_scalars permcheck_catalog permcheck_check)
+    install(CODE "if(CMAKE_INSTALL_DO_STRIP)
+  execute_process(COMMAND \"${CMAKE_STRIP}\" --strip-debug
+                  \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/$<TARGET_FILE_NAME:${library}>\")
+endif()")
+  endforeach()
+endif()
+install(EXPORT permcheckTargets NAMESPACE permcheck:: DESTINATION ${PERMCHECK_CMAKE_DIR})
+
+# The command, exported on its own: an imported executable needs no headers, so the cli component finds no
+# dependency. Installed binaries carry no debug information (`cmake --install --strip` strips them further).
+set_target_properties(permcheck PROPERTIES EXPORT_NAME cli)
+install(TARGETS permcheck EXPORT permcheckCliTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 if(TARGET permcheck-torch)
   install(TARGETS permcheck-torch RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
-install(EXPORT permcheckTargets NAMESPACE permcheck:: DESTINATION ${PERMCHECK_CMAKE_DIR})
+install(EXPORT permcheckCliTargets NAMESPACE permcheck:: DESTINATION ${PERMCHECK_CMAKE_DIR})
 
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/permcheckConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/permcheckConfig.cmake INSTALL_DESTINATION ${PERMCHECK_CMAKE_DIR})
 write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/permcheckConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/permcheckConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/permcheckConfigVersion.cmake
-              ${CMAKE_CURRENT_LIST_DIR}/permcheckFunctions.cmake
+              ${CMAKE_CURRENT_LIST_DIR}/permcheckFunctions.cmake ${CMAKE_CURRENT_LIST_DIR}/permcheckExpect.cmake
         DESTINATION ${PERMCHECK_CMAKE_DIR})

@@ -1,19 +1,37 @@
-# permcheck_add_audit(NAME <test> COMMAND <adapter command...> DIM <d>
+# permcheck_add_audit(NAME <test> COMMAND <adapter command words...> DIM <d>
+#                     [EXPECT holds|violated|nondeterministic|non-finite]
 #                     [OUTPUT sequence|pooled] [DTYPE infer|float32|float64] [CASES <n>] [SEED <s>]
 #                     [MIN_LEN <n>] [MAX_LEN <n>] [TIMEOUT <seconds per request>]
 #                     [STARTUP_TIMEOUT <seconds for the first answer>] [JOBS <n>] [REPORT <dir>])
 #
-# Registers `permcheck audit --exec "<command>" --dim <d> ...` as the ctest test <test>. COMMAND is a shell
-# command line (its words are joined with spaces; generator expressions such as $<TARGET_FILE:my_adapter> work)
-# that speaks permcheck's line protocol. The test passes when the verdict is `holds` (exit 0) and fails on
-# violated / nondeterministic / non-finite (exit 1) or error (exit 2). The report (report.json, .md, .html) is
-# written to REPORT, by default <current binary dir>/permcheck-reports/<test>.
+# Registers `permcheck audit --exec "<command>" --dim <d> ...` as the ctest test <test>. COMMAND is the adapter's
+# argument list, one word per argument as in add_test(): each word is quoted for the shell, so a path with spaces
+# works; generator expressions such as $<TARGET_FILE:my_adapter> work too. The adapter speaks permcheck's line
+# protocol. Without EXPECT the test passes when the verdict is `holds` (exit 0) and fails on anything else. With
+# EXPECT it passes only when the audit ends with that verdict: the verdict is read from the report's
+# report.json, and the exit code must be that verdict's (exit 1 alone covers three verdicts, and an error is
+# never what was expected). The report (report.json, .md, .html) is written to REPORT, by default
+# <current binary dir>/permcheck-reports/<test>.
+set(_permcheck_expect_script "${CMAKE_CURRENT_LIST_DIR}/permcheckExpect.cmake")
+
+# One shell word: words of the safe characters stay as they are (a readable replay line); anything else is put
+# in single quotes, a single quote inside written as '\''.
+function(_permcheck_shell_word word out)
+  if(word MATCHES "^[A-Za-z0-9_./:=@%+,-]+$")
+    set(${out} "${word}" PARENT_SCOPE)
+  else()
+    string(REPLACE "'" "'\\''" quoted "${word}")
+    set(${out} "'${quoted}'" PARENT_SCOPE)
+  endif()
+endfunction()
+
 function(permcheck_add_audit)
   cmake_parse_arguments(PARSE_ARGV 0 arg ""
-    "NAME;DIM;OUTPUT;DTYPE;CASES;SEED;MIN_LEN;MAX_LEN;TIMEOUT;STARTUP_TIMEOUT;JOBS;REPORT" "COMMAND")
+    "NAME;DIM;EXPECT;OUTPUT;DTYPE;CASES;SEED;MIN_LEN;MAX_LEN;TIMEOUT;STARTUP_TIMEOUT;JOBS;REPORT" "COMMAND")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "permcheck_add_audit: unknown arguments '${arg_UNPARSED_ARGUMENTS}' (expected NAME, COMMAND, "
-                        "DIM, OUTPUT, DTYPE, CASES, SEED, MIN_LEN, MAX_LEN, TIMEOUT, STARTUP_TIMEOUT, JOBS, REPORT)")
+                        "DIM, EXPECT, OUTPUT, DTYPE, CASES, SEED, MIN_LEN, MAX_LEN, TIMEOUT, STARTUP_TIMEOUT, JOBS, "
+                        "REPORT)")
   endif()
   foreach(required NAME COMMAND DIM)
     if(NOT arg_${required})
@@ -21,6 +39,10 @@ function(permcheck_add_audit)
                           "permcheck_add_audit(NAME MyLayerIsEquivariant COMMAND python3 adapter.py DIM 8)")
     endif()
   endforeach()
+  if(DEFINED arg_EXPECT AND NOT arg_EXPECT MATCHES "^(holds|violated|nondeterministic|non-finite)$")
+    message(FATAL_ERROR "permcheck_add_audit(${arg_NAME}): EXPECT must be holds, violated, nondeterministic or "
+                        "non-finite, got '${arg_EXPECT}'")
+  endif()
   if(arg_OUTPUT AND NOT arg_OUTPUT MATCHES "^(sequence|pooled)$")
     message(FATAL_ERROR "permcheck_add_audit(${arg_NAME}): OUTPUT must be sequence or pooled, got '${arg_OUTPUT}'")
   endif()
@@ -37,15 +59,26 @@ function(permcheck_add_audit)
   if(NOT arg_REPORT)
     set(arg_REPORT "${CMAKE_CURRENT_BINARY_DIR}/permcheck-reports/${arg_NAME}")
   endif()
-  list(JOIN arg_COMMAND " " adapter)
-  set(audit_args --exec "${adapter}" --dim ${arg_DIM} --report "${arg_REPORT}")
+  set(words "")
+  foreach(word IN LISTS arg_COMMAND)
+    _permcheck_shell_word("${word}" quoted)
+    list(APPEND words "${quoted}")
+  endforeach()
+  list(JOIN words " " adapter)
+  set(audit_args --exec "${adapter}" --dim "${arg_DIM}" --report "${arg_REPORT}")
   foreach(option OUTPUT DTYPE CASES SEED MIN_LEN MAX_LEN TIMEOUT STARTUP_TIMEOUT JOBS)
     if(DEFINED arg_${option})
       string(TOLOWER "${option}" flag)
       string(REPLACE "_" "-" flag "${flag}")
-      list(APPEND audit_args --${flag} ${arg_${option}})
+      list(APPEND audit_args --${flag} "${arg_${option}}")
     endif()
   endforeach()
-  add_test(NAME ${arg_NAME} COMMAND ${permcheck_command} audit ${audit_args})
+  if(DEFINED arg_EXPECT)
+    add_test(NAME ${arg_NAME}
+             COMMAND ${CMAKE_COMMAND} "-DPERMCHECK=${permcheck_command}" "-DEXPECT=${arg_EXPECT}"
+                     "-DREPORT=${arg_REPORT}" -P "${_permcheck_expect_script}" -- audit ${audit_args})
+  else()
+    add_test(NAME ${arg_NAME} COMMAND ${permcheck_command} audit ${audit_args})
+  endif()
   set_tests_properties(${arg_NAME} PROPERTIES LABELS permcheck)
 endfunction()

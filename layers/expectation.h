@@ -12,6 +12,9 @@ enum class Property {
     causal_prefix,     // P fixes the last position: L(P x)[n-1] = L(x)[n-1]
 };
 
+// What a layer answers: n rows, one per position (a sequence layer), or one vector (a pooled layer).
+enum class Output { sequence, pooled };
+
 // A property that applies to a layer family, with the verdict the theory expects (true = holds).
 struct Expectation {
     Property property;

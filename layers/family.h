@@ -28,8 +28,6 @@ class Symbolic;
 
 template <class S> using LayerFn = std::function<Mat<S>(const Mat<S>&)>;
 
-enum class Output { sequence, pooled };
-
 // Builds the layer of width d with weights from `draw`, in their fixed order. `offset` is the index of the
 // first position (for the shift property); layers without a position signal ignore it.
 template <class S> using Factory = std::function<LayerFn<S>(Eigen::Index d, Draw<S>& draw, long offset)>;

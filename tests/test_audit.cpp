@@ -3,6 +3,7 @@
 #include "adapters/exec_adapter.h"
 #include "check/blackbox.h"
 #include "check/lengths.h"
+#include "check/engine.h"
 #include "tests/support/process.h"
 #include "tests/support/mutants.h"
 
@@ -958,6 +959,55 @@ TEST(AuditCommand, Float32TorchModelHoldsWithDefaultOptions) {
     EXPECT_NE(plain.output.find("float32, inferred from the answers"), std::string::npos) << plain.output;
     const CommandRun strict = permcheck_audit("torch-float64", mha, "--dim 4 --cases 60 --dtype float64");
     EXPECT_EQ(strict.status, 1) << strict.output;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Stopping an audit (AuditOptions::stop_requested, as the command's Ctrl-C handler sets it) and its progress
+
+TEST(AuditStop, StopBetweenCasesKeepsTheCasesRun) {
+    int calls = 0;
+    const BlackBox identity = [&](const Mat<double>& x) { ++calls; return x; };
+    AuditOptions o;
+    o.cases = 100;
+    o.stop_requested = [&] { return calls >= 10; };
+    std::vector<int> done;
+    o.on_progress = [&](const AuditProgress& p) {
+        EXPECT_FALSE(p.shrinking);
+        EXPECT_EQ(p.cases_total, 100);
+        EXPECT_EQ(p.calls, calls);
+        done.push_back(p.cases_done);
+    };
+    const AuditResult r = audit(identity, o);
+    EXPECT_EQ(r.verdict, Verdict::interrupted);
+    EXPECT_EQ(exit_code(r.verdict), 130);
+    EXPECT_GT(r.cases, 0);
+    EXPECT_LT(r.cases, 100);
+    EXPECT_EQ(r.evaluations, calls);
+    EXPECT_FALSE(r.counterexample);
+    ASSERT_FALSE(done.empty());
+    EXPECT_EQ(done.back(), r.cases);
+    for (std::size_t k = 0; k < done.size(); ++k) EXPECT_EQ(done[k], static_cast<int>(k) + 1);
+    EXPECT_NE(r.detail.find("interrupted after"), std::string::npos) << r.detail;
+}
+
+TEST(AuditStop, StopWhileShrinkingKeepsTheCounterexampleFound) {
+    bool shrinking = false;
+    AuditOptions o;
+    o.cases = 200;
+    o.max_len = 12;
+    o.on_progress = [&](const AuditProgress& p) { shrinking = shrinking || p.shrinking; };
+    o.stop_requested = [&] { return shrinking; };
+    const AuditResult r = audit(BlackBox(leak_from_position_4), o);
+    EXPECT_EQ(r.verdict, Verdict::interrupted);
+    ASSERT_TRUE(r.counterexample);
+    EXPECT_GT(r.counterexample->n(), 4);  // the leak needs a fifth position
+    EXPECT_FALSE(r.counterexample->comparison.holds);
+    EXPECT_NE(r.detail.find("interrupted while shrinking a violation"), std::string::npos) << r.detail;
+}
+
+TEST(AuditStop, VerdictNameRoundTrips) {
+    EXPECT_STREQ(verdict_name(Verdict::interrupted), "interrupted");
+    EXPECT_EQ(parse_verdict("interrupted"), Verdict::interrupted);
 }
 
 }  // namespace

@@ -16,7 +16,8 @@
 //
 // Why a header of its own, spelled <permcheck/...>: users include it next to their own headers, so its name
 // must be namespaced (as <rapidcheck/gtest.h> is), and it must read the same in this tree and in an installed
-// prefix. It builds only on properties/blackbox.h; the GoogleTest macros are in <permcheck/gtest.h>.
+// prefix. It builds only on check/blackbox.h, which includes no RapidCheck header (tests/public_headers.sh);
+// the GoogleTest macros are in <permcheck/gtest.h>.
 #pragma once
 
 #include "check/blackbox.h"

@@ -13,9 +13,11 @@ index-leak y[i] = x[i] * (1 + 1e-3 i): not equivariant
 float32    y = x - mean(x) in float32, summed in index order: equivariant up to float32 rounding
 batch      answers [y] (a batch dimension kept)   string   answers "y": "oops"
 slow-start K  sleeps K seconds before its first answer, then answers y = x
+slow K     y = x after K ms per request; writes its pid to $FAULT_PID_FILE when set (tests of Ctrl-C)
 """
 import struct
 import json
+import os
 import random
 import subprocess
 import sys
@@ -26,6 +28,9 @@ k = int(sys.argv[2]) if len(sys.argv) > 2 else 0
 
 if mode == "exit":
     sys.exit(0)
+if os.environ.get("FAULT_PID_FILE"):
+    with open(os.environ["FAULT_PID_FILE"], "w") as pid_file:
+        pid_file.write(str(os.getpid()))
 
 
 
@@ -60,6 +65,8 @@ for line in sys.stdin:
         sys.stdout.flush()
         answered += 1
         continue
+    if mode == "slow":
+        time.sleep(k / 1000)
     y = [row[:] for row in x]
     if mode == "few-rows":
         y = y[:-1] if len(y) > 1 else y + y

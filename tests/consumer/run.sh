@@ -1,19 +1,43 @@
 #!/usr/bin/env bash
-# Installs the main build into a temporary prefix and builds and tests tests/consumer/ against it, as a user
-# would: the consumer sees permcheck only through find_package(permcheck) and the prefix.
+# Installs the main build into a temporary prefix (stripped, as the README says) and builds and tests
+# tests/consumer/ against it, as a user would: the consumer sees permcheck only through find_package(permcheck)
+# and the prefix. Then tests/consumer/cli_only/, a project that needs only the command, configured with the
+# package search confined to the prefix, where no Eigen, Boost, RapidCheck or GMP is.
 #   run.sh BUILD_DIR CONSUMER_SOURCE_DIR [cmake configure arguments for the consumer, e.g. sanitizer flags]
 set -euo pipefail
 build=$1
 source=$2
 shift 2
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cmake --install "$build" --prefix "$work/prefix" >/dev/null
+[[ -n ${KEEP_WORK:-} ]] || trap 'rm -rf "$work"' EXIT
+prefix=$work/prefix
+cmake --install "$build" --prefix "$prefix" --strip >/dev/null
+fail() { echo "run.sh: $*" >&2; exit 1; }
 # The source tree must not leak into the installed package.
-if grep -rq "$(cd "$source/../.." && pwd)" "$work/prefix/lib/cmake/permcheck"; then
-  echo "run.sh: the installed package refers to the source tree" >&2
-  exit 1
+if grep -rq "$(cd "$source/../.." && pwd)" "$prefix/lib/cmake/permcheck"; then
+  fail "the installed package refers to the source tree"
 fi
-cmake -S "$source" -B "$work/build" -DCMAKE_PREFIX_PATH="$work/prefix" "$@" >/dev/null
+# Only what a user needs: no test fixture, no search, nothing that includes RapidCheck; a stripped command.
+for internal in mutants.h make_family.h engine.h search.h generators.h catalog.h symbolic.h; do
+  [[ -z $(find "$prefix/include" -name "$internal") ]] || fail "$internal is installed"
+done
+[[ -z $(grep -rliE "#include [<\"]rapidcheck" "$prefix/include") ]] || fail "an installed header includes RapidCheck"
+[[ -f $prefix/include/permcheck/audit.h && -f $prefix/include/permcheck/gtest.h ]] || fail "the API is not installed"
+if readelf -S "$prefix/bin/permcheck" | grep -q debug_info; then fail "bin/permcheck carries debug information"; fi
+
+cmake -S "$source" -B "$work/build" -DCMAKE_PREFIX_PATH="$prefix" "$@" >/dev/null
 cmake --build "$work/build" -j2
 ctest --test-dir "$work/build" --output-on-failure
+
+# The package search confined to the prefix: the cli component configures and runs; the api component, which
+# needs Eigen, must not (or the confinement hides nothing and proves nothing).
+confined=(-DCMAKE_FIND_ROOT_PATH="$prefix" -DCMAKE_PREFIX_PATH=/ -DCMAKE_FIND_ROOT_PATH_MODE_PACKAGE=ONLY
+          -DCMAKE_FIND_ROOT_PATH_MODE_INCLUDE=ONLY -DCMAKE_FIND_ROOT_PATH_MODE_LIBRARY=ONLY
+          -DCMAKE_FIND_ROOT_PATH_MODE_PROGRAM=NEVER)
+cmake -S "$source/cli_only" -B "$work/cli" --no-warn-unused-cli "${confined[@]}" >/dev/null
+ctest --test-dir "$work/cli" --output-on-failure
+if cmake -S "$source" -B "$work/confined-api" "${confined[@]}" "$@" >"$work/confined-api.log" 2>&1; then
+  fail "the api component configured with the search confined to the prefix: the confinement proves nothing"
+fi
+grep -q Eigen3 "$work/confined-api.log" || { cat "$work/confined-api.log" >&2; fail "the confined api failed, but not on Eigen"; }
+echo "run.sh: the cli component configures without Eigen, Boost, RapidCheck or GMP"

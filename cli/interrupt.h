@@ -1,0 +1,47 @@
+// Long work on the command line: a progress line on stderr (on a terminal only) and a clean stop on Ctrl-C
+// (SIGINT) or SIGTERM. The handler only records the signal; the audit engine polls it between calls
+// (AuditOptions::stop_requested), so adapters are closed and reaped and the report keeps what was run.
+#pragma once
+
+#include "check/blackbox.h"
+
+#include <chrono>
+#include <string>
+
+namespace permcheck::cli {
+
+// Installs the SIGINT and SIGTERM handlers for its lifetime and restores the previous ones after. A SIGINT that
+// was ignored when the program started (a background job of a shell without job control) stays ignored.
+class StopOnSignal {
+public:
+    StopOnSignal();
+    ~StopOnSignal();
+    StopOnSignal(const StopOnSignal&) = delete;
+    StopOnSignal& operator=(const StopOnSignal&) = delete;
+
+    static bool requested();
+    // The signal that asked, as a reader knows it: "Ctrl-C (SIGINT)" or "SIGTERM"; empty when none did.
+    static std::string name();
+};
+
+// One line on stderr, redrawn in place at most ten times a second and erased when done; silent unless enabled
+// (progress_enabled(): a terminal, not CI).
+class ProgressLine {
+public:
+    explicit ProgressLine(bool enabled);
+    ~ProgressLine();
+    ProgressLine(const ProgressLine&) = delete;
+    ProgressLine& operator=(const ProgressLine&) = delete;
+
+    // "audit: 12/100 cases, 24 calls, 40.1 calls/s, about 2 s left" (or "shrinking a failure, 31 calls").
+    void audit(const AuditProgress& p);
+
+private:
+    void draw(const std::string& text);
+
+    bool enabled_;
+    bool drawn_ = false;
+    std::chrono::steady_clock::time_point start_, last_;
+};
+
+}  // namespace permcheck::cli
