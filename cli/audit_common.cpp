@@ -33,10 +33,16 @@ void add_audit_options(CLI::App& app, AuditFlags& f, const std::string& dtype_he
     f.max_len_option = add_ranged(app, kAuditMaxLen, f.max_len,
                                   "most positions of a case; given, a hard cap (default 8, and every tenth case a long "
                                   "one, up to 256 positions)");
-    f.max_len_option->check(not_below_min_len(f.min_len))
-        ->force_callback();  // checked against --min-len also when it is not given
+    f.max_len_option->check(not_below_min_len(f.min_len));
     add_ranged(app, kAuditCases, f.cases, "cases of the audit (each costs two layer calls)");
     add_seed(app, f.seed, seed_help);
+    // --min-len against the default --max-len. Not through force_callback on --max-len: that counts the default
+    // as given, and a given --max-len is a hard cap (no long cases).
+    app.parse_complete_callback([&f] {
+        if (!f.max_len_given() && f.min_len > f.max_len)
+            throw BadOption("--min-len (" + std::to_string(f.min_len) + ") must not exceed --max-len (" +
+                            std::to_string(f.max_len) + ")");
+    });
 }
 
 void add_report_option(CLI::App& app, AuditFlags& f) {

@@ -135,8 +135,8 @@ int run_audit(const AuditRequest& q) {
     std::ostringstream head;
     head << "audit of " << q.command << ": "
          << property_name(q.output == Output::pooled ? Property::invariance : Property::equivariance) << " ("
-         << dtype_text(r) << ", n in [" << q.flags.min_len << ", "
-         << q.flags.max_len << "], d = " << q.flags.dim << ")";
+         << dtype_text(r) << ", n in [" << q.flags.min_len << ", " << q.flags.max_len << "]"
+         << (q.flags.max_len_given() ? "" : " and one case in ten longer, up to 256") << ", d = " << q.flags.dim << ")";
     print_result(std::cout, std::cerr, program, head.str(), r, seconds, replay_of(q, r));
     return finish(program, q.flags, record_of(q, r, seconds), exit_code(r.verdict));
 }

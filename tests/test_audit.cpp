@@ -687,6 +687,26 @@ TEST(AuditCommand, PythonAttentionExampleHolds) {
     EXPECT_EQ(r.report.value("verdict", ""), "holds") << r.output;
     EXPECT_EQ(r.report.value("cases", 0), 40);
     EXPECT_EQ(r.report["details"]["audit"]["evaluations"], 83) << "two calls a case, three repeats";
+    // Without --max-len, one case in ten is a long one, up to 256 positions; the report lists the lengths sent.
+    const nlohmann::json& lengths = r.report["details"]["audit"]["lengths"];
+    ASSERT_TRUE(lengths.is_array()) << r.output;
+    EXPECT_EQ(lengths.front(), 2);
+    EXPECT_EQ(lengths.back(), 256) << lengths.dump();
+    EXPECT_FALSE(r.report["details"]["audit"]["max_len_is_cap"].get<bool>());
+}
+
+TEST(AuditCommand, AGivenMaxLenIsAHardCapAndTheReplayLineKeepsIt) {
+    const CommandRun r = permcheck_audit("capped", kPython + " " + kSource + "/examples/adapters/attention.py",
+                                         "--dim 3 --cases 40 --max-len 8");
+    EXPECT_EQ(r.status, 0) << r.output;
+    const nlohmann::json& lengths = r.report["details"]["audit"]["lengths"];
+    ASSERT_TRUE(lengths.is_array()) << r.output;
+    EXPECT_EQ(lengths.back(), 8) << lengths.dump();
+    EXPECT_TRUE(r.report["details"]["audit"]["max_len_is_cap"].get<bool>());
+    EXPECT_NE(r.report.value("replay", "").find("--max-len 8"), std::string::npos) << r.report.value("replay", "");
+    const CommandRun uncapped = permcheck_audit("uncapped", kPython + " " + kSource + "/examples/adapters/attention.py",
+                                                "--dim 3 --cases 40");
+    EXPECT_EQ(uncapped.report.value("replay", "").find("--max-len"), std::string::npos) << uncapped.report.value("replay", "");
 }
 
 TEST(AuditCommand, PythonCausalAttentionIsViolatedAndShrunkToTwoPositions) {
