@@ -110,7 +110,8 @@ public:
             out += "(";
             for (std::size_t i = s; !seen[i]; i = static_cast<std::size_t>(p_[i])) {
                 seen[i] = true;
-                out += (i == s ? "" : " ") + std::to_string(i);
+                if (i != s) out += ' ';
+                out += std::to_string(i);
             }
             out += ")";
         }

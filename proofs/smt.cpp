@@ -98,7 +98,11 @@ SymbolicLayer symbolic_layer(const LayerFamily& family, int n, int d) {
     Draw<Symbolic> draw = [&drawn]() { return symbolic_constant("w" + std::to_string(drawn++)); };
     SymbolicLayer s{family.symbolic(d, draw, 0), symbolic_matrix("x", n, d), {}};
     s.constants.assign(s.x.data(), s.x.data() + s.x.size());
-    for (int k = 0; k < drawn; ++k) s.constants.push_back(symbolic_constant("w" + std::to_string(k)));
+    for (int k = 0; k < drawn; ++k) {
+        std::string name = "w";  // appended, not "w" + ...: GCC 12 warns falsely (-Wrestrict) on that at -O3
+        name += std::to_string(k);
+        s.constants.push_back(symbolic_constant(name));
+    }
     return s;
 }
 

@@ -21,8 +21,10 @@ using nlohmann::json;
 void write_atomically(const std::filesystem::path& file, const std::string& content) {
     static std::atomic<unsigned> counter{0};
     const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
-    const std::filesystem::path tmp =
-        dir / ("." + file.filename().string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++));
+    std::string name = ".";  // appended, not "." + ...: GCC 12 warns falsely (-Wrestrict) on that at -O3
+    name += file.filename().string();
+    name += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+    const std::filesystem::path tmp = dir / name;
     const auto fail = [&](const std::string& what) {
         const std::string reason = std::strerror(errno);
         ::unlink(tmp.c_str());

@@ -37,7 +37,10 @@ AuditResult audit_torch(const TorchOptions& t, int cases = 60) {
 
 std::string account(const AuditResult& r) {
     std::string s = std::string(verdict_name(r.verdict)) + " after " + std::to_string(r.cases) + " cases: " + r.detail + r.error;
-    if (r.counterexample) s += "\n" + describe(*r.counterexample);
+    if (r.counterexample) {
+        s += "\n";
+        s += describe(*r.counterexample);
+    }
     return s;
 }
 
