@@ -93,16 +93,20 @@ struct SymbolicLayer {
     std::vector<Symbolic> constants;
 };
 
+// "w3": the name of the fourth weight drawn. Appended, not "w" + ...: GCC 12 at -O3 warns falsely (-Wrestrict)
+// on a literal + std::string.
+std::string weight_name(int k) {
+    std::string name = "w";
+    name += std::to_string(k);
+    return name;
+}
+
 SymbolicLayer symbolic_layer(const LayerFamily& family, int n, int d) {
     int drawn = 0;  // the symbolic draw counts the weights, so the model's weights are w0 .. w(drawn-1)
-    Draw<Symbolic> draw = [&drawn]() { return symbolic_constant("w" + std::to_string(drawn++)); };
+    Draw<Symbolic> draw = [&drawn]() { return symbolic_constant(weight_name(drawn++)); };
     SymbolicLayer s{family.symbolic(d, draw, 0), symbolic_matrix("x", n, d), {}};
     s.constants.assign(s.x.data(), s.x.data() + s.x.size());
-    for (int k = 0; k < drawn; ++k) {
-        std::string name = "w";  // appended, not "w" + ...: GCC 12 warns falsely (-Wrestrict) on that at -O3
-        name += std::to_string(k);
-        s.constants.push_back(symbolic_constant(name));
-    }
+    for (int k = 0; k < drawn; ++k) s.constants.push_back(symbolic_constant(weight_name(k)));
     return s;
 }
 
