@@ -18,10 +18,12 @@
 #pragma once
 
 #include "check/counterexample.h"
+#include "check/signature.h"
 #include "layers/expectation.h"
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -100,6 +102,10 @@ struct AuditResult {
     std::string error;                  // verdict error: the cause, naming the last request
     std::string last_request;           // the last input sent, e.g. "n=5, d=4", empty before the first
     std::vector<int> lengths;           // the lengths of the cases the run evaluated, ascending, each once
+    // A signature audit (check/signature.h) only: its counterexample (counterexample stays empty) and the lengths
+    // evaluated per axis, ascending, each once (lengths stays empty).
+    std::optional<SignatureCounterexample> signature_counterexample;
+    std::map<std::string, std::vector<int>> axis_lengths;
 };
 
 // What answers say of their precision: float32 when every entry is a float32 value and not every entry is an
@@ -127,5 +133,12 @@ AuditResult audit(const BlackBox& layer, const AuditOptions& opts);
 // each). The verdict, cases and counterexample are those of one box (the lowest-indexed failing case is the
 // one shrunk); `evaluations` may be higher, since cases already started past a failure are finished.
 AuditResult audit(const std::vector<BlackBox>& layers, const AuditOptions& opts);
+
+// Audits a layer with a signature (check/signature.h): several named inputs and outputs over named axes. Reads
+// of opts everything but output, d, min_len, max_len and long_len, which the signature's axes replace: each axis
+// gets the length schedule of check/lengths.h over [min_len, max_len], its max_len a hard cap (the user wrote
+// it). Throws std::invalid_argument for a bad signature (validate).
+AuditResult audit(const NamedBlackBox& layer, const Signature& signature, const AuditOptions& opts);
+AuditResult audit(const std::vector<NamedBlackBox>& layers, const Signature& signature, const AuditOptions& opts);
 
 }  // namespace permcheck

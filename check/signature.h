@@ -1,0 +1,133 @@
+// The signature of a real layer: several named inputs and outputs laid over named axes (token positions, a
+// cross-attention memory, graph nodes, graph edges). `permcheck audit --axis/--input/--output` and the C++ API
+// (<permcheck/audit.h>, audit_signature) describe a layer with it; the audit draws every axis's length and an
+// independent permutation per axis, moves every input along the dims that axis names (a pairwise input gets
+// P B P^T, an index input's values are renumbered), and judges every output:
+//   - equivariant along each axis the output has: L(P x) = P L(x) along that axis;
+//   - invariant to each axis it lacks: the permutation of that axis leaves the output alone.
+//
+// Part of the public API, so RapidCheck-free (tests/public_headers.sh). The one-tensor form (`--dim`) is the
+// shorthand of check/blackbox.h and keeps its own request, answer and report fields.
+#pragma once
+
+#include "check/permutation.h"
+
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace permcheck {
+
+// A set of positions whose order the layer must not care about. Each case draws a length in
+// [min_len, max_len] (min_len may be 0, e.g. for edges) and a permutation of that length.
+struct Axis {
+    std::string name;
+    int min_len = 1, max_len = 8;
+};
+
+// float: real values (ties and generic values, as today's inputs); mask: booleans, true = padding (PyTorch's
+// key_padding_mask), never every position of an axis padded; index: integers in [0, length of index_axis).
+enum class TensorKind { real, mask, index };
+
+// One dim of a tensor, outermost first: an axis (its length varies from case to case) or a fixed size.
+struct Dim {
+    std::string axis;  // empty: a fixed size
+    int size = 0;      // the fixed size (ignored for an axis)
+    bool is_axis() const { return !axis.empty(); }
+};
+
+struct TensorSpec {
+    std::string name;
+    std::vector<Dim> dims;
+    TensorKind kind = TensorKind::real;
+    std::string index_axis;  // kind index: the axis whose positions the values name
+};
+
+struct Signature {
+    std::vector<Axis> axes;
+    std::vector<TensorSpec> inputs;
+    std::vector<TensorSpec> outputs;
+};
+
+// The flags' grammar (README, "Auditing a layer with several inputs"). Each throws std::invalid_argument naming
+// the flag, the text and what was expected.
+Axis parse_axis(const std::string& text);          // NAME=MIN..MAX
+TensorSpec parse_input(const std::string& text);   // NAME:DIMS[:KIND], KIND float | mask | index=AXIS
+TensorSpec parse_output(const std::string& text);  // NAME:DIMS (real)
+// The same texts back, for replay lines: parse_axis(format(a)) == a.
+std::string format(const Axis& a);
+std::string format_input(const TensorSpec& t);
+std::string format_output(const TensorSpec& t);
+// Throws std::invalid_argument unless: names are unique (axes, inputs and outputs each), every axis a dim or
+// an index names is declared, every axis appears in some input, an index input is integer-valued over a
+// declared axis, a mask has at least one axis dim, there is at least one input and one output, and
+// 0 <= min_len <= max_len.
+void validate(const Signature& s);
+
+// A dense tensor: its shape and its values in row-major order (the order of DIMS, the last dim fastest). A
+// mask holds 0 and 1, an index input integers; everything travels as double inside permcheck.
+struct Tensor {
+    std::vector<int> shape;
+    std::vector<double> values;
+    std::size_t size() const;  // the product of shape (1 for a scalar, 0 when a dim is 0)
+};
+using Tensors = std::map<std::string, Tensor>;  // by name
+using Lengths = std::map<std::string, int>;      // axis name -> length
+using Permutations = std::map<std::string, Permutation>;  // axis name -> permutation of that length
+
+// The shape a spec has at the given lengths.
+std::vector<int> shape_of(const TensorSpec& t, const Lengths& lengths);
+
+// The inputs after permuting every axis: along every dim named by axis a, (P t)[.., i, ..] = t[.., p_a[i], ..]
+// (the convention of check/permutation.h); every value v of an index input over axis a becomes the new
+// position of v, p_a^-1[v].
+Tensors permute_inputs(const Signature& s, const Permutations& perms, const Tensors& inputs);
+// One output moved the same way along every axis it has; the axes it lacks do not move it (invariance).
+Tensor permute_output(const TensorSpec& t, const Permutations& perms, const Tensor& y);
+
+// The layer under audit: named inputs in, named outputs out (every output the signature names; others are
+// ignored). Throws AdapterError (check/blackbox.h) or any std::exception when it cannot answer.
+using NamedBlackBox = std::function<Tensors(const Tensors& inputs)>;
+
+// One output of a counterexample: both sides, their largest difference and where it is (one index per dim).
+struct OutputComparison {
+    std::string name;
+    Tensor layer_of_permuted;  // L(P x), this output
+    Tensor permuted_layer;     // P L(x) along the output's axes (L(x) itself for an output with none)
+    double max_abs_diff = 0.0;
+    double tolerance = 0.0;
+    std::vector<int> where;    // empty when the two shapes differ
+    bool holds = true;
+    bool shape_mismatch = false;
+};
+
+// The counterexample of a signature audit. nondeterministic: perms are identities, layer_of_permuted and
+// permuted_layer are the first and second answer to the same inputs.
+struct SignatureCounterexample {
+    Lengths lengths;
+    Permutations perms;          // every axis, identity for the axes left alone
+    Tensors inputs;              // x, before the permutation
+    std::vector<OutputComparison> outputs;  // every output, in the signature's order
+    std::string axis_at_fault;   // the one axis permuted, when only one is; empty otherwise
+    int case_index = -1, shrink_steps = 0;
+    std::string replay;          // a command line that re-runs the audit
+};
+
+// A readable multi-line account of a signature counterexample, for the terminal and test failure messages.
+std::string describe(const SignatureCounterexample& c, const Signature& s);
+
+namespace testing {
+// Test-only switch: plants a known bug in permute_inputs so that the harness self-test can show the reference
+// layers that hold failing (proofs-notes: the harness checks itself). Never set outside tests.
+enum class HarnessBug {
+    none,
+    index_with_p,               // renumber index values with p instead of p^-1 (invisible for involutions)
+    pairwise_without_transpose, // move a pairwise input's rows only (P B instead of P B P^T)
+    mask_wrong_axis,            // leave a mask where it was: moved with no axis instead of its own
+};
+void plant_harness_bug(HarnessBug bug);
+}  // namespace testing
+
+}  // namespace permcheck
