@@ -66,7 +66,7 @@ const char* method_name(Method m);
 struct Certificate {
     std::string layer;
     Property property = Property::equivariance;  // equivariance (sequence output) or invariance (pooled output)
-    bool expected_holds = true;  // the verdict matrix
+    bool expected_holds = true;  // the verdict matrix: a label for as_expected(), never a choice of method
     bool holds = false;          // what was certified
     bool conclusive = false;     // false: nothing could be certified (see `note`)
     Method method = Method::none;
@@ -87,9 +87,10 @@ struct Certificate {
     bool as_expected() const { return conclusive && holds == expected_holds; }
 };
 
-// Schwartz-Zippel for a family expected to be symmetric, an exact witness otherwise. A piecewise family (max
-// pooling) is certified as a composition when it is a symmetric pooling of a sequence family
-// (LayerFamily::composition), and not certified otherwise.
+// The exact witness search first, for every family (cheap; it cannot succeed on a symmetric layer); when it finds
+// none, Schwartz-Zippel, or for a piecewise family (max pooling) a composition when it is a symmetric pooling of
+// a sequence family (LayerFamily::composition), and not certified otherwise. What runs never depends on the
+// family's expectations, which only label the result (as_expected).
 Certificate certify(const LayerFamily& family, const CertificateOptions& opts);
 
 // The certificate's random points: integers uniform in [-2^(bits-1), 2^(bits-1)), |S| = 2^bits. `rng` must

@@ -291,6 +291,39 @@ TEST(SchwartzZippel, EveryReferenceLayerIsCertifiedAsTheVerdictMatrixExpects) {
     }
 }
 
+// What a certificate runs depends on the layer, never on what the verdict matrix expects of it (issue 15): a
+// user's own layer has no expectation worth trusting. Every catalog layer with its expectations reversed gets the
+// same method and verdict as the original, and only as_expected() changes.
+TEST(SchwartzZippel, TheMethodDoesNotDependOnTheExpectedVerdict) {
+    CertificateOptions o;
+    o.n = 4;
+    o.d = 2;
+    for (const LayerFamily& spec : catalog()) {
+        LayerFamily liar = spec;
+        for (Expectation& e : liar.expectations) e.holds = !e.holds;
+        ASSERT_NE(liar.expected_symmetric(), spec.expected_symmetric()) << spec.name;
+        const Certificate truth = certify(spec, o), lied_to = certify(liar, o);
+        EXPECT_EQ(lied_to.method, truth.method) << describe(lied_to);
+        EXPECT_EQ(lied_to.conclusive, truth.conclusive) << describe(lied_to);
+        EXPECT_EQ(lied_to.holds, truth.holds) << describe(lied_to);
+        EXPECT_EQ(lied_to.verdict(), truth.verdict()) << spec.name;
+        EXPECT_TRUE(truth.as_expected()) << describe(truth);
+        EXPECT_FALSE(lied_to.as_expected()) << describe(lied_to);
+    }
+    // The two directions spelled out: a symmetric layer said to break the symmetry is still proved by the
+    // polynomial identity test, and a position-dependent one said to keep it still gets its exact witness.
+    LayerFamily attention = find_layer("attention");
+    for (Expectation& e : attention.expectations) e.holds = false;
+    const Certificate proved = certify(attention, o);
+    EXPECT_EQ(proved.method, Method::schwartz_zippel);
+    EXPECT_EQ(proved.verdict(), "certified equivariant") << describe(proved);
+    LayerFamily causal = find_layer("causal-attention");
+    for (Expectation& e : causal.expectations) e.holds = true;
+    const Certificate refuted = certify(causal, o);
+    EXPECT_EQ(refuted.method, Method::exact_witness);
+    EXPECT_EQ(refuted.verdict(), "certified not equivariant") << describe(refuted);
+}
+
 // A planted bug: attention whose output row 0 is scaled by 3/2. The certificate must find it, exactly.
 template <class S> LayerFn<S> scaled_row_zero(Eigen::Index d, Draw<S>& draw) {
     Attention<S> a = Attention<S>::random({d, 1, false}, draw);
@@ -336,8 +369,10 @@ TEST(SchwartzZippel, ALeakThatVanishesOnAHypersurfaceIsRefuted) {
     const Certificate c = certify(mutant, o);
     EXPECT_TRUE(c.conclusive);
     EXPECT_FALSE(c.holds) << describe(c);
+    ASSERT_TRUE(c.witness.has_value());
+    EXPECT_NE(c.witness->difference, 0);
     // The degree pass sees attention's own 19 at least; the leak is a polynomial on top.
-    EXPECT_GE(c.degree.numerator, 19);
+    EXPECT_GE(degree_bound(mutant, o.n, o.d).numerator, 19);
 }
 
 TEST(SchwartzZippel, PiecewiseLayersAreNotCertifiedByPolynomialIdentity) {
