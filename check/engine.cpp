@@ -100,9 +100,12 @@ CheckResult check(const LayerFamily& family, Property property, const CheckOptio
     SearchOptions so;
     so.cases = opts.cases;
     so.seed = opts.seed;
+    so.stop_requested = opts.stop_requested;
+    so.on_progress = opts.on_progress;
     const SearchResult<Case> found = search<Case>(case_generator(opts), fails, so);
     r.cases_run = found.cases_run;
     r.evaluations = found.evaluations;
+    r.interrupted = found.interrupted;
     if (!found.minimal) return r;
 
     r.holds = false;

@@ -12,12 +12,16 @@
 #include "check/search.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <type_traits>
 #include <string>
 
 namespace permcheck {
 
+
+// Where a check stands, for a progress line: cases done and in all, evaluations so far, shrinking or not.
+using CheckProgress = SearchProgress;
 
 struct CheckOptions {
     Arithmetic arithmetic = Arithmetic::float64;
@@ -26,6 +30,12 @@ struct CheckOptions {
     int min_len = 1;
     int max_len = 8;
     int d = 4;
+    // Asked between cases and between shrink steps: true stops the check (CheckResult::interrupted), keeping the
+    // cases run and any counterexample found (shrunk as far as it got). The engine reads no signal itself: a
+    // program that wants Ctrl-C to stop a check sets a flag in its handler and returns it here.
+    std::function<bool()> stop_requested{};
+    // Called after each case and each shrink step, from the thread that runs the check.
+    std::function<void(const CheckProgress&)> on_progress{};
 };
 
 struct CheckResult {
@@ -36,6 +46,9 @@ struct CheckResult {
     bool holds = true;
     int cases_run = 0, evaluations = 0;
     std::optional<Counterexample> counterexample;
+    // Stopped by CheckOptions::stop_requested before it finished: holds says only that no case failed so far
+    // (with a counterexample, holds is false and the counterexample may not be the smallest).
+    bool interrupted = false;
     bool as_expected() const { return holds == expected_holds; }
 };
 

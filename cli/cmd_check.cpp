@@ -2,6 +2,7 @@
 // is violated, 2 on bad input. A CI job asks "does my layer keep this property?", not "does it match the
 // theory?": the verdict table answers the second.
 #include "cli/commands.h"
+#include "cli/interrupt.h"
 #include "cli/options.h"
 
 #include "report/failure_db.h"
@@ -66,6 +67,72 @@ void write_report(const std::string& dir, const report::Record& r) {
     std::cout << "report written to " << (std::filesystem::path(dir) / "report.{json,md,html}").string() << "\n";
 }
 
+// The check under StopOnSignal, with a progress line on a terminal; says on stderr what an interruption stopped.
+CheckRun run_interruptibly(const LayerFamily& spec, Property property, CheckOptions opts, const FailureDb& db,
+                           const CheckRequest& q) {
+    std::ostringstream notes;
+    CheckRun run;
+    {
+        const StopOnSignal stop;
+        ProgressLine line(progress_enabled());
+        opts.stop_requested = &StopOnSignal::requested;
+        opts.on_progress = [&line](const CheckProgress& p) { line.check(p); };
+        run = check_with_db(spec, property, opts, db, notes);
+    }
+    std::cerr << notes.str();
+    const CheckResult& r = run.result;
+    if (r.interrupted) {
+        std::cerr << "permcheck check: " << r.layer << " " << property_name(r.property) << " ("
+                  << arithmetic_name(r.dtype) << ") interrupted by " << StopOnSignal::name() << " after "
+                  << r.cases_run << " of " << opts.cases << " cases"
+                  << (r.counterexample ? ", while shrinking the counterexample it had found" : ", none of which failed")
+                  << (q.report_dir.empty() ? "" : "; the report keeps what was run") << "\n";
+    }
+    return run;
+}
+
+void print_result(const CheckRun& run, const CheckOptions& opts) {
+    const CheckResult& r = run.result;
+    std::cout << r.layer << " " << property_name(r.property) << " (" << arithmetic_name(r.dtype) << "): ";
+    if (r.interrupted) {
+        std::cout << "INTERRUPTED after " << r.cases_run << " of " << opts.cases << " cases"
+                  << (r.counterexample ? " (violated: a counterexample was found; its shrinking was stopped)"
+                                       : " (none failed)")
+                  << "; the theory expects it to " << (r.expected_holds ? "hold" : "be violated") << "\n";
+    } else {
+        std::cout << (r.holds ? "holds" : "VIOLATED") << (r.holds ? " in all " : " after ") << r.cases_run
+                  << (r.cases_run == 1 ? " case" : " cases")
+                  << (run.from_db ? " (replayed from the failure database " : "")
+                  << (run.from_db ? run.entry.string() + ")" : "")
+                  << "; the theory expects it to " << (r.expected_holds ? "hold" : "be violated")
+                  << (r.as_expected() ? "" : "  <-- UNEXPECTED") << "\n";
+    }
+    if (r.counterexample) std::cout << describe(*r.counterexample);
+}
+
+// A layer that cannot run at these sizes (odd width for RoPE, more positions than a learned table holds).
+int could_not_run(const CheckRequest& q, const LayerFamily& spec, Property property, const CheckOptions& opts,
+                  const std::exception& e) {
+    std::cerr << "permcheck check: " << spec.name << " " << property_name(property) << " ("
+              << arithmetic_name(opts.arithmetic) << ") could not run: " << e.what() << "\n";
+    if (!q.report_dir.empty()) {
+        report::Record rec;
+        rec.verdict = Verdict::error;
+        rec.layer = spec.name;
+        rec.property = property;
+        rec.dtype = opts.arithmetic;
+        rec.seed = opts.seed;
+        rec.error = e.what();
+        rec.replay = replay_command(spec.name, property, opts);
+        try {
+            write_report(q.report_dir, rec);
+        } catch (const std::exception& w) {
+            std::cerr << "permcheck check: " << w.what() << "\n";
+        }
+    }
+    return 2;
+}
+
 int run_check(const CheckRequest& q) {
     CheckOptions opts;
     const LayerFamily* spec = nullptr;
@@ -82,16 +149,9 @@ int run_check(const CheckRequest& q) {
     }
     const FailureDb db{q.db_dir, !q.no_db};
     try {
-        std::ostringstream notes;
-        const CheckRun run = check_with_db(*spec, property, opts, db, notes);
-        std::cerr << notes.str();
+        const CheckRun run = run_interruptibly(*spec, property, opts, db, q);
         const CheckResult& r = run.result;
-        std::cout << r.layer << " " << property_name(r.property) << " (" << arithmetic_name(r.dtype) << "): " << (r.holds ? "holds" : "VIOLATED")
-                  << (r.holds ? " in all " : " after ") << r.cases_run << (r.cases_run == 1 ? " case" : " cases")
-                  << (run.from_db ? " (replayed from the failure database " + run.entry.string() + ")" : "")
-                  << "; the theory expects it to " << (r.expected_holds ? "hold" : "be violated")
-                  << (r.as_expected() ? "" : "  <-- UNEXPECTED") << "\n";
-        if (r.counterexample) std::cout << describe(*r.counterexample);
+        print_result(run, opts);
         if (!q.report_dir.empty()) {
             report::Record rec = report::record_of(r, opts);
             if (run.from_db) rec.details["failure_db"] = run.entry.string();
@@ -103,27 +163,10 @@ int run_check(const CheckRequest& q) {
                 return 2;
             }
         }
+        if (r.interrupted) return exit_code(Verdict::interrupted);
         return r.holds ? 0 : 1;
     } catch (const std::exception& e) {
-        // A layer that cannot run at these sizes (odd width for RoPE, more positions than a learned table holds).
-        std::cerr << "permcheck check: " << spec->name << " " << property_name(property) << " ("
-                  << arithmetic_name(opts.arithmetic) << ") could not run: " << e.what() << "\n";
-        if (!q.report_dir.empty()) {
-            report::Record rec;
-            rec.verdict = Verdict::error;
-            rec.layer = spec->name;
-            rec.property = property;
-            rec.dtype = opts.arithmetic;
-            rec.seed = opts.seed;
-            rec.error = e.what();
-            rec.replay = replay_command(spec->name, property, opts);
-            try {
-                write_report(q.report_dir, rec);
-            } catch (const std::exception& w) {
-                std::cerr << "permcheck check: " << w.what() << "\n";
-            }
-        }
-        return 2;
+        return could_not_run(q, *spec, property, opts, e);
     }
 }
 
@@ -156,8 +199,9 @@ void add_check(CLI::App& app, Outcome& outcome) {
     sub->add_flag("--no-db", q->no_db, "neither replay nor save counterexamples");
     sub->footer(
         "Exit status: 0 the property holds on every case, 1 it is violated (the shrunk counterexample is printed),\n"
-        "2 bad input or the layer could not run. The status says whether the property holds, not whether that\n"
-        "matches the theory: `permcheck` without arguments compares with the theory.");
+        "2 bad input or the layer could not run, 130 interrupted (Ctrl-C or SIGTERM; --report keeps what was run).\n"
+        "The status says whether the property holds, not whether that matches the theory: `permcheck` without\n"
+        "arguments compares with the theory.");
     sub->callback([q, sub, &outcome] {
         q->property_given = sub->count("--property") > 0;
         outcome.exit_code = run_check(*q);

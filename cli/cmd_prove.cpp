@@ -1,6 +1,7 @@
 // `permcheck prove LAYER | --all`: the certificate of each reference layer (properties/certificate.h), or with
 // --smt the symbolic proof of cmd_prove_smt.cpp.
 #include "cli/commands.h"
+#include "cli/interrupt.h"
 #include "cli/options.h"
 
 #include "proofs/certificate.h"
@@ -9,6 +10,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 namespace permcheck::cli {
 namespace {
@@ -28,6 +30,49 @@ int certificate_code(const Certificate& c) {
     return c.holds ? 0 : 1;
 }
 
+// One layer's certificate, printed with its time before the verdict line, so that every account still ends in
+// its verdict line.
+Certificate certify_and_print(const std::string& name, const ProveOptions& o, ProgressLine& line) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const Certificate c = certify(find_layer(name), o.certificate);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    line.clear();
+    std::string text = describe(c);
+    const std::size_t verdict_line = text.rfind('\n', text.size() - 2);
+    char timing[64];
+    std::snprintf(timing, sizeof timing, "  time: %.3f s\n", seconds);
+    text.insert(verdict_line + 1, timing);
+    std::fputs(text.c_str(), stdout);
+    if (o.all) std::fputs("\n", stdout);
+    std::fflush(stdout);
+    return c;
+}
+
+// Ctrl-C or SIGTERM stops `prove --all` between layers (with --smt, a Z3 query in flight is killed and its layer
+// left out): says so, exit 130.
+int interrupted(int done, int total) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "permcheck prove: interrupted by %s after %d of %d %s; the results above are complete\n",
+                 StopOnSignal::name().c_str(), done, total, total == 1 ? "layer" : "layers");
+    return exit_code(Verdict::interrupted);
+}
+
+int prove_certificates(const std::vector<std::string>& layers, const ProveOptions& o, ProgressLine& line) {
+    int mismatches = 0, code = 0;
+    const int total = static_cast<int>(layers.size());
+    for (int i = 0; i < total; ++i) {
+        if (StopOnSignal::requested()) return interrupted(i, total);
+        if (o.all) line.count("prove", i, total, "layers", layers[i]);
+        const Certificate c = certify_and_print(layers[i], o, line);
+        mismatches += !c.as_expected();
+        code = certificate_code(c);
+    }
+    if (!o.all) return code;
+    std::printf("%s\n", mismatches == 0 ? "every layer certified as the verdict matrix expects"
+                                        : "some layers were NOT certified as the verdict matrix expects");
+    return mismatches == 0 ? 0 : 1;
+}
+
 int prove(const ProveOptions& o) {
     if (o.all == !o.layer.empty()) {
         std::fprintf(stderr, "permcheck prove: name one layer or pass --all (valid layers: %s)\n",
@@ -40,6 +85,9 @@ int prove(const ProveOptions& o) {
     else
         layers.push_back(find_layer(o.layer).name);  // throws, listing the valid names
 
+    std::optional<StopOnSignal> stop;  // --all only: a single layer's proof stops at once on Ctrl-C, as before
+    if (o.all) stop.emplace();
+    ProgressLine line(o.all && progress_enabled());
     if (o.smt || !o.emit_smt.empty()) {
         SmtRequest request;
         request.layers = layers;
@@ -48,30 +96,19 @@ int prove(const ProveOptions& o) {
         request.emit_dir = o.emit_smt;
         request.timeout_seconds = o.smt_timeout;
         request.all = o.all;
-        return prove_smt(request, std::cout);
+        request.stop_requested = &StopOnSignal::requested;
+        int done = 0;
+        request.on_layer = [&line, &o, &done](int finished, int total, const std::string& next) {
+            done = finished;
+            if (next.empty() || !o.all) return line.clear();
+            line.count("prove --smt", finished, total, "layers", next);
+        };
+        const int code = prove_smt(request, std::cout);
+        line.clear();
+        const int total = static_cast<int>(layers.size());
+        return StopOnSignal::requested() && done < total ? interrupted(done, total) : code;
     }
-
-    int mismatches = 0, code = 0;
-    for (const std::string& name : layers) {
-        const auto t0 = std::chrono::steady_clock::now();
-        const Certificate c = certify(find_layer(name), o.certificate);
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        std::string text = describe(c);
-        // The time goes before the verdict, so that every account still ends in its verdict line.
-        const std::size_t verdict_line = text.rfind('\n', text.size() - 2);
-        char timing[64];
-        std::snprintf(timing, sizeof timing, "  time: %.3f s\n", seconds);
-        text.insert(verdict_line + 1, timing);
-        std::fputs(text.c_str(), stdout);
-        if (o.all) std::fputs("\n", stdout);
-        std::fflush(stdout);
-        mismatches += !c.as_expected();
-        code = certificate_code(c);
-    }
-    if (!o.all) return code;
-    std::printf("%s\n", mismatches == 0 ? "every layer certified as the verdict matrix expects"
-                                        : "some layers were NOT certified as the verdict matrix expects");
-    return mismatches == 0 ? 0 : 1;
+    return prove_certificates(layers, o, line);
 }
 
 }  // namespace

@@ -115,13 +115,20 @@ int verdict_code(SmtVerdict v) {
 }
 
 // One layer's proof: with --all, 0 as the verdict matrix expects and 1 not; for named layers, verdict_code;
-// 2 when it cannot be proved at (n, d) or a file could not be written.
-int prove_layer(const std::string& name, const SmtRequest& req, const SmtOptions& opts, std::ostream& out) {
+// 2 when it cannot be proved at (n, d) or a file could not be written; -1 when a stop request cut it short.
+int prove_layer(const std::string& name, const SmtRequest& req, const SmtOptions& opts, std::ostream& out,
+                int index) {
     const auto start = std::chrono::steady_clock::now();
     SmtResult r;
+    const auto finished = [&] {  // before anything is printed, so that a progress line can be erased first
+        if (req.on_layer) req.on_layer(index + 1, static_cast<int>(req.layers.size()), "");
+    };
     try {
         r = smt_prove(find_layer(name), req.n, req.d, opts);
+        if (req.stop_requested && req.stop_requested()) return -1;  // cut short: nothing to print
+        finished();
     } catch (const std::invalid_argument& e) {
+        finished();
         out << "permcheck: cannot prove " << name << " at n = " << req.n << ", d = " << req.d << ": " << e.what()
             << "\n";
         return 2;
@@ -156,9 +163,16 @@ int prove_smt(const SmtRequest& req, std::ostream& out) {
     SmtOptions opts;
     opts.timeout_seconds = req.timeout_seconds;
     opts.keep_smtlib = !req.emit_dir.empty();
+    opts.stop_requested = req.stop_requested;
     int code = 0;
-    for (const std::string& name : req.layers) {
-        code = worse(code, prove_layer(name, req, opts, out));
+    const int total = static_cast<int>(req.layers.size());
+    for (int i = 0; i < total; ++i) {
+        if (req.stop_requested && req.stop_requested()) return exit_code(Verdict::interrupted);
+        if (req.on_layer) req.on_layer(i, total, req.layers[i]);
+        const int layer_code = prove_layer(req.layers[i], req, opts, out, i);
+        if (layer_code < 0) return exit_code(Verdict::interrupted);
+        code = worse(code, layer_code);
+        out.flush();
     }
     return code;
 }

@@ -1,5 +1,6 @@
 // `permcheck` with no subcommand: every reference layer x every property that applies, as a table.
 #include "cli/commands.h"
+#include "cli/interrupt.h"
 #include "cli/options.h"
 
 #include "check/engine.h"

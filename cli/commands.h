@@ -20,9 +20,6 @@ struct Outcome {
     std::function<void(const std::string& message)> bad_options;
 };
 
-// Whether progress may be drawn on stderr: only on a terminal, never in a pipe or CI.
-bool progress_enabled();
-
 void add_table(CLI::App& app, Outcome& outcome);  // no subcommand: the verdict table (cmd_table.cpp)
 void add_prove(CLI::App& app, Outcome& outcome);   // permcheck prove LAYER | --all (cmd_prove.cpp)
 void add_list(CLI::App& app, Outcome& outcome);    // permcheck list (cmd_list.cpp)
@@ -40,10 +37,16 @@ struct SmtRequest {
     std::string emit_dir;             // empty: write no SMT-LIB files
     double timeout_seconds = 60;
     bool all = false;                 // --all: judged against the verdict matrix, like the verdict table
+    // Asked before each layer: true ends the run there (a layer's proof is not cut short), exit 130.
+    std::function<bool()> stop_requested{};
+    // Called before each layer with the layers finished, their total and the next layer's name, and when a layer
+    // is finished, before its lines are printed, with the layers finished and an empty name (for a progress line).
+    std::function<void(int finished, int total, const std::string& next)> on_layer{};
 };
 // Prints one verdict line (and details) per layer to out; returns the exit code. With `all`: 0 when every
 // layer's result matches the verdict matrix, 1 otherwise. Named layers, as `permcheck check`: 0 proved, 1 a
-// confirmed witness, 3 undecided (the worst over the layers). 2 on bad input or an error.
+// confirmed witness, 3 undecided (the worst over the layers). 2 on bad input or an error. 130 when
+// stop_requested ended it.
 int prove_smt(const SmtRequest& request, std::ostream& out);
 
 }  // namespace permcheck::cli

@@ -1,9 +1,13 @@
 #include "cli/interrupt.h"
 
+#include "check/search.h"
+
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
+#include <unistd.h>
 
 namespace permcheck::cli {
 
@@ -13,9 +17,20 @@ volatile std::sig_atomic_t g_signal = 0;
 struct sigaction g_previous_int, g_previous_term;
 bool g_int_installed = false;
 
-extern "C" void record_signal(int sig) { g_signal = sig; }
+// The first signal is recorded for the program to stop cleanly; a second one stops it at once, as if no handler
+// had been installed (signal and raise are async-signal-safe).
+extern "C" void record_signal(int sig) {
+    if (g_signal != 0) {
+        std::signal(sig, SIG_DFL);
+        std::raise(sig);
+        return;
+    }
+    g_signal = sig;
+}
 
 }  // namespace
+
+bool progress_enabled() { return isatty(STDERR_FILENO) != 0 && std::getenv("CI") == nullptr; }
 
 StopOnSignal::StopOnSignal() {
     g_signal = 0;
@@ -43,27 +58,82 @@ std::string StopOnSignal::name() {
 ProgressLine::ProgressLine(bool enabled)
     : enabled_(enabled), start_(std::chrono::steady_clock::now()), last_(start_) {}
 
-ProgressLine::~ProgressLine() {
-    if (drawn_) std::fprintf(stderr, "\r\033[K");
+ProgressLine::~ProgressLine() { clear(); }
+
+void ProgressLine::clear() {
+    if (!drawn_) return;
+    std::fprintf(stderr, "\r\033[K");
+    std::fflush(stderr);
+    drawn_ = false;
 }
 
-void ProgressLine::audit(const AuditProgress& p) {
-    if (!enabled_) return;
+bool ProgressLine::due() {
+    if (!enabled_) return false;
     const auto now = std::chrono::steady_clock::now();
-    if (drawn_ && now - last_ < std::chrono::milliseconds(100)) return;
+    if (drawn_ && now - last_ < std::chrono::milliseconds(100)) return false;
     last_ = now;
-    const double seconds = std::chrono::duration<double>(now - start_).count();
+    return true;
+}
+
+double ProgressLine::seconds() const { return std::chrono::duration<double>(last_ - start_).count(); }
+
+namespace {
+// ", about 12 s left" from the share done so far; empty before the first item is done.
+std::string time_left(double seconds, int done, int total) {
+    if (done <= 0 || total < done) return "";
+    std::string text = ", about ";
+    text += std::to_string(static_cast<long>(seconds * (total - done) / done + 0.5));
+    text += " s left";
+    return text;
+}
+// A rate as a reader takes it in: "18200", "40.1", "0.523".
+std::string rate_text(double per_second) {
     std::ostringstream s;
-    s.precision(3);
+    if (per_second >= 100) {
+        s << static_cast<long long>(per_second + 0.5);
+    } else {
+        s.precision(3);
+        s << per_second;
+    }
+    return s.str();
+}
+}  // namespace
+
+void ProgressLine::audit(const AuditProgress& p) {
+    if (!due()) return;
+    const double seconds = this->seconds();
+    std::ostringstream s;
     if (p.shrinking) {
         s << "audit: shrinking a failure, " << p.calls << " calls so far";
     } else {
         s << "audit: " << p.cases_done << "/" << p.cases_total << " cases, " << p.calls << " calls";
-        if (seconds > 0) s << ", " << p.calls / seconds << " calls/s";
-        if (p.cases_done > 0)
-            s << ", about " << static_cast<long>(seconds * (p.cases_total - p.cases_done) / p.cases_done + 0.5)
-              << " s left";
+        if (seconds > 0) s << ", " << rate_text(p.calls / seconds) << " calls/s";
+        s << time_left(seconds, p.cases_done, p.cases_total);
     }
+    draw(s.str());
+}
+
+void ProgressLine::check(const SearchProgress& p) {
+    if (p.shrinking) {
+        if (!due()) return;
+        std::string text = "check: shrinking a failure, ";
+        text += std::to_string(p.evaluations);
+        text += " evaluations so far";
+        draw(text);
+        return;
+    }
+    count("check", p.cases_done, p.cases_total, "cases", "");
+}
+
+void ProgressLine::count(const std::string& what, int done, int total, const std::string& unit,
+                         const std::string& now) {
+    if (!due()) return;
+    const double seconds = this->seconds();
+    std::ostringstream s;
+    s << what << ": " << done << "/" << total << " " << unit;
+    if (seconds > 0 && done > 0) s << ", " << rate_text(done / seconds) << " " << unit << "/s";
+    s << time_left(seconds, done, total);
+    if (!now.empty()) s << "; now " << now;
     draw(s.str());
 }
 

@@ -1,6 +1,7 @@
 // Long work on the command line: a progress line on stderr (on a terminal only) and a clean stop on Ctrl-C
-// (SIGINT) or SIGTERM. The handler only records the signal; the audit engine polls it between calls
-// (AuditOptions::stop_requested), so adapters are closed and reaped and the report keeps what was run.
+// (SIGINT) or SIGTERM. The handler only records the signal; the engines poll it between calls and cases
+// (AuditOptions::stop_requested, CheckOptions::stop_requested; `prove --all` between layers), so adapters are
+// closed and reaped and the report keeps what was run.
 #pragma once
 
 #include "check/blackbox.h"
@@ -8,7 +9,14 @@
 #include <chrono>
 #include <string>
 
+namespace permcheck {
+struct SearchProgress;  // check/search.h: where a white-box check stands (CheckProgress)
+}
+
 namespace permcheck::cli {
+
+// Whether progress may be drawn on stderr: only on a terminal, never in a pipe or CI.
+bool progress_enabled();
 
 // Installs the SIGINT and SIGTERM handlers for its lifetime and restores the previous ones after. A SIGINT that
 // was ignored when the program started (a background job of a shell without job control) stays ignored.
@@ -35,8 +43,16 @@ public:
 
     // "audit: 12/100 cases, 24 calls, 40.1 calls/s, about 2 s left" (or "shrinking a failure, 31 calls").
     void audit(const AuditProgress& p);
+    // "check: 12/100 cases, 40.1 cases/s, about 2 s left" (or "check: shrinking a failure, 31 evaluations so far").
+    void check(const SearchProgress& p);
+    // "prove: 3/21 layers, 0.52 layers/s, about 35 s left; now attention": `done` of `total` items.
+    void count(const std::string& what, int done, int total, const std::string& unit, const std::string& now);
+    // Erases the line, before other output goes to the terminal; the next update draws it again.
+    void clear();
 
 private:
+    bool due();  // enabled, and the last drawing is at least 0.1 s old
+    double seconds() const;
     void draw(const std::string& text);
 
     bool enabled_;

@@ -5,11 +5,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <unistd.h>
-
-namespace permcheck::cli {
-bool progress_enabled() { return isatty(STDERR_FILENO) != 0 && std::getenv("CI") == nullptr; }
-}  // namespace permcheck::cli
 
 int main(int argc, char** argv) {
     using namespace permcheck::cli;

@@ -2,6 +2,7 @@
 // arguments here). Exit 0 holds; 1 violated, nondeterministic or non-finite; 2 error or bad options, as
 // `permcheck audit --exec`, whose options, record and printed result it shares (cli/audit_common.h).
 #include "cli/audit_common.h"
+#include "cli/interrupt.h"
 #include "cli/options.h"
 
 #include "adapters/torch_adapter.h"
@@ -46,6 +47,24 @@ report::Record record_of(const Request& q, const std::string& name, const AuditR
 // The layer's name before its module is built (and when it cannot be).
 std::string plain_name(const Request& q) { return "torch layer " + std::string(adapters::torch_layer_name(q.torch.layer)); }
 
+// The audit under StopOnSignal (Ctrl-C or SIGTERM stops it between cases: verdict interrupted, exit 130), with a
+// progress line on a terminal.
+AuditResult audit_interruptibly(const BlackBox& box, AuditOptions o, const AuditFlags& flags) {
+    AuditResult r;
+    {
+        const StopOnSignal stop;
+        ProgressLine line(progress_enabled());
+        o.stop_requested = &StopOnSignal::requested;
+        o.on_progress = [&line](const AuditProgress& p) { line.audit(p); };
+        r = audit(box, o);
+    }
+    if (r.verdict == Verdict::interrupted)
+        std::cerr << kProgram << ": interrupted by " << StopOnSignal::name() << " after " << r.cases
+                  << (r.cases == 1 ? " case" : " cases") << (flags.report_dir.empty() ? "" : "; the report keeps what was run")
+                  << "\n";
+    return r;
+}
+
 int run(Request q) {
     AuditResult r;
     std::string name = plain_name(q);
@@ -58,7 +77,7 @@ int run(Request q) {
         AuditOptions o = audit_options(q.flags);
         o.name = name;
         o.amplification = adapters::torch_amplification(q.torch.layer);
-        r = audit(adapters::torch_black_box(q.torch), o);
+        r = audit_interruptibly(adapters::torch_black_box(q.torch), o, q.flags);
     } catch (const std::exception& e) {  // LibTorch refusing to build the module, e.g. heads not dividing dim
         r = error_result(e.what());
     }

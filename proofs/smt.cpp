@@ -162,7 +162,7 @@ SmtQuery ask(const LayerFamily& family, const SymbolicLayer& s, const Permutatio
         q.reason_unknown = r.counterexample ? "a witness settled it" : "an earlier query was not unsat";
         return q;
     }
-    const detail::IsolatedCheck found = detail::check_isolated(solver, s.constants, opts.timeout_seconds);
+    const detail::IsolatedCheck found = detail::check_isolated(solver, s.constants, opts.timeout_seconds, opts.stop_requested);
     q.answer = found.answer;
     q.reason_unknown = found.reason_unknown;
     q.seconds = found.seconds;
@@ -193,6 +193,7 @@ void search_witness(const LayerFamily& family, const SmtOptions& opts, SmtResult
     o.arithmetic = Arithmetic::exact;
     o.cases = opts.witness_cases;
     o.seed = opts.witness_seed;
+    o.stop_requested = opts.stop_requested;
     o.min_len = o.max_len = r.n;
     o.d = r.d;
     const CheckResult found = check(family, r.property, o);

@@ -15,6 +15,7 @@
 #include "check/engine.h"
 #include "scalars/symbolic.h"
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -73,6 +74,9 @@ struct SmtOptions {
     // fails): 100 exact cases take at most 0.14 s of CPU per catalog layer (the encoder) at n = 8, d = 4.
     int witness_cases = 100;
     std::uint64_t witness_seed = 1;
+    // Asked between the witness search's cases and, while Z3 works, every 0.1 s: true stops the witness search
+    // and kills the query, which answers unknown with the reason "interrupted". Reads no signal itself.
+    std::function<bool()> stop_requested{};
 };
 
 // Builds the family symbolically for the proof and in exact rationals to confirm a model's witness; falls back
@@ -97,8 +101,9 @@ struct IsolatedCheck {
     double cpu_seconds = 0;  // user + system time of the child
     std::optional<std::vector<double>> model;  // sat and every constant has a numeric value
 };
+// `stop`, when given, is asked every 0.1 s while the child works: true kills it (reason "interrupted").
 IsolatedCheck check_isolated(const z3::solver& solver, const std::vector<Symbolic>& constants,
-                             double timeout_seconds);
+                             double timeout_seconds, const std::function<bool()>& stop = {});
 }
 
 }  // namespace permcheck

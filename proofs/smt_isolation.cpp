@@ -4,6 +4,7 @@
 // Z3_interrupt stopped it. A forked child can be killed; the parent only ever sees an answer or a timeout.
 #include "proofs/smt.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -100,15 +101,19 @@ void write_all(int fd, const std::string& s) {
     }
 }
 
-// Reads until EOF or the deadline; false on the deadline.
-bool read_until(int fd, std::chrono::steady_clock::time_point deadline, std::string& data) {
+// Reads until EOF, the deadline or a stop request (asked every 0.1 s when given); false on the last two.
+bool read_until(int fd, std::chrono::steady_clock::time_point deadline, std::string& data,
+                const std::function<bool()>& stop) {
     char buf[4096];
     for (;;) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        if (stop && stop()) return false;
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         if (left.count() <= 0) return false;
+        if (stop) left = std::min(left, std::chrono::milliseconds(100));
         pollfd p{fd, POLLIN, 0};
         const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
         if (ready < 0 && errno == EINTR) continue;
+        if (ready == 0 && stop) continue;  // a slice of the wait is over: ask again, then check the deadline
         if (ready <= 0) return false;
         const ssize_t k = ::read(fd, buf, sizeof buf);
         if (k < 0 && errno == EINTR) continue;
@@ -149,7 +154,7 @@ IsolatedCheck parse(const std::string& data) {
 }  // namespace
 
 IsolatedCheck check_isolated(const z3::solver& solver, const std::vector<Symbolic>& constants,
-                             double timeout_seconds) {
+                             double timeout_seconds, const std::function<bool()>& stop) {
     int fds[2];
     if (::pipe(fds) != 0) throw std::runtime_error(std::string("cannot create a pipe for Z3: ") + std::strerror(errno));
     std::fflush(nullptr);  // nothing buffered may be written twice
@@ -167,11 +172,12 @@ IsolatedCheck check_isolated(const z3::solver& solver, const std::vector<Symboli
     ::close(fds[1]);
     // Z3's own limit ends most checks; the kill is the backstop, with room for a model to be written.
     const auto grace = std::chrono::duration<double>(1.0 + 0.25 * timeout_seconds);
-    const auto deadline = std::chrono::steady_clock::now() +
+    const auto started = std::chrono::steady_clock::now();
+    const auto deadline = started +
                           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                               std::chrono::duration<double>(timeout_seconds) + grace);
     std::string data;
-    const bool finished = read_until(fds[0], deadline, data);
+    const bool finished = read_until(fds[0], deadline, data, stop);
     if (!finished) ::kill(pid, SIGKILL);
     ::close(fds[0]);
     int status = 0;
@@ -184,8 +190,10 @@ IsolatedCheck check_isolated(const z3::solver& solver, const std::vector<Symboli
     if (finished) {
         r = parse(data);
     } else {
-        r.reason_unknown = "timeout";
-        r.seconds = timeout_seconds;
+        const bool stopped = stop && stop();
+        r.reason_unknown = stopped ? "interrupted" : "timeout";
+        r.seconds = stopped ? std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
+                            : timeout_seconds;
     }
     r.cpu_seconds = cpu;
     return r;

@@ -83,7 +83,7 @@ CheckRun check_with_db(const LayerFamily& spec, Property property, const CheckOp
         }
     }
     run.result = check(spec, property, opts);
-    if (db.enabled && run.result.counterexample) {
+    if (db.enabled && run.result.counterexample && !run.result.interrupted) {  // a finished shrink only
         try {
             std::error_code ec;
             std::filesystem::create_directories(db.dir, ec);

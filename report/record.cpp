@@ -5,7 +5,7 @@ namespace permcheck::report {
 
 Record record_of(const CheckResult& result, const CheckOptions& opts) {
     Record r;
-    r.verdict = result.holds ? Verdict::holds : Verdict::violated;
+    r.verdict = result.interrupted ? Verdict::interrupted : result.holds ? Verdict::holds : Verdict::violated;
     r.layer = result.layer;
     r.property = result.property;
     r.dtype = result.dtype;

@@ -50,7 +50,7 @@ void prepare_directory(const std::filesystem::path& dir);
 // Reads a report.json (or a directory holding one). Throws std::invalid_argument / std::runtime_error.
 Record read(const std::filesystem::path& path);
 
-// The record of a catalog check: verdict holds | violated, the check's options under details["check"].
+// The record of a catalog check: holds | violated (interrupted when stopped), its options under details["check"].
 Record record_of(const CheckResult& result, const CheckOptions& opts);
 // The record of an audit (`permcheck audit`, `permcheck audit-torch`); the caller adds its own details.
 // `property` and `dtype` are the audit's (also when it ended before it ran, e.g. on options it refused).

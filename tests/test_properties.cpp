@@ -313,6 +313,68 @@ TEST(Counterexample, ReplayingTheRecordedCaseFailsAgain) {
     EXPECT_EQ(twice.counterexample->perm, r.counterexample->perm);
 }
 
+// ------------------------------------------------------------------------------- stopping a check (issue 14)
+
+// CheckOptions::stop_requested ends a check between cases: the cases run are kept, and a stop never reads as a
+// failing case (a layer that holds is not called violated) nor as a passing one.
+TEST(StopRequested, EndsAHoldingCheckBetweenCasesWithoutCallingItViolated) {
+    CheckOptions o;
+    o.cases = 50;
+    int seen = 0;
+    o.on_progress = [&seen](const CheckProgress& p) {
+        EXPECT_FALSE(p.shrinking);
+        EXPECT_EQ(p.cases_total, 50);
+        seen = p.cases_done;
+    };
+    o.stop_requested = [&seen] { return seen >= 7; };
+    const CheckResult r = check(find_layer("attention"), Property::equivariance, o);
+    EXPECT_TRUE(r.interrupted);
+    EXPECT_TRUE(r.holds);
+    EXPECT_FALSE(r.counterexample);
+    EXPECT_EQ(r.cases_run, 7);
+    EXPECT_EQ(seen, 7);
+
+    o.stop_requested = [] { return true; };  // before the first case
+    const CheckResult none = check(find_layer("attention"), Property::equivariance, o);
+    EXPECT_TRUE(none.interrupted);
+    EXPECT_EQ(none.cases_run, 0);
+}
+
+TEST(StopRequested, WhileShrinkingKeepsTheCounterexampleFoundSoFar) {
+    const LayerFamily& spec = find_layer("attention+learned");
+    CheckOptions o;
+    o.max_len = 16;
+    const CheckResult full = check(spec, Property::equivariance, o);
+    ASSERT_TRUE(full.counterexample);
+    ASSERT_GT(full.counterexample->shrink_steps, 1);
+    bool shrinking = false;
+    o.on_progress = [&shrinking](const CheckProgress& p) { shrinking = shrinking || p.shrinking; };
+    o.stop_requested = [&shrinking] { return shrinking; };  // at the first shrink step's end
+    const CheckResult r = check(spec, Property::equivariance, o);
+    EXPECT_TRUE(r.interrupted);
+    EXPECT_FALSE(r.holds);
+    ASSERT_TRUE(r.counterexample);
+    EXPECT_EQ(r.cases_run, full.cases_run);
+    EXPECT_LE(r.counterexample->shrink_steps, 1);
+    EXPECT_FALSE(r.counterexample->comparison.holds);  // a case that fails, shrunk or not
+}
+
+TEST(StopRequested, HooksThatNeverStopChangeNothing) {
+    const LayerFamily& spec = find_layer("causal-attention");
+    CheckOptions o;
+    const CheckResult plain = check(spec, Property::equivariance, o);
+    int calls = 0;
+    o.on_progress = [&calls](const CheckProgress&) { ++calls; };
+    o.stop_requested = [] { return false; };
+    const CheckResult hooked = check(spec, Property::equivariance, o);
+    EXPECT_FALSE(hooked.interrupted);
+    EXPECT_EQ(hooked.cases_run, plain.cases_run);
+    EXPECT_EQ(hooked.evaluations, plain.evaluations);
+    ASSERT_TRUE(hooked.counterexample && plain.counterexample);
+    EXPECT_EQ(hooked.counterexample->x, plain.counterexample->x);
+    EXPECT_EQ(calls, plain.evaluations);  // one call per case and per shrink step
+}
+
 // ---------------------------------------------------------------------------------- harness self-test
 
 class HarnessSelfTest : public testing::TestWithParam<mutants::Kind> {};

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Ctrl-C during `permcheck audit-torch` (issue 14, item 3): exit 130, a sentence that says what was interrupted,
+# and with --report a report.json whose verdict is `interrupted` with the cases run.
+#   interrupt_torch.sh PERMCHECK
+set -euo pipefail
+set -m  # job control: a background job keeps SIGINT (without it, bash starts it with SIGINT ignored)
+permcheck=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "interrupt_torch.sh: $*" >&2; exit 1; }
+
+# audit-torch execs permcheck-torch in the same process: the job's pid is the audit's.
+"$permcheck" audit-torch encoder-layer --cases 1000000 --report "$work/report" >"$work/out" 2>"$work/err" &
+job=$!
+sleep 4  # LibTorch takes a moment to load; then a few cases
+kill -0 "$job" 2>/dev/null || fail "the audit ended before it was interrupted: $(cat "$work/out" "$work/err")"
+kill -INT "$job"
+rc=0
+wait "$job" || rc=$?
+[[ $rc == 130 ]] || fail "exit $rc after SIGINT, expected 130: $(cat "$work/err")"
+grep -q "permcheck audit-torch: interrupted by Ctrl-C (SIGINT) after" "$work/err" ||
+  fail "no word of the interruption: $(cat "$work/err")"
+verdict=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["verdict"], r["cases"])' \
+          "$work/report/report.json")
+[[ $verdict =~ ^interrupted\ [0-9]+$ ]] || fail "report.json says '$verdict', expected interrupted"
+echo "interrupt_torch.sh: SIGINT gave exit 130 and report verdict '$verdict'"
