@@ -50,12 +50,28 @@ void report_row(const std::string& dir, const Row& row, const CheckOptions& o, n
     summary["rows"].push_back(std::move(entry));
 }
 
-int verdict_table(const CheckOptions& base, const std::string& report_dir) {
+// Ctrl-C or SIGTERM during a row: the rows above stand; summary.json lists them and says the table is incomplete.
+int interrupted(const std::string& report_dir, nlohmann::json& summary, const Row& row, int done) {
+    if (progress_enabled()) std::fprintf(stderr, "\r\033[K");
+    std::fflush(stdout);
+    std::fprintf(stderr, "permcheck: the verdict table was interrupted by %s after %d rows, during %s %s (%s)\n",
+                 StopOnSignal::name().c_str(), done, row.result.layer.c_str(), property_name(row.result.property),
+                 arithmetic_name(row.result.dtype));
+    if (!report_dir.empty()) {
+        summary["interrupted"] = true;
+        report::write_atomically(std::filesystem::path(report_dir) / "summary.json", summary.dump(2) + "\n");
+    }
+    return exit_code(Verdict::interrupted);
+}
+
+int verdict_table(CheckOptions base, const std::string& report_dir) {
     nlohmann::json summary = {{"schema", "permcheck.table/1"}, {"rows", nlohmann::json::array()}};
     const bool progress = progress_enabled();
+    const StopOnSignal stop;
+    base.stop_requested = &StopOnSignal::requested;
     std::printf("%-32s %-14s %-9s %-9s %-8s %6s %8s  %s\n", "layer", "property", "expected", "verdict", "method",
                 "cases", "time", "smallest counterexample");
-    int mismatches = 0;
+    int mismatches = 0, rows = 0;
     for (const LayerFamily& spec : catalog()) {
         for (const Expectation& e : spec.expectations) {
             for (Arithmetic a : {Arithmetic::float64, Arithmetic::exact}) {
@@ -65,9 +81,11 @@ int verdict_table(const CheckOptions& base, const std::string& report_dir) {
                     std::fprintf(stderr, "\r\033[Kchecking %s %s (%s)...", spec.name.c_str(), property_name(e.property),
                                  arithmetic_name(a));
                 const Row row = timed_check(spec, e.property, o);
+                if (row.result.interrupted) return interrupted(report_dir, summary, row, rows);
                 const bool ok = row.result.as_expected();
                 if (!report_dir.empty()) report_row(report_dir, row, o, summary);
                 mismatches += !ok;
+                ++rows;
                 if (progress) std::fprintf(stderr, "\r\033[K");
                 std::printf("%-32s %-14s %-9s %-9s %-8s %6d %7.2fs  %s%s\n", spec.name.c_str(),
                             property_name(e.property), e.holds ? "holds" : "fails",

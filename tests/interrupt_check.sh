@@ -3,7 +3,8 @@
 #   - under a pseudo-terminal (script), `check` and `prove --all` draw a progress line on stderr; in a pipe, none;
 #   - SIGINT during a long `check --report DIR`: exit 130, report.json with the verdict `interrupted` and the
 #     cases run, and a sentence that says what was interrupted;
-#   - SIGINT during `prove --all`: exit 130 and a sentence naming how many layers were done.
+#   - SIGINT during `prove --all`: exit 130 and a sentence naming how many layers were done;
+#   - SIGINT during the verdict table: exit 130, a sentence, and summary.json marked interrupted.
 #   interrupt_check.sh PERMCHECK
 set -euo pipefail
 set -m  # job control: a background job keeps SIGINT (without it, bash starts it with SIGINT ignored)
@@ -52,5 +53,18 @@ wait "$job" || rc=$?
 [[ $rc == 130 ]] || fail "prove --all: exit $rc after SIGINT, expected 130: $(cat prove.err)"
 grep -q "interrupted by Ctrl-C (SIGINT) after [0-9]* of [0-9]* layers" prove.err ||
   fail "prove --all: no word of the interruption: $(cat prove.err)"
+# The verdict table: exit 130, a word of it, and summary.json marked interrupted.
+"$permcheck" --cases 1000000 --report table >table.out 2>table.err &
+job=$!
+sleep 1.5
+kill -0 "$job" 2>/dev/null || fail "the table ended before it was interrupted: $(cat table.out table.err)"
+kill -INT "$job"
+rc=0
+wait "$job" || rc=$?
+[[ $rc == 130 ]] || fail "table: exit $rc after SIGINT, expected 130: $(cat table.err)"
+grep -q "the verdict table was interrupted by Ctrl-C (SIGINT) after [0-9]* rows" table.err ||
+  fail "table: no word of the interruption: $(cat table.err)"
+python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["interrupted"] is True' table/summary.json ||
+  fail "table: summary.json is not marked interrupted"
 echo "interrupt_check.sh: check and prove --all show progress on a terminal only; SIGINT gave exit 130," \
      "check's report verdict '$verdict'"
