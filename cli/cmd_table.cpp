@@ -54,10 +54,11 @@ void report_row(const std::string& dir, const Row& row, const CheckOptions& o, n
 int interrupted(const std::string& report_dir, nlohmann::json& summary, const Row& row, int done) {
     if (progress_enabled()) std::fprintf(stderr, "\r\033[K");
     std::fflush(stdout);
-    std::fprintf(stderr, "permcheck: the verdict table was interrupted by %s after %d rows, during %s %s (%s)\n",
-                 StopOnSignal::name().c_str(), done, row.result.layer.c_str(), property_name(row.result.property),
-                 arithmetic_name(row.result.dtype));
+    std::fprintf(stderr, "permcheck: the verdict table was interrupted by %s after %d %s, during %s %s (%s)\n",
+                 StopOnSignal::name().c_str(), done, done == 1 ? "row" : "rows", row.result.layer.c_str(),
+                 property_name(row.result.property), arithmetic_name(row.result.dtype));
     if (!report_dir.empty()) {
+        report::prepare_directory(report_dir);  // no row may have made it yet
         summary["interrupted"] = true;
         report::write_atomically(std::filesystem::path(report_dir) / "summary.json", summary.dump(2) + "\n");
     }
