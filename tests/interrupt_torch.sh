@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Ctrl-C during `permcheck audit-torch` (issue 14, item 3): exit 130, a sentence that says what was interrupted,
-# and with --report a report.json whose verdict is `interrupted` with the cases run.
+# `permcheck audit-torch` (issue 14, item 3): a progress line under a pseudo-terminal (script); Ctrl-C exits 130
+# with a sentence that says what was interrupted, and with --report a report.json whose verdict is `interrupted`
+# with the cases run.
 #   interrupt_torch.sh PERMCHECK
 set -euo pipefail
 set -m  # job control: a background job keeps SIGINT (without it, bash starts it with SIGINT ignored)
@@ -8,6 +9,10 @@ permcheck=$1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "interrupt_torch.sh: $*" >&2; exit 1; }
+
+script -qec "env -u CI $permcheck audit-torch mha --cases 30" /dev/null >"$work/pty.log" 2>&1 ||
+  fail "audit-torch under a pseudo-terminal failed: $(cat "$work/pty.log")"
+grep -q "audit: [0-9]*/30 cases, [0-9]* calls" "$work/pty.log" || fail "no progress line on a terminal: $(cat "$work/pty.log")"
 
 # audit-torch execs permcheck-torch in the same process: the job's pid is the audit's.
 "$permcheck" audit-torch encoder-layer --cases 1000000 --report "$work/report" >"$work/out" 2>"$work/err" &
