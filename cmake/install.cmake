@@ -41,6 +41,9 @@ if(TARGET permcheck-torch)
   install(TARGETS permcheck-torch RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
 install(EXPORT permcheckCliTargets NAMESPACE permcheck:: DESTINATION ${PERMCHECK_CMAKE_DIR})
+# The ready Python adapter, where the installed command finds it (adapters/python_path.cpp) and puts it on the
+# PYTHONPATH of the programs `permcheck audit --exec` runs.
+install(FILES ${PROJECT_SOURCE_DIR}/python/permcheck_adapter.py DESTINATION ${CMAKE_INSTALL_DATADIR}/permcheck/python)
 
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/permcheckConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/permcheckConfig.cmake INSTALL_DESTINATION ${PERMCHECK_CMAKE_DIR})
