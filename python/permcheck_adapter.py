@@ -148,12 +148,12 @@ def _named_inputs(request, torch, dtype, kinds):
         raise ValueError('"inputs" must be an object of named nested arrays')
     out = {}
     for name, values in inputs.items():
-        shape = shapes.get(name)
-        if shape is None:
-            shape = _shape_of(values)
         if torch is None:
             out[name] = values
             continue
+        shape = shapes.get(name)
+        if shape is None:
+            shape = _shape_of(values)
         kind = _kind(declared.get(name), values)
         element = {"float": dtype, "mask": torch.bool, "index": torch.int64}[kind]
         out[name] = torch.tensor(values, dtype=element).reshape(shape)
