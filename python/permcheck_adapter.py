@@ -78,7 +78,6 @@ def serve(layer, dtype=None, *, kinds=None, stdin=None, stdout=None):
             layer.to(dtype)  # floating parameters and buffers only; a module converts in place
     if is_module:
         layer.eval()
-    tensors = torch is not None  # a module always gets tensors; a function only when a dtype was given
 
     requests = stdin if stdin is not None else sys.stdin
     answers, restore = (stdout, None) if stdout is not None else _claim_stdout()
@@ -88,7 +87,8 @@ def serve(layer, dtype=None, *, kinds=None, stdin=None, stdout=None):
         for line in requests:
             if not line.strip():
                 continue
-            answer = _answer(line, layer, torch if tensors else None, dtype, kinds)
+            # torch is None for a function served without a dtype: it receives nested lists, not tensors.
+            answer = _answer(line, layer, torch, dtype, kinds)
             answers.write(json.dumps(answer) + "\n")
             answers.flush()
     except BrokenPipeError:

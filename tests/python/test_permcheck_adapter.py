@@ -310,6 +310,28 @@ class ServedModule(unittest.TestCase):
         self.assertEqual(code, 0, err)
         self.assertEqual(answers, [{"id": 5, "outputs": {"y": [[2.0, 4.0]], "s": [[1, 2], [1, 0], [2, 0]]}}], err)
 
+    def test_a_function_served_with_a_dtype_receives_tensors(self):
+        script = """
+            import sys
+            from permcheck_adapter import serve
+
+            def layer(x, pad=None):
+                import torch  # imported by serve(), since the dtype was given by name
+                assert isinstance(x, torch.Tensor) and x.dtype == torch.float64, type(x)
+                assert pad is None or pad.dtype == torch.bool, pad
+                assert not torch.is_grad_enabled()
+                return x.sum(0) if pad is None else x[~pad]
+
+            assert "torch" not in sys.modules
+            serve(layer, dtype="float64")
+        """
+        answers, _, err, code = run(script, [
+            {"id": 1, "x": [[0.5, 1], [2, 3]]},
+            {"id": 2, "inputs": {"x": [[0.5, 1.5], [2.0, 3.0]], "pad": [True, False]}, "outputs": ["y"]},
+        ])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(answers, [{"id": 1, "y": [2.5, 4.0]}, {"id": 2, "outputs": {"y": [[2.0, 3.0]]}}], err)
+
     def test_a_torch_error_is_a_protocol_error_with_the_last_line_of_its_traceback(self):
         answers, _, err, code = run(MODULE_SCRIPT, [
             {"id": 6, "inputs": {"x": [[1.0, 2.0]], "pad": [0.5], "edge_index": [[0], [0]], "edge_attr": [[1.0]]},
