@@ -1,5 +1,7 @@
 #include "adapters/exec_adapter.h"
 
+#include "adapters/python_path.h"
+
 #include "io/json_limits.h"
 
 #include <nlohmann/json.hpp>
@@ -259,7 +261,8 @@ ExecAdapter::ExecAdapter(ExecOptions opts) : opts_(std::move(opts)) {
     posix_spawnattr_setpgroup(&attr, 0);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
     const char* argv[] = {"/bin/sh", "-c", opts_.command.c_str(), nullptr};
-    const int rc = posix_spawn(&pid_, "/bin/sh", &actions, &attr, const_cast<char* const*>(argv), environ);
+    const ChildEnvironment child_env;  // PYTHONPATH led by permcheck_adapter.py's directory
+    const int rc = posix_spawn(&pid_, "/bin/sh", &actions, &attr, const_cast<char* const*>(argv), child_env.envp());
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);
     close(in[0]);

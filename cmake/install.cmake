@@ -12,7 +12,7 @@ set(PERMCHECK_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/permcheck)
 # the catalog, the search and the symbolic scalar are the command's business and stay out.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/permcheck DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 foreach(header scalars/scalar.h scalars/weights.h layers/expectation.h check/blackbox.h check/compare.h check/counterexample.h
-               check/permutation.h check/vocabulary.h)
+               check/permutation.h check/signature.h check/vocabulary.h)
   get_filename_component(folder ${header} DIRECTORY)
   install(FILES ${PROJECT_SOURCE_DIR}/${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/permcheck/${folder})
 endforeach()
@@ -41,6 +41,9 @@ if(TARGET permcheck-torch)
   install(TARGETS permcheck-torch RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
 install(EXPORT permcheckCliTargets NAMESPACE permcheck:: DESTINATION ${PERMCHECK_CMAKE_DIR})
+# The ready Python adapter, where the installed command finds it (adapters/python_path.cpp) and puts it on the
+# PYTHONPATH of the programs `permcheck audit --exec` runs.
+install(FILES ${PROJECT_SOURCE_DIR}/python/permcheck_adapter.py DESTINATION ${CMAKE_INSTALL_DATADIR}/permcheck/python)
 
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/permcheckConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/permcheckConfig.cmake INSTALL_DESTINATION ${PERMCHECK_CMAKE_DIR})

@@ -24,6 +24,18 @@ done
 [[ -z $(grep -rliE "#include [<\"]rapidcheck" "$prefix/include") ]] || fail "an installed header includes RapidCheck"
 [[ -f $prefix/include/permcheck/audit.h && -f $prefix/include/permcheck/gtest.h ]] || fail "the API is not installed"
 if readelf -S "$prefix/bin/permcheck" | grep -q debug_info; then fail "bin/permcheck carries debug information"; fi
+# The ready Python adapter is installed, and the installed command puts the installed copy on the PYTHONPATH of
+# the programs it runs: a file that only calls serve() is audited with no PYTHONPATH of its own.
+adapter=$(realpath "$prefix")/share/permcheck/python/permcheck_adapter.py
+[[ -f $adapter ]] || fail "permcheck_adapter.py is not installed"
+printf '%s\n' "import sys" "import permcheck_adapter" "print(permcheck_adapter.__file__, file=sys.stderr)" \
+  "permcheck_adapter.serve(lambda x: x)" >"$work/served.py"
+if ! (unset PYTHONPATH; cd "$work" && "$prefix/bin/permcheck" audit --exec "/usr/bin/python3 $work/served.py" \
+        --dim 2 --cases 5 >/dev/null 2>"$work/served.err"); then
+  cat "$work/served.err" >&2
+  fail "the installed permcheck did not audit a layer served by permcheck_adapter"
+fi
+grep -qxF "$adapter" "$work/served.err" || { cat "$work/served.err" >&2; fail "the adapter was not imported from $adapter"; }
 
 cmake -S "$source" -B "$work/build" -DCMAKE_PREFIX_PATH="$prefix" "$@" >/dev/null
 cmake --build "$work/build" -j2

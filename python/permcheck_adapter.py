@@ -1,0 +1,318 @@
+"""permcheck_adapter: serve a Python layer to `permcheck audit --exec` in one line.
+
+    from permcheck_adapter import serve
+    serve(my_layer)                        # a function of named inputs returning named outputs (or one output)
+    serve(module, dtype=torch.float32)     # any torch.nn.Module, in eval mode, under no_grad
+
+permcheck puts the directory of this file on the PYTHONPATH of the programs it runs, so the import works with
+no set-up. Plain Python 3, standard library only; PyTorch is used only for a torch module or when a dtype is
+given, and is then the one the user's program already imported.
+
+The protocol (README, "Auditing your own layer"): permcheck starts the program once and writes one JSON request
+per line on its stdin; serve() answers each with one line on stdout, in order, and returns at end of input.
+
+One-tensor form (`permcheck audit --dim D`):
+    -> {"id": 7, "x": [[0.5, -1.0], [2.0, 0.25]]}        n rows (positions) of D numbers (features)
+    <- {"id": 7, "y": [[...], [...]]}                      a sequence layer: n rows
+    <- {"id": 7, "y": [...]}                               a pooled layer (--output pooled): one vector
+    The layer is called with x as its one positional argument: a module gets an (n, D) tensor, a function a
+    list of n lists (a tensor when serve() was given a dtype).
+
+Named form (`permcheck audit --axis ... --input ... --output ...`):
+    -> {"id": 7, "inputs": {"q": [[...]], "pad": [true, false]}, "shapes": {"q": [2, 8], "pad": [2]},
+        "outputs": ["y"]}
+    <- {"id": 7, "outputs": {"y": [[...]]}}
+    The layer is called with the inputs as keyword arguments of those names (module(**inputs) calls forward).
+    Nested arrays in the order of the input's dims; `shapes` rebuilds a tensor with a dim of length 0. Kinds:
+    JSON booleans are a mask (torch.bool), JSON integers an index (torch.int64), numbers with a fraction or an
+    exponent real values (the float dtype). A `kinds` object in the request ({"edge_index": "index"}), or the
+    `kinds` argument of serve(), names the kind where the values cannot, e.g. an empty index input.
+
+Answers, both forms:
+    a single value (a tensor, a nested list, a number)   answers the one output the request names (y)
+    a tuple                                             answers the outputs in the request's order
+    a dict                                              answers them by name (other keys are ignored)
+    an exception                                        {"id": 7, "error": "ValueError: ..."}: the last line of
+                                                        its traceback (the whole traceback goes to stderr)
+
+stdout carries only answers: while serve() runs, sys.stdout (and file descriptor 1, so C extensions too) is
+redirected to stderr, so whatever the user's code prints goes to stderr. Non-finite numbers are written as
+Python's json writes them (NaN, Infinity, -Infinity), which permcheck accepts and judges. serve() exits quietly,
+without a traceback, when permcheck closes the pipe or on Ctrl-C.
+"""
+
+import json
+import os
+import sys
+import traceback
+
+__all__ = ["serve"]
+
+_KINDS = ("float", "mask", "index")
+
+
+def serve(layer, dtype=None, *, kinds=None, stdin=None, stdout=None):
+    """Answer permcheck's requests with `layer` until end of input.
+
+    layer   a callable (a function of named inputs, see the module docstring) or a torch.nn.Module, which is
+            put in eval mode and called under torch.no_grad().
+    dtype   the float dtype of the tensors the layer receives: a torch dtype or its name ("float32",
+            "float64", "bfloat16", "float16"). A module is converted to it (module.to(dtype)); without it a
+            module computes in the dtype of its first floating parameter (float32 if it has none) and a function
+            receives nested lists.
+    kinds   {input name: "float" | "mask" | "index"}, for an input whose kind its values cannot show.
+    stdin, stdout
+            text streams to read requests from and write answers to; by default the process's own, with
+            stdout claimed for answers as the module docstring says.
+    """
+    kinds = dict(kinds or {})
+    for name, kind in kinds.items():
+        if kind not in _KINDS:
+            raise ValueError("kind of input %r is %r; expected one of %s" % (name, kind, ", ".join(_KINDS)))
+    torch = _torch_if_needed(layer, dtype)
+    is_module = torch is not None and isinstance(layer, torch.nn.Module)
+    if torch is not None:
+        given = dtype is not None
+        dtype = _resolve_dtype(torch, layer if is_module else None, dtype)
+        if is_module and given:
+            layer.to(dtype)  # floating parameters and buffers only; a module converts in place
+    if is_module:
+        layer.eval()
+
+    requests = stdin if stdin is not None else sys.stdin
+    answers, restore = (stdout, None) if stdout is not None else _claim_stdout()
+    saved_stdout = sys.stdout
+    sys.stdout = sys.stderr  # what the user's code prints goes to stderr
+    try:
+        for line in requests:
+            if not line.strip():
+                continue
+            # torch is None for a function served without a dtype: it receives nested lists, not tensors.
+            answer = _answer(line, layer, torch, dtype, kinds)
+            answers.write(json.dumps(answer) + "\n")
+            answers.flush()
+    except BrokenPipeError:
+        _quiet_exit(0, answers)  # permcheck closed the pipe: it needs no more answers
+    except KeyboardInterrupt:
+        _quiet_exit(130, answers)
+    finally:
+        sys.stdout = saved_stdout
+        if restore is not None:
+            restore()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# One request
+
+
+def _answer(line, layer, torch, dtype, kinds):
+    """The answer object to one request line: outputs, or an error naming what went wrong."""
+    request_id = None
+    try:
+        request = json.loads(line)
+        if not isinstance(request, dict):
+            raise ValueError("a request is a JSON object, got %s" % type(request).__name__)
+        request_id = request.get("id")
+        if "inputs" in request:
+            names = request.get("outputs")
+            if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+                raise ValueError('"outputs" must be a non-empty list of output names')
+            inputs = _named_inputs(request, torch, dtype, kinds)
+            result = _call(layer, torch, (), inputs)
+            return {"id": request_id, "outputs": _outputs(result, names)}
+        if "x" in request:
+            x = request["x"]
+            if torch is not None:
+                x = torch.tensor(x, dtype=dtype)
+            result = _call(layer, torch, (x,), {})
+            return {"id": request_id, "y": _outputs(result, ["y"])["y"]}
+        raise ValueError('a request holds "x" (one tensor) or "inputs" (named inputs); this one holds neither')
+    except Exception as error:  # an answer, not a crash: permcheck reports it with the request
+        traceback.print_exc(file=sys.stderr)
+        return {"id": request_id, "error": _last_line(error)}
+
+
+def _call(layer, torch, args, kwargs):
+    if torch is None:
+        return layer(*args, **kwargs)
+    with torch.no_grad():
+        return layer(*args, **kwargs)
+
+
+def _named_inputs(request, torch, dtype, kinds):
+    """The request's inputs by name: nested lists, or tensors of their kind's dtype and of the given shapes."""
+    inputs, shapes = request["inputs"], request.get("shapes") or {}
+    declared = dict(request.get("kinds") or {})
+    declared.update(kinds)
+    if not isinstance(inputs, dict):
+        raise ValueError('"inputs" must be an object of named nested arrays')
+    out = {}
+    for name, values in inputs.items():
+        if torch is None:
+            out[name] = values
+            continue
+        shape = shapes.get(name)
+        if shape is None:
+            shape = _shape_of(values)
+        kind = _kind(declared.get(name), values)
+        element = {"float": dtype, "mask": torch.bool, "index": torch.int64}[kind]
+        out[name] = torch.tensor(values, dtype=element).reshape(shape)
+    return out
+
+
+def _kind(declared, values):
+    """float, mask or index: as declared, else from the JSON types of the values."""
+    if declared is not None:
+        kind = str(declared).split("=")[0]  # "index=nodes" as in permcheck's --input
+        if kind == "real":
+            kind = "float"
+        if kind not in _KINDS:
+            raise ValueError("unknown input kind %r; expected one of %s" % (declared, ", ".join(_KINDS)))
+        return kind
+    leaves = list(_leaves(values))
+    if leaves and all(isinstance(v, bool) for v in leaves):
+        return "mask"
+    if leaves and all(isinstance(v, int) and not isinstance(v, bool) for v in leaves):
+        return "index"
+    return "float"
+
+
+def _leaves(values):
+    if isinstance(values, list):
+        for v in values:
+            yield from _leaves(v)
+    else:
+        yield values
+
+
+def _shape_of(values):
+    shape = []
+    while isinstance(values, list):
+        shape.append(len(values))
+        values = values[0] if values else None
+    return shape
+
+
+def _outputs(result, names):
+    """The layer's result as {name: JSON value} for the named outputs."""
+    if isinstance(result, dict):
+        missing = [n for n in names if n not in result]
+        if missing:
+            raise ValueError("the layer returned a dict without the output(s) %s (it has %s)"
+                             % (", ".join(missing), ", ".join(map(str, result)) or "no keys"))
+        return {n: _json_value(result[n]) for n in names}
+    if isinstance(result, tuple):
+        if len(result) != len(names):
+            raise ValueError("the layer returned a tuple of %d values; the request asks for %d output(s): %s"
+                             % (len(result), len(names), ", ".join(names)))
+        return {n: _json_value(v) for n, v in zip(names, result)}
+    if len(names) != 1:
+        raise ValueError("the layer returned one value; the request asks for %d outputs (%s): return a tuple "
+                         "in that order or a dict by name" % (len(names), ", ".join(names)))
+    return {names[0]: _json_value(result)}
+
+
+def _json_value(value):
+    """A tensor, array, number or nested list as JSON-ready nested lists; floats widened to double exactly."""
+    if hasattr(value, "detach"):  # a torch tensor
+        value = value.detach().cpu()
+        if value.is_floating_point() and value.dtype != _torch_module().float64:
+            value = value.double()  # float32, bfloat16 and float16 values are all doubles: exact
+        return value.tolist()
+    if hasattr(value, "tolist"):  # a NumPy array or scalar
+        return value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [_json_value(v) for v in value]
+    if isinstance(value, (int, float)):  # bool included
+        return value
+    raise TypeError("cannot send a %s as an output; return a tensor, a nested list or a number"
+                    % type(value).__name__)
+
+
+def _last_line(error):
+    lines = traceback.format_exception_only(type(error), error)
+    return (lines[-1].strip() if lines else type(error).__name__) or type(error).__name__
+
+
+# ---------------------------------------------------------------------------------------------------------
+# PyTorch, only when the layer or the dtype needs it
+
+
+def _torch_module():
+    return sys.modules["torch"]
+
+
+def _torch_if_needed(layer, dtype):
+    """The torch module when the layer is a torch module or a dtype is given, else None (torch not imported)."""
+    torch = sys.modules.get("torch")  # a torch module or dtype means the program imported torch already
+    if torch is not None and isinstance(layer, torch.nn.Module):
+        return torch
+    if dtype is None:
+        return None
+    if torch is None:
+        import torch  # a dtype given by name ("float32"): the caller asked for tensors
+    return torch
+
+
+def _resolve_dtype(torch, module, dtype):
+    if dtype is not None:
+        if isinstance(dtype, str):
+            resolved = getattr(torch, dtype, None)
+            if not isinstance(resolved, torch.dtype) or not resolved.is_floating_point:
+                raise ValueError("dtype %r is not a torch floating dtype (float32, float64, bfloat16, float16)"
+                                 % dtype)
+            return resolved
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+            raise ValueError("dtype must be a torch floating dtype, got %r" % (dtype,))
+        return dtype
+    if module is not None:
+        for tensor in list(module.parameters()) + list(module.buffers()):
+            if tensor.is_floating_point():
+                return tensor.dtype
+    return torch.float32
+
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The process's stdout
+
+
+def _claim_stdout():
+    """A stream on the real stdout for answers, with file descriptor 1 pointed at stderr meanwhile.
+
+    Returns (answers, restore): restore() points descriptor 1 back at the real stdout.
+    """
+    out = sys.__stdout__ if sys.__stdout__ is not None else sys.stdout
+    try:
+        fd = out.fileno()
+        err_fd = (sys.__stderr__ or sys.stderr).fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file: write to it as it is
+        return out, None
+    out.flush()
+    answers_fd = os.dup(fd)
+    os.dup2(err_fd, fd)
+    answers = os.fdopen(answers_fd, "w", encoding="utf-8", newline="\n")
+
+    def restore():
+        try:
+            answers.flush()
+        except (BrokenPipeError, OSError):
+            pass
+        os.dup2(answers_fd, fd)
+        try:
+            answers.close()
+        except (BrokenPipeError, OSError):
+            pass
+
+    return answers, restore
+
+
+def _quiet_exit(code, answers):
+    """Leave without a traceback, and without the flush at interpreter exit failing on a closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, answers.fileno())
+        os.close(devnull)
+    except (AttributeError, OSError, ValueError):
+        pass
+    raise SystemExit(code)

@@ -1,0 +1,375 @@
+"""Tests of python/permcheck_adapter.py: request lines of both forms fed to a served function and a served torch
+module, each in a child process of its own, as permcheck runs it (its real stdin, stdout and stderr).
+
+    /usr/bin/python3 tests/python/test_permcheck_adapter.py PYTHON_DIR
+
+PYTHON_DIR is the directory holding permcheck_adapter.py. Run with /usr/bin/python3, the interpreter that sees
+Debian's python3-torch; the torch tests are skipped, saying why, only when `import torch` fails.
+"""
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import unittest
+
+ADAPTER_DIR = None  # set from argv in __main__
+
+try:
+    import torch  # noqa: F401
+    TORCH_MISSING = None
+except Exception as e:  # ImportError, or a broken installation
+    TORCH_MISSING = "import torch failed: %s" % e
+
+
+def start(script):
+    """The script (adapter code) running in a child, with the adapter's directory on its PYTHONPATH."""
+    handle = tempfile.NamedTemporaryFile("w", suffix=".py", delete=False)
+    handle.write(textwrap.dedent(script))
+    handle.close()
+    env = dict(os.environ, PYTHONPATH=ADAPTER_DIR)
+    proc = subprocess.Popen([sys.executable, handle.name], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, text=True)
+    proc.script_path = handle.name
+    return proc
+
+
+def finish(proc):
+    """Waits for the child and closes what is left of its pipes; returns its exit code."""
+    code = proc.wait(timeout=60)
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        try:
+            stream.close()
+        except (BrokenPipeError, OSError):
+            pass
+    os.unlink(proc.script_path)
+    return code
+
+
+def run(script, requests, timeout=120):
+    """Feeds the request lines (objects or strings) to the script; returns (answers, raw stdout, stderr, code)."""
+    proc = start(script)
+    lines = [r if isinstance(r, str) else json.dumps(r) for r in requests]
+    try:
+        out, err = proc.communicate("".join(line + "\n" for line in lines), timeout=timeout)
+    finally:
+        os.unlink(proc.script_path)
+    answers = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    return answers, out, err, proc.returncode
+
+
+FUNCTION_SCRIPT = """
+    import sys
+    from permcheck_adapter import serve
+
+    def layer(x=None, q=None, mem=None, pad=None, edge_index=None, want=None):
+        print("user output that must not reach stdout")
+        if x is not None and q is None and pad is None and edge_index is None and want is None:
+            if x and x[0] and x[0][0] == 99:
+                raise ValueError("boom at 99")
+            if x and x[0] and x[0][0] == 7:
+                return [float("nan"), float("inf"), -float("inf")]
+            return [[2 * v for v in row] for row in x]          # a sequence layer
+        if want == [1]:
+            return {"y": q, "g": [len(mem)], "extra": "ignored"}  # a dict by name
+        if want == [2]:
+            return (q, [len(mem)])                                 # a tuple in the request's order
+        if pad is not None:
+            types = sorted({type(v).__name__ for v in pad} | {type(v).__name__ for row in edge_index for v in row})
+            return [float(i) for i, _ in enumerate(types)], 1.0 if "torch" in sys.modules else 0.0
+        return [sum(col) for col in zip(*q)]                     # one value: the one output named
+
+    serve(layer)
+"""
+
+
+class ServedFunction(unittest.TestCase):
+    def test_one_tensor_form_sequence_and_pooled(self):
+        answers, _, _, code = run(FUNCTION_SCRIPT, [
+            {"id": 1, "x": [[0.5, -1], [2, 0.25]]},
+            {"id": 2, "x": [[7.0]]},
+        ])
+        self.assertEqual(code, 0)
+        self.assertEqual(answers[0], {"id": 1, "y": [[1.0, -2], [4, 0.5]]})
+        self.assertEqual(answers[1]["id"], 2)
+        pooled = answers[1]["y"]  # a flat list: a pooled layer's one vector
+        self.assertTrue(math.isnan(pooled[0]) and pooled[1:] == [math.inf, -math.inf], pooled)
+
+    def test_non_finite_values_are_written_as_python_json_writes_them(self):
+        _, out, _, code = run(FUNCTION_SCRIPT, [{"id": 3, "x": [[7.0]]}])
+        self.assertEqual(code, 0)
+        self.assertEqual(out, '{"id": 3, "y": [NaN, Infinity, -Infinity]}\n')
+
+    def test_named_form_keyword_arguments_single_tuple_and_dict_answers(self):
+        q = [[0.5, 1.5], [2.0, -1.0]]
+        mem = [[1.0, 2.0]]
+        answers, _, _, code = run(FUNCTION_SCRIPT, [
+            {"id": 10, "inputs": {"q": q, "mem": mem}, "shapes": {"q": [2, 2], "mem": [1, 2]}, "outputs": ["y"]},
+            {"id": 11, "inputs": {"q": q, "mem": mem, "want": [1]}, "outputs": ["y", "g"]},
+            {"id": 12, "inputs": {"q": q, "mem": mem, "want": [2]}, "outputs": ["y", "g"]},
+        ])
+        self.assertEqual(code, 0)
+        self.assertEqual(answers[0], {"id": 10, "outputs": {"y": [2.5, 0.5]}})
+        self.assertEqual(answers[1], {"id": 11, "outputs": {"y": q, "g": [1]}})
+        self.assertEqual(answers[2], {"id": 12, "outputs": {"y": q, "g": [1]}})
+
+    def test_masks_and_indices_reach_a_function_as_booleans_and_ints_without_importing_torch(self):
+        answers, _, _, code = run(FUNCTION_SCRIPT, [
+            {"id": 20, "inputs": {"pad": [True, False], "edge_index": [[0, 1], [1, 0]]},
+             "shapes": {"pad": [2], "edge_index": [2, 2]}, "outputs": ["types", "torch"]},
+        ])
+        self.assertEqual(code, 0)
+        self.assertEqual(answers[0], {"id": 20, "outputs": {"types": [0.0, 1.0], "torch": 0.0}},
+                         "two element types (bool, int) and no torch imported")
+
+    def test_exceptions_and_mismatched_answers_are_protocol_errors_and_serving_goes_on(self):
+        q = [[0.5, 1.5]]
+        answers, _, err, code = run(FUNCTION_SCRIPT, [
+            {"id": 30, "x": [[99, 1]]},
+            {"id": 31, "inputs": {"q": q, "mem": q}, "outputs": ["y", "g"]},       # one value for two outputs
+            {"id": 32, "inputs": {"q": q, "mem": q, "want": [2]}, "outputs": ["y"]},  # a 2-tuple for one
+            {"id": 33, "inputs": {"q": q, "mem": q, "want": [1]}, "outputs": ["z"]},  # a dict without z
+            {"id": 34, "inputs": {"nope": q}, "outputs": ["y"]},
+            {"id": 35, "z": 1},
+            "not json",
+            {"id": 36, "x": [[1.0]]},
+        ])
+        self.assertEqual(code, 0)
+        self.assertEqual([a["id"] for a in answers], [30, 31, 32, 33, 34, 35, None, 36])
+        self.assertEqual(answers[0], {"id": 30, "error": "ValueError: boom at 99"})
+        self.assertIn("asks for 2 outputs (y, g)", answers[1]["error"])
+        self.assertIn("tuple of 2 values", answers[2]["error"])
+        self.assertIn("without the output(s) z", answers[3]["error"])
+        self.assertIn("TypeError", answers[4]["error"])
+        self.assertIn("unexpected keyword argument 'nope'", answers[4]["error"])
+        self.assertIn('"x" (one tensor) or "inputs"', answers[5]["error"])
+        self.assertIn("JSONDecodeError", answers[6]["error"])
+        self.assertEqual(answers[7], {"id": 36, "y": [[2.0]]})
+        self.assertIn("Traceback", err)  # the whole traceback goes to stderr
+        self.assertIn("raise ValueError(\"boom at 99\")", err)
+
+    def test_stdout_carries_only_answers_and_user_prints_go_to_stderr(self):
+        script = """
+            import os, sys
+            from permcheck_adapter import serve
+
+            def layer(x):
+                print("printed by the layer")
+                sys.stdout.write("written to sys.stdout\\n")
+                os.write(1, b"written to descriptor 1\\n")
+                return x
+
+            serve(layer)
+            print("after serve: stdout again")
+        """
+        answers, out, err, code = run(script, [{"id": 1, "x": [[1.5]]}, {"id": 2, "x": [[2.5]]}])
+        self.assertEqual(code, 0)
+        self.assertEqual(out, '{"id": 1, "y": [[1.5]]}\n{"id": 2, "y": [[2.5]]}\nafter serve: stdout again\n')
+        for text in ("printed by the layer", "written to sys.stdout", "written to descriptor 1"):
+            self.assertEqual(err.count(text), 2, text)
+
+    def test_end_of_input_exits_quietly(self):
+        answers, out, err, code = run(FUNCTION_SCRIPT.replace('print("user output that must not reach stdout")',
+                                                              "pass"), [])
+        self.assertEqual((code, out, err), (0, "", ""))
+
+    def test_a_closed_pipe_exits_quietly(self):
+        proc = start("""
+            from permcheck_adapter import serve
+            serve(lambda x: x)
+        """)
+        try:
+            proc.stdin.write('{"id": 1, "x": [[1.0]]}\n')
+            proc.stdin.flush()
+            self.assertEqual(json.loads(proc.stdout.readline()), {"id": 1, "y": [[1.0]]})
+            proc.stdout.close()  # permcheck is gone: the next answer meets a closed pipe
+            proc.stdin.write("".join('{"id": %d, "x": [[1.0]]}\n' % k for k in range(2, 2000)))
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass  # the adapter left before reading everything: what this test wants
+        err = proc.stderr.read()
+        code = finish(proc)
+        self.assertEqual(code, 0)
+        self.assertNotIn("Traceback", err)
+        self.assertNotIn("Exception ignored", err)
+
+    def test_ctrl_c_exits_quietly_with_130(self):
+        proc = start("""
+            from permcheck_adapter import serve
+            serve(lambda x: x)
+        """)
+        proc.stdin.write('{"id": 1, "x": [[1.0]]}\n')
+        proc.stdin.flush()
+        self.assertEqual(json.loads(proc.stdout.readline())["id"], 1)  # serving, waiting for the next line
+        time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        err = proc.stderr.read()
+        code = finish(proc)
+        self.assertEqual(code, 130)
+        self.assertNotIn("Traceback", err)
+
+
+MODULE_SCRIPT = """
+    import sys
+    import torch
+    from permcheck_adapter import serve
+
+    class Probe(torch.nn.Module):
+        \"\"\"Checks what it receives; an AssertionError becomes an error answer, which the test rejects.\"\"\"
+
+        def __init__(self):
+            super().__init__()
+            self.scale = torch.nn.Parameter(torch.tensor(2.0))  # float32 until serve() converts it
+
+        def forward(self, x, pad=None, edge_index=None, edge_attr=None, mem=None):
+            print("printed in forward")
+            assert not self.training, "eval mode"
+            assert not torch.is_grad_enabled(), "no_grad"
+            assert x.dtype == torch.float64 and self.scale.dtype == torch.float64, (x.dtype, self.scale.dtype)
+            if pad is None and edge_index is None:
+                assert x.dim() == 2, x.shape  # the one-tensor form: (n, d)
+                return self.scale * x
+            assert pad.dtype == torch.bool, pad.dtype
+            assert edge_index.dtype == torch.int64, edge_index.dtype
+            assert edge_attr.dtype == torch.float64, edge_attr.dtype
+            assert edge_index.shape[0] == 2 and edge_attr.shape[0] == edge_index.shape[1]
+            y = torch.where(pad[:, None], torch.zeros_like(x), self.scale * x)
+            if edge_index.shape[1] > 0:
+                y = y.index_add(0, edge_index[1], x[edge_index[0]])
+            shapes = torch.tensor([list(x.shape), list(pad.shape) + [0], list(edge_index.shape)])
+            return y, shapes  # a tuple: the request's outputs in order
+
+    serve(Probe(), dtype=torch.float64)
+"""
+
+MHA_SCRIPT = """
+    import torch
+    from permcheck_adapter import serve
+
+    torch.manual_seed(0)
+
+    class SelfAttention(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mha = torch.nn.MultiheadAttention(4, 2, batch_first=True)
+
+        def forward(self, x, pad=None):
+            mask = None if pad is None else pad[None]
+            return self.mha(x[None], x[None], x[None], key_padding_mask=mask, need_weights=False)[0][0]
+
+    serve(SelfAttention())  # no dtype: the module's own, float32
+"""
+
+
+@unittest.skipIf(TORCH_MISSING is not None, TORCH_MISSING)
+class ServedModule(unittest.TestCase):
+    def test_one_tensor_form_gives_the_module_an_n_by_d_tensor_in_eval_mode_under_no_grad(self):
+        answers, _, err, code = run(MODULE_SCRIPT, [{"id": 1, "x": [[0.5, -1], [2, 0.25], [0, 0]]}])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(answers, [{"id": 1, "y": [[1.0, -2.0], [4.0, 0.5], [0.0, 0.0]]}], err)
+        self.assertIn("printed in forward", err)
+
+    def test_named_form_bool_masks_int64_indices_and_empty_dims_rebuilt_from_shapes(self):
+        x = [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]
+        answers, out, err, code = run(MODULE_SCRIPT, [
+            {"id": 2, "inputs": {"x": x, "pad": [False, True, False], "edge_index": [[0, 2], [1, 1]],
+                                 "edge_attr": [[0.5], [0.25]]},
+             "shapes": {"x": [3, 2], "pad": [3], "edge_index": [2, 2], "edge_attr": [2, 1]},
+             "outputs": ["y", "shapes"]},
+            # No edges: edge_index [[], []] and edge_attr [] rebuilt as (2, 0) and (0, 1); the index kind of an
+            # empty input comes from the request's kinds.
+            {"id": 3, "inputs": {"x": x, "pad": [False, False, True], "edge_index": [[], []], "edge_attr": []},
+             "shapes": {"x": [3, 2], "pad": [3], "edge_index": [2, 0], "edge_attr": [0, 1]},
+             "kinds": {"x": "float", "pad": "mask", "edge_index": "index=nodes", "edge_attr": "float"},
+             "outputs": ["y", "shapes"]},
+            # No nodes at all: x [] rebuilt as (0, 2).
+            {"id": 4, "inputs": {"x": [], "pad": [], "edge_index": [[], []], "edge_attr": []},
+             "shapes": {"x": [0, 2], "pad": [0], "edge_index": [2, 0], "edge_attr": [0, 1]},
+             "kinds": {"pad": "mask", "edge_index": "index"}, "outputs": ["y", "shapes"]},
+        ])
+        self.assertEqual(code, 0, err)
+        self.assertNotIn("error", answers[0], answers[0])
+        self.assertEqual(answers[0]["outputs"]["y"], [[2.0, 4.0], [0.0 + 1.0 + 5.0, 0.0 + 2.0 + 6.0], [10.0, 12.0]])
+        self.assertEqual(answers[0]["outputs"]["shapes"], [[3, 2], [3, 0], [2, 2]])
+        self.assertEqual(answers[1], {"id": 3, "outputs": {"y": [[2.0, 4.0], [6.0, 8.0], [0.0, 0.0]],
+                                                           "shapes": [[3, 2], [3, 0], [2, 0]]}}, err)
+        self.assertEqual(answers[2], {"id": 4, "outputs": {"y": [], "shapes": [[0, 2], [0, 0], [2, 0]]}}, err)
+        self.assertTrue(out.startswith('{"id": 2'), "stdout holds answers only")
+
+    def test_serve_kinds_argument_names_an_index_input_that_arrives_empty(self):
+        script = MODULE_SCRIPT.replace("serve(Probe(), dtype=torch.float64)",
+                                       'serve(Probe(), dtype="float64", kinds={"edge_index": "index"})')
+        answers, _, err, code = run(script, [
+            {"id": 5, "inputs": {"x": [[1.0, 2.0]], "pad": [False], "edge_index": [[], []], "edge_attr": []},
+             "shapes": {"x": [1, 2], "pad": [1], "edge_index": [2, 0], "edge_attr": [0, 3]}, "outputs": ["y", "s"]},
+        ])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(answers, [{"id": 5, "outputs": {"y": [[2.0, 4.0]], "s": [[1, 2], [1, 0], [2, 0]]}}], err)
+
+    def test_a_function_served_with_a_dtype_receives_tensors(self):
+        script = """
+            import sys
+            from permcheck_adapter import serve
+
+            def layer(x, pad=None):
+                import torch  # imported by serve(), since the dtype was given by name
+                assert isinstance(x, torch.Tensor) and x.dtype == torch.float64, type(x)
+                assert pad is None or pad.dtype == torch.bool, pad
+                assert not torch.is_grad_enabled()
+                return x.sum(0) if pad is None else x[~pad]
+
+            assert "torch" not in sys.modules
+            serve(layer, dtype="float64")
+        """
+        answers, _, err, code = run(script, [
+            {"id": 1, "x": [[0.5, 1], [2, 3]]},
+            {"id": 2, "inputs": {"x": [[0.5, 1.5], [2.0, 3.0]], "pad": [True, False]}, "outputs": ["y"]},
+        ])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(answers, [{"id": 1, "y": [2.5, 4.0]}, {"id": 2, "outputs": {"y": [[2.0, 3.0]]}}], err)
+
+    def test_a_torch_error_is_a_protocol_error_with_the_last_line_of_its_traceback(self):
+        answers, _, err, code = run(MODULE_SCRIPT, [
+            {"id": 6, "inputs": {"x": [[1.0, 2.0]], "pad": [0.5], "edge_index": [[0], [0]], "edge_attr": [[1.0]]},
+             "outputs": ["y", "s"]},
+            {"id": 7, "x": [[1.0]]},
+        ])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(answers[0]["id"], 6)
+        self.assertTrue(answers[0]["error"].startswith("AssertionError: torch.float64"), answers[0])
+        self.assertEqual(answers[1], {"id": 7, "y": [[2.0]]})
+
+    def test_multihead_attention_answers_as_the_module_computes_in_its_own_dtype(self):
+        torch.manual_seed(0)
+        mha = torch.nn.MultiheadAttention(4, 2, batch_first=True).eval()
+        x = [[0.5, -1.0, 2.0, 0.25], [0.0, 1.5, -0.5, 1.0], [0.5, -1.0, 2.0, 0.25]]
+        pad = [False, True, False]
+        with torch.no_grad():
+            t = torch.tensor(x)[None]
+            expected = mha(t, t, t, need_weights=False)[0][0].double().tolist()
+            expected_masked = mha(t, t, t, key_padding_mask=torch.tensor(pad)[None], need_weights=False)[0][0]
+        answers, _, err, code = run(MHA_SCRIPT, [
+            {"id": 8, "x": x},
+            {"id": 9, "inputs": {"x": x, "pad": pad}, "shapes": {"x": [3, 4], "pad": [3]}, "outputs": ["y"]},
+        ])
+        self.assertEqual(code, 0, err)
+        for got_row, want_row in zip(answers[0]["y"], expected):
+            for got, want in zip(got_row, want_row):
+                self.assertAlmostEqual(got, want, delta=1e-6)
+                self.assertEqual(got, float(torch.tensor(got, dtype=torch.float32)), "a float32 value")
+        for got_row, want_row in zip(answers[1]["outputs"]["y"], expected_masked.double().tolist()):
+            for got, want in zip(got_row, want_row):
+                self.assertAlmostEqual(got, want, delta=1e-6)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2 or not os.path.isfile(os.path.join(sys.argv[1], "permcheck_adapter.py")):
+        sys.exit("usage: test_permcheck_adapter.py DIRECTORY_OF_permcheck_adapter.py [unittest arguments]")
+    ADAPTER_DIR = os.path.abspath(sys.argv.pop(1))
+    if TORCH_MISSING is not None:
+        print("skipping the torch module tests: %s (interpreter %s)" % (TORCH_MISSING, sys.executable))
+    unittest.main(verbosity=2)
