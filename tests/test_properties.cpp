@@ -50,6 +50,42 @@ TEST(Permutation, RejectsWhatIsNotAPermutation) {
 
 // ---------------------------------------------------------------------------------------------- generators
 
+// ------------------------------------------------------------------------------------------------ comparison
+
+// compare() takes a vectorized path for finite float and double matrices; it must report what the entry-by-entry
+// loop reports: verdict, largest difference and its first place in reading order. Small integer values make
+// ties of the largest difference common, where the place is decided by the reading order.
+RC_GTEST_PROP(Comparison, TheVectorizedPathReportsWhatTheEntryByEntryLoopReports, ()) {
+    const int rows = *rc::gen::inRange(1, 7), cols = *rc::gen::inRange(1, 7);
+    const auto entries = rc::gen::container<std::vector<int>>(static_cast<std::size_t>(rows * cols),
+                                                              rc::gen::inRange(-3, 4));
+    const std::vector<int> a = *entries, b = *entries;
+    Mat<float> lhs(rows, cols), rhs(rows, cols);
+    for (int k = 0; k < rows * cols; ++k) {
+        lhs.data()[k] = static_cast<float>(a[static_cast<std::size_t>(k)]) / 4.0f;
+        rhs.data()[k] = static_cast<float>(b[static_cast<std::size_t>(k)]) / 4.0f;
+    }
+    const double tolerance = *rc::gen::element(0.0, 0.25, 0.5, 1.0);
+    const Comparison fast = compare<float>(lhs, rhs, tolerance);
+    const Comparison each = detail::compare_each<float>(lhs, rhs, tolerance);
+    RC_ASSERT(fast.holds == each.holds);
+    RC_ASSERT(fast.max_abs_diff == each.max_abs_diff);
+    RC_ASSERT(fast.row == each.row);
+    RC_ASSERT(fast.col == each.col);
+}
+
+TEST(Comparison, MaxAbsIgnoresNaNAndCountsInfinity) {
+    Mat<double> m(2, 2);
+    m << 1, std::nan(""), -3, 2;
+    EXPECT_EQ(max_abs(m), 3.0);
+    m(0, 0) = -std::numeric_limits<double>::infinity();
+    EXPECT_EQ(max_abs(m), std::numeric_limits<double>::infinity());
+    EXPECT_EQ(max_abs(Mat<float>(0, 3)), 0.0);
+    Mat<float> nan(1, 2);
+    nan << std::nanf(""), std::nanf("");
+    EXPECT_EQ(max_abs(nan), 0.0);
+}
+
 TEST(PermutationGenerator, CoversAllOfS4) {
     std::set<std::vector<int>> seen;
     rc::Random random(7);
