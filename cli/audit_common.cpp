@@ -147,7 +147,6 @@ void print_result(std::ostream& out, std::ostream& err, const std::string& progr
         SignatureCounterexample shown = *r.signature_counterexample;
         shown.replay = replay;
         out << describe(shown, *signature);
-        if (!shown.axis_at_fault.empty()) out << "  the axis at fault: " << shown.axis_at_fault << "\n";
     }
     if (r.verdict == Verdict::error && !r.error.empty()) err << program << ": error: " << r.error << "\n";
 }

@@ -303,20 +303,20 @@ void add_signature_options(CLI::App& sub, AuditRequest& q) {
     sub.add_option("--axis", q.axes,
                    "NAME=MIN..MAX: a set of positions whose order the layer must not care about (repeatable); each "
                    "case draws a length in [MIN, MAX] (MIN may be 0) and a permutation of every axis")
-        ->expected(1)
+        ->allow_extra_args(false)
         ->check(parsed_by([](const std::string& t) { parse_axis(t); }));
     sub.add_option("--input", q.inputs,
                    "NAME:DIMS[:KIND]: an input (repeatable); DIMS axis names and fixed sizes, outermost first "
                    "(q:n,8  bias:n,n  edge_index:2,edges:index=nodes); KIND float (default), mask (true = padding) "
                    "or index=AXIS")
-        ->expected(1)
+        ->allow_extra_args(false)
         ->check(parsed_by([](const std::string& t) { parse_input(t); }));
     sub.add_option("--output", q.outputs,
                    "sequence | pooled: the shorthand's output, with --dim (one row per position: equivariance; one "
                    "vector: invariance; default sequence). NAME:DIMS (a value with ':'): an output of a signature "
                    "(repeatable), equivariant along every axis it has, invariant to every axis it lacks")
         ->type_name("sequence|pooled|NAME:DIMS")
-        ->expected(1)
+        ->allow_extra_args(false)
         ->check(parsed_by([](const std::string& t) {
             if (names_a_tensor(t)) parse_output(t);
             else shorthand_output(t);

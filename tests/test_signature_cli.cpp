@@ -67,7 +67,7 @@ TEST(NamedProtocol, RequestNestsEveryInputInItsDimsWithMasksAsBooleansAndIndices
               "{\"id\":7,\"inputs\":{\"x\":[[0.5,-1],[2,0.25],[0,1e-300]],\"pad\":[false,true,false],"
               "\"edge_index\":[[0,2],[1,1]],\"edge_attr\":[[3],[-4]]},"
               "\"shapes\":{\"x\":[3,2],\"pad\":[3],\"edge_index\":[2,2],\"edge_attr\":[2,1]},\"outputs\":[\"y\",\"g\"]}");
-    EXPECT_NO_THROW((void)json::parse(line));
+    EXPECT_TRUE(json::parse(line).is_object());
 }
 
 TEST(NamedProtocol, ADimOfLengthZeroIsAnEmptyArrayAndTheShapesSayWhatIsEmpty) {
