@@ -448,3 +448,34 @@ TEST(SignatureAudit, TheReplayLineOfASignatureAuditRunsAsWrittenAndFindsTheSameC
     EXPECT_EQ(back["counterexample"], a.report["counterexample"]);
     EXPECT_EQ(back["signature"], a.report["signature"]);
 }
+
+// The seed inputs of fuzz/fuzz_named_response (corpus and regressions), replayed: the first byte picks the
+// length of axis n, the rest is the answer line; each is read in its expected shape or refused.
+TEST(NamedProtocol, EveryFuzzingInputIsReadInItsShapeOrRefusedWithInvalidArgument) {
+    Signature s;
+    s.axes = {{"n", 0, 3}};
+    s.inputs = {{"x", {{"n", 0}, {"", 2}}, TensorKind::real, ""}};
+    s.outputs = {{"y", {{"n", 0}, {"", 2}}, TensorKind::real, ""}, {"g", {{"", 2}}, TensorKind::real, ""},
+                 {"s", {}, TensorKind::real, ""}};
+    int files = 0, read = 0;
+    for (const char* kind : {"corpus", "regressions"}) {
+        const fs::path dir = fs::path(PERMCHECK_SOURCE_DIR) / "fuzz" / kind / "named_response";
+        if (!fs::is_directory(dir)) continue;
+        for (const auto& e : fs::directory_iterator(dir)) {
+            const std::string bytes = permcheck::test::slurp(e.path());
+            if (bytes.empty()) continue;
+            ++files;
+            const auto expected = adapters::expected_outputs(s, {{"n", static_cast<unsigned char>(bytes[0]) % 4}});
+            try {
+                const adapters::NamedResponse r = adapters::parse_named_response(bytes.substr(1), expected);
+                ++read;
+                if (r.is_error) continue;
+                for (const adapters::ExpectedOutput& o : expected) EXPECT_EQ(r.outputs.at(o.name).shape, o.shape) << e.path();
+            } catch (const std::invalid_argument& err) {
+                EXPECT_GT(std::string(err.what()).size(), 10u) << e.path();
+            }
+        }
+    }
+    EXPECT_GE(files, 4) << "the seed corpus fuzz/corpus/named_response is missing";
+    EXPECT_GE(read, 3) << "the seed corpus holds valid answers";
+}
