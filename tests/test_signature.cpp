@@ -2,10 +2,19 @@
 // inputs and outputs, the case generator and shrinker per axis, the signature audit on the multi-input reference
 // layers (layers/cross_attention.h, layers/message_passing.h), the harness self-test with planted bugs, and the
 // in-process API (<permcheck/audit.h> audit_signature, <permcheck/gtest.h>).
+#include "check/blackbox.h"
 #include "check/signature.h"
+#include "check/signature_case.h"
+#include "layers/cross_attention.h"
+#include "layers/message_passing.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <random>
 #include <stdexcept>
 #include <string>
 
@@ -155,6 +164,370 @@ TEST(SignaturePermute, AnOutputMovesAlongItsAxesOnlyAndShapeOfReadsTheLengths) {
     EXPECT_EQ(shape_of(parse_input("x:1,n,8"), {{"n", 5}}), (std::vector<int>{1, 5, 8}));
     EXPECT_EQ(tensor({3, 0}, {}).size(), 0u);
     EXPECT_EQ(tensor({}, {7}).size(), 1u);
+}
+
+// ------------------------------------------------------------------------------------------ reference layers
+
+constexpr int kD = 4;       // model width of the reference layers below
+constexpr int kEdgeD = 3;   // edge feature width
+
+// A 2-D tensor as a matrix, and back.
+Mat<double> matrix(const Tensor& t) {
+    Mat<double> m(t.shape.at(0), t.shape.at(1));
+    for (int i = 0; i < t.shape[0]; ++i)
+        for (int j = 0; j < t.shape[1]; ++j) m(i, j) = t.values[static_cast<std::size_t>(i * t.shape[1] + j)];
+    return m;
+}
+Tensor tensor_of(const Mat<double>& m, bool as_vector = false) {
+    Tensor t{as_vector ? std::vector<int>{static_cast<int>(m.cols())} : std::vector<int>{static_cast<int>(m.rows()), static_cast<int>(m.cols())}, {}};
+    for (Eigen::Index i = 0; i < m.rows(); ++i)
+        for (Eigen::Index j = 0; j < m.cols(); ++j) t.values.push_back(m(i, j));
+    return t;
+}
+std::vector<bool> flags(const Tensor& t) {
+    std::vector<bool> out;
+    for (double v : t.values) out.push_back(v != 0.0);
+    return out;
+}
+
+Signature signature_of(std::vector<std::string> axes, std::vector<std::string> inputs, std::vector<std::string> outputs) {
+    Signature s;
+    for (const std::string& a : axes) s.axes.push_back(parse_axis(a));
+    for (const std::string& t : inputs) s.inputs.push_back(parse_input(t));
+    for (const std::string& t : outputs) s.outputs.push_back(parse_output(t));
+    return s;
+}
+
+// Cross-attention: q over n, memory over m (memory positions: the broken counterpart).
+Signature cross_signature() { return signature_of({"n=1..8", "m=1..8"}, {"q:n,4", "mem:m,4"}, {"y:n,4"}); }
+NamedBlackBox cross_attention(bool memory_positions, std::uint64_t seed = 11) {
+    Draw<double> draw = dyadic_draw<double>(seed);
+    const auto layer = CrossAttention<double>::random(kD, draw, memory_positions);
+    return [layer](const Tensors& in) {
+        return Tensors{{"y", tensor_of(layer(matrix(in.at("q")), matrix(in.at("mem"))))}};
+    };
+}
+
+// Self-attention with a key-padding mask.
+Signature masked_signature() { return signature_of({"n=1..8"}, {"x:n,4", "pad:n:mask"}, {"y:n,4"}); }
+NamedBlackBox masked_self_attention(std::uint64_t seed = 12) {
+    Draw<double> draw = dyadic_draw<double>(seed);
+    const auto layer = CrossAttention<double>::random(kD, draw);
+    return [layer](const Tensors& in) {
+        const Mat<double> x = matrix(in.at("x"));
+        return Tensors{{"y", tensor_of(layer(x, x, flags(in.at("pad"))))}};
+    };
+}
+
+// Self-attention with a pairwise score bias.
+Signature bias_signature() { return signature_of({"n=1..8"}, {"x:n,4", "bias:n,n"}, {"y:n,4"}); }
+NamedBlackBox bias_attention(std::uint64_t seed = 13) {
+    Draw<double> draw = dyadic_draw<double>(seed);
+    const auto layer = CrossAttention<double>::random(kD, draw);
+    return [layer](const Tensors& in) {
+        const Mat<double> x = matrix(in.at("x"));
+        return Tensors{{"y", tensor_of(layer(x, x, {}, matrix(in.at("bias"))))}};
+    };
+}
+
+// Message passing over an edge list, node outputs and a graph readout.
+Signature graph_signature() {
+    return signature_of({"nodes=1..8", "edges=0..16"}, {"x:nodes,4", "edge_index:2,edges:index=nodes", "edge_attr:edges,3"},
+                        {"y:nodes,4", "g:4"});
+}
+struct GraphFlaws {
+    bool node_index_feature = false, edge_order = false;
+};
+NamedBlackBox message_passing(Aggregation aggregation, GraphFlaws flaws = {}, std::uint64_t seed = 14) {
+    Draw<double> draw = dyadic_draw<double>(seed);
+    auto layer = MessagePassing<double>::random(kD, kEdgeD, draw, aggregation);
+    layer.node_index_feature = flaws.node_index_feature;
+    layer.edge_order = flaws.edge_order;
+    return [layer](const Tensors& in) {
+        const Tensor& e = in.at("edge_index");
+        const std::size_t edges = static_cast<std::size_t>(e.shape[1]);
+        std::vector<int> src(edges), dst(edges);
+        for (std::size_t k = 0; k < edges; ++k) {
+            src[k] = static_cast<int>(e.values[k]);
+            dst[k] = static_cast<int>(e.values[edges + k]);
+        }
+        const Mat<double> a = edges == 0 ? Mat<double>(0, kEdgeD) : matrix(in.at("edge_attr"));
+        const Mat<double> y = layer(matrix(in.at("x")), src, dst, a);
+        return Tensors{{"y", tensor_of(y)}, {"g", tensor_of(MessagePassing<double>::readout(y), true)}};
+    };
+}
+
+AuditOptions named(const std::string& name, std::uint64_t seed = 1) {
+    AuditOptions o;
+    o.name = name;
+    o.seed = seed;
+    return o;
+}
+
+std::string finding(const AuditResult& r, const Signature& s) {
+    std::string text = std::string(verdict_name(r.verdict)) + ": " + r.detail + r.error + "\n";
+    if (r.signature_counterexample) text += describe(*r.signature_counterexample, s);
+    return text;
+}
+
+struct Holding {
+    const char* name;
+    Signature signature;
+    NamedBlackBox layer;
+};
+std::vector<Holding> holding_layers() {
+    return {{"cross-attention", cross_signature(), cross_attention(false)},
+            {"self-attention with a key-padding mask", masked_signature(), masked_self_attention()},
+            {"attention with a pairwise bias", bias_signature(), bias_attention()},
+            {"message passing, sum", graph_signature(), message_passing(Aggregation::sum)},
+            {"message passing, mean", graph_signature(), message_passing(Aggregation::mean)},
+            {"message passing, max", graph_signature(), message_passing(Aggregation::max)}};
+}
+
+TEST(SignatureAudit, EveryHoldingReferenceLayerHoldsForSeveralSeeds) {
+    for (const Holding& h : holding_layers())
+        for (std::uint64_t seed : {1u, 2u, 3u}) {
+            const AuditResult r = audit(h.layer, h.signature, named(h.name, seed));
+            EXPECT_EQ(r.verdict, Verdict::holds) << h.name << ", seed " << seed << "\n" << finding(r, h.signature);
+            EXPECT_FALSE(r.counterexample.has_value());
+            EXPECT_EQ(r.cases, 100);
+            EXPECT_EQ(r.dtype, Arithmetic::float64) << h.name;
+        }
+}
+
+TEST(SignatureAudit, EveryLengthOfEachAxisIsCoveredWithinItsRange) {
+    const AuditResult r = audit(message_passing(Aggregation::sum), graph_signature(), named("graph"));
+    ASSERT_EQ(r.verdict, Verdict::holds);
+    EXPECT_EQ(r.axis_lengths.at("nodes"), (std::vector<int>{2, 3, 4, 5, 6, 7, 8}));
+    EXPECT_EQ(r.axis_lengths.at("edges").front(), 2);
+    EXPECT_EQ(r.axis_lengths.at("edges").back(), 16);
+    EXPECT_TRUE(r.lengths.empty());
+}
+
+// The one permuted axis of the counterexample, checked to be a single transposition.
+void expect_one_transposition_on(const SignatureCounterexample& c, const std::string& axis) {
+    EXPECT_EQ(c.axis_at_fault, axis);
+    for (const auto& [a, p] : c.perms) {
+        if (a == axis)
+            EXPECT_EQ(p.moved(), 2) << a << " " << p.cycles();
+        else
+            EXPECT_TRUE(p.is_identity()) << a << " " << p.cycles();
+    }
+}
+
+TEST(SignatureAudit, CrossAttentionWithMemoryPositionsIsViolatedAtTwoMemoryItems) {
+    const Signature s = cross_signature();
+    const AuditResult r = audit(cross_attention(true), s, named("cross-attention with memory positions"));
+    ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
+    ASSERT_TRUE(r.signature_counterexample);
+    const SignatureCounterexample& c = *r.signature_counterexample;
+    EXPECT_EQ(c.lengths.at("m"), 2) << finding(r, s);
+    EXPECT_EQ(c.lengths.at("n"), 1) << finding(r, s);
+    expect_one_transposition_on(c, "m");
+    EXPECT_NE(r.detail.find("output y"), std::string::npos) << r.detail;
+}
+
+TEST(SignatureAudit, ANodeIndexFeatureIsViolatedAtTwoNodes) {
+    const Signature s = graph_signature();
+    const AuditResult r = audit(message_passing(Aggregation::sum, {true, false}), s, named("node-index feature"));
+    ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
+    const SignatureCounterexample& c = *r.signature_counterexample;
+    EXPECT_EQ(c.lengths.at("nodes"), 2) << finding(r, s);
+    EXPECT_EQ(c.lengths.at("edges"), 0) << finding(r, s);
+    expect_one_transposition_on(c, "nodes");
+}
+
+TEST(SignatureAudit, AnEdgeOrderAggregatorIsViolatedAtTwoEdges) {
+    const Signature s = graph_signature();
+    const AuditResult r = audit(message_passing(Aggregation::sum, {false, true}), s, named("edge-order aggregator"));
+    ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
+    const SignatureCounterexample& c = *r.signature_counterexample;
+    EXPECT_EQ(c.lengths.at("edges"), 2) << finding(r, s);
+    EXPECT_EQ(c.lengths.at("nodes"), 1) << finding(r, s);  // both edges a self-loop of the one node
+    expect_one_transposition_on(c, "edges");
+    // The graph-level readout is invariant to the edges too, and is broken by the same pair.
+    for (const OutputComparison& o : c.outputs) EXPECT_FALSE(o.holds) << o.name;
+}
+
+TEST(SignatureAudit, NondeterminismNonFiniteOutputsAndWrongShapesGetTheirVerdicts) {
+    const Signature s = cross_signature();
+    const NamedBlackBox exact = cross_attention(false);
+    auto rng = std::make_shared<std::mt19937_64>(3);
+    const NamedBlackBox noisy = [exact, rng](const Tensors& in) {
+        Tensors out = exact(in);
+        for (double& v : out.at("y").values) v += std::uniform_real_distribution<double>(-1e-3, 1e-3)(*rng);
+        return out;
+    };
+    const AuditResult nd = audit(noisy, s, named("noisy"));
+    EXPECT_EQ(nd.verdict, Verdict::nondeterministic) << finding(nd, s);
+    EXPECT_NE(nd.detail.find("answered twice"), std::string::npos) << nd.detail;
+    const NamedBlackBox nan_at_3 = [exact](const Tensors& in) {
+        Tensors out = exact(in);
+        if (in.at("q").shape[0] >= 3) out.at("y").values[0] = std::numeric_limits<double>::quiet_NaN();
+        return out;
+    };
+    const AuditResult nf = audit(nan_at_3, s, named("nan"));
+    EXPECT_EQ(nf.verdict, Verdict::non_finite) << finding(nf, s);
+    ASSERT_TRUE(nf.signature_counterexample);
+    EXPECT_EQ(nf.signature_counterexample->lengths.at("n"), 3);
+    const NamedBlackBox short_rows = [exact](const Tensors& in) {
+        Tensors out = exact(in);
+        out.at("y").shape[1] = 2;
+        out.at("y").values.resize(out.at("y").size());
+        return out;
+    };
+    const AuditResult bad = audit(short_rows, s, named("short"));
+    EXPECT_EQ(bad.verdict, Verdict::error);
+    EXPECT_NE(bad.error.find("output 'y' with length 2 in dim 1 (fixed size 4)"), std::string::npos) << bad.error;
+    const NamedBlackBox missing = [](const Tensors&) { return Tensors{}; };
+    EXPECT_NE(audit(missing, s, named("missing")).error.find("no output 'y'"), std::string::npos);
+}
+
+TEST(SignatureAudit, ShardsAndWorkersGiveTheCasesAndCounterexampleOfOneRun) {
+    const Signature s = cross_signature();
+    AuditOptions o = named("cross-attention with memory positions");
+    const AuditResult one = audit(cross_attention(true), s, o);
+    const AuditResult two = audit(std::vector<NamedBlackBox>{cross_attention(true), cross_attention(true)}, s, o);
+    EXPECT_EQ(two.verdict, one.verdict);
+    EXPECT_EQ(two.cases, one.cases);
+    ASSERT_TRUE(one.signature_counterexample && two.signature_counterexample);
+    EXPECT_EQ(two.signature_counterexample->case_index, one.signature_counterexample->case_index);
+    EXPECT_EQ(two.signature_counterexample->inputs.at("mem").values, one.signature_counterexample->inputs.at("mem").values);
+    o.shard = Shard{2, 3};
+    const AuditResult shard = audit(cross_attention(false), s, o);
+    EXPECT_EQ(shard.verdict, Verdict::holds);
+    EXPECT_EQ(shard.cases, 33);
+}
+
+TEST(SignatureAudit, AStopRequestEndsTheAuditAsInterrupted) {
+    AuditOptions o = named("stopped");
+    int calls = 0;
+    o.stop_requested = [&calls] { return ++calls > 5; };
+    const AuditResult r = audit(cross_attention(false), cross_signature(), o);
+    EXPECT_EQ(r.verdict, Verdict::interrupted);
+    EXPECT_LT(r.cases, 100);
+}
+
+// ---------------------------------------------------------------------------------------- harness self-test
+
+// Plants a harness bug for one test and takes it out again, whatever the test does.
+class HarnessSelfTest : public ::testing::Test {
+protected:
+    void TearDown() override { testing::plant_harness_bug(testing::HarnessBug::none); }
+};
+
+TEST_F(HarnessSelfTest, RenumberingIndicesWithPInsteadOfItsInverseMakesMessagePassingFailOnA3Cycle) {
+    const Signature s = graph_signature();
+    for (Aggregation agg : {Aggregation::sum, Aggregation::mean, Aggregation::max}) {
+        testing::plant_harness_bug(testing::HarnessBug::index_with_p);
+        const AuditResult r = audit(message_passing(agg), s, named("message passing"));
+        testing::plant_harness_bug(testing::HarnessBug::none);
+        ASSERT_EQ(r.verdict, Verdict::violated) << "the planted bug was not seen\n" << finding(r, s);
+        const Permutation& p = r.signature_counterexample->perms.at("nodes");
+        // p and p^-1 agree on involutions: only a permutation that is not its own inverse can show the bug.
+        EXPECT_FALSE(p.then(p).is_identity()) << p.cycles();
+        EXPECT_GE(p.moved(), 3) << p.cycles();
+        // Without the planted bug the same layer holds.
+        EXPECT_EQ(audit(message_passing(agg), s, named("message passing")).verdict, Verdict::holds);
+    }
+}
+
+TEST_F(HarnessSelfTest, MovingAPairwiseInputWithoutTheTransposeMakesBiasAttentionFail) {
+    testing::plant_harness_bug(testing::HarnessBug::pairwise_without_transpose);
+    const AuditResult r = audit(bias_attention(), bias_signature(), named("bias attention"));
+    EXPECT_EQ(r.verdict, Verdict::violated) << finding(r, bias_signature());
+    ASSERT_TRUE(r.signature_counterexample);
+    EXPECT_EQ(r.signature_counterexample->lengths.at("n"), 2);
+}
+
+TEST_F(HarnessSelfTest, LeavingAMaskWhereItWasMakesMaskedSelfAttentionFail) {
+    testing::plant_harness_bug(testing::HarnessBug::mask_wrong_axis);
+    const AuditResult r = audit(masked_self_attention(), masked_signature(), named("masked self-attention"));
+    EXPECT_EQ(r.verdict, Verdict::violated) << finding(r, masked_signature());
+    ASSERT_TRUE(r.signature_counterexample);
+    const Tensor& pad = r.signature_counterexample->inputs.at("pad");
+    EXPECT_NE(std::count(pad.values.begin(), pad.values.end(), 1.0), 0) << "a bug in moving a mask needs padding";
+}
+
+TEST_F(HarnessSelfTest, EachPlantedBugChangesWhatPermuteInputsReturnsAndNothingElse) {
+    const Signature s = signature_of({"n=1..8"}, {"x:n,1", "pad:n:mask", "bias:n,n", "e:n:index=n"}, {"y:n,1"});
+    const Tensors in{{"x", tensor({3, 1}, {0, 1, 2})},
+                     {"pad", tensor({3}, {0, 0, 1})},
+                     {"bias", tensor({3, 3}, {0, 1, 2, 3, 4, 5, 6, 7, 8})},
+                     {"e", tensor({3}, {0, 1, 2})}};
+    const Permutations cycle{{"n", Permutation({1, 2, 0})}};
+    const Tensors right = permute_inputs(s, cycle, in);
+    for (auto [bug, differs] : {std::pair{testing::HarnessBug::index_with_p, "e"},
+                                std::pair{testing::HarnessBug::pairwise_without_transpose, "bias"},
+                                std::pair{testing::HarnessBug::mask_wrong_axis, "pad"}}) {
+        testing::plant_harness_bug(bug);
+        const Tensors wrong = permute_inputs(s, cycle, in);
+        testing::plant_harness_bug(testing::HarnessBug::none);
+        for (const auto& [name, t] : right)
+            EXPECT_EQ(wrong.at(name).values != t.values, name == differs) << name << " under bug " << differs;
+    }
+}
+
+// ---------------------------------------------------------------------------------- generator and shrinker
+
+TEST(SignatureCases, MasksPadARealisticShareAndNeverAWholeLine) {
+    const Signature s = signature_of({"n=1..8", "m=1..8"}, {"pad:n:mask", "pair:n,m:mask"}, {"y:n,1"});
+    rc::Random random(5);
+    int padded = 0, total = 0, cases_with_padding = 0;
+    for (int i = 0; i < 400; ++i) {
+        const Lengths lengths{{"n", 1 + i % 8}, {"m", 1 + (i / 8) % 8}};
+        const SignatureCase c = draw_signature_case(s, lengths, random.split(), 100);
+        ASSERT_TRUE(masks_keep_a_position(s, c.inputs)) << "case " << i;
+        const auto& pad = c.inputs.at("pad").values;
+        EXPECT_NE(std::count(pad.begin(), pad.end(), 0.0), 0);
+        const auto p = std::count(pad.begin(), pad.end(), 1.0);
+        padded += static_cast<int>(p);
+        total += static_cast<int>(pad.size());
+        cases_with_padding += p > 0;
+    }
+    EXPECT_GT(cases_with_padding, 150);  // most masks with room for padding pad something
+    EXPECT_GT(padded * 5, total);        // more than a fifth of the positions
+    EXPECT_LT(padded * 2, total);        // and fewer than half
+}
+
+TEST(SignatureCases, GraphsHaveRepeatedEdgesSelfLoopsAndValidIndices) {
+    const Signature s = graph_signature();
+    rc::Random random(9);
+    int repeated = 0, loops = 0;
+    for (int i = 0; i < 200; ++i) {
+        const SignatureCase c = draw_signature_case(s, {{"nodes", 6}, {"edges", 12}}, random.split(), 100);
+        const std::vector<double>& e = c.inputs.at("edge_index").values;
+        std::set<std::pair<int, int>> seen;
+        for (std::size_t k = 0; k < 12; ++k) {
+            ASSERT_GE(e[k], 0);
+            ASSERT_LT(e[k + 12], 6);
+            loops += e[k] == e[k + 12];
+            repeated += !seen.insert({static_cast<int>(e[k]), static_cast<int>(e[k + 12])}).second;
+        }
+    }
+    EXPECT_GT(repeated, 200);
+    EXPECT_GT(loops, 200);
+}
+
+TEST(SignatureCases, DeletingANodeDeletesItsEdgesRenumbersTheRestAndKeepsThePairsOfPx) {
+    const Signature s = graph_signature();
+    SignatureCase c;
+    c.lengths = {{"nodes", 3}, {"edges", 3}};
+    c.inputs["x"] = tensor({3, 4}, {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2});
+    c.inputs["edge_index"] = tensor({2, 3}, {0, 1, 2, 2, 2, 0});  // 0->2, 1->2, 2->0
+    c.inputs["edge_attr"] = tensor({3, 3}, {10, 10, 10, 11, 11, 11, 12, 12, 12});
+    c.perms = {{"nodes", Permutation({2, 0, 1})}, {"edges", Permutation({1, 2, 0})}};
+    const std::optional<SignatureCase> smaller = without_elements(s, c, "nodes", {0});
+    ASSERT_TRUE(smaller);
+    EXPECT_EQ(smaller->lengths, (Lengths{{"nodes", 2}, {"edges", 1}}));
+    EXPECT_EQ(smaller->inputs.at("x").values, (std::vector<double>{1, 1, 1, 1, 2, 2, 2, 2}));
+    EXPECT_EQ(smaller->inputs.at("edge_index").values, (std::vector<double>{0, 1}));  // 1->2 renumbered
+    EXPECT_EQ(smaller->inputs.at("edge_attr").values, (std::vector<double>{11, 11, 11}));
+    // P x kept its other pairs: new node 0 (old 1) is still sent to the row that received old 1.
+    EXPECT_EQ(smaller->perms.at("nodes").one_line(), (std::vector<int>{1, 0}));
+    EXPECT_EQ(smaller->perms.at("edges").one_line(), (std::vector<int>{0}));
+    // Below an axis's minimum: refused.
+    EXPECT_FALSE(without_elements(s, c, "nodes", {0, 1, 2}));
 }
 
 }  // namespace
