@@ -174,22 +174,29 @@ bool moved_in(const Permutations& perms, const std::string& axis, int i) {
 }
 
 // One directed edge: a curve from source to target (the k-th of the same pair bends further, so repeated edges
-// stay apart), or a loop above the node for a self-loop.
-void edge_path(std::ostringstream& s, const std::vector<std::pair<double, double>>& at, int from, int to, int k) {
+// stay apart), or a loop out of the node for a self-loop (the k-th turned further round). Returns where its
+// label goes.
+std::pair<double, double> edge_path(std::ostringstream& s, const std::vector<std::pair<double, double>>& at, int from,
+                                    int to, int k) {
     const double r = 14;
     const auto [x0, y0] = at[static_cast<std::size_t>(from)];
     const auto [x1, y1] = at[static_cast<std::size_t>(to)];
     if (from == to) {
-        const double lift = 28 + 10 * k;
-        s << "M" << x0 - 6 << "," << y0 - r << " C" << x0 - lift << "," << y0 - r - lift << " " << x0 + lift << ","
-          << y0 - r - lift << " " << x0 + 6 << "," << y0 - r - 2;
-        return;
+        const double a = -1.5707963 + (k % 2 ? 1 : -1) * ((k + 1) / 2) * 0.9, reach = 48 + 6 * (k / 2);
+        const auto point = [&](double angle, double dist) { return std::pair{x0 + dist * std::cos(angle), y0 + dist * std::sin(angle)}; };
+        const auto [sx, sy] = point(a - 0.4, r);
+        const auto [c1x, c1y] = point(a - 0.45, reach);
+        const auto [c2x, c2y] = point(a + 0.45, reach);
+        const auto [ex, ey] = point(a + 0.4, r + 3);
+        s << "M" << sx << "," << sy << " C" << c1x << "," << c1y << " " << c2x << "," << c2y << " " << ex << "," << ey;
+        return point(a, reach * 0.8 + 8);
     }
     const double dx = x1 - x0, dy = y1 - y0, len = std::max(1.0, std::hypot(dx, dy));
     const double ux = dx / len, uy = dy / len, bend = 14.0 * (k + 1);
     const double mx = (x0 + x1) / 2 - uy * bend, my = (y0 + y1) / 2 + ux * bend;
     s << "M" << x0 + ux * r << "," << y0 + uy * r << " Q" << mx << "," << my << " " << x1 - ux * (r + 3) << ","
       << y1 - uy * (r + 3);
+    return {(x0 + x1) / 4 + mx / 2 - uy * 8, (y0 + y1) / 4 + my / 2 + ux * 8};
 }
 
 // The counterexample's graph: nodes on a circle, directed edges as arrows; moved nodes and edges (those the
@@ -216,9 +223,10 @@ std::string graph_svg(const EdgeList& g, const SignatureCounterexample& c) {
         const auto [from, to] = g.edge(e);
         const bool moved = moved_in(c.perms, edge_axis, e);
         s << "<path class=\"edge " << (moved ? "moved" : "fixed") << "\" fill=\"none\" d=\"";
-        edge_path(s, at, from, to, seen[{from, to}]++);
+        const auto [lx, ly] = edge_path(s, at, from, to, seen[{from, to}]++);
         s << "\" marker-end=\"url(#edge-head-" << (moved ? "moved" : "fixed") << ")\"><title>edge " << e << ": " << from
-          << " &#8594; " << to << (moved ? " (moved)" : "") << "</title></path>";
+          << " &#8594; " << to << (moved ? " (moved)" : "") << "</title></path><text class=\"elabel\" x=\"" << lx
+          << "\" y=\"" << ly + 4 << "\" text-anchor=\"middle\">e" << e << "</text>";
     }
     for (int i = 0; i < g.nodes; ++i) {
         const bool moved = moved_in(c.perms, g.spec->index_axis, i);
@@ -260,8 +268,9 @@ std::string signature_html(const SignatureCounterexample& c, const Signature& si
       << ", " << c.shrink_steps << " shrink steps.</p>\n" << axes_html(c);
     for (const TensorSpec& t : sig.inputs)
         if (const auto g = edge_list(t, c))
-            s << "<h2>Graph " << html_escape(t.name) << "</h2><p class=\"note\">" << g->nodes << " nodes, " << g->edges
-              << " directed edges (source &#8594; target) of the input x; red: moved by the permutation of "
+            s << "<h2>Graph " << html_escape(t.name) << "</h2><p class=\"note\">" << g->nodes << (g->nodes == 1 ? " node, " : " nodes, ")
+              << g->edges << (g->edges == 1 ? " directed edge" : " directed edges")
+              << " (source &#8594; target, labelled e0, e1, ...) of the input x; red: moved by the permutation of "
               << html_escape(t.index_axis) << " or of the edges.</p>\n" << graph_svg(*g, c) << "\n";
     s << "<h2>Outputs</h2>\n<table class=\"summary\"><tr><th>output</th><th>must be</th><th>largest "
       << html_escape(names.diff) << "</th><th>where</th><th>tolerance</th><th></th></tr>";
@@ -298,6 +307,7 @@ svg rect.cell { stroke: #c8c8c8; stroke-width: .5; }
 svg circle.gnode { fill: #eef2f7; stroke: #4a5a70; stroke-width: 1.5; } svg circle.gnode.moved { fill: #f9dedc; stroke: #b3261e; stroke-width: 3; }
 svg path.edge { stroke-width: 2; } svg path.edge.fixed { stroke: #4a5a70; } svg path.edge.moved { stroke: #b3261e; }
 tr.at-fault td { background: #f9dedc; }
+svg text.elabel { font: 11px monospace; fill: #555; }
 pre { background: #f4f4f4; padding: .6em; overflow-x: auto; }
 div.matrices { overflow-x: auto; }
 .note { color: #555; }
