@@ -22,7 +22,9 @@ std::string signature_section(const SignatureCounterexample& c, const Signature&
     s << "\nEach permutation acts along its axis: (P t)[.., i, ..] = t[.., p[i], ..]; an index input's values are "
          "renumbered.\n";
     if (!c.axis_at_fault.empty()) s << "The axis at fault: **" << c.axis_at_fault << "** (the only axis permuted).\n";
-    s << "\n| output | must be | largest " << names.diff << " | where | tolerance | |\n| --- | --- | --- | --- | --- | --- |\n";
+    std::string diff;  // a table cell: its bars escaped
+    for (const char* ch = names.diff; *ch; ++ch) diff += *ch == '|' ? std::string("\\|") : std::string(1, *ch);
+    s << "\n| output | must be | largest " << diff << " | where | tolerance | |\n| --- | --- | --- | --- | --- | --- |\n";
     for (const OutputComparison& o : c.outputs) {
         const TensorSpec* t = spec_named(sig.outputs, o.name);
         s << "| " << md_code(o.name) << " | " << (t ? output_claim(*t, sig) : "") << " | " << text(o.max_abs_diff)
