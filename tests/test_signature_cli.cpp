@@ -479,3 +479,26 @@ TEST(NamedProtocol, EveryFuzzingInputIsReadInItsShapeOrRefusedWithInvalidArgumen
     EXPECT_GE(files, 4) << "the seed corpus fuzz/corpus/named_response is missing";
     EXPECT_GE(read, 3) << "the seed corpus holds valid answers";
 }
+
+TEST(SignatureAudit, AnAnswerOfAnotherShapeThanTheSignatureSaysIsAnErrorNamingTheOutputAndTheDim) {
+    const permcheck::test::Scratch scratch("signature-shape");
+    const Audit a = permcheck_run(scratch,
+                                  "audit --exec " + exec_of("cross_attention.py") +
+                                      " --axis n=1..8 --axis m=1..8 --input q:n,8 --input mem:m,8 --output y:n,9",
+                                  /*report=*/true);
+    EXPECT_EQ(a.run.exit_code, 2) << a.all();
+    EXPECT_EQ(a.report.value("verdict", ""), "error") << a.all();
+    EXPECT_NE(a.report.value("error", "").find("output 'y', dim 1 (fixed size 9) at [0]: 8 entries, expected 9"),
+              std::string::npos) << a.report.value("error", "");
+    EXPECT_NE(a.report.value("error", "").find("last request: id 1, m="), std::string::npos) << a.report.value("error", "");
+}
+
+TEST(SignatureAudit, JobsGiveTheSameVerdictAndCounterexample) {
+    const permcheck::test::Scratch one("signature-jobs-1"), two("signature-jobs-2");
+    const std::string cmd = message_passing("message_passing.py --node-index");
+    const Audit a = permcheck_run(one, cmd, true);
+    const Audit b = permcheck_run(two, cmd + " --jobs 2", true);
+    EXPECT_EQ(a.run.exit_code, 1) << a.all();
+    EXPECT_EQ(b.run.exit_code, 1) << b.all();
+    EXPECT_EQ(a.report["counterexample"], b.report["counterexample"]);
+}
