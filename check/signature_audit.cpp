@@ -32,15 +32,6 @@ std::string lengths_text(const Lengths& lengths) {
     return out;
 }
 
-std::string index_text(const std::vector<int>& where) {
-    std::string out = "(";
-    for (std::size_t k = 0; k < where.size(); ++k) {
-        if (k) out += ", ";
-        out += std::to_string(where[k]);
-    }
-    return out + ")";
-}
-
 // The multi-index of element e of a tensor of this shape.
 std::vector<int> position_of(std::size_t e, const std::vector<int>& shape) {
     std::vector<int> where(shape.size());

@@ -50,6 +50,9 @@ std::optional<SignatureCase> without_elements(const Signature& s, const Signatur
 // True when no line of a mask along any of its axis dims is all padding.
 bool masks_keep_a_position(const Signature& s, const Tensors& inputs);
 
+// A shape or a position, e.g. "(3, 4)" (check/signature.cpp): the one spelling of describe() and the audit's text.
+std::string index_text(const std::vector<int>& where);
+
 rc::Seq<SignatureCase> signature_case_shrinks(const std::shared_ptr<const Signature>& s, const SignatureCase& c);
 rc::Shrinkable<SignatureCase> shrinkable_signature_case(const std::shared_ptr<const Signature>& s, SignatureCase c);
 

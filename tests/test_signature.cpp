@@ -408,6 +408,59 @@ TEST(SignatureAudit, AStopRequestEndsTheAuditAsInterrupted) {
     EXPECT_LT(r.cases, 100);
 }
 
+// The same layers computed in float: judged with the float32 tolerance inferred from their answers, they hold;
+// the tolerance's k (every axis's length plus the widest fixed size) covers their reductions.
+TEST(SignatureAudit, Float32LayersHoldWithTheInferredFloat32Tolerance) {
+    Draw<float> draw = dyadic_draw<float>(11);
+    const auto cross = CrossAttention<float>::random(kD, draw);
+    const NamedBlackBox cross_f32 = [cross](const Tensors& in) {
+        const Mat<float> y = cross(matrix(in.at("q")).cast<float>(), matrix(in.at("mem")).cast<float>());
+        return Tensors{{"y", tensor_of(y.cast<double>())}};
+    };
+    Signature wide = cross_signature();
+    wide.axes = {parse_axis("n=1..32"), parse_axis("m=1..64")};
+    const AuditResult r = audit(cross_f32, wide, named("cross-attention in float"));
+    EXPECT_EQ(r.verdict, Verdict::holds) << finding(r, wide);
+    EXPECT_EQ(r.dtype, Arithmetic::float32);
+    EXPECT_TRUE(r.dtype_inferred);
+    EXPECT_EQ(r.axis_lengths.at("m").back(), 64);
+    EXPECT_EQ(r.evaluations, 2 * 100 + 3);
+    const auto mp = MessagePassing<float>::random(kD, kEdgeD, draw, Aggregation::mean);
+    const NamedBlackBox mp_f32 = [mp](const Tensors& in) {
+        const Tensor& e = in.at("edge_index");
+        const auto edges = static_cast<std::size_t>(e.shape[1]);
+        std::vector<int> src(edges), dst(edges);
+        for (std::size_t k = 0; k < edges; ++k) {
+            src[k] = static_cast<int>(e.values[k]);
+            dst[k] = static_cast<int>(e.values[edges + k]);
+        }
+        const Mat<float> a = edges == 0 ? Mat<float>(0, kEdgeD) : Mat<float>(matrix(in.at("edge_attr")).cast<float>());
+        const Mat<float> y = mp(matrix(in.at("x")).cast<float>(), src, dst, a);
+        return Tensors{{"y", tensor_of(y.cast<double>())}, {"g", tensor_of(MessagePassing<float>::readout(y).cast<double>(), true)}};
+    };
+    Signature graph = graph_signature();
+    graph.axes = {parse_axis("nodes=1..32"), parse_axis("edges=0..128")};
+    const AuditResult g = audit(mp_f32, graph, named("message passing in float"));
+    EXPECT_EQ(g.verdict, Verdict::holds) << finding(g, graph);
+    EXPECT_EQ(g.dtype, Arithmetic::float32);
+    EXPECT_EQ(g.axis_lengths.at("edges").back(), 128);
+}
+
+// ... and the float64 tolerance is not loose: a leak of relative size 1e-7 per memory position is seen.
+TEST(SignatureAudit, AFloat64MemoryLeakOfRelativeSize1e7IsViolated) {
+    const NamedBlackBox exact = cross_attention(false);
+    const NamedBlackBox leak = [exact](const Tensors& in) {
+        Tensors moved = in;
+        Tensor& mem = moved.at("mem");
+        for (std::size_t k = 0; k < mem.values.size(); ++k)
+            mem.values[k] *= 1.0 + 1e-7 * static_cast<double>(k / static_cast<std::size_t>(mem.shape[1]));
+        return exact(moved);
+    };
+    const AuditResult r = audit(leak, cross_signature(), named("tiny memory leak"));
+    ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, cross_signature());
+    EXPECT_EQ(r.signature_counterexample->axis_at_fault, "m");
+}
+
 // ---------------------------------------------------------------------------------------- harness self-test
 
 // Plants a harness bug for one test and takes it out again, whatever the test does.
