@@ -177,7 +177,8 @@ public:
             const double m = finite_max_abs(rhs.back().values, finite_max_abs(lhs.values, a.inputs_magnitude));
             ob.outputs.push_back(compare_tensors(spec.name, lhs, rhs.back(), tolerance(c.lengths, m, t)));
         }
-        const std::string where = non_finite(a.y, "L(x)") + non_finite(a.lhs, "L(P x)");
+        std::string where = non_finite(a.y, "L(x)");
+        if (where.empty()) where = non_finite(a.lhs, "L(P x)");
         const bool holds = std::all_of(ob.outputs.begin(), ob.outputs.end(), [](const OutputComparison& o) { return o.holds; });
         if (holds && where.empty()) return ob;  // pass: nothing kept
         ob.kind = where.empty() ? Kind::violated : Kind::non_finite;

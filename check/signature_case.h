@@ -32,8 +32,9 @@ struct SignatureCase {
     Tensors inputs;      // x, before the permutation
 };
 
-// The lengths of every case of the whole audit (before sharding). An index input needs an axis to point into:
-// when its index axis drew 0 and the input would not be empty, the index axis gets length 1.
+// The lengths of every case of the whole audit (before sharding): check/lengths.h's schedule per axis, max_len a
+// hard cap; with several axes, lengths 0 and 1 are sent too (the other axes can move). An index input needs an
+// axis to point into: when its index axis drew 0 and the input would not be empty, the index axis gets length 1.
 std::vector<Lengths> signature_lengths(const Signature& s, int cases, std::uint64_t seed);
 
 // One case at the given lengths, drawn from `random` at the RapidCheck size `size`. When every permutation

@@ -14,6 +14,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -298,10 +299,15 @@ TEST(SignatureAudit, EveryHoldingReferenceLayerHoldsForSeveralSeeds) {
 TEST(SignatureAudit, EveryLengthOfEachAxisIsCoveredWithinItsRange) {
     const AuditResult r = audit(message_passing(Aggregation::sum), graph_signature(), named("graph"));
     ASSERT_EQ(r.verdict, Verdict::holds);
-    EXPECT_EQ(r.axis_lengths.at("nodes"), (std::vector<int>{2, 3, 4, 5, 6, 7, 8}));
-    EXPECT_EQ(r.axis_lengths.at("edges").front(), 2);
-    EXPECT_EQ(r.axis_lengths.at("edges").back(), 16);
+    // Every length of each range, a graph without edges and a single node included (nodes and edges move with
+    // each other's help); a one-axis signature skips the lengths where only the identity exists.
+    EXPECT_EQ(r.axis_lengths.at("nodes"), (std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8}));
+    std::vector<int> every_edge_count(17);
+    std::iota(every_edge_count.begin(), every_edge_count.end(), 0);
+    EXPECT_EQ(r.axis_lengths.at("edges"), every_edge_count);
     EXPECT_TRUE(r.lengths.empty());
+    const AuditResult one = audit(masked_self_attention(), masked_signature(), named("masked"));
+    EXPECT_EQ(one.axis_lengths.at("n"), (std::vector<int>{2, 3, 4, 5, 6, 7, 8}));
 }
 
 // The one permuted axis of the counterexample, checked to be a single transposition.
@@ -343,7 +349,9 @@ TEST(SignatureAudit, AnEdgeOrderAggregatorIsViolatedAtTwoEdges) {
     ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
     const SignatureCounterexample& c = *r.signature_counterexample;
     EXPECT_EQ(c.lengths.at("edges"), 2) << finding(r, s);
-    EXPECT_EQ(c.lengths.at("nodes"), 1) << finding(r, s);  // both edges a self-loop of the one node
+    // Two messages into one node: one node (two self-loops told apart by their edge features) or two (a message
+    // from a node with features and one from a node without); greedy shrinking stops at either.
+    EXPECT_LE(c.lengths.at("nodes"), 2) << finding(r, s);
     expect_one_transposition_on(c, "edges");
     // The graph-level readout is invariant to the edges too, and is broken by the same pair.
     for (const OutputComparison& o : c.outputs) EXPECT_FALSE(o.holds) << o.name;
