@@ -44,7 +44,7 @@ Shard parse_shard(const std::string& text) {
 bool in_shard(int case_index, const Shard& shard) { return case_index % shard.count == shard.index - 1; }
 
 void engine::add_evidence(PrecisionEvidence& e, const double* values, std::size_t count) {
-    for (std::size_t k = 0; k < count; ++k) {
+    for (std::size_t k = 0; k < count && (e.all_float32 || e.all_integer); ++k) {  // both false: nothing to learn
         const double v = values[k];
         if (!std::isfinite(v)) continue;
         const bool in_range = std::abs(v) <= static_cast<double>(std::numeric_limits<float>::max());

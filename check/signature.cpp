@@ -1,5 +1,7 @@
 #include "check/signature.h"
 
+#include "check/signature_case.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -324,16 +326,16 @@ void testing::plant_harness_bug(HarnessBug bug) { planted.store(bug); }
 
 // -------------------------------------------------------------------------------------------------- describe
 
-namespace {
-
-std::string shape_text(const std::vector<int>& shape) {
+std::string index_text(const std::vector<int>& where) {
     std::string out = "(";
-    for (std::size_t k = 0; k < shape.size(); ++k) {
-        if (k) out += ',';
-        out += std::to_string(shape[k]);
+    for (std::size_t k = 0; k < where.size(); ++k) {
+        if (k) out += ", ";
+        out += std::to_string(where[k]);
     }
     return out + ")";
 }
+
+namespace {
 
 // A tensor as rows of its last dim, one a line.
 void write_tensor(std::ostream& s, const Tensor& t, const std::string& indent) {
@@ -343,7 +345,7 @@ void write_tensor(std::ostream& s, const Tensor& t, const std::string& indent) {
     }
     const std::size_t last = static_cast<std::size_t>(std::max(t.shape.back(), 0));
     const std::size_t rows = last == 0 ? 0 : t.size() / last;
-    if (rows == 0) s << indent << "(empty, shape " << shape_text(t.shape) << ")\n";
+    if (rows == 0) s << indent << "(empty, shape " << index_text(t.shape) << ")\n";
     for (std::size_t r = 0; r < rows; ++r) {
         s << indent << "[";
         for (std::size_t j = 0; j < last; ++j) s << (j ? " " : "") << std::setw(9) << t.values[r * last + j];
@@ -364,20 +366,20 @@ std::string describe(const SignatureCounterexample& c, const Signature& sig) {
     for (const TensorSpec& spec : sig.inputs) {
         const auto it = c.inputs.find(spec.name);
         if (it == c.inputs.end()) continue;
-        s << "  input " << spec.name << " " << shape_text(it->second.shape) << " =\n";
+        s << "  input " << spec.name << " " << index_text(it->second.shape) << " =\n";
         write_tensor(s, it->second, "    ");
     }
     for (const OutputComparison& o : c.outputs) {
-        s << "  output " << o.name << (o.holds ? " (agrees)" : " (DIFFERS)") << ":\n    L(P x) " << shape_text(o.layer_of_permuted.shape)
+        s << "  output " << o.name << (o.holds ? " (agrees)" : " (DIFFERS)") << ":\n    L(P x) " << index_text(o.layer_of_permuted.shape)
           << " =\n";
         write_tensor(s, o.layer_of_permuted, "      ");
-        s << "    P L(x) " << shape_text(o.permuted_layer.shape) << " =\n";
+        s << "    P L(x) " << index_text(o.permuted_layer.shape) << " =\n";
         write_tensor(s, o.permuted_layer, "      ");
         if (o.shape_mismatch) {
             s << "    the shapes differ\n";
             continue;
         }
-        s << "    largest |difference| = " << o.max_abs_diff << " at " << shape_text(o.where) << " (tolerance "
+        s << "    largest |difference| = " << o.max_abs_diff << " at " << index_text(o.where) << " (tolerance "
           << o.tolerance << ")\n";
     }
     s << "  case " << c.case_index << ", " << c.shrink_steps << " shrink steps\n";

@@ -32,15 +32,6 @@ std::string lengths_text(const Lengths& lengths) {
     return out;
 }
 
-std::string index_text(const std::vector<int>& where) {
-    std::string out = "(";
-    for (std::size_t k = 0; k < where.size(); ++k) {
-        if (k) out += ", ";
-        out += std::to_string(where[k]);
-    }
-    return out + ")";
-}
-
 // The multi-index of element e of a tensor of this shape.
 std::vector<int> position_of(std::size_t e, const std::vector<int>& shape) {
     std::vector<int> where(shape.size());
@@ -73,8 +64,9 @@ Permutations identities(const Lengths& lengths) {
 }
 
 // a against b, entry by entry, as check/compare.h's compare does: non-finite entries equal only the same value.
+// The two sides are left out (filled in by the caller when the comparison is kept): a passing case copies nothing.
 OutputComparison compare_tensors(const std::string& name, const Tensor& a, const Tensor& b, double tolerance) {
-    OutputComparison c{name, a, b, 0.0, tolerance, {}, true, false};
+    OutputComparison c{name, {}, {}, 0.0, tolerance, {}, true, false};
     if (a.shape != b.shape || a.values.size() != b.values.size()) {
         c.holds = false;
         c.shape_mismatch = true;
@@ -115,6 +107,7 @@ struct SignatureObservation {
 struct SignatureAnswers {
     Tensors y, again, px, lhs;
     PrecisionEvidence evidence;
+    double inputs_magnitude = 0.0;  // the largest finite |value| of the real inputs
 };
 
 // Calls one named black box, checks the outputs it names and their shapes, and judges a case.
@@ -166,6 +159,7 @@ public:
         a.lhs = call(a.px, c.lengths);
         for (const Tensors* answer : {&a.y, &a.again, &a.lhs})
             for (const auto& [name, t] : *answer) engine::add_evidence(a.evidence, t.values.data(), t.values.size());
+        a.inputs_magnitude = inputs_magnitude(c.inputs);
         return a;
     }
 
@@ -175,21 +169,28 @@ public:
         // P x == x (ties): L(P x) answers the very request L(x) answered, so any difference is nondeterminism.
         if (same_values(a.px, c.inputs))
             if (auto nd = differ(c.lengths, c.inputs, a.y, a.lhs, "x and as P x", t)) return *nd;
-        Observation ob{Kind::pass, c.lengths, c.perms, c.inputs, a.y, {}, ""};
-        const double magnitude = inputs_magnitude(c.inputs);
+        Observation ob;
+        std::vector<Tensor> rhs;
         for (const TensorSpec& spec : s_->outputs) {
             const Tensor& lhs = a.lhs.at(spec.name);
-            const Tensor rhs = permute_output(spec, c.perms, a.y.at(spec.name));
-            const double m = finite_max_abs(rhs.values, finite_max_abs(lhs.values, magnitude));
-            ob.outputs.push_back(compare_tensors(spec.name, lhs, rhs, tolerance(c.lengths, m, t)));
+            rhs.push_back(permute_output(spec, c.perms, a.y.at(spec.name)));
+            const double m = finite_max_abs(rhs.back().values, finite_max_abs(lhs.values, a.inputs_magnitude));
+            ob.outputs.push_back(compare_tensors(spec.name, lhs, rhs.back(), tolerance(c.lengths, m, t)));
         }
-        if (std::string where = non_finite(a.y, "L(x)") + non_finite(a.lhs, "L(P x)"); !where.empty()) {
-            ob.kind = Kind::non_finite;
-            ob.detail = where + " for " + lengths_text(c.lengths);
-            return ob;
-        }
+        std::string where = non_finite(a.y, "L(x)");
+        if (where.empty()) where = non_finite(a.lhs, "L(P x)");
         const bool holds = std::all_of(ob.outputs.begin(), ob.outputs.end(), [](const OutputComparison& o) { return o.holds; });
-        ob.kind = holds ? Kind::pass : Kind::violated;
+        if (holds && where.empty()) return ob;  // pass: nothing kept
+        ob.kind = where.empty() ? Kind::violated : Kind::non_finite;
+        if (!where.empty()) ob.detail = where + " for " + lengths_text(c.lengths);
+        ob.lengths = c.lengths;
+        ob.perms = c.perms;
+        ob.inputs = c.inputs;
+        ob.y = a.y;
+        for (std::size_t k = 0; k < ob.outputs.size(); ++k) {
+            ob.outputs[k].layer_of_permuted = a.lhs.at(ob.outputs[k].name);
+            ob.outputs[k].permuted_layer = std::move(rhs[k]);
+        }
         return ob;
     }
 
@@ -235,10 +236,12 @@ private:
                                       const char* what, const ToleranceModel& t) const;
     std::string non_finite(const Tensors& answer, const char* side) const;
 
+    // Inputs are finite (drawn and shrunk by permcheck): no test for infinities, so the loop vectorizes.
     double inputs_magnitude(const Tensors& inputs) const {
         double m = 0.0;
         for (const TensorSpec& spec : s_->inputs)
-            if (spec.kind == TensorKind::real) m = finite_max_abs(inputs.at(spec.name).values, m);
+            if (spec.kind == TensorKind::real)
+                for (double v : inputs.at(spec.name).values) m = std::abs(v) > m ? std::abs(v) : m;
         return m;
     }
     // The reductions a layer over this signature can do are at most as long as every axis together plus the
@@ -282,7 +285,7 @@ void SignatureEvaluator::check_shape(const TensorSpec& spec, const Tensor& t, co
 std::optional<SignatureObservation> SignatureEvaluator::differ(const Lengths& lengths, const Tensors& inputs,
                                                                const Tensors& a, const Tensors& b, const char* what,
                                                                const ToleranceModel& t) const {
-    Observation ob{Kind::nondeterministic, lengths, identities(lengths), inputs, a, {}, ""};
+    Observation ob{Kind::nondeterministic, {}, {}, {}, {}, {}, ""};
     const double magnitude = inputs_magnitude(inputs);
     for (const TensorSpec& spec : s_->outputs) {
         const Tensor& first = a.at(spec.name);
@@ -297,6 +300,14 @@ std::optional<SignatureObservation> SignatureEvaluator::differ(const Lengths& le
                      num(c.max_abs_diff) + " at " + index_text(c.where) + " (tolerance " + num(c.tolerance) + ")";
     }
     if (ob.detail.empty()) return std::nullopt;
+    for (OutputComparison& c : ob.outputs) {
+        c.layer_of_permuted = a.at(c.name);
+        c.permuted_layer = b.at(c.name);
+    }
+    ob.lengths = lengths;
+    ob.perms = identities(lengths);
+    ob.inputs = inputs;
+    ob.y = a;
     return ob;
 }
 

@@ -108,7 +108,12 @@ std::vector<Lengths> signature_lengths(const Signature& s, int cases, std::uint6
     SplitMix64 shuffle(seed ^ 0x5157a7u);
     for (std::size_t a = 0; a < s.axes.size(); ++a) {
         const Axis& axis = s.axes[a];
-        std::vector<int> lengths = audit_lengths({axis.min_len, axis.max_len, 0, cases});
+        // With one axis, lengths 0 and 1 leave only the identity and are skipped (check/lengths.h). With several,
+        // an empty or single-element axis still makes a case the other axes can fail (a graph without edges),
+        // so every length of [min_len, max_len] is in the schedule: audit_lengths over the range shifted by 2.
+        const int shift = s.axes.size() > 1 && axis.min_len < 2 ? 2 : 0;
+        std::vector<int> lengths = audit_lengths({axis.min_len + shift, axis.max_len + shift, 0, cases});
+        for (int& len : lengths) len -= shift;
         // Each axis covers its lengths as check/lengths.h says; the later axes' schedules are shuffled, so that
         // axes of the same range do not always have the same length.
         for (std::size_t i = lengths.size(); a > 0 && i > 1; --i) std::swap(lengths[i - 1], lengths[shuffle.below(i)]);

@@ -32,8 +32,9 @@ struct SignatureCase {
     Tensors inputs;      // x, before the permutation
 };
 
-// The lengths of every case of the whole audit (before sharding). An index input needs an axis to point into:
-// when its index axis drew 0 and the input would not be empty, the index axis gets length 1.
+// The lengths of every case of the whole audit (before sharding): check/lengths.h's schedule per axis, max_len a
+// hard cap; with several axes, lengths 0 and 1 are sent too (the other axes can move). An index input needs an
+// axis to point into: when its index axis drew 0 and the input would not be empty, the index axis gets length 1.
 std::vector<Lengths> signature_lengths(const Signature& s, int cases, std::uint64_t seed);
 
 // One case at the given lengths, drawn from `random` at the RapidCheck size `size`. When every permutation
@@ -49,6 +50,9 @@ std::optional<SignatureCase> without_elements(const Signature& s, const Signatur
 
 // True when no line of a mask along any of its axis dims is all padding.
 bool masks_keep_a_position(const Signature& s, const Tensors& inputs);
+
+// A shape or a position, e.g. "(3, 4)" (check/signature.cpp): the one spelling of describe() and the audit's text.
+std::string index_text(const std::vector<int>& where);
 
 rc::Seq<SignatureCase> signature_case_shrinks(const std::shared_ptr<const Signature>& s, const SignatureCase& c);
 rc::Shrinkable<SignatureCase> shrinkable_signature_case(const std::shared_ptr<const Signature>& s, SignatureCase c);
