@@ -146,6 +146,9 @@ void print_result(std::ostream& out, std::ostream& err, const std::string& progr
     if (r.signature_counterexample && signature) {
         SignatureCounterexample shown = *r.signature_counterexample;
         shown.replay = replay;
+        if (r.verdict == Verdict::nondeterministic)
+            out << "  one input answered twice: below, L(P x) is the first answer and P L(x) the second (every "
+                   "permutation the identity)\n";
         out << describe(shown, *signature);
     }
     if (r.verdict == Verdict::error && !r.error.empty()) err << program << ": error: " << r.error << "\n";

@@ -262,9 +262,10 @@ std::string axes_html(const SignatureCounterexample& c) {
     return s.str();
 }
 
-std::string signature_html(const SignatureCounterexample& c, const Signature& sig, const SideNames& names) {
+std::string signature_html(const SignatureCounterexample& c, const Signature& sig, const SideNames& names,
+                           bool twice) {
     std::ostringstream s;
-    s << "<h2>Counterexample: " << html_escape(lengths_text(c.lengths)) << "</h2>\n<p>Found at case " << c.case_index
+    s << "<h2>" << (twice ? "One input answered twice" : "Counterexample") << ": " << html_escape(lengths_text(c.lengths)) << "</h2>\n<p>Found at case " << c.case_index
       << ", " << c.shrink_steps << " shrink steps.</p>\n" << axes_html(c);
     for (const TensorSpec& t : sig.inputs)
         if (const auto g = edge_list(t, c))
@@ -358,7 +359,8 @@ std::string to_html(const Record& r) {
         s << "<h2>Matrices</h2>\n<div class=\"matrices\">" << matrix_table(c->x, "x")
           << matrix_table(c->lhs, names.lhs) << matrix_table(c->rhs, names.rhs) << "</div>\n";
     }
-    if (r.signature_counterexample && r.signature) s << signature_html(*r.signature_counterexample, *r.signature, names);
+    if (r.signature_counterexample && r.signature)
+        s << signature_html(*r.signature_counterexample, *r.signature, names, r.verdict == Verdict::nondeterministic);
     if (!r.details.empty())
         s << "<h2>Details</h2><pre>" << html_escape(r.details.dump(2, ' ', false, json::error_handler_t::replace))
           << "</pre>\n";

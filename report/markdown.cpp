@@ -12,9 +12,10 @@ namespace {
 
 // A signature audit's counterexample: every axis with its length and permutation, the axis at fault, each
 // output's comparison, then the inputs and both sides of every output.
-std::string signature_section(const SignatureCounterexample& c, const Signature& sig, const SideNames& names) {
+std::string signature_section(const SignatureCounterexample& c, const Signature& sig, const SideNames& names,
+                              bool twice) {
     std::ostringstream s;
-    s << "\n#### Counterexample: " << lengths_text(c.lengths) << "\n\n";
+    s << "\n#### " << (twice ? "One input answered twice" : "Counterexample") << ": " << lengths_text(c.lengths) << "\n\n";
     s << "| axis | length | permutation | one-line |\n| --- | --- | --- | --- |\n";
     for (const auto& [axis, p] : c.perms)
         s << "| " << md_code(axis) << (axis == c.axis_at_fault ? " (at fault)" : "") << " | " << p.size() << " | "
@@ -86,7 +87,8 @@ std::string to_markdown(const Record& r) {
           << matrix_text(c->lhs) << names.rhs << " =\n" << matrix_text(c->rhs) << "```\n\n</details>\n";
     }
     if (r.signature_counterexample && r.signature)
-        s << signature_section(*r.signature_counterexample, *r.signature, names);
+        s << signature_section(*r.signature_counterexample, *r.signature, names,
+                               r.verdict == Verdict::nondeterministic);
     if (!r.details.empty()) s << "\n<details><summary>details</summary>\n\n```json\n" << r.details.dump(2, ' ', false, json::error_handler_t::replace) << "\n```\n\n</details>\n";
     if (!r.replay.empty()) s << "\n**Replay:**\n\n```sh\n" << r.replay << "\n```\n";
     if (const std::string again = case_replay(r); !again.empty())
