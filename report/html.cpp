@@ -262,6 +262,26 @@ std::string axes_html(const SignatureCounterexample& c) {
     return s.str();
 }
 
+// The heatmap of an output that differs, when it has at most two dims (rows the outer dim, columns the inner).
+std::string output_heatmap(const OutputComparison& o) {
+    const Tensor& a = o.layer_of_permuted;
+    const Tensor& b = o.permuted_layer;
+    if (o.holds || o.shape_mismatch || a.shape != b.shape || a.shape.size() > 2 || a.values.size() != b.values.size())
+        return "";
+    const Eigen::Index rows = a.shape.size() == 2 ? a.shape[0] : 1;
+    const Eigen::Index cols = a.shape.empty() ? 1 : a.shape.back();
+    if (rows * cols != static_cast<Eigen::Index>(a.values.size()) || rows * cols == 0) return "";
+    Counterexample ce;
+    ce.lhs = Mat<double>(rows, cols);
+    ce.rhs = Mat<double>(rows, cols);
+    for (Eigen::Index i = 0; i < rows * cols; ++i) {
+        ce.lhs(i / cols, i % cols) = a.values[static_cast<std::size_t>(i)];
+        ce.rhs(i / cols, i % cols) = b.values[static_cast<std::size_t>(i)];
+    }
+    return "<h3>Output " + html_escape(o.name) + ": heatmap of the difference</h3>\n" +
+           heatmap_svg(ce, a.shape.size() == 2 ? Property::equivariance : Property::invariance) + "\n";
+}
+
 std::string signature_html(const SignatureCounterexample& c, const Signature& sig, const SideNames& names,
                            bool twice) {
     std::ostringstream s;
@@ -282,7 +302,9 @@ std::string signature_html(const SignatureCounterexample& c, const Signature& si
           << (o.shape_mismatch || o.where.empty() ? "shapes differ" : where_text(o.where)) << "</td><td>"
           << text(o.tolerance) << "</td><td>" << (o.holds ? "holds" : "<b>violated</b>") << "</td></tr>";
     }
-    s << "</table>\n<h2>Inputs and outputs</h2>\n<div class=\"matrices\">";
+    s << "</table>\n";
+    for (const OutputComparison& o : c.outputs) s << output_heatmap(o);
+    s << "<h2>Inputs and outputs</h2>\n<div class=\"matrices\">";
     for (const auto& [name, t] : c.inputs) s << tensor_pre(name, t);
     for (const OutputComparison& o : c.outputs)
         s << tensor_pre(o.name + ": " + names.lhs, o.layer_of_permuted) << tensor_pre(o.name + ": " + names.rhs, o.permuted_layer);

@@ -270,6 +270,12 @@ TEST(SignatureReport, MarkdownAndHtmlShowEveryAxisPermutationAndNameTheAxisAtFau
          at = html.find("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"permutation\"", at + 1))
         ++arrows;
     EXPECT_EQ(arrows, 2u) << "one drawing per axis";
+    EXPECT_NE(html.find("<h3>Output y: heatmap of the difference</h3>"), std::string::npos) << "y differs";
+    EXPECT_EQ(html.find("<h3>Output g: heatmap"), std::string::npos) << "g holds: nothing to show";
+    std::size_t cells = 0;
+    for (auto at = html.find("<rect class=\"cell\""); at != std::string::npos; at = html.find("<rect class=\"cell\"", at + 1))
+        ++cells;
+    EXPECT_EQ(cells, 6u) << "3 x 2 cells of y";
 }
 
 TEST(SignatureReport, HtmlDrawsAnEdgeListAsAGraphWithTheMovedEdgesMarked) {
