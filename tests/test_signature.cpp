@@ -323,7 +323,8 @@ void expect_one_transposition_on(const SignatureCounterexample& c, const std::st
 
 TEST(SignatureAudit, CrossAttentionWithMemoryPositionsIsViolatedAtTwoMemoryItems) {
     const Signature s = cross_signature();
-    const AuditResult r = audit(cross_attention(true), s, named("cross-attention with memory positions"));
+    for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    const AuditResult r = audit(cross_attention(true), s, named("cross-attention with memory positions", seed));
     ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
     ASSERT_TRUE(r.signature_counterexample);
     const SignatureCounterexample& c = *r.signature_counterexample;
@@ -331,21 +332,26 @@ TEST(SignatureAudit, CrossAttentionWithMemoryPositionsIsViolatedAtTwoMemoryItems
     EXPECT_EQ(c.lengths.at("n"), 1) << finding(r, s);
     expect_one_transposition_on(c, "m");
     EXPECT_NE(r.detail.find("output y"), std::string::npos) << r.detail;
+    }
 }
 
 TEST(SignatureAudit, ANodeIndexFeatureIsViolatedAtTwoNodes) {
     const Signature s = graph_signature();
-    const AuditResult r = audit(message_passing(Aggregation::sum, {true, false}), s, named("node-index feature"));
+    for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    const AuditResult r = audit(message_passing(Aggregation::sum, {true, false}), s, named("node-index feature", seed));
     ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
     const SignatureCounterexample& c = *r.signature_counterexample;
     EXPECT_EQ(c.lengths.at("nodes"), 2) << finding(r, s);
     EXPECT_EQ(c.lengths.at("edges"), 0) << finding(r, s);
     expect_one_transposition_on(c, "nodes");
+    }
 }
 
 TEST(SignatureAudit, AnEdgeOrderAggregatorIsViolatedAtTwoEdges) {
     const Signature s = graph_signature();
-    const AuditResult r = audit(message_passing(Aggregation::sum, {false, true}), s, named("edge-order aggregator"));
+    for (Aggregation agg : {Aggregation::sum, Aggregation::mean, Aggregation::max})
+    for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    const AuditResult r = audit(message_passing(agg, {false, true}), s, named("edge-order aggregator", seed));
     ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
     const SignatureCounterexample& c = *r.signature_counterexample;
     EXPECT_EQ(c.lengths.at("edges"), 2) << finding(r, s);
@@ -355,6 +361,7 @@ TEST(SignatureAudit, AnEdgeOrderAggregatorIsViolatedAtTwoEdges) {
     expect_one_transposition_on(c, "edges");
     // The graph-level readout is invariant to the edges too, and is broken by the same pair.
     for (const OutputComparison& o : c.outputs) EXPECT_FALSE(o.holds) << o.name;
+    }
 }
 
 TEST(SignatureAudit, NondeterminismNonFiniteOutputsAndWrongShapesGetTheirVerdicts) {
