@@ -240,8 +240,8 @@ private:
     double inputs_magnitude(const Tensors& inputs) const {
         double m = 0.0;
         for (const TensorSpec& spec : s_->inputs)
-            if (spec.kind == TensorKind::real)
-                for (double v : inputs.at(spec.name).values) m = std::abs(v) > m ? std::abs(v) : m;
+            if (const std::vector<double>& v = inputs.at(spec.name).values; spec.kind == TensorKind::real && !v.empty())
+                m = std::max(m, Eigen::Map<const Eigen::ArrayXd>(v.data(), static_cast<Eigen::Index>(v.size())).abs().maxCoeff());
         return m;
     }
     // The reductions a layer over this signature can do are at most as long as every axis together plus the

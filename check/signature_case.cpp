@@ -285,6 +285,36 @@ std::vector<std::pair<std::string, std::size_t>> simplifiable(const Signature& s
     return out;
 }
 
+// Merges of index values: every value v of the index inputs over an axis replaced by u < v (u = 0, u = v - 1), so
+// that node v, no longer named, can be deleted. Two edges into one node are one merge away from two self-loops.
+struct Merge {
+    std::string axis;
+    int from, to;
+};
+
+std::vector<Merge> index_merges(const Signature& s, const SignatureCase& c) {
+    std::map<std::string, std::set<int>> named;  // index axis -> the values its index inputs hold
+    for (const TensorSpec& spec : s.inputs)
+        if (spec.kind == TensorKind::index)
+            for (double v : c.inputs.at(spec.name).values) named[spec.index_axis].insert(static_cast<int>(v));
+    std::vector<Merge> merges;
+    for (const auto& [axis, values] : named)
+        for (int v : values) {
+            if (v > 0) merges.push_back({axis, v, 0});
+            if (v > 1) merges.push_back({axis, v, v - 1});
+        }
+    return merges;
+}
+
+SignatureCase merged(const Signature& s, const SignatureCase& c, const Merge& m) {
+    SignatureCase out = c;
+    for (const TensorSpec& spec : s.inputs)
+        if (spec.kind == TensorKind::index && spec.index_axis == m.axis)
+            for (double& v : out.inputs.at(spec.name).values)
+                if (static_cast<int>(v) == m.from) v = m.to;
+    return out;
+}
+
 }  // namespace
 
 rc::Seq<SignatureCase> signature_case_shrinks(const std::shared_ptr<const Signature>& s, const SignatureCase& c) {
@@ -316,7 +346,9 @@ rc::Seq<SignatureCase> signature_case_shrinks(const std::shared_ptr<const Signat
                                 return simpler_case;
                             });
     });
-    return rc::seq::concat(std::move(deletions), std::move(perms), std::move(values));
+    auto merges = rc::seq::map(rc::seq::fromContainer(index_merges(*s, c)),
+                               [s, shared](const Merge& m) { return merged(*s, *shared, m); });
+    return rc::seq::concat(std::move(deletions), std::move(perms), std::move(merges), std::move(values));
 }
 
 rc::Shrinkable<SignatureCase> shrinkable_signature_case(const std::shared_ptr<const Signature>& s, SignatureCase c) {

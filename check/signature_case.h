@@ -10,7 +10,8 @@
 // reference it and renumbers the rest; an element of x and the element of P x that holds it go together, the
 // rule of check/case.h's without_position), put back moved elements of any axis's permutation (toward a single
 // transposition on one axis, the identity elsewhere), simplify values (floats as gen::value_shrinks, masks
-// toward no padding, index values toward 0 so that fewer nodes are named).
+// toward no padding, index values merged (every v replaced by 0 or v - 1) or one by one toward 0, so that fewer
+// nodes are named and can be deleted).
 #pragma once
 
 #include "check/generators.h"

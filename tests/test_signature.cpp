@@ -239,23 +239,29 @@ Signature graph_signature() {
 struct GraphFlaws {
     bool node_index_feature = false, edge_order = false;
 };
-NamedBlackBox message_passing(Aggregation aggregation, GraphFlaws flaws = {}, std::uint64_t seed = 14) {
-    Draw<double> draw = dyadic_draw<double>(seed);
-    auto layer = MessagePassing<double>::random(kD, kEdgeD, draw, aggregation);
-    layer.node_index_feature = flaws.node_index_feature;
-    layer.edge_order = flaws.edge_order;
+// A message-passing layer computed in S, over named tensors (edge_index rows: sources, destinations).
+template <class S> NamedBlackBox named_graph_layer(const MessagePassing<S>& layer) {
     return [layer](const Tensors& in) {
         const Tensor& e = in.at("edge_index");
-        const std::size_t edges = static_cast<std::size_t>(e.shape[1]);
+        const auto edges = static_cast<std::size_t>(e.shape[1]);
         std::vector<int> src(edges), dst(edges);
         for (std::size_t k = 0; k < edges; ++k) {
             src[k] = static_cast<int>(e.values[k]);
             dst[k] = static_cast<int>(e.values[edges + k]);
         }
-        const Mat<double> a = edges == 0 ? Mat<double>(0, kEdgeD) : matrix(in.at("edge_attr"));
-        const Mat<double> y = layer(matrix(in.at("x")), src, dst, a);
-        return Tensors{{"y", tensor_of(y)}, {"g", tensor_of(MessagePassing<double>::readout(y), true)}};
+        const Mat<S> a = edges == 0 ? Mat<S>(0, kEdgeD) : Mat<S>(matrix(in.at("edge_attr")).cast<S>());
+        const Mat<S> y = layer(matrix(in.at("x")).cast<S>(), src, dst, a);
+        return Tensors{{"y", tensor_of(y.template cast<double>())},
+                       {"g", tensor_of(MessagePassing<S>::readout(y).template cast<double>(), true)}};
     };
+}
+
+NamedBlackBox message_passing(Aggregation aggregation, GraphFlaws flaws = {}, std::uint64_t seed = 14) {
+    Draw<double> draw = dyadic_draw<double>(seed);
+    auto layer = MessagePassing<double>::random(kD, kEdgeD, draw, aggregation);
+    layer.node_index_feature = flaws.node_index_feature;
+    layer.edge_order = flaws.edge_order;
+    return named_graph_layer(layer);
 }
 
 AuditOptions named(const std::string& name, std::uint64_t seed = 1) {
@@ -323,7 +329,8 @@ void expect_one_transposition_on(const SignatureCounterexample& c, const std::st
 
 TEST(SignatureAudit, CrossAttentionWithMemoryPositionsIsViolatedAtTwoMemoryItems) {
     const Signature s = cross_signature();
-    const AuditResult r = audit(cross_attention(true), s, named("cross-attention with memory positions"));
+    for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    const AuditResult r = audit(cross_attention(true), s, named("cross-attention with memory positions", seed));
     ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
     ASSERT_TRUE(r.signature_counterexample);
     const SignatureCounterexample& c = *r.signature_counterexample;
@@ -331,21 +338,26 @@ TEST(SignatureAudit, CrossAttentionWithMemoryPositionsIsViolatedAtTwoMemoryItems
     EXPECT_EQ(c.lengths.at("n"), 1) << finding(r, s);
     expect_one_transposition_on(c, "m");
     EXPECT_NE(r.detail.find("output y"), std::string::npos) << r.detail;
+    }
 }
 
 TEST(SignatureAudit, ANodeIndexFeatureIsViolatedAtTwoNodes) {
     const Signature s = graph_signature();
-    const AuditResult r = audit(message_passing(Aggregation::sum, {true, false}), s, named("node-index feature"));
+    for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    const AuditResult r = audit(message_passing(Aggregation::sum, {true, false}), s, named("node-index feature", seed));
     ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
     const SignatureCounterexample& c = *r.signature_counterexample;
     EXPECT_EQ(c.lengths.at("nodes"), 2) << finding(r, s);
     EXPECT_EQ(c.lengths.at("edges"), 0) << finding(r, s);
     expect_one_transposition_on(c, "nodes");
+    }
 }
 
 TEST(SignatureAudit, AnEdgeOrderAggregatorIsViolatedAtTwoEdges) {
     const Signature s = graph_signature();
-    const AuditResult r = audit(message_passing(Aggregation::sum, {false, true}), s, named("edge-order aggregator"));
+    for (Aggregation agg : {Aggregation::sum, Aggregation::mean, Aggregation::max})
+    for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    const AuditResult r = audit(message_passing(agg, {false, true}), s, named("edge-order aggregator", seed));
     ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
     const SignatureCounterexample& c = *r.signature_counterexample;
     EXPECT_EQ(c.lengths.at("edges"), 2) << finding(r, s);
@@ -355,6 +367,7 @@ TEST(SignatureAudit, AnEdgeOrderAggregatorIsViolatedAtTwoEdges) {
     expect_one_transposition_on(c, "edges");
     // The graph-level readout is invariant to the edges too, and is broken by the same pair.
     for (const OutputComparison& o : c.outputs) EXPECT_FALSE(o.holds) << o.name;
+    }
 }
 
 TEST(SignatureAudit, NondeterminismNonFiniteOutputsAndWrongShapesGetTheirVerdicts) {
@@ -434,18 +447,7 @@ TEST(SignatureAudit, Float32LayersHoldWithTheInferredFloat32Tolerance) {
     EXPECT_EQ(r.axis_lengths.at("m").back(), 64);
     EXPECT_EQ(r.evaluations, 2 * 100 + 3);
     const auto mp = MessagePassing<float>::random(kD, kEdgeD, draw, Aggregation::mean);
-    const NamedBlackBox mp_f32 = [mp](const Tensors& in) {
-        const Tensor& e = in.at("edge_index");
-        const auto edges = static_cast<std::size_t>(e.shape[1]);
-        std::vector<int> src(edges), dst(edges);
-        for (std::size_t k = 0; k < edges; ++k) {
-            src[k] = static_cast<int>(e.values[k]);
-            dst[k] = static_cast<int>(e.values[edges + k]);
-        }
-        const Mat<float> a = edges == 0 ? Mat<float>(0, kEdgeD) : Mat<float>(matrix(in.at("edge_attr")).cast<float>());
-        const Mat<float> y = mp(matrix(in.at("x")).cast<float>(), src, dst, a);
-        return Tensors{{"y", tensor_of(y.cast<double>())}, {"g", tensor_of(MessagePassing<float>::readout(y).cast<double>(), true)}};
-    };
+    const NamedBlackBox mp_f32 = named_graph_layer(mp);
     Signature graph = graph_signature();
     graph.axes = {parse_axis("nodes=1..32"), parse_axis("edges=0..128")};
     const AuditResult g = audit(mp_f32, graph, named("message passing in float"));
