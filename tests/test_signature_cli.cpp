@@ -388,6 +388,8 @@ TEST(SignatureAudit, TheShorthandCannotBeMixedWithASignatureAndSaysSo) {
         {"", "--dim is required"},
         {"--dim 4 --output pooled --output sequence", "the shorthand has one output"},
         {"--dim 4 --output tree", "--output must be sequence"},
+        {"--axis n=1..1024 --input q:n,1048576,1048576 --output y:n,1", "--input q:n,1048576,1048576 holds up to"},
+        {"--axis n=1..1024 --input q:n,8 --output y:n,n,n", "--output y:n,n,n holds up to 1073741824 values"},
     };
     for (const auto& [flags, says] : cases) {
         const Audit a = permcheck_run(scratch, "audit --exec true " + flags, /*report=*/true);
