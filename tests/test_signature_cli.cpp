@@ -510,3 +510,41 @@ TEST(SignatureAudit, JobsGiveTheSameVerdictAndCounterexample) {
     EXPECT_EQ(b.run.exit_code, 1) << b.all();
     EXPECT_EQ(a.report["counterexample"], b.report["counterexample"]);
 }
+
+TEST(NamedProtocol, APairwiseInputAndABatchDimNestInTheOrderOfTheirDims) {
+    Signature s;
+    s.axes = {{"n", 1, 8}};
+    s.inputs = {{"x", {{"", 1}, {"n", 0}, {"", 2}}, TensorKind::real, ""}, {"bias", {{"n", 0}, {"n", 0}}, TensorKind::real, ""}};
+    s.outputs = {{"y", {{"", 1}, {"n", 0}, {"", 2}}, TensorKind::real, ""}};
+    Tensors in;
+    in["x"] = Tensor{{1, 2, 2}, {1, 2, 3, 4}};
+    in["bias"] = Tensor{{2, 2}, {0, 0.5, -0.5, 0}};
+    const json j = json::parse(adapters::format_named_request(2, s, in));
+    EXPECT_EQ(j["inputs"]["x"], json::parse("[[[1, 2], [3, 4]]]"));
+    EXPECT_EQ(j["inputs"]["bias"], json::parse("[[0, 0.5], [-0.5, 0]]"));
+    EXPECT_EQ(j["shapes"]["x"], json::parse("[1, 2, 2]"));
+    const auto expected = adapters::expected_outputs(s, adapters::lengths_of(s, in));
+    const adapters::NamedResponse r =
+        adapters::parse_named_response(R"({"id":2,"outputs":{"y":[[[1,2],[3,4]]]}})", expected);
+    EXPECT_EQ(r.outputs.at("y").shape, (std::vector<int>{1, 2, 2}));
+    EXPECT_EQ(r.outputs.at("y").values, (std::vector<double>{1, 2, 3, 4}));
+    const std::string batchless = refusal([&] { adapters::parse_named_response(R"({"id":2,"outputs":{"y":[[1,2],[3,4]]}})", expected); });
+    EXPECT_NE(batchless.find("output 'y', dim 0 (fixed size 1): 2 entries, expected 1"), std::string::npos) << batchless;
+}
+
+TEST(SignatureAudit, NaNInAnAnswerIsTheVerdictNonFinite) {
+    const permcheck::test::Scratch scratch("signature-nan");
+    const fs::path script = scratch.write("nan.py", R"(import json, sys
+for line in sys.stdin:
+    r = json.loads(line)
+    n = r["shapes"]["q"][0]
+    print(json.dumps({"id": r["id"], "outputs": {"y": [[float("nan"), 0.0]] * n}}), flush=True)
+)");
+    const Audit a = permcheck_run(scratch,
+                                  "audit --exec " + permcheck::test::shell_quote("/usr/bin/python3 " + script.string()) +
+                                      " --axis n=1..4 --input q:n,2 --output y:n,2",
+                                  /*report=*/true);
+    EXPECT_EQ(a.run.exit_code, 1) << a.all();
+    EXPECT_EQ(a.report.value("verdict", ""), "non-finite") << a.all();
+    EXPECT_EQ(a.report["counterexample"]["outputs"]["y"]["layer_of_permuted"][0][0], "NaN") << a.report.dump();
+}
