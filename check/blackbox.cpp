@@ -5,16 +5,13 @@
 #include "check/lengths.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <functional>
 #include <limits>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -130,9 +127,8 @@ struct RowsAnswers {
     PrecisionEvidence evidence;
 };
 
-
-// Calls one black box, checks the shape of its answers and computes the tolerance of a comparison.
-// The evaluator of the one-tensor audit for the engine (check/audit_engine.h).
+// Calls one black box, checks the shape of its answers and computes the tolerance of a comparison: the evaluator
+// of the one-tensor audit for the shared engine (check/audit_engine.h).
 class Evaluator {
 public:
     using Case = permcheck::Case;
