@@ -56,21 +56,38 @@ inline bool stop_requested(const AuditOptions& o) { return o.stop_requested && o
 // What the values of an answer say of their precision (PrecisionEvidence::add, for any container of doubles).
 void add_evidence(PrecisionEvidence& e, const double* values, std::size_t count);
 
-// The cases of this run: those of its shard, and which of them also evaluate L(x) twice.
+// The cases of this run: those of its shard, and which of them also evaluate L(x) twice. A case is drawn when it
+// is run (by the worker that runs it), from its own random split from the audit's seed as search.h splits them,
+// so the same position always gives the same case and no run holds more than its workers' cases at once.
 template <class C> struct Schedule {
-    std::vector<int> index;  // each case's index in the whole audit
-    std::vector<C> cases;
-    std::set<std::size_t> repeated;  // positions in `cases`
+    using Draw = std::function<C(int case_index, const rc::Random& random)>;
+    std::vector<int> index;            // each case's index in the whole audit
+    std::vector<rc::Random> randoms;   // each case's random
+    Draw draw;
+    std::set<std::size_t> repeated;    // positions that also evaluate L(x) twice
 
-    bool repeats(std::size_t j) const { return repeated.count(j) > 0; }
-    // Spread over the run, since the first cases are the smallest (RapidCheck's size grows with the case
-    // index) and a zero input hides dropout.
-    void spread_repeats(int repeat_checks) {
-        const std::size_t count = cases.size();
-        for (int k = 0; k < repeat_checks && count > 0; ++k)
-            repeated.insert(std::min(count - 1, static_cast<std::size_t>(k + 1) * count /
-                                                    static_cast<std::size_t>(repeat_checks + 1)));
+    static Schedule of(const AuditOptions& o, Draw draw) {
+        Schedule s;
+        s.draw = std::move(draw);
+        rc::Random random(o.seed);
+        for (int i = 0; i < o.cases; ++i) {
+            const rc::Random case_random = random.split();
+            if (!in_shard(i, o.shard)) continue;
+            s.index.push_back(i);
+            s.randoms.push_back(case_random);
+        }
+        // Spread over the run, since the first cases are the smallest (RapidCheck's size grows with the case
+        // index) and a zero input hides dropout.
+        const std::size_t count = s.size();
+        for (int k = 0; k < o.repeat_checks && count > 0; ++k)
+            s.repeated.insert(std::min(count - 1, static_cast<std::size_t>(k + 1) * count /
+                                                      static_cast<std::size_t>(o.repeat_checks + 1)));
+        return s;
     }
+
+    std::size_t size() const { return index.size(); }
+    C at(std::size_t j) const { return draw(index[j], randoms[j]); }
+    bool repeats(std::size_t j) const { return repeated.count(j) > 0; }
 };
 
 // The first failure of the run: an observation, or an error of the black box.
@@ -105,7 +122,7 @@ public:
     using Obs = typename Ev::Observation;
 
     CaseRun(const Schedule<typename Ev::Case>& schedule, const AuditOptions& o)
-        : schedule_(schedule), o_(o), evidence_(schedule.cases.size()) {
+        : schedule_(schedule), o_(o), evidence_(schedule.size()) {
         for (Arithmetic a : lanes_of(o)) lanes_.push_back({a, tolerance_of(a, o.amplification), std::nullopt});
     }
 
@@ -116,7 +133,7 @@ public:
                 return;
             }
             const std::size_t j = next_.fetch_add(1);
-            if (j >= schedule_.cases.size() || j > stop_.load()) return;
+            if (j >= schedule_.size() || j > stop_.load()) return;
             if (attempt(ev, j)) return;
         }
     }
@@ -126,8 +143,8 @@ public:
         out.dtype = lanes_[0].dtype;
         if (!o_.dtype) {
             PrecisionEvidence all;
-            const std::size_t last = std::min(stop_.load(), schedule_.cases.size() - 1);
-            for (std::size_t j = 0; j <= last && !schedule_.cases.empty(); ++j) all.add(evidence_[j]);
+            const std::size_t last = std::min(stop_.load(), schedule_.size() - 1);
+            for (std::size_t j = 0; j <= last && schedule_.size() > 0; ++j) all.add(evidence_[j]);
             out.dtype = all.dtype();
         }
         for (Lane& lane : lanes_)
@@ -151,10 +168,11 @@ private:
         const int calls_before = ev.evaluations;
         std::vector<std::optional<Failure<Obs>>> found(lanes_.size());
         try {
-            const auto answers = ev.ask(schedule_.cases[j], schedule_.repeats(j));
+            const typename Ev::Case c = schedule_.at(j);
+            const auto answers = ev.ask(c, schedule_.repeats(j));
             evidence_[j] = answers.evidence;  // one writer per position; read after the workers are joined
             for (std::size_t k = 0; k < lanes_.size(); ++k) {
-                Obs ob = ev.judge(schedule_.cases[j], answers, lanes_[k].tolerance);
+                Obs ob = ev.judge(c, answers, lanes_[k].tolerance);
                 if (ob.kind != Kind::pass) found[k] = Failure<Obs>{j, std::move(ob), false, "", ""};
             }
         } catch (const std::exception& e) {
@@ -172,7 +190,7 @@ private:
     void progress(int calls) {  // under mutex_
         ++done_;
         calls_ += calls;
-        if (o_.on_progress) o_.on_progress(AuditProgress{done_, static_cast<int>(schedule_.cases.size()), calls_, false});
+        if (o_.on_progress) o_.on_progress(AuditProgress{done_, static_cast<int>(schedule_.size()), calls_, false});
     }
 
     const Schedule<typename Ev::Case>& schedule_;
@@ -189,7 +207,7 @@ template <class Ev>
 RunOutcome<typename Ev::Observation> run_cases(std::vector<Ev>& evaluators, const Schedule<typename Ev::Case>& schedule,
                                                const AuditOptions& o) {
     CaseRun<Ev> run(schedule, o);
-    const std::size_t workers = std::min(evaluators.size(), std::max<std::size_t>(schedule.cases.size(), 1));
+    const std::size_t workers = std::min(evaluators.size(), std::max<std::size_t>(schedule.size(), 1));
     if (workers <= 1) {
         run.work(evaluators[0]);
     } else {
@@ -331,8 +349,8 @@ void judge_failure(AuditResult& result, Ev& ev, int case_index, const typename E
     result.detail = found.kind == Kind::violated ? ev.violation_detail(found) : found.detail;
 }
 
-// The run, the dtype it decided, and the verdict, on a labelled result; `cover(result, cases)` records what the
-// first `cases` cases of the schedule covered.
+// The run, the dtype it decided, and the verdict, on a labelled result; `cover(result, count)` records what the
+// first `count` positions of the schedule covered.
 template <class Ev, class Cover>
 AuditResult run_audit(std::vector<Ev>& evaluators, const Schedule<typename Ev::Case>& schedule, const AuditOptions& given,
                       AuditResult result, const Cover& cover) {
@@ -344,12 +362,12 @@ AuditResult run_audit(std::vector<Ev>& evaluators, const Schedule<typename Ev::C
     const auto& failure = run.failure;
     result.dtype = run.dtype;
     result.dtype_inferred = !given.dtype.has_value();
-    result.cases = failure ? static_cast<int>(failure->position) + 1 : static_cast<int>(schedule.cases.size());
+    result.cases = failure ? static_cast<int>(failure->position) + 1 : static_cast<int>(schedule.size());
     if (!failure && run.interrupted) {
         result.verdict = Verdict::interrupted;
         result.cases = run.cases_done;
         result.detail = "interrupted after " + std::to_string(run.cases_done) + " of " +
-                        std::to_string(schedule.cases.size()) + " cases, none of which failed";
+                        std::to_string(schedule.size()) + " cases, none of which failed";
     }
     cover(result, static_cast<std::size_t>(result.cases));
     if (failure && failure->threw) {
@@ -358,7 +376,7 @@ AuditResult run_audit(std::vector<Ev>& evaluators, const Schedule<typename Ev::C
         result.last_request = failure->last_request;
     } else {
         if (failure)
-            judge_failure(result, evaluators[0], schedule.index[failure->position], schedule.cases[failure->position],
+            judge_failure(result, evaluators[0], schedule.index[failure->position], schedule.at(failure->position),
                           failure->observation, o);
         result.last_request = evaluators[0].last_request;
     }

@@ -5,16 +5,13 @@
 #include "check/lengths.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <functional>
 #include <limits>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -130,9 +127,8 @@ struct RowsAnswers {
     PrecisionEvidence evidence;
 };
 
-
-// Calls one black box, checks the shape of its answers and computes the tolerance of a comparison.
-// The evaluator of the one-tensor audit for the engine (check/audit_engine.h).
+// Calls one black box, checks the shape of its answers and computes the tolerance of a comparison: the evaluator
+// of the one-tensor audit for the shared engine (check/audit_engine.h).
 class Evaluator {
 public:
     using Case = permcheck::Case;
@@ -285,30 +281,12 @@ private:
 
 // ------------------------------------------------------------------------------------------------ schedule
 
-// The cases of this run: those of its shard, drawn exactly as search.h draws all of them, and which of them
-// also evaluate L(x) twice.
-using Schedule = engine::Schedule<Case>;
-
 // Case i of the audit, of the length the plan gives it. A permutation that moves nothing cannot show a
 // violation, so one that came out as the identity swaps the first two positions instead.
 Case scheduled_case(const AuditOptions& o, int n, const rc::Random& random, int size) {
     Case c = case_generator(CaseSpace{n, n, o.d, false})(random, size).value();
     if (n >= 2 && c.perm.moved() == 0) c.perm = Permutation::transposition(n, 0, 1);
     return c;
-}
-
-Schedule schedule_of(const AuditOptions& o) {
-    Schedule s;
-    const std::vector<int> lengths = audit_lengths({o.min_len, o.max_len, o.long_len, o.cases});
-    rc::Random random(o.seed);
-    for (int i = 0; i < o.cases; ++i) {
-        const rc::Random case_random = random.split();
-        if (!in_shard(i, o.shard)) continue;
-        s.index.push_back(i);
-        s.cases.push_back(scheduled_case(o, lengths[static_cast<std::size_t>(i)], case_random, size_for_case(i, o.cases)));
-    }
-    s.spread_repeats(o.repeat_checks);
-    return s;
 }
 
 // --------------------------------------------------------------------------------------------------- verdict
@@ -347,13 +325,6 @@ std::string Evaluator::violation_detail(const Observation& found) const {
            ", permutation " + found.perm.cycles() + "); both sides gave the same answers when evaluated again";
 }
 
-// The lengths of the first `count` cases of the schedule, ascending, each once.
-std::vector<int> lengths_covered(const Schedule& schedule, std::size_t count) {
-    std::set<int> lengths;
-    for (std::size_t j = 0; j < count && j < schedule.cases.size(); ++j)
-        lengths.insert(static_cast<int>(schedule.cases[j].x.rows()));
-    return {lengths.begin(), lengths.end()};
-}
 }  // namespace
 
 namespace {
@@ -396,11 +367,18 @@ AuditResult audit(const BlackBox& layer, const AuditOptions& opts) { return audi
 AuditResult audit(const std::vector<BlackBox>& layers, const AuditOptions& given) {
     validate(given);
     if (layers.empty()) throw std::invalid_argument("an audit needs at least one black box");
-    const Schedule schedule = schedule_of(given);
+    // The cases drawn exactly as search.h draws all of them, each of the length the plan gives it.
+    const std::vector<int> lengths = audit_lengths({given.min_len, given.max_len, given.long_len, given.cases});
+    const auto schedule = engine::Schedule<Case>::of(given, [&given, &lengths](int i, const rc::Random& random) {
+        return scheduled_case(given, lengths[static_cast<std::size_t>(i)], random, size_for_case(i, given.cases));
+    });
     std::vector<Evaluator> evaluators;
     for (const BlackBox& box : layers) evaluators.emplace_back(box, given, engine::lanes_of(given)[0]);
     return engine::run_audit(evaluators, schedule, given, labelled_result(given), [&](AuditResult& r, std::size_t count) {
-        r.lengths = lengths_covered(schedule, count);
+        std::set<int> covered;  // the lengths of the first `count` cases, ascending, each once
+        for (std::size_t j = 0; j < count && j < schedule.size(); ++j)
+            covered.insert(lengths[static_cast<std::size_t>(schedule.index[j])]);
+        r.lengths = {covered.begin(), covered.end()};
     });
 }
 

@@ -347,24 +347,6 @@ std::string SignatureEvaluator::violation_detail(const Observation& found) const
     return "";
 }
 
-using SignatureSchedule = engine::Schedule<SignatureCase>;
-
-// The cases of this run: those of its shard, each axis's length from signature_lengths.
-SignatureSchedule schedule_of(const Signature& s, const AuditOptions& o) {
-    SignatureSchedule schedule;
-    const std::vector<Lengths> lengths = signature_lengths(s, o.cases, o.seed);
-    rc::Random random(o.seed);
-    for (int i = 0; i < o.cases; ++i) {
-        const rc::Random case_random = random.split();
-        if (!in_shard(i, o.shard)) continue;
-        schedule.index.push_back(i);
-        schedule.cases.push_back(
-            draw_signature_case(s, lengths[static_cast<std::size_t>(i)], case_random, size_for_case(i, o.cases)));
-    }
-    schedule.spread_repeats(o.repeat_checks);
-    return schedule;
-}
-
 }  // namespace
 
 AuditResult audit(const NamedBlackBox& layer, const Signature& signature, const AuditOptions& opts) {
@@ -382,7 +364,11 @@ AuditResult audit(const std::vector<NamedBlackBox>& layers, const Signature& sig
     validate(checked);
     if (layers.empty()) throw std::invalid_argument("an audit needs at least one black box");
     const auto shared = std::make_shared<const Signature>(signature);
-    const SignatureSchedule schedule = schedule_of(signature, given);
+    // Each case's lengths from signature_lengths, its values drawn when it is run.
+    const std::vector<Lengths> lengths = signature_lengths(signature, given.cases, given.seed);
+    const auto schedule = engine::Schedule<SignatureCase>::of(given, [&](int i, const rc::Random& random) {
+        return draw_signature_case(signature, lengths[static_cast<std::size_t>(i)], random, size_for_case(i, given.cases));
+    });
     std::vector<SignatureEvaluator> evaluators;
     for (const NamedBlackBox& box : layers) evaluators.emplace_back(box, shared, given, engine::lanes_of(given)[0]);
     AuditResult labelled;
@@ -391,8 +377,8 @@ AuditResult audit(const std::vector<NamedBlackBox>& layers, const Signature& sig
     });
     labelled.property = any_moves ? Property::equivariance : Property::invariance;
     return engine::run_audit(evaluators, schedule, given, labelled, [&](AuditResult& r, std::size_t count) {
-        for (std::size_t j = 0; j < count && j < schedule.cases.size(); ++j)
-            for (const auto& [axis, len] : schedule.cases[j].lengths) r.axis_lengths[axis].push_back(len);
+        for (std::size_t j = 0; j < count && j < schedule.size(); ++j)
+            for (const auto& [axis, len] : lengths[static_cast<std::size_t>(schedule.index[j])]) r.axis_lengths[axis].push_back(len);
         for (auto& [axis, lengths] : r.axis_lengths) {
             std::sort(lengths.begin(), lengths.end());
             lengths.erase(std::unique(lengths.begin(), lengths.end()), lengths.end());

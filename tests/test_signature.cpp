@@ -471,6 +471,51 @@ TEST(SignatureAudit, AFloat64MemoryLeakOfRelativeSize1e7IsViolated) {
     EXPECT_EQ(r.signature_counterexample->axis_at_fault, "m");
 }
 
+TEST(SignatureAudit, TheCounterexampleTextNamesLengthsCyclesInputsBothSidesAndWhere) {
+    const Signature s = cross_signature();
+    const AuditResult r = audit(cross_attention(true), s, named("cross-attention with memory positions"));
+    ASSERT_TRUE(r.signature_counterexample);
+    const std::string text = describe(*r.signature_counterexample, s);
+    for (const std::string part : {"lengths: m = 2 n = 1", "m (0 1) n ()", "the axis at fault: m", "input q (1, 4) =",
+                                   "input mem (2, 4) =", "output y (DIFFERS):", "L(P x) (1, 4) =", "P L(x) (1, 4) =",
+                                   "largest |difference| = ", " at (0, "})
+        EXPECT_NE(text.find(part), std::string::npos) << part << "\n" << text;
+    EXPECT_NE(describe_finding(r).find("violated (float64)"), std::string::npos) << describe_finding(r);
+}
+
+TEST(SignatureAudit, ABadSignatureOrBadOptionsAreRefusedBeforeAnyCall) {
+    int calls = 0;
+    const NamedBlackBox counting = [&calls](const Tensors&) {
+        ++calls;
+        return Tensors{};
+    };
+    Signature s = cross_signature();
+    s.outputs[0] = parse_output("y:k,4");
+    EXPECT_THROW(audit(counting, s, named("bad")), std::invalid_argument);
+    AuditOptions o = named("bad");
+    o.cases = 0;
+    EXPECT_THROW(audit(counting, cross_signature(), o), std::invalid_argument);
+    EXPECT_EQ(calls, 0);
+}
+
+TEST(SignatureLayers, AMeanOrMaxOverNoNeighboursIsZeroAndEdgesInAnyOrderGiveTheSameNodes) {
+    Draw<double> draw = dyadic_draw<double>(3);
+    for (Aggregation agg : {Aggregation::sum, Aggregation::mean, Aggregation::max}) {
+        const auto mp = MessagePassing<double>::random(kD, kEdgeD, draw, agg);
+        Mat<double> messages(2, kD);
+        messages << 1, -2, 3, 0.5, 3, 4, -1, 0.25;
+        // Node 0 receives both messages, node 1 none.
+        const Mat<double> agg01 = mp.aggregate(messages, {0, 0}, 2);
+        EXPECT_TRUE(agg01.row(1).isZero()) << agg01;
+        const Mat<double> reversed = mp.aggregate(messages.colwise().reverse(), {0, 0}, 2);
+        EXPECT_EQ(agg01, reversed);
+        const Mat<double> expected = agg == Aggregation::sum    ? Mat<double>(messages.colwise().sum())
+                                     : agg == Aggregation::mean ? Mat<double>(messages.colwise().mean())
+                                                                : Mat<double>(messages.colwise().maxCoeff());
+        EXPECT_EQ(Mat<double>(agg01.row(0)), expected);
+    }
+}
+
 // ---------------------------------------------------------------------------------------- harness self-test
 
 // Plants a harness bug for one test and takes it out again, whatever the test does.
