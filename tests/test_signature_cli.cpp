@@ -548,3 +548,20 @@ for line in sys.stdin:
     EXPECT_EQ(a.report.value("verdict", ""), "non-finite") << a.all();
     EXPECT_EQ(a.report["counterexample"]["outputs"]["y"]["layer_of_permuted"][0][0], "NaN") << a.report.dump();
 }
+
+TEST(SignatureReport, AnEdgeListOfPairsIsDrawnTooAndANodePermutationMarksTheNodesItMoves) {
+    report::Record r = graph_record();
+    r.signature->inputs[2].dims = {{"edges", 0}, {"", 2}};
+    SignatureCounterexample& c = *r.signature_counterexample;
+    c.inputs["edge_index"] = Tensor{{2, 2}, {0, 1, 2, 1}};  // the same edges 0 -> 1 and 2 -> 1, as pairs
+    c.perms["n"] = Permutation({1, 0, 2});
+    c.perms["edges"] = Permutation::identity(2);
+    c.axis_at_fault = "n";
+    const std::string html = report::to_html(r);
+    EXPECT_NE(html.find("edge 0: 0 &#8594; 1</title>"), std::string::npos);
+    EXPECT_NE(html.find("edge 1: 2 &#8594; 1</title>"), std::string::npos);
+    EXPECT_NE(html.find("<title>node 0 (moved)</title>"), std::string::npos);
+    EXPECT_NE(html.find("<title>node 1 (moved)</title>"), std::string::npos);
+    EXPECT_NE(html.find("<title>node 2</title>"), std::string::npos);
+    EXPECT_EQ(html.find("<path class=\"edge moved\""), std::string::npos) << "the edges' order was left alone";
+}
