@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <poll.h>
 #include <spawn.h>
 #include <stdexcept>
@@ -82,7 +83,7 @@ std::string replace_non_finite_tokens(std::string_view line) {
     return out;
 }
 
-double number_of(const nlohmann::json& v, const char* where) {
+double number_of(const nlohmann::json& v, const std::string& where, const std::string& field = "\"y\"") {
     if (v.is_number()) return v.get<double>();
     if (v.is_string()) {
         const std::string& s = v.get_ref<const std::string&>();
@@ -93,7 +94,7 @@ double number_of(const nlohmann::json& v, const char* where) {
             if (name == "-Infinity") return -std::numeric_limits<double>::infinity();
         }
     }
-    throw std::invalid_argument(std::string("\"y\" holds ") + v.type_name() + " " + where +
+    throw std::invalid_argument(field + " holds " + v.type_name() + " " + where +
                                 "; expected numbers (NaN, Infinity and -Infinity are accepted)");
 }
 
@@ -109,7 +110,7 @@ std::string excerpt(std::string_view line) {
 
 namespace {
 // The answer line as a JSON object, or an error that says what the line was and what was expected.
-nlohmann::json answer_object(std::string_view line) {
+nlohmann::json answer_object(std::string_view line, const char* expected = "{\"id\": N, \"y\": [...]}") {
     // Before parsing: the error path dumps "error" values recursively (a million '[' overflowed the stack).
     json_limits::require_shallow(line, "the answer line " + excerpt(line));
     nlohmann::json j;
@@ -117,19 +118,38 @@ nlohmann::json answer_object(std::string_view line) {
         j = nlohmann::json::parse(replace_non_finite_tokens(line));
     } catch (const nlohmann::json::exception& e) {
         throw std::invalid_argument("the answer line is not JSON (" + std::string(e.what()) + "): " + excerpt(line) +
-                                    "; expected {\"id\": N, \"y\": [...]} on one line");
+                                    "; expected " + expected + " on one line");
     }
     if (!j.is_object())
         throw std::invalid_argument("the answer line is JSON " + std::string(j.type_name()) + ", not an object: " +
-                                    excerpt(line) + "; expected {\"id\": N, \"y\": [...]}");
+                                    excerpt(line) + "; expected " + expected);
     return j;
+}
+
+// The id of an answer, -1 for one beyond int64 (it then matches no request).
+std::int64_t answer_id(const nlohmann::json& j, std::string_view line, const char* expected) {
+    const auto id = j.find("id");
+    if (id == j.end() || !id->is_number_integer())
+        throw std::invalid_argument("the answer has no integer \"id\": " + excerpt(line) + "; expected " + expected);
+    return id->is_number_unsigned() && id->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)
+               ? -1
+               : id->get<std::int64_t>();
+}
+
+// The adapter's own error message, if the answer is one. Not dump(): it recurses, and a fuzzer's deeply nested
+// "error" value would exhaust the stack.
+std::optional<std::string> answer_error(const nlohmann::json& j) {
+    const auto err = j.find("error");
+    if (err == j.end()) return std::nullopt;
+    return err->is_string() ? err->get<std::string>()
+                            : std::string("(the adapter sent a JSON ") + err->type_name() + " as its error, not a string)";
 }
 
 // A pooled layer's answer: one flat array, one row.
 Mat<double> vector_of(const nlohmann::json& y) {
     Mat<double> out(1, static_cast<Eigen::Index>(y.size()));
     for (std::size_t k = 0; k < y.size(); ++k)
-        out(0, static_cast<Eigen::Index>(k)) = number_of(y[k], ("at index " + std::to_string(k)).c_str());
+        out(0, static_cast<Eigen::Index>(k)) = number_of(y[k], "at index " + std::to_string(k));
     return out;
 }
 
@@ -152,7 +172,7 @@ Mat<double> rows_of(const nlohmann::json& y) {
                                         " numbers, row 0 has " + std::to_string(width) + "; rows must have equal width");
         for (std::size_t k = 0; k < width; ++k)
             out(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(k)) =
-                number_of(row[k], ("at row " + std::to_string(i) + ", index " + std::to_string(k)).c_str());
+                number_of(row[k], "at row " + std::to_string(i) + ", index " + std::to_string(k));
     }
     return out;
 }
@@ -162,19 +182,10 @@ Response parse_response(std::string_view line) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     const nlohmann::json j = answer_object(line);
     Response r;
-    const auto id = j.find("id");
-    if (id == j.end() || !id->is_number_integer())
-        throw std::invalid_argument("the answer has no integer \"id\": " + excerpt(line) +
-                                    "; expected the id of the request it answers");
-    r.id = id->is_number_unsigned() && id->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)
-               ? -1
-               : id->get<std::int64_t>();
-    const auto err = j.find("error");
-    if (err != j.end()) {
+    r.id = answer_id(j, line, "the id of the request it answers");
+    if (const auto error = answer_error(j)) {
         r.is_error = true;
-        // Not dump(): it recurses, and a fuzzer's deeply nested "error" value would exhaust the stack.
-        r.error = err->is_string() ? err->get<std::string>()
-                                   : std::string("(the adapter sent a JSON ") + err->type_name() + " as its error, not a string)";
+        r.error = *error;
         return r;
     }
     const auto y = j.find("y");
@@ -206,6 +217,187 @@ std::string format_request(std::int64_t id, const Mat<double>& x) {
     }
     s += "]}";
     return s;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The signature's lines
+
+namespace {
+
+void append_number(std::string& s, double v) {
+    char buf[64];
+    const auto res = std::to_chars(buf, buf + sizeof buf, v);
+    s.append(buf, res.ptr);
+}
+
+// One value of an input as its kind writes it; throws for what JSON cannot carry.
+void append_value(std::string& s, const TensorSpec& t, double v) {
+    if (!std::isfinite(v))
+        throw std::invalid_argument("cannot send a non-finite value of input '" + t.name + "' to an adapter");
+    switch (t.kind) {
+        case TensorKind::mask: s += v != 0.0 ? "true" : "false"; return;
+        case TensorKind::index:
+            if (v != std::floor(v) || std::abs(v) > 9e15)
+                throw std::invalid_argument("input '" + t.name + "' is an index input but holds " + std::to_string(v));
+            s += std::to_string(static_cast<long long>(v));
+            return;
+        case TensorKind::real: append_number(s, v); return;
+    }
+}
+
+// The values from `at` on, nested in the order of shape[dim..]: row-major, the last dim fastest.
+void append_nested(std::string& s, const TensorSpec& t, const Tensor& x, std::size_t dim, std::size_t& at) {
+    if (dim == x.shape.size()) {
+        append_value(s, t, x.values[at++]);
+        return;
+    }
+    s += '[';
+    for (int k = 0; k < x.shape[dim]; ++k) {
+        if (k) s += ',';
+        append_nested(s, t, x, dim + 1, at);
+    }
+    s += ']';
+}
+
+void append_shape(std::string& s, const std::vector<int>& shape) {
+    s += '[';
+    for (std::size_t k = 0; k < shape.size(); ++k) {
+        if (k) s += ',';
+        s += std::to_string(shape[k]);
+    }
+    s += ']';
+}
+
+const Tensor& input_of(const Tensors& inputs, const TensorSpec& t) {
+    const auto it = inputs.find(t.name);
+    if (it == inputs.end()) throw std::invalid_argument("the request has no input '" + t.name + "'");
+    const Tensor& x = it->second;
+    if (x.shape.size() != t.dims.size() || x.values.size() != x.size())
+        throw std::invalid_argument("input '" + t.name + "' has " + std::to_string(x.values.size()) +
+                                    " values for its shape, or another number of dims than its " +
+                                    std::to_string(t.dims.size()));
+    return x;
+}
+
+std::string json_string(const std::string& text) { return nlohmann::json(text).dump(); }
+
+std::string dim_name(const Dim& d) { return d.is_axis() ? "axis " + d.axis : "fixed size " + std::to_string(d.size); }
+
+}  // namespace
+
+std::string format_named_request(std::int64_t id, const Signature& s, const Tensors& inputs) {
+    std::string line = "{\"id\":" + std::to_string(id) + ",\"inputs\":{";
+    std::string shapes = "\"shapes\":{";
+    for (std::size_t k = 0; k < s.inputs.size(); ++k) {
+        const TensorSpec& t = s.inputs[k];
+        const Tensor& x = input_of(inputs, t);
+        std::string key = k ? "," : "";
+        key += json_string(t.name);
+        key += ':';
+        line += key;
+        std::size_t at = 0;
+        append_nested(line, t, x, 0, at);
+        shapes += key;
+        append_shape(shapes, x.shape);
+    }
+    line += "},";
+    line += shapes;
+    line += "},\"outputs\":[";
+    for (std::size_t k = 0; k < s.outputs.size(); ++k) {
+        if (k) line += ',';
+        line += json_string(s.outputs[k].name);
+    }
+    line += "]}";
+    return line;
+}
+
+Lengths lengths_of(const Signature& s, const Tensors& inputs) {
+    Lengths lengths;
+    for (const TensorSpec& t : s.inputs) {
+        const Tensor& x = input_of(inputs, t);
+        for (std::size_t k = 0; k < t.dims.size(); ++k) {
+            if (!t.dims[k].is_axis()) continue;
+            const auto [it, fresh] = lengths.emplace(t.dims[k].axis, x.shape[k]);
+            if (!fresh && it->second != x.shape[k])
+                throw std::invalid_argument("input '" + t.name + "' gives axis " + t.dims[k].axis + " length " +
+                                            std::to_string(x.shape[k]) + ", another input " +
+                                            std::to_string(it->second));
+        }
+    }
+    return lengths;
+}
+
+std::vector<ExpectedOutput> expected_outputs(const Signature& s, const Lengths& lengths) {
+    std::vector<ExpectedOutput> out;
+    for (const TensorSpec& t : s.outputs) {
+        ExpectedOutput e{t.name, {}, {}};
+        for (const Dim& d : t.dims) {
+            const auto it = d.is_axis() ? lengths.find(d.axis) : lengths.end();
+            if (d.is_axis() && it == lengths.end())
+                throw std::invalid_argument("output '" + t.name + "' has axis " + d.axis + ", which no input gives");
+            e.shape.push_back(d.is_axis() ? it->second : d.size);
+            e.dim_names.push_back(dim_name(d));
+        }
+        out.push_back(std::move(e));
+    }
+    return out;
+}
+
+namespace {
+
+// Reads `v` as the dims dim.. of output e into out.values, row-major; names the output, the dim and the index
+// path at the first disagreement.
+void read_nested(const nlohmann::json& v, const ExpectedOutput& e, std::size_t dim, const std::string& path,
+                 std::vector<double>& values) {
+    const std::string field = "output '" + e.name + "'";
+    if (dim == e.shape.size()) {
+        values.push_back(number_of(v, "at " + (path.empty() ? std::string("the top") : path), field));
+        return;
+    }
+    const std::string which = field + ", dim " + std::to_string(dim) + " (" + e.dim_names[dim] + ")";
+    if (!v.is_array())
+        throw std::invalid_argument(which + (path.empty() ? "" : " at " + path) + ": got " + v.type_name() +
+                                    ", expected an array of " + std::to_string(e.shape[dim]) + " entries");
+    if (v.size() != static_cast<std::size_t>(e.shape[dim]))
+        throw std::invalid_argument(which + (path.empty() ? "" : " at " + path) + ": " + std::to_string(v.size()) +
+                                    " entries, expected " + std::to_string(e.shape[dim]));
+    for (std::size_t k = 0; k < v.size(); ++k)
+        read_nested(v[k], e, dim + 1, path + "[" + std::to_string(k) + "]", values);
+}
+
+constexpr const char* kNamedAnswer = "{\"id\": N, \"outputs\": {\"NAME\": [...], ...}}";
+
+}  // namespace
+
+NamedResponse parse_named_response(std::string_view line, const std::vector<ExpectedOutput>& expected) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const nlohmann::json j = answer_object(line, kNamedAnswer);
+    NamedResponse r;
+    r.id = answer_id(j, line, kNamedAnswer);
+    if (const auto error = answer_error(j)) {
+        r.is_error = true;
+        r.error = *error;
+        return r;
+    }
+    const auto outputs = j.find("outputs");
+    if (outputs == j.end())
+        throw std::invalid_argument("the answer has neither \"outputs\" nor \"error\": " + excerpt(line) +
+                                    "; expected " + kNamedAnswer);
+    if (!outputs->is_object())
+        throw std::invalid_argument("\"outputs\" is " + std::string(outputs->type_name()) +
+                                    ", not an object; expected " + kNamedAnswer);
+    for (const ExpectedOutput& e : expected) {
+        const auto v = outputs->find(e.name);
+        if (v == outputs->end())
+            throw std::invalid_argument("the answer has no output '" + e.name + "' (it has " +
+                                        std::to_string(outputs->size()) + " outputs); every output the request names "
+                                        "is expected");
+        Tensor t;
+        t.shape = e.shape;
+        read_nested(*v, e, 0, "", t.values);
+        r.outputs.emplace(e.name, std::move(t));
+    }
+    return r;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -401,18 +593,17 @@ std::string ExecAdapter::limit_text() const {
                           : seconds_text(opts_.timeout_seconds) + " s (--timeout)";
 }
 
-Mat<double> ExecAdapter::operator()(const Mat<double>& x) {
+template <class Parse> auto ExecAdapter::exchange(const std::string& request, const std::string& what, Parse parse) {
     if (!failure_.empty()) throw AdapterError(failure_);
     const std::int64_t id = requests_ + 1;
-    const std::string request = format_request(id, x) + "\n";
     ++requests_;
-    last_request_ = "id " + std::to_string(id) + ", n=" + std::to_string(x.rows()) + ", d=" + std::to_string(x.cols());
+    last_request_ = "id " + std::to_string(id) + ", " + what;
     const double deadline = now() + (answered_ == 0 ? opts_.startup_timeout_seconds : opts_.timeout_seconds);
     write_all(request, deadline);
     const std::string line = read_line(deadline);
-    Response r;
+    decltype(parse(line)) r;
     try {
-        r = parse_response(line);
+        r = parse(line);
     } catch (const std::invalid_argument& e) {
         // The hint only when the line is no JSON object: a log line on stdout, not a malformed answer.
         const std::size_t start = line.find_first_not_of(" \t");
@@ -425,12 +616,36 @@ Mat<double> ExecAdapter::operator()(const Mat<double>& x) {
              "; answers come one per request, in order");
     if (r.is_error) fail("adapter answered with an error: " + r.error);
     ++answered_;
-    return std::move(r.y);
+    return r;
+}
+
+Mat<double> ExecAdapter::operator()(const Mat<double>& x) {
+    const std::string what = "n=" + std::to_string(x.rows()) + ", d=" + std::to_string(x.cols());
+    return exchange(format_request(requests_ + 1, x) + "\n", what, parse_response).y;
+}
+
+Tensors ExecAdapter::operator()(const Signature& s, const Tensors& inputs) {
+    const Lengths lengths = lengths_of(s, inputs);
+    std::string what;
+    for (const auto& [axis, length] : lengths) {
+        if (!what.empty()) what += ", ";
+        what += axis + "=" + std::to_string(length);
+    }
+    const std::vector<ExpectedOutput> expected = expected_outputs(s, lengths);
+    const std::string request = format_named_request(requests_ + 1, s, inputs) + "\n";
+    return exchange(request, what, [&expected](const std::string& line) {
+               return parse_named_response(line, expected);
+           }).outputs;
 }
 
 BlackBox exec_black_box(const ExecOptions& opts) {
     auto adapter = std::make_shared<ExecAdapter>(opts);
     return [adapter](const Mat<double>& x) { return (*adapter)(x); };
+}
+
+NamedBlackBox exec_named_black_box(const ExecOptions& opts, const Signature& s) {
+    auto adapter = std::make_shared<ExecAdapter>(opts);
+    return [adapter, s](const Tensors& inputs) { return (*adapter)(s, inputs); };
 }
 
 }  // namespace permcheck::adapters

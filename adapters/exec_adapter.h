@@ -1,6 +1,9 @@
 // The subprocess adapter of `permcheck audit --exec`: a program that speaks the line protocol (README,
 // "Auditing your own layer") becomes a BlackBox. One request line {"id":7,"x":[[...],...]} per call, one
 // answer line {"id":7,"y":[[...],...]} (sequence), {"id":7,"y":[...]} (pooled) or {"id":7,"error":"text"}.
+// With a signature (check/signature.h, README "Auditing a layer with several inputs") it becomes a
+// NamedBlackBox: {"id":7,"inputs":{"q":[[...]],"pad":[true,false]},"shapes":{"q":[2,8],"pad":[2]},
+// "outputs":["y"]} in, {"id":7,"outputs":{"y":[[...]]}} or {"id":7,"error":"text"} out.
 #pragma once
 
 #include "check/blackbox.h"
@@ -33,6 +36,38 @@ Response parse_response(std::string_view line);
 // The request line for x (without the newline), numbers in shortest round-trip form.
 std::string format_request(std::int64_t id, const Mat<double>& x);
 
+// A signature's request line (without the newline): every input of `s` as a nested array in the order of its
+// dims (a dim of length 0 an empty array, a scalar a bare number), masks as JSON booleans, indices as JSON
+// integers, reals in shortest round-trip form; "shapes" holds every input's shape and "outputs" the names of
+// s.outputs. Throws std::invalid_argument when an input is missing, has another shape than its values, or holds
+// a non-finite number (or, for an index, a non-integer).
+std::string format_named_request(std::int64_t id, const Signature& s, const Tensors& inputs);
+
+// One answer line of a signature audit, parsed: every output `expected` names, with the shape it was asked for.
+struct NamedResponse {
+    std::int64_t id = 0;
+    bool is_error = false;
+    std::string error;
+    Tensors outputs;  // by name; only the names of `expected`, each with its expected shape
+};
+
+// The shape each output must have, by name, with the text that names each dim in a message ("axis n").
+struct ExpectedOutput {
+    std::string name;
+    std::vector<int> shape;
+    std::vector<std::string> dim_names;  // "axis n" or "fixed size 8", one per dim
+};
+std::vector<ExpectedOutput> expected_outputs(const Signature& s, const Lengths& lengths);
+// The axes' lengths that a set of inputs shows (each input's shape read through its dims). Throws
+// std::invalid_argument when two inputs disagree on an axis or an input is missing.
+Lengths lengths_of(const Signature& s, const Tensors& inputs);
+
+// Parses one answer line of a signature audit. Accepts NaN, Infinity and -Infinity outside strings, as
+// Python's json module writes them; outputs not in `expected` are ignored. A pure function: throws
+// std::invalid_argument naming the output, the dim and what was expected (e.g. "output 'y', dim 0 (axis n):
+// 3 entries, expected 4"); never crashes, whatever the bytes.
+NamedResponse parse_named_response(std::string_view line, const std::vector<ExpectedOutput>& expected);
+
 struct ExecOptions {
     std::string command;                         // run as /bin/sh -c COMMAND
     double timeout_seconds = 30;                 // per request: writing it and reading the answer
@@ -52,6 +87,9 @@ public:
     ExecAdapter& operator=(const ExecAdapter&) = delete;
 
     Mat<double> operator()(const Mat<double>& x);
+    // A signature audit's call: every input of `s` in, every output of `s` back, each of the shape the inputs'
+    // lengths give it.
+    Tensors operator()(const Signature& s, const Tensors& inputs);
     int requests() const { return requests_; }
     pid_t pid() const { return pid_; }
 
@@ -62,6 +100,10 @@ private:
     void write_all(const std::string& data, double deadline);
     std::string read_line(double deadline);
     std::string limit_text() const;  // "30 s (--timeout)": the limit of the request under way
+    // Sends one request line (its id is requests_ + 1, described for messages as `what`) and returns the answer
+    // line. `parse` reads it (throwing std::invalid_argument for a protocol error); the id and an error answer
+    // are checked here.
+    template <class Parse> auto exchange(const std::string& request, const std::string& what, Parse parse);
 
 
     ExecOptions opts_;
@@ -76,5 +118,7 @@ private:
 
 // A BlackBox that owns an adapter process (shared between copies of the function).
 BlackBox exec_black_box(const ExecOptions& opts);
+// The same for a signature audit: a NamedBlackBox speaking the signature's request and answer lines.
+NamedBlackBox exec_named_black_box(const ExecOptions& opts, const Signature& s);
 
 }  // namespace permcheck::adapters

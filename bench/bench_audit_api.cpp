@@ -1,13 +1,22 @@
 // Issue 6: throughput of in-process audits, in cases per second: a C++ layer through <permcheck/audit.h>, and
 // LibTorch's MultiheadAttention through adapters/torch_adapter.h. A passing case costs two layer calls.
+// Issue 12: the per-case cost of a signature audit (several named inputs) against its floor, two calls of the
+// callable: cross-attention at n = m = 64, d = 64 and message passing at 64 nodes, 256 edges, d = 64.
 #include <permcheck/audit.h>
+#include "layers/cross_attention.h"
+#include "layers/message_passing.h"
+#include "check/search.h"
+#include "check/signature_case.h"
 #ifdef PERMCHECK_WITH_TORCH
 #include "adapters/torch_adapter.h"
 #endif
 
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cmath>
+#include <string>
+#include <vector>
 
 namespace {
 
@@ -64,6 +73,131 @@ void BM_AuditTorchMultiheadAttention(benchmark::State& state) {
 }
 BENCHMARK(BM_AuditTorchMultiheadAttention)->Args({100, 64})->Args({100, 32})->Unit(benchmark::kMillisecond);
 #endif
+
+// ---------------------------------------------------------------------------------- signature audits (issue 12)
+
+constexpr int kWidth = 64;
+
+Eigen::MatrixXd rows_of(const permcheck::Tensor& t) {
+    return Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(t.values.data(), t.shape.at(0),
+                                                                                                   t.shape.at(1));
+}
+permcheck::Tensor tensor_of(const Eigen::MatrixXd& m, bool vector = false) {
+    permcheck::Tensor t;
+    t.shape = vector ? std::vector<int>{static_cast<int>(m.cols())}
+                     : std::vector<int>{static_cast<int>(m.rows()), static_cast<int>(m.cols())};
+    t.values.resize(static_cast<std::size_t>(m.size()));
+    Eigen::Map<Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(t.values.data(), m.rows(), m.cols()) = m;
+    return t;
+}
+
+permcheck::Signature signature_of(const std::vector<std::string>& axes, const std::vector<std::string>& inputs,
+                                  const std::vector<std::string>& outputs) {
+    permcheck::Signature s;
+    for (const std::string& a : axes) s.axes.push_back(permcheck::parse_axis(a));
+    for (const std::string& t : inputs) s.inputs.push_back(permcheck::parse_input(t));
+    for (const std::string& t : outputs) s.outputs.push_back(permcheck::parse_output(t));
+    return s;
+}
+
+permcheck::NamedBlackBox cross_attention_box() {
+    permcheck::Draw<double> draw = permcheck::dyadic_draw<double>(1);
+    const auto layer = permcheck::CrossAttention<double>::random(kWidth, draw);
+    return [layer](const permcheck::Tensors& in) {
+        return permcheck::Tensors{{"y", tensor_of(layer(rows_of(in.at("q")), rows_of(in.at("mem"))))}};
+    };
+}
+
+permcheck::NamedBlackBox message_passing_box(int edge_width) {
+    permcheck::Draw<double> draw = permcheck::dyadic_draw<double>(2);
+    const auto layer = permcheck::MessagePassing<double>::random(kWidth, edge_width, draw, permcheck::Aggregation::sum);
+    return [layer](const permcheck::Tensors& in) {
+        const permcheck::Tensor& e = in.at("edge_index");
+        const auto edges = static_cast<std::size_t>(e.shape[1]);
+        std::vector<int> src(edges), dst(edges);
+        for (std::size_t k = 0; k < edges; ++k) {
+            src[k] = static_cast<int>(e.values[k]);
+            dst[k] = static_cast<int>(e.values[edges + k]);
+        }
+        const Eigen::MatrixXd y = layer(rows_of(in.at("x")), src, dst, rows_of(in.at("edge_attr")));
+        return permcheck::Tensors{{"y", tensor_of(y)}, {"g", tensor_of(permcheck::MessagePassing<double>::readout(y), true)}};
+    };
+}
+
+struct SignatureSubject {
+    permcheck::Signature signature;
+    permcheck::NamedBlackBox layer;
+};
+
+// 0: cross-attention; 1: message passing with edge features as wide as the nodes' (64); 2: with 8 edge features.
+SignatureSubject subject(int which) {
+    if (which == 0)
+        return {signature_of({"n=64..64", "m=64..64"}, {"q:n,64", "mem:m,64"}, {"y:n,64"}), cross_attention_box()};
+    const int edge_width = which == 1 ? kWidth : 8;
+    return {signature_of({"nodes=64..64", "edges=256..256"},
+                         {"x:nodes,64", "edge_index:2,edges:index=nodes", "edge_attr:edges," + std::to_string(edge_width)},
+                         {"y:nodes,64", "g:64"}),
+            message_passing_box(edge_width)};
+}
+
+// The inputs the audit evaluates: its cases, drawn as the audit draws them (check/signature_case.h, the same
+// seed and sizes), each with its moved inputs P x.
+std::vector<std::pair<permcheck::Tensors, permcheck::Tensors>> audited_inputs(const permcheck::Signature& s,
+                                                                              const permcheck::AuditOptions& o) {
+    std::vector<std::pair<permcheck::Tensors, permcheck::Tensors>> out;
+    const std::vector<permcheck::Lengths> lengths = permcheck::signature_lengths(s, o.cases, o.seed);
+    rc::Random random(o.seed);
+    for (int i = 0; i < o.cases; ++i) {
+        const permcheck::SignatureCase c = permcheck::draw_signature_case(s, lengths[static_cast<std::size_t>(i)], random.split(),
+                                                                          permcheck::size_for_case(i, o.cases));
+        out.emplace_back(c.inputs, permcheck::permute_inputs(s, c.perms, c.inputs));
+    }
+    return out;
+}
+
+permcheck::AuditOptions signature_options() {
+    permcheck::AuditOptions o;
+    o.cases = 50;
+    o.repeat_checks = 0;
+    o.dtype = permcheck::Arithmetic::float64;
+    return o;
+}
+
+// The audit against its floor, interleaved in every iteration so that the load of a shared machine falls on both
+// (bench/bench_check.cpp's convention, read by bench/run): the audit of 50 cases of one length per axis (MIN =
+// MAX) without repeated evaluations, so that a passing case is exactly two calls; the floor, two calls of the
+// callable per case, L(x) and L(P x), on the very inputs the audit sends. Counters: time_s and floor_s per case,
+// ratio, target (issue 12: 1.2).
+void BM_SignatureAudit(benchmark::State& state) {
+    using Clock = std::chrono::steady_clock;
+    const SignatureSubject s = subject(static_cast<int>(state.range(0)));
+    const permcheck::AuditOptions o = signature_options();
+    const auto inputs = audited_inputs(s.signature, o);
+    double work = 0, floor = 0;
+    for (auto _ : state) {
+        const auto t0 = Clock::now();
+        const permcheck::AuditResult r = permcheck::audit(s.layer, s.signature, o);
+        const auto t1 = Clock::now();
+        if (r.verdict != permcheck::Verdict::holds || r.evaluations != 2 * o.cases)
+            state.SkipWithError("the audited layer did not hold in two calls a case");
+        for (const auto& [x, px] : inputs) {
+            benchmark::DoNotOptimize(s.layer(x));
+            benchmark::DoNotOptimize(s.layer(px));
+        }
+        const auto t2 = Clock::now();
+        work += std::chrono::duration<double>(t1 - t0).count();
+        floor += std::chrono::duration<double>(t2 - t1).count();
+        state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+    }
+    const double cases = static_cast<double>(state.iterations()) * o.cases;
+    state.counters["time_s"] = work / cases;
+    state.counters["floor_s"] = floor / cases;
+    state.counters["ratio"] = floor > 0 ? work / floor : 0.0;
+    state.counters["target"] = 1.2;
+}
+// subject: 0 cross-attention (n = m = 64, d = 64), 1 message passing (64 nodes, 256 edges, d = 64, 64 edge
+// features), 2 the same with 8 edge features.
+BENCHMARK(BM_SignatureAudit)->Arg(0)->Arg(1)->Arg(2)->ArgName("subject")->UseManualTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

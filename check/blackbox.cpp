@@ -1,19 +1,17 @@
 #include "check/blackbox.h"
 
+#include "check/audit_engine.h"
 #include "check/engine.h"
 #include "check/lengths.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <functional>
 #include <limits>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -42,15 +40,18 @@ Shard parse_shard(const std::string& text) {
 
 bool in_shard(int case_index, const Shard& shard) { return case_index % shard.count == shard.index - 1; }
 
+void engine::add_evidence(PrecisionEvidence& e, const double* values, std::size_t count) {
+    for (std::size_t k = 0; k < count && (e.all_float32 || e.all_integer); ++k) {  // both false: nothing to learn
+        const double v = values[k];
+        if (!std::isfinite(v)) continue;
+        const bool in_range = std::abs(v) <= static_cast<double>(std::numeric_limits<float>::max());
+        e.all_float32 = e.all_float32 && in_range && static_cast<double>(static_cast<float>(v)) == v;
+        e.all_integer = e.all_integer && std::trunc(v) == v;
+    }
+}
+
 void PrecisionEvidence::add(const Mat<double>& answer) {
-    for (Eigen::Index i = 0; i < answer.rows(); ++i)
-        for (Eigen::Index j = 0; j < answer.cols(); ++j) {
-            const double v = answer(i, j);
-            if (!std::isfinite(v)) continue;
-            const bool in_range = std::abs(v) <= static_cast<double>(std::numeric_limits<float>::max());
-            all_float32 = all_float32 && in_range && static_cast<double>(static_cast<float>(v)) == v;
-            all_integer = all_integer && std::trunc(v) == v;
-        }
+    engine::add_evidence(*this, answer.data(), static_cast<std::size_t>(answer.size()));
 }
 
 void PrecisionEvidence::add(const PrecisionEvidence& other) {
@@ -107,10 +108,11 @@ std::string num(double v) {
     return s.str();
 }
 
-enum class Kind { pass, violated, non_finite, nondeterministic };
+using engine::Kind;
+using engine::tolerance_of;
 
 // What one case showed. For nondeterminism, `input` was answered twice: lhs and rhs are the two answers.
-struct Observation {
+struct RowsObservation {
     Kind kind = Kind::pass;
     Mat<double> input, lhs, rhs;
     Permutation perm;
@@ -120,25 +122,26 @@ struct Observation {
 
 // The answers to one case: L(x), L(x) again when repeated (else empty), L(P x), and what they say of their
 // precision. Asked once, judged with each tolerance an audit still considers.
-struct Answers {
+struct RowsAnswers {
     Mat<double> y, again, lhs;
     PrecisionEvidence evidence;
 };
 
-ToleranceModel tolerance_of(Arithmetic dtype, double amplification) {
-    ToleranceModel t;
-    t.unit_roundoff = dtype == Arithmetic::float32 ? ScalarTraits<float>::unit_roundoff : ScalarTraits<double>::unit_roundoff;
-    t.amplification = amplification;
-    return t;
-}
-
-// Calls one black box, checks the shape of its answers and computes the tolerance of a comparison.
+// Calls one black box, checks the shape of its answers and computes the tolerance of a comparison: the evaluator
+// of the one-tensor audit for the shared engine (check/audit_engine.h).
 class Evaluator {
 public:
+    using Case = permcheck::Case;
+    using Observation = RowsObservation;
+    using Answers = RowsAnswers;
+
     Evaluator(const BlackBox& box, const AuditOptions& o, Arithmetic dtype) : box_(box), o_(o) { set_dtype(dtype); }
 
     // The dtype of every comparison from now on (shrinking and reproducing, once the run has decided it).
-    void set_dtype(Arithmetic dtype) { tolerance_ = tolerance_of(dtype, o_.amplification); }
+    void set_dtype(Arithmetic dtype) {
+        dtype_ = dtype;
+        tolerance_ = tolerance_of(dtype, o_.amplification);
+    }
 
     int evaluations = 0;
     std::string last_request;
@@ -184,7 +187,7 @@ public:
     }
 
     // The answers to a case, classified with tolerance t.
-    static Observation judge(const Case& c, const Answers& a, Output output, const ToleranceModel& t) {
+    Observation judge(const Case& c, const Answers& a, const ToleranceModel& t) const {
         Observation ob;
         ob.perm = c.perm;
         ob.input = c.x;
@@ -196,7 +199,7 @@ public:
         // between the two answers is nondeterminism, whatever P L(x) is.
         if (px == c.x)
             if (auto nd = differ(c.x, a.y, ob.lhs, "x and as P x", t)) return *nd;
-        ob.rhs = output == Output::sequence ? c.perm.apply(a.y) : a.y;
+        ob.rhs = o_.output == Output::sequence ? c.perm.apply(a.y) : a.y;
         ob.comparison = compare_sides(c.x, ob.lhs, ob.rhs, t);
         if (!all_finite(a.y) || !all_finite(ob.lhs)) {
             ob.kind = Kind::non_finite;
@@ -215,7 +218,7 @@ public:
         return ob;
     }
 
-    Observation observe(const Case& c, bool repeat) { return judge(c, ask(c, repeat), o_.output, tolerance_); }
+    Observation observe(const Case& c, bool repeat) { return judge(c, ask(c, repeat), tolerance_); }
 
     // Evaluates the sides of a violation again: if either answer changed, the layer is nondeterministic.
     std::optional<Observation> reproduce(const Case& c, const Observation& seen) {
@@ -254,31 +257,29 @@ public:
         return ob;
     }
 
-    // Is `z` answered differently when asked twice?
-    std::optional<Observation> twice(const Mat<double>& z) {
-        const Mat<double> a = call(z);
-        const Mat<double> b = call(z);
-        return differ(z, a, b, "x", tolerance_);
+    // Is the case's input answered differently when asked twice?
+    std::optional<Observation> twice(const Case& c) {
+        const Mat<double> a = call(c.x);
+        const Mat<double> b = call(c.x);
+        return differ(c.x, a, b, "x", tolerance_);
     }
+
+    Case input_case(const Observation& ob) const {
+        return Case{ob.input, Permutation::identity(static_cast<int>(ob.input.rows()))};
+    }
+    rc::Shrinkable<Case> shrinkable(const Case& c) const { return shrinkable_case(c, o_.min_len); }
+    void record(AuditResult& result, const Observation& ob, int case_index, int shrink_steps) const;
+    std::string violation_detail(const Observation& found) const;
 
 private:
     const BlackBox& box_;
     const AuditOptions& o_;
+    Arithmetic dtype_ = Arithmetic::float64;
     ToleranceModel tolerance_;
     Eigen::Index width_ = -1;
 };
 
 // ------------------------------------------------------------------------------------------------ schedule
-
-// The cases of this run: those of its shard, drawn exactly as search.h draws all of them, and which of them
-// also evaluate L(x) twice.
-struct Schedule {
-    std::vector<int> index;  // each case's index in the whole audit
-    std::vector<Case> cases;
-    std::set<std::size_t> repeated;  // positions in `cases`
-
-    bool repeats(std::size_t j) const { return repeated.count(j) > 0; }
-};
 
 // Case i of the audit, of the length the plan gives it. A permutation that moves nothing cannot show a
 // violation, so one that came out as the identity swaps the first two positions instead.
@@ -288,289 +289,33 @@ Case scheduled_case(const AuditOptions& o, int n, const rc::Random& random, int 
     return c;
 }
 
-Schedule schedule_of(const AuditOptions& o) {
-    Schedule s;
-    const std::vector<int> lengths = audit_lengths({o.min_len, o.max_len, o.long_len, o.cases});
-    rc::Random random(o.seed);
-    for (int i = 0; i < o.cases; ++i) {
-        const rc::Random case_random = random.split();
-        if (!in_shard(i, o.shard)) continue;
-        s.index.push_back(i);
-        s.cases.push_back(scheduled_case(o, lengths[static_cast<std::size_t>(i)], case_random, size_for_case(i, o.cases)));
-    }
-    // Spread over the run, since the first cases are the smallest (RapidCheck's size grows with the case
-    // index) and a zero input hides dropout.
-    const std::size_t count = s.cases.size();
-    for (int k = 0; k < o.repeat_checks && count > 0; ++k)
-        s.repeated.insert(std::min(count - 1, static_cast<std::size_t>(k + 1) * count /
-                                                  static_cast<std::size_t>(o.repeat_checks + 1)));
-    return s;
-}
-
-// ----------------------------------------------------------------------------------------------------- run
-
-// The first failure of the run: an observation, or an error of the black box.
-struct Failure {
-    std::size_t position = 0;  // in the schedule
-    Observation observation;
-    bool threw = false;
-    std::string error, last_request;
-};
-
-// The tolerances a run judges each case with: the given dtype's, or, when it is inferred, float32's (the
-// looser, first) and float64's.
-std::vector<Arithmetic> lanes_of(const AuditOptions& o) {
-    if (o.dtype) return {*o.dtype};
-    return {Arithmetic::float32, Arithmetic::float64};
-}
-
-// What the run found: the first failure under the dtype it judged with; whether a stop request ended it.
-struct RunOutcome {
-    std::optional<Failure> failure;
-    Arithmetic dtype = Arithmetic::float64;
-    bool interrupted = false;
-    int cases_done = 0;
-};
-
-// The stop of an audit asked for between calls (AuditOptions::stop_requested). Not a std::exception, so that
-// no handler of a black box's failures mistakes it for one.
-struct Interrupted {
-    std::optional<Observation> smallest;  // interrupted while shrinking: the smallest failing case so far
-};
-
-bool stop_requested(const AuditOptions& o) { return o.stop_requested && o.stop_requested(); }
-
-// Workers take cases in order and judge each with every lane's tolerance; once a case fails under the first
-// (loosest) lane, which makes it fail under every lane, no later case is started. Per lane the failure with
-// the lowest position wins, and the dtype is inferred from the answers of the cases up to the first lane's
-// failure, so the outcome does not depend on the number of workers. A stop request ends every worker before
-// its next case.
-class CaseRun {
-public:
-    CaseRun(const Schedule& schedule, const AuditOptions& o)
-        : schedule_(schedule), o_(o), evidence_(schedule.cases.size()) {
-        for (Arithmetic a : lanes_of(o)) lanes_.push_back({a, tolerance_of(a, o.amplification), std::nullopt});
-    }
-
-    void work(Evaluator& ev) {
-        for (;;) {
-            if (stop_requested(o_)) {
-                interrupted_ = true;
-                return;
-            }
-            const std::size_t j = next_.fetch_add(1);
-            if (j >= schedule_.cases.size() || j > stop_.load()) return;
-            if (attempt(ev, j)) return;
-        }
-    }
-
-    RunOutcome outcome() && {
-        RunOutcome out;
-        out.dtype = lanes_[0].dtype;
-        if (!o_.dtype) {
-            PrecisionEvidence all;
-            const std::size_t last = std::min(stop_.load(), schedule_.cases.size() - 1);
-            for (std::size_t j = 0; j <= last && !schedule_.cases.empty(); ++j) all.add(evidence_[j]);
-            out.dtype = all.dtype();
-        }
-        for (Lane& lane : lanes_)
-            if (lane.dtype == out.dtype) out.failure = std::move(lane.failure);
-        out.interrupted = interrupted_.load();
-        out.cases_done = done_;
-        return out;
-    }
-
-private:
-    static constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
-
-    struct Lane {
-        Arithmetic dtype;
-        ToleranceModel tolerance;
-        std::optional<Failure> failure;
-    };
-
-    // Runs case j; true when it failed under the first lane (the run stops).
-    bool attempt(Evaluator& ev, std::size_t j) {
-        const int calls_before = ev.evaluations;
-        std::vector<std::optional<Failure>> found(lanes_.size());
-        try {
-            const Answers answers = ev.ask(schedule_.cases[j], schedule_.repeats(j));
-            evidence_[j] = answers.evidence;  // one writer per position; read after the workers are joined
-            for (std::size_t k = 0; k < lanes_.size(); ++k) {
-                Observation ob = Evaluator::judge(schedule_.cases[j], answers, o_.output, lanes_[k].tolerance);
-                if (ob.kind != Kind::pass) found[k] = Failure{j, std::move(ob), false, "", ""};
-            }
-        } catch (const std::exception& e) {
-            for (auto& f : found) f = Failure{j, Observation{}, true, e.what(), ev.last_request};
-        }
-        std::lock_guard<std::mutex> lock(mutex_);
-        progress(ev.evaluations - calls_before);
-        for (std::size_t k = 0; k < lanes_.size(); ++k)
-            if (found[k] && (!lanes_[k].failure || j < lanes_[k].failure->position)) lanes_[k].failure = std::move(found[k]);
-        if (!found[0]) return false;
-        if (j < stop_.load()) stop_ = j;
-        return true;
-    }
-
-    void progress(int calls) {  // under mutex_
-        ++done_;
-        calls_ += calls;
-        if (o_.on_progress) o_.on_progress(AuditProgress{done_, static_cast<int>(schedule_.cases.size()), calls_, false});
-    }
-
-    const Schedule& schedule_;
-    const AuditOptions& o_;
-    std::vector<Lane> lanes_;
-    std::vector<PrecisionEvidence> evidence_;
-    std::atomic<std::size_t> next_{0}, stop_{none};
-    std::atomic<bool> interrupted_{false};
-    std::mutex mutex_;
-    int done_ = 0, calls_ = 0;
-};
-
-RunOutcome run_cases(std::vector<Evaluator>& evaluators, const Schedule& schedule, const AuditOptions& o) {
-    CaseRun run(schedule, o);
-    const std::size_t workers = std::min(evaluators.size(), std::max<std::size_t>(schedule.cases.size(), 1));
-    if (workers <= 1) {
-        run.work(evaluators[0]);
-    } else {
-        std::vector<std::thread> threads;
-        for (std::size_t k = 0; k < workers; ++k) threads.emplace_back(&CaseRun::work, &run, std::ref(evaluators[k]));
-        for (std::thread& t : threads) t.join();
-    }
-    return std::move(run).outcome();
-}
-
-int total_evaluations(const std::vector<Evaluator>& evaluators) {
-    int n = 0;
-    for (const Evaluator& ev : evaluators) n += ev.evaluations;
-    return n;
-}
-
-// -------------------------------------------------------------------------------------------------- shrink
-
-// The predicate of a shrink: does the case still fail the same way? For nondeterminism, the case's input is
-// asked twice and its permutation ignored. Remembers the observation of its last failing call, which is the
-// minimum's, since search.h accepts every failing shrink.
-struct SameFailure {
-    Evaluator& ev;
-    Kind kind;
-    const AuditOptions& o;
-    std::optional<Observation> last;
-
-    bool operator()(const Case& c) {
-        if (stop_requested(o)) throw Interrupted{};
-        if (o.on_progress) o.on_progress(AuditProgress{0, 0, ev.evaluations, true});
-        std::optional<Observation> ob = kind == Kind::nondeterministic ? ev.twice(c.x) : ev.observe(c, false);
-        if (!ob || ob->kind != kind) return false;
-        last = std::move(ob);
-        return true;
-    }
-};
-
-struct Shrunk {
-    Case minimal;
-    Observation observation;
-    int steps = 0;
-};
-
-// Shrinks a failing case with the one case shrinker (check/case.h), keeping the kind of failure; nothing when
-// the case, evaluated again, no longer fails that way.
-std::optional<Shrunk> shrink_failure(Evaluator& ev, Kind kind, const Case& start, const AuditOptions& o) {
-    SameFailure same{ev, kind, o, std::nullopt};
-    const std::function<bool(const Case&)> fails = std::ref(same);
-    if (!fails(start)) return std::nullopt;
-    std::optional<ShrinkResult<Case>> r;
-    try {
-        r = shrink<Case>(shrinkable_case(start, o.min_len), fails, o.max_shrink_evaluations - 1);
-    } catch (Interrupted& stop) {
-        stop.smallest = same.last;  // search.h accepts every failing shrink: the last failing call's case is it
-        throw;
-    }
-    return Shrunk{r->minimal.value(), *same.last, r->steps};
-}
-
-// Shrinks the first failure on one black box. found() is the latest finding, also when a call throws.
-class FailureShrink {
-public:
-    FailureShrink(Evaluator& ev, const AuditOptions& o, Observation found) : ev_(ev), o_(o), found_(std::move(found)) {}
-
-    void run(const Case& failing) {
-        // Both sides again, before shrinking: the failing case is the largest and the likeliest to show
-        // dropout-like nondeterminism, which a small shrunk case may hide.
-        if (found_.kind == Kind::violated) reproduce(failing);
-        if (found_.kind != Kind::nondeterministic) shrink_case(failing);
-        if (found_.kind == Kind::nondeterministic) shrink_input();
-    }
-
-    const Observation& found() const { return found_; }
-    int steps() const { return steps_; }
-
-private:
-    void reproduce(const Case& c) {
-        if (auto nd = ev_.reproduce(c, found_)) found_ = *nd;
-    }
-
-    void shrink_case(const Case& failing) {
-        const std::optional<Shrunk> shrunk = shrink_failure(ev_, found_.kind, failing, o_);
-        if (!shrunk) {
-            reproduce(failing);  // the failing case, evaluated again, no longer failed: its answers changed
-            return;
-        }
-        steps_ += shrunk->steps;
-        found_ = shrunk->observation;
-        if (found_.kind == Kind::violated) reproduce(shrunk->minimal);
-    }
-
-    // The input answered twice differently (x, or P x of the failing case), as a case whose permutation the
-    // predicate ignores.
-    void shrink_input() {
-        const Case input{found_.input, Permutation::identity(static_cast<int>(found_.input.rows()))};
-        if (const std::optional<Shrunk> shrunk = shrink_failure(ev_, Kind::nondeterministic, input, o_)) {
-            steps_ += shrunk->steps;
-            found_ = shrunk->observation;
-        }
-    }
-
-    Evaluator& ev_;
-    const AuditOptions& o_;
-    Observation found_;
-    int steps_ = 0;
-};
-
 // --------------------------------------------------------------------------------------------------- verdict
 
-Counterexample record(const Observation& ob, const AuditOptions& o, Property property) {
+void Evaluator::record(AuditResult& result, const Observation& ob, int case_index, int shrink_steps) const {
     Counterexample ce;
-    ce.layer = o.name;
-    ce.property = property;
-    ce.dtype = o.dtype.value_or(Arithmetic::float64);
+    ce.layer = o_.name;
+    ce.property = result.property;
+    ce.dtype = dtype_;
     ce.perm = ob.perm;
     ce.x = ob.input;
     ce.lhs = ob.lhs;
     ce.rhs = ob.rhs;
     ce.comparison = ob.comparison;
-    ce.seed = o.seed;
+    ce.seed = o_.seed;
     ce.black_box = true;
-    return ce;
+    ce.case_index = case_index;
+    ce.shrink_steps = shrink_steps;
+    result.counterexample = std::move(ce);
 }
 
 AuditResult labelled_result(const AuditOptions& o) {
     AuditResult result;
     result.property = o.output == Output::sequence ? Property::equivariance : Property::invariance;
-    result.dtype = o.dtype.value_or(Arithmetic::float64);
     return result;
 }
 
-const char* finding_name(Kind k) {
-    return k == Kind::violated ? "violation" : k == Kind::non_finite ? "non-finite output" : "nondeterministic answer";
-}
-
-Verdict verdict_of(Kind k) {
-    return k == Kind::violated ? Verdict::violated : k == Kind::non_finite ? Verdict::non_finite : Verdict::nondeterministic;
-}
-
-std::string violation_detail(const Observation& found, const AuditOptions& o) {
+std::string Evaluator::violation_detail(const Observation& found) const {
+    const AuditOptions& o = o_;
     const Comparison& c = found.comparison;
     const SideNames names = side_names(o.output == Output::sequence ? Property::equivariance : Property::invariance);
     return std::string(names.lhs) + " and " + names.rhs + " differ by " +
@@ -580,53 +325,23 @@ std::string violation_detail(const Observation& found, const AuditOptions& o) {
            ", permutation " + found.perm.cycles() + "); both sides gave the same answers when evaluated again";
 }
 
-// Stopped while shrinking: the failure found is kept, shrunk as far as it got, and its kind named in the detail.
-void judge_interrupted(AuditResult& result, const Observation& smallest, int case_index, const AuditOptions& o) {
-    result.verdict = Verdict::interrupted;
-    result.detail = std::string("interrupted while shrinking a ") + finding_name(smallest.kind) + " found at case " +
-                    std::to_string(case_index) + "; the counterexample is the smallest found so far";
-    result.counterexample = record(smallest, o, result.property);
-    result.counterexample->case_index = case_index;
-}
+}  // namespace
 
-// The verdict on a failure of the run: shrunk on the first black box, or an error if shrinking failed.
-void judge_failure(AuditResult& result, Evaluator& ev, const Schedule& schedule, const Failure& failure,
-                   const AuditOptions& o) {
-    const int case_index = schedule.index[failure.position];
-    FailureShrink shrinking(ev, o, failure.observation);
-    try {
-        shrinking.run(schedule.cases[failure.position]);
-    } catch (const Interrupted& stop) {
-        judge_interrupted(result, stop.smallest ? *stop.smallest : shrinking.found(), case_index, o);
-        result.counterexample->shrink_steps = shrinking.steps();
-        return;
-    } catch (const std::exception& e) {
-        result.verdict = Verdict::error;
-        result.error = std::string(e.what()) + " (while shrinking a " + finding_name(shrinking.found().kind) +
-                       " found at case " + std::to_string(case_index) + ")";
-        result.counterexample = record(shrinking.found(), o, result.property);
-        result.counterexample->case_index = case_index;
-        return;
-    }
-    const Observation& found = shrinking.found();
-    result.verdict = verdict_of(found.kind);
-    result.counterexample = record(found, o, result.property);
-    result.counterexample->case_index = case_index;
-    result.counterexample->shrink_steps = shrinking.steps();
-    result.detail = found.kind == Kind::violated ? violation_detail(found, o) : found.detail;
+namespace {
+// A signature counterexample's inputs, in the order of their names (the result holds no signature).
+std::string describe_signature_finding(const AuditResult& r) {
+    const SignatureCounterexample& c = *r.signature_counterexample;
+    Signature named;
+    for (const auto& [name, t] : c.inputs) named.inputs.push_back(TensorSpec{name, {}, TensorKind::real, ""});
+    std::string text = verdict_name(r.verdict);
+    text += r.verdict == Verdict::nondeterministic ? " (first and second answer to one input, as the two sides)" : "";
+    text += " (" + std::string(arithmetic_name(r.dtype)) + ")\n";
+    return text + describe(c, named);
 }
-
-// The lengths of the first `count` cases of the schedule, ascending, each once.
-std::vector<int> lengths_covered(const Schedule& schedule, std::size_t count) {
-    std::set<int> lengths;
-    for (std::size_t j = 0; j < count && j < schedule.cases.size(); ++j)
-        lengths.insert(static_cast<int>(schedule.cases[j].x.rows()));
-    return {lengths.begin(), lengths.end()};
-}
-
 }  // namespace
 
 std::string describe_finding(const AuditResult& r) {
+    if (r.signature_counterexample) return describe_signature_finding(r);
     if (!r.counterexample) return "";
     const Counterexample& ce = *r.counterexample;
     if (r.verdict != Verdict::nondeterministic) {
@@ -652,38 +367,19 @@ AuditResult audit(const BlackBox& layer, const AuditOptions& opts) { return audi
 AuditResult audit(const std::vector<BlackBox>& layers, const AuditOptions& given) {
     validate(given);
     if (layers.empty()) throw std::invalid_argument("an audit needs at least one black box");
-    const Schedule schedule = schedule_of(given);
+    // The cases drawn exactly as search.h draws all of them, each of the length the plan gives it.
+    const std::vector<int> lengths = audit_lengths({given.min_len, given.max_len, given.long_len, given.cases});
+    const auto schedule = engine::Schedule<Case>::of(given, [&given, &lengths](int i, const rc::Random& random) {
+        return scheduled_case(given, lengths[static_cast<std::size_t>(i)], random, size_for_case(i, given.cases));
+    });
     std::vector<Evaluator> evaluators;
-    for (const BlackBox& box : layers) evaluators.emplace_back(box, given, lanes_of(given)[0]);
-    const RunOutcome run = run_cases(evaluators, schedule, given);
-    // From here on every comparison uses the dtype the run judged with, as an audit given it would.
-    AuditOptions o = given;
-    o.dtype = run.dtype;
-    for (Evaluator& ev : evaluators) ev.set_dtype(run.dtype);
-    const std::optional<Failure>& failure = run.failure;
-
-    AuditResult result = labelled_result(o);
-    result.dtype_inferred = !given.dtype.has_value();
-    result.cases = failure ? static_cast<int>(failure->position) + 1 : static_cast<int>(schedule.cases.size());
-    if (!failure && run.interrupted) {
-        result.verdict = Verdict::interrupted;
-        result.cases = run.cases_done;
-        result.detail = "interrupted after " + std::to_string(run.cases_done) + " of " +
-                        std::to_string(schedule.cases.size()) + " cases, none of which failed";
-    }
-    result.lengths = lengths_covered(schedule, static_cast<std::size_t>(result.cases));
-    if (!failure) {
-        result.last_request = evaluators[0].last_request;
-    } else if (failure->threw) {
-        result.verdict = Verdict::error;
-        result.error = failure->error;
-        result.last_request = failure->last_request;
-    } else {
-        judge_failure(result, evaluators[0], schedule, *failure, o);
-        result.last_request = evaluators[0].last_request;
-    }
-    result.evaluations = total_evaluations(evaluators);
-    return result;
+    for (const BlackBox& box : layers) evaluators.emplace_back(box, given, engine::lanes_of(given)[0]);
+    return engine::run_audit(evaluators, schedule, given, labelled_result(given), [&](AuditResult& r, std::size_t count) {
+        std::set<int> covered;  // the lengths of the first `count` cases, ascending, each once
+        for (std::size_t j = 0; j < count && j < schedule.size(); ++j)
+            covered.insert(lengths[static_cast<std::size_t>(schedule.index[j])]);
+        r.lengths = {covered.begin(), covered.end()};
+    });
 }
 
 }  // namespace permcheck

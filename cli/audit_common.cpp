@@ -74,26 +74,45 @@ AuditOptions audit_options(const AuditFlags& f) {
     return o;
 }
 
-std::string replay_tail(const AuditFlags& f, const AuditResult& r) {
+std::string replay_tail(const AuditFlags& f, const AuditResult& r, bool lengths) {
     std::ostringstream s;
     if (const auto given = requested_dtype(f)) s << " --dtype " << arithmetic_name(*given);
     else if (r.evaluations > 0) s << " --dtype " << arithmetic_name(r.dtype);
-    s << " --min-len " << f.min_len;
-    if (f.max_len_given()) s << " --max-len " << f.max_len;  // without it, the schedule's long cases too
+    if (lengths) s << " --min-len " << f.min_len;
+    if (lengths && f.max_len_given()) s << " --max-len " << f.max_len;  // without it, the schedule's long cases too
     s << " --cases " << f.cases << " --seed " << f.seed;
     return s.str();
 }
 
+namespace {
+
+// The signature as the flags that describe it, each as its parser reads it.
+nlohmann::json signature_flags_json(const Signature& s) {
+    nlohmann::json axes = nlohmann::json::array(), inputs = nlohmann::json::array(), outputs = nlohmann::json::array();
+    for (const Axis& a : s.axes) axes.push_back(format(a));
+    for (const TensorSpec& t : s.inputs) inputs.push_back(format_input(t));
+    for (const TensorSpec& t : s.outputs) outputs.push_back(format_output(t));
+    return {{"axes", axes}, {"inputs", inputs}, {"outputs", outputs}};
+}
+
+}  // namespace
+
 report::Record audit_record(const AuditResult& r, const std::string& name, Property property,
                             const AuditFlags& f, const std::string& replay, const std::string& key,
-                            nlohmann::json details, double seconds) {
+                            nlohmann::json details, double seconds, const Signature* signature) {
     report::Record rec = report::record_of(r, name, property, requested_dtype(f).value_or(r.dtype), f.seed, replay);
-    details["dim"] = f.dim;
+    if (signature) {
+        rec.signature = *signature;
+        details["signature"] = signature_flags_json(*signature);
+        details["axis_lengths"] = r.axis_lengths;
+    } else {
+        details["dim"] = f.dim;
+        details["min_len"] = f.min_len;
+        details["max_len"] = f.max_len;
+        details["max_len_is_cap"] = f.max_len_given();
+        details["lengths"] = r.lengths;
+    }
     details["dtype_inferred"] = r.dtype_inferred;
-    details["min_len"] = f.min_len;
-    details["max_len"] = f.max_len;
-    details["max_len_is_cap"] = f.max_len_given();
-    details["lengths"] = r.lengths;
     details["evaluations"] = r.evaluations;
     details["seconds"] = seconds;
     details["cases_per_second"] = seconds > 0 ? r.cases / seconds : 0.0;
@@ -103,17 +122,34 @@ report::Record audit_record(const AuditResult& r, const std::string& name, Prope
 }
 
 void print_result(std::ostream& out, std::ostream& err, const std::string& program, const std::string& head,
-                  const AuditResult& r, double seconds, const std::string& replay) {
+                  const AuditResult& r, double seconds, const std::string& replay, const Signature* signature) {
     out << head << " " << verdict_name(r.verdict) << " after " << r.cases << (r.cases == 1 ? " case" : " cases")
         << ", " << r.evaluations << (r.evaluations == 1 ? " layer call, " : " layer calls, ") << seconds << " s";
     if (seconds > 0 && r.cases > 0) out << " (" << r.cases / seconds << " cases/s)";
     out << "\n";
     if (!r.lengths.empty()) out << "  lengths sent: " << lengths_text(r.lengths) << "\n";
+    if (!r.axis_lengths.empty()) {
+        out << "  lengths sent:";
+        const char* separator = " ";
+        for (const auto& [axis, lengths] : r.axis_lengths) {
+            out << separator << axis << " " << lengths_text(lengths);
+            separator = "; ";
+        }
+        out << "\n";
+    }
     if (!r.detail.empty()) out << "  " << r.detail << "\n";
     if (r.counterexample) {
         AuditResult shown = r;
         shown.counterexample->replay = replay;
         out << describe_finding(shown);
+    }
+    if (r.signature_counterexample && signature) {
+        SignatureCounterexample shown = *r.signature_counterexample;
+        shown.replay = replay;
+        if (r.verdict == Verdict::nondeterministic)
+            out << "  one input answered twice: below, L(P x) is the first answer and P L(x) the second (every "
+                   "permutation the identity)\n";
+        out << describe(shown, *signature);
     }
     if (r.verdict == Verdict::error && !r.error.empty()) err << program << ": error: " << r.error << "\n";
 }

@@ -45,19 +45,24 @@ AuditOptions audit_options(const AuditFlags& f);
 
 // " --dtype float64 --min-len 1 --max-len 8 --cases 100 --seed 1": the part of both replay lines after the
 // command's own options. It names the dtype the audit used (r.dtype), so a replay judges with the same
-// tolerance, unless the dtype was to be inferred and no answer came.
-std::string replay_tail(const AuditFlags& f, const AuditResult& r);
+// tolerance, unless the dtype was to be inferred and no answer came. Without `lengths` (a signature audit, whose
+// axes carry their ranges) --min-len and --max-len are left out.
+std::string replay_tail(const AuditFlags& f, const AuditResult& r, bool lengths = true);
 
 // The report record: report::record_of, and under details[key] the command's details plus those of every
-// audit (dim, lengths, evaluations, timing, finding).
+// audit (dim, lengths, evaluations, timing, finding). With a signature: the signature in the record (and as
+// flags under details[key].signature), the lengths per axis instead of dim and lengths, and the signature's
+// counterexample.
 report::Record audit_record(const AuditResult& r, const std::string& name, Property property,
                             const AuditFlags& f, const std::string& replay, const std::string& key,
-                            nlohmann::json details, double seconds);
+                            nlohmann::json details, double seconds, const Signature* signature = nullptr);
 
 // The verdict line after `head` ("audit of NAME: PROPERTY ..."), the finding, the counterexample with its
-// replay line on out, and an error on err prefixed with `program`.
+// replay line on out, and an error on err prefixed with `program`. A signature audit's counterexample is shown
+// with its signature (the lengths and permutation of every axis, the axis at fault).
 void print_result(std::ostream& out, std::ostream& err, const std::string& program, const std::string& head,
-                  const AuditResult& r, double seconds, const std::string& replay);
+                  const AuditResult& r, double seconds, const std::string& replay,
+                  const Signature* signature = nullptr);
 
 AuditResult error_result(const std::string& message);
 

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <sstream>
+#include <stdexcept>
 #include <system_error>
 
 namespace permcheck::cli {
@@ -66,6 +67,19 @@ CLI::Validator not_below_min_len(const int& min_len) {
         [&min_len](std::string& text) {
             if (std::stoll(text) < min_len)
                 throw BadOption("--min-len (" + std::to_string(min_len) + ") must not exceed --max-len (" + text + ")");
+            return std::string();
+        },
+        "");
+}
+
+CLI::Validator parsed_by(std::function<void(const std::string&)> parse) {
+    return CLI::Validator(
+        [parse = std::move(parse)](std::string& text) {
+            try {
+                parse(text);
+            } catch (const std::invalid_argument& e) {
+                throw BadOption(e.what());
+            }
             return std::string();
         },
         "");

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -84,6 +85,10 @@ inline CLI::Option* add_ranged(CLI::App& app, const RealRange& r, double& target
 // --max-len's check against --min-len's value: CLI11 stores the options in the order they were added, so
 // --min-len (added first) is stored when --max-len is checked.
 CLI::Validator not_below_min_len(const int& min_len);
+
+// A text flag read by a parse function of the library (e.g. parse_axis) that throws std::invalid_argument with a
+// message naming the flag: that message becomes the BadOption, so the value is refused as CLI11 parses it.
+CLI::Validator parsed_by(std::function<void(const std::string&)> parse);
 
 // Any 64-bit seed: CLI11 alone would read an integer beyond 2^64 - 1 as 2^64 - 1 without a word (issue 7).
 CLI::Option* add_seed(CLI::App& app, std::uint64_t& target, const std::string& help);

@@ -3,8 +3,12 @@
 #                     [OUTPUT sequence|pooled] [DTYPE infer|float32|float64] [CASES <n>] [SEED <s>]
 #                     [MIN_LEN <n>] [MAX_LEN <n>] [TIMEOUT <seconds per request>]
 #                     [STARTUP_TIMEOUT <seconds for the first answer>] [JOBS <n>] [REPORT <dir>])
+# or, for a layer with several inputs, its signature instead of DIM, MIN_LEN and MAX_LEN:
+# permcheck_add_audit(NAME <test> COMMAND <adapter command words...>
+#                     AXIS <NAME=MIN..MAX>... INPUT <NAME:DIMS[:KIND]>... OUTPUT <NAME:DIMS>... [other options])
 #
-# Registers `permcheck audit --exec "<command>" --dim <d> ...` as the ctest test <test>. COMMAND is the adapter's
+# Registers `permcheck audit --exec "<command>" --dim <d> ...` (or `--axis ... --input ... --output ...`, one
+# flag per value of AXIS, INPUT and OUTPUT) as the ctest test <test>. COMMAND is the adapter's
 # argument list, one word per argument as in add_test(): each word is quoted for the shell, so a path with spaces
 # works; generator expressions such as $<TARGET_FILE:my_adapter> work too. The adapter speaks permcheck's line
 # protocol. Without EXPECT the test passes when the verdict is `holds` (exit 0) and fails on anything else. With
@@ -27,25 +31,45 @@ endfunction()
 
 function(permcheck_add_audit)
   cmake_parse_arguments(PARSE_ARGV 0 arg ""
-    "NAME;DIM;EXPECT;OUTPUT;DTYPE;CASES;SEED;MIN_LEN;MAX_LEN;TIMEOUT;STARTUP_TIMEOUT;JOBS;REPORT" "COMMAND")
+    "NAME;DIM;EXPECT;DTYPE;CASES;SEED;MIN_LEN;MAX_LEN;TIMEOUT;STARTUP_TIMEOUT;JOBS;REPORT" "COMMAND;AXIS;INPUT;OUTPUT")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "permcheck_add_audit: unknown arguments '${arg_UNPARSED_ARGUMENTS}' (expected NAME, COMMAND, "
                         "DIM, EXPECT, OUTPUT, DTYPE, CASES, SEED, MIN_LEN, MAX_LEN, TIMEOUT, STARTUP_TIMEOUT, JOBS, "
-                        "REPORT)")
+                        "REPORT, AXIS, INPUT)")
   endif()
-  foreach(required NAME COMMAND DIM)
-    if(NOT arg_${required})
-      message(FATAL_ERROR "permcheck_add_audit: ${required} is required, e.g. "
-                          "permcheck_add_audit(NAME MyLayerIsEquivariant COMMAND python3 adapter.py DIM 8)")
+  set(signature FALSE)
+  if(arg_AXIS OR arg_INPUT)
+    set(signature TRUE)
+  endif()
+  set(required NAME COMMAND DIM)
+  if(signature)
+    set(required NAME COMMAND AXIS INPUT OUTPUT)
+    foreach(shorthand DIM MIN_LEN MAX_LEN)
+      if(DEFINED arg_${shorthand})
+        message(FATAL_ERROR "permcheck_add_audit(${arg_NAME}): ${shorthand} cannot be mixed with AXIS/INPUT (the "
+                            "signature's axes carry their ranges: AXIS n=1..8)")
+      endif()
+    endforeach()
+  endif()
+  foreach(r IN LISTS required)
+    if(NOT arg_${r})
+      message(FATAL_ERROR "permcheck_add_audit: ${r} is required, e.g. "
+                          "permcheck_add_audit(NAME MyLayerIsEquivariant COMMAND python3 adapter.py DIM 8) or, with a "
+                          "signature, ... AXIS n=1..8 INPUT x:n,8 OUTPUT y:n,8")
     endif()
   endforeach()
   if(DEFINED arg_EXPECT AND NOT arg_EXPECT MATCHES "^(holds|violated|nondeterministic|non-finite)$")
     message(FATAL_ERROR "permcheck_add_audit(${arg_NAME}): EXPECT must be holds, violated, nondeterministic or "
                         "non-finite, got '${arg_EXPECT}'")
   endif()
-  if(arg_OUTPUT AND NOT arg_OUTPUT MATCHES "^(sequence|pooled)$")
-    message(FATAL_ERROR "permcheck_add_audit(${arg_NAME}): OUTPUT must be sequence or pooled, got '${arg_OUTPUT}'")
-  endif()
+  foreach(output IN LISTS arg_OUTPUT)
+    if(signature AND NOT output MATCHES ":")
+      message(FATAL_ERROR "permcheck_add_audit(${arg_NAME}): with AXIS/INPUT every OUTPUT is NAME:DIMS, got '${output}'")
+    elseif(NOT signature AND NOT output MATCHES "^(sequence|pooled)$")
+      message(FATAL_ERROR "permcheck_add_audit(${arg_NAME}): OUTPUT must be sequence or pooled (NAME:DIMS with AXIS "
+                          "and INPUT), got '${output}'")
+    endif()
+  endforeach()
   if(arg_DTYPE AND NOT arg_DTYPE MATCHES "^(infer|float32|float64)$")
     message(FATAL_ERROR "permcheck_add_audit(${arg_NAME}): DTYPE must be infer, float32 or float64, got '${arg_DTYPE}'")
   endif()
@@ -65,8 +89,17 @@ function(permcheck_add_audit)
     list(APPEND words "${quoted}")
   endforeach()
   list(JOIN words " " adapter)
-  set(audit_args --exec "${adapter}" --dim "${arg_DIM}" --report "${arg_REPORT}")
-  foreach(option OUTPUT DTYPE CASES SEED MIN_LEN MAX_LEN TIMEOUT STARTUP_TIMEOUT JOBS)
+  set(audit_args --exec "${adapter}" --report "${arg_REPORT}")
+  if(DEFINED arg_DIM)
+    list(APPEND audit_args --dim "${arg_DIM}")
+  endif()
+  foreach(option AXIS INPUT OUTPUT)
+    string(TOLOWER "${option}" flag)
+    foreach(value IN LISTS arg_${option})
+      list(APPEND audit_args --${flag} "${value}")
+    endforeach()
+  endforeach()
+  foreach(option DTYPE CASES SEED MIN_LEN MAX_LEN TIMEOUT STARTUP_TIMEOUT JOBS)
     if(DEFINED arg_${option})
       string(TOLOWER "${option}" flag)
       string(REPLACE "_" "-" flag "${flag}")

@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
 #include <sstream>
 
 namespace permcheck::report {
@@ -132,6 +136,182 @@ std::string matrix_table(const Mat<double>& m, const std::string& caption) {
     return s.str();
 }
 
+// ---- a signature audit ------------------------------------------------------------------------------------
+
+// An index input that is an edge list: two dims, the fixed size 2 and an axis (edges), its values naming
+// positions of its index axis (nodes). edge(e) is {source, target} of edge e.
+struct EdgeList {
+    const TensorSpec* spec = nullptr;
+    int nodes = 0, edges = 0;
+    bool pairs_outer = true;  // dims (2, edges); else (edges, 2)
+    const Tensor* values = nullptr;
+    std::pair<int, int> edge(int e) const {
+        const auto at = [this](std::size_t k) { return static_cast<int>(values->values[k]); };
+        const auto E = static_cast<std::size_t>(edges), i = static_cast<std::size_t>(e);
+        return pairs_outer ? std::pair{at(i), at(E + i)} : std::pair{at(2 * i), at(2 * i + 1)};
+    }
+};
+
+std::optional<EdgeList> edge_list(const TensorSpec& t, const SignatureCounterexample& c) {
+    if (t.kind != TensorKind::index || t.dims.size() != 2) return std::nullopt;
+    const Dim& a = t.dims[0];
+    const Dim& b = t.dims[1];
+    const bool outer = !a.is_axis() && a.size == 2 && b.is_axis();
+    const bool inner = a.is_axis() && !b.is_axis() && b.size == 2;
+    const auto values = c.inputs.find(t.name);
+    const auto nodes = c.lengths.find(t.index_axis);
+    if (!(outer || inner) || values == c.inputs.end() || nodes == c.lengths.end()) return std::nullopt;
+    EdgeList g{&t, nodes->second, values->second.shape[outer ? 1 : 0], outer, &values->second};
+    if (values->second.values.size() != 2 * static_cast<std::size_t>(g.edges) || g.nodes > 64) return std::nullopt;
+    for (double v : values->second.values)
+        if (v < 0 || v >= g.nodes) return std::nullopt;
+    return g;
+}
+
+bool moved_in(const Permutations& perms, const std::string& axis, int i) {
+    const auto p = perms.find(axis);
+    return p != perms.end() && i < p->second.size() && p->second[i] != i;
+}
+
+// One directed edge: a curve from source to target (the k-th of the same pair bends further, so repeated edges
+// stay apart), or a loop out of the node for a self-loop (the k-th turned further round). Returns where its
+// label goes.
+std::pair<double, double> edge_path(std::ostringstream& s, const std::vector<std::pair<double, double>>& at, int from,
+                                    int to, int k) {
+    const double r = 14;
+    const auto [x0, y0] = at[static_cast<std::size_t>(from)];
+    const auto [x1, y1] = at[static_cast<std::size_t>(to)];
+    if (from == to) {
+        const double a = -1.5707963 + (k % 2 ? 1 : -1) * ((k + 1) / 2) * 0.9, reach = 48 + 6 * (k / 2);
+        const auto point = [&](double angle, double dist) { return std::pair{x0 + dist * std::cos(angle), y0 + dist * std::sin(angle)}; };
+        const auto [sx, sy] = point(a - 0.4, r);
+        const auto [c1x, c1y] = point(a - 0.45, reach);
+        const auto [c2x, c2y] = point(a + 0.45, reach);
+        const auto [ex, ey] = point(a + 0.4, r + 3);
+        s << "M" << sx << "," << sy << " C" << c1x << "," << c1y << " " << c2x << "," << c2y << " " << ex << "," << ey;
+        return point(a, reach * 0.8 + 8);
+    }
+    const double dx = x1 - x0, dy = y1 - y0, len = std::max(1.0, std::hypot(dx, dy));
+    const double ux = dx / len, uy = dy / len, bend = 14.0 * (k + 1);
+    const double mx = (x0 + x1) / 2 - uy * bend, my = (y0 + y1) / 2 + ux * bend;
+    s << "M" << x0 + ux * r << "," << y0 + uy * r << " Q" << mx << "," << my << " " << x1 - ux * (r + 3) << ","
+      << y1 - uy * (r + 3);
+    return {(x0 + x1) / 4 + mx / 2 - uy * 8, (y0 + y1) / 4 + my / 2 + ux * 8};
+}
+
+// The counterexample's graph: nodes on a circle, directed edges as arrows; moved nodes and edges (those the
+// nodes' or edges' permutation moves) in red.
+std::string graph_svg(const EdgeList& g, const SignatureCounterexample& c) {
+    const double size = 320, centre = size / 2, radius = g.nodes <= 1 ? 0 : 110;
+    std::vector<std::pair<double, double>> at;
+    for (int i = 0; i < g.nodes; ++i) {
+        const double angle = 2 * 3.14159265358979 * i / std::max(1, g.nodes) - 3.14159265358979 / 2;
+        at.emplace_back(centre + radius * std::cos(angle), centre + radius * std::sin(angle));
+    }
+    const std::string edge_axis = g.spec->dims[g.pairs_outer ? 1 : 0].axis;
+    std::ostringstream s;
+    s << "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"graph\" width=\"" << size << "\" height=\"" << size
+      << "\" viewBox=\"0 0 " << size << " " << size << "\" role=\"img\" aria-label=\"graph of "
+      << html_escape(g.spec->name) << "\"><defs>";
+    for (const char* kind : {"moved", "fixed"})
+        s << "<marker id=\"edge-head-" << kind << "\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" "
+          << "markerHeight=\"7\" orient=\"auto\"><path d=\"M0,0 L10,5 L0,10 z\" fill=\""
+          << (kind[0] == 'm' ? "#b3261e" : "#4a5a70") << "\"/></marker>";
+    s << "</defs>";
+    std::map<std::pair<int, int>, int> seen;
+    for (int e = 0; e < g.edges; ++e) {
+        const auto [from, to] = g.edge(e);
+        const bool moved = moved_in(c.perms, edge_axis, e);
+        s << "<path class=\"edge " << (moved ? "moved" : "fixed") << "\" fill=\"none\" d=\"";
+        const auto [lx, ly] = edge_path(s, at, from, to, seen[{from, to}]++);
+        s << "\" marker-end=\"url(#edge-head-" << (moved ? "moved" : "fixed") << ")\"><title>edge " << e << ": " << from
+          << " &#8594; " << to << (moved ? " (moved)" : "") << "</title></path><text class=\"elabel\" x=\"" << lx
+          << "\" y=\"" << ly + 4 << "\" text-anchor=\"middle\">e" << e << "</text>";
+    }
+    for (int i = 0; i < g.nodes; ++i) {
+        const bool moved = moved_in(c.perms, g.spec->index_axis, i);
+        const auto [x, y] = at[static_cast<std::size_t>(i)];
+        s << "<circle class=\"gnode " << (moved ? "moved" : "fixed") << "\" cx=\"" << x << "\" cy=\"" << y
+          << "\" r=\"14\"><title>node " << i << (moved ? " (moved)" : "") << "</title></circle><text x=\"" << x
+          << "\" y=\"" << y + 4 << "\" text-anchor=\"middle\" class=\"label\">" << i << "</text>";
+    }
+    s << "</svg>";
+    return s.str();
+}
+
+std::string tensor_pre(const std::string& label, const Tensor& t) {
+    return "<pre class=\"tensor\">" + html_escape(label) + " = " + html_escape(tensor_text(t)) + "</pre>";
+}
+
+std::string axes_html(const SignatureCounterexample& c) {
+    std::ostringstream s;
+    s << "<h2>Permutations</h2><p class=\"note\">one per axis: (P t)[.., i, ..] = t[.., p[i], ..] along every dim "
+         "the axis names; an index input's values are renumbered.</p>\n<table class=\"summary\"><tr><th>axis</th>"
+         "<th>length</th><th>permutation</th><th>one-line</th></tr>";
+    for (const auto& [axis, p] : c.perms)
+        s << "<tr class=\"axis" << (axis == c.axis_at_fault ? " at-fault" : "") << "\"><td>" << html_escape(axis)
+          << (axis == c.axis_at_fault ? " <b>(at fault)</b>" : "") << "</td><td>" << p.size() << "</td><td>"
+          << html_escape(cycles_text(p)) << "</td><td>" << html_escape(one_line_text(p)) << "</td></tr>";
+    s << "</table>\n";
+    if (!c.axis_at_fault.empty())
+        s << "<p>The axis at fault: <b>" << html_escape(c.axis_at_fault) << "</b> (the only axis permuted).</p>\n";
+    for (const auto& [axis, p] : c.perms)
+        if (p.size() > 0 && p.size() <= 64)
+            s << "<h3>" << html_escape(axis) << ": " << html_escape(cycles_text(p)) << "</h3>\n" << permutation_svg(p)
+              << "\n";
+    return s.str();
+}
+
+// The heatmap of an output that differs, when it has at most two dims (rows the outer dim, columns the inner).
+std::string output_heatmap(const OutputComparison& o) {
+    const Tensor& a = o.layer_of_permuted;
+    const Tensor& b = o.permuted_layer;
+    if (o.holds || o.shape_mismatch || a.shape != b.shape || a.shape.size() > 2 || a.values.size() != b.values.size())
+        return "";
+    const Eigen::Index rows = a.shape.size() == 2 ? a.shape[0] : 1;
+    const Eigen::Index cols = a.shape.empty() ? 1 : a.shape.back();
+    if (rows * cols != static_cast<Eigen::Index>(a.values.size()) || rows * cols == 0) return "";
+    Counterexample ce;
+    ce.lhs = Mat<double>(rows, cols);
+    ce.rhs = Mat<double>(rows, cols);
+    for (Eigen::Index i = 0; i < rows * cols; ++i) {
+        ce.lhs(i / cols, i % cols) = a.values[static_cast<std::size_t>(i)];
+        ce.rhs(i / cols, i % cols) = b.values[static_cast<std::size_t>(i)];
+    }
+    return "<h3>Output " + html_escape(o.name) + ": heatmap of the difference</h3>\n" +
+           heatmap_svg(ce, a.shape.size() == 2 ? Property::equivariance : Property::invariance) + "\n";
+}
+
+std::string signature_html(const SignatureCounterexample& c, const Signature& sig, const SideNames& names,
+                           bool twice) {
+    std::ostringstream s;
+    s << "<h2>" << (twice ? "One input answered twice" : "Counterexample") << ": " << html_escape(lengths_text(c.lengths)) << "</h2>\n<p>Found at case " << c.case_index
+      << ", " << c.shrink_steps << " shrink steps.</p>\n" << axes_html(c);
+    for (const TensorSpec& t : sig.inputs)
+        if (const auto g = edge_list(t, c))
+            s << "<h2>Graph " << html_escape(t.name) << "</h2><p class=\"note\">" << g->nodes << (g->nodes == 1 ? " node, " : " nodes, ")
+              << g->edges << (g->edges == 1 ? " directed edge" : " directed edges")
+              << " (source &#8594; target, labelled e0, e1, ...) of the input x; red: moved by the permutation of "
+              << html_escape(t.index_axis) << " or of the edges.</p>\n" << graph_svg(*g, c) << "\n";
+    s << "<h2>Outputs</h2>\n<table class=\"summary\"><tr><th>output</th><th>must be</th><th>largest "
+      << html_escape(names.diff) << "</th><th>where</th><th>tolerance</th><th></th></tr>";
+    for (const OutputComparison& o : c.outputs) {
+        const TensorSpec* t = spec_named(sig.outputs, o.name);
+        s << "<tr><td>" << html_escape(o.name) << "</td><td>" << html_escape(t ? output_claim(*t, sig) : "")
+          << "</td><td>" << text(o.max_abs_diff) << "</td><td>"
+          << (o.shape_mismatch || o.where.empty() ? "shapes differ" : where_text(o.where)) << "</td><td>"
+          << text(o.tolerance) << "</td><td>" << (o.holds ? "holds" : "<b>violated</b>") << "</td></tr>";
+    }
+    s << "</table>\n";
+    for (const OutputComparison& o : c.outputs) s << output_heatmap(o);
+    s << "<h2>Inputs and outputs</h2>\n<div class=\"matrices\">";
+    for (const auto& [name, t] : c.inputs) s << tensor_pre(name, t);
+    for (const OutputComparison& o : c.outputs)
+        s << tensor_pre(o.name + ": " + names.lhs, o.layer_of_permuted) << tensor_pre(o.name + ": " + names.rhs, o.permuted_layer);
+    s << "</div>\n";
+    return s.str();
+}
+
 const char* kStyle = R"(
 body { font: 15px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #1b1b1b; padding: 0 1em; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.15em; margin-top: 1.6em; }
@@ -147,6 +327,10 @@ svg text.label { font: 12px monospace; fill: #222; }
 svg circle.node { fill: #eef2f7; stroke: #4a5a70; }
 svg line.arrow { stroke-width: 2; } svg line.moved { stroke: #b3261e; } svg line.fixed { stroke: #9aa3ad; }
 svg rect.cell { stroke: #c8c8c8; stroke-width: .5; }
+svg circle.gnode { fill: #eef2f7; stroke: #4a5a70; stroke-width: 1.5; } svg circle.gnode.moved { fill: #f9dedc; stroke: #b3261e; stroke-width: 3; }
+svg path.edge { stroke-width: 2; } svg path.edge.fixed { stroke: #4a5a70; } svg path.edge.moved { stroke: #b3261e; }
+tr.at-fault td { background: #f9dedc; }
+svg text.elabel { font: 11px monospace; fill: #555; }
 pre { background: #f4f4f4; padding: .6em; overflow-x: auto; }
 div.matrices { overflow-x: auto; }
 .note { color: #555; }
@@ -197,6 +381,8 @@ std::string to_html(const Record& r) {
         s << "<h2>Matrices</h2>\n<div class=\"matrices\">" << matrix_table(c->x, "x")
           << matrix_table(c->lhs, names.lhs) << matrix_table(c->rhs, names.rhs) << "</div>\n";
     }
+    if (r.signature_counterexample && r.signature)
+        s << signature_html(*r.signature_counterexample, *r.signature, names, r.verdict == Verdict::nondeterministic);
     if (!r.details.empty())
         s << "<h2>Details</h2><pre>" << html_escape(r.details.dump(2, ' ', false, json::error_handler_t::replace))
           << "</pre>\n";

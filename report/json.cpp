@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <optional>
 #include <stdexcept>
 #include <type_traits>
 #include <vector>
@@ -116,6 +118,194 @@ template <class Enum, class Parse> Enum named(const json& j, const char* field, 
     }
 }
 
+// ---- tensors and signatures ------------------------------------------------------------------------------
+// A tensor as nested arrays in the order of its dims (a scalar as a bare number), row-major.
+json nested(const std::vector<int>& shape, const std::vector<double>& values, std::size_t dim, std::size_t& at) {
+    if (dim == shape.size()) return at < values.size() ? number(values[at++]) : json(nullptr);
+    json a = json::array();
+    for (int k = 0; k < shape[dim]; ++k) a.push_back(nested(shape, values, dim + 1, at));
+    return a;
+}
+json nested(const Tensor& t) {
+    std::size_t at = 0;
+    return nested(t.shape, t.values, 0, at);
+}
+
+// The shape of nested arrays, read along their first elements (an empty array ends it).
+std::vector<int> inferred_shape(const json& j) {
+    std::vector<int> shape;
+    for (const json* v = &j; v->is_array(); v = &(*v)[0]) {
+        shape.push_back(static_cast<int>(std::min<std::size_t>(v->size(), 1u << 30)));
+        if (v->empty()) break;
+    }
+    return shape;
+}
+
+void read_nested(const json& j, const std::vector<int>& shape, std::size_t dim, const std::string& field,
+                 std::vector<double>& values) {
+    if (dim == shape.size()) {
+        values.push_back(number_from(j, field));
+        return;
+    }
+    if (!j.is_array() || j.size() != static_cast<std::size_t>(std::max(shape[dim], 0)))
+        throw std::invalid_argument("field '" + field + "' must be an array of " + std::to_string(shape[dim]) +
+                                    " entries (dim " + std::to_string(dim) + " of its shape)");
+    for (std::size_t k = 0; k < j.size(); ++k) read_nested(j[k], shape, dim + 1, field + "[" + std::to_string(k) + "]", values);
+}
+
+// Nested arrays of the given shape, or (shape empty and `infer`) of the shape they show.
+Tensor tensor_from(const json& j, const std::string& field, std::optional<std::vector<int>> shape) {
+    Tensor t;
+    t.shape = shape ? *shape : inferred_shape(j);
+    read_nested(j, t.shape, 0, field, t.values);
+    return t;
+}
+
+json signature_json(const Signature& s) {
+    json axes = json::array(), inputs = json::array(), outputs = json::array();
+    for (const Axis& a : s.axes) axes.push_back(format(a));
+    for (const TensorSpec& t : s.inputs) inputs.push_back(format_input(t));
+    for (const TensorSpec& t : s.outputs) outputs.push_back(format_output(t));
+    return json{{"axes", axes}, {"inputs", inputs}, {"outputs", outputs}};
+}
+
+// The signature as its flags' texts, each read by its parser, the whole validated.
+Signature signature_from(const json& j) {
+    if (!j.is_object()) throw std::invalid_argument("field 'signature' must be an object");
+    Signature s;
+    const auto texts = [&j](const char* field, auto parse, auto& into) {
+        const json& list = required(j, field, "signature.");
+        if (!list.is_array()) throw std::invalid_argument("field 'signature." + std::string(field) + "' must be an array");
+        for (const json& t : list) {
+            if (!t.is_string())
+                throw std::invalid_argument("field 'signature." + std::string(field) + "' must hold strings, got " +
+                                            std::string(t.type_name()));
+            try {
+                into.push_back(parse(t.get<std::string>()));
+            } catch (const std::invalid_argument& e) {
+                throw std::invalid_argument("field 'signature." + std::string(field) + "': " + e.what());
+            }
+        }
+    };
+    texts("axes", parse_axis, s.axes);
+    texts("inputs", parse_input, s.inputs);
+    texts("outputs", parse_output, s.outputs);
+    try {
+        validate(s);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument("field 'signature': " + std::string(e.what()));
+    }
+    return s;
+}
+
+json comparison_json(const OutputComparison& o) {
+    return json{{"layer_of_permuted", nested(o.layer_of_permuted)},
+                {"permuted_layer", nested(o.permuted_layer)},
+                {"max_abs_diff", number(o.max_abs_diff)},
+                {"where", o.where},
+                {"tolerance", number(o.tolerance)},
+                {"holds", o.holds},
+                {"shape_mismatch", o.shape_mismatch}};
+}
+
+json signature_counterexample_json(const SignatureCounterexample& c) {
+    json perms = json::object(), cycles = json::object(), inputs = json::object(), outputs = json::object();
+    for (const auto& [axis, p] : c.perms) {
+        perms[axis] = p.one_line();
+        cycles[axis] = p.cycles();
+    }
+    for (const auto& [name, t] : c.inputs) inputs[name] = nested(t);
+    for (const OutputComparison& o : c.outputs) outputs[o.name] = comparison_json(o);
+    return json{{"lengths", c.lengths},         {"permutations", perms},   {"cycles", cycles},
+                {"axis_at_fault", c.axis_at_fault}, {"inputs", inputs},    {"outputs", outputs},
+                {"case_index", c.case_index},   {"shrink_steps", c.shrink_steps}, {"black_box", true}};
+}
+
+// The fields every audit's counterexample has, written for the one-tensor form too: axis n, input x, output y.
+void add_named_fields(json& j, const Counterexample& c, Property property) {
+    const bool pooled = property == Property::invariance;
+    const auto side = [pooled](const Mat<double>& m) { return pooled && m.rows() == 1 ? matrix(m)[0] : matrix(m); };
+    json where = pooled ? json::array({c.comparison.col}) : json::array({c.comparison.row, c.comparison.col});
+    j["lengths"] = {{"n", c.n()}};
+    j["permutations"] = {{"n", c.perm.one_line()}};
+    j["inputs"] = {{"x", matrix(c.x)}};
+    j["outputs"] = {{"y", {{"layer_of_permuted", side(c.lhs)}, {"permuted_layer", side(c.rhs)},
+                           {"max_abs_diff", number(c.comparison.max_abs_diff)}, {"where", where}}}};
+}
+
+std::map<std::string, int> lengths_from(const json& j, const Signature& s) {
+    const std::string at = "counterexample.";
+    const json& lengths = required(j, "lengths", at);
+    if (!lengths.is_object()) throw std::invalid_argument("field 'counterexample.lengths' must be an object");
+    std::map<std::string, int> out;
+    for (const Axis& a : s.axes) {
+        const int n = get_as<int>(lengths, a.name.c_str(), at + "lengths.");
+        if (n < 0 || n > (1 << 20))
+            throw std::invalid_argument("field 'counterexample.lengths." + a.name + "' must be in [0, 2^20], got " +
+                                        std::to_string(n));
+        out[a.name] = n;
+    }
+    return out;
+}
+
+Permutations permutations_from(const json& j, const Signature& s, const Lengths& lengths) {
+    const std::string at = "counterexample.permutations.";
+    const json& perms = required(j, "permutations", "counterexample.");
+    if (!perms.is_object()) throw std::invalid_argument("field 'counterexample.permutations' must be an object");
+    Permutations out;
+    for (const Axis& a : s.axes) {
+        const auto one_line = get_as<std::vector<int>>(perms, a.name.c_str(), at);
+        try {
+            out[a.name] = Permutation(one_line);
+        } catch (const std::invalid_argument& e) {
+            throw std::invalid_argument("field '" + at + a.name + "': " + e.what());
+        }
+        if (out[a.name].size() != lengths.at(a.name))
+            throw std::invalid_argument("field '" + at + a.name + "' has " + std::to_string(out[a.name].size()) +
+                                        " entries but axis " + a.name + " has length " +
+                                        std::to_string(lengths.at(a.name)));
+    }
+    return out;
+}
+
+OutputComparison comparison_from(const json& j, const TensorSpec& t, const Lengths& lengths, const std::string& at) {
+    if (!j.is_object()) throw std::invalid_argument("field '" + at + "' must be an object");
+    OutputComparison o;
+    o.name = t.name;
+    o.shape_mismatch = get_or<bool>(j, "shape_mismatch", false, at + ".");
+    std::optional<std::vector<int>> shape;
+    if (!o.shape_mismatch) shape = shape_of(t, lengths);
+    o.layer_of_permuted = tensor_from(required(j, "layer_of_permuted", at + "."), at + ".layer_of_permuted", shape);
+    o.permuted_layer = tensor_from(required(j, "permuted_layer", at + "."), at + ".permuted_layer", shape);
+    o.max_abs_diff = number_from(required(j, "max_abs_diff", at + "."), at + ".max_abs_diff");
+    o.tolerance = j.contains("tolerance") ? number_from(j["tolerance"], at + ".tolerance") : 0.0;
+    o.where = get_or<std::vector<int>>(j, "where", {}, at + ".");
+    o.holds = get_or<bool>(j, "holds", false, at + ".");
+    return o;
+}
+
+SignatureCounterexample signature_counterexample_from(const json& j, const Signature& s) {
+    const std::string at = "counterexample.";
+    if (!j.is_object()) throw std::invalid_argument("field 'counterexample' must be an object or null");
+    SignatureCounterexample c;
+    c.lengths = lengths_from(j, s);
+    c.perms = permutations_from(j, s, c.lengths);
+    const json& inputs = required(j, "inputs", at);
+    const json& outputs = required(j, "outputs", at);
+    if (!inputs.is_object() || !outputs.is_object())
+        throw std::invalid_argument("fields 'counterexample.inputs' and 'counterexample.outputs' must be objects");
+    for (const TensorSpec& t : s.inputs)
+        c.inputs[t.name] = tensor_from(required(inputs, t.name.c_str(), at + "inputs."), at + "inputs." + t.name,
+                                       shape_of(t, c.lengths));
+    for (const TensorSpec& t : s.outputs)
+        if (outputs.contains(t.name))
+            c.outputs.push_back(comparison_from(outputs[t.name], t, c.lengths, at + "outputs." + t.name));
+    c.axis_at_fault = get_or<std::string>(j, "axis_at_fault", "", at);
+    c.case_index = get_or<int>(j, "case_index", -1, at);
+    c.shrink_steps = get_or<int>(j, "shrink_steps", 0, at);
+    return c;
+}
+
 // ---- the counterexample ----------------------------------------------------------------------------------
 json counterexample_json(const Counterexample& c) {
     json where = json::object();
@@ -207,6 +397,9 @@ json to_json(const Record& r) {
     j["cases"] = r.cases;
     j["seed"] = r.seed;
     j["counterexample"] = r.counterexample ? counterexample_json(*r.counterexample) : json(nullptr);
+    if (r.counterexample && r.counterexample->black_box) add_named_fields(j["counterexample"], *r.counterexample, r.property);
+    if (r.signature) j["signature"] = signature_json(*r.signature);
+    if (r.signature_counterexample) j["counterexample"] = signature_counterexample_json(*r.signature_counterexample);
     j["error"] = r.error;
     j["replay"] = r.replay;
     j["details"] = r.details.is_null() ? json::object() : r.details;
@@ -236,7 +429,15 @@ Record from_json(const json& j) {
         r.details = j["details"];
     }
     r.weights = weights_version(j);
-    if (j.contains("counterexample") && !j["counterexample"].is_null()) {
+    if (j.contains("signature") && !j["signature"].is_null()) r.signature = signature_from(j["signature"]);
+    const bool named = j.contains("counterexample") && j["counterexample"].is_object() &&
+                       !j["counterexample"].contains("x") && j["counterexample"].contains("inputs");
+    if (named && !r.signature)
+        throw std::invalid_argument("field 'counterexample' holds named inputs but the report has no 'signature'");
+    if (named) {
+        r.signature_counterexample = signature_counterexample_from(j["counterexample"], *r.signature);
+        r.signature_counterexample->replay = r.replay;
+    } else if (j.contains("counterexample") && !j["counterexample"].is_null()) {
         r.counterexample = counterexample_from(j["counterexample"], r);
         // A report written before the draw had versions has no field: its weights are version 1.
         if (!r.counterexample->black_box) r.counterexample->weights = r.weights > 0 ? r.weights : kOldestWeightsVersion;

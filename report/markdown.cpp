@@ -8,6 +8,42 @@ namespace permcheck::report {
 using namespace detail;
 using nlohmann::json;
 
+namespace {
+
+// A signature audit's counterexample: every axis with its length and permutation, the axis at fault, each
+// output's comparison, then the inputs and both sides of every output.
+std::string signature_section(const SignatureCounterexample& c, const Signature& sig, const SideNames& names,
+                              bool twice) {
+    std::ostringstream s;
+    s << "\n#### " << (twice ? "One input answered twice" : "Counterexample") << ": " << lengths_text(c.lengths) << "\n\n";
+    s << "| axis | length | permutation | one-line |\n| --- | --- | --- | --- |\n";
+    for (const auto& [axis, p] : c.perms)
+        s << "| " << md_code(axis) << (axis == c.axis_at_fault ? " (at fault)" : "") << " | " << p.size() << " | "
+          << md_code(cycles_text(p)) << " | " << md_code(one_line_text(p)) << " |\n";
+    s << "\nEach permutation acts along its axis: (P t)[.., i, ..] = t[.., p[i], ..]; an index input's values are "
+         "renumbered.\n";
+    if (!c.axis_at_fault.empty()) s << "The axis at fault: **" << c.axis_at_fault << "** (the only axis permuted).\n";
+    std::string diff;  // a table cell: its bars escaped
+    for (const char* ch = names.diff; *ch; ++ch) diff += *ch == '|' ? std::string("\\|") : std::string(1, *ch);
+    s << "\n| output | must be | largest " << diff << " | where | tolerance | |\n| --- | --- | --- | --- | --- | --- |\n";
+    for (const OutputComparison& o : c.outputs) {
+        const TensorSpec* t = spec_named(sig.outputs, o.name);
+        s << "| " << md_code(o.name) << " | " << (t ? output_claim(*t, sig) : "") << " | " << text(o.max_abs_diff)
+          << " | " << (o.shape_mismatch || o.where.empty() ? std::string("shapes differ") : md_code(where_text(o.where)))
+          << " | " << text(o.tolerance) << " | " << (o.holds ? "holds" : "**violated**") << " |\n";
+    }
+    s << "\nFound at case " << c.case_index << ", " << c.shrink_steps << " shrink steps.\n\n";
+    s << "<details><summary>inputs and outputs</summary>\n\n```text\n";
+    for (const auto& [name, t] : c.inputs) s << name << " = " << tensor_text(t) << "\n";
+    for (const OutputComparison& o : c.outputs)
+        s << o.name << ": " << names.lhs << " = " << tensor_text(o.layer_of_permuted) << "\n" << o.name << ": "
+          << names.rhs << " = " << tensor_text(o.permuted_layer) << "\n";
+    s << "```\n\n</details>\n";
+    return s.str();
+}
+
+}  // namespace
+
 std::string to_markdown(const Record& r) {
     std::ostringstream s;
     const SideNames names = shown_sides(r);
@@ -50,6 +86,9 @@ std::string to_markdown(const Record& r) {
         s << "<details><summary>matrices</summary>\n\n```text\nx =\n" << matrix_text(c->x) << names.lhs << " =\n"
           << matrix_text(c->lhs) << names.rhs << " =\n" << matrix_text(c->rhs) << "```\n\n</details>\n";
     }
+    if (r.signature_counterexample && r.signature)
+        s << signature_section(*r.signature_counterexample, *r.signature, names,
+                               r.verdict == Verdict::nondeterministic);
     if (!r.details.empty()) s << "\n<details><summary>details</summary>\n\n```json\n" << r.details.dump(2, ' ', false, json::error_handler_t::replace) << "\n```\n\n</details>\n";
     if (!r.replay.empty()) s << "\n**Replay:**\n\n```sh\n" << r.replay << "\n```\n";
     if (const std::string again = case_replay(r); !again.empty())

@@ -32,6 +32,8 @@ Record record_of(const AuditResult& result, const std::string& layer, Property p
     r.counterexample = result.counterexample;
     r.replay = replay;
     if (r.counterexample) r.counterexample->replay = replay;
+    r.signature_counterexample = result.signature_counterexample;
+    if (r.signature_counterexample) r.signature_counterexample->replay = replay;
     r.error = result.error;
     return r;
 }

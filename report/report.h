@@ -32,6 +32,11 @@ struct Record {
     // The version of the weight draw (scalars/weights.h) of a check's layers; 0 for a black box, which has none.
     // A white-box counterexample's own version (Counterexample::weights) is the one written.
     int weights = 0;
+    // A signature audit (check/signature.h): the signature audited, and its counterexample (counterexample stays
+    // empty). Both written to and read from report.json ("signature", and "counterexample" with "lengths",
+    // "permutations", "inputs" and "outputs").
+    std::optional<Signature> signature;
+    std::optional<SignatureCounterexample> signature_counterexample;
 };
 
 nlohmann::json to_json(const Record& r);

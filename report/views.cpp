@@ -1,5 +1,6 @@
 #include "report/views.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <sstream>
@@ -57,6 +58,68 @@ std::string md_code(const std::string& s) {
     const std::string fence = s.find('`') == std::string::npos ? "`" : "`` ";
     return fence + s + (fence == "`" ? "`" : " ``");
 }
+
+namespace {
+void append_tensor(std::string& s, const Tensor& t, std::size_t dim, std::size_t& at) {
+    if (dim == t.shape.size()) {
+        s += at < t.values.size() ? text(t.values[at++]) : std::string("?");
+        return;
+    }
+    s += '[';
+    for (int k = 0; k < t.shape[dim]; ++k) {
+        if (k) s += ", ";
+        append_tensor(s, t, dim + 1, at);
+    }
+    s += ']';
+}
+}  // namespace
+
+std::string tensor_text(const Tensor& t) {
+    std::string s;
+    std::size_t at = 0;
+    append_tensor(s, t, 0, at);
+    return s;
+}
+
+std::string lengths_text(const Lengths& lengths) {
+    std::string s;
+    for (const auto& [axis, n] : lengths) {
+        if (!s.empty()) s += ", ";
+        s += axis + " = " + std::to_string(n);
+    }
+    return s;
+}
+
+std::string output_claim(const TensorSpec& t, const Signature& s) {
+    std::string along, to;
+    for (const Axis& a : s.axes) {
+        const bool has = std::any_of(t.dims.begin(), t.dims.end(), [&a](const Dim& d) { return d.axis == a.name; });
+        std::string& list = has ? along : to;
+        if (!list.empty()) list += ", ";
+        list += a.name;
+    }
+    std::string claim = along.empty() ? "" : "equivariant along " + along;
+    if (!along.empty() && !to.empty()) claim += ", ";
+    if (!to.empty()) claim += "invariant to " + to;
+    return claim;
+}
+
+const TensorSpec* spec_named(const std::vector<TensorSpec>& specs, const std::string& name) {
+    for (const TensorSpec& t : specs)
+        if (t.name == name) return &t;
+    return nullptr;
+}
+
+std::string where_text(const std::vector<int>& where) {
+    std::string s = "[";
+    for (std::size_t k = 0; k < where.size(); ++k) {
+        if (k) s += ", ";
+        s += std::to_string(where[k]);
+    }
+    return s + "]";
+}
+
+std::string cycles_text(const Permutation& p) { return p.is_identity() ? "(identity)" : p.cycles(); }
 
 std::string case_replay(const Record& r) {
     if (!r.counterexample) return "";

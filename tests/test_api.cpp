@@ -209,4 +209,95 @@ TEST(PermcheckMacros, SequenceLayerAuditedAsPooledFailsWithAnError) {
     EXPECT_NONFATAL_FAILURE(EXPECT_INVARIANT(attention_f64, options(2)), "a pooled layer answers one vector");
 }
 
+// ------------------------------------------------------------------------------ layers over named tensors
+
+// A 2-D named tensor as a matrix, and a matrix (or one row, as a vector) as a named tensor.
+MatrixXd as_matrix(const permcheck::Tensor& t) {
+    MatrixXd m(t.shape.at(0), t.shape.at(1));
+    for (int i = 0; i < t.shape[0]; ++i)
+        for (int j = 0; j < t.shape[1]; ++j) m(i, j) = t.values[static_cast<std::size_t>(i * t.shape[1] + j)];
+    return m;
+}
+permcheck::Tensor as_tensor(const MatrixXd& m, bool vector = false) {
+    permcheck::Tensor t;
+    t.shape = vector ? std::vector<int>{static_cast<int>(m.cols())}
+                     : std::vector<int>{static_cast<int>(m.rows()), static_cast<int>(m.cols())};
+    for (Eigen::Index i = 0; i < m.rows(); ++i)
+        for (Eigen::Index j = 0; j < m.cols(); ++j) t.values.push_back(m(i, j));
+    return t;
+}
+
+permcheck::Signature cross_signature() {
+    return permcheck::Signature{{permcheck::parse_axis("n=1..8"), permcheck::parse_axis("m=1..8")},
+                                {permcheck::parse_input("q:n,4"), permcheck::parse_input("mem:m,4")},
+                                {permcheck::parse_output("y:n,4")}};
+}
+
+// Cross-attention of q over the memory: equivariant in n, invariant to the order of m.
+MatrixXd cross_attend(const MatrixXd& q, const MatrixXd& mem) {
+    const Eigen::Index d = q.cols();
+    MatrixXd s = (q * weights<MatrixXd>(d, d, 1)) * (mem * weights<MatrixXd>(d, d, 2)).transpose() / 2.0;
+    for (Eigen::Index i = 0; i < s.rows(); ++i) {
+        s.row(i).array() -= s.row(i).maxCoeff();
+        s.row(i) = s.row(i).array().exp().matrix();
+        s.row(i) /= s.row(i).sum();
+    }
+    return s * (mem * weights<MatrixXd>(d, d, 3));
+}
+const auto cross_attention_named = [](const permcheck::Tensors& in) {
+    return permcheck::Tensors{{"y", as_tensor(cross_attend(as_matrix(in.at("q")), as_matrix(in.at("mem"))))}};
+};
+// The memory's positions leak in: memory item j gets j added to its first feature.
+const auto memory_leak_named = [](const permcheck::Tensors& in) {
+    MatrixXd mem = as_matrix(in.at("mem"));
+    for (Eigen::Index j = 0; j < mem.rows(); ++j) mem(j, 0) += static_cast<double>(j);
+    return permcheck::Tensors{{"y", as_tensor(cross_attend(as_matrix(in.at("q")), mem))}};
+};
+
+permcheck::Signature pooled_signature() {
+    return permcheck::Signature{{permcheck::parse_axis("n=1..8")}, {permcheck::parse_input("x:n,3")},
+                                {permcheck::parse_output("g:3")}};
+}
+const auto sum_pool_named = [](const permcheck::Tensors& in) {
+    return permcheck::Tensors{{"g", as_tensor(as_matrix(in.at("x")).colwise().sum(), true)}};
+};
+
+TEST(AuditSignature, CrossAttentionOverNamedTensorsHoldsAtTheFloorOfTwoCallsACase) {
+    permcheck::AuditOptions o;
+    o.name = "cross-attention";
+    const permcheck::AuditResult r = permcheck::audit_signature(cross_attention_named, cross_signature(), o);
+    EXPECT_EQ(r.verdict, permcheck::Verdict::holds) << permcheck::explain(r, cross_signature(), o);
+    EXPECT_EQ(r.evaluations, 2 * 100 + o.repeat_checks);
+    EXPECT_EQ(r.axis_lengths.at("m").back(), 8);
+    EXPECT_EQ(permcheck::audit_callable(cross_attention_named, cross_signature(), o).verdict, permcheck::Verdict::holds);
+}
+
+TEST(AuditSignature, AMemoryPositionLeakIsViolatedWithTheMemoryAxisAtFault) {
+    permcheck::AuditOptions o;
+    o.name = "leaky cross-attention";
+    const permcheck::AuditResult r = permcheck::audit_signature(memory_leak_named, cross_signature(), o);
+    ASSERT_EQ(r.verdict, permcheck::Verdict::violated);
+    ASSERT_TRUE(r.signature_counterexample.has_value());
+    EXPECT_FALSE(r.counterexample.has_value());
+    EXPECT_EQ(r.signature_counterexample->axis_at_fault, "m");
+    EXPECT_EQ(r.signature_counterexample->lengths.at("m"), 2);
+    const std::string text = permcheck::explain(r, cross_signature(), o);
+    EXPECT_NE(text.find("the axis at fault: m"), std::string::npos) << text;
+    EXPECT_NE(text.find("m (0 1)"), std::string::npos) << text;
+    EXPECT_NE(text.find("--axis n=1..8 --axis m=1..8 --input q:n,4 --input mem:m,4 --output y:n,4"), std::string::npos)
+        << text;
+    EXPECT_NE(permcheck::describe_finding(r).find("the axis at fault: m"), std::string::npos);
+}
+
+TEST(PermcheckMacros, ASignatureLayerPassesAndItsBrokenCounterpartFailsNamingTheAxis) {
+    EXPECT_EQUIVARIANT(cross_attention_named, cross_signature());
+    ASSERT_INVARIANT(sum_pool_named, pooled_signature(), permcheck::AuditOptions{});
+    EXPECT_NONFATAL_FAILURE(EXPECT_EQUIVARIANT(memory_leak_named, cross_signature()),
+                            "expected memory_leak_named to respect its signature --axis n=1..8");
+    EXPECT_NONFATAL_FAILURE(EXPECT_EQUIVARIANT(memory_leak_named, cross_signature()), "the axis at fault: m");
+    EXPECT_FATAL_FAILURE(ASSERT_EQUIVARIANT(memory_leak_named, cross_signature()), "violated");
+    // An output with an axis is not invariant by declaration: EXPECT_INVARIANT says so rather than pass.
+    EXPECT_NONFATAL_FAILURE(EXPECT_INVARIANT(cross_attention_named, cross_signature()), "has the axis n");
+}
+
 }  // namespace

@@ -30,6 +30,7 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <vector>
 #include <utility>
 
 namespace permcheck {
@@ -123,6 +124,53 @@ inline std::string explain(const AuditResult& r, const AuditOptions& given) {
     } else {
         s << "  replay: " << replay_hint(o) << "\n";
     }
+    return s.str();
+}
+
+// ------------------------------------------------------------------------------------- layers with a signature
+
+// Audits a callable over named tensors (check/signature.h): it takes `const permcheck::Tensors&` (by name; a
+// mask holds 0 and 1, an index input integers, all as doubles) and returns Tensors holding every output the
+// signature names. The property follows from the signature: each output equivariant along the axes it has,
+// invariant to the others. opts.output, d, min_len, max_len and long_len are not read (the axes replace them).
+//
+//   permcheck::Signature s{{permcheck::parse_axis("n=1..8"), permcheck::parse_axis("m=1..8")},
+//                          {permcheck::parse_input("q:n,8"), permcheck::parse_input("mem:m,8")},
+//                          {permcheck::parse_output("y:n,8")}};
+//   permcheck::AuditResult r = permcheck::audit_signature(my_cross_attention, s, {});
+template <class F> AuditResult audit_signature(F layer, const Signature& signature, AuditOptions opts) {
+    static_assert(std::is_invocable_r_v<Tensors, const F&, const Tensors&>,
+                  "a layer with a signature must be callable (through a const call operator) with "
+                  "const permcheck::Tensors& and return permcheck::Tensors");
+    return audit(NamedBlackBox(std::move(layer)), signature, opts);
+}
+// The same, under the name of the one-tensor API.
+template <class F> AuditResult audit_callable(F layer, const Signature& signature, AuditOptions opts) {
+    return audit_signature(std::move(layer), signature, std::move(opts));
+}
+
+// The signature as the command line writes it, for a replay hint.
+inline std::string signature_flags(const Signature& s) {
+    std::string out;
+    for (const Axis& a : s.axes) (out += " --axis ") += format(a);
+    for (const TensorSpec& t : s.inputs) (out += " --input ") += format_input(t);
+    for (const TensorSpec& t : s.outputs) (out += " --output ") += format_output(t);
+    return out;
+}
+
+// A readable account of a signature audit's result: the verdict, what was found, the shrunk counterexample
+// (describe(c, s)) and the options that find it again.
+inline std::string explain(const AuditResult& r, const Signature& signature, const AuditOptions& o) {
+    std::ostringstream s;
+    s << o.name << ": " << verdict_name(r.verdict) << " after " << r.cases << (r.cases == 1 ? " case" : " cases")
+      << " (" << r.evaluations << (r.evaluations == 1 ? " layer call, " : " layer calls, ") << arithmetic_name(r.dtype)
+      << (r.dtype_inferred ? ", inferred from the answers" : "") << ")\n";
+    if (!r.detail.empty()) s << "  " << r.detail << "\n";
+    if (!r.error.empty()) s << "  error: " << r.error << (r.last_request.empty() ? "" : "; last request: " + r.last_request) << "\n";
+    if (r.signature_counterexample) s << describe(*r.signature_counterexample, signature);
+    s << "  replay: permcheck::AuditOptions{.dtype = permcheck::Arithmetic::" << arithmetic_name(r.dtype)
+      << ", .cases = " << o.cases << ", .seed = " << o.seed << "} with the signature" << signature_flags(signature)
+      << " finds the same case again\n";
     return s.str();
 }
 

@@ -41,6 +41,43 @@ template <class F>
     return audit_as(Output::pooled, layer_expr, layer, opts);
 }
 
+// A layer over named tensors (check/signature.h): EXPECT_EQUIVARIANT(layer, signature[, options]) audits it with
+// permcheck::audit_signature, each output equivariant along the axes it has and invariant to the others;
+// EXPECT_INVARIANT(layer, signature[, options]) also requires that no output has an axis.
+struct SignatureOptions {
+    Signature signature;
+    AuditOptions options;
+};
+inline SignatureOptions options_or_default(const Signature& s) { return {s, AuditOptions{}}; }
+inline SignatureOptions options_or_default(const Signature& s, const AuditOptions& o) { return {s, o}; }
+
+template <class F>
+::testing::AssertionResult audit_signature_as(bool invariant_only, const char* layer_expr, const F& layer,
+                                              SignatureOptions so) {
+    if (so.options.name == AuditOptions{}.name) so.options.name = layer_expr;
+    for (const TensorSpec& out : so.signature.outputs)
+        for (const Dim& d : out.dims)
+            if (invariant_only && d.is_axis())
+                return ::testing::AssertionFailure() << "EXPECT_INVARIANT: the output " << out.name << " of "
+                                                     << layer_expr << " has the axis " << d.axis
+                                                     << "; an output with an axis is checked for equivariance "
+                                                        "(EXPECT_EQUIVARIANT)";
+    const AuditResult r = audit_signature(layer, so.signature, so.options);
+    if (r.verdict == Verdict::holds) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "expected " << layer_expr
+                                         << " to respect its signature" << signature_flags(so.signature)
+                                         << ", but the audit says: " << explain(r, so.signature, so.options);
+}
+
+template <class F>
+::testing::AssertionResult equivariant(const char* layer_expr, const char*, const F& layer, const SignatureOptions& so) {
+    return audit_signature_as(false, layer_expr, layer, so);
+}
+template <class F>
+::testing::AssertionResult invariant(const char* layer_expr, const char*, const F& layer, const SignatureOptions& so) {
+    return audit_signature_as(true, layer_expr, layer, so);
+}
+
 }  // namespace permcheck::testing
 
 #define EXPECT_EQUIVARIANT(layer, ...) \

@@ -1,0 +1,387 @@
+// The engine of black-box audits, shared by the one-tensor audit (check/blackbox.cpp) and the signature audit
+// (check/signature_audit.cpp): the run of a schedule over workers (the lowest failing case wins, whatever the
+// number of workers; dtype inference from PrecisionEvidence), the shrink of a failure (reproduce, shrink the case,
+// or shrink the input answered twice), stop requests and progress, and the verdict. Internal: it includes
+// RapidCheck (check/search.h).
+//
+// An evaluator `Ev` is what differs between the two audits. It provides
+//   using Case, Answers (with a PrecisionEvidence `evidence`), Observation (with Kind `kind`, std::string `detail`);
+//   int evaluations; std::string last_request; void set_dtype(Arithmetic);
+//   Answers ask(const Case&, bool repeat);                       L(x) (twice when repeat) and L(P x)
+//   Observation judge(const Case&, const Answers&, const ToleranceModel&) const;
+//   Observation observe(const Case&, bool repeat);                ask and judge with the current tolerance
+//   std::optional<Observation> reproduce(const Case&, const Observation&);   both sides again
+//   std::optional<Observation> twice(const Case&);                x answered twice, the permutation ignored
+//   Case input_case(const Observation&) const;                    the input answered twice, as a case
+//   rc::Shrinkable<Case> shrinkable(const Case&) const;
+//   void record(AuditResult&, const Observation&, int case_index, int shrink_steps) const;
+//   std::string violation_detail(const Observation&) const;
+#pragma once
+
+#include "check/blackbox.h"
+#include "check/search.h"
+
+#include <algorithm>
+#include <atomic>
+#include <functional>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace permcheck::engine {
+
+enum class Kind { pass, violated, non_finite, nondeterministic };
+
+inline ToleranceModel tolerance_of(Arithmetic dtype, double amplification) {
+    ToleranceModel t;
+    t.unit_roundoff = dtype == Arithmetic::float32 ? ScalarTraits<float>::unit_roundoff : ScalarTraits<double>::unit_roundoff;
+    t.amplification = amplification;
+    return t;
+}
+
+// The tolerances a run judges each case with: the given dtype's, or, when it is inferred, float32's (the
+// looser, first) and float64's.
+inline std::vector<Arithmetic> lanes_of(const AuditOptions& o) {
+    if (o.dtype) return {*o.dtype};
+    return {Arithmetic::float32, Arithmetic::float64};
+}
+
+inline bool stop_requested(const AuditOptions& o) { return o.stop_requested && o.stop_requested(); }
+
+// What the values of an answer say of their precision (PrecisionEvidence::add, for any container of doubles).
+void add_evidence(PrecisionEvidence& e, const double* values, std::size_t count);
+
+// The cases of this run: those of its shard, and which of them also evaluate L(x) twice. A case is drawn when it
+// is run (by the worker that runs it), from its own random split from the audit's seed as search.h splits them,
+// so the same position always gives the same case and no run holds more than its workers' cases at once.
+template <class C> struct Schedule {
+    using Draw = std::function<C(int case_index, const rc::Random& random)>;
+    std::vector<int> index;            // each case's index in the whole audit
+    std::vector<rc::Random> randoms;   // each case's random
+    Draw draw;
+    std::set<std::size_t> repeated;    // positions that also evaluate L(x) twice
+
+    static Schedule of(const AuditOptions& o, Draw draw) {
+        Schedule s;
+        s.draw = std::move(draw);
+        rc::Random random(o.seed);
+        for (int i = 0; i < o.cases; ++i) {
+            const rc::Random case_random = random.split();
+            if (!in_shard(i, o.shard)) continue;
+            s.index.push_back(i);
+            s.randoms.push_back(case_random);
+        }
+        // Spread over the run, since the first cases are the smallest (RapidCheck's size grows with the case
+        // index) and a zero input hides dropout.
+        const std::size_t count = s.size();
+        for (int k = 0; k < o.repeat_checks && count > 0; ++k)
+            s.repeated.insert(std::min(count - 1, static_cast<std::size_t>(k + 1) * count /
+                                                      static_cast<std::size_t>(o.repeat_checks + 1)));
+        return s;
+    }
+
+    std::size_t size() const { return index.size(); }
+    C at(std::size_t j) const { return draw(index[j], randoms[j]); }
+    bool repeats(std::size_t j) const { return repeated.count(j) > 0; }
+};
+
+// The first failure of the run: an observation, or an error of the black box.
+template <class Obs> struct Failure {
+    std::size_t position = 0;  // in the schedule
+    Obs observation;
+    bool threw = false;
+    std::string error, last_request;
+};
+
+// What the run found: the first failure under the dtype it judged with; whether a stop request ended it.
+template <class Obs> struct RunOutcome {
+    std::optional<Failure<Obs>> failure;
+    Arithmetic dtype = Arithmetic::float64;
+    bool interrupted = false;
+    int cases_done = 0;
+};
+
+// The stop of an audit asked for between calls (AuditOptions::stop_requested). Not a std::exception, so that
+// no handler of a black box's failures mistakes it for one.
+template <class Obs> struct Interrupted {
+    std::optional<Obs> smallest;  // interrupted while shrinking: the smallest failing case so far
+};
+
+// Workers take cases in order and judge each with every lane's tolerance; once a case fails under the first
+// (loosest) lane, which makes it fail under every lane, no later case is started. Per lane the failure with
+// the lowest position wins, and the dtype is inferred from the answers of the cases up to the first lane's
+// failure, so the outcome does not depend on the number of workers. A stop request ends every worker before
+// its next case.
+template <class Ev> class CaseRun {
+public:
+    using Obs = typename Ev::Observation;
+
+    CaseRun(const Schedule<typename Ev::Case>& schedule, const AuditOptions& o)
+        : schedule_(schedule), o_(o), evidence_(schedule.size()) {
+        for (Arithmetic a : lanes_of(o)) lanes_.push_back({a, tolerance_of(a, o.amplification), std::nullopt});
+    }
+
+    void work(Ev& ev) {
+        for (;;) {
+            if (stop_requested(o_)) {
+                interrupted_ = true;
+                return;
+            }
+            const std::size_t j = next_.fetch_add(1);
+            if (j >= schedule_.size() || j > stop_.load()) return;
+            if (attempt(ev, j)) return;
+        }
+    }
+
+    RunOutcome<Obs> outcome() && {
+        RunOutcome<Obs> out;
+        out.dtype = lanes_[0].dtype;
+        if (!o_.dtype) {
+            PrecisionEvidence all;
+            const std::size_t last = std::min(stop_.load(), schedule_.size() - 1);
+            for (std::size_t j = 0; j <= last && schedule_.size() > 0; ++j) all.add(evidence_[j]);
+            out.dtype = all.dtype();
+        }
+        for (Lane& lane : lanes_)
+            if (lane.dtype == out.dtype) out.failure = std::move(lane.failure);
+        out.interrupted = interrupted_.load();
+        out.cases_done = done_;
+        return out;
+    }
+
+private:
+    static constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
+
+    struct Lane {
+        Arithmetic dtype;
+        ToleranceModel tolerance;
+        std::optional<Failure<Obs>> failure;
+    };
+
+    // Runs case j; true when it failed under the first lane (the run stops).
+    bool attempt(Ev& ev, std::size_t j) {
+        const int calls_before = ev.evaluations;
+        std::vector<std::optional<Failure<Obs>>> found(lanes_.size());
+        try {
+            const typename Ev::Case c = schedule_.at(j);
+            const auto answers = ev.ask(c, schedule_.repeats(j));
+            evidence_[j] = answers.evidence;  // one writer per position; read after the workers are joined
+            for (std::size_t k = 0; k < lanes_.size(); ++k) {
+                Obs ob = ev.judge(c, answers, lanes_[k].tolerance);
+                if (ob.kind != Kind::pass) found[k] = Failure<Obs>{j, std::move(ob), false, "", ""};
+            }
+        } catch (const std::exception& e) {
+            for (auto& f : found) f = Failure<Obs>{j, Obs{}, true, e.what(), ev.last_request};
+        }
+        std::lock_guard<std::mutex> lock(mutex_);
+        progress(ev.evaluations - calls_before);
+        for (std::size_t k = 0; k < lanes_.size(); ++k)
+            if (found[k] && (!lanes_[k].failure || j < lanes_[k].failure->position)) lanes_[k].failure = std::move(found[k]);
+        if (!found[0]) return false;
+        if (j < stop_.load()) stop_ = j;
+        return true;
+    }
+
+    void progress(int calls) {  // under mutex_
+        ++done_;
+        calls_ += calls;
+        if (o_.on_progress) o_.on_progress(AuditProgress{done_, static_cast<int>(schedule_.size()), calls_, false});
+    }
+
+    const Schedule<typename Ev::Case>& schedule_;
+    const AuditOptions& o_;
+    std::vector<Lane> lanes_;
+    std::vector<PrecisionEvidence> evidence_;
+    std::atomic<std::size_t> next_{0}, stop_{none};
+    std::atomic<bool> interrupted_{false};
+    std::mutex mutex_;
+    int done_ = 0, calls_ = 0;
+};
+
+template <class Ev>
+RunOutcome<typename Ev::Observation> run_cases(std::vector<Ev>& evaluators, const Schedule<typename Ev::Case>& schedule,
+                                               const AuditOptions& o) {
+    CaseRun<Ev> run(schedule, o);
+    const std::size_t workers = std::min(evaluators.size(), std::max<std::size_t>(schedule.size(), 1));
+    if (workers <= 1) {
+        run.work(evaluators[0]);
+    } else {
+        std::vector<std::thread> threads;
+        for (std::size_t k = 0; k < workers; ++k) threads.emplace_back(&CaseRun<Ev>::work, &run, std::ref(evaluators[k]));
+        for (std::thread& t : threads) t.join();
+    }
+    return std::move(run).outcome();
+}
+
+// -------------------------------------------------------------------------------------------------- shrink
+
+// The predicate of a shrink: does the case still fail the same way? For nondeterminism, the case's input is
+// asked twice and its permutation ignored. Remembers the observation of its last failing call, which is the
+// minimum's, since search.h accepts every failing shrink.
+template <class Ev> struct SameFailure {
+    Ev& ev;
+    Kind kind;
+    const AuditOptions& o;
+    std::optional<typename Ev::Observation> last;
+
+    bool operator()(const typename Ev::Case& c) {
+        if (stop_requested(o)) throw Interrupted<typename Ev::Observation>{};
+        if (o.on_progress) o.on_progress(AuditProgress{0, 0, ev.evaluations, true});
+        std::optional<typename Ev::Observation> ob = kind == Kind::nondeterministic ? ev.twice(c) : ev.observe(c, false);
+        if (!ob || ob->kind != kind) return false;
+        last = std::move(ob);
+        return true;
+    }
+};
+
+template <class Ev> struct Shrunk {
+    typename Ev::Case minimal;
+    typename Ev::Observation observation;
+    int steps = 0;
+};
+
+// Shrinks a failing case with the evaluator's shrinker, keeping the kind of failure; nothing when the case,
+// evaluated again, no longer fails that way.
+template <class Ev>
+std::optional<Shrunk<Ev>> shrink_failure(Ev& ev, Kind kind, const typename Ev::Case& start, const AuditOptions& o) {
+    using C = typename Ev::Case;
+    SameFailure<Ev> same{ev, kind, o, std::nullopt};
+    const std::function<bool(const C&)> fails = std::ref(same);
+    if (!fails(start)) return std::nullopt;
+    std::optional<ShrinkResult<C>> r;
+    try {
+        r = shrink<C>(ev.shrinkable(start), fails, o.max_shrink_evaluations - 1);
+    } catch (Interrupted<typename Ev::Observation>& stop) {
+        stop.smallest = same.last;  // search.h accepts every failing shrink: the last failing call's case is it
+        throw;
+    }
+    return Shrunk<Ev>{r->minimal.value(), *same.last, r->steps};
+}
+
+// Shrinks the first failure on one black box. found() is the latest finding, also when a call throws.
+template <class Ev> class FailureShrink {
+public:
+    using Obs = typename Ev::Observation;
+    FailureShrink(Ev& ev, const AuditOptions& o, Obs found) : ev_(ev), o_(o), found_(std::move(found)) {}
+
+    void run(const typename Ev::Case& failing) {
+        // Both sides again, before shrinking: the failing case is the largest and the likeliest to show
+        // dropout-like nondeterminism, which a small shrunk case may hide.
+        if (found_.kind == Kind::violated) reproduce(failing);
+        if (found_.kind != Kind::nondeterministic) shrink_case(failing);
+        if (found_.kind == Kind::nondeterministic) shrink_input();
+    }
+
+    const Obs& found() const { return found_; }
+    int steps() const { return steps_; }
+
+private:
+    void reproduce(const typename Ev::Case& c) {
+        if (auto nd = ev_.reproduce(c, found_)) found_ = *nd;
+    }
+
+    void shrink_case(const typename Ev::Case& failing) {
+        const std::optional<Shrunk<Ev>> shrunk = shrink_failure(ev_, found_.kind, failing, o_);
+        if (!shrunk) {
+            reproduce(failing);  // the failing case, evaluated again, no longer failed: its answers changed
+            return;
+        }
+        steps_ += shrunk->steps;
+        found_ = shrunk->observation;
+        if (found_.kind == Kind::violated) reproduce(shrunk->minimal);
+    }
+
+    // The input answered twice differently (x, or P x of the failing case), as a case whose permutation the
+    // predicate ignores.
+    void shrink_input() {
+        if (const std::optional<Shrunk<Ev>> shrunk = shrink_failure(ev_, Kind::nondeterministic, ev_.input_case(found_), o_)) {
+            steps_ += shrunk->steps;
+            found_ = shrunk->observation;
+        }
+    }
+
+    Ev& ev_;
+    const AuditOptions& o_;
+    Obs found_;
+    int steps_ = 0;
+};
+
+// --------------------------------------------------------------------------------------------------- verdict
+
+inline const char* finding_name(Kind k) {
+    return k == Kind::violated ? "violation" : k == Kind::non_finite ? "non-finite output" : "nondeterministic answer";
+}
+
+inline Verdict verdict_of(Kind k) {
+    return k == Kind::violated ? Verdict::violated : k == Kind::non_finite ? Verdict::non_finite : Verdict::nondeterministic;
+}
+
+// The verdict on a failure of the run: shrunk on the first black box, or an error if shrinking failed. Stopped
+// while shrinking: the failure found is kept, shrunk as far as it got, and its kind named in the detail.
+template <class Ev>
+void judge_failure(AuditResult& result, Ev& ev, int case_index, const typename Ev::Case& failing,
+                   const typename Ev::Observation& observation, const AuditOptions& o) {
+    FailureShrink<Ev> shrinking(ev, o, observation);
+    try {
+        shrinking.run(failing);
+    } catch (const Interrupted<typename Ev::Observation>& stop) {
+        const auto& smallest = stop.smallest ? *stop.smallest : shrinking.found();
+        result.verdict = Verdict::interrupted;
+        result.detail = std::string("interrupted while shrinking a ") + finding_name(smallest.kind) + " found at case " +
+                        std::to_string(case_index) + "; the counterexample is the smallest found so far";
+        ev.record(result, smallest, case_index, shrinking.steps());
+        return;
+    } catch (const std::exception& e) {
+        result.verdict = Verdict::error;
+        result.error = std::string(e.what()) + " (while shrinking a " + finding_name(shrinking.found().kind) +
+                       " found at case " + std::to_string(case_index) + ")";
+        ev.record(result, shrinking.found(), case_index, 0);
+        return;
+    }
+    const auto& found = shrinking.found();
+    result.verdict = verdict_of(found.kind);
+    ev.record(result, found, case_index, shrinking.steps());
+    result.detail = found.kind == Kind::violated ? ev.violation_detail(found) : found.detail;
+}
+
+// The run, the dtype it decided, and the verdict, on a labelled result; `cover(result, count)` records what the
+// first `count` positions of the schedule covered.
+template <class Ev, class Cover>
+AuditResult run_audit(std::vector<Ev>& evaluators, const Schedule<typename Ev::Case>& schedule, const AuditOptions& given,
+                      AuditResult result, const Cover& cover) {
+    const RunOutcome<typename Ev::Observation> run = run_cases(evaluators, schedule, given);
+    // From here on every comparison uses the dtype the run judged with, as an audit given it would.
+    AuditOptions o = given;
+    o.dtype = run.dtype;
+    for (Ev& ev : evaluators) ev.set_dtype(run.dtype);
+    const auto& failure = run.failure;
+    result.dtype = run.dtype;
+    result.dtype_inferred = !given.dtype.has_value();
+    result.cases = failure ? static_cast<int>(failure->position) + 1 : static_cast<int>(schedule.size());
+    if (!failure && run.interrupted) {
+        result.verdict = Verdict::interrupted;
+        result.cases = run.cases_done;
+        result.detail = "interrupted after " + std::to_string(run.cases_done) + " of " +
+                        std::to_string(schedule.size()) + " cases, none of which failed";
+    }
+    cover(result, static_cast<std::size_t>(result.cases));
+    if (failure && failure->threw) {
+        result.verdict = Verdict::error;
+        result.error = failure->error;
+        result.last_request = failure->last_request;
+    } else {
+        if (failure)
+            judge_failure(result, evaluators[0], schedule.index[failure->position], schedule.at(failure->position),
+                          failure->observation, o);
+        result.last_request = evaluators[0].last_request;
+    }
+    for (const Ev& ev : evaluators) result.evaluations += ev.evaluations;
+    return result;
+}
+
+}  // namespace permcheck::engine

@@ -1,0 +1,390 @@
+#include "check/signature.h"
+
+#include "check/signature_case.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <iomanip>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+namespace permcheck {
+
+namespace {
+
+// Longer is possible, but a request of 1024 positions is already a long wait through a subprocess (the
+// one-tensor audit's cap, check/blackbox.cpp).
+constexpr int kMaxAxisLen = 1024;
+constexpr int kMaxFixedSize = 1 << 20;
+
+std::atomic<testing::HarnessBug> planted{testing::HarnessBug::none};
+
+bool is_name(const std::string& s) {
+    if (s.empty() || s.size() > 64) return false;
+    const auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+    const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+    if (!letter(s[0])) return false;
+    return std::all_of(s.begin(), s.end(), [&](char c) { return letter(c) || digit(c) || c == '-'; });
+}
+
+// A non-negative decimal integer of at most 9 digits, or -1.
+int number(const std::string& s) {
+    if (s.empty() || s.size() > 9 || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        return -1;
+    return std::stoi(s);
+}
+
+std::vector<std::string> split(const std::string& text, char sep) {
+    std::vector<std::string> parts;
+    std::string::size_type start = 0;
+    for (;;) {
+        const auto at = text.find(sep, start);
+        parts.push_back(text.substr(start, at == std::string::npos ? std::string::npos : at - start));
+        if (at == std::string::npos) return parts;
+        start = at + 1;
+    }
+}
+
+std::invalid_argument bad_flag(const char* flag, const std::string& text, const std::string& expected) {
+    std::string m = flag;
+    m += " expects ";
+    m += expected;
+    m += ", got '";
+    m += text;
+    m += "'";
+    return std::invalid_argument(m);
+}
+
+// The kinds' names, produced and read here only.
+const char* kind_name(TensorKind k) {
+    switch (k) {
+        case TensorKind::real: return "float";
+        case TensorKind::mask: return "mask";
+        case TensorKind::index: return "index";
+    }
+    return "?";
+}
+
+std::vector<Dim> parse_dims(const char* flag, const std::string& text, const std::string& dims_text,
+                            const std::string& expected) {
+    std::vector<Dim> dims;
+    if (dims_text.empty()) return dims;  // a scalar
+    for (const std::string& part : split(dims_text, ',')) {
+        if (is_name(part)) {
+            dims.push_back(Dim{part, 0});
+            continue;
+        }
+        const int size = number(part);
+        if (size < 1 || size > kMaxFixedSize)
+            throw bad_flag(flag, text, expected + "; each dim is an axis name or a fixed size in [1, " +
+                                           std::to_string(kMaxFixedSize) + "], not '" + part + "'");
+        dims.push_back(Dim{"", size});
+    }
+    return dims;
+}
+
+std::string format_dims(const std::vector<Dim>& dims) {
+    std::string out;
+    for (const Dim& d : dims) {
+        if (!out.empty()) out += ',';
+        out += d.is_axis() ? d.axis : std::to_string(d.size);
+    }
+    return out;
+}
+
+void parse_kind(TensorSpec& t, const std::string& text, const std::string& kind, const std::string& expected) {
+    if (kind == kind_name(TensorKind::real)) return;
+    if (kind == kind_name(TensorKind::mask)) {
+        t.kind = TensorKind::mask;
+        return;
+    }
+    const std::string index = std::string(kind_name(TensorKind::index)) + "=";
+    if (kind.rfind(index, 0) == 0 && is_name(kind.substr(index.size()))) {
+        t.kind = TensorKind::index;
+        t.index_axis = kind.substr(index.size());
+        return;
+    }
+    throw bad_flag("--input", text, expected + "; KIND is float, mask or index=AXIS, not '" + kind + "'");
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------- grammar
+
+Axis parse_axis(const std::string& text) {
+    const std::string expected = "NAME=MIN..MAX (e.g. n=1..8, edges=0..16)";
+    const auto eq = text.find('=');
+    const auto dots = text.find("..");
+    if (eq == std::string::npos || dots == std::string::npos || dots < eq) throw bad_flag("--axis", text, expected);
+    Axis a{text.substr(0, eq), number(text.substr(eq + 1, dots - eq - 1)), number(text.substr(dots + 2))};
+    if (!is_name(a.name)) throw bad_flag("--axis", text, expected + "; NAME starts with a letter");
+    if (a.min_len < 0 || a.max_len < 0) throw bad_flag("--axis", text, expected + "; MIN and MAX are integers >= 0");
+    if (a.max_len < a.min_len || a.max_len > kMaxAxisLen || a.max_len < 1)
+        throw bad_flag("--axis", text, expected + " with MIN <= MAX and 1 <= MAX <= " + std::to_string(kMaxAxisLen));
+    return a;
+}
+
+TensorSpec parse_input(const std::string& text) {
+    const std::string expected = "NAME:DIMS[:KIND] (e.g. q:n,8  pad:n:mask  edge_index:2,edges:index=nodes)";
+    const std::vector<std::string> parts = split(text, ':');
+    if (parts.size() < 2 || parts.size() > 3 || !is_name(parts[0])) throw bad_flag("--input", text, expected);
+    TensorSpec t;
+    t.name = parts[0];
+    t.dims = parse_dims("--input", text, parts[1], expected);
+    if (parts.size() == 3) parse_kind(t, text, parts[2], expected);
+    return t;
+}
+
+TensorSpec parse_output(const std::string& text) {
+    const std::string expected = "NAME:DIMS with every fixed size written out (e.g. y:n,8  g:4)";
+    const std::vector<std::string> parts = split(text, ':');
+    if (parts.size() != 2 || !is_name(parts[0])) throw bad_flag("--output", text, expected);
+    TensorSpec t;
+    t.name = parts[0];
+    t.dims = parse_dims("--output", text, parts[1], expected);
+    return t;
+}
+
+std::string format(const Axis& a) {
+    std::string out = a.name;
+    out += '=';
+    out += std::to_string(a.min_len);
+    out += "..";
+    out += std::to_string(a.max_len);
+    return out;
+}
+
+std::string format_input(const TensorSpec& t) {
+    std::string out = format_output(t);
+    if (t.kind == TensorKind::mask) out += std::string(":") + kind_name(t.kind);
+    if (t.kind == TensorKind::index) {
+        out += std::string(":") + kind_name(t.kind) + "=";
+        out += t.index_axis;
+    }
+    return out;
+}
+
+std::string format_output(const TensorSpec& t) {
+    std::string out = t.name;
+    out += ':';
+    out += format_dims(t.dims);
+    return out;
+}
+
+namespace {
+
+template <class Named> void require_unique(const std::vector<Named>& items, const char* what) {
+    std::set<std::string> seen;
+    for (const Named& item : items)
+        if (!seen.insert(item.name).second)
+            throw std::invalid_argument(std::string("the ") + what + " name '" + item.name + "' is given twice");
+}
+
+void validate_tensor(const TensorSpec& t, const std::set<std::string>& axes, const char* flag) {
+    for (const Dim& d : t.dims)
+        if (d.is_axis() && !axes.count(d.axis))
+            throw std::invalid_argument(std::string(flag) + " " + t.name + " names the axis '" + d.axis +
+                                        "', which no --axis declares");
+    if (t.kind == TensorKind::index && !axes.count(t.index_axis))
+        throw std::invalid_argument(std::string(flag) + " " + t.name + " is an index into the axis '" + t.index_axis +
+                                    "', which no --axis declares");
+    if (t.kind == TensorKind::mask && std::none_of(t.dims.begin(), t.dims.end(), [](const Dim& d) { return d.is_axis(); }))
+        throw std::invalid_argument(std::string(flag) + " " + t.name +
+                                    " is a mask with no axis dim: a mask pads positions of an axis");
+}
+
+}  // namespace
+
+void validate(const Signature& s) {
+    if (s.axes.empty()) throw std::invalid_argument("a signature needs at least one --axis");
+    if (s.inputs.empty()) throw std::invalid_argument("a signature needs at least one --input");
+    if (s.outputs.empty()) throw std::invalid_argument("a signature needs at least one --output");
+    require_unique(s.axes, "axis");
+    require_unique(s.inputs, "input");
+    require_unique(s.outputs, "output");
+    std::set<std::string> axes;
+    for (const Axis& a : s.axes) {
+        if (a.min_len < 0 || a.max_len < a.min_len || a.max_len > kMaxAxisLen || a.max_len < 1)
+            throw std::invalid_argument("--axis " + format(a) + ": lengths must satisfy 0 <= MIN <= MAX, 1 <= MAX <= " +
+                                        std::to_string(kMaxAxisLen));
+        axes.insert(a.name);
+    }
+    for (const TensorSpec& t : s.inputs) validate_tensor(t, axes, "--input");
+    for (const TensorSpec& t : s.outputs) {
+        if (t.kind != TensorKind::real)
+            throw std::invalid_argument("--output " + t.name + " must be real: outputs are compared as numbers");
+        validate_tensor(t, axes, "--output");
+    }
+    for (const Axis& a : s.axes) {
+        const bool used = std::any_of(s.inputs.begin(), s.inputs.end(), [&](const TensorSpec& t) {
+            return std::any_of(t.dims.begin(), t.dims.end(), [&](const Dim& d) { return d.axis == a.name; });
+        });
+        if (!used) throw std::invalid_argument("the axis '" + a.name + "' is a dim of no --input: nothing would move");
+    }
+}
+
+// ------------------------------------------------------------------------------------------------- tensors
+
+std::size_t Tensor::size() const {
+    std::size_t n = 1;
+    for (int s : shape) n *= static_cast<std::size_t>(std::max(s, 0));
+    return n;
+}
+
+std::vector<int> shape_of(const TensorSpec& t, const Lengths& lengths) {
+    std::vector<int> shape;
+    for (const Dim& d : t.dims) {
+        if (!d.is_axis()) {
+            shape.push_back(d.size);
+            continue;
+        }
+        const auto it = lengths.find(d.axis);
+        if (it == lengths.end()) throw std::invalid_argument("no length for the axis '" + d.axis + "' of " + t.name);
+        shape.push_back(it->second);
+    }
+    return shape;
+}
+
+namespace {
+
+// t moved along dim k by p: out[.., i, ..] = t[.., p[i], ..].
+void permute_dim(Tensor& t, std::size_t k, const Permutation& p) {
+    if (p.is_identity()) return;
+    const auto len = static_cast<std::size_t>(t.shape[k]);
+    if (static_cast<std::size_t>(p.size()) != len)
+        throw std::invalid_argument("a permutation of " + std::to_string(p.size()) + " positions applied to a dim of " +
+                                    std::to_string(len));
+    std::size_t inner = 1, outer = 1;
+    for (std::size_t j = k + 1; j < t.shape.size(); ++j) inner *= static_cast<std::size_t>(t.shape[j]);
+    for (std::size_t j = 0; j < k; ++j) outer *= static_cast<std::size_t>(t.shape[j]);
+    std::vector<double> out(t.values.size());
+    for (std::size_t o = 0; o < outer; ++o)
+        for (std::size_t i = 0; i < len; ++i) {
+            const std::size_t from = (o * len + static_cast<std::size_t>(p[static_cast<int>(i)])) * inner;
+            std::copy_n(t.values.begin() + static_cast<std::ptrdiff_t>(from), inner,
+                        out.begin() + static_cast<std::ptrdiff_t>((o * len + i) * inner));
+        }
+    t.values = std::move(out);
+}
+
+// Moves t along every dim named by an axis; with `first_only`, only along the first dim of each axis (the
+// planted pairwise bug).
+void permute_dims(const TensorSpec& spec, const Permutations& perms, Tensor& t, bool first_only) {
+    if (t.shape.size() != spec.dims.size())
+        throw std::invalid_argument(spec.name + " has " + std::to_string(t.shape.size()) + " dims, its spec " +
+                                    std::to_string(spec.dims.size()));
+    std::set<std::string> moved;
+    for (std::size_t k = 0; k < spec.dims.size(); ++k) {
+        const Dim& d = spec.dims[k];
+        if (!d.is_axis()) continue;
+        if (first_only && !moved.insert(d.axis).second) continue;
+        const auto it = perms.find(d.axis);
+        if (it != perms.end()) permute_dim(t, k, it->second);
+    }
+}
+
+// Every value v of an index tensor becomes the new position of v: q[v], with q = p^-1 (p under the planted bug).
+void renumber(Tensor& t, const Permutation& p, bool with_p) {
+    const Permutation q = with_p ? p : p.inverse();
+    for (double& v : t.values) {
+        const auto i = static_cast<long>(v);
+        if (static_cast<double>(i) != v || i < 0 || i >= q.size())
+            throw std::invalid_argument("index value " + std::to_string(v) + " is outside [0, " +
+                                        std::to_string(q.size()) + ")");
+        v = q[static_cast<int>(i)];
+    }
+}
+
+}  // namespace
+
+Tensors permute_inputs(const Signature& s, const Permutations& perms, const Tensors& inputs) {
+    const testing::HarnessBug bug = planted.load();
+    Tensors out = inputs;
+    for (const TensorSpec& spec : s.inputs) {
+        const auto it = out.find(spec.name);
+        if (it == out.end()) throw std::invalid_argument("no input named '" + spec.name + "'");
+        Tensor& t = it->second;
+        if (!(spec.kind == TensorKind::mask && bug == testing::HarnessBug::mask_wrong_axis))
+            permute_dims(spec, perms, t, bug == testing::HarnessBug::pairwise_without_transpose);
+        if (spec.kind == TensorKind::index) {
+            const auto p = perms.find(spec.index_axis);
+            if (p != perms.end()) renumber(t, p->second, bug == testing::HarnessBug::index_with_p);
+        }
+    }
+    return out;
+}
+
+Tensor permute_output(const TensorSpec& t, const Permutations& perms, const Tensor& y) {
+    Tensor out = y;
+    permute_dims(t, perms, out, false);
+    return out;
+}
+
+void testing::plant_harness_bug(HarnessBug bug) { planted.store(bug); }
+
+// -------------------------------------------------------------------------------------------------- describe
+
+std::string index_text(const std::vector<int>& where) {
+    std::string out = "(";
+    for (std::size_t k = 0; k < where.size(); ++k) {
+        if (k) out += ", ";
+        out += std::to_string(where[k]);
+    }
+    return out + ")";
+}
+
+namespace {
+
+// A tensor as rows of its last dim, one a line.
+void write_tensor(std::ostream& s, const Tensor& t, const std::string& indent) {
+    if (t.shape.empty()) {
+        s << indent << (t.values.empty() ? 0.0 : t.values[0]) << "\n";
+        return;
+    }
+    const std::size_t last = static_cast<std::size_t>(std::max(t.shape.back(), 0));
+    const std::size_t rows = last == 0 ? 0 : t.size() / last;
+    if (rows == 0) s << indent << "(empty, shape " << index_text(t.shape) << ")\n";
+    for (std::size_t r = 0; r < rows; ++r) {
+        s << indent << "[";
+        for (std::size_t j = 0; j < last; ++j) s << (j ? " " : "") << std::setw(9) << t.values[r * last + j];
+        s << "]\n";
+    }
+}
+
+}  // namespace
+
+std::string describe(const SignatureCounterexample& c, const Signature& sig) {
+    std::ostringstream s;
+    s << std::setprecision(6) << "  lengths:";
+    for (const auto& [axis, len] : c.lengths) s << " " << axis << " = " << len;
+    s << "\n  permutations (rows: (P x)[i] = x[p[i]]):";
+    for (const auto& [axis, p] : c.perms) s << " " << axis << " " << p.cycles();
+    if (!c.axis_at_fault.empty()) s << "; the axis at fault: " << c.axis_at_fault;
+    s << "\n";
+    for (const TensorSpec& spec : sig.inputs) {
+        const auto it = c.inputs.find(spec.name);
+        if (it == c.inputs.end()) continue;
+        s << "  input " << spec.name << " " << index_text(it->second.shape) << " =\n";
+        write_tensor(s, it->second, "    ");
+    }
+    for (const OutputComparison& o : c.outputs) {
+        s << "  output " << o.name << (o.holds ? " (agrees)" : " (DIFFERS)") << ":\n    L(P x) " << index_text(o.layer_of_permuted.shape)
+          << " =\n";
+        write_tensor(s, o.layer_of_permuted, "      ");
+        s << "    P L(x) " << index_text(o.permuted_layer.shape) << " =\n";
+        write_tensor(s, o.permuted_layer, "      ");
+        if (o.shape_mismatch) {
+            s << "    the shapes differ\n";
+            continue;
+        }
+        s << "    largest |difference| = " << o.max_abs_diff << " at " << index_text(o.where) << " (tolerance "
+          << o.tolerance << ")\n";
+    }
+    s << "  case " << c.case_index << ", " << c.shrink_steps << " shrink steps\n";
+    if (!c.replay.empty()) s << "  replay: " << c.replay << "\n";
+    return s.str();
+}
+
+}  // namespace permcheck

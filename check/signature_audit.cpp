@@ -1,0 +1,389 @@
+// The signature audit (check/blackbox.h, audit with a Signature): the evaluator the shared engine
+// (check/audit_engine.h) runs, over named tensors. What is judged, and the tolerance, are in
+// proofs-notes/signature-audit.md.
+#include "check/audit_engine.h"
+#include "check/signature_case.h"
+
+#include <cmath>
+#include <memory>
+#include <sstream>
+
+namespace permcheck {
+
+namespace {
+
+using engine::Kind;
+
+std::string num(double v) {
+    std::ostringstream s;
+    s.precision(3);
+    s << v;
+    return s.str();
+}
+
+std::string lengths_text(const Lengths& lengths) {
+    std::string out;
+    for (const auto& [axis, len] : lengths) {
+        if (!out.empty()) out += ", ";
+        out += axis;
+        out += '=';
+        out += std::to_string(len);
+    }
+    return out;
+}
+
+// The multi-index of element e of a tensor of this shape.
+std::vector<int> position_of(std::size_t e, const std::vector<int>& shape) {
+    std::vector<int> where(shape.size());
+    for (std::size_t k = shape.size(); k-- > 0;) {
+        where[k] = static_cast<int>(e % static_cast<std::size_t>(shape[k]));
+        e /= static_cast<std::size_t>(shape[k]);
+    }
+    return where;
+}
+
+double finite_max_abs(const std::vector<double>& values, double start = 0.0) {
+    for (double v : values)
+        if (std::isfinite(v)) start = std::max(start, std::abs(v));
+    return start;
+}
+
+bool same_values(const Tensors& a, const Tensors& b) {
+    if (a.size() != b.size()) return false;
+    for (const auto& [name, t] : a) {
+        const auto it = b.find(name);
+        if (it == b.end() || it->second.shape != t.shape || it->second.values != t.values) return false;
+    }
+    return true;
+}
+
+Permutations identities(const Lengths& lengths) {
+    Permutations perms;
+    for (const auto& [axis, len] : lengths) perms[axis] = Permutation::identity(len);
+    return perms;
+}
+
+// a against b, entry by entry, as check/compare.h's compare does: non-finite entries equal only the same value.
+// The two sides are left out (filled in by the caller when the comparison is kept): a passing case copies nothing.
+OutputComparison compare_tensors(const std::string& name, const Tensor& a, const Tensor& b, double tolerance) {
+    OutputComparison c{name, {}, {}, 0.0, tolerance, {}, true, false};
+    if (a.shape != b.shape || a.values.size() != b.values.size()) {
+        c.holds = false;
+        c.shape_mismatch = true;
+        c.max_abs_diff = std::numeric_limits<double>::infinity();
+        return c;
+    }
+    std::size_t worst = 0;
+    for (std::size_t e = 0; e < a.values.size(); ++e) {
+        const double x = a.values[e], y = b.values[e];
+        double diff;
+        if (!std::isfinite(x) || !std::isfinite(y))
+            diff = (std::isnan(x) && std::isnan(y)) || x == y ? 0.0 : std::numeric_limits<double>::infinity();
+        else
+            diff = std::abs(x - y);
+        if (diff > tolerance) c.holds = false;
+        if (diff > c.max_abs_diff) {
+            c.max_abs_diff = diff;
+            worst = e;
+        }
+    }
+    if (!a.values.empty()) c.where = position_of(worst, a.shape);
+    return c;
+}
+
+// What one case showed. For nondeterminism, `inputs` were answered twice: each output's layer_of_permuted and
+// permuted_layer are the first and second answer, and perms are identities.
+struct SignatureObservation {
+    Kind kind = Kind::pass;
+    Lengths lengths;
+    Permutations perms;
+    Tensors inputs;
+    Tensors y;  // L(x), for a second evaluation
+    std::vector<OutputComparison> outputs;
+    std::string detail;
+};
+
+// L(x), L(x) again when repeated (else empty), P x and L(P x), and what the answers say of their precision.
+struct SignatureAnswers {
+    Tensors y, again, px, lhs;
+    PrecisionEvidence evidence;
+    double inputs_magnitude = 0.0;  // the largest finite |value| of the real inputs
+};
+
+// Calls one named black box, checks the outputs it names and their shapes, and judges a case.
+class SignatureEvaluator {
+public:
+    using Case = SignatureCase;
+    using Observation = SignatureObservation;
+    using Answers = SignatureAnswers;
+
+    SignatureEvaluator(const NamedBlackBox& box, std::shared_ptr<const Signature> s, const AuditOptions& o,
+                       Arithmetic dtype)
+        : box_(box), s_(std::move(s)), o_(o) {
+        for (const auto* list : {&s_->inputs, &s_->outputs})
+            for (const TensorSpec& t : *list)
+                for (const Dim& d : t.dims)
+                    if (!d.is_axis()) widest_ = std::max(widest_, d.size);
+        set_dtype(dtype);
+    }
+
+    int evaluations = 0;
+    std::string last_request;
+
+    void set_dtype(Arithmetic dtype) {
+        dtype_ = dtype;
+        tolerance_ = engine::tolerance_of(dtype, o_.amplification);
+    }
+
+    Tensors call(const Tensors& inputs, const Lengths& lengths) {
+        last_request = lengths_text(lengths);
+        ++evaluations;
+        Tensors answer = box_(inputs);
+        Tensors outputs;
+        for (const TensorSpec& spec : s_->outputs) {
+            const auto it = answer.find(spec.name);
+            if (it == answer.end())
+                throw AdapterError("the layer's answer to a request of " + last_request + " has no output '" +
+                                   spec.name + "' (the signature names " + format_output(spec) + ")");
+            check_shape(spec, it->second, lengths);
+            outputs[spec.name] = std::move(it->second);
+        }
+        return outputs;
+    }
+
+    Answers ask(const Case& c, bool repeat) {
+        Answers a;
+        a.y = call(c.inputs, c.lengths);
+        if (repeat) a.again = call(c.inputs, c.lengths);
+        a.px = permute_inputs(*s_, c.perms, c.inputs);
+        a.lhs = call(a.px, c.lengths);
+        for (const Tensors* answer : {&a.y, &a.again, &a.lhs})
+            for (const auto& [name, t] : *answer) engine::add_evidence(a.evidence, t.values.data(), t.values.size());
+        a.inputs_magnitude = inputs_magnitude(c.inputs);
+        return a;
+    }
+
+    Observation judge(const Case& c, const Answers& a, const ToleranceModel& t) const {
+        if (!a.again.empty())
+            if (auto nd = differ(c.lengths, c.inputs, a.y, a.again, "L(x)", t)) return *nd;
+        // P x == x (ties): L(P x) answers the very request L(x) answered, so any difference is nondeterminism.
+        if (same_values(a.px, c.inputs))
+            if (auto nd = differ(c.lengths, c.inputs, a.y, a.lhs, "x and as P x", t)) return *nd;
+        Observation ob;
+        std::vector<Tensor> rhs;
+        for (const TensorSpec& spec : s_->outputs) {
+            const Tensor& lhs = a.lhs.at(spec.name);
+            rhs.push_back(permute_output(spec, c.perms, a.y.at(spec.name)));
+            const double m = finite_max_abs(rhs.back().values, finite_max_abs(lhs.values, a.inputs_magnitude));
+            ob.outputs.push_back(compare_tensors(spec.name, lhs, rhs.back(), tolerance(c.lengths, m, t)));
+        }
+        std::string where = non_finite(a.y, "L(x)");
+        if (where.empty()) where = non_finite(a.lhs, "L(P x)");
+        const bool holds = std::all_of(ob.outputs.begin(), ob.outputs.end(), [](const OutputComparison& o) { return o.holds; });
+        if (holds && where.empty()) return ob;  // pass: nothing kept
+        ob.kind = where.empty() ? Kind::violated : Kind::non_finite;
+        if (!where.empty()) ob.detail = where + " for " + lengths_text(c.lengths);
+        ob.lengths = c.lengths;
+        ob.perms = c.perms;
+        ob.inputs = c.inputs;
+        ob.y = a.y;
+        for (std::size_t k = 0; k < ob.outputs.size(); ++k) {
+            ob.outputs[k].layer_of_permuted = a.lhs.at(ob.outputs[k].name);
+            ob.outputs[k].permuted_layer = std::move(rhs[k]);
+        }
+        return ob;
+    }
+
+    Observation observe(const Case& c, bool repeat) { return judge(c, ask(c, repeat), tolerance_); }
+
+    // Both sides again: if either answer changed, the layer is nondeterministic.
+    std::optional<Observation> reproduce(const Case& c, const Observation& seen) {
+        const Tensors px = permute_inputs(*s_, c.perms, c.inputs);
+        const Tensors y = call(c.inputs, c.lengths);
+        const Tensors py = call(px, c.lengths);
+        Tensors seen_lhs;
+        for (const OutputComparison& o : seen.outputs) seen_lhs[o.name] = o.layer_of_permuted;
+        if (auto nd = differ(c.lengths, px, seen_lhs, py, "L(P x)", tolerance_)) return nd;
+        return differ(c.lengths, c.inputs, seen.y, y, "L(x)", tolerance_);
+    }
+
+    std::optional<Observation> twice(const Case& c) {
+        const Tensors a = call(c.inputs, c.lengths);
+        const Tensors b = call(c.inputs, c.lengths);
+        return differ(c.lengths, c.inputs, a, b, "x", tolerance_);
+    }
+
+    Case input_case(const Observation& ob) const { return Case{ob.lengths, identities(ob.lengths), ob.inputs}; }
+    rc::Shrinkable<Case> shrinkable(const Case& c) const { return shrinkable_signature_case(s_, c); }
+
+    void record(AuditResult& result, const Observation& ob, int case_index, int shrink_steps) const {
+        SignatureCounterexample ce{ob.lengths, ob.perms, ob.inputs, ob.outputs, "", case_index, shrink_steps, ""};
+        int moved = 0;
+        for (const auto& [axis, p] : ob.perms)
+            if (!p.is_identity()) {
+                ++moved;
+                ce.axis_at_fault = axis;
+            }
+        if (moved != 1) ce.axis_at_fault.clear();
+        result.signature_counterexample = std::move(ce);
+    }
+
+    std::string violation_detail(const Observation& found) const;
+
+private:
+    void check_shape(const TensorSpec& spec, const Tensor& t, const Lengths& lengths) const;
+    std::optional<Observation> differ(const Lengths& lengths, const Tensors& inputs, const Tensors& a, const Tensors& b,
+                                      const char* what, const ToleranceModel& t) const;
+    std::string non_finite(const Tensors& answer, const char* side) const;
+
+    // Inputs are finite (drawn and shrunk by permcheck): no test for infinities, so the loop vectorizes.
+    double inputs_magnitude(const Tensors& inputs) const {
+        double m = 0.0;
+        for (const TensorSpec& spec : s_->inputs)
+            if (const std::vector<double>& v = inputs.at(spec.name).values; spec.kind == TensorKind::real && !v.empty())
+                m = std::max(m, Eigen::Map<const Eigen::ArrayXd>(v.data(), static_cast<Eigen::Index>(v.size())).abs().maxCoeff());
+        return m;
+    }
+    // The reductions a layer over this signature can do are at most as long as every axis together plus the
+    // widest fixed size (proofs-notes/signature-audit.md): k = that, in check/compare.h's float_tolerance.
+    double tolerance(const Lengths& lengths, double magnitude, const ToleranceModel& t) const {
+        long total = 0;
+        for (const auto& [axis, len] : lengths) total += len;
+        return float_tolerance(t, total, widest_, magnitude);
+    }
+
+    const NamedBlackBox& box_;
+    std::shared_ptr<const Signature> s_;
+    const AuditOptions& o_;
+    Arithmetic dtype_ = Arithmetic::float64;
+    ToleranceModel tolerance_;
+    int widest_ = 1;
+};
+
+void SignatureEvaluator::check_shape(const TensorSpec& spec, const Tensor& t, const Lengths& lengths) const {
+    const std::vector<int> want = shape_of(spec, lengths);
+    std::string m = "the layer answered output '" + spec.name + "' ";
+    if (t.shape.size() != want.size()) {
+        m += "with " + std::to_string(t.shape.size()) + " dims for a request of " + last_request + "; the signature says ";
+        m += format_output(spec);
+        throw AdapterError(m);
+    }
+    for (std::size_t k = 0; k < want.size(); ++k) {
+        if (t.shape[k] == want[k]) continue;
+        const Dim& d = spec.dims[k];
+        m += "with length " + std::to_string(t.shape[k]) + " in dim " + std::to_string(k) + " (";
+        m += d.is_axis() ? "the axis " + d.axis + ", of length " + std::to_string(want[k]) : "fixed size " + std::to_string(want[k]);
+        m += ") for a request of " + last_request + "; the signature says ";
+        m += format_output(spec);
+        throw AdapterError(m);
+    }
+    if (t.values.size() != t.size())
+        throw AdapterError(m + "with " + std::to_string(t.values.size()) + " values for the shape " +
+                           index_text(t.shape) + " (" + std::to_string(t.size()) + ")");
+}
+
+std::optional<SignatureObservation> SignatureEvaluator::differ(const Lengths& lengths, const Tensors& inputs,
+                                                               const Tensors& a, const Tensors& b, const char* what,
+                                                               const ToleranceModel& t) const {
+    Observation ob{Kind::nondeterministic, {}, {}, {}, {}, {}, ""};
+    const double magnitude = inputs_magnitude(inputs);
+    for (const TensorSpec& spec : s_->outputs) {
+        const Tensor& first = a.at(spec.name);
+        const Tensor& second = b.at(spec.name);
+        const double m = finite_max_abs(second.values, finite_max_abs(first.values, magnitude));
+        ob.outputs.push_back(compare_tensors(spec.name, first, second, tolerance(lengths, m, t)));
+        const OutputComparison& c = ob.outputs.back();
+        if (c.holds || !ob.detail.empty()) continue;
+        ob.detail = "the same input (" + lengths_text(lengths) + "), requested as ";
+        ob.detail += what;
+        ob.detail += ", was answered twice with different results: output " + spec.name + " differs by " +
+                     num(c.max_abs_diff) + " at " + index_text(c.where) + " (tolerance " + num(c.tolerance) + ")";
+    }
+    if (ob.detail.empty()) return std::nullopt;
+    for (OutputComparison& c : ob.outputs) {
+        c.layer_of_permuted = a.at(c.name);
+        c.permuted_layer = b.at(c.name);
+    }
+    ob.lengths = lengths;
+    ob.perms = identities(lengths);
+    ob.inputs = inputs;
+    ob.y = a;
+    return ob;
+}
+
+// Where the first non-finite entry of an answer is, or empty.
+std::string SignatureEvaluator::non_finite(const Tensors& answer, const char* side) const {
+    for (const TensorSpec& spec : s_->outputs) {
+        const Tensor& t = answer.at(spec.name);
+        for (std::size_t e = 0; e < t.values.size(); ++e)
+            if (!std::isfinite(t.values[e])) {
+                std::string m = side;
+                m += " has a non-finite entry (" + num(t.values[e]) + ") in output " + spec.name + " at " +
+                     index_text(position_of(e, t.shape));
+                return m;
+            }
+    }
+    return "";
+}
+
+std::string SignatureEvaluator::violation_detail(const Observation& found) const {
+    std::string perms;
+    for (const auto& [axis, p] : found.perms) {
+        if (!perms.empty()) perms += ", ";
+        perms += axis + " " + p.cycles();
+    }
+    for (const OutputComparison& c : found.outputs) {
+        if (c.holds) continue;
+        const bool moves = std::any_of(s_->outputs.begin(), s_->outputs.end(), [&](const TensorSpec& t) {
+            return t.name == c.name && std::any_of(t.dims.begin(), t.dims.end(), [](const Dim& d) { return d.is_axis(); });
+        });
+        std::string m = "output " + c.name + ": L(P x) and ";
+        m += moves ? "P L(x)" : "L(x)";
+        m += " differ by " + num(c.max_abs_diff) + " at " + index_text(c.where) + " (tolerance " + num(c.tolerance) +
+             "; " + lengths_text(found.lengths) + "; permutations " + perms +
+             "); both sides gave the same answers when evaluated again";
+        return m;
+    }
+    return "";
+}
+
+}  // namespace
+
+AuditResult audit(const NamedBlackBox& layer, const Signature& signature, const AuditOptions& opts) {
+    return audit(std::vector<NamedBlackBox>{layer}, signature, opts);
+}
+
+AuditResult audit(const std::vector<NamedBlackBox>& layers, const Signature& signature, const AuditOptions& given) {
+    validate(signature);
+    AuditOptions checked = given;  // the fields the signature replaces are not the caller's to get wrong
+    const AuditOptions defaults;
+    checked.d = defaults.d;
+    checked.min_len = defaults.min_len;
+    checked.max_len = defaults.max_len;
+    checked.long_len = defaults.long_len;
+    validate(checked);
+    if (layers.empty()) throw std::invalid_argument("an audit needs at least one black box");
+    const auto shared = std::make_shared<const Signature>(signature);
+    // Each case's lengths from signature_lengths, its values drawn when it is run.
+    const std::vector<Lengths> lengths = signature_lengths(signature, given.cases, given.seed);
+    const auto schedule = engine::Schedule<SignatureCase>::of(given, [&](int i, const rc::Random& random) {
+        return draw_signature_case(signature, lengths[static_cast<std::size_t>(i)], random, size_for_case(i, given.cases));
+    });
+    std::vector<SignatureEvaluator> evaluators;
+    for (const NamedBlackBox& box : layers) evaluators.emplace_back(box, shared, given, engine::lanes_of(given)[0]);
+    AuditResult labelled;
+    const bool any_moves = std::any_of(signature.outputs.begin(), signature.outputs.end(), [](const TensorSpec& t) {
+        return std::any_of(t.dims.begin(), t.dims.end(), [](const Dim& d) { return d.is_axis(); });
+    });
+    labelled.property = any_moves ? Property::equivariance : Property::invariance;
+    return engine::run_audit(evaluators, schedule, given, labelled, [&](AuditResult& r, std::size_t count) {
+        for (std::size_t j = 0; j < count && j < schedule.size(); ++j)
+            for (const auto& [axis, len] : lengths[static_cast<std::size_t>(schedule.index[j])]) r.axis_lengths[axis].push_back(len);
+        for (auto& [axis, lengths] : r.axis_lengths) {
+            std::sort(lengths.begin(), lengths.end());
+            lengths.erase(std::unique(lengths.begin(), lengths.end()), lengths.end());
+        }
+    });
+}
+
+}  // namespace permcheck

@@ -1,0 +1,359 @@
+#include "check/signature_case.h"
+
+#include "check/lengths.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <utility>
+
+namespace permcheck {
+
+namespace {
+
+// A tensor's elements seen along one dim: `outer` blocks of `len` slices of `inner` consecutive values.
+struct Lines {
+    std::size_t outer = 1, len = 0, inner = 1;
+    Lines(const std::vector<int>& shape, std::size_t k) : len(static_cast<std::size_t>(shape[k])) {
+        for (std::size_t j = 0; j < k; ++j) outer *= static_cast<std::size_t>(shape[j]);
+        for (std::size_t j = k + 1; j < shape.size(); ++j) inner *= static_cast<std::size_t>(shape[j]);
+    }
+    std::size_t at(std::size_t o, std::size_t i, std::size_t r) const { return (o * len + i) * inner + r; }
+};
+
+std::optional<std::size_t> first_axis_dim(const TensorSpec& t) {
+    for (std::size_t k = 0; k < t.dims.size(); ++k)
+        if (t.dims[k].is_axis()) return k;
+    return std::nullopt;
+}
+
+const Axis& axis_named(const Signature& s, const std::string& name) {
+    for (const Axis& a : s.axes)
+        if (a.name == name) return a;
+    throw std::invalid_argument("no axis named '" + name + "'");
+}
+
+// Real values with ties and generic values, as rows of the last dim (a one-tensor input's rows).
+std::vector<double> draw_real(gen::Sampler& draw, const std::vector<int>& shape, std::size_t size) {
+    if (size == 0) return {};
+    const int last = shape.empty() ? 1 : shape.back();
+    const Mat<double> m = draw.sequence(static_cast<int>(size) / last, last);
+    std::vector<double> values(size);
+    for (Eigen::Index r = 0; r < m.rows(); ++r)
+        for (Eigen::Index j = 0; j < m.cols(); ++j) values[static_cast<std::size_t>(r * last + j)] = m(r, j);
+    return values;
+}
+
+// Unpads one element of every all-padded line along every axis dim.
+void keep_a_position(const TensorSpec& spec, Tensor& t, gen::Sampler& draw) {
+    for (std::size_t k = 0; k < spec.dims.size(); ++k) {
+        if (!spec.dims[k].is_axis()) continue;
+        const Lines lines(t.shape, k);
+        if (lines.len == 0) continue;
+        for (std::size_t o = 0; o < lines.outer; ++o)
+            for (std::size_t r = 0; r < lines.inner; ++r) {
+                bool all = true;
+                for (std::size_t i = 0; i < lines.len && all; ++i) all = t.values[lines.at(o, i, r)] != 0.0;
+                if (all) t.values[lines.at(o, static_cast<std::size_t>(draw.uniform(0, static_cast<int>(lines.len))), r)] = 0.0;
+            }
+    }
+}
+
+// A quarter of the masks pad nothing, a quarter pad a suffix of their first axis (PyTorch's usual batch
+// padding), half pad each position with probability 1/2; then no line is left all padded.
+Tensor draw_mask(gen::Sampler& draw, const TensorSpec& spec, std::vector<int> shape) {
+    Tensor t{std::move(shape), {}};
+    t.values.assign(t.size(), 0.0);
+    const int mode = draw.uniform(0, 4);
+    const std::size_t k = *first_axis_dim(spec);
+    const Lines lines(t.shape, k);
+    if (mode == 1 && lines.len > 0) {
+        const auto keep = static_cast<std::size_t>(draw.uniform(1, static_cast<int>(lines.len) + 1));
+        for (std::size_t o = 0; o < lines.outer; ++o)
+            for (std::size_t i = keep; i < lines.len; ++i)
+                for (std::size_t r = 0; r < lines.inner; ++r) t.values[lines.at(o, i, r)] = 1.0;
+    } else if (mode >= 2) {
+        for (double& v : t.values) v = draw.uniform(0, 2);
+    }
+    keep_a_position(spec, t, draw);
+    return t;
+}
+
+// Values uniform over the index axis; along the input's first axis dim (the edges), a quarter of the slices
+// repeat an earlier one (repeated edges) and an eighth are self-loops (every value of the slice the same).
+Tensor draw_index(gen::Sampler& draw, const TensorSpec& spec, std::vector<int> shape, int targets) {
+    Tensor t{std::move(shape), {}};
+    t.values.resize(t.size());
+    if (t.values.empty()) return t;
+    for (double& v : t.values) v = draw.uniform(0, targets);
+    const std::optional<std::size_t> k = first_axis_dim(spec);
+    if (!k) return t;
+    const Lines lines(t.shape, *k);
+    for (std::size_t i = 1; i < lines.len; ++i) {
+        const int kind = draw.uniform(0, 8);
+        const auto from = static_cast<std::size_t>(draw.uniform(0, static_cast<int>(i)));
+        for (std::size_t o = 0; o < lines.outer; ++o)
+            for (std::size_t r = 0; r < lines.inner; ++r) {
+                if (kind < 2) t.values[lines.at(o, i, r)] = t.values[lines.at(o, from, r)];
+                if (kind == 2) t.values[lines.at(o, i, r)] = t.values[lines.at(0, i, 0)];
+            }
+    }
+    return t;
+}
+
+}  // namespace
+
+std::vector<Lengths> signature_lengths(const Signature& s, int cases, std::uint64_t seed) {
+    std::vector<Lengths> out(static_cast<std::size_t>(std::max(cases, 0)));
+    SplitMix64 shuffle(seed ^ 0x5157a7u);
+    for (std::size_t a = 0; a < s.axes.size(); ++a) {
+        const Axis& axis = s.axes[a];
+        // With one axis, lengths 0 and 1 leave only the identity and are skipped (check/lengths.h). With several,
+        // an empty or single-element axis still makes a case the other axes can fail (a graph without edges),
+        // so every length of [min_len, max_len] is in the schedule: audit_lengths over the range shifted by 2.
+        const int shift = s.axes.size() > 1 && axis.min_len < 2 ? 2 : 0;
+        std::vector<int> lengths = audit_lengths({axis.min_len + shift, axis.max_len + shift, 0, cases});
+        for (int& len : lengths) len -= shift;
+        // Each axis covers its lengths as check/lengths.h says; the later axes' schedules are shuffled, so that
+        // axes of the same range do not always have the same length.
+        for (std::size_t i = lengths.size(); a > 0 && i > 1; --i) std::swap(lengths[i - 1], lengths[shuffle.below(i)]);
+        for (std::size_t i = 0; i < out.size(); ++i) out[i][axis.name] = lengths[i];
+    }
+    for (Lengths& l : out)
+        for (const TensorSpec& t : s.inputs)
+            if (t.kind == TensorKind::index && l[t.index_axis] == 0) {
+                const std::vector<int> shape = shape_of(t, l);
+                if (Tensor{shape, {}}.size() > 0) l[t.index_axis] = 1;
+            }
+    return out;
+}
+
+SignatureCase draw_signature_case(const Signature& s, const Lengths& lengths, const rc::Random& random, int size) {
+    gen::Sampler draw(random, size);
+    SignatureCase c;
+    c.lengths = lengths;
+    for (const TensorSpec& spec : s.inputs) {
+        std::vector<int> shape = shape_of(spec, lengths);
+        if (spec.kind == TensorKind::mask) {
+            c.inputs[spec.name] = draw_mask(draw, spec, std::move(shape));
+        } else if (spec.kind == TensorKind::index) {
+            c.inputs[spec.name] = draw_index(draw, spec, std::move(shape), lengths.at(spec.index_axis));
+        } else {
+            Tensor t{std::move(shape), {}};
+            t.values = draw_real(draw, t.shape, t.size());
+            c.inputs[spec.name] = std::move(t);
+        }
+    }
+    std::vector<std::string> movable;
+    for (const Axis& a : s.axes) {
+        c.perms[a.name] = draw.permutation(lengths.at(a.name));
+        if (lengths.at(a.name) >= 2) movable.push_back(a.name);
+    }
+    const bool none_moved = std::all_of(c.perms.begin(), c.perms.end(), [](const auto& p) { return p.second.is_identity(); });
+    if (none_moved && !movable.empty()) {
+        const std::string& a = movable[static_cast<std::size_t>(draw.uniform(0, static_cast<int>(movable.size())))];
+        c.perms[a] = Permutation::transposition(lengths.at(a), 0, 1);
+    }
+    return c;
+}
+
+bool masks_keep_a_position(const Signature& s, const Tensors& inputs) {
+    for (const TensorSpec& spec : s.inputs) {
+        if (spec.kind != TensorKind::mask) continue;
+        const Tensor& t = inputs.at(spec.name);
+        for (std::size_t k = 0; k < spec.dims.size(); ++k) {
+            if (!spec.dims[k].is_axis()) continue;
+            const Lines lines(t.shape, k);
+            for (std::size_t o = 0; o < lines.outer && lines.len > 0; ++o)
+                for (std::size_t r = 0; r < lines.inner; ++r) {
+                    bool all = true;
+                    for (std::size_t i = 0; i < lines.len && all; ++i) all = t.values[lines.at(o, i, r)] != 0.0;
+                    if (all) return false;
+                }
+        }
+    }
+    return true;
+}
+
+namespace {
+
+using Deletions = std::map<std::string, std::set<int>>;  // axis -> elements to delete
+
+// Adds to `del` the elements of the axes index inputs run along whose values name a deleted element, until
+// nothing changes. False when an index input without an axis dim names a deleted element.
+bool close_deletions(const Signature& s, const SignatureCase& c, Deletions& del) {
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (const TensorSpec& spec : s.inputs) {
+            if (spec.kind != TensorKind::index || del[spec.index_axis].empty()) continue;
+            const std::set<int>& gone = del[spec.index_axis];
+            const Tensor& t = c.inputs.at(spec.name);
+            const std::optional<std::size_t> k = first_axis_dim(spec);
+            if (!k) {
+                for (double v : t.values)
+                    if (gone.count(static_cast<int>(v))) return false;
+                continue;
+            }
+            const Lines lines(t.shape, *k);
+            std::set<int>& along = del[spec.dims[*k].axis];
+            for (std::size_t o = 0; o < lines.outer; ++o)
+                for (std::size_t i = 0; i < lines.len; ++i)
+                    for (std::size_t r = 0; r < lines.inner; ++r)
+                        if (gone.count(static_cast<int>(t.values[lines.at(o, i, r)])))
+                            changed = along.insert(static_cast<int>(i)).second || changed;
+        }
+    }
+    return true;
+}
+
+// t without the elements `gone` along dim k.
+void delete_along(Tensor& t, std::size_t k, const std::set<int>& gone) {
+    const Lines lines(t.shape, k);
+    std::vector<double> kept;
+    kept.reserve(t.values.size());
+    for (std::size_t o = 0; o < lines.outer; ++o)
+        for (std::size_t i = 0; i < lines.len; ++i)
+            if (!gone.count(static_cast<int>(i)))
+                for (std::size_t r = 0; r < lines.inner; ++r) kept.push_back(t.values[lines.at(o, i, r)]);
+    t.values = std::move(kept);
+    t.shape[k] -= static_cast<int>(gone.size());
+}
+
+void apply_deletions(const Signature& s, SignatureCase& c, const Deletions& del) {
+    for (const TensorSpec& spec : s.inputs) {
+        Tensor& t = c.inputs.at(spec.name);
+        for (std::size_t k = 0; k < spec.dims.size(); ++k) {
+            const auto d = spec.dims[k].is_axis() ? del.find(spec.dims[k].axis) : del.end();
+            if (d != del.end() && !d->second.empty()) delete_along(t, k, d->second);
+        }
+        const auto renumbered = spec.kind == TensorKind::index ? del.find(spec.index_axis) : del.end();
+        if (renumbered == del.end()) continue;
+        const std::set<int>& gone = renumbered->second;
+        for (double& v : t.values)
+            v -= static_cast<double>(std::distance(gone.begin(), gone.lower_bound(static_cast<int>(v))));
+    }
+    for (const auto& [axis, gone] : del) {
+        for (auto k = gone.rbegin(); k != gone.rend(); ++k) c.perms[axis] = c.perms[axis].without_row(*k);
+        c.lengths[axis] -= static_cast<int>(gone.size());
+    }
+}
+
+}  // namespace
+
+std::optional<SignatureCase> without_elements(const Signature& s, const SignatureCase& c, const std::string& axis,
+                                              const std::vector<int>& positions) {
+    Deletions del;
+    del[axis].insert(positions.begin(), positions.end());
+    if (!close_deletions(s, c, del)) return std::nullopt;
+    for (const auto& [a, gone] : del)
+        if (c.lengths.at(a) - static_cast<int>(gone.size()) < axis_named(s, a).min_len) return std::nullopt;
+    SignatureCase smaller = c;
+    apply_deletions(s, smaller, del);
+    if (!masks_keep_a_position(s, smaller.inputs)) return std::nullopt;
+    return smaller;
+}
+
+namespace {
+
+// Blocks of elements to delete, halves first, then single elements: (axis, first, count).
+struct Block {
+    std::string axis;
+    int first, count;
+};
+
+std::vector<Block> deletable_blocks(const Signature& s, const SignatureCase& c) {
+    std::vector<Block> blocks;
+    for (const Axis& a : s.axes) {
+        const int n = c.lengths.at(a.name);
+        for (int size = n / 2; size >= 2; size /= 2)
+            for (int k = 0; k + size <= n && n - size >= a.min_len; k += size) blocks.push_back({a.name, k, size});
+    }
+    for (const Axis& a : s.axes)
+        for (int k = 0; c.lengths.at(a.name) > a.min_len && k < c.lengths.at(a.name); ++k) blocks.push_back({a.name, k, 1});
+    return blocks;
+}
+
+// (input, element) pairs of the values that can be simplified: real values, padded mask entries (toward no
+// padding) and index values other than 0 (toward node 0, which leaves the other nodes free to be deleted).
+std::vector<std::pair<std::string, std::size_t>> simplifiable(const Signature& s, const SignatureCase& c) {
+    std::vector<std::pair<std::string, std::size_t>> out;
+    for (const TensorSpec& spec : s.inputs) {
+        const Tensor& t = c.inputs.at(spec.name);
+        for (std::size_t e = 0; e < t.values.size(); ++e)
+            if (spec.kind == TensorKind::real || t.values[e] != 0.0) out.emplace_back(spec.name, e);
+    }
+    return out;
+}
+
+// Merges of index values: every value v of the index inputs over an axis replaced by u < v (u = 0, u = v - 1), so
+// that node v, no longer named, can be deleted. Two edges into one node are one merge away from two self-loops.
+struct Merge {
+    std::string axis;
+    int from, to;
+};
+
+std::vector<Merge> index_merges(const Signature& s, const SignatureCase& c) {
+    std::map<std::string, std::set<int>> named;  // index axis -> the values its index inputs hold
+    for (const TensorSpec& spec : s.inputs)
+        if (spec.kind == TensorKind::index)
+            for (double v : c.inputs.at(spec.name).values) named[spec.index_axis].insert(static_cast<int>(v));
+    std::vector<Merge> merges;
+    for (const auto& [axis, values] : named)
+        for (int v : values) {
+            if (v > 0) merges.push_back({axis, v, 0});
+            if (v > 1) merges.push_back({axis, v, v - 1});
+        }
+    return merges;
+}
+
+SignatureCase merged(const Signature& s, const SignatureCase& c, const Merge& m) {
+    SignatureCase out = c;
+    for (const TensorSpec& spec : s.inputs)
+        if (spec.kind == TensorKind::index && spec.index_axis == m.axis)
+            for (double& v : out.inputs.at(spec.name).values)
+                if (static_cast<int>(v) == m.from) v = m.to;
+    return out;
+}
+
+}  // namespace
+
+rc::Seq<SignatureCase> signature_case_shrinks(const std::shared_ptr<const Signature>& s, const SignatureCase& c) {
+    const auto shared = std::make_shared<const SignatureCase>(c);
+    auto deletions = rc::seq::mapMaybe(rc::seq::fromContainer(deletable_blocks(*s, c)), [s, shared](const Block& b) {
+        std::vector<int> positions;
+        for (int k = b.first; k < b.first + b.count; ++k) positions.push_back(k);
+        std::optional<SignatureCase> smaller = without_elements(*s, *shared, b.axis, positions);
+        return smaller ? rc::Maybe<SignatureCase>(std::move(*smaller)) : rc::Maybe<SignatureCase>();
+    });
+    std::vector<std::string> axes;
+    for (const Axis& a : s->axes) axes.push_back(a.name);
+    auto perms = rc::seq::mapcat(rc::seq::fromContainer(axes), [shared](const std::string& axis) {
+        return rc::seq::map(gen::permutation_shrinks(shared->perms.at(axis)), [shared, axis](Permutation p) {
+            SignatureCase fewer = *shared;
+            fewer.perms[axis] = std::move(p);
+            return fewer;
+        });
+    });
+    auto values = rc::seq::mapcat(rc::seq::fromContainer(simplifiable(*s, c)), [s, shared](const auto& at) {
+        const double v = shared->inputs.at(at.first).values[at.second];
+        const bool real = std::any_of(s->inputs.begin(), s->inputs.end(), [&](const TensorSpec& t) {
+            return t.name == at.first && t.kind == TensorKind::real;
+        });
+        return rc::seq::map(rc::seq::fromContainer(real ? gen::simpler_values(v) : std::vector<double>{0.0}),
+                            [shared, at](double simpler) {
+                                SignatureCase simpler_case = *shared;
+                                simpler_case.inputs[at.first].values[at.second] = simpler;
+                                return simpler_case;
+                            });
+    });
+    auto merges = rc::seq::map(rc::seq::fromContainer(index_merges(*s, c)),
+                               [s, shared](const Merge& m) { return merged(*s, *shared, m); });
+    return rc::seq::concat(std::move(deletions), std::move(perms), std::move(merges), std::move(values));
+}
+
+rc::Shrinkable<SignatureCase> shrinkable_signature_case(const std::shared_ptr<const Signature>& s, SignatureCase c) {
+    return rc::shrinkable::shrinkRecur(std::move(c),
+                                       [s](const SignatureCase& k) { return signature_case_shrinks(s, k); });
+}
+
+}  // namespace permcheck

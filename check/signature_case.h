@@ -1,0 +1,61 @@
+// The case of a signature audit (check/signature.h), how it is drawn and how it shrinks: the counterpart of
+// check/case.h for several named inputs over several axes.
+//
+// Drawn: a length per axis (signature_lengths: the length schedule of check/lengths.h per axis, max_len a hard
+// cap, the axes' schedules decorrelated), an independent uniform permutation per axis, real inputs with ties and
+// generic values (gen::Sampler::sequence), masks with a realistic share of padding and never a line of an axis
+// all padded, index inputs as random graphs with repeated edges and self-loops.
+//
+// Shrunk: delete elements of any axis (blocks, then single elements; deleting a node deletes the edges that
+// reference it and renumbers the rest; an element of x and the element of P x that holds it go together, the
+// rule of check/case.h's without_position), put back moved elements of any axis's permutation (toward a single
+// transposition on one axis, the identity elsewhere), simplify values (floats as gen::value_shrinks, masks
+// toward no padding, index values merged (every v replaced by 0 or v - 1) or one by one toward 0, so that fewer
+// nodes are named and can be deleted).
+#pragma once
+
+#include "check/generators.h"
+#include "check/signature.h"
+
+#include <rapidcheck.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace permcheck {
+
+struct SignatureCase {
+    Lengths lengths;
+    Permutations perms;  // every axis, of its length
+    Tensors inputs;      // x, before the permutation
+};
+
+// The lengths of every case of the whole audit (before sharding): check/lengths.h's schedule per axis, max_len a
+// hard cap; with several axes, lengths 0 and 1 are sent too (the other axes can move). An index input needs an
+// axis to point into: when its index axis drew 0 and the input would not be empty, the index axis gets length 1.
+std::vector<Lengths> signature_lengths(const Signature& s, int cases, std::uint64_t seed);
+
+// One case at the given lengths, drawn from `random` at the RapidCheck size `size`. When every permutation
+// came out as the identity, a random axis of length >= 2 gets a transposition instead (an identity everywhere
+// cannot show a violation).
+SignatureCase draw_signature_case(const Signature& s, const Lengths& lengths, const rc::Random& random, int size);
+
+// c without the elements `positions` of `axis`, and without what depends on them (the elements of the axes an
+// index input runs along whose values name a deleted element); nothing when that would take an axis below its
+// min_len, leave a mask line all padded, or delete an element an index input without an axis dim names.
+std::optional<SignatureCase> without_elements(const Signature& s, const SignatureCase& c, const std::string& axis,
+                                              const std::vector<int>& positions);
+
+// True when no line of a mask along any of its axis dims is all padding.
+bool masks_keep_a_position(const Signature& s, const Tensors& inputs);
+
+// A shape or a position, e.g. "(3, 4)" (check/signature.cpp): the one spelling of describe() and the audit's text.
+std::string index_text(const std::vector<int>& where);
+
+rc::Seq<SignatureCase> signature_case_shrinks(const std::shared_ptr<const Signature>& s, const SignatureCase& c);
+rc::Shrinkable<SignatureCase> shrinkable_signature_case(const std::shared_ptr<const Signature>& s, SignatureCase c);
+
+}  // namespace permcheck

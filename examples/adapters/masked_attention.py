@@ -1,0 +1,75 @@
+#!/usr/bin/python3
+"""A permcheck adapter in plain Python for a signature audit: self-attention with a key padding mask.
+
+The mask is an input like x (pad[j] true: position j is padding, as PyTorch's key_padding_mask), so permcheck
+moves it with the tokens and the layer is equivariant: L(P x, P pad) = P L(x, pad). --fixed-padding ignores
+which positions the mask names and pads the last k instead (k = how many it names), the mistake of a harness
+that pads "the end": then the mask does not move with the tokens, and permcheck finds it.
+
+    {"id": 7, "inputs": {"x": [[...], ...], "pad": [false, true, false]}, "shapes": {"x": [3, 8], "pad": [3]},
+     "outputs": ["y"]}                                  ->  {"id": 7, "outputs": {"y": [[...], ...]}}
+
+    permcheck audit --exec "/usr/bin/python3 examples/adapters/masked_attention.py" \\
+        --axis n=1..8 --input x:n,8 --input pad:n:mask --output y:n,8                              # holds
+    permcheck audit --exec "/usr/bin/python3 examples/adapters/masked_attention.py --fixed-padding" \\
+        --axis n=1..8 --input x:n,8 --input pad:n:mask --output y:n,8                              # violated
+"""
+import argparse
+import json
+import math
+import random
+import sys
+
+
+def weights(d, seed):
+    rng = random.Random(seed)
+    return [[rng.gauss(0.0, 1.0 / math.sqrt(d)) for _ in range(d)] for _ in range(d)]
+
+
+def matmul(x, w):
+    return [[sum(row[k] * w[k][j] for k in range(len(w))) for j in range(len(w[0]))] for row in x]
+
+
+def masked_attention(x, pad, wq, wk, wv):
+    """Every query attends to the keys that are not padding (permcheck never pads every position)."""
+    q, k, v = matmul(x, wq), matmul(x, wk), matmul(x, wv)
+    keys = [j for j in range(len(x)) if not pad[j]]
+    scale = 1.0 / math.sqrt(len(x[0]))
+    out = []
+    for qi in q:
+        scores = [scale * sum(a * b for a, b in zip(qi, k[j])) for j in keys]
+        top = max(scores)
+        e = [math.exp(s - top) for s in scores]
+        total = sum(e)
+        out.append([sum(e[t] * v[j][c] for t, j in enumerate(keys)) / total for c in range(len(v[0]))])
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fixed-padding", action="store_true",
+                        help="pad the last k positions, whatever the mask names: the mask no longer moves")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the weights")
+    args = parser.parse_args()
+
+    cache = {}
+    for line in sys.stdin:
+        request = json.loads(line)
+        try:
+            x, pad = request["inputs"]["x"], request["inputs"]["pad"]
+            n, d = request["shapes"]["x"]
+            if d not in cache:
+                cache[d] = [weights(d, args.seed * 3 + k) for k in range(3)]
+            if args.fixed_padding:
+                padded = sum(1 for p in pad if p)
+                pad = [j >= n - padded for j in range(n)]
+            y = masked_attention(x, pad, *cache[d])
+            answer = {"id": request["id"], "outputs": {"y": y}}
+        except Exception as e:  # an answer, not a crash: permcheck reports it with the request
+            answer = {"id": request["id"], "error": repr(e)}
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

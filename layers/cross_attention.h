@@ -1,0 +1,82 @@
+// Attention over named inputs (issue 12): cross-attention of queries (n x d) over a memory (m x d), with an
+// optional key-padding mask over the memory (true = padding, as PyTorch's key_padding_mask) and an optional
+// pairwise score bias (n x m; n x n for self-attention: attention biases, graph-transformer structure biases).
+// Self-attention is the case q = memory. With `memory_positions` the memory gets a sinusoidal position signal:
+// the symmetry-breaking counterpart, no longer invariant to the order of the memory.
+//
+//   y = softmax(q Wq (mem Wk)^T / sqrt(d) + B, padded keys left out) (mem Wv) Wo
+//
+// Equivariant in the queries (row i of y depends on q_i and the memory as a set), invariant in the memory when
+// the mask and the bias move with it (proofs-notes/signature-audit.md).
+#pragma once
+
+#include "layers/position.h"
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace permcheck {
+
+// Row-wise softmax of scores (n x m) over the keys that are not padded; a row's weights on padded keys are 0.
+// At least one key must be unpadded.
+template <class S> Mat<S> masked_softmax(const Mat<S>& s, const std::vector<bool>& padded) {
+    Mat<S> a = Mat<S>::Zero(s.rows(), s.cols());
+    for (Eigen::Index i = 0; i < s.rows(); ++i) {
+        S shift = S(0);
+        bool first = true;
+        if constexpr (ScalarTraits<S>::shift_softmax)
+            for (Eigen::Index j = 0; j < s.cols(); ++j)
+                if (!padded[static_cast<std::size_t>(j)]) {
+                    shift = first ? s(i, j) : sc::max(shift, s(i, j));
+                    first = false;
+                }
+        S total = S(0);
+        for (Eigen::Index j = 0; j < s.cols(); ++j)
+            if (!padded[static_cast<std::size_t>(j)]) {
+                a(i, j) = sc::exp<S>(s(i, j) - shift);
+                total += a(i, j);
+            }
+        if (total == S(0)) throw std::invalid_argument("attention over a memory whose every position is padded");
+        for (Eigen::Index j = 0; j < s.cols(); ++j) a(i, j) /= total;
+    }
+    return a;
+}
+
+template <class S> struct CrossAttention {
+    Mat<S> wq, wk, wv, wo;  // d x d each
+    bool memory_positions = false;
+
+    static CrossAttention random(Eigen::Index d, Draw<S>& draw, bool memory_positions = false) {
+        CrossAttention a;
+        a.wq = draw_matrix(d, d, draw);
+        a.wk = draw_matrix(d, d, draw);
+        a.wv = draw_matrix(d, d, draw);
+        a.wo = draw_matrix(d, d, draw);
+        a.memory_positions = memory_positions;
+        return a;
+    }
+
+    // q: n x d, mem: m x d; padded: m flags or empty (nothing padded); bias: n x m or empty (none).
+    Mat<S> operator()(const Mat<S>& q, const Mat<S>& memory, std::vector<bool> padded = {}, const Mat<S>& bias = {}) const {
+        const Eigen::Index d = wq.rows();
+        if (q.cols() != d || memory.cols() != d)
+            throw std::invalid_argument("cross-attention expects " + std::to_string(d) + " features, got " +
+                                        std::to_string(q.cols()) + " and " + std::to_string(memory.cols()));
+        if (padded.empty()) padded.assign(static_cast<std::size_t>(memory.rows()), false);
+        if (bias.size() > 0 && (bias.rows() != q.rows() || bias.cols() != memory.rows()))
+            throw std::invalid_argument("the score bias must be queries x keys");
+        Mat<S> mem = memory;
+        if (memory_positions) mem += sinusoidal_signal<S>(mem.rows(), d);
+        const Mat<S> k = mem * wk;
+        Mat<S> s = (q * wq) * k.transpose();
+        s *= sc::from_double<S>(1.0 / std::sqrt(static_cast<double>(d)));
+        if (bias.size() > 0) s += bias;
+        const Mat<S> weights = masked_softmax(s, padded);
+        const Mat<S> v = mem * wv;
+        Mat<S> y = weights * v * wo;
+        return y;
+    }
+};
+
+}  // namespace permcheck

@@ -1,0 +1,642 @@
+// Audits of real layer signatures (issue 12): the flag grammar (check/signature.h), the transformation of named
+// inputs and outputs, the case generator and shrinker per axis, the signature audit on the multi-input reference
+// layers (layers/cross_attention.h, layers/message_passing.h), the harness self-test with planted bugs, and the
+// in-process API (<permcheck/audit.h> audit_signature, <permcheck/gtest.h>).
+#include "check/blackbox.h"
+#include "check/signature.h"
+#include "check/signature_case.h"
+#include "layers/cross_attention.h"
+#include "layers/message_passing.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+namespace permcheck {
+namespace {
+
+Tensor tensor(std::vector<int> shape, std::vector<double> values) { return Tensor{std::move(shape), std::move(values)}; }
+
+// ------------------------------------------------------------------------------------------------- grammar
+
+TEST(SignatureGrammar, FlagsRoundTripThroughParseAndFormat) {
+    for (const std::string text : {"n=1..8", "edges=0..16", "m=2..2"}) EXPECT_EQ(format(parse_axis(text)), text);
+    for (const std::string text : {"q:n,8", "bias:n,n", "x:1,n,8", "pad:n:mask", "edge_index:2,edges:index=nodes",
+                                   "scalar:"})
+        EXPECT_EQ(format_input(parse_input(text)), text);
+    EXPECT_EQ(format_input(parse_input("q:n,8:float")), "q:n,8");  // float is the default kind
+    for (const std::string text : {"y:n,8", "g:4"}) EXPECT_EQ(format_output(parse_output(text)), text);
+}
+
+TEST(SignatureGrammar, ParsedFieldsAreTheOnesWritten) {
+    const Axis a = parse_axis("edges=0..16");
+    EXPECT_EQ(a.name, "edges");
+    EXPECT_EQ(a.min_len, 0);
+    EXPECT_EQ(a.max_len, 16);
+    const TensorSpec e = parse_input("edge_index:2,edges:index=nodes");
+    ASSERT_EQ(e.dims.size(), 2u);
+    EXPECT_FALSE(e.dims[0].is_axis());
+    EXPECT_EQ(e.dims[0].size, 2);
+    EXPECT_EQ(e.dims[1].axis, "edges");
+    EXPECT_EQ(e.kind, TensorKind::index);
+    EXPECT_EQ(e.index_axis, "nodes");
+    EXPECT_EQ(parse_input("pad:n:mask").kind, TensorKind::mask);
+}
+
+// The message names the flag, quotes the text and says what was expected.
+void expect_refused(const std::function<void()>& parse, const std::string& flag, const std::string& text,
+                    const std::string& expected_part) {
+    try {
+        parse();
+        ADD_FAILURE() << flag << " accepted '" << text << "'";
+    } catch (const std::invalid_argument& e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find(flag), std::string::npos) << m;
+        EXPECT_NE(m.find("'" + text + "'"), std::string::npos) << m;
+        EXPECT_NE(m.find(expected_part), std::string::npos) << m;
+    }
+}
+
+TEST(SignatureGrammar, BadFlagsAreRefusedNamingTheFlagTheTextAndTheGrammar) {
+    for (const std::string text : {"n", "n=1-8", "n=8..1", "=1..8", "n=a..8", "n=0..0", "n=1..5000", "1n=1..2"})
+        expect_refused([&] { parse_axis(text); }, "--axis", text, "NAME=MIN..MAX");
+    for (const std::string text : {"q", "q:n,0", "q:n,-3", "q:n:bool", "q:n:index=", "q:n,8:mask:x", ":n"})
+        expect_refused([&] { parse_input(text); }, "--input", text, "NAME:DIMS[:KIND]");
+    for (const std::string text : {"y", "y:n,8:mask", "y:n,x y"})
+        expect_refused([&] { parse_output(text); }, "--output", text, "NAME:DIMS");
+}
+
+Signature cross_attention_signature() {
+    return Signature{{parse_axis("n=1..8"), parse_axis("m=1..8")},
+                     {parse_input("q:n,8"), parse_input("mem:m,8")},
+                     {parse_output("y:n,8")}};
+}
+
+void expect_invalid(const Signature& s, const std::string& part) {
+    try {
+        validate(s);
+        ADD_FAILURE() << "accepted a signature that should fail with '" << part << "'";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+}
+
+TEST(SignatureGrammar, ValidateNamesWhatIsWrong) {
+    EXPECT_NO_THROW(validate(cross_attention_signature()));
+    Signature s = cross_attention_signature();
+    s.inputs.push_back(parse_input("q:n,4"));
+    expect_invalid(s, "'q' is given twice");
+    s = cross_attention_signature();
+    s.inputs[1] = parse_input("mem:k,8");
+    expect_invalid(s, "'k', which no --axis declares");
+    s = cross_attention_signature();
+    s.axes.push_back(parse_axis("unused=1..3"));
+    expect_invalid(s, "'unused' is a dim of no --input");
+    s = cross_attention_signature();
+    s.inputs.push_back(parse_input("e:2,m:index=nodes"));
+    expect_invalid(s, "index into the axis 'nodes'");
+    s = cross_attention_signature();
+    s.inputs.push_back(parse_input("flag:4:mask"));
+    expect_invalid(s, "mask with no axis dim");
+    s = cross_attention_signature();
+    s.outputs.clear();
+    expect_invalid(s, "at least one --output");
+    s = cross_attention_signature();
+    s.outputs.push_back(parse_output("y:n"));
+    expect_invalid(s, "'y' is given twice");
+}
+
+// ---------------------------------------------------------------------------------------------- transformation
+
+TEST(SignaturePermute, APairwiseInputGetsPBPTranspose) {
+    const Signature s{{parse_axis("n=1..8")}, {parse_input("bias:n,n")}, {parse_output("y:n,1")}};
+    // B[i][j] = 10 i + j; p = (0 1 2) in one-line [1, 2, 0]: (P B P^T)[i][j] = B[p[i]][p[j]].
+    Tensor b = tensor({3, 3}, {0, 1, 2, 10, 11, 12, 20, 21, 22});
+    const Permutations perms{{"n", Permutation({1, 2, 0})}};
+    const Tensor moved = permute_inputs(s, perms, {{"bias", b}}).at("bias");
+    EXPECT_EQ(moved.shape, (std::vector<int>{3, 3}));
+    EXPECT_EQ(moved.values, (std::vector<double>{11, 12, 10, 21, 22, 20, 1, 2, 0}));
+}
+
+TEST(SignaturePermute, IndexValuesMapThroughTheInverseWhichA3CycleTellsFromP) {
+    const Signature s{{parse_axis("nodes=1..8"), parse_axis("edges=0..8")},
+                      {parse_input("x:nodes,1"), parse_input("edge_index:2,edges:index=nodes")},
+                      {parse_output("y:nodes,1")}};
+    // Node features x[v] = 100 + v; edges 0->1, 1->2, 2->2 (a self-loop), as columns of edge_index.
+    const Tensors in{{"x", tensor({3, 1}, {100, 101, 102})}, {"edge_index", tensor({2, 3}, {0, 1, 2, 1, 2, 2})}};
+    // p = [1, 2, 0]: new node i is old node p[i], so old node v is new node p^-1[v] = [2, 0, 1][v].
+    const Permutations perms{{"nodes", Permutation({1, 2, 0})}, {"edges", Permutation::identity(3)}};
+    const Tensors out = permute_inputs(s, perms, in);
+    EXPECT_EQ(out.at("x").values, (std::vector<double>{101, 102, 100}));
+    EXPECT_EQ(out.at("edge_index").values, (std::vector<double>{2, 0, 1, 0, 1, 1}));
+    // The edges still join the same features: edge (a -> b) of the new graph joins x'[a] and x'[b].
+    for (int e = 0; e < 3; ++e) {
+        const auto src = static_cast<int>(out.at("edge_index").values[static_cast<std::size_t>(e)]);
+        const auto dst = static_cast<int>(out.at("edge_index").values[static_cast<std::size_t>(3 + e)]);
+        EXPECT_EQ(out.at("x").values[static_cast<std::size_t>(src)], 100 + in.at("edge_index").values[static_cast<std::size_t>(e)]);
+        EXPECT_EQ(out.at("x").values[static_cast<std::size_t>(dst)], 100 + in.at("edge_index").values[static_cast<std::size_t>(3 + e)]);
+    }
+}
+
+TEST(SignaturePermute, EdgeOrderMovesColumnsAndAMaskMovesWithItsAxis) {
+    const Signature s{{parse_axis("n=1..8"), parse_axis("edges=0..8")},
+                      {parse_input("pad:n:mask"), parse_input("e:2,edges:index=n")},
+                      {parse_output("y:n,1")}};
+    const Tensors in{{"pad", tensor({3}, {0, 0, 1})}, {"e", tensor({2, 2}, {0, 1, 2, 0})}};
+    const Permutations perms{{"n", Permutation({2, 0, 1})}, {"edges", Permutation({1, 0})}};
+    const Tensors out = permute_inputs(s, perms, in);
+    EXPECT_EQ(out.at("pad").values, (std::vector<double>{1, 0, 0}));
+    // Columns swapped: (1, 0) then (0, 2); values renumbered by p^-1 = [1, 2, 0].
+    EXPECT_EQ(out.at("e").values, (std::vector<double>{2, 1, 1, 0}));
+}
+
+TEST(SignaturePermute, AnOutputMovesAlongItsAxesOnlyAndShapeOfReadsTheLengths) {
+    const TensorSpec y = parse_output("y:n,2"), g = parse_output("g:2");
+    const Permutations perms{{"n", Permutation({1, 0})}, {"m", Permutation({2, 0, 1})}};
+    EXPECT_EQ(permute_output(y, perms, tensor({2, 2}, {1, 2, 3, 4})).values, (std::vector<double>{3, 4, 1, 2}));
+    EXPECT_EQ(permute_output(g, perms, tensor({2}, {5, 6})).values, (std::vector<double>{5, 6}));
+    EXPECT_EQ(shape_of(parse_input("x:1,n,8"), {{"n", 5}}), (std::vector<int>{1, 5, 8}));
+    EXPECT_EQ(tensor({3, 0}, {}).size(), 0u);
+    EXPECT_EQ(tensor({}, {7}).size(), 1u);
+}
+
+// ------------------------------------------------------------------------------------------ reference layers
+
+constexpr int kD = 4;       // model width of the reference layers below
+constexpr int kEdgeD = 3;   // edge feature width
+
+// A 2-D tensor as a matrix, and back.
+Mat<double> matrix(const Tensor& t) {
+    Mat<double> m(t.shape.at(0), t.shape.at(1));
+    for (int i = 0; i < t.shape[0]; ++i)
+        for (int j = 0; j < t.shape[1]; ++j) m(i, j) = t.values[static_cast<std::size_t>(i * t.shape[1] + j)];
+    return m;
+}
+Tensor tensor_of(const Mat<double>& m, bool as_vector = false) {
+    Tensor t{as_vector ? std::vector<int>{static_cast<int>(m.cols())} : std::vector<int>{static_cast<int>(m.rows()), static_cast<int>(m.cols())}, {}};
+    for (Eigen::Index i = 0; i < m.rows(); ++i)
+        for (Eigen::Index j = 0; j < m.cols(); ++j) t.values.push_back(m(i, j));
+    return t;
+}
+std::vector<bool> flags(const Tensor& t) {
+    std::vector<bool> out;
+    for (double v : t.values) out.push_back(v != 0.0);
+    return out;
+}
+
+Signature signature_of(std::vector<std::string> axes, std::vector<std::string> inputs, std::vector<std::string> outputs) {
+    Signature s;
+    for (const std::string& a : axes) s.axes.push_back(parse_axis(a));
+    for (const std::string& t : inputs) s.inputs.push_back(parse_input(t));
+    for (const std::string& t : outputs) s.outputs.push_back(parse_output(t));
+    return s;
+}
+
+// Cross-attention: q over n, memory over m (memory positions: the broken counterpart).
+Signature cross_signature() { return signature_of({"n=1..8", "m=1..8"}, {"q:n,4", "mem:m,4"}, {"y:n,4"}); }
+NamedBlackBox cross_attention(bool memory_positions, std::uint64_t seed = 11) {
+    Draw<double> draw = dyadic_draw<double>(seed);
+    const auto layer = CrossAttention<double>::random(kD, draw, memory_positions);
+    return [layer](const Tensors& in) {
+        return Tensors{{"y", tensor_of(layer(matrix(in.at("q")), matrix(in.at("mem"))))}};
+    };
+}
+
+// Self-attention with a key-padding mask.
+Signature masked_signature() { return signature_of({"n=1..8"}, {"x:n,4", "pad:n:mask"}, {"y:n,4"}); }
+NamedBlackBox masked_self_attention(std::uint64_t seed = 12) {
+    Draw<double> draw = dyadic_draw<double>(seed);
+    const auto layer = CrossAttention<double>::random(kD, draw);
+    return [layer](const Tensors& in) {
+        const Mat<double> x = matrix(in.at("x"));
+        return Tensors{{"y", tensor_of(layer(x, x, flags(in.at("pad"))))}};
+    };
+}
+
+// Self-attention with a pairwise score bias.
+Signature bias_signature() { return signature_of({"n=1..8"}, {"x:n,4", "bias:n,n"}, {"y:n,4"}); }
+NamedBlackBox bias_attention(std::uint64_t seed = 13) {
+    Draw<double> draw = dyadic_draw<double>(seed);
+    const auto layer = CrossAttention<double>::random(kD, draw);
+    return [layer](const Tensors& in) {
+        const Mat<double> x = matrix(in.at("x"));
+        return Tensors{{"y", tensor_of(layer(x, x, {}, matrix(in.at("bias"))))}};
+    };
+}
+
+// Message passing over an edge list, node outputs and a graph readout.
+Signature graph_signature() {
+    return signature_of({"nodes=1..8", "edges=0..16"}, {"x:nodes,4", "edge_index:2,edges:index=nodes", "edge_attr:edges,3"},
+                        {"y:nodes,4", "g:4"});
+}
+struct GraphFlaws {
+    bool node_index_feature = false, edge_order = false;
+};
+// A message-passing layer computed in S, over named tensors (edge_index rows: sources, destinations).
+template <class S> NamedBlackBox named_graph_layer(const MessagePassing<S>& layer) {
+    return [layer](const Tensors& in) {
+        const Tensor& e = in.at("edge_index");
+        const auto edges = static_cast<std::size_t>(e.shape[1]);
+        std::vector<int> src(edges), dst(edges);
+        for (std::size_t k = 0; k < edges; ++k) {
+            src[k] = static_cast<int>(e.values[k]);
+            dst[k] = static_cast<int>(e.values[edges + k]);
+        }
+        const Mat<S> a = edges == 0 ? Mat<S>(0, kEdgeD) : Mat<S>(matrix(in.at("edge_attr")).cast<S>());
+        const Mat<S> y = layer(matrix(in.at("x")).cast<S>(), src, dst, a);
+        return Tensors{{"y", tensor_of(y.template cast<double>())},
+                       {"g", tensor_of(MessagePassing<S>::readout(y).template cast<double>(), true)}};
+    };
+}
+
+NamedBlackBox message_passing(Aggregation aggregation, GraphFlaws flaws = {}, std::uint64_t seed = 14) {
+    Draw<double> draw = dyadic_draw<double>(seed);
+    auto layer = MessagePassing<double>::random(kD, kEdgeD, draw, aggregation);
+    layer.node_index_feature = flaws.node_index_feature;
+    layer.edge_order = flaws.edge_order;
+    return named_graph_layer(layer);
+}
+
+AuditOptions named(const std::string& name, std::uint64_t seed = 1) {
+    AuditOptions o;
+    o.name = name;
+    o.seed = seed;
+    return o;
+}
+
+std::string finding(const AuditResult& r, const Signature& s) {
+    std::string text = std::string(verdict_name(r.verdict)) + ": " + r.detail + r.error + "\n";
+    if (r.signature_counterexample) text += describe(*r.signature_counterexample, s);
+    return text;
+}
+
+struct Holding {
+    const char* name;
+    Signature signature;
+    NamedBlackBox layer;
+};
+std::vector<Holding> holding_layers() {
+    return {{"cross-attention", cross_signature(), cross_attention(false)},
+            {"self-attention with a key-padding mask", masked_signature(), masked_self_attention()},
+            {"attention with a pairwise bias", bias_signature(), bias_attention()},
+            {"message passing, sum", graph_signature(), message_passing(Aggregation::sum)},
+            {"message passing, mean", graph_signature(), message_passing(Aggregation::mean)},
+            {"message passing, max", graph_signature(), message_passing(Aggregation::max)}};
+}
+
+TEST(SignatureAudit, EveryHoldingReferenceLayerHoldsForSeveralSeeds) {
+    for (const Holding& h : holding_layers())
+        for (std::uint64_t seed : {1u, 2u, 3u}) {
+            const AuditResult r = audit(h.layer, h.signature, named(h.name, seed));
+            EXPECT_EQ(r.verdict, Verdict::holds) << h.name << ", seed " << seed << "\n" << finding(r, h.signature);
+            EXPECT_FALSE(r.counterexample.has_value());
+            EXPECT_EQ(r.cases, 100);
+            EXPECT_EQ(r.dtype, Arithmetic::float64) << h.name;
+        }
+}
+
+TEST(SignatureAudit, EveryLengthOfEachAxisIsCoveredWithinItsRange) {
+    const AuditResult r = audit(message_passing(Aggregation::sum), graph_signature(), named("graph"));
+    ASSERT_EQ(r.verdict, Verdict::holds);
+    // Every length of each range, a graph without edges and a single node included (nodes and edges move with
+    // each other's help); a one-axis signature skips the lengths where only the identity exists.
+    EXPECT_EQ(r.axis_lengths.at("nodes"), (std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8}));
+    std::vector<int> every_edge_count(17);
+    std::iota(every_edge_count.begin(), every_edge_count.end(), 0);
+    EXPECT_EQ(r.axis_lengths.at("edges"), every_edge_count);
+    EXPECT_TRUE(r.lengths.empty());
+    const AuditResult one = audit(masked_self_attention(), masked_signature(), named("masked"));
+    EXPECT_EQ(one.axis_lengths.at("n"), (std::vector<int>{2, 3, 4, 5, 6, 7, 8}));
+}
+
+// The one permuted axis of the counterexample, checked to be a single transposition.
+void expect_one_transposition_on(const SignatureCounterexample& c, const std::string& axis) {
+    EXPECT_EQ(c.axis_at_fault, axis);
+    for (const auto& [a, p] : c.perms) {
+        if (a == axis)
+            EXPECT_EQ(p.moved(), 2) << a << " " << p.cycles();
+        else
+            EXPECT_TRUE(p.is_identity()) << a << " " << p.cycles();
+    }
+}
+
+TEST(SignatureAudit, CrossAttentionWithMemoryPositionsIsViolatedAtTwoMemoryItems) {
+    const Signature s = cross_signature();
+    for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    const AuditResult r = audit(cross_attention(true), s, named("cross-attention with memory positions", seed));
+    ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
+    ASSERT_TRUE(r.signature_counterexample);
+    const SignatureCounterexample& c = *r.signature_counterexample;
+    EXPECT_EQ(c.lengths.at("m"), 2) << finding(r, s);
+    EXPECT_EQ(c.lengths.at("n"), 1) << finding(r, s);
+    expect_one_transposition_on(c, "m");
+    EXPECT_NE(r.detail.find("output y"), std::string::npos) << r.detail;
+    }
+}
+
+TEST(SignatureAudit, ANodeIndexFeatureIsViolatedAtTwoNodes) {
+    const Signature s = graph_signature();
+    for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    const AuditResult r = audit(message_passing(Aggregation::sum, {true, false}), s, named("node-index feature", seed));
+    ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
+    const SignatureCounterexample& c = *r.signature_counterexample;
+    EXPECT_EQ(c.lengths.at("nodes"), 2) << finding(r, s);
+    EXPECT_EQ(c.lengths.at("edges"), 0) << finding(r, s);
+    expect_one_transposition_on(c, "nodes");
+    }
+}
+
+TEST(SignatureAudit, AnEdgeOrderAggregatorIsViolatedAtTwoEdges) {
+    const Signature s = graph_signature();
+    for (Aggregation agg : {Aggregation::sum, Aggregation::mean, Aggregation::max})
+    for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    const AuditResult r = audit(message_passing(agg, {false, true}), s, named("edge-order aggregator", seed));
+    ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
+    const SignatureCounterexample& c = *r.signature_counterexample;
+    EXPECT_EQ(c.lengths.at("edges"), 2) << finding(r, s);
+    // Two messages into one node: one node (two self-loops told apart by their edge features) or two (a message
+    // from a node with features and one from a node without); greedy shrinking stops at either.
+    EXPECT_LE(c.lengths.at("nodes"), 2) << finding(r, s);
+    expect_one_transposition_on(c, "edges");
+    // The graph-level readout is invariant to the edges too, and is broken by the same pair.
+    for (const OutputComparison& o : c.outputs) EXPECT_FALSE(o.holds) << o.name;
+    }
+}
+
+TEST(SignatureAudit, NondeterminismNonFiniteOutputsAndWrongShapesGetTheirVerdicts) {
+    const Signature s = cross_signature();
+    const NamedBlackBox exact = cross_attention(false);
+    auto rng = std::make_shared<std::mt19937_64>(3);
+    const NamedBlackBox noisy = [exact, rng](const Tensors& in) {
+        Tensors out = exact(in);
+        for (double& v : out.at("y").values) v += std::uniform_real_distribution<double>(-1e-3, 1e-3)(*rng);
+        return out;
+    };
+    const AuditResult nd = audit(noisy, s, named("noisy"));
+    EXPECT_EQ(nd.verdict, Verdict::nondeterministic) << finding(nd, s);
+    EXPECT_NE(nd.detail.find("answered twice"), std::string::npos) << nd.detail;
+    const NamedBlackBox nan_at_3 = [exact](const Tensors& in) {
+        Tensors out = exact(in);
+        if (in.at("q").shape[0] >= 3) out.at("y").values[0] = std::numeric_limits<double>::quiet_NaN();
+        return out;
+    };
+    const AuditResult nf = audit(nan_at_3, s, named("nan"));
+    EXPECT_EQ(nf.verdict, Verdict::non_finite) << finding(nf, s);
+    ASSERT_TRUE(nf.signature_counterexample);
+    EXPECT_EQ(nf.signature_counterexample->lengths.at("n"), 3);
+    const NamedBlackBox short_rows = [exact](const Tensors& in) {
+        Tensors out = exact(in);
+        out.at("y").shape[1] = 2;
+        out.at("y").values.resize(out.at("y").size());
+        return out;
+    };
+    const AuditResult bad = audit(short_rows, s, named("short"));
+    EXPECT_EQ(bad.verdict, Verdict::error);
+    EXPECT_NE(bad.error.find("output 'y' with length 2 in dim 1 (fixed size 4)"), std::string::npos) << bad.error;
+    const NamedBlackBox missing = [](const Tensors&) { return Tensors{}; };
+    EXPECT_NE(audit(missing, s, named("missing")).error.find("no output 'y'"), std::string::npos);
+}
+
+TEST(SignatureAudit, ShardsAndWorkersGiveTheCasesAndCounterexampleOfOneRun) {
+    const Signature s = cross_signature();
+    AuditOptions o = named("cross-attention with memory positions");
+    const AuditResult one = audit(cross_attention(true), s, o);
+    const AuditResult two = audit(std::vector<NamedBlackBox>{cross_attention(true), cross_attention(true)}, s, o);
+    EXPECT_EQ(two.verdict, one.verdict);
+    EXPECT_EQ(two.cases, one.cases);
+    ASSERT_TRUE(one.signature_counterexample && two.signature_counterexample);
+    EXPECT_EQ(two.signature_counterexample->case_index, one.signature_counterexample->case_index);
+    EXPECT_EQ(two.signature_counterexample->inputs.at("mem").values, one.signature_counterexample->inputs.at("mem").values);
+    o.shard = Shard{2, 3};
+    const AuditResult shard = audit(cross_attention(false), s, o);
+    EXPECT_EQ(shard.verdict, Verdict::holds);
+    EXPECT_EQ(shard.cases, 33);
+}
+
+TEST(SignatureAudit, AStopRequestEndsTheAuditAsInterrupted) {
+    AuditOptions o = named("stopped");
+    int calls = 0;
+    o.stop_requested = [&calls] { return ++calls > 5; };
+    const AuditResult r = audit(cross_attention(false), cross_signature(), o);
+    EXPECT_EQ(r.verdict, Verdict::interrupted);
+    EXPECT_LT(r.cases, 100);
+}
+
+// The same layers computed in float: judged with the float32 tolerance inferred from their answers, they hold;
+// the tolerance's k (every axis's length plus the widest fixed size) covers their reductions.
+TEST(SignatureAudit, Float32LayersHoldWithTheInferredFloat32Tolerance) {
+    Draw<float> draw = dyadic_draw<float>(11);
+    const auto cross = CrossAttention<float>::random(kD, draw);
+    const NamedBlackBox cross_f32 = [cross](const Tensors& in) {
+        const Mat<float> y = cross(matrix(in.at("q")).cast<float>(), matrix(in.at("mem")).cast<float>());
+        return Tensors{{"y", tensor_of(y.cast<double>())}};
+    };
+    Signature wide = cross_signature();
+    wide.axes = {parse_axis("n=1..32"), parse_axis("m=1..64")};
+    const AuditResult r = audit(cross_f32, wide, named("cross-attention in float"));
+    EXPECT_EQ(r.verdict, Verdict::holds) << finding(r, wide);
+    EXPECT_EQ(r.dtype, Arithmetic::float32);
+    EXPECT_TRUE(r.dtype_inferred);
+    EXPECT_EQ(r.axis_lengths.at("m").back(), 64);
+    EXPECT_EQ(r.evaluations, 2 * 100 + 3);
+    const auto mp = MessagePassing<float>::random(kD, kEdgeD, draw, Aggregation::mean);
+    const NamedBlackBox mp_f32 = named_graph_layer(mp);
+    Signature graph = graph_signature();
+    graph.axes = {parse_axis("nodes=1..32"), parse_axis("edges=0..128")};
+    const AuditResult g = audit(mp_f32, graph, named("message passing in float"));
+    EXPECT_EQ(g.verdict, Verdict::holds) << finding(g, graph);
+    EXPECT_EQ(g.dtype, Arithmetic::float32);
+    EXPECT_EQ(g.axis_lengths.at("edges").back(), 128);
+}
+
+// ... and the float64 tolerance is not loose: a leak of relative size 1e-7 per memory position is seen.
+TEST(SignatureAudit, AFloat64MemoryLeakOfRelativeSize1e7IsViolated) {
+    const NamedBlackBox exact = cross_attention(false);
+    const NamedBlackBox leak = [exact](const Tensors& in) {
+        Tensors moved = in;
+        Tensor& mem = moved.at("mem");
+        for (std::size_t k = 0; k < mem.values.size(); ++k)
+            mem.values[k] *= 1.0 + 1e-7 * static_cast<double>(k / static_cast<std::size_t>(mem.shape[1]));
+        return exact(moved);
+    };
+    const AuditResult r = audit(leak, cross_signature(), named("tiny memory leak"));
+    ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, cross_signature());
+    EXPECT_EQ(r.signature_counterexample->axis_at_fault, "m");
+}
+
+TEST(SignatureAudit, TheCounterexampleTextNamesLengthsCyclesInputsBothSidesAndWhere) {
+    const Signature s = cross_signature();
+    const AuditResult r = audit(cross_attention(true), s, named("cross-attention with memory positions"));
+    ASSERT_TRUE(r.signature_counterexample);
+    const std::string text = describe(*r.signature_counterexample, s);
+    for (const std::string part : {"lengths: m = 2 n = 1", "m (0 1) n ()", "the axis at fault: m", "input q (1, 4) =",
+                                   "input mem (2, 4) =", "output y (DIFFERS):", "L(P x) (1, 4) =", "P L(x) (1, 4) =",
+                                   "largest |difference| = ", " at (0, "})
+        EXPECT_NE(text.find(part), std::string::npos) << part << "\n" << text;
+    EXPECT_NE(describe_finding(r).find("violated (float64)"), std::string::npos) << describe_finding(r);
+}
+
+TEST(SignatureAudit, ABadSignatureOrBadOptionsAreRefusedBeforeAnyCall) {
+    int calls = 0;
+    const NamedBlackBox counting = [&calls](const Tensors&) {
+        ++calls;
+        return Tensors{};
+    };
+    Signature s = cross_signature();
+    s.outputs[0] = parse_output("y:k,4");
+    EXPECT_THROW(audit(counting, s, named("bad")), std::invalid_argument);
+    AuditOptions o = named("bad");
+    o.cases = 0;
+    EXPECT_THROW(audit(counting, cross_signature(), o), std::invalid_argument);
+    EXPECT_EQ(calls, 0);
+}
+
+TEST(SignatureLayers, AMeanOrMaxOverNoNeighboursIsZeroAndEdgesInAnyOrderGiveTheSameNodes) {
+    Draw<double> draw = dyadic_draw<double>(3);
+    for (Aggregation agg : {Aggregation::sum, Aggregation::mean, Aggregation::max}) {
+        const auto mp = MessagePassing<double>::random(kD, kEdgeD, draw, agg);
+        Mat<double> messages(2, kD);
+        messages << 1, -2, 3, 0.5, 3, 4, -1, 0.25;
+        // Node 0 receives both messages, node 1 none.
+        const Mat<double> agg01 = mp.aggregate(messages, {0, 0}, 2);
+        EXPECT_TRUE(agg01.row(1).isZero()) << agg01;
+        const Mat<double> reversed = mp.aggregate(messages.colwise().reverse(), {0, 0}, 2);
+        EXPECT_EQ(agg01, reversed);
+        const Mat<double> expected = agg == Aggregation::sum    ? Mat<double>(messages.colwise().sum())
+                                     : agg == Aggregation::mean ? Mat<double>(messages.colwise().mean())
+                                                                : Mat<double>(messages.colwise().maxCoeff());
+        EXPECT_EQ(Mat<double>(agg01.row(0)), expected);
+    }
+}
+
+// ---------------------------------------------------------------------------------------- harness self-test
+
+// Plants a harness bug for one test and takes it out again, whatever the test does.
+class HarnessSelfTest : public ::testing::Test {
+protected:
+    void TearDown() override { testing::plant_harness_bug(testing::HarnessBug::none); }
+};
+
+TEST_F(HarnessSelfTest, RenumberingIndicesWithPInsteadOfItsInverseMakesMessagePassingFailOnA3Cycle) {
+    const Signature s = graph_signature();
+    for (Aggregation agg : {Aggregation::sum, Aggregation::mean, Aggregation::max}) {
+        testing::plant_harness_bug(testing::HarnessBug::index_with_p);
+        const AuditResult r = audit(message_passing(agg), s, named("message passing"));
+        testing::plant_harness_bug(testing::HarnessBug::none);
+        ASSERT_EQ(r.verdict, Verdict::violated) << "the planted bug was not seen\n" << finding(r, s);
+        const Permutation& p = r.signature_counterexample->perms.at("nodes");
+        // p and p^-1 agree on involutions: only a permutation that is not its own inverse can show the bug.
+        EXPECT_FALSE(p.then(p).is_identity()) << p.cycles();
+        EXPECT_GE(p.moved(), 3) << p.cycles();
+        // Without the planted bug the same layer holds.
+        EXPECT_EQ(audit(message_passing(agg), s, named("message passing")).verdict, Verdict::holds);
+    }
+}
+
+TEST_F(HarnessSelfTest, MovingAPairwiseInputWithoutTheTransposeMakesBiasAttentionFail) {
+    testing::plant_harness_bug(testing::HarnessBug::pairwise_without_transpose);
+    const AuditResult r = audit(bias_attention(), bias_signature(), named("bias attention"));
+    EXPECT_EQ(r.verdict, Verdict::violated) << finding(r, bias_signature());
+    ASSERT_TRUE(r.signature_counterexample);
+    EXPECT_EQ(r.signature_counterexample->lengths.at("n"), 2);
+}
+
+TEST_F(HarnessSelfTest, LeavingAMaskWhereItWasMakesMaskedSelfAttentionFail) {
+    testing::plant_harness_bug(testing::HarnessBug::mask_wrong_axis);
+    const AuditResult r = audit(masked_self_attention(), masked_signature(), named("masked self-attention"));
+    EXPECT_EQ(r.verdict, Verdict::violated) << finding(r, masked_signature());
+    ASSERT_TRUE(r.signature_counterexample);
+    const Tensor& pad = r.signature_counterexample->inputs.at("pad");
+    EXPECT_NE(std::count(pad.values.begin(), pad.values.end(), 1.0), 0) << "a bug in moving a mask needs padding";
+}
+
+TEST_F(HarnessSelfTest, EachPlantedBugChangesWhatPermuteInputsReturnsAndNothingElse) {
+    const Signature s = signature_of({"n=1..8"}, {"x:n,1", "pad:n:mask", "bias:n,n", "e:n:index=n"}, {"y:n,1"});
+    const Tensors in{{"x", tensor({3, 1}, {0, 1, 2})},
+                     {"pad", tensor({3}, {0, 0, 1})},
+                     {"bias", tensor({3, 3}, {0, 1, 2, 3, 4, 5, 6, 7, 8})},
+                     {"e", tensor({3}, {0, 1, 2})}};
+    const Permutations cycle{{"n", Permutation({1, 2, 0})}};
+    const Tensors right = permute_inputs(s, cycle, in);
+    for (auto [bug, differs] : {std::pair{testing::HarnessBug::index_with_p, "e"},
+                                std::pair{testing::HarnessBug::pairwise_without_transpose, "bias"},
+                                std::pair{testing::HarnessBug::mask_wrong_axis, "pad"}}) {
+        testing::plant_harness_bug(bug);
+        const Tensors wrong = permute_inputs(s, cycle, in);
+        testing::plant_harness_bug(testing::HarnessBug::none);
+        for (const auto& [name, t] : right)
+            EXPECT_EQ(wrong.at(name).values != t.values, name == differs) << name << " under bug " << differs;
+    }
+}
+
+// ---------------------------------------------------------------------------------- generator and shrinker
+
+TEST(SignatureCases, MasksPadARealisticShareAndNeverAWholeLine) {
+    const Signature s = signature_of({"n=1..8", "m=1..8"}, {"pad:n:mask", "pair:n,m:mask"}, {"y:n,1"});
+    rc::Random random(5);
+    int padded = 0, total = 0, cases_with_padding = 0;
+    for (int i = 0; i < 400; ++i) {
+        const Lengths lengths{{"n", 1 + i % 8}, {"m", 1 + (i / 8) % 8}};
+        const SignatureCase c = draw_signature_case(s, lengths, random.split(), 100);
+        ASSERT_TRUE(masks_keep_a_position(s, c.inputs)) << "case " << i;
+        const auto& pad = c.inputs.at("pad").values;
+        EXPECT_NE(std::count(pad.begin(), pad.end(), 0.0), 0);
+        const auto p = std::count(pad.begin(), pad.end(), 1.0);
+        padded += static_cast<int>(p);
+        total += static_cast<int>(pad.size());
+        cases_with_padding += p > 0;
+    }
+    EXPECT_GT(cases_with_padding, 150);  // most masks with room for padding pad something
+    EXPECT_GT(padded * 5, total);        // more than a fifth of the positions
+    EXPECT_LT(padded * 2, total);        // and fewer than half
+}
+
+TEST(SignatureCases, GraphsHaveRepeatedEdgesSelfLoopsAndValidIndices) {
+    const Signature s = graph_signature();
+    rc::Random random(9);
+    int repeated = 0, loops = 0;
+    for (int i = 0; i < 200; ++i) {
+        const SignatureCase c = draw_signature_case(s, {{"nodes", 6}, {"edges", 12}}, random.split(), 100);
+        const std::vector<double>& e = c.inputs.at("edge_index").values;
+        std::set<std::pair<int, int>> seen;
+        for (std::size_t k = 0; k < 12; ++k) {
+            ASSERT_GE(e[k], 0);
+            ASSERT_LT(e[k + 12], 6);
+            loops += e[k] == e[k + 12];
+            repeated += !seen.insert({static_cast<int>(e[k]), static_cast<int>(e[k + 12])}).second;
+        }
+    }
+    EXPECT_GT(repeated, 200);
+    EXPECT_GT(loops, 200);
+}
+
+TEST(SignatureCases, DeletingANodeDeletesItsEdgesRenumbersTheRestAndKeepsThePairsOfPx) {
+    const Signature s = graph_signature();
+    SignatureCase c;
+    c.lengths = {{"nodes", 3}, {"edges", 3}};
+    c.inputs["x"] = tensor({3, 4}, {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2});
+    c.inputs["edge_index"] = tensor({2, 3}, {0, 1, 2, 2, 2, 0});  // 0->2, 1->2, 2->0
+    c.inputs["edge_attr"] = tensor({3, 3}, {10, 10, 10, 11, 11, 11, 12, 12, 12});
+    c.perms = {{"nodes", Permutation({2, 0, 1})}, {"edges", Permutation({1, 2, 0})}};
+    const std::optional<SignatureCase> smaller = without_elements(s, c, "nodes", {0});
+    ASSERT_TRUE(smaller);
+    EXPECT_EQ(smaller->lengths, (Lengths{{"nodes", 2}, {"edges", 1}}));
+    EXPECT_EQ(smaller->inputs.at("x").values, (std::vector<double>{1, 1, 1, 1, 2, 2, 2, 2}));
+    EXPECT_EQ(smaller->inputs.at("edge_index").values, (std::vector<double>{0, 1}));  // 1->2 renumbered
+    EXPECT_EQ(smaller->inputs.at("edge_attr").values, (std::vector<double>{11, 11, 11}));
+    // P x kept its other pairs: new node 0 (old 1) is still sent to the row that received old 1.
+    EXPECT_EQ(smaller->perms.at("nodes").one_line(), (std::vector<int>{1, 0}));
+    EXPECT_EQ(smaller->perms.at("edges").one_line(), (std::vector<int>{0}));
+    // Below an axis's minimum: refused.
+    EXPECT_FALSE(without_elements(s, c, "nodes", {0, 1, 2}));
+}
+
+}  // namespace
+}  // namespace permcheck

@@ -1,0 +1,567 @@
+// Audits of real layer signatures (issue 12) as a user meets them: the named line protocol (requests, answers and
+// what is refused), the report of a signature audit (report.json round trip, report.md, report.html with the
+// graph), and `permcheck audit --axis/--input/--output` run as a subprocess on the README's example adapters.
+#include "adapters/exec_adapter.h"
+#include "report/report.h"
+#include "tests/support/process.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <regex>
+#include <string>
+
+#ifndef PERMCHECK_BIN
+#error "PERMCHECK_BIN (the path of the permcheck binary) must be defined by CMake"
+#endif
+#ifndef PERMCHECK_SOURCE_DIR
+#error "PERMCHECK_SOURCE_DIR must be defined by CMake"
+#endif
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace permcheck;
+
+namespace {
+
+// A signature written out by hand (the flags' parser is tested with the engine): axes n and edges, a real
+// input, a mask, an edge list over n and edge features; outputs y (along n) and g (invariant).
+Signature graph_signature() {
+    Signature s;
+    s.axes = {{"n", 1, 8}, {"edges", 0, 16}};
+    s.inputs = {{"x", {{"n", 0}, {"", 2}}, TensorKind::real, ""},
+                {"pad", {{"n", 0}}, TensorKind::mask, ""},
+                {"edge_index", {{"", 2}, {"edges", 0}}, TensorKind::index, "n"},
+                {"edge_attr", {{"edges", 0}, {"", 1}}, TensorKind::real, ""}};
+    s.outputs = {{"y", {{"n", 0}, {"", 2}}, TensorKind::real, ""}, {"g", {{"", 2}}, TensorKind::real, ""}};
+    return s;
+}
+
+Tensors graph_inputs(int edges) {
+    Tensors t;
+    t["x"] = Tensor{{3, 2}, {0.5, -1, 2, 0.25, 0, 1e-300}};
+    t["pad"] = Tensor{{3}, {0, 1, 0}};
+    t["edge_index"] = edges == 0 ? Tensor{{2, 0}, {}} : Tensor{{2, 2}, {0, 2, 1, 1}};
+    t["edge_attr"] = edges == 0 ? Tensor{{0, 1}, {}} : Tensor{{2, 1}, {3, -4}};
+    return t;
+}
+
+std::string refusal(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const std::invalid_argument& e) {
+        return e.what();
+    }
+    return "<accepted>";
+}
+
+}  // namespace
+
+// ---- the named protocol ------------------------------------------------------------------------------------
+
+TEST(NamedProtocol, RequestNestsEveryInputInItsDimsWithMasksAsBooleansAndIndicesAsIntegers) {
+    const std::string line = adapters::format_named_request(7, graph_signature(), graph_inputs(2));
+    EXPECT_EQ(line,
+              "{\"id\":7,\"inputs\":{\"x\":[[0.5,-1],[2,0.25],[0,1e-300]],\"pad\":[false,true,false],"
+              "\"edge_index\":[[0,2],[1,1]],\"edge_attr\":[[3],[-4]]},"
+              "\"shapes\":{\"x\":[3,2],\"pad\":[3],\"edge_index\":[2,2],\"edge_attr\":[2,1]},\"outputs\":[\"y\",\"g\"]}");
+    EXPECT_TRUE(json::parse(line).is_object());
+}
+
+TEST(NamedProtocol, ADimOfLengthZeroIsAnEmptyArrayAndTheShapesSayWhatIsEmpty) {
+    const json j = json::parse(adapters::format_named_request(1, graph_signature(), graph_inputs(0)));
+    EXPECT_EQ(j["inputs"]["edge_index"], json::parse("[[],[]]"));
+    EXPECT_EQ(j["inputs"]["edge_attr"], json::array());
+    EXPECT_EQ(j["shapes"]["edge_attr"], json::parse("[0,1]"));
+    EXPECT_EQ(j["shapes"]["edge_index"], json::parse("[2,0]"));
+}
+
+TEST(NamedProtocol, RequestRefusesWhatJsonCannotCarryOrTheSignatureDoesNotAllow) {
+    Tensors in = graph_inputs(2);
+    in["x"].values[1] = std::numeric_limits<double>::quiet_NaN();
+    EXPECT_NE(refusal([&] { adapters::format_named_request(1, graph_signature(), in); }).find("input 'x'"),
+              std::string::npos);
+    in = graph_inputs(2);
+    in["edge_index"].values[0] = 0.5;
+    EXPECT_NE(refusal([&] { adapters::format_named_request(1, graph_signature(), in); }).find("index input"),
+              std::string::npos);
+    in = graph_inputs(2);
+    in.erase("pad");
+    EXPECT_NE(refusal([&] { adapters::format_named_request(1, graph_signature(), in); }).find("no input 'pad'"),
+              std::string::npos);
+    in = graph_inputs(2);
+    in["pad"] = Tensor{{2}, {0, 1}};
+    EXPECT_NE(refusal([&] { adapters::lengths_of(graph_signature(), in); }).find("axis n"), std::string::npos);
+}
+
+TEST(NamedProtocol, AnswerIsReadInTheShapeAskedForWithPythonsNonFiniteTokens) {
+    const auto expected = adapters::expected_outputs(graph_signature(), {{"n", 2}, {"edges", 0}});
+    const adapters::NamedResponse r = adapters::parse_named_response(
+        R"({"id": 4, "outputs": {"y": [[1, 2], [NaN, -Infinity]], "g": [0.5, 1e-7], "extra": "ignored"}})", expected);
+    EXPECT_EQ(r.id, 4);
+    ASSERT_EQ(r.outputs.size(), 2u);
+    EXPECT_EQ(r.outputs.at("y").shape, (std::vector<int>{2, 2}));
+    EXPECT_TRUE(std::isnan(r.outputs.at("y").values[2]));
+    EXPECT_EQ(r.outputs.at("y").values[3], -std::numeric_limits<double>::infinity());
+    EXPECT_EQ(r.outputs.at("g").values, (std::vector<double>{0.5, 1e-7}));
+    const adapters::NamedResponse err = adapters::parse_named_response(R"({"id":5,"error":"no weights"})", expected);
+    EXPECT_TRUE(err.is_error);
+    EXPECT_EQ(err.error, "no weights");
+    const auto none = adapters::expected_outputs(graph_signature(), {{"n", 0}, {"edges", 0}});
+    EXPECT_EQ(adapters::parse_named_response(R"({"id":1,"outputs":{"y":[],"g":[1,2]}})", none).outputs.at("y").shape,
+              (std::vector<int>{0, 2}));
+}
+
+TEST(NamedProtocol, AWrongShapeIsRefusedNamingTheOutputAndTheDim) {
+    const auto expected = adapters::expected_outputs(graph_signature(), {{"n", 3}, {"edges", 1}});
+    const auto message = [&](const std::string& line) {
+        return refusal([&] { adapters::parse_named_response(line, expected); });
+    };
+    EXPECT_NE(message(R"({"id":1,"outputs":{"y":[[1,2],[3,4]],"g":[1,2]}})").find("output 'y', dim 0 (axis n): 2 entries, expected 3"),
+              std::string::npos) << message(R"({"id":1,"outputs":{"y":[[1,2],[3,4]],"g":[1,2]}})");
+    const std::string inner = message(R"({"id":1,"outputs":{"y":[[1,2],[3,4],[5]],"g":[1,2]}})");
+    EXPECT_NE(inner.find("output 'y', dim 1 (fixed size 2) at [2]: 1 entries, expected 2"), std::string::npos) << inner;
+    EXPECT_NE(message(R"({"id":1,"outputs":{"y":[[1,2],[3,4],[5,6]]}})").find("no output 'g'"), std::string::npos);
+    EXPECT_NE(message(R"({"id":1,"outputs":{"y":[[1,2],[3,4],[5,6]],"g":[1,"2"]}})").find("output 'g' holds string"),
+              std::string::npos);
+    EXPECT_NE(message(R"({"id":1,"outputs":{"y":[[1,2],[3,4],[5,6]],"g":7}})").find("output 'g', dim 0"), std::string::npos);
+    EXPECT_NE(message(R"({"id":1,"y":[[1]]})").find("neither \"outputs\" nor \"error\""), std::string::npos);
+    EXPECT_NE(message(R"({"id":1,"outputs":[1]})").find("not an object"), std::string::npos);
+    EXPECT_NE(message("log: loading weights").find("not JSON"), std::string::npos);
+    EXPECT_NE(message(std::string(100000, '[')).find("levels deep"), std::string::npos);
+}
+
+// An adapter whose answers break the protocol in one way each, through a real process: the error names it.
+TEST(NamedProtocol, AnAdapterThatAnswersTheWrongShapeOrExitsIsAnErrorNamingTheLastRequest) {
+    const permcheck::test::Scratch scratch("named-adapter");
+    const fs::path script = scratch.write("adapter.py", R"(import json, sys
+mode = sys.argv[1]
+for line in sys.stdin:
+    r = json.loads(line)
+    if mode == "exit":
+        sys.exit(3)
+    n = r["shapes"]["x"][0]
+    rows = n - 1 if mode == "short" else n
+    print(json.dumps({"id": r["id"], "outputs": {"y": [[0.0, 0.0]] * rows, "g": [0.0, 0.0]}}), flush=True)
+)");
+    for (const char* mode : {"short", "exit", "fine"}) {
+        adapters::ExecOptions eo;
+        eo.command = "/usr/bin/python3 " + script.string() + " " + mode;
+        const NamedBlackBox box = adapters::exec_named_black_box(eo, graph_signature());
+        const std::string m = [&] {
+            try {
+                box(graph_inputs(2));
+            } catch (const AdapterError& e) {
+                return std::string(e.what());
+            }
+            return std::string("<answered>");
+        }();
+        if (std::string(mode) == "fine") {
+            EXPECT_EQ(m, "<answered>");
+            continue;
+        }
+        EXPECT_NE(m.find("last request: id 1, edges=2, n=3"), std::string::npos) << m;
+        EXPECT_NE(m.find(std::string(mode) == "short" ? "output 'y', dim 0 (axis n): 2 entries, expected 3"
+                                                      : "exited with status 3"),
+                  std::string::npos) << m;
+    }
+}
+
+// ---- the report of a signature audit -----------------------------------------------------------------------
+
+namespace {
+
+// A hand-built finding: three nodes, two edges, the edges swapped (the axis at fault), y violated, g holding.
+report::Record graph_record() {
+    SignatureCounterexample c;
+    c.lengths = {{"n", 3}, {"edges", 2}};
+    c.perms = {{"n", Permutation::identity(3)}, {"edges", Permutation({1, 0})}};
+    c.inputs = graph_inputs(2);
+    OutputComparison y{"y", Tensor{{3, 2}, {1, 2, 3, 4, 5, 6}}, Tensor{{3, 2}, {1, 2, 3, 4.5, 5, 6}}, 0.5, 1e-15,
+                       {1, 1}, false, false};
+    OutputComparison g{"g", Tensor{{2}, {9, 12}}, Tensor{{2}, {9, 12}}, 0.0, 1e-15, {0}, true, false};
+    c.outputs = {y, g};
+    c.axis_at_fault = "edges";
+    c.case_index = 12;
+    c.shrink_steps = 9;
+    report::Record r;
+    r.verdict = Verdict::violated;
+    r.layer = "python3 gnn.py";
+    r.dtype = Arithmetic::float64;
+    r.cases = 13;
+    r.seed = 5;
+    r.replay = "permcheck audit --exec 'python3 gnn.py' --axis n=1..8 --axis edges=0..16 ...";
+    r.details["audit"] = {{"command", "python3 gnn.py"}};
+    r.signature = graph_signature();
+    r.signature_counterexample = c;
+    return r;
+}
+
+std::string read_refusal(const json& j) {
+    return refusal([&] { report::from_json(j); });
+}
+
+}  // namespace
+
+TEST(SignatureReport, JsonHoldsLengthsPermutationsInputsAndOutputsByNameAndRoundTrips) {
+    const report::Record r = graph_record();
+    const json j = report::to_json(r);
+    EXPECT_EQ(j["schema"], "permcheck.report/1");
+    EXPECT_EQ(j["counterexample"]["lengths"], json::parse(R"({"edges": 2, "n": 3})"));
+    EXPECT_EQ(j["counterexample"]["permutations"], json::parse(R"({"edges": [1, 0], "n": [0, 1, 2]})"));
+    EXPECT_EQ(j["counterexample"]["inputs"]["pad"], json::parse("[0, 1, 0]"));
+    EXPECT_EQ(j["counterexample"]["inputs"]["edge_index"], json::parse("[[0, 2], [1, 1]]"));
+    EXPECT_EQ(j["counterexample"]["outputs"]["y"]["where"], json::parse("[1, 1]"));
+    EXPECT_EQ(j["counterexample"]["outputs"]["y"]["permuted_layer"][1], json::parse("[3, 4.5]"));
+    EXPECT_EQ(j["counterexample"]["outputs"]["g"]["max_abs_diff"], 0.0);
+    EXPECT_EQ(j["counterexample"]["axis_at_fault"], "edges");
+    EXPECT_FALSE(j["counterexample"].contains("x")) << "the one-tensor fields belong to the shorthand";
+    ASSERT_TRUE(j["signature"].is_object());
+    EXPECT_EQ(j["signature"]["inputs"].size(), 4u);
+    const report::Record back = report::from_json(json::parse(j.dump()));
+    EXPECT_EQ(report::to_json(back), j);
+    ASSERT_TRUE(back.signature_counterexample && back.signature);
+    EXPECT_EQ(back.signature_counterexample->inputs.at("edge_attr").shape, (std::vector<int>{2, 1}));
+    EXPECT_EQ(back.signature->inputs[2].kind, TensorKind::index);
+    EXPECT_EQ(back.signature->inputs[2].index_axis, "n");
+}
+
+TEST(SignatureReport, AMalformedSignatureCounterexampleIsRefusedNamingTheField) {
+    const json good = report::to_json(graph_record());
+    json j = good;
+    j["counterexample"]["permutations"]["edges"] = json::parse("[0, 0]");
+    EXPECT_NE(read_refusal(j).find("counterexample.permutations.edges"), std::string::npos) << read_refusal(j);
+    j = good;
+    j["counterexample"]["permutations"]["n"] = json::parse("[1, 0]");
+    EXPECT_NE(read_refusal(j).find("axis n has length 3"), std::string::npos) << read_refusal(j);
+    j = good;
+    j["counterexample"]["inputs"]["x"][2] = json::parse("[1]");
+    EXPECT_NE(read_refusal(j).find("counterexample.inputs.x[2]"), std::string::npos) << read_refusal(j);
+    j = good;
+    j["counterexample"]["outputs"]["y"]["max_abs_diff"] = "big";
+    EXPECT_NE(read_refusal(j).find("counterexample.outputs.y.max_abs_diff"), std::string::npos) << read_refusal(j);
+    j = good;
+    j["counterexample"]["lengths"]["n"] = -1;
+    EXPECT_NE(read_refusal(j).find("counterexample.lengths.n"), std::string::npos) << read_refusal(j);
+    j = good;
+    j.erase("signature");
+    EXPECT_NE(read_refusal(j).find("no 'signature'"), std::string::npos) << read_refusal(j);
+    j = good;
+    j["signature"]["axes"] = json::parse("[\"n=1..8\"]");
+    EXPECT_NE(read_refusal(j).find("field 'signature"), std::string::npos) << read_refusal(j);
+}
+
+TEST(SignatureReport, MarkdownAndHtmlShowEveryAxisPermutationAndNameTheAxisAtFault) {
+    const report::Record r = graph_record();
+    const std::string md = report::to_markdown(r);
+    EXPECT_NE(md.find("| `edges` (at fault) | 2 | `(0 1)` | `[1, 0]` |"), std::string::npos) << md;
+    EXPECT_NE(md.find("| `n` | 3 | `(identity)` | `[0, 1, 2]` |"), std::string::npos) << md;
+    EXPECT_NE(md.find("The axis at fault: **edges**"), std::string::npos) << md;
+    EXPECT_NE(md.find("| `y` | equivariant along n, invariant to edges | 0.5 | `[1, 1]` |"), std::string::npos) << md;
+    EXPECT_NE(md.find("| `g` | invariant to n, edges | 0 |"), std::string::npos) << md;
+    EXPECT_NE(md.find("edge_index = [[0, 2], [1, 1]]"), std::string::npos) << md;
+    const std::string html = report::to_html(r);
+    EXPECT_NE(html.find("<tr class=\"axis at-fault\"><td>edges <b>(at fault)</b>"), std::string::npos);
+    EXPECT_EQ(std::regex_search(html, std::regex("class=\"permutation\"")), true);
+    std::size_t arrows = 0;
+    for (auto at = html.find("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"permutation\""); at != std::string::npos;
+         at = html.find("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"permutation\"", at + 1))
+        ++arrows;
+    EXPECT_EQ(arrows, 2u) << "one drawing per axis";
+    EXPECT_NE(html.find("<h3>Output y: heatmap of the difference</h3>"), std::string::npos) << "y differs";
+    EXPECT_EQ(html.find("<h3>Output g: heatmap"), std::string::npos) << "g holds: nothing to show";
+    std::size_t cells = 0;
+    for (auto at = html.find("<rect class=\"cell\""); at != std::string::npos; at = html.find("<rect class=\"cell\"", at + 1))
+        ++cells;
+    EXPECT_EQ(cells, 6u) << "3 x 2 cells of y";
+}
+
+TEST(SignatureReport, HtmlDrawsAnEdgeListAsAGraphWithTheMovedEdgesMarked) {
+    const std::string html = report::to_html(graph_record());
+    ASSERT_NE(html.find("class=\"graph\""), std::string::npos);
+    const auto count = [&html](const std::string& what) {
+        std::size_t n = 0;
+        for (auto at = html.find(what); at != std::string::npos; at = html.find(what, at + 1)) ++n;
+        return n;
+    };
+    EXPECT_EQ(count("<circle class=\"gnode fixed\""), 3u) << "three nodes, none moved";
+    EXPECT_EQ(count("<path class=\"edge moved\""), 2u) << "two edges, both moved by (0 1)";
+    EXPECT_NE(html.find("edge 0: 0 &#8594; 1 (moved)"), std::string::npos);
+    EXPECT_NE(html.find("edge 1: 2 &#8594; 1 (moved)"), std::string::npos);
+    EXPECT_EQ(html.find("<script"), std::string::npos);
+}
+
+TEST(SignatureReport, AnAuditOfTheShorthandGainsTheNamedFieldsAndKeepsItsOwn) {
+    report::Record r;
+    r.verdict = Verdict::violated;
+    r.layer = "python3 a.py";
+    Counterexample c;
+    c.black_box = true;
+    c.x = Mat<double>{{1, 2}, {3, 4}};
+    c.perm = Permutation({1, 0});
+    c.lhs = Mat<double>{{1, 2}, {3, 4}};
+    c.rhs = Mat<double>{{3, 4}, {1, 2.5}};
+    c.comparison.row = 1;
+    c.comparison.col = 1;
+    c.comparison.max_abs_diff = 1.5;
+    r.counterexample = c;
+    const json j = report::to_json(r);
+    EXPECT_EQ(j["counterexample"]["lengths"], json::parse(R"({"n": 2})"));
+    EXPECT_EQ(j["counterexample"]["permutations"], json::parse(R"({"n": [1, 0]})"));
+    EXPECT_EQ(j["counterexample"]["inputs"]["x"], json::parse("[[1, 2], [3, 4]]"));
+    EXPECT_EQ(j["counterexample"]["outputs"]["y"]["where"], json::parse("[1, 1]"));
+    EXPECT_EQ(j["counterexample"]["x"], json::parse("[[1, 2], [3, 4]]")) << "the shorthand's own fields stay";
+    const report::Record back = report::from_json(j);
+    ASSERT_TRUE(back.counterexample);
+    EXPECT_FALSE(back.signature_counterexample);
+    EXPECT_EQ(report::to_json(back), j);
+}
+
+// ---- permcheck audit with a signature, as a subprocess ------------------------------------------------------
+
+namespace {
+
+struct Audit {
+    permcheck::test::Run run;
+    json report;
+    std::string all() const { return permcheck::test::show(run); }
+};
+
+const std::string kExamples = std::string(PERMCHECK_SOURCE_DIR) + "/examples/adapters/";
+
+std::string exec_of(const std::string& adapter) {
+    return permcheck::test::shell_quote("/usr/bin/python3 " + kExamples + adapter);
+}
+
+// `permcheck ARGS` in a scratch directory; with `report`, also --report out, read back.
+Audit permcheck_run(const permcheck::test::Scratch& scratch, const std::string& args, bool report = false) {
+    Audit a;
+    a.run = permcheck::test::run_shell(permcheck::test::shell_quote(PERMCHECK_BIN) + " " + args +
+                                           (report ? " --report out" : ""),
+                                       scratch.dir());
+    if (report) a.report = json::parse(permcheck::test::slurp(scratch.dir() / "out" / "report.json"), nullptr, false);
+    return a;
+}
+
+// The three commands of issue 12, as written there, CMD an adapter of examples/adapters/.
+std::string cross_attention(const std::string& cmd) {
+    return "audit --exec " + exec_of(cmd) + " --axis n=1..8 --axis m=1..8 --input q:n,8 --input mem:m,8 --output y:n,8";
+}
+std::string masked_attention(const std::string& cmd) {
+    return "audit --exec " + exec_of(cmd) + " --axis n=1..8 --input x:n,8 --input pad:n:mask --output y:n,8";
+}
+std::string message_passing(const std::string& cmd) {
+    return "audit --exec " + exec_of(cmd) + " --axis nodes=1..8 --axis edges=0..16 --input x:nodes,4 \\\n"
+           "    --input edge_index:2,edges:index=nodes --input edge_attr:edges,3 --output y:nodes,4 --output g:4";
+}
+
+// A violation shrunk to `length` elements of the one axis at fault, every other axis left alone (identity),
+// named in the report and on the terminal.
+void expect_shrunk_to(const Audit& a, const std::string& axis, int length) {
+    EXPECT_EQ(a.run.exit_code, 1) << a.all();
+    EXPECT_EQ(a.report.value("verdict", ""), "violated") << a.all();
+    const json& c = a.report["counterexample"];
+    ASSERT_TRUE(c.is_object()) << a.all();
+    EXPECT_EQ(c["lengths"][axis], length) << c.dump();
+    EXPECT_EQ(c["axis_at_fault"], axis) << c.dump();
+    for (const auto& [name, p] : c["permutations"].items()) {
+        std::vector<int> identity(p.size());
+        for (std::size_t i = 0; i < identity.size(); ++i) identity[i] = static_cast<int>(i);
+        if (name == axis) EXPECT_EQ(p, json::parse("[1, 0]")) << c.dump();
+        else EXPECT_EQ(p, json(identity)) << name << " is left alone: " << c.dump();
+    }
+    EXPECT_NE(a.run.out.find("axis at fault: " + axis), std::string::npos) << a.all();
+}
+
+}  // namespace
+
+TEST(SignatureAudit, TheShorthandCannotBeMixedWithASignatureAndSaysSo) {
+    const permcheck::test::Scratch scratch("signature-mix");
+    const std::pair<std::string, std::string> cases[] = {
+        {"--dim 4 --axis n=1..8 --input x:n,4 --output y:n,4", "--dim cannot be mixed with --axis/--input"},
+        {"--axis n=1..8 --input x:n,4 --output y:n,4 --max-len 9", "--max-len cannot be mixed with --axis/--input"},
+        {"--axis n=1..8 --input x:n,4 --output y:n,4 --min-len 2", "--min-len cannot be mixed with --axis/--input"},
+        {"--axis n=1..8 --input x:n,4 --output pooled", "--output pooled is the shorthand's"},
+        {"--axis n=1..8 --input x:n,4", "name every output with --output NAME:DIMS"},
+        {"", "--dim is required"},
+        {"--dim 4 --output pooled --output sequence", "the shorthand has one output"},
+        {"--dim 4 --output tree", "--output must be sequence"},
+        {"--axis n=1..1024 --input q:n,1048576,1048576 --output y:n,1", "--input q:n,1048576,1048576 holds up to"},
+        {"--axis n=1..1024 --input q:n,8 --output y:n,n,n", "--output y:n,n,n holds up to 1073741824 values"},
+    };
+    for (const auto& [flags, says] : cases) {
+        const Audit a = permcheck_run(scratch, "audit --exec true " + flags, /*report=*/true);
+        EXPECT_EQ(a.run.exit_code, 2) << flags << "\n" << a.all();
+        EXPECT_NE(a.run.err.find(says), std::string::npos) << flags << "\n" << a.all();
+        EXPECT_EQ(a.report.value("verdict", ""), "error") << flags << ": an error report all the same";
+    }
+}
+
+TEST(SignatureAudit, HelpDescribesBothFormsAndHowOutputIsRead) {
+    const permcheck::test::Scratch scratch("signature-help");
+    const Audit a = permcheck_run(scratch, "audit --help");
+    EXPECT_EQ(a.run.exit_code, 0) << a.all();
+    for (const char* says : {"--axis", "--input", "NAME:DIMS[:KIND]", "index=AXIS", "a value with ':' is NAME:DIMS",
+                             "cannot be mixed"})
+        EXPECT_NE(a.run.out.find(says), std::string::npos) << says << "\n" << a.all();
+}
+
+TEST(SignatureAudit, CrossAttentionHoldsAndWithMemoryPositionsIsViolatedAtTwoMemoryItems) {
+    const permcheck::test::Scratch scratch("signature-cross");
+    const Audit holds = permcheck_run(scratch, cross_attention("cross_attention.py"));
+    EXPECT_EQ(holds.run.exit_code, 0) << holds.all();
+    EXPECT_NE(holds.run.out.find("y equivariant along n, invariant to m"), std::string::npos) << holds.all();
+    EXPECT_NE(holds.run.out.find(" holds after 100 cases"), std::string::npos) << holds.all();
+    const Audit broken = permcheck_run(scratch, cross_attention("cross_attention.py --memory-positions"), true);
+    expect_shrunk_to(broken, "m", 2);
+}
+
+TEST(SignatureAudit, MaskedSelfAttentionHoldsAndAMaskThatDoesNotMoveIsViolated) {
+    const permcheck::test::Scratch scratch("signature-masked");
+    const Audit holds = permcheck_run(scratch, masked_attention("masked_attention.py"));
+    EXPECT_EQ(holds.run.exit_code, 0) << holds.all();
+    const Audit broken = permcheck_run(scratch, masked_attention("masked_attention.py --fixed-padding"), true);
+    expect_shrunk_to(broken, "n", 2);
+}
+
+TEST(SignatureAudit, MessagePassingHoldsAndEachBrokenAggregatorIsViolatedOnItsOwnAxis) {
+    const permcheck::test::Scratch scratch("signature-graph");
+    for (const char* aggr : {"sum", "mean", "max"}) {
+        const Audit holds = permcheck_run(scratch, message_passing(std::string("message_passing.py --aggr ") + aggr));
+        EXPECT_EQ(holds.run.exit_code, 0) << aggr << "\n" << holds.all();
+    }
+    const Audit node_index = permcheck_run(scratch, message_passing("message_passing.py --node-index"), true);
+    expect_shrunk_to(node_index, "nodes", 2);
+    const Audit edge_order = permcheck_run(scratch, message_passing("message_passing.py --edge-order"), true);
+    expect_shrunk_to(edge_order, "edges", 2);
+    const std::string html = permcheck::test::slurp(scratch.dir() / "out" / "report.html");
+    EXPECT_NE(html.find("class=\"graph\""), std::string::npos) << "the counterexample's graph is drawn";
+    EXPECT_NE(html.find("<path class=\"edge moved\""), std::string::npos);
+}
+
+TEST(SignatureAudit, TheReplayLineOfASignatureAuditRunsAsWrittenAndFindsTheSameCase) {
+    const permcheck::test::Scratch scratch("signature-replay");
+    const Audit a = permcheck_run(scratch, message_passing("message_passing.py --edge-order"), true);
+    ASSERT_EQ(a.run.exit_code, 1) << a.all();
+    const std::string replay = a.report.value("replay", "");
+    ASSERT_EQ(replay.rfind("permcheck audit --exec ", 0), 0u) << replay;
+    EXPECT_NE(a.run.out.find(replay), std::string::npos) << "the terminal prints the same line\n" << a.all();
+    const permcheck::test::Run again = permcheck::test::run_shell(
+        permcheck::test::shell_quote(PERMCHECK_BIN) + replay.substr(std::string("permcheck").size()) + " --report again",
+        scratch.dir());
+    EXPECT_EQ(again.exit_code, 1) << permcheck::test::show(again);
+    const json back = json::parse(permcheck::test::slurp(scratch.dir() / "again" / "report.json"));
+    EXPECT_EQ(back["counterexample"], a.report["counterexample"]);
+    EXPECT_EQ(back["signature"], a.report["signature"]);
+}
+
+// The seed inputs of fuzz/fuzz_named_response (corpus and regressions), replayed: the first byte picks the
+// length of axis n, the rest is the answer line; each is read in its expected shape or refused.
+TEST(NamedProtocol, EveryFuzzingInputIsReadInItsShapeOrRefusedWithInvalidArgument) {
+    Signature s;
+    s.axes = {{"n", 0, 3}};
+    s.inputs = {{"x", {{"n", 0}, {"", 2}}, TensorKind::real, ""}};
+    s.outputs = {{"y", {{"n", 0}, {"", 2}}, TensorKind::real, ""}, {"g", {{"", 2}}, TensorKind::real, ""},
+                 {"s", {}, TensorKind::real, ""}};
+    int files = 0, read = 0;
+    for (const char* kind : {"corpus", "regressions"}) {
+        const fs::path dir = fs::path(PERMCHECK_SOURCE_DIR) / "fuzz" / kind / "named_response";
+        if (!fs::is_directory(dir)) continue;
+        for (const auto& e : fs::directory_iterator(dir)) {
+            const std::string bytes = permcheck::test::slurp(e.path());
+            if (bytes.empty()) continue;
+            ++files;
+            const auto expected = adapters::expected_outputs(s, {{"n", static_cast<unsigned char>(bytes[0]) % 4}});
+            try {
+                const adapters::NamedResponse r = adapters::parse_named_response(bytes.substr(1), expected);
+                ++read;
+                if (r.is_error) continue;
+                for (const adapters::ExpectedOutput& o : expected) EXPECT_EQ(r.outputs.at(o.name).shape, o.shape) << e.path();
+            } catch (const std::invalid_argument& err) {
+                EXPECT_GT(std::string(err.what()).size(), 10u) << e.path();
+            }
+        }
+    }
+    EXPECT_GE(files, 4) << "the seed corpus fuzz/corpus/named_response is missing";
+    EXPECT_GE(read, 3) << "the seed corpus holds valid answers";
+}
+
+TEST(SignatureAudit, AnAnswerOfAnotherShapeThanTheSignatureSaysIsAnErrorNamingTheOutputAndTheDim) {
+    const permcheck::test::Scratch scratch("signature-shape");
+    const Audit a = permcheck_run(scratch,
+                                  "audit --exec " + exec_of("cross_attention.py") +
+                                      " --axis n=1..8 --axis m=1..8 --input q:n,8 --input mem:m,8 --output y:n,9",
+                                  /*report=*/true);
+    EXPECT_EQ(a.run.exit_code, 2) << a.all();
+    EXPECT_EQ(a.report.value("verdict", ""), "error") << a.all();
+    EXPECT_NE(a.report.value("error", "").find("output 'y', dim 1 (fixed size 9) at [0]: 8 entries, expected 9"),
+              std::string::npos) << a.report.value("error", "");
+    EXPECT_NE(a.report.value("error", "").find("last request: id 1, m="), std::string::npos) << a.report.value("error", "");
+}
+
+TEST(SignatureAudit, JobsGiveTheSameVerdictAndCounterexample) {
+    const permcheck::test::Scratch one("signature-jobs-1"), two("signature-jobs-2");
+    const std::string cmd = message_passing("message_passing.py --node-index");
+    const Audit a = permcheck_run(one, cmd, true);
+    const Audit b = permcheck_run(two, cmd + " --jobs 2", true);
+    EXPECT_EQ(a.run.exit_code, 1) << a.all();
+    EXPECT_EQ(b.run.exit_code, 1) << b.all();
+    EXPECT_EQ(a.report["counterexample"], b.report["counterexample"]);
+}
+
+TEST(NamedProtocol, APairwiseInputAndABatchDimNestInTheOrderOfTheirDims) {
+    Signature s;
+    s.axes = {{"n", 1, 8}};
+    s.inputs = {{"x", {{"", 1}, {"n", 0}, {"", 2}}, TensorKind::real, ""}, {"bias", {{"n", 0}, {"n", 0}}, TensorKind::real, ""}};
+    s.outputs = {{"y", {{"", 1}, {"n", 0}, {"", 2}}, TensorKind::real, ""}};
+    Tensors in;
+    in["x"] = Tensor{{1, 2, 2}, {1, 2, 3, 4}};
+    in["bias"] = Tensor{{2, 2}, {0, 0.5, -0.5, 0}};
+    const json j = json::parse(adapters::format_named_request(2, s, in));
+    EXPECT_EQ(j["inputs"]["x"], json::parse("[[[1, 2], [3, 4]]]"));
+    EXPECT_EQ(j["inputs"]["bias"], json::parse("[[0, 0.5], [-0.5, 0]]"));
+    EXPECT_EQ(j["shapes"]["x"], json::parse("[1, 2, 2]"));
+    const auto expected = adapters::expected_outputs(s, adapters::lengths_of(s, in));
+    const adapters::NamedResponse r =
+        adapters::parse_named_response(R"({"id":2,"outputs":{"y":[[[1,2],[3,4]]]}})", expected);
+    EXPECT_EQ(r.outputs.at("y").shape, (std::vector<int>{1, 2, 2}));
+    EXPECT_EQ(r.outputs.at("y").values, (std::vector<double>{1, 2, 3, 4}));
+    const std::string batchless = refusal([&] { adapters::parse_named_response(R"({"id":2,"outputs":{"y":[[1,2],[3,4]]}})", expected); });
+    EXPECT_NE(batchless.find("output 'y', dim 0 (fixed size 1): 2 entries, expected 1"), std::string::npos) << batchless;
+}
+
+TEST(SignatureAudit, NaNInAnAnswerIsTheVerdictNonFinite) {
+    const permcheck::test::Scratch scratch("signature-nan");
+    const fs::path script = scratch.write("nan.py", R"(import json, sys
+for line in sys.stdin:
+    r = json.loads(line)
+    n = r["shapes"]["q"][0]
+    print(json.dumps({"id": r["id"], "outputs": {"y": [[float("nan"), 0.0]] * n}}), flush=True)
+)");
+    const Audit a = permcheck_run(scratch,
+                                  "audit --exec " + permcheck::test::shell_quote("/usr/bin/python3 " + script.string()) +
+                                      " --axis n=1..4 --input q:n,2 --output y:n,2",
+                                  /*report=*/true);
+    EXPECT_EQ(a.run.exit_code, 1) << a.all();
+    EXPECT_EQ(a.report.value("verdict", ""), "non-finite") << a.all();
+    EXPECT_EQ(a.report["counterexample"]["outputs"]["y"]["layer_of_permuted"][0][0], "NaN") << a.report.dump();
+}
+
+TEST(SignatureReport, AnEdgeListOfPairsIsDrawnTooAndANodePermutationMarksTheNodesItMoves) {
+    report::Record r = graph_record();
+    r.signature->inputs[2].dims = {{"edges", 0}, {"", 2}};
+    SignatureCounterexample& c = *r.signature_counterexample;
+    c.inputs["edge_index"] = Tensor{{2, 2}, {0, 1, 2, 1}};  // the same edges 0 -> 1 and 2 -> 1, as pairs
+    c.perms["n"] = Permutation({1, 0, 2});
+    c.perms["edges"] = Permutation::identity(2);
+    c.axis_at_fault = "n";
+    const std::string html = report::to_html(r);
+    EXPECT_NE(html.find("edge 0: 0 &#8594; 1</title>"), std::string::npos);
+    EXPECT_NE(html.find("edge 1: 2 &#8594; 1</title>"), std::string::npos);
+    EXPECT_NE(html.find("<title>node 0 (moved)</title>"), std::string::npos);
+    EXPECT_NE(html.find("<title>node 1 (moved)</title>"), std::string::npos);
+    EXPECT_NE(html.find("<title>node 2</title>"), std::string::npos);
+    EXPECT_EQ(html.find("<path class=\"edge moved\""), std::string::npos) << "the edges' order was left alone";
+}
