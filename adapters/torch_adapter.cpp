@@ -3,6 +3,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <limits>
 #include <memory>
 #include <stdexcept>
@@ -12,8 +13,10 @@ namespace permcheck::adapters {
 TorchLayer parse_torch_layer(const std::string& name) {
     if (name == "mha") return TorchLayer::mha;
     if (name == "encoder-layer") return TorchLayer::encoder_layer;
-    throw std::invalid_argument("the torch layer must be mha (torch::nn::MultiheadAttention) or encoder-layer "
-                                "(torch::nn::TransformerEncoderLayer), got '" + name + "'");
+    if (name == "decoder-layer") return TorchLayer::decoder_layer;
+    throw std::invalid_argument("the torch layer must be mha (torch::nn::MultiheadAttention), encoder-layer "
+                                "(torch::nn::TransformerEncoderLayer) or decoder-layer "
+                                "(torch::nn::TransformerDecoderLayer), got '" + name + "'");
 }
 
 TorchMask parse_torch_mask(const std::string& name) {
@@ -25,7 +28,27 @@ TorchMask parse_torch_mask(const std::string& name) {
                                 "are padding) or key-padding-fixed (the last position is padding), got '" + name + "'");
 }
 
-const char* torch_layer_name(TorchLayer l) { return l == TorchLayer::mha ? "mha" : "encoder-layer"; }
+const char* torch_layer_name(TorchLayer l) {
+    switch (l) {
+        case TorchLayer::mha: return "mha";
+        case TorchLayer::encoder_layer: return "encoder-layer";
+        case TorchLayer::decoder_layer: return "decoder-layer";
+    }
+    return "?";
+}
+
+namespace {
+
+const char* torch_class_name(TorchLayer l) {
+    switch (l) {
+        case TorchLayer::mha: return "torch::nn::MultiheadAttention";
+        case TorchLayer::encoder_layer: return "torch::nn::TransformerEncoderLayer";
+        case TorchLayer::decoder_layer: return "torch::nn::TransformerDecoderLayer";
+    }
+    return "?";
+}
+
+}  // namespace
 
 const char* torch_mask_name(TorchMask m) {
     switch (m) {
@@ -43,10 +66,17 @@ Verdict expected_verdict(const TorchOptions& o) {
     return Verdict::holds;
 }
 
-double torch_amplification(TorchLayer l) { return l == TorchLayer::mha ? 1.0 : 256.0 * 256.0; }
+double torch_amplification(TorchLayer l) {
+    switch (l) {
+        case TorchLayer::mha: return 1.0;
+        case TorchLayer::encoder_layer: return 256.0 * 256.0;
+        case TorchLayer::decoder_layer: return 256.0 * 256.0 * 256.0;
+    }
+    return 1.0;
+}
 
 std::string torch_name(const TorchOptions& o) {
-    return std::string(o.layer == TorchLayer::mha ? "torch::nn::MultiheadAttention" : "torch::nn::TransformerEncoderLayer") +
+    return std::string(torch_class_name(o.layer)) +
            "(dim=" + std::to_string(o.dim) + ", heads=" + std::to_string(o.heads) + ", mask=" + torch_mask_name(o.mask) +
            ", " + (o.train ? "train, dropout=" + std::to_string(o.dropout) : std::string("eval")) + ", " +
            arithmetic_name(o.dtype) + ")";
@@ -62,7 +92,54 @@ void validate(const TorchOptions& o) {
     if (!(o.dropout >= 0.0 && o.dropout < 1.0))
         throw std::invalid_argument("--dropout must be in [0, 1), got " + std::to_string(o.dropout));
     if (o.dtype == Arithmetic::exact) throw std::invalid_argument("LibTorch computes in float32 or float64, not exact");
+    if (o.layer == TorchLayer::decoder_layer && o.mask != TorchMask::none && o.mask != TorchMask::causal)
+        throw std::invalid_argument(std::string("the decoder layer takes --mask none or causal (on its targets), got ") +
+                                    torch_mask_name(o.mask));
 }
+
+torch::Tensor to_sequence_first(const Tensor& t, torch::Dtype dtype) {
+    const std::int64_t n = t.shape.at(0), d = t.shape.at(1);
+    torch::Tensor x = torch::empty({n, 1, d}, torch::TensorOptions().dtype(torch::kFloat64));
+    if (n * d > 0) std::copy(t.values.begin(), t.values.end(), x.data_ptr<double>());
+    return x.to(dtype);
+}
+
+// torch::nn::TransformerDecoderLayer on one target sequence and one memory, batch of one, sequence first.
+class DecoderBox {
+public:
+    explicit DecoderBox(const TorchOptions& o) : o_(o) {
+        validate(o);
+        torch::manual_seed(o.seed);
+        dtype_ = o.dtype == Arithmetic::float32 ? torch::kFloat32 : torch::kFloat64;
+        // dim_feedforward 4 * dim, as the encoder layer's.
+        decoder_ = torch::nn::TransformerDecoderLayer(
+            torch::nn::TransformerDecoderLayerOptions(o.dim, o.heads).dim_feedforward(4 * o.dim).dropout(o.dropout));
+        decoder_->to(dtype_);
+        decoder_->train(o.train);
+    }
+
+    Tensors operator()(const Tensors& inputs) {
+        torch::NoGradGuard no_grad;
+        torch::set_num_threads(1);
+        const torch::Tensor tgt = to_sequence_first(inputs.at("tgt"), dtype_);
+        const torch::Tensor memory = to_sequence_first(inputs.at("memory"), dtype_);
+        const std::int64_t n = tgt.size(0);
+        torch::Tensor tgt_mask;
+        if (o_.mask == TorchMask::causal)  // target i may not attend to target j > i
+            tgt_mask = torch::triu(torch::full({n, n}, -std::numeric_limits<double>::infinity(),
+                                               torch::TensorOptions().dtype(dtype_)), 1);
+        const torch::Tensor out = decoder_->forward(tgt, memory, tgt_mask).to(torch::kFloat64).contiguous();
+        Tensor y;
+        y.shape = {static_cast<int>(out.size(0)), static_cast<int>(out.size(2))};
+        y.values.assign(out.data_ptr<double>(), out.data_ptr<double>() + out.numel());
+        return {{"y", y}};
+    }
+
+private:
+    TorchOptions o_;
+    torch::Dtype dtype_ = torch::kFloat64;
+    torch::nn::TransformerDecoderLayer decoder_{nullptr};
+};
 
 // A module and its masks, called on one sequence: input (n, 1, dim), batch of one, sequence first.
 class TorchLayerBox {
@@ -71,6 +148,9 @@ public:
         validate(o);
         torch::manual_seed(o.seed);
         dtype_ = o.dtype == Arithmetic::float32 ? torch::kFloat32 : torch::kFloat64;
+        if (o.layer == TorchLayer::decoder_layer)
+            throw std::invalid_argument("the decoder layer has two inputs (targets and a memory): audit it as a named "
+                                        "black box (torch_decoder_black_box)");
         if (o.layer == TorchLayer::mha) {
             mha_ = torch::nn::MultiheadAttention(torch::nn::MultiheadAttentionOptions(o.dim, o.heads).dropout(o.dropout));
             module_ = mha_.ptr();
@@ -145,6 +225,20 @@ private:
 BlackBox torch_black_box(const TorchOptions& o) {
     auto box = std::make_shared<TorchLayerBox>(o);
     return [box](const Mat<double>& x) { return (*box)(x); };
+}
+
+Signature torch_decoder_signature(const TorchOptions& o, int min_len, int max_len) {
+    const std::string d = std::to_string(o.dim);
+    Signature s;
+    s.axes = {{"n", min_len, max_len}, {"m", min_len, max_len}};
+    s.inputs = {parse_input("tgt:n," + d), parse_input("memory:m," + d)};
+    s.outputs = {parse_output("y:n," + d)};
+    return s;
+}
+
+NamedBlackBox torch_decoder_black_box(const TorchOptions& o) {
+    auto box = std::make_shared<DecoderBox>(o);
+    return [box](const Tensors& inputs) { return (*box)(inputs); };
 }
 
 }  // namespace permcheck::adapters

@@ -1,6 +1,7 @@
 // LibTorch's own layers as black boxes: torch::nn::MultiheadAttention and torch::nn::TransformerEncoderLayer,
 // with no mask, a causal mask or a key padding mask, in eval or train mode, audited in-process by
-// check/blackbox.h. This header names no torch type: only torch_adapter.cpp includes <torch/torch.h>
+// check/blackbox.h; and torch::nn::TransformerDecoderLayer (cross-attention with a memory: equivariant in the
+// targets, invariant to the order of the memory) as a named black box over its signature (check/signature.h). This header names no torch type: only torch_adapter.cpp includes <torch/torch.h>
 // (one slow translation unit), and code that includes this header compiles in ordinary time.
 //
 // The key padding mask travels with the input. A padding mask is part of the layer's input: the statement to
@@ -21,7 +22,7 @@
 
 namespace permcheck::adapters {
 
-enum class TorchLayer { mha, encoder_layer };
+enum class TorchLayer { mha, encoder_layer, decoder_layer };
 enum class TorchMask { none, causal, key_padding, key_padding_fixed };
 
 struct TorchOptions {
@@ -35,17 +36,18 @@ struct TorchOptions {
     std::uint64_t seed = 0;    // torch::manual_seed before the weights are drawn (and for dropout's draws)
 };
 
-TorchLayer parse_torch_layer(const std::string& name);  // mha | encoder-layer; throws std::invalid_argument
+// mha | encoder-layer | decoder-layer; throws std::invalid_argument
+TorchLayer parse_torch_layer(const std::string& name);
 TorchMask parse_torch_mask(const std::string& name);    // none | causal | key-padding | key-padding-fixed
 const char* torch_layer_name(TorchLayer l);
 const char* torch_mask_name(TorchMask m);
 
 // The verdict the theory expects: holds, violated (causal, key-padding-fixed) or nondeterministic (train mode
-// with dropout > 0).
+// with dropout > 0). The decoder layer's causal mask is on its targets.
 Verdict expected_verdict(const TorchOptions& o);
 
 // The amplification of the float tolerance (ToleranceModel): 1 for attention (convex combinations), that of two
-// LayerNorms for the encoder layer (as the catalog's encoder entry).
+// LayerNorms for the encoder layer (as the catalog's encoder entry), of three for the decoder layer.
 double torch_amplification(TorchLayer l);
 
 // A readable name, e.g. "torch::nn::MultiheadAttention(dim=8, heads=2, mask=causal, eval, float64)".
@@ -55,5 +57,12 @@ std::string torch_name(const TorchOptions& o);
 // One LibTorch thread per call, so results do not depend on the machine's core count. Throws
 // std::invalid_argument on bad options (e.g. heads not dividing dim).
 BlackBox torch_black_box(const TorchOptions& o);
+
+// The decoder layer's signature: axes n (targets) and m (memory), each in [min_len, max_len]; inputs tgt:n,dim
+// and memory:m,dim; output y:n,dim (equivariant in n, invariant to m).
+Signature torch_decoder_signature(const TorchOptions& o, int min_len, int max_len);
+// The decoder layer (dim_feedforward 4 * dim) as a named black box over that signature; mask none or causal
+// (on the targets). Throws std::invalid_argument on bad options, a key padding mask included.
+NamedBlackBox torch_decoder_black_box(const TorchOptions& o);
 
 }  // namespace permcheck::adapters

@@ -1,6 +1,8 @@
 #include "cli/audit_common.h"
 
+#include "cli/interrupt.h"
 #include "cli/options.h"
+#include "report/views.h"
 
 #include <filesystem>
 #include <iostream>
@@ -24,6 +26,133 @@ std::string lengths_text(const std::vector<int>& lengths) {
 }
 
 }  // namespace
+
+bool names_a_tensor(const std::string& output_text) { return output_text.find(':') != std::string::npos; }
+
+std::string shell_quote(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+std::string shell_word(const std::string& s) {
+    const bool plain = !s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                         "0123456789_.,:=-/") == std::string::npos;
+    return plain ? s : shell_quote(s);
+}
+
+void add_signature_options(CLI::App& app, SignatureText& t, const std::string& output_help,
+                           const std::string& output_type, std::function<void(const std::string&)> output_check) {
+    app.add_option("--axis", t.axes,
+                   "NAME=MIN..MAX: a set of positions whose order the layer must not care about (repeatable); each "
+                   "case draws a length in [MIN, MAX] (MIN may be 0) and a permutation of every axis")
+        ->allow_extra_args(false)
+        ->check(parsed_by([](const std::string& text) { parse_axis(text); }));
+    app.add_option("--input", t.inputs,
+                   "NAME:DIMS[:KIND]: an input (repeatable); DIMS axis names and fixed sizes, outermost first "
+                   "(q:n,8  bias:n,n  edge_index:2,edges:index=nodes); KIND float (default), mask (true = padding) "
+                   "or index=AXIS")
+        ->allow_extra_args(false)
+        ->check(parsed_by([](const std::string& text) { parse_input(text); }));
+    app.add_option("--output", t.outputs, output_help)
+        ->type_name(output_type)
+        ->allow_extra_args(false)
+        ->check(parsed_by(std::move(output_check)));
+}
+
+namespace {
+
+// At most this many values in one tensor of one request, at the longest lengths: far beyond any question about
+// order, and within what a request and an answer line carry (64 MB) at shortest round-trip precision.
+constexpr double kMaxValuesPerTensor = 1 << 22;
+
+// Throws std::invalid_argument naming the flag when a tensor would hold more than kMaxValuesPerTensor values.
+void require_small_enough(const Signature& s) {
+    const auto check = [&s](const char* flag, const TensorSpec& t, const std::string& text) {
+        double values = 1;
+        for (const Dim& d : t.dims) {
+            int size = d.size;
+            for (const Axis& a : s.axes)
+                if (d.is_axis() && a.name == d.axis) size = a.max_len;
+            values *= size;
+        }
+        if (values > kMaxValuesPerTensor)
+            throw std::invalid_argument(std::string(flag) + " " + text + " holds up to " +
+                                        std::to_string(static_cast<long long>(values)) +
+                                        " values at the longest lengths; at most " +
+                                        std::to_string(static_cast<long long>(kMaxValuesPerTensor)) +
+                                        " are sent or read in one tensor (shorten the axes or the fixed sizes)");
+    };
+    for (const TensorSpec& t : s.inputs) check("--input", t, format_input(t));
+    for (const TensorSpec& t : s.outputs) check("--output", t, format_output(t));
+}
+
+// "y equivariant along n, invariant to m; g invariant to n, m": what each output of a signature must do.
+std::string signature_claims(const Signature& s) {
+    std::string out;
+    for (const TensorSpec& t : s.outputs) out += (out.empty() ? "" : "; ") + t.name + " " + report::detail::output_claim(t, s);
+    return out;
+}
+
+}  // namespace
+
+Signature signature_of(const SignatureText& t) {
+    Signature s;
+    for (const std::string& a : t.axes) s.axes.push_back(parse_axis(a));
+    for (const std::string& i : t.inputs) s.inputs.push_back(parse_input(i));
+    for (const std::string& o : t.outputs) {
+        if (!names_a_tensor(o))
+            throw std::invalid_argument("--output " + o + " is the shorthand's (with --dim); with --axis/--input "
+                                        "name every output with its dims, e.g. --output y:n,8");
+        s.outputs.push_back(parse_output(o));
+    }
+    if (s.outputs.empty())
+        throw std::invalid_argument("with --axis/--input, name every output with --output NAME:DIMS, e.g. --output "
+                                    "y:n,8 (equivariant along n) or --output g:4 (invariant to every axis)");
+    validate(s);
+    require_small_enough(s);
+    return s;
+}
+
+std::string signature_flags(const Signature& s) {
+    std::string out;
+    for (const Axis& a : s.axes) out += " --axis " + shell_word(format(a));
+    for (const TensorSpec& t : s.inputs) out += " --input " + shell_word(format_input(t));
+    for (const TensorSpec& t : s.outputs) out += " --output " + shell_word(format_output(t));
+    return out;
+}
+
+Property property_of(const Signature& s) {
+    for (const TensorSpec& t : s.outputs)
+        for (const Dim& d : t.dims)
+            if (d.is_axis()) return Property::equivariance;
+    return Property::invariance;
+}
+
+std::string signature_head(const Signature& s, const AuditResult& r) {
+    std::ostringstream head;
+    head << signature_claims(s) << " (" << dtype_text(r);
+    for (const Axis& a : s.axes) head << ", " << a.name << " in [" << a.min_len << ", " << a.max_len << "]";
+    head << ")";
+    return head.str();
+}
+
+AuditResult run_interruptibly(const std::function<AuditResult(const AuditOptions&)>& run, AuditOptions o,
+                              const std::string& program, const AuditFlags& f, const std::string& stopped_note) {
+    AuditResult r;
+    {
+        const StopOnSignal stop;
+        ProgressLine line(progress_enabled());
+        o.stop_requested = &StopOnSignal::requested;
+        o.on_progress = [&line](const AuditProgress& p) { line.audit(p); };
+        r = run(o);
+    }
+    if (r.verdict == Verdict::interrupted)
+        std::cerr << program << ": interrupted by " << StopOnSignal::name() << " after " << r.cases
+                  << (r.cases == 1 ? " case" : " cases") << stopped_note
+                  << (f.report_dir.empty() ? "" : "; the report keeps what was run") << "\n";
+    return r;
+}
 
 void add_audit_options(CLI::App& app, AuditFlags& f, const std::string& dtype_help, const std::string& seed_help) {
     std::vector<Choice<DtypeChoice>> choices{{"float32", DtypeChoice::float32}, {"float64", DtypeChoice::float64}};

@@ -1,5 +1,6 @@
 // What `permcheck audit` (cmd_audit.cpp) and `permcheck audit-torch` (torch_main.cpp, a program of its own)
-// share: the options of every audit, the replay line's common part, the report record, the printed result and
+// share: the options of every audit, a signature's flags (--axis, --input, --output NAME:DIMS), the replay
+// line's common part, the report record, the run under Ctrl-C with its progress line, the printed result and
 // the report's writing. Compiled into both programs.
 #pragma once
 
@@ -9,9 +10,11 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace permcheck::cli {
 
@@ -39,6 +42,40 @@ std::optional<Arithmetic> requested_dtype(const AuditFlags& f);
 std::string dtype_text(const AuditResult& r);
 // --report DIR: registered last, after the command's own options.
 void add_report_option(CLI::App& app, AuditFlags& f);
+
+// A signature as its flags were given, each repeatable: --axis, --input, and --output NAME:DIMS.
+struct SignatureText {
+    std::vector<std::string> axes, inputs, outputs;
+};
+
+// True for an --output value that names a tensor (NAME:DIMS) rather than `audit`'s shorthand sequence | pooled.
+bool names_a_tensor(const std::string& output_text);
+
+// Registers --axis and --input (each refused as CLI11 parses it when its text is bad) and --output, whose help,
+// type name and check are the command's (`audit`'s --output also takes its shorthand's values).
+void add_signature_options(CLI::App& app, SignatureText& t, const std::string& output_help,
+                           const std::string& output_type, std::function<void(const std::string&)> output_check);
+
+// The signature the texts describe, checked whole (validate), every output named with its dims, and no tensor
+// larger than a request may carry. Throws std::invalid_argument naming the flag.
+Signature signature_of(const SignatureText& t);
+
+// " --axis n=1..8 --input x:n,8 --output y:n,8": the signature as flags, each text as the parser reads it.
+std::string signature_flags(const Signature& s);
+// The record's one property: equivariance when some output has an axis (invariance alone otherwise).
+Property property_of(const Signature& s);
+// "y equivariant along n, invariant to m (float32, n in [1, 8], m in [1, 8])": what each output must do.
+std::string signature_head(const Signature& s, const AuditResult& r);
+
+// A word of a shell command line: quoted unless it holds only characters the shell leaves alone.
+std::string shell_quote(const std::string& s);
+std::string shell_word(const std::string& s);
+
+// Runs `run` with o.stop_requested and o.on_progress set: Ctrl-C or SIGTERM stops it between cases (verdict
+// interrupted, said on stderr with `stopped_note`, e.g. "; the adapters were stopped"), and a progress line is
+// drawn on a terminal.
+AuditResult run_interruptibly(const std::function<AuditResult(const AuditOptions&)>& run, AuditOptions o,
+                              const std::string& program, const AuditFlags& f, const std::string& stopped_note = "");
 
 // The library's options from the flags; name, output, shard and amplification are the command's.
 AuditOptions audit_options(const AuditFlags& f);

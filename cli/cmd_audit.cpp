@@ -3,7 +3,6 @@
 // adapters/exec_adapter.h. Exit 0 holds; 1 violated, nondeterministic or non-finite; 2 error. report.json is
 // written in every case, the error one included, so CI always has an artifact to show.
 #include "cli/audit_common.h"
-#include "cli/interrupt.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 
@@ -32,8 +31,7 @@ AuditFlags inferring() {
 struct AuditRequest {
     std::string command;
     AuditFlags flags = inferring();
-    std::vector<std::string> outputs;  // --output: sequence | pooled (shorthand), or NAME:DIMS (signature)
-    std::vector<std::string> axes, inputs;  // --axis, --input (signature)
+    SignatureText signature;  // --output: sequence | pooled (shorthand), or NAME:DIMS (signature)
     CLI::Option* dim_option = nullptr;
     CLI::Option* min_len_option = nullptr;
     int jobs = 1;
@@ -68,50 +66,10 @@ Output shorthand_output(std::string text) {
     return static_cast<Output>(std::stoll(text));
 }
 
-bool names_a_tensor(const std::string& output_text) { return output_text.find(':') != std::string::npos; }
-
-std::string shell_quote(const std::string& s) {
-    std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
-}
-
-// A word of a replay line: as it is when it holds only characters the shell leaves alone.
-std::string shell_word(const std::string& s) {
-    const bool plain = !s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                         "0123456789_.,:=-") == std::string::npos;
-    return plain ? s : shell_quote(s);
-}
-
 bool given(const CLI::Option* o) { return o != nullptr && o->count() > 0; }
 
-// At most this many values in one tensor of one request, at the longest lengths: far beyond any question about
-// order, and within what a request and an answer line carry (64 MB) at shortest round-trip precision.
-constexpr double kMaxValuesPerTensor = 1 << 22;
-
-// Throws std::invalid_argument naming the flag when a tensor would hold more than kMaxValuesPerTensor values.
-void require_small_enough(const Signature& s) {
-    const auto check = [&s](const char* flag, const TensorSpec& t, const std::string& text) {
-        double values = 1;
-        for (const Dim& d : t.dims) {
-            int size = d.size;
-            for (const Axis& a : s.axes)
-                if (d.is_axis() && a.name == d.axis) size = a.max_len;
-            values *= size;
-        }
-        if (values > kMaxValuesPerTensor)
-            throw std::invalid_argument(std::string(flag) + " " + text + " holds up to " +
-                                        std::to_string(static_cast<long long>(values)) +
-                                        " values at the longest lengths; at most " +
-                                        std::to_string(static_cast<long long>(kMaxValuesPerTensor)) +
-                                        " are sent or read in one tensor (shorten the axes or the fixed sizes)");
-    };
-    for (const TensorSpec& t : s.inputs) check("--input", t, format_input(t));
-    for (const TensorSpec& t : s.outputs) check("--output", t, format_output(t));
-}
-
-// The signature of --axis, --input and --output NAME:DIMS, checked whole (validate). Throws
-// std::invalid_argument when the shorthand's flags are mixed in or an output is missing.
+// The signature of --axis, --input and --output NAME:DIMS (signature_of). Throws std::invalid_argument when the
+// shorthand's flags are mixed in or an output is missing.
 Signature signature_of(const AuditRequest& q) {
     const char* mixed = nullptr;
     if (given(q.dim_option)) mixed = "--dim";
@@ -122,28 +80,15 @@ Signature signature_of(const AuditRequest& q) {
                                     "[--output sequence|pooled] [--min-len N --max-len N] describes one axis, one input "
                                     "and one output; a signature gives each axis its range (--axis n=1..8) and every "
                                     "input and output its dims (--input x:n,8 --output y:n,8)");
-    Signature s;
-    for (const std::string& a : q.axes) s.axes.push_back(parse_axis(a));
-    for (const std::string& t : q.inputs) s.inputs.push_back(parse_input(t));
-    for (const std::string& t : q.outputs) {
-        if (!names_a_tensor(t))
-            throw std::invalid_argument("--output " + t + " is the shorthand's (with --dim); with --axis/--input "
-                                        "name every output with its dims, e.g. --output y:n,8");
-        s.outputs.push_back(parse_output(t));
-    }
-    if (s.outputs.empty())
-        throw std::invalid_argument("with --axis/--input, name every output with --output NAME:DIMS, e.g. --output "
-                                    "y:n,8 (equivariant along n) or --output g:4 (invariant to every axis)");
-    validate(s);
-    require_small_enough(s);
-    return s;
+    return cli::signature_of(q.signature);
 }
 
 // Which form the flags describe; throws std::invalid_argument for a mix or an incomplete description.
 Form form_of(const AuditRequest& q) {
     Form f;
-    const bool signature = !q.axes.empty() || !q.inputs.empty() ||
-                           std::any_of(q.outputs.begin(), q.outputs.end(), names_a_tensor);
+    const std::vector<std::string>& outputs = q.signature.outputs;
+    const bool signature = !q.signature.axes.empty() || !q.signature.inputs.empty() ||
+                           std::any_of(outputs.begin(), outputs.end(), names_a_tensor);
     if (signature) {
         f.signature = signature_of(q);
         return f;
@@ -151,10 +96,10 @@ Form form_of(const AuditRequest& q) {
     if (!given(q.dim_option))
         throw std::invalid_argument("--dim is required: --dim D audits one input of D features per position (or "
                                     "describe the layer's signature with --axis, --input and --output NAME:DIMS)");
-    if (q.outputs.size() > 1)
-        throw std::invalid_argument("--output sequence|pooled is given " + std::to_string(q.outputs.size()) +
+    if (outputs.size() > 1)
+        throw std::invalid_argument("--output sequence|pooled is given " + std::to_string(outputs.size()) +
                                     " times; the shorthand has one output");
-    if (!q.outputs.empty()) f.output = shorthand_output(q.outputs.front());
+    if (!outputs.empty()) f.output = shorthand_output(outputs.front());
     return f;
 }
 
@@ -180,15 +125,6 @@ AuditOptions options_of(const AuditRequest& q, const Form& f) {
     return o;
 }
 
-// " --axis n=1..8 --input x:n,8 --output y:n,8": the signature as flags, each text as the parser reads it.
-std::string signature_flags(const Signature& s) {
-    std::string out;
-    for (const Axis& a : s.axes) out += " --axis " + shell_word(format(a));
-    for (const TensorSpec& t : s.inputs) out += " --input " + shell_word(format_input(t));
-    for (const TensorSpec& t : s.outputs) out += " --output " + shell_word(format_output(t));
-    return out;
-}
-
 std::string replay_of(const AuditRequest& q, const Form& f, const AuditResult& r) {
     std::ostringstream s;
     s << "permcheck audit --exec " << shell_quote(q.command);
@@ -206,10 +142,7 @@ std::string replay_of(const AuditRequest& q, const Form& f, const AuditResult& r
 // output's own property follows from its dims (README).
 Property property_of(const Form& f) {
     if (!f.signature) return f.output == Output::pooled ? Property::invariance : Property::equivariance;
-    for (const TensorSpec& t : f.signature->outputs)
-        for (const Dim& d : t.dims)
-            if (d.is_axis()) return Property::equivariance;
-    return Property::invariance;
+    return cli::property_of(*f.signature);
 }
 
 report::Record record_of(const AuditRequest& q, const Form& f, const AuditResult& r, double seconds) {
@@ -248,52 +181,14 @@ AuditResult run_boxes(const AuditRequest& q, const Form& f, const AuditOptions& 
     }
 }
 
-// "y equivariant along n, invariant to m; g invariant to n, m": what each output of a signature must do.
-std::string signature_claims(const Signature& s) {
-    std::string out;
-    for (const TensorSpec& t : s.outputs) {
-        std::string along, to;
-        for (const Axis& a : s.axes) {
-            const bool has = std::any_of(t.dims.begin(), t.dims.end(), [&a](const Dim& d) { return d.axis == a.name; });
-            std::string& list = has ? along : to;
-            if (!list.empty()) list += ", ";
-            list += a.name;
-        }
-        if (!out.empty()) out += "; ";
-        out += t.name;
-        if (!along.empty()) out += " equivariant along " + along;
-        if (!along.empty() && !to.empty()) out += ',';
-        if (!to.empty()) out += " invariant to " + to;
-    }
-    return out;
-}
-
 std::string head_of(const AuditRequest& q, const Form& f, const AuditResult& r) {
     std::ostringstream head;
     head << "audit of " << q.command << ": ";
-    if (f.signature) {
-        head << signature_claims(*f.signature) << " (" << dtype_text(r);
-        for (const Axis& a : f.signature->axes) head << ", " << a.name << " in [" << a.min_len << ", " << a.max_len << "]";
-        head << ")";
-        return head.str();
-    }
+    if (f.signature) return head.str() + signature_head(*f.signature, r);
     head << property_name(property_of(f)) << " (" << dtype_text(r) << ", n in [" << q.flags.min_len << ", "
          << q.flags.max_len << "]" << (q.flags.max_len_given() ? "" : " and one case in ten longer, up to 256")
          << ", d = " << q.flags.dim << ")";
     return head.str();
-}
-
-AuditResult run_with_progress(const AuditRequest& q, const Form& f, AuditOptions opts, const std::string& program) {
-    const StopOnSignal stop;
-    ProgressLine line(progress_enabled());
-    opts.stop_requested = &StopOnSignal::requested;
-    opts.on_progress = [&line](const AuditProgress& p) { line.audit(p); };
-    AuditResult r = run_boxes(q, f, opts);
-    if (r.verdict == Verdict::interrupted)
-        std::cerr << program << ": interrupted by " << StopOnSignal::name() << " after " << r.cases
-                  << (r.cases == 1 ? " case" : " cases") << "; the adapters were stopped"
-                  << (q.flags.report_dir.empty() ? "" : "; the report keeps what was run") << "\n";
-    return r;
 }
 
 int run_audit(const AuditRequest& q) {
@@ -316,7 +211,8 @@ int run_audit(const AuditRequest& q) {
         }
     }
     const auto t0 = std::chrono::steady_clock::now();
-    AuditResult r = run_with_progress(q, form, opts, program);
+    AuditResult r = run_interruptibly([&](const AuditOptions& o) { return run_boxes(q, form, o); }, opts, program,
+                                      q.flags, "; the adapters were stopped");
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (r.verdict == Verdict::error && !r.last_request.empty() && r.error.find("last request") == std::string::npos)
         r.error += "; last request: " + r.last_request;
@@ -326,27 +222,15 @@ int run_audit(const AuditRequest& q) {
 }
 
 void add_signature_options(CLI::App& sub, AuditRequest& q) {
-    sub.add_option("--axis", q.axes,
-                   "NAME=MIN..MAX: a set of positions whose order the layer must not care about (repeatable); each "
-                   "case draws a length in [MIN, MAX] (MIN may be 0) and a permutation of every axis")
-        ->allow_extra_args(false)
-        ->check(parsed_by([](const std::string& t) { parse_axis(t); }));
-    sub.add_option("--input", q.inputs,
-                   "NAME:DIMS[:KIND]: an input (repeatable); DIMS axis names and fixed sizes, outermost first "
-                   "(q:n,8  bias:n,n  edge_index:2,edges:index=nodes); KIND float (default), mask (true = padding) "
-                   "or index=AXIS")
-        ->allow_extra_args(false)
-        ->check(parsed_by([](const std::string& t) { parse_input(t); }));
-    sub.add_option("--output", q.outputs,
-                   "sequence | pooled: the shorthand's output, with --dim (one row per position: equivariance; one "
-                   "vector: invariance; default sequence). NAME:DIMS (a value with ':'): an output of a signature "
-                   "(repeatable), equivariant along every axis it has, invariant to every axis it lacks")
-        ->type_name("sequence|pooled|NAME:DIMS")
-        ->allow_extra_args(false)
-        ->check(parsed_by([](const std::string& t) {
+    cli::add_signature_options(
+        sub, q.signature,
+        "sequence | pooled: the shorthand's output, with --dim (one row per position: equivariance; one vector: "
+        "invariance; default sequence). NAME:DIMS (a value with ':'): an output of a signature (repeatable), "
+        "equivariant along every axis it has, invariant to every axis it lacks",
+        "sequence|pooled|NAME:DIMS", [](const std::string& t) {
             if (names_a_tensor(t)) parse_output(t);
             else shorthand_output(t);
-        }));
+        });
 }
 
 void add_options(CLI::App& sub, AuditRequest& q) {

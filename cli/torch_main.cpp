@@ -1,18 +1,21 @@
 // permcheck-torch: the LibTorch audits behind `permcheck audit-torch` (cli/cmd_audit_torch.cpp forwards its
-// arguments here). Exit 0 holds; 1 violated, nondeterministic or non-finite; 2 error or bad options, as
+// arguments here): the built-in torch::nn modules, and TorchScript files over a signature (--axis, --input,
+// --output, as `permcheck audit`). Exit 0 holds; 1 violated, nondeterministic or non-finite; 2 error or bad options, as
 // `permcheck audit --exec`, whose options, record and printed result it shares (cli/audit_common.h).
 #include "cli/audit_common.h"
-#include "cli/interrupt.h"
 #include "cli/options.h"
 
 #include "adapters/torch_adapter.h"
+#include "adapters/torch_script.h"
 #include "report/report.h"
 
 #include <CLI/CLI.hpp>
 
 #include <chrono>
 #include <iostream>
+#include <optional>
 #include <sstream>
+#include <vector>
 
 namespace {
 
@@ -22,101 +25,220 @@ using namespace permcheck::cli;
 const std::string kProgram = "permcheck audit-torch";
 
 struct Request {
-    adapters::TorchOptions torch;  // dtype and seed are taken from flags
+    std::string target;            // mha | encoder-layer | decoder-layer, or a TorchScript file
+    adapters::TorchOptions torch;  // the built-ins'; dtype and seed are taken from flags
     AuditFlags flags;
+    SignatureText signature;       // a file's --axis, --input, --output
+    std::vector<CLI::Option*> builtin_only;  // --mask, --dropout, --dim, --heads
+    CLI::Option* min_len_option = nullptr;
+    CLI::Option* dtype_option = nullptr;
+    std::string schema;            // a file's forward, once loaded
 };
 
-std::string replay_of(const Request& q, const AuditResult& r) {
+// What the command audits: a built-in module over one input x (the shorthand), or the decoder layer or a
+// TorchScript file over a signature.
+struct Plan {
+    std::optional<adapters::TorchLayer> layer;  // empty: a file
+    std::optional<Signature> signature;
+};
+
+std::optional<adapters::TorchLayer> builtin_of(const std::string& target) {
+    try {
+        return adapters::parse_torch_layer(target);
+    } catch (const std::invalid_argument&) {
+        return std::nullopt;  // a file
+    }
+}
+
+bool given(const CLI::Option* o) { return o != nullptr && o->count() > 0; }
+
+// Throws std::invalid_argument for flags that do not belong to the target.
+void refuse_mix(const Request& q, const Plan& p) {
+    const bool signature_given = !q.signature.axes.empty() || !q.signature.inputs.empty() || !q.signature.outputs.empty();
+    if (p.layer && signature_given)
+        throw std::invalid_argument("--axis, --input and --output describe a TorchScript file's signature; the built-in " +
+                                    q.target + " has its own (mha, encoder-layer: x:n,DIM -> y:n,DIM; decoder-layer: "
+                                    "tgt:n,DIM and memory:m,DIM -> y:n,DIM)");
+    if (p.layer) return;
+    for (const CLI::Option* o : q.builtin_only)
+        if (given(o))
+            throw std::invalid_argument(o->get_name() + " applies to the built-in modules (mha, encoder-layer, "
+                                        "decoder-layer), not to a TorchScript file");
+    for (const CLI::Option* o : {q.min_len_option, q.flags.max_len_option})
+        if (given(o))
+            throw std::invalid_argument(o->get_name() + " cannot be mixed with a TorchScript file's signature: give "
+                                        "each axis its range (--axis n=1..8)");
+    if (q.signature.inputs.empty())
+        throw std::invalid_argument(q.target + " needs its signature: --axis NAME=MIN..MAX, --input NAME:DIMS[:KIND] "
+                                    "(one per argument of forward, in order) and --output NAME:DIMS, e.g. --axis "
+                                    "n=1..8 --input x:1,n,8 --output y:1,n,8");
+}
+
+// Throws std::invalid_argument for a bad combination of flags or a bad signature.
+Plan plan_of(const Request& q) {
+    Plan p;
+    p.layer = builtin_of(q.target);
+    refuse_mix(q, p);
+    if (!p.layer) p.signature = signature_of(q.signature);
+    else if (*p.layer == adapters::TorchLayer::decoder_layer)
+        p.signature = adapters::torch_decoder_signature(q.torch, q.flags.min_len, q.flags.max_len);
+    return p;
+}
+
+// The plan, or the shorthand's when the flags describe none: for a report of options refused.
+Plan plan_or_default(const Request& q) {
+    try {
+        return plan_of(q);
+    } catch (const std::exception&) {
+        return Plan{adapters::TorchLayer::mha, std::nullopt};
+    }
+}
+
+std::string replay_of(const Request& q, const Plan& p, const AuditResult& r) {
     std::ostringstream s;
-    s << "permcheck audit-torch " << adapters::torch_layer_name(q.torch.layer) << " --mask "
-      << adapters::torch_mask_name(q.torch.mask) << (q.torch.train ? " --train" : "") << " --dropout "
-      << q.torch.dropout << " --dim " << q.flags.dim << " --heads " << q.torch.heads << replay_tail(q.flags, r);
+    s << "permcheck audit-torch ";
+    if (!p.layer) {
+        s << shell_word(q.target) << signature_flags(*p.signature) << (q.torch.train ? " --train" : "")
+          << replay_tail(q.flags, r, /*lengths=*/false);
+        return s.str();
+    }
+    s << adapters::torch_layer_name(q.torch.layer) << " --mask " << adapters::torch_mask_name(q.torch.mask)
+      << (q.torch.train ? " --train" : "") << " --dropout " << q.torch.dropout << " --dim " << q.flags.dim
+      << " --heads " << q.torch.heads << replay_tail(q.flags, r);
     return s.str();
 }
 
-report::Record record_of(const Request& q, const std::string& name, const AuditResult& r, double seconds) {
-    return audit_record(r, name, Property::equivariance, q.flags, replay_of(q, r), "audit_torch",
-                        {{"layer", adapters::torch_layer_name(q.torch.layer)},
-                         {"mask", adapters::torch_mask_name(q.torch.mask)},
-                         {"train", q.torch.train},
-                         {"dropout", q.torch.dropout},
-                         {"heads", q.torch.heads}},
-                        seconds);
+std::string name_of(const Request& q, const Plan& p) {
+    if (!p.layer) return q.target + " (TorchScript)";
+    return p.layer == q.torch.layer ? adapters::torch_name(q.torch)
+                                    : "torch layer " + std::string(adapters::torch_layer_name(*p.layer));
 }
 
-// The layer's name before its module is built (and when it cannot be).
-std::string plain_name(const Request& q) { return "torch layer " + std::string(adapters::torch_layer_name(q.torch.layer)); }
+report::Record record_of(const Request& q, const Plan& p, const AuditResult& r, double seconds) {
+    nlohmann::json details;
+    if (p.layer)
+        details = {{"layer", adapters::torch_layer_name(*p.layer)},
+                   {"mask", adapters::torch_mask_name(q.torch.mask)},
+                   {"train", q.torch.train},
+                   {"dropout", q.torch.dropout},
+                   {"heads", q.torch.heads}};
+    else
+        details = {{"file", q.target}, {"forward", q.schema}, {"train", q.torch.train}};
+    const Property property = p.signature ? property_of(*p.signature) : Property::equivariance;
+    return audit_record(r, name_of(q, p), property, q.flags, replay_of(q, p, r), "audit_torch", std::move(details),
+                        seconds, p.signature ? &*p.signature : nullptr);
+}
 
-// The audit under StopOnSignal (Ctrl-C or SIGTERM stops it between cases: verdict interrupted, exit 130), with a
-// progress line on a terminal.
-AuditResult audit_interruptibly(const BlackBox& box, AuditOptions o, const AuditFlags& flags) {
-    AuditResult r;
-    {
-        const StopOnSignal stop;
-        ProgressLine line(progress_enabled());
-        o.stop_requested = &StopOnSignal::requested;
-        o.on_progress = [&line](const AuditProgress& p) { line.audit(p); };
-        r = audit(box, o);
+// Loads the file (throwing std::invalid_argument when it cannot serve) and settles the dtype: the module's own
+// unless --dtype was given, written into the flags so that the record and the replay line name it.
+adapters::TorchScriptModule load_file(Request& q, const Plan& p) {
+    adapters::TorchScriptOptions so;
+    so.path = q.target;
+    so.signature = *p.signature;
+    if (given(q.dtype_option)) so.dtype = requested_dtype(q.flags);
+    so.train = q.torch.train;
+    so.seed = q.flags.seed;
+    adapters::TorchScriptModule m = adapters::load_torch_script(so);
+    q.flags.dtype = m.dtype == Arithmetic::float64 ? DtypeChoice::float64 : DtypeChoice::float32;
+    q.schema = m.schema;
+    return m;
+}
+
+// Builds the module and runs the audit under Ctrl-C. Throws when the module cannot be built or loaded.
+AuditResult audit_of(Request& q, const Plan& p) {
+    AuditOptions o = audit_options(q.flags);
+    o.name = name_of(q, p);
+    if (!p.layer) {
+        const adapters::TorchScriptModule m = load_file(q, p);
+        o.dtype = m.dtype;
+        return run_interruptibly([&](const AuditOptions& a) { return audit(m.box, *p.signature, a); }, o, kProgram,
+                                 q.flags);
     }
-    if (r.verdict == Verdict::interrupted)
-        std::cerr << kProgram << ": interrupted by " << StopOnSignal::name() << " after " << r.cases
-                  << (r.cases == 1 ? " case" : " cases") << (flags.report_dir.empty() ? "" : "; the report keeps what was run")
-                  << "\n";
-    return r;
+    o.amplification = adapters::torch_amplification(q.torch.layer);
+    if (p.signature) {
+        const NamedBlackBox box = adapters::torch_decoder_black_box(q.torch);
+        return run_interruptibly([&](const AuditOptions& a) { return audit(box, *p.signature, a); }, o, kProgram,
+                                 q.flags);
+    }
+    const BlackBox box = adapters::torch_black_box(q.torch);
+    return run_interruptibly([&](const AuditOptions& a) { return audit(box, a); }, o, kProgram, q.flags);
+}
+
+std::string head_of(const Request& q, const Plan& p, const AuditResult& r) {
+    std::string head = "audit of " + name_of(q, p) + ": ";
+    if (p.signature) return head + signature_head(*p.signature, r);
+    return head + property_name(Property::equivariance);
 }
 
 int run(Request q) {
+    Plan p;
+    try {
+        p = plan_of(q);
+    } catch (const std::invalid_argument& e) {
+        std::cerr << kProgram << ": " << e.what() << "\n";
+        return finish(kProgram, q.flags, record_of(q, plan_or_default(q), error_result(e.what()), 0.0), 2);
+    }
+    if (p.layer) q.torch.layer = *p.layer;
+    q.torch.dim = q.flags.dim;
+    q.torch.dtype = requested_dtype(q.flags).value_or(Arithmetic::float64);
+    q.torch.seed = q.flags.seed;
     AuditResult r;
-    std::string name = plain_name(q);
     const auto t0 = std::chrono::steady_clock::now();
     try {
-        q.torch.dim = q.flags.dim;
-        q.torch.dtype = requested_dtype(q.flags).value_or(Arithmetic::float64);
-        q.torch.seed = q.flags.seed;
-        name = adapters::torch_name(q.torch);
-        AuditOptions o = audit_options(q.flags);
-        o.name = name;
-        o.amplification = adapters::torch_amplification(q.torch.layer);
-        r = audit_interruptibly(adapters::torch_black_box(q.torch), o, q.flags);
-    } catch (const std::exception& e) {  // LibTorch refusing to build the module, e.g. heads not dividing dim
+        r = audit_of(q, p);
+    } catch (const std::exception& e) {  // LibTorch refusing the module: heads not dividing dim, not TorchScript
         r = error_result(e.what());
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const std::string head = "audit of " + name + ": " + property_name(Property::equivariance);
-    print_result(std::cout, std::cerr, kProgram, head, r, seconds, replay_of(q, r));
-    return finish(kProgram, q.flags, record_of(q, name, r, seconds), exit_code(r.verdict));
+    print_result(std::cout, std::cerr, kProgram, head_of(q, p, r), r, seconds, replay_of(q, p, r),
+                 p.signature ? &*p.signature : nullptr);
+    return finish(kProgram, q.flags, record_of(q, p, r, seconds), exit_code(r.verdict));
+}
+
+void add_builtin_options(CLI::App& app, Request& q) {
+    using adapters::TorchMask;
+    q.builtin_only.push_back(add_choice(
+        app, "--mask", q.torch.mask,
+        {{"none", TorchMask::none},
+         {"causal", TorchMask::causal},
+         {"key-padding", TorchMask::key_padding, " (positions whose first feature is negative are padding)"},
+         {"key-padding-fixed", TorchMask::key_padding_fixed, " (the last position is padding)"}},
+        "built-ins: none | causal | key-padding (positions whose first feature is negative are padding: the mask "
+        "moves with x) | key-padding-fixed (the last position is padding: it does not); decoder-layer: none | causal"));
+    app.add_flag("--train", q.torch.train, "train mode (dropout active); default eval");
+    q.builtin_only.push_back(add_ranged(app, kDropout, q.torch.dropout, "built-ins: dropout probability of the module"));
+    q.builtin_only.push_back(add_ranged(app, kAuditDim, q.flags.dim, "built-ins: embed_dim / d_model: features per position"));
+    q.builtin_only.push_back(add_ranged(app, kTorchHeads, q.torch.heads, "built-ins: attention heads (must divide --dim)"));
 }
 
 void add_options(CLI::App& app, Request& q) {
-    using adapters::TorchLayer;
-    using adapters::TorchMask;
     q.flags.dim = 8;
-    add_choice(app, "layer", q.torch.layer,
-               {{"mha", TorchLayer::mha, " (torch::nn::MultiheadAttention)"},
-                {"encoder-layer", TorchLayer::encoder_layer, " (torch::nn::TransformerEncoderLayer)"}},
-               "mha (torch::nn::MultiheadAttention) | encoder-layer (torch::nn::TransformerEncoderLayer)", "",
-               "the torch layer")
+    app.add_option("layer", q.target,
+                   "mha (torch::nn::MultiheadAttention) | encoder-layer (torch::nn::TransformerEncoderLayer) | "
+                   "decoder-layer (torch::nn::TransformerDecoderLayer), or FILE: a TorchScript file "
+                   "(torch.jit.script(module).save(FILE)) with its signature: --axis, --input, --output")
+        ->type_name("LAYER|FILE")
         ->required();
-    add_choice(app, "--mask", q.torch.mask,
-               {{"none", TorchMask::none},
-                {"causal", TorchMask::causal},
-                {"key-padding", TorchMask::key_padding, " (positions whose first feature is negative are padding)"},
-                {"key-padding-fixed", TorchMask::key_padding_fixed, " (the last position is padding)"}},
-               "none | causal | key-padding (positions whose first feature is negative are padding: the mask "
-               "moves with x) | key-padding-fixed (the last position is padding: it does not)");
-    app.add_flag("--train", q.torch.train, "train mode (dropout active); default eval");
-    add_ranged(app, kDropout, q.torch.dropout, "dropout probability of the module");
-    add_ranged(app, kAuditDim, q.flags.dim, "embed_dim / d_model: features per position");
-    add_ranged(app, kTorchHeads, q.torch.heads, "attention heads (must divide --dim)");
-    add_audit_options(app, q.flags, "float64 | float32: the module's precision (sets the tolerance)",
+    add_builtin_options(app, q);
+    add_signature_options(app, q.signature,
+                          "NAME:DIMS: an output of forward (repeatable, in the order forward returns them), "
+                          "equivariant along every axis it has, invariant to every axis it lacks",
+                          "NAME:DIMS", [](const std::string& t) { parse_output(t); });
+    add_audit_options(app, q.flags,
+                      "float64 | float32: the module's precision (sets the tolerance). Built-ins: default float64. "
+                      "FILE: default the dtype of its floating parameters (float32 if none); given, the module is "
+                      "converted to it",
                       "seed of the search and of torch::manual_seed (weights, dropout)");
+    q.dtype_option = app.get_option("--dtype");
+    q.min_len_option = app.get_option("--min-len");
     add_report_option(app, q.flags);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"permcheck audit-torch: audits LibTorch's torch::nn layers for permutation equivariance"};
+    CLI::App app{"permcheck audit-torch: audits LibTorch's torch::nn layers, or a TorchScript file over its signature, "
+                 "for permutation equivariance and invariance"};
     app.name(kProgram);
     Request q;
     add_options(app, q);
@@ -127,7 +249,7 @@ int main(int argc, char** argv) {
         const int code = app.exit(e);
         if (code == 0) return 0;
         report_bad_options(app, kProgram, q.flags,
-                           [&q](const AuditResult& r) { return record_of(q, plain_name(q), r, 0.0); }, e.what());
+                           [&q](const AuditResult& r) { return record_of(q, plan_or_default(q), r, 0.0); }, e.what());
         return 2;
     }
     return run(q);

@@ -1,0 +1,199 @@
+// The one translation unit that includes <torch/script.h> (torch_adapter.cpp includes <torch/torch.h>).
+#include "adapters/torch_script.h"
+
+#include <ATen/Parallel.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
+#include <torch/script.h>
+
+#include <filesystem>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+namespace permcheck::adapters {
+namespace {
+
+// A LibTorch error's message without its C++ backtrace, on one line.
+std::string message_of(const std::exception& e) {
+    const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
+    std::string m = c10_error ? c10_error->what_without_backtrace() : e.what();
+    while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+    for (char& c : m)
+        if (c == '\n') c = ' ';
+    return m;
+}
+
+const char* dtype_name(c10::ScalarType t) { return c10::toString(t); }
+
+torch::jit::Module load_module(const std::string& path) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec))
+        throw std::invalid_argument(path + " does not exist (the module to audit: a TorchScript file, saved with "
+                                           "torch.jit.script(module).save(path))");
+    if (std::filesystem::is_directory(path, ec))
+        throw std::invalid_argument(path + " is a directory, not a TorchScript file");
+    try {
+        return torch::jit::load(path);
+    } catch (const std::exception& e) {
+        throw std::invalid_argument(path + " is not a TorchScript file (torch::jit::load: " + message_of(e) +
+                                    "); save one with torch.jit.script(module).save(path)");
+    }
+}
+
+std::string schema_of(const torch::jit::Method& forward) {
+    std::ostringstream s;
+    s << forward.function().getSchema();
+    return s.str();
+}
+
+// forward must take as many arguments as there are inputs (self aside; arguments with defaults may be left out).
+void check_arguments(const std::string& path, const torch::jit::Method& forward, const Signature& s) {
+    const auto& args = forward.function().getSchema().arguments();
+    std::size_t required = 0, total = args.empty() ? 0 : args.size() - 1;
+    for (std::size_t k = 1; k < args.size(); ++k)
+        if (!args[k].default_value()) ++required;
+    const std::size_t given = s.inputs.size();
+    if (given >= required && given <= total) return;
+    std::string names;
+    for (const TensorSpec& t : s.inputs) names += (names.empty() ? "" : ", ") + t.name;
+    std::string m = "forward of " + path + " takes " + std::to_string(total);
+    m += total == 1 ? " argument" : " arguments";
+    if (required != total) m += " (" + std::to_string(required) + " without a default)";
+    m += ", but " + std::to_string(given) + (given == 1 ? " input is" : " inputs are") + " given (" + names;
+    m += "): inputs go to forward in the order of --input. Its schema: " + schema_of(forward);
+    throw std::invalid_argument(m);
+}
+
+std::optional<c10::ScalarType> floating_dtype(const torch::jit::Module& m) {
+    for (const at::Tensor& p : m.parameters())
+        if (p.is_floating_point()) return p.scalar_type();
+    for (const at::Tensor& b : m.buffers())
+        if (b.is_floating_point()) return b.scalar_type();
+    return std::nullopt;
+}
+
+// The dtype the module computes in: the one asked for (the module converted to it), else its parameters'.
+Arithmetic settle_dtype(torch::jit::Module& m, const TorchScriptOptions& o) {
+    if (o.dtype) {
+        const c10::ScalarType want = *o.dtype == Arithmetic::float64 ? torch::kFloat64 : torch::kFloat32;
+        torch::NoGradGuard no_grad;
+        for (at::Tensor t : m.parameters())
+            if (t.is_floating_point()) t.set_data(t.to(want));
+        for (at::Tensor t : m.buffers())
+            if (t.is_floating_point()) t.set_data(t.to(want));
+        return *o.dtype;
+    }
+    const auto found = floating_dtype(m);
+    if (!found || *found == torch::kFloat32) return Arithmetic::float32;
+    if (*found == torch::kFloat64) return Arithmetic::float64;
+    throw std::invalid_argument(o.path + ": the module's parameters are " + dtype_name(*found) +
+                                "; audit-torch computes in float32 or float64 (--dtype float32 or --dtype float64 "
+                                "converts the module)");
+}
+
+at::Tensor to_torch(const TensorSpec& spec, const Tensor& t, c10::ScalarType real) {
+    const std::vector<std::int64_t> shape(t.shape.begin(), t.shape.end());
+    const auto options = torch::TensorOptions().dtype(torch::kFloat64);
+    at::Tensor x = t.values.empty() ? torch::zeros(shape, options)
+                                    : torch::from_blob(const_cast<double*>(t.values.data()), shape, options).clone();
+    switch (spec.kind) {
+        case TensorKind::real: return x.to(real);
+        case TensorKind::mask: return x.ne(0.0);
+        case TensorKind::index: return x.to(torch::kInt64);
+    }
+    return x;
+}
+
+class ScriptBox {
+public:
+    ScriptBox(torch::jit::Module m, const TorchScriptOptions& o, Arithmetic dtype)
+        : module_(std::move(m)), path_(o.path), signature_(o.signature), dtype_(dtype) {}
+
+    Tensors operator()(const Tensors& inputs) {
+        torch::NoGradGuard no_grad;
+        at::set_num_threads(1);
+        // The unoptimized graph: the same arithmetic on every call, whatever shapes came before.
+        const torch::jit::GraphOptimizerEnabledGuard plain(false);
+        const c10::ScalarType real = dtype_ == Arithmetic::float64 ? torch::kFloat64 : torch::kFloat32;
+        std::vector<c10::IValue> args;
+        for (const TensorSpec& spec : signature_.inputs) args.emplace_back(to_torch(spec, inputs.at(spec.name), real));
+        c10::IValue out;
+        try {
+            out = module_.forward(std::move(args));
+        } catch (const std::exception& e) {
+            throw AdapterError("forward of " + path_ + " failed: " + message_of(e));
+        }
+        return outputs_of(out);
+    }
+
+private:
+    Tensors outputs_of(const c10::IValue& out) const;
+    Tensor output_of(const TensorSpec& spec, const c10::IValue& v) const;
+
+    torch::jit::Module module_;
+    std::string path_;
+    Signature signature_;
+    Arithmetic dtype_;
+};
+
+Tensors ScriptBox::outputs_of(const c10::IValue& out) const {
+    std::vector<c10::IValue> values;
+    if (out.isTensor()) values.push_back(out);
+    else if (out.isTuple()) values = out.toTupleRef().elements().vec();
+    else if (out.isList()) values = out.toListRef().vec();
+    else
+        throw AdapterError("forward of " + path_ + " returned a " + out.type()->str() +
+                           "; expected a tensor or a tuple of tensors in the order of --output");
+    const std::size_t want = signature_.outputs.size();
+    if (values.size() != want) {
+        std::string names;
+        for (const TensorSpec& t : signature_.outputs) names += (names.empty() ? "" : ", ") + t.name;
+        std::string m = "forward of " + path_ + " returned " + std::to_string(values.size());
+        m += values.size() == 1 ? " value" : " values";
+        m += ", but --output names " + std::to_string(want) + " (" + names + "), read in that order";
+        throw AdapterError(m);
+    }
+    Tensors result;
+    for (std::size_t k = 0; k < want; ++k) result[signature_.outputs[k].name] = output_of(signature_.outputs[k], values[k]);
+    return result;
+}
+
+Tensor ScriptBox::output_of(const TensorSpec& spec, const c10::IValue& v) const {
+    const std::string which = "output '" + spec.name + "' of " + path_;
+    if (!v.isTensor()) throw AdapterError(which + " is a " + v.type()->str() + ", not a tensor");
+    const at::Tensor t = v.toTensor();
+    if (!t.is_floating_point())
+        throw AdapterError(which + " has dtype " + dtype_name(t.scalar_type()) +
+                           "; expected a floating tensor (float32 or float64)");
+    if (dtype_ == Arithmetic::float64 && t.scalar_type() != torch::kFloat64)
+        throw AdapterError(which + " has dtype " + dtype_name(t.scalar_type()) +
+                           " but the module computes in float64: it would be judged with float64's tolerance "
+                           "(return float64, or audit with --dtype float32)");
+    if (t.scalar_type() != torch::kFloat32 && t.scalar_type() != torch::kFloat64)
+        throw AdapterError(which + " has dtype " + dtype_name(t.scalar_type()) + "; expected float32 or float64");
+    const at::Tensor d = t.to(torch::kFloat64).contiguous();
+    Tensor y;
+    y.shape.assign(d.sizes().begin(), d.sizes().end());
+    y.values.assign(d.data_ptr<double>(), d.data_ptr<double>() + d.numel());
+    return y;
+}
+
+}  // namespace
+
+TorchScriptModule load_torch_script(const TorchScriptOptions& o) {
+    torch::jit::Module m = load_module(o.path);
+    const auto forward = m.find_method("forward");
+    if (!forward) throw std::invalid_argument(o.path + " has no forward method");
+    check_arguments(o.path, *forward, o.signature);
+    TorchScriptModule result;
+    result.schema = schema_of(*forward);
+    result.dtype = settle_dtype(m, o);
+    m.train(o.train);
+    torch::manual_seed(o.seed);
+    auto box = std::make_shared<ScriptBox>(std::move(m), o, result.dtype);
+    result.box = [box](const Tensors& inputs) { return (*box)(inputs); };
+    return result;
+}
+
+}  // namespace permcheck::adapters

@@ -1,0 +1,42 @@
+// A TorchScript file (torch.jit.script(module).save(path) in Python) audited in process through LibTorch's
+// torch::jit::load, with no Python at audit time: a named black box (check/signature.h) over the signature the
+// user gives. The inputs go to `forward` positionally in the order of the signature's inputs (real inputs in
+// the module's dtype, masks as bool, indices as int64); `forward` returns one tensor or a tuple (or list) of
+// tensors in the order of the signature's outputs. Like torch_adapter.h this header names no torch type: only
+// torch_script.cpp includes a torch header.
+#pragma once
+
+#include "check/blackbox.h"
+#include "check/signature.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace permcheck::adapters {
+
+struct TorchScriptOptions {
+    std::string path;
+    Signature signature;
+    // The precision the module computes in. Empty: the dtype of its floating parameters (float32 when it has
+    // none). Given: the module's floating parameters and buffers are converted to it.
+    std::optional<Arithmetic> dtype;
+    bool train = false;        // keep train mode (dropout active); default eval
+    std::uint64_t seed = 0;    // torch::manual_seed before the audit (dropout's draws in train mode)
+};
+
+struct TorchScriptModule {
+    NamedBlackBox box;
+    Arithmetic dtype = Arithmetic::float32;  // the precision it computes in: float32 | float64
+    std::string schema;                      // forward's, e.g. "forward(__torch__.M self, Tensor x) -> Tensor"
+};
+
+// Loads the module and checks `forward` against the signature. Throws std::invalid_argument naming the problem:
+// the file does not exist or is not TorchScript; forward takes another number of arguments than there are
+// inputs (its schema listed); the parameters are in a precision permcheck does not audit. The box throws
+// AdapterError when forward fails, returns something other than a tensor or a tuple of as many tensors as there
+// are outputs, or an output that is not floating or less precise than the module's dtype (naming the output).
+// One LibTorch thread per call, so results do not depend on the machine's core count.
+TorchScriptModule load_torch_script(const TorchScriptOptions& o);
+
+}  // namespace permcheck::adapters
