@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# `permcheck audit-torch FILE.pt` (issue 13, item 1): TorchScript files written here by /usr/bin/python3 (the
+# interpreter that sees Debian's python3-torch) with torch.jit.script(module).save(path), audited in process
+# with no Python at audit time. The README's two examples hold; a learned position embedding is violated with
+# n = 2; a file that is not TorchScript, a forward with another number of arguments, an output of the wrong
+# shape and one of the wrong dtype are errors (exit 2) that name the problem; the built-in decoder-layer holds
+# (and with a causal mask on its targets is violated).
+#   torch_script_audit.sh PERMCHECK
+set -uo pipefail
+permcheck=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "torch_script_audit.sh: $*" >&2; exit 1; }
+
+/usr/bin/python3 -c 'import torch' 2>"$work/import.err" ||
+  fail "/usr/bin/python3 cannot import torch (install python3-torch: scripts/install-deps --test): $(cat "$work/import.err")"
+
+cat >"$work/make_models.py" <<'EOF'
+import sys
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(8, 2, batch_first=True, dropout=0.0)
+
+    def forward(self, x):
+        return self.layer(x)
+
+
+class SetPool(nn.Module):  # the mean over unpadded positions after a linear map
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 4)
+
+    def forward(self, x, pad):
+        h = self.lin(x)
+        keep = (~pad).unsqueeze(-1).to(h.dtype)
+        return (h * keep).sum(1) / keep.sum(1)
+
+
+class PosEmbed(nn.Module):  # a learned position embedding before an equivariant layer
+    def __init__(self):
+        super().__init__()
+        self.pos = nn.Parameter(torch.randn(64, 8))
+        self.layer = nn.TransformerEncoderLayer(8, 2, batch_first=True, dropout=0.0)
+
+    def forward(self, x):
+        return self.layer(x + self.pos[: x.size(1)])
+
+
+class Argmax(nn.Module):  # an integer output
+    def forward(self, x):
+        return x.argmax(-1)
+
+
+out = sys.argv[1]
+for name, module in [("encoder", Encoder()), ("setpool", SetPool()), ("posembed", PosEmbed()), ("argmax", Argmax())]:
+    torch.jit.script(module).save(f"{out}/{name}.pt")
+torch.save(Encoder().state_dict(), f"{out}/state_dict.pt")  # a zip archive, but not TorchScript
+EOF
+/usr/bin/python3 "$work/make_models.py" "$work" 2>"$work/make.err" || fail "writing the models failed: $(cat "$work/make.err")"
+
+# run EXPECTED_EXIT NAME ARGS...: runs permcheck audit-torch in $work, its stdout and stderr in $work/NAME.{out,err}.
+run() {
+  local want=$1 name=$2 rc=0
+  shift 2
+  (cd "$work" && "$permcheck" audit-torch "$@") >"$work/$name.out" 2>"$work/$name.err" || rc=$?
+  [[ $rc == "$want" ]] || fail "$name: exit $rc, expected $want: $(cat "$work/$name.out" "$work/$name.err")"
+}
+# says NAME FILE TEXT: FILE (out or err) of NAME holds TEXT.
+says() {
+  grep -qF -- "$3" "$work/$1.$2" || fail "$1: its std$2 does not say '$3': $(cat "$work/$1.out" "$work/$1.err")"
+}
+
+run 0 encoder encoder.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8
+says encoder out "audit of encoder.pt (TorchScript): y equivariant along n (float32, n in [1, 8]) holds after 100 cases"
+run 0 setpool setpool.pt --axis n=1..8 --input x:1,n,8 --input pad:1,n:mask --output y:1,4
+says setpool out "y invariant to n (float32, n in [1, 8]) holds after 100 cases"
+
+run 1 posembed posembed.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8 --report "$work/report"
+says posembed out "violated"
+says posembed out "replay: permcheck audit-torch posembed.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8 --dtype float32"
+n=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["counterexample"]["lengths"]["n"])' \
+    "$work/report/report.json") || fail "posembed: report.json has no counterexample.lengths.n"
+[[ $n == 2 ]] || fail "posembed: the shrunk counterexample has n = $n, expected 2"
+
+run 2 state_dict state_dict.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8
+says state_dict err "state_dict.pt is not a TorchScript file"
+run 2 python_file make_models.py --axis n=1..8 --input x:1,n,8 --output y:1,n,8
+says python_file err "make_models.py is not a TorchScript file"
+run 2 missing missing.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8
+says missing err "missing.pt does not exist"
+
+run 2 arguments encoder.pt --axis n=1..8 --input x:1,n,8 --input pad:1,n:mask --output y:1,n,8
+says arguments err "forward of encoder.pt takes 1 argument, but 2 inputs are given (x, pad)"
+says arguments err "Its schema: forward("
+says arguments err "Tensor x) -> Tensor"
+
+run 2 shape encoder.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,4
+says shape err "output 'y' with length 8 in dim 2 (fixed size 4)"
+run 2 dtype argmax.pt --axis n=1..8 --input x:1,n,8 --output y:1,n
+says dtype err "output 'y' of argmax.pt has dtype Long; expected a floating tensor"
+
+run 0 decoder decoder-layer
+says decoder out "TransformerDecoderLayer(dim=8, heads=2, mask=none, eval, float64): y equivariant along n, invariant to m"
+run 1 decoder_causal decoder-layer --mask causal
+says decoder_causal out "the axis at fault: n"
+
+echo "torch_script_audit.sh: the TorchScript audits and their errors are as expected"
