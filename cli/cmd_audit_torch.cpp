@@ -1,4 +1,5 @@
-// `permcheck audit-torch LAYER [options]`: audits LibTorch's own layers (adapters/torch_adapter.h). The work is
+// `permcheck audit-torch LAYER|FILE [options]`: audits LibTorch's own layers (adapters/torch_adapter.h) or a
+// TorchScript file over a signature (adapters/torch_script.h). The work is
 // done by the permcheck-torch program installed next to permcheck: linking LibTorch into permcheck itself
 // would cost every other subcommand LibTorch's load time (0.7 s of CPU per start, measured with an empty
 // program linked to libtorch_cpu), so this subcommand hands its arguments over with execv.
@@ -40,7 +41,9 @@ int run_permcheck_torch(const std::vector<std::string>& args) {
 
 void add_audit_torch(CLI::App& app, Outcome& outcome) {
     CLI::App* sub = app.add_subcommand(
-        "audit-torch", "audit torch::nn::MultiheadAttention or TransformerEncoderLayer (LibTorch); --help lists options");
+        "audit-torch",
+        "audit a TorchScript file (FILE.pt) or LibTorch's MultiheadAttention, TransformerEncoderLayer or "
+        "TransformerDecoderLayer, in process; --help lists options");
     sub->prefix_command();  // every argument belongs to permcheck-torch,
     sub->set_help_flag();   // --help included
     sub->callback([sub, &outcome] { outcome.exit_code = run_permcheck_torch(sub->remaining()); });

@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -60,6 +61,11 @@ void refuse_mix(const Request& q, const Plan& p) {
                                     q.target + " has its own (mha, encoder-layer: x:n,DIM -> y:n,DIM; decoder-layer: "
                                     "tgt:n,DIM and memory:m,DIM -> y:n,DIM)");
     if (p.layer) return;
+    std::error_code ec;
+    if (!std::filesystem::exists(q.target, ec))
+        throw std::invalid_argument(q.target + " is neither a built-in module (mha, encoder-layer, decoder-layer) nor "
+                                    "a file: give a TorchScript file (torch.jit.script(module).save(FILE)) with its "
+                                    "signature (--axis, --input, --output)");
     for (const CLI::Option* o : q.builtin_only)
         if (given(o))
             throw std::invalid_argument(o->get_name() + " applies to the built-in modules (mha, encoder-layer, "

@@ -94,7 +94,7 @@ says state_dict err "state_dict.pt is not a TorchScript file"
 run 2 python_file make_models.py --axis n=1..8 --input x:1,n,8 --output y:1,n,8
 says python_file err "make_models.py is not a TorchScript file"
 run 2 missing missing.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8
-says missing err "missing.pt does not exist"
+says missing err "missing.pt is neither a built-in module (mha, encoder-layer, decoder-layer) nor a file"
 
 run 2 arguments encoder.pt --axis n=1..8 --input x:1,n,8 --input pad:1,n:mask --output y:1,n,8
 says arguments err "forward of encoder.pt takes 1 argument, but 2 inputs are given (x, pad)"
