@@ -24,6 +24,16 @@ std::string message_of(const std::exception& e) {
     return m;
 }
 
+// The last line of a LibTorch error: for an error inside TorchScript, the exception and its message after the
+// tracebacks ("builtins.ValueError: too long", "RuntimeError: mat1 and mat2 shapes cannot be multiplied ...").
+std::string last_line(const std::exception& e) {
+    const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
+    std::string m = c10_error ? c10_error->what_without_backtrace() : e.what();
+    while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+    const auto cut = m.rfind('\n');
+    return cut == std::string::npos ? m : m.substr(cut + 1);
+}
+
 const char* dtype_name(c10::ScalarType t) { return c10::toString(t); }
 
 torch::jit::Module load_module(const std::string& path) {
@@ -122,7 +132,7 @@ public:
         try {
             out = module_.forward(std::move(args));
         } catch (const std::exception& e) {
-            throw AdapterError("forward of " + path_ + " failed: " + message_of(e));
+            throw AdapterError("forward of " + path_ + " failed: " + last_line(e));
         }
         return outputs_of(out);
     }

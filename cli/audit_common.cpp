@@ -290,6 +290,11 @@ AuditResult error_result(const std::string& message) {
     return r;
 }
 
+void name_last_request(AuditResult& r) {
+    if (r.verdict == Verdict::error && !r.last_request.empty() && r.error.find("last request") == std::string::npos)
+        r.error += "; last request: " + r.last_request;
+}
+
 int finish(const std::string& program, const AuditFlags& f, const report::Record& record, int code) {
     if (f.report_dir.empty()) return code;
     try {

@@ -102,6 +102,8 @@ void print_result(std::ostream& out, std::ostream& err, const std::string& progr
                   const Signature* signature = nullptr);
 
 AuditResult error_result(const std::string& message);
+// Appends "; last request: n=5" to an error's message when it does not name the request that failed.
+void name_last_request(AuditResult& r);
 
 // Writes the report if asked; a report that cannot be written turns the run into an error (exit 2).
 int finish(const std::string& program, const AuditFlags& f, const report::Record& record, int code);

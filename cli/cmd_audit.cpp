@@ -214,8 +214,7 @@ int run_audit(const AuditRequest& q) {
     AuditResult r = run_interruptibly([&](const AuditOptions& o) { return run_boxes(q, form, o); }, opts, program,
                                       q.flags, "; the adapters were stopped");
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (r.verdict == Verdict::error && !r.last_request.empty() && r.error.find("last request") == std::string::npos)
-        r.error += "; last request: " + r.last_request;
+    name_last_request(r);
     print_result(std::cout, std::cerr, program, head_of(q, form, r), r, seconds, replay_of(q, form, r),
                  form.signature ? &*form.signature : nullptr);
     return finish(program, q.flags, record_of(q, form, r, seconds), exit_code(r.verdict));

@@ -195,6 +195,7 @@ int run(Request q) {
     } catch (const std::exception& e) {  // LibTorch refusing the module: heads not dividing dim, not TorchScript
         r = error_result(e.what());
     }
+    name_last_request(r);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     print_result(std::cout, std::cerr, kProgram, head_of(q, p, r), r, seconds, replay_of(q, p, r),
                  p.signature ? &*p.signature : nullptr);
