@@ -90,7 +90,8 @@ void require_small_enough(const Signature& s) {
 // "y equivariant along n, invariant to m; g invariant to n, m": what each output of a signature must do.
 std::string signature_claims(const Signature& s) {
     std::string out;
-    for (const TensorSpec& t : s.outputs) out += (out.empty() ? "" : "; ") + t.name + " " + report::detail::output_claim(t, s);
+    for (const TensorSpec& t : s.outputs)
+        out += (out.empty() ? "" : "; ") + t.name + " " + report::detail::output_claim(t, s);
     return out;
 }
 

@@ -1,7 +1,7 @@
 // permcheck-torch: the LibTorch audits behind `permcheck audit-torch` (cli/cmd_audit_torch.cpp forwards its
 // arguments here): the built-in torch::nn modules, and TorchScript files over a signature (--axis, --input,
-// --output, as `permcheck audit`). Exit 0 holds; 1 violated, nondeterministic or non-finite; 2 error or bad options, as
-// `permcheck audit --exec`, whose options, record and printed result it shares (cli/audit_common.h).
+// --output, as `permcheck audit`). Exit 0 holds; 1 violated, nondeterministic or non-finite; 2 error or bad
+// options, as `permcheck audit --exec`, whose options, record and printed result it shares (cli/audit_common.h).
 #include "cli/audit_common.h"
 #include "cli/options.h"
 
