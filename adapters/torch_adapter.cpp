@@ -97,8 +97,12 @@ void validate(const TorchOptions& o) {
                                     torch_mask_name(o.mask));
 }
 
-torch::Tensor to_sequence_first(const Tensor& t, torch::Dtype dtype) {
-    const std::int64_t n = t.shape.at(0), d = t.shape.at(1);
+// An (n, dim) input as (n, 1, dim): sequence first, batch of one. Throws AdapterError for another shape.
+torch::Tensor to_sequence_first(const Tensor& t, int dim, const char* name, torch::Dtype dtype) {
+    if (t.shape.size() != 2 || t.shape[1] != dim)
+        throw AdapterError(std::string("the decoder layer has dim ") + std::to_string(dim) + " but its input " + name +
+                           " is not (length, " + std::to_string(dim) + ")");
+    const std::int64_t n = t.shape[0], d = t.shape[1];
     torch::Tensor x = torch::empty({n, 1, d}, torch::TensorOptions().dtype(torch::kFloat64));
     if (n * d > 0) std::copy(t.values.begin(), t.values.end(), x.data_ptr<double>());
     return x.to(dtype);
@@ -121,8 +125,8 @@ public:
     Tensors operator()(const Tensors& inputs) {
         torch::NoGradGuard no_grad;
         torch::set_num_threads(1);
-        const torch::Tensor tgt = to_sequence_first(inputs.at("tgt"), dtype_);
-        const torch::Tensor memory = to_sequence_first(inputs.at("memory"), dtype_);
+        const torch::Tensor tgt = to_sequence_first(inputs.at("tgt"), o_.dim, "tgt", dtype_);
+        const torch::Tensor memory = to_sequence_first(inputs.at("memory"), o_.dim, "memory", dtype_);
         const std::int64_t n = tgt.size(0);
         torch::Tensor tgt_mask;
         if (o_.mask == TorchMask::causal)  // target i may not attend to target j > i

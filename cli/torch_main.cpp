@@ -177,6 +177,9 @@ std::string head_of(const Request& q, const Plan& p, const AuditResult& r) {
 }
 
 int run(Request q) {
+    q.torch.dim = q.flags.dim;  // before the plan: the decoder layer's signature has dim features
+    q.torch.dtype = requested_dtype(q.flags).value_or(Arithmetic::float64);
+    q.torch.seed = q.flags.seed;
     Plan p;
     try {
         p = plan_of(q);
@@ -185,9 +188,6 @@ int run(Request q) {
         return finish(kProgram, q.flags, record_of(q, plan_or_default(q), error_result(e.what()), 0.0), 2);
     }
     if (p.layer) q.torch.layer = *p.layer;
-    q.torch.dim = q.flags.dim;
-    q.torch.dtype = requested_dtype(q.flags).value_or(Arithmetic::float64);
-    q.torch.seed = q.flags.seed;
     AuditResult r;
     const auto t0 = std::chrono::steady_clock::now();
     try {

@@ -108,6 +108,8 @@ says dtype err "output 'y' of argmax.pt has dtype Long; expected a floating tens
 
 run 0 decoder decoder-layer
 says decoder out "TransformerDecoderLayer(dim=8, heads=2, mask=none, eval, float64): y equivariant along n, invariant to m"
+run 0 decoder_wide decoder-layer --dim 16 --heads 4 --cases 30
+says decoder_wide out "y equivariant along n, invariant to m (float64, n in [1, 8], m in [1, 8]) holds after 30 cases"
 run 1 decoder_causal decoder-layer --mask causal
 says decoder_causal out "the axis at fault: n"
 
