@@ -57,6 +57,17 @@ std::string schema_of(const torch::jit::Method& forward) {
     return s.str();
 }
 
+// An input goes to an argument of type Tensor (or Optional[Tensor]).
+void require_tensor(const std::string& path, const torch::jit::Method& forward, const c10::Argument& arg,
+                    const TensorSpec& input) {
+    c10::TypePtr type = arg.type();
+    if (const auto optional = type->cast<c10::OptionalType>()) type = optional->getElementType();
+    if (type->isSubtypeOf(*c10::TensorType::get())) return;
+    throw std::invalid_argument("forward of " + path + " takes " + arg.name() + " as " + arg.type()->str() +
+                                ", not a tensor, but --input " + input.name + " goes there (inputs go to forward in "
+                                "the order of --input). Its schema: " + schema_of(forward));
+}
+
 // forward must take as many arguments as there are inputs (self aside; arguments with defaults may be left out).
 void check_arguments(const std::string& path, const torch::jit::Method& forward, const Signature& s) {
     const auto& args = forward.function().getSchema().arguments();
@@ -64,7 +75,10 @@ void check_arguments(const std::string& path, const torch::jit::Method& forward,
     for (std::size_t k = 1; k < args.size(); ++k)
         if (!args[k].default_value()) ++required;
     const std::size_t given = s.inputs.size();
-    if (given >= required && given <= total) return;
+    if (given >= required && given <= total) {
+        for (std::size_t k = 0; k < given; ++k) require_tensor(path, forward, args[k + 1], s.inputs[k]);
+        return;
+    }
     std::string names;
     for (const TensorSpec& t : s.inputs) names += (names.empty() ? "" : ", ") + t.name;
     std::string m = "forward of " + path + " takes " + std::to_string(total);
