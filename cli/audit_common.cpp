@@ -132,8 +132,12 @@ Property property_of(const Signature& s) {
 
 std::string signature_head(const Signature& s, const AuditResult& r) {
     std::ostringstream head;
-    head << signature_claims(s) << " (" << dtype_text(r);
-    for (const Axis& a : s.axes) head << ", " << a.name << " in [" << a.min_len << ", " << a.max_len << "]";
+    // An audit that failed before its first call has settled no dtype (a module not loaded, an adapter not started).
+    const bool dtype_known = r.verdict != Verdict::error || r.evaluations > 0;
+    head << signature_claims(s) << " (" << (dtype_known ? dtype_text(r) : "");
+    for (std::size_t k = 0; k < s.axes.size(); ++k)
+        head << (k || dtype_known ? ", " : "") << s.axes[k].name << " in [" << s.axes[k].min_len << ", "
+             << s.axes[k].max_len << "]";
     head << ")";
     return head.str();
 }

@@ -64,7 +64,8 @@ Signature signature_of(const SignatureText& t);
 std::string signature_flags(const Signature& s);
 // The record's one property: equivariance when some output has an axis (invariance alone otherwise).
 Property property_of(const Signature& s);
-// "y equivariant along n, invariant to m (float32, n in [1, 8], m in [1, 8])": what each output must do.
+// "y equivariant along n, invariant to m (float32, n in [1, 8], m in [1, 8])": what each output must do (the dtype
+// left out when an error came before the first call).
 std::string signature_head(const Signature& s, const AuditResult& r);
 
 // A word of a shell command line: quoted unless it holds only characters the shell leaves alone.
