@@ -3,8 +3,8 @@
 # interpreter that sees Debian's python3-torch) with torch.jit.script(module).save(path), audited in process
 # with no Python at audit time. The README's two examples hold; a learned position embedding is violated with
 # n = 2; a file that is not TorchScript, a forward with another number of arguments, an output of the wrong
-# shape and one of the wrong dtype are errors (exit 2) that name the problem; the built-in decoder-layer holds
-# (and with a causal mask on its targets is violated).
+# shape and one of the wrong dtype are errors (exit 2) that name the problem; --dtype and --train do what they
+# say; the built-in decoder-layer holds (and with a causal mask on its targets is violated).
 #   torch_script_audit.sh PERMCHECK
 set -uo pipefail
 permcheck=$1
@@ -53,13 +53,24 @@ class PosEmbed(nn.Module):  # a learned position embedding before an equivariant
         return self.layer(x + self.pos[: x.size(1)])
 
 
+class Dropout(nn.Module):  # equivariant, but random in train mode
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(self.lin(x))
+
+
 class Argmax(nn.Module):  # an integer output
     def forward(self, x):
         return x.argmax(-1)
 
 
 out = sys.argv[1]
-for name, module in [("encoder", Encoder()), ("setpool", SetPool()), ("posembed", PosEmbed()), ("argmax", Argmax())]:
+for name, module in [("encoder", Encoder()), ("setpool", SetPool()), ("posembed", PosEmbed()), ("dropout", Dropout()),
+                     ("argmax", Argmax())]:
     torch.jit.script(module).save(f"{out}/{name}.pt")
 torch.save(Encoder().state_dict(), f"{out}/state_dict.pt")  # a zip archive, but not TorchScript
 EOF
@@ -81,6 +92,13 @@ run 0 encoder encoder.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8
 says encoder out "audit of encoder.pt (TorchScript): y equivariant along n (float32, n in [1, 8]) holds after 100 cases"
 run 0 setpool setpool.pt --axis n=1..8 --input x:1,n,8 --input pad:1,n:mask --output y:1,4
 says setpool out "y invariant to n (float32, n in [1, 8]) holds after 100 cases"
+
+# --dtype converts the module and its inputs; eval mode by default, --train keeps dropout on.
+run 0 encoder64 encoder.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8 --dtype float64 --cases 30
+says encoder64 out "y equivariant along n (float64, n in [1, 8]) holds after 30 cases"
+run 0 eval dropout.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8 --cases 30
+run 1 train dropout.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8 --cases 30 --train
+says train out "nondeterministic"
 
 run 1 posembed posembed.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8 --report "$work/report"
 says posembed out "violated"
