@@ -18,6 +18,10 @@ namespace {
 // one-tensor audit's cap, check/blackbox.cpp).
 constexpr int kMaxAxisLen = 1024;
 constexpr int kMaxFixedSize = 1 << 20;
+// At most this many values in one tensor of one case, at the longest lengths: far beyond any question about order,
+// and within what a request and an answer line of the subprocess protocol carry (64 MB) at shortest round-trip
+// precision.
+constexpr double kMaxValuesPerTensor = 1 << 22;
 
 std::atomic<testing::HarnessBug> planted{testing::HarnessBug::none};
 
@@ -57,16 +61,6 @@ std::invalid_argument bad_flag(const char* flag, const std::string& text, const 
     return std::invalid_argument(m);
 }
 
-// The kinds' names, produced and read here only.
-const char* kind_name(TensorKind k) {
-    switch (k) {
-        case TensorKind::real: return "float";
-        case TensorKind::mask: return "mask";
-        case TensorKind::index: return "index";
-    }
-    return "?";
-}
-
 std::vector<Dim> parse_dims(const char* flag, const std::string& text, const std::string& dims_text,
                             const std::string& expected) {
     std::vector<Dim> dims;
@@ -95,12 +89,12 @@ std::string format_dims(const std::vector<Dim>& dims) {
 }
 
 void parse_kind(TensorSpec& t, const std::string& text, const std::string& kind, const std::string& expected) {
-    if (kind == kind_name(TensorKind::real)) return;
-    if (kind == kind_name(TensorKind::mask)) {
+    if (kind == tensor_kind_name(TensorKind::real)) return;
+    if (kind == tensor_kind_name(TensorKind::mask)) {
         t.kind = TensorKind::mask;
         return;
     }
-    const std::string index = std::string(kind_name(TensorKind::index)) + "=";
+    const std::string index = std::string(tensor_kind_name(TensorKind::index)) + "=";
     if (kind.rfind(index, 0) == 0 && is_name(kind.substr(index.size()))) {
         t.kind = TensorKind::index;
         t.index_axis = kind.substr(index.size());
@@ -158,9 +152,9 @@ std::string format(const Axis& a) {
 
 std::string format_input(const TensorSpec& t) {
     std::string out = format_output(t);
-    if (t.kind == TensorKind::mask) out += std::string(":") + kind_name(t.kind);
+    if (t.kind == TensorKind::mask) out += std::string(":") + tensor_kind_name(t.kind);
     if (t.kind == TensorKind::index) {
-        out += std::string(":") + kind_name(t.kind) + "=";
+        out += std::string(":") + tensor_kind_name(t.kind) + "=";
         out += t.index_axis;
     }
     return out;
@@ -195,6 +189,23 @@ void validate_tensor(const TensorSpec& t, const std::set<std::string>& axes, con
                                     " is a mask with no axis dim: a mask pads positions of an axis");
 }
 
+// Throws naming the flag when a tensor would hold more than kMaxValuesPerTensor values at the longest lengths.
+void require_small_enough(const Signature& s, const TensorSpec& t, const char* flag, const std::string& text) {
+    double values = 1;
+    for (const Dim& d : t.dims) {
+        int size = d.size;
+        for (const Axis& a : s.axes)
+            if (d.is_axis() && a.name == d.axis) size = a.max_len;
+        values *= size;
+    }
+    if (values > kMaxValuesPerTensor)
+        throw std::invalid_argument(std::string(flag) + " " + text + " holds up to " +
+                                    std::to_string(static_cast<long long>(values)) +
+                                    " values at the longest lengths; at most " +
+                                    std::to_string(static_cast<long long>(kMaxValuesPerTensor)) +
+                                    " are sent or read in one tensor (shorten the axes or the fixed sizes)");
+}
+
 }  // namespace
 
 void validate(const Signature& s) {
@@ -223,6 +234,8 @@ void validate(const Signature& s) {
         });
         if (!used) throw std::invalid_argument("the axis '" + a.name + "' is a dim of no --input: nothing would move");
     }
+    for (const TensorSpec& t : s.inputs) require_small_enough(s, t, "--input", format_input(t));
+    for (const TensorSpec& t : s.outputs) require_small_enough(s, t, "--output", format_output(t));
 }
 
 // ------------------------------------------------------------------------------------------------- tensors
@@ -353,6 +366,25 @@ void write_tensor(std::ostream& s, const Tensor& t, const std::string& indent) {
     }
 }
 
+// ", mask (1 = padding)" or ", index into nodes" after an input's shape; nothing for a real input.
+std::string kind_text(const TensorSpec& spec) {
+    if (spec.kind == TensorKind::mask) return std::string(", ") + tensor_kind_name(spec.kind) + " (1 = padding)";
+    if (spec.kind == TensorKind::index) return std::string(", ") + tensor_kind_name(spec.kind) + " into " + spec.index_axis;
+    return "";
+}
+
+// The outputs in the order of the signature's outputs, then any the signature does not name.
+std::vector<OutputComparison> in_order(const std::vector<OutputComparison>& outputs, const Signature& sig) {
+    std::vector<OutputComparison> out;
+    for (const TensorSpec& t : sig.outputs)
+        for (const OutputComparison& o : outputs)
+            if (o.name == t.name) out.push_back(o);
+    for (const OutputComparison& o : outputs)
+        if (std::none_of(sig.outputs.begin(), sig.outputs.end(), [&o](const TensorSpec& t) { return t.name == o.name; }))
+            out.push_back(o);
+    return out;
+}
+
 }  // namespace
 
 std::string describe(const SignatureCounterexample& c, const Signature& sig) {
@@ -366,10 +398,10 @@ std::string describe(const SignatureCounterexample& c, const Signature& sig) {
     for (const TensorSpec& spec : sig.inputs) {
         const auto it = c.inputs.find(spec.name);
         if (it == c.inputs.end()) continue;
-        s << "  input " << spec.name << " " << index_text(it->second.shape) << " =\n";
+        s << "  input " << spec.name << " " << index_text(it->second.shape) << kind_text(spec) << " =\n";
         write_tensor(s, it->second, "    ");
     }
-    for (const OutputComparison& o : c.outputs) {
+    for (const OutputComparison& o : in_order(c.outputs, sig)) {
         s << "  output " << o.name << (o.holds ? " (agrees)" : " (DIFFERS)") << ":\n    L(P x) " << index_text(o.layer_of_permuted.shape)
           << " =\n";
         write_tensor(s, o.layer_of_permuted, "      ");
