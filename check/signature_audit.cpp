@@ -228,7 +228,8 @@ public:
         result.signature_counterexample = std::move(ce);
     }
 
-    std::string violation_detail(const Observation& found) const;
+    // `reproduced`: both sides were evaluated again before the case was called a violation (the audit's way).
+    std::string violation_detail(const Observation& found, bool reproduced = true) const;
 
 private:
     void check_shape(const TensorSpec& spec, const Tensor& t, const Lengths& lengths) const;
@@ -326,7 +327,7 @@ std::string SignatureEvaluator::non_finite(const Tensors& answer, const char* si
     return "";
 }
 
-std::string SignatureEvaluator::violation_detail(const Observation& found) const {
+std::string SignatureEvaluator::violation_detail(const Observation& found, bool reproduced) const {
     std::string perms;
     for (const auto& [axis, p] : found.perms) {
         if (!perms.empty()) perms += ", ";
@@ -340,8 +341,8 @@ std::string SignatureEvaluator::violation_detail(const Observation& found) const
         std::string m = "output " + c.name + ": L(P x) and ";
         m += moves ? "P L(x)" : "L(x)";
         m += " differ by " + num(c.max_abs_diff) + " at " + index_text(c.where) + " (tolerance " + num(c.tolerance) +
-             "; " + lengths_text(found.lengths) + "; permutations " + perms +
-             "); both sides gave the same answers when evaluated again";
+             "; " + lengths_text(found.lengths) + "; permutations " + perms + ")";
+        if (reproduced) m += "; both sides gave the same answers when evaluated again";
         return m;
     }
     return "";
@@ -389,7 +390,7 @@ AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, c
     r.verdict = ob && ob->kind != Kind::pass ? engine::verdict_of(ob->kind) : Verdict::holds;
     if (r.verdict != Verdict::holds) {
         ev.record(r, *ob, saved.case_index, saved.shrink_steps);
-        r.detail = ob->kind == Kind::violated ? ev.violation_detail(*ob) : ob->detail;
+        r.detail = ob->kind == Kind::violated ? ev.violation_detail(*ob, false) : ob->detail;
     } else {
         r.signature_counterexample = SignatureCounterexample{saved.lengths, saved.perms, saved.inputs, {}, saved.axis_at_fault,
                                                              saved.case_index, saved.shrink_steps, ""};
