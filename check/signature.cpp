@@ -178,6 +178,11 @@ template <class Named> void require_unique(const std::vector<Named>& items, cons
 
 void validate_tensor(const TensorSpec& t, const std::set<std::string>& axes, const char* flag) {
     for (const Dim& d : t.dims)
+        if (!d.is_axis() && (d.size < 1 || d.size > kMaxFixedSize))
+            throw std::invalid_argument(std::string(flag) + " " + t.name + " has the fixed size " +
+                                        std::to_string(d.size) + "; a fixed size is in [1, " +
+                                        std::to_string(kMaxFixedSize) + "]");
+    for (const Dim& d : t.dims)
         if (d.is_axis() && !axes.count(d.axis))
             throw std::invalid_argument(std::string(flag) + " " + t.name + " names the axis '" + d.axis +
                                         "', which no --axis declares");

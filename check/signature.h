@@ -64,7 +64,8 @@ std::string format_output(const TensorSpec& t);
 // Throws std::invalid_argument unless: names are unique (axes, inputs and outputs each), every axis a dim or
 // an index names is declared, every axis appears in some input, an index input is integer-valued over a
 // declared axis, a mask has at least one axis dim, there is at least one input and one output,
-// 0 <= min_len <= max_len, and no tensor holds more than 2^22 values at the longest lengths (the axes' max_len).
+// 0 <= min_len <= max_len, every fixed size is in [1, 2^20], and no tensor holds more than 2^22 values at the
+// longest lengths (every axis at its max_len).
 void validate(const Signature& s);
 
 // A dense tensor: its shape and its values in row-major order (the order of DIMS, the last dim fastest). A

@@ -157,7 +157,9 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, const Bl
             std::cout << "differ by " << c.max_abs_diff << (c.holds ? " within" : " beyond") << " the tolerance "
                       << c.tolerance << " (saved: " << was << ")\n";
     }
-    if (!holds) std::cout << "  " << verdict_name(now.verdict) << ": " << now.detail << "\n";
+    if (now.signature_counterexample->outputs.empty()) std::cout << "  every output agrees within its tolerance\n";
+    // A violation is the lines above; a non-finite or a second, different answer is said in words.
+    if (!holds && now.verdict != Verdict::violated) std::cout << "  " << verdict_name(now.verdict) << ": " << now.detail << "\n";
     return holds ? 0 : 1;
 }
 

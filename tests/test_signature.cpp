@@ -524,6 +524,15 @@ TEST(SignatureAudit, ReevaluateJudgesASavedCaseAgainAsTheAuditDid) {
     ASSERT_EQ(fixed.signature_counterexample->outputs.size(), 1u);
     EXPECT_TRUE(fixed.signature_counterexample->outputs[0].holds);
     EXPECT_EQ(reevaluate(cross_attention(true), s, saved, true, o).verdict, Verdict::holds) << "deterministic";
+    auto calls = std::make_shared<int>(0);
+    const NamedBlackBox drifting = [calls, inner = cross_attention(false)](const Tensors& in) {
+        Tensors out = inner(in);
+        for (double& v : out.at("y").values) v += ++*calls;  // every answer another
+        return out;
+    };
+    const AuditResult twice = reevaluate(drifting, s, saved, true, o);
+    EXPECT_EQ(twice.verdict, Verdict::nondeterministic);
+    EXPECT_NE(twice.detail.find("answered twice with different results"), std::string::npos) << twice.detail;
     SignatureCounterexample bad = saved;
     bad.inputs.at("mem").shape[0] += 1;
     EXPECT_THROW(reevaluate(cross_attention(true), s, bad, false, o), std::invalid_argument);
@@ -568,6 +577,9 @@ TEST(SignatureAudit, ATensorOfMoreThan2To22ValuesAtTheLongestLengthsIsRefusedByV
               std::string::npos);
     EXPECT_THROW(validate(signature_of({"n=1..1024"}, {"q:n,4097"}, {"y:n,1"})), std::invalid_argument);
     EXPECT_NO_THROW(validate(signature_of({"n=1..1024"}, {"q:n,4096"}, {"y:n,1"})));  // 2^22 exactly
+    Signature negative = signature_of({"n=1..8"}, {"q:n,4"}, {"y:n,4"});
+    negative.inputs[0].dims[1].size = -4;  // a C++ caller's, which no flag can write
+    EXPECT_THROW(validate(negative), std::invalid_argument);
     EXPECT_EQ(calls, 0);
 }
 
