@@ -267,40 +267,46 @@ std::vector<int> shape_of(const TensorSpec& t, const Lengths& lengths) {
 
 namespace {
 
-// t moved along dim k by p: out[.., i, ..] = t[.., p[i], ..].
-void permute_dim(Tensor& t, std::size_t k, const Permutation& p) {
-    if (p.is_identity()) return;
-    const auto len = static_cast<std::size_t>(t.shape[k]);
+// `in`, of this shape, moved along dim k by p into a new vector: out[.., i, ..] = in[.., p[i], ..].
+std::vector<double> permuted_along(const std::vector<int>& shape, const std::vector<double>& in, std::size_t k,
+                                   const Permutation& p) {
+    const auto len = static_cast<std::size_t>(shape[k]);
     if (static_cast<std::size_t>(p.size()) != len)
         throw std::invalid_argument("a permutation of " + std::to_string(p.size()) + " positions applied to a dim of " +
                                     std::to_string(len));
     std::size_t inner = 1, outer = 1;
-    for (std::size_t j = k + 1; j < t.shape.size(); ++j) inner *= static_cast<std::size_t>(t.shape[j]);
-    for (std::size_t j = 0; j < k; ++j) outer *= static_cast<std::size_t>(t.shape[j]);
-    std::vector<double> out(t.values.size());
+    for (std::size_t j = k + 1; j < shape.size(); ++j) inner *= static_cast<std::size_t>(shape[j]);
+    for (std::size_t j = 0; j < k; ++j) outer *= static_cast<std::size_t>(shape[j]);
+    std::vector<double> out(in.size());
     for (std::size_t o = 0; o < outer; ++o)
         for (std::size_t i = 0; i < len; ++i) {
             const std::size_t from = (o * len + static_cast<std::size_t>(p[static_cast<int>(i)])) * inner;
-            std::copy_n(t.values.begin() + static_cast<std::ptrdiff_t>(from), inner,
+            std::copy_n(in.begin() + static_cast<std::ptrdiff_t>(from), inner,
                         out.begin() + static_cast<std::ptrdiff_t>((o * len + i) * inner));
         }
-    t.values = std::move(out);
+    return out;
 }
 
-// Moves t along every dim named by an axis; with `first_only`, only along the first dim of each axis (the
-// planted pairwise bug).
-void permute_dims(const TensorSpec& spec, const Permutations& perms, Tensor& t, bool first_only) {
+// t moved along every dim named by an axis, each value copied once per dim that moves (none: t as it is); with
+// `first_only`, only along the first dim of each axis (the planted pairwise bug).
+Tensor moved(const TensorSpec& spec, const Permutations& perms, const Tensor& t, bool first_only) {
     if (t.shape.size() != spec.dims.size())
         throw std::invalid_argument(spec.name + " has " + std::to_string(t.shape.size()) + " dims, its spec " +
                                     std::to_string(spec.dims.size()));
-    std::set<std::string> moved;
+    Tensor out{t.shape, {}};
+    const std::vector<double>* from = &t.values;
+    std::set<std::string> seen;
     for (std::size_t k = 0; k < spec.dims.size(); ++k) {
         const Dim& d = spec.dims[k];
         if (!d.is_axis()) continue;
-        if (first_only && !moved.insert(d.axis).second) continue;
+        if (first_only && !seen.insert(d.axis).second) continue;
         const auto it = perms.find(d.axis);
-        if (it != perms.end()) permute_dim(t, k, it->second);
+        if (it == perms.end() || it->second.is_identity()) continue;
+        out.values = permuted_along(t.shape, *from, k, it->second);
+        from = &out.values;
     }
+    if (from == &t.values) out.values = t.values;
+    return out;
 }
 
 // Every value v of an index tensor becomes the new position of v: q[v], with q = p^-1 (p under the planted bug).
@@ -319,26 +325,26 @@ void renumber(Tensor& t, const Permutation& p, bool with_p) {
 
 Tensors permute_inputs(const Signature& s, const Permutations& perms, const Tensors& inputs) {
     const testing::HarnessBug bug = planted.load();
-    Tensors out = inputs;
+    Tensors out;
+    for (const auto& [name, t] : inputs)  // tensors the signature does not name go along as they are
+        if (std::none_of(s.inputs.begin(), s.inputs.end(), [&name](const TensorSpec& spec) { return spec.name == name; }))
+            out.emplace(name, t);
     for (const TensorSpec& spec : s.inputs) {
-        const auto it = out.find(spec.name);
-        if (it == out.end()) throw std::invalid_argument("no input named '" + spec.name + "'");
-        Tensor& t = it->second;
-        if (!(spec.kind == TensorKind::mask && bug == testing::HarnessBug::mask_wrong_axis))
-            permute_dims(spec, perms, t, bug == testing::HarnessBug::pairwise_without_transpose);
+        const auto it = inputs.find(spec.name);
+        if (it == inputs.end()) throw std::invalid_argument("no input named '" + spec.name + "'");
+        Tensor t = spec.kind == TensorKind::mask && bug == testing::HarnessBug::mask_wrong_axis
+                       ? it->second
+                       : moved(spec, perms, it->second, bug == testing::HarnessBug::pairwise_without_transpose);
         if (spec.kind == TensorKind::index) {
             const auto p = perms.find(spec.index_axis);
             if (p != perms.end()) renumber(t, p->second, bug == testing::HarnessBug::index_with_p);
         }
+        out[spec.name] = std::move(t);
     }
     return out;
 }
 
-Tensor permute_output(const TensorSpec& t, const Permutations& perms, const Tensor& y) {
-    Tensor out = y;
-    permute_dims(t, perms, out, false);
-    return out;
-}
+Tensor permute_output(const TensorSpec& t, const Permutations& perms, const Tensor& y) { return moved(t, perms, y, false); }
 
 void testing::plant_harness_bug(HarnessBug bug) { planted.store(bug); }
 
