@@ -230,6 +230,14 @@ void append_number(std::string& s, double v) {
     s.append(buf, res.ptr);
 }
 
+// A real value always with a fraction or an exponent (2.0, 0.0, 1e+300), shortest round-trip otherwise: an
+// adapter that tells index inputs from reals by JSON type must not read an all-integer real input as integers.
+void append_real(std::string& s, double v) {
+    const std::size_t start = s.size();
+    append_number(s, v);
+    if (s.find_first_of(".e", start) == std::string::npos) s += ".0";
+}
+
 // One value of an input as its kind writes it; throws for what JSON cannot carry.
 void append_value(std::string& s, const TensorSpec& t, double v) {
     if (!std::isfinite(v))
@@ -241,7 +249,7 @@ void append_value(std::string& s, const TensorSpec& t, double v) {
                 throw std::invalid_argument("input '" + t.name + "' is an index input but holds " + std::to_string(v));
             s += std::to_string(static_cast<long long>(v));
             return;
-        case TensorKind::real: append_number(s, v); return;
+        case TensorKind::real: append_real(s, v); return;
     }
 }
 
@@ -281,6 +289,20 @@ const Tensor& input_of(const Tensors& inputs, const TensorSpec& t) {
 
 std::string json_string(const std::string& text) { return nlohmann::json(text).dump(); }
 
+// "kinds":{"q":"float","pad":"mask","edge_index":"index"}: every input's kind, so that an adapter knows it even
+// when the values cannot show it (an empty index input).
+std::string kinds_of(const Signature& s) {
+    std::string out = "\"kinds\":{";
+    for (std::size_t k = 0; k < s.inputs.size(); ++k) {
+        if (k) out += ',';
+        out += json_string(s.inputs[k].name);
+        out += ":\"";
+        out += tensor_kind_name(s.inputs[k].kind);
+        out += '"';
+    }
+    return out + "}";
+}
+
 std::string dim_name(const Dim& d) { return d.is_axis() ? "axis " + d.axis : "fixed size " + std::to_string(d.size); }
 
 }  // namespace
@@ -302,7 +324,9 @@ std::string format_named_request(std::int64_t id, const Signature& s, const Tens
     }
     line += "},";
     line += shapes;
-    line += "},\"outputs\":[";
+    line += "},";
+    line += kinds_of(s);
+    line += ",\"outputs\":[";
     for (std::size_t k = 0; k < s.outputs.size(); ++k) {
         if (k) line += ',';
         line += json_string(s.outputs[k].name);

@@ -3,7 +3,7 @@
 // answer line {"id":7,"y":[[...],...]} (sequence), {"id":7,"y":[...]} (pooled) or {"id":7,"error":"text"}.
 // With a signature (check/signature.h, README "Auditing a layer with several inputs") it becomes a
 // NamedBlackBox: {"id":7,"inputs":{"q":[[...]],"pad":[true,false]},"shapes":{"q":[2,8],"pad":[2]},
-// "outputs":["y"]} in, {"id":7,"outputs":{"y":[[...]]}} or {"id":7,"error":"text"} out.
+// "kinds":{"q":"float","pad":"mask"},"outputs":["y"]} in, {"id":7,"outputs":{"y":[[...]]}} or {"id":7,"error":"text"} out.
 #pragma once
 
 #include "check/blackbox.h"
@@ -38,8 +38,8 @@ std::string format_request(std::int64_t id, const Mat<double>& x);
 
 // A signature's request line (without the newline): every input of `s` as a nested array in the order of its
 // dims (a dim of length 0 an empty array, a scalar a bare number), masks as JSON booleans, indices as JSON
-// integers, reals in shortest round-trip form; "shapes" holds every input's shape and "outputs" the names of
-// s.outputs. Throws std::invalid_argument when an input is missing, has another shape than its values, or holds
+// integers, reals in shortest round-trip form always with a fraction or an exponent (2.0, not 2); "shapes" holds
+// every input's shape, "kinds" every input's kind (float | mask | index) and "outputs" the names of s.outputs. Throws std::invalid_argument when an input is missing, has another shape than its values, or holds
 // a non-finite number (or, for an index, a non-integer).
 std::string format_named_request(std::int64_t id, const Signature& s, const Tensors& inputs);
 

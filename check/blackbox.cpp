@@ -328,11 +328,14 @@ std::string Evaluator::violation_detail(const Observation& found) const {
 }  // namespace
 
 namespace {
-// A signature counterexample's inputs, in the order of their names (the result holds no signature).
+// With the result's signature (every audit with one sets it); a result put together by hand without one shows
+// the inputs in the order of their names, each as real.
 std::string describe_signature_finding(const AuditResult& r) {
     const SignatureCounterexample& c = *r.signature_counterexample;
     Signature named;
-    for (const auto& [name, t] : c.inputs) named.inputs.push_back(TensorSpec{name, {}, TensorKind::real, ""});
+    if (r.signature) named = *r.signature;
+    else
+        for (const auto& [name, t] : c.inputs) named.inputs.push_back(TensorSpec{name, {}, TensorKind::real, ""});
     std::string text = verdict_name(r.verdict);
     text += r.verdict == Verdict::nondeterministic ? " (first and second answer to one input, as the two sides)" : "";
     text += " (" + std::string(arithmetic_name(r.dtype)) + ")\n";

@@ -106,6 +106,7 @@ struct AuditResult {
     // evaluated per axis, ascending, each once (lengths stays empty).
     std::optional<SignatureCounterexample> signature_counterexample;
     std::map<std::string, std::vector<int>> axis_lengths;
+    std::optional<Signature> signature;  // the signature audited, so that describe_finding shows it whole
 };
 
 // What answers say of their precision: float32 when every entry is a float32 value and not every entry is an
@@ -123,7 +124,9 @@ struct PrecisionEvidence {
 
 // The finding of an audit as text, for the terminal and the C++ API: describe() for a violation or a
 // non-finite output; for a nondeterministic layer the input and its first and second answer (no permutation
-// plays a part). Ends with the counterexample's replay line when it has one. Empty without a counterexample.
+// plays a part). Ends with the counterexample's replay line when it has one. Empty without a counterexample. A
+// signature audit's finding is shown with the result's signature (inputs with their kinds and outputs in its
+// order; without one, inputs by name).
 std::string describe_finding(const AuditResult& r);
 
 // Audits one black box.
@@ -140,5 +143,15 @@ AuditResult audit(const std::vector<BlackBox>& layers, const AuditOptions& opts)
 // it). Throws std::invalid_argument for a bad signature (validate).
 AuditResult audit(const NamedBlackBox& layer, const Signature& signature, const AuditOptions& opts);
 AuditResult audit(const std::vector<NamedBlackBox>& layers, const Signature& signature, const AuditOptions& opts);
+
+// A signature audit's saved case (its lengths, permutations and inputs x, e.g. read back from report.json)
+// evaluated again through `layer` and judged as the audit judges a case, with the tolerance of opts.dtype (required:
+// float32 or float64) and opts.amplification: L(x) and L(P x), every output compared. With `twice` (the saved
+// finding was nondeterministic) x is answered twice and the permutations play no part. The verdict is holds,
+// violated, non-finite or nondeterministic; signature_counterexample holds the saved case with every output's
+// comparison (with both sides when it fails). Throws std::invalid_argument for a case that does not fit the
+// signature, and whatever the layer throws.
+AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, const SignatureCounterexample& saved,
+                       bool twice, const AuditOptions& opts);
 
 }  // namespace permcheck

@@ -50,12 +50,19 @@ public:
     int uniform(int min, int max) { return min + static_cast<int>(below(span_of(min, max) + 1)); }
 
     // Values in [-8, 8]. Half are simple (multiples of 1/4, often equal: ties are where index-dependent code
-    // hides), half generic (k / 2^e with e up to 20).
+    // hides), half generic (k / 2^e with e up to 20). A simple value takes two words (is it simple? which
+    // multiple?), a generic one three (is it simple? which e? which k?); both candidates are computed from the
+    // words ahead and one is kept, without a branch that a coin flip would mispredict half the time (it was most
+    // of the cost of a draw).
     double value() {
-        if (below(2) == 0) return signed_toward_zero(below(simple_span_ + 1)) / 4.0;
-        const auto e = static_cast<int>(below(exponent_span_ + 1));
-        const auto k = signed_toward_zero(below(generic_span_[static_cast<std::size_t>(e)] + 1));
-        return static_cast<double>(k) * power_of_half_[static_cast<std::size_t>(e)];  // exact: k / 2^e
+        const std::uint64_t simple = 1 - mul_high(rng_.peek(0), 2);
+        const std::uint64_t second = rng_.peek(1), third = rng_.peek(2);
+        rng_.skip(3 - simple);
+        const double quarter = static_cast<double>(signed_toward_zero(mul_high(second, simple_span_ + 1))) / 4.0;
+        const auto e = static_cast<std::size_t>(mul_high(second, exponent_span_ + 1));
+        const auto k = signed_toward_zero(mul_high(third, generic_span_[e] + 1));
+        const double generic = static_cast<double>(k) * power_of_half_[e];  // exact: k / 2^e
+        return simple ? quarter : generic;
     }
 
     // n x d inputs of three kinds, so that ties (where index-dependent code hides) are common:
@@ -64,28 +71,14 @@ public:
     //  - entries drawn from a small palette of values, so that single features tie across positions.
     Mat<double> sequence(int n, int d) {
         Mat<double> x(n, d);
-        switch (below(3)) {
-            case 0:
-                for (int i = 0; i < n; ++i)
-                    for (int j = 0; j < d; ++j) x(i, j) = value();
-                break;
-            case 1: {
-                Mat<double> palette(in_range(1, n + 1), d);
-                for (Eigen::Index k = 0; k < palette.rows(); ++k)
-                    for (int j = 0; j < d; ++j) palette(k, j) = value();
-                const Range pick = range(0, static_cast<int>(palette.rows()));
-                for (int i = 0; i < n; ++i) x.row(i) = palette.row(draw(pick));
-                break;
-            }
-            default: {
-                std::vector<double> palette(static_cast<std::size_t>(in_range(1, 4)));
-                for (double& v : palette) v = value();
-                const Range pick = range(0, static_cast<int>(palette.size()));
-                for (int i = 0; i < n; ++i)
-                    for (int j = 0; j < d; ++j) x(i, j) = palette[static_cast<std::size_t>(draw(pick))];
-            }
-        }
+        sequence_into(n, d, [&x](int i, int j) -> double& { return x(i, j); });
         return x;
+    }
+    // The same draws into out[i * d + j] (row-major), as a signature's real input is laid out.
+    void sequence_rows(double* out, int n, int d) {
+        sequence_into(n, d, [out, d](int i, int j) -> double& {
+            return out[static_cast<std::size_t>(i) * static_cast<std::size_t>(d) + static_cast<std::size_t>(j)];
+        });
     }
 
     // Uniform over S_n: a Fisher-Yates shuffle whose i-th step swaps i with i - k_i, k_i uniform in [0, i].
@@ -100,6 +93,34 @@ public:
 private:
     static constexpr int kMaxExponent = 20;
 
+    // sequence(), entry (i, j) written through at(i, j): the values drawn in the order of i, then j.
+    template <class At> void sequence_into(int n, int d, At at) {
+        switch (below(3)) {
+            case 0:
+                for (int i = 0; i < n; ++i)
+                    for (int j = 0; j < d; ++j) at(i, j) = value();
+                break;
+            case 1: {
+                Mat<double> palette(in_range(1, n + 1), d);
+                for (Eigen::Index k = 0; k < palette.rows(); ++k)
+                    for (int j = 0; j < d; ++j) palette(k, j) = value();
+                const Range pick = range(0, static_cast<int>(palette.rows()));
+                for (int i = 0; i < n; ++i) {
+                    const Eigen::Index k = draw(pick);
+                    for (int j = 0; j < d; ++j) at(i, j) = palette(k, j);
+                }
+                break;
+            }
+            default: {
+                std::vector<double> palette(static_cast<std::size_t>(in_range(1, 4)));
+                for (double& v : palette) v = value();
+                const Range pick = range(0, static_cast<int>(palette.size()));
+                for (int i = 0; i < n; ++i)
+                    for (int j = 0; j < d; ++j) at(i, j) = palette[static_cast<std::size_t>(draw(pick))];
+            }
+        }
+    }
+
     static std::uint64_t span_of(int min, int max) {
         if (max <= min)
             throw std::invalid_argument("empty range [" + std::to_string(min) + ", " + std::to_string(max) + ")");
@@ -107,8 +128,9 @@ private:
     }
     std::uint64_t scaled(std::uint64_t span) const { return rc::gen::detail::scaleInteger(span, size_); }
     // Uniform in [0, bound), by the high half of a 64 x 64-bit product (Lemire): no division per draw.
-    std::uint64_t below(std::uint64_t bound) {
-        return static_cast<std::uint64_t>((static_cast<unsigned __int128>(rng_.next()) * bound) >> 64);
+    std::uint64_t below(std::uint64_t bound) { return mul_high(rng_.next(), bound); }
+    static std::uint64_t mul_high(std::uint64_t word, std::uint64_t bound) {
+        return static_cast<std::uint64_t>((static_cast<unsigned __int128>(word) * bound) >> 64);
     }
     // 0, 1, 2, 3, 4, ... -> 0, -1, 1, -2, 2, ...
     static std::int64_t signed_toward_zero(std::uint64_t k) {

@@ -18,6 +18,10 @@ namespace {
 // one-tensor audit's cap, check/blackbox.cpp).
 constexpr int kMaxAxisLen = 1024;
 constexpr int kMaxFixedSize = 1 << 20;
+// At most this many values in one tensor of one case, at the longest lengths: far beyond any question about order,
+// and within what a request and an answer line of the subprocess protocol carry (64 MB) at shortest round-trip
+// precision.
+constexpr double kMaxValuesPerTensor = 1 << 22;
 
 std::atomic<testing::HarnessBug> planted{testing::HarnessBug::none};
 
@@ -57,16 +61,6 @@ std::invalid_argument bad_flag(const char* flag, const std::string& text, const 
     return std::invalid_argument(m);
 }
 
-// The kinds' names, produced and read here only.
-const char* kind_name(TensorKind k) {
-    switch (k) {
-        case TensorKind::real: return "float";
-        case TensorKind::mask: return "mask";
-        case TensorKind::index: return "index";
-    }
-    return "?";
-}
-
 std::vector<Dim> parse_dims(const char* flag, const std::string& text, const std::string& dims_text,
                             const std::string& expected) {
     std::vector<Dim> dims;
@@ -95,12 +89,12 @@ std::string format_dims(const std::vector<Dim>& dims) {
 }
 
 void parse_kind(TensorSpec& t, const std::string& text, const std::string& kind, const std::string& expected) {
-    if (kind == kind_name(TensorKind::real)) return;
-    if (kind == kind_name(TensorKind::mask)) {
+    if (kind == tensor_kind_name(TensorKind::real)) return;
+    if (kind == tensor_kind_name(TensorKind::mask)) {
         t.kind = TensorKind::mask;
         return;
     }
-    const std::string index = std::string(kind_name(TensorKind::index)) + "=";
+    const std::string index = std::string(tensor_kind_name(TensorKind::index)) + "=";
     if (kind.rfind(index, 0) == 0 && is_name(kind.substr(index.size()))) {
         t.kind = TensorKind::index;
         t.index_axis = kind.substr(index.size());
@@ -158,9 +152,9 @@ std::string format(const Axis& a) {
 
 std::string format_input(const TensorSpec& t) {
     std::string out = format_output(t);
-    if (t.kind == TensorKind::mask) out += std::string(":") + kind_name(t.kind);
+    if (t.kind == TensorKind::mask) out += std::string(":") + tensor_kind_name(t.kind);
     if (t.kind == TensorKind::index) {
-        out += std::string(":") + kind_name(t.kind) + "=";
+        out += std::string(":") + tensor_kind_name(t.kind) + "=";
         out += t.index_axis;
     }
     return out;
@@ -184,6 +178,11 @@ template <class Named> void require_unique(const std::vector<Named>& items, cons
 
 void validate_tensor(const TensorSpec& t, const std::set<std::string>& axes, const char* flag) {
     for (const Dim& d : t.dims)
+        if (!d.is_axis() && (d.size < 1 || d.size > kMaxFixedSize))
+            throw std::invalid_argument(std::string(flag) + " " + t.name + " has the fixed size " +
+                                        std::to_string(d.size) + "; a fixed size is in [1, " +
+                                        std::to_string(kMaxFixedSize) + "]");
+    for (const Dim& d : t.dims)
         if (d.is_axis() && !axes.count(d.axis))
             throw std::invalid_argument(std::string(flag) + " " + t.name + " names the axis '" + d.axis +
                                         "', which no --axis declares");
@@ -193,6 +192,23 @@ void validate_tensor(const TensorSpec& t, const std::set<std::string>& axes, con
     if (t.kind == TensorKind::mask && std::none_of(t.dims.begin(), t.dims.end(), [](const Dim& d) { return d.is_axis(); }))
         throw std::invalid_argument(std::string(flag) + " " + t.name +
                                     " is a mask with no axis dim: a mask pads positions of an axis");
+}
+
+// Throws naming the flag when a tensor would hold more than kMaxValuesPerTensor values at the longest lengths.
+void require_small_enough(const Signature& s, const TensorSpec& t, const char* flag, const std::string& text) {
+    double values = 1;
+    for (const Dim& d : t.dims) {
+        int size = d.size;
+        for (const Axis& a : s.axes)
+            if (d.is_axis() && a.name == d.axis) size = a.max_len;
+        values *= size;
+    }
+    if (values > kMaxValuesPerTensor)
+        throw std::invalid_argument(std::string(flag) + " " + text + " holds up to " +
+                                    std::to_string(static_cast<long long>(values)) +
+                                    " values at the longest lengths; at most " +
+                                    std::to_string(static_cast<long long>(kMaxValuesPerTensor)) +
+                                    " are sent or read in one tensor (shorten the axes or the fixed sizes)");
 }
 
 }  // namespace
@@ -223,6 +239,8 @@ void validate(const Signature& s) {
         });
         if (!used) throw std::invalid_argument("the axis '" + a.name + "' is a dim of no --input: nothing would move");
     }
+    for (const TensorSpec& t : s.inputs) require_small_enough(s, t, "--input", format_input(t));
+    for (const TensorSpec& t : s.outputs) require_small_enough(s, t, "--output", format_output(t));
 }
 
 // ------------------------------------------------------------------------------------------------- tensors
@@ -249,40 +267,46 @@ std::vector<int> shape_of(const TensorSpec& t, const Lengths& lengths) {
 
 namespace {
 
-// t moved along dim k by p: out[.., i, ..] = t[.., p[i], ..].
-void permute_dim(Tensor& t, std::size_t k, const Permutation& p) {
-    if (p.is_identity()) return;
-    const auto len = static_cast<std::size_t>(t.shape[k]);
+// `in`, of this shape, moved along dim k by p into a new vector: out[.., i, ..] = in[.., p[i], ..].
+std::vector<double> permuted_along(const std::vector<int>& shape, const std::vector<double>& in, std::size_t k,
+                                   const Permutation& p) {
+    const auto len = static_cast<std::size_t>(shape[k]);
     if (static_cast<std::size_t>(p.size()) != len)
         throw std::invalid_argument("a permutation of " + std::to_string(p.size()) + " positions applied to a dim of " +
                                     std::to_string(len));
     std::size_t inner = 1, outer = 1;
-    for (std::size_t j = k + 1; j < t.shape.size(); ++j) inner *= static_cast<std::size_t>(t.shape[j]);
-    for (std::size_t j = 0; j < k; ++j) outer *= static_cast<std::size_t>(t.shape[j]);
-    std::vector<double> out(t.values.size());
+    for (std::size_t j = k + 1; j < shape.size(); ++j) inner *= static_cast<std::size_t>(shape[j]);
+    for (std::size_t j = 0; j < k; ++j) outer *= static_cast<std::size_t>(shape[j]);
+    std::vector<double> out(in.size());
     for (std::size_t o = 0; o < outer; ++o)
         for (std::size_t i = 0; i < len; ++i) {
             const std::size_t from = (o * len + static_cast<std::size_t>(p[static_cast<int>(i)])) * inner;
-            std::copy_n(t.values.begin() + static_cast<std::ptrdiff_t>(from), inner,
+            std::copy_n(in.begin() + static_cast<std::ptrdiff_t>(from), inner,
                         out.begin() + static_cast<std::ptrdiff_t>((o * len + i) * inner));
         }
-    t.values = std::move(out);
+    return out;
 }
 
-// Moves t along every dim named by an axis; with `first_only`, only along the first dim of each axis (the
-// planted pairwise bug).
-void permute_dims(const TensorSpec& spec, const Permutations& perms, Tensor& t, bool first_only) {
+// t moved along every dim named by an axis, each value copied once per dim that moves (none: t as it is); with
+// `first_only`, only along the first dim of each axis (the planted pairwise bug).
+Tensor moved(const TensorSpec& spec, const Permutations& perms, const Tensor& t, bool first_only) {
     if (t.shape.size() != spec.dims.size())
         throw std::invalid_argument(spec.name + " has " + std::to_string(t.shape.size()) + " dims, its spec " +
                                     std::to_string(spec.dims.size()));
-    std::set<std::string> moved;
+    Tensor out{t.shape, {}};
+    const std::vector<double>* from = &t.values;
+    std::set<std::string> seen;
     for (std::size_t k = 0; k < spec.dims.size(); ++k) {
         const Dim& d = spec.dims[k];
         if (!d.is_axis()) continue;
-        if (first_only && !moved.insert(d.axis).second) continue;
+        if (first_only && !seen.insert(d.axis).second) continue;
         const auto it = perms.find(d.axis);
-        if (it != perms.end()) permute_dim(t, k, it->second);
+        if (it == perms.end() || it->second.is_identity()) continue;
+        out.values = permuted_along(t.shape, *from, k, it->second);
+        from = &out.values;
     }
+    if (from == &t.values) out.values = t.values;
+    return out;
 }
 
 // Every value v of an index tensor becomes the new position of v: q[v], with q = p^-1 (p under the planted bug).
@@ -301,26 +325,26 @@ void renumber(Tensor& t, const Permutation& p, bool with_p) {
 
 Tensors permute_inputs(const Signature& s, const Permutations& perms, const Tensors& inputs) {
     const testing::HarnessBug bug = planted.load();
-    Tensors out = inputs;
+    Tensors out;
+    for (const auto& [name, t] : inputs)  // tensors the signature does not name go along as they are
+        if (std::none_of(s.inputs.begin(), s.inputs.end(), [&name](const TensorSpec& spec) { return spec.name == name; }))
+            out.emplace(name, t);
     for (const TensorSpec& spec : s.inputs) {
-        const auto it = out.find(spec.name);
-        if (it == out.end()) throw std::invalid_argument("no input named '" + spec.name + "'");
-        Tensor& t = it->second;
-        if (!(spec.kind == TensorKind::mask && bug == testing::HarnessBug::mask_wrong_axis))
-            permute_dims(spec, perms, t, bug == testing::HarnessBug::pairwise_without_transpose);
+        const auto it = inputs.find(spec.name);
+        if (it == inputs.end()) throw std::invalid_argument("no input named '" + spec.name + "'");
+        Tensor t = spec.kind == TensorKind::mask && bug == testing::HarnessBug::mask_wrong_axis
+                       ? it->second
+                       : moved(spec, perms, it->second, bug == testing::HarnessBug::pairwise_without_transpose);
         if (spec.kind == TensorKind::index) {
             const auto p = perms.find(spec.index_axis);
             if (p != perms.end()) renumber(t, p->second, bug == testing::HarnessBug::index_with_p);
         }
+        out[spec.name] = std::move(t);
     }
     return out;
 }
 
-Tensor permute_output(const TensorSpec& t, const Permutations& perms, const Tensor& y) {
-    Tensor out = y;
-    permute_dims(t, perms, out, false);
-    return out;
-}
+Tensor permute_output(const TensorSpec& t, const Permutations& perms, const Tensor& y) { return moved(t, perms, y, false); }
 
 void testing::plant_harness_bug(HarnessBug bug) { planted.store(bug); }
 
@@ -353,6 +377,25 @@ void write_tensor(std::ostream& s, const Tensor& t, const std::string& indent) {
     }
 }
 
+// ", mask (1 = padding)" or ", index into nodes" after an input's shape; nothing for a real input.
+std::string kind_text(const TensorSpec& spec) {
+    if (spec.kind == TensorKind::mask) return std::string(", ") + tensor_kind_name(spec.kind) + " (1 = padding)";
+    if (spec.kind == TensorKind::index) return std::string(", ") + tensor_kind_name(spec.kind) + " into " + spec.index_axis;
+    return "";
+}
+
+// The outputs in the order of the signature's outputs, then any the signature does not name.
+std::vector<OutputComparison> in_order(const std::vector<OutputComparison>& outputs, const Signature& sig) {
+    std::vector<OutputComparison> out;
+    for (const TensorSpec& t : sig.outputs)
+        for (const OutputComparison& o : outputs)
+            if (o.name == t.name) out.push_back(o);
+    for (const OutputComparison& o : outputs)
+        if (std::none_of(sig.outputs.begin(), sig.outputs.end(), [&o](const TensorSpec& t) { return t.name == o.name; }))
+            out.push_back(o);
+    return out;
+}
+
 }  // namespace
 
 std::string describe(const SignatureCounterexample& c, const Signature& sig) {
@@ -366,10 +409,10 @@ std::string describe(const SignatureCounterexample& c, const Signature& sig) {
     for (const TensorSpec& spec : sig.inputs) {
         const auto it = c.inputs.find(spec.name);
         if (it == c.inputs.end()) continue;
-        s << "  input " << spec.name << " " << index_text(it->second.shape) << " =\n";
+        s << "  input " << spec.name << " " << index_text(it->second.shape) << kind_text(spec) << " =\n";
         write_tensor(s, it->second, "    ");
     }
-    for (const OutputComparison& o : c.outputs) {
+    for (const OutputComparison& o : in_order(c.outputs, sig)) {
         s << "  output " << o.name << (o.holds ? " (agrees)" : " (DIFFERS)") << ":\n    L(P x) " << index_text(o.layer_of_permuted.shape)
           << " =\n";
         write_tensor(s, o.layer_of_permuted, "      ");

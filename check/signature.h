@@ -11,6 +11,7 @@
 #pragma once
 
 #include "check/permutation.h"
+#include "check/vocabulary.h"
 
 #include <cstddef>
 #include <functional>
@@ -27,9 +28,9 @@ struct Axis {
     int min_len = 1, max_len = 8;
 };
 
-// float: real values (ties and generic values, as today's inputs); mask: booleans, true = padding (PyTorch's
-// key_padding_mask), never every position of an axis padded; index: integers in [0, length of index_axis).
-enum class TensorKind { real, mask, index };
+// TensorKind (check/vocabulary.h). float: real values (ties and generic values, as today's inputs); mask:
+// booleans, true = padding (PyTorch's key_padding_mask), never every position of an axis padded; index: integers
+// in [0, length of index_axis).
 
 // One dim of a tensor, outermost first: an axis (its length varies from case to case) or a fixed size.
 struct Dim {
@@ -62,8 +63,9 @@ std::string format_input(const TensorSpec& t);
 std::string format_output(const TensorSpec& t);
 // Throws std::invalid_argument unless: names are unique (axes, inputs and outputs each), every axis a dim or
 // an index names is declared, every axis appears in some input, an index input is integer-valued over a
-// declared axis, a mask has at least one axis dim, there is at least one input and one output, and
-// 0 <= min_len <= max_len.
+// declared axis, a mask has at least one axis dim, there is at least one input and one output,
+// 0 <= min_len <= max_len, every fixed size is in [1, 2^20], and no tensor holds more than 2^22 values at the
+// longest lengths (every axis at its max_len).
 void validate(const Signature& s);
 
 // A dense tensor: its shape and its values in row-major order (the order of DIMS, the last dim fastest). A
@@ -115,7 +117,8 @@ struct SignatureCounterexample {
     std::string replay;          // a command line that re-runs the audit
 };
 
-// A readable multi-line account of a signature counterexample, for the terminal and test failure messages.
+// A readable multi-line account of a signature counterexample, for the terminal and test failure messages: the
+// inputs in the order of s.inputs, a mask or an index input named as such, the outputs in the order of s.outputs.
 std::string describe(const SignatureCounterexample& c, const Signature& s);
 
 namespace testing {

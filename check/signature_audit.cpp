@@ -228,7 +228,8 @@ public:
         result.signature_counterexample = std::move(ce);
     }
 
-    std::string violation_detail(const Observation& found) const;
+    // `reproduced`: both sides were evaluated again before the case was called a violation (the audit's way).
+    std::string violation_detail(const Observation& found, bool reproduced = true) const;
 
 private:
     void check_shape(const TensorSpec& spec, const Tensor& t, const Lengths& lengths) const;
@@ -326,7 +327,7 @@ std::string SignatureEvaluator::non_finite(const Tensors& answer, const char* si
     return "";
 }
 
-std::string SignatureEvaluator::violation_detail(const Observation& found) const {
+std::string SignatureEvaluator::violation_detail(const Observation& found, bool reproduced) const {
     std::string perms;
     for (const auto& [axis, p] : found.perms) {
         if (!perms.empty()) perms += ", ";
@@ -340,14 +341,65 @@ std::string SignatureEvaluator::violation_detail(const Observation& found) const
         std::string m = "output " + c.name + ": L(P x) and ";
         m += moves ? "P L(x)" : "L(x)";
         m += " differ by " + num(c.max_abs_diff) + " at " + index_text(c.where) + " (tolerance " + num(c.tolerance) +
-             "; " + lengths_text(found.lengths) + "; permutations " + perms +
-             "); both sides gave the same answers when evaluated again";
+             "; " + lengths_text(found.lengths) + "; permutations " + perms + ")";
+        if (reproduced) m += "; both sides gave the same answers when evaluated again";
         return m;
     }
     return "";
 }
 
+// Throws std::invalid_argument unless the case has a length and a permutation of that length for every axis,
+// every input in the shape the lengths give it, and every index value naming a position of its axis.
+void require_case_fits(const Signature& s, const SignatureCounterexample& c) {
+    for (const Axis& a : s.axes) {
+        const auto len = c.lengths.find(a.name);
+        const auto p = c.perms.find(a.name);
+        if (len == c.lengths.end() || len->second < 0 || p == c.perms.end() || p->second.size() != len->second)
+            throw std::invalid_argument("the saved case has no length and permutation of that length for the axis '" +
+                                        a.name + "'");
+    }
+    for (const TensorSpec& t : s.inputs) {
+        const auto x = c.inputs.find(t.name);
+        if (x == c.inputs.end() || x->second.shape != shape_of(t, c.lengths) || x->second.values.size() != x->second.size())
+            throw std::invalid_argument("the saved case has no input '" + t.name + "' of the shape " +
+                                        index_text(shape_of(t, c.lengths)) + " its lengths give it");
+        if (t.kind != TensorKind::index) continue;
+        const int targets = c.lengths.at(t.index_axis);
+        for (double v : x->second.values)
+            if (!(v >= 0 && v < targets) || v != std::floor(v))
+                throw std::invalid_argument("the saved index input '" + t.name + "' holds " + num(v) +
+                                            ", not a position of the axis " + t.index_axis);
+    }
+}
+
 }  // namespace
+
+AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, const SignatureCounterexample& saved,
+                       bool twice, const AuditOptions& opts) {
+    validate(signature);
+    if (!opts.dtype || *opts.dtype == Arithmetic::exact)
+        throw std::invalid_argument("a saved case is judged again in the dtype it was found in: float32 or float64");
+    require_case_fits(signature, saved);
+    SignatureEvaluator ev(layer, std::make_shared<const Signature>(signature), opts, *opts.dtype);
+    const SignatureCase c{saved.lengths, saved.perms, saved.inputs};
+    std::optional<SignatureObservation> ob = twice ? ev.twice(c) : std::optional(ev.observe(c, false));
+    AuditResult r;
+    r.dtype = *opts.dtype;
+    r.cases = 1;
+    r.signature = signature;
+    r.verdict = ob && ob->kind != Kind::pass ? engine::verdict_of(ob->kind) : Verdict::holds;
+    if (r.verdict != Verdict::holds) {
+        ev.record(r, *ob, saved.case_index, saved.shrink_steps);
+        r.detail = ob->kind == Kind::violated ? ev.violation_detail(*ob, false) : ob->detail;
+    } else {
+        r.signature_counterexample = SignatureCounterexample{saved.lengths, saved.perms, saved.inputs, {}, saved.axis_at_fault,
+                                                             saved.case_index, saved.shrink_steps, ""};
+        if (ob) r.signature_counterexample->outputs = ob->outputs;  // the comparisons, within tolerance
+    }
+    r.evaluations = ev.evaluations;
+    r.last_request = ev.last_request;
+    return r;
+}
 
 AuditResult audit(const NamedBlackBox& layer, const Signature& signature, const AuditOptions& opts) {
     return audit(std::vector<NamedBlackBox>{layer}, signature, opts);
@@ -376,6 +428,7 @@ AuditResult audit(const std::vector<NamedBlackBox>& layers, const Signature& sig
         return std::any_of(t.dims.begin(), t.dims.end(), [](const Dim& d) { return d.is_axis(); });
     });
     labelled.property = any_moves ? Property::equivariance : Property::invariance;
+    labelled.signature = signature;
     return engine::run_audit(evaluators, schedule, given, labelled, [&](AuditResult& r, std::size_t count) {
         for (std::size_t j = 0; j < count && j < schedule.size(); ++j)
             for (const auto& [axis, len] : lengths[static_cast<std::size_t>(schedule.index[j])]) r.axis_lengths[axis].push_back(len);

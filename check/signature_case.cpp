@@ -33,14 +33,12 @@ const Axis& axis_named(const Signature& s, const std::string& name) {
     throw std::invalid_argument("no axis named '" + name + "'");
 }
 
-// Real values with ties and generic values, as rows of the last dim (a one-tensor input's rows).
+// Real values with ties and generic values, as rows of the last dim (a one-tensor input's rows), drawn in place.
 std::vector<double> draw_real(gen::Sampler& draw, const std::vector<int>& shape, std::size_t size) {
     if (size == 0) return {};
     const int last = shape.empty() ? 1 : shape.back();
-    const Mat<double> m = draw.sequence(static_cast<int>(size) / last, last);
     std::vector<double> values(size);
-    for (Eigen::Index r = 0; r < m.rows(); ++r)
-        for (Eigen::Index j = 0; j < m.cols(); ++j) values[static_cast<std::size_t>(r * last + j)] = m(r, j);
+    draw.sequence_rows(values.data(), static_cast<int>(size) / last, last);
     return values;
 }
 

@@ -93,4 +93,13 @@ SideNames side_names(Property p) {
     return {"L(P x)", "P L(x)", "|L(P x) - P L(x)|"};
 }
 
+const char* tensor_kind_name(TensorKind k) {
+    switch (k) {
+        case TensorKind::real: return "float";
+        case TensorKind::mask: return "mask";
+        case TensorKind::index: return "index";
+    }
+    return "?";
+}
+
 }  // namespace permcheck

@@ -26,6 +26,12 @@ const char* verdict_name(Verdict v);  // holds | violated | nondeterministic | n
 Verdict parse_verdict(const std::string& name);  // throws std::invalid_argument listing valid names
 int exit_code(Verdict v);  // 0 holds; 1 violated, nondeterministic, non-finite; 2 error; 130 interrupted
 
+// The kind of a signature's input (check/signature.h). real: real values; mask: booleans, true = padding
+// (PyTorch's key_padding_mask); index: integers naming positions of an axis.
+enum class TensorKind { real, mask, index };
+// float | mask | index: the words of --input's KIND and of the "kinds" object of a named request.
+const char* tensor_kind_name(TensorKind k);
+
 // The two sides of a property as a reader sees them, and their difference: "L(P x)", "P L(x)",
 // "|L(P x) - P L(x)|" for equivariance.
 struct SideNames {

@@ -64,29 +64,6 @@ namespace {
 
 // At most this many values in one tensor of one request, at the longest lengths: far beyond any question about
 // order, and within what a request and an answer line carry (64 MB) at shortest round-trip precision.
-constexpr double kMaxValuesPerTensor = 1 << 22;
-
-// Throws std::invalid_argument naming the flag when a tensor would hold more than kMaxValuesPerTensor values.
-void require_small_enough(const Signature& s) {
-    const auto check = [&s](const char* flag, const TensorSpec& t, const std::string& text) {
-        double values = 1;
-        for (const Dim& d : t.dims) {
-            int size = d.size;
-            for (const Axis& a : s.axes)
-                if (d.is_axis() && a.name == d.axis) size = a.max_len;
-            values *= size;
-        }
-        if (values > kMaxValuesPerTensor)
-            throw std::invalid_argument(std::string(flag) + " " + text + " holds up to " +
-                                        std::to_string(static_cast<long long>(values)) +
-                                        " values at the longest lengths; at most " +
-                                        std::to_string(static_cast<long long>(kMaxValuesPerTensor)) +
-                                        " are sent or read in one tensor (shorten the axes or the fixed sizes)");
-    };
-    for (const TensorSpec& t : s.inputs) check("--input", t, format_input(t));
-    for (const TensorSpec& t : s.outputs) check("--output", t, format_output(t));
-}
-
 // "y equivariant along n, invariant to m; g invariant to n, m": what each output of a signature must do.
 std::string signature_claims(const Signature& s) {
     std::string out;
@@ -110,8 +87,7 @@ Signature signature_of(const SignatureText& t) {
     if (s.outputs.empty())
         throw std::invalid_argument("with --axis/--input, name every output with --output NAME:DIMS, e.g. --output "
                                     "y:n,8 (equivariant along n) or --output g:4 (invariant to every axis)");
-    validate(s);
-    require_small_enough(s);
+    validate(s);  // the library's rules, the size of every tensor included
     return s;
 }
 

@@ -110,6 +110,77 @@ int replay_black_box(const ReplayRequest& q, const report::Record& r) {
     }
 }
 
+// "m=2, n=1; permutations m (0 1), n ()": a signature case's lengths and permutations.
+std::string case_text(const SignatureCounterexample& c) {
+    std::string out, perms;
+    for (const auto& [axis, len] : c.lengths) {
+        if (!out.empty()) out += ", ";
+        out += axis;
+        out += '=';
+        out += std::to_string(len);
+    }
+    for (const auto& [axis, p] : c.perms) {
+        if (!perms.empty()) perms += ", ";
+        perms += axis;
+        perms += ' ';
+        perms += p.cycles();
+    }
+    out += "; permutations ";
+    return out + perms;
+}
+
+// A signature audit's saved case sent through the program again, judged with the report's dtype and
+// amplification; exit 1 still fails, 0 now holds. Throws when the program cannot answer.
+int evaluate_signature(const ReplayRequest& q, const report::Record& r, const BlackBoxSettings& s) {
+    const SignatureCounterexample& saved = *r.signature_counterexample;
+    AuditOptions o;
+    o.dtype = r.dtype;
+    o.amplification = s.amplification;
+    adapters::ExecOptions eo;
+    eo.command = q.exec;
+    eo.timeout_seconds = q.timeout;
+    eo.startup_timeout_seconds = q.startup_timeout;
+    const bool twice = r.verdict == Verdict::nondeterministic;  // the saved inputs were answered twice differently
+    const AuditResult now = reevaluate(adapters::exec_named_black_box(eo, *r.signature), *r.signature, saved, twice, o);
+    const bool holds = now.verdict == Verdict::holds;
+    std::cout << (holds ? "now holds: " : "still fails: ")
+              << (twice ? "two answers to the saved inputs" : "L(P x) against P L(x) (L(x) for the axes an output lacks)")
+              << " of the saved case (" << case_text(saved) << "; " << arithmetic_name(r.dtype) << ") through "
+              << q.exec << "\n";
+    for (const OutputComparison& c : now.signature_counterexample->outputs) {
+        double was = std::numeric_limits<double>::quiet_NaN();
+        for (const OutputComparison& before : saved.outputs)
+            if (before.name == c.name) was = before.max_abs_diff;
+        std::cout << "  output " << c.name << ": ";
+        if (c.shape_mismatch) std::cout << "the two sides have different shapes\n";
+        else
+            std::cout << "differ by " << c.max_abs_diff << (c.holds ? " within" : " beyond") << " the tolerance "
+                      << c.tolerance << " (saved: " << was << ")\n";
+    }
+    if (now.signature_counterexample->outputs.empty()) std::cout << "  every output agrees within its tolerance\n";
+    // A violation is the lines above; a non-finite or a second, different answer is said in words.
+    if (!holds && now.verdict != Verdict::violated) std::cout << "  " << verdict_name(now.verdict) << ": " << now.detail << "\n";
+    return holds ? 0 : 1;
+}
+
+// A signature audit's counterexample: as replay_black_box, through the signature's request and answer lines.
+int replay_signature(const ReplayRequest& q, const report::Record& r) {
+    BlackBoxSettings settings;
+    try {
+        settings = black_box_settings(q, r);
+    } catch (const std::exception& e) {
+        std::cerr << "permcheck replay: " << e.what() << "\n";
+        return 2;
+    }
+    try {
+        return evaluate_signature(q, r, settings);
+    } catch (const std::exception& e) {
+        std::cerr << "permcheck replay: the saved case could not be evaluated through " << q.exec << ": " << e.what()
+                  << "\n";
+        return 2;
+    }
+}
+
 // A reference layer's saved case, and the check it came from.
 struct SavedCheck {
     const LayerFamily* spec = nullptr;
@@ -183,6 +254,7 @@ int replay(const ReplayRequest& q) {
     SavedCheck c;
     try {
         r = report::read(q.file);
+        if (r.signature_counterexample && r.signature) return replay_signature(q, r);
         if (!r.counterexample)
             throw std::invalid_argument(q.file + " holds no counterexample (verdict " + verdict_name(r.verdict) +
                                         "); to run its check again: " + (r.replay.empty() ? "?" : r.replay));

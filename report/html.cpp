@@ -71,7 +71,12 @@ std::string cell_colour(double v, double largest) {
     return buf;
 }
 
-std::string heatmap_svg(const Counterexample& c, Property property) {
+// What the heatmap's rows and columns are: a check's positions and features, or a signature output's dims.
+struct HeatmapAxes {
+    std::string rows = "position", cols = "feature";
+};
+
+std::string heatmap_svg(const Counterexample& c, Property property, const HeatmapAxes& axes = {}) {
     const Mat<double>& a = c.lhs;
     const Mat<double>& b = c.rhs;
     if (a.rows() != b.rows() || a.cols() != b.cols())
@@ -96,8 +101,8 @@ std::string heatmap_svg(const Counterexample& c, Property property) {
     std::ostringstream s;
     s << "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"heatmap\" width=\"" << width << "\" height=\"" << height
       << "\" viewBox=\"0 0 " << width << " " << height << "\" role=\"img\" aria-label=\"heatmap of differences\">"
-      << "<text x=\"" << left << "\" y=\"16\" class=\"axis\">feature &#8594;</text>"
-      << "<text x=\"4\" y=\"16\" class=\"axis\">position &#8595;</text>";
+      << "<text x=\"" << left << "\" y=\"16\" class=\"axis\">" << html_escape(axes.cols) << " &#8594;</text>";
+    if (!axes.rows.empty()) s << "<text x=\"4\" y=\"16\" class=\"axis\">" << html_escape(axes.rows) << " &#8595;</text>";
     const bool labels = cell >= 14;
     for (Eigen::Index j = 0; j < a.cols() && labels; ++j)
         s << "<text x=\"" << left + cell * static_cast<double>(j) + cell / 2 << "\" y=\"" << top - 6
@@ -113,7 +118,8 @@ std::string heatmap_svg(const Counterexample& c, Property property) {
             s << "<rect class=\"cell\" x=\"" << left + cell * static_cast<double>(j) << "\" y=\""
               << top + cell * static_cast<double>(i) << "\" width=\"" << cell << "\" height=\"" << cell
               << "\" fill=\"" << cell_colour(diff(i, j), largest) << "\" data-value=\"" << text(diff(i, j))
-              << "\"><title>position " << i << ", feature " << j << ": " << text(diff(i, j)) << "</title></rect>";
+              << "\"><title>" << (axes.rows.empty() ? "" : html_escape(axes.rows) + " " + std::to_string(i) + ", ")
+              << html_escape(axes.cols) << " " << j << ": " << text(diff(i, j)) << "</title></rect>";
     }
     s << "</svg>";
     return s.str();
@@ -262,8 +268,15 @@ std::string axes_html(const SignatureCounterexample& c) {
     return s.str();
 }
 
-// The heatmap of an output that differs, when it has at most two dims (rows the outer dim, columns the inner).
-std::string output_heatmap(const OutputComparison& o) {
+// A dim of an output as the heatmap labels it: its axis's name, or "dim k" for a fixed size.
+std::string dim_label(const TensorSpec* t, std::size_t k) {
+    if (t && k < t->dims.size() && t->dims[k].is_axis()) return t->dims[k].axis;
+    return "dim " + std::to_string(k);
+}
+
+// The heatmap of an output that differs, when it has at most two dims (rows the outer dim, columns the inner),
+// its rows and columns labelled with the output's dims.
+std::string output_heatmap(const OutputComparison& o, const TensorSpec* spec) {
     const Tensor& a = o.layer_of_permuted;
     const Tensor& b = o.permuted_layer;
     if (o.holds || o.shape_mismatch || a.shape != b.shape || a.shape.size() > 2 || a.values.size() != b.values.size())
@@ -278,8 +291,11 @@ std::string output_heatmap(const OutputComparison& o) {
         ce.lhs(i / cols, i % cols) = a.values[static_cast<std::size_t>(i)];
         ce.rhs(i / cols, i % cols) = b.values[static_cast<std::size_t>(i)];
     }
+    HeatmapAxes axes;
+    axes.rows = a.shape.size() == 2 ? dim_label(spec, 0) : "";
+    axes.cols = a.shape.empty() ? "value" : dim_label(spec, a.shape.size() - 1);
     return "<h3>Output " + html_escape(o.name) + ": heatmap of the difference</h3>\n" +
-           heatmap_svg(ce, a.shape.size() == 2 ? Property::equivariance : Property::invariance) + "\n";
+           heatmap_svg(ce, a.shape.size() == 2 ? Property::equivariance : Property::invariance, axes) + "\n";
 }
 
 std::string signature_html(const SignatureCounterexample& c, const Signature& sig, const SideNames& names,
@@ -303,7 +319,7 @@ std::string signature_html(const SignatureCounterexample& c, const Signature& si
           << text(o.tolerance) << "</td><td>" << (o.holds ? "holds" : "<b>violated</b>") << "</td></tr>";
     }
     s << "</table>\n";
-    for (const OutputComparison& o : c.outputs) s << output_heatmap(o);
+    for (const OutputComparison& o : c.outputs) s << output_heatmap(o, spec_named(sig.outputs, o.name));
     s << "<h2>Inputs and outputs</h2>\n<div class=\"matrices\">";
     for (const auto& [name, t] : c.inputs) s << tensor_pre(name, t);
     for (const OutputComparison& o : c.outputs)

@@ -483,6 +483,63 @@ TEST(SignatureAudit, TheCounterexampleTextNamesLengthsCyclesInputsBothSidesAndWh
     EXPECT_NE(describe_finding(r).find("violated (float64)"), std::string::npos) << describe_finding(r);
 }
 
+// describe_finding has only the result: the result keeps the signature, so the C++ API's text shows the inputs
+// in the signature's order with their kinds, and the outputs in its order, as the terminal does.
+TEST(SignatureAudit, DescribeFindingShowsInputsWithTheirKindsAndOutputsInTheSignaturesOrder) {
+    const AuditResult r = audit(message_passing(Aggregation::sum, {true, false}), graph_signature(), named("node index"));
+    ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, graph_signature());
+    ASSERT_TRUE(r.signature);
+    const std::string text = describe_finding(r);
+    EXPECT_EQ(text.substr(text.find('\n') + 1), describe(*r.signature_counterexample, graph_signature()));
+    const auto at = [&text](const std::string& part) { return text.find(part); };
+    ASSERT_NE(at("input x "), std::string::npos) << text;
+    EXPECT_LT(at("input x "), at("input edge_index ")) << text;
+    EXPECT_LT(at("input edge_index "), at("input edge_attr ")) << text;
+    EXPECT_NE(at("), index into nodes =\n"), std::string::npos) << text;
+    EXPECT_LT(at("output y "), at("output g ")) << text;
+    const AuditResult masked = audit(masked_self_attention(), masked_signature(), named("masked"));
+    AuditResult shown = masked;
+    shown.verdict = Verdict::violated;  // describe a case of the holding layer, as if it failed
+    shown.signature_counterexample = SignatureCounterexample{{{"n", 2}}, {{"n", Permutation::transposition(2, 0, 1)}},
+                                                             {{"x", Tensor{{2, 4}, {0, 0, 0, 0, 1, 1, 1, 1}}},
+                                                              {"pad", Tensor{{2}, {0, 1}}}}, {}, "n", 0, 0, ""};
+    EXPECT_NE(describe_finding(shown).find("input pad (2), mask (1 = padding) =\n"), std::string::npos)
+        << describe_finding(shown);
+}
+
+TEST(SignatureAudit, ReevaluateJudgesASavedCaseAgainAsTheAuditDid) {
+    const Signature s = cross_signature();
+    const AuditResult found = audit(cross_attention(true), s, named("memory positions"));
+    ASSERT_EQ(found.verdict, Verdict::violated);
+    AuditOptions o;
+    o.dtype = found.dtype;
+    const SignatureCounterexample& saved = *found.signature_counterexample;
+    const AuditResult again = reevaluate(cross_attention(true), s, saved, false, o);
+    EXPECT_EQ(again.verdict, Verdict::violated) << again.detail;
+    EXPECT_EQ(again.evaluations, 2);
+    ASSERT_EQ(again.signature_counterexample->outputs.size(), 1u);
+    EXPECT_EQ(again.signature_counterexample->outputs[0].max_abs_diff, saved.outputs[0].max_abs_diff);
+    const AuditResult fixed = reevaluate(cross_attention(false), s, saved, false, o);
+    EXPECT_EQ(fixed.verdict, Verdict::holds) << fixed.detail;
+    ASSERT_EQ(fixed.signature_counterexample->outputs.size(), 1u);
+    EXPECT_TRUE(fixed.signature_counterexample->outputs[0].holds);
+    EXPECT_EQ(reevaluate(cross_attention(true), s, saved, true, o).verdict, Verdict::holds) << "deterministic";
+    auto calls = std::make_shared<int>(0);
+    const NamedBlackBox drifting = [calls, inner = cross_attention(false)](const Tensors& in) {
+        Tensors out = inner(in);
+        for (double& v : out.at("y").values) v += ++*calls;  // every answer another
+        return out;
+    };
+    const AuditResult twice = reevaluate(drifting, s, saved, true, o);
+    EXPECT_EQ(twice.verdict, Verdict::nondeterministic);
+    EXPECT_NE(twice.detail.find("answered twice with different results"), std::string::npos) << twice.detail;
+    SignatureCounterexample bad = saved;
+    bad.inputs.at("mem").shape[0] += 1;
+    EXPECT_THROW(reevaluate(cross_attention(true), s, bad, false, o), std::invalid_argument);
+    o.dtype.reset();
+    EXPECT_THROW(reevaluate(cross_attention(true), s, saved, false, o), std::invalid_argument);
+}
+
 TEST(SignatureAudit, ABadSignatureOrBadOptionsAreRefusedBeforeAnyCall) {
     int calls = 0;
     const NamedBlackBox counting = [&calls](const Tensors&) {
@@ -495,6 +552,34 @@ TEST(SignatureAudit, ABadSignatureOrBadOptionsAreRefusedBeforeAnyCall) {
     AuditOptions o = named("bad");
     o.cases = 0;
     EXPECT_THROW(audit(counting, cross_signature(), o), std::invalid_argument);
+    EXPECT_EQ(calls, 0);
+}
+
+// The size rule is the library's: a C++ caller gets the error `permcheck audit` gives, before any call.
+TEST(SignatureAudit, ATensorOfMoreThan2To22ValuesAtTheLongestLengthsIsRefusedByValidate) {
+    int calls = 0;
+    const NamedBlackBox counting = [&calls](const Tensors&) {
+        ++calls;
+        return Tensors{};
+    };
+    const auto refusal = [&](const Signature& s) {
+        try {
+            audit(counting, s, named("too large"));
+        } catch (const std::invalid_argument& e) {
+            return std::string(e.what());
+        }
+        return std::string("<accepted>");
+    };
+    EXPECT_EQ(refusal(signature_of({"n=1..1024"}, {"q:n,8"}, {"y:n,n,n"})),
+              "--output y:n,n,n holds up to 1073741824 values at the longest lengths; at most 4194304 are sent or "
+              "read in one tensor (shorten the axes or the fixed sizes)");
+    EXPECT_NE(refusal(signature_of({"n=1..1024"}, {"q:n,4096,2"}, {"y:n,1"})).find("--input q:n,4096,2 holds up to 8388608"),
+              std::string::npos);
+    EXPECT_THROW(validate(signature_of({"n=1..1024"}, {"q:n,4097"}, {"y:n,1"})), std::invalid_argument);
+    EXPECT_NO_THROW(validate(signature_of({"n=1..1024"}, {"q:n,4096"}, {"y:n,1"})));  // 2^22 exactly
+    Signature negative = signature_of({"n=1..8"}, {"q:n,4"}, {"y:n,4"});
+    negative.inputs[0].dims[1].size = -4;  // a C++ caller's, which no flag can write
+    EXPECT_THROW(validate(negative), std::invalid_argument);
     EXPECT_EQ(calls, 0);
 }
 

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <regex>
 #include <string>
@@ -64,10 +65,50 @@ std::string refusal(const std::function<void()>& f) {
 TEST(NamedProtocol, RequestNestsEveryInputInItsDimsWithMasksAsBooleansAndIndicesAsIntegers) {
     const std::string line = adapters::format_named_request(7, graph_signature(), graph_inputs(2));
     EXPECT_EQ(line,
-              "{\"id\":7,\"inputs\":{\"x\":[[0.5,-1],[2,0.25],[0,1e-300]],\"pad\":[false,true,false],"
-              "\"edge_index\":[[0,2],[1,1]],\"edge_attr\":[[3],[-4]]},"
-              "\"shapes\":{\"x\":[3,2],\"pad\":[3],\"edge_index\":[2,2],\"edge_attr\":[2,1]},\"outputs\":[\"y\",\"g\"]}");
+              "{\"id\":7,\"inputs\":{\"x\":[[0.5,-1.0],[2.0,0.25],[0.0,1e-300]],\"pad\":[false,true,false],"
+              "\"edge_index\":[[0,2],[1,1]],\"edge_attr\":[[3.0],[-4.0]]},"
+              "\"shapes\":{\"x\":[3,2],\"pad\":[3],\"edge_index\":[2,2],\"edge_attr\":[2,1]},"
+              "\"kinds\":{\"x\":\"float\",\"pad\":\"mask\",\"edge_index\":\"index\",\"edge_attr\":\"float\"},"
+              "\"outputs\":[\"y\",\"g\"]}");
     EXPECT_TRUE(json::parse(line).is_object());
+}
+
+// An adapter that tells index inputs from reals by JSON type (python/permcheck_adapter.py does) must read an
+// all-integer real input (a shrunk counterexample is often all zeros) as reals, and an empty index input as an
+// index: every real value has a fraction or an exponent, and "kinds" names every input's kind.
+TEST(NamedProtocol, RealsThatAreIntegersKeepAFractionAndKindsNameEveryInput) {
+    Tensors in = graph_inputs(0);
+    in["x"].values = {0, 2, -3, 1e300, 1e22, 0.5};
+    const json j = json::parse(adapters::format_named_request(1, graph_signature(), in));
+    for (const json& row : j["inputs"]["x"])
+        for (const json& v : row) EXPECT_TRUE(v.is_number_float()) << j["inputs"]["x"].dump();
+    EXPECT_EQ(j["inputs"]["x"][1][1].get<double>(), 1e300);
+    EXPECT_EQ(j["inputs"]["x"][2][0].get<double>(), 1e22);
+    const std::string line = adapters::format_named_request(1, graph_signature(), in);
+    EXPECT_NE(line.find("[[0.0,2.0],[-3.0,1e+300],[1e+22,0.5]]"), std::string::npos) << line;
+    EXPECT_EQ(j["kinds"], json::parse(R"({"x":"float","pad":"mask","edge_index":"index","edge_attr":"float"})"));
+    EXPECT_EQ(j["inputs"]["edge_index"], json::parse("[[],[]]")) << "empty: only \"kinds\" says it is an index";
+}
+
+// The same request read by python/permcheck_adapter.py with torch tensors: an all-zero real input is a float
+// tensor, an empty edge list an int64 one (the Python adapter reads "kinds").
+TEST(NamedProtocol, ThePythonAdapterReadsAnAllZeroRealInputAsFloatAndAnEmptyIndexAsInt64) {
+    const permcheck::test::Scratch scratch("named-kinds");
+    Tensors in = graph_inputs(0);
+    in["x"].values.assign(6, 0.0);
+    std::ofstream(scratch.dir() / "request.jsonl") << adapters::format_named_request(1, graph_signature(), in) << "\n";
+    std::ofstream(scratch.dir() / "probe.py")
+        << "import sys, torch\nsys.path.insert(0, " << json(std::string(PERMCHECK_SOURCE_DIR) + "/python").dump()
+        << ")\nfrom permcheck_adapter import serve\n"
+           "def probe(x, pad, edge_index, edge_attr):\n"
+           "    ok = [x.dtype == torch.float64, pad.dtype == torch.bool, edge_index.dtype == torch.int64,\n"
+           "          tuple(edge_index.shape) == (2, 0), edge_attr.dtype == torch.float64]\n"
+           "    return [1.0 if k else 0.0 for k in ok], [0.0, 0.0]\n"
+           "serve(probe, dtype=torch.float64)\n";
+    const permcheck::test::Run run = permcheck::test::run_shell("/usr/bin/python3 probe.py < request.jsonl", scratch.dir());
+    ASSERT_EQ(run.exit_code, 0) << permcheck::test::show(run);
+    const json answer = json::parse(run.out, nullptr, false);
+    EXPECT_EQ(answer["outputs"]["y"], json::parse("[1.0, 1.0, 1.0, 1.0, 1.0]")) << permcheck::test::show(run);
 }
 
 TEST(NamedProtocol, ADimOfLengthZeroIsAnEmptyArrayAndTheShapesSayWhatIsEmpty) {
@@ -278,6 +319,29 @@ TEST(SignatureReport, MarkdownAndHtmlShowEveryAxisPermutationAndNameTheAxisAtFau
     EXPECT_EQ(cells, 6u) << "3 x 2 cells of y";
 }
 
+// A signature output's heatmap is labelled with the output's dims: y:n,2 has rows n and columns "dim 1"; an
+// output g:2 (one dim, a fixed size) columns "dim 0". Never a check's "position" and "feature".
+TEST(SignatureReport, AnOutputsHeatmapIsLabelledWithItsDims) {
+    report::Record r = graph_record();
+    r.signature_counterexample->outputs[1].holds = false;  // g differs too
+    r.signature_counterexample->outputs[1].permuted_layer.values[1] = 13;
+    const std::string html = report::to_html(r);
+    const auto heatmap = [&html](const std::string& output) {
+        const auto at = html.find("<h3>Output " + output + ": heatmap");
+        return at == std::string::npos ? std::string() : html.substr(at, html.find("</svg>", at) - at);
+    };
+    const std::string y = heatmap("y"), g = heatmap("g");
+    EXPECT_NE(y.find(">n &#8595;</text>"), std::string::npos) << y;
+    EXPECT_NE(y.find(">dim 1 &#8594;</text>"), std::string::npos) << y;
+    EXPECT_NE(y.find("<title>n 1, dim 1 1: 0.5</title>"), std::string::npos) << y;
+    EXPECT_NE(g.find(">dim 0 &#8594;</text>"), std::string::npos) << g;
+    EXPECT_NE(g.find("<title>dim 0 1: 1</title>"), std::string::npos) << g;
+    for (const std::string& svg : {y, g}) {
+        EXPECT_EQ(svg.find("position"), std::string::npos) << svg;
+        EXPECT_EQ(svg.find("feature"), std::string::npos) << svg;
+    }
+}
+
 TEST(SignatureReport, HtmlDrawsAnEdgeListAsAGraphWithTheMovedEdgesMarked) {
     const std::string html = report::to_html(graph_record());
     ASSERT_NE(html.find("class=\"graph\""), std::string::npos);
@@ -455,6 +519,37 @@ TEST(SignatureAudit, TheReplayLineOfASignatureAuditRunsAsWrittenAndFindsTheSameC
     const json back = json::parse(permcheck::test::slurp(scratch.dir() / "again" / "report.json"));
     EXPECT_EQ(back["counterexample"], a.report["counterexample"]);
     EXPECT_EQ(back["signature"], a.report["signature"]);
+}
+
+// `permcheck replay` of a signature report: the saved case (lengths, permutations and inputs by name, read back
+// from report.json) sent again to the program named with --exec and judged with the report's dtype.
+TEST(SignatureAudit, ReplayOfASignatureReportIsStillViolatedByTheBrokenAdapterAndHoldsForTheFixedOne) {
+    const permcheck::test::Scratch scratch("signature-replay-case");
+    const Audit a = permcheck_run(scratch, cross_attention("cross_attention.py --memory-positions"), true);
+    ASSERT_EQ(a.run.exit_code, 1) << a.all();
+    const auto replay = [&scratch](const std::string& exec) {
+        return permcheck::test::run_shell(permcheck::test::shell_quote(PERMCHECK_BIN) + " replay out" +
+                                              (exec.empty() ? "" : " --exec " + exec_of(exec)),
+                                          scratch.dir());
+    };
+    const permcheck::test::Run broken = replay("cross_attention.py --memory-positions");
+    EXPECT_EQ(broken.exit_code, 1) << permcheck::test::show(broken);
+    EXPECT_EQ(broken.out.rfind("still fails: ", 0), 0u) << permcheck::test::show(broken);
+    EXPECT_NE(broken.out.find("m=2, n=1; permutations m (0 1), n (); float64"), std::string::npos)
+        << permcheck::test::show(broken);
+    EXPECT_NE(broken.out.find("  output y: differ by "), std::string::npos) << permcheck::test::show(broken);
+    EXPECT_NE(broken.out.find(" beyond the tolerance "), std::string::npos) << permcheck::test::show(broken);
+    const permcheck::test::Run fixed = replay("cross_attention.py");
+    EXPECT_EQ(fixed.exit_code, 0) << permcheck::test::show(fixed);
+    EXPECT_EQ(fixed.out.rfind("now holds: ", 0), 0u) << permcheck::test::show(fixed);
+    EXPECT_NE(fixed.out.find(" within the tolerance "), std::string::npos) << permcheck::test::show(fixed);
+    const permcheck::test::Run no_exec = replay("");
+    EXPECT_EQ(no_exec.exit_code, 2) << permcheck::test::show(no_exec);
+    EXPECT_NE(no_exec.err.find("--exec \"COMMAND\""), std::string::npos) << permcheck::test::show(no_exec);
+    const permcheck::test::Run crash = permcheck::test::run_shell(
+        permcheck::test::shell_quote(PERMCHECK_BIN) + " replay out --exec 'exit 3'", scratch.dir());
+    EXPECT_EQ(crash.exit_code, 2) << permcheck::test::show(crash);
+    EXPECT_NE(crash.err.find("could not be evaluated"), std::string::npos) << permcheck::test::show(crash);
 }
 
 // The seed inputs of fuzz/fuzz_named_response (corpus and regressions), replayed: the first byte picks the
