@@ -76,6 +76,30 @@ template <class S> struct MessagePassing {
         return y;
     }
 
+    // The same layer over real incidence matrices src, dst (edges x nodes): edge e's message is
+    // (src_e x) Wm + a_e We, node v receives sum_e dst(e, v) m_e (divided, for mean, by its in-degree
+    // sum_e dst(e, v) when that is not 0). With one-hot rows it is operator() on the edge list those rows spell;
+    // for any real rows it is a rational function of every input (proofs-notes/signature-audit.md). Sum and mean
+    // aggregation only.
+    Mat<S> over_incidence(const Mat<S>& x, const Mat<S>& src, const Mat<S>& dst, const Mat<S>& a) const {
+        if (aggregation == Aggregation::max || edge_order)
+            throw std::invalid_argument("message passing over incidence matrices aggregates by sum or mean only");
+        if (src.rows() != a.rows() || dst.rows() != a.rows() || src.cols() != x.rows() || dst.cols() != x.rows())
+            throw std::invalid_argument("message passing: the incidence matrices must be edges x nodes");
+        const Mat<S> messages = src * x * wm + a * we;
+        Mat<S> agg = dst.transpose() * messages;
+        if (aggregation == Aggregation::mean)
+            for (Eigen::Index v = 0; v < x.rows(); ++v) {
+                S degree = S(0);
+                for (Eigen::Index e = 0; e < dst.rows(); ++e) degree += dst(e, v);
+                if (!(degree == S(0))) agg.row(v) /= degree;
+            }
+        Mat<S> y = x * ws + agg * wa;
+        if (node_index_feature)
+            for (Eigen::Index v = 0; v < y.rows(); ++v) y(v, 0) += S(static_cast<int>(v));
+        return y;
+    }
+
     static Mat<S> readout(const Mat<S>& y) {
         Mat<S> g = Mat<S>::Zero(1, y.cols());
         for (Eigen::Index v = 0; v < y.rows(); ++v) g += y.row(v);
