@@ -24,17 +24,6 @@ template <class S> NamedTensors<S> in_scalar(const Tensors& tensors) {
     return out;
 }
 
-// P y along the output's axes, in S: the positions permute_output moves a tensor of indices to.
-template <class S>
-NamedTensor<S> permuted(const TensorSpec& spec, const Permutations& perms, const NamedTensor<S>& y) {
-    Tensor where{y.shape, {}};
-    for (std::size_t k = 0; k < y.values.size(); ++k) where.values.push_back(static_cast<double>(k));
-    const Tensor moved = permute_output(spec, perms, where);
-    NamedTensor<S> out{y.shape, {}};
-    for (double k : moved.values) out.values.push_back(y.values[static_cast<std::size_t>(k)]);
-    return out;
-}
-
 template <class S> Tensor as_doubles(const NamedTensor<S>& t) {
     Tensor out{t.shape, {}};
     for (const S& v : t.values) out.values.push_back(sc::to_double(v));
@@ -107,7 +96,7 @@ std::vector<OutputComparison> compare_signature_case(const SignatureFamily& fami
         if (y.at(spec.name).shape != shape_of(spec, lengths))
             throw std::logic_error("reference layer " + family.name + ": output '" + spec.name + "' has shape " +
                                    index_text(y.at(spec.name).shape));
-        const NamedTensor<S> rhs = permuted(spec, perms, y.at(spec.name));
+        const NamedTensor<S> rhs = permuted_output(spec, perms, y.at(spec.name));
         const Tensor l = as_doubles(lhs.at(spec.name)), r = as_doubles(rhs);
         const double m = largest(l.values, largest(r.values, magnitude));
         const bool exact = ScalarTraits<S>::unit_roundoff == 0.0;

@@ -52,4 +52,37 @@ std::vector<OutputComparison> compare_signature_case(const SignatureFamily& fami
                                                      const Lengths& lengths, const Permutations& perms,
                                                      const Tensors& inputs, std::uint64_t weight_seed);
 
+// P y along the output's axes, in any scalar: y's values moved to where permute_output moves their indices.
+template <class S>
+NamedTensor<S> permuted_output(const TensorSpec& spec, const Permutations& perms, const NamedTensor<S>& y) {
+    Tensor where{y.shape, {}};
+    for (std::size_t k = 0; k < y.values.size(); ++k) where.values.push_back(static_cast<double>(k));
+    const Tensor moved = permute_output(spec, perms, where);
+    NamedTensor<S> out{y.shape, {}};
+    for (double k : moved.values) out.values.push_back(y.values[static_cast<std::size_t>(k)]);
+    return out;
+}
+
+// P x for a signature whose inputs are all real, in any scalar (the certificates' inputs): permute_inputs on
+// the inputs' indices. Throws std::invalid_argument for a mask or an index input.
+template <class S>
+NamedTensors<S> permuted_real_inputs(const Signature& s, const Permutations& perms, const NamedTensors<S>& x) {
+    Tensors where;
+    for (const TensorSpec& spec : s.inputs) {
+        if (spec.kind != TensorKind::real)
+            throw std::invalid_argument("input '" + spec.name + "' is not real: its values do not move as positions");
+        const NamedTensor<S>& t = x.at(spec.name);
+        Tensor& w = where[spec.name];
+        w.shape = t.shape;
+        for (std::size_t k = 0; k < t.values.size(); ++k) w.values.push_back(static_cast<double>(k));
+    }
+    NamedTensors<S> out;
+    for (const auto& [name, moved] : permute_inputs(s, perms, where)) {
+        NamedTensor<S>& o = out[name];
+        o.shape = moved.shape;
+        for (double k : moved.values) o.values.push_back(x.at(name).values[static_cast<std::size_t>(k)]);
+    }
+    return out;
+}
+
 }  // namespace permcheck

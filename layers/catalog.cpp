@@ -218,7 +218,7 @@ void add_signature_attention(std::vector<SignatureFamily>& c) {
                                        }));
     SignatureText positions = cross;
     positions.expectations[1].holds = false;
-    c.push_back(signature_family<false>("cross-attention+memory-positions",
+    c.push_back(signature_family<true>("cross-attention+memory-positions",
                                         "cross-attention with a sinusoidal position signal on the memory", positions,
                                         []<class S>(std::type_identity<S>, Draw<S>& draw) {
                                             return attention_over<S>({.memory = true, .memory_positions = true}, draw);
@@ -316,6 +316,10 @@ void add_signature_graphs(std::vector<SignatureFamily>& c) {
                             {.aggregation = Aggregation::mean}));
     c.push_back(graph<true>("message-passing-readout-incidence", std::string(incidence) + "sum, then graph readout",
                             {.readout = true}));
+    c.push_back(graph<true>("message-passing+node-index-incidence", std::string(incidence) + "sum, plus node index",
+                            {.node_index_feature = true}));
+    c.push_back(graph<true>("message-passing+edge-order-incidence",
+                            std::string(incidence) + "h <- h / 2 + dst_e^T m_e in edge order", {.edge_order = true}));
 }
 
 std::vector<SignatureFamily> make_signature_catalog() {

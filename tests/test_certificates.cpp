@@ -4,6 +4,7 @@
 #include "layers/layers.h"
 #include "layers/make_family.h"
 #include "proofs/certificate.h"
+#include "proofs/signature_certificate.h"
 #include "scalars/degree.h"
 
 #include <gtest/gtest.h>
@@ -624,3 +625,68 @@ TEST(ExactPooling, PlainEigenColumnSumDependsOnRowOrderWhereExactPoolingDoesNot)
 }
 
 }  // namespace
+
+// ------------------------------------------------------------------ layers over named inputs (issue 12)
+
+namespace {
+SignatureCertificate certified(const std::string& layer, int length = 4) {
+    SignatureCertificateOptions o;
+    o.length = length;
+    return certify_signature(find_signature_layer(layer), o);
+}
+
+// Every axis certified as the theory expects: Schwartz-Zippel where it holds, an exact witness where it fails.
+void expect_certified_as_expected(const std::string& layer) {
+    for (int length : {2, 3, 5}) {
+        const SignatureCertificate c = certified(layer, length);
+        EXPECT_TRUE(c.as_expected()) << describe(c);
+        EXPECT_LE(c.log2_bound, -64.0) << describe(c);
+        for (const AxisCertificate& a : c.axes) {
+            EXPECT_EQ(a.method, a.holds ? Method::schwartz_zippel : Method::exact_witness) << describe(c);
+            EXPECT_EQ(a.witness.empty(), a.holds) << describe(c);
+        }
+    }
+}
+}  // namespace
+
+TEST(SignatureCertificate, CrossAttentionIsEquivariantInTheQueriesAndInvariantInTheMemory) {
+    expect_certified_as_expected("cross-attention");
+}
+TEST(SignatureCertificate, AttentionWithAPairwiseBiasIsEquivariantUnderPBPt) {
+    expect_certified_as_expected("attention+pairwise-bias");
+}
+TEST(SignatureCertificate, SumAndMeanMessagePassingOverIncidenceMatricesHold) {
+    expect_certified_as_expected("message-passing-sum-incidence");
+    expect_certified_as_expected("message-passing-mean-incidence");
+}
+TEST(SignatureCertificate, TheGraphReadoutIsInvariantToNodesAndEdges) {
+    expect_certified_as_expected("message-passing-readout-incidence");
+}
+TEST(SignatureCertificate, MemoryPositionsAreRefutedOnTheMemoryAxisWithAWitness) {
+    expect_certified_as_expected("cross-attention+memory-positions");
+    const SignatureCertificate c = certified("cross-attention+memory-positions");
+    EXPECT_FALSE(c.axes[1].holds);
+    EXPECT_NE(c.axes[1].witness.find("of axis m"), std::string::npos) << describe(c);
+}
+TEST(SignatureCertificate, TheNodeIndexFeatureAndTheEdgeOrderAggregatorAreRefutedWithWitnesses) {
+    expect_certified_as_expected("message-passing+node-index-incidence");
+    expect_certified_as_expected("message-passing+edge-order-incidence");
+    const SignatureCertificate nodes = certified("message-passing+node-index-incidence");
+    EXPECT_NE(nodes.axes[0].witness.find("of axis nodes"), std::string::npos) << describe(nodes);
+    const SignatureCertificate edges = certified("message-passing+edge-order-incidence");
+    EXPECT_NE(edges.axes[1].witness.find("of axis edges"), std::string::npos) << describe(edges);
+}
+// A mask or an edge_index is discrete: those layers are checked by their rows of the verdict table.
+TEST(SignatureCertificate, AMaskOrAnEdgeIndexHasNoPolynomialCertificate) {
+    for (const char* layer : {"attention+key-padding-mask", "message-passing-sum", "message-passing-max"})
+        EXPECT_THROW(certified(layer), std::invalid_argument) << layer;
+}
+TEST(SignatureCertificate, EveryRationalLayerOverNamedInputsIsCertifiedAsExpected) {
+    int rational = 0;
+    for (const SignatureFamily& f : signature_catalog())
+        if (f.rational()) {
+            ++rational;
+            EXPECT_TRUE(certify_signature(f, {}).as_expected()) << f.name;
+        }
+    EXPECT_EQ(rational, 8);
+}
