@@ -171,7 +171,8 @@ template <class S, class Make> SignatureFactory<S> signature_factory(const Make&
 }
 
 // make(std::type_identity<S>{}, draw) -> a layer over named tensors of S, for double and Rational; `Rational`
-// families (no mask, no edge_index) also for the rational stand-in and the degree scalar (certificates).
+// families (no mask, no edge_index) also for the rational stand-in, the degree scalar (certificates) and the
+// symbolic scalar (Z3 proofs).
 template <bool RationalFunction, class Make>
 SignatureFamily signature_family(std::string name, std::string description, SignatureText text, Make make) {
     SignatureFamily f;
@@ -186,6 +187,7 @@ SignatureFamily signature_family(std::string name, std::string description, Sign
     if constexpr (RationalFunction) {
         f.standin = signature_factory<RationalStandin>(make);
         f.degree = signature_factory<Degree>(make);
+        f.symbolic = signature_factory<Symbolic>(make);
     }
     return f;
 }

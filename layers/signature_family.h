@@ -55,14 +55,16 @@ struct SignatureFamily {
     // Rational functions of their inputs (certificates): empty for a family that is not one (an edge_index).
     SignatureFactory<RationalStandin> standin;
     SignatureFactory<Degree> degree;
+    SignatureFactory<Symbolic> symbolic;             // Z3 terms (proofs), for the same rational families
 
     template <class S> const SignatureFactory<S>& factory() const {
         if constexpr (std::is_same_v<S, double>) return f64;
         else if constexpr (std::is_same_v<S, Rational>) return exact;
         else if constexpr (std::is_same_v<S, RationalStandin>) return standin;
+        else if constexpr (std::is_same_v<S, Degree>) return degree;
         else {
-            static_assert(std::is_same_v<S, Degree>, "no signature factory for this scalar");
-            return degree;
+            static_assert(std::is_same_v<S, Symbolic>, "no signature factory for this scalar");
+            return symbolic;
         }
     }
     bool rational() const { return static_cast<bool>(standin) && static_cast<bool>(degree); }

@@ -45,40 +45,25 @@ std::string num(double v) {
     return s.str();
 }
 
-void refute(AxisCertificate& a, Method method, const Move& m, const OutputComparison& o, const std::string& how) {
-    a.conclusive = true;
-    a.holds = false;
-    a.method = method;
-    const std::size_t at = [&] {
-        std::size_t k = 0;
-        for (std::size_t d = 0; d < o.where.size(); ++d) k = k * static_cast<std::size_t>(o.layer_of_permuted.shape[d]) +
-                                                           static_cast<std::size_t>(o.where[d]);
-        return k;
-    }();
-    a.witness = "permutation " + m.g.cycles() + " of axis " + m.axis + ", output " + o.name + " at " +
-                index_text(o.where) + ": " + num(o.layer_of_permuted.values.at(at)) + " against " +
-                num(o.permuted_layer.values.at(at)) + " (an exact, nonzero difference; ~" + num(o.max_abs_diff) +
-                "), " + how;
+std::string witness_text(const Move& m, const OutputComparison& o, const std::string& how) {
+    std::size_t at = 0;
+    for (std::size_t d = 0; d < o.where.size(); ++d)
+        at = at * static_cast<std::size_t>(o.layer_of_permuted.shape[d]) + static_cast<std::size_t>(o.where[d]);
+    return "permutation " + m.g.cycles() + " of axis " + m.axis + ", output " + o.name + " at " + index_text(o.where) +
+           ": " + num(o.layer_of_permuted.values.at(at)) + " against " + num(o.permuted_layer.values.at(at)) +
+           " (an exact, nonzero difference; ~" + num(o.max_abs_diff) + "), " + how;
 }
 
 // The exact witness search: dyadic weights and the signature audit's inputs, exactly.
 void search_witnesses(SignatureCertificate& c, const SignatureFamily& f, const Signature& s,
                       const SignatureCertificateOptions& o) {
-    constexpr int kAttempts = 20;
-    const std::vector<Move> moves = generator_moves(c.lengths);
-    for (int attempt = 0; attempt < kAttempts; ++attempt) {
-        const std::uint64_t weights = o.seed + static_cast<std::uint64_t>(attempt);
-        const Tensors x = draw_signature_case(s, c.lengths, rc::Random(weights ^ 0x5eedULL), 100).inputs;
-        for (const Move& m : moves) {
-            AxisCertificate* a = axis_of(c, m.axis);
-            if (!a || a->conclusive) continue;
-            for (const OutputComparison& out : compare_signature_case<Rational>(f, s, c.lengths, m.perms, x, weights))
-                if (!out.holds && !a->conclusive)
-                    refute(*a, Method::exact_witness, m, out,
-                           "dyadic weights of seed " + std::to_string(weights) +
-                               ", exact rationals with exp evaluated in double and used exactly");
+    for (const auto& [axis, text] : signature_witnesses(f, s, c.lengths, o.seed))
+        if (AxisCertificate* a = axis_of(c, axis)) {
+            a->conclusive = true;
+            a->holds = false;
+            a->method = Method::exact_witness;
+            a->witness = text;
         }
-    }
 }
 
 template <class S> NamedTensors<S> drawn_inputs(const Signature& s, const Lengths& lengths, Draw<S>& draw) {
@@ -168,6 +153,25 @@ void schwartz_zippel(SignatureCertificate& c, const SignatureFamily& f, const Si
 }
 
 }  // namespace
+
+std::map<std::string, std::string> signature_witnesses(const SignatureFamily& f, const Signature& s,
+                                                       const Lengths& lengths, std::uint64_t seed) {
+    constexpr int kAttempts = 20;
+    std::map<std::string, std::string> found;
+    const std::vector<Move> moves = generator_moves(lengths);
+    for (int attempt = 0; attempt < kAttempts; ++attempt) {
+        const std::uint64_t weights = seed + static_cast<std::uint64_t>(attempt);
+        const Tensors x = draw_signature_case(s, lengths, rc::Random(weights ^ 0x5eedULL), 100).inputs;
+        for (const Move& m : moves) {
+            if (found.count(m.axis)) continue;
+            for (const OutputComparison& out : compare_signature_case<Rational>(f, s, lengths, m.perms, x, weights))
+                if (!out.holds && !found.count(m.axis))
+                    found[m.axis] = witness_text(m, out, "dyadic weights of seed " + std::to_string(weights) +
+                                                             ", exact rationals with exp evaluated in double and used exactly");
+        }
+    }
+    return found;
+}
 
 bool SignatureCertificate::as_expected() const {
     return !axes.empty() && std::all_of(axes.begin(), axes.end(), [](const AxisCertificate& a) { return a.as_expected(); });

@@ -16,6 +16,7 @@
 #include "proofs/certificate.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,11 @@ struct SignatureCertificate {
 // did not refute then by Schwartz-Zippel. Throws std::invalid_argument for a family that is not rational or a
 // length below 2.
 SignatureCertificate certify_signature(const SignatureFamily& family, const SignatureCertificateOptions& opts);
+
+// The exact witness search alone, at the given lengths: for each axis refuted, the witness as text (the generator,
+// the output entry, both sides). 20 weight settings and inputs, every generator of every axis.
+std::map<std::string, std::string> signature_witnesses(const SignatureFamily& family, const Signature& s,
+                                                       const Lengths& lengths, std::uint64_t seed);
 
 // A readable account, one verdict line per axis.
 std::string describe(const SignatureCertificate& c);
