@@ -81,9 +81,36 @@ std::string smallest(const SignatureCheckResult& r) {
     return out;
 }
 
+// --report DIR for a row of a layer over named inputs that found a counterexample: its report directory, named
+// <layer>.<property>-<axis>.<dtype>, with the signature and the counterexample by name (as a signature audit's).
+nlohmann::json signature_report(const std::string& dir, const SignatureFamily& f, const SignatureCheckResult& r,
+                                const CheckOptions& o) {
+    if (dir.empty() || !r.counterexample) return nullptr;
+    report::Record rec;
+    rec.verdict = Verdict::violated;
+    rec.layer = r.layer;
+    rec.property = r.property;
+    rec.dtype = r.dtype;
+    rec.cases = r.cases_run;
+    rec.seed = o.seed;
+    rec.replay = "permcheck --cases " + std::to_string(o.cases) + " --seed " + std::to_string(o.seed);
+    rec.signature = signature_of(f);
+    rec.signature_counterexample = r.counterexample;
+    rec.signature_counterexample->replay = rec.replay;
+    std::string name = r.layer;
+    name += '.';
+    name += property_name(r.property);
+    name += '-';
+    name += r.axis;
+    name += '.';
+    name += arithmetic_name(r.dtype);
+    report::write(std::filesystem::path(dir) / name, rec);
+    return name;
+}
+
 // The rows of the layers over several named inputs: one per axis and arithmetic. Returns the mismatches, or -1
 // when a stop request ended a row.
-int signature_rows(const CheckOptions& base, nlohmann::json& summary, int& rows) {
+int signature_rows(const CheckOptions& base, const std::string& report_dir, nlohmann::json& summary, int& rows) {
     int mismatches = 0;
     for (const SignatureFamily& f : signature_catalog())
         for (const AxisExpectation& e : f.expectations)
@@ -101,7 +128,8 @@ int signature_rows(const CheckOptions& base, nlohmann::json& summary, int& rows)
                 summary["rows"].push_back({{"layer", r.layer}, {"property", property_name(r.property)}, {"axis", e.axis},
                                            {"dtype", arithmetic_name(a)}, {"expected", r.expected_holds ? "holds" : "violated"},
                                            {"verdict", r.holds ? "holds" : "violated"}, {"as_expected", r.as_expected()},
-                                           {"cases", r.cases_run}, {"seconds", seconds}, {"report", nullptr}});
+                                           {"cases", r.cases_run}, {"seconds", seconds},
+                                           {"report", signature_report(report_dir, f, r, base)}});
                 mismatches += !r.as_expected();
                 ++rows;
                 std::printf("%-34s %-20s %-9s %-9s %-8s %6d %7.2fs  %s%s\n", r.layer.c_str(), property.c_str(),
@@ -143,7 +171,7 @@ int verdict_table(CheckOptions base, const std::string& report_dir) {
             }
         }
     }
-    const int signature_mismatches = signature_rows(base, summary, rows);
+    const int signature_mismatches = signature_rows(base, report_dir, summary, rows);
     if (signature_mismatches < 0) {
         Row row;
         row.result.layer = "a layer over named inputs";
