@@ -63,14 +63,14 @@ NamedTensor<S> permuted_output(const TensorSpec& spec, const Permutations& perms
     return out;
 }
 
-// P x for a signature whose inputs are all real, in any scalar (the certificates' inputs): permute_inputs on
-// the inputs' indices. Throws std::invalid_argument for a mask or an index input.
+// P x for a signature whose inputs are real or masks, in any scalar (the certificates' inputs): permute_inputs on
+// the inputs' indices. Throws std::invalid_argument for an index input, whose values are renumbered.
 template <class S>
 NamedTensors<S> permuted_real_inputs(const Signature& s, const Permutations& perms, const NamedTensors<S>& x) {
     Tensors where;
     for (const TensorSpec& spec : s.inputs) {
-        if (spec.kind != TensorKind::real)
-            throw std::invalid_argument("input '" + spec.name + "' is not real: its values do not move as positions");
+        if (spec.kind == TensorKind::index)
+            throw std::invalid_argument("input '" + spec.name + "' is an index: its values do not move as positions");
         const NamedTensor<S>& t = x.at(spec.name);
         Tensor& w = where[spec.name];
         w.shape = t.shape;

@@ -170,8 +170,8 @@ template <class S, class Make> SignatureFactory<S> signature_factory(const Make&
     return [make](Draw<S>& draw) { return SignatureLayerFn<S>(make(std::type_identity<S>{}, draw)); };
 }
 
-// make(std::type_identity<S>{}, draw) -> a layer over named tensors of S, for double and Rational; `Rational`
-// families (no mask, no edge_index) also for the rational stand-in, the degree scalar (certificates) and the
+// make(std::type_identity<S>{}, draw) -> a layer over named tensors of S, for double and Rational; families that
+// are rational functions of their real inputs for every value of their masks (no edge_index, no max) also for the rational stand-in, the degree scalar (certificates) and the
 // symbolic scalar (Z3 proofs).
 template <bool RationalFunction, class Make>
 SignatureFamily signature_family(std::string name, std::string description, SignatureText text, Make make) {
@@ -225,7 +225,7 @@ void add_signature_attention(std::vector<SignatureFamily>& c) {
                                         []<class S>(std::type_identity<S>, Draw<S>& draw) {
                                             return attention_over<S>({.memory = true, .memory_positions = true}, draw);
                                         }));
-    c.push_back(signature_family<false>("attention+key-padding-mask",
+    c.push_back(signature_family<true>("attention+key-padding-mask",
                                         "self-attention with a key-padding mask that moves with the tokens",
                                         {{"n=1..6"}, {"x:n,4", "pad:n:mask"}, {"y:n,4"},
                                          {{"n", Property::equivariance, true}}},

@@ -52,7 +52,8 @@ struct SignatureFamily {
 
     SignatureFactory<double> f64;
     SignatureFactory<Rational> exact;                // with the real exp
-    // Rational functions of their inputs (certificates): empty for a family that is not one (an edge_index).
+    // Rational functions of their real inputs for every value of their masks (certificates): empty for a family
+    // that is not one (an edge_index, max aggregation).
     SignatureFactory<RationalStandin> standin;
     SignatureFactory<Degree> degree;
     SignatureFactory<Symbolic> symbolic;             // Z3 terms (proofs), for the same rational families

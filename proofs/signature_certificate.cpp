@@ -66,23 +66,55 @@ void search_witnesses(SignatureCertificate& c, const SignatureFamily& f, const S
         }
 }
 
-template <class S> NamedTensors<S> drawn_inputs(const Signature& s, const Lengths& lengths, Draw<S>& draw) {
+// The inputs at these lengths: real entries from `draw`, mask entries from `masks` (one value assignment of every
+// mask input).
+template <class S>
+NamedTensors<S> drawn_inputs(const Signature& s, const Lengths& lengths, Draw<S>& draw, const Tensors& masks) {
     NamedTensors<S> x;
     for (const TensorSpec& t : s.inputs) {
         NamedTensor<S>& u = x[t.name];
         u.shape = shape_of(t, lengths);
         std::size_t size = 1;
         for (int d : u.shape) size *= static_cast<std::size_t>(d);
-        for (std::size_t k = 0; k < size; ++k) u.values.push_back(draw());
+        for (std::size_t k = 0; k < size; ++k)
+            u.values.push_back(t.kind == TensorKind::mask ? S(static_cast<int>(masks.at(t.name).values[k])) : draw());
     }
     return x;
 }
 
-DegreeBound signature_degree(const SignatureFamily& f, const Signature& s, const Lengths& lengths) {
+// Every assignment of the mask inputs that pads no line of an axis entirely (one empty assignment without masks):
+// the layer is a rational function of its real inputs for each, so each gets its own identity test.
+std::vector<Tensors> mask_assignments(const Signature& s, const Lengths& lengths) {
+    Tensors base;
+    std::size_t bits = 0;
+    for (const TensorSpec& t : s.inputs)
+        if (t.kind == TensorKind::mask) {
+            Tensor& m = base[t.name];
+            m.shape = shape_of(t, lengths);
+            m.values.assign(m.size(), 0.0);
+            bits += m.size();
+        }
+    if (bits > 12) throw std::invalid_argument("more than 12 mask entries: too many mask assignments to enumerate");
+    std::vector<Tensors> all;
+    for (std::uint64_t code = 0; code < (std::uint64_t{1} << bits); ++code) {
+        Tensors masks = base;
+        std::size_t bit = 0;
+        for (auto& [name, m] : masks)
+            for (double& v : m.values) v = static_cast<double>((code >> bit++) & 1U);
+        Tensors inputs = masks;
+        for (const TensorSpec& t : s.inputs)
+            if (t.kind != TensorKind::mask) inputs[t.name] = Tensor{shape_of(t, lengths), std::vector<double>(0)};
+        if (masks_keep_a_position(s, inputs)) all.push_back(std::move(masks));
+    }
+    return all;
+}
+
+DegreeBound signature_degree(const SignatureFamily& f, const Signature& s, const Lengths& lengths,
+                             const Tensors& masks) {
     DivisorRecord record;
     Draw<Degree> variable = [] { return Degree::variable(); };
     const SignatureLayerFn<Degree> layer = f.degree(variable);
-    const NamedTensors<Degree> x = drawn_inputs<Degree>(s, lengths, variable);
+    const NamedTensors<Degree> x = drawn_inputs<Degree>(s, lengths, variable, masks);
     const NamedTensors<Degree> lx = layer(x);
     long long numerator = 0;
     for (const Move& m : generator_moves(lengths)) {
@@ -104,11 +136,12 @@ Rational as_rational(const RationalStandin& v) { return Rational(v.backend().dat
 
 // One random point: the first generator whose sides differ refutes its axis (an exact difference of the stand-in
 // layer); returns false when a denominator vanished there.
-bool schwartz_zippel_point(SignatureCertificate& c, const SignatureFamily& f, const Signature& s, SplitMix64& rng) {
+bool schwartz_zippel_point(SignatureCertificate& c, const SignatureFamily& f, const Signature& s, SplitMix64& rng,
+                           const Tensors& masks) {
     try {
         Draw<RationalStandin> draw = uniform_integers(rng, c.set_bits);
         const SignatureLayerFn<RationalStandin> layer = f.standin(draw);
-        const NamedTensors<RationalStandin> x = drawn_inputs<RationalStandin>(s, c.lengths, draw);
+        const NamedTensors<RationalStandin> x = drawn_inputs<RationalStandin>(s, c.lengths, draw, masks);
         const NamedTensors<RationalStandin> lx = layer(x);
         for (const Move& m : generator_moves(c.lengths)) {
             AxisCertificate* a = axis_of(c, m.axis);
@@ -134,16 +167,26 @@ bool schwartz_zippel_point(SignatureCertificate& c, const SignatureFamily& f, co
     return true;
 }
 
+// With masks, one identity test per mask assignment: D' the largest over them, and the union bound over the
+// assignments (A of them) asks (D'/|S|)^k <= 2^target / A of each.
 void schwartz_zippel(SignatureCertificate& c, const SignatureFamily& f, const Signature& s,
                      const SignatureCertificateOptions& o) {
-    c.degree = signature_degree(f, s, c.lengths);
+    const std::vector<Tensors> masks = mask_assignments(s, c.lengths);
+    c.mask_assignments = masks.size() > 1 || !masks.front().empty() ? static_cast<int>(masks.size()) : 0;
+    for (const Tensors& m : masks) {
+        const DegreeBound d = signature_degree(f, s, c.lengths, m);
+        if (d.total() > c.degree.total()) c.degree = d;
+    }
+    const int union_bits = static_cast<int>(std::ceil(std::log2(static_cast<double>(masks.size()))));
     c.trials = o.trials;
-    c.set_bits = set_bits_for(c.degree.total(), o.trials, o.target_log2);
+    c.set_bits = set_bits_for(c.degree.total(), o.trials, o.target_log2 - union_bits);
     c.log2_bound = c.degree.total() <= 0 ? -std::numeric_limits<double>::infinity()
-                                         : o.trials * (std::log2(static_cast<double>(c.degree.total())) - c.set_bits);
+                                         : o.trials * (std::log2(static_cast<double>(c.degree.total())) - c.set_bits) +
+                                               std::log2(static_cast<double>(masks.size()));
     SplitMix64 rng(o.seed);
-    for (int t = 0; t < o.trials; ++t)
-        if (!schwartz_zippel_point(c, f, s, rng)) return;
+    for (const Tensors& m : masks)
+        for (int t = 0; t < o.trials; ++t)
+            if (!schwartz_zippel_point(c, f, s, rng, m)) return;
     for (AxisCertificate& a : c.axes)
         if (!a.conclusive) {
             a.conclusive = true;
@@ -179,8 +222,8 @@ bool SignatureCertificate::as_expected() const {
 
 SignatureCertificate certify_signature(const SignatureFamily& family, const SignatureCertificateOptions& opts) {
     if (!family.rational())
-        throw std::invalid_argument("'" + family.name + "' has a mask or an index input: no polynomial identity "
-                                    "certificate (its rows of the verdict table check it, in float64 and exact)");
+        throw std::invalid_argument("'" + family.name + "' has an index input or max aggregation: no polynomial "
+                                    "identity certificate (its rows of the verdict table check it, in float64 and exact)");
     if (opts.length < 2 || opts.length > 16)
         throw std::invalid_argument("a certificate needs every axis of length 2 to 16, got " + std::to_string(opts.length));
     if (opts.trials < 1 || opts.trials > 64)
@@ -209,6 +252,9 @@ std::string describe(const SignatureCertificate& c) {
           << ", k = " << c.trials << "; failure bound (D'/|S|)^k = 2^" << std::fixed << std::setprecision(1)
           << c.log2_bound << "\n";
     }
+    if (c.mask_assignments > 0)
+        s << "  masks: each of the " << c.mask_assignments << " assignments that pad no line entirely tested on its "
+             "own; the bound is the union over them\n";
     if (!c.note.empty()) s << "  note: " << c.note << "\n";
     for (const AxisCertificate& a : c.axes) {
         const std::string what = a.property == Property::invariance ? "invariant" : "equivariant";

@@ -7,8 +7,9 @@
 //    identities for those generators, for all inputs, give the identity for every element of the product.
 //  - Schwartz-Zippel (proofs-notes/schwartz-zippel.md) on the rational stand-in layer; the degree bound from the
 //    degree-tracking scalar over every generator of every axis.
-//  - Only for rational families (every input real: no mask, no edge_index); proofs-notes/signature-audit.md
-//    says what the incidence-matrix forms of message passing cover.
+//  - Only for rational families: real inputs, and masks, whose every assignment (at most 12 entries) gets its own
+//    identity test; no edge_index, no max. proofs-notes/signature-layers.md says what the incidence-matrix forms
+//    of message passing cover.
 #pragma once
 
 #include "check/signature.h"
@@ -46,14 +47,15 @@ struct SignatureCertificate {
     std::vector<AxisCertificate> axes;  // in the order of the family's expectations
     DegreeBound degree;                 // over every generator of every axis
     int set_bits = 0, trials = 0;
-    double log2_bound = 0.0;
+    double log2_bound = 0.0;            // with masks, the union bound over their assignments
+    int mask_assignments = 0;           // identity tests, one per mask assignment (0: no mask input)
     std::string note;                   // why something was not certified
     bool as_expected() const;
 };
 
 // The exact witness search first (exact rationals, exp the exact value of std::exp of the double); the axes it
-// did not refute then by Schwartz-Zippel. Throws std::invalid_argument for a family that is not rational or a
-// length below 2.
+// did not refute then by Schwartz-Zippel. Throws std::invalid_argument for a family that is not rational, a
+// length below 2, or more than 12 mask entries.
 SignatureCertificate certify_signature(const SignatureFamily& family, const SignatureCertificateOptions& opts);
 
 // The exact witness search alone, at the given lengths: for each axis refuted, the witness as text (the generator,

@@ -92,6 +92,9 @@ SignatureSmtResult smt_prove_signature(const SignatureFamily& family, int length
         throw std::invalid_argument("a proof needs every axis of length 2 to 8, got " + std::to_string(length));
     const auto t0 = std::chrono::steady_clock::now();
     const Signature s = signature_of(family);
+    if (std::any_of(s.inputs.begin(), s.inputs.end(), [](const TensorSpec& t) { return t.kind == TensorKind::mask; }))
+        throw std::invalid_argument("'" + family.name + "' has a mask input: no symbolic proof (its certificate "
+                                    "enumerates the masks; its rows of the verdict table check it)");
     SignatureSmtResult r;
     r.layer = family.name;
     for (const Axis& a : s.axes) r.lengths[a.name] = length;

@@ -35,7 +35,7 @@ struct SignatureSmtResult {
     bool as_expected() const;
 };
 
-// Every axis at `length` (2 to 8). Throws std::invalid_argument for a family that is not rational.
+// Every axis at `length` (2 to 8). Throws std::invalid_argument for a family that is not rational or has a mask.
 SignatureSmtResult smt_prove_signature(const SignatureFamily& family, int length, const SmtOptions& opts = {});
 std::string describe(const SignatureSmtResult& r);
 

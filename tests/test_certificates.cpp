@@ -676,9 +676,30 @@ TEST(SignatureCertificate, TheNodeIndexFeatureAndTheEdgeOrderAggregatorAreRefute
     const SignatureCertificate edges = certified("message-passing+edge-order-incidence");
     EXPECT_NE(edges.axes[1].witness.find("of axis edges"), std::string::npos) << describe(edges);
 }
-// A mask or an edge_index is discrete: those layers are checked by their rows of the verdict table.
-TEST(SignatureCertificate, AMaskOrAnEdgeIndexHasNoPolynomialCertificate) {
-    for (const char* layer : {"attention+key-padding-mask", "message-passing-sum", "message-passing-max"})
+// A mask takes finitely many values: each assignment that pads no line entirely (2^n - 1 of them for one mask
+// over n) gets its own identity test, so the certificate covers every mask.
+TEST(SignatureCertificate, TheKeyPaddingMaskIsCertifiedForEveryMaskAssignment) {
+    expect_certified_as_expected("attention+key-padding-mask");
+    for (int length : {2, 3, 5}) EXPECT_EQ(certified("attention+key-padding-mask", length).mask_assignments, (1 << length) - 1);
+    EXPECT_EQ(certified("cross-attention").mask_assignments, 0);
+}
+
+// The certificate tests the harness's own transformation too: a mask left in place while the tokens move (a
+// planted harness bug) is refuted.
+TEST(SignatureCertificate, AMaskLeftInPlaceByAPlantedHarnessBugIsRefuted) {
+    struct Unplant {
+        ~Unplant() { permcheck::testing::plant_harness_bug(permcheck::testing::HarnessBug::none); }
+    } unplant;
+    permcheck::testing::plant_harness_bug(permcheck::testing::HarnessBug::mask_wrong_axis);
+    const SignatureCertificate c = certified("attention+key-padding-mask");
+    ASSERT_EQ(c.axes.size(), 1u);
+    EXPECT_TRUE(c.axes[0].conclusive) << describe(c);
+    EXPECT_FALSE(c.axes[0].holds) << describe(c);
+}
+
+// An edge_index is discrete and max piecewise: those layers are checked by their rows of the verdict table.
+TEST(SignatureCertificate, AnEdgeIndexOrMaxAggregationHasNoPolynomialCertificate) {
+    for (const char* layer : {"message-passing-sum", "message-passing-max"})
         EXPECT_THROW(certified(layer), std::invalid_argument) << layer;
 }
 TEST(SignatureCertificate, EveryRationalLayerOverNamedInputsIsCertifiedAsExpected) {
@@ -688,5 +709,5 @@ TEST(SignatureCertificate, EveryRationalLayerOverNamedInputsIsCertifiedAsExpecte
             ++rational;
             EXPECT_TRUE(certify_signature(f, {}).as_expected()) << f.name;
         }
-    EXPECT_EQ(rational, 8);
+    EXPECT_EQ(rational, 9);
 }

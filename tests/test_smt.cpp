@@ -415,7 +415,7 @@ TEST(ProveSmtCommand, BadInputIsRejectedWithExitCode2AndSaysWhatWasExpected) {
 TEST(SignatureSmt, EveryRationalLayerOverNamedInputsIsProvedOrRefutedAsExpected) {
     int proved_axes = 0, refuted_axes = 0;
     for (const permcheck::SignatureFamily& f : permcheck::signature_catalog()) {
-        if (!f.rational()) continue;
+        if (!f.rational() || f.name == "attention+key-padding-mask") continue;  // a mask: no symbolic proof
         const permcheck::SignatureSmtResult r = permcheck::smt_prove_signature(f, 3);
         EXPECT_TRUE(r.as_expected()) << permcheck::describe(r);
         for (const permcheck::AxisProof& a : r.axes) {
@@ -436,6 +436,7 @@ TEST(SignatureSmt, EveryRationalLayerOverNamedInputsIsProvedOrRefutedAsExpected)
     EXPECT_EQ(refuted_axes, 3);
 }
 
+// A mask is enumerated by the certificate instead (SignatureCertificate.TheKeyPaddingMaskIs...).
 TEST(SignatureSmt, AMaskOrAnEdgeIndexHasNoSymbolicProof) {
     EXPECT_THROW(permcheck::smt_prove_signature(permcheck::find_signature_layer("attention+key-padding-mask"), 3),
                  std::invalid_argument);
