@@ -30,6 +30,23 @@ int list() {
         std::printf("  %-31s %-9s %-52s %s\n", spec.name.c_str(), spec.output == Output::pooled ? "pooled" : "sequence",
                     props.c_str(), spec.description.c_str());
     }
+    std::printf("\nlayers over named inputs (rows of the verdict table; the rational ones: permcheck prove LAYER):\n");
+    for (const SignatureFamily& f : signature_catalog()) {
+        std::string props;
+        for (const AxisExpectation& e : f.expectations) {
+            if (!props.empty()) props += ", ";
+            props += e.axis;
+            props += e.holds ? " holds" : " fails";
+        }
+        std::string signature;
+        for (const auto* texts : {&f.axes, &f.inputs, &f.outputs})
+            for (const std::string& t : *texts) {
+                if (!signature.empty()) signature += ' ';
+                signature += t;
+            }
+        std::printf("  %-36s %-26s %s\n      signature: %s\n", f.name.c_str(), props.c_str(), f.description.c_str(),
+                    signature.c_str());
+    }
     std::printf("\nproperties (--property P):\n");
     for (Property p : {Property::equivariance, Property::invariance, Property::shift, Property::reversal,
                        Property::causal_prefix})

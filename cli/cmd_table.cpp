@@ -4,6 +4,7 @@
 #include "cli/options.h"
 
 #include "check/engine.h"
+#include "check/signature_check.h"
 #include "report/report.h"
 
 #include <algorithm>
@@ -65,12 +66,86 @@ int interrupted(const std::string& report_dir, nlohmann::json& summary, const Ro
     return exit_code(Verdict::interrupted);
 }
 
+// "m=2 (0 1), 5 shrinks" for a failure of a signature row: the length and permutation of the axis at fault.
+std::string smallest(const SignatureCheckResult& r) {
+    if (!r.counterexample) return "";
+    const SignatureCounterexample& c = *r.counterexample;
+    std::string out = r.axis;
+    out += '=';
+    out += std::to_string(c.lengths.at(r.axis));
+    out += ' ';
+    out += c.perms.at(r.axis).cycles();
+    out += ", ";
+    out += std::to_string(c.shrink_steps);
+    out += " shrinks";
+    return out;
+}
+
+// --report DIR for a row of a layer over named inputs that found a counterexample: its report directory, named
+// <layer>.<property>-<axis>.<dtype>, with the signature and the counterexample by name (as a signature audit's).
+nlohmann::json signature_report(const std::string& dir, const SignatureFamily& f, const SignatureCheckResult& r,
+                                const CheckOptions& o) {
+    if (dir.empty() || !r.counterexample) return nullptr;
+    report::Record rec;
+    rec.verdict = Verdict::violated;
+    rec.layer = r.layer;
+    rec.property = r.property;
+    rec.dtype = r.dtype;
+    rec.cases = r.cases_run;
+    rec.seed = o.seed;
+    rec.replay = "permcheck --cases " + std::to_string(o.cases) + " --seed " + std::to_string(o.seed);
+    rec.signature = signature_of(f);
+    rec.signature_counterexample = r.counterexample;
+    rec.signature_counterexample->replay = rec.replay;
+    std::string name = r.layer;
+    name += '.';
+    name += property_name(r.property);
+    name += '-';
+    name += r.axis;
+    name += '.';
+    name += arithmetic_name(r.dtype);
+    report::write(std::filesystem::path(dir) / name, rec);
+    return name;
+}
+
+// The rows of the layers over several named inputs: one per axis and arithmetic. Returns the mismatches, or -1
+// when a stop request ended a row.
+int signature_rows(const CheckOptions& base, const std::string& report_dir, nlohmann::json& summary, int& rows) {
+    int mismatches = 0;
+    for (const SignatureFamily& f : signature_catalog())
+        for (const AxisExpectation& e : f.expectations)
+            for (Arithmetic a : {Arithmetic::float64, Arithmetic::exact}) {
+                SignatureCheckOptions o{base.cases, base.seed, a, 400, base.stop_requested};
+                if (progress_enabled())
+                    std::fprintf(stderr, "\r\033[Kchecking %s along %s (%s)...", f.name.c_str(), e.axis.c_str(),
+                                 arithmetic_name(a));
+                const auto t0 = std::chrono::steady_clock::now();
+                const SignatureCheckResult r = check_signature(f, e.axis, o);
+                const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                if (r.interrupted) return -1;
+                if (progress_enabled()) std::fprintf(stderr, "\r\033[K");
+                const std::string property = std::string(property_name(r.property)) + "(" + e.axis + ")";
+                summary["rows"].push_back({{"layer", r.layer}, {"property", property_name(r.property)}, {"axis", e.axis},
+                                           {"dtype", arithmetic_name(a)}, {"expected", r.expected_holds ? "holds" : "violated"},
+                                           {"verdict", r.holds ? "holds" : "violated"}, {"as_expected", r.as_expected()},
+                                           {"cases", r.cases_run}, {"seconds", seconds},
+                                           {"report", signature_report(report_dir, f, r, base)}});
+                mismatches += !r.as_expected();
+                ++rows;
+                std::printf("%-34s %-20s %-9s %-9s %-8s %6d %7.2fs  %s%s\n", r.layer.c_str(), property.c_str(),
+                            r.expected_holds ? "holds" : "fails", r.holds ? "holds" : "fails", arithmetic_name(a),
+                            r.cases_run, seconds, smallest(r).c_str(), r.as_expected() ? "" : "   <-- UNEXPECTED");
+                std::fflush(stdout);
+            }
+    return mismatches;
+}
+
 int verdict_table(CheckOptions base, const std::string& report_dir) {
     nlohmann::json summary = {{"schema", "permcheck.table/1"}, {"rows", nlohmann::json::array()}};
     const bool progress = progress_enabled();
     const StopOnSignal stop;
     base.stop_requested = &StopOnSignal::requested;
-    std::printf("%-32s %-14s %-9s %-9s %-8s %6s %8s  %s\n", "layer", "property", "expected", "verdict", "method",
+    std::printf("%-34s %-20s %-9s %-9s %-8s %6s %8s  %s\n", "layer", "property", "expected", "verdict", "method",
                 "cases", "time", "smallest counterexample");
     int mismatches = 0, rows = 0;
     for (const LayerFamily& spec : catalog()) {
@@ -88,7 +163,7 @@ int verdict_table(CheckOptions base, const std::string& report_dir) {
                 mismatches += !ok;
                 ++rows;
                 if (progress) std::fprintf(stderr, "\r\033[K");
-                std::printf("%-32s %-14s %-9s %-9s %-8s %6d %7.2fs  %s%s\n", spec.name.c_str(),
+                std::printf("%-34s %-20s %-9s %-9s %-8s %6d %7.2fs  %s%s\n", spec.name.c_str(),
                             property_name(e.property), e.holds ? "holds" : "fails",
                             row.result.holds ? "holds" : "fails", arithmetic_name(a), row.result.cases_run,
                             row.seconds, smallest(row.result).c_str(), ok ? "" : "   <-- UNEXPECTED");
@@ -96,6 +171,13 @@ int verdict_table(CheckOptions base, const std::string& report_dir) {
             }
         }
     }
+    const int signature_mismatches = signature_rows(base, report_dir, summary, rows);
+    if (signature_mismatches < 0) {
+        Row row;
+        row.result.layer = "a layer over named inputs";
+        return interrupted(report_dir, summary, row, rows);
+    }
+    mismatches += signature_mismatches;
     if (!report_dir.empty()) {
         summary["as_expected"] = mismatches == 0;
         report::write_atomically(std::filesystem::path(report_dir) / "summary.json", summary.dump(2) + "\n");

@@ -1,6 +1,8 @@
 #include "layers/catalog.h"
 
+#include "layers/cross_attention.h"
 #include "layers/layers.h"
+#include "layers/message_passing.h"
 #include "layers/make_family.h"
 
 #include <stdexcept>
@@ -155,6 +157,179 @@ std::vector<LayerFamily> make_catalog() {
     add_recurrent_and_pooled(c, attn, sinusoidal);
     return c;
 }
+
+// ------------------------------------------------------------------------------ layers over named inputs
+
+// The texts of a signature's flags and the theory along each axis.
+struct SignatureText {
+    std::vector<std::string> axes, inputs, outputs;
+    std::vector<AxisExpectation> expectations;
+};
+
+template <class S, class Make> SignatureFactory<S> signature_factory(const Make& make) {
+    return [make](Draw<S>& draw) { return SignatureLayerFn<S>(make(std::type_identity<S>{}, draw)); };
+}
+
+// make(std::type_identity<S>{}, draw) -> a layer over named tensors of S, for double and Rational; families that
+// are rational functions of their real inputs for every value of their masks (no edge_index, no max) also for the rational stand-in, the degree scalar (certificates) and the
+// symbolic scalar (Z3 proofs).
+template <bool RationalFunction, class Make>
+SignatureFamily signature_family(std::string name, std::string description, SignatureText text, Make make) {
+    SignatureFamily f;
+    f.name = std::move(name);
+    f.description = std::move(description);
+    f.axes = std::move(text.axes);
+    f.inputs = std::move(text.inputs);
+    f.outputs = std::move(text.outputs);
+    f.expectations = std::move(text.expectations);
+    f.f64 = signature_factory<double>(make);
+    f.exact = signature_factory<Rational>(make);
+    if constexpr (RationalFunction) {
+        f.standin = signature_factory<RationalStandin>(make);
+        f.degree = signature_factory<Degree>(make);
+        f.symbolic = signature_factory<Symbolic>(make);
+    }
+    return f;
+}
+
+constexpr Eigen::Index kWidth = 4;  // the features of every signature row (the `4` of its texts)
+
+struct AttentionInputs {
+    bool memory = false;         // q:n,4 and mem:m,4, else self-attention over x:n,4
+    bool memory_positions = false;
+    bool mask = false;           // pad:n:mask
+    bool bias = false;           // bias:n,n
+};
+
+template <class S> SignatureLayerFn<S> attention_over(const AttentionInputs& how, Draw<S>& draw) {
+    return [a = CrossAttention<S>::random(kWidth, draw, how.memory_positions), how](const NamedTensors<S>& in) {
+        const Mat<S> q = as_matrix(in.at(how.memory ? "q" : "x"));
+        const Mat<S> mem = how.memory ? as_matrix(in.at("mem")) : q;
+        const std::vector<bool> padded = how.mask ? as_mask(in.at("pad")) : std::vector<bool>{};
+        const Mat<S> bias = how.bias ? as_matrix(in.at("bias")) : Mat<S>{};
+        return NamedTensors<S>{{"y", as_tensor<S>(a(q, mem, padded, bias))}};
+    };
+}
+
+void add_signature_attention(std::vector<SignatureFamily>& c) {
+    const SignatureText cross{{"n=1..6", "m=1..6"}, {"q:n,4", "mem:m,4"}, {"y:n,4"},
+                              {{"n", Property::equivariance, true}, {"m", Property::invariance, true}}};
+    c.push_back(signature_family<true>("cross-attention", "queries n x 4 attend over a memory m x 4", cross,
+                                       []<class S>(std::type_identity<S>, Draw<S>& draw) {
+                                           return attention_over<S>({.memory = true}, draw);
+                                       }));
+    SignatureText positions = cross;
+    positions.expectations[1].holds = false;
+    c.push_back(signature_family<true>("cross-attention+memory-positions",
+                                        "cross-attention with a sinusoidal position signal on the memory", positions,
+                                        []<class S>(std::type_identity<S>, Draw<S>& draw) {
+                                            return attention_over<S>({.memory = true, .memory_positions = true}, draw);
+                                        }));
+    c.push_back(signature_family<true>("attention+key-padding-mask",
+                                        "self-attention with a key-padding mask that moves with the tokens",
+                                        {{"n=1..6"}, {"x:n,4", "pad:n:mask"}, {"y:n,4"},
+                                         {{"n", Property::equivariance, true}}},
+                                        []<class S>(std::type_identity<S>, Draw<S>& draw) {
+                                            return attention_over<S>({.mask = true}, draw);
+                                        }));
+    c.push_back(signature_family<true>("attention+pairwise-bias", "self-attention with an n x n score bias, P B P^T",
+                                       {{"n=1..6"}, {"x:n,4", "bias:n,n"}, {"y:n,4"},
+                                        {{"n", Property::equivariance, true}}},
+                                       []<class S>(std::type_identity<S>, Draw<S>& draw) {
+                                           return attention_over<S>({.bias = true}, draw);
+                                       }));
+}
+
+struct GraphDesign {
+    Aggregation aggregation = Aggregation::sum;
+    bool node_index_feature = false, edge_order = false;
+    bool readout = false;  // g:4 = the sum over nodes of y, instead of y
+};
+
+template <class S> MessagePassing<S> message_passing(const GraphDesign& how, Draw<S>& draw) {
+    MessagePassing<S> mp = MessagePassing<S>::random(kWidth, 3, draw, how.aggregation);
+    mp.node_index_feature = how.node_index_feature;
+    mp.edge_order = how.edge_order;
+    return mp;
+}
+
+template <class S> NamedTensors<S> graph_output(const GraphDesign& how, const Mat<S>& y) {
+    if (how.readout) return {{"g", as_tensor<S>(MessagePassing<S>::readout(y), true)}};
+    return {{"y", as_tensor<S>(y)}};
+}
+
+// Over an edge list: x:nodes,4, edge_index:2,edges:index=nodes, edge_attr:edges,3.
+template <class S> SignatureLayerFn<S> graph_over_edge_list(const GraphDesign& how, Draw<S>& draw) {
+    return [mp = message_passing<S>(how, draw), how](const NamedTensors<S>& in) {
+        const NamedTensor<S>& edges = in.at("edge_index");
+        return graph_output<S>(how, mp(as_matrix(in.at("x")), index_row(edges, 0), index_row(edges, 1),
+                                       as_matrix(in.at("edge_attr"))));
+    };
+}
+
+// Over real incidence matrices src, dst (edges x nodes; a one-hot row is an edge of the edge list): the same
+// layer for sum and mean, where it is a rational function of every input (proofs-notes/signature-audit.md).
+template <class S> SignatureLayerFn<S> graph_over_incidence(const GraphDesign& how, Draw<S>& draw) {
+    return [mp = message_passing<S>(how, draw), how](const NamedTensors<S>& in) {
+        return graph_output<S>(how, mp.over_incidence(as_matrix(in.at("x")), as_matrix(in.at("src")),
+                                                      as_matrix(in.at("dst")), as_matrix(in.at("edge_attr"))));
+    };
+}
+
+SignatureText graph_text(const GraphDesign& how, bool incidence) {
+    SignatureText t{{"nodes=1..6", "edges=0..10"}, {"x:nodes,4"}, {how.readout ? "g:4" : "y:nodes,4"},
+                    {{"nodes", how.readout ? Property::invariance : Property::equivariance, !how.node_index_feature},
+                     {"edges", Property::invariance, !how.edge_order}}};
+    if (incidence) {
+        t.inputs.push_back("src:edges,nodes");
+        t.inputs.push_back("dst:edges,nodes");
+    } else {
+        t.inputs.push_back("edge_index:2,edges:index=nodes");
+    }
+    t.inputs.push_back("edge_attr:edges,3");
+    return t;
+}
+
+// Over incidence matrices the layer is a rational function of its inputs (certificates); over an edge list not.
+template <bool Incidence> SignatureFamily graph(std::string name, std::string description, const GraphDesign& how) {
+    return signature_family<Incidence>(std::move(name), std::move(description), graph_text(how, Incidence),
+                                       [how]<class S>(std::type_identity<S>, Draw<S>& draw) {
+                                           if constexpr (Incidence) return graph_over_incidence<S>(how, draw);
+                                           else return graph_over_edge_list<S>(how, draw);
+                                       });
+}
+
+void add_signature_graphs(std::vector<SignatureFamily>& c) {
+    const char* over = "message passing over edge_index with edge features, ";
+    c.push_back(graph<false>("message-passing-sum", std::string(over) + "sum aggregation", {}));
+    c.push_back(graph<false>("message-passing-mean", std::string(over) + "mean aggregation (0 without neighbours)",
+                             {.aggregation = Aggregation::mean}));
+    c.push_back(graph<false>("message-passing-max", std::string(over) + "elementwise max aggregation",
+                             {.aggregation = Aggregation::max}));
+    c.push_back(graph<false>("message-passing-readout", "sum message passing, then the sum over nodes (graph level)",
+                             {.readout = true}));
+    c.push_back(graph<false>("message-passing+node-index", "sum message passing plus each node's index in a feature",
+                             {.node_index_feature = true}));
+    c.push_back(graph<false>("message-passing+edge-order",
+                             "a recurrent aggregator: h <- h / 2 + m_e in edge-list order", {.edge_order = true}));
+    const char* incidence = "message passing over real incidence matrices src, dst (edges x nodes), ";
+    c.push_back(graph<true>("message-passing-sum-incidence", std::string(incidence) + "sum aggregation", {}));
+    c.push_back(graph<true>("message-passing-mean-incidence", std::string(incidence) + "mean aggregation",
+                            {.aggregation = Aggregation::mean}));
+    c.push_back(graph<true>("message-passing-readout-incidence", std::string(incidence) + "sum, then graph readout",
+                            {.readout = true}));
+    c.push_back(graph<true>("message-passing+node-index-incidence", std::string(incidence) + "sum, plus node index",
+                            {.node_index_feature = true}));
+    c.push_back(graph<true>("message-passing+edge-order-incidence",
+                            std::string(incidence) + "h <- h / 2 + dst_e^T m_e in edge order", {.edge_order = true}));
+}
+
+std::vector<SignatureFamily> make_signature_catalog() {
+    std::vector<SignatureFamily> c;
+    add_signature_attention(c);
+    add_signature_graphs(c);
+    return c;
+}
 }  // namespace
 
 const std::vector<LayerFamily>& catalog() {
@@ -172,6 +347,23 @@ const LayerFamily& find_layer(const std::string& name) {
     for (const LayerFamily& f : catalog())
         if (f.name == name) return f;
     throw std::invalid_argument("unknown layer '" + name + "'; valid layers: " + layer_names());
+}
+
+const std::vector<SignatureFamily>& signature_catalog() {
+    static const std::vector<SignatureFamily> c = make_signature_catalog();
+    return c;
+}
+
+std::string signature_layer_names(const char* separator) {
+    std::string out;
+    for (const SignatureFamily& f : signature_catalog()) out += (out.empty() ? "" : separator) + f.name;
+    return out;
+}
+
+const SignatureFamily& find_signature_layer(const std::string& name) {
+    for (const SignatureFamily& f : signature_catalog())
+        if (f.name == name) return f;
+    throw std::invalid_argument("unknown layer '" + name + "'; valid layers over named inputs: " + signature_layer_names());
 }
 
 }  // namespace permcheck

@@ -76,6 +76,41 @@ template <class S> struct MessagePassing {
         return y;
     }
 
+    // The same layer over real incidence matrices src, dst (edges x nodes): edge e's message is
+    // (src_e x) Wm + a_e We, node v receives sum_e dst(e, v) m_e (divided, for mean, by its in-degree
+    // sum_e dst(e, v) when that is not 0). With one-hot rows it is operator() on the edge list those rows spell;
+    // for any real rows it is a rational function of every input (proofs-notes/signature-audit.md). Sum and mean
+    // aggregation, or with edge_order the recurrent aggregator of recurrent().
+    Mat<S> over_incidence(const Mat<S>& x, const Mat<S>& src, const Mat<S>& dst, const Mat<S>& a) const {
+        if (aggregation == Aggregation::max)
+            throw std::invalid_argument("message passing over incidence matrices aggregates by sum or mean only");
+        if (src.rows() != a.rows() || dst.rows() != a.rows() || src.cols() != x.rows() || dst.cols() != x.rows())
+            throw std::invalid_argument("message passing: the incidence matrices must be edges x nodes");
+        const Mat<S> messages = src * x * wm + a * we;
+        Mat<S> agg = edge_order ? recurrent(messages, dst) : Mat<S>(dst.transpose() * messages);
+        if (aggregation == Aggregation::mean)
+            for (Eigen::Index v = 0; v < x.rows(); ++v) {
+                S degree = S(0);
+                for (Eigen::Index e = 0; e < dst.rows(); ++e) degree += dst(e, v);
+                if (!(degree == S(0))) agg.row(v) /= degree;
+            }
+        Mat<S> y = x * ws + agg * wa;
+        if (node_index_feature)
+            for (Eigen::Index v = 0; v < y.rows(); ++v) y(v, 0) += S(static_cast<int>(v));
+        return y;
+    }
+
+    // The recurrent aggregator over incidence rows: h <- h / 2 + dst_e^T m_e, every node at every edge, in
+    // edge-list order (rational, node-equivariant, not invariant to the order of the edges).
+    static Mat<S> recurrent(const Mat<S>& messages, const Mat<S>& dst) {
+        Mat<S> h = Mat<S>::Zero(dst.cols(), messages.cols());
+        for (Eigen::Index e = 0; e < dst.rows(); ++e) {
+            const Mat<S> received = dst.row(e).transpose() * messages.row(e);
+            h = h * sc::from_double<S>(0.5) + received;
+        }
+        return h;
+    }
+
     static Mat<S> readout(const Mat<S>& y) {
         Mat<S> g = Mat<S>::Zero(1, y.cols());
         for (Eigen::Index v = 0; v < y.rows(); ++v) g += y.row(v);

@@ -4,6 +4,7 @@
 #include "layers/layers.h"
 #include "layers/make_family.h"
 #include "proofs/certificate.h"
+#include "proofs/signature_certificate.h"
 #include "scalars/degree.h"
 
 #include <gtest/gtest.h>
@@ -624,3 +625,89 @@ TEST(ExactPooling, PlainEigenColumnSumDependsOnRowOrderWhereExactPoolingDoesNot)
 }
 
 }  // namespace
+
+// ------------------------------------------------------------------ layers over named inputs (issue 12)
+
+namespace {
+SignatureCertificate certified(const std::string& layer, int length = 4) {
+    SignatureCertificateOptions o;
+    o.length = length;
+    return certify_signature(find_signature_layer(layer), o);
+}
+
+// Every axis certified as the theory expects: Schwartz-Zippel where it holds, an exact witness where it fails.
+void expect_certified_as_expected(const std::string& layer) {
+    for (int length : {2, 3, 5}) {
+        const SignatureCertificate c = certified(layer, length);
+        EXPECT_TRUE(c.as_expected()) << describe(c);
+        EXPECT_LE(c.log2_bound, -64.0) << describe(c);
+        for (const AxisCertificate& a : c.axes) {
+            EXPECT_EQ(a.method, a.holds ? Method::schwartz_zippel : Method::exact_witness) << describe(c);
+            EXPECT_EQ(a.witness.empty(), a.holds) << describe(c);
+        }
+    }
+}
+}  // namespace
+
+TEST(SignatureCertificate, CrossAttentionIsEquivariantInTheQueriesAndInvariantInTheMemory) {
+    expect_certified_as_expected("cross-attention");
+}
+TEST(SignatureCertificate, AttentionWithAPairwiseBiasIsEquivariantUnderPBPt) {
+    expect_certified_as_expected("attention+pairwise-bias");
+}
+TEST(SignatureCertificate, SumAndMeanMessagePassingOverIncidenceMatricesHold) {
+    expect_certified_as_expected("message-passing-sum-incidence");
+    expect_certified_as_expected("message-passing-mean-incidence");
+}
+TEST(SignatureCertificate, TheGraphReadoutIsInvariantToNodesAndEdges) {
+    expect_certified_as_expected("message-passing-readout-incidence");
+}
+TEST(SignatureCertificate, MemoryPositionsAreRefutedOnTheMemoryAxisWithAWitness) {
+    expect_certified_as_expected("cross-attention+memory-positions");
+    const SignatureCertificate c = certified("cross-attention+memory-positions");
+    EXPECT_FALSE(c.axes[1].holds);
+    EXPECT_NE(c.axes[1].witness.find("of axis m"), std::string::npos) << describe(c);
+}
+TEST(SignatureCertificate, TheNodeIndexFeatureAndTheEdgeOrderAggregatorAreRefutedWithWitnesses) {
+    expect_certified_as_expected("message-passing+node-index-incidence");
+    expect_certified_as_expected("message-passing+edge-order-incidence");
+    const SignatureCertificate nodes = certified("message-passing+node-index-incidence");
+    EXPECT_NE(nodes.axes[0].witness.find("of axis nodes"), std::string::npos) << describe(nodes);
+    const SignatureCertificate edges = certified("message-passing+edge-order-incidence");
+    EXPECT_NE(edges.axes[1].witness.find("of axis edges"), std::string::npos) << describe(edges);
+}
+// A mask takes finitely many values: each assignment that pads no line entirely (2^n - 1 of them for one mask
+// over n) gets its own identity test, so the certificate covers every mask.
+TEST(SignatureCertificate, TheKeyPaddingMaskIsCertifiedForEveryMaskAssignment) {
+    expect_certified_as_expected("attention+key-padding-mask");
+    for (int length : {2, 3, 5}) EXPECT_EQ(certified("attention+key-padding-mask", length).mask_assignments, (1 << length) - 1);
+    EXPECT_EQ(certified("cross-attention").mask_assignments, 0);
+}
+
+// The certificate tests the harness's own transformation too: a mask left in place while the tokens move (a
+// planted harness bug) is refuted.
+TEST(SignatureCertificate, AMaskLeftInPlaceByAPlantedHarnessBugIsRefuted) {
+    struct Unplant {
+        ~Unplant() { permcheck::testing::plant_harness_bug(permcheck::testing::HarnessBug::none); }
+    } unplant;
+    permcheck::testing::plant_harness_bug(permcheck::testing::HarnessBug::mask_wrong_axis);
+    const SignatureCertificate c = certified("attention+key-padding-mask");
+    ASSERT_EQ(c.axes.size(), 1u);
+    EXPECT_TRUE(c.axes[0].conclusive) << describe(c);
+    EXPECT_FALSE(c.axes[0].holds) << describe(c);
+}
+
+// An edge_index is discrete and max piecewise: those layers are checked by their rows of the verdict table.
+TEST(SignatureCertificate, AnEdgeIndexOrMaxAggregationHasNoPolynomialCertificate) {
+    for (const char* layer : {"message-passing-sum", "message-passing-max"})
+        EXPECT_THROW(certified(layer), std::invalid_argument) << layer;
+}
+TEST(SignatureCertificate, EveryRationalLayerOverNamedInputsIsCertifiedAsExpected) {
+    int rational = 0;
+    for (const SignatureFamily& f : signature_catalog())
+        if (f.rational()) {
+            ++rational;
+            EXPECT_TRUE(certify_signature(f, {}).as_expected()) << f.name;
+        }
+    EXPECT_EQ(rational, 9);
+}

@@ -3,6 +3,7 @@
 #include "cli/commands.h"
 #include "layers/layers.h"
 #include "layers/make_family.h"
+#include "proofs/signature_smt.h"
 #include "proofs/smt.h"
 #include "tests/support/process.h"
 
@@ -406,3 +407,39 @@ TEST(ProveSmtCommand, BadInputIsRejectedWithExitCode2AndSaysWhatWasExpected) {
 
 }  // namespace
 }  // namespace permcheck
+
+// ------------------------------------------------------------------ layers over named inputs (issue 12)
+
+// Every rational layer over named inputs: each axis that holds proved by two unsat answers (its generators), each
+// broken axis refuted by the exact witness search before Z3 (proofs-notes/signature-audit.md).
+TEST(SignatureSmt, EveryRationalLayerOverNamedInputsIsProvedOrRefutedAsExpected) {
+    int proved_axes = 0, refuted_axes = 0;
+    for (const permcheck::SignatureFamily& f : permcheck::signature_catalog()) {
+        if (!f.rational() || f.name == "attention+key-padding-mask") continue;  // a mask: no symbolic proof
+        const permcheck::SignatureSmtResult r = permcheck::smt_prove_signature(f, 3);
+        EXPECT_TRUE(r.as_expected()) << permcheck::describe(r);
+        for (const permcheck::AxisProof& a : r.axes) {
+            if (a.expected_holds) {
+                ++proved_axes;
+                ASSERT_EQ(a.queries.size(), 2u) << permcheck::describe(r);
+                for (const permcheck::SmtQuery& q : a.queries) EXPECT_EQ(q.answer, permcheck::SmtAnswer::unsat);
+                EXPECT_TRUE(a.witness.empty());
+            } else {
+                ++refuted_axes;
+                EXPECT_EQ(a.verdict, permcheck::SmtVerdict::violated);
+                EXPECT_TRUE(a.queries.empty()) << "Z3 asked although a witness settled it";
+                EXPECT_NE(a.witness.find("of axis " + a.axis), std::string::npos) << a.witness;
+            }
+        }
+    }
+    EXPECT_EQ(proved_axes, 12);
+    EXPECT_EQ(refuted_axes, 3);
+}
+
+// A mask is enumerated by the certificate instead (SignatureCertificate.TheKeyPaddingMaskIs...).
+TEST(SignatureSmt, AMaskOrAnEdgeIndexHasNoSymbolicProof) {
+    EXPECT_THROW(permcheck::smt_prove_signature(permcheck::find_signature_layer("attention+key-padding-mask"), 3),
+                 std::invalid_argument);
+    EXPECT_THROW(permcheck::smt_prove_signature(permcheck::find_signature_layer("message-passing-max"), 3),
+                 std::invalid_argument);
+}
