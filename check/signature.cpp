@@ -1,7 +1,5 @@
 #include "check/signature.h"
 
-#include "check/signature_case.h"
-
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -23,7 +21,7 @@ constexpr int kMaxFixedSize = 1 << 20;
 // precision.
 constexpr double kMaxValuesPerTensor = 1 << 22;
 
-std::atomic<testing::HarnessBug> planted{testing::HarnessBug::none};
+std::atomic<test_only::HarnessBug> planted{test_only::HarnessBug::none};
 
 bool is_name(const std::string& s) {
     if (s.empty() || s.size() > 64) return false;
@@ -324,7 +322,7 @@ void renumber(Tensor& t, const Permutation& p, bool with_p) {
 }  // namespace
 
 Tensors permute_inputs(const Signature& s, const Permutations& perms, const Tensors& inputs) {
-    const testing::HarnessBug bug = planted.load();
+    const test_only::HarnessBug bug = planted.load();
     Tensors out;
     for (const auto& [name, t] : inputs)  // tensors the signature does not name go along as they are
         if (std::none_of(s.inputs.begin(), s.inputs.end(), [&name](const TensorSpec& spec) { return spec.name == name; }))
@@ -332,12 +330,12 @@ Tensors permute_inputs(const Signature& s, const Permutations& perms, const Tens
     for (const TensorSpec& spec : s.inputs) {
         const auto it = inputs.find(spec.name);
         if (it == inputs.end()) throw std::invalid_argument("no input named '" + spec.name + "'");
-        Tensor t = spec.kind == TensorKind::mask && bug == testing::HarnessBug::mask_wrong_axis
+        Tensor t = spec.kind == TensorKind::mask && bug == test_only::HarnessBug::mask_wrong_axis
                        ? it->second
-                       : moved(spec, perms, it->second, bug == testing::HarnessBug::pairwise_without_transpose);
+                       : moved(spec, perms, it->second, bug == test_only::HarnessBug::pairwise_without_transpose);
         if (spec.kind == TensorKind::index) {
             const auto p = perms.find(spec.index_axis);
-            if (p != perms.end()) renumber(t, p->second, bug == testing::HarnessBug::index_with_p);
+            if (p != perms.end()) renumber(t, p->second, bug == test_only::HarnessBug::index_with_p);
         }
         out[spec.name] = std::move(t);
     }
@@ -346,7 +344,7 @@ Tensors permute_inputs(const Signature& s, const Permutations& perms, const Tens
 
 Tensor permute_output(const TensorSpec& t, const Permutations& perms, const Tensor& y) { return moved(t, perms, y, false); }
 
-void testing::plant_harness_bug(HarnessBug bug) { planted.store(bug); }
+void test_only::plant_harness_bug(HarnessBug bug) { planted.store(bug); }
 
 // -------------------------------------------------------------------------------------------------- describe
 

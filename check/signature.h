@@ -121,7 +121,7 @@ struct SignatureCounterexample {
 // inputs in the order of s.inputs, a mask or an index input named as such, the outputs in the order of s.outputs.
 std::string describe(const SignatureCounterexample& c, const Signature& s);
 
-namespace testing {
+namespace test_only {  // not "testing": users write using namespace permcheck beside GoogleTest's ::testing
 // Test-only switch: plants a known bug in permute_inputs so that the harness self-test can show the reference
 // layers that hold failing (proofs-notes: the harness checks itself). Never set outside tests.
 enum class HarnessBug {
@@ -131,6 +131,6 @@ enum class HarnessBug {
     mask_wrong_axis,            // leave a mask where it was: moved with no axis instead of its own
 };
 void plant_harness_bug(HarnessBug bug);
-}  // namespace testing
+}  // namespace test_only
 
 }  // namespace permcheck

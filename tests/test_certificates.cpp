@@ -688,9 +688,9 @@ TEST(SignatureCertificate, TheKeyPaddingMaskIsCertifiedForEveryMaskAssignment) {
 // planted harness bug) is refuted.
 TEST(SignatureCertificate, AMaskLeftInPlaceByAPlantedHarnessBugIsRefuted) {
     struct Unplant {
-        ~Unplant() { permcheck::testing::plant_harness_bug(permcheck::testing::HarnessBug::none); }
+        ~Unplant() { permcheck::test_only::plant_harness_bug(permcheck::test_only::HarnessBug::none); }
     } unplant;
-    permcheck::testing::plant_harness_bug(permcheck::testing::HarnessBug::mask_wrong_axis);
+    permcheck::test_only::plant_harness_bug(permcheck::test_only::HarnessBug::mask_wrong_axis);
     const SignatureCertificate c = certified("attention+key-padding-mask");
     ASSERT_EQ(c.axes.size(), 1u);
     EXPECT_TRUE(c.axes[0].conclusive) << describe(c);

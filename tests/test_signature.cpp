@@ -606,15 +606,15 @@ TEST(SignatureLayers, AMeanOrMaxOverNoNeighboursIsZeroAndEdgesInAnyOrderGiveTheS
 // Plants a harness bug for one test and takes it out again, whatever the test does.
 class HarnessSelfTest : public ::testing::Test {
 protected:
-    void TearDown() override { testing::plant_harness_bug(testing::HarnessBug::none); }
+    void TearDown() override { test_only::plant_harness_bug(test_only::HarnessBug::none); }
 };
 
 TEST_F(HarnessSelfTest, RenumberingIndicesWithPInsteadOfItsInverseMakesMessagePassingFailOnA3Cycle) {
     const Signature s = graph_signature();
     for (Aggregation agg : {Aggregation::sum, Aggregation::mean, Aggregation::max}) {
-        testing::plant_harness_bug(testing::HarnessBug::index_with_p);
+        test_only::plant_harness_bug(test_only::HarnessBug::index_with_p);
         const AuditResult r = audit(message_passing(agg), s, named("message passing"));
-        testing::plant_harness_bug(testing::HarnessBug::none);
+        test_only::plant_harness_bug(test_only::HarnessBug::none);
         ASSERT_EQ(r.verdict, Verdict::violated) << "the planted bug was not seen\n" << finding(r, s);
         const Permutation& p = r.signature_counterexample->perms.at("nodes");
         // p and p^-1 agree on involutions: only a permutation that is not its own inverse can show the bug.
@@ -626,7 +626,7 @@ TEST_F(HarnessSelfTest, RenumberingIndicesWithPInsteadOfItsInverseMakesMessagePa
 }
 
 TEST_F(HarnessSelfTest, MovingAPairwiseInputWithoutTheTransposeMakesBiasAttentionFail) {
-    testing::plant_harness_bug(testing::HarnessBug::pairwise_without_transpose);
+    test_only::plant_harness_bug(test_only::HarnessBug::pairwise_without_transpose);
     const AuditResult r = audit(bias_attention(), bias_signature(), named("bias attention"));
     EXPECT_EQ(r.verdict, Verdict::violated) << finding(r, bias_signature());
     ASSERT_TRUE(r.signature_counterexample);
@@ -634,7 +634,7 @@ TEST_F(HarnessSelfTest, MovingAPairwiseInputWithoutTheTransposeMakesBiasAttentio
 }
 
 TEST_F(HarnessSelfTest, LeavingAMaskWhereItWasMakesMaskedSelfAttentionFail) {
-    testing::plant_harness_bug(testing::HarnessBug::mask_wrong_axis);
+    test_only::plant_harness_bug(test_only::HarnessBug::mask_wrong_axis);
     const AuditResult r = audit(masked_self_attention(), masked_signature(), named("masked self-attention"));
     EXPECT_EQ(r.verdict, Verdict::violated) << finding(r, masked_signature());
     ASSERT_TRUE(r.signature_counterexample);
@@ -650,12 +650,12 @@ TEST_F(HarnessSelfTest, EachPlantedBugChangesWhatPermuteInputsReturnsAndNothingE
                      {"e", tensor({3}, {0, 1, 2})}};
     const Permutations cycle{{"n", Permutation({1, 2, 0})}};
     const Tensors right = permute_inputs(s, cycle, in);
-    for (auto [bug, differs] : {std::pair{testing::HarnessBug::index_with_p, "e"},
-                                std::pair{testing::HarnessBug::pairwise_without_transpose, "bias"},
-                                std::pair{testing::HarnessBug::mask_wrong_axis, "pad"}}) {
-        testing::plant_harness_bug(bug);
+    for (auto [bug, differs] : {std::pair{test_only::HarnessBug::index_with_p, "e"},
+                                std::pair{test_only::HarnessBug::pairwise_without_transpose, "bias"},
+                                std::pair{test_only::HarnessBug::mask_wrong_axis, "pad"}}) {
+        test_only::plant_harness_bug(bug);
         const Tensors wrong = permute_inputs(s, cycle, in);
-        testing::plant_harness_bug(testing::HarnessBug::none);
+        test_only::plant_harness_bug(test_only::HarnessBug::none);
         for (const auto& [name, t] : right)
             EXPECT_EQ(wrong.at(name).values != t.values, name == differs) << name << " under bug " << differs;
     }
