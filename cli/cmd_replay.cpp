@@ -91,9 +91,10 @@ int evaluate_black_box(const ReplayRequest& q, const report::Record& r, const Bl
     return c.holds ? 0 : 1;
 }
 
-// A counterexample found by `permcheck audit`: the saved case sent again to the program the user names.
-// The report says which command it audited, but a report never chooses what runs: it may come from anyone.
-int replay_black_box(const ReplayRequest& q, const report::Record& r) {
+// A counterexample found by `permcheck audit`, sent again to the program the user names by `evaluate` (the
+// one-tensor or the signature's lines). The report says which command it audited, but a report never chooses what
+// runs: it may come from anyone.
+template <class Evaluate> int replay_through(const ReplayRequest& q, const report::Record& r, Evaluate evaluate) {
     BlackBoxSettings settings;
     try {
         settings = black_box_settings(q, r);
@@ -102,13 +103,15 @@ int replay_black_box(const ReplayRequest& q, const report::Record& r) {
         return 2;
     }
     try {
-        return evaluate_black_box(q, r, settings);
+        return evaluate(q, r, settings);
     } catch (const std::exception& e) {
         std::cerr << "permcheck replay: the saved case could not be evaluated through " << q.exec << ": " << e.what()
                   << "\n";
         return 2;
     }
 }
+
+int replay_black_box(const ReplayRequest& q, const report::Record& r) { return replay_through(q, r, evaluate_black_box); }
 
 // "m=2, n=1; permutations m (0 1), n ()": a signature case's lengths and permutations.
 std::string case_text(const SignatureCounterexample& c) {
@@ -163,23 +166,8 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, const Bl
     return holds ? 0 : 1;
 }
 
-// A signature audit's counterexample: as replay_black_box, through the signature's request and answer lines.
-int replay_signature(const ReplayRequest& q, const report::Record& r) {
-    BlackBoxSettings settings;
-    try {
-        settings = black_box_settings(q, r);
-    } catch (const std::exception& e) {
-        std::cerr << "permcheck replay: " << e.what() << "\n";
-        return 2;
-    }
-    try {
-        return evaluate_signature(q, r, settings);
-    } catch (const std::exception& e) {
-        std::cerr << "permcheck replay: the saved case could not be evaluated through " << q.exec << ": " << e.what()
-                  << "\n";
-        return 2;
-    }
-}
+// A signature audit's counterexample, through the signature's request and answer lines.
+int replay_signature(const ReplayRequest& q, const report::Record& r) { return replay_through(q, r, evaluate_signature); }
 
 // A reference layer's saved case, and the check it came from.
 struct SavedCheck {
