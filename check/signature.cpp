@@ -324,9 +324,13 @@ void renumber(Tensor& t, const Permutation& p, bool with_p) {
 Tensors permute_inputs(const Signature& s, const Permutations& perms, const Tensors& inputs) {
     const test_only::HarnessBug bug = planted.load();
     Tensors out;
-    for (const auto& [name, t] : inputs)  // tensors the signature does not name go along as they are
+    // Tensors the signature does not name go along as they are. (A named pair, not a structured binding: clang 14,
+    // which builds the fuzzers, cannot capture a binding in a lambda.)
+    for (const auto& entry : inputs) {
+        const std::string& name = entry.first;
         if (std::none_of(s.inputs.begin(), s.inputs.end(), [&name](const TensorSpec& spec) { return spec.name == name; }))
-            out.emplace(name, t);
+            out.emplace(name, entry.second);
+    }
     for (const TensorSpec& spec : s.inputs) {
         const auto it = inputs.find(spec.name);
         if (it == inputs.end()) throw std::invalid_argument("no input named '" + spec.name + "'");

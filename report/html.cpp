@@ -185,8 +185,9 @@ bool moved_in(const Permutations& perms, const std::string& axis, int i) {
 std::pair<double, double> edge_path(std::ostringstream& s, const std::vector<std::pair<double, double>>& at, int from,
                                     int to, int k) {
     const double r = 14;
-    const auto [x0, y0] = at[static_cast<std::size_t>(from)];
-    const auto [x1, y1] = at[static_cast<std::size_t>(to)];
+    // Plain variables, not structured bindings: clang 14 (the fuzzers' compiler) cannot capture a binding.
+    const double x0 = at[static_cast<std::size_t>(from)].first, y0 = at[static_cast<std::size_t>(from)].second;
+    const double x1 = at[static_cast<std::size_t>(to)].first, y1 = at[static_cast<std::size_t>(to)].second;
     if (from == to) {
         const double a = -1.5707963 + (k % 2 ? 1 : -1) * ((k + 1) / 2) * 0.9, reach = 48 + 6 * (k / 2);
         const auto point = [&](double angle, double dist) { return std::pair{x0 + dist * std::cos(angle), y0 + dist * std::sin(angle)}; };
