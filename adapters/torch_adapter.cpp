@@ -91,10 +91,26 @@ void validate(const TorchOptions& o) {
                                     std::to_string(o.heads));
     if (!(o.dropout >= 0.0 && o.dropout < 1.0))
         throw std::invalid_argument("--dropout must be in [0, 1), got " + std::to_string(o.dropout));
-    if (o.dtype == Arithmetic::exact) throw std::invalid_argument("LibTorch computes in float32 or float64, not exact");
+    if (o.dtype == Arithmetic::exact)
+        throw std::invalid_argument("LibTorch computes in float32, float64 or bfloat16, not exact");
+    if (o.dtype == Arithmetic::float16)
+        throw std::invalid_argument("LibTorch 1.13 has no float16 matrix kernels on CPU: audit the built-ins with "
+                                    "--dtype bfloat16, or a float16 layer through an adapter (permcheck audit --exec)");
     if (o.layer == TorchLayer::decoder_layer && o.mask != TorchMask::none && o.mask != TorchMask::causal)
         throw std::invalid_argument(std::string("the decoder layer takes --mask none or causal (on its targets), got ") +
                                     torch_mask_name(o.mask));
+}
+
+// The torch dtype of the module's parameters and computation (validate has refused exact and float16).
+torch::Dtype torch_dtype(Arithmetic a) {
+    switch (a) {
+        case Arithmetic::float32: return torch::kFloat32;
+        case Arithmetic::bfloat16: return torch::kBFloat16;
+        case Arithmetic::float16: return torch::kHalf;
+        case Arithmetic::float64:
+        case Arithmetic::exact: break;
+    }
+    return torch::kFloat64;
 }
 
 // An (n, dim) input as (n, 1, dim): sequence first, batch of one. Throws AdapterError for another shape.
@@ -114,7 +130,7 @@ public:
     explicit DecoderBox(const TorchOptions& o) : o_(o) {
         validate(o);
         torch::manual_seed(o.seed);
-        dtype_ = o.dtype == Arithmetic::float32 ? torch::kFloat32 : torch::kFloat64;
+        dtype_ = torch_dtype(o.dtype);
         // dim_feedforward 4 * dim, as the encoder layer's.
         decoder_ = torch::nn::TransformerDecoderLayer(
             torch::nn::TransformerDecoderLayerOptions(o.dim, o.heads).dim_feedforward(4 * o.dim).dropout(o.dropout));
@@ -151,7 +167,7 @@ public:
     explicit TorchLayerBox(const TorchOptions& o) : o_(o) {
         validate(o);
         torch::manual_seed(o.seed);
-        dtype_ = o.dtype == Arithmetic::float32 ? torch::kFloat32 : torch::kFloat64;
+        dtype_ = torch_dtype(o.dtype);
         if (o.layer == TorchLayer::decoder_layer)
             throw std::invalid_argument("the decoder layer has two inputs (targets and a memory): audit it as a named "
                                         "black box (torch_decoder_black_box)");

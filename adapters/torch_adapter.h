@@ -32,7 +32,7 @@ struct TorchOptions {
     int dim = 8;               // embed_dim = d_model = features per position
     int heads = 2;             // must divide dim
     double dropout = 0.1;      // of attention weights (mha) and of the encoder layer's three dropouts
-    Arithmetic dtype = Arithmetic::float64;  // the module's parameters and computation: float64 | float32
+    Arithmetic dtype = Arithmetic::float64;  // the module's parameters and computation: float64 | float32 | bfloat16
     std::uint64_t seed = 0;    // torch::manual_seed before the weights are drawn (and for dropout's draws)
 };
 

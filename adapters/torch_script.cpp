@@ -97,10 +97,29 @@ std::optional<c10::ScalarType> floating_dtype(const torch::jit::Module& m) {
     return std::nullopt;
 }
 
+// The torch dtype of a precision permcheck audits (never exact: the command line does not offer it).
+c10::ScalarType scalar_type_of(Arithmetic a) {
+    switch (a) {
+        case Arithmetic::float32: return torch::kFloat32;
+        case Arithmetic::bfloat16: return torch::kBFloat16;
+        case Arithmetic::float16: return torch::kHalf;
+        case Arithmetic::float64:
+        case Arithmetic::exact: break;
+    }
+    return torch::kFloat64;
+}
+
+// The precision of a torch floating dtype, if permcheck audits it.
+std::optional<Arithmetic> arithmetic_of(c10::ScalarType t) {
+    for (Arithmetic a : {Arithmetic::float32, Arithmetic::float64, Arithmetic::bfloat16, Arithmetic::float16})
+        if (scalar_type_of(a) == t) return a;
+    return std::nullopt;
+}
+
 // The dtype the module computes in: the one asked for (the module converted to it), else its parameters'.
 Arithmetic settle_dtype(torch::jit::Module& m, const TorchScriptOptions& o) {
     if (o.dtype) {
-        const c10::ScalarType want = *o.dtype == Arithmetic::float64 ? torch::kFloat64 : torch::kFloat32;
+        const c10::ScalarType want = scalar_type_of(*o.dtype);
         torch::NoGradGuard no_grad;
         for (at::Tensor t : m.parameters())
             if (t.is_floating_point()) t.set_data(t.to(want));
@@ -109,11 +128,21 @@ Arithmetic settle_dtype(torch::jit::Module& m, const TorchScriptOptions& o) {
         return *o.dtype;
     }
     const auto found = floating_dtype(m);
-    if (!found || *found == torch::kFloat32) return Arithmetic::float32;
-    if (*found == torch::kFloat64) return Arithmetic::float64;
+    if (!found) return Arithmetic::float32;
+    if (const auto a = arithmetic_of(*found)) return *a;
     throw std::invalid_argument(o.path + ": the module's parameters are " + dtype_name(*found) +
-                                "; audit-torch computes in float32 or float64 (--dtype float32 or --dtype float64 "
-                                "converts the module)");
+                                "; audit-torch computes in float32, float64, bfloat16 or float16 (--dtype converts "
+                                "the module)");
+}
+
+// How many significant bits a floating dtype keeps (bfloat16 8, float16 11, float32 24, float64 53).
+int significand_bits(c10::ScalarType t) {
+    switch (t) {
+        case torch::kBFloat16: return 8;
+        case torch::kHalf: return 11;
+        case torch::kFloat32: return 24;
+        default: return 53;
+    }
 }
 
 at::Tensor to_torch(const TensorSpec& spec, const Tensor& t, c10::ScalarType real) {
@@ -139,14 +168,18 @@ public:
         at::set_num_threads(1);
         // The unoptimized graph: the same arithmetic on every call, whatever shapes came before.
         const torch::jit::GraphOptimizerEnabledGuard plain(false);
-        const c10::ScalarType real = dtype_ == Arithmetic::float64 ? torch::kFloat64 : torch::kFloat32;
+        const c10::ScalarType real = scalar_type_of(dtype_);
         std::vector<c10::IValue> args;
         for (const TensorSpec& spec : signature_.inputs) args.emplace_back(to_torch(spec, inputs.at(spec.name), real));
         c10::IValue out;
         try {
             out = module_.forward(std::move(args));
         } catch (const std::exception& e) {
-            throw AdapterError("forward of " + path_ + " failed: " + last_line(e));
+            std::string m = "forward of " + path_ + " failed: " + last_line(e);
+            if (dtype_ == Arithmetic::float16)
+                m += " (LibTorch 1.13 has no float16 matrix kernels on CPU: audit with --dtype bfloat16, or a "
+                     "float16 layer through an adapter that rounds, permcheck audit --exec)";
+            throw AdapterError(m);
         }
         return outputs_of(out);
     }
@@ -189,13 +222,14 @@ Tensor ScriptBox::output_of(const TensorSpec& spec, const c10::IValue& v) const 
     const at::Tensor t = v.toTensor();
     if (!t.is_floating_point())
         throw AdapterError(which + " has dtype " + dtype_name(t.scalar_type()) +
-                           "; expected a floating tensor (float32 or float64)");
-    if (dtype_ == Arithmetic::float64 && t.scalar_type() != torch::kFloat64)
-        throw AdapterError(which + " has dtype " + dtype_name(t.scalar_type()) +
-                           " but the module computes in float64: it would be judged with float64's tolerance "
-                           "(return float64, or audit with --dtype float32)");
-    if (t.scalar_type() != torch::kFloat32 && t.scalar_type() != torch::kFloat64)
-        throw AdapterError(which + " has dtype " + dtype_name(t.scalar_type()) + "; expected float32 or float64");
+                           "; expected a floating tensor (" + arithmetic_name(dtype_) + " or wider)");
+    const c10::ScalarType own = scalar_type_of(dtype_);
+    const auto a = arithmetic_of(t.scalar_type());
+    if (!a || (t.scalar_type() != own && significand_bits(t.scalar_type()) <= significand_bits(own)))
+        throw AdapterError(which + " has dtype " + dtype_name(t.scalar_type()) + " but the module computes in " +
+                           arithmetic_name(dtype_) + ": it would be judged with " + arithmetic_name(dtype_) +
+                           "'s tolerance (return " + arithmetic_name(dtype_) + " or a wider float, or audit with "
+                           "the --dtype it computes in)");
     const at::Tensor d = t.to(torch::kFloat64).contiguous();
     Tensor y;
     y.shape.assign(d.sizes().begin(), d.sizes().end());

@@ -18,8 +18,9 @@ namespace permcheck::adapters {
 struct TorchScriptOptions {
     std::string path;
     Signature signature;
-    // The precision the module computes in. Empty: the dtype of its floating parameters (float32 when it has
-    // none). Given: the module's floating parameters and buffers are converted to it.
+    // The precision the module computes in (float32, float64, bfloat16 or float16). Empty: the dtype of its
+    // floating parameters (float32 when it has none). Given: the module's floating parameters and buffers are
+    // converted to it, and so are its real inputs; its outputs are read back as doubles.
     std::optional<Arithmetic> dtype;
     bool train = false;        // keep train mode (dropout active); default eval
     std::uint64_t seed = 0;    // torch::manual_seed before the audit (dropout's draws in train mode)
@@ -27,7 +28,7 @@ struct TorchScriptOptions {
 
 struct TorchScriptModule {
     NamedBlackBox box;
-    Arithmetic dtype = Arithmetic::float32;  // the precision it computes in: float32 | float64
+    Arithmetic dtype = Arithmetic::float32;  // the precision it computes in: float32 | float64 | bfloat16 | float16
     std::string schema;                      // forward's, e.g. "forward(__torch__.M self, Tensor x) -> Tensor"
 };
 
@@ -36,6 +37,7 @@ struct TorchScriptModule {
 // inputs (its schema listed); the parameters are in a precision permcheck does not audit. The box throws
 // AdapterError when forward fails, returns something other than a tensor or a tuple of as many tensors as there
 // are outputs, or an output that is not floating or less precise than the module's dtype (naming the output).
+// LibTorch 1.13 has no float16 matrix kernels on CPU: a float16 module with a matrix product fails in forward.
 // One LibTorch thread per call, so results do not depend on the machine's core count.
 TorchScriptModule load_torch_script(const TorchScriptOptions& o);
 

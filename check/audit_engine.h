@@ -38,10 +38,7 @@ namespace permcheck::engine {
 enum class Kind { pass, violated, non_finite, nondeterministic };
 
 inline ToleranceModel tolerance_of(Arithmetic dtype, double amplification) {
-    ToleranceModel t;
-    t.unit_roundoff = dtype == Arithmetic::float32 ? ScalarTraits<float>::unit_roundoff : ScalarTraits<double>::unit_roundoff;
-    t.amplification = amplification;
-    return t;
+    return tolerance_model(dtype, amplification);
 }
 
 // The tolerances a run judges each case with: the given dtype's, or, when it is inferred, float32's (the

@@ -77,7 +77,7 @@ void validate(const AuditOptions& o) {
         fail("the shard must be K/N with 1 <= K <= N, got " + std::to_string(o.shard.index) + "/" +
              std::to_string(o.shard.count));
     if (o.dtype == Arithmetic::exact)
-        fail("a black box computes in float32 or float64; --dtype exact is for the reference layers");
+        fail("a black box computes in float32, float64, float16 or bfloat16; --dtype exact is for the reference layers");
     if (!(o.amplification >= 1.0) || !std::isfinite(o.amplification))
         fail("the amplification must be a finite number >= 1, got " + std::to_string(o.amplification));
     if (o.repeat_checks < 0) fail("repeat_checks must be >= 0, got " + std::to_string(o.repeat_checks));

@@ -64,8 +64,9 @@ struct AuditProgress {
 struct AuditOptions {
     std::string name = "black box";     // the audited layer's name in the record (e.g. the command)
     Output output = Output::sequence;   // sequence: equivariance L(P x) = P L(x); pooled: invariance L(P x) = L(x)
-    // The precision the layer computes in: float32 | float64, or empty: inferred from the answers
-    // (infer_dtype), since judging a float32 layer with a float64 tolerance calls its rounding a violation.
+    // The precision the layer computes in: float32 | float64 | float16 | bfloat16, or empty: inferred from the
+    // answers (infer_dtype: float32 or float64, never a half precision), since judging a float32 layer with a
+    // float64 tolerance calls its rounding a violation.
     std::optional<Arithmetic> dtype;
     int d = 4;                          // features per position
     int min_len = 1, max_len = 8;       // sequence lengths; shrinking goes toward min_len
@@ -91,7 +92,7 @@ void validate(const AuditOptions& opts);
 struct AuditResult {
     Verdict verdict = Verdict::holds;
     Property property = Property::equivariance;  // equivariance (sequence) | invariance (pooled)
-    Arithmetic dtype = Arithmetic::float64;      // the one the comparisons used: float32 | float64
+    Arithmetic dtype = Arithmetic::float64;      // the one the comparisons used: float32 | float64 | float16 | bfloat16
     bool dtype_inferred = false;                 // chosen by infer_dtype, not given in the options
     int cases = 0;                      // cases evaluated by this run (its shard), the failing one included
     int evaluations = 0;                // calls of the black box, in all
@@ -145,12 +146,12 @@ AuditResult audit(const NamedBlackBox& layer, const Signature& signature, const 
 AuditResult audit(const std::vector<NamedBlackBox>& layers, const Signature& signature, const AuditOptions& opts);
 
 // A signature audit's saved case (its lengths, permutations and inputs x, e.g. read back from report.json)
-// evaluated again through `layer` and judged as the audit judges a case, with the tolerance of opts.dtype (required:
-// float32 or float64) and opts.amplification: L(x) and L(P x), every output compared. With `twice` (the saved
-// finding was nondeterministic) x is answered twice and the permutations play no part. The verdict is holds,
-// violated, non-finite or nondeterministic; signature_counterexample holds the saved case with every output's
-// comparison (with both sides when it fails). Throws std::invalid_argument for a case that does not fit the
-// signature, and whatever the layer throws.
+// evaluated again through `layer` and judged as the audit judges a case, with the tolerance of opts.dtype
+// (required: float32, float64, float16 or bfloat16) and opts.amplification: L(x) and L(P x), every output compared.
+// With `twice` (the saved finding was nondeterministic) x is answered twice and the permutations play no part.
+// The verdict is holds, violated, non-finite or nondeterministic; signature_counterexample holds the saved case
+// with every output's comparison (with both sides when it fails). Throws std::invalid_argument for a case that
+// does not fit the signature, and whatever the layer throws.
 AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, const SignatureCounterexample& saved,
                        bool twice, const AuditOptions& opts);
 

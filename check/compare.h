@@ -1,7 +1,9 @@
 // Two ways to compare the sides of a property: exactly (zero tolerance) for exact scalars, and with a
-// tolerance derived from the unit roundoff for float and double (proofs-notes/float-tolerance.md).
+// tolerance derived from the unit roundoff for float and double (proofs-notes/float-tolerance.md) and for the
+// half precisions of black boxes (proofs-notes/half-precision-tolerance.md).
 #pragma once
 
+#include "check/vocabulary.h"
 #include "scalars/scalar.h"
 
 #include <algorithm>
@@ -29,22 +31,52 @@ struct Comparison {
 // contributing at most gamma(n) times the magnitude it sums; the layer can amplify that by `amplification`
 // (LayerNorm divides by a row's standard deviation, at least sqrt(eps)). See proofs-notes/float-tolerance.md.
 struct ToleranceModel {
-    double unit_roundoff = 0.0;   // u: 2^-24 for float, 2^-53 for double, 0 for exact
+    double unit_roundoff = 0.0;   // u: 2^-24 for float, 2^-53 for double, 2^-11 for float16, 2^-8 for bfloat16
     double amplification = 1.0;   // layer's worst-case growth of a perturbation, per catalog entry
     double safety = 4.0;          // both sides err, each in a few reductions: a small constant, stated once
+    // 0: the worst-case gamma(k) (float32, float64). > 0: Higham & Mary's probabilistic gamma~(k, lambda), for the
+    // half precisions, whose worst-case gamma(k) passes 1 at k = 1/u (proofs-notes/half-precision-tolerance.md).
+    double lambda = 0.0;
 };
+
+// The probabilistic bound's lambda for float16 and bfloat16 (proofs-notes/half-precision-tolerance.md).
+inline constexpr double kHalfLambda = 2.0;
 
 inline double gamma(double k, double u) {
     const double ku = k * u;
     return ku < 1.0 ? ku / (1.0 - ku) : std::numeric_limits<double>::infinity();
 }
 
-// tol = safety * amplification * gamma(n + d) * M, M = the largest magnitude among input and both sides.
+// gamma~(k, lambda) = exp(lambda sqrt(k) u + k u^2 / (1 - u)) - 1 (Higham & Mary 2019, Theorem 2.4).
+inline double probabilistic_gamma(double k, double u, double lambda) {
+    return std::expm1(lambda * std::sqrt(k) * u + k * u * u / (1.0 - u));
+}
+
+// The relative bound of a sum over k terms under the model: gamma(k), or gamma~(k, lambda) when lambda > 0.
+inline double relative_bound(const ToleranceModel& m, double k) {
+    return m.lambda > 0.0 ? probabilistic_gamma(k, m.unit_roundoff, m.lambda) : gamma(k, m.unit_roundoff);
+}
+
+// tol = safety * amplification * gamma(n + d) * M, M = the largest magnitude among input and both sides
+// (gamma~(n + d, lambda) for the half precisions).
 inline double float_tolerance(const ToleranceModel& m, Eigen::Index n, Eigen::Index d, double magnitude) {
     if (m.unit_roundoff == 0.0) return 0.0;
     const double floor = std::numeric_limits<double>::min();
-    return m.safety * m.amplification * gamma(static_cast<double>(n + d), m.unit_roundoff) *
-           std::max(magnitude, floor);
+    return m.safety * m.amplification * relative_bound(m, static_cast<double>(n + d)) * std::max(magnitude, floor);
+}
+
+// The tolerance model of a black box computing in `dtype` (exact: zero tolerance).
+inline ToleranceModel tolerance_model(Arithmetic dtype, double amplification) {
+    ToleranceModel t;
+    t.amplification = amplification;
+    switch (dtype) {
+        case Arithmetic::float32: t.unit_roundoff = ScalarTraits<float>::unit_roundoff; break;
+        case Arithmetic::float64: t.unit_roundoff = ScalarTraits<double>::unit_roundoff; break;
+        case Arithmetic::exact: break;
+        case Arithmetic::float16: t.unit_roundoff = 0x1p-11; t.lambda = kHalfLambda; break;
+        case Arithmetic::bfloat16: t.unit_roundoff = 0x1p-8; t.lambda = kHalfLambda; break;
+    }
+    return t;
 }
 
 // The largest |entry|, NaN ignored (0 for an empty or all-NaN matrix). Floating matrices are reduced by Eigen's

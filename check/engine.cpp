@@ -76,8 +76,11 @@ template <class F> auto in_arithmetic(Arithmetic arithmetic, F&& f) {
         case Arithmetic::float32: return f(float{});
         case Arithmetic::float64: return f(double{});
         case Arithmetic::exact: return f(Rational{});
+        case Arithmetic::float16:
+        case Arithmetic::bfloat16: break;
     }
-    throw std::logic_error("unknown arithmetic");
+    throw std::invalid_argument(std::string("the reference layers compute in float32, float64 or exact, not ") +
+                                arithmetic_name(arithmetic) + " (half precision is for audits of black boxes)");
 }
 
 bool case_holds(const LayerFamily& family, Property property, const Case& c, Arithmetic arithmetic) {

@@ -378,7 +378,7 @@ AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, c
                        bool twice, const AuditOptions& opts) {
     validate(signature);
     if (!opts.dtype || *opts.dtype == Arithmetic::exact)
-        throw std::invalid_argument("a saved case is judged again in the dtype it was found in: float32 or float64");
+        throw std::invalid_argument("a saved case is judged again in the dtype it was found in: float32, float64, float16 or bfloat16");
     require_case_fits(signature, saved);
     SignatureEvaluator ev(layer, std::make_shared<const Signature>(signature), opts, *opts.dtype);
     const SignatureCase c{saved.lengths, saved.perms, saved.inputs};

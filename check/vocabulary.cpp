@@ -8,7 +8,8 @@ namespace permcheck {
 namespace {
 constexpr std::array kProperties{Property::equivariance, Property::invariance, Property::shift, Property::reversal,
                                  Property::causal_prefix};
-constexpr std::array kArithmetics{Arithmetic::float32, Arithmetic::float64, Arithmetic::exact};
+constexpr std::array kArithmetics{Arithmetic::float32, Arithmetic::float64, Arithmetic::exact, Arithmetic::float16,
+                                  Arithmetic::bfloat16};
 constexpr std::array kVerdicts{Verdict::holds, Verdict::violated, Verdict::nondeterministic, Verdict::non_finite,
                                Verdict::error, Verdict::interrupted};
 
@@ -45,9 +46,13 @@ const char* arithmetic_name(Arithmetic a) {
         case Arithmetic::float32: return "float32";
         case Arithmetic::float64: return "float64";
         case Arithmetic::exact: return "exact";
+        case Arithmetic::float16: return "float16";
+        case Arithmetic::bfloat16: return "bfloat16";
     }
     return "?";
 }
+
+bool is_half(Arithmetic a) { return a == Arithmetic::float16 || a == Arithmetic::bfloat16; }
 
 Arithmetic parse_arithmetic(const std::string& name) {
     for (Arithmetic a : kArithmetics)

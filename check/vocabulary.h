@@ -10,7 +10,9 @@
 namespace permcheck {
 
 
-enum class Arithmetic { float32, float64, exact };
+// float16 and bfloat16 are the precisions of black boxes only (audits of adapters and TorchScript modules): the
+// reference layers compute in float32, float64 or exact (check/engine.h refuses the half types).
+enum class Arithmetic { float32, float64, exact, float16, bfloat16 };
 
 // interrupted: the run was stopped (Ctrl-C, SIGTERM) before it could decide; what it found so far is kept.
 enum class Verdict { holds, violated, nondeterministic, non_finite, error, interrupted };
@@ -20,7 +22,8 @@ Property parse_property(const std::string& name);  // throws std::invalid_argume
 std::string property_names();
 
 const char* arithmetic_name(Arithmetic a);
-Arithmetic parse_arithmetic(const std::string& name);  // float32|float64|exact; throws otherwise
+Arithmetic parse_arithmetic(const std::string& name);  // float32|float64|exact|float16|bfloat16; throws otherwise
+bool is_half(Arithmetic a);  // float16 or bfloat16
 
 const char* verdict_name(Verdict v);  // holds | violated | nondeterministic | non-finite | error | interrupted
 Verdict parse_verdict(const std::string& name);  // throws std::invalid_argument listing valid names

@@ -136,7 +136,9 @@ AuditResult run_interruptibly(const std::function<AuditResult(const AuditOptions
 }
 
 void add_audit_options(CLI::App& app, AuditFlags& f, const std::string& dtype_help, const std::string& seed_help) {
-    std::vector<Choice<DtypeChoice>> choices{{"float32", DtypeChoice::float32}, {"float64", DtypeChoice::float64}};
+    std::vector<Choice<DtypeChoice>> choices;
+    for (Arithmetic a : {Arithmetic::float32, Arithmetic::float64, Arithmetic::float16, Arithmetic::bfloat16})
+        choices.push_back({arithmetic_name(a), dtype_choice(a)});
     if (f.dtype == DtypeChoice::infer) choices.insert(choices.begin(), {"infer", DtypeChoice::infer, " (from the answers)"});
     add_choice(app, "--dtype", f.dtype, choices, dtype_help, " (the precision the layer computes in)");
     add_ranged(app, kAuditMinLen, f.min_len, "fewest positions of a case");
@@ -163,9 +165,22 @@ std::optional<Arithmetic> requested_dtype(const AuditFlags& f) {
     switch (f.dtype) {
         case DtypeChoice::float32: return Arithmetic::float32;
         case DtypeChoice::float64: return Arithmetic::float64;
+        case DtypeChoice::float16: return Arithmetic::float16;
+        case DtypeChoice::bfloat16: return Arithmetic::bfloat16;
         case DtypeChoice::infer: break;
     }
     return std::nullopt;
+}
+
+DtypeChoice dtype_choice(Arithmetic a) {
+    switch (a) {
+        case Arithmetic::float32: return DtypeChoice::float32;
+        case Arithmetic::float16: return DtypeChoice::float16;
+        case Arithmetic::bfloat16: return DtypeChoice::bfloat16;
+        case Arithmetic::float64:
+        case Arithmetic::exact: break;
+    }
+    return DtypeChoice::float64;
 }
 
 std::string dtype_text(const AuditResult& r) {

@@ -19,7 +19,8 @@
 namespace permcheck::cli {
 
 // --dtype's values: `audit` infers the dtype from the answers by default; `audit-torch` sets the module's.
-enum class DtypeChoice { infer, float32, float64 };
+// float16 and bfloat16 are only ever given, never inferred.
+enum class DtypeChoice { infer, float32, float64, float16, bfloat16 };
 
 struct AuditFlags {
     int dim = 0;  // registered by each command: its help and default differ
@@ -37,6 +38,8 @@ void add_audit_options(CLI::App& app, AuditFlags& f, const std::string& dtype_he
 
 // The dtype asked for; empty when it is to be inferred.
 std::optional<Arithmetic> requested_dtype(const AuditFlags& f);
+// The --dtype value that asks for `a` (a black box's precision: not exact).
+DtypeChoice dtype_choice(Arithmetic a);
 
 // "float32, inferred from the answers" or "float64": the dtype an audit used, for its header line.
 std::string dtype_text(const AuditResult& r);

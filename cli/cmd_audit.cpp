@@ -241,8 +241,9 @@ void add_options(CLI::App& sub, AuditRequest& q) {
                        ->check(in_range(kAuditDim));
     add_signature_options(sub, q);
     add_audit_options(sub, q.flags,
-                      "infer | float32 | float64: the precision the layer computes in (sets the tolerance); "
-                      "infer: float32 when every answer is a float32 value and not every answer an integer",
+                      "infer | float32 | float64 | float16 | bfloat16: the precision the layer computes in (sets the "
+                      "tolerance; the adapter is not told it); infer: float32 when every answer is a float32 value "
+                      "and not every answer an integer (never a half precision: give it)",
                       "seed of the random search");
     q.min_len_option = sub.get_option(kAuditMinLen.flag);
     add_ranged(sub, kTimeout, q.timeout, "seconds one request may take");

@@ -52,7 +52,7 @@ int list() {
                        Property::causal_prefix})
         std::printf("  %-15s %s\n", property_name(p), property_meaning(p));
     std::printf("\ndtypes (--dtype): float32, float64 (tolerance from the unit roundoff), exact (rationals, zero "
-                "tolerance)\n");
+                "tolerance); audits also take float16 and bfloat16\n");
     return 0;
 }
 

@@ -49,7 +49,7 @@ BlackBoxSettings black_box_settings(const ReplayRequest& q, const report::Record
     }
     if (audit.is_object() && audit.contains("output")) s.pooled = audit["output"] == "pooled";
     if (r.dtype == Arithmetic::exact)
-        throw std::invalid_argument(q.file + ": an audited layer computes in float32 or float64, the report says '" +
+        throw std::invalid_argument(q.file + ": an audited layer computes in float32, float64, float16 or bfloat16, the report says '" +
                                     arithmetic_name(r.dtype) + "'");
     return s;
 }
@@ -58,9 +58,7 @@ BlackBoxSettings black_box_settings(const ReplayRequest& q, const report::Record
 // cannot answer.
 int evaluate_black_box(const ReplayRequest& q, const report::Record& r, const BlackBoxSettings& s) {
     const Counterexample& saved = *r.counterexample;
-    ToleranceModel tol;
-    tol.unit_roundoff = r.dtype == Arithmetic::float32 ? ScalarTraits<float>::unit_roundoff : ScalarTraits<double>::unit_roundoff;
-    tol.amplification = s.amplification;
+    const ToleranceModel tol = tolerance_model(r.dtype, s.amplification);
     adapters::ExecOptions eo;
     eo.command = q.exec;
     eo.timeout_seconds = q.timeout;

@@ -145,7 +145,7 @@ adapters::TorchScriptModule load_file(Request& q, const Plan& p) {
     so.train = q.torch.train;
     so.seed = q.flags.seed;
     adapters::TorchScriptModule m = adapters::load_torch_script(so);
-    q.flags.dtype = m.dtype == Arithmetic::float64 ? DtypeChoice::float64 : DtypeChoice::float32;
+    q.flags.dtype = dtype_choice(m.dtype);
     q.schema = m.schema;
     return m;
 }
@@ -232,7 +232,8 @@ void add_options(CLI::App& app, Request& q) {
                           "equivariant along every axis it has, invariant to every axis it lacks",
                           "NAME:DIMS", [](const std::string& t) { parse_output(t); });
     add_audit_options(app, q.flags,
-                      "float64 | float32: the module's precision (sets the tolerance). Built-ins: default float64. "
+                      "float64 | float32 | bfloat16 | float16: the module's precision (sets the tolerance; float16 "
+                      "has no CPU matrix kernels in LibTorch 1.13). Built-ins: default float64. "
                       "FILE: default the dtype of its floating parameters (float32 if none); given, the module is "
                       "converted to it",
                       "seed of the search and of torch::manual_seed (weights, dropout)");

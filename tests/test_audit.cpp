@@ -197,6 +197,83 @@ TEST(AuditDtype, InferenceDoesNotDependOnTheNumberOfBlackBoxes) {
     EXPECT_EQ(three.counterexample->x, one.counterexample->x);
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// Half precision (proofs-notes/half-precision-tolerance.md): layers that round every intermediate
+
+// v rounded to nearest (ties to even) with `bits` significant bits: 11 for float16, 8 for bfloat16 (their
+// exponent ranges are not modelled: the values here stay far inside them).
+double round_to_bits(double v, int bits) {
+    if (v == 0.0 || !std::isfinite(v)) return v;
+    int e = 0;
+    const double m = std::frexp(v, &e);  // v = m 2^e, 0.5 <= |m| < 1
+    return std::ldexp(std::nearbyint(std::ldexp(m, bits)), e - bits);
+}
+
+// Softmax self-attention plus a residual, y_i = x_i + sum_j softmax_j(x_i . x_j / sqrt(d)) x_j, in an arithmetic
+// that rounds every product, partial sum and quotient to `bits` significant bits, summing in index order (so a
+// permutation changes the rounding). Equivariant in real arithmetic; with `leak`, position i adds leak * i to
+// its row: a position signal.
+struct RoundingAttention {
+    int bits = 8;
+    double leak = 0.0;
+    double r(double v) const { return round_to_bits(v, bits); }
+    Mat<double> operator()(const Mat<double>& x0) const {
+        const Eigen::Index n = x0.rows(), d = x0.cols();
+        const Mat<double> x = x0.unaryExpr([this](double v) { return r(v); });
+        const double scale = r(1.0 / std::sqrt(static_cast<double>(d)));
+        Mat<double> y(n, d);
+        for (Eigen::Index i = 0; i < n; ++i) {
+            std::vector<double> s(n);
+            for (Eigen::Index j = 0; j < n; ++j) {
+                double dot = 0.0;
+                for (Eigen::Index k = 0; k < d; ++k) dot = r(dot + r(x(i, k) * x(j, k)));
+                s[j] = r(dot * scale);
+            }
+            const double top = *std::max_element(s.begin(), s.end());
+            double denom = 0.0;
+            for (double& v : s) denom = r(denom + (v = r(std::exp(r(v - top)))));
+            for (Eigen::Index k = 0; k < d; ++k) {
+                double acc = 0.0;
+                for (Eigen::Index j = 0; j < n; ++j) acc = r(acc + r(s[j] * x(j, k)));
+                y(i, k) = r(r(x(i, k) + r(acc / denom)) + leak * static_cast<double>(i));
+            }
+        }
+        return y;
+    }
+};
+
+TEST(AuditHalf, RoundingAttentionHoldsInItsOwnPrecisionUpToLongLengths) {
+    for (const int bits : {11, 8}) {
+        const Arithmetic dtype = bits == 11 ? Arithmetic::float16 : Arithmetic::bfloat16;
+        AuditOptions o = options(200);
+        o.dtype = dtype;
+        o.max_len = 32;
+        o.long_len = 128;
+        const AuditResult r = audit(BlackBox(RoundingAttention{bits}), o);
+        EXPECT_EQ(r.verdict, Verdict::holds) << arithmetic_name(dtype) << ": " << r.detail;
+        EXPECT_EQ(r.dtype, dtype);
+        EXPECT_FALSE(r.dtype_inferred);
+        // The verdict means something only if the rounding really shows: under the float32 tolerance the same
+        // layer is violated.
+        o.dtype = Arithmetic::float32;
+        EXPECT_EQ(audit(BlackBox(RoundingAttention{bits}), o).verdict, Verdict::violated) << arithmetic_name(dtype);
+    }
+}
+
+TEST(AuditHalf, APositionSignalIsViolatedAtTwoPositionsInBothHalfPrecisions) {
+    for (const int bits : {11, 8}) {
+        const Arithmetic dtype = bits == 11 ? Arithmetic::float16 : Arithmetic::bfloat16;
+        AuditOptions o = options(200);
+        o.dtype = dtype;
+        const AuditResult r = audit(BlackBox(RoundingAttention{bits, 0.25}), o);
+        ASSERT_EQ(r.verdict, Verdict::violated) << arithmetic_name(dtype) << ": " << r.detail;
+        ASSERT_TRUE(r.counterexample);
+        EXPECT_EQ(r.counterexample->n(), 2) << describe(*r.counterexample);
+        EXPECT_EQ(r.counterexample->dtype, dtype);
+        EXPECT_GT(r.counterexample->comparison.margin(), 1.0);
+    }
+}
+
 TEST(Audit, NondeterministicFindingIsDescribedAsTwoAnswersToOneInput) {
     AuditResult r = audit(BlackBox(Noisy{}), options());
     ASSERT_EQ(r.verdict, Verdict::nondeterministic);

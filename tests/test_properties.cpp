@@ -89,6 +89,70 @@ TEST(Comparison, MaxAbsIgnoresNaNAndCountsInfinity) {
     EXPECT_EQ(max_abs(nan), 0.0);
 }
 
+// ------------------------------------------------------------------------------- half precision tolerance
+
+// proofs-notes/half-precision-tolerance.md: the worst-case gamma(k) of bfloat16 is infinite from k = 256 on; the
+// probabilistic gamma~(k, 2) stays finite and below 1 at k = 4096 in both half precisions.
+TEST(HalfTolerance, StaysFiniteAndBelowOneRelativeAtLength4096) {
+    for (Arithmetic a : {Arithmetic::float16, Arithmetic::bfloat16}) {
+        const ToleranceModel m = tolerance_model(a, 1.0);
+        EXPECT_EQ(m.lambda, kHalfLambda) << arithmetic_name(a);
+        for (double k : {256.0, 1536.0, 4096.0}) {
+            const double g = relative_bound(m, k);
+            EXPECT_TRUE(std::isfinite(g)) << arithmetic_name(a) << " k = " << k;
+            EXPECT_GT(g, 0.0) << arithmetic_name(a) << " k = " << k;
+            EXPECT_LT(g, 1.0) << arithmetic_name(a) << " k = " << k;
+        }
+    }
+    EXPECT_TRUE(std::isinf(gamma(256.0, 0x1p-8))) << "the worst-case bound is no bound for bfloat16 at k = 256";
+    EXPECT_TRUE(std::isinf(gamma(4096.0, 0x1p-11)));
+    // The whole tolerance (safety 4, amplification 1) at n + d = 4096 in float16, and at n = 512, d = 8 in
+    // bfloat16, is below the magnitude itself: a position leak of the size of the outputs is seen.
+    EXPECT_LT(float_tolerance(tolerance_model(Arithmetic::float16, 1.0), 3072, 1024, 1.0), 0.27);
+    EXPECT_LT(float_tolerance(tolerance_model(Arithmetic::bfloat16, 1.0), 512, 8, 1.0), 0.82);
+}
+
+TEST(HalfTolerance, IsHighamAndMarysBoundWithItsStatedValues) {
+    // gamma~(k, lambda) = exp(lambda sqrt(k) u + k u^2 / (1 - u)) - 1, computed by hand for k = 4096.
+    const double u16 = 0x1p-11, u8 = 0x1p-8;
+    EXPECT_NEAR(probabilistic_gamma(4096, u16, 2.0), std::exp(2.0 * 64 * u16 + 4096 * u16 * u16 / (1 - u16)) - 1, 1e-15);
+    EXPECT_NEAR(relative_bound(tolerance_model(Arithmetic::float16, 1.0), 4096), 0.0655, 1e-4);
+    EXPECT_NEAR(relative_bound(tolerance_model(Arithmetic::bfloat16, 1.0), 4096), 0.7555, 1e-4);
+    EXPECT_NEAR(relative_bound(tolerance_model(Arithmetic::bfloat16, 1.0), 10), 0.0252, 1e-4);
+    EXPECT_NEAR(probabilistic_gamma(1536, u8, 2.0), 0.3906, 1e-4);
+    // It grows with k and with u.
+    EXPECT_LT(probabilistic_gamma(100, u8, 2.0), probabilistic_gamma(200, u8, 2.0));
+    EXPECT_LT(probabilistic_gamma(100, u16, 2.0), probabilistic_gamma(100, u8, 2.0));
+}
+
+TEST(HalfTolerance, LeavesTheFloat32AndFloat64TolerancesAsTheyWere) {
+    for (Arithmetic a : {Arithmetic::float32, Arithmetic::float64}) {
+        const ToleranceModel m = tolerance_model(a, 3.0);
+        const double u = a == Arithmetic::float32 ? 0x1p-24 : 0x1p-53;
+        EXPECT_EQ(m.unit_roundoff, u);
+        EXPECT_EQ(m.lambda, 0.0) << "the worst-case gamma(k)";
+        for (Eigen::Index n : {1, 8, 100, 1024})
+            EXPECT_EQ(float_tolerance(m, n, 8, 2.5), 4.0 * 3.0 * gamma(static_cast<double>(n + 8), u) * 2.5);
+    }
+    EXPECT_EQ(float_tolerance(tolerance_model(Arithmetic::exact, 1.0), 8, 8, 1.0), 0.0);
+}
+
+TEST(HalfTolerance, NamesRoundTripAndTheReferenceLayersRefuseHalfPrecision) {
+    for (Arithmetic a : {Arithmetic::float16, Arithmetic::bfloat16}) {
+        EXPECT_EQ(parse_arithmetic(arithmetic_name(a)), a);
+        EXPECT_TRUE(is_half(a));
+        const Case c{};
+        try {
+            evaluate_case(find_layer("attention"), Property::equivariance, c, a);
+            ADD_FAILURE() << "a reference layer evaluated in " << arithmetic_name(a);
+        } catch (const std::invalid_argument& e) {
+            EXPECT_NE(std::string(e.what()).find("compute in float32, float64 or exact"), std::string::npos) << e.what();
+        }
+    }
+    EXPECT_FALSE(is_half(Arithmetic::float32));
+    EXPECT_THROW(parse_arithmetic("float8"), std::invalid_argument);
+}
+
 TEST(PermutationGenerator, CoversAllOfS4) {
     std::set<std::vector<int>> seen;
     rc::Random random(7);

@@ -154,6 +154,50 @@ TEST(TorchAudit, HeadsThatDoNotDivideTheWidthAreRefused) {
     }
 }
 
+// bfloat16 (issue 13, item 5; proofs-notes/half-precision-tolerance.md): the module and its inputs in bfloat16,
+// judged with the bfloat16 tolerance. MultiheadAttention's amplification is 1, so these verdicts are sharp.
+TEST(TorchAuditHalf, MultiheadAttentionInBfloat16HoldsAndItsRoundingExceedsTheFloat32Tolerance) {
+    TorchOptions t = torch_options(TorchLayer::mha);
+    t.dtype = Arithmetic::bfloat16;
+    const AuditResult r = audit_torch(t);
+    EXPECT_EQ(r.verdict, Verdict::holds) << account(r);
+    EXPECT_EQ(r.dtype, Arithmetic::bfloat16);
+    AuditOptions o = audit_options(t);
+    o.dtype = Arithmetic::float32;  // the same bfloat16 module judged as if it computed in float32
+    const AuditResult strict = audit(adapters::torch_black_box(t), o);
+    EXPECT_EQ(strict.verdict, Verdict::violated)
+        << "bfloat16 rounding must exceed the float32 tolerance, or the verdict above proves nothing: " << account(strict);
+}
+
+TEST(TorchAuditHalf, CausalMaskInBfloat16IsViolatedAtTwoPositions) {
+    TorchOptions t = torch_options(TorchLayer::mha, TorchMask::causal);
+    t.dtype = Arithmetic::bfloat16;
+    const AuditResult r = audit_torch(t);
+    ASSERT_EQ(r.verdict, Verdict::violated) << account(r);
+    ASSERT_TRUE(r.counterexample.has_value());
+    EXPECT_EQ(r.counterexample->n(), 2) << account(r);
+    EXPECT_EQ(r.counterexample->dtype, Arithmetic::bfloat16);
+}
+
+TEST(TorchAuditHalf, EncoderLayerInBfloat16Holds) {
+    TorchOptions t = torch_options(TorchLayer::encoder_layer);
+    t.dtype = Arithmetic::bfloat16;
+    const AuditResult r = audit_torch(t, 30);
+    EXPECT_EQ(r.verdict, Verdict::holds) << account(r);
+    EXPECT_NE(adapters::torch_name(t).find("bfloat16"), std::string::npos) << adapters::torch_name(t);
+}
+
+TEST(TorchAuditHalf, Float16BuiltInsAreRefusedNamingWhy) {
+    TorchOptions t = torch_options(TorchLayer::encoder_layer);
+    t.dtype = Arithmetic::float16;
+    try {
+        adapters::torch_black_box(t);
+        FAIL() << "a float16 built-in was accepted";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("no float16 matrix kernels on CPU"), std::string::npos) << e.what();
+    }
+}
+
 int run(const std::string& args) {
     const permcheck::test::Scratch cwd("torch-command");
     return permcheck::test::run_shell(permcheck::test::shell_quote(PERMCHECK_BINARY) + " " + args, cwd.dir()).exit_code;

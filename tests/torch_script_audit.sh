@@ -4,7 +4,9 @@
 # with no Python at audit time. The README's two examples hold; a learned position embedding is violated with
 # n = 2; a file that is not TorchScript, a forward with another number of arguments, an output of the wrong
 # shape and one of the wrong dtype are errors (exit 2) that name the problem; --dtype and --train do what they
-# say; the built-in decoder-layer holds (and with a causal mask on its targets is violated).
+# say; the built-in decoder-layer holds (and with a causal mask on its targets is violated). In bfloat16
+# (--dtype bfloat16, or a module saved in bfloat16) the encoder holds and the position embedding is violated with
+# n = 2; float16, which LibTorch 1.13 cannot multiply on CPU, is refused or fails naming why.
 #   torch_script_audit.sh PERMCHECK
 set -uo pipefail
 permcheck=$1
@@ -73,6 +75,7 @@ for name, module in [("encoder", Encoder()), ("setpool", SetPool()), ("posembed"
                      ("argmax", Argmax())]:
     torch.jit.script(module).save(f"{out}/{name}.pt")
 torch.save(Encoder().state_dict(), f"{out}/state_dict.pt")  # a zip archive, but not TorchScript
+torch.jit.script(Encoder().to(torch.bfloat16)).save(f"{out}/encoder_bf16.pt")  # parameters in bfloat16
 EOF
 /usr/bin/python3 "$work/make_models.py" "$work" 2>"$work/make.err" || fail "writing the models failed: $(cat "$work/make.err")"
 
@@ -106,6 +109,37 @@ says posembed out "replay: permcheck audit-torch posembed.pt --axis n=1..8 --inp
 n=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["counterexample"]["lengths"]["n"])' \
     "$work/report/report.json") || fail "posembed: report.json has no counterexample.lengths.n"
 [[ $n == 2 ]] || fail "posembed: the shrunk counterexample has n = $n, expected 2"
+
+# Half precision (issue 13, item 5; proofs-notes/half-precision-tolerance.md): the module and its inputs in
+# bfloat16, judged with the bfloat16 tolerance, named in the header, report.json and the replay line.
+run 0 encoder_bf16 encoder.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8 --dtype bfloat16
+says encoder_bf16 out "y equivariant along n (bfloat16, n in [1, 8]) holds after 100 cases"
+run 0 encoder_bf16_long encoder.pt --axis n=1..64 --input x:1,n,8 --output y:1,n,8 --dtype bfloat16 --cases 40
+run 0 saved_bf16 encoder_bf16.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8 --cases 30
+says saved_bf16 out "y equivariant along n (bfloat16, n in [1, 8]) holds after 30 cases"
+run 1 posembed_bf16 posembed.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8 --dtype bfloat16 \
+  --report "$work/report_bf16"
+says posembed_bf16 out "violated"
+says posembed_bf16 out "replay: permcheck audit-torch posembed.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8 --dtype bfloat16"
+read -r n dtype < <(/usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["counterexample"]["lengths"]["n"], r["dtype"])' \
+    "$work/report_bf16/report.json") || fail "posembed_bf16: report.json has no counterexample.lengths.n or dtype"
+[[ $n == 2 && $dtype == bfloat16 ]] || fail "posembed_bf16: report.json says n = $n, dtype $dtype; expected 2, bfloat16"
+# The replay line, run as printed, finds the same violation in bfloat16.
+replay=$(sed -n 's/^replay: permcheck audit-torch //p' "$work/posembed_bf16.out")
+read -ra replay_args <<<"$replay"
+run 1 posembed_bf16_replay "${replay_args[@]}"
+says posembed_bf16_replay out "(bfloat16, n in [1, 8]) violated"
+run 0 mha_bf16 mha --dtype bfloat16
+says mha_bf16 out "MultiheadAttention(dim=8, heads=2, mask=none, eval, bfloat16)"
+run 1 mha_bf16_causal mha --dtype bfloat16 --mask causal
+says mha_bf16_causal out "violated"
+run 0 encoder_layer_bf16 encoder-layer --dtype bfloat16 --cases 30
+run 2 builtin_fp16 mha --dtype float16
+says builtin_fp16 err "LibTorch 1.13 has no float16 matrix kernels on CPU"
+run 2 encoder_fp16 encoder.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8 --dtype float16 --cases 5
+says encoder_fp16 err "LibTorch 1.13 has no float16 matrix kernels on CPU"
+run 2 bad_dtype encoder.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8 --dtype float8
+says bad_dtype err "float8"
 
 run 2 state_dict state_dict.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8
 says state_dict err "state_dict.pt is not a TorchScript file"
