@@ -61,7 +61,7 @@ says() {
 
 adapter="/usr/bin/python3 $work/attention16.py"
 run 0 holds audit --exec "$adapter" --dim 4 --dtype float16 --max-len 48 --cases 100
-says holds out "equivariance (float16, n in [1, 48]) holds after 100 cases"
+says holds out "equivariance (float16, n in [1, 48], d = 4) holds after 100 cases"
 run 1 float32 audit --exec "$adapter" --dim 4 --dtype float32 --max-len 48 --cases 100
 says float32 out "violated"
 run 1 leak audit --exec "$adapter 0.25" --dim 4 --dtype float16 --cases 100 --report "$work/report"

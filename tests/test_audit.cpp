@@ -212,22 +212,23 @@ double round_to_bits(double v, int bits) {
 // Softmax self-attention plus a residual, y_i = x_i + sum_j softmax_j(x_i . x_j / sqrt(d)) x_j, in an arithmetic
 // that rounds every product, partial sum and quotient to `bits` significant bits, summing in index order (so a
 // permutation changes the rounding). Equivariant in real arithmetic; with `leak`, position i adds leak * i to
-// its row: a position signal.
+// its row, with `scale`, it multiplies its row by 1 + scale * i: position signals.
 struct RoundingAttention {
     int bits = 8;
     double leak = 0.0;
+    double scale = 0.0;
     double r(double v) const { return round_to_bits(v, bits); }
     Mat<double> operator()(const Mat<double>& x0) const {
         const Eigen::Index n = x0.rows(), d = x0.cols();
         const Mat<double> x = x0.unaryExpr([this](double v) { return r(v); });
-        const double scale = r(1.0 / std::sqrt(static_cast<double>(d)));
+        const double inv_sqrt_d = r(1.0 / std::sqrt(static_cast<double>(d)));
         Mat<double> y(n, d);
         for (Eigen::Index i = 0; i < n; ++i) {
             std::vector<double> s(n);
             for (Eigen::Index j = 0; j < n; ++j) {
                 double dot = 0.0;
                 for (Eigen::Index k = 0; k < d; ++k) dot = r(dot + r(x(i, k) * x(j, k)));
-                s[j] = r(dot * scale);
+                s[j] = r(dot * inv_sqrt_d);
             }
             const double top = *std::max_element(s.begin(), s.end());
             double denom = 0.0;
@@ -235,7 +236,8 @@ struct RoundingAttention {
             for (Eigen::Index k = 0; k < d; ++k) {
                 double acc = 0.0;
                 for (Eigen::Index j = 0; j < n; ++j) acc = r(acc + r(s[j] * x(j, k)));
-                y(i, k) = r(r(x(i, k) + r(acc / denom)) + leak * static_cast<double>(i));
+                const double pos = static_cast<double>(i);
+                y(i, k) = r(r(x(i, k) + r(acc / denom)) * (1.0 + scale * pos) + leak * pos);
             }
         }
         return y;
@@ -271,6 +273,20 @@ TEST(AuditHalf, APositionSignalIsViolatedAtTwoPositionsInBothHalfPrecisions) {
         EXPECT_EQ(r.counterexample->n(), 2) << describe(*r.counterexample);
         EXPECT_EQ(r.counterexample->dtype, dtype);
         EXPECT_GT(r.counterexample->comparison.margin(), 1.0);
+    }
+}
+
+TEST(AuditHalf, ALeakOfTenPercentPerPositionIsSeenInBothHalfPrecisions) {
+    // Relative to the outputs, not added to zeros: a tolerance of the size of the outputs would accept it.
+    for (const int bits : {11, 8}) {
+        const Arithmetic dtype = bits == 11 ? Arithmetic::float16 : Arithmetic::bfloat16;
+        AuditOptions o = options(200);
+        o.dtype = dtype;
+        const AuditResult r = audit(BlackBox(RoundingAttention{bits, 0.0, 0.1}), o);
+        ASSERT_EQ(r.verdict, Verdict::violated) << arithmetic_name(dtype) << ": " << r.detail;
+        ASSERT_TRUE(r.counterexample);
+        EXPECT_LE(r.counterexample->n(), 3) << describe(*r.counterexample);
+        EXPECT_GT(r.counterexample->comparison.max_abs_diff, 0.0);
     }
 }
 

@@ -65,6 +65,21 @@ class Dropout(nn.Module):  # equivariant, but random in train mode
         return self.drop(self.lin(x))
 
 
+class SumMix(nn.Module):  # x_i + mean of the rows: reductions and elementwise ops only (LibTorch has them in float16)
+    def forward(self, x):
+        return x + x.mean(1, keepdim=True)
+
+
+class SumMixLeak(nn.Module):  # the same plus 1/64 of the position index
+    def forward(self, x):
+        return x + x.mean(1, keepdim=True) + torch.arange(x.size(1)).to(x.dtype)[None, :, None] / 64
+
+
+class LowOutput(nn.Module):  # a float32 module whose output is bfloat16
+    def forward(self, x):
+        return x.to(torch.bfloat16)
+
+
 class Argmax(nn.Module):  # an integer output
     def forward(self, x):
         return x.argmax(-1)
@@ -72,7 +87,8 @@ class Argmax(nn.Module):  # an integer output
 
 out = sys.argv[1]
 for name, module in [("encoder", Encoder()), ("setpool", SetPool()), ("posembed", PosEmbed()), ("dropout", Dropout()),
-                     ("argmax", Argmax())]:
+                     ("argmax", Argmax()), ("summix", SumMix()), ("summixleak", SumMixLeak()),
+                     ("lowoutput", LowOutput())]:
     torch.jit.script(module).save(f"{out}/{name}.pt")
 torch.save(Encoder().state_dict(), f"{out}/state_dict.pt")  # a zip archive, but not TorchScript
 torch.jit.script(Encoder().to(torch.bfloat16)).save(f"{out}/encoder_bf16.pt")  # parameters in bfloat16
@@ -125,7 +141,7 @@ read -r n dtype < <(/usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.a
     "$work/report_bf16/report.json") || fail "posembed_bf16: report.json has no counterexample.lengths.n or dtype"
 [[ $n == 2 && $dtype == bfloat16 ]] || fail "posembed_bf16: report.json says n = $n, dtype $dtype; expected 2, bfloat16"
 # The replay line, run as printed, finds the same violation in bfloat16.
-replay=$(sed -n 's/^replay: permcheck audit-torch //p' "$work/posembed_bf16.out")
+replay=$(sed -n 's/^ *replay: permcheck audit-torch //p' "$work/posembed_bf16.out")
 read -ra replay_args <<<"$replay"
 run 1 posembed_bf16_replay "${replay_args[@]}"
 says posembed_bf16_replay out "(bfloat16, n in [1, 8]) violated"
@@ -138,6 +154,13 @@ run 2 builtin_fp16 mha --dtype float16
 says builtin_fp16 err "LibTorch 1.13 has no float16 matrix kernels on CPU"
 run 2 encoder_fp16 encoder.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8 --dtype float16 --cases 5
 says encoder_fp16 err "LibTorch 1.13 has no float16 matrix kernels on CPU"
+# float16 works for a module without matrix products: it holds, and a position signal of 1/64 is violated.
+run 0 summix_fp16 summix.pt --axis n=1..64 --input x:1,n,8 --output y:1,n,8 --dtype float16
+says summix_fp16 out "y equivariant along n (float16, n in [1, 64]) holds after 100 cases"
+run 1 summixleak_fp16 summixleak.pt --axis n=1..64 --input x:1,n,8 --output y:1,n,8 --dtype float16
+says summixleak_fp16 out "lengths: n = 2"
+run 2 low_output lowoutput.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8
+says low_output err "output 'y' of lowoutput.pt has dtype BFloat16 but the module computes in float32"
 run 2 bad_dtype encoder.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8 --dtype float8
 says bad_dtype err "float8"
 
