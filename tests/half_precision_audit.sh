@@ -5,7 +5,9 @@
 # `permcheck audit --exec ... --dtype float16` holds on its softmax self-attention; the same layer is violated
 # under the float32 tolerance (the rounding is real, and the float16 verdict means something); the layer plus a
 # position signal is violated with n = 2, report.json and the replay line say float16, and `permcheck replay`
-# judges the saved case with the float16 tolerance again (proofs-notes/half-precision-tolerance.md).
+# judges the saved case with the float16 tolerance again. bfloat16 through the same adapter with a real module:
+# PyTorch's TransformerEncoderLayer served with dtype="bfloat16" holds under --dtype bfloat16 (up to n = 256), and
+# after a learned position embedding is violated with n = 2 (proofs-notes/half-precision-tolerance.md).
 #   half_precision_audit.sh PERMCHECK
 set -uo pipefail
 permcheck=$1
@@ -76,4 +78,37 @@ run 0 replay_fixed replay "$work/report" --exec "$adapter"
 run 2 bad audit --exec "$adapter" --dim 4 --dtype half
 says bad err "--dtype"
 says bad err "float16"
-echo "half_precision_audit.sh: float16 through a rounding adapter holds, and a position signal is violated"
+# bfloat16 through the same adapter with a real module: serve(module, dtype="bfloat16") converts PyTorch's
+# TransformerEncoderLayer; it holds under --dtype bfloat16, and after a learned position embedding it is violated
+# with n = 2 (skipped, saying why, when /usr/bin/python3 cannot import torch).
+if /usr/bin/python3 -c 'import torch' 2>"$work/torch.err"; then
+  cat >"$work/encoder_bf16.py" <<'EOF'
+import sys
+import torch
+from permcheck_adapter import serve
+
+
+class Encoder(torch.nn.Module):
+    def __init__(self, position):
+        super().__init__()
+        self.pos = torch.nn.Parameter(torch.randn(512, 8)) if position else None
+        self.layer = torch.nn.TransformerEncoderLayer(8, 2, dropout=0.0)
+
+    def forward(self, x):  # x: (n, 8)
+        if self.pos is not None:
+            x = x + self.pos[: x.size(0)]
+        return self.layer(x[:, None, :])[:, 0, :]
+
+
+torch.manual_seed(0)
+torch.set_num_threads(1)
+serve(Encoder(len(sys.argv) > 1), dtype="bfloat16")
+EOF
+  run 0 encoder_bf16 audit --exec "/usr/bin/python3 $work/encoder_bf16.py" --dim 8 --dtype bfloat16 --cases 100
+  says encoder_bf16 out "equivariance (bfloat16, n in [1, 8] and one case in ten longer, up to 256, d = 8) holds"
+  run 1 posembed_bf16 audit --exec "/usr/bin/python3 $work/encoder_bf16.py position" --dim 8 --dtype bfloat16
+  says posembed_bf16 out "(bfloat16), n = 2, d = 8"
+else
+  echo "skipping the bfloat16 TransformerEncoderLayer: /usr/bin/python3 cannot import torch: $(tail -1 "$work/torch.err")"
+fi
+echo "half_precision_audit.sh: float16 through a rounding adapter and a bfloat16 encoder hold; position signals are violated"
