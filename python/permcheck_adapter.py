@@ -200,8 +200,16 @@ def _stacked(items, dims, layer, torch, dtype, kinds):
         value = value.detach().cpu()
         if value.is_floating_point():
             value = value.double()  # exact, as _json_value widens each
-        parts[name] = torch.split(value, 1, dim)
-    return [{"outputs": {name: _json_value(parts[name][k]) for name in names}} for k in range(count)]
+        # One tolist() for all items (batch dim first), each item's size-1 batch dim put back.
+        parts[name] = [_wrapped(v, dim) for v in value.movedim(dim, 0).tolist()]
+    return [{"outputs": {name: parts[name][k] for name in names}} for k in range(count)]
+
+
+def _wrapped(values, depth):
+    """values with a dim of size 1 inserted at `depth`."""
+    if depth == 0:
+        return [values]
+    return [_wrapped(v, depth - 1) for v in values]
 
 
 def _named_results(result, names):
