@@ -152,10 +152,15 @@ std::vector<BatchAnswer<In>> answer_grouped(const std::vector<In>& inputs, const
     return out;
 }
 
-// The capacity of a black box's batched side, as the number of cases a worker takes at once (1: unbatched).
-template <class In> std::size_t block_size_of(const Batching<In>& batching) {
+// The number of cases a worker takes at once (1: unbatched) for a batched side of this capacity: four times it,
+// since a case asks two or three evaluations and a block's evaluations are split by lengths.
+template <class In> std::size_t capacity_of(const Batching<In>& batching) {
     const int k = batching.call && batching.capacity ? batching.capacity() : 0;
     return k > 1 ? static_cast<std::size_t>(k) : 1;
+}
+template <class In> std::size_t block_size_of(const Batching<In>& batching) {
+    const std::size_t k = capacity_of(batching);
+    return k > 1 ? 4 * k : 1;
 }
 
 // Workers take cases in order and judge each with every lane's tolerance; once a case fails under the first

@@ -202,7 +202,7 @@ public:
             inputs.push_back(cases[k].perm.apply(cases[k].x));
         }
         for (const Mat<double>& x : inputs) shapes.emplace_back(x.rows(), x.cols());
-        std::vector<BatchAnswer<Mat<double>>> got = engine::answer_grouped(inputs, shapes, block_size(), box_.many);
+        std::vector<BatchAnswer<Mat<double>>> got = engine::answer_grouped(inputs, shapes, engine::capacity_of(box_.many), box_.many);
         evaluations += static_cast<int>(inputs.size());
         std::vector<engine::Asked<Answers>> out(cases.size());
         std::size_t i = 0;

@@ -179,7 +179,7 @@ public:
             inputs.push_back(permuted[k]);
             for (int r = repeats[k] ? 3 : 2; r > 0; --r) keys.push_back(cases[k].lengths);
         }
-        std::vector<BatchAnswer<Tensors>> got = engine::answer_grouped(inputs, keys, block_size(), box_.many);
+        std::vector<BatchAnswer<Tensors>> got = engine::answer_grouped(inputs, keys, engine::capacity_of(box_.many), box_.many);
         evaluations += static_cast<int>(inputs.size());
         std::vector<engine::Asked<Answers>> out(cases.size());
         std::size_t i = 0;
