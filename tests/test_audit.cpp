@@ -820,6 +820,18 @@ TEST(AuditBatched, AnItemsErrorIsThatCasesErrorWithItsRequest) {
     EXPECT_EQ(one.last_request, batched.last_request);
 }
 
+TEST(AuditBatched, AStopRequestEndsTheRunBetweenTheCasesOfABlock) {
+    int done = 0;
+    AuditOptions o = options(200);
+    o.on_progress = [&](const AuditProgress& p) { done = p.cases_done; };
+    o.stop_requested = [&] { return done >= 20; };
+    CountedBatch counted{identity_layer, 64};
+    const AuditResult r = audit(std::vector<BatchedBlackBox>{counted.box()}, o);
+    EXPECT_EQ(r.verdict, Verdict::interrupted);
+    EXPECT_EQ(r.cases, 20) << "stopped after the 20th case, in the middle of a block of 256";
+    EXPECT_EQ(*counted.batches > 0, true);
+}
+
 TEST(AuditBatched, AViolationOnlyTheBatchedAnswersShowIsFoundThroughTheAdapter) {
     adapters::ExecOptions eo;
     eo.command = kFault + " batched 32";
