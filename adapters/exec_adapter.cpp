@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -645,7 +646,10 @@ template <class Parse> auto ExecAdapter::exchange(const std::string& request, co
 
 Mat<double> ExecAdapter::operator()(const Mat<double>& x) {
     const std::string what = "n=" + std::to_string(x.rows()) + ", d=" + std::to_string(x.cols());
-    return exchange(format_request(requests_ + 1, x) + "\n", what, parse_response).y;
+    return exchange(format_request(requests_ + 1, x) + "\n", what, [this](const std::string& line) {
+               note_announcement(line);
+               return parse_response(line);
+           }).y;
 }
 
 Tensors ExecAdapter::operator()(const Signature& s, const Tensors& inputs) {
@@ -657,7 +661,8 @@ Tensors ExecAdapter::operator()(const Signature& s, const Tensors& inputs) {
     }
     const std::vector<ExpectedOutput> expected = expected_outputs(s, lengths);
     const std::string request = format_named_request(requests_ + 1, s, inputs) + "\n";
-    return exchange(request, what, [&expected](const std::string& line) {
+    return exchange(request, what, [this, &expected](const std::string& line) {
+               note_announcement(line);
                return parse_named_response(line, expected);
            }).outputs;
 }
@@ -670,6 +675,206 @@ BlackBox exec_black_box(const ExecOptions& opts) {
 NamedBlackBox exec_named_black_box(const ExecOptions& opts, const Signature& s) {
     auto adapter = std::make_shared<ExecAdapter>(opts);
     return [adapter, s](const Tensors& inputs) { return (*adapter)(s, inputs); };
+}
+
+}  // namespace permcheck::adapters
+
+// ---------------------------------------------------------------------------------------------------------
+// Batched requests
+
+namespace permcheck::adapters {
+
+namespace {
+constexpr const char* kBatchAnswer = "{\"id\": N, \"batch\": [ANSWER, ...]}";
+constexpr int kMaxBatchItems = 1024;  // per request, whatever K the adapter announced
+
+// An ordinary request line without its id: {"id":7,"x":...} becomes {"x":...}, an item of a batched request.
+std::string without_id(const std::string& line) {
+    const std::size_t comma = line.find(',');
+    return comma == std::string::npos ? line : "{" + line.substr(comma + 1);
+}
+
+// An item answer as the ordinary answer line of request `id`, for the ordinary parsers.
+std::string item_line(const nlohmann::json& item, std::int64_t id, std::size_t k) {
+    if (!item.is_object())
+        throw std::invalid_argument("item " + std::to_string(k) + " of \"batch\" is " + item.type_name() +
+                                    ", not an answer object; expected " + kBatchAnswer);
+    nlohmann::json copy = item;
+    copy["id"] = id;
+    return copy.dump();
+}
+}  // namespace
+
+int parse_batch_announcement(std::string_view line) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const nlohmann::json j = answer_object(line);
+    const auto k = j.find("batch");
+    if (k == j.end()) return 0;
+    if (!k->is_number_integer() || k->get<std::int64_t>() < 1 || k->get<std::int64_t>() > INT32_MAX)
+        throw std::invalid_argument("\"batch\" in an answer is " + (k->is_number() ? k->dump() : std::string(k->type_name())) +
+                                    "; expected an integer >= 1, the most cases one request may hold (README, "
+                                    "\"Batched requests\")");
+    return static_cast<int>(k->get<std::int64_t>());
+}
+
+std::map<std::string, int> batch_dims_of(const Signature& s) {
+    std::map<std::string, int> dims;
+    for (const auto* list : {&s.inputs, &s.outputs})
+        for (const TensorSpec& t : *list) {
+            const auto one = std::find_if(t.dims.begin(), t.dims.end(), [](const Dim& d) { return !d.is_axis() && d.size == 1; });
+            if (one == t.dims.end()) return {};
+            dims[t.name] = static_cast<int>(one - t.dims.begin());
+        }
+    return dims;
+}
+
+std::string format_batch_request(std::int64_t id, const std::vector<std::string>& items,
+                                 const std::map<std::string, int>& batch_dims) {
+    std::string line = "{\"id\":" + std::to_string(id);
+    if (!batch_dims.empty()) {
+        line += ",\"batch_dims\":{";
+        bool first = true;
+        for (const auto& [name, dim] : batch_dims) {
+            if (!first) line += ',';
+            first = false;
+            line += json_string(name);
+            line += ':';
+            line += std::to_string(dim);
+        }
+        line += '}';
+    }
+    line += ",\"batch\":[";
+    for (std::size_t k = 0; k < items.size(); ++k) {
+        if (k) line += ',';
+        line += items[k];
+    }
+    line += "]}";
+    return line;
+}
+
+std::vector<std::string> batch_items(std::string_view line, std::size_t count, std::int64_t& id,
+                                     std::optional<std::string>& error) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const nlohmann::json j = answer_object(line, kBatchAnswer);
+    id = answer_id(j, line, kBatchAnswer);
+    error = answer_error(j);
+    if (error) return {};
+    const auto batch = j.find("batch");
+    if (batch == j.end() || !batch->is_array())
+        throw std::invalid_argument("the answer to a batched request has no \"batch\" array: " + excerpt(line) +
+                                    "; expected " + kBatchAnswer);
+    if (batch->size() != count)
+        throw std::invalid_argument("the answer's \"batch\" holds " + std::to_string(batch->size()) +
+                                    " answers for a request of " + std::to_string(count) +
+                                    " items; expected one answer per item, in order");
+    std::vector<std::string> items;
+    for (std::size_t k = 0; k < batch->size(); ++k) items.push_back(item_line((*batch)[k], id, k));
+    return items;
+}
+
+void ExecAdapter::note_announcement(const std::string& line) {
+    if (line.find("\"batch\"") == std::string::npos) return;
+    if (const int k = parse_batch_announcement(line)) batch_ = k;
+}
+
+namespace {
+// An item of a batched answer, parsed by the ordinary parser.
+template <class R> struct ParsedBatch {
+    std::int64_t id = 0;
+    bool is_error = false;
+    std::string error;
+    std::vector<R> items;
+};
+}  // namespace
+
+template <class Out, class ParseItem>
+std::vector<BatchAnswer<Out>> ExecAdapter::exchange_batch(const std::vector<std::string>& items, const std::string& what,
+                                                          const std::map<std::string, int>& dims, ParseItem parse_item) {
+    using R = decltype(parse_item(std::string()));
+    const std::int64_t id = requests_ + 1;
+    const auto parse = [&](const std::string& line) {
+        ParsedBatch<R> b;
+        std::optional<std::string> error;
+        const std::vector<std::string> lines = batch_items(line, items.size(), b.id, error);
+        b.is_error = error.has_value();
+        if (error) b.error = *error;
+        for (std::size_t k = 0; k < lines.size(); ++k) {
+            try {
+                b.items.push_back(parse_item(lines[k]));
+            } catch (const std::invalid_argument& e) {
+                throw std::invalid_argument("item " + std::to_string(k) + " of the batch: " + e.what());
+            }
+        }
+        return b;
+    };
+    ParsedBatch<R> b = exchange(format_batch_request(id, items, dims) + "\n", what, parse);
+    std::vector<BatchAnswer<Out>> out(b.items.size());
+    for (std::size_t k = 0; k < b.items.size(); ++k) {
+        if (b.items[k].is_error)
+            out[k].error = "adapter answered with an error: " + b.items[k].error + " (item " + std::to_string(k) + " of " +
+                           std::to_string(items.size()) + " of request id " + std::to_string(id) + ", " + what +
+                           "); command: " + opts_.command;
+        else
+            out[k].value = std::move(b.items[k]);
+    }
+    return out;
+}
+
+std::vector<BatchAnswer<Mat<double>>> ExecAdapter::operator()(const std::vector<Mat<double>>& xs) {
+    std::vector<std::string> items;
+    for (const Mat<double>& x : xs) items.push_back(without_id(format_request(0, x)));
+    const std::string what = xs.empty() ? std::string("no items")
+                                        : "n=" + std::to_string(xs[0].rows()) + ", d=" + std::to_string(xs[0].cols());
+    auto answers = exchange_batch<Response>(items, std::to_string(xs.size()) + " items of " + what, {}, parse_response);
+    std::vector<BatchAnswer<Mat<double>>> out(answers.size());
+    for (std::size_t k = 0; k < answers.size(); ++k) {
+        out[k].error = std::move(answers[k].error);
+        if (answers[k].value) out[k].value = std::move(answers[k].value->y);
+    }
+    return out;
+}
+
+std::vector<BatchAnswer<Tensors>> ExecAdapter::operator()(const Signature& s, const std::vector<Tensors>& inputs) {
+    if (inputs.empty()) return {};
+    const Lengths lengths = lengths_of(s, inputs[0]);
+    std::string what = std::to_string(inputs.size()) + " items of ";
+    for (const auto& [axis, length] : lengths) {
+        if (what.back() != ' ') what += ", ";
+        what += axis + "=" + std::to_string(length);
+    }
+    std::vector<std::string> items;
+    for (const Tensors& x : inputs) {
+        if (lengths_of(s, x) != lengths) throw std::invalid_argument("the items of a batched request differ in lengths");
+        items.push_back(without_id(format_named_request(0, s, x)));
+    }
+    const std::vector<ExpectedOutput> expected = expected_outputs(s, lengths);
+    auto answers = exchange_batch<NamedResponse>(items, what, batch_dims_of(s), [&expected](const std::string& line) {
+        return parse_named_response(line, expected);
+    });
+    std::vector<BatchAnswer<Tensors>> out(answers.size());
+    for (std::size_t k = 0; k < answers.size(); ++k) {
+        out[k].error = std::move(answers[k].error);
+        if (answers[k].value) out[k].value = std::move(answers[k].value->outputs);
+    }
+    return out;
+}
+
+BatchedBlackBox exec_batched_black_box(const ExecOptions& opts) {
+    auto adapter = std::make_shared<ExecAdapter>(opts);
+    BatchedBlackBox box;
+    box.one = [adapter](const Mat<double>& x) { return (*adapter)(x); };
+    box.many.capacity = [adapter] { return std::min(adapter->batch_capacity(), kMaxBatchItems); };
+    box.many.call = [adapter](const std::vector<Mat<double>>& xs) { return (*adapter)(xs); };
+    return box;
+}
+
+BatchedNamedBlackBox exec_batched_named_black_box(const ExecOptions& opts, const Signature& s) {
+    auto adapter = std::make_shared<ExecAdapter>(opts);
+    BatchedNamedBlackBox box;
+    box.one = [adapter, s](const Tensors& inputs) { return (*adapter)(s, inputs); };
+    box.many.capacity = [adapter] { return std::min(adapter->batch_capacity(), kMaxBatchItems); };
+    box.many.call = [adapter, s](const std::vector<Tensors>& inputs) { return (*adapter)(s, inputs); };
+    return box;
 }
 
 }  // namespace permcheck::adapters

@@ -12,9 +12,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace permcheck::adapters {
 
@@ -68,6 +71,27 @@ Lengths lengths_of(const Signature& s, const Tensors& inputs);
 // 3 entries, expected 4"); never crashes, whatever the bytes.
 NamedResponse parse_named_response(std::string_view line, const std::vector<ExpectedOutput>& expected);
 
+// Batched requests (README "Batched requests"). An adapter announces that it takes several cases per request by
+// adding "batch": K (an integer >= 1, the most items one request may hold) to any answer; permcheck then may send
+// {"id":7,"batch":[ITEM,...]} with an optional "batch_dims":{"x":0,...}, each ITEM an ordinary request object
+// without its id, all of equal lengths, and expects {"id":7,"batch":[ANSWER,...]}: one ordinary answer object
+// (without id, or {"error":"text"} for that item alone) per item, in order.
+//
+// The announcement of an answer line: K, or 0 when the line has no "batch". Throws std::invalid_argument when
+// "batch" is not an integer in [1, 2^31).
+int parse_batch_announcement(std::string_view line);
+// A signature's "batch_dims": for every input and output, its first fixed dim of size 1 (the dim a module stacks
+// cases on, e.g. 0 for x:1,n,8 and 1 for x:n,1,8); empty when some input or output has none.
+std::map<std::string, int> batch_dims_of(const Signature& s);
+// The batched request line (without the newline) for ordinary request objects `items` (each "{...}" without id).
+std::string format_batch_request(std::int64_t id, const std::vector<std::string>& items,
+                                 const std::map<std::string, int>& batch_dims);
+// A batched answer line, parsed: its id, and either a whole-request error or its items, each as an ordinary answer
+// line with the batch's id (for parse_response or parse_named_response). Throws std::invalid_argument when the
+// line is not such an answer or holds another number of items than `count`.
+std::vector<std::string> batch_items(std::string_view line, std::size_t count, std::int64_t& id,
+                                     std::optional<std::string>& error);
+
 struct ExecOptions {
     std::string command;                         // run as /bin/sh -c COMMAND
     double timeout_seconds = 30;                 // per request: writing it and reading the answer
@@ -90,6 +114,11 @@ public:
     // A signature audit's call: every input of `s` in, every output of `s` back, each of the shape the inputs'
     // lengths give it.
     Tensors operator()(const Signature& s, const Tensors& inputs);
+    // The batched calls: several inputs of equal lengths in one request (after the adapter announced K: at most
+    // K). An item the adapter answered with an error gets that error; a failure of the request throws.
+    std::vector<BatchAnswer<Mat<double>>> operator()(const std::vector<Mat<double>>& xs);
+    std::vector<BatchAnswer<Tensors>> operator()(const Signature& s, const std::vector<Tensors>& inputs);
+    int batch_capacity() const { return batch_; }  // the K the adapter announced, 0 before
     int requests() const { return requests_; }
     pid_t pid() const { return pid_; }
 
@@ -104,6 +133,11 @@ private:
     // line. `parse` reads it (throwing std::invalid_argument for a protocol error); the id and an error answer
     // are checked here.
     template <class Parse> auto exchange(const std::string& request, const std::string& what, Parse parse);
+    void note_announcement(const std::string& line);  // learns K from an ordinary answer line
+    // One batched request of `items` and its answer, each item parsed by parse_item (an answer line).
+    template <class Out, class ParseItem>
+    std::vector<BatchAnswer<Out>> exchange_batch(const std::vector<std::string>& items, const std::string& what,
+                                                 const std::map<std::string, int>& dims, ParseItem parse_item);
 
 
     ExecOptions opts_;
@@ -113,6 +147,7 @@ private:
     int requests_ = 0, answered_ = 0;
     std::string last_request_, failure_;
     bool reaped_ = false;
+    int batch_ = 0;
     int status_ = 0;
 };
 
@@ -120,5 +155,8 @@ private:
 BlackBox exec_black_box(const ExecOptions& opts);
 // The same for a signature audit: a NamedBlackBox speaking the signature's request and answer lines.
 NamedBlackBox exec_named_black_box(const ExecOptions& opts, const Signature& s);
+// The same with their batched sides, which take requests of at most min(K, 1024) items once the adapter announced K.
+BatchedBlackBox exec_batched_black_box(const ExecOptions& opts);
+BatchedNamedBlackBox exec_batched_named_black_box(const ExecOptions& opts, const Signature& s);
 
 }  // namespace permcheck::adapters

@@ -16,6 +16,9 @@
 //   rc::Shrinkable<Case> shrinkable(const Case&) const;
 //   void record(AuditResult&, const Observation&, int case_index, int shrink_steps) const;
 //   std::string violation_detail(const Observation&) const;
+//   std::size_t block_size() const;                               cases a worker takes at once (1: unbatched)
+//   std::vector<Asked<Answers>> ask_block(const std::vector<Case>&, const std::vector<bool>& repeats);
+//                                                                 ask for each case, the evaluations batched
 #pragma once
 
 #include "check/blackbox.h"
@@ -25,6 +28,7 @@
 #include <atomic>
 #include <functional>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -109,11 +113,60 @@ template <class Obs> struct Interrupted {
     std::optional<Obs> smallest;  // interrupted while shrinking: the smallest failing case so far
 };
 
+// What the batched evaluations of a block gave one case: its answers, or the error of one of its evaluations
+// and that evaluation's request (as last_request names it).
+template <class A> struct Asked {
+    std::optional<A> answers;
+    std::string error, request;
+};
+
+// Inputs answered through a batched black box: grouped by key (inputs of one key have equal shapes, e.g. their
+// lengths), each group in calls of at most `capacity` inputs. A call that throws, or answers another number of
+// items than it was given, gives each of its items that error.
+template <class In, class Key>
+std::vector<BatchAnswer<In>> answer_grouped(const std::vector<In>& inputs, const std::vector<Key>& keys,
+                                            std::size_t capacity, const Batching<In>& batching) {
+    std::vector<BatchAnswer<In>> out(inputs.size());
+    std::map<Key, std::vector<std::size_t>> groups;
+    for (std::size_t i = 0; i < inputs.size(); ++i) groups[keys[i]].push_back(i);
+    for (const auto& group : groups) {
+        const std::vector<std::size_t>& members = group.second;
+        for (std::size_t start = 0; start < members.size(); start += capacity) {
+            const std::size_t end = std::min(members.size(), start + capacity);
+            std::vector<In> part;
+            for (std::size_t k = start; k < end; ++k) part.push_back(inputs[members[k]]);
+            try {
+                std::vector<BatchAnswer<In>> got = batching.call(part);
+                if (got.size() != part.size())
+                    throw AdapterError("the batched call answered " + std::to_string(got.size()) + " items for " +
+                                       std::to_string(part.size()) + " inputs");
+                for (std::size_t k = start; k < end; ++k) out[members[k]] = std::move(got[k - start]);
+            } catch (const std::exception& e) {
+                for (std::size_t k = start; k < end; ++k) out[members[k]].error = e.what();
+            }
+        }
+    }
+    return out;
+}
+
+// The number of cases a worker takes at once (1: unbatched) for a batched side of this capacity: four times it,
+// since a case asks two or three evaluations and a block's evaluations are split by lengths.
+template <class In> std::size_t capacity_of(const Batching<In>& batching) {
+    const int k = batching.call && batching.capacity ? batching.capacity() : 0;
+    return k > 1 ? static_cast<std::size_t>(k) : 1;
+}
+template <class In> std::size_t block_size_of(const Batching<In>& batching) {
+    const std::size_t k = capacity_of(batching);
+    return k > 1 ? 4 * k : 1;
+}
+
 // Workers take cases in order and judge each with every lane's tolerance; once a case fails under the first
 // (loosest) lane, which makes it fail under every lane, no later case is started. Per lane the failure with
 // the lowest position wins, and the dtype is inferred from the answers of the cases up to the first lane's
 // failure, so the outcome does not depend on the number of workers. A stop request ends every worker before
-// its next case.
+// its next case. A worker whose evaluator batches (block_size() > 1) takes a block of consecutive positions,
+// has every evaluation of the block answered in batches (ask_block), then judges its cases in order as above,
+// so the outcome is that of the unbatched run.
 template <class Ev> class CaseRun {
 public:
     using Obs = typename Ev::Observation;
@@ -129,9 +182,10 @@ public:
                 interrupted_ = true;
                 return;
             }
-            const std::size_t j = next_.fetch_add(1);
+            const std::size_t block = ev.block_size();
+            const std::size_t j = next_.fetch_add(block);
             if (j >= schedule_.size() || j > stop_.load()) return;
-            if (attempt(ev, j)) return;
+            if (block <= 1 ? attempt(ev, j) : attempt_block(ev, j, std::min(schedule_.size(), j + block))) return;
         }
     }
 
@@ -160,23 +214,76 @@ private:
         std::optional<Failure<Obs>> failure;
     };
 
+    using Answers = typename Ev::Answers;
+
     // Runs case j; true when it failed under the first lane (the run stops).
     bool attempt(Ev& ev, std::size_t j) {
         const int calls_before = ev.evaluations;
-        std::vector<std::optional<Failure<Obs>>> found(lanes_.size());
+        std::optional<typename Ev::Case> c;
+        Asked<Answers> asked;
         try {
-            const typename Ev::Case c = schedule_.at(j);
-            const auto answers = ev.ask(c, schedule_.repeats(j));
-            evidence_[j] = answers.evidence;  // one writer per position; read after the workers are joined
-            for (std::size_t k = 0; k < lanes_.size(); ++k) {
-                Obs ob = ev.judge(c, answers, lanes_[k].tolerance);
-                if (ob.kind != Kind::pass) found[k] = Failure<Obs>{j, std::move(ob), false, "", ""};
-            }
+            c = schedule_.at(j);
+            asked.answers = ev.ask(*c, schedule_.repeats(j));
         } catch (const std::exception& e) {
-            for (auto& f : found) f = Failure<Obs>{j, Obs{}, true, e.what(), ev.last_request};
+            asked.error = e.what();
+            asked.request = ev.last_request;
         }
+        return conclude(ev, j, c ? &*c : nullptr, asked, ev.evaluations - calls_before);
+    }
+
+    // Runs the cases of positions [begin, end) with their evaluations batched; true when the worker stops.
+    bool attempt_block(Ev& ev, std::size_t begin, std::size_t end) {
+        const int calls_before = ev.evaluations;
+        std::vector<typename Ev::Case> cases;
+        std::vector<bool> repeats;
+        try {
+            for (std::size_t j = begin; j < end; ++j) {
+                cases.push_back(schedule_.at(j));
+                repeats.push_back(schedule_.repeats(j));
+            }
+        } catch (const std::exception&) {  // a case that cannot be drawn: one at a time, each with its own error
+            for (std::size_t j = begin; j < end; ++j)
+                if (j > stop_.load() || attempt(ev, j)) return true;
+            return false;
+        }
+        const std::vector<Asked<Answers>> asked = ev.ask_block(cases, repeats);
+        int calls = ev.evaluations - calls_before;  // progress counts them with the block's first case
+        for (std::size_t k = 0; k < cases.size(); ++k) {
+            const std::size_t j = begin + k;
+            if (j > stop_.load()) return true;
+            if (k > 0 && stop_requested(o_)) {
+                interrupted_ = true;
+                return true;
+            }
+            if (conclude(ev, j, &cases[k], asked[k], calls)) return true;
+            calls = 0;
+        }
+        return false;
+    }
+
+    // Judges case j (c) from what it was answered under every lane; true when it failed under the first.
+    bool conclude(Ev& ev, std::size_t j, const typename Ev::Case* c, const Asked<Answers>& asked, int calls) {
+        std::vector<std::optional<Failure<Obs>>> found(lanes_.size());
+        std::optional<std::string> error, request;
+        if (asked.answers && c) {
+            try {
+                evidence_[j] = asked.answers->evidence;  // one writer per position; read after the workers are joined
+                for (std::size_t k = 0; k < lanes_.size(); ++k) {
+                    Obs ob = ev.judge(*c, *asked.answers, lanes_[k].tolerance);
+                    if (ob.kind != Kind::pass) found[k] = Failure<Obs>{j, std::move(ob), false, "", ""};
+                }
+            } catch (const std::exception& e) {
+                error = e.what();
+                request = ev.last_request;
+            }
+        } else {
+            error = asked.error;
+            request = asked.request;
+        }
+        if (error)
+            for (auto& f : found) f = Failure<Obs>{j, Obs{}, true, *error, *request};
         std::lock_guard<std::mutex> lock(mutex_);
-        progress(ev.evaluations - calls_before);
+        progress(calls);
         for (std::size_t k = 0; k < lanes_.size(); ++k)
             if (found[k] && (!lanes_[k].failure || j < lanes_[k].failure->position)) lanes_[k].failure = std::move(found[k]);
         if (!found[0]) return false;

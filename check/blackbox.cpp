@@ -135,7 +135,7 @@ public:
     using Observation = RowsObservation;
     using Answers = RowsAnswers;
 
-    Evaluator(const BlackBox& box, const AuditOptions& o, Arithmetic dtype) : box_(box), o_(o) { set_dtype(dtype); }
+    Evaluator(const BatchedBlackBox& box, const AuditOptions& o, Arithmetic dtype) : box_(box), o_(o) { set_dtype(dtype); }
 
     // The dtype of every comparison from now on (shrinking and reproducing, once the run has decided it).
     void set_dtype(Arithmetic dtype) {
@@ -149,7 +149,11 @@ public:
     Mat<double> call(const Mat<double>& x) {
         last_request = request_text(x);
         ++evaluations;
-        Mat<double> y = box_(x);
+        return checked(x, box_.one(x));
+    }
+
+    // The answer y to the request x, its shape checked.
+    Mat<double> checked(const Mat<double>& x, Mat<double> y) {
         const Eigen::Index want = o_.output == Output::sequence ? x.rows() : 1;
         if (y.rows() != want) {
             const std::string rows = std::to_string(y.rows()) + (y.rows() == 1 ? " row" : " rows");
@@ -184,6 +188,47 @@ public:
         a.evidence.add(a.again);
         a.evidence.add(a.lhs);
         return a;
+    }
+
+    std::size_t block_size() const { return engine::block_size_of(box_.many); }
+
+    // ask() for each case, every evaluation sent through the batched side, grouped by shape.
+    std::vector<engine::Asked<Answers>> ask_block(const std::vector<Case>& cases, const std::vector<bool>& repeats) {
+        std::vector<Mat<double>> inputs;
+        std::vector<std::pair<Eigen::Index, Eigen::Index>> shapes;
+        for (std::size_t k = 0; k < cases.size(); ++k) {
+            inputs.push_back(cases[k].x);
+            if (repeats[k]) inputs.push_back(cases[k].x);
+            inputs.push_back(cases[k].perm.apply(cases[k].x));
+        }
+        for (const Mat<double>& x : inputs) shapes.emplace_back(x.rows(), x.cols());
+        std::vector<BatchAnswer<Mat<double>>> got = engine::answer_grouped(inputs, shapes, engine::capacity_of(box_.many), box_.many);
+        evaluations += static_cast<int>(inputs.size());
+        std::vector<engine::Asked<Answers>> out(cases.size());
+        std::size_t i = 0;
+        for (std::size_t k = 0; k < cases.size(); ++k) {
+            try {
+                Answers a;
+                a.y = take(inputs[i], got[i]);
+                if (repeats[k]) a.again = take(inputs[i + 1], got[i + 1]);
+                const std::size_t p = i + (repeats[k] ? 2 : 1);
+                a.lhs = take(inputs[p], got[p]);
+                for (const Mat<double>* m : {&a.y, &a.again, &a.lhs}) a.evidence.add(*m);
+                out[k].answers = std::move(a);
+            } catch (const std::exception& e) {
+                out[k].error = e.what();
+                out[k].request = last_request;
+            }
+            i += repeats[k] ? 3 : 2;
+        }
+        return out;
+    }
+
+    // One item of a batched call as call() would have returned it: its error thrown, its shape checked.
+    Mat<double> take(const Mat<double>& x, BatchAnswer<Mat<double>>& item) {
+        last_request = request_text(x);
+        if (!item.value) throw AdapterError(item.error);
+        return checked(x, std::move(*item.value));
     }
 
     // The answers to a case, classified with tolerance t.
@@ -272,7 +317,7 @@ public:
     std::string violation_detail(const Observation& found) const;
 
 private:
-    const BlackBox& box_;
+    const BatchedBlackBox& box_;
     const AuditOptions& o_;
     Arithmetic dtype_ = Arithmetic::float64;
     ToleranceModel tolerance_;
@@ -367,7 +412,13 @@ std::string describe_finding(const AuditResult& r) {
 
 AuditResult audit(const BlackBox& layer, const AuditOptions& opts) { return audit(std::vector<BlackBox>{layer}, opts); }
 
-AuditResult audit(const std::vector<BlackBox>& layers, const AuditOptions& given) {
+AuditResult audit(const std::vector<BlackBox>& layers, const AuditOptions& opts) {
+    std::vector<BatchedBlackBox> boxes;
+    for (const BlackBox& box : layers) boxes.push_back(BatchedBlackBox{box, {}});
+    return audit(boxes, opts);
+}
+
+AuditResult audit(const std::vector<BatchedBlackBox>& layers, const AuditOptions& given) {
     validate(given);
     if (layers.empty()) throw std::invalid_argument("an audit needs at least one black box");
     // The cases drawn exactly as search.h draws all of them, each of the length the plan gives it.
@@ -376,7 +427,7 @@ AuditResult audit(const std::vector<BlackBox>& layers, const AuditOptions& given
         return scheduled_case(given, lengths[static_cast<std::size_t>(i)], random, size_for_case(i, given.cases));
     });
     std::vector<Evaluator> evaluators;
-    for (const BlackBox& box : layers) evaluators.emplace_back(box, given, engine::lanes_of(given)[0]);
+    for (const BatchedBlackBox& box : layers) evaluators.emplace_back(box, given, engine::lanes_of(given)[0]);
     return engine::run_audit(evaluators, schedule, given, labelled_result(given), [&](AuditResult& r, std::size_t count) {
         std::set<int> covered;  // the lengths of the first `count` cases, ascending, each once
         for (std::size_t j = 0; j < count && j < schedule.size(); ++j)

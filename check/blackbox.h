@@ -42,6 +42,21 @@ struct AdapterError : std::runtime_error {
 // BlackBox is called from one thread at a time.
 using BlackBox = std::function<Mat<double>(const Mat<double>&)>;
 
+// Batched evaluation, for a black box that takes several inputs per call (an adapter process that announced
+// "batch": K, README "Batched requests"). One item of a batched call: its answer, or the error of that item alone
+// (a sentence naming the cause, as an AdapterError's).
+template <class Out> struct BatchAnswer {
+    std::optional<Out> value;
+    std::string error;
+};
+// capacity(): the most inputs one call takes; 0 or 1 while not batched (e.g. before the adapter's first answer
+// announced it; it may grow after any call). call(inputs): inputs of equal shapes, answered in order, one item
+// each; throws (AdapterError or any std::exception) when the call as a whole fails.
+template <class In> struct Batching {
+    std::function<int()> capacity;
+    std::function<std::vector<BatchAnswer<In>>(const std::vector<In>&)> call;
+};
+
 
 // A deterministic split of the cases: case i belongs to shard `index` (1-based) of `count` when
 // i % count == index - 1, so the shards of one audit together run exactly the unsharded audit's cases.
@@ -138,12 +153,28 @@ AuditResult audit(const BlackBox& layer, const AuditOptions& opts);
 // one shrunk); `evaluations` may be higher, since cases already started past a failure are finished.
 AuditResult audit(const std::vector<BlackBox>& layers, const AuditOptions& opts);
 
+// A black box with an optional batched side (`many`, its call empty: not batched). An audit of these sends
+// the evaluations of a block of consecutive cases (L(x), L(P x), the repeats) grouped by length, up to
+// capacity() a call, once capacity() > 1, and judges the cases in order as the unbatched audit does: the same
+// verdict, failing case, dtype and counterexample (shrinking calls `one`). An item's error is that case's error.
+struct BatchedBlackBox {
+    BlackBox one;
+    Batching<Mat<double>> many;
+};
+AuditResult audit(const std::vector<BatchedBlackBox>& layers, const AuditOptions& opts);
+
 // Audits a layer with a signature (check/signature.h): several named inputs and outputs over named axes. Reads
 // of opts everything but output, d, min_len, max_len and long_len, which the signature's axes replace: each axis
 // gets the length schedule of check/lengths.h over [min_len, max_len], its max_len a hard cap (the user wrote
 // it). Throws std::invalid_argument for a bad signature (validate).
 AuditResult audit(const NamedBlackBox& layer, const Signature& signature, const AuditOptions& opts);
 AuditResult audit(const std::vector<NamedBlackBox>& layers, const Signature& signature, const AuditOptions& opts);
+// The same with batched sides, as for BatchedBlackBox.
+struct BatchedNamedBlackBox {
+    NamedBlackBox one;
+    Batching<Tensors> many;
+};
+AuditResult audit(const std::vector<BatchedNamedBlackBox>& layers, const Signature& signature, const AuditOptions& opts);
 
 // A signature audit's saved case (its lengths, permutations and inputs x, e.g. read back from report.json)
 // evaluated again through `layer` and judged as the audit judges a case, with the tolerance of opts.dtype

@@ -117,7 +117,7 @@ public:
     using Observation = SignatureObservation;
     using Answers = SignatureAnswers;
 
-    SignatureEvaluator(const NamedBlackBox& box, std::shared_ptr<const Signature> s, const AuditOptions& o,
+    SignatureEvaluator(const BatchedNamedBlackBox& box, std::shared_ptr<const Signature> s, const AuditOptions& o,
                        Arithmetic dtype)
         : box_(box), s_(std::move(s)), o_(o) {
         for (const auto* list : {&s_->inputs, &s_->outputs})
@@ -138,7 +138,11 @@ public:
     Tensors call(const Tensors& inputs, const Lengths& lengths) {
         last_request = lengths_text(lengths);
         ++evaluations;
-        Tensors answer = box_(inputs);
+        return checked(box_.one(inputs), lengths);
+    }
+
+    // The outputs the signature names of an answer, their shapes checked.
+    Tensors checked(Tensors answer, const Lengths& lengths) const {
         Tensors outputs;
         for (const TensorSpec& spec : s_->outputs) {
             const auto it = answer.find(spec.name);
@@ -157,10 +161,38 @@ public:
         if (repeat) a.again = call(c.inputs, c.lengths);
         a.px = permute_inputs(*s_, c.perms, c.inputs);
         a.lhs = call(a.px, c.lengths);
-        for (const Tensors* answer : {&a.y, &a.again, &a.lhs})
-            for (const auto& [name, t] : *answer) engine::add_evidence(a.evidence, t.values.data(), t.values.size());
+        add_evidence(a);
         a.inputs_magnitude = inputs_magnitude(c.inputs);
         return a;
+    }
+
+    std::size_t block_size() const { return engine::block_size_of(box_.many); }
+
+    // ask() for each case, every evaluation sent through the batched side, grouped by lengths.
+    std::vector<engine::Asked<Answers>> ask_block(const std::vector<Case>& cases, const std::vector<bool>& repeats) {
+        std::vector<Tensors> inputs;
+        std::vector<Lengths> keys;
+        std::vector<Tensors> permuted(cases.size());
+        for (std::size_t k = 0; k < cases.size(); ++k) {
+            permuted[k] = permute_inputs(*s_, cases[k].perms, cases[k].inputs);
+            for (int r = repeats[k] ? 2 : 1; r > 0; --r) inputs.push_back(cases[k].inputs);
+            inputs.push_back(permuted[k]);
+            for (int r = repeats[k] ? 3 : 2; r > 0; --r) keys.push_back(cases[k].lengths);
+        }
+        std::vector<BatchAnswer<Tensors>> got = engine::answer_grouped(inputs, keys, engine::capacity_of(box_.many), box_.many);
+        evaluations += static_cast<int>(inputs.size());
+        std::vector<engine::Asked<Answers>> out(cases.size());
+        std::size_t i = 0;
+        for (std::size_t k = 0; k < cases.size(); ++k) {
+            try {
+                out[k].answers = answers_of(cases[k], got, i, repeats[k], std::move(permuted[k]));
+            } catch (const std::exception& e) {
+                out[k].error = e.what();
+                out[k].request = last_request;
+            }
+            i += repeats[k] ? 3 : 2;
+        }
+        return out;
     }
 
     Observation judge(const Case& c, const Answers& a, const ToleranceModel& t) const {
@@ -237,6 +269,27 @@ private:
                                       const char* what, const ToleranceModel& t) const;
     std::string non_finite(const Tensors& answer, const char* side) const;
 
+    // The answers to case c from the batched items got[i..] (L(x), L(x) again when repeated, L(P x)).
+    Answers answers_of(const Case& c, std::vector<BatchAnswer<Tensors>>& got, std::size_t i, bool repeat, Tensors px) {
+        const auto take = [&](std::size_t at) {
+            last_request = lengths_text(c.lengths);
+            if (!got[at].value) throw AdapterError(got[at].error);
+            return checked(std::move(*got[at].value), c.lengths);
+        };
+        Answers a;
+        a.y = take(i);
+        if (repeat) a.again = take(i + 1);
+        a.px = std::move(px);
+        a.lhs = take(i + (repeat ? 2 : 1));
+        add_evidence(a);
+        a.inputs_magnitude = inputs_magnitude(c.inputs);
+        return a;
+    }
+    void add_evidence(Answers& a) const {
+        for (const Tensors* answer : {&a.y, &a.again, &a.lhs})
+            for (const auto& [name, t] : *answer) engine::add_evidence(a.evidence, t.values.data(), t.values.size());
+    }
+
     // Inputs are finite (drawn and shrunk by permcheck): no test for infinities, so the loop vectorizes.
     double inputs_magnitude(const Tensors& inputs) const {
         double m = 0.0;
@@ -253,7 +306,7 @@ private:
         return float_tolerance(t, total, widest_, magnitude);
     }
 
-    const NamedBlackBox& box_;
+    const BatchedNamedBlackBox& box_;
     std::shared_ptr<const Signature> s_;
     const AuditOptions& o_;
     Arithmetic dtype_ = Arithmetic::float64;
@@ -380,7 +433,8 @@ AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, c
     if (!opts.dtype || *opts.dtype == Arithmetic::exact)
         throw std::invalid_argument("a saved case is judged again in the dtype it was found in: float32, float64, float16 or bfloat16");
     require_case_fits(signature, saved);
-    SignatureEvaluator ev(layer, std::make_shared<const Signature>(signature), opts, *opts.dtype);
+    const BatchedNamedBlackBox box{layer, {}};
+    SignatureEvaluator ev(box, std::make_shared<const Signature>(signature), opts, *opts.dtype);
     const SignatureCase c{saved.lengths, saved.perms, saved.inputs};
     std::optional<SignatureObservation> ob = twice ? ev.twice(c) : std::optional(ev.observe(c, false));
     AuditResult r;
@@ -405,7 +459,13 @@ AuditResult audit(const NamedBlackBox& layer, const Signature& signature, const 
     return audit(std::vector<NamedBlackBox>{layer}, signature, opts);
 }
 
-AuditResult audit(const std::vector<NamedBlackBox>& layers, const Signature& signature, const AuditOptions& given) {
+AuditResult audit(const std::vector<NamedBlackBox>& layers, const Signature& signature, const AuditOptions& opts) {
+    std::vector<BatchedNamedBlackBox> boxes;
+    for (const NamedBlackBox& box : layers) boxes.push_back(BatchedNamedBlackBox{box, {}});
+    return audit(boxes, signature, opts);
+}
+
+AuditResult audit(const std::vector<BatchedNamedBlackBox>& layers, const Signature& signature, const AuditOptions& given) {
     validate(signature);
     AuditOptions checked = given;  // the fields the signature replaces are not the caller's to get wrong
     const AuditOptions defaults;
@@ -422,7 +482,7 @@ AuditResult audit(const std::vector<NamedBlackBox>& layers, const Signature& sig
         return draw_signature_case(signature, lengths[static_cast<std::size_t>(i)], random, size_for_case(i, given.cases));
     });
     std::vector<SignatureEvaluator> evaluators;
-    for (const NamedBlackBox& box : layers) evaluators.emplace_back(box, shared, given, engine::lanes_of(given)[0]);
+    for (const BatchedNamedBlackBox& box : layers) evaluators.emplace_back(box, shared, given, engine::lanes_of(given)[0]);
     AuditResult labelled;
     const bool any_moves = std::any_of(signature.outputs.begin(), signature.outputs.end(), [](const TensorSpec& t) {
         return std::any_of(t.dims.begin(), t.dims.end(), [](const Dim& d) { return d.is_axis(); });

@@ -169,12 +169,12 @@ AuditResult run_boxes(const AuditRequest& q, const Form& f, const AuditOptions& 
         const long long shard_cases = (q.flags.cases + opts.shard.count - opts.shard.index) / opts.shard.count;
         const long long processes = std::min<long long>(q.jobs, std::max(1LL, shard_cases));
         if (f.signature) {
-            std::vector<NamedBlackBox> boxes;
-            for (long long k = 0; k < processes; ++k) boxes.push_back(adapters::exec_named_black_box(eo, *f.signature));
+            std::vector<BatchedNamedBlackBox> boxes;  // batched once an adapter announces it takes several cases
+            for (long long k = 0; k < processes; ++k) boxes.push_back(adapters::exec_batched_named_black_box(eo, *f.signature));
             return audit(boxes, *f.signature, opts);
         }
-        std::vector<BlackBox> boxes;
-        for (long long k = 0; k < processes; ++k) boxes.push_back(adapters::exec_black_box(eo));
+        std::vector<BatchedBlackBox> boxes;
+        for (long long k = 0; k < processes; ++k) boxes.push_back(adapters::exec_batched_black_box(eo));
         return audit(boxes, opts);
     } catch (const std::exception& e) {
         return error_result(e.what());

@@ -51,7 +51,7 @@ __all__ = ["serve"]
 _KINDS = ("float", "mask", "index")
 
 
-def serve(layer, dtype=None, *, kinds=None, stdin=None, stdout=None):
+def serve(layer, dtype=None, *, kinds=None, stdin=None, stdout=None, batch=256):
     """Answer permcheck's requests with `layer` until end of input.
 
     layer   a callable (a function of named inputs, see the module docstring) or a torch.nn.Module, which is
@@ -61,6 +61,9 @@ def serve(layer, dtype=None, *, kinds=None, stdin=None, stdout=None):
             module computes in the dtype of its first floating parameter (float32 if it has none) and a function
             receives nested lists.
     kinds   {input name: "float" | "mask" | "index"}, for an input whose kind its values cannot show.
+    batch   the most cases one request may hold (announced to permcheck in the first answer): a torch
+            module then runs one forward pass per batch, its cases stacked on the batch dims permcheck names,
+            and a function is called once per case; 1 or None: one case per request.
     stdin, stdout
             text streams to read requests from and write answers to; by default the process's own, with
             stdout claimed for answers as the module docstring says.
@@ -83,12 +86,19 @@ def serve(layer, dtype=None, *, kinds=None, stdin=None, stdout=None):
     answers, restore = (stdout, None) if stdout is not None else _claim_stdout()
     saved_stdout = sys.stdout
     sys.stdout = sys.stderr  # what the user's code prints goes to stderr
+    announced = False
     try:
         for line in requests:
             if not line.strip():
                 continue
             # torch is None for a function served without a dtype: it receives nested lists, not tensors.
-            answer = _answer(line, layer, torch, dtype, kinds)
+            if '"batch"' in line:
+                answer = _answer_batch(line, layer, torch, dtype, kinds, is_module)
+            else:
+                answer = _answer(line, layer, torch, dtype, kinds)
+                if batch is not None and batch > 1 and not announced:
+                    answer["batch"] = int(batch)
+                    announced = True
             answers.write(json.dumps(answer) + "\n")
             answers.flush()
     except BrokenPipeError:
@@ -130,6 +140,89 @@ def _answer(line, layer, torch, dtype, kinds):
     except Exception as error:  # an answer, not a crash: permcheck reports it with the request
         traceback.print_exc(file=sys.stderr)
         return {"id": request_id, "error": _last_line(error)}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Batched requests: {"id": 7, "batch_dims": {"x": 0, "y": 0}, "batch": [REQUEST, ...]} answered by
+# {"id": 7, "batch": [ANSWER, ...]}, one ordinary answer (without id) per item, in order.
+
+
+def _answer_batch(line, layer, torch, dtype, kinds, is_module):
+    """The answer object to a batched request: one stacked forward pass when the layer is a torch module and
+    every input and output has a batch dim, else (or when that forward raises) one call per item."""
+    request_id = None
+    try:
+        request = json.loads(line)
+        request_id = request.get("id")
+        items = request["batch"]
+        if not isinstance(items, list):
+            raise ValueError('"batch" must be a list of request objects')
+        dims = request.get("batch_dims")
+        if is_module and dims and len(items) > 1:
+            try:
+                return {"id": request_id, "batch": _stacked(items, dims, layer, torch, dtype, kinds)}
+            except Exception:  # each item on its own, so that each gets its own answer or error
+                traceback.print_exc(file=sys.stderr)
+                print("permcheck_adapter: the stacked forward pass failed; answering item by item", file=sys.stderr)
+        answers = []
+        for item in items:
+            answer = _answer(json.dumps(item), layer, torch, dtype, kinds)
+            answer.pop("id", None)
+            answers.append(answer)
+        return {"id": request_id, "batch": answers}
+    except Exception as error:
+        traceback.print_exc(file=sys.stderr)
+        return {"id": request_id, "error": _last_line(error)}
+
+
+def _stacked(items, dims, layer, torch, dtype, kinds):
+    """The items' answers from one forward pass over their inputs stacked on their batch dims."""
+    first = items[0]
+    names = first["outputs"]
+    declared = dict(first.get("kinds") or {})
+    declared.update(kinds)
+    count = len(items)
+    inputs = {}
+    for name, values in first["inputs"].items():
+        dim = dims[name]
+        shape = list(first["shapes"][name])
+        element = {"float": dtype, "mask": torch.bool, "index": torch.int64}[_kind(declared.get(name), values)]
+        # (count, *shape) with shape[dim] == 1: drop that dim and put the items there.
+        stacked = torch.tensor([item["inputs"][name] for item in items], dtype=element).reshape([count] + shape)
+        inputs[name] = stacked.squeeze(dim + 1).movedim(0, dim)
+    result = _call(layer, torch, (), inputs)
+    outputs = _named_results(result, names)
+    parts = {}
+    for name in names:
+        value, dim = outputs[name], dims[name]
+        if not hasattr(value, "detach") or value.dim() <= dim or value.shape[dim] != count:
+            raise ValueError("output %s has no batch dim %d of %d items" % (name, dim, count))
+        value = value.detach().cpu()
+        if value.is_floating_point():
+            value = value.double()  # exact, as _json_value widens each
+        # One tolist() for all items (batch dim first), each item's size-1 batch dim put back.
+        parts[name] = [_wrapped(v, dim) for v in value.movedim(dim, 0).tolist()]
+    return [{"outputs": {name: parts[name][k] for name in names}} for k in range(count)]
+
+
+def _wrapped(values, depth):
+    """values with a dim of size 1 inserted at `depth`."""
+    if depth == 0:
+        return [values]
+    return [_wrapped(v, depth - 1) for v in values]
+
+
+def _named_results(result, names):
+    """The layer's result by output name, as _outputs reads it, before any conversion."""
+    if isinstance(result, dict):
+        return {n: result[n] for n in names}
+    if isinstance(result, tuple):
+        if len(result) != len(names):
+            raise ValueError("the layer returned %d values for %d outputs" % (len(result), len(names)))
+        return dict(zip(names, result))
+    if len(names) != 1:
+        raise ValueError("the layer returned one value for %d outputs" % len(names))
+    return {names[0]: result}
 
 
 def _call(layer, torch, args, kwargs):

@@ -731,6 +731,213 @@ TEST(ExecAdapter, ImmediateExitIsReportedNotASignal) {
 }
 
 // ---------------------------------------------------------------------------------------------------------
+// Batched requests (README "Batched requests")
+
+TEST(ExecProtocol, BatchAnnouncementIsAnIntegerOfAtLeastOne) {
+    EXPECT_EQ(adapters::parse_batch_announcement(R"({"id": 1, "y": [[1]], "batch": 64})"), 64);
+    EXPECT_EQ(adapters::parse_batch_announcement(R"({"id": 1, "y": [[1]]})"), 0) << "no announcement";
+    for (const char* bad : {R"({"id": 1, "y": [[1]], "batch": 0})", R"({"id": 1, "y": [[1]], "batch": "8"})",
+                            R"({"id": 1, "y": [[1]], "batch": 2.5})", R"({"id": 1, "y": [[1]], "batch": [1]})"}) {
+        try {
+            adapters::parse_batch_announcement(bad);
+            ADD_FAILURE() << "accepted: " << bad;
+        } catch (const std::invalid_argument& e) {
+            EXPECT_NE(std::string(e.what()).find("expected an integer >= 1"), std::string::npos) << e.what();
+        }
+    }
+}
+
+TEST(ExecProtocol, BatchedAnswersAreCountedAndEachItemIsAnOrdinaryAnswer) {
+    std::int64_t id = 0;
+    std::optional<std::string> error;
+    const auto items = adapters::batch_items(R"({"id": 4, "batch": [{"y": [[1.5]]}, {"error": "boom"}, {"y": [NaN]}]})",
+                                             3, id, error);
+    EXPECT_EQ(id, 4);
+    EXPECT_FALSE(error);
+    ASSERT_EQ(items.size(), 3u);
+    EXPECT_EQ(parse_response(items[0]).y(0, 0), 1.5);
+    EXPECT_EQ(parse_response(items[0]).id, 4);
+    EXPECT_TRUE(parse_response(items[1]).is_error);
+    EXPECT_EQ(parse_response(items[1]).error, "boom");
+    EXPECT_TRUE(std::isnan(parse_response(items[2]).y(0, 0))) << "NaN survives the item's round trip";
+    adapters::batch_items(R"({"id": 5, "error": "out of memory"})", 3, id, error);
+    EXPECT_EQ(error.value_or(""), "out of memory") << "an error for the whole request";
+    const std::pair<std::string, const char*> bad[] = {
+        {R"({"id": 6, "batch": [{"y": [[1]]}]})", "holds 1 answers for a request of 3 items"},
+        {R"({"id": 6, "y": [[1]]})", "no \"batch\" array"},
+        {R"({"id": 6, "batch": [1, 2, 3]})", "item 0 of \"batch\" is number"},
+    };
+    for (const auto& [line, says] : bad) {
+        try {
+            adapters::batch_items(line, 3, id, error);
+            ADD_FAILURE() << "accepted: " << line;
+        } catch (const std::invalid_argument& e) {
+            EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+        }
+    }
+}
+
+TEST(ExecProtocol, BatchDimsAreEachTensorsFirstFixedDimOfSize1) {
+    Signature s;
+    s.axes = {parse_axis("n=1..8")};
+    s.inputs = {parse_input("x:1,n,8"), parse_input("pad:1,n:mask")};
+    s.outputs = {parse_output("y:1,n,8")};
+    EXPECT_EQ(adapters::batch_dims_of(s), (std::map<std::string, int>{{"pad", 0}, {"x", 0}, {"y", 0}}));
+    s.inputs = {parse_input("x:n,1,8")};
+    s.outputs = {parse_output("y:n,1,8")};
+    EXPECT_EQ(adapters::batch_dims_of(s), (std::map<std::string, int>{{"x", 1}, {"y", 1}})) << "batch_first=False";
+    s.outputs = {parse_output("y:n,8")};
+    EXPECT_TRUE(adapters::batch_dims_of(s).empty()) << "an output without a dim of size 1: no batch dims at all";
+    EXPECT_EQ(adapters::format_batch_request(3, {R"({"x":[[1.0]]})", R"({"x":[[2.0]]})"}, {{"x", 1}}),
+              R"({"id":3,"batch_dims":{"x":1},"batch":[{"x":[[1.0]]},{"x":[[2.0]]}]})");
+}
+
+TEST(ExecAdapter, AnAnnouncedBatchIsLearntFromTheFirstAnswerAndItemErrorsStayItems) {
+    adapters::ExecOptions eo;
+    eo.command = kFault + " batched 16";
+    adapters::ExecAdapter adapter(eo);
+    EXPECT_EQ(adapter.batch_capacity(), 0) << "nothing is known before the first answer";
+    adapter(Mat<double>::Ones(2, 2));
+    EXPECT_EQ(adapter.batch_capacity(), 16);
+    Mat<double> boom = Mat<double>::Ones(2, 2);
+    boom(0, 0) = 99;
+    const auto answers = adapter(std::vector<Mat<double>>{Mat<double>::Constant(2, 2, 3.0), boom, Mat<double>::Ones(2, 2)});
+    ASSERT_EQ(answers.size(), 3u);
+    ASSERT_TRUE(answers[0].value && answers[2].value);
+    EXPECT_EQ(*answers[0].value, Mat<double>::Constant(2, 2, 3.0));
+    EXPECT_FALSE(answers[1].value);
+    EXPECT_NE(answers[1].error.find("adapter answered with an error: boom at 99 (item 1 of 3 of request id 2, 3 items "
+                                    "of n=2, d=2)"),
+              std::string::npos)
+        << answers[1].error;
+    EXPECT_EQ(adapter(Mat<double>::Ones(1, 2)).rows(), 1) << "an item's error leaves the adapter running";
+}
+
+TEST(ExecAdapter, ABatchedAnswerWithTooFewItemsIsAProtocolError) {
+    adapters::ExecOptions eo;
+    eo.command = kFault + " batched-short 8";
+    adapters::ExecAdapter adapter(eo);
+    adapter(Mat<double>::Ones(2, 2));
+    try {
+        adapter(std::vector<Mat<double>>(3, Mat<double>::Ones(2, 2)));
+        ADD_FAILURE() << "a short batch was accepted";
+    } catch (const AdapterError& e) {
+        EXPECT_NE(std::string(e.what()).find("adapter broke the protocol: the answer's \"batch\" holds 2 answers for a "
+                                             "request of 3 items"),
+                  std::string::npos)
+            << e.what();
+    }
+}
+
+// A batched side over an in-process layer, counting the calls of each side: capacity 0 (not batched) until the
+// first call of `one`, then k; every batched call is checked to hold inputs of one shape, at most k of them.
+struct CountedBatch {
+    BlackBox layer;
+    int k = 8;
+    std::shared_ptr<int> ones = std::make_shared<int>(0), batches = std::make_shared<int>(0);
+    std::shared_ptr<bool> mixed = std::make_shared<bool>(false);
+
+    BatchedBlackBox box() const {
+        BatchedBlackBox b;
+        const CountedBatch self = *this;
+        b.one = [self](const Mat<double>& x) {
+            ++*self.ones;
+            return self.layer(x);
+        };
+        b.many.capacity = [self] { return *self.ones > 0 ? self.k : 0; };
+        b.many.call = [self](const std::vector<Mat<double>>& xs) {
+            ++*self.batches;
+            std::vector<BatchAnswer<Mat<double>>> out;
+            for (const Mat<double>& x : xs) {
+                if (x.rows() != xs[0].rows() || static_cast<int>(xs.size()) > self.k) *self.mixed = true;
+                BatchAnswer<Mat<double>> a;
+                try {
+                    a.value = self.layer(x);
+                } catch (const std::exception& e) {
+                    a.error = e.what();
+                }
+                out.push_back(std::move(a));
+            }
+            return out;
+        };
+        return b;
+    }
+};
+
+TEST(AuditBatched, SameVerdictCasesAndCounterexampleAsOneCaseACall) {
+    int found = 0;
+    const BlackBox leak_from_position_6 = [](const Mat<double>& x) {
+        Mat<double> y = x;
+        for (Eigen::Index i = 6; i < y.rows(); ++i) y.row(i) *= 2.0;
+        return y;
+    };
+    for (const BlackBox& layer : {BlackBox(leak_from_position_4), leak_from_position_6, BlackBox(identity_layer),
+                                  BlackBox(argmax_first_index), BlackBox(centered_float32)}) {
+        const AuditResult one = audit(layer, options(300));
+        const CountedBatch counted{layer, 8};
+        const AuditResult batched = audit(std::vector<BatchedBlackBox>{counted.box()}, options(300));
+        EXPECT_EQ(one.verdict, batched.verdict);
+        EXPECT_EQ(one.cases, batched.cases);
+        EXPECT_EQ(one.dtype, batched.dtype);
+        EXPECT_EQ(one.lengths, batched.lengths);
+        EXPECT_EQ(describe_finding(one), describe_finding(batched));
+        // The first case is asked one at a time (nothing is announced before the first answer), the others batched.
+        if (one.cases > 1) {
+            EXPECT_GT(*counted.batches, 0) << "the evaluations went through the batched side";
+        }
+        EXPECT_FALSE(*counted.mixed) << "a batch held one shape, at most k inputs";
+        found += one.verdict != Verdict::holds && one.cases > 1;
+    }
+    EXPECT_GE(found, 2) << "failures found past the first case, in a batch";
+}
+
+TEST(AuditBatched, ABlackBoxThatNeverAnnouncesIsCalledOneCaseAtATime) {
+    CountedBatch counted{identity_layer, 0};
+    const AuditResult r = audit(std::vector<BatchedBlackBox>{counted.box()}, options(50));
+    EXPECT_EQ(r.verdict, Verdict::holds);
+    EXPECT_EQ(*counted.batches, 0);
+    EXPECT_EQ(*counted.ones, r.evaluations);
+}
+
+TEST(AuditBatched, AnItemsErrorIsThatCasesErrorWithItsRequest) {
+    const BlackBox picky = [](const Mat<double>& x) -> Mat<double> {
+        if (x.rows() == 5) throw AdapterError("no n=5 here");
+        return x;
+    };
+    const AuditResult one = audit(picky, options());
+    const AuditResult batched = audit(std::vector<BatchedBlackBox>{CountedBatch{picky, 8}.box()}, options());
+    EXPECT_EQ(batched.verdict, Verdict::error);
+    EXPECT_EQ(batched.error, "no n=5 here");
+    EXPECT_EQ(batched.last_request, "n=5, d=4");
+    EXPECT_EQ(one.cases, batched.cases) << "the same failing case";
+    EXPECT_EQ(one.last_request, batched.last_request);
+}
+
+TEST(AuditBatched, AStopRequestEndsTheRunBetweenTheCasesOfABlock) {
+    int done = 0;
+    AuditOptions o = options(200);
+    o.on_progress = [&](const AuditProgress& p) { done = p.cases_done; };
+    o.stop_requested = [&] { return done >= 20; };
+    CountedBatch counted{identity_layer, 64};
+    const AuditResult r = audit(std::vector<BatchedBlackBox>{counted.box()}, o);
+    EXPECT_EQ(r.verdict, Verdict::interrupted);
+    EXPECT_EQ(r.cases, 20) << "stopped after the 20th case, in the middle of a block of 256";
+    EXPECT_EQ(*counted.batches > 0, true);
+}
+
+TEST(AuditBatched, AViolationOnlyTheBatchedAnswersShowIsFoundThroughTheAdapter) {
+    adapters::ExecOptions eo;
+    eo.command = kFault + " batched 32";
+    int progress_calls = 0;
+    AuditOptions o = options(200);
+    o.on_progress = [&](const AuditProgress& p) { progress_calls += p.shrinking ? 0 : 1; };
+    const AuditResult r = audit(std::vector<BatchedBlackBox>{adapters::exec_batched_black_box(eo)}, o);
+    // The ordinary answers (the first request, the shrink) are y = x; the batched ones leak from position 4 at n >= 6.
+    EXPECT_EQ(r.verdict, Verdict::nondeterministic) << describe_finding(r);
+    EXPECT_EQ(progress_calls, r.cases) << "progress once per case";
+}
+
+// ---------------------------------------------------------------------------------------------------------
 // The command
 
 struct CommandRun {

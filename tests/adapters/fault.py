@@ -14,6 +14,10 @@ float32    y = x - mean(x) in float32, summed in index order: equivariant up to 
 batch      answers [y] (a batch dimension kept)   string   answers "y": "oops"
 slow-start K  sleeps K seconds before its first answer, then answers y = x
 slow K     y = x after K ms per request; writes its pid to $FAULT_PID_FILE when set (tests of Ctrl-C)
+batched K  announces "batch": K in its first answer and answers batched requests item by item: y = x, but
+           {"error": "boom at 99"} for an item whose first value is 99 and y = x plus a leak at position 4 and on
+           for an item of n >= 6 (a violation only the batched answers show)
+batched-short K  the same, answering every batched request with one item fewer
 """
 import struct
 import json
@@ -46,9 +50,25 @@ def centered_float32(x):
     return [[f32(f32(v) - m) for v, m in zip(row, mean)] for row in x]
 
 
+def batched_item(item):
+    x = item["x"]
+    if x and x[0] and x[0][0] == 99:
+        return {"error": "boom at 99"}
+    return {"y": [[v * (2 if i >= 4 and len(x) >= 6 else 1) for v in row] for i, row in enumerate(x)]}
+
+
 answered = 0
 for line in sys.stdin:
     request = json.loads(line)
+    if mode.startswith("batched") and "batch" in request:
+        items = [batched_item(item) for item in request["batch"]]
+        sys.stdout.write(json.dumps({"id": request["id"], "batch": items[1:] if mode == "batched-short" else items}) + "\n")
+        sys.stdout.flush()
+        continue
+    if mode.startswith("batched"):
+        sys.stdout.write(json.dumps({"id": request["id"], "y": request["x"], "batch": k}) + "\n")
+        sys.stdout.flush()
+        continue
     rid, x = request["id"], request["x"]
     if mode == "crash" and answered == k:
         print("fault.py: crashing on purpose", file=sys.stderr)

@@ -83,7 +83,7 @@ FUNCTION_SCRIPT = """
             return [float(i) for i, _ in enumerate(types)], 1.0 if "torch" in sys.modules else 0.0
         return [sum(col) for col in zip(*q)]                     # one value: the one output named
 
-    serve(layer)
+    serve(layer, batch=None)  # the unbatched protocol, exactly (BatchedFunction tests batching)
 """
 
 
@@ -163,7 +163,7 @@ class ServedFunction(unittest.TestCase):
                 os.write(1, b"written to descriptor 1\\n")
                 return x
 
-            serve(layer)
+            serve(layer, batch=None)
             print("after serve: stdout again")
         """
         answers, out, err, code = run(script, [{"id": 1, "x": [[1.5]]}, {"id": 2, "x": [[2.5]]}])
@@ -180,7 +180,7 @@ class ServedFunction(unittest.TestCase):
     def test_a_closed_pipe_exits_quietly(self):
         proc = start("""
             from permcheck_adapter import serve
-            serve(lambda x: x)
+            serve(lambda x: x, batch=None)
         """)
         try:
             proc.stdin.write('{"id": 1, "x": [[1.0]]}\n')
@@ -200,7 +200,7 @@ class ServedFunction(unittest.TestCase):
     def test_ctrl_c_exits_quietly_with_130(self):
         proc = start("""
             from permcheck_adapter import serve
-            serve(lambda x: x)
+            serve(lambda x: x, batch=None)
         """)
         proc.stdin.write('{"id": 1, "x": [[1.0]]}\n')
         proc.stdin.flush()
@@ -243,7 +243,7 @@ MODULE_SCRIPT = """
             shapes = torch.tensor([list(x.shape), list(pad.shape) + [0], list(edge_index.shape)])
             return y, shapes  # a tuple: the request's outputs in order
 
-    serve(Probe(), dtype=torch.float64)
+    serve(Probe(), dtype=torch.float64, batch=None)
 """
 
 MHA_SCRIPT = """
@@ -301,8 +301,8 @@ class ServedModule(unittest.TestCase):
         self.assertTrue(out.startswith('{"id": 2'), "stdout holds answers only")
 
     def test_serve_kinds_argument_names_an_index_input_that_arrives_empty(self):
-        script = MODULE_SCRIPT.replace("serve(Probe(), dtype=torch.float64)",
-                                       'serve(Probe(), dtype="float64", kinds={"edge_index": "index"})')
+        script = MODULE_SCRIPT.replace("serve(Probe(), dtype=torch.float64, batch=None)",
+                                       'serve(Probe(), dtype="float64", kinds={"edge_index": "index"}, batch=None)')
         answers, _, err, code = run(script, [
             {"id": 5, "inputs": {"x": [[1.0, 2.0]], "pad": [False], "edge_index": [[], []], "edge_attr": []},
              "shapes": {"x": [1, 2], "pad": [1], "edge_index": [2, 0], "edge_attr": [0, 3]}, "outputs": ["y", "s"]},
@@ -323,7 +323,7 @@ class ServedModule(unittest.TestCase):
                 return x.sum(0) if pad is None else x[~pad]
 
             assert "torch" not in sys.modules
-            serve(layer, dtype="float64")
+            serve(layer, dtype="float64", batch=None)
         """
         answers, _, err, code = run(script, [
             {"id": 1, "x": [[0.5, 1], [2, 3]]},
@@ -364,6 +364,121 @@ class ServedModule(unittest.TestCase):
         for got_row, want_row in zip(answers[1]["outputs"]["y"], expected_masked.double().tolist()):
             for got, want in zip(got_row, want_row):
                 self.assertAlmostEqual(got, want, delta=1e-6)
+
+
+ENCODER_SCRIPT = """
+    import os
+    import torch
+    from permcheck_adapter import serve
+
+    torch.manual_seed(0)
+    batch_first = os.environ.get("BATCH_FIRST") == "1"
+    layer = torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=batch_first)
+    serve(layer, dtype=torch.float64)
+"""
+
+MIXING_SCRIPT = """
+    import torch
+    from permcheck_adapter import serve
+
+    class Mixing(torch.nn.Module):  # each item's output depends on every item stacked with it on dim 0
+        def forward(self, x):
+            return x + x.mean(dim=0, keepdim=True)
+
+    serve(Mixing(), dtype=torch.float64)
+"""
+
+RAISING_SCRIPT = """
+    import torch
+    from permcheck_adapter import serve
+
+    class Picky(torch.nn.Module):  # refuses an input whose first value is 99, whatever else is stacked with it
+        def forward(self, x):
+            if (x[..., 0, 0] == 99).any():
+                raise ValueError("boom at 99")
+            return 2 * x
+
+    serve(Picky(), dtype=torch.float64)
+"""
+
+
+def named(x, shape, name="x"):
+    return {"inputs": {name: x}, "shapes": {name: shape}, "outputs": ["y"]}
+
+
+class BatchedFunction(unittest.TestCase):
+    def test_the_first_answer_announces_batching_and_a_batch_is_answered_item_by_item(self):
+        answers, _, _, code = run(FUNCTION_SCRIPT.replace("batch=None)", "batch=4)"), [
+            {"id": 1, "x": [[1.0]]},
+            {"id": 2, "x": [[3.0]]},
+            {"id": 3, "batch": [{"x": [[0.5, 1.0]]}, {"x": [[99, 1]]}, {"x": [[2.0, 3.0]]}]},
+        ])
+        self.assertEqual(code, 0)
+        self.assertEqual(answers[0], {"id": 1, "y": [[2.0]], "batch": 4})
+        self.assertEqual(answers[1], {"id": 2, "y": [[6.0]]}, "announced once")
+        self.assertEqual(answers[2], {"id": 3, "batch": [{"y": [[1.0, 2.0]]}, {"error": "ValueError: boom at 99"},
+                                                          {"y": [[4.0, 6.0]]}]})
+
+    def test_batch_none_or_1_announces_nothing(self):
+        for arg in ("None", "1"):
+            answers, _, _, code = run(FUNCTION_SCRIPT.replace("batch=None)", "batch=%s)" % arg),
+                                      [{"id": 1, "x": [[1.0]]}])
+            self.assertEqual(code, 0)
+            self.assertEqual(answers[0], {"id": 1, "y": [[2.0]]}, arg)
+
+
+@unittest.skipIf(TORCH_MISSING is not None, TORCH_MISSING)
+class BatchedModule(unittest.TestCase):
+    def items(self, count, n, batch_dim):
+        g = torch.Generator().manual_seed(n)
+        shape = [n, 8]
+        shape.insert(batch_dim, 1)
+        return [torch.randn(shape, generator=g, dtype=torch.float64).tolist() for _ in range(count)], shape
+
+    def check_stacked_equals_one_by_one(self, batch_first):
+        batch_dim = 0 if batch_first else 1
+        xs, shape = self.items(5, 3, batch_dim)
+        one_by_one = [dict(named(x, shape, "src"), id=k + 1) for k, x in enumerate(xs)]
+        batched = {"id": 9, "batch_dims": {"src": batch_dim, "y": batch_dim},
+                   "batch": [named(x, shape, "src") for x in xs]}
+        env = dict(os.environ, BATCH_FIRST="1" if batch_first else "0")
+        old = os.environ.copy()
+        os.environ.update(env)
+        try:
+            answers, _, err, code = run(ENCODER_SCRIPT, one_by_one + [batched])
+        finally:
+            os.environ.clear()
+            os.environ.update(old)
+        self.assertEqual(code, 0, err)
+        self.assertNotIn("answering item by item", err, "the stacked forward pass ran")
+        got = [a["outputs"]["y"] for a in answers[-1]["batch"]]
+        want = [a["outputs"]["y"] for a in answers[:-1]]
+        self.assertEqual(torch.tensor(got).shape, torch.tensor(want).shape)
+        self.assertTrue(torch.allclose(torch.tensor(got), torch.tensor(want), rtol=0, atol=1e-12),
+                        "each item's answer is the one it gets alone: cases are never mixed")
+
+    def test_a_batch_first_false_module_stacks_cases_on_dim_1(self):
+        self.check_stacked_equals_one_by_one(batch_first=False)
+
+    def test_a_batch_first_module_stacks_cases_on_dim_0(self):
+        self.check_stacked_equals_one_by_one(batch_first=True)
+
+    def test_a_module_that_mixes_its_batch_gives_answers_that_depend_on_the_other_items(self):
+        xs = [[[[1.0, 2.0]]], [[[3.0, 4.0]]]]
+        answers, _, err, code = run(MIXING_SCRIPT, [
+            {"id": 1, "batch_dims": {"x": 0, "y": 0}, "batch": [named(x, [1, 1, 2]) for x in xs]}])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(answers[0]["batch"][0], {"outputs": {"y": [[[3.0, 5.0]]]}}, "x + the mean of both items")
+
+    def test_a_stacked_forward_that_raises_falls_back_to_one_call_per_item(self):
+        xs = [[[[1.0, 2.0]]], [[[99.0, 4.0]]], [[[3.0, 0.5]]]]
+        answers, _, err, code = run(RAISING_SCRIPT, [
+            {"id": 1, "batch_dims": {"x": 0, "y": 0}, "batch": [named(x, [1, 1, 2]) for x in xs]}])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(answers[0], {"id": 1, "batch": [{"outputs": {"y": [[[2.0, 4.0]]]}},
+                                                          {"error": "ValueError: boom at 99"},
+                                                          {"outputs": {"y": [[[6.0, 1.0]]]}}]})
+        self.assertIn("answering item by item", err)
 
 
 if __name__ == "__main__":
