@@ -2,7 +2,8 @@
 //   ./build/bench/bench_check            (bench/run prints every benchmark as one table)
 // A case of an equivariance check cannot cost less than two forward passes of the layer, L(P x) and L(x): that
 // is the floor. Each benchmark interleaves the measured work with its floor in every iteration, so the load of
-// a shared machine hits both alike, and reports:
+// a shared machine hits both alike (the checks of attention time both in the thread's CPU time, which other
+// processes do not enter), and reports:
 //   time_s        the measured work per unit (one case, one shrink, one audited case), in seconds
 //   floor_s       the floor per unit, in seconds
 // (Google Benchmark's own time column is per iteration, which holds several units.)
@@ -16,6 +17,7 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <ctime>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -29,6 +31,14 @@ using namespace permcheck;
 using Clock = std::chrono::steady_clock;
 
 double seconds(Clock::time_point from, Clock::time_point to) { return std::chrono::duration<double>(to - from).count(); }
+
+// The CPU time of the calling thread, in seconds. A check runs in the thread that calls it, and so does its floor:
+// on a shared machine, wall time counts whatever else runs, and this does not (only what it does to the caches).
+double thread_cpu_seconds() {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
 
 template <class S> Arithmetic arithmetic_of() {
     if constexpr (std::is_same_v<S, float>) return Arithmetic::float32;
@@ -74,9 +84,9 @@ template <class S> void BM_CheckAttention(benchmark::State& state, int cases, do
 
     double work = 0, floor = 0;
     for (auto _ : state) {
-        const auto t0 = Clock::now();
+        const double t0 = thread_cpu_seconds();
         const CheckResult r = check(spec, Property::equivariance, o);
-        const auto t1 = Clock::now();
+        const double t1 = thread_cpu_seconds();
         if (!r.holds || r.cases_run != cases) state.SkipWithError("attention was not found equivariant");
         for (std::size_t k = 0; k < xs.size(); ++k) {
             Mat<S> lhs = layers[k](perms[k].apply(xs[k]));
@@ -84,10 +94,10 @@ template <class S> void BM_CheckAttention(benchmark::State& state, int cases, do
             benchmark::DoNotOptimize(lhs);
             benchmark::DoNotOptimize(rhs);
         }
-        const auto t2 = Clock::now();
-        work += seconds(t0, t1);
-        floor += seconds(t1, t2);
-        state.SetIterationTime(seconds(t0, t1));
+        const double t2 = thread_cpu_seconds();
+        work += t1 - t0;
+        floor += t2 - t1;
+        state.SetIterationTime(t1 - t0);
     }
     report(state, work, floor, static_cast<long>(state.iterations()) * cases, target);
 }

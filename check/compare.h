@@ -93,6 +93,14 @@ template <class S> double max_abs(const Mat<S>& a) {
     }
 }
 
+// The largest |entry| of a floating matrix with NaN and infinity propagated (0 for an empty one): finite exactly
+// when every entry is, so that one vectorized reduction gives both the magnitude and the finiteness of a side.
+template <class S> double max_abs_or_non_finite(const Mat<S>& a) {
+    static_assert(std::is_floating_point_v<S>);
+    if (a.size() == 0) return 0.0;
+    return static_cast<double>(a.cwiseAbs().template maxCoeff<Eigen::PropagateNaN>());
+}
+
 namespace detail {
 // compare() of two finite floating matrices of one shape, vectorized: the largest difference (computed in double,
 // as the general loop does), then its first place in reading order.

@@ -43,8 +43,9 @@ template <class S> struct Wider;
 template <> struct Wider<float> { using type = double; };
 template <> struct Wider<double> { using type = long double; };
 
-template <class S> Sides<double> evaluate_in(const LayerFamily& family, Property property, const Case& c) {
-    const Sides<S> s = sides_in<S>(family, property, c);
+// The sides of c in S, judged as evaluate_case judges them: by the a-priori tolerance, and, where a floating
+// evaluation fails it, by its measured rounding error. `s` is sides_in<S>(family, property, c), computed once.
+template <class S> Sides<double> judged(const LayerFamily& family, Property property, const Case& c, const Sides<S>& s) {
     Sides<double> out{to_double<S>(s.lhs), to_double<S>(s.rhs), s.comparison};
     if constexpr (!ScalarTraits<S>::exact) {
         // The a-priori tolerance covers reordered sums. Where a layer amplifies rounding further (large
@@ -62,12 +63,18 @@ template <class S> Sides<double> evaluate_in(const LayerFamily& family, Property
     return out;
 }
 
+template <class S> Sides<double> evaluate_in(const LayerFamily& family, Property property, const Case& c) {
+    return judged<S>(family, property, c, sides_in<S>(family, property, c));
+}
+
 // Whether c holds, as evaluate_in judges it, without converting the sides to double when the a-priori tolerance
-// already decides: the search asks this of every case, and the sides of a case that holds are never read.
+// already decides (the search asks this of every case, and the sides of a case that holds are never read), and
+// without evaluating the case in S a second time when it does not.
 template <class S> bool holds_in(const LayerFamily& family, Property property, const Case& c) {
-    if (sides_in<S>(family, property, c).comparison.holds) return true;
+    const Sides<S> s = sides_in<S>(family, property, c);
+    if (s.comparison.holds) return true;
     if constexpr (ScalarTraits<S>::exact) return false;
-    else return evaluate_in<S>(family, property, c).comparison.holds;
+    else return judged<S>(family, property, c, s).comparison.holds;
 }
 
 // f(S{}) with S the scalar of the arithmetic.

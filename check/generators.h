@@ -50,17 +50,19 @@ public:
     int uniform(int min, int max) { return min + static_cast<int>(below(span_of(min, max) + 1)); }
 
     // Values in [-8, 8]. Half are simple (multiples of 1/4, often equal: ties are where index-dependent code
-    // hides), half generic (k / 2^e with e up to 20). A simple value takes two words (is it simple? which
-    // multiple?), a generic one three (is it simple? which e? which k?); both candidates are computed from the
-    // words ahead and one is kept, without a branch that a coin flip would mispredict half the time (it was most
-    // of the cost of a draw).
+    // hides), half generic (k / 2^e with e up to 20). One word a value, cut in three: its top bit says simple or
+    // generic, the next 32 bits draw the multiple of 1/4 (simple) or e (generic), the low 32 bits k; a field of 32
+    // bits read as the high half of a word draws a range of up to 2^24 + 1 values within 2^-8 of uniform. Both
+    // candidates are computed and one is kept, without a branch that a coin flip would mispredict half the time.
+    // (A value used to take two or three words, one per field: at n = 64, d = 64 in float32 that was a quarter of
+    // a check's cost above its two forward passes, bench/bench_check.cpp.)
     double value() {
-        const std::uint64_t simple = 1 - mul_high(rng_.peek(0), 2);
-        const std::uint64_t second = rng_.peek(1), third = rng_.peek(2);
-        rng_.skip(3 - simple);
-        const double quarter = static_cast<double>(signed_toward_zero(mul_high(second, simple_span_ + 1))) / 4.0;
-        const auto e = static_cast<std::size_t>(mul_high(second, exponent_span_ + 1));
-        const auto k = signed_toward_zero(mul_high(third, generic_span_[e] + 1));
+        const std::uint64_t word = rng_.next();
+        const bool simple = (word >> 63) == 0;
+        const std::uint64_t middle = (word << 1) & 0xffffffff00000000ULL, low = word << 32;
+        const double quarter = static_cast<double>(signed_toward_zero(mul_high(middle, simple_span_ + 1))) / 4.0;
+        const auto e = static_cast<std::size_t>(mul_high(middle, exponent_span_ + 1));
+        const auto k = signed_toward_zero(mul_high(low, generic_span_[e] + 1));
         const double generic = static_cast<double>(k) * power_of_half_[e];  // exact: k / 2^e
         return simple ? quarter : generic;
     }

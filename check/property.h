@@ -1,6 +1,8 @@
 // The properties, each a function of a layer and a case, evaluated in any scalar type.
 #pragma once
 
+#include <cmath>
+
 #include "check/case.h"
 #include "layers/expectation.h"
 #include "layers/family.h"
@@ -39,6 +41,16 @@ Sides<S> evaluate(const LayerFn<S>& layer, const LayerFn<S>& shifted, Property p
             out.lhs = a.bottomRows(1);
             out.rhs = b.bottomRows(1);
             break;
+        }
+    }
+    if constexpr (std::is_floating_point_v<S>) {
+        // Finite sides of one shape (every case of a layer that holds): each side is read once for its magnitude and
+        // finiteness, where max_abs, then compare's finiteness test, read it twice.
+        const double l = max_abs_or_non_finite(out.lhs), r = max_abs_or_non_finite(out.rhs);
+        if (std::isfinite(l) && std::isfinite(r) && out.lhs.rows() == out.rhs.rows() && out.lhs.cols() == out.rhs.cols()) {
+            const double magnitude = std::max({max_abs(x), l, r});
+            out.comparison = detail::compare_finite(out.lhs, out.rhs, float_tolerance(tol, x.rows(), x.cols(), magnitude));
+            return out;
         }
     }
     const double magnitude = std::max({max_abs(x), max_abs(out.lhs), max_abs(out.rhs)});

@@ -574,7 +574,7 @@ TEST(ReportWeights, AVersionThisPermcheckCannotDrawIsRefusedSayingWhy) {
     }
 }
 
-TEST(ReportWeights, Version1IsOneWordPerWeightAndVersion2ElevenWeightsPerWord) {
+TEST(ReportWeights, Version1IsOneWordPerWeightVersion2ElevenAndVersion3TwelveWeightsPerWord) {
     using permcheck::SplitMix64;
     // Version 1 is the historical draw, pinned: weight = (word mod 33 - 16) / 16, one SplitMix64 word each.
     permcheck::DyadicDraw<double> v1(42, 4, 1);
@@ -593,7 +593,31 @@ TEST(ReportWeights, Version1IsOneWordPerWeightAndVersion2ElevenWeightsPerWord) {
                 << "word " << w << ", digit " << i;
         }
     }
-    EXPECT_THROW(permcheck::DyadicDraw<double>(42, 4, 3), std::invalid_argument);
+    // Version 3: 5-bit chunks of each word, lowest first, 12 to a word; chunk c is (2c - 31) / 32.
+    permcheck::DyadicDraw<double> v3(42, 4, 3);
+    SplitMix64 third(42);
+    for (int w = 0; w < 3; ++w) {
+        const std::uint64_t word = third.next();
+        for (int i = 0; i < 12; ++i)
+            EXPECT_EQ(v3(), (2.0 * static_cast<double>((word >> (5 * i)) & 31) - 31) / 32) << "word " << w << ", chunk " << i;
+    }
+    EXPECT_THROW(permcheck::DyadicDraw<double>(42, 4, 4), std::invalid_argument);
+}
+
+TEST(ReportWeights, Version3FillsAMatrixInStorageOrderAndEarlierVersionsRowByRow) {
+    for (int version = 1; version <= 3; ++version) {
+        permcheck::Draw<double> matrix_draw = permcheck::dyadic_draw<double>(7, 4, version);
+        permcheck::Draw<double> one_by_one = permcheck::dyadic_draw<double>(7, 4, version);
+        matrix_draw();  // a matrix that starts inside a word of chunks
+        one_by_one();
+        const permcheck::Mat<double> m = permcheck::draw_matrix<double>(5, 8, matrix_draw);  // 11 left in the word, 2 whole words, 5 of the next
+        for (Eigen::Index k = 0; k < m.size(); ++k) {
+            const Eigen::Index i = version >= 3 ? k % m.rows() : k / m.cols();
+            const Eigen::Index j = version >= 3 ? k / m.rows() : k % m.cols();
+            EXPECT_EQ(m(i, j), one_by_one()) << "version " << version << ", draw " << k;
+        }
+        EXPECT_EQ(matrix_draw(), one_by_one()) << "version " << version << ": the draw after the matrix";
+    }
 }
 
 TEST_F(Cli, NewReportsCarryTheWeightsVersionAndAVersion1ReportStillReplays) {
