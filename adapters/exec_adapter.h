@@ -26,6 +26,7 @@ struct Response {
     std::string error;  // the adapter's own message when is_error
     Mat<double> y;
     bool vector = false;
+    bool taps_offered = false;  // the answer says "taps_offered": true (check/taps.h)
 };
 
 // Parses one answer line (without its newline). Accepts NaN, Infinity and -Infinity outside strings, as
@@ -49,6 +50,7 @@ struct NamedResponse {
     bool is_error = false;
     std::string error;
     Tensors outputs;  // by name; only the names of `expected`, each with its expected shape
+    bool taps_offered = false;
 };
 
 // The shape each output must have, by name, with the text that names each dim in a message ("axis n").
@@ -67,6 +69,23 @@ Lengths lengths_of(const Signature& s, const Tensors& inputs);
 // std::invalid_argument naming the output, the dim and what was expected (e.g. "output 'y', dim 0 (axis n):
 // 3 entries, expected 4"); never crashes, whatever the bytes.
 NamedResponse parse_named_response(std::string_view line, const std::vector<ExpectedOutput>& expected);
+
+// Taps (check/taps.h, README "Where symmetry first breaks"). An adapter offers them with "taps_offered": true in
+// any answer; only then permcheck sends a request (either form) with "taps": true, answered with
+// {"id":7, ..., "taps":[{"name":"blocks.1","shape":[2,8],"values":[[...],...],"dims":["n",null]}, ...]}: the
+// submodules' outputs in the order they finished; "dims" (the axis each dim follows, null for none) is optional.
+struct TapResponse {
+    std::int64_t id = 0;
+    bool is_error = false;
+    std::string error;
+    std::vector<Tap> taps;
+    bool taps_offered = false;
+};
+// Parses a tap request's answer line; its outputs are not read. A pure function: throws std::invalid_argument naming
+// the tap and what was expected; never crashes, whatever the bytes.
+TapResponse parse_tap_response(std::string_view line);
+// The request line with "taps": true added.
+std::string with_taps(std::string request_line);
 
 struct ExecOptions {
     std::string command;                         // run as /bin/sh -c COMMAND
@@ -90,6 +109,9 @@ public:
     // A signature audit's call: every input of `s` in, every output of `s` back, each of the shape the inputs'
     // lengths give it.
     Tensors operator()(const Signature& s, const Tensors& inputs);
+    // The taps of one evaluation (`s` null: the one-tensor form, inputs {"x": an n x d tensor}).
+    std::vector<Tap> taps(const Tensors& inputs, const Signature* s);
+    bool taps_offered() const { return taps_offered_; }  // some answer offered taps
     int requests() const { return requests_; }
     pid_t pid() const { return pid_; }
 
@@ -113,6 +135,7 @@ private:
     int requests_ = 0, answered_ = 0;
     std::string last_request_, failure_;
     bool reaped_ = false;
+    bool taps_offered_ = false;
     int status_ = 0;
 };
 
@@ -120,5 +143,9 @@ private:
 BlackBox exec_black_box(const ExecOptions& opts);
 // The same for a signature audit: a NamedBlackBox speaking the signature's request and answer lines.
 NamedBlackBox exec_named_black_box(const ExecOptions& opts, const Signature& s);
+// The taps of a counterexample, from an adapter process of their own, started on the first call; `s` null for the
+// one-tensor form. Its first call sends a plain request first and throws NoTapsOffered (check/taps.h)
+// when that answer does not offer them, so no adapter is ever sent a tap request it did not ask for.
+TapSource exec_tap_source(const ExecOptions& opts, const Signature* s);
 
 }  // namespace permcheck::adapters

@@ -181,6 +181,33 @@ AuditResult run_boxes(const AuditRequest& q, const Form& f, const AuditOptions& 
     }
 }
 
+// After a violation or a non-finite output: the counterexample's taps (check/taps.h), from an adapter process of their
+// own, when the adapter offers them (r.taps stays empty when it does not).
+void add_taps(const AuditRequest& q, const Form& f, AuditResult& r) {
+    if (r.verdict != Verdict::violated && r.verdict != Verdict::non_finite) return;
+    adapters::ExecOptions eo;
+    eo.command = q.command;
+    eo.timeout_seconds = q.timeout;
+    eo.startup_timeout_seconds = q.startup_timeout;
+    TapTrace trace;
+    if (f.signature && r.signature_counterexample) {
+        const SignatureCounterexample& c = *r.signature_counterexample;
+        trace = trace_taps(adapters::exec_tap_source(eo, &*f.signature), *f.signature, c.lengths, c.perms, c.inputs,
+                           r.dtype, q.amplification);
+    } else if (r.counterexample) {
+        const Counterexample& c = *r.counterexample;
+        const int n = static_cast<int>(c.n()), d = static_cast<int>(c.d());
+        Tensor x{{n, d}, {}};
+        for (int i = 0; i < n; ++i)
+            for (int k = 0; k < d; ++k) x.values.push_back(c.x(i, k));
+        trace = trace_taps(adapters::exec_tap_source(eo, nullptr), shorthand_signature(d, q.flags.min_len, q.flags.max_len),
+                           {{"n", n}}, {{"n", c.perm}}, {{"x", x}}, r.dtype, q.amplification);
+    } else {
+        return;
+    }
+    if (trace.offered) r.taps = std::move(trace);
+}
+
 std::string head_of(const AuditRequest& q, const Form& f, const AuditResult& r) {
     std::ostringstream head;
     head << "audit of " << q.command << ": ";
@@ -214,6 +241,7 @@ int run_audit(const AuditRequest& q) {
     AuditResult r = run_interruptibly([&](const AuditOptions& o) { return run_boxes(q, form, o); }, opts, program,
                                       q.flags, "; the adapters were stopped");
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    add_taps(q, form, r);  // not in the audit's time: a process of its own, only after a violation
     name_last_request(r);
     print_result(std::cout, std::cerr, program, head_of(q, form, r), r, seconds, replay_of(q, form, r),
                  form.signature ? &*form.signature : nullptr);
