@@ -269,7 +269,8 @@ def _answer_with_taps(line, layer, torch, dtype, kinds):
             answer = _answer(line, layer, torch, dtype, kinds)
         if "error" not in answer:
             answer["taps"] = recorder.taps
-    answer["taps_offered"] = True
+    if "error" not in answer:  # an error answer is only the error
+        answer["taps_offered"] = True
     return answer
 
 
