@@ -25,16 +25,21 @@ const char* tap_verdict_name(TapVerdict v) {
 
 std::string first_break_sentence(const TapTrace& t) {
     if (t.taps.empty()) return "no taps: " + (t.note.empty() ? std::string("the adapter answered none") : t.note);
-    const std::string count = std::to_string(t.taps.size());
+    const std::size_t before = t.first_breaking < 0 ? t.taps.size() : static_cast<std::size_t>(t.first_breaking);
+    const auto unjudged = std::count_if(t.taps.begin(), t.taps.begin() + static_cast<std::ptrdiff_t>(before),
+                                        [](const TapComparison& c) { return c.verdict == TapVerdict::not_comparable; });
+    const std::string except = unjudged == 0 ? std::string()
+                                             : " but " + std::to_string(unjudged) + " that could not be compared";
     if (t.first_breaking < 0)
-        return "every tap holds (" + count + (t.taps.size() == 1 ? " tap" : " taps") +
-               "): the symmetry breaks only in the layer's own output";
-    const TapComparison& c = t.taps[static_cast<std::size_t>(t.first_breaking)];
-    std::string s = "symmetry first breaks at " + c.name + " (tap " + std::to_string(t.first_breaking + 1) + " of " +
-                    count + ")";
-    if (c.verdict != TapVerdict::violated) s += std::string(", which is ") + tap_verdict_name(c.verdict);
-    s += t.first_breaking == 0 ? "; it is the first tap" : "; every tap before it holds";
-    return s;
+        return "no tap breaks (" + std::to_string(t.taps.size()) + (t.taps.size() == 1 ? " tap" : " taps") +
+               (unjudged == 0 ? std::string(", every one holds") : ", every one holds" + except) +
+               "): the symmetry breaks in the layer's own code, outside its submodules";
+    const TapComparison& c = t.taps[before];
+    std::string s = "symmetry first breaks at " + c.name + " (tap " + std::to_string(before + 1) + " of " +
+                    std::to_string(t.taps.size()) + ")";
+    if (c.verdict == TapVerdict::non_finite) s += ", which is non-finite";
+    if (before == 0) return s + "; it is the first tap";
+    return s + "; every tap before it holds" + except;
 }
 
 namespace {
@@ -341,7 +346,8 @@ TapTrace trace_taps(const TapSource& source, const Signature& s, const Lengths& 
         }
     }
     for (std::size_t k = 0; k < trace.taps.size() && trace.first_breaking < 0; ++k)
-        if (trace.taps[k].verdict != TapVerdict::holds) trace.first_breaking = static_cast<int>(k);
+        if (trace.taps[k].verdict == TapVerdict::violated || trace.taps[k].verdict == TapVerdict::non_finite)
+            trace.first_breaking = static_cast<int>(k);
     return trace;
 }
 

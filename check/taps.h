@@ -45,9 +45,9 @@ struct TapComparison {
     std::string note;                // why a tap is not comparable or non-finite; empty otherwise
 };
 
-// The taps of one counterexample. first_breaking: the index of the first tap whose verdict is not `holds`
-// (-1 when every tap holds); note: why there is no table (the adapter offers no taps, its tap request failed),
-// or a remark on it (a probe failed).
+// The taps of one counterexample. first_breaking: the index of the first tap that is violated or non-finite (-1
+// when none is; a tap that is not comparable is no break, only said); note: why there is no table (its tap request
+// failed), or a remark on it (a probe failed).
 struct TapTrace {
     std::vector<TapComparison> taps;
     int first_breaking = -1;
@@ -65,8 +65,9 @@ struct NoTapsOffered : std::runtime_error {
 // first_break_sentence and the note.
 std::string describe(const TapTrace& t);
 
-// "symmetry first breaks at blocks.1 (tap 2 of 4); every tap before it holds", or "every tap holds (4 taps):
-// the symmetry breaks only in the layer's own output", or "no taps: NOTE".
+// "symmetry first breaks at blocks.1 (tap 2 of 4); every tap before it holds" (with " but 1 that could not be
+// compared" when some could not), or "no tap breaks (4 taps, every one holds): the symmetry breaks in the layer's
+// own code, outside its submodules", or "no taps: NOTE".
 std::string first_break_sentence(const TapTrace& t);
 
 // The axis each dim of a tap follows, from its shape at x and its shapes at the probes (axis -> the tap's shape

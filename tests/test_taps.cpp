@@ -181,7 +181,14 @@ TEST(TapTrace, DeclaredDimsNeedNoProbeAndABadDeclarationIsNotComparable) {
     EXPECT_EQ(t.taps[0].verdict, TapVerdict::holds);
     EXPECT_EQ(t.taps[1].verdict, TapVerdict::not_comparable);
     EXPECT_NE(t.taps[1].note.find("axis m, which the signature does not have"), std::string::npos) << t.taps[1].note;
-    EXPECT_EQ(t.first_breaking, 1);
+    EXPECT_EQ(t.first_breaking, -1);  // a tap that cannot be judged is no break
+    EXPECT_EQ(first_break_sentence(t), "no tap breaks (2 taps, every one holds but 1 that could not be compared): the "
+                                       "symmetry breaks in the layer's own code, outside its submodules");
+    TapTrace later = t;
+    later.taps.push_back(TapComparison{"c", {2, 2}, {"n", ""}, TapVerdict::violated, 1.0, 1e-15, ""});
+    later.first_breaking = 2;
+    EXPECT_EQ(first_break_sentence(later),
+              "symmetry first breaks at c (tap 3 of 3); every tap before it holds but 1 that could not be compared");
 }
 
 TEST(TapTrace, ASourceThatFailsOrOffersNoneLeavesANoteNotAnException) {
