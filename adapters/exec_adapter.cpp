@@ -722,7 +722,10 @@ template <class Parse> auto ExecAdapter::exchange(const std::string& request, co
         fail("adapter answered id " + std::to_string(r.id) + " to request id " + std::to_string(id) +
              "; answers come one per request, in order");
     if (r.is_error) fail("adapter answered with an error: " + r.error);
-    taps_offered_ = taps_offered_ || r.taps_offered;
+    if (r.taps_offered) {
+        taps_offered_ = true;
+        if (opts_.taps_offered) *opts_.taps_offered = true;
+    }
     ++answered_;
     return r;
 }

@@ -10,6 +10,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -93,6 +94,9 @@ struct ExecOptions {
     // The first request of the process instead: start-up (e.g. `import torch`) can take far longer than an answer.
     double startup_timeout_seconds = 120;
     std::size_t max_line_bytes = 64u << 20;      // a longer answer line is refused without being read whole
+    // Set (from any thread) when an answer offers taps ("taps_offered": true), if given: so that a caller learns
+    // from the audit's own answers whether asking for taps is worth a process of its own.
+    std::shared_ptr<std::atomic<bool>> taps_offered;
 };
 
 // One running adapter process, in its own process group; its stderr is the caller's stderr. Not thread-safe:

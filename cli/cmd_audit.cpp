@@ -10,6 +10,7 @@
 #include "report/report.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -39,6 +40,8 @@ struct AuditRequest {
     double startup_timeout = 120;
     double amplification = 1;
     std::string shard = "1/1";
+    // Set by the audit's adapters when an answer offers taps: only then add_taps starts a process for them.
+    std::shared_ptr<std::atomic<bool>> taps_offered = std::make_shared<std::atomic<bool>>(false);
 };
 
 // The layer's description: the shorthand (one axis n, input x, output y) or a signature.
@@ -166,6 +169,7 @@ AuditResult run_boxes(const AuditRequest& q, const Form& f, const AuditOptions& 
         eo.command = q.command;
         eo.timeout_seconds = q.timeout;
         eo.startup_timeout_seconds = q.startup_timeout;
+        eo.taps_offered = q.taps_offered;
         const long long shard_cases = (q.flags.cases + opts.shard.count - opts.shard.index) / opts.shard.count;
         const long long processes = std::min<long long>(q.jobs, std::max(1LL, shard_cases));
         if (f.signature) {
@@ -182,9 +186,9 @@ AuditResult run_boxes(const AuditRequest& q, const Form& f, const AuditOptions& 
 }
 
 // After a violation or a non-finite output: the counterexample's taps (check/taps.h), from an adapter process of their
-// own, when the adapter offers them (r.taps stays empty when it does not).
+// own, when the audit's answers offered them (r.taps stays empty otherwise, and no process is started).
 void add_taps(const AuditRequest& q, const Form& f, AuditResult& r) {
-    if (r.verdict != Verdict::violated && r.verdict != Verdict::non_finite) return;
+    if ((r.verdict != Verdict::violated && r.verdict != Verdict::non_finite) || !*q.taps_offered) return;
     adapters::ExecOptions eo;
     eo.command = q.command;
     eo.timeout_seconds = q.timeout;
