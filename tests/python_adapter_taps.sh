@@ -5,8 +5,8 @@
 # violation's tap table names blocks.1 as the first tap that breaks, every tap before it holds, and report.json,
 # report.md and report.html carry the table with the mark; in the shorthand form, in a signature with a batch
 # dim, and with n forced to the feature size (n = d = 4), where the axes must still be told apart (the pairwise
-# tap follows n on both dims, the (n, d) taps on the first only). serve(..., taps=False) gives no table; the
-# stack without the embedding holds, and a holding audit asks for no taps.
+# tap follows n on both dims, the (n, d) taps on the first only). serve(..., taps=False) gives no table and no
+# second adapter process; the stack without the embedding holds, and a holding audit asks for no taps.
 #   python_adapter_taps.sh PERMCHECK
 set -uo pipefail
 permcheck=$1
@@ -20,6 +20,7 @@ fail() { echo "python_adapter_taps.sh: $*" >&2; [[ -f "$work/out.txt" ]] && cat 
   fail "/usr/bin/python3 cannot import torch (install python3-torch: scripts/install-deps --test): $(cat "$work/import.err")"
 
 cat >"$work/stack.py" <<'EOF'
+import os
 import sys
 import torch
 from permcheck_adapter import serve
@@ -60,6 +61,9 @@ class Stack(torch.nn.Module):
         return self.blocks(x)
 
 
+if "STARTS" in os.environ:  # one line per process started, for the test to count
+    with open(os.environ["STARTS"], "a") as starts:
+        starts.write("started\n")
 torch.manual_seed(0)
 serve(Stack(4, position="--no-position" not in sys.argv), dtype=torch.float64, taps="--no-taps" not in sys.argv)
 EOF
@@ -98,8 +102,9 @@ assert "symmetry first breaks at blocks.1 (tap 4 of 8); every tap before it hold
 PY
 }
 
-# The shorthand form: x is an (n, 4) tensor.
-audit 1 "" -- --dim 4 --report "$work/shorthand"
+# The shorthand form: x is an (n, 4) tensor. The taps come from a second adapter process (one audit process).
+STARTS=$work/starts_on.txt audit 1 "" -- --dim 4 --report "$work/shorthand"
+[[ $(wc -l <"$work/starts_on.txt") -eq 2 ]] || fail "expected 2 adapter processes with taps, got $(wc -l <"$work/starts_on.txt")"
 check_table "$work/shorthand" '["n", null]' '["n", "n"]'
 # A signature with a batch dim of 1: the tap dims follow [-, n, -].
 audit 1 "" -- --axis n=1..8 --input x:1,n,4 --output y:1,n,4 --report "$work/batch"
@@ -110,7 +115,8 @@ check_table "$work/square" '["n", null]' '["n", "n"]'
 grep -q "n = 4" "$work/out.txt" || fail "the counterexample is not at n = 4"
 
 # taps=False: the same violation, no table.
-audit 1 --no-taps -- --dim 4 --report "$work/off"
+STARTS=$work/starts_off.txt audit 1 --no-taps -- --dim 4 --report "$work/off"
+[[ $(wc -l <"$work/starts_off.txt") -eq 1 ]] || fail "an adapter that offers no taps got a tap process"
 grep -q "symmetry first breaks\|taps of the counterexample" "$work/out.txt" && fail "serve(..., taps=False) gave a tap table"
 /usr/bin/python3 -c 'import json, sys; assert "taps" not in json.load(open(sys.argv[1]))' "$work/off/report.json" ||
   fail "report.json has taps without an offer"
