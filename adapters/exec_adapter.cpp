@@ -146,6 +146,12 @@ std::optional<std::string> answer_error(const nlohmann::json& j) {
                             : std::string("(the adapter sent a JSON ") + err->type_name() + " as its error, not a string)";
 }
 
+// "taps_offered": true (check/taps.h); anything else, or nothing, offers none.
+bool offers_taps(const nlohmann::json& j) {
+    const auto it = j.find("taps_offered");
+    return it != j.end() && it->is_boolean() && it->get<bool>();
+}
+
 // A pooled layer's answer: one flat array, one row.
 Mat<double> vector_of(const nlohmann::json& y) {
     Mat<double> out(1, static_cast<Eigen::Index>(y.size()));
@@ -184,6 +190,7 @@ Response parse_response(std::string_view line) {
     const nlohmann::json j = answer_object(line);
     Response r;
     r.id = answer_id(j, line, "the id of the request it answers");
+    r.taps_offered = offers_taps(j);
     if (const auto error = answer_error(j)) {
         r.is_error = true;
         r.error = *error;
@@ -370,11 +377,11 @@ std::vector<ExpectedOutput> expected_outputs(const Signature& s, const Lengths& 
 
 namespace {
 
-// Reads `v` as the dims dim.. of output e into out.values, row-major; names the output, the dim and the index
-// path at the first disagreement.
+// Reads `v` as the dims dim.. of output e into out.values, row-major; names the output (`what` e.g. "tap"), the
+// dim and the index path at the first disagreement.
 void read_nested(const nlohmann::json& v, const ExpectedOutput& e, std::size_t dim, const std::string& path,
-                 std::vector<double>& values) {
-    const std::string field = "output '" + e.name + "'";
+                 std::vector<double>& values, const char* what = "output") {
+    const std::string field = std::string(what) + " '" + e.name + "'";
     if (dim == e.shape.size()) {
         values.push_back(number_of(v, "at " + (path.empty() ? std::string("the top") : path), field));
         return;
@@ -387,7 +394,7 @@ void read_nested(const nlohmann::json& v, const ExpectedOutput& e, std::size_t d
         throw std::invalid_argument(which + (path.empty() ? "" : " at " + path) + ": " + std::to_string(v.size()) +
                                     " entries, expected " + std::to_string(e.shape[dim]));
     for (std::size_t k = 0; k < v.size(); ++k)
-        read_nested(v[k], e, dim + 1, path + "[" + std::to_string(k) + "]", values);
+        read_nested(v[k], e, dim + 1, path + "[" + std::to_string(k) + "]", values, what);
 }
 
 constexpr const char* kNamedAnswer = "{\"id\": N, \"outputs\": {\"NAME\": [...], ...}}";
@@ -399,6 +406,7 @@ NamedResponse parse_named_response(std::string_view line, const std::vector<Expe
     const nlohmann::json j = answer_object(line, kNamedAnswer);
     NamedResponse r;
     r.id = answer_id(j, line, kNamedAnswer);
+    r.taps_offered = offers_taps(j);
     if (const auto error = answer_error(j)) {
         r.is_error = true;
         r.error = *error;
@@ -423,6 +431,81 @@ NamedResponse parse_named_response(std::string_view line, const std::vector<Expe
         r.outputs.emplace(e.name, std::move(t));
     }
     return r;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Taps
+
+namespace {
+
+constexpr const char* kTapAnswer =
+    "{\"id\": N, \"taps\": [{\"name\": \"NAME\", \"shape\": [...], \"values\": [...]}, ...]}";
+
+// One element of "taps": its name, shape (at most 2^24 values), values nested in the order of the shape, and the
+// optional "dims" (an axis name or null per dim).
+Tap tap_of(const nlohmann::json& v, std::size_t k) {
+    const std::string which = "tap " + std::to_string(k);
+    if (!v.is_object()) throw std::invalid_argument(which + " is " + v.type_name() + ", not an object; expected " + kTapAnswer);
+    const auto name = v.find("name");
+    if (name == v.end() || !name->is_string()) throw std::invalid_argument(which + " has no string \"name\"");
+    Tap t{name->get<std::string>(), {}, std::nullopt};
+    const std::string field = "tap '" + t.name + "'";
+    const auto shape = v.find("shape");
+    if (shape == v.end() || !shape->is_array())
+        throw std::invalid_argument(field + " has no \"shape\" array (one size per dim)");
+    double count = 1;
+    ExpectedOutput e{t.name, {}, {}};
+    for (const nlohmann::json& size : *shape) {
+        if (!size.is_number_integer() || size.get<long long>() < 0 || size.get<long long>() > (1 << 24))
+            throw std::invalid_argument(field + ": \"shape\" holds " + size.dump() + "; expected sizes in [0, 2^24]");
+        e.shape.push_back(size.get<int>());
+        e.dim_names.push_back("dim " + std::to_string(e.shape.size() - 1));
+        count *= e.shape.back();
+    }
+    if (count > double(1 << 24)) throw std::invalid_argument(field + " has more than 2^24 values");
+    const auto values = v.find("values");
+    if (values == v.end()) throw std::invalid_argument(field + " has no \"values\"");
+    t.value.shape = e.shape;
+    read_nested(*values, e, 0, "", t.value.values, "tap");
+    const auto dims = v.find("dims");
+    if (dims == v.end() || dims->is_null()) return t;
+    if (!dims->is_array() || dims->size() != e.shape.size())
+        throw std::invalid_argument(field + ": \"dims\" must be an array of one axis name or null per dim (" +
+                                    std::to_string(e.shape.size()) + ")");
+    t.dims.emplace();
+    for (const nlohmann::json& d : *dims) {
+        if (!d.is_null() && !d.is_string()) throw std::invalid_argument(field + ": \"dims\" holds " + d.type_name());
+        t.dims->push_back(d.is_string() ? d.get<std::string>() : std::string());
+    }
+    return t;
+}
+
+}  // namespace
+
+TapResponse parse_tap_response(std::string_view line) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const nlohmann::json j = answer_object(line, kTapAnswer);
+    TapResponse r;
+    r.id = answer_id(j, line, kTapAnswer);
+    r.taps_offered = offers_taps(j);
+    if (const auto error = answer_error(j)) {
+        r.is_error = true;
+        r.error = *error;
+        return r;
+    }
+    const auto taps = j.find("taps");
+    if (taps == j.end() || !taps->is_array())
+        throw std::invalid_argument("the answer to a tap request has no \"taps\" array: " + excerpt(line) +
+                                    "; expected " + kTapAnswer);
+    for (std::size_t k = 0; k < taps->size(); ++k) r.taps.push_back(tap_of((*taps)[k], k));
+    return r;
+}
+
+std::string with_taps(std::string request_line) {
+    const std::size_t end = request_line.rfind('}');
+    if (end == std::string::npos) throw std::invalid_argument("a request line is a JSON object");
+    request_line.insert(end, ",\"taps\":true");
+    return request_line;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -640,6 +723,10 @@ template <class Parse> auto ExecAdapter::exchange(const std::string& request, co
         fail("adapter answered id " + std::to_string(r.id) + " to request id " + std::to_string(id) +
              "; answers come one per request, in order");
     if (r.is_error) fail("adapter answered with an error: " + r.error);
+    if (r.taps_offered) {
+        taps_offered_ = true;
+        if (opts_.taps_offered) *opts_.taps_offered = true;
+    }
     ++answered_;
     return r;
 }
@@ -667,6 +754,33 @@ Tensors ExecAdapter::operator()(const Signature& s, const Tensors& inputs) {
            }).outputs;
 }
 
+namespace {
+// The one-tensor form's x (n x d, row-major) as a matrix.
+Mat<double> matrix_of(const Tensor& t) {
+    return Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+        t.values.data(), t.shape[0], t.shape[1]);
+}
+}  // namespace
+
+std::vector<Tap> ExecAdapter::taps(const Tensors& inputs, const Signature* s) {
+    const auto x = inputs.find("x");
+    if (!s && (x == inputs.end() || x->second.shape.size() != 2))
+        throw std::invalid_argument("the one-tensor form's taps need an input x of n x d values");
+    std::string request, what;
+    if (s) {
+        for (const auto& [axis, length] : lengths_of(*s, inputs)) {
+            if (!what.empty()) what += ", ";
+            what += axis + "=" + std::to_string(length);
+        }
+        request = format_named_request(requests_ + 1, *s, inputs);
+    } else {
+        const Tensor& t = x->second;
+        what = "n=" + std::to_string(t.shape[0]) + ", d=" + std::to_string(t.shape[1]);
+        request = format_request(requests_ + 1, matrix_of(t));
+    }
+    return exchange(with_taps(request) + "\n", what + ", taps", parse_tap_response).taps;
+}
+
 BlackBox exec_black_box(const ExecOptions& opts) {
     auto adapter = std::make_shared<ExecAdapter>(opts);
     return [adapter](const Mat<double>& x) { return (*adapter)(x); };
@@ -675,6 +789,20 @@ BlackBox exec_black_box(const ExecOptions& opts) {
 NamedBlackBox exec_named_black_box(const ExecOptions& opts, const Signature& s) {
     auto adapter = std::make_shared<ExecAdapter>(opts);
     return [adapter, s](const Tensors& inputs) { return (*adapter)(s, inputs); };
+}
+
+TapSource exec_tap_source(const ExecOptions& opts, const Signature* s) {
+    auto adapter = std::make_shared<std::unique_ptr<ExecAdapter>>();
+    std::shared_ptr<const Signature> sig = s ? std::make_shared<const Signature>(*s) : nullptr;
+    return [opts, adapter, sig](const Tensors& inputs) {
+        if (!*adapter) {
+            *adapter = std::make_unique<ExecAdapter>(opts);
+            if (sig) (**adapter)(*sig, inputs);
+            else (**adapter)(matrix_of(inputs.at("x")));
+        }
+        if (!(*adapter)->taps_offered()) throw NoTapsOffered("the adapter offers no taps");
+        return (*adapter)->taps(inputs, sig.get());
+    };
 }
 
 }  // namespace permcheck::adapters

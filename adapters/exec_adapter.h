@@ -10,6 +10,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -29,6 +30,7 @@ struct Response {
     std::string error;  // the adapter's own message when is_error
     Mat<double> y;
     bool vector = false;
+    bool taps_offered = false;  // the answer says "taps_offered": true (check/taps.h)
 };
 
 // Parses one answer line (without its newline). Accepts NaN, Infinity and -Infinity outside strings, as
@@ -52,6 +54,7 @@ struct NamedResponse {
     bool is_error = false;
     std::string error;
     Tensors outputs;  // by name; only the names of `expected`, each with its expected shape
+    bool taps_offered = false;
 };
 
 // The shape each output must have, by name, with the text that names each dim in a message ("axis n").
@@ -91,6 +94,22 @@ std::string format_batch_request(std::int64_t id, const std::vector<std::string>
 // line is not such an answer or holds another number of items than `count`.
 std::vector<std::string> batch_items(std::string_view line, std::size_t count, std::int64_t& id,
                                      std::optional<std::string>& error);
+// Taps (check/taps.h, README "Where symmetry first breaks"). An adapter offers them with "taps_offered": true in
+// any answer; only then permcheck sends a request (either form) with "taps": true, answered with
+// {"id":7, ..., "taps":[{"name":"blocks.1","shape":[2,8],"values":[[...],...],"dims":["n",null]}, ...]}: the
+// submodules' outputs in the order they finished; "dims" (the axis each dim follows, null for none) is optional.
+struct TapResponse {
+    std::int64_t id = 0;
+    bool is_error = false;
+    std::string error;
+    std::vector<Tap> taps;
+    bool taps_offered = false;
+};
+// Parses a tap request's answer line; its outputs are not read. A pure function: throws std::invalid_argument naming
+// the tap and what was expected; never crashes, whatever the bytes.
+TapResponse parse_tap_response(std::string_view line);
+// The request line with "taps": true added.
+std::string with_taps(std::string request_line);
 
 struct ExecOptions {
     std::string command;                         // run as /bin/sh -c COMMAND
@@ -98,6 +117,9 @@ struct ExecOptions {
     // The first request of the process instead: start-up (e.g. `import torch`) can take far longer than an answer.
     double startup_timeout_seconds = 120;
     std::size_t max_line_bytes = 64u << 20;      // a longer answer line is refused without being read whole
+    // Set (from any thread) when an answer offers taps ("taps_offered": true), if given: so that a caller learns
+    // from the audit's own answers whether asking for taps is worth a process of its own.
+    std::shared_ptr<std::atomic<bool>> taps_offered;
 };
 
 // One running adapter process, in its own process group; its stderr is the caller's stderr. Not thread-safe:
@@ -119,6 +141,9 @@ public:
     std::vector<BatchAnswer<Mat<double>>> operator()(const std::vector<Mat<double>>& xs);
     std::vector<BatchAnswer<Tensors>> operator()(const Signature& s, const std::vector<Tensors>& inputs);
     int batch_capacity() const { return batch_; }  // the K the adapter announced, 0 before
+    // The taps of one evaluation (`s` null: the one-tensor form, inputs {"x": an n x d tensor}).
+    std::vector<Tap> taps(const Tensors& inputs, const Signature* s);
+    bool taps_offered() const { return taps_offered_; }  // some answer offered taps
     int requests() const { return requests_; }
     pid_t pid() const { return pid_; }
 
@@ -148,6 +173,7 @@ private:
     std::string last_request_, failure_;
     bool reaped_ = false;
     int batch_ = 0;
+    bool taps_offered_ = false;
     int status_ = 0;
 };
 
@@ -158,5 +184,9 @@ NamedBlackBox exec_named_black_box(const ExecOptions& opts, const Signature& s);
 // The same with their batched sides, which take requests of at most min(K, 1024) items once the adapter announced K.
 BatchedBlackBox exec_batched_black_box(const ExecOptions& opts);
 BatchedNamedBlackBox exec_batched_named_black_box(const ExecOptions& opts, const Signature& s);
+// The taps of a counterexample, from an adapter process of their own, started on the first call; `s` null for the
+// one-tensor form. Its first call sends a plain request first and throws NoTapsOffered (check/taps.h)
+// when that answer does not offer them, so no adapter is ever sent a tap request it did not ask for.
+TapSource exec_tap_source(const ExecOptions& opts, const Signature* s);
 
 }  // namespace permcheck::adapters

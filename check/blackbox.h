@@ -19,6 +19,7 @@
 
 #include "check/counterexample.h"
 #include "check/signature.h"
+#include "check/taps.h"
 #include "layers/expectation.h"
 
 #include <cstdint>
@@ -123,6 +124,9 @@ struct AuditResult {
     std::optional<SignatureCounterexample> signature_counterexample;
     std::map<std::string, std::vector<int>> axis_lengths;
     std::optional<Signature> signature;  // the signature audited, so that describe_finding shows it whole
+    // The counterexample's taps (check/taps.h): set by a caller that asked the layer for them after a violation or a
+    // non-finite output (`permcheck audit` does when the adapter offers taps); the audit itself never does.
+    std::optional<TapTrace> taps;
 };
 
 // What answers say of their precision: float32 when every entry is a float32 value and not every entry is an

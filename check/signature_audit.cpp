@@ -63,6 +63,8 @@ Permutations identities(const Lengths& lengths) {
     return perms;
 }
 
+}  // namespace
+
 // a against b, entry by entry, as check/compare.h's compare does: non-finite entries equal only the same value.
 // The two sides are left out (filled in by the caller when the comparison is kept): a passing case copies nothing.
 OutputComparison compare_tensors(const std::string& name, const Tensor& a, const Tensor& b, double tolerance) {
@@ -90,6 +92,8 @@ OutputComparison compare_tensors(const std::string& name, const Tensor& a, const
     if (!a.values.empty()) c.where = position_of(worst, a.shape);
     return c;
 }
+
+namespace {
 
 // What one case showed. For nondeterminism, `inputs` were answered twice: each output's layer_of_permuted and
 // permuted_layer are the first and second answer, and perms are identities.

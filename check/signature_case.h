@@ -58,4 +58,9 @@ std::string index_text(const std::vector<int>& where);
 rc::Seq<SignatureCase> signature_case_shrinks(const std::shared_ptr<const Signature>& s, const SignatureCase& c);
 rc::Shrinkable<SignatureCase> shrinkable_signature_case(const std::shared_ptr<const Signature>& s, SignatureCase c);
 
+// a against b entry by entry, as check/compare.h's compare does (non-finite entries equal only the same value):
+// the largest difference, where it is, and whether it is within `tolerance`; both sides are left out. Shapes that
+// differ make an infinite difference (shape_mismatch). The signature audit's comparison, also the taps'.
+OutputComparison compare_tensors(const std::string& name, const Tensor& a, const Tensor& b, double tolerance);
+
 }  // namespace permcheck

@@ -276,6 +276,7 @@ void print_result(std::ostream& out, std::ostream& err, const std::string& progr
                    "permutation the identity)\n";
         out << describe(shown, *signature);
     }
+    if (r.taps) out << describe(*r.taps);
     if (r.verdict == Verdict::error && !r.error.empty()) err << program << ": error: " << r.error << "\n";
 }
 

@@ -10,6 +10,7 @@
 #include "report/report.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -39,6 +40,8 @@ struct AuditRequest {
     double startup_timeout = 120;
     double amplification = 1;
     std::string shard = "1/1";
+    // Set by the audit's adapters when an answer offers taps: only then add_taps starts a process for them.
+    std::shared_ptr<std::atomic<bool>> taps_offered = std::make_shared<std::atomic<bool>>(false);
 };
 
 // The layer's description: the shorthand (one axis n, input x, output y) or a signature.
@@ -166,6 +169,7 @@ AuditResult run_boxes(const AuditRequest& q, const Form& f, const AuditOptions& 
         eo.command = q.command;
         eo.timeout_seconds = q.timeout;
         eo.startup_timeout_seconds = q.startup_timeout;
+        eo.taps_offered = q.taps_offered;
         const long long shard_cases = (q.flags.cases + opts.shard.count - opts.shard.index) / opts.shard.count;
         const long long processes = std::min<long long>(q.jobs, std::max(1LL, shard_cases));
         if (f.signature) {
@@ -179,6 +183,33 @@ AuditResult run_boxes(const AuditRequest& q, const Form& f, const AuditOptions& 
     } catch (const std::exception& e) {
         return error_result(e.what());
     }
+}
+
+// After a violation or a non-finite output: the counterexample's taps (check/taps.h), from an adapter process of their
+// own, when the audit's answers offered them (r.taps stays empty otherwise, and no process is started).
+void add_taps(const AuditRequest& q, const Form& f, AuditResult& r) {
+    if ((r.verdict != Verdict::violated && r.verdict != Verdict::non_finite) || !*q.taps_offered) return;
+    adapters::ExecOptions eo;
+    eo.command = q.command;
+    eo.timeout_seconds = q.timeout;
+    eo.startup_timeout_seconds = q.startup_timeout;
+    TapTrace trace;
+    if (f.signature && r.signature_counterexample) {
+        const SignatureCounterexample& c = *r.signature_counterexample;
+        trace = trace_taps(adapters::exec_tap_source(eo, &*f.signature), *f.signature, c.lengths, c.perms, c.inputs,
+                           r.dtype, q.amplification);
+    } else if (r.counterexample) {
+        const Counterexample& c = *r.counterexample;
+        const int n = static_cast<int>(c.n()), d = static_cast<int>(c.d());
+        Tensor x{{n, d}, {}};
+        for (int i = 0; i < n; ++i)
+            for (int k = 0; k < d; ++k) x.values.push_back(c.x(i, k));
+        trace = trace_taps(adapters::exec_tap_source(eo, nullptr), shorthand_signature(d, q.flags.min_len, q.flags.max_len),
+                           {{"n", n}}, {{"n", c.perm}}, {{"x", x}}, r.dtype, q.amplification);
+    } else {
+        return;
+    }
+    if (trace.offered) r.taps = std::move(trace);
 }
 
 std::string head_of(const AuditRequest& q, const Form& f, const AuditResult& r) {
@@ -214,6 +245,7 @@ int run_audit(const AuditRequest& q) {
     AuditResult r = run_interruptibly([&](const AuditOptions& o) { return run_boxes(q, form, o); }, opts, program,
                                       q.flags, "; the adapters were stopped");
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    add_taps(q, form, r);  // not in the audit's time: a process of its own, only after a violation
     name_last_request(r);
     print_result(std::cout, std::cerr, program, head_of(q, form, r), r, seconds, replay_of(q, form, r),
                  form.signature ? &*form.signature : nullptr);

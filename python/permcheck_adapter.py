@@ -28,6 +28,15 @@ Named form (`permcheck audit --axis ... --input ... --output ...`):
     exponent real values (the float dtype). A `kinds` object in the request ({"edge_index": "index"}), or the
     `kinds` argument of serve(), names the kind where the values cannot, e.g. an empty index input.
 
+Taps (where symmetry first breaks), both forms, for a torch module unless serve(..., taps=False):
+    every answer carries "taps_offered": true; permcheck then, after a violation, sends the counterexample's
+    requests with "taps": true, answered with the outputs of the module's submodules (forward hooks, the root
+    left out), in the order they finished:
+    <- {"id": 7, "outputs": {...}, "taps_offered": true,
+        "taps": [{"name": "blocks.0", "shape": [2, 8], "values": [[...], [...]]}, ...]}
+    An adapter of your own may add "dims": ["n", null] to a tap (the axis each dim follows, null for none);
+    without it permcheck finds the axes itself by probing (README, "Where symmetry first breaks").
+
 Answers, both forms:
     a single value (a tensor, a nested list, a number)   answers the one output the request names (y)
     a tuple                                             answers the outputs in the request's order
@@ -51,7 +60,7 @@ __all__ = ["serve"]
 _KINDS = ("float", "mask", "index")
 
 
-def serve(layer, dtype=None, *, kinds=None, stdin=None, stdout=None, batch=256):
+def serve(layer, dtype=None, *, kinds=None, taps=True, stdin=None, stdout=None, batch=256):
     """Answer permcheck's requests with `layer` until end of input.
 
     layer   a callable (a function of named inputs, see the module docstring) or a torch.nn.Module, which is
@@ -64,6 +73,8 @@ def serve(layer, dtype=None, *, kinds=None, stdin=None, stdout=None, batch=256):
     batch   the most cases one request may hold (announced to permcheck in the first answer): a torch
             module then runs one forward pass per batch, its cases stacked on the batch dims permcheck names,
             and a function is called once per case; 1 or None: one case per request.
+    taps    a torch module offers its submodules' outputs ("taps", see the module docstring) unless False:
+            after a violation permcheck then names the first submodule that breaks the symmetry.
     stdin, stdout
             text streams to read requests from and write answers to; by default the process's own, with
             stdout claimed for answers as the module docstring says.
@@ -81,6 +92,7 @@ def serve(layer, dtype=None, *, kinds=None, stdin=None, stdout=None, batch=256):
             layer.to(dtype)  # floating parameters and buffers only; a module converts in place
     if is_module:
         layer.eval()
+    offers_taps = bool(taps) and is_module
 
     requests = stdin if stdin is not None else sys.stdin
     answers, restore = (stdout, None) if stdout is not None else _claim_stdout()
@@ -92,10 +104,13 @@ def serve(layer, dtype=None, *, kinds=None, stdin=None, stdout=None, batch=256):
             if not line.strip():
                 continue
             # torch is None for a function served without a dtype: it receives nested lists, not tensors.
-            if '"batch"' in line:
+            if '"batch"' in line:  # a batch's taps are never asked for: permcheck asks them one request each
                 answer = _answer_batch(line, layer, torch, dtype, kinds, is_module)
             else:
-                answer = _answer(line, layer, torch, dtype, kinds)
+                if offers_taps:
+                    answer = _answer_with_taps(line, layer, torch, dtype, kinds)
+                else:
+                    answer = _answer(line, layer, torch, dtype, kinds)
                 if batch is not None and batch > 1 and not announced:
                     answer["batch"] = int(batch)
                     announced = True
@@ -325,6 +340,70 @@ def _json_value(value):
 def _last_line(error):
     lines = traceback.format_exception_only(type(error), error)
     return (lines[-1].strip() if lines else type(error).__name__) or type(error).__name__
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Taps: the outputs of a torch module's submodules
+
+
+def _answer_with_taps(line, layer, torch, dtype, kinds):
+    """_answer, offering taps, and with them when the request asks ("taps": true)."""
+    wanted = False
+    if '"taps"' in line:  # parse twice only a line that may ask for taps
+        try:
+            request = json.loads(line)
+            wanted = isinstance(request, dict) and request.get("taps") is True
+        except ValueError:
+            pass  # _answer reports the malformed line
+    if not wanted:
+        answer = _answer(line, layer, torch, dtype, kinds)
+    else:
+        with _TapRecorder(layer, torch) as recorder:
+            answer = _answer(line, layer, torch, dtype, kinds)
+        if "error" not in answer:
+            answer["taps"] = recorder.taps
+    if "error" not in answer:  # an error answer is only the error
+        answer["taps_offered"] = True
+    return answer
+
+
+class _TapRecorder:
+    """Forward hooks on every named submodule (the root left out: its output is the audited one) that record each
+    floating tensor output as a tap, in the order the submodules finish, so a child comes before its parent.
+    A tuple or list output gives name[0], name[1], ...; a dict output name.key; other outputs are skipped. A
+    submodule called again gives name#2, name#3, ..."""
+
+    def __init__(self, module, torch):
+        self.module, self.torch, self.taps, self.calls, self.handles = module, torch, [], {}, []
+
+    def __enter__(self):
+        for name, sub in self.module.named_modules():
+            if name and sub is not self.module:
+                self.handles.append(sub.register_forward_hook(self._hook(name)))
+        return self
+
+    def __exit__(self, *exc):
+        for handle in self.handles:
+            handle.remove()
+        return False
+
+    def _hook(self, name):
+        def hook(module, inputs, output):
+            count = self.calls[name] = self.calls.get(name, 0) + 1
+            self._add(name if count == 1 else "%s#%d" % (name, count), output)
+        return hook
+
+    def _add(self, name, output):
+        if isinstance(output, (tuple, list)):
+            for k, value in enumerate(output):
+                self._add("%s[%d]" % (name, k), value)
+        elif isinstance(output, dict):
+            for key, value in output.items():
+                self._add("%s.%s" % (name, key), value)
+        elif isinstance(output, self.torch.Tensor) and output.is_floating_point():
+            # A copy now: a later in-place operation must not change what this submodule answered.
+            value = output.detach().to("cpu", self.torch.float64, copy=True)
+            self.taps.append({"name": name, "shape": list(value.shape), "values": value.tolist()})
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -329,6 +329,28 @@ std::string signature_html(const SignatureCounterexample& c, const Signature& si
     return s.str();
 }
 
+// The taps in the order the submodules finished, the first breaking one marked (row class first-break).
+std::string taps_html(const TapTrace& t) {
+    std::ostringstream s;
+    s << "<h2>Taps: where symmetry first breaks</h2>\n<p>" << html_escape(first_break_sentence(t)) << ".</p>\n";
+    if (t.taps.empty()) return s.str();
+    s << "<p class=\"note\">the outputs of the layer's submodules at x and P x, in the order they finished (a child "
+         "before its parent); axes: the axis each dim follows.</p>\n<table class=\"summary taps\"><tr><th>#</th>"
+         "<th>tap</th><th>shape</th><th>axes</th><th>verdict</th><th>largest difference</th><th>tolerance</th><th>note</th></tr>\n";
+    for (std::size_t k = 0; k < t.taps.size(); ++k) {
+        const TapComparison& c = t.taps[k];
+        const bool first = static_cast<int>(k) == t.first_breaking;
+        const std::string shape = where_text(c.shape), axes = axes_text(c.axes);
+        s << "<tr" << (first ? " class=\"first-break\"" : "") << "><td>" << k + 1 << (first ? " &#9664; first break" : "")
+          << "</td><td><code>" << html_escape(c.name) << "</code></td><td>" << shape << "</td><td>" << html_escape(axes)
+          << "</td><td>" << tap_verdict_name(c.verdict) << "</td><td>" << text(c.max_abs_diff) << "</td><td>"
+          << text(c.tolerance) << "</td><td>" << html_escape(c.note) << "</td></tr>\n";
+    }
+    s << "</table>\n";
+    if (!t.note.empty()) s << "<p class=\"note\">" << html_escape(t.note) << "</p>\n";
+    return s.str();
+}
+
 const char* kStyle = R"(
 body { font: 15px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #1b1b1b; padding: 0 1em; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.15em; margin-top: 1.6em; }
@@ -347,6 +369,7 @@ svg rect.cell { stroke: #c8c8c8; stroke-width: .5; }
 svg circle.gnode { fill: #eef2f7; stroke: #4a5a70; stroke-width: 1.5; } svg circle.gnode.moved { fill: #f9dedc; stroke: #b3261e; stroke-width: 3; }
 svg path.edge { stroke-width: 2; } svg path.edge.fixed { stroke: #4a5a70; } svg path.edge.moved { stroke: #b3261e; }
 tr.at-fault td { background: #f9dedc; }
+tr.first-break td { background: #f9dedc; font-weight: bold; }
 svg text.elabel { font: 11px monospace; fill: #555; }
 pre { background: #f4f4f4; padding: .6em; overflow-x: auto; }
 div.matrices { overflow-x: auto; }
@@ -400,6 +423,7 @@ std::string to_html(const Record& r) {
     }
     if (r.signature_counterexample && r.signature)
         s << signature_html(*r.signature_counterexample, *r.signature, names, r.verdict == Verdict::nondeterministic);
+    if (r.taps) s << taps_html(*r.taps);
     if (!r.details.empty())
         s << "<h2>Details</h2><pre>" << html_escape(r.details.dump(2, ' ', false, json::error_handler_t::replace))
           << "</pre>\n";

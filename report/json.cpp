@@ -387,6 +387,52 @@ int weights_version(const json& j) {
 }  // namespace
 
 // ---- JSON ------------------------------------------------------------------------------------------------
+// The taps: each with its name, shape, axes (one per dim, null for none), verdict, largest difference, tolerance
+// and note; the first breaking tap by name (null when every tap holds).
+void add_taps(json& j, const TapTrace& t) {
+    json taps = json::array();
+    for (const TapComparison& c : t.taps) {
+        json axes = json::array();
+        for (const std::string& a : c.axes) axes.push_back(a.empty() ? json(nullptr) : json(a));
+        taps.push_back({{"name", c.name}, {"shape", c.shape}, {"axes", axes}, {"verdict", tap_verdict_name(c.verdict)},
+                        {"max_difference", number(c.max_abs_diff)}, {"tolerance", number(c.tolerance)}, {"note", c.note}});
+    }
+    j["taps"] = taps;
+    j["first_breaking_tap"] = t.first_breaking < 0 ? json(nullptr) : json(t.taps[static_cast<std::size_t>(t.first_breaking)].name);
+    j["first_breaking_tap_index"] = t.first_breaking;
+    j["taps_note"] = t.note;
+}
+
+TapVerdict tap_verdict_from(const std::string& name, const std::string& at) {
+    for (TapVerdict v : {TapVerdict::holds, TapVerdict::violated, TapVerdict::not_comparable, TapVerdict::non_finite})
+        if (name == tap_verdict_name(v)) return v;
+    throw std::invalid_argument("field '" + at + "verdict' is '" + name +
+                                "'; expected holds, violated, not comparable or non-finite");
+}
+
+TapTrace taps_from(const json& j) {
+    TapTrace t;
+    if (!j["taps"].is_array()) throw std::invalid_argument("field 'taps' must be an array");
+    for (std::size_t k = 0; k < j["taps"].size(); ++k) {
+        const json& v = j["taps"][k];
+        const std::string at = "taps[" + std::to_string(k) + "].";
+        TapComparison c;
+        c.name = get_as<std::string>(v, "name", at);
+        c.shape = get_as<std::vector<int>>(v, "shape", at);
+        for (const json& a : required(v, "axes", at)) c.axes.push_back(a.is_string() ? a.get<std::string>() : "");
+        c.verdict = tap_verdict_from(get_as<std::string>(v, "verdict", at), at);
+        c.max_abs_diff = number_from(required(v, "max_difference", at), at + "max_difference");
+        c.tolerance = number_from(required(v, "tolerance", at), at + "tolerance");
+        c.note = get_or<std::string>(v, "note", "", at);
+        t.taps.push_back(std::move(c));
+    }
+    t.first_breaking = get_or<int>(j, "first_breaking_tap_index", -1);
+    if (t.first_breaking < -1 || t.first_breaking >= static_cast<int>(t.taps.size()))
+        throw std::invalid_argument("field 'first_breaking_tap_index' is outside the taps");
+    t.note = get_or<std::string>(j, "taps_note", "");
+    return t;
+}
+
 json to_json(const Record& r) {
     json j = json::object();
     j["schema"] = kSchema;
@@ -406,6 +452,7 @@ json to_json(const Record& r) {
     const bool white_box = r.counterexample && !r.counterexample->black_box;
     const int weights = white_box ? r.counterexample->weights : r.weights;
     if (weights > 0) j["weights"] = weights;
+    if (r.taps) add_taps(j, *r.taps);
     return j;
 }
 
@@ -442,6 +489,7 @@ Record from_json(const json& j) {
         // A report written before the draw had versions has no field: its weights are version 1.
         if (!r.counterexample->black_box) r.counterexample->weights = r.weights > 0 ? r.weights : kOldestWeightsVersion;
     }
+    if (j.contains("taps") && !j["taps"].is_null()) r.taps = taps_from(j);
     return r;
 }
 

@@ -42,6 +42,36 @@ std::string signature_section(const SignatureCounterexample& c, const Signature&
     return s.str();
 }
 
+// Text in a table cell: its bars escaped, line breaks as spaces.
+std::string cell(const std::string& text) {
+    std::string out;
+    for (char ch : text) {
+        if (ch == '|') out += "\\|";
+        else out += ch == '\n' ? ' ' : ch;
+    }
+    return out;
+}
+
+// The taps in the order the submodules finished, the first breaking one marked.
+std::string taps_section(const TapTrace& t) {
+    std::ostringstream s;
+    s << "\n#### Taps: where symmetry first breaks\n\n" << first_break_sentence(t) << ".\n";
+    if (t.taps.empty()) return s.str();
+    s << "\n| # | tap | shape | axes | verdict | largest difference | tolerance | note |\n"
+         "| --- | --- | --- | --- | --- | --- | --- | --- |\n";
+    for (std::size_t k = 0; k < t.taps.size(); ++k) {
+        const TapComparison& c = t.taps[k];
+        const bool first = static_cast<int>(k) == t.first_breaking;
+        const std::string shape = where_text(c.shape), axes = axes_text(c.axes);
+        s << "| " << k + 1 << (first ? " ◀ first break" : "") << " | " << md_code(c.name) << " | " << shape << " | "
+          << axes << " | " << (c.verdict == TapVerdict::holds ? std::string("holds")
+                                           : std::string("**").append(tap_verdict_name(c.verdict)).append("**"))
+          << " | " << text(c.max_abs_diff) << " | " << text(c.tolerance) << " | " << cell(c.note) << " |\n";
+    }
+    if (!t.note.empty()) s << "\n" << t.note << "\n";
+    return s.str();
+}
+
 }  // namespace
 
 std::string to_markdown(const Record& r) {
@@ -89,6 +119,7 @@ std::string to_markdown(const Record& r) {
     if (r.signature_counterexample && r.signature)
         s << signature_section(*r.signature_counterexample, *r.signature, names,
                                r.verdict == Verdict::nondeterministic);
+    if (r.taps) s << taps_section(*r.taps);
     if (!r.details.empty()) s << "\n<details><summary>details</summary>\n\n```json\n" << r.details.dump(2, ' ', false, json::error_handler_t::replace) << "\n```\n\n</details>\n";
     if (!r.replay.empty()) s << "\n**Replay:**\n\n```sh\n" << r.replay << "\n```\n";
     if (const std::string again = case_replay(r); !again.empty())

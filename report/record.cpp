@@ -35,6 +35,7 @@ Record record_of(const AuditResult& result, const std::string& layer, Property p
     r.signature_counterexample = result.signature_counterexample;
     if (r.signature_counterexample) r.signature_counterexample->replay = replay;
     r.error = result.error;
+    r.taps = result.taps;
     return r;
 }
 

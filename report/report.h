@@ -37,6 +37,9 @@ struct Record {
     // "permutations", "inputs" and "outputs").
     std::optional<Signature> signature;
     std::optional<SignatureCounterexample> signature_counterexample;
+    // The counterexample's taps (check/taps.h), when the audited layer offered them: report.json's "taps",
+    // "first_breaking_tap" and "taps_note"; a table in report.md and report.html with the first breaking tap marked.
+    std::optional<TapTrace> taps;
 };
 
 nlohmann::json to_json(const Record& r);

@@ -138,4 +138,13 @@ SideNames shown_sides(const Record& r) {
     return side_names(r.property);
 }
 
+std::string axes_text(const std::vector<std::string>& axes) {
+    std::string s;
+    for (std::size_t k = 0; k < axes.size(); ++k) {
+        if (k) s += ", ";
+        s += axes[k].empty() ? std::string("-") : axes[k];
+    }
+    return s;
+}
+
 }  // namespace permcheck::report::detail

@@ -23,6 +23,7 @@ std::string output_claim(const TensorSpec& t, const Signature& s);
 const TensorSpec* spec_named(const std::vector<TensorSpec>& specs, const std::string& name);
 std::string cycles_text(const Permutation& p);
 std::string where_text(const std::vector<int>& where);  // "[1, 2]": one index per dim
+std::string axes_text(const std::vector<std::string>& axes);  // a tap's axes, "n, -": "-" for a dim without one
 
 // The command that re-evaluates the record's saved case as written: `permcheck replay report.json`, with the
 // audited command as --exec for an audit (replay never takes the program from a report); empty when nothing

@@ -270,7 +270,8 @@ class ServedModule(unittest.TestCase):
     def test_one_tensor_form_gives_the_module_an_n_by_d_tensor_in_eval_mode_under_no_grad(self):
         answers, _, err, code = run(MODULE_SCRIPT, [{"id": 1, "x": [[0.5, -1], [2, 0.25], [0, 0]]}])
         self.assertEqual(code, 0, err)
-        self.assertEqual(answers, [{"id": 1, "y": [[1.0, -2.0], [4.0, 0.5], [0.0, 0.0]]}], err)
+        # A module offers its taps (where symmetry first breaks) in every answer.
+        self.assertEqual(answers, [{"id": 1, "y": [[1.0, -2.0], [4.0, 0.5], [0.0, 0.0]], "taps_offered": True}], err)
         self.assertIn("printed in forward", err)
 
     def test_named_form_bool_masks_int64_indices_and_empty_dims_rebuilt_from_shapes(self):
@@ -296,8 +297,9 @@ class ServedModule(unittest.TestCase):
         self.assertEqual(answers[0]["outputs"]["y"], [[2.0, 4.0], [0.0 + 1.0 + 5.0, 0.0 + 2.0 + 6.0], [10.0, 12.0]])
         self.assertEqual(answers[0]["outputs"]["shapes"], [[3, 2], [3, 0], [2, 2]])
         self.assertEqual(answers[1], {"id": 3, "outputs": {"y": [[2.0, 4.0], [6.0, 8.0], [0.0, 0.0]],
-                                                           "shapes": [[3, 2], [3, 0], [2, 0]]}}, err)
-        self.assertEqual(answers[2], {"id": 4, "outputs": {"y": [], "shapes": [[0, 2], [0, 0], [2, 0]]}}, err)
+                                                           "shapes": [[3, 2], [3, 0], [2, 0]]}, "taps_offered": True}, err)
+        self.assertEqual(answers[2], {"id": 4, "outputs": {"y": [], "shapes": [[0, 2], [0, 0], [2, 0]]},
+                                      "taps_offered": True}, err)
         self.assertTrue(out.startswith('{"id": 2'), "stdout holds answers only")
 
     def test_serve_kinds_argument_names_an_index_input_that_arrives_empty(self):
@@ -308,7 +310,8 @@ class ServedModule(unittest.TestCase):
              "shapes": {"x": [1, 2], "pad": [1], "edge_index": [2, 0], "edge_attr": [0, 3]}, "outputs": ["y", "s"]},
         ])
         self.assertEqual(code, 0, err)
-        self.assertEqual(answers, [{"id": 5, "outputs": {"y": [[2.0, 4.0]], "s": [[1, 2], [1, 0], [2, 0]]}}], err)
+        self.assertEqual(answers, [{"id": 5, "outputs": {"y": [[2.0, 4.0]], "s": [[1, 2], [1, 0], [2, 0]]},
+                                    "taps_offered": True}], err)
 
     def test_a_function_served_with_a_dtype_receives_tensors(self):
         script = """
@@ -341,7 +344,8 @@ class ServedModule(unittest.TestCase):
         self.assertEqual(code, 0, err)
         self.assertEqual(answers[0]["id"], 6)
         self.assertTrue(answers[0]["error"].startswith("AssertionError: torch.float64"), answers[0])
-        self.assertEqual(answers[1], {"id": 7, "y": [[2.0]]})
+        self.assertNotIn("taps_offered", answers[0])  # an error answer is only the error
+        self.assertEqual(answers[1], {"id": 7, "y": [[2.0]], "taps_offered": True})
 
     def test_multihead_attention_answers_as_the_module_computes_in_its_own_dtype(self):
         torch.manual_seed(0)
@@ -479,6 +483,63 @@ class BatchedModule(unittest.TestCase):
                                                           {"error": "ValueError: boom at 99"},
                                                           {"outputs": {"y": [[[6.0, 1.0]]]}}]})
         self.assertIn("answering item by item", err)
+
+TAPS_SCRIPT = """
+    import sys
+    import torch
+    from permcheck_adapter import serve
+
+    class Pair(torch.nn.Module):  # a tuple output: two taps, name[0] and name[1]; an int tensor is skipped
+        def forward(self, x):
+            return x * 2, (x.sum(0), torch.arange(3))
+
+    class Shift(torch.nn.Module):  # an in-place change after it finished must not change its tap
+        def forward(self, x):
+            return x + 1
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pair, self.shift = Pair(), Shift()
+
+        def forward(self, x):
+            a, _ = self.pair(x)
+            b = self.shift(a)
+            b += 100
+            return self.shift(b)  # called twice: shift, shift#2
+
+    serve(Net(), dtype=torch.float64, taps="--no-taps" not in sys.argv, batch=None)  # answers compared exactly
+"""
+
+
+@unittest.skipIf(TORCH_MISSING is not None, TORCH_MISSING)
+class ServedModuleTaps(unittest.TestCase):
+    def test_taps_in_finishing_order_tuples_flattened_copies_kept_repeated_calls_numbered(self):
+        x = [[1.0, 2.0], [3.0, 4.0]]
+        answers, _, err, code = run(TAPS_SCRIPT, [
+            {"id": 1, "x": x},
+            {"id": 2, "x": x, "taps": True},
+            {"id": 3, "inputs": {"x": x}, "outputs": ["y"], "taps": True},
+            {"id": 4, "x": x, "taps": False},
+        ])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(answers[0], {"id": 1, "y": [[104.0, 106.0], [108.0, 110.0]], "taps_offered": True})
+        taps = answers[1]["taps"]
+        self.assertEqual([t["name"] for t in taps], ["pair[0]", "pair[1][0]", "shift", "shift#2"])
+        self.assertEqual(taps[0], {"name": "pair[0]", "shape": [2, 2], "values": [[2.0, 4.0], [6.0, 8.0]]})
+        self.assertEqual(taps[1]["shape"], [2])
+        self.assertEqual(taps[2]["values"], [[3.0, 5.0], [7.0, 9.0]])  # before the in-place += 100
+        self.assertEqual(answers[1]["y"], answers[0]["y"])
+        self.assertEqual([t["name"] for t in answers[2]["taps"]], [t["name"] for t in taps])
+        self.assertNotIn("taps", answers[3])
+
+    def test_taps_false_offers_none_and_a_function_never_offers(self):
+        script = TAPS_SCRIPT.replace('"--no-taps" not in sys.argv', "False")
+        answers, _, err, code = run(script, [{"id": 1, "x": [[1.0]], "taps": True}])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(answers, [{"id": 1, "y": [[104.0]]}])
+        answers, _, err, code = run(FUNCTION_SCRIPT, [{"id": 1, "x": [[1.0]], "taps": True}])
+        self.assertEqual(answers, [{"id": 1, "y": [[2.0]]}], err)
 
 
 if __name__ == "__main__":

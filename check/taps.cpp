@@ -1,0 +1,354 @@
+// Taps: a counterexample's submodule outputs judged one by one (check/taps.h, proofs-notes/taps.md).
+#include "check/taps.h"
+
+#include "check/compare.h"
+#include "check/signature_case.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+namespace permcheck {
+
+const char* tap_verdict_name(TapVerdict v) {
+    switch (v) {
+        case TapVerdict::holds: return "holds";
+        case TapVerdict::violated: return "violated";
+        case TapVerdict::not_comparable: return "not comparable";
+        case TapVerdict::non_finite: return "non-finite";
+    }
+    return "?";
+}
+
+std::string first_break_sentence(const TapTrace& t) {
+    if (t.taps.empty()) return "no taps: " + (t.note.empty() ? std::string("the adapter answered none") : t.note);
+    const std::size_t before = t.first_breaking < 0 ? t.taps.size() : static_cast<std::size_t>(t.first_breaking);
+    const auto unjudged = std::count_if(t.taps.begin(), t.taps.begin() + static_cast<std::ptrdiff_t>(before),
+                                        [](const TapComparison& c) { return c.verdict == TapVerdict::not_comparable; });
+    const std::string except = unjudged == 0 ? std::string()
+                                             : " but " + std::to_string(unjudged) + " that could not be compared";
+    if (t.first_breaking < 0)
+        return "no tap breaks (" + std::to_string(t.taps.size()) + (t.taps.size() == 1 ? " tap" : " taps") +
+               (unjudged == 0 ? std::string(", every one holds") : ", every one holds" + except) +
+               "): the symmetry breaks in the layer's own code, outside its submodules";
+    const TapComparison& c = t.taps[before];
+    std::string s = "symmetry first breaks at " + c.name + " (tap " + std::to_string(before + 1) + " of " +
+                    std::to_string(t.taps.size()) + ")";
+    if (c.verdict == TapVerdict::non_finite) s += ", which is non-finite";
+    if (before == 0) return s + "; it is the first tap";
+    return s + "; every tap before it holds" + except;
+}
+
+namespace {
+
+std::string axes_text(const std::vector<std::string>& axes) {
+    std::string s;
+    for (std::size_t k = 0; k < axes.size(); ++k) {
+        if (k) s += ',';
+        s += axes[k].empty() ? std::string("-") : axes[k];
+    }
+    return s.empty() ? "(scalar)" : s;
+}
+
+std::string num(double v) {
+    std::ostringstream s;
+    s.precision(3);
+    s << v;
+    return s.str();
+}
+
+std::string shape_text(const std::vector<int>& shape) {
+    std::string s = "[";
+    for (std::size_t k = 0; k < shape.size(); ++k) {
+        if (k) s += ", ";
+        s += std::to_string(shape[k]);
+    }
+    return s + "]";
+}
+
+// The axes whose probe changed dim k (an axis without a probe is left out).
+std::vector<std::string> axes_changing(std::size_t k, const std::vector<int>& shape,
+                                       const std::map<std::string, std::optional<std::vector<int>>>& probes) {
+    std::vector<std::string> out;
+    for (const auto& [axis, probe] : probes) {
+        if (!probe) continue;
+        if (probe->size() != shape.size())
+            throw std::invalid_argument("it has " + std::to_string(probe->size()) + " dims when axis " + axis +
+                                        " is one longer, " + std::to_string(shape.size()) + " at x");
+        if ((*probe)[k] != shape[k]) out.push_back(axis);
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string describe(const TapTrace& t) {
+    std::ostringstream s;
+    if (!t.taps.empty()) {
+        s << "  taps of the counterexample, in the order the submodules finished (axes: the axis each dim follows):\n";
+        std::size_t name_width = 0, shape_width = 0;
+        for (const TapComparison& c : t.taps) {
+            name_width = std::max(name_width, c.name.size());
+            shape_width = std::max(shape_width, shape_text(c.shape).size());
+        }
+        for (std::size_t k = 0; k < t.taps.size(); ++k) {
+            const TapComparison& c = t.taps[k];
+            s << (static_cast<int>(k) == t.first_breaking ? "  > " : "    ") << std::setw(3) << k + 1 << "  "
+              << std::left << std::setw(static_cast<int>(name_width)) << c.name << "  "
+              << std::setw(static_cast<int>(shape_width)) << shape_text(c.shape) << "  axes "
+              << std::setw(5) << axes_text(c.axes) << std::right << "  " << tap_verdict_name(c.verdict);
+            if (c.verdict != TapVerdict::not_comparable)
+                s << ", largest difference " << num(c.max_abs_diff) << " (tolerance " << num(c.tolerance) << ")";
+            if (!c.note.empty()) s << ": " << c.note;
+            s << "\n";
+        }
+    }
+    s << "  " << first_break_sentence(t) << "\n";
+    if (!t.taps.empty() && !t.note.empty()) s << "  (" << t.note << ")\n";
+    return s.str();
+}
+
+std::vector<std::string> tap_axes(const std::vector<int>& shape, const Lengths& lengths,
+                                  const std::map<std::string, std::optional<std::vector<int>>>& probe_shapes) {
+    std::vector<std::string> axes(shape.size());
+    for (std::size_t k = 0; k < shape.size(); ++k) {
+        const std::vector<std::string> moving = axes_changing(k, shape, probe_shapes);
+        const std::string dim = "dim " + std::to_string(k) + " (size " + std::to_string(shape[k]) + ")";
+        if (moving.size() > 1)
+            throw std::invalid_argument(dim + " changes with axes " + moving[0] + " and " + moving[1] +
+                                        ": it follows no single axis");
+        if (moving.size() == 1) {
+            const std::string& a = moving.front();
+            const int len = lengths.at(a);
+            if (shape[k] != len || (*probe_shapes.at(a))[k] != len + 1)
+                throw std::invalid_argument(dim + " changes with axis " + a + " but is not its length (" +
+                                            std::to_string(len) + ", then " + std::to_string(len + 1) +
+                                            "): no permutation of " + a + " acts on it");
+            axes[k] = a;
+            continue;
+        }
+        for (const auto& [axis, probe] : probe_shapes)
+            if (!probe && lengths.at(axis) == shape[k])
+                throw std::invalid_argument(dim + " has the length of axis " + axis +
+                                            ", which could not be probed: whether it follows " + axis +
+                                            " cannot be told");
+    }
+    return axes;
+}
+
+namespace {
+
+double finite_max_abs(const std::vector<double>& values, double start) {
+    for (double v : values)
+        if (std::isfinite(v)) start = std::max(start, std::abs(v));
+    return start;
+}
+
+bool all_finite(const std::vector<double>& values) {
+    return std::all_of(values.begin(), values.end(), [](double v) { return std::isfinite(v); });
+}
+
+}  // namespace
+
+TapComparison judge_tap(const std::string& name, const Tensor& at_x, const Tensor& at_px,
+                        const std::vector<std::string>& axes, const Permutations& perms, const Lengths& lengths,
+                        int widest_fixed, double inputs_magnitude, Arithmetic dtype, double amplification) {
+    TapComparison c{name, at_x.shape, axes, TapVerdict::holds, 0.0, 0.0, ""};
+    if (at_x.shape != at_px.shape) {
+        c.verdict = TapVerdict::not_comparable;
+        c.max_abs_diff = std::numeric_limits<double>::infinity();
+        c.note = "its shape is " + shape_text(at_x.shape) + " at x and " + shape_text(at_px.shape) + " at P x";
+        return c;
+    }
+    TensorSpec spec{name, {}, TensorKind::real, ""};
+    int widest = std::max(widest_fixed, 1);
+    for (std::size_t k = 0; k < axes.size(); ++k) {
+        spec.dims.push_back(Dim{axes[k], at_x.shape[k]});
+        if (axes[k].empty()) widest = std::max(widest, at_x.shape[k]);
+    }
+    const Tensor rhs = permute_output(spec, perms, at_x);
+    long total = 0;
+    for (const auto& entry : lengths) total += entry.second;
+    ToleranceModel model;
+    model.unit_roundoff =
+        dtype == Arithmetic::float32 ? ScalarTraits<float>::unit_roundoff : ScalarTraits<double>::unit_roundoff;
+    model.amplification = amplification;
+    const double m = finite_max_abs(rhs.values, finite_max_abs(at_px.values, inputs_magnitude));
+    const OutputComparison o = compare_tensors(name, at_px, rhs, float_tolerance(model, total, widest, m));
+    c.max_abs_diff = o.max_abs_diff;
+    c.tolerance = o.tolerance;
+    if (!all_finite(at_x.values) || !all_finite(at_px.values)) {
+        c.verdict = TapVerdict::non_finite;
+        c.note = "a non-finite entry at " + std::string(all_finite(at_x.values) ? "P x" : "x");
+    } else if (!o.holds) {
+        c.verdict = TapVerdict::violated;
+    }
+    return c;
+}
+
+Signature shorthand_signature(int d, int min_len, int max_len) {
+    Signature s;
+    s.axes.push_back(Axis{"n", min_len, max_len});
+    s.inputs.push_back(TensorSpec{"x", {Dim{"n", 0}, Dim{"", d}}, TensorKind::real, ""});
+    s.outputs.push_back(TensorSpec{"y", {Dim{"n", 0}, Dim{"", d}}, TensorKind::real, ""});
+    return s;
+}
+
+namespace {
+
+// t one element longer along dim k: the last slice repeated (zeros when the dim is empty).
+Tensor append_along(const Tensor& t, std::size_t k) {
+    std::size_t outer = 1, inner = 1;
+    for (std::size_t j = 0; j < k; ++j) outer *= static_cast<std::size_t>(t.shape[j]);
+    for (std::size_t j = k + 1; j < t.shape.size(); ++j) inner *= static_cast<std::size_t>(t.shape[j]);
+    const std::size_t len = static_cast<std::size_t>(t.shape[k]);
+    Tensor out{t.shape, {}};
+    out.shape[k] += 1;
+    out.values.reserve(outer * (len + 1) * inner);
+    for (std::size_t o = 0; o < outer; ++o) {
+        const auto block = t.values.begin() + static_cast<std::ptrdiff_t>(o * len * inner);
+        out.values.insert(out.values.end(), block, block + static_cast<std::ptrdiff_t>(len * inner));
+        if (len == 0) out.values.insert(out.values.end(), inner, 0.0);
+        else out.values.insert(out.values.end(), block + static_cast<std::ptrdiff_t>((len - 1) * inner),
+                               block + static_cast<std::ptrdiff_t>(len * inner));
+    }
+    return out;
+}
+
+// The inputs with axis a one element longer (every dim a names, a pairwise input along both).
+Tensors lengthened(const Signature& s, const Tensors& inputs, const std::string& a) {
+    Tensors out = inputs;
+    for (const TensorSpec& spec : s.inputs) {
+        Tensor& t = out.at(spec.name);
+        for (std::size_t k = 0; k < spec.dims.size(); ++k)
+            if (spec.dims[k].axis == a) t = append_along(t, k);
+    }
+    return out;
+}
+
+using ShapesByName = std::map<std::string, std::vector<int>>;
+
+// Per axis, the taps' shapes with that axis one longer (nullopt when the probe failed, said in `note`); no probe
+// at all when every tap declares its dims.
+std::map<std::string, std::optional<ShapesByName>> probe(const TapSource& source, const Signature& s,
+                                                         const Tensors& inputs, const std::vector<Tap>& taps,
+                                                         std::string& note) {
+    std::map<std::string, std::optional<ShapesByName>> out;
+    if (std::all_of(taps.begin(), taps.end(), [](const Tap& t) { return t.dims.has_value(); })) return out;
+    for (const Axis& a : s.axes) {
+        try {
+            ShapesByName shapes;
+            for (const Tap& t : source(lengthened(s, inputs, a.name))) shapes.emplace(t.name, t.value.shape);
+            out[a.name] = std::move(shapes);
+        } catch (const std::exception& e) {
+            out[a.name] = std::nullopt;
+            note += (note.empty() ? "" : "; ") + std::string("the probe with axis ") + a.name + " one longer failed (" +
+                    e.what() + ")";
+        }
+    }
+    return out;
+}
+
+// A tap's declared dims, checked against the signature's axes and the lengths.
+std::vector<std::string> declared_axes(const Tap& t, const Lengths& lengths) {
+    const std::vector<std::string>& dims = *t.dims;
+    if (dims.size() != t.value.shape.size())
+        throw std::invalid_argument("it declares " + std::to_string(dims.size()) + " dims and has " +
+                                    std::to_string(t.value.shape.size()));
+    for (std::size_t k = 0; k < dims.size(); ++k) {
+        if (dims[k].empty()) continue;
+        const auto it = lengths.find(dims[k]);
+        if (it == lengths.end())
+            throw std::invalid_argument("it declares dim " + std::to_string(k) + " as axis " + dims[k] +
+                                        ", which the signature does not have");
+        if (it->second != t.value.shape[k])
+            throw std::invalid_argument("it declares dim " + std::to_string(k) + " as axis " + dims[k] + " (length " +
+                                        std::to_string(it->second) + ") but has size " +
+                                        std::to_string(t.value.shape[k]));
+    }
+    return dims;
+}
+
+std::vector<std::string> axes_of(const Tap& t, const Lengths& lengths,
+                                 const std::map<std::string, std::optional<ShapesByName>>& probes) {
+    if (t.dims) return declared_axes(t, lengths);
+    std::map<std::string, std::optional<std::vector<int>>> shapes;
+    for (const auto& [axis, probe] : probes) {
+        const auto it = probe ? probe->find(t.name) : ShapesByName::const_iterator{};
+        if (probe && it != probe->end()) shapes[axis] = it->second;
+        else shapes[axis] = std::nullopt;
+    }
+    return tap_axes(t.value.shape, lengths, shapes);
+}
+
+int widest_fixed(const Signature& s) {
+    int widest = 1;
+    for (const auto* list : {&s.inputs, &s.outputs})
+        for (const TensorSpec& t : *list)
+            for (const Dim& d : t.dims)
+                if (!d.is_axis()) widest = std::max(widest, d.size);
+    return widest;
+}
+
+double real_inputs_magnitude(const Signature& s, const Tensors& inputs) {
+    double m = 0.0;
+    for (const TensorSpec& spec : s.inputs)
+        if (spec.kind == TensorKind::real) m = finite_max_abs(inputs.at(spec.name).values, m);
+    return m;
+}
+
+TapComparison not_comparable(const Tap& t, const std::string& why) {
+    TapComparison c{t.name, t.value.shape, std::vector<std::string>(t.value.shape.size()), TapVerdict::not_comparable,
+                    std::numeric_limits<double>::infinity(), 0.0, why};
+    return c;
+}
+
+}  // namespace
+
+TapTrace trace_taps(const TapSource& source, const Signature& s, const Lengths& lengths, const Permutations& perms,
+                    const Tensors& inputs, Arithmetic dtype, double amplification) {
+    TapTrace trace;
+    std::vector<Tap> at_x, at_px;
+    try {
+        at_x = source(inputs);
+        at_px = source(permute_inputs(s, perms, inputs));
+    } catch (const NoTapsOffered& e) {
+        trace.offered = false;
+        trace.note = e.what();
+        return trace;
+    } catch (const std::exception& e) {
+        trace.note = std::string("the tap request failed: ") + e.what();
+        return trace;
+    }
+    if (at_x.empty()) {
+        trace.note = "the adapter answered no taps";
+        return trace;
+    }
+    const auto probes = probe(source, s, inputs, at_x, trace.note);
+    std::map<std::string, const Tap*> by_name;
+    for (const Tap& t : at_px) by_name.emplace(t.name, &t);
+    const double magnitude = real_inputs_magnitude(s, inputs);
+    for (const Tap& t : at_x) {
+        const auto other = by_name.find(t.name);
+        if (other == by_name.end()) {
+            trace.taps.push_back(not_comparable(t, "no tap of this name at P x"));
+            continue;
+        }
+        try {
+            const std::vector<std::string> axes = axes_of(t, lengths, probes);
+            trace.taps.push_back(judge_tap(t.name, t.value, other->second->value, axes, perms, lengths, widest_fixed(s),
+                                           magnitude, dtype, amplification));
+        } catch (const std::invalid_argument& e) {
+            trace.taps.push_back(not_comparable(t, std::string("which dims follow which axis cannot be told: ") + e.what()));
+        }
+    }
+    for (std::size_t k = 0; k < trace.taps.size() && trace.first_breaking < 0; ++k)
+        if (trace.taps[k].verdict == TapVerdict::violated || trace.taps[k].verdict == TapVerdict::non_finite)
+            trace.first_breaking = static_cast<int>(k);
+    return trace;
+}
+
+}  // namespace permcheck

@@ -1,0 +1,278 @@
+// Where symmetry first breaks (issue 13, item 3): the judgement of one tap (check/taps.h), the axes of a tap found
+// by probes (unambiguous when a length equals a feature size), the whole trace over an in-process tap source, the
+// tap answer's parser (adapters/exec_adapter.h) and the report's tap table (report/).
+#include "adapters/exec_adapter.h"
+#include "check/taps.h"
+#include "report/report.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace permcheck {
+namespace {
+
+Tensor tensor(std::vector<int> shape, std::vector<double> values) { return Tensor{std::move(shape), std::move(values)}; }
+
+// P T(x) for an n x d tensor moved along its rows: (P t)[i] = t[p[i]].
+Tensor rows_moved(const Tensor& t, const Permutation& p) {
+    Tensor out{t.shape, {}};
+    const int d = t.shape[1];
+    for (int i = 0; i < t.shape[0]; ++i)
+        for (int k = 0; k < d; ++k) out.values.push_back(t.values[static_cast<std::size_t>(p[i] * d + k)]);
+    return out;
+}
+
+const Permutation kSwap = Permutation(std::vector<int>{1, 0});
+
+// ------------------------------------------------------------------------------------------ one tap judged
+
+TEST(TapJudgement, AnEquivariantTapHolds) {
+    const Tensor at_x = tensor({2, 3}, {1, 2, 3, 4, 5, 6});
+    const TapComparison c = judge_tap("blocks.0", at_x, rows_moved(at_x, kSwap), {"n", ""}, {{"n", kSwap}}, {{"n", 2}},
+                                      3, 6.0, Arithmetic::float64, 1.0);
+    EXPECT_EQ(c.verdict, TapVerdict::holds) << c.note;
+    EXPECT_EQ(c.max_abs_diff, 0.0);
+    EXPECT_GT(c.tolerance, 0.0);
+}
+
+TEST(TapJudgement, APositionEmbeddingBreaksAndItsLargestDifferenceIsReported) {
+    // T(x) = x + E: at P x the embedding stays where it is, so T(P x) - P T(x) = E - P E.
+    const Tensor at_x = tensor({2, 2}, {1 + 0.5, 2, 3, 4 + 0.25});
+    const Tensor at_px = tensor({2, 2}, {3 + 0.5, 4, 1, 2 + 0.25});
+    const TapComparison c = judge_tap("blocks.1", at_x, at_px, {"n", ""}, {{"n", kSwap}}, {{"n", 2}}, 2, 4.0,
+                                      Arithmetic::float64, 1.0);
+    EXPECT_EQ(c.verdict, TapVerdict::violated);
+    EXPECT_DOUBLE_EQ(c.max_abs_diff, 0.5);
+    // The same tap judged as invariant (no axis) also breaks: it is not P-invariant either.
+    EXPECT_EQ(judge_tap("blocks.1", at_x, at_px, {"", ""}, {{"n", kSwap}}, {{"n", 2}}, 2, 4.0, Arithmetic::float64, 1.0).verdict,
+              TapVerdict::violated);
+}
+
+TEST(TapJudgement, APairwiseTapIsMovedOnBothDims) {
+    // Attention weights A (n x n): an equivariant layer gives A' = P A P^T at P x.
+    const Permutation p = Permutation(std::vector<int>{2, 0, 1});
+    const Tensor a = tensor({3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+    Tensor pap{{3, 3}, {}};
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) pap.values.push_back(a.values[static_cast<std::size_t>(p[i] * 3 + p[j])]);
+    EXPECT_EQ(judge_tap("attn", a, pap, {"n", "n"}, {{"n", p}}, {{"n", 3}}, 1, 1.0, Arithmetic::float32, 1.0).verdict,
+              TapVerdict::holds);
+    // Moved along the rows alone it is not what an equivariant layer gives: the harness would call it broken.
+    EXPECT_EQ(judge_tap("attn", a, pap, {"n", ""}, {{"n", p}}, {{"n", 3}}, 1, 1.0, Arithmetic::float32, 1.0).verdict,
+              TapVerdict::violated);
+}
+
+TEST(TapJudgement, ATapWhoseShapeDiffersIsNotComparable) {
+    const TapComparison c = judge_tap("pool", tensor({2, 2}, {1, 2, 3, 4}), tensor({2}, {1, 2}), {"n", ""},
+                                      {{"n", kSwap}}, {{"n", 2}}, 2, 1.0, Arithmetic::float64, 1.0);
+    EXPECT_EQ(c.verdict, TapVerdict::not_comparable);
+    EXPECT_NE(c.note.find("[2, 2] at x and [2] at P x"), std::string::npos) << c.note;
+}
+
+TEST(TapJudgement, ANonFiniteTapIsItsOwnVerdict) {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const TapComparison c = judge_tap("log", tensor({2, 1}, {nan, 1}), tensor({2, 1}, {1, nan}), {"n", ""},
+                                      {{"n", kSwap}}, {{"n", 2}}, 1, 1.0, Arithmetic::float64, 1.0);
+    EXPECT_EQ(c.verdict, TapVerdict::non_finite);
+}
+
+TEST(TapJudgement, TheToleranceIsTheDtypes) {
+    // A difference of 1e-9 at magnitude 1: within float32's rounding, far beyond float64's.
+    const Tensor at_x = tensor({2, 1}, {1, 0.5});
+    const Tensor at_px = tensor({2, 1}, {0.5, 1 + 1e-9});
+    EXPECT_EQ(judge_tap("t", at_x, at_px, {"n", ""}, {{"n", kSwap}}, {{"n", 2}}, 1, 1.0, Arithmetic::float32, 1.0).verdict,
+              TapVerdict::holds);
+    EXPECT_EQ(judge_tap("t", at_x, at_px, {"n", ""}, {{"n", kSwap}}, {{"n", 2}}, 1, 1.0, Arithmetic::float64, 1.0).verdict,
+              TapVerdict::violated);
+}
+
+// ------------------------------------------------------------------------------------------ axes by probes
+
+TEST(TapAxes, ADimFollowsTheAxisWhoseLengthChangesItEvenWhenALengthEqualsAFeatureSize) {
+    // n = 4 = d: the shape [4, 4] alone cannot tell; the probe with n = 5 gives [5, 4].
+    EXPECT_EQ(tap_axes({4, 4}, {{"n", 4}}, {{"n", std::vector<int>{5, 4}}}), (std::vector<std::string>{"n", ""}));
+    EXPECT_EQ(tap_axes({4, 4}, {{"n", 4}}, {{"n", std::vector<int>{4, 5}}}), (std::vector<std::string>{"", "n"}));
+    EXPECT_EQ(tap_axes({4, 4}, {{"n", 4}}, {{"n", std::vector<int>{5, 5}}}), (std::vector<std::string>{"n", "n"}));
+    EXPECT_EQ(tap_axes({1, 3, 8}, {{"n", 3}, {"m", 2}}, {{"n", std::vector<int>{1, 4, 8}}, {"m", std::vector<int>{1, 3, 8}}}),
+              (std::vector<std::string>{"", "n", ""}));
+}
+
+TEST(TapAxes, WhatCannotBeToldIsRefusedSayingWhy) {
+    // A dim of n * m changes with both axes.
+    EXPECT_THROW(tap_axes({6}, {{"n", 3}, {"m", 2}}, {{"n", std::vector<int>{8}}, {"m", std::vector<int>{9}}}),
+                 std::invalid_argument);
+    try {  // a dim that grows with n but is n + 1 (a class token): no permutation of n acts on it
+        tap_axes({4, 8}, {{"n", 3}}, {{"n", std::vector<int>{5, 8}}});
+        ADD_FAILURE() << "no error";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("is not its length"), std::string::npos) << e.what();
+    }
+    // The probe of n failed and a dim has n's length: ambiguous. A dim of another size is no axis's.
+    EXPECT_THROW(tap_axes({4, 4}, {{"n", 4}}, {{"n", std::nullopt}}), std::invalid_argument);
+    EXPECT_EQ(tap_axes({1, 8}, {{"n", 4}}, {{"n", std::nullopt}}), (std::vector<std::string>{"", ""}));
+}
+
+// ------------------------------------------------------------------------------------------ the whole trace
+
+// A stack over x (n x d): tap "a" = 2 x (equivariant), tap "pos" = a + position (breaks), tap "attn" = x x^T
+// (pairwise, equivariant), tap "mean" = column means (invariant). Counts its calls.
+struct Stack {
+    int calls = 0;
+    std::vector<Tap> operator()(const Tensors& inputs) {
+        ++calls;
+        const Tensor& x = inputs.at("x");
+        const int n = x.shape[0], d = x.shape[1];
+        Tap a{"a", {{n, d}, {}}, std::nullopt}, pos{"pos", {{n, d}, {}}, std::nullopt};
+        Tap attn{"attn", {{n, n}, {}}, std::nullopt}, mean{"mean", {{d}, std::vector<double>(static_cast<std::size_t>(d))}, std::nullopt};
+        for (int i = 0; i < n; ++i)
+            for (int k = 0; k < d; ++k) {
+                const double v = x.values[static_cast<std::size_t>(i * d + k)];
+                a.value.values.push_back(2 * v);
+                pos.value.values.push_back(2 * v + i);
+                mean.value.values[static_cast<std::size_t>(k)] += v / n;
+            }
+        for (int i = 0; i < n; ++i)
+            for (int j = 0; j < n; ++j) {
+                double dot = 0;
+                for (int k = 0; k < d; ++k) dot += x.values[static_cast<std::size_t>(i * d + k)] * x.values[static_cast<std::size_t>(j * d + k)];
+                attn.value.values.push_back(dot);
+            }
+        return {a, attn, mean, pos};
+    }
+};
+
+TEST(TapTrace, NamesTheFirstBreakingTapWithAxesFoundByProbesWhenNEqualsD) {
+    const Signature s = shorthand_signature(4, 4, 4);
+    auto stack = std::make_shared<Stack>();
+    Tensor x{{4, 4}, {}};
+    for (int e = 0; e < 16; ++e) x.values.push_back(0.25 * e - 1);
+    const Permutation p = Permutation(std::vector<int>{1, 0, 3, 2});
+    const TapTrace t = trace_taps([stack](const Tensors& in) { return (*stack)(in); }, s, {{"n", 4}}, {{"n", p}},
+                                  {{"x", x}}, Arithmetic::float64, 1.0);
+    ASSERT_EQ(t.taps.size(), 4u) << t.note;
+    EXPECT_EQ(stack->calls, 3);  // x, P x and one probe (n = 5)
+    EXPECT_EQ(t.taps[0].axes, (std::vector<std::string>{"n", ""}));
+    EXPECT_EQ(t.taps[1].axes, (std::vector<std::string>{"n", "n"}));
+    EXPECT_EQ(t.taps[2].axes, (std::vector<std::string>{""}));
+    for (int k = 0; k < 3; ++k) EXPECT_EQ(t.taps[static_cast<std::size_t>(k)].verdict, TapVerdict::holds) << t.taps[static_cast<std::size_t>(k)].name;
+    EXPECT_EQ(t.taps[3].verdict, TapVerdict::violated);
+    EXPECT_EQ(t.first_breaking, 3);
+    EXPECT_EQ(first_break_sentence(t), "symmetry first breaks at pos (tap 4 of 4); every tap before it holds");
+    EXPECT_NE(describe(t).find("  >   4  pos"), std::string::npos) << describe(t);
+}
+
+TEST(TapTrace, DeclaredDimsNeedNoProbeAndABadDeclarationIsNotComparable) {
+    const Signature s = shorthand_signature(2, 1, 8);
+    int calls = 0;
+    const TapSource declared = [&calls](const Tensors& in) {
+        ++calls;
+        const Tensor& x = in.at("x");
+        return std::vector<Tap>{Tap{"same", x, std::vector<std::string>{"n", ""}},
+                                Tap{"wrong", x, std::vector<std::string>{"m", ""}}};
+    };
+    const TapTrace t = trace_taps(declared, s, {{"n", 2}}, {{"n", kSwap}}, {{"x", tensor({2, 2}, {1, 2, 3, 4})}},
+                                  Arithmetic::float64, 1.0);
+    EXPECT_EQ(calls, 2);
+    ASSERT_EQ(t.taps.size(), 2u);
+    EXPECT_EQ(t.taps[0].verdict, TapVerdict::holds);
+    EXPECT_EQ(t.taps[1].verdict, TapVerdict::not_comparable);
+    EXPECT_NE(t.taps[1].note.find("axis m, which the signature does not have"), std::string::npos) << t.taps[1].note;
+    EXPECT_EQ(t.first_breaking, -1);  // a tap that cannot be judged is no break
+    EXPECT_EQ(first_break_sentence(t), "no tap breaks (2 taps, every one holds but 1 that could not be compared): the "
+                                       "symmetry breaks in the layer's own code, outside its submodules");
+    TapTrace later = t;
+    later.taps.push_back(TapComparison{"c", {2, 2}, {"n", ""}, TapVerdict::violated, 1.0, 1e-15, ""});
+    later.first_breaking = 2;
+    EXPECT_EQ(first_break_sentence(later),
+              "symmetry first breaks at c (tap 3 of 3); every tap before it holds but 1 that could not be compared");
+}
+
+TEST(TapTrace, ASourceThatFailsOrOffersNoneLeavesANoteNotAnException) {
+    const Signature s = shorthand_signature(2, 1, 8);
+    const Tensors x{{"x", tensor({2, 2}, {1, 2, 3, 4})}};
+    const TapTrace failed = trace_taps([](const Tensors&) -> std::vector<Tap> { throw AdapterError("it died"); }, s,
+                                       {{"n", 2}}, {{"n", kSwap}}, x, Arithmetic::float64, 1.0);
+    EXPECT_TRUE(failed.taps.empty());
+    EXPECT_TRUE(failed.offered);
+    EXPECT_EQ(first_break_sentence(failed), "no taps: the tap request failed: it died");
+    const TapTrace none = trace_taps([](const Tensors&) -> std::vector<Tap> { throw NoTapsOffered("none offered"); },
+                                     s, {{"n", 2}}, {{"n", kSwap}}, x, Arithmetic::float64, 1.0);
+    EXPECT_FALSE(none.offered);
+}
+
+// ------------------------------------------------------------------------------------------ the tap answer
+
+TEST(TapAnswer, ParsesNamesShapesValuesAndDims) {
+    const adapters::TapResponse r = adapters::parse_tap_response(
+        R"({"id": 3, "y": [[1]], "taps_offered": true, "taps": [{"name": "b.0", "shape": [2, 1], "values": [[1.5], [NaN]]},)"
+        R"( {"name": "s", "shape": [], "values": 2, "dims": []}, {"name": "p", "shape": [1, 2], "values": [[1, 2]], "dims": [null, "n"]}]})");
+    EXPECT_EQ(r.id, 3);
+    EXPECT_TRUE(r.taps_offered);
+    ASSERT_EQ(r.taps.size(), 3u);
+    EXPECT_EQ(r.taps[0].name, "b.0");
+    EXPECT_EQ(r.taps[0].value.shape, (std::vector<int>{2, 1}));
+    EXPECT_TRUE(std::isnan(r.taps[0].value.values[1]));
+    EXPECT_FALSE(r.taps[0].dims.has_value());
+    EXPECT_EQ(r.taps[1].value.values, (std::vector<double>{2}));
+    EXPECT_EQ(*r.taps[2].dims, (std::vector<std::string>{"", "n"}));
+    EXPECT_EQ(adapters::with_taps(R"({"id":1,"x":[[1]]})"), R"({"id":1,"x":[[1]],"taps":true})");
+}
+
+TEST(TapAnswer, MalformedTapsAreRefusedNamingTheTap) {
+    const auto refused = [](const std::string& line, const std::string& words) {
+        try {
+            adapters::parse_tap_response(line);
+            ADD_FAILURE() << "accepted: " << line;
+        } catch (const std::invalid_argument& e) {
+            EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+        }
+    };
+    refused(R"({"id": 1, "y": [[1]]})", "no \"taps\" array");
+    refused(R"({"id": 1, "taps": [{"shape": [1], "values": [1]}]})", "tap 0 has no string \"name\"");
+    refused(R"({"id": 1, "taps": [{"name": "a", "shape": [2], "values": [1]}]})", "tap 'a', dim 0");
+    refused(R"({"id": 1, "taps": [{"name": "a", "shape": [-1], "values": []}]})", "expected sizes");
+    refused(R"({"id": 1, "taps": [{"name": "a", "shape": [1], "values": [1], "dims": ["n", null]}]})", "one axis name or null per dim");
+    refused(R"({"id": 1, "taps": [{"name": "a", "shape": [1], "values": ["x"]}]})", "tap 'a'");
+    EXPECT_TRUE(adapters::parse_tap_response(R"({"id": 1, "error": "boom"})").is_error);
+}
+
+// ------------------------------------------------------------------------------------------ the report
+
+TEST(TapReport, TheTableIsWrittenReadBackAndMarksTheFirstBreakingTap) {
+    report::Record r;
+    r.verdict = Verdict::violated;
+    r.layer = "python3 stack.py";
+    TapTrace t;
+    t.taps.push_back(TapComparison{"blocks.0", {2, 4}, {"n", ""}, TapVerdict::holds, 0.0, 1e-15, ""});
+    t.taps.push_back(TapComparison{"blocks.1", {2, 4}, {"n", ""}, TapVerdict::violated, 0.75, 1e-15, ""});
+    t.taps.push_back(TapComparison{"blocks|2", {2, 4}, {"n", ""}, TapVerdict::not_comparable,
+                                   std::numeric_limits<double>::infinity(), 0.0, "a | b"});
+    t.first_breaking = 1;
+    r.taps = t;
+    const nlohmann::json j = report::to_json(r);
+    EXPECT_EQ(j["first_breaking_tap"], "blocks.1");
+    EXPECT_EQ(j["taps"][1]["verdict"], "violated");
+    EXPECT_EQ(j["taps"][0]["axes"], nlohmann::json::parse(R"(["n", null])"));
+    const report::Record back = report::from_json(j);
+    ASSERT_TRUE(back.taps.has_value());
+    EXPECT_EQ(back.taps->first_breaking, 1);
+    EXPECT_EQ(back.taps->taps[2].verdict, TapVerdict::not_comparable);
+    EXPECT_TRUE(std::isinf(back.taps->taps[2].max_abs_diff));
+    EXPECT_EQ(back.taps->taps[0].axes, (std::vector<std::string>{"n", ""}));
+    const std::string md = report::to_markdown(r), html = report::to_html(r);
+    EXPECT_NE(md.find("| 2 ◀ first break | `blocks.1` |"), std::string::npos) << md;
+    EXPECT_NE(md.find("a \\| b"), std::string::npos) << md;
+    EXPECT_NE(html.find("<tr class=\"first-break\"><td>2 &#9664; first break</td><td><code>blocks.1</code>"),
+              std::string::npos) << html;
+    EXPECT_NE(html.find("symmetry first breaks at blocks.1 (tap 2 of 3); every tap before it holds"), std::string::npos);
+    nlohmann::json bad = j;
+    bad["taps"][0]["verdict"] = "fine";
+    EXPECT_THROW(report::from_json(bad), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace permcheck
