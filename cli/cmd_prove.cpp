@@ -27,6 +27,11 @@ struct ProveOptions {
     CertificateOptions certificate;
 };
 
+bool is_signature_layer_name(const std::string& name) {
+    const std::vector<SignatureFamily>& c = signature_catalog();
+    return std::any_of(c.begin(), c.end(), [&name](const SignatureFamily& f) { return f.name == name; });
+}
+
 // One layer's exit code as `permcheck check` has it: 0 certified to hold, 1 an exact witness, 3 not certified.
 int certificate_code(const Certificate& c) {
     if (!c.conclusive) return 3;
@@ -131,6 +136,8 @@ int prove(const ProveOptions& o) {
     std::vector<std::string> layers;
     if (o.all)
         for (const LayerFamily& s : catalog()) layers.push_back(s.name);
+    else if ((o.smt || !o.emit_smt.empty()) && is_signature_layer_name(o.layer))
+        layers.push_back(o.layer);  // a layer over named inputs: prove_smt proves it at length --n
     else
         layers.push_back(find_layer(o.layer).name);  // throws, listing the valid names
 
@@ -177,7 +184,8 @@ void add_prove(CLI::App& app, Outcome& outcome) {
     cmd->add_flag("--smt", o->smt, "prove with Z3 instead: all real inputs and weights, uninterpreted exp/sqrt/tanh");
     add_ranged(*cmd, kSmtTimeout, o->smt_timeout,
                "with --smt: seconds Z3 may spend on one query before it counts as unknown");
-    cmd->add_option("--emit-smt", o->emit_smt, "with --smt: write each query as an SMT-LIB 2 file into DIR (implies --smt)");
+    cmd->add_option("--emit-smt", o->emit_smt, "with --smt: write each query as an SMT-LIB 2 file into DIR (implies --smt); a layer "
+                    "over named inputs writes one per axis, generator and mask assignment");
     cmd->callback([o, &outcome] { outcome.exit_code = prove(*o); });
 }
 
