@@ -183,11 +183,13 @@ struct ProofContext {
     const SmtOptions& opts;
 };
 
-// Every generator of the axis at every mask assignment, until a query is not unsat (the rest only built, not
+// Every generator of the axis (one at length 2, where (0 1) is both) at every mask assignment, until a query is not unsat (the rest only built, not
 // asked, when their SMT-LIB text is wanted). Not asked at all when a witness already refuted the axis.
 void prove_axis(AxisProof& a, const SymbolicSignatureLayer& l, const ProofContext& c) {
     bool open = a.witness.empty();  // every query so far unsat
-    for (const Permutation& g : Permutation::generators(c.lengths.at(a.axis))) {
+    std::vector<Permutation> generators = Permutation::generators(c.lengths.at(a.axis));
+    if (generators.size() == 2 && generators[0] == generators[1]) generators.pop_back();  // length 2: (0 1) twice
+    for (const Permutation& g : generators) {
         QueryPoint at{a.axis, g, {}, nullptr};
         for (const auto& [axis, len] : c.lengths) at.perms[axis] = axis == a.axis ? g : Permutation::identity(len);
         for (const Tensors& m : c.masks) {

@@ -576,6 +576,8 @@ TEST(SignatureSmtCommand, ANamedLayerOverNamedInputsExits0Proved1Refuted2Refused
     req.layers = {"attention+key-padding-mask"};
     EXPECT_EQ(permcheck::cli::prove_smt(req, proved), 0) << proved.str();
     EXPECT_NE(proved.str().find("at n = 2, 3 mask assignments"), std::string::npos) << proved.str();
+    // At length 2 the two generators are both (0 1): asked once per assignment.
+    EXPECT_NE(proved.str().find("n (0 1): unsat for 3 mask assignments"), std::string::npos) << proved.str();
     req.layers = {"cross-attention+memory-positions"};
     EXPECT_EQ(permcheck::cli::prove_smt(req, refuted), 1) << refuted.str();
     EXPECT_NE(refuted.str().find("m: not invariant"), std::string::npos) << refuted.str();
