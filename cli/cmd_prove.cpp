@@ -25,6 +25,7 @@ struct ProveOptions {
     std::string emit_smt;
     double smt_timeout = SmtRequest{}.timeout_seconds;
     CertificateOptions certificate;
+    bool n_given = false;  // --n on the command line (else a layer over named inputs is proved at length 4)
 };
 
 bool is_signature_layer_name(const std::string& name) {
@@ -148,6 +149,9 @@ int prove(const ProveOptions& o) {
         SmtRequest request;
         request.layers = layers;
         request.n = o.certificate.n;
+        // A layer over named inputs alone: at --n when given, else at 4, as with --all (at the default 8 the mask
+        // layer alone would ask 510 queries).
+        if (!o.all && !o.n_given && is_signature_layer_name(o.layer)) request.n = std::min(request.n, 4);
         request.d = o.certificate.d;
         request.emit_dir = o.emit_smt;
         request.timeout_seconds = o.smt_timeout;
@@ -186,7 +190,10 @@ void add_prove(CLI::App& app, Outcome& outcome) {
                "with --smt: seconds Z3 may spend on one query before it counts as unknown");
     cmd->add_option("--emit-smt", o->emit_smt, "with --smt: write each query as an SMT-LIB 2 file into DIR (implies --smt); a layer "
                     "over named inputs writes one per axis, generator and mask assignment");
-    cmd->callback([o, &outcome] { outcome.exit_code = prove(*o); });
+    cmd->callback([o, cmd, &outcome] {
+        o->n_given = cmd->count("--n") > 0;
+        outcome.exit_code = prove(*o);
+    });
 }
 
 }  // namespace permcheck::cli

@@ -112,12 +112,14 @@ std::optional<std::string> exact_difference(const Signature& s, const QueryPoint
 }
 
 // A sat model (the real inputs in the order of the signature, then the weights, each rounded to a double)
-// evaluated in exact rational arithmetic with the real exp: the witness's text when the two sides differ there.
+// evaluated in exact rational arithmetic, exp the exact value of std::exp of the double (ScalarTraits<Rational>):
+// the witness's text when the two sides differ there.
 std::optional<std::string> confirm_model(const SignatureFamily& f, const Signature& s, const Lengths& lengths,
                                          const QueryPoint& at, const std::vector<double>& model) {
     std::size_t next = 0;
     Draw<Rational> draw = [&] {
-        if (next >= model.size()) throw std::logic_error("'" + f.name + "' draws more weights exactly than symbolically");
+        if (next >= model.size())
+            throw std::logic_error("'" + f.name + "' draws more weights exactly than symbolically");
         return Rational(model[next++]);
     };
     NamedTensors<Rational> x;
@@ -128,17 +130,23 @@ std::optional<std::string> confirm_model(const SignatureFamily& f, const Signatu
         u.shape = shape_of(t, lengths);
         const std::size_t from = next;
         for (std::size_t k = 0; k < element_count(u.shape); ++k) u.values.push_back(draw());
-        inputs << ", " << t.name << " = " << number_list({model.begin() + static_cast<long>(from), model.begin() + static_cast<long>(next)});
+        const auto begin = model.begin();
+        inputs << ", " << t.name << " = "
+               << number_list({begin + static_cast<long>(from), begin + static_cast<long>(next)});
     }
     x = with_masks(std::move(x), *at.masks);
     try {
         const std::size_t first_weight = next;
         const SignatureLayerFn<Rational> layer = f.exact(draw);
-        const std::optional<std::string> d = exact_difference(s, at, layer(permuted_real_inputs(s, at.perms, x)), layer(x));
+        const NamedTensors<Rational> lhs = layer(permuted_real_inputs(s, at.perms, x));
+        const std::optional<std::string> d = exact_difference(s, at, lhs, layer(x));
         if (!d) return std::nullopt;
-        return "permutation " + at.g.cycles() + " of axis " + at.axis + ", masks " + assignment_label(*at.masks) + ", " +
-               *d + "; Z3 model confirmed in exact arithmetic with the real exp" + inputs.str() + ", weights w0.. = " +
-               number_list({model.begin() + static_cast<long>(first_weight), model.end()});
+        std::string text = "permutation " + at.g.cycles() + " of axis " + at.axis;
+        if (!at.masks->empty()) text += ", masks " + assignment_label(*at.masks);
+        text += ", " + *d + "; the Z3 model replayed in exact rationals (exp: std::exp of the double, used exactly)";
+        text += inputs.str();
+        text += ", weights w0.. = " + number_list({model.begin() + static_cast<long>(first_weight), model.end()});
+        return text;
     } catch (const std::domain_error&) {
         return std::nullopt;  // the model's values overflow the real exp: not a usable witness
     }
@@ -183,8 +191,9 @@ struct ProofContext {
     const SmtOptions& opts;
 };
 
-// Every generator of the axis (one at length 2, where (0 1) is both) at every mask assignment, until a query is not unsat (the rest only built, not
-// asked, when their SMT-LIB text is wanted). Not asked at all when a witness already refuted the axis.
+// Every generator of the axis (one at length 2, where (0 1) is both) at every mask assignment, until a query is
+// not unsat (the rest only built, not asked, when their SMT-LIB text is wanted). None is asked when a witness
+// already refuted the axis.
 void prove_axis(AxisProof& a, const SymbolicSignatureLayer& l, const ProofContext& c) {
     bool open = a.witness.empty();  // every query so far unsat
     std::vector<Permutation> generators = Permutation::generators(c.lengths.at(a.axis));
