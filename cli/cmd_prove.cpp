@@ -25,7 +25,13 @@ struct ProveOptions {
     std::string emit_smt;
     double smt_timeout = SmtRequest{}.timeout_seconds;
     CertificateOptions certificate;
+    bool n_given = false;  // --n on the command line (else a layer over named inputs is proved at length 4)
 };
+
+bool is_signature_layer_name(const std::string& name) {
+    const std::vector<SignatureFamily>& c = signature_catalog();
+    return std::any_of(c.begin(), c.end(), [&name](const SignatureFamily& f) { return f.name == name; });
+}
 
 // One layer's exit code as `permcheck check` has it: 0 certified to hold, 1 an exact witness, 3 not certified.
 int certificate_code(const Certificate& c) {
@@ -131,6 +137,8 @@ int prove(const ProveOptions& o) {
     std::vector<std::string> layers;
     if (o.all)
         for (const LayerFamily& s : catalog()) layers.push_back(s.name);
+    else if ((o.smt || !o.emit_smt.empty()) && is_signature_layer_name(o.layer))
+        layers.push_back(o.layer);  // a layer over named inputs: prove_smt proves it at length --n
     else
         layers.push_back(find_layer(o.layer).name);  // throws, listing the valid names
 
@@ -141,6 +149,9 @@ int prove(const ProveOptions& o) {
         SmtRequest request;
         request.layers = layers;
         request.n = o.certificate.n;
+        // A layer over named inputs alone: at --n when given, else at 4, as with --all (at the default 8 the mask
+        // layer alone would ask 510 queries).
+        if (!o.all && !o.n_given && is_signature_layer_name(o.layer)) request.n = std::min(request.n, 4);
         request.d = o.certificate.d;
         request.emit_dir = o.emit_smt;
         request.timeout_seconds = o.smt_timeout;
@@ -177,8 +188,12 @@ void add_prove(CLI::App& app, Outcome& outcome) {
     cmd->add_flag("--smt", o->smt, "prove with Z3 instead: all real inputs and weights, uninterpreted exp/sqrt/tanh");
     add_ranged(*cmd, kSmtTimeout, o->smt_timeout,
                "with --smt: seconds Z3 may spend on one query before it counts as unknown");
-    cmd->add_option("--emit-smt", o->emit_smt, "with --smt: write each query as an SMT-LIB 2 file into DIR (implies --smt)");
-    cmd->callback([o, &outcome] { outcome.exit_code = prove(*o); });
+    cmd->add_option("--emit-smt", o->emit_smt, "with --smt: write each query as an SMT-LIB 2 file into DIR (implies --smt); a layer "
+                    "over named inputs writes one per axis, generator and mask assignment");
+    cmd->callback([o, cmd, &outcome] {
+        o->n_given = cmd->count("--n") > 0;
+        outcome.exit_code = prove(*o);
+    });
 }
 
 }  // namespace permcheck::cli

@@ -1,5 +1,6 @@
-// `permcheck prove LAYER --smt [--emit-smt DIR]`: the Z3 prover (properties/smt.h) on catalog layers, one
-// verdict line per layer, the per-generator answers and the witness underneath. cmd_prove.cpp parses the
+// `permcheck prove LAYER --smt [--emit-smt DIR]`: the Z3 prover (proofs/smt.h) on catalog layers, one verdict
+// line per layer, the per-generator answers and the witness underneath; layers over named inputs (named, or after
+// the others with --all) by proofs/signature_smt.h, one account per layer and axis. cmd_prove.cpp parses the
 // command line and calls prove_smt.
 #include "cli/commands.h"
 #include "cli/options.h"
@@ -22,6 +23,11 @@ namespace permcheck::cli {
 namespace {
 
 namespace fs = std::filesystem;
+
+bool is_signature_layer(const std::string& name) {
+    const std::vector<SignatureFamily>& c = signature_catalog();
+    return std::any_of(c.begin(), c.end(), [&name](const SignatureFamily& f) { return f.name == name; });
+}
 
 std::string generator_tag(const Permutation& p) { return p.moved() == 2 ? "transposition" : "rotation"; }
 
@@ -54,6 +60,59 @@ void write_file(const fs::path& path, const std::string& text) {
     if (ec) throw std::runtime_error("cannot rename " + tmp.string() + " to " + path.string() + ": " + ec.message());
 }
 
+// A layer over named inputs: "<layer>-<axis><length>...-along-<axis>-<generator>[-<masks>].smt2", the masks as
+// in SmtQuery::assignment without "=" ("pad0100"), so that each mask assignment's query has its own file.
+std::string signature_file_name(const SignatureSmtResult& r, const AxisProof& a, const SmtQuery& q) {
+    std::string name = r.layer;
+    for (const auto& [axis, len] : r.lengths) name += "-" + axis + std::to_string(len);
+    name += "-along-" + a.axis + "-" + generator_tag(q.perm);
+    if (!q.assignment.empty()) {
+        name += "-";
+        for (char c : q.assignment)
+            if (c != '=') name += c == ',' ? '-' : c;
+    }
+    return name + ".smt2";
+}
+
+std::string signature_smtlib_file(const SignatureSmtResult& r, const AxisProof& a, const SmtQuery& q) {
+    const bool invariance = a.property == Property::invariance;
+    std::ostringstream s;
+    s << "; permcheck: layer " << r.layer << " at";
+    for (const auto& [axis, len] : r.lengths) s << " " << axis << " = " << len;
+    s << ", permutation " << q.perm.cycles() << " of axis " << a.axis << " (the other axes left alone)";
+    if (!q.assignment.empty()) s << ", masks " << q.assignment << " (1 = padding; the masks move with their axis)";
+    s << "\n; asserts that some output entry of " << (invariance ? "L(g x) and L(x)" : "L(g x) and g L(x)")
+      << " differs;\n"
+      << "; <input>_<k> are the real inputs (row-major), w<k> the weights in draw order, u_exp uninterpreted.\n"
+      << "; unsat proves the " << (invariance ? "invariance" : "equivariance") << " along " << a.axis
+      << " for this permutation" << (q.assignment.empty() ? "" : " and these masks")
+      << " (proofs-notes/signature-layers.md). permcheck's answer: " << (q.asked ? answer_name(q.answer) : "not asked")
+      << "\n"
+      << q.smtlib;
+    if (q.smtlib.find("(check-sat)") == std::string::npos) s << "(check-sat)\n";
+    return s.str();
+}
+
+// Every query of a layer over named inputs into the --emit-smt directory; one line says how many and where.
+// Returns 2 when a file could not be written, else 0.
+int write_signature_files(const SignatureSmtResult& r, const std::string& dir, std::ostream& out) {
+    int written = 0;
+    for (const AxisProof& a : r.axes)
+        for (const SmtQuery& q : a.queries) {
+            const fs::path file = fs::path(dir) / signature_file_name(r, a, q);
+            try {
+                write_file(file, signature_smtlib_file(r, a, q));
+                ++written;
+            } catch (const std::exception& e) {
+                out << "permcheck: " << e.what() << "\n";
+                return 2;
+            }
+        }
+    out << "  wrote " << written << " SMT-LIB file" << (written == 1 ? "" : "s") << " into " << dir << " ("
+        << r.layer << "-*.smt2)\n";
+    return 0;
+}
+
 // A request may come from elsewhere than the command line (tests): it is answered in the command line's words.
 std::string validate(const SmtRequest& req) {
     if (req.layers.empty()) return "no layer to prove; valid layers: " + layer_names();
@@ -61,10 +120,11 @@ std::string validate(const SmtRequest& req) {
                                        range_problem(kSmtTimeout, req.timeout_seconds)})
         if (!problem.empty()) return problem;
     for (const std::string& name : req.layers) {
+        if (is_signature_layer(name)) continue;
         try {
             find_layer(name);
         } catch (const std::invalid_argument& e) {
-            return e.what();
+            return e.what() + std::string("; over named inputs: ") + signature_layer_names();
         }
     }
     return "";
@@ -155,27 +215,46 @@ int worse(int a, int b) {
     return 0;
 }
 
-}  // namespace
+// A layer over named inputs with every axis at `length`: its account, its files with --emit-smt. With --all, 0 as
+// the verdict matrix expects and 1 not; for a named layer, 0 proved, 1 an axis refuted, 3 undecided; 2 when it
+// cannot be proved at that length or a file could not be written; -1 when a stop request cut it short.
+int prove_signature_layer(const SignatureFamily& f, int length, const SmtRequest& req, const SmtOptions& opts,
+                          std::ostream& out) {
+    SignatureSmtResult r;
+    try {
+        r = smt_prove_signature(f, length, opts);
+    } catch (const std::invalid_argument& e) {
+        out << "permcheck: cannot prove " << f.name << " at length " << length << ": " << e.what() << "\n";
+        return 2;
+    }
+    if (req.stop_requested && req.stop_requested()) return -1;
+    out << (r.as_expected() ? "as expected  " : "UNEXPECTED   ") << describe(r);
+    const int written = req.emit_dir.empty() ? 0 : write_signature_files(r, req.emit_dir, out);
+    out.flush();
+    if (written != 0) return written;
+    if (req.all) return r.as_expected() ? 0 : 1;
+    int code = 0;
+    for (const AxisProof& a : r.axes) code = worse(code, verdict_code(a.verdict));
+    return code;
+}
 
 // --all: the rational layers over named inputs after the one-tensor ones, every axis at length min(--n, 4) (a
-// proof over several axes holds a layer of every axis's length at once). 0 when each is as expected, 1 not, -1
-// when a stop request cut one short.
+// proof over several axes holds a layer of every axis's length at once; a mask layer is asked once per mask
+// assignment). 0 when each is as expected, 1 not, 2 when a file could not be written, -1 when a stop request cut
+// one short.
 int prove_signature_layers(const SmtRequest& req, const SmtOptions& opts, std::ostream& out) {
     int code = 0;
     for (const SignatureFamily& f : signature_catalog()) {
-        const Signature s = signature_of(f);
-        if (!f.rational() ||
-            std::any_of(s.inputs.begin(), s.inputs.end(), [](const TensorSpec& t) { return t.kind == TensorKind::mask; }))
-            continue;  // a mask: certified by enumerating its assignments (prove --all), no symbolic proof
+        if (!f.rational()) continue;  // an edge_index or max: checked by its rows of the verdict table
         if (req.stop_requested && req.stop_requested()) return -1;
-        const SignatureSmtResult r = smt_prove_signature(f, std::min(req.n, 4), opts);
-        if (req.stop_requested && req.stop_requested()) return -1;
-        out << (r.as_expected() ? "as expected  " : "UNEXPECTED   ") << describe(r);
-        code = worse(code, r.as_expected() ? 0 : 1);
-        out.flush();
+        const int layer_code = prove_signature_layer(f, std::min(req.n, 4), req, opts, out);
+        if (layer_code < 0) return -1;
+        code = worse(code, layer_code);
     }
     return code;
 }
+
+}  // namespace
 
 int prove_smt(const SmtRequest& req, std::ostream& out) {
     std::string problem = validate(req);
@@ -193,7 +272,14 @@ int prove_smt(const SmtRequest& req, std::ostream& out) {
     for (int i = 0; i < total; ++i) {
         if (req.stop_requested && req.stop_requested()) return exit_code(Verdict::interrupted);
         if (req.on_layer) req.on_layer(i, total, req.layers[i]);
-        const int layer_code = prove_layer(req.layers[i], req, opts, out, i);
+        const std::string& name = req.layers[i];
+        int layer_code = 0;
+        if (is_signature_layer(name)) {  // every axis at --n, as asked
+            layer_code = prove_signature_layer(find_signature_layer(name), req.n, req, opts, out);
+            if (req.on_layer) req.on_layer(i + 1, total, "");
+        } else {
+            layer_code = prove_layer(name, req, opts, out, i);
+        }
         if (layer_code < 0) return exit_code(Verdict::interrupted);
         code = worse(code, layer_code);
         out.flush();

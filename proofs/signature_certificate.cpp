@@ -82,33 +82,6 @@ NamedTensors<S> drawn_inputs(const Signature& s, const Lengths& lengths, Draw<S>
     return x;
 }
 
-// Every assignment of the mask inputs that pads no line of an axis entirely (one empty assignment without masks):
-// the layer is a rational function of its real inputs for each, so each gets its own identity test.
-std::vector<Tensors> mask_assignments(const Signature& s, const Lengths& lengths) {
-    Tensors base;
-    std::size_t bits = 0;
-    for (const TensorSpec& t : s.inputs)
-        if (t.kind == TensorKind::mask) {
-            Tensor& m = base[t.name];
-            m.shape = shape_of(t, lengths);
-            m.values.assign(m.size(), 0.0);
-            bits += m.size();
-        }
-    if (bits > 12) throw std::invalid_argument("more than 12 mask entries: too many mask assignments to enumerate");
-    std::vector<Tensors> all;
-    for (std::uint64_t code = 0; code < (std::uint64_t{1} << bits); ++code) {
-        Tensors masks = base;
-        std::size_t bit = 0;
-        for (auto& [name, m] : masks)
-            for (double& v : m.values) v = static_cast<double>((code >> bit++) & 1U);
-        Tensors inputs = masks;
-        for (const TensorSpec& t : s.inputs)
-            if (t.kind != TensorKind::mask) inputs[t.name] = Tensor{shape_of(t, lengths), std::vector<double>(0)};
-        if (masks_keep_a_position(s, inputs)) all.push_back(std::move(masks));
-    }
-    return all;
-}
-
 DegreeBound signature_degree(const SignatureFamily& f, const Signature& s, const Lengths& lengths,
                              const Tensors& masks) {
     DivisorRecord record;
@@ -196,6 +169,31 @@ void schwartz_zippel(SignatureCertificate& c, const SignatureFamily& f, const Si
 }
 
 }  // namespace
+
+std::vector<Tensors> mask_assignments(const Signature& s, const Lengths& lengths) {
+    Tensors base;
+    std::size_t bits = 0;
+    for (const TensorSpec& t : s.inputs)
+        if (t.kind == TensorKind::mask) {
+            Tensor& m = base[t.name];
+            m.shape = shape_of(t, lengths);
+            m.values.assign(m.size(), 0.0);
+            bits += m.size();
+        }
+    if (bits > 12) throw std::invalid_argument("more than 12 mask entries: too many mask assignments to enumerate");
+    std::vector<Tensors> all;
+    for (std::uint64_t code = 0; code < (std::uint64_t{1} << bits); ++code) {
+        Tensors masks = base;
+        std::size_t bit = 0;
+        for (auto& [name, m] : masks)
+            for (double& v : m.values) v = static_cast<double>((code >> bit++) & 1U);
+        Tensors inputs = masks;
+        for (const TensorSpec& t : s.inputs)
+            if (t.kind != TensorKind::mask) inputs[t.name] = Tensor{shape_of(t, lengths), std::vector<double>(0)};
+        if (masks_keep_a_position(s, inputs)) all.push_back(std::move(masks));
+    }
+    return all;
+}
 
 std::map<std::string, std::string> signature_witnesses(const SignatureFamily& f, const Signature& s,
                                                        const Lengths& lengths, std::uint64_t seed) {

@@ -63,6 +63,12 @@ SignatureCertificate certify_signature(const SignatureFamily& family, const Sign
 std::map<std::string, std::string> signature_witnesses(const SignatureFamily& family, const Signature& s,
                                                        const Lengths& lengths, std::uint64_t seed);
 
+// Every assignment of the mask inputs at these lengths that pads no line of an axis entirely, in a fixed order
+// (mask entries as bits, the first entry of the first mask lowest); one empty assignment without masks. The layer
+// is a rational function of its real inputs for each, so each gets its own identity test (and its own Z3
+// queries, proofs/signature_smt.h). Throws std::invalid_argument beyond 12 mask entries.
+std::vector<Tensors> mask_assignments(const Signature& s, const Lengths& lengths);
+
 // A readable account, one verdict line per axis.
 std::string describe(const SignatureCertificate& c);
 

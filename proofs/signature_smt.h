@@ -2,9 +2,12 @@
 // "is some entry of L(g x) != g L(x) satisfiable?" (L(x) for an axis the output lacks) for the generators (0 1)
 // and (0 1 ... len-1) of that axis acting alone, on symbolic inputs and weights with uninterpreted exp. unsat for
 // both generators of every axis proves the property for the product of the axes' symmetric groups at those
-// lengths (proofs-notes/generators.md, proofs-notes/smt-proofs.md). The exact witness search runs first, as for
-// one-tensor layers; an axis it refutes is not sent to Z3. A sat answer is reported, not confirmed: for these
-// layers a model is not turned into a witness (the exact witness search is what refutes them).
+// lengths (proofs-notes/generators.md, proofs-notes/smt-proofs.md). A layer with mask inputs gets one query per
+// generator and per mask assignment that pads no line entirely (the masks concrete, moved with the tokens; the
+// real inputs and weights symbolic): the axis is proved only when every one is unsat
+// (proofs-notes/signature-layers.md). The exact witness search runs first, as for one-tensor layers; an axis it
+// refutes is not sent to Z3. A sat answer's model (inputs and weights) is re-evaluated in exact rational
+// arithmetic with the real exp, and becomes the axis's witness when the two sides differ there.
 #pragma once
 
 #include "layers/signature_family.h"
@@ -20,8 +23,11 @@ struct AxisProof {
     Property property = Property::equivariance;
     bool expected_holds = true;
     SmtVerdict verdict = SmtVerdict::unknown;
-    std::vector<SmtQuery> queries;  // the axis's generators, in order, until one is not unsat
-    std::string witness;            // when the exact witness search refuted the axis
+    // The axis's generators in order (with masks, each generator over every mask assignment), until one is not
+    // unsat; with SmtOptions::keep_smtlib every query, those not sent to Z3 marked `asked = false`.
+    std::vector<SmtQuery> queries;
+    std::string witness;            // when the exact witness search or a confirmed Z3 model refuted the axis
+    bool witness_from_model = false;  // the witness is a Z3 model, confirmed in exact arithmetic
     bool as_expected() const {
         return expected_holds ? verdict == SmtVerdict::proved : verdict == SmtVerdict::violated;
     }
@@ -31,11 +37,13 @@ struct SignatureSmtResult {
     std::string layer;
     std::map<std::string, int> lengths;
     std::vector<AxisProof> axes;
+    int mask_assignments = 0;  // the mask assignments each generator is asked for (0: no mask input)
     double seconds = 0;
     bool as_expected() const;
 };
 
-// Every axis at `length` (2 to 8). Throws std::invalid_argument for a family that is not rational or has a mask.
+// Every axis at `length` (2 to 8). Throws std::invalid_argument for a family that is not rational (an edge_index,
+// max aggregation) or with more than 12 mask entries.
 SignatureSmtResult smt_prove_signature(const SignatureFamily& family, int length, const SmtOptions& opts = {});
 std::string describe(const SignatureSmtResult& r);
 

@@ -35,6 +35,9 @@ struct SmtQuery {
     double cpu_seconds = 0;      // CPU time of the process that ran the check (the figure on a busy machine)
     std::string smtlib;          // standalone SMT-LIB 2 (declarations, assertion, check-sat); if asked for
     bool model_confirmed = false;  // sat: the model's input and weights violate in exact arithmetic
+    // A layer over named inputs with masks (proofs/signature_smt.h): the mask values this query fixes, each mask
+    // as name=bits in row-major order, 1 = padding ("pad=0100"); empty for a layer without masks.
+    std::string assignment;
 };
 
 enum class SmtVerdict {
@@ -72,6 +75,7 @@ struct SmtOptions {
     // The exact witness search before Z3: this many cases at exactly n positions; 0 skips it (Z3 alone). It
     // runs on symmetric layers too, so its cost is bounded by the case count (no shrinking happens when no case
     // fails): 100 exact cases take at most 0.14 s of CPU per catalog layer (the encoder) at n = 8, d = 4.
+    // Layers over named inputs run their own fixed search (signature_witnesses); 0 skips it too.
     int witness_cases = 100;
     std::uint64_t witness_seed = 1;
     // Asked between the witness search's cases and, while Z3 works, every 0.1 s: true stops the witness search

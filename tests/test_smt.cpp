@@ -1,5 +1,6 @@
 // Symbolic proofs with Z3 (issue 8, proofs-notes/smt-proofs.md): every layer the verdict matrix calls
 // equivariant or invariant is proved; no other layer and no planted mutant ever is.
+#include "check/signature.h"
 #include "cli/commands.h"
 #include "layers/layers.h"
 #include "layers/make_family.h"
@@ -12,6 +13,8 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <set>
 #include <sstream>
 
 namespace permcheck {
@@ -410,18 +413,20 @@ TEST(ProveSmtCommand, BadInputIsRejectedWithExitCode2AndSaysWhatWasExpected) {
 
 // ------------------------------------------------------------------ layers over named inputs (issue 12)
 
-// Every rational layer over named inputs: each axis that holds proved by two unsat answers (its generators), each
-// broken axis refuted by the exact witness search before Z3 (proofs-notes/signature-audit.md).
+// Every rational layer over named inputs: each axis that holds proved by unsat answers for its two generators (with
+// a mask, for each generator at every mask assignment), each broken axis refuted by the exact witness search before
+// Z3 (proofs-notes/signature-audit.md).
 TEST(SignatureSmt, EveryRationalLayerOverNamedInputsIsProvedOrRefutedAsExpected) {
     int proved_axes = 0, refuted_axes = 0;
     for (const permcheck::SignatureFamily& f : permcheck::signature_catalog()) {
-        if (!f.rational() || f.name == "attention+key-padding-mask") continue;  // a mask: no symbolic proof
+        if (!f.rational()) continue;  // an edge_index or max: no symbolic proof
         const permcheck::SignatureSmtResult r = permcheck::smt_prove_signature(f, 3);
         EXPECT_TRUE(r.as_expected()) << permcheck::describe(r);
+        const std::size_t per_generator = r.mask_assignments > 0 ? static_cast<std::size_t>(r.mask_assignments) : 1u;
         for (const permcheck::AxisProof& a : r.axes) {
             if (a.expected_holds) {
                 ++proved_axes;
-                ASSERT_EQ(a.queries.size(), 2u) << permcheck::describe(r);
+                ASSERT_EQ(a.queries.size(), 2u * per_generator) << permcheck::describe(r);
                 for (const permcheck::SmtQuery& q : a.queries) EXPECT_EQ(q.answer, permcheck::SmtAnswer::unsat);
                 EXPECT_TRUE(a.witness.empty());
             } else {
@@ -432,14 +437,179 @@ TEST(SignatureSmt, EveryRationalLayerOverNamedInputsIsProvedOrRefutedAsExpected)
             }
         }
     }
-    EXPECT_EQ(proved_axes, 12);
+    EXPECT_EQ(proved_axes, 13);
     EXPECT_EQ(refuted_axes, 3);
 }
 
-// A mask is enumerated by the certificate instead (SignatureCertificate.TheKeyPaddingMaskIs...).
-TEST(SignatureSmt, AMaskOrAnEdgeIndexHasNoSymbolicProof) {
-    EXPECT_THROW(permcheck::smt_prove_signature(permcheck::find_signature_layer("attention+key-padding-mask"), 3),
+// The key-padding mask: one query per generator and per mask assignment that pads no line entirely, 2^n - 1 of
+// them at length n, each a different assignment, all unsat, the mask named in each.
+TEST(SignatureSmt, TheKeyPaddingMaskIsProvedOncePerGeneratorAndMaskAssignment) {
+    const permcheck::SignatureSmtResult r =
+        permcheck::smt_prove_signature(permcheck::find_signature_layer("attention+key-padding-mask"), 3);
+    ASSERT_EQ(r.axes.size(), 1u);
+    const permcheck::AxisProof& a = r.axes.front();
+    EXPECT_EQ(a.verdict, permcheck::SmtVerdict::proved) << permcheck::describe(r);
+    EXPECT_EQ(r.mask_assignments, 7);
+    ASSERT_EQ(a.queries.size(), 14u) << permcheck::describe(r);
+    std::set<std::pair<std::string, std::string>> asked;
+    for (const permcheck::SmtQuery& q : a.queries) {
+        EXPECT_TRUE(q.asked);
+        EXPECT_EQ(q.answer, permcheck::SmtAnswer::unsat) << q.assignment;
+        ASSERT_EQ(q.assignment.rfind("pad=", 0), 0u) << q.assignment;
+        EXPECT_EQ(q.assignment.size(), 7u) << q.assignment;
+        EXPECT_NE(q.assignment, "pad=111") << "an assignment that pads every key has no softmax";
+        asked.insert({q.perm.cycles(), q.assignment});
+    }
+    EXPECT_EQ(asked.size(), 14u) << "every (generator, assignment) pair once";
+    EXPECT_TRUE(asked.count({"(0 1)", "pad=000"}));
+    EXPECT_TRUE(asked.count({"(0 1 2)", "pad=110"}));
+    const std::string text = permcheck::describe(r);
+    EXPECT_NE(text.find("7 mask assignments"), std::string::npos) << text;
+    EXPECT_NE(text.find("unsat for 7 mask assignments"), std::string::npos) << text;
+    EXPECT_NE(text.find("proved equivariant (all real inputs and weights, every mask assignment"), std::string::npos)
+        << text;
+}
+
+// Z3 cannot decide a mask query in a millisecond: the axis is not proved, and the account names the generator and
+// the mask assignment of the query that was not unsat (the first one asked, no padding), and asks no other.
+TEST(SignatureSmt, AnUndecidedMaskQueryNamesItsGeneratorAndAssignment) {
+    permcheck::SmtOptions hurried;
+    hurried.timeout_seconds = 0.001;
+    const permcheck::SignatureSmtResult r =
+        permcheck::smt_prove_signature(permcheck::find_signature_layer("attention+key-padding-mask"), 4, hurried);
+    const permcheck::AxisProof& a = r.axes.front();
+    EXPECT_EQ(a.verdict, permcheck::SmtVerdict::unknown) << permcheck::describe(r);
+    ASSERT_EQ(a.queries.size(), 1u) << permcheck::describe(r);
+    EXPECT_EQ(a.queries.front().answer, permcheck::SmtAnswer::unknown);
+    const std::string text = permcheck::describe(r);
+    EXPECT_NE(text.find("n (0 1) masks pad=0000: unknown ("), std::string::npos) << text;
+    EXPECT_NE(text.find("n: not proved"), std::string::npos) << text;
+}
+
+std::string read_text(const std::filesystem::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// Plants a harness bug for one test and takes it out again, whatever the test does.
+struct PlantedHarnessBug {
+    explicit PlantedHarnessBug(permcheck::test_only::HarnessBug bug) { permcheck::test_only::plant_harness_bug(bug); }
+    ~PlantedHarnessBug() { permcheck::test_only::plant_harness_bug(permcheck::test_only::HarnessBug::none); }
+    PlantedHarnessBug(const PlantedHarnessBug&) = delete;
+    PlantedHarnessBug& operator=(const PlantedHarnessBug&) = delete;
+};
+
+// A prover that never fails is a defect: with the mask left where it was (a planted bug in permcheck's own moving of
+// inputs) the layer is not equivariant under the permutation the harness applies. Z3 alone (no witness search)
+// must not answer unsat at a padded assignment; it answers sat there (in a fresh process, as ctest runs it, at
+// once), and the model replays exactly as the axis's witness. Z3's nonlinear search depends on the state of the
+// process (after other tests it has run to its limit once in ten runs), so an unknown is tolerated, a proof or an
+// unconfirmed model never. With the witness search, the bug is refuted every time.
+TEST(SignatureSmt, AMaskLeftInPlaceByAPlantedHarnessBugIsNeverProvedAndZ3sModelReplaysAsAWitness) {
+    const permcheck::SignatureFamily& f = permcheck::find_signature_layer("attention+key-padding-mask");
+    permcheck::SmtOptions z3_alone;
+    z3_alone.witness_cases = 0;
+    z3_alone.timeout_seconds = 30;
+    permcheck::SignatureSmtResult r;
+    {
+        const PlantedHarnessBug planted(permcheck::test_only::HarnessBug::mask_wrong_axis);
+        r = permcheck::smt_prove_signature(f, 2, z3_alone);
+    }
+    ASSERT_EQ(r.axes.size(), 1u);
+    const permcheck::AxisProof& a = r.axes.front();
+    EXPECT_NE(a.verdict, permcheck::SmtVerdict::proved) << permcheck::describe(r);
+    EXPECT_FALSE(r.as_expected()) << permcheck::describe(r);
+    ASSERT_FALSE(a.queries.empty());
+    const permcheck::SmtQuery& last = a.queries.back();
+    EXPECT_NE(last.answer, permcheck::SmtAnswer::unsat) << permcheck::describe(r);
+    EXPECT_NE(last.assignment, "pad=00") << "a bug in moving a mask needs padding";
+    if (last.answer == permcheck::SmtAnswer::sat) {
+        EXPECT_TRUE(last.model_confirmed) << permcheck::describe(r);
+        EXPECT_EQ(a.verdict, permcheck::SmtVerdict::violated) << permcheck::describe(r);
+        EXPECT_TRUE(a.witness_from_model);
+        EXPECT_NE(a.witness.find("masks " + last.assignment), std::string::npos) << a.witness;
+        EXPECT_NE(permcheck::describe(r).find("witness (Z3 model)"), std::string::npos) << permcheck::describe(r);
+    } else {
+        EXPECT_TRUE(last.reason_unknown == "timeout" || last.reason_unknown == "canceled") << permcheck::describe(r);
+    }
+
+    // With the witness search (the default), the same planted bug is refuted before Z3 is asked.
+    {
+        const PlantedHarnessBug planted(permcheck::test_only::HarnessBug::mask_wrong_axis);
+        r = permcheck::smt_prove_signature(f, 3);
+    }
+    EXPECT_EQ(r.axes.front().verdict, permcheck::SmtVerdict::violated) << permcheck::describe(r);
+    EXPECT_TRUE(r.axes.front().queries.empty());
+    // And without the planted bug every query is unsat.
+    EXPECT_EQ(permcheck::smt_prove_signature(f, 2, z3_alone).axes.front().verdict, permcheck::SmtVerdict::proved);
+}
+
+// An edge_index (discrete) or max aggregation is not a rational function: covered by the verdict table's rows.
+TEST(SignatureSmt, AnEdgeIndexOrMaxAggregationHasNoSymbolicProof) {
+    for (const char* name : {"message-passing-max", "message-passing-sum"}) {
+        try {
+            permcheck::smt_prove_signature(permcheck::find_signature_layer(name), 3);
+            ADD_FAILURE() << name << " was not refused";
+        } catch (const std::invalid_argument& e) {
+            EXPECT_NE(std::string(e.what()).find("no symbolic proof"), std::string::npos) << e.what();
+        }
+    }
+    EXPECT_THROW(permcheck::smt_prove_signature(permcheck::find_signature_layer("attention+key-padding-mask"), 9),
                  std::invalid_argument);
-    EXPECT_THROW(permcheck::smt_prove_signature(permcheck::find_signature_layer("message-passing-max"), 3),
-                 std::invalid_argument);
+}
+
+// --emit-smt for a layer over named inputs: one file per axis, generator and mask assignment, named so that they
+// can be told apart, each re-checked unsat by the z3 command-line tool (here: one per generator).
+TEST(SignatureSmtLibFiles, TheMaskLayerWritesOneFilePerGeneratorAndAssignmentAndOneRechecksUnsat) {
+    ASSERT_TRUE(std::filesystem::exists("/usr/bin/z3")) << "Debian's z3 package is needed (scripts/install-deps)";
+    const auto dir = permcheck::fresh_dir("mask");
+    permcheck::cli::SmtRequest req;
+    req.layers = {"attention+key-padding-mask", "cross-attention"};
+    req.n = 3;
+    req.emit_dir = dir.string();
+    req.timeout_seconds = 300;
+    std::ostringstream out;
+    ASSERT_EQ(permcheck::cli::prove_smt(req, out), 0) << out.str();
+    EXPECT_NE(out.str().find("wrote 14 SMT-LIB files into " + dir.string()), std::string::npos) << out.str();
+    EXPECT_NE(out.str().find("wrote 4 SMT-LIB files"), std::string::npos) << out.str();
+    std::set<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) names.insert(entry.path().filename().string());
+    EXPECT_EQ(names.size(), 18u);
+    const std::string mask_file = "attention+key-padding-mask-n3-along-n-transposition-pad010.smt2";
+    for (const std::string& name : {mask_file, std::string("attention+key-padding-mask-n3-along-n-rotation-pad000.smt2"),
+                                    std::string("cross-attention-m3-n3-along-m-rotation.smt2"),
+                                    std::string("cross-attention-m3-n3-along-n-transposition.smt2")})
+        EXPECT_TRUE(names.count(name)) << name;
+    EXPECT_FALSE(names.count("attention+key-padding-mask-n3-along-n-transposition-pad111.smt2"));
+    const std::string text = read_text(dir / mask_file);
+    EXPECT_NE(text.find("masks pad=010"), std::string::npos) << text;
+    EXPECT_NE(text.find("permcheck's answer: unsat"), std::string::npos) << text;
+    for (const std::string& name : {mask_file, std::string("cross-attention-m3-n3-along-m-rotation.smt2")})
+        EXPECT_EQ(permcheck::run("/usr/bin/z3 -T:120 '" + (dir / name).string() + "'"), "unsat\n") << name;
+    std::filesystem::remove_all(dir);
+}
+
+// A layer over named inputs named on the command line: proved at --n, exit codes as `permcheck check`.
+TEST(SignatureSmtCommand, ANamedLayerOverNamedInputsExits0Proved1Refuted2Refused) {
+    permcheck::cli::SmtRequest req;
+    req.n = 2;
+    req.timeout_seconds = 300;
+    std::ostringstream proved, refuted, refused, too_long;
+    req.layers = {"attention+key-padding-mask"};
+    EXPECT_EQ(permcheck::cli::prove_smt(req, proved), 0) << proved.str();
+    EXPECT_NE(proved.str().find("at n = 2, 3 mask assignments"), std::string::npos) << proved.str();
+    // At length 2 the two generators are both (0 1): asked once per assignment.
+    EXPECT_NE(proved.str().find("n (0 1): unsat for 3 mask assignments"), std::string::npos) << proved.str();
+    req.layers = {"cross-attention+memory-positions"};
+    EXPECT_EQ(permcheck::cli::prove_smt(req, refuted), 1) << refuted.str();
+    EXPECT_NE(refuted.str().find("m: not invariant"), std::string::npos) << refuted.str();
+    req.layers = {"message-passing-max"};
+    EXPECT_EQ(permcheck::cli::prove_smt(req, refused), 2) << refused.str();
+    EXPECT_NE(refused.str().find("no symbolic proof"), std::string::npos) << refused.str();
+    req.layers = {"attention+key-padding-mask"};
+    req.n = 9;
+    EXPECT_EQ(permcheck::cli::prove_smt(req, too_long), 2) << too_long.str();
+    EXPECT_NE(too_long.str().find("length 2 to 8, got 9"), std::string::npos) << too_long.str();
 }
