@@ -912,6 +912,7 @@ template <class R> struct ParsedBatch {
     bool is_error = false;
     std::string error;
     std::vector<R> items;
+    bool taps_offered = false;  // some item offered taps (README "Where symmetry first breaks")
 };
 }  // namespace
 
@@ -929,6 +930,7 @@ std::vector<BatchAnswer<Out>> ExecAdapter::exchange_batch(const std::vector<std:
         for (std::size_t k = 0; k < lines.size(); ++k) {
             try {
                 b.items.push_back(parse_item(lines[k]));
+                b.taps_offered = b.taps_offered || b.items.back().taps_offered;
             } catch (const std::invalid_argument& e) {
                 throw std::invalid_argument("item " + std::to_string(k) + " of the batch: " + e.what());
             }

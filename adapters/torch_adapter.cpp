@@ -1,6 +1,8 @@
 // The only translation unit that includes <torch/torch.h> (it alone takes ~20 s to compile).
 #include "adapters/torch_adapter.h"
 
+#include "adapters/torch_dtype.h"
+
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -101,18 +103,6 @@ void validate(const TorchOptions& o) {
                                     torch_mask_name(o.mask));
 }
 
-// The torch dtype of the module's parameters and computation (validate has refused exact and float16).
-torch::Dtype torch_dtype(Arithmetic a) {
-    switch (a) {
-        case Arithmetic::float32: return torch::kFloat32;
-        case Arithmetic::bfloat16: return torch::kBFloat16;
-        case Arithmetic::float16: return torch::kHalf;
-        case Arithmetic::float64:
-        case Arithmetic::exact: break;
-    }
-    return torch::kFloat64;
-}
-
 // An (n, dim) input as (n, 1, dim): sequence first, batch of one. Throws AdapterError for another shape.
 torch::Tensor to_sequence_first(const Tensor& t, int dim, const char* name, torch::Dtype dtype) {
     if (t.shape.size() != 2 || t.shape[1] != dim)
@@ -130,7 +120,7 @@ public:
     explicit DecoderBox(const TorchOptions& o) : o_(o) {
         validate(o);
         torch::manual_seed(o.seed);
-        dtype_ = torch_dtype(o.dtype);
+        dtype_ = scalar_type_of(o.dtype);
         // dim_feedforward 4 * dim, as the encoder layer's.
         decoder_ = torch::nn::TransformerDecoderLayer(
             torch::nn::TransformerDecoderLayerOptions(o.dim, o.heads).dim_feedforward(4 * o.dim).dropout(o.dropout));
@@ -167,7 +157,7 @@ public:
     explicit TorchLayerBox(const TorchOptions& o) : o_(o) {
         validate(o);
         torch::manual_seed(o.seed);
-        dtype_ = torch_dtype(o.dtype);
+        dtype_ = scalar_type_of(o.dtype);
         if (o.layer == TorchLayer::decoder_layer)
             throw std::invalid_argument("the decoder layer has two inputs (targets and a memory): audit it as a named "
                                         "black box (torch_decoder_black_box)");

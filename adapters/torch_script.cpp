@@ -1,6 +1,8 @@
 // The one translation unit that includes <torch/script.h> (torch_adapter.cpp includes <torch/torch.h>).
 #include "adapters/torch_script.h"
 
+#include "adapters/torch_dtype.h"
+
 #include <ATen/Parallel.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/script.h>
@@ -95,18 +97,6 @@ std::optional<c10::ScalarType> floating_dtype(const torch::jit::Module& m) {
     for (const at::Tensor& b : m.buffers())
         if (b.is_floating_point()) return b.scalar_type();
     return std::nullopt;
-}
-
-// The torch dtype of a precision permcheck audits (never exact: the command line does not offer it).
-c10::ScalarType scalar_type_of(Arithmetic a) {
-    switch (a) {
-        case Arithmetic::float32: return torch::kFloat32;
-        case Arithmetic::bfloat16: return torch::kBFloat16;
-        case Arithmetic::float16: return torch::kHalf;
-        case Arithmetic::float64:
-        case Arithmetic::exact: break;
-    }
-    return torch::kFloat64;
 }
 
 // The precision of a torch floating dtype, if permcheck audits it.
