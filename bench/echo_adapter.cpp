@@ -1,4 +1,4 @@
-// The cheapest adapter that speaks the line protocol (adapters/exec_adapter.h): the identity layer. It answers
+// The cheapest adapter that speaks the line protocol (adapters/protocol.h): the identity layer. It answers
 // {"id":N,"x":[...]} with {"id":N,"y":[...]} by renaming the key, so what bench_check measures through it is
 // the protocol (formatting, pipes, parsing, process switches), not a layer.
 #include <iostream>

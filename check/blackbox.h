@@ -1,6 +1,6 @@
 // Auditing a layer we did not write: any callable from an n x d input to an n-row output (sequence layer) or
 // one row (pooled layer), seen only through its answers. The public header for black-box audits; the
-// subprocess adapter (audit/exec_adapter.h) and in-process callables both arrive here as a BlackBox.
+// subprocess adapter (adapters/exec_adapter.h) and in-process callables both arrive here as a BlackBox.
 //
 // What an audit does (proofs-notes/float-tolerance.md for the tolerance):
 //   - draws cases (input with ties or generic values, permutation) as a check does (check/case.h), without

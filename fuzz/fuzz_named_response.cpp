@@ -3,7 +3,7 @@
 // empty dims included); the rest is the line. Its contract: every expected output in its expected shape, or
 // std::invalid_argument saying what is wrong. Anything else (another exception, a crash, a sanitizer finding, a
 // hang) is a bug.
-#include "adapters/exec_adapter.h"
+#include "adapters/protocol.h"
 
 #include <cstddef>
 #include <cstdint>

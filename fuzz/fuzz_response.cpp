@@ -1,7 +1,7 @@
 // libFuzzer target: the answer-line parsers of `permcheck audit --exec` (adapters::parse_response, and
 // adapters::parse_tap_response for the answer to a tap request), which read bytes from programs we did not write.
 // Their contract: a Response (a TapResponse), or std::invalid_argument saying what is wrong. Anything else (another exception, a crash, a sanitizer finding, a hang) is a bug.
-#include "adapters/exec_adapter.h"
+#include "adapters/protocol.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,0 +1,589 @@
+#include "adapters/protocol.h"
+
+#include "io/json_limits.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+
+namespace permcheck::adapters {
+
+// ---------------------------------------------------------------------------------------------------------
+// The protocol's lines
+
+namespace {
+
+// Python's json module writes NaN, Infinity and -Infinity, which JSON (and nlohmann) reject. Outside strings,
+// each becomes a string holding a marker that no valid answer contains in a number's place: NUL, then the name.
+constexpr std::string_view kMarker = "\\u0000";
+
+bool word_char(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; }
+
+std::string replace_non_finite_tokens(std::string_view line) {
+    std::string out;
+    out.reserve(line.size() + 16);
+    bool in_string = false;
+    for (std::size_t i = 0; i < line.size();) {
+        const char c = line[i];
+        if (in_string) {
+            out += c;
+            if (c == '\\' && i + 1 < line.size()) {
+                out += line[i + 1];
+                i += 2;
+                continue;
+            }
+            if (c == '"') in_string = false;
+            ++i;
+            continue;
+        }
+        if (c == '"') {
+            in_string = true;
+            out += c;
+            ++i;
+            continue;
+        }
+        bool replaced = false;
+        for (std::string_view token : {std::string_view("-Infinity"), std::string_view("Infinity"), std::string_view("NaN")}) {
+            const bool at_boundary = i == 0 || !word_char(line[i - 1]);
+            if (at_boundary && line.substr(i, token.size()) == token &&
+                (i + token.size() == line.size() || !word_char(line[i + token.size()]))) {
+                out += '"';
+                out += kMarker;
+                out += token;
+                out += '"';
+                i += token.size();
+                replaced = true;
+                break;
+            }
+        }
+        if (!replaced) {
+            out += c;
+            ++i;
+        }
+    }
+    return out;
+}
+
+double number_of(const nlohmann::json& v, const std::string& where, const std::string& field = "\"y\"") {
+    if (v.is_number()) return v.get<double>();
+    if (v.is_string()) {
+        const std::string& s = v.get_ref<const std::string&>();
+        if (s.size() > 1 && s[0] == '\0') {
+            const std::string_view name = std::string_view(s).substr(1);
+            if (name == "NaN") return std::numeric_limits<double>::quiet_NaN();
+            if (name == "Infinity") return std::numeric_limits<double>::infinity();
+            if (name == "-Infinity") return -std::numeric_limits<double>::infinity();
+        }
+    }
+    throw std::invalid_argument(field + " holds " + v.type_name() + " " + where +
+                                "; expected numbers (NaN, Infinity and -Infinity are accepted)");
+}
+
+}  // namespace
+
+std::string excerpt(std::string_view line) {
+    constexpr std::size_t keep = 80;
+    std::string s(line.substr(0, keep));
+    for (char& c : s)
+        if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+    return "'" + s + (line.size() > keep ? "...'" : "'");
+}
+
+namespace {
+// The answer line as a JSON object, or an error that says what the line was and what was expected.
+nlohmann::json answer_object(std::string_view line, const char* expected = "{\"id\": N, \"y\": [...]}") {
+    // Before parsing: the error path dumps "error" values recursively (a million '[' overflowed the stack).
+    json_limits::require_shallow(line, "the answer line " + excerpt(line));
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(replace_non_finite_tokens(line));
+    } catch (const nlohmann::json::exception& e) {
+        throw std::invalid_argument("the answer line is not JSON (" + std::string(e.what()) + "): " + excerpt(line) +
+                                    "; expected " + expected + " on one line");
+    }
+    if (!j.is_object())
+        throw std::invalid_argument("the answer line is JSON " + std::string(j.type_name()) + ", not an object: " +
+                                    excerpt(line) + "; expected " + expected);
+    return j;
+}
+
+// The id of an answer, -1 for one beyond int64 (it then matches no request).
+std::int64_t answer_id(const nlohmann::json& j, std::string_view line, const char* expected) {
+    const auto id = j.find("id");
+    if (id == j.end() || !id->is_number_integer())
+        throw std::invalid_argument("the answer has no integer \"id\": " + excerpt(line) + "; expected " + expected);
+    return id->is_number_unsigned() && id->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)
+               ? -1
+               : id->get<std::int64_t>();
+}
+
+// The adapter's own error message, if the answer is one. Not dump(): it recurses, and a fuzzer's deeply nested
+// "error" value would exhaust the stack.
+std::optional<std::string> answer_error(const nlohmann::json& j) {
+    const auto err = j.find("error");
+    if (err == j.end()) return std::nullopt;
+    return err->is_string() ? err->get<std::string>()
+                            : std::string("(the adapter sent a JSON ") + err->type_name() + " as its error, not a string)";
+}
+
+// "taps_offered": true (check/taps.h); anything else, or nothing, offers none.
+bool offers_taps(const nlohmann::json& j) {
+    const auto it = j.find("taps_offered");
+    return it != j.end() && it->is_boolean() && it->get<bool>();
+}
+
+// A pooled layer's answer: one flat array, one row.
+Mat<double> vector_of(const nlohmann::json& y) {
+    Mat<double> out(1, static_cast<Eigen::Index>(y.size()));
+    for (std::size_t k = 0; k < y.size(); ++k)
+        out(0, static_cast<Eigen::Index>(k)) = number_of(y[k], "at index " + std::to_string(k));
+    return out;
+}
+
+// A sequence layer's answer: rows of equal, nonzero width.
+Mat<double> rows_of(const nlohmann::json& y) {
+    if (!y[0].empty() && y[0][0].is_array())
+        throw std::invalid_argument("\"y\" has three or more dimensions (its rows hold arrays); a sequence layer "
+                                    "answers n rows of numbers: drop the batch dimension (e.g. y[0] or y.squeeze(0))");
+    const std::size_t width = y[0].size();
+    if (width == 0)
+        throw std::invalid_argument("row 0 of \"y\" is an empty array; expected at least one number a row");
+    Mat<double> out(static_cast<Eigen::Index>(y.size()), static_cast<Eigen::Index>(width));
+    for (std::size_t i = 0; i < y.size(); ++i) {
+        const nlohmann::json& row = y[i];
+        if (!row.is_array())
+            throw std::invalid_argument("row " + std::to_string(i) + " of \"y\" is " + row.type_name() +
+                                        ", not an array; rows are arrays of numbers");
+        if (row.size() != width)
+            throw std::invalid_argument("row " + std::to_string(i) + " of \"y\" has " + std::to_string(row.size()) +
+                                        " numbers, row 0 has " + std::to_string(width) + "; rows must have equal width");
+        for (std::size_t k = 0; k < width; ++k)
+            out(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(k)) =
+                number_of(row[k], "at row " + std::to_string(i) + ", index " + std::to_string(k));
+    }
+    return out;
+}
+}  // namespace
+
+Response parse_response(std::string_view line) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const nlohmann::json j = answer_object(line);
+    Response r;
+    r.id = answer_id(j, line, "the id of the request it answers");
+    r.taps_offered = offers_taps(j);
+    if (const auto error = answer_error(j)) {
+        r.is_error = true;
+        r.error = *error;
+        return r;
+    }
+    const auto y = j.find("y");
+    if (y == j.end())
+        throw std::invalid_argument("the answer has neither \"y\" nor \"error\": " + excerpt(line));
+    if (!y->is_array())
+        throw std::invalid_argument("\"y\" is " + std::string(y->type_name()) +
+                                    ", not an array; expected [[...], ...] (one row per position) or [...] (pooled)");
+    if (y->empty()) throw std::invalid_argument("\"y\" is an empty array; expected at least one number");
+    r.vector = !(*y)[0].is_array();
+    r.y = r.vector ? vector_of(*y) : rows_of(*y);
+    return r;
+}
+
+std::string format_request(std::int64_t id, const Mat<double>& x) {
+    std::string s = "{\"id\":" + std::to_string(id) + ",\"x\":[";
+    char buf[64];
+    for (Eigen::Index i = 0; i < x.rows(); ++i) {
+        s += i ? ",[" : "[";
+        for (Eigen::Index k = 0; k < x.cols(); ++k) {
+            if (!std::isfinite(x(i, k)))
+                throw std::invalid_argument("cannot send a non-finite input to an adapter (row " + std::to_string(i) + ")");
+            if (k) s += ',';
+            // Shortest form that reads back to the same double: full round-trip precision.
+            const auto res = std::to_chars(buf, buf + sizeof buf, x(i, k));
+            s.append(buf, res.ptr);
+        }
+        s += ']';
+    }
+    s += "]}";
+    return s;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The signature's lines
+
+namespace {
+
+void append_number(std::string& s, double v) {
+    char buf[64];
+    const auto res = std::to_chars(buf, buf + sizeof buf, v);
+    s.append(buf, res.ptr);
+}
+
+// A real value always with a fraction or an exponent (2.0, 0.0, 1e+300), shortest round-trip otherwise: an
+// adapter that tells index inputs from reals by JSON type must not read an all-integer real input as integers.
+void append_real(std::string& s, double v) {
+    const std::size_t start = s.size();
+    append_number(s, v);
+    if (s.find_first_of(".e", start) == std::string::npos) s += ".0";
+}
+
+// One value of an input as its kind writes it; throws for what JSON cannot carry.
+void append_value(std::string& s, const TensorSpec& t, double v) {
+    if (!std::isfinite(v))
+        throw std::invalid_argument("cannot send a non-finite value of input '" + t.name + "' to an adapter");
+    switch (t.kind) {
+        case TensorKind::mask: s += v != 0.0 ? "true" : "false"; return;
+        case TensorKind::index:
+            if (v != std::floor(v) || std::abs(v) > 9e15)
+                throw std::invalid_argument("input '" + t.name + "' is an index input but holds " + std::to_string(v));
+            s += std::to_string(static_cast<long long>(v));
+            return;
+        case TensorKind::real: append_real(s, v); return;
+    }
+}
+
+// The values from `at` on, nested in the order of shape[dim..]: row-major, the last dim fastest.
+void append_nested(std::string& s, const TensorSpec& t, const Tensor& x, std::size_t dim, std::size_t& at) {
+    if (dim == x.shape.size()) {
+        append_value(s, t, x.values[at++]);
+        return;
+    }
+    s += '[';
+    for (int k = 0; k < x.shape[dim]; ++k) {
+        if (k) s += ',';
+        append_nested(s, t, x, dim + 1, at);
+    }
+    s += ']';
+}
+
+void append_shape(std::string& s, const std::vector<int>& shape) {
+    s += '[';
+    for (std::size_t k = 0; k < shape.size(); ++k) {
+        if (k) s += ',';
+        s += std::to_string(shape[k]);
+    }
+    s += ']';
+}
+
+const Tensor& input_of(const Tensors& inputs, const TensorSpec& t) {
+    const auto it = inputs.find(t.name);
+    if (it == inputs.end()) throw std::invalid_argument("the request has no input '" + t.name + "'");
+    const Tensor& x = it->second;
+    if (x.shape.size() != t.dims.size() || x.values.size() != x.size())
+        throw std::invalid_argument("input '" + t.name + "' has " + std::to_string(x.values.size()) +
+                                    " values for its shape, or another number of dims than its " +
+                                    std::to_string(t.dims.size()));
+    return x;
+}
+
+std::string json_string(const std::string& text) { return nlohmann::json(text).dump(); }
+
+// "kinds":{"q":"float","pad":"mask","edge_index":"index"}: every input's kind, so that an adapter knows it even
+// when the values cannot show it (an empty index input).
+std::string kinds_of(const Signature& s) {
+    std::string out = "\"kinds\":{";
+    for (std::size_t k = 0; k < s.inputs.size(); ++k) {
+        if (k) out += ',';
+        out += json_string(s.inputs[k].name);
+        out += ":\"";
+        out += tensor_kind_name(s.inputs[k].kind);
+        out += '"';
+    }
+    return out + "}";
+}
+
+std::string dim_name(const Dim& d) { return d.is_axis() ? "axis " + d.axis : "fixed size " + std::to_string(d.size); }
+
+}  // namespace
+
+std::string format_named_request(std::int64_t id, const Signature& s, const Tensors& inputs) {
+    std::string line = "{\"id\":" + std::to_string(id) + ",\"inputs\":{";
+    std::string shapes = "\"shapes\":{";
+    for (std::size_t k = 0; k < s.inputs.size(); ++k) {
+        const TensorSpec& t = s.inputs[k];
+        const Tensor& x = input_of(inputs, t);
+        std::string key = k ? "," : "";
+        key += json_string(t.name);
+        key += ':';
+        line += key;
+        std::size_t at = 0;
+        append_nested(line, t, x, 0, at);
+        shapes += key;
+        append_shape(shapes, x.shape);
+    }
+    line += "},";
+    line += shapes;
+    line += "},";
+    line += kinds_of(s);
+    line += ",\"outputs\":[";
+    for (std::size_t k = 0; k < s.outputs.size(); ++k) {
+        if (k) line += ',';
+        line += json_string(s.outputs[k].name);
+    }
+    line += "]}";
+    return line;
+}
+
+Lengths lengths_of(const Signature& s, const Tensors& inputs) {
+    Lengths lengths;
+    for (const TensorSpec& t : s.inputs) {
+        const Tensor& x = input_of(inputs, t);
+        for (std::size_t k = 0; k < t.dims.size(); ++k) {
+            if (!t.dims[k].is_axis()) continue;
+            const auto [it, fresh] = lengths.emplace(t.dims[k].axis, x.shape[k]);
+            if (!fresh && it->second != x.shape[k])
+                throw std::invalid_argument("input '" + t.name + "' gives axis " + t.dims[k].axis + " length " +
+                                            std::to_string(x.shape[k]) + ", another input " +
+                                            std::to_string(it->second));
+        }
+    }
+    return lengths;
+}
+
+std::vector<ExpectedOutput> expected_outputs(const Signature& s, const Lengths& lengths) {
+    std::vector<ExpectedOutput> out;
+    for (const TensorSpec& t : s.outputs) {
+        ExpectedOutput e{t.name, {}, {}};
+        for (const Dim& d : t.dims) {
+            const auto it = d.is_axis() ? lengths.find(d.axis) : lengths.end();
+            if (d.is_axis() && it == lengths.end())
+                throw std::invalid_argument("output '" + t.name + "' has axis " + d.axis + ", which no input gives");
+            e.shape.push_back(d.is_axis() ? it->second : d.size);
+            e.dim_names.push_back(dim_name(d));
+        }
+        out.push_back(std::move(e));
+    }
+    return out;
+}
+
+namespace {
+
+// Reads `v` as the dims dim.. of output e into out.values, row-major; names the output (`what` e.g. "tap"), the
+// dim and the index path at the first disagreement.
+void read_nested(const nlohmann::json& v, const ExpectedOutput& e, std::size_t dim, const std::string& path,
+                 std::vector<double>& values, const char* what = "output") {
+    const std::string field = std::string(what) + " '" + e.name + "'";
+    if (dim == e.shape.size()) {
+        values.push_back(number_of(v, "at " + (path.empty() ? std::string("the top") : path), field));
+        return;
+    }
+    const std::string which = field + ", dim " + std::to_string(dim) + " (" + e.dim_names[dim] + ")";
+    if (!v.is_array())
+        throw std::invalid_argument(which + (path.empty() ? "" : " at " + path) + ": got " + v.type_name() +
+                                    ", expected an array of " + std::to_string(e.shape[dim]) + " entries");
+    if (v.size() != static_cast<std::size_t>(e.shape[dim]))
+        throw std::invalid_argument(which + (path.empty() ? "" : " at " + path) + ": " + std::to_string(v.size()) +
+                                    " entries, expected " + std::to_string(e.shape[dim]));
+    for (std::size_t k = 0; k < v.size(); ++k)
+        read_nested(v[k], e, dim + 1, path + "[" + std::to_string(k) + "]", values, what);
+}
+
+constexpr const char* kNamedAnswer = "{\"id\": N, \"outputs\": {\"NAME\": [...], ...}}";
+
+}  // namespace
+
+NamedResponse parse_named_response(std::string_view line, const std::vector<ExpectedOutput>& expected) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const nlohmann::json j = answer_object(line, kNamedAnswer);
+    NamedResponse r;
+    r.id = answer_id(j, line, kNamedAnswer);
+    r.taps_offered = offers_taps(j);
+    if (const auto error = answer_error(j)) {
+        r.is_error = true;
+        r.error = *error;
+        return r;
+    }
+    const auto outputs = j.find("outputs");
+    if (outputs == j.end())
+        throw std::invalid_argument("the answer has neither \"outputs\" nor \"error\": " + excerpt(line) +
+                                    "; expected " + kNamedAnswer);
+    if (!outputs->is_object())
+        throw std::invalid_argument("\"outputs\" is " + std::string(outputs->type_name()) +
+                                    ", not an object; expected " + kNamedAnswer);
+    for (const ExpectedOutput& e : expected) {
+        const auto v = outputs->find(e.name);
+        if (v == outputs->end())
+            throw std::invalid_argument("the answer has no output '" + e.name + "' (it has " +
+                                        std::to_string(outputs->size()) + " outputs); every output the request names "
+                                        "is expected");
+        Tensor t;
+        t.shape = e.shape;
+        read_nested(*v, e, 0, "", t.values);
+        r.outputs.emplace(e.name, std::move(t));
+    }
+    return r;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Taps
+
+namespace {
+
+constexpr const char* kTapAnswer =
+    "{\"id\": N, \"taps\": [{\"name\": \"NAME\", \"shape\": [...], \"values\": [...]}, ...]}";
+
+// One element of "taps": its name, shape (at most 2^24 values), values nested in the order of the shape, and the
+// optional "dims" (an axis name or null per dim).
+Tap tap_of(const nlohmann::json& v, std::size_t k) {
+    const std::string which = "tap " + std::to_string(k);
+    if (!v.is_object()) throw std::invalid_argument(which + " is " + v.type_name() + ", not an object; expected " + kTapAnswer);
+    const auto name = v.find("name");
+    if (name == v.end() || !name->is_string()) throw std::invalid_argument(which + " has no string \"name\"");
+    Tap t{name->get<std::string>(), {}, std::nullopt};
+    const std::string field = "tap '" + t.name + "'";
+    const auto shape = v.find("shape");
+    if (shape == v.end() || !shape->is_array())
+        throw std::invalid_argument(field + " has no \"shape\" array (one size per dim)");
+    double count = 1;
+    ExpectedOutput e{t.name, {}, {}};
+    for (const nlohmann::json& size : *shape) {
+        if (!size.is_number_integer() || size.get<long long>() < 0 || size.get<long long>() > (1 << 24))
+            throw std::invalid_argument(field + ": \"shape\" holds " + size.dump() + "; expected sizes in [0, 2^24]");
+        e.shape.push_back(size.get<int>());
+        e.dim_names.push_back("dim " + std::to_string(e.shape.size() - 1));
+        count *= e.shape.back();
+    }
+    if (count > double(1 << 24)) throw std::invalid_argument(field + " has more than 2^24 values");
+    const auto values = v.find("values");
+    if (values == v.end()) throw std::invalid_argument(field + " has no \"values\"");
+    t.value.shape = e.shape;
+    read_nested(*values, e, 0, "", t.value.values, "tap");
+    const auto dims = v.find("dims");
+    if (dims == v.end() || dims->is_null()) return t;
+    if (!dims->is_array() || dims->size() != e.shape.size())
+        throw std::invalid_argument(field + ": \"dims\" must be an array of one axis name or null per dim (" +
+                                    std::to_string(e.shape.size()) + ")");
+    t.dims.emplace();
+    for (const nlohmann::json& d : *dims) {
+        if (!d.is_null() && !d.is_string()) throw std::invalid_argument(field + ": \"dims\" holds " + d.type_name());
+        t.dims->push_back(d.is_string() ? d.get<std::string>() : std::string());
+    }
+    return t;
+}
+
+}  // namespace
+
+TapResponse parse_tap_response(std::string_view line) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const nlohmann::json j = answer_object(line, kTapAnswer);
+    TapResponse r;
+    r.id = answer_id(j, line, kTapAnswer);
+    r.taps_offered = offers_taps(j);
+    if (const auto error = answer_error(j)) {
+        r.is_error = true;
+        r.error = *error;
+        return r;
+    }
+    const auto taps = j.find("taps");
+    if (taps == j.end() || !taps->is_array())
+        throw std::invalid_argument("the answer to a tap request has no \"taps\" array: " + excerpt(line) +
+                                    "; expected " + kTapAnswer);
+    for (std::size_t k = 0; k < taps->size(); ++k) r.taps.push_back(tap_of((*taps)[k], k));
+    return r;
+}
+
+std::string with_taps(std::string request_line) {
+    const std::size_t end = request_line.rfind('}');
+    if (end == std::string::npos) throw std::invalid_argument("a request line is a JSON object");
+    request_line.insert(end, ",\"taps\":true");
+    return request_line;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Batched requests
+
+std::string batch_item(const std::string& request_line) {
+    const std::size_t comma = request_line.find(',');
+    if (comma == std::string::npos) return request_line;
+    std::string item = "{";  // += rather than "{" + ...: GCC 12 -O3 warns falsely (-Wrestrict) on the latter
+    item += std::string_view(request_line).substr(comma + 1);
+    return item;
+}
+
+namespace {
+constexpr const char* kBatchAnswer = "{\"id\": N, \"batch\": [ANSWER, ...]}";
+
+// An item answer as the ordinary answer line of request `id`, for the ordinary parsers.
+std::string item_line(const nlohmann::json& item, std::int64_t id, std::size_t k) {
+    if (!item.is_object())
+        throw std::invalid_argument("item " + std::to_string(k) + " of \"batch\" is " + item.type_name() +
+                                    ", not an answer object; expected " + kBatchAnswer);
+    nlohmann::json copy = item;
+    copy["id"] = id;
+    return copy.dump();
+}
+}  // namespace
+
+int parse_batch_announcement(std::string_view line) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const nlohmann::json j = answer_object(line);
+    const auto k = j.find("batch");
+    if (k == j.end()) return 0;
+    if (!k->is_number_integer() || k->get<std::int64_t>() < 1 || k->get<std::int64_t>() > INT32_MAX)
+        throw std::invalid_argument("\"batch\" in an answer is " + (k->is_number() ? k->dump() : std::string(k->type_name())) +
+                                    "; expected an integer >= 1, the most cases one request may hold (README, "
+                                    "\"Batched requests\")");
+    return static_cast<int>(k->get<std::int64_t>());
+}
+
+std::map<std::string, int> batch_dims_of(const Signature& s) {
+    std::map<std::string, int> dims;
+    for (const auto* list : {&s.inputs, &s.outputs})
+        for (const TensorSpec& t : *list) {
+            const auto one = std::find_if(t.dims.begin(), t.dims.end(), [](const Dim& d) { return !d.is_axis() && d.size == 1; });
+            if (one == t.dims.end()) return {};
+            dims[t.name] = static_cast<int>(one - t.dims.begin());
+        }
+    return dims;
+}
+
+std::string format_batch_request(std::int64_t id, const std::vector<std::string>& items,
+                                 const std::map<std::string, int>& batch_dims) {
+    std::string line = "{\"id\":" + std::to_string(id);
+    if (!batch_dims.empty()) {
+        line += ",\"batch_dims\":{";
+        bool first = true;
+        for (const auto& [name, dim] : batch_dims) {
+            if (!first) line += ',';
+            first = false;
+            line += json_string(name);
+            line += ':';
+            line += std::to_string(dim);
+        }
+        line += '}';
+    }
+    line += ",\"batch\":[";
+    for (std::size_t k = 0; k < items.size(); ++k) {
+        if (k) line += ',';
+        line += items[k];
+    }
+    line += "]}";
+    return line;
+}
+
+std::vector<std::string> batch_items(std::string_view line, std::size_t count, std::int64_t& id,
+                                     std::optional<std::string>& error) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const nlohmann::json j = answer_object(line, kBatchAnswer);
+    id = answer_id(j, line, kBatchAnswer);
+    error = answer_error(j);
+    if (error) return {};
+    const auto batch = j.find("batch");
+    if (batch == j.end() || !batch->is_array())
+        throw std::invalid_argument("the answer to a batched request has no \"batch\" array: " + excerpt(line) +
+                                    "; expected " + kBatchAnswer);
+    if (batch->size() != count)
+        throw std::invalid_argument("the answer's \"batch\" holds " + std::to_string(batch->size()) +
+                                    " answers for a request of " + std::to_string(count) +
+                                    " items; expected one answer per item, in order");
+    std::vector<std::string> items;
+    for (std::size_t k = 0; k < batch->size(); ++k) items.push_back(item_line((*batch)[k], id, k));
+    return items;
+}
+
+}  // namespace permcheck::adapters
