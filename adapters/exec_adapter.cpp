@@ -321,10 +321,11 @@ TapSource exec_tap_source(const ExecOptions& opts, const Signature* s) {
 void ExecAdapter::note_announcement(const std::string& line) {
     if (line.find("\"batch\"") == std::string::npos) return;
     if (const int k = parse_batch_announcement(line)) batch_ = k;
+    if (line.find("\"stacked\"") != std::string::npos) stacked_ = parse_stacked_announcement(line);
 }
 
 namespace {
-// An item of a batched answer, parsed by the ordinary parser.
+// The answers of a batched request, each item parsed.
 template <class R> struct ParsedBatch {
     std::int64_t id = 0;
     bool is_error = false;
@@ -332,35 +333,37 @@ template <class R> struct ParsedBatch {
     std::vector<R> items;
     bool taps_offered = false;  // some item offered taps (README "Where symmetry first breaks")
 };
+
+// A batched answer's item lines (or its error), each parsed by parse_item; a protocol error names the item.
+template <class R, class ParseItem>
+ParsedBatch<R> parsed_items(std::int64_t id, const std::optional<std::string>& error,
+                            const std::vector<std::string>& lines, ParseItem parse_item) {
+    ParsedBatch<R> b;
+    b.id = id;
+    b.is_error = error.has_value();
+    if (error) b.error = *error;
+    for (std::size_t k = 0; k < lines.size(); ++k) {
+        try {
+            b.items.push_back(parse_item(lines[k]));
+            b.taps_offered = b.taps_offered || b.items.back().taps_offered;
+        } catch (const std::invalid_argument& e) {
+            throw std::invalid_argument("item " + std::to_string(k) + " of the batch: " + e.what());
+        }
+    }
+    return b;
+}
 }  // namespace
 
-template <class Out, class ParseItem>
-std::vector<BatchAnswer<Out>> ExecAdapter::exchange_batch(const std::vector<std::string>& items, const std::string& what,
-                                                          const std::map<std::string, int>& dims, ParseItem parse_item) {
-    using R = decltype(parse_item(std::string()));
+template <class Out, class ParseLine>
+std::vector<BatchAnswer<Out>> ExecAdapter::exchange_batch(const std::string& request, std::size_t count,
+                                                          const std::string& what, ParseLine parse_line) {
     const std::int64_t id = requests_ + 1;
-    const auto parse = [&](const std::string& line) {
-        ParsedBatch<R> b;
-        std::optional<std::string> error;
-        const std::vector<std::string> lines = batch_items(line, items.size(), b.id, error);
-        b.is_error = error.has_value();
-        if (error) b.error = *error;
-        for (std::size_t k = 0; k < lines.size(); ++k) {
-            try {
-                b.items.push_back(parse_item(lines[k]));
-                b.taps_offered = b.taps_offered || b.items.back().taps_offered;
-            } catch (const std::invalid_argument& e) {
-                throw std::invalid_argument("item " + std::to_string(k) + " of the batch: " + e.what());
-            }
-        }
-        return b;
-    };
-    ParsedBatch<R> b = exchange(format_batch_request(id, items, dims) + "\n", what, parse);
+    auto b = exchange(request, what, parse_line);
     std::vector<BatchAnswer<Out>> out(b.items.size());
     for (std::size_t k = 0; k < b.items.size(); ++k) {
         if (b.items[k].is_error)
             out[k].error = "adapter answered with an error: " + b.items[k].error + " (item " + std::to_string(k) + " of " +
-                           std::to_string(items.size()) + " of request id " + std::to_string(id) + ", " + what +
+                           std::to_string(count) + " of request id " + std::to_string(id) + ", " + what +
                            "); command: " + opts_.command;
         else
             out[k].value = std::move(b.items[k]);
@@ -371,9 +374,16 @@ std::vector<BatchAnswer<Out>> ExecAdapter::exchange_batch(const std::vector<std:
 std::vector<BatchAnswer<Mat<double>>> ExecAdapter::operator()(const std::vector<Mat<double>>& xs) {
     std::vector<std::string> items;
     for (const Mat<double>& x : xs) items.push_back(batch_item(format_request(0, x)));
-    const std::string what = xs.empty() ? std::string("no items")
-                                        : "n=" + std::to_string(xs[0].rows()) + ", d=" + std::to_string(xs[0].cols());
-    auto answers = exchange_batch<Response>(items, std::to_string(xs.size()) + " items of " + what, {}, parse_response);
+    const std::string what = std::to_string(xs.size()) + " items of " +
+                             (xs.empty() ? std::string("nothing")
+                                         : "n=" + std::to_string(xs[0].rows()) + ", d=" + std::to_string(xs[0].cols()));
+    const auto parse = [&items](const std::string& line) {
+        std::int64_t id = 0;
+        std::optional<std::string> error;
+        const std::vector<std::string> lines = batch_items(line, items.size(), id, error);
+        return parsed_items<Response>(id, error, lines, parse_response);
+    };
+    auto answers = exchange_batch<Response>(format_batch_request(requests_ + 1, items, {}) + "\n", xs.size(), what, parse);
     std::vector<BatchAnswer<Mat<double>>> out(answers.size());
     for (std::size_t k = 0; k < answers.size(); ++k) {
         out[k].error = std::move(answers[k].error);
@@ -381,6 +391,19 @@ std::vector<BatchAnswer<Mat<double>>> ExecAdapter::operator()(const std::vector<
     }
     return out;
 }
+
+namespace {
+// The request line of a signature's batch: stacked when the adapter takes it so, else item by item.
+std::string named_batch_request(std::int64_t id, const Signature& s, const std::vector<Tensors>& inputs,
+                                const std::map<std::string, int>& dims, bool stacked, const Lengths& lengths) {
+    for (const Tensors& x : inputs)
+        if (lengths_of(s, x) != lengths) throw std::invalid_argument("the items of a batched request differ in lengths");
+    if (stacked) return format_stacked_request(id, s, inputs, dims) + "\n";
+    std::vector<std::string> items;
+    for (const Tensors& x : inputs) items.push_back(batch_item(format_named_request(0, s, x)));
+    return format_batch_request(id, items, dims) + "\n";
+}
+}  // namespace
 
 std::vector<BatchAnswer<Tensors>> ExecAdapter::operator()(const Signature& s, const std::vector<Tensors>& inputs) {
     if (inputs.empty()) return {};
@@ -390,15 +413,26 @@ std::vector<BatchAnswer<Tensors>> ExecAdapter::operator()(const Signature& s, co
         if (what.back() != ' ') what += ", ";
         what += axis + "=" + std::to_string(length);
     }
-    std::vector<std::string> items;
-    for (const Tensors& x : inputs) {
-        if (lengths_of(s, x) != lengths) throw std::invalid_argument("the items of a batched request differ in lengths");
-        items.push_back(batch_item(format_named_request(0, s, x)));
-    }
+    const std::map<std::string, int> dims = batch_dims_of(s);
+    const bool stacked = stacked_ && !dims.empty();
     const std::vector<ExpectedOutput> expected = expected_outputs(s, lengths);
-    auto answers = exchange_batch<NamedResponse>(items, what, batch_dims_of(s), [&expected](const std::string& line) {
-        return parse_named_response(line, expected);
-    });
+    const auto parse_item = [&expected](const std::string& line) { return parse_named_response(line, expected); };
+    const auto parse = [&](const std::string& line) {
+        std::int64_t id = 0;
+        std::optional<std::string> error;
+        if (!stacked) {
+            const std::vector<std::string> lines = batch_items(line, inputs.size(), id, error);
+            return parsed_items<NamedResponse>(id, error, lines, parse_item);
+        }
+        StackedResponse r = parse_stacked_response(line, expected, inputs.size(), dims);
+        if (r.is_error) error = r.error;
+        ParsedBatch<NamedResponse> b = parsed_items<NamedResponse>(r.id, error, r.item_lines, parse_item);
+        for (Tensors& outputs : r.items) b.items.push_back(NamedResponse{r.id, false, "", std::move(outputs), false});
+        b.taps_offered = b.taps_offered || r.taps_offered;
+        return b;
+    };
+    const std::string request = named_batch_request(requests_ + 1, s, inputs, dims, stacked, lengths);
+    auto answers = exchange_batch<NamedResponse>(request, inputs.size(), what, parse);
     std::vector<BatchAnswer<Tensors>> out(answers.size());
     for (std::size_t k = 0; k < answers.size(); ++k) {
         out[k].error = std::move(answers[k].error);

@@ -49,6 +49,7 @@ public:
     std::vector<BatchAnswer<Mat<double>>> operator()(const std::vector<Mat<double>>& xs);
     std::vector<BatchAnswer<Tensors>> operator()(const Signature& s, const std::vector<Tensors>& inputs);
     int batch_capacity() const { return batch_; }  // the K the adapter announced, 0 before
+    bool stacked() const { return stacked_; }       // it announced "stacked": true (a signature's batches go stacked)
     // The taps of one evaluation (`s` null: the one-tensor form, inputs {"x": an n x d tensor}).
     std::vector<Tap> taps(const Tensors& inputs, const Signature* s);
     bool taps_offered() const { return taps_offered_; }  // some answer offered taps
@@ -66,11 +67,12 @@ private:
     // line. `parse` reads it (throwing std::invalid_argument for a protocol error); the id and an error answer
     // are checked here.
     template <class Parse> auto exchange(const std::string& request, const std::string& what, Parse parse);
-    void note_announcement(const std::string& line);  // learns K from an ordinary answer line
-    // One batched request of `items` and its answer, each item parsed by parse_item (an answer line).
-    template <class Out, class ParseItem>
-    std::vector<BatchAnswer<Out>> exchange_batch(const std::vector<std::string>& items, const std::string& what,
-                                                 const std::map<std::string, int>& dims, ParseItem parse_item);
+    void note_announcement(const std::string& line);  // learns K and "stacked" from an ordinary answer line
+    // One batched request (`request`, of `count` items) and its answer, read by parse_line into each item's
+    // answer (a ParsedBatch); an item's error answer becomes that item's error.
+    template <class Out, class ParseLine>
+    std::vector<BatchAnswer<Out>> exchange_batch(const std::string& request, std::size_t count, const std::string& what,
+                                                 ParseLine parse_line);
 
 
     ExecOptions opts_;
@@ -81,6 +83,7 @@ private:
     std::string last_request_, failure_;
     bool reaped_ = false;
     int batch_ = 0;
+    bool stacked_ = false;
     bool taps_offered_ = false;
     int status_ = 0;
 };

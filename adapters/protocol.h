@@ -95,6 +95,41 @@ std::string format_batch_request(std::int64_t id, const std::vector<std::string>
 // line is not such an answer or holds another number of items than `count`.
 std::vector<std::string> batch_items(std::string_view line, std::size_t count, std::int64_t& id,
                                      std::optional<std::string>& error);
+// Stacked batches (README "Batched requests"): an adapter that adds "stacked": true to an answer (beside its
+// "batch": K) takes a batch of a signature with batch dims as one request, each input stacked on its batch dim
+// (the items in order there) and sent as the base64 of its values as little-endian IEEE-754 binary64, row-major
+// (masks as 0 and 1, indices as integers):
+//   {"id":7,"stacked":K,"batch_dims":{"x":0,"y":0},"inputs":{"x":"AAAA..."},"shapes":{"x":[K,n,8]},
+//    "kinds":{"x":"float"},"outputs":["y"]}
+// answered by {"id":7,"outputs":{"y":"AAAA..."}} (each output stacked on its batch dim the same way; an optional
+// "shapes" is checked), or item by item as a batched request is ({"id":7,"batch":[ANSWER,...]}), or with one
+// {"id":7,"error":"text"} for the whole request.
+//
+// "stacked": true in an answer line; false when it has none. Throws std::invalid_argument when it is not a boolean.
+bool parse_stacked_announcement(std::string_view line);
+// The stacked request line (without the newline) for `items` (at least one, of equal shapes), every input and
+// output of `s` named in `batch_dims` at a dim of size 1. Throws std::invalid_argument as format_named_request
+// does, and when items differ in shape or a batch dim is missing.
+std::string format_stacked_request(std::int64_t id, const Signature& s, const std::vector<Tensors>& items,
+                                   const std::map<std::string, int>& batch_dims);
+// The answer to a stacked request of `count` items, parsed: the whole request's error, or every item's outputs
+// (`expected`: one item's), or each item's ordinary answer line (with the request's id) when the adapter answered
+// item by item. Throws std::invalid_argument naming the output and what was expected; never crashes.
+struct StackedResponse {
+    std::int64_t id = 0;
+    bool is_error = false;
+    std::string error;
+    std::vector<Tensors> items;            // stacked: one item's outputs each
+    std::vector<std::string> item_lines;   // item by item: one answer line each
+    bool taps_offered = false;
+};
+StackedResponse parse_stacked_response(std::string_view line, const std::vector<ExpectedOutput>& expected,
+                                       std::size_t count, const std::map<std::string, int>& batch_dims);
+// A tensor's values as base64 of little-endian binary64, and back (exactly `count` values; throws
+// std::invalid_argument saying what `what` is and what was wrong).
+std::string float64_base64(const std::vector<double>& values);
+std::vector<double> float64_values(std::string_view base64, std::size_t count, const std::string& what);
+
 // Taps (check/taps.h, README "Where symmetry first breaks"). An adapter offers them with "taps_offered": true in
 // any answer; only then permcheck sends a request (either form) with "taps": true, answered with
 // {"id":7, ..., "taps":[{"name":"blocks.1","shape":[2,8],"values":[[...],...],"dims":["n",null]}, ...]}: the

@@ -43,5 +43,6 @@ torch.manual_seed(0)
 feedforward = int(os.environ.get("PERMCHECK_FEEDFORWARD", "2048"))  # PyTorch's default width
 layer = torch.nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=feedforward, batch_first=True, dropout=0.0)
 answers = Stamped(sys.stdout, os.environ.get("PERMCHECK_TIMES_FILE"))
-serve(layer, batch=int(os.environ.get("PERMCHECK_BATCH", "256")), stdout=answers)
+serve(layer, batch=int(os.environ.get("PERMCHECK_BATCH", "256")), stacked=os.environ.get("PERMCHECK_STACKED", "1") == "1",
+      stdout=answers)
 answers.record()

@@ -50,6 +50,8 @@ Python's json writes them (NaN, Infinity, -Infinity), which permcheck accepts an
 without a traceback, when permcheck closes the pipe or on Ctrl-C.
 """
 
+import array
+import base64
 import json
 import os
 import sys
@@ -60,7 +62,7 @@ __all__ = ["serve"]
 _KINDS = ("float", "mask", "index")
 
 
-def serve(layer, dtype=None, *, kinds=None, taps=True, stdin=None, stdout=None, batch=256):
+def serve(layer, dtype=None, *, kinds=None, taps=True, stdin=None, stdout=None, batch=256, stacked=True):
     """Answer permcheck's requests with `layer` until end of input.
 
     layer   a callable (a function of named inputs, see the module docstring) or a torch.nn.Module, which is
@@ -73,6 +75,9 @@ def serve(layer, dtype=None, *, kinds=None, taps=True, stdin=None, stdout=None, 
     batch   the most cases one request may hold (announced to permcheck in the first answer): a torch
             module then runs one forward pass per batch, its cases stacked on the batch dims permcheck names,
             and a function is called once per case; 1 or None: one case per request.
+    stacked a torch module also announces "stacked": permcheck then sends a batch as one tensor per input, its
+            cases stacked on the batch dim and its numbers in binary (base64), and reads the outputs back the same
+            way: the fast form. False: batches item by item, in JSON numbers.
     taps    a torch module offers its submodules' outputs ("taps", see the module docstring) unless False:
             after a violation permcheck then names the first submodule that breaks the symmetry.
     stdin, stdout
@@ -104,7 +109,12 @@ def serve(layer, dtype=None, *, kinds=None, taps=True, stdin=None, stdout=None, 
             if not line.strip():
                 continue
             # torch is None for a function served without a dtype: it receives nested lists, not tensors.
-            if '"batch"' in line:  # a batch's taps are never asked for: permcheck asks them one request each
+            answer = None
+            if '"stacked"' in line and is_module:
+                answer = _answer_stacked(line, layer, torch, dtype, kinds)
+            if answer is not None:
+                pass
+            elif '"batch"' in line:  # a batch's taps are never asked for: permcheck asks them one request each
                 answer = _answer_batch(line, layer, torch, dtype, kinds, is_module)
             else:
                 if offers_taps:
@@ -113,6 +123,8 @@ def serve(layer, dtype=None, *, kinds=None, taps=True, stdin=None, stdout=None, 
                     answer = _answer(line, layer, torch, dtype, kinds)
                 if batch is not None and batch > 1 and not announced:
                     answer["batch"] = int(batch)
+                    if is_module and stacked:
+                        answer["stacked"] = True
                     announced = True
             answers.write(json.dumps(answer) + "\n")
             answers.flush()
@@ -218,6 +230,82 @@ def _stacked(items, dims, layer, torch, dtype, kinds):
         # One tolist() for all items (batch dim first), each item's size-1 batch dim put back.
         parts[name] = [_wrapped(v, dim) for v in value.movedim(dim, 0).tolist()]
     return [{"outputs": {name: parts[name][k] for name in names}} for k in range(count)]
+
+
+# Stacked requests: {"id": 7, "stacked": 3, "batch_dims": {"x": 0, "y": 0}, "inputs": {"x": BASE64},
+# "shapes": {"x": [3, 4, 8]}, "kinds": {"x": "float"}, "outputs": ["y"]}, each input's cases stacked on its batch
+# dim, its values base64 of little-endian float64, row-major; answered by {"id": 7, "outputs": {"y": BASE64},
+# "shapes": {"y": [3, 4, 8]}} the same way, or item by item ({"id": 7, "batch": [ANSWER, ...]}) when the stacked
+# forward pass raises.
+
+
+def _answer_stacked(line, layer, torch, dtype, kinds):
+    """The answer object to a stacked request (one forward pass), or None when the line is not one."""
+    request_id = None
+    try:
+        request = json.loads(line)
+        if not isinstance(request, dict) or "stacked" not in request:
+            return None
+        request_id = request.get("id")
+        count, dims, names = int(request["stacked"]), request["batch_dims"], request["outputs"]
+        declared = dict(request.get("kinds") or {})
+        declared.update(kinds)
+        inputs = {}
+        for name, text in request["inputs"].items():
+            element = {"float": dtype, "mask": torch.bool, "index": torch.int64}[_kind(declared.get(name), [])]
+            inputs[name] = _from_base64(torch, text, request["shapes"][name]).to(element)
+        try:
+            outputs = _named_results(_call(layer, torch, (), inputs), names)
+            encoded, shapes = {}, {}
+            for name in names:
+                value, dim = outputs[name], dims[name]
+                if not hasattr(value, "detach") or value.dim() <= dim or value.shape[dim] != count:
+                    raise ValueError("output %s has no batch dim %d of %d items" % (name, dim, count))
+                encoded[name], shapes[name] = _to_base64(torch, value), list(value.shape)
+            return {"id": request_id, "outputs": encoded, "shapes": shapes}
+        except Exception:  # each item on its own, so that each gets its own answer or error
+            traceback.print_exc(file=sys.stderr)
+            print("permcheck_adapter: the stacked forward pass failed; answering item by item", file=sys.stderr)
+        items = [{n: t.narrow(dims[n], k, 1) for n, t in inputs.items()} for k in range(count)]
+        return {"id": request_id, "batch": [_item_answer(layer, torch, names, item) for item in items]}
+    except Exception as error:
+        traceback.print_exc(file=sys.stderr)
+        return {"id": request_id, "error": _last_line(error)}
+
+
+def _item_answer(layer, torch, names, inputs):
+    """One item's answer object (without id): its outputs, or its error."""
+    try:
+        return {"outputs": _outputs(_call(layer, torch, (), inputs), names)}
+    except Exception as error:
+        traceback.print_exc(file=sys.stderr)
+        return {"error": _last_line(error)}
+
+
+def _from_base64(torch, text, shape):
+    """A float64 tensor of the given shape from base64 of little-endian float64 values."""
+    data = base64.b64decode(text, validate=True)
+    if not data:
+        return torch.zeros(shape, dtype=torch.float64)
+    if sys.byteorder == "little":
+        return torch.frombuffer(bytearray(data), dtype=torch.float64).reshape(shape)
+    values = array.array("d")
+    values.frombytes(data)
+    values.byteswap()
+    return torch.tensor(values, dtype=torch.float64).reshape(shape)
+
+
+def _to_base64(torch, value):
+    """A tensor's values as base64 of little-endian float64, row-major (floats widened exactly)."""
+    value = value.detach().to("cpu", torch.float64).contiguous()
+    try:
+        data = value.numpy().astype("<f8", copy=False).tobytes()
+    except (ImportError, RuntimeError):  # a torch without NumPy
+        values = array.array("d", value.flatten().tolist())
+        if sys.byteorder != "little":
+            values.byteswap()
+        data = values.tobytes()
+    return base64.b64encode(data).decode("ascii")
 
 
 def _wrapped(values, depth):

@@ -6,7 +6,9 @@ module, each in a child process of its own, as permcheck runs it (its real stdin
 PYTHON_DIR is the directory holding permcheck_adapter.py. Run with /usr/bin/python3, the interpreter that sees
 Debian's python3-torch; the torch tests are skipped, saying why, only when `import torch` fails.
 """
+import base64
 import json
+import struct
 import math
 import os
 import signal
@@ -406,6 +408,14 @@ RAISING_SCRIPT = """
 """
 
 
+def random_items(count, n, batch_dim):
+    """count random items of shape (n, 8) with a dim of size 1 inserted at batch_dim, and that shape."""
+    g = torch.Generator().manual_seed(n)
+    shape = [n, 8]
+    shape.insert(batch_dim, 1)
+    return [torch.randn(shape, generator=g, dtype=torch.float64).tolist() for _ in range(count)], shape
+
+
 def named(x, shape, name="x"):
     return {"inputs": {name: x}, "shapes": {name: shape}, "outputs": ["y"]}
 
@@ -434,10 +444,7 @@ class BatchedFunction(unittest.TestCase):
 @unittest.skipIf(TORCH_MISSING is not None, TORCH_MISSING)
 class BatchedModule(unittest.TestCase):
     def items(self, count, n, batch_dim):
-        g = torch.Generator().manual_seed(n)
-        shape = [n, 8]
-        shape.insert(batch_dim, 1)
-        return [torch.randn(shape, generator=g, dtype=torch.float64).tolist() for _ in range(count)], shape
+        return random_items(count, n, batch_dim)
 
     def check_stacked_equals_one_by_one(self, batch_first):
         batch_dim = 0 if batch_first else 1
@@ -483,6 +490,90 @@ class BatchedModule(unittest.TestCase):
                                                           {"error": "ValueError: boom at 99"},
                                                           {"outputs": {"y": [[[6.0, 1.0]]]}}]})
         self.assertIn("answering item by item", err)
+
+def stacked_request(request_id, xs, shape, batch_dim, name="x"):
+    """A stacked request of the items xs (nested lists of the item shape, 1 at batch_dim), as permcheck writes it."""
+    stacked = torch.cat([torch.tensor(x, dtype=torch.float64) for x in xs], dim=batch_dim)
+    data = base64.b64encode(struct.pack("<%dd" % stacked.numel(), *stacked.flatten().tolist())).decode("ascii")
+    return {"id": request_id, "stacked": len(xs), "batch_dims": {name: batch_dim, "y": batch_dim},
+            "inputs": {name: data}, "shapes": {name: list(stacked.shape)}, "kinds": {name: "float"}, "outputs": ["y"]}
+
+
+def unstacked(answer, name, batch_dim):
+    """The items of a stacked answer's output, each with its size-1 batch dim, as nested lists."""
+    raw = base64.b64decode(answer["outputs"][name], validate=True)
+    values = torch.tensor(struct.unpack("<%dd" % (len(raw) // 8), raw), dtype=torch.float64)
+    stacked = values.reshape(answer["shapes"][name])
+    return [t.tolist() for t in stacked.split(1, dim=batch_dim)]
+
+
+@unittest.skipIf(TORCH_MISSING is not None, TORCH_MISSING)
+class StackedModule(unittest.TestCase):
+    def run_with(self, env, script, requests):
+        old = os.environ.copy()
+        os.environ.update(env)
+        try:
+            return run(script, requests)
+        finally:
+            os.environ.clear()
+            os.environ.update(old)
+
+    def check_equals_one_by_one(self, batch_first):
+        batch_dim = 0 if batch_first else 1
+        xs, shape = random_items(5, 3, batch_dim)
+        one_by_one = [dict(named(x, shape, "src"), id=k + 1) for k, x in enumerate(xs)]
+        answers, _, err, code = self.run_with({"BATCH_FIRST": "1" if batch_first else "0"}, ENCODER_SCRIPT,
+                                              one_by_one + [stacked_request(9, xs, shape, batch_dim, "src")])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(answers[0]["stacked"], True, "a module announces stacked batches with its batch")
+        self.assertNotIn("answering item by item", err, "the stacked forward pass ran")
+        stacked_shape = list(shape)
+        stacked_shape[batch_dim] = 5
+        self.assertEqual(answers[-1]["shapes"], {"y": stacked_shape})
+        got = unstacked(answers[-1], "y", batch_dim)
+        want = [a["outputs"]["y"] for a in answers[:-1]]
+        self.assertTrue(torch.allclose(torch.tensor(got), torch.tensor(want), rtol=0, atol=1e-12),
+                        "each item's answer is the one it gets alone: cases are never mixed")
+
+    def test_a_batch_first_false_module_takes_its_stack_on_dim_1(self):
+        self.check_equals_one_by_one(batch_first=False)
+
+    def test_a_batch_first_module_takes_its_stack_on_dim_0(self):
+        self.check_equals_one_by_one(batch_first=True)
+
+    def test_values_travel_exactly_both_ways(self):
+        xs = [[[[5e-324, -0.0]]], [[[1.0 / 3.0, 1e308]]]]
+        answers, _, err, code = run(RAISING_SCRIPT, [stacked_request(1, xs, [1, 1, 2], 0)])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(unstacked(answers[0], "y", 0), [[[[2 * 5e-324, -0.0]]], [[[2.0 / 3.0, 2e308]]]],
+                         "2 x, exactly (2e308 overflows to inf)")
+
+    def test_a_stacked_forward_that_raises_falls_back_to_one_call_per_item(self):
+        xs = [[[[1.0, 2.0]]], [[[99.0, 4.0]]], [[[3.0, 0.5]]]]
+        answers, _, err, code = run(RAISING_SCRIPT, [stacked_request(1, xs, [1, 1, 2], 0)])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(answers[0], {"id": 1, "batch": [{"outputs": {"y": [[[2.0, 4.0]]]}},
+                                                          {"error": "ValueError: boom at 99"},
+                                                          {"outputs": {"y": [[[6.0, 1.0]]]}}]})
+        self.assertIn("answering item by item", err)
+
+    def test_a_malformed_stacked_request_is_an_error_answer(self):
+        bad = stacked_request(4, [[[[1.0, 2.0]]]], [1, 1, 2], 0)
+        bad["inputs"]["x"] = "not base64!"
+        answers, _, err, code = run(RAISING_SCRIPT, [bad])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(answers[0]["id"], 4)
+        self.assertIn("error", answers[0])
+
+    def test_only_a_module_announces_stacked_and_never_when_told_not_to(self):
+        for script, want in [(RAISING_SCRIPT, True),
+                             (RAISING_SCRIPT.replace("dtype=torch.float64)", "dtype=torch.float64, stacked=False)"), None),
+                             (FUNCTION_SCRIPT.replace("batch=None)", "batch=4)"), None)]:
+            answers, _, err, code = run(script, [{"id": 1, "x": [[1.0]]}])
+            self.assertEqual(code, 0, err)
+            self.assertEqual(answers[0].get("stacked"), want, script)
+            self.assertIn("batch", answers[0])
+
 
 TAPS_SCRIPT = """
     import sys
