@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -790,6 +791,143 @@ TEST(ExecProtocol, BatchDimsAreEachTensorsFirstFixedDimOfSize1) {
     EXPECT_TRUE(adapters::batch_dims_of(s).empty()) << "an output without a dim of size 1: no batch dims at all";
     EXPECT_EQ(adapters::format_batch_request(3, {R"({"x":[[1.0]]})", R"({"x":[[2.0]]})"}, {{"x", 1}}),
               R"({"id":3,"batch_dims":{"x":1},"batch":[{"x":[[1.0]]},{"x":[[2.0]]}]})");
+}
+
+// Stacked batches (README "Batched requests")
+
+TEST(ExecProtocol, Float64Base64CarriesEveryValueExactlyAndRefusesAnythingElse) {
+    const std::vector<double> values{0.0, -0.0, 5e-324, 1.0 / 3.0, -1e308, std::numeric_limits<double>::infinity(),
+                                     std::numeric_limits<double>::quiet_NaN(), 0.1};
+    const std::string text = adapters::float64_base64(values);
+    EXPECT_EQ(text.size(), 88u) << "64 bytes: 22 groups of 4 characters, the last padded";
+    EXPECT_EQ(adapters::float64_base64({1.0}), "AAAAAAAA8D8=") << "little-endian IEEE-754 binary64";
+    const std::vector<double> back = adapters::float64_values(text, values.size(), "x");
+    ASSERT_EQ(back.size(), values.size());
+    for (std::size_t k = 0; k < values.size(); ++k)
+        EXPECT_EQ(std::bit_cast<std::uint64_t>(back[k]), std::bit_cast<std::uint64_t>(values[k])) << k;
+    const std::vector<std::pair<std::string, std::string>> bad{
+        {text.substr(4), "84 base64 characters, expected 88 (8 little-endian float64 values)"},
+        {"AAAAAAA!8D8=", "not base64 at character 7 of 12"},
+        {"AAAAAAAA8D==", "not base64"},
+        {"AAAA=AAA8D8=", "not base64 at character 4"}};
+    for (const auto& [line, message] : bad) {
+        try {
+            adapters::float64_values(line, line.size() == 12 ? 1 : values.size(), "output 'y'");
+            ADD_FAILURE() << "accepted " << line;
+        } catch (const std::invalid_argument& e) {
+            EXPECT_NE(std::string(e.what()).find("output 'y': " + message), std::string::npos) << e.what();
+        }
+    }
+}
+
+namespace {
+Signature stacked_signature(const char* input, const char* output) {
+    Signature s;
+    s.axes = {parse_axis("n=1..8")};
+    s.inputs = {parse_input(input), parse_input("pad:n,1:mask")};
+    s.outputs = {parse_output(output)};
+    return s;
+}
+Tensors stacked_item(int n, double base) {  // x:n,1,2 with values base, base + 1, ...; pad all true but the last
+    Tensors t;
+    t["x"] = {{n, 1, 2}, {}};
+    for (int k = 0; k < 2 * n; ++k) t["x"].values.push_back(base + k);
+    t["pad"] = {{n, 1}, std::vector<double>(n, 1.0)};
+    t["pad"].values.back() = 0.0;
+    return t;
+}
+}  // namespace
+
+TEST(ExecProtocol, AStackedRequestHoldsEachInputStackedOnItsBatchDimInBinary) {
+    const Signature s = stacked_signature("x:n,1,2", "y:n,1,2");
+    const auto dims = adapters::batch_dims_of(s);
+    const nlohmann::json j = nlohmann::json::parse(
+        adapters::format_stacked_request(5, s, {stacked_item(2, 10), stacked_item(2, 20), stacked_item(2, 30)}, dims));
+    EXPECT_EQ(j["id"], 5);
+    EXPECT_EQ(j["stacked"], 3);
+    EXPECT_EQ(j["batch_dims"], nlohmann::json({{"pad", 1}, {"x", 1}, {"y", 1}}));
+    EXPECT_EQ(j["shapes"], nlohmann::json({{"x", {2, 3, 2}}, {"pad", {2, 3}}}));
+    EXPECT_EQ(j["kinds"], nlohmann::json({{"x", "float"}, {"pad", "mask"}}));
+    EXPECT_EQ(j["outputs"], nlohmann::json({"y"}));
+    // Position 0 of every item, then position 1 of every item: the items sit on dim 1, in order.
+    EXPECT_EQ(adapters::float64_values(j["inputs"]["x"].get<std::string>(), 12, "x"),
+              (std::vector<double>{10, 11, 20, 21, 30, 31, 12, 13, 22, 23, 32, 33}));
+    EXPECT_EQ(adapters::float64_values(j["inputs"]["pad"].get<std::string>(), 6, "pad"),
+              (std::vector<double>{1, 1, 1, 0, 0, 0}));
+    Tensors nan = stacked_item(2, 0);
+    nan["x"].values[3] = std::numeric_limits<double>::quiet_NaN();
+    EXPECT_THROW(adapters::format_stacked_request(6, s, {stacked_item(2, 0), nan}, dims), std::invalid_argument)
+        << "a non-finite input is refused as in the item form";
+    EXPECT_THROW(adapters::format_stacked_request(6, s, {stacked_item(2, 0), stacked_item(3, 0)}, dims),
+                 std::invalid_argument)
+        << "items of other shapes";
+    EXPECT_THROW(adapters::format_stacked_request(6, s, {stacked_item(2, 0)}, {{"x", 1}}), std::invalid_argument)
+        << "an input without a batch dim";
+}
+
+TEST(ExecProtocol, AStackedAnswerIsUnstackedOnItsBatchDimOrReadItemByItem) {
+    const Signature s = stacked_signature("x:n,1,2", "y:1,n,2");
+    const auto dims = adapters::batch_dims_of(s);
+    const auto expected = adapters::expected_outputs(s, {{"n", 2}});
+    const std::string y = adapters::float64_base64({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+    const adapters::StackedResponse r = adapters::parse_stacked_response(
+        R"({"id": 3, "outputs": {"y": ")" + y + R"("}, "shapes": {"y": [3, 2, 2]}, "stacked": true})", expected, 3, dims);
+    EXPECT_EQ(r.id, 3);
+    ASSERT_EQ(r.items.size(), 3u);
+    EXPECT_EQ(r.items[1].at("y").shape, (std::vector<int>{1, 2, 2}));
+    EXPECT_EQ(r.items[1].at("y").values, (std::vector<double>{5, 6, 7, 8})) << "item 1 is row 1 of dim 0";
+    const auto items = adapters::parse_stacked_response(R"({"id": 3, "batch": [{"error": "a"}, {"error": "b"}]})",
+                                                        expected, 2, dims);
+    EXPECT_EQ(items.item_lines.size(), 2u);
+    EXPECT_TRUE(adapters::parse_stacked_response(R"({"id": 3, "error": "oom"})", expected, 3, dims).is_error);
+    const std::vector<std::pair<std::string, std::string>> bad{
+        {R"({"id": 3, "outputs": {"y": ")" + y + R"("}, "shapes": {"y": [2, 3, 2]}})",
+         "output 'y' has shape '[2,3,2]', expected [3,2,2] (3 items stacked on dim 0)"},
+        {R"({"id": 3, "outputs": {"y": ")" + y.substr(4) + R"("}})", "output 'y' [3,2,2]: 124 base64 characters, expected 128"},
+        {R"({"id": 3, "outputs": {"y": [[1, 2]]}})", "output 'y' is array, expected a base64 string of [3,2,2]"},
+        {R"({"id": 3, "outputs": {"z": ")" + y + R"("}})", "the answer has no output 'y'"},
+        {R"({"id": 3, "y": 1})", "has no \"outputs\" object"},
+        {R"({"id": 3, "batch": [{"error": "a"}]})", "holds 1 answers for a request of 3 items"}};
+    for (const auto& [line, message] : bad) {
+        try {
+            adapters::parse_stacked_response(line, expected, 3, dims);
+            ADD_FAILURE() << "accepted " << line;
+        } catch (const std::invalid_argument& e) {
+            EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+        }
+    }
+}
+
+TEST(ExecAdapter, AStackedAdapterGetsEachBatchAsOneStackedRequest) {
+    adapters::ExecOptions eo;
+    eo.command = kFault + " stacked 8";
+    adapters::ExecAdapter adapter(eo);
+    const Signature s = stacked_signature("x:n,1,2", "y:n,1,2");
+    adapter(s, stacked_item(2, 0));
+    ASSERT_TRUE(adapter.stacked());
+    auto answers = adapter(s, std::vector<Tensors>{stacked_item(2, 10), stacked_item(2, 20), stacked_item(2, 30)});
+    ASSERT_EQ(answers.size(), 3u);
+    for (std::size_t k = 0; k < 3; ++k) {
+        ASSERT_TRUE(answers[k].value) << answers[k].error;
+        std::vector<double> want = stacked_item(2, 10.0 * (k + 1)).at("x").values;
+        for (double& v : want) v += 1000.0 * k;  // the adapter saw item k at position k of the batch dim
+        EXPECT_EQ(answers[k].value->at("y").values, want) << k;
+        EXPECT_EQ(answers[k].value->at("y").shape, (std::vector<int>{2, 1, 2}));
+    }
+    answers = adapter(s, std::vector<Tensors>{stacked_item(1, 99), stacked_item(1, 0)});
+    ASSERT_EQ(answers.size(), 2u);
+    EXPECT_NE(answers[1].error.find("adapter answered with an error: boom in item 1 (item 1 of 2 of request id 3"),
+              std::string::npos)
+        << answers[1].error;
+    try {
+        adapter(s, std::vector<Tensors>{stacked_item(1, 77), stacked_item(1, 0)});
+        ADD_FAILURE() << "a short stacked output was accepted";
+    } catch (const AdapterError& e) {
+        EXPECT_NE(std::string(e.what()).find("adapter broke the protocol: output 'y' [1,2,2]: 32 base64 characters, "
+                                             "expected 44"),
+                  std::string::npos)
+            << e.what();
+    }
 }
 
 TEST(ExecAdapter, AnAnnouncedBatchIsLearntFromTheFirstAnswerAndItemErrorsStayItems) {

@@ -18,7 +18,12 @@ batched K  announces "batch": K in its first answer and answers batched requests
            {"error": "boom at 99"} for an item whose first value is 99 and y = x plus a leak at position 4 and on
            for an item of n >= 6 (a violation only the batched answers show)
 batched-short K  the same, answering every batched request with one item fewer
+stacked K  the named form, x in and y out: announces "batch": K and "stacked": true in its first answer (y = x);
+           a stacked request is answered stacked with y = x + 1000 k for the item at position k of the batch dim,
+           item by item ({"error": "boom in item k"} each) when some value is 99, and with one value too few when
+           some value is 77
 """
+import base64
 import struct
 import json
 import os
@@ -57,9 +62,35 @@ def batched_item(item):
     return {"y": [[v * (2 if i >= 4 and len(x) >= 6 else 1) for v in row] for i, row in enumerate(x)]}
 
 
+def stacked_answer(request):
+    dim, shape = request["batch_dims"]["x"], request["shapes"]["x"]
+    raw = base64.b64decode(request["inputs"]["x"], validate=True)
+    x = struct.unpack("<%dd" % (len(raw) // 8), raw)
+    count = shape[dim]
+    if 99 in x:
+        return {"id": request["id"], "batch": [{"error": "boom in item %d" % k} for k in range(count)]}
+    outer = inner = 1
+    for d, size in enumerate(shape):
+        if d < dim:
+            outer *= size
+        elif d > dim:
+            inner *= size
+    y = [x[(o * count + k) * inner + i] + 1000 * k for o in range(outer) for k in range(count) for i in range(inner)]
+    if 77 in x:
+        y = y[:-1]
+    data = base64.b64encode(struct.pack("<%dd" % len(y), *y)).decode("ascii")
+    return {"id": request["id"], "outputs": {"y": data}, "shapes": {"y": shape}}
+
+
 answered = 0
 for line in sys.stdin:
     request = json.loads(line)
+    if mode == "stacked":
+        answer = stacked_answer(request) if "stacked" in request else {
+            "id": request["id"], "outputs": {"y": request["inputs"]["x"]}, "batch": k, "stacked": True}
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+        continue
     if mode.startswith("batched") and "batch" in request:
         items = [batched_item(item) for item in request["batch"]]
         sys.stdout.write(json.dumps({"id": request["id"], "batch": items[1:] if mode == "batched-short" else items}) + "\n")
