@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # End to end: batched requests (README "Batched requests") between `permcheck audit --exec` and
 # python/permcheck_adapter.py serving torch modules. Each audit runs twice with the same seed, batched (serve()'s
-# default) and one case per request (batch=1, via PERMCHECK_BATCH), and both must print the same verdict, the same
-# counterexample and the same replay line:
+# default: stacked batches, binary) and one case per request (batch=1, via PERMCHECK_BATCH), and both must print the
+# same verdict, the same counterexample and the same replay line (the leak also with batches item by item, in JSON):
 #   - TransformerEncoderLayer(batch_first=False) with --input src:n,1,8 (cases stacked on dim 1): holds;
 #   - TransformerEncoderLayer(batch_first=True) with --input src:1,n,8 (dim 0): holds;
 #   - the same layer after a learned position embedding from position 5 on: violated past the first case, shrunk
@@ -43,7 +43,7 @@ class WithPositions(torch.nn.Module):  # a learned position embedding from posit
 
 
 layer = WithPositions() if os.environ.get("POSITIONS") == "1" else encoder
-serve(layer, batch=int(os.environ.get("PERMCHECK_BATCH", "256")))
+serve(layer, batch=int(os.environ.get("PERMCHECK_BATCH", "256")), stacked=os.environ.get("STACKED", "1") == "1")
 PY
 
 run() {  # run NAME BATCH [env...] -- permcheck options: the audit's output (the timing removed) in $work/NAME-BATCH
@@ -86,6 +86,15 @@ done
 same seq-first 0
 same batch-first 0
 same positions 1
+# The same leak through batches sent item by item in JSON (serve(..., stacked=False)) rather than stacked in binary.
+run positions-items 256 BATCH_FIRST=1 POSITIONS=1 STACKED=0 -- --axis n=1..8 --input src:1,n,8 --output y:1,n,8 --cases 300
+if [[ $(cat "$work/positions-items-256.code") -ne 1 ]] || ! diff "$work/positions-1" "$work/positions-items-256" >&2; then
+  echo "FAIL: batches item by item should give the unbatched verdict and counterexample (above)" >&2
+  cat "$work/positions-items-256.raw" "$work/positions-items-256.err" >&2
+  failed=1
+else
+  echo "ok: batches item by item agree with the stacked and unbatched runs"
+fi
 # Found past the first case (which is asked before the adapter's announcement), so in a batch; shrunk to n = 6.
 grep -qE "violated after ([2-9]|[1-9][0-9]+) cases" "$work/positions-256" ||
   { echo "FAIL: the position leak should be found in a batch, past case 1" >&2; cat "$work/positions-256" >&2; failed=1; }
