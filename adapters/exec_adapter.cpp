@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
+#include <functional>
 #include <optional>
 #include <poll.h>
 #include <spawn.h>
@@ -89,6 +90,13 @@ ExecAdapter::ExecAdapter(ExecOptions opts) : opts_(std::move(opts)) {
     from_child_ = out[0];
     fcntl(to_child_, F_SETFL, fcntl(to_child_, F_GETFL) | O_NONBLOCK);
     fcntl(from_child_, F_SETFL, fcntl(from_child_, F_GETFL) | O_NONBLOCK);
+#ifdef F_SETPIPE_SZ
+    // Room for a whole batched request (64 KiB by default): pipelined requests (exchange_all) then wait in the
+    // pipe while their answers are read, and the adapter never waits for permcheck to finish reading one.
+    // Best effort: the limit is /proc/sys/fs/pipe-max-size (1 MiB by default), and a smaller pipe only costs speed.
+    fcntl(to_child_, F_SETPIPE_SZ, 1 << 20);
+    fcntl(from_child_, F_SETPIPE_SZ, 1 << 20);
+#endif
 }
 
 ExecAdapter::~ExecAdapter() {
@@ -170,42 +178,67 @@ void ExecAdapter::write_all(const std::string& data, double deadline) {
     }
 }
 
-std::string ExecAdapter::read_line(double deadline) {
+std::optional<std::string> ExecAdapter::take_line(std::size_t& scanned) {
     // Each byte is searched for the newline once: rescanning the whole buffer per chunk made a 64 MB line cost
     // quadratic time. Past 1 MB the buffer takes the limit's size at once, so that doubling never holds two
     // copies of a long line (peak memory stays near max_line_bytes, not twice it).
+    const std::size_t nl = buffer_.find('\n', scanned);
+    scanned = buffer_.size();
+    if (buffer_.size() > (std::size_t{1} << 20) && buffer_.capacity() <= opts_.max_line_bytes)
+        buffer_.reserve(opts_.max_line_bytes + 1);
+    if (nl != std::string::npos) {
+        std::string line = buffer_.substr(0, nl);
+        buffer_.erase(0, nl + 1);
+        scanned = 0;
+        return line;
+    }
+    if (buffer_.size() > opts_.max_line_bytes)
+        fail("adapter wrote an answer line longer than " + std::to_string(opts_.max_line_bytes) +
+             " bytes; it was refused and the adapter killed");
+    return std::nullopt;
+}
+
+void ExecAdapter::read_chunk() {
+    char chunk[1 << 16];
+    const std::size_t room = opts_.max_line_bytes + 1 - std::min(buffer_.size(), opts_.max_line_bytes);
+    const ssize_t r = read(from_child_, chunk, std::min(sizeof chunk, room));
+    if (r < 0) {
+        if (errno == EAGAIN || errno == EINTR) return;
+        fail(std::string("cannot read from the adapter: ") + std::strerror(errno));
+    }
+    if (r == 0) {
+        fail("adapter " + exit_description() +
+             (buffer_.empty() ? std::string() : " in the middle of an answer line " + excerpt(buffer_)));
+    }
+    buffer_.append(chunk, static_cast<std::size_t>(r));
+}
+
+std::string ExecAdapter::read_line(double deadline) {
     std::size_t scanned = 0;
     for (;;) {
-        const std::size_t nl = buffer_.find('\n', scanned);
-        scanned = buffer_.size();
-        if (buffer_.size() > (std::size_t{1} << 20) && buffer_.capacity() <= opts_.max_line_bytes)
-            buffer_.reserve(opts_.max_line_bytes + 1);
-        if (nl != std::string::npos) {
-            std::string line = buffer_.substr(0, nl);
-            buffer_.erase(0, nl + 1);
-            return line;
-        }
-        if (buffer_.size() > opts_.max_line_bytes)
-            fail("adapter wrote an answer line longer than " + std::to_string(opts_.max_line_bytes) +
-                 " bytes; it was refused and the adapter killed");
+        if (std::optional<std::string> line = take_line(scanned)) return std::move(*line);
         pollfd p{from_child_, POLLIN, 0};
         const int ready = poll(&p, 1, ms_until(deadline));
         if (ready < 0 && errno == EINTR) continue;
-        if (ready == 0)
-            fail("adapter did not answer within " + limit_text() + "; it was killed");
-        char chunk[1 << 16];
-        const std::size_t room = opts_.max_line_bytes + 1 - std::min(buffer_.size(), opts_.max_line_bytes);
-        const ssize_t r = read(from_child_, chunk, std::min(sizeof chunk, room));
-        if (r < 0) {
-            if (errno == EAGAIN || errno == EINTR) continue;
-            fail(std::string("cannot read from the adapter: ") + std::strerror(errno));
-        }
-        if (r == 0) {
-            fail("adapter " + exit_description() +
-                 (buffer_.empty() ? std::string() : " in the middle of an answer line " + excerpt(buffer_)));
-        }
-        buffer_.append(chunk, static_cast<std::size_t>(r));
+        if (ready == 0) fail("adapter did not answer within " + limit_text() + "; it was killed");
+        read_chunk();
     }
+}
+
+void ExecAdapter::pump(double deadline, const std::string* pending, std::size_t& offset) {
+    pollfd p[2] = {{from_child_, POLLIN, 0}, {to_child_, POLLOUT, 0}};
+    const int ready = poll(p, pending ? 2 : 1, ms_until(deadline));
+    if (ready < 0 && errno == EINTR) return;
+    if (ready == 0) fail("adapter did not answer within " + limit_text() + "; it was killed");
+    if (p[0].revents) read_chunk();
+    if (!pending || !p[1].revents) return;
+    const ssize_t w = write(to_child_, pending->data() + offset, pending->size() - offset);
+    if (w < 0) {
+        if (errno == EAGAIN || errno == EINTR) return;
+        if (errno == EPIPE) fail("adapter " + exit_description());
+        fail(std::string("cannot write to the adapter: ") + std::strerror(errno));
+    }
+    offset += static_cast<std::size_t>(w);
 }
 
 std::string ExecAdapter::limit_text() const {
@@ -213,17 +246,9 @@ std::string ExecAdapter::limit_text() const {
                           : seconds_text(opts_.timeout_seconds) + " s (--timeout)";
 }
 
-template <class Parse> auto ExecAdapter::exchange(const std::string& request, const std::string& what, Parse parse) {
-    if (!failure_.empty()) throw AdapterError(failure_);
-    const std::int64_t id = requests_ + 1;
-    ++requests_;
-    last_request_ = "id " + std::to_string(id) + ", " + what;
-    const double deadline = now() + (answered_ == 0 ? opts_.startup_timeout_seconds : opts_.timeout_seconds);
-    write_all(request, deadline);
-    const std::string line = read_line(deadline);
-    decltype(parse(line)) r;
+template <class Parse> auto ExecAdapter::parse_answer(const std::string& line, Parse parse) {
     try {
-        r = parse(line);
+        return parse(line);
     } catch (const std::invalid_argument& e) {
         // The hint only when the line is no JSON object: a log line on stdout, not a malformed answer.
         const std::size_t start = line.find_first_not_of(" \t");
@@ -231,6 +256,9 @@ template <class Parse> auto ExecAdapter::exchange(const std::string& request, co
         fail(std::string("adapter broke the protocol: ") + e.what() +
              (object ? "" : " (stdout carries only answer lines; write logs to stderr)"));
     }
+}
+
+template <class R> void ExecAdapter::accept(const R& r, std::int64_t id) {
     if (r.id != id)
         fail("adapter answered id " + std::to_string(r.id) + " to request id " + std::to_string(id) +
              "; answers come one per request, in order");
@@ -240,7 +268,45 @@ template <class Parse> auto ExecAdapter::exchange(const std::string& request, co
         if (opts_.taps_offered) *opts_.taps_offered = true;
     }
     ++answered_;
+}
+
+template <class Parse> auto ExecAdapter::exchange(const std::string& request, const std::string& what, Parse parse) {
+    if (!failure_.empty()) throw AdapterError(failure_);
+    const std::int64_t id = requests_ + 1;
+    ++requests_;
+    last_request_ = "id " + std::to_string(id) + ", " + what;
+    const double deadline = now() + (answered_ == 0 ? opts_.startup_timeout_seconds : opts_.timeout_seconds);
+    write_all(request, deadline);
+    auto r = parse_answer(read_line(deadline), parse);
+    accept(r, id);
     return r;
+}
+
+template <class Parse, class Done>
+void ExecAdapter::exchange_all(const std::vector<std::string>& requests, const std::vector<std::string>& whats,
+                               Parse parse, Done done) {
+    if (!failure_.empty()) throw AdapterError(failure_);
+    const std::int64_t first = requests_ + 1;
+    std::size_t writing = 0, offset = 0, answered = 0, scanned = 0;
+    const auto limit = [this] { return answered_ == 0 ? opts_.startup_timeout_seconds : opts_.timeout_seconds; };
+    double deadline = now() + limit();  // each answer within the limit of the one before
+    while (answered < requests.size()) {
+        last_request_ = "id " + std::to_string(first + static_cast<std::int64_t>(answered)) + ", " + whats[answered];
+        if (std::optional<std::string> line = take_line(scanned)) {
+            auto r = parse_answer(*line, [&](const std::string& l) { return parse(answered, l); });
+            accept(r, first + static_cast<std::int64_t>(answered));
+            done(answered++, std::move(r));
+            deadline = now() + limit();
+            continue;
+        }
+        if (writing < requests.size() && offset == 0 && requests_ < first + static_cast<std::int64_t>(writing))
+            ++requests_;  // request `writing` is under way
+        pump(deadline, writing < requests.size() ? &requests[writing] : nullptr, offset);
+        if (writing < requests.size() && offset == requests[writing].size()) {
+            ++writing;
+            offset = 0;
+        }
+    }
 }
 
 Mat<double> ExecAdapter::operator()(const Mat<double>& x) {
@@ -354,11 +420,9 @@ ParsedBatch<R> parsed_items(std::int64_t id, const std::optional<std::string>& e
 }
 }  // namespace
 
-template <class Out, class ParseLine>
-std::vector<BatchAnswer<Out>> ExecAdapter::exchange_batch(const std::string& request, std::size_t count,
-                                                          const std::string& what, ParseLine parse_line) {
-    const std::int64_t id = requests_ + 1;
-    auto b = exchange(request, what, parse_line);
+template <class Out, class Parsed>
+std::vector<BatchAnswer<Out>> ExecAdapter::item_answers(Parsed&& b, std::size_t count, std::int64_t id,
+                                                        const std::string& what) const {
     std::vector<BatchAnswer<Out>> out(b.items.size());
     for (std::size_t k = 0; k < b.items.size(); ++k) {
         if (b.items[k].is_error)
@@ -369,6 +433,13 @@ std::vector<BatchAnswer<Out>> ExecAdapter::exchange_batch(const std::string& req
             out[k].value = std::move(b.items[k]);
     }
     return out;
+}
+
+template <class Out, class ParseLine>
+std::vector<BatchAnswer<Out>> ExecAdapter::exchange_batch(const std::string& request, std::size_t count,
+                                                          const std::string& what, ParseLine parse_line) {
+    const std::int64_t id = requests_ + 1;
+    return item_answers<Out>(exchange(request, what, parse_line), count, id, what);
 }
 
 std::vector<BatchAnswer<Mat<double>>> ExecAdapter::operator()(const std::vector<Mat<double>>& xs) {
@@ -393,50 +464,98 @@ std::vector<BatchAnswer<Mat<double>>> ExecAdapter::operator()(const std::vector<
 }
 
 namespace {
-// The request line of a signature's batch: stacked when the adapter takes it so, else item by item.
-std::string named_batch_request(std::int64_t id, const Signature& s, const std::vector<Tensors>& inputs,
-                                const std::map<std::string, int>& dims, bool stacked, const Lengths& lengths) {
+// One batched request of a signature: its line (stacked when the adapter takes it so, else item by item), what it
+// holds (for messages), and how its answer line is read into each item's answer.
+struct NamedBatch {
+    std::string request, what;
+    std::size_t count = 0;
+    std::function<ParsedBatch<NamedResponse>(const std::string&)> parse;
+};
+
+NamedBatch named_batch(std::int64_t id, const Signature& s, const std::vector<Tensors>& inputs, bool stacked_form) {
+    NamedBatch b;
+    b.count = inputs.size();
+    const Lengths lengths = lengths_of(s, inputs.at(0));
+    b.what = std::to_string(inputs.size()) + " items of ";
+    for (const auto& [axis, length] : lengths) {
+        if (b.what.back() != ' ') b.what += ", ";
+        b.what += axis + "=" + std::to_string(length);
+    }
     for (const Tensors& x : inputs)
         if (lengths_of(s, x) != lengths) throw std::invalid_argument("the items of a batched request differ in lengths");
-    if (stacked) return format_stacked_request(id, s, inputs, dims) + "\n";
-    std::vector<std::string> items;
-    for (const Tensors& x : inputs) items.push_back(batch_item(format_named_request(0, s, x)));
-    return format_batch_request(id, items, dims) + "\n";
+    const std::map<std::string, int> dims = batch_dims_of(s);
+    const bool stacked = stacked_form && !dims.empty();
+    if (stacked) {
+        b.request = format_stacked_request(id, s, inputs, dims) + "\n";
+    } else {
+        std::vector<std::string> items;
+        for (const Tensors& x : inputs) items.push_back(batch_item(format_named_request(0, s, x)));
+        b.request = format_batch_request(id, items, dims) + "\n";
+    }
+    const std::vector<ExpectedOutput> expected = expected_outputs(s, lengths);
+    b.parse = [expected, dims, stacked, count = b.count](const std::string& line) {
+        const auto parse_item = [&expected](const std::string& l) { return parse_named_response(l, expected); };
+        std::int64_t answer_id = 0;
+        std::optional<std::string> error;
+        if (!stacked) {
+            const std::vector<std::string> lines = batch_items(line, count, answer_id, error);
+            return parsed_items<NamedResponse>(answer_id, error, lines, parse_item);
+        }
+        StackedResponse r = parse_stacked_response(line, expected, count, dims);
+        if (r.is_error) error = r.error;
+        ParsedBatch<NamedResponse> parsed = parsed_items<NamedResponse>(r.id, error, r.item_lines, parse_item);
+        for (Tensors& outputs : r.items) parsed.items.push_back(NamedResponse{r.id, false, "", std::move(outputs), false});
+        parsed.taps_offered = parsed.taps_offered || r.taps_offered;
+        return parsed;
+    };
+    return b;
+}
+
+std::vector<BatchAnswer<Tensors>> outputs_of(std::vector<BatchAnswer<NamedResponse>>&& answers) {
+    std::vector<BatchAnswer<Tensors>> out(answers.size());
+    for (std::size_t k = 0; k < answers.size(); ++k) {
+        out[k].error = std::move(answers[k].error);
+        if (answers[k].value) out[k].value = std::move(answers[k].value->outputs);
+    }
+    return out;
 }
 }  // namespace
 
 std::vector<BatchAnswer<Tensors>> ExecAdapter::operator()(const Signature& s, const std::vector<Tensors>& inputs) {
     if (inputs.empty()) return {};
-    const Lengths lengths = lengths_of(s, inputs[0]);
-    std::string what = std::to_string(inputs.size()) + " items of ";
-    for (const auto& [axis, length] : lengths) {
-        if (what.back() != ' ') what += ", ";
-        what += axis + "=" + std::to_string(length);
-    }
-    const std::map<std::string, int> dims = batch_dims_of(s);
-    const bool stacked = stacked_ && !dims.empty();
-    const std::vector<ExpectedOutput> expected = expected_outputs(s, lengths);
-    const auto parse_item = [&expected](const std::string& line) { return parse_named_response(line, expected); };
-    const auto parse = [&](const std::string& line) {
-        std::int64_t id = 0;
-        std::optional<std::string> error;
-        if (!stacked) {
-            const std::vector<std::string> lines = batch_items(line, inputs.size(), id, error);
-            return parsed_items<NamedResponse>(id, error, lines, parse_item);
+    const NamedBatch b = named_batch(requests_ + 1, s, inputs, stacked_);
+    return outputs_of(exchange_batch<NamedResponse>(b.request, b.count, b.what, b.parse));
+}
+
+std::vector<std::vector<BatchAnswer<Tensors>>> ExecAdapter::operator()(const Signature& s,
+                                                                       const std::vector<std::vector<Tensors>>& parts) {
+    std::vector<std::vector<BatchAnswer<Tensors>>> out(parts.size());
+    std::vector<NamedBatch> batches;
+    std::vector<std::size_t> part_of;  // the part of each request
+    for (std::size_t p = 0; p < parts.size(); ++p) {
+        if (parts[p].empty()) continue;
+        try {
+            batches.push_back(named_batch(requests_ + 1 + static_cast<std::int64_t>(batches.size()), s, parts[p], stacked_));
+            part_of.push_back(p);
+        } catch (const std::exception& e) {  // this part alone: its inputs cannot be sent
+            out[p].assign(parts[p].size(), BatchAnswer<Tensors>{std::nullopt, e.what()});
         }
-        StackedResponse r = parse_stacked_response(line, expected, inputs.size(), dims);
-        if (r.is_error) error = r.error;
-        ParsedBatch<NamedResponse> b = parsed_items<NamedResponse>(r.id, error, r.item_lines, parse_item);
-        for (Tensors& outputs : r.items) b.items.push_back(NamedResponse{r.id, false, "", std::move(outputs), false});
-        b.taps_offered = b.taps_offered || r.taps_offered;
-        return b;
-    };
-    const std::string request = named_batch_request(requests_ + 1, s, inputs, dims, stacked, lengths);
-    auto answers = exchange_batch<NamedResponse>(request, inputs.size(), what, parse);
-    std::vector<BatchAnswer<Tensors>> out(answers.size());
-    for (std::size_t k = 0; k < answers.size(); ++k) {
-        out[k].error = std::move(answers[k].error);
-        if (answers[k].value) out[k].value = std::move(answers[k].value->outputs);
+    }
+    std::vector<std::string> requests, whats;
+    for (const NamedBatch& b : batches) {
+        requests.push_back(b.request);
+        whats.push_back(b.what);
+    }
+    const std::int64_t first = requests_ + 1;
+    try {
+        exchange_all(requests, whats, [&batches](std::size_t k, const std::string& line) { return batches[k].parse(line); },
+                     [&](std::size_t k, ParsedBatch<NamedResponse>&& answer) {
+                         out[part_of[k]] = outputs_of(item_answers<NamedResponse>(
+                             std::move(answer), batches[k].count, first + static_cast<std::int64_t>(k), batches[k].what));
+                     });
+    } catch (const AdapterError& e) {  // the parts answered before the failure keep their answers
+        for (std::size_t k = 0; k < batches.size(); ++k)
+            if (out[part_of[k]].empty()) out[part_of[k]].assign(batches[k].count, BatchAnswer<Tensors>{std::nullopt, e.what()});
     }
     return out;
 }
@@ -456,6 +575,7 @@ BatchedNamedBlackBox exec_batched_named_black_box(const ExecOptions& opts, const
     box.one = [adapter, s](const Tensors& inputs) { return (*adapter)(s, inputs); };
     box.many.capacity = [adapter] { return std::min(adapter->batch_capacity(), kMaxBatchItems); };
     box.many.call = [adapter, s](const std::vector<Tensors>& inputs) { return (*adapter)(s, inputs); };
+    box.many.call_all = [adapter, s](const std::vector<std::vector<Tensors>>& parts) { return (*adapter)(s, parts); };
     return box;
 }
 

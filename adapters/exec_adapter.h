@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,10 @@ public:
     // K). An item the adapter answered with an error gets that error; a failure of the request throws.
     std::vector<BatchAnswer<Mat<double>>> operator()(const std::vector<Mat<double>>& xs);
     std::vector<BatchAnswer<Tensors>> operator()(const Signature& s, const std::vector<Tensors>& inputs);
+    // Several such calls at once (part p's answers in element p), their requests pipelined (exchange_all). A part
+    // whose inputs cannot be sent, or that a failure of the adapter left unanswered, has that error in every item.
+    std::vector<std::vector<BatchAnswer<Tensors>>> operator()(const Signature& s,
+                                                              const std::vector<std::vector<Tensors>>& parts);
     int batch_capacity() const { return batch_; }  // the K the adapter announced, 0 before
     bool stacked() const { return stacked_; }       // it announced "stacked": true (a signature's batches go stacked)
     // The taps of one evaluation (`s` null: the one-tensor form, inputs {"x": an n x d tensor}).
@@ -62,14 +67,33 @@ private:
     void stop();                     // kill the group and reap, idempotent
     void write_all(const std::string& data, double deadline);
     std::string read_line(double deadline);
+    std::optional<std::string> take_line(std::size_t& scanned);  // a whole line from the buffer, if it holds one
+    void read_chunk();  // what the adapter wrote, into the buffer (fails at its end)
+    // Waits for the adapter's stdout to hold bytes or (pending) its stdin to take some: reads a chunk, or writes
+    // *pending from offset on as far as the pipe takes it.
+    void pump(double deadline, const std::string* pending, std::size_t& offset);
     std::string limit_text() const;  // "30 s (--timeout)": the limit of the request under way
     // Sends one request line (its id is requests_ + 1, described for messages as `what`) and returns the answer
     // line. `parse` reads it (throwing std::invalid_argument for a protocol error); the id and an error answer
     // are checked here.
     template <class Parse> auto exchange(const std::string& request, const std::string& what, Parse parse);
+    // The answer line read by parse; a std::invalid_argument fails the adapter as a protocol error.
+    template <class Parse> auto parse_answer(const std::string& line, Parse parse);
+    // Checks an answer to request `id` (its id, an error answer) and notes what it offers.
+    template <class R> void accept(const R& r, std::int64_t id);
+    // Several requests (described as whats[k]) written while their answers are read: an answer is read as soon
+    // as it is whole, so the adapter computes the next one meanwhile. Answer k is read by parse(k, line) and handed
+    // to done(k, answer). Each answer is due within the limit of the one before. Fails as exchange() does, after
+    // the answers before the failure were handed on.
+    template <class Parse, class Done>
+    void exchange_all(const std::vector<std::string>& requests, const std::vector<std::string>& whats, Parse parse,
+                      Done done);
     void note_announcement(const std::string& line);  // learns K and "stacked" from an ordinary answer line
     // One batched request (`request`, of `count` items) and its answer, read by parse_line into each item's
     // answer (a ParsedBatch); an item's error answer becomes that item's error.
+    // A batched answer's items (a ParsedBatch) as BatchAnswers; an item's error answer names its item and request.
+    template <class Out, class Parsed>
+    std::vector<BatchAnswer<Out>> item_answers(Parsed&& b, std::size_t count, std::int64_t id, const std::string& what) const;
     template <class Out, class ParseLine>
     std::vector<BatchAnswer<Out>> exchange_batch(const std::string& request, std::size_t count, const std::string& what,
                                                  ParseLine parse_line);

@@ -13,6 +13,7 @@
 #include <limits>
 #include <optional>
 #include <stdexcept>
+#include <system_error>
 
 namespace permcheck::adapters {
 
@@ -742,9 +743,58 @@ std::string format_stacked_request(std::int64_t id, const Signature& s, const st
 }
 
 namespace {
+// A stacked answer line with its long string values (the base64 of its outputs) taken out before it is parsed:
+// nlohmann's lexer copies a string one character at a time, which made reading a stacked audit's answers cost
+// more than computing them. Each string (a value or, harmlessly, a key) of more than kLiftedLength characters and
+// without a backslash becomes "\u0000K", K its index in `lifted`; the rest of the line is unchanged, so a malformed
+// line stays malformed.
+constexpr std::size_t kLiftedLength = 256;
+struct LiftedLine {
+    std::string line;
+    std::vector<std::string_view> lifted;  // views into the original line
+};
+LiftedLine lift_long_strings(std::string_view line) {
+    LiftedLine out;
+    std::size_t copied = 0, open = 0;
+    while ((open = line.find('"', open)) != std::string_view::npos) {
+        std::size_t close = open;
+        for (;;) {  // the closing quote: one preceded by an even number of backslashes
+            close = line.find('"', close + 1);
+            if (close == std::string_view::npos) {
+                out.line.append(line.substr(copied));
+                return out;
+            }
+            std::size_t escapes = 0;
+            while (line[close - 1 - escapes] == '\\') ++escapes;
+            if (escapes % 2 == 0) break;
+        }
+        const std::string_view content = line.substr(open + 1, close - open - 1);
+        if (content.size() > kLiftedLength && content.find('\\') == std::string_view::npos) {
+            out.line.append(line.substr(copied, open + 1 - copied));
+            out.line += "\\u0000";
+            out.line += std::to_string(out.lifted.size());
+            out.line += '"';
+            out.lifted.push_back(content);
+            copied = close + 1;
+        }
+        open = close + 1;
+    }
+    out.line.append(line.substr(copied));
+    return out;
+}
+
+// A string value of the parsed lifted line: its original text.
+std::string_view original_text(const std::string& value, const std::vector<std::string_view>& lifted) {
+    if (value.empty() || value[0] != '\0') return value;
+    std::size_t k = 0;
+    const auto [end, error] = std::from_chars(value.data() + 1, value.data() + value.size(), k);
+    if (error != std::errc() || end != value.data() + value.size() || k >= lifted.size()) return value;
+    return lifted[k];
+}
+
 // Output e of a stacked answer: every item's values, read from outputs[e.name] into items[k][e.name].
-void read_stacked(const nlohmann::json& outputs, const nlohmann::json* shapes, const ExpectedOutput& e, int dim,
-                  std::vector<Tensors>& items) {
+void read_stacked(const nlohmann::json& outputs, const nlohmann::json* shapes, const std::vector<std::string_view>& lifted,
+                  const ExpectedOutput& e, int dim, std::vector<Tensors>& items) {
     const auto v = outputs.find(e.name);
     if (v == outputs.end())
         throw std::invalid_argument("the answer has no output '" + e.name + "'; every output the request names is expected");
@@ -764,30 +814,32 @@ void read_stacked(const nlohmann::json& outputs, const nlohmann::json* shapes, c
                                     ", expected a base64 string of " + text + " float64 values");
     std::size_t count = 1;
     for (int d : shape) count *= static_cast<std::size_t>(d);
-    unstack(e, float64_values(v->get_ref<const std::string&>(), count, "output '" + e.name + "' " + text), dim, items);
+    unstack(e, float64_values(original_text(v->get_ref<const std::string&>(), lifted), count, "output '" + e.name + "' " + text),
+            dim, items);
 }
 }  // namespace
 
 StackedResponse parse_stacked_response(std::string_view line, const std::vector<ExpectedOutput>& expected,
                                        std::size_t count, const std::map<std::string, int>& batch_dims) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    const nlohmann::json j = answer_object(line, kStackedAnswer);
+    const LiftedLine lifted = lift_long_strings(line);
+    const nlohmann::json j = answer_object(lifted.line, kStackedAnswer);
     StackedResponse r;
-    r.id = answer_id(j, line, kStackedAnswer);
+    r.id = answer_id(j, lifted.line, kStackedAnswer);
     r.taps_offered = offers_taps(j);
     if (const auto error = answer_error(j)) {
         r.is_error = true;
-        r.error = *error;
+        r.error = original_text(*error, lifted.lifted);
         return r;
     }
     if (j.contains("batch")) {
-        r.item_lines = item_lines(j, line, count, r.id);
+        r.item_lines = item_lines(answer_object(line, kBatchAnswer), line, count, r.id);  // the line as it came
         return r;
     }
     const auto outputs = j.find("outputs");
     if (outputs == j.end() || !outputs->is_object())
         throw std::invalid_argument("the answer to a stacked request has no \"outputs\" object (nor \"batch\" nor "
-                                    "\"error\"): " + excerpt(line) + "; expected " + kStackedAnswer);
+                                    "\"error\"): " + excerpt(lifted.line) + "; expected " + kStackedAnswer);
     const auto shapes = j.find("shapes");
     const nlohmann::json* given = shapes != j.end() && shapes->is_object() ? &*shapes : nullptr;
     r.items.resize(count);
@@ -796,7 +848,7 @@ StackedResponse parse_stacked_response(std::string_view line, const std::vector<
         if (dim == batch_dims.end() || dim->second < 0 || dim->second >= static_cast<int>(e.shape.size()) ||
             e.shape[dim->second] != 1)
             throw std::invalid_argument("output '" + e.name + "' has no batch dim of size 1 to unstack");
-        read_stacked(*outputs, given, e, dim->second, r.items);
+        read_stacked(*outputs, given, lifted.lifted, e, dim->second, r.items);
     }
     return r;
 }

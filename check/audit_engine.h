@@ -121,30 +121,50 @@ template <class A> struct Asked {
 };
 
 // Inputs answered through a batched black box: grouped by key (inputs of one key have equal shapes, e.g. their
-// lengths), each group in calls of at most `capacity` inputs. A call that throws, or answers another number of
-// items than it was given, gives each of its items that error.
+// lengths), each group in calls of at most `capacity` inputs, all of them at once through call_all when the box
+// has it. A call that throws, or answers another number of items than it was given, gives each of its items that
+// error.
 template <class In, class Key>
 std::vector<BatchAnswer<In>> answer_grouped(const std::vector<In>& inputs, const std::vector<Key>& keys,
                                             std::size_t capacity, const Batching<In>& batching) {
-    std::vector<BatchAnswer<In>> out(inputs.size());
     std::map<Key, std::vector<std::size_t>> groups;
     for (std::size_t i = 0; i < inputs.size(); ++i) groups[keys[i]].push_back(i);
-    for (const auto& group : groups) {
-        const std::vector<std::size_t>& members = group.second;
-        for (std::size_t start = 0; start < members.size(); start += capacity) {
-            const std::size_t end = std::min(members.size(), start + capacity);
-            std::vector<In> part;
-            for (std::size_t k = start; k < end; ++k) part.push_back(inputs[members[k]]);
+    std::vector<std::vector<std::size_t>> members;  // the positions of each call's inputs
+    std::vector<std::vector<In>> parts;
+    for (const auto& group : groups)
+        for (std::size_t start = 0; start < group.second.size(); start += capacity) {
+            const std::size_t end = std::min(group.second.size(), start + capacity);
+            members.emplace_back(group.second.begin() + start, group.second.begin() + end);
+            parts.emplace_back();
+            for (std::size_t i : members.back()) parts.back().push_back(inputs[i]);
+        }
+    std::vector<std::vector<BatchAnswer<In>>> got(parts.size());
+    const auto failed = [&](std::size_t p, const std::string& error) {
+        got[p].assign(parts[p].size(), BatchAnswer<In>{std::nullopt, error});
+    };
+    if (batching.call_all) {
+        try {
+            got = batching.call_all(parts);
+            got.resize(parts.size());
+        } catch (const std::exception& e) {
+            got.resize(parts.size());
+            for (std::size_t p = 0; p < parts.size(); ++p) failed(p, e.what());
+        }
+    } else {
+        for (std::size_t p = 0; p < parts.size(); ++p) {
             try {
-                std::vector<BatchAnswer<In>> got = batching.call(part);
-                if (got.size() != part.size())
-                    throw AdapterError("the batched call answered " + std::to_string(got.size()) + " items for " +
-                                       std::to_string(part.size()) + " inputs");
-                for (std::size_t k = start; k < end; ++k) out[members[k]] = std::move(got[k - start]);
+                got[p] = batching.call(parts[p]);
             } catch (const std::exception& e) {
-                for (std::size_t k = start; k < end; ++k) out[members[k]].error = e.what();
+                failed(p, e.what());
             }
         }
+    }
+    std::vector<BatchAnswer<In>> out(inputs.size());
+    for (std::size_t p = 0; p < parts.size(); ++p) {
+        if (got[p].size() != parts[p].size())
+            failed(p, "the batched call answered " + std::to_string(got[p].size()) + " items for " +
+                          std::to_string(parts[p].size()) + " inputs");
+        for (std::size_t k = 0; k < parts[p].size(); ++k) out[members[p][k]] = std::move(got[p][k]);
     }
     return out;
 }

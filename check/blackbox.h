@@ -52,10 +52,13 @@ template <class Out> struct BatchAnswer {
 };
 // capacity(): the most inputs one call takes; 0 or 1 while not batched (e.g. before the adapter's first answer
 // announced it; it may grow after any call). call(inputs): inputs of equal shapes, answered in order, one item
-// each; throws (AdapterError or any std::exception) when the call as a whole fails.
+// each; throws (AdapterError or any std::exception) when the call as a whole fails. call_all(parts), optional:
+// the calls of several parts at once (their requests pipelined: an adapter process computes one while the answer
+// of the one before is read), part p's answers in element p; a part whose call failed has that error in every item.
 template <class In> struct Batching {
     std::function<int()> capacity;
     std::function<std::vector<BatchAnswer<In>>(const std::vector<In>&)> call;
+    std::function<std::vector<std::vector<BatchAnswer<In>>>(const std::vector<std::vector<In>>&)> call_all;
 };
 
 

@@ -880,12 +880,27 @@ TEST(ExecProtocol, AStackedAnswerIsUnstackedOnItsBatchDimOrReadItemByItem) {
                                                         expected, 2, dims);
     EXPECT_EQ(items.item_lines.size(), 2u);
     EXPECT_TRUE(adapters::parse_stacked_response(R"({"id": 3, "error": "oom"})", expected, 3, dims).is_error);
+    std::vector<double> many(160);  // 40 items: 1,708 base64 characters, read apart from the JSON parser
+    for (std::size_t k = 0; k < many.size(); ++k) many[k] = 0.5 * static_cast<double>(k);
+    const adapters::StackedResponse big = adapters::parse_stacked_response(
+        R"({"id": 3, "outputs": {"y": ")" + adapters::float64_base64(many) + R"("}})", expected, 40, dims);
+    ASSERT_EQ(big.items.size(), 40u);
+    EXPECT_EQ(big.items[39].at("y").values, (std::vector<double>{78, 78.5, 79, 79.5}));
+    const std::string long_error(300, 'e');  // long strings are read apart from the JSON parser: this one too
+    EXPECT_EQ(adapters::parse_stacked_response(R"({"id": 3, "error": ")" + long_error + R"("})", expected, 3, dims).error,
+              long_error);
+    const std::string escaped = R"({"id": 3, "outputs": {"y": ")" + y + R"("}, "note": ")" + std::string(300, 'a') +
+                                R"(\"}"})";
+    EXPECT_EQ(adapters::parse_stacked_response(escaped, expected, 3, dims).items.size(), 3u)
+        << "a long string with an escaped quote";
     const std::vector<std::pair<std::string, std::string>> bad{
         {R"({"id": 3, "outputs": {"y": ")" + y + R"("}, "shapes": {"y": [2, 3, 2]}})",
          "output 'y' has shape '[2,3,2]', expected [3,2,2] (3 items stacked on dim 0)"},
         {R"({"id": 3, "outputs": {"y": ")" + y.substr(4) + R"("}})", "output 'y' [3,2,2]: 124 base64 characters, expected 128"},
         {R"({"id": 3, "outputs": {"y": [[1, 2]]}})", "output 'y' is array, expected a base64 string of [3,2,2]"},
         {R"({"id": 3, "outputs": {"z": ")" + y + R"("}})", "the answer has no output 'y'"},
+        {R"({"id": 3, "outputs": {"y": "\u00000"}})", "output 'y' [3,2,2]: 2 base64 characters"},
+        {R"({"id": 3, "outputs": {"y": ")" + y + R"(}})", "is not JSON"},
         {R"({"id": 3, "y": 1})", "has no \"outputs\" object"},
         {R"({"id": 3, "batch": [{"error": "a"}]})", "holds 1 answers for a request of 3 items"}};
     for (const auto& [line, message] : bad) {
