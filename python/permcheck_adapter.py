@@ -37,6 +37,13 @@ Taps (where symmetry first breaks), both forms, for a torch module unless serve(
     An adapter of your own may add "dims": ["n", null] to a tap (the axis each dim follows, null for none);
     without it permcheck finds the axes itself by probing (README, "Where symmetry first breaks").
 
+Batches (serve's `batch`, default 256): the first answer announces "batch": K, and for a torch module
+"stacked": true; permcheck then sends several cases per request, either as a list of ordinary requests
+({"id": 7, "batch_dims": {...}, "batch": [REQUEST, ...]}, answered {"id": 7, "batch": [ANSWER, ...]}) or, for
+a module, stacked: each input one tensor with the cases on its batch dim, as base64 of little-endian float64
+({"id": 7, "stacked": K, "batch_dims": {...}, "inputs": {"x": "BASE64"}, "shapes": {...}, ...}, answered
+{"id": 7, "outputs": {"y": "BASE64"}, "shapes": {...}}). README, "Batched requests".
+
 Answers, both forms:
     a single value (a tensor, a nested list, a number)   answers the one output the request names (y)
     a tuple                                             answers the outputs in the request's order
