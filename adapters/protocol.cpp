@@ -303,6 +303,21 @@ std::string kinds_of(const Signature& s) {
     return out + "}";
 }
 
+// The end of a signature's request, after its inputs: `shapes` ("\"shapes\":{..." unclosed), the kinds and the
+// outputs' names.
+std::string request_tail(const Signature& s, const std::string& shapes) {
+    std::string tail = "},";
+    tail += shapes;
+    tail += "},";
+    tail += kinds_of(s);
+    tail += ",\"outputs\":[";
+    for (std::size_t k = 0; k < s.outputs.size(); ++k) {
+        if (k) tail += ',';
+        tail += json_string(s.outputs[k].name);
+    }
+    return tail + "]}";
+}
+
 std::string dim_name(const Dim& d) { return d.is_axis() ? "axis " + d.axis : "fixed size " + std::to_string(d.size); }
 
 }  // namespace
@@ -322,17 +337,7 @@ std::string format_named_request(std::int64_t id, const Signature& s, const Tens
         shapes += key;
         append_shape(shapes, x.shape);
     }
-    line += "},";
-    line += shapes;
-    line += "},";
-    line += kinds_of(s);
-    line += ",\"outputs\":[";
-    for (std::size_t k = 0; k < s.outputs.size(); ++k) {
-        if (k) line += ',';
-        line += json_string(s.outputs[k].name);
-    }
-    line += "]}";
-    return line;
+    return line + request_tail(s, shapes);
 }
 
 Lengths lengths_of(const Signature& s, const Tensors& inputs) {
@@ -729,17 +734,7 @@ std::string format_stacked_request(std::int64_t id, const Signature& s, const st
     line += ',';
     line += batch_dims_field(batch_dims);
     line += inputs;
-    line += "},";
-    line += shapes;
-    line += "},";
-    line += kinds_of(s);
-    line += ",\"outputs\":[";
-    for (std::size_t k = 0; k < s.outputs.size(); ++k) {
-        if (k) line += ',';
-        line += json_string(s.outputs[k].name);
-    }
-    line += "]}";
-    return line;
+    return line + request_tail(s, shapes);
 }
 
 namespace {
