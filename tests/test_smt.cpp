@@ -479,10 +479,16 @@ TEST(SignatureSmt, AnUndecidedMaskQueryNamesItsGeneratorAndAssignment) {
         permcheck::smt_prove_signature(permcheck::find_signature_layer("attention+key-padding-mask"), 4, hurried);
     const permcheck::AxisProof& a = r.axes.front();
     EXPECT_EQ(a.verdict, permcheck::SmtVerdict::unknown) << permcheck::describe(r);
-    ASSERT_EQ(a.queries.size(), 1u) << permcheck::describe(r);
-    EXPECT_EQ(a.queries.front().answer, permcheck::SmtAnswer::unknown);
+    ASSERT_FALSE(a.queries.empty()) << permcheck::describe(r);
+    // The first undecided query ends the axis. Z3 checks its deadline only now and then, so on a busy machine it
+    // may still settle an easy assignment (unsat) before one times out: the undecided one is not always the first.
+    const permcheck::SmtQuery& undecided = a.queries.back();
+    EXPECT_EQ(undecided.answer, permcheck::SmtAnswer::unknown);
+    for (std::size_t k = 0; k + 1 < a.queries.size(); ++k)
+        EXPECT_EQ(a.queries[k].answer, permcheck::SmtAnswer::unsat) << k;
     const std::string text = permcheck::describe(r);
-    EXPECT_NE(text.find("n (0 1) masks pad=0000: unknown ("), std::string::npos) << text;
+    EXPECT_NE(text.find("n (0 1) masks " + undecided.assignment + ": unknown ("), std::string::npos) << text;
+    EXPECT_EQ(undecided.assignment.rfind("pad=", 0), 0u) << undecided.assignment;
     EXPECT_NE(text.find("n: not proved"), std::string::npos) << text;
 }
 
