@@ -1,7 +1,8 @@
 // The line protocol of `permcheck audit --exec` (README, "Auditing your own layer"), as pure functions: the request
 // lines permcheck writes and the answer lines it reads, for one tensor, for a signature's named inputs, for batches
 // of cases and for taps. Each parser throws std::invalid_argument saying what is wrong and what was expected, and
-// never crashes, whatever the bytes (the fuzzers in fuzz/ hold them to it). The process that speaks it is
+// never crashes, whatever the bytes (the fuzzers in fuzz/ hold them to it). Defined in adapters/protocol.cpp and
+// (batched and stacked requests) adapters/batches.cpp. The process that speaks it is
 // adapters/exec_adapter.h.
 //   one tensor:  {"id":7,"x":[[...],...]} in; {"id":7,"y":[[...],...]} (sequence), {"id":7,"y":[...]} (pooled)
 //                or {"id":7,"error":"text"} out.

@@ -1,0 +1,39 @@
+// The pieces of the line protocol that its two sources share (adapters/protocol.cpp: one tensor, named inputs,
+// taps; adapters/batches.cpp: batched and stacked requests). Internal to those files: not part of
+// adapters/protocol.h, which is the protocol's interface.
+#pragma once
+
+#include "check/signature.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace permcheck::adapters::detail {
+
+// The answer line as a JSON object, or std::invalid_argument saying what the line was and what was `expected`.
+nlohmann::json answer_object(std::string_view line, const char* expected = "{\"id\": N, \"y\": [...]}");
+// The id of an answer, -1 for one beyond int64 (it then matches no request).
+std::int64_t answer_id(const nlohmann::json& j, std::string_view line, const char* expected);
+// The adapter's own error message, if the answer is one.
+std::optional<std::string> answer_error(const nlohmann::json& j);
+// "taps_offered": true (check/taps.h); anything else, or nothing, offers none.
+bool offers_taps(const nlohmann::json& j);
+
+// Throws unless v can be sent as a value of input t: finite, and an integer for an index input.
+void check_value(const TensorSpec& t, double v);
+// "[2,8]"
+void append_shape(std::string& s, const std::vector<int>& shape);
+// Input t of a request, checked against its spec's number of dims and its shape's size.
+const Tensor& input_of(const Tensors& inputs, const TensorSpec& t);
+// A JSON string literal of `text`, quotes and escapes included.
+std::string json_string(const std::string& text);
+// The end of a signature's request, after its inputs: `shapes` ("\"shapes\":{..." unclosed), the kinds and the
+// outputs' names.
+std::string request_tail(const Signature& s, const std::string& shapes);
+
+}  // namespace permcheck::adapters::detail
