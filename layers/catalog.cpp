@@ -1,12 +1,150 @@
 #include "layers/catalog.h"
-#include "layers/catalog_parts.h"
+
+#include "layers/cross_attention.h"
+#include "layers/layers.h"
+#include "layers/message_passing.h"
+#include "layers/make_family.h"
 
 #include <stdexcept>
 
 namespace permcheck {
 
 namespace {
-using namespace catalog_parts;
+// What the theory says of a layer, from which the properties that apply follow.
+struct Theory {
+    bool symmetric = true;            // equivariant (sequence output) or invariant (pooled output)
+    bool relative = false;            // position enters only through offsets: shifting all positions changes nothing
+    bool reversal_symmetric = false;  // relative layers whose bias is symmetric in the offset (ALiBi)
+    bool absolute = false;            // an absolute position signal: shifting every position changes the output
+    bool causal = false;              // causal mask, no position signal: output i ignores the order before i
+};
+
+std::vector<Expectation> expectations_of(Output output, const Theory& t) {
+    if (output == Output::pooled) return {{Property::invariance, t.symmetric}};
+    std::vector<Expectation> e{{Property::equivariance, t.symmetric}};
+    if (t.relative) {
+        e.push_back({Property::shift, true});
+        e.push_back({Property::reversal, t.reversal_symmetric});
+    }
+    if (t.absolute) e.push_back({Property::shift, false});
+    if (t.causal) e.push_back({Property::causal_prefix, true});
+    return e;
+}
+
+// LayerNorm divides by a row's standard deviation, at least sqrt(eps) = 2^-8 (proofs-notes/float-tolerance.md).
+constexpr double kLayerNormGrowth = 256.0;
+
+template <class Make>
+LayerFamily family(std::string name, std::string description, Output output, const Theory& theory, Make make,
+                   double amplification = 1.0) {
+    LayerFamily f = make_family(std::move(name), output, std::move(make), expectations_of(output, theory), amplification);
+    f.description = std::move(description);
+    return f;
+}
+
+enum class Signal { none, sinusoidal, learned, rope, alibi, t5 };
+
+struct AttentionDesign {
+    Eigen::Index heads = 1;
+    bool causal = false;
+    Signal signal = Signal::none;
+};
+
+template <class S> LayerFn<S> attention_with(const AttentionDesign& design, Eigen::Index d, Draw<S>& draw, long offset) {
+    Attention<S> a = Attention<S>::random({d, design.heads, design.causal}, draw);
+    if (design.signal == Signal::rope) a.rope = Rope<S>{offset};
+    if (design.signal == Signal::alibi) a.bias = ScoreBias<S>::alibi();
+    if (design.signal == Signal::t5) a.bias = ScoreBias<S>::t5(design.heads, draw);
+    if (a.bias) a.bias->offset = offset;
+    if (design.signal == Signal::sinusoidal || design.signal == Signal::learned) {
+        AbsolutePosition<S> pos = design.signal == Signal::sinusoidal ? AbsolutePosition<S>::sinusoidal()
+                                                                      : AbsolutePosition<S>::learned(128, d, draw);
+        pos.offset = offset;
+        return [a = std::move(a), pos = std::move(pos)](const Mat<S>& x) { return a(pos(x)); };
+    }
+    return [a = std::move(a)](const Mat<S>& x) { return a(x); };
+}
+
+LayerFamily attention(std::string name, std::string description, AttentionDesign design, const Theory& theory) {
+    return family(std::move(name), std::move(description), Output::sequence, theory,
+                  [design]<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw, long offset) {
+                      return attention_with<S>(design, d, draw, offset);
+                  });
+}
+
+// `inner`, then pooled over positions, built by inner's own factories from the same draws: the pooled family is
+// the composition by construction, and says so for the certificate.
+LayerFamily pooled(std::string name, std::string description, const LayerFamily& inner, Pool how, bool symmetric) {
+    const auto shared = std::make_shared<const LayerFamily>(inner);
+    LayerFamily f = family(std::move(name), std::move(description), Output::pooled, {.symmetric = symmetric},
+                           [shared, how]<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw, long offset) {
+                               return [layer = shared->factory<S>()(d, draw, offset), how](const Mat<S>& x) {
+                                   return pool(layer(x), how);
+                               };
+                           });
+    f.composition = Composition{shared, how};
+    return f;
+}
+
+void add_per_position(std::vector<LayerFamily>& c) {
+    c.push_back(family("linear", "x W + b, the same map at every position", Output::sequence, {},
+                       []<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw, long) {
+                           return Linear<S>::random(d, d, draw);
+                       }));
+    c.push_back(family("mlp", "two-layer perceptron with ReLU, per position", Output::sequence, {},
+                       []<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw, long) {
+                           return Mlp<S>::random(d, 2 * d, d, draw);
+                       }));
+    c.push_back(family("layernorm", "LayerNorm over each position's features", Output::sequence, {},
+                       []<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw, long) {
+                           return LayerNorm<S>::random(d, draw);
+                       },
+                       kLayerNormGrowth));
+}
+
+void add_attention(std::vector<LayerFamily>& c, const LayerFamily& attn, const LayerFamily& sinusoidal) {
+    c.push_back(attn);
+    c.push_back(attention("mha", "two-head self-attention", {.heads = 2}, {}));
+    c.push_back(attention("causal-attention", "self-attention with a causal mask, no position signal",
+                          {.causal = true}, {.symmetric = false, .causal = true}));
+    c.push_back(family("encoder", "post-norm encoder block: attention, residual, LayerNorm, MLP", Output::sequence, {},
+                       []<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw, long) {
+                           return EncoderBlock<S>::random({d, 1, false}, draw);
+                       },
+                       kLayerNormGrowth * kLayerNormGrowth));
+    c.push_back(sinusoidal);
+    c.push_back(attention("attention+learned", "learned absolute position table added, then attention",
+                          {.signal = Signal::learned}, {.symmetric = false, .absolute = true}));
+    const Theory relative{.symmetric = false, .relative = true};
+    c.push_back(attention("attention+rope", "attention with rotary position embedding on queries and keys",
+                          {.signal = Signal::rope}, relative));
+    c.push_back(attention("attention+alibi", "attention with ALiBi linear distance bias on the scores",
+                          {.signal = Signal::alibi}, {.symmetric = false, .relative = true, .reversal_symmetric = true}));
+    c.push_back(attention("attention+t5", "attention with T5 bucketed relative bias on the scores",
+                          {.signal = Signal::t5}, relative));
+}
+
+void add_recurrent_and_pooled(std::vector<LayerFamily>& c, const LayerFamily& attn, const LayerFamily& sinusoidal) {
+    c.push_back(family("rnn", "Elman RNN (tanh), every step's state", Output::sequence, {.symmetric = false},
+                       []<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw, long) {
+                           return ElmanRnn<S>::random(d, d, draw);
+                       }));
+    c.push_back(pooled("attention-sum-pool", "attention, then sum over positions", attn, Pool::sum, true));
+    c.push_back(pooled("attention-mean-pool", "attention, then mean over positions", attn, Pool::mean, true));
+    c.push_back(pooled("attention-max-pool", "attention, then max over positions", attn, Pool::max, true));
+    c.push_back(pooled("attention-first-readout", "attention, then the first position's row", attn, Pool::first, false));
+    c.push_back(pooled("attention-last-readout", "attention, then the last position's row", attn, Pool::last, false));
+    c.push_back(pooled("attention+sinusoidal-mean-pool", "sinusoidal signal, attention, mean pooling", sinusoidal,
+                       Pool::mean, false));
+    c.push_back(family("deepsets", "DeepSets: rho(sum_i phi(x_i))", Output::pooled, {},
+                       []<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw, long) {
+                           return DeepSets<S>::random(d, 2 * d, d, draw);
+                       }));
+    c.push_back(family("rnn-final-state", "Elman RNN, final state only", Output::pooled, {.symmetric = false},
+                       []<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw, long) {
+                           return [rnn = ElmanRnn<S>::random(d, d, draw)](const Mat<S>& x) { return rnn.final_state(x); };
+                       }));
+}
 
 std::vector<LayerFamily> make_catalog() {
     // The inner layers of the pooled ones, which are rows of their own too.
@@ -18,6 +156,172 @@ std::vector<LayerFamily> make_catalog() {
     add_attention(c, attn, sinusoidal);
     add_recurrent_and_pooled(c, attn, sinusoidal);
     return c;
+}
+
+// ------------------------------------------------------------------------------ layers over named inputs
+
+// The texts of a signature's flags and the theory along each axis.
+struct SignatureText {
+    std::vector<std::string> axes, inputs, outputs;
+    std::vector<AxisExpectation> expectations;
+};
+
+template <class S, class Make> SignatureFactory<S> signature_factory(const Make& make) {
+    return [make](Draw<S>& draw) { return SignatureLayerFn<S>(make(std::type_identity<S>{}, draw)); };
+}
+
+// make(std::type_identity<S>{}, draw) -> a layer over named tensors of S, for double and Rational; families that
+// are rational functions of their real inputs for every value of their masks (no edge_index, no max) also for the rational stand-in, the degree scalar (certificates) and the
+// symbolic scalar (Z3 proofs).
+template <bool RationalFunction, class Make>
+SignatureFamily signature_family(std::string name, std::string description, SignatureText text, Make make) {
+    SignatureFamily f;
+    f.name = std::move(name);
+    f.description = std::move(description);
+    f.axes = std::move(text.axes);
+    f.inputs = std::move(text.inputs);
+    f.outputs = std::move(text.outputs);
+    f.expectations = std::move(text.expectations);
+    f.f64 = signature_factory<double>(make);
+    f.exact = signature_factory<Rational>(make);
+    if constexpr (RationalFunction) {
+        f.standin = signature_factory<RationalStandin>(make);
+        f.degree = signature_factory<Degree>(make);
+        f.symbolic = signature_factory<Symbolic>(make);
+    }
+    return f;
+}
+
+constexpr Eigen::Index kWidth = 4;  // the features of every signature row (the `4` of its texts)
+
+struct AttentionInputs {
+    bool memory = false;         // q:n,4 and mem:m,4, else self-attention over x:n,4
+    bool memory_positions = false;
+    bool mask = false;           // pad:n:mask
+    bool bias = false;           // bias:n,n
+};
+
+template <class S> SignatureLayerFn<S> attention_over(const AttentionInputs& how, Draw<S>& draw) {
+    return [a = CrossAttention<S>::random(kWidth, draw, how.memory_positions), how](const NamedTensors<S>& in) {
+        const Mat<S> q = as_matrix(in.at(how.memory ? "q" : "x"));
+        const Mat<S> mem = how.memory ? as_matrix(in.at("mem")) : q;
+        const std::vector<bool> padded = how.mask ? as_mask(in.at("pad")) : std::vector<bool>{};
+        const Mat<S> bias = how.bias ? as_matrix(in.at("bias")) : Mat<S>{};
+        return NamedTensors<S>{{"y", as_tensor<S>(a(q, mem, padded, bias))}};
+    };
+}
+
+void add_signature_attention(std::vector<SignatureFamily>& c) {
+    const SignatureText cross{{"n=1..6", "m=1..6"}, {"q:n,4", "mem:m,4"}, {"y:n,4"},
+                              {{"n", Property::equivariance, true}, {"m", Property::invariance, true}}};
+    c.push_back(signature_family<true>("cross-attention", "queries n x 4 attend over a memory m x 4", cross,
+                                       []<class S>(std::type_identity<S>, Draw<S>& draw) {
+                                           return attention_over<S>({.memory = true}, draw);
+                                       }));
+    SignatureText positions = cross;
+    positions.expectations[1].holds = false;
+    c.push_back(signature_family<true>("cross-attention+memory-positions",
+                                        "cross-attention with a sinusoidal position signal on the memory", positions,
+                                        []<class S>(std::type_identity<S>, Draw<S>& draw) {
+                                            return attention_over<S>({.memory = true, .memory_positions = true}, draw);
+                                        }));
+    c.push_back(signature_family<true>("attention+key-padding-mask",
+                                        "self-attention with a key-padding mask that moves with the tokens",
+                                        {{"n=1..6"}, {"x:n,4", "pad:n:mask"}, {"y:n,4"},
+                                         {{"n", Property::equivariance, true}}},
+                                        []<class S>(std::type_identity<S>, Draw<S>& draw) {
+                                            return attention_over<S>({.mask = true}, draw);
+                                        }));
+    c.push_back(signature_family<true>("attention+pairwise-bias", "self-attention with an n x n score bias, P B P^T",
+                                       {{"n=1..6"}, {"x:n,4", "bias:n,n"}, {"y:n,4"},
+                                        {{"n", Property::equivariance, true}}},
+                                       []<class S>(std::type_identity<S>, Draw<S>& draw) {
+                                           return attention_over<S>({.bias = true}, draw);
+                                       }));
+}
+
+struct GraphDesign {
+    Aggregation aggregation = Aggregation::sum;
+    bool node_index_feature = false, edge_order = false;
+    bool readout = false;  // g:4 = the sum over nodes of y, instead of y
+};
+
+template <class S> MessagePassing<S> message_passing(const GraphDesign& how, Draw<S>& draw) {
+    MessagePassing<S> mp = MessagePassing<S>::random(kWidth, 3, draw, how.aggregation);
+    mp.node_index_feature = how.node_index_feature;
+    mp.edge_order = how.edge_order;
+    return mp;
+}
+
+template <class S> NamedTensors<S> graph_output(const GraphDesign& how, const Mat<S>& y) {
+    if (how.readout) return {{"g", as_tensor<S>(MessagePassing<S>::readout(y), true)}};
+    return {{"y", as_tensor<S>(y)}};
+}
+
+// Over an edge list: x:nodes,4, edge_index:2,edges:index=nodes, edge_attr:edges,3.
+template <class S> SignatureLayerFn<S> graph_over_edge_list(const GraphDesign& how, Draw<S>& draw) {
+    return [mp = message_passing<S>(how, draw), how](const NamedTensors<S>& in) {
+        const NamedTensor<S>& edges = in.at("edge_index");
+        return graph_output<S>(how, mp(as_matrix(in.at("x")), index_row(edges, 0), index_row(edges, 1),
+                                       as_matrix(in.at("edge_attr"))));
+    };
+}
+
+// Over real incidence matrices src, dst (edges x nodes; a one-hot row is an edge of the edge list): the same
+// layer for sum and mean, where it is a rational function of every input (proofs-notes/signature-audit.md).
+template <class S> SignatureLayerFn<S> graph_over_incidence(const GraphDesign& how, Draw<S>& draw) {
+    return [mp = message_passing<S>(how, draw), how](const NamedTensors<S>& in) {
+        return graph_output<S>(how, mp.over_incidence(as_matrix(in.at("x")), as_matrix(in.at("src")),
+                                                      as_matrix(in.at("dst")), as_matrix(in.at("edge_attr"))));
+    };
+}
+
+SignatureText graph_text(const GraphDesign& how, bool incidence) {
+    SignatureText t{{"nodes=1..6", "edges=0..10"}, {"x:nodes,4"}, {how.readout ? "g:4" : "y:nodes,4"},
+                    {{"nodes", how.readout ? Property::invariance : Property::equivariance, !how.node_index_feature},
+                     {"edges", Property::invariance, !how.edge_order}}};
+    if (incidence) {
+        t.inputs.push_back("src:edges,nodes");
+        t.inputs.push_back("dst:edges,nodes");
+    } else {
+        t.inputs.push_back("edge_index:2,edges:index=nodes");
+    }
+    t.inputs.push_back("edge_attr:edges,3");
+    return t;
+}
+
+// Over incidence matrices the layer is a rational function of its inputs (certificates); over an edge list not.
+template <bool Incidence> SignatureFamily graph(std::string name, std::string description, const GraphDesign& how) {
+    return signature_family<Incidence>(std::move(name), std::move(description), graph_text(how, Incidence),
+                                       [how]<class S>(std::type_identity<S>, Draw<S>& draw) {
+                                           if constexpr (Incidence) return graph_over_incidence<S>(how, draw);
+                                           else return graph_over_edge_list<S>(how, draw);
+                                       });
+}
+
+void add_signature_graphs(std::vector<SignatureFamily>& c) {
+    const char* over = "message passing over edge_index with edge features, ";
+    c.push_back(graph<false>("message-passing-sum", std::string(over) + "sum aggregation", {}));
+    c.push_back(graph<false>("message-passing-mean", std::string(over) + "mean aggregation (0 without neighbours)",
+                             {.aggregation = Aggregation::mean}));
+    c.push_back(graph<false>("message-passing-max", std::string(over) + "elementwise max aggregation",
+                             {.aggregation = Aggregation::max}));
+    c.push_back(graph<false>("message-passing-readout", "sum message passing, then the sum over nodes (graph level)",
+                             {.readout = true}));
+    c.push_back(graph<false>("message-passing+node-index", "sum message passing plus each node's index in a feature",
+                             {.node_index_feature = true}));
+    c.push_back(graph<false>("message-passing+edge-order",
+                             "a recurrent aggregator: h <- h / 2 + m_e in edge-list order", {.edge_order = true}));
+    const char* incidence = "message passing over real incidence matrices src, dst (edges x nodes), ";
+    c.push_back(graph<true>("message-passing-sum-incidence", std::string(incidence) + "sum aggregation", {}));
+    c.push_back(graph<true>("message-passing-mean-incidence", std::string(incidence) + "mean aggregation",
+                            {.aggregation = Aggregation::mean}));
+    c.push_back(graph<true>("message-passing-readout-incidence", std::string(incidence) + "sum, then graph readout",
+                            {.readout = true}));
+    c.push_back(graph<true>("message-passing+node-index-incidence", std::string(incidence) + "sum, plus node index",
+                            {.node_index_feature = true}));
+    c.push_back(graph<true>("message-passing+edge-order-incidence",
+                            std::string(incidence) + "h <- h / 2 + dst_e^T m_e in edge order", {.edge_order = true}));
 }
 
 std::vector<SignatureFamily> make_signature_catalog() {
