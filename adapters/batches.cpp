@@ -329,11 +329,8 @@ StackedResponse parse_stacked_response(std::string_view line, const std::vector<
     const LiftedLine lifted = lift_long_strings(line);
     const nlohmann::json j = answer_object(lifted.line, kStackedAnswer);
     StackedResponse r;
-    r.id = answer_id(j, lifted.line, kStackedAnswer);
-    r.taps_offered = offers_taps(j);
-    if (const auto error = answer_error(j)) {
-        r.is_error = true;
-        r.error = original_text(*error, lifted.lifted);
+    if (read_head(r, j, lifted.line, kStackedAnswer)) {
+        r.error = original_text(r.error, lifted.lifted);
         return r;
     }
     if (j.contains("batch")) {

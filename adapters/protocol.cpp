@@ -177,13 +177,7 @@ Response parse_response(std::string_view line) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     const nlohmann::json j = answer_object(line);
     Response r;
-    r.id = answer_id(j, line, "the id of the request it answers");
-    r.taps_offered = offers_taps(j);
-    if (const auto error = answer_error(j)) {
-        r.is_error = true;
-        r.error = *error;
-        return r;
-    }
+    if (read_head(r, j, line, "the id of the request it answers")) return r;
     const auto y = j.find("y");
     if (y == j.end())
         throw std::invalid_argument("the answer has neither \"y\" nor \"error\": " + excerpt(line));
@@ -402,13 +396,7 @@ NamedResponse parse_named_response(std::string_view line, const std::vector<Expe
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     const nlohmann::json j = answer_object(line, kNamedAnswer);
     NamedResponse r;
-    r.id = answer_id(j, line, kNamedAnswer);
-    r.taps_offered = offers_taps(j);
-    if (const auto error = answer_error(j)) {
-        r.is_error = true;
-        r.error = *error;
-        return r;
-    }
+    if (read_head(r, j, line, kNamedAnswer)) return r;
     const auto outputs = j.find("outputs");
     if (outputs == j.end())
         throw std::invalid_argument("the answer has neither \"outputs\" nor \"error\": " + excerpt(line) +
@@ -483,13 +471,7 @@ TapResponse parse_tap_response(std::string_view line) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     const nlohmann::json j = answer_object(line, kTapAnswer);
     TapResponse r;
-    r.id = answer_id(j, line, kTapAnswer);
-    r.taps_offered = offers_taps(j);
-    if (const auto error = answer_error(j)) {
-        r.is_error = true;
-        r.error = *error;
-        return r;
-    }
+    if (read_head(r, j, line, kTapAnswer)) return r;
     const auto taps = j.find("taps");
     if (taps == j.end() || !taps->is_array())
         throw std::invalid_argument("the answer to a tap request has no \"taps\" array: " + excerpt(line) +

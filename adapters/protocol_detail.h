@@ -24,6 +24,18 @@ std::optional<std::string> answer_error(const nlohmann::json& j);
 // "taps_offered": true (check/taps.h); anything else, or nothing, offers none.
 bool offers_taps(const nlohmann::json& j);
 
+// The head every answer shares, read into r: its id and its offer of taps; true, with r.is_error and r.error set,
+// when the answer is the adapter's error (the rest of the line is then not read).
+template <class R> bool read_head(R& r, const nlohmann::json& j, std::string_view line, const char* expected) {
+    r.id = answer_id(j, line, expected);
+    r.taps_offered = offers_taps(j);
+    const std::optional<std::string> error = answer_error(j);
+    if (!error) return false;
+    r.is_error = true;
+    r.error = *error;
+    return true;
+}
+
 // Throws unless v can be sent as a value of input t: finite, and an integer for an index input.
 void check_value(const TensorSpec& t, double v);
 // "[2,8]"
