@@ -309,59 +309,63 @@ void ExecAdapter::exchange_all(const std::vector<std::string>& requests, const s
     }
 }
 
-Mat<double> ExecAdapter::operator()(const Mat<double>& x) {
-    const std::string what = "n=" + std::to_string(x.rows()) + ", d=" + std::to_string(x.cols());
-    return exchange(format_request(requests_ + 1, x) + "\n", what, [this](const std::string& line) {
-               note_announcement(line);
-               return parse_response(line);
-           }).y;
-}
-
-Tensors ExecAdapter::operator()(const Signature& s, const Tensors& inputs) {
-    const Lengths lengths = lengths_of(s, inputs);
+namespace {
+// A request as messages name it: "n=5, d=4" (the one-tensor form), or the signature's lengths "m=2, n=3".
+std::string request_what(const Signature& s, const Tensors& inputs) {
+    if (s.one_tensor) {
+        const Tensor& x = inputs.at("x");
+        return "n=" + std::to_string(x.shape.at(0)) + ", d=" + std::to_string(x.shape.at(1));
+    }
     std::string what;
-    for (const auto& [axis, length] : lengths) {
+    for (const auto& [axis, length] : lengths_of(s, inputs)) {
         if (!what.empty()) what += ", ";
         what += axis + "=" + std::to_string(length);
     }
-    const std::vector<ExpectedOutput> expected = expected_outputs(s, lengths);
-    const std::string request = format_named_request(requests_ + 1, s, inputs) + "\n";
-    return exchange(request, what, [this, &expected](const std::string& line) {
-               note_announcement(line);
-               return parse_named_response(line, expected);
-           }).outputs;
+    return what;
 }
 
-namespace {
-// The one-tensor form's x (n x d, row-major) as a matrix.
-Mat<double> matrix_of(const Tensor& t) {
-    return Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
-        t.values.data(), t.shape[0], t.shape[1]);
+// An ordinary request line of the signature's dialect: the one-tensor form's {"id","x"}, or named inputs.
+std::string request_line(std::int64_t id, const Signature& s, const Tensors& inputs) {
+    return s.one_tensor ? format_request(id, tensor_matrix::as_matrix(inputs.at("x"))) : format_named_request(id, s, inputs);
+}
+
+// A one-tensor answer line as a named one: y as the tensor of its output (the audit checks its rows).
+NamedResponse one_tensor_response(std::string_view line, Output output) {
+    Response r = parse_response(line);
+    NamedResponse named{r.id, r.is_error, std::move(r.error), {}, r.taps_offered};
+    if (!r.is_error) named.outputs["y"] = one_tensor_answer(r.y, output);
+    return named;
+}
+
+// An ordinary answer line of the signature's dialect.
+NamedResponse answer_of(std::string_view line, const Signature& s, const std::vector<ExpectedOutput>& expected) {
+    return s.one_tensor ? one_tensor_response(line, one_tensor_output(s)) : parse_named_response(line, expected);
+}
+
+// What the one-tensor form expects: nothing the line parser checks (the audit checks y's rows and width).
+std::vector<ExpectedOutput> expected_of(const Signature& s, const Tensors& inputs) {
+    return s.one_tensor ? std::vector<ExpectedOutput>{} : expected_outputs(s, lengths_of(s, inputs));
 }
 }  // namespace
 
-std::vector<Tap> ExecAdapter::taps(const Tensors& inputs, const Signature* s) {
-    const auto x = inputs.find("x");
-    if (!s && (x == inputs.end() || x->second.shape.size() != 2))
-        throw std::invalid_argument("the one-tensor form's taps need an input x of n x d values");
-    std::string request, what;
-    if (s) {
-        for (const auto& [axis, length] : lengths_of(*s, inputs)) {
-            if (!what.empty()) what += ", ";
-            what += axis + "=" + std::to_string(length);
-        }
-        request = format_named_request(requests_ + 1, *s, inputs);
-    } else {
-        const Tensor& t = x->second;
-        what = "n=" + std::to_string(t.shape[0]) + ", d=" + std::to_string(t.shape[1]);
-        request = format_request(requests_ + 1, matrix_of(t));
-    }
-    return exchange(with_taps(request) + "\n", what + ", taps", parse_tap_response).taps;
+Mat<double> ExecAdapter::operator()(const Mat<double>& x) {
+    const Signature s = one_tensor_signature(static_cast<int>(x.cols()), Output::sequence, 1, 1);
+    return tensor_matrix::as_matrix((*this)(s, Tensors{{"x", tensor_matrix::as_tensor(x)}}).at("y"));
 }
 
-BlackBox exec_black_box(const ExecOptions& opts) {
-    auto adapter = std::make_shared<ExecAdapter>(opts);
-    return [adapter](const Mat<double>& x) { return (*adapter)(x); };
+Tensors ExecAdapter::operator()(const Signature& s, const Tensors& inputs) {
+    const std::string what = request_what(s, inputs);
+    const std::vector<ExpectedOutput> expected = expected_of(s, inputs);
+    const std::string request = request_line(requests_ + 1, s, inputs) + "\n";
+    return exchange(request, what, [this, &s, &expected](const std::string& line) {
+               note_announcement(line);
+               return answer_of(line, s, expected);
+           }).outputs;
+}
+
+std::vector<Tap> ExecAdapter::taps(const Tensors& inputs, const Signature& s) {
+    const std::string request = request_line(requests_ + 1, s, inputs);
+    return exchange(with_taps(request) + "\n", request_what(s, inputs) + ", taps", parse_tap_response).taps;
 }
 
 NamedBlackBox exec_named_black_box(const ExecOptions& opts, const Signature& s) {
@@ -369,17 +373,15 @@ NamedBlackBox exec_named_black_box(const ExecOptions& opts, const Signature& s) 
     return [adapter, s](const Tensors& inputs) { return (*adapter)(s, inputs); };
 }
 
-TapSource exec_tap_source(const ExecOptions& opts, const Signature* s) {
+TapSource exec_tap_source(const ExecOptions& opts, const Signature& s) {
     auto adapter = std::make_shared<std::unique_ptr<ExecAdapter>>();
-    std::shared_ptr<const Signature> sig = s ? std::make_shared<const Signature>(*s) : nullptr;
-    return [opts, adapter, sig](const Tensors& inputs) {
+    return [opts, adapter, s](const Tensors& inputs) {
         if (!*adapter) {
             *adapter = std::make_unique<ExecAdapter>(opts);
-            if (sig) (**adapter)(*sig, inputs);
-            else (**adapter)(matrix_of(inputs.at("x")));
+            (**adapter)(s, inputs);
         }
         if (!(*adapter)->taps_offered()) throw NoTapsOffered("the adapter offers no taps");
-        return (*adapter)->taps(inputs, sig.get());
+        return (*adapter)->taps(inputs, s);
     };
 }
 
@@ -442,27 +444,6 @@ std::vector<BatchAnswer<Out>> ExecAdapter::exchange_batch(const std::string& req
     return item_answers<Out>(exchange(request, what, parse_line), count, id, what);
 }
 
-std::vector<BatchAnswer<Mat<double>>> ExecAdapter::operator()(const std::vector<Mat<double>>& xs) {
-    std::vector<std::string> items;
-    for (const Mat<double>& x : xs) items.push_back(batch_item(format_request(0, x)));
-    const std::string what = std::to_string(xs.size()) + " items of " +
-                             (xs.empty() ? std::string("nothing")
-                                         : "n=" + std::to_string(xs[0].rows()) + ", d=" + std::to_string(xs[0].cols()));
-    const auto parse = [&items](const std::string& line) {
-        std::int64_t id = 0;
-        std::optional<std::string> error;
-        const std::vector<std::string> lines = batch_items(line, items.size(), id, error);
-        return parsed_items<Response>(id, error, lines, parse_response);
-    };
-    auto answers = exchange_batch<Response>(format_batch_request(requests_ + 1, items, {}) + "\n", xs.size(), what, parse);
-    std::vector<BatchAnswer<Mat<double>>> out(answers.size());
-    for (std::size_t k = 0; k < answers.size(); ++k) {
-        out[k].error = std::move(answers[k].error);
-        if (answers[k].value) out[k].value = std::move(answers[k].value->y);
-    }
-    return out;
-}
-
 namespace {
 // One batched request of a signature: its line (stacked when the adapter takes it so, else item by item), what it
 // holds (for messages), and how its answer line is read into each item's answer.
@@ -475,26 +456,24 @@ struct NamedBatch {
 NamedBatch named_batch(std::int64_t id, const Signature& s, const std::vector<Tensors>& inputs, bool stacked_form) {
     NamedBatch b;
     b.count = inputs.size();
-    const Lengths lengths = lengths_of(s, inputs.at(0));
-    b.what = std::to_string(inputs.size()) + " items of ";
-    for (const auto& [axis, length] : lengths) {
-        if (b.what.back() != ' ') b.what += ", ";
-        b.what += axis + "=" + std::to_string(length);
-    }
+    const std::string first = request_what(s, inputs.at(0));
+    b.what = std::to_string(inputs.size()) + " items of " + first;
     for (const Tensors& x : inputs)
-        if (lengths_of(s, x) != lengths) throw std::invalid_argument("the items of a batched request differ in lengths");
-    const std::map<std::string, int> dims = batch_dims_of(s);
+        if (request_what(s, x) != first)
+            throw std::invalid_argument("the items of a batched request differ in lengths");
+    // The one-tensor form has no batch dim: its batches are items, never stacked.
+    const std::map<std::string, int> dims = s.one_tensor ? std::map<std::string, int>{} : batch_dims_of(s);
     const bool stacked = stacked_form && !dims.empty();
     if (stacked) {
         b.request = format_stacked_request(id, s, inputs, dims) + "\n";
     } else {
         std::vector<std::string> items;
-        for (const Tensors& x : inputs) items.push_back(batch_item(format_named_request(0, s, x)));
+        for (const Tensors& x : inputs) items.push_back(batch_item(request_line(0, s, x)));
         b.request = format_batch_request(id, items, dims) + "\n";
     }
-    const std::vector<ExpectedOutput> expected = expected_outputs(s, lengths);
-    b.parse = [expected, dims, stacked, count = b.count](const std::string& line) {
-        const auto parse_item = [&expected](const std::string& l) { return parse_named_response(l, expected); };
+    const std::vector<ExpectedOutput> expected = expected_of(s, inputs.at(0));
+    b.parse = [expected, dims, stacked, s, count = b.count](const std::string& line) {
+        const auto parse_item = [&expected, &s](const std::string& l) { return answer_of(l, s, expected); };
         std::int64_t answer_id = 0;
         std::optional<std::string> error;
         if (!stacked) {
@@ -558,15 +537,6 @@ std::vector<std::vector<BatchAnswer<Tensors>>> ExecAdapter::operator()(const Sig
             if (out[part_of[k]].empty()) out[part_of[k]].assign(batches[k].count, BatchAnswer<Tensors>{std::nullopt, e.what()});
     }
     return out;
-}
-
-BatchedBlackBox exec_batched_black_box(const ExecOptions& opts) {
-    auto adapter = std::make_shared<ExecAdapter>(opts);
-    BatchedBlackBox box;
-    box.one = [adapter](const Mat<double>& x) { return (*adapter)(x); };
-    box.many.capacity = [adapter] { return std::min(adapter->batch_capacity(), kMaxBatchItems); };
-    box.many.call = [adapter](const std::vector<Mat<double>>& xs) { return (*adapter)(xs); };
-    return box;
 }
 
 BatchedNamedBlackBox exec_batched_named_black_box(const ExecOptions& opts, const Signature& s) {

@@ -1,11 +1,11 @@
 // The subprocess adapter of `permcheck audit --exec`: a program that speaks the line protocol (adapters/protocol.h,
-// README "Auditing your own layer") becomes a BlackBox, or with a signature (check/signature.h, README "Auditing a
-// layer with several inputs") a NamedBlackBox; their batched sides once the adapter announces batches; and a source
-// of taps after a violation.
+// README "Auditing your own layer") becomes the NamedBlackBox of a signature (check/signature.h; the one-tensor
+// shorthand's is one_tensor_signature, spoken in its own dialect: {"id","x"} in, {"id","y"} out), with its batched
+// side once the adapter announces batches, and a source of taps after a violation.
 #pragma once
 
 #include "adapters/protocol.h"
-#include "check/blackbox.h"
+#include "check/signature_audit.h"
 
 #include <sys/types.h>
 
@@ -41,13 +41,13 @@ public:
     ExecAdapter(const ExecAdapter&) = delete;
     ExecAdapter& operator=(const ExecAdapter&) = delete;
 
-    Mat<double> operator()(const Mat<double>& x);
-    // A signature audit's call: every input of `s` in, every output of `s` back, each of the shape the inputs'
-    // lengths give it.
+    // An audit's call: every input of `s` in, every output of `s` back, each of the shape the inputs' lengths give
+    // it (a one_tensor signature's y as the adapter answered it: the audit checks its rows and width).
     Tensors operator()(const Signature& s, const Tensors& inputs);
+    // The one-tensor form's call: x (n x d) in, y as the adapter answered it.
+    Mat<double> operator()(const Mat<double>& x);
     // The batched calls: several inputs of equal lengths in one request (after the adapter announced K: at most
     // K). An item the adapter answered with an error gets that error; a failure of the request throws.
-    std::vector<BatchAnswer<Mat<double>>> operator()(const std::vector<Mat<double>>& xs);
     std::vector<BatchAnswer<Tensors>> operator()(const Signature& s, const std::vector<Tensors>& inputs);
     // Several such calls at once (part p's answers in element p), their requests pipelined (exchange_all). A part
     // whose inputs cannot be sent, or that a failure of the adapter left unanswered, has that error in every item.
@@ -55,8 +55,8 @@ public:
                                                               const std::vector<std::vector<Tensors>>& parts);
     int batch_capacity() const { return batch_; }  // the K the adapter announced, 0 before
     bool stacked() const { return stacked_; }       // it announced "stacked": true (a signature's batches go stacked)
-    // The taps of one evaluation (`s` null: the one-tensor form, inputs {"x": an n x d tensor}).
-    std::vector<Tap> taps(const Tensors& inputs, const Signature* s);
+    // The taps of one evaluation.
+    std::vector<Tap> taps(const Tensors& inputs, const Signature& s);
     bool taps_offered() const { return taps_offered_; }  // some answer offered taps
     int requests() const { return requests_; }
     pid_t pid() const { return pid_; }
@@ -112,16 +112,16 @@ private:
     int status_ = 0;
 };
 
-// A BlackBox that owns an adapter process (shared between copies of the function).
-BlackBox exec_black_box(const ExecOptions& opts);
-// The same for a signature audit: a NamedBlackBox speaking the signature's request and answer lines.
+// A NamedBlackBox that owns an adapter process (shared between copies of the function), speaking the signature's
+// request and answer lines.
 NamedBlackBox exec_named_black_box(const ExecOptions& opts, const Signature& s);
-// The same with their batched sides, which take requests of at most min(K, 1024) items once the adapter announced K.
-BatchedBlackBox exec_batched_black_box(const ExecOptions& opts);
+// The same with its batched side, which takes requests of at most min(K, 1024) items once the adapter announced K,
+// pipelined when several are asked at once (call_all), stacked when the adapter announced "stacked" and the
+// signature has batch dims (the one-tensor form has none: its batches are items).
 BatchedNamedBlackBox exec_batched_named_black_box(const ExecOptions& opts, const Signature& s);
-// The taps of a counterexample, from an adapter process of their own, started on the first call; `s` null for the
-// one-tensor form. Its first call sends a plain request first and throws NoTapsOffered (check/taps.h)
-// when that answer does not offer them, so no adapter is ever sent a tap request it did not ask for.
-TapSource exec_tap_source(const ExecOptions& opts, const Signature* s);
+// The taps of a counterexample, from an adapter process of their own, started on the first call. Its first call
+// sends a plain request first and throws NoTapsOffered (check/taps.h) when that answer does not offer them, so no
+// adapter is ever sent a tap request it did not ask for.
+TapSource exec_tap_source(const ExecOptions& opts, const Signature& s);
 
 }  // namespace permcheck::adapters

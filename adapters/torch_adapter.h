@@ -15,7 +15,7 @@
 // the harness, not a property of the layer (proofs-notes/torch-key-padding.md).
 #pragma once
 
-#include "check/blackbox.h"
+#include "check/signature_audit.h"
 
 #include <cstdint>
 #include <string>

@@ -6,7 +6,7 @@
 // torch_script.cpp includes a torch header.
 #pragma once
 
-#include "check/blackbox.h"
+#include "check/signature_audit.h"
 #include "check/signature.h"
 
 #include <cstdint>

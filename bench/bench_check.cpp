@@ -10,7 +10,7 @@
 //   ratio         time / floor
 //   target        the ratio the issue asks for (0: none)
 #include "adapters/exec_adapter.h"
-#include "check/blackbox.h"
+#include "check/signature_audit.h"
 #include "check/engine.h"
 #include "tests/support/mutants.h"
 
@@ -201,13 +201,14 @@ void BM_AuditExec(benchmark::State& state) {
     const AuditOptions o = audit_options();
     adapters::ExecOptions eo;
     eo.command = PERMCHECK_ECHO_ADAPTER;
-    std::vector<BlackBox> boxes;
-    for (int k = 0; k < jobs; ++k) boxes.push_back(adapters::exec_black_box(eo));
+    const Signature s = one_tensor_signature(o.d, o.output, o.min_len, o.max_len);  // the --dim shorthand's
+    std::vector<NamedBlackBox> boxes;
+    for (int k = 0; k < jobs; ++k) boxes.push_back(adapters::exec_named_black_box(eo, s));
     const std::vector<BlackBox> in_process{BlackBox(identity)};
     double work = 0, floor = 0;
     for (auto _ : state) {
         const auto t0 = Clock::now();
-        const AuditResult r = audit(boxes, o);
+        const AuditResult r = audit(boxes, s, o);
         const auto t1 = Clock::now();
         const AuditResult f = audit(in_process, o);
         const auto t2 = Clock::now();

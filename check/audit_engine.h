@@ -1,28 +1,16 @@
-// The engine of black-box audits, shared by the one-tensor audit (check/blackbox.cpp) and the signature audit
-// (check/signature_audit.cpp): the run of a schedule over workers (the lowest failing case wins, whatever the
-// number of workers; dtype inference from PrecisionEvidence), the shrink of a failure (reproduce, shrink the case,
-// or shrink the input answered twice), stop requests and progress, and the verdict. Internal: it includes
-// RapidCheck (check/search.h).
-//
-// An evaluator `Ev` is what differs between the two audits. It provides
-//   using Case, Answers (with a PrecisionEvidence `evidence`), Observation (with Kind `kind`, std::string `detail`);
-//   int evaluations; std::string last_request; void set_dtype(Arithmetic);
-//   Answers ask(const Case&, bool repeat);                       L(x) (twice when repeat) and L(P x)
-//   Observation judge(const Case&, const Answers&, const ToleranceModel&) const;
-//   Observation observe(const Case&, bool repeat);                ask and judge with the current tolerance
-//   std::optional<Observation> reproduce(const Case&, const Observation&);   both sides again
-//   std::optional<Observation> twice(const Case&);                x answered twice, the permutation ignored
-//   Case input_case(const Observation&) const;                    the input answered twice, as a case
-//   rc::Shrinkable<Case> shrinkable(const Case&) const;
-//   void record(AuditResult&, const Observation&, int case_index, int shrink_steps) const;
-//   std::string violation_detail(const Observation&) const;
-//   std::size_t block_size() const;                               cases a worker takes at once (1: unbatched)
-//   std::vector<Asked<Answers>> ask_block(const std::vector<Case>&, const std::vector<bool>& repeats);
-//                                                                 ask for each case, the evaluations batched
+// The engine of black-box audits: the run of a schedule over workers (the lowest failing case wins, whatever the
+// number of workers; the precision inferred from PrecisionEvidence), the shrink of a failure (reproduce, shrink the
+// case, or shrink the input answered twice), stop requests and progress, and the verdict. One evaluator runs on it,
+// check/signature_audit.cpp's, for the signature form and the one-tensor shorthand alike; the contract an evaluator
+// meets is the concept `Evaluator` below. Internal: it includes RapidCheck (check/search.h). Defined here (the
+// templates) and in check/audit_engine.cpp.
 #pragma once
 
 #include "check/blackbox.h"
 #include "check/search.h"
+
+#include <concepts>
+#include <cstddef>
 
 #include <algorithm>
 #include <atomic>
@@ -39,23 +27,64 @@
 
 namespace permcheck::engine {
 
-enum class Kind { pass, violated, non_finite, nondeterministic };
+// What a case showed, once judged.
+enum class Outcome { pass, violated, non_finite, nondeterministic };
 
-inline ToleranceModel tolerance_of(Arithmetic dtype, double amplification) {
-    return tolerance_model(dtype, amplification);
-}
+// What the values of an answer say of their precision: float32 when every entry is a float32 value and not every
+// entry is an integer (integers are float32 values whatever the layer computes in), else float64. Non-finite
+// entries say nothing. An audit that infers its dtype runs every case up to the first that fails even with the
+// float32 tolerance, then decides from all their answers and judges them with the tolerance decided, so the
+// verdict is that of an audit given that dtype (the replay line names it).
+struct PrecisionEvidence {
+    bool all_float32 = true;
+    bool all_integer = true;
+    void add(const double* values, std::size_t count);
+    void add(const std::vector<double>& values) { add(values.data(), values.size()); }
+    void add(const PrecisionEvidence& other);
+    Arithmetic dtype() const;
+};
 
-// The tolerances a run judges each case with: the given dtype's, or, when it is inferred, float32's (the
-// looser, first) and float64's.
-inline std::vector<Arithmetic> lanes_of(const AuditOptions& o) {
-    if (o.dtype) return {*o.dtype};
-    return {Arithmetic::float32, Arithmetic::float64};
-}
+// The precisions a run judges each case with: the given dtype, or, when it is inferred, float32 (the looser,
+// first) and float64.
+std::vector<Arithmetic> candidate_precisions(const AuditOptions& o);
 
 inline bool stop_requested(const AuditOptions& o) { return o.stop_requested && o.stop_requested(); }
 
-// What the values of an answer say of their precision (PrecisionEvidence::add, for any container of doubles).
-void add_evidence(PrecisionEvidence& e, const double* values, std::size_t count);
+// A worker whose black box batches takes this many times the box's capacity of cases at once: a case asks two
+// or three evaluations, and a block's evaluations are split by lengths.
+inline constexpr std::size_t kBlockPerCapacity = 4;
+
+// What the batched evaluations of a block gave one case: its answers, or the error of one of its evaluations
+// and that evaluation's request (as last_request names it).
+template <class A> struct Asked {
+    std::optional<A> answers;
+    std::string error, request;
+};
+
+// The contract of an evaluator, what the engine runs on: it asks a black box for the answers to a case, judges
+// them with a tolerance, asks again (a reproduction, an input twice), shrinks and records.
+template <class E>
+concept Evaluator = requires(E& ev, const E& cev, const typename E::Case& c, const typename E::Answers& a,
+                             const typename E::Observation& ob, const ToleranceModel& t, AuditResult& r,
+                             const std::vector<typename E::Case>& cases, const std::vector<bool>& repeats) {
+    { ev.evaluations } -> std::convertible_to<int>;            // calls of the black box so far
+    { ev.last_request } -> std::convertible_to<std::string>;   // the last request, as messages name it
+    { a.evidence } -> std::convertible_to<PrecisionEvidence>;  // what the answers say of their precision
+    { ob.outcome } -> std::convertible_to<Outcome>;
+    { ob.detail } -> std::convertible_to<std::string>;         // a sentence on a finding
+    ev.set_dtype(Arithmetic::float64);                         // the precision of every comparison from now on
+    { ev.ask(c, true) } -> std::same_as<typename E::Answers>;  // L(x) (twice when repeated) and L(P x)
+    { cev.judge(c, a, t) } -> std::same_as<typename E::Observation>;
+    { ev.observe(c, false) } -> std::same_as<typename E::Observation>;  // ask and judge with the current tolerance
+    { ev.reproduce(c, ob) } -> std::same_as<std::optional<typename E::Observation>>;  // both sides again
+    { ev.twice(c) } -> std::same_as<std::optional<typename E::Observation>>;  // x twice, the permutation ignored
+    { cev.input_case(ob) } -> std::same_as<typename E::Case>;   // the input answered twice, as a case
+    { cev.shrinkable(c) } -> std::same_as<rc::Shrinkable<typename E::Case>>;
+    cev.record(r, ob, 0, 0);                                    // the finding into the result (case index, steps)
+    { cev.violation_detail(ob) } -> std::convertible_to<std::string>;
+    { cev.block_size() } -> std::convertible_to<std::size_t>;  // cases a worker takes at once (1: unbatched)
+    { ev.ask_block(cases, repeats) } -> std::same_as<std::vector<Asked<typename E::Answers>>>;
+};
 
 // The cases of this run: those of its shard, and which of them also evaluate L(x) twice. A case is drawn when it
 // is run (by the worker that runs it), from its own random split from the audit's seed as search.h splits them,
@@ -113,13 +142,6 @@ template <class Obs> struct Interrupted {
     std::optional<Obs> smallest;  // interrupted while shrinking: the smallest failing case so far
 };
 
-// What the batched evaluations of a block gave one case: its answers, or the error of one of its evaluations
-// and that evaluation's request (as last_request names it).
-template <class A> struct Asked {
-    std::optional<A> answers;
-    std::string error, request;
-};
-
 // Inputs answered through a batched black box: grouped by key (inputs of one key have equal shapes, e.g. their
 // lengths), each group in calls of at most `capacity` inputs, all of them at once through call_all when the box
 // has it. A call that throws, or answers another number of items than it was given, gives each of its items that
@@ -169,31 +191,31 @@ std::vector<BatchAnswer<In>> answer_grouped(const std::vector<In>& inputs, const
     return out;
 }
 
-// The number of cases a worker takes at once (1: unbatched) for a batched side of this capacity: four times it,
-// since a case asks two or three evaluations and a block's evaluations are split by lengths.
+// The number of cases a worker takes at once (1: unbatched) for a batched side of this capacity.
 template <class In> std::size_t capacity_of(const Batching<In>& batching) {
     const int k = batching.call && batching.capacity ? batching.capacity() : 0;
     return k > 1 ? static_cast<std::size_t>(k) : 1;
 }
 template <class In> std::size_t block_size_of(const Batching<In>& batching) {
     const std::size_t k = capacity_of(batching);
-    return k > 1 ? 4 * k : 1;
+    return k > 1 ? kBlockPerCapacity * k : 1;
 }
 
-// Workers take cases in order and judge each with every lane's tolerance; once a case fails under the first
-// (loosest) lane, which makes it fail under every lane, no later case is started. Per lane the failure with
-// the lowest position wins, and the dtype is inferred from the answers of the cases up to the first lane's
+// Workers take cases in order and judge each with every candidate precision's tolerance; once a case fails under
+// the first (loosest), which makes it fail under every candidate, no later case is started. Per candidate the
+// failure with the lowest position wins, and the dtype is inferred from the answers of the cases up to the first
+// candidate's
 // failure, so the outcome does not depend on the number of workers. A stop request ends every worker before
 // its next case. A worker whose evaluator batches (block_size() > 1) takes a block of consecutive positions,
 // has every evaluation of the block answered in batches (ask_block), then judges its cases in order as above,
 // so the outcome is that of the unbatched run.
-template <class Ev> class CaseRun {
+template <Evaluator Ev> class CaseRun {
 public:
     using Obs = typename Ev::Observation;
 
     CaseRun(const Schedule<typename Ev::Case>& schedule, const AuditOptions& o)
         : schedule_(schedule), o_(o), evidence_(schedule.size()) {
-        for (Arithmetic a : lanes_of(o)) lanes_.push_back({a, tolerance_of(a, o.amplification), std::nullopt});
+        for (Arithmetic a : candidate_precisions(o)) candidates_.push_back({a, tolerance_model(a, o.amplification), std::nullopt});
     }
 
     void work(Ev& ev) {
@@ -204,22 +226,22 @@ public:
             }
             const std::size_t block = ev.block_size();
             const std::size_t j = next_.fetch_add(block);
-            if (j >= schedule_.size() || j > stop_.load()) return;
+            if (j >= schedule_.size() || j > lowest_failing_.load()) return;
             if (block <= 1 ? attempt(ev, j) : attempt_block(ev, j, std::min(schedule_.size(), j + block))) return;
         }
     }
 
     RunOutcome<Obs> outcome() && {
         RunOutcome<Obs> out;
-        out.dtype = lanes_[0].dtype;
+        out.dtype = candidates_[0].dtype;
         if (!o_.dtype) {
             PrecisionEvidence all;
-            const std::size_t last = std::min(stop_.load(), schedule_.size() - 1);
+            const std::size_t last = std::min(lowest_failing_.load(), schedule_.size() - 1);
             for (std::size_t j = 0; j <= last && schedule_.size() > 0; ++j) all.add(evidence_[j]);
             out.dtype = all.dtype();
         }
-        for (Lane& lane : lanes_)
-            if (lane.dtype == out.dtype) out.failure = std::move(lane.failure);
+        for (CandidatePrecision& c : candidates_)
+            if (c.dtype == out.dtype) out.failure = std::move(c.failure);
         out.interrupted = interrupted_.load();
         out.cases_done = done_;
         return out;
@@ -228,7 +250,7 @@ public:
 private:
     static constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
 
-    struct Lane {
+    struct CandidatePrecision {  // a precision the layer may compute in, and its first failure
         Arithmetic dtype;
         ToleranceModel tolerance;
         std::optional<Failure<Obs>> failure;
@@ -236,7 +258,7 @@ private:
 
     using Answers = typename Ev::Answers;
 
-    // Runs case j; true when it failed under the first lane (the run stops).
+    // Runs case j; true when it failed under the first candidate (the run stops).
     bool attempt(Ev& ev, std::size_t j) {
         const int calls_before = ev.evaluations;
         std::optional<typename Ev::Case> c;
@@ -263,14 +285,14 @@ private:
             }
         } catch (const std::exception&) {  // a case that cannot be drawn: one at a time, each with its own error
             for (std::size_t j = begin; j < end; ++j)
-                if (j > stop_.load() || attempt(ev, j)) return true;
+                if (j > lowest_failing_.load() || attempt(ev, j)) return true;
             return false;
         }
         const std::vector<Asked<Answers>> asked = ev.ask_block(cases, repeats);
         int calls = ev.evaluations - calls_before;  // progress counts them with the block's first case
         for (std::size_t k = 0; k < cases.size(); ++k) {
             const std::size_t j = begin + k;
-            if (j > stop_.load()) return true;
+            if (j > lowest_failing_.load()) return true;
             if (k > 0 && stop_requested(o_)) {
                 interrupted_ = true;
                 return true;
@@ -281,16 +303,16 @@ private:
         return false;
     }
 
-    // Judges case j (c) from what it was answered under every lane; true when it failed under the first.
+    // Judges case j (c) from what it was answered under every candidate precision; true when it failed under the first.
     bool conclude(Ev& ev, std::size_t j, const typename Ev::Case* c, const Asked<Answers>& asked, int calls) {
-        std::vector<std::optional<Failure<Obs>>> found(lanes_.size());
+        std::vector<std::optional<Failure<Obs>>> found(candidates_.size());
         std::optional<std::string> error, request;
         if (asked.answers && c) {
             try {
                 evidence_[j] = asked.answers->evidence;  // one writer per position; read after the workers are joined
-                for (std::size_t k = 0; k < lanes_.size(); ++k) {
-                    Obs ob = ev.judge(*c, *asked.answers, lanes_[k].tolerance);
-                    if (ob.kind != Kind::pass) found[k] = Failure<Obs>{j, std::move(ob), false, "", ""};
+                for (std::size_t k = 0; k < candidates_.size(); ++k) {
+                    Obs ob = ev.judge(*c, *asked.answers, candidates_[k].tolerance);
+                    if (ob.outcome != Outcome::pass) found[k] = Failure<Obs>{j, std::move(ob), false, "", ""};
                 }
             } catch (const std::exception& e) {
                 error = e.what();
@@ -304,10 +326,10 @@ private:
             for (auto& f : found) f = Failure<Obs>{j, Obs{}, true, *error, *request};
         std::lock_guard<std::mutex> lock(mutex_);
         progress(calls);
-        for (std::size_t k = 0; k < lanes_.size(); ++k)
-            if (found[k] && (!lanes_[k].failure || j < lanes_[k].failure->position)) lanes_[k].failure = std::move(found[k]);
+        for (std::size_t k = 0; k < candidates_.size(); ++k)
+            if (found[k] && (!candidates_[k].failure || j < candidates_[k].failure->position)) candidates_[k].failure = std::move(found[k]);
         if (!found[0]) return false;
-        if (j < stop_.load()) stop_ = j;
+        if (j < lowest_failing_.load()) lowest_failing_ = j;
         return true;
     }
 
@@ -319,15 +341,16 @@ private:
 
     const Schedule<typename Ev::Case>& schedule_;
     const AuditOptions& o_;
-    std::vector<Lane> lanes_;
+    std::vector<CandidatePrecision> candidates_;
     std::vector<PrecisionEvidence> evidence_;
-    std::atomic<std::size_t> next_{0}, stop_{none};
+    std::atomic<std::size_t> next_{0};
+    std::atomic<std::size_t> lowest_failing_{none};  // the lowest position that failed under the first candidate
     std::atomic<bool> interrupted_{false};
     std::mutex mutex_;
     int done_ = 0, calls_ = 0;
 };
 
-template <class Ev>
+template <Evaluator Ev>
 RunOutcome<typename Ev::Observation> run_cases(std::vector<Ev>& evaluators, const Schedule<typename Ev::Case>& schedule,
                                                const AuditOptions& o) {
     CaseRun<Ev> run(schedule, o);
@@ -347,23 +370,23 @@ RunOutcome<typename Ev::Observation> run_cases(std::vector<Ev>& evaluators, cons
 // The predicate of a shrink: does the case still fail the same way? For nondeterminism, the case's input is
 // asked twice and its permutation ignored. Remembers the observation of its last failing call, which is the
 // minimum's, since search.h accepts every failing shrink.
-template <class Ev> struct SameFailure {
+template <Evaluator Ev> struct SameFailure {
     Ev& ev;
-    Kind kind;
+    Outcome kind;
     const AuditOptions& o;
     std::optional<typename Ev::Observation> last;
 
     bool operator()(const typename Ev::Case& c) {
         if (stop_requested(o)) throw Interrupted<typename Ev::Observation>{};
         if (o.on_progress) o.on_progress(AuditProgress{0, 0, ev.evaluations, true});
-        std::optional<typename Ev::Observation> ob = kind == Kind::nondeterministic ? ev.twice(c) : ev.observe(c, false);
-        if (!ob || ob->kind != kind) return false;
+        std::optional<typename Ev::Observation> ob = kind == Outcome::nondeterministic ? ev.twice(c) : ev.observe(c, false);
+        if (!ob || ob->outcome != kind) return false;
         last = std::move(ob);
         return true;
     }
 };
 
-template <class Ev> struct Shrunk {
+template <Evaluator Ev> struct Shrunk {
     typename Ev::Case minimal;
     typename Ev::Observation observation;
     int steps = 0;
@@ -371,8 +394,8 @@ template <class Ev> struct Shrunk {
 
 // Shrinks a failing case with the evaluator's shrinker, keeping the kind of failure; nothing when the case,
 // evaluated again, no longer fails that way.
-template <class Ev>
-std::optional<Shrunk<Ev>> shrink_failure(Ev& ev, Kind kind, const typename Ev::Case& start, const AuditOptions& o) {
+template <Evaluator Ev>
+std::optional<Shrunk<Ev>> shrink_failure(Ev& ev, Outcome kind, const typename Ev::Case& start, const AuditOptions& o) {
     using C = typename Ev::Case;
     SameFailure<Ev> same{ev, kind, o, std::nullopt};
     const std::function<bool(const C&)> fails = std::ref(same);
@@ -388,7 +411,7 @@ std::optional<Shrunk<Ev>> shrink_failure(Ev& ev, Kind kind, const typename Ev::C
 }
 
 // Shrinks the first failure on one black box. found() is the latest finding, also when a call throws.
-template <class Ev> class FailureShrink {
+template <Evaluator Ev> class FailureShrink {
 public:
     using Obs = typename Ev::Observation;
     FailureShrink(Ev& ev, const AuditOptions& o, Obs found) : ev_(ev), o_(o), found_(std::move(found)) {}
@@ -396,9 +419,9 @@ public:
     void run(const typename Ev::Case& failing) {
         // Both sides again, before shrinking: the failing case is the largest and the likeliest to show
         // dropout-like nondeterminism, which a small shrunk case may hide.
-        if (found_.kind == Kind::violated) reproduce(failing);
-        if (found_.kind != Kind::nondeterministic) shrink_case(failing);
-        if (found_.kind == Kind::nondeterministic) shrink_input();
+        if (found_.outcome == Outcome::violated) reproduce(failing);
+        if (found_.outcome != Outcome::nondeterministic) shrink_case(failing);
+        if (found_.outcome == Outcome::nondeterministic) shrink_input();
     }
 
     const Obs& found() const { return found_; }
@@ -410,20 +433,20 @@ private:
     }
 
     void shrink_case(const typename Ev::Case& failing) {
-        const std::optional<Shrunk<Ev>> shrunk = shrink_failure(ev_, found_.kind, failing, o_);
+        const std::optional<Shrunk<Ev>> shrunk = shrink_failure(ev_, found_.outcome, failing, o_);
         if (!shrunk) {
             reproduce(failing);  // the failing case, evaluated again, no longer failed: its answers changed
             return;
         }
         steps_ += shrunk->steps;
         found_ = shrunk->observation;
-        if (found_.kind == Kind::violated) reproduce(shrunk->minimal);
+        if (found_.outcome == Outcome::violated) reproduce(shrunk->minimal);
     }
 
     // The input answered twice differently (x, or P x of the failing case), as a case whose permutation the
     // predicate ignores.
     void shrink_input() {
-        if (const std::optional<Shrunk<Ev>> shrunk = shrink_failure(ev_, Kind::nondeterministic, ev_.input_case(found_), o_)) {
+        if (const std::optional<Shrunk<Ev>> shrunk = shrink_failure(ev_, Outcome::nondeterministic, ev_.input_case(found_), o_)) {
             steps_ += shrunk->steps;
             found_ = shrunk->observation;
         }
@@ -437,17 +460,13 @@ private:
 
 // --------------------------------------------------------------------------------------------------- verdict
 
-inline const char* finding_name(Kind k) {
-    return k == Kind::violated ? "violation" : k == Kind::non_finite ? "non-finite output" : "nondeterministic answer";
-}
+const char* finding_name(Outcome k);  // "violation", "non-finite output", "nondeterministic answer"
 
-inline Verdict verdict_of(Kind k) {
-    return k == Kind::violated ? Verdict::violated : k == Kind::non_finite ? Verdict::non_finite : Verdict::nondeterministic;
-}
+Verdict verdict_of(Outcome k);  // of a failure: violated, non-finite or nondeterministic
 
 // The verdict on a failure of the run: shrunk on the first black box, or an error if shrinking failed. Stopped
 // while shrinking: the failure found is kept, shrunk as far as it got, and its kind named in the detail.
-template <class Ev>
+template <Evaluator Ev>
 void judge_failure(AuditResult& result, Ev& ev, int case_index, const typename Ev::Case& failing,
                    const typename Ev::Observation& observation, const AuditOptions& o) {
     FailureShrink<Ev> shrinking(ev, o, observation);
@@ -456,26 +475,26 @@ void judge_failure(AuditResult& result, Ev& ev, int case_index, const typename E
     } catch (const Interrupted<typename Ev::Observation>& stop) {
         const auto& smallest = stop.smallest ? *stop.smallest : shrinking.found();
         result.verdict = Verdict::interrupted;
-        result.detail = std::string("interrupted while shrinking a ") + finding_name(smallest.kind) + " found at case " +
+        result.detail = std::string("interrupted while shrinking a ") + finding_name(smallest.outcome) + " found at case " +
                         std::to_string(case_index) + "; the counterexample is the smallest found so far";
         ev.record(result, smallest, case_index, shrinking.steps());
         return;
     } catch (const std::exception& e) {
         result.verdict = Verdict::error;
-        result.error = std::string(e.what()) + " (while shrinking a " + finding_name(shrinking.found().kind) +
+        result.error = std::string(e.what()) + " (while shrinking a " + finding_name(shrinking.found().outcome) +
                        " found at case " + std::to_string(case_index) + ")";
         ev.record(result, shrinking.found(), case_index, 0);
         return;
     }
     const auto& found = shrinking.found();
-    result.verdict = verdict_of(found.kind);
+    result.verdict = verdict_of(found.outcome);
     ev.record(result, found, case_index, shrinking.steps());
-    result.detail = found.kind == Kind::violated ? ev.violation_detail(found) : found.detail;
+    result.detail = found.outcome == Outcome::violated ? ev.violation_detail(found) : found.detail;
 }
 
 // The run, the dtype it decided, and the verdict, on a labelled result; `cover(result, count)` records what the
 // first `count` positions of the schedule covered.
-template <class Ev, class Cover>
+template <Evaluator Ev, class Cover>
 AuditResult run_audit(std::vector<Ev>& evaluators, const Schedule<typename Ev::Case>& schedule, const AuditOptions& given,
                       AuditResult result, const Cover& cover) {
     const RunOutcome<typename Ev::Observation> run = run_cases(evaluators, schedule, given);

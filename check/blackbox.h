@@ -1,13 +1,15 @@
-// Auditing a layer we did not write: any callable from an n x d input to an n-row output (sequence layer) or
-// one row (pooled layer), seen only through its answers. The public header for black-box audits; the
-// subprocess adapter (adapters/exec_adapter.h) and in-process callables both arrive here as a BlackBox.
+// Auditing a layer we did not write, seen only through its answers: the public header of black-box audits (the
+// options, the result, the one-tensor form's black box); the signature form is check/signature_audit.h, and both
+// run on one engine (check/audit_engine.h) with one evaluator (check/signature_audit.cpp): the one-tensor form is
+// the signature one_tensor_signature (check/signature.h) makes of it.
 //
 // What an audit does (proofs-notes/float-tolerance.md for the tolerance):
-//   - draws cases (input with ties or generic values, permutation) as a check does (check/case.h), without
-//     a weight seed or shift, n in [min_len, max_len]; a passing case costs two calls, L(x) and L(P x);
+//   - draws cases (input with ties or generic values, permutation) as a check does (check/case.h) for the
+//     one-tensor form, n in [min_len, max_len] and one case in ten longer; a passing case costs two calls,
+//     L(x) and L(P x);
 //   - compares L(P x) with P L(x) (sequence) or L(x) (pooled) with a tolerance derived from the dtype's unit
 //     roundoff, n, d and the magnitudes, never a fixed allclose; when no dtype is given, it is inferred from
-//     the answers of the cases before any of them is judged (infer_dtype below);
+//     the answers of the cases before any of them is judged (check/audit_engine.h, PrecisionEvidence);
 //   - before calling a difference a violation, evaluates both sides again: a layer that answers the same input
 //     twice differently is `nondeterministic`, never `violated`; the first few inputs are evaluated twice;
 //   - a non-finite output is its own verdict; every failure is shrunk (fewest positions, fewest moved
@@ -80,11 +82,14 @@ struct AuditProgress {
     bool shrinking = false;
 };
 
+// The default cap on the shrinking of one audit failure, in evaluations of its predicate.
+inline constexpr int kAuditShrinkEvaluations = 500;
+
 struct AuditOptions {
     std::string name = "black box";     // the audited layer's name in the record (e.g. the command)
     Output output = Output::sequence;   // sequence: equivariance L(P x) = P L(x); pooled: invariance L(P x) = L(x)
     // The precision the layer computes in: float32 | float64 | float16 | bfloat16, or empty: inferred from the
-    // answers (infer_dtype: float32 or float64, never a half precision), since judging a float32 layer with a
+    // answers (float32 or float64, never a half precision), since judging a float32 layer with a
     // float64 tolerance calls its rounding a violation.
     std::optional<Arithmetic> dtype;
     int d = 4;                          // features per position
@@ -97,7 +102,7 @@ struct AuditOptions {
     Shard shard;                        // which of the cases this run evaluates
     int repeat_checks = 3;              // cases of this run (spread over it) that also evaluate L(x) twice
     double amplification = 1.0;         // the layer's worst-case growth of a rounding error (ToleranceModel)
-    int max_shrink_evaluations = 500;   // a cap on the shrinking of one failure (each costs 2 calls)
+    int max_shrink_evaluations = kAuditShrinkEvaluations;  // a cap on the shrinking of one failure (each costs 2 calls)
     // Asked between cases and between shrink steps: true stops the audit with the verdict `interrupted`, which
     // keeps the cases run and any failure found (shrunk as far as it got). The engine reads no signal itself: a
     // program that wants Ctrl-C to stop an audit sets a flag in its handler and returns it here.
@@ -112,44 +117,36 @@ struct AuditResult {
     Verdict verdict = Verdict::holds;
     Property property = Property::equivariance;  // equivariance (sequence) | invariance (pooled)
     Arithmetic dtype = Arithmetic::float64;      // the one the comparisons used: float32 | float64 | float16 | bfloat16
-    bool dtype_inferred = false;                 // chosen by infer_dtype, not given in the options
+    bool dtype_inferred = false;                 // inferred from the answers, not given in the options
     int cases = 0;                      // cases evaluated by this run (its shard), the failing one included
     int evaluations = 0;                // calls of the black box, in all
-    // violated / non-finite: the shrunk case, both sides and their comparison. nondeterministic: x is the input
-    // that was answered twice, lhs and rhs the two answers, perm the identity.
+    // The one-tensor form's finding in the shorthand's own record (the one-tensor audit() overloads below fill
+    // it: a view of signature_counterexample). violated / non-finite: the shrunk case, both sides and their
+    // comparison. nondeterministic: x is the input that was answered twice, lhs and rhs the two answers, perm the
+    // identity.
     std::optional<Counterexample> counterexample;
     std::string detail;                 // a sentence on what was found (e.g. which call gave two answers)
     std::string error;                  // verdict error: the cause, naming the last request
     std::string last_request;           // the last input sent, e.g. "n=5, d=4", empty before the first
-    std::vector<int> lengths;           // the lengths of the cases the run evaluated, ascending, each once
-    // A signature audit (check/signature.h) only: its counterexample (counterexample stays empty) and the lengths
-    // evaluated per axis, ascending, each once (lengths stays empty).
-    std::optional<SignatureCounterexample> signature_counterexample;
+    // The one-tensor form: the lengths of the cases the run evaluated, ascending, each once (axis_lengths stays
+    // empty). A signature: the lengths evaluated per axis, ascending, each once (lengths stays empty).
+    std::vector<int> lengths;
     std::map<std::string, std::vector<int>> axis_lengths;
-    std::optional<Signature> signature;  // the signature audited, so that describe_finding shows it whole
+    // Every audit's finding (the one-tensor form's too: inputs {x}, outputs {y}).
+    std::optional<SignatureCounterexample> signature_counterexample;
+    // The signature audited (one_tensor for the shorthand, its open output width learned from the answers), so
+    // that describe_finding and the reports show it whole.
+    std::optional<Signature> signature;
     // The counterexample's taps (check/taps.h): set by a caller that asked the layer for them after a violation or a
     // non-finite output (`permcheck audit` does when the adapter offers taps); the audit itself never does.
     std::optional<TapTrace> taps;
 };
 
-// What answers say of their precision: float32 when every entry is a float32 value and not every entry is an
-// integer (integers are float32 values whatever the layer computes in), else float64. Non-finite entries say
-// nothing. An audit that infers its dtype runs every case up to the first that fails even with the float32
-// tolerance, then decides from all their answers and judges them with the tolerance decided, so the verdict
-// is that of an audit given that dtype (the replay line names it).
-struct PrecisionEvidence {
-    bool all_float32 = true;
-    bool all_integer = true;
-    void add(const Mat<double>& answer);
-    void add(const PrecisionEvidence& other);
-    Arithmetic dtype() const;
-};
-
-// The finding of an audit as text, for the terminal and the C++ API: describe() for a violation or a
-// non-finite output; for a nondeterministic layer the input and its first and second answer (no permutation
-// plays a part). Ends with the counterexample's replay line when it has one. Empty without a counterexample. A
-// signature audit's finding is shown with the result's signature (inputs with their kinds and outputs in its
-// order; without one, inputs by name).
+// The finding of an audit as text, for the terminal and the C++ API. The one-tensor form (a one_tensor signature,
+// or a counterexample alone): describe() for a violation or a non-finite output; for a nondeterministic layer the
+// input and its first and second answer (no permutation plays a part); ends with the counterexample's replay line
+// when it has one. A signature audit's finding is shown with the result's signature (inputs with their kinds and
+// outputs in its order; without one, inputs by name). Empty without a counterexample.
 std::string describe_finding(const AuditResult& r);
 
 // Audits one black box.
@@ -164,33 +161,16 @@ AuditResult audit(const std::vector<BlackBox>& layers, const AuditOptions& opts)
 // the evaluations of a block of consecutive cases (L(x), L(P x), the repeats) grouped by length, up to
 // capacity() a call, once capacity() > 1, and judges the cases in order as the unbatched audit does: the same
 // verdict, failing case, dtype and counterexample (shrinking calls `one`). An item's error is that case's error.
+// The one-tensor audits run as the signature audit of one_tensor_signature(d, output, min_len, max_len), the box
+// seen as a NamedBlackBox of x and y (one_tensor_box).
 struct BatchedBlackBox {
     BlackBox one;
     Batching<Mat<double>> many;
 };
 AuditResult audit(const std::vector<BatchedBlackBox>& layers, const AuditOptions& opts);
 
-// Audits a layer with a signature (check/signature.h): several named inputs and outputs over named axes. Reads
-// of opts everything but output, d, min_len, max_len and long_len, which the signature's axes replace: each axis
-// gets the length schedule of check/lengths.h over [min_len, max_len], its max_len a hard cap (the user wrote
-// it). Throws std::invalid_argument for a bad signature (validate).
-AuditResult audit(const NamedBlackBox& layer, const Signature& signature, const AuditOptions& opts);
-AuditResult audit(const std::vector<NamedBlackBox>& layers, const Signature& signature, const AuditOptions& opts);
-// The same with batched sides, as for BatchedBlackBox.
-struct BatchedNamedBlackBox {
-    NamedBlackBox one;
-    Batching<Tensors> many;
-};
-AuditResult audit(const std::vector<BatchedNamedBlackBox>& layers, const Signature& signature, const AuditOptions& opts);
-
-// A signature audit's saved case (its lengths, permutations and inputs x, e.g. read back from report.json)
-// evaluated again through `layer` and judged as the audit judges a case, with the tolerance of opts.dtype
-// (required: float32, float64, float16 or bfloat16) and opts.amplification: L(x) and L(P x), every output compared.
-// With `twice` (the saved finding was nondeterministic) x is answered twice and the permutations play no part.
-// The verdict is holds, violated, non-finite or nondeterministic; signature_counterexample holds the saved case
-// with every output's comparison (with both sides when it fails). Throws std::invalid_argument for a case that
-// does not fit the signature, and whatever the layer throws.
-AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, const SignatureCounterexample& saved,
-                       bool twice, const AuditOptions& opts);
+// A one-tensor black box as the named one of its signature: inputs {x: n x d} in, outputs {y} out (n x W, or W
+// for a pooled output), each answer's rows as the layer gave them (the audit checks them).
+NamedBlackBox one_tensor_box(BlackBox layer, Output output);
 
 }  // namespace permcheck

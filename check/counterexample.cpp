@@ -41,4 +41,59 @@ std::string describe(const Counterexample& c) {
     return s.str();
 }
 
+Counterexample one_tensor_view(const SignatureCounterexample& c, const Signature& s, Property property, Arithmetic dtype) {
+    Counterexample ce;
+    ce.property = property;
+    ce.dtype = dtype;
+    ce.x = tensor_matrix::as_matrix(c.inputs.at("x"));
+    ce.perm = c.perms.at("n");
+    ce.black_box = true;
+    ce.case_index = c.case_index;
+    ce.shrink_steps = c.shrink_steps;
+    ce.replay = c.replay;
+    if (c.outputs.empty()) return ce;
+    const OutputComparison& y = c.outputs.front();
+    const bool pooled = one_tensor_output(s) == Output::pooled;
+    ce.lhs = tensor_matrix::as_matrix(y.layer_of_permuted);
+    ce.rhs = tensor_matrix::as_matrix(y.permuted_layer);
+    ce.comparison.holds = y.holds;
+    ce.comparison.shape_mismatch = y.shape_mismatch;
+    ce.comparison.max_abs_diff = y.max_abs_diff;
+    ce.comparison.tolerance = y.tolerance;
+    if (y.where.size() == 2) {
+        ce.comparison.row = y.where[0];
+        ce.comparison.col = y.where[1];
+    } else if (pooled && y.where.size() == 1) {
+        ce.comparison.col = y.where[0];
+    }
+    return ce;
+}
+
+SignatureCounterexample one_tensor_finding(const Counterexample& c, Property property) {
+    SignatureCounterexample f;
+    const int n = static_cast<int>(c.n());
+    f.lengths = {{"n", n}};
+    f.perms = {{"n", c.perm}};
+    f.inputs = {{"x", tensor_matrix::as_tensor(c.x)}};
+    const Output output = property == Property::invariance ? Output::pooled : Output::sequence;
+    OutputComparison y;
+    y.name = "y";
+    y.layer_of_permuted = one_tensor_answer(c.lhs, output);
+    y.permuted_layer = one_tensor_answer(c.rhs, output);
+    y.max_abs_diff = c.comparison.max_abs_diff;
+    y.tolerance = c.comparison.tolerance;
+    y.holds = c.comparison.holds;
+    y.shape_mismatch = c.comparison.shape_mismatch;
+    if (!y.shape_mismatch) {
+        if (output == Output::pooled) y.where = {static_cast<int>(c.comparison.col)};
+        else y.where = {static_cast<int>(c.comparison.row), static_cast<int>(c.comparison.col)};
+    }
+    f.outputs.push_back(std::move(y));
+    if (!c.perm.is_identity()) f.axis_at_fault = "n";
+    f.case_index = c.case_index;
+    f.shrink_steps = c.shrink_steps;
+    f.replay = c.replay;
+    return f;
+}
+
 }  // namespace permcheck

@@ -5,6 +5,7 @@
 
 #include "check/compare.h"
 #include "check/permutation.h"
+#include "check/signature.h"
 #include "check/vocabulary.h"
 #include "scalars/weights.h"
 
@@ -38,5 +39,12 @@ struct Counterexample {
 // A readable multi-line description, for test failure messages and the terminal.
 std::string describe(const Counterexample& c);
 std::string format_matrix(const Mat<double>& m, const std::string& indent = "    ");
+
+// The one-tensor form's two records of one finding (check/signature.h, one_tensor_signature): the signature
+// audit's (axis n, input x, output y) as the shorthand's own (n x d input, permutation, both sides as matrices,
+// the largest difference at a position and feature; a pooled output's where has the feature only), and back (a
+// report written with the shorthand's fields). layer and seed are left to the caller.
+Counterexample one_tensor_view(const SignatureCounterexample& c, const Signature& s, Property property, Arithmetic dtype);
+SignatureCounterexample one_tensor_finding(const Counterexample& c, Property property);
 
 }  // namespace permcheck

@@ -174,9 +174,9 @@ template <class Named> void require_unique(const std::vector<Named>& items, cons
             throw std::invalid_argument(std::string("the ") + what + " name '" + item.name + "' is given twice");
 }
 
-void validate_tensor(const TensorSpec& t, const std::set<std::string>& axes, const char* flag) {
+void validate_tensor(const TensorSpec& t, const std::set<std::string>& axes, const char* flag, bool open_allowed = false) {
     for (const Dim& d : t.dims)
-        if (!d.is_axis() && (d.size < 1 || d.size > kMaxFixedSize))
+        if (!d.is_axis() && !(open_allowed && d.is_open()) && (d.size < 1 || d.size > kMaxFixedSize))
             throw std::invalid_argument(std::string(flag) + " " + t.name + " has the fixed size " +
                                         std::to_string(d.size) + "; a fixed size is in [1, " +
                                         std::to_string(kMaxFixedSize) + "]");
@@ -211,6 +211,21 @@ void require_small_enough(const Signature& s, const TensorSpec& t, const char* f
 
 }  // namespace
 
+Signature one_tensor_signature(int d, Output output, int min_len, int max_len) {
+    Signature s;
+    s.axes.push_back(Axis{"n", min_len, max_len});
+    s.inputs.push_back(TensorSpec{"x", {Dim{"n", 0}, Dim{"", d}}, TensorKind::real, ""});
+    std::vector<Dim> y{Dim{"", 0}};
+    if (output == Output::sequence) y.insert(y.begin(), Dim{"n", 0});
+    s.outputs.push_back(TensorSpec{"y", y, TensorKind::real, ""});
+    s.one_tensor = true;
+    return s;
+}
+
+Output one_tensor_output(const Signature& s) {
+    return s.outputs.at(0).dims.size() == 2 ? Output::sequence : Output::pooled;
+}
+
 void validate(const Signature& s) {
     if (s.axes.empty()) throw std::invalid_argument("a signature needs at least one --axis");
     if (s.inputs.empty()) throw std::invalid_argument("a signature needs at least one --input");
@@ -229,7 +244,7 @@ void validate(const Signature& s) {
     for (const TensorSpec& t : s.outputs) {
         if (t.kind != TensorKind::real)
             throw std::invalid_argument("--output " + t.name + " must be real: outputs are compared as numbers");
-        validate_tensor(t, axes, "--output");
+        validate_tensor(t, axes, "--output", s.one_tensor);
     }
     for (const Axis& a : s.axes) {
         const bool used = std::any_of(s.inputs.begin(), s.inputs.end(), [&](const TensorSpec& t) {
@@ -247,6 +262,27 @@ std::size_t Tensor::size() const {
     std::size_t n = 1;
     for (int s : shape) n *= static_cast<std::size_t>(std::max(s, 0));
     return n;
+}
+
+Tensor tensor_matrix::as_tensor(const Mat<double>& m) {
+    Tensor t{{static_cast<int>(m.rows()), static_cast<int>(m.cols())}, {}};
+    t.values.resize(static_cast<std::size_t>(m.size()));
+    Eigen::Map<Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(t.values.data(), m.rows(), m.cols()) = m;
+    return t;
+}
+
+Mat<double> tensor_matrix::as_matrix(const Tensor& t) {
+    if (t.shape.size() > 2 || t.values.size() != t.size())
+        throw std::invalid_argument("a matrix is a tensor of one or two dims, got the shape " + index_text(t.shape));
+    const Eigen::Index rows = t.shape.size() == 2 ? t.shape[0] : 1;
+    const Eigen::Index cols = t.shape.empty() ? 1 : t.shape.back();
+    return Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(t.values.data(), rows, cols);
+}
+
+Tensor one_tensor_answer(const Mat<double>& y, Output output) {
+    Tensor t = tensor_matrix::as_tensor(y);
+    if (output == Output::pooled && y.rows() == 1) t.shape = {static_cast<int>(y.cols())};
+    return t;
 }
 
 std::vector<int> shape_of(const TensorSpec& t, const Lengths& lengths) {

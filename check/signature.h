@@ -6,8 +6,8 @@
 //   - equivariant along each axis the output has: L(P x) = P L(x) along that axis;
 //   - invariant to each axis it lacks: the permutation of that axis leaves the output alone.
 //
-// Part of the public API, so RapidCheck-free (tests/public_headers.sh). The one-tensor form (`--dim`) is the
-// shorthand of check/blackbox.h and keeps its own request, answer and report fields.
+// Part of the public API, so RapidCheck-free (tests/public_headers.sh). The one-tensor form (`--dim D`) is a
+// signature too (one_tensor_signature below): one audit path, with its own wire dialect and report fields.
 #pragma once
 
 #include "check/permutation.h"
@@ -35,8 +35,9 @@ struct Axis {
 // One dim of a tensor, outermost first: an axis (its length varies from case to case) or a fixed size.
 struct Dim {
     std::string axis;  // empty: a fixed size
-    int size = 0;      // the fixed size (ignored for an axis)
+    int size = 0;      // the fixed size (ignored for an axis); 0 in a one-tensor signature's output: open
     bool is_axis() const { return !axis.empty(); }
+    bool is_open() const { return axis.empty() && size == 0; }  // a size learned from the layer's first answer
 };
 
 struct TensorSpec {
@@ -50,7 +51,19 @@ struct Signature {
     std::vector<Axis> axes;
     std::vector<TensorSpec> inputs;
     std::vector<TensorSpec> outputs;
+    // The one-tensor shorthand (`--dim D`, one_tensor_signature): requests and answers in the one-tensor dialect
+    // ({"id","x"} in, {"id","y"} out, adapters/protocol.h), cases drawn and shrunk as the shorthand's (check/case.h,
+    // check/lengths.h: one case in ten long, up to AuditOptions::long_len), reports with its fields (n,
+    // permutation, x). Set only by one_tensor_signature.
+    bool one_tensor = false;
 };
+
+// The shorthand `--dim D [--output sequence|pooled] [--min-len --max-len]` as a signature: axis n=MIN..MAX,
+// input x:n,D, output y:n,W (sequence) or y:W (pooled), W open: learned from the first answer, and every later
+// answer must have it.
+Signature one_tensor_signature(int d, Output output, int min_len, int max_len);
+// The one-tensor signature's output as the shorthand names it.
+Output one_tensor_output(const Signature& s);
 
 // The flags' grammar (README, "Auditing a layer with several inputs"). Each throws std::invalid_argument naming
 // the flag, the text and what was expected.
@@ -64,8 +77,8 @@ std::string format_output(const TensorSpec& t);
 // Throws std::invalid_argument unless: names are unique (axes, inputs and outputs each), every axis a dim or
 // an index names is declared, every axis appears in some input, an index input is integer-valued over a
 // declared axis, a mask has at least one axis dim, there is at least one input and one output,
-// 0 <= min_len <= max_len, every fixed size is in [1, 2^20], and no tensor holds more than 2^22 values at the
-// longest lengths (every axis at its max_len).
+// 0 <= min_len <= max_len, every fixed size is in [1, 2^20] (or open, in a one-tensor signature's output), and no
+// tensor holds more than 2^22 values at the longest lengths (every axis at its max_len).
 void validate(const Signature& s);
 
 // A dense tensor: its shape and its values in row-major order (the order of DIMS, the last dim fastest). A
@@ -78,6 +91,20 @@ struct Tensor {
 using Tensors = std::map<std::string, Tensor>;  // by name
 using Lengths = std::map<std::string, int>;      // axis name -> length
 using Permutations = std::map<std::string, Permutation>;  // axis name -> permutation of that length
+
+// A shape or a position, e.g. "(3, 4)": the one spelling of describe() and the audit's text.
+std::string index_text(const std::vector<int>& where);
+
+// A matrix as a tensor of its shape (row-major), and a tensor of one or two dims as a matrix (one dim: one row). In
+// a namespace of their own, so that argument-dependent lookup never finds them for a user's functions of the same
+// names over permcheck::Tensor.
+namespace tensor_matrix {
+Tensor as_tensor(const Mat<double>& m);
+Mat<double> as_matrix(const Tensor& t);
+}  // namespace tensor_matrix
+// A one-tensor layer's answer y as its output tensor: n x W for a sequence output; one row as the vector W for a
+// pooled output (an answer of other rows stays a matrix, which the audit refuses with its own message).
+Tensor one_tensor_answer(const Mat<double>& y, Output output);
 
 // The shape a spec has at the given lengths.
 std::vector<int> shape_of(const TensorSpec& t, const Lengths& lengths);

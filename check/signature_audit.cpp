@@ -1,18 +1,24 @@
-// The signature audit (check/blackbox.h, audit with a Signature): the evaluator the shared engine
-// (check/audit_engine.h) runs, over named tensors. What is judged, and the tolerance, are in
+// The audit (check/signature_audit.h): the one evaluator the engine (check/audit_engine.h) runs, over named
+// tensors, for signatures and for the one-tensor shorthand (a one_tensor signature: its cases are the shorthand's,
+// its messages speak of positions and features). What is judged, and the tolerance, are in
 // proofs-notes/signature-audit.md.
+#include "check/signature_audit.h"
+
 #include "check/audit_engine.h"
+#include "check/lengths.h"
 #include "check/signature_case.h"
 
 #include <cmath>
+#include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 
 namespace permcheck {
 
 namespace {
 
-using engine::Kind;
+using engine::Outcome;
 
 std::string num(double v) {
     std::ostringstream s;
@@ -98,7 +104,7 @@ namespace {
 // What one case showed. For nondeterminism, `inputs` were answered twice: each output's layer_of_permuted and
 // permuted_layer are the first and second answer, and perms are identities.
 struct SignatureObservation {
-    Kind kind = Kind::pass;
+    Outcome outcome = Outcome::pass;
     Lengths lengths;
     Permutations perms;
     Tensors inputs;
@@ -110,11 +116,11 @@ struct SignatureObservation {
 // L(x), L(x) again when repeated (else empty), P x and L(P x), and what the answers say of their precision.
 struct SignatureAnswers {
     Tensors y, again, px, lhs;
-    PrecisionEvidence evidence;
+    engine::PrecisionEvidence evidence;
     double inputs_magnitude = 0.0;  // the largest finite |value| of the real inputs
 };
 
-// Calls one named black box, checks the outputs it names and their shapes, and judges a case.
+// Calls one named black box, checks the outputs it names and their shapes, and judges a case: the one evaluator.
 class SignatureEvaluator {
 public:
     using Case = SignatureCase;
@@ -136,24 +142,25 @@ public:
 
     void set_dtype(Arithmetic dtype) {
         dtype_ = dtype;
-        tolerance_ = engine::tolerance_of(dtype, o_.amplification);
+        tolerance_ = tolerance_model(dtype, o_.amplification);
     }
 
     Tensors call(const Tensors& inputs, const Lengths& lengths) {
-        last_request = lengths_text(lengths);
+        last_request = request_text(lengths);
         ++evaluations;
         return checked(box_.one(inputs), lengths);
     }
 
     // The outputs the signature names of an answer, their shapes checked.
-    Tensors checked(Tensors answer, const Lengths& lengths) const {
+    Tensors checked(Tensors answer, const Lengths& lengths) {
         Tensors outputs;
         for (const TensorSpec& spec : s_->outputs) {
             const auto it = answer.find(spec.name);
             if (it == answer.end())
                 throw AdapterError("the layer's answer to a request of " + last_request + " has no output '" +
                                    spec.name + "' (the signature names " + format_output(spec) + ")");
-            check_shape(spec, it->second, lengths);
+            if (s_->one_tensor) check_one_tensor_shape(spec, it->second, lengths.at("n"));
+            else check_shape(spec, it->second, lengths);
             outputs[spec.name] = std::move(it->second);
         }
         return outputs;
@@ -217,7 +224,7 @@ public:
         if (where.empty()) where = non_finite(a.lhs, "L(P x)");
         const bool holds = std::all_of(ob.outputs.begin(), ob.outputs.end(), [](const OutputComparison& o) { return o.holds; });
         if (holds && where.empty()) return ob;  // pass: nothing kept
-        ob.kind = where.empty() ? Kind::violated : Kind::non_finite;
+        ob.outcome = where.empty() ? Outcome::violated : Outcome::non_finite;
         if (!where.empty()) ob.detail = where + " for " + lengths_text(c.lengths);
         ob.lengths = c.lengths;
         ob.perms = c.perms;
@@ -250,9 +257,12 @@ public:
     }
 
     Case input_case(const Observation& ob) const { return Case{ob.lengths, identities(ob.lengths), ob.inputs}; }
-    rc::Shrinkable<Case> shrinkable(const Case& c) const { return shrinkable_signature_case(s_, c); }
+    rc::Shrinkable<Case> shrinkable(const Case& c) const {
+        return s_->one_tensor ? shrinkable_one_tensor_case(c, s_->axes[0].min_len) : shrinkable_signature_case(s_, c);
+    }
 
     void record(AuditResult& result, const Observation& ob, int case_index, int shrink_steps) const {
+        if (result.signature) learned_sizes(*result.signature);
         SignatureCounterexample ce{ob.lengths, ob.perms, ob.inputs, ob.outputs, "", case_index, shrink_steps, ""};
         int moved = 0;
         for (const auto& [axis, p] : ob.perms)
@@ -261,14 +271,41 @@ public:
                 ce.axis_at_fault = axis;
             }
         if (moved != 1) ce.axis_at_fault.clear();
+        if (s_->one_tensor && result.signature) {  // the shorthand's own record of it too, for the C++ API
+            result.counterexample = one_tensor_view(ce, *result.signature, result.property, dtype_);
+            result.counterexample->layer = o_.name;
+            result.counterexample->seed = o_.seed;
+        }
         result.signature_counterexample = std::move(ce);
     }
 
     // `reproduced`: both sides were evaluated again before the case was called a violation (the audit's way).
     std::string violation_detail(const Observation& found, bool reproduced = true) const;
 
+    // The signature's open sizes as the first answer gave them (those no answer gave stay open).
+    void learned_sizes(Signature& s) const {
+        for (TensorSpec& spec : s.outputs)
+            for (std::size_t k = 0; k < spec.dims.size(); ++k)
+                if (const auto it = open_.find({spec.name, k}); spec.dims[k].is_open() && it != open_.end())
+                    spec.dims[k].size = it->second;
+    }
+
 private:
-    void check_shape(const TensorSpec& spec, const Tensor& t, const Lengths& lengths) const;
+    std::string request_text(const Lengths& lengths) const {
+        return s_->one_tensor ? "n=" + std::to_string(lengths.at("n")) + ", d=" + std::to_string(s_->inputs[0].dims[1].size)
+                              : lengths_text(lengths);
+    }
+    // An entry's place: its index, or for the one-tensor form "position i, feature j" (a pooled output's "feature j",
+    // or "position 0, feature j" with `rows`, as the shorthand's messages always said).
+    std::string where_text(const std::vector<int>& where, bool rows) const {
+        if (!s_->one_tensor) return index_text(where);
+        const std::string feature = "feature " + std::to_string(where.empty() ? 0 : where.back());
+        if (where.size() == 2) return "position " + std::to_string(where[0]) + ", " + feature;
+        return rows ? "position 0, " + feature : feature;
+    }
+    void check_shape(const TensorSpec& spec, const Tensor& t, const Lengths& lengths);
+    void check_one_tensor_shape(const TensorSpec& spec, const Tensor& t, int n);
+    void check_open_size(const TensorSpec& spec, std::size_t k, int size, const std::string& in_a_request);
     std::optional<Observation> differ(const Lengths& lengths, const Tensors& inputs, const Tensors& a, const Tensors& b,
                                       const char* what, const ToleranceModel& t) const;
     std::string non_finite(const Tensors& answer, const char* side) const;
@@ -276,7 +313,7 @@ private:
     // The answers to case c from the batched items got[i..] (L(x), L(x) again when repeated, L(P x)).
     Answers answers_of(const Case& c, std::vector<BatchAnswer<Tensors>>& got, std::size_t i, bool repeat, Tensors px) {
         const auto take = [&](std::size_t at) {
-            last_request = lengths_text(c.lengths);
+            last_request = request_text(c.lengths);
             if (!got[at].value) throw AdapterError(got[at].error);
             return checked(std::move(*got[at].value), c.lengths);
         };
@@ -291,7 +328,7 @@ private:
     }
     void add_evidence(Answers& a) const {
         for (const Tensors* answer : {&a.y, &a.again, &a.lhs})
-            for (const auto& [name, t] : *answer) engine::add_evidence(a.evidence, t.values.data(), t.values.size());
+            for (const auto& [name, t] : *answer) a.evidence.add(t.values);
     }
 
     // Inputs are finite (drawn and shrunk by permcheck): no test for infinities, so the loop vectorizes.
@@ -315,10 +352,39 @@ private:
     const AuditOptions& o_;
     Arithmetic dtype_ = Arithmetic::float64;
     ToleranceModel tolerance_;
-    int widest_ = 1;
+    int widest_ = 1;  // the widest fixed size (an open one is not counted: the one-tensor form's k is n + d)
+    std::map<std::pair<std::string, std::size_t>, int> open_;  // (output, dim) -> the size its first answer gave
 };
 
-void SignatureEvaluator::check_shape(const TensorSpec& spec, const Tensor& t, const Lengths& lengths) const {
+// An open size is the one the first answer gave; every later answer must have it.
+void SignatureEvaluator::check_open_size(const TensorSpec& spec, std::size_t k, int size, const std::string& in_a_request) {
+    const bool rows = s_->one_tensor;  // the shorthand's y is rows of features
+    if (size < 1)
+        throw AdapterError("the layer answered " + std::string(rows ? "rows of width 0" : "output '" + spec.name + "' with size 0 in dim " + std::to_string(k)) + in_a_request);
+    const auto [it, first] = open_.emplace(std::pair{spec.name, k}, size);
+    if (first || it->second == size) return;
+    throw AdapterError(rows ? "the layer answered rows of width " + std::to_string(size) + in_a_request + ", after rows of width " +
+                                  std::to_string(it->second) + " before; the output width must not depend on the input"
+                            : "the layer answered output '" + spec.name + "' with size " + std::to_string(size) + " in dim " +
+                                  std::to_string(k) + in_a_request + ", after " + std::to_string(it->second) +
+                                  " before; a size the signature leaves open must not depend on the input");
+}
+
+// The shorthand's messages: rows and a width, as a sequence or a pooled layer answers them.
+void SignatureEvaluator::check_one_tensor_shape(const TensorSpec& spec, const Tensor& t, int n) {
+    const bool sequence = spec.dims.size() == 2;
+    const int rows = t.shape.size() == 2 ? t.shape[0] : 1;
+    const std::string request = " for a request of n=" + std::to_string(n);
+    if (sequence ? rows != n || t.shape.size() != 2 : t.shape.size() != 1) {
+        const std::string answered = "the layer answered " + std::to_string(rows) + (rows == 1 ? " row" : " rows") + request;
+        if (sequence)
+            throw AdapterError(answered + "; a sequence layer answers one row per position (a pooled layer: --output pooled)");
+        throw AdapterError(answered + "; a pooled layer answers one vector");
+    }
+    check_open_size(spec, spec.dims.size() - 1, t.shape.back(), request);
+}
+
+void SignatureEvaluator::check_shape(const TensorSpec& spec, const Tensor& t, const Lengths& lengths) {
     const std::vector<int> want = shape_of(spec, lengths);
     std::string m = "the layer answered output '" + spec.name + "' ";
     if (t.shape.size() != want.size()) {
@@ -327,7 +393,8 @@ void SignatureEvaluator::check_shape(const TensorSpec& spec, const Tensor& t, co
         throw AdapterError(m);
     }
     for (std::size_t k = 0; k < want.size(); ++k) {
-        if (t.shape[k] == want[k]) continue;
+        if (spec.dims[k].is_open()) check_open_size(spec, k, t.shape[k], " for a request of " + last_request);
+        if (t.shape[k] == want[k] || spec.dims[k].is_open()) continue;
         const Dim& d = spec.dims[k];
         m += "with length " + std::to_string(t.shape[k]) + " in dim " + std::to_string(k) + " (";
         m += d.is_axis() ? "the axis " + d.axis + ", of length " + std::to_string(want[k]) : "fixed size " + std::to_string(want[k]);
@@ -343,7 +410,7 @@ void SignatureEvaluator::check_shape(const TensorSpec& spec, const Tensor& t, co
 std::optional<SignatureObservation> SignatureEvaluator::differ(const Lengths& lengths, const Tensors& inputs,
                                                                const Tensors& a, const Tensors& b, const char* what,
                                                                const ToleranceModel& t) const {
-    Observation ob{Kind::nondeterministic, {}, {}, {}, {}, {}, ""};
+    Observation ob{Outcome::nondeterministic, {}, {}, {}, {}, {}, ""};
     const double magnitude = inputs_magnitude(inputs);
     for (const TensorSpec& spec : s_->outputs) {
         const Tensor& first = a.at(spec.name);
@@ -354,8 +421,9 @@ std::optional<SignatureObservation> SignatureEvaluator::differ(const Lengths& le
         if (c.holds || !ob.detail.empty()) continue;
         ob.detail = "the same input (" + lengths_text(lengths) + "), requested as ";
         ob.detail += what;
-        ob.detail += ", was answered twice with different results: output " + spec.name + " differs by " +
-                     num(c.max_abs_diff) + " at " + index_text(c.where) + " (tolerance " + num(c.tolerance) + ")";
+        ob.detail += ", was answered twice with different results: " +
+                     (s_->one_tensor ? std::string("they differ") : "output " + spec.name + " differs") + " by " +
+                     num(c.max_abs_diff) + " at " + where_text(c.where, true) + " (tolerance " + num(c.tolerance) + ")";
     }
     if (ob.detail.empty()) return std::nullopt;
     for (OutputComparison& c : ob.outputs) {
@@ -376,8 +444,9 @@ std::string SignatureEvaluator::non_finite(const Tensors& answer, const char* si
         for (std::size_t e = 0; e < t.values.size(); ++e)
             if (!std::isfinite(t.values[e])) {
                 std::string m = side;
-                m += " has a non-finite entry (" + num(t.values[e]) + ") in output " + spec.name + " at " +
-                     index_text(position_of(e, t.shape));
+                m += " has a non-finite entry (" + num(t.values[e]) + ")" +
+                     (s_->one_tensor ? std::string() : " in output " + spec.name) + " at " +
+                     where_text(position_of(e, t.shape), true);
                 return m;
             }
     }
@@ -395,10 +464,11 @@ std::string SignatureEvaluator::violation_detail(const Observation& found, bool 
         const bool moves = std::any_of(s_->outputs.begin(), s_->outputs.end(), [&](const TensorSpec& t) {
             return t.name == c.name && std::any_of(t.dims.begin(), t.dims.end(), [](const Dim& d) { return d.is_axis(); });
         });
-        std::string m = "output " + c.name + ": L(P x) and ";
-        m += moves ? "P L(x)" : "L(x)";
-        m += " differ by " + num(c.max_abs_diff) + " at " + index_text(c.where) + " (tolerance " + num(c.tolerance) +
-             "; " + lengths_text(found.lengths) + "; permutations " + perms + ")";
+        std::string m = s_->one_tensor ? "" : "output " + c.name + ": ";
+        m += moves ? "L(P x) and P L(x)" : "L(P x) and L(x)";
+        m += " differ by " + num(c.max_abs_diff) + " at " + where_text(c.where, false) + " (tolerance " + num(c.tolerance);
+        m += s_->one_tensor ? ", " + lengths_text(found.lengths) + ", permutation " + found.perms.at("n").cycles() + ")"
+                            : "; " + lengths_text(found.lengths) + "; permutations " + perms + ")";
         if (reproduced) m += "; both sides gave the same answers when evaluated again";
         return m;
     }
@@ -445,10 +515,10 @@ AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, c
     r.dtype = *opts.dtype;
     r.cases = 1;
     r.signature = signature;
-    r.verdict = ob && ob->kind != Kind::pass ? engine::verdict_of(ob->kind) : Verdict::holds;
+    r.verdict = ob && ob->outcome != Outcome::pass ? engine::verdict_of(ob->outcome) : Verdict::holds;
     if (r.verdict != Verdict::holds) {
         ev.record(r, *ob, saved.case_index, saved.shrink_steps);
-        r.detail = ob->kind == Kind::violated ? ev.violation_detail(*ob, false) : ob->detail;
+        r.detail = ob->outcome == Outcome::violated ? ev.violation_detail(*ob, false) : ob->detail;
     } else {
         r.signature_counterexample = SignatureCounterexample{saved.lengths, saved.perms, saved.inputs, {}, saved.axis_at_fault,
                                                              saved.case_index, saved.shrink_steps, ""};
@@ -469,38 +539,78 @@ AuditResult audit(const std::vector<NamedBlackBox>& layers, const Signature& sig
     return audit(boxes, signature, opts);
 }
 
-AuditResult audit(const std::vector<BatchedNamedBlackBox>& layers, const Signature& signature, const AuditOptions& given) {
-    validate(signature);
-    AuditOptions checked = given;  // the fields the signature replaces are not the caller's to get wrong
+namespace {
+
+// The options a signature audit reads: the one-tensor form's lengths as given, a signature's from its axes (the
+// fields it replaces are not the caller's to get wrong).
+void validate_for(const Signature& s, const AuditOptions& given) {
+    AuditOptions checked = given;
     const AuditOptions defaults;
     checked.d = defaults.d;
-    checked.min_len = defaults.min_len;
-    checked.max_len = defaults.max_len;
-    checked.long_len = defaults.long_len;
+    if (!s.one_tensor) {
+        checked.min_len = defaults.min_len;
+        checked.max_len = defaults.max_len;
+        checked.long_len = defaults.long_len;
+    }
     validate(checked);
+}
+
+// Each case's lengths: the one-tensor form's schedule (check/lengths.h, one case in ten long), or
+// signature_lengths.
+std::vector<Lengths> case_lengths(const Signature& s, const AuditOptions& o) {
+    if (!s.one_tensor) return signature_lengths(s, o.cases, o.seed);
+    std::vector<Lengths> out;
+    for (int n : audit_lengths({o.min_len, o.max_len, o.long_len, o.cases})) out.push_back({{"n", n}});
+    return out;
+}
+
+// Case i drawn when it is run, at the lengths given it (`lengths` outlives the schedule).
+engine::Schedule<SignatureCase>::Draw case_draw(const Signature& s, const AuditOptions& o, const std::vector<Lengths>& lengths) {
+    const int cases = o.cases;
+    if (s.one_tensor)
+        return [d = s.inputs[0].dims[1].size, &lengths, cases](int i, const rc::Random& random) {
+            return draw_one_tensor_case(d, lengths[static_cast<std::size_t>(i)].at("n"), random, size_for_case(i, cases));
+        };
+    return [&s, &lengths, cases](int i, const rc::Random& random) {
+        return draw_signature_case(s, lengths[static_cast<std::size_t>(i)], random, size_for_case(i, cases));
+    };
+}
+
+// What the first `count` cases of the schedule covered, ascending, each once: per axis, or (one-tensor) n alone.
+void cover(AuditResult& r, const Signature& s, const std::vector<Lengths>& lengths,
+           const engine::Schedule<SignatureCase>& schedule, std::size_t count) {
+    std::map<std::string, std::set<int>> covered;
+    for (std::size_t j = 0; j < count && j < schedule.size(); ++j)
+        for (const auto& [axis, len] : lengths[static_cast<std::size_t>(schedule.index[j])]) covered[axis].insert(len);
+    for (const auto& [axis, set] : covered) {
+        if (s.one_tensor) r.lengths = {set.begin(), set.end()};
+        else r.axis_lengths[axis] = {set.begin(), set.end()};
+    }
+}
+
+}  // namespace
+
+AuditResult audit(const std::vector<BatchedNamedBlackBox>& layers, const Signature& signature, const AuditOptions& given) {
+    validate(signature);
+    validate_for(signature, given);
     if (layers.empty()) throw std::invalid_argument("an audit needs at least one black box");
     const auto shared = std::make_shared<const Signature>(signature);
-    // Each case's lengths from signature_lengths, its values drawn when it is run.
-    const std::vector<Lengths> lengths = signature_lengths(signature, given.cases, given.seed);
-    const auto schedule = engine::Schedule<SignatureCase>::of(given, [&](int i, const rc::Random& random) {
-        return draw_signature_case(signature, lengths[static_cast<std::size_t>(i)], random, size_for_case(i, given.cases));
-    });
+    const std::vector<Lengths> lengths = case_lengths(*shared, given);
+    const auto schedule = engine::Schedule<SignatureCase>::of(given, case_draw(*shared, given, lengths));
     std::vector<SignatureEvaluator> evaluators;
-    for (const BatchedNamedBlackBox& box : layers) evaluators.emplace_back(box, shared, given, engine::lanes_of(given)[0]);
+    for (const BatchedNamedBlackBox& box : layers)
+        evaluators.emplace_back(box, shared, given, engine::candidate_precisions(given)[0]);
     AuditResult labelled;
     const bool any_moves = std::any_of(signature.outputs.begin(), signature.outputs.end(), [](const TensorSpec& t) {
         return std::any_of(t.dims.begin(), t.dims.end(), [](const Dim& d) { return d.is_axis(); });
     });
     labelled.property = any_moves ? Property::equivariance : Property::invariance;
     labelled.signature = signature;
-    return engine::run_audit(evaluators, schedule, given, labelled, [&](AuditResult& r, std::size_t count) {
-        for (std::size_t j = 0; j < count && j < schedule.size(); ++j)
-            for (const auto& [axis, len] : lengths[static_cast<std::size_t>(schedule.index[j])]) r.axis_lengths[axis].push_back(len);
-        for (auto& [axis, lengths] : r.axis_lengths) {
-            std::sort(lengths.begin(), lengths.end());
-            lengths.erase(std::unique(lengths.begin(), lengths.end()), lengths.end());
-        }
+    AuditResult r = engine::run_audit(evaluators, schedule, given, labelled, [&](AuditResult& result, std::size_t count) {
+        cover(result, *shared, lengths, schedule, count);
     });
+    evaluators[0].learned_sizes(*r.signature);
+    return r;
 }
 
 }  // namespace permcheck

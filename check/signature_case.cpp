@@ -354,4 +354,20 @@ rc::Shrinkable<SignatureCase> shrinkable_signature_case(const std::shared_ptr<co
                                        [s](const SignatureCase& k) { return signature_case_shrinks(s, k); });
 }
 
+SignatureCase one_tensor_case(const Case& c) {
+    return SignatureCase{{{"n", static_cast<int>(c.x.rows())}}, {{"n", c.perm}}, {{"x", tensor_matrix::as_tensor(c.x)}}};
+}
+
+Case case_of(const SignatureCase& c) { return Case{tensor_matrix::as_matrix(c.inputs.at("x")), c.perms.at("n")}; }
+
+SignatureCase draw_one_tensor_case(int d, int n, const rc::Random& random, int size) {
+    Case c = case_generator(CaseSpace{n, n, d, false})(random, size).value();
+    if (n >= 2 && c.perm.moved() == 0) c.perm = Permutation::transposition(n, 0, 1);
+    return one_tensor_case(c);
+}
+
+rc::Shrinkable<SignatureCase> shrinkable_one_tensor_case(const SignatureCase& c, int min_len) {
+    return rc::shrinkable::map(shrinkable_case(case_of(c), min_len), [](const Case& k) { return one_tensor_case(k); });
+}
+
 }  // namespace permcheck

@@ -14,6 +14,7 @@
 // nodes are named and can be deleted).
 #pragma once
 
+#include "check/case.h"
 #include "check/generators.h"
 #include "check/signature.h"
 
@@ -52,8 +53,14 @@ std::optional<SignatureCase> without_elements(const Signature& s, const Signatur
 // True when no line of a mask along any of its axis dims is all padding.
 bool masks_keep_a_position(const Signature& s, const Tensors& inputs);
 
-// A shape or a position, e.g. "(3, 4)" (check/signature.cpp): the one spelling of describe() and the audit's text.
-std::string index_text(const std::vector<int>& where);
+// The one-tensor form's cases (a one_tensor signature): drawn and shrunk as the shorthand always drew and shrank
+// them, by check/case.h's generator and shrinker, so that a seed sends the same requests. Case i of length n is
+// case_generator's at that length, its permutation a transposition of the first two positions when it came out
+// as the identity; it shrinks as shrinkable_case does, toward min_len.
+SignatureCase one_tensor_case(const Case& c);
+Case case_of(const SignatureCase& c);  // the one-tensor case's x and permutation of n
+SignatureCase draw_one_tensor_case(int d, int n, const rc::Random& random, int size);
+rc::Shrinkable<SignatureCase> shrinkable_one_tensor_case(const SignatureCase& c, int min_len);
 
 rc::Seq<SignatureCase> signature_case_shrinks(const std::shared_ptr<const Signature>& s, const SignatureCase& c);
 rc::Shrinkable<SignatureCase> shrinkable_signature_case(const std::shared_ptr<const Signature>& s, SignatureCase c);

@@ -226,7 +226,9 @@ report::Record audit_record(const AuditResult& r, const std::string& name, Prope
                             const AuditFlags& f, const std::string& replay, const std::string& key,
                             nlohmann::json details, double seconds, const Signature* signature) {
     report::Record rec = report::record_of(r, name, property, requested_dtype(f).value_or(r.dtype), f.seed, replay);
-    if (signature) {
+    // The one-tensor form's signature as the audit learned it (its output's width); a signature as the user gave it.
+    const bool one_tensor = (signature && signature->one_tensor) || (!signature && r.signature && r.signature->one_tensor);
+    if (signature && !one_tensor) {
         rec.signature = *signature;
         details["signature"] = signature_flags_json(*signature);
         details["axis_lengths"] = r.axis_lengths;
@@ -263,18 +265,16 @@ void print_result(std::ostream& out, std::ostream& err, const std::string& progr
         out << "\n";
     }
     if (!r.detail.empty()) out << "  " << r.detail << "\n";
-    if (r.counterexample) {
-        AuditResult shown = r;
-        shown.counterexample->replay = replay;
-        out << describe_finding(shown);
-    }
-    if (r.signature_counterexample && signature) {
-        SignatureCounterexample shown = *r.signature_counterexample;
-        shown.replay = replay;
+    AuditResult shown = r;
+    if (shown.counterexample) shown.counterexample->replay = replay;
+    if (shown.signature_counterexample) shown.signature_counterexample->replay = replay;
+    if (shown.signature_counterexample && signature && !signature->one_tensor) {
         if (r.verdict == Verdict::nondeterministic)
             out << "  one input answered twice: below, L(P x) is the first answer and P L(x) the second (every "
                    "permutation the identity)\n";
-        out << describe(shown, *signature);
+        out << describe(*shown.signature_counterexample, *signature);
+    } else {
+        out << describe_finding(shown);  // the one-tensor form's, in the shorthand's words
     }
     if (r.taps) out << describe(*r.taps);
     if (r.verdict == Verdict::error && !r.error.empty()) err << program << ": error: " << r.error << "\n";

@@ -44,10 +44,11 @@ struct AuditRequest {
     std::shared_ptr<std::atomic<bool>> taps_offered = std::make_shared<std::atomic<bool>>(false);
 };
 
-// The layer's description: the shorthand (one axis n, input x, output y) or a signature.
+// The layer's description: the shorthand (one axis n, input x, output y: a one_tensor signature) or a signature.
 struct Form {
     Output output = Output::sequence;  // the shorthand's
-    std::optional<Signature> signature;
+    Signature signature;
+    bool shorthand() const { return signature.one_tensor; }
 };
 
 const char* output_name(Output o) { return o == Output::pooled ? "pooled" : "sequence"; }
@@ -103,6 +104,7 @@ Form form_of(const AuditRequest& q) {
         throw std::invalid_argument("--output sequence|pooled is given " + std::to_string(outputs.size()) +
                                     " times; the shorthand has one output");
     if (!outputs.empty()) f.output = shorthand_output(outputs.front());
+    f.signature = one_tensor_signature(q.flags.dim, f.output, q.flags.min_len, q.flags.max_len);
     return f;
 }
 
@@ -111,7 +113,9 @@ Form form_or_default(const AuditRequest& q) {
     try {
         return form_of(q);
     } catch (const std::exception&) {
-        return Form{};
+        Form f;
+        f.signature = one_tensor_signature(q.flags.dim, f.output, q.flags.min_len, q.flags.max_len);
+        return f;
     }
 }
 
@@ -131,8 +135,8 @@ AuditOptions options_of(const AuditRequest& q, const Form& f) {
 std::string replay_of(const AuditRequest& q, const Form& f, const AuditResult& r) {
     std::ostringstream s;
     s << "permcheck audit --exec " << shell_quote(q.command);
-    if (f.signature)
-        s << signature_flags(*f.signature) << replay_tail(q.flags, r, /*lengths=*/false);
+    if (!f.shorthand())
+        s << signature_flags(f.signature) << replay_tail(q.flags, r, /*lengths=*/false);
     else
         s << " --dim " << q.flags.dim << " --output " << output_name(f.output) << replay_tail(q.flags, r);
     s << " --timeout " << q.timeout << " --startup-timeout " << q.startup_timeout;
@@ -141,12 +145,6 @@ std::string replay_of(const AuditRequest& q, const Form& f, const AuditResult& r
     return s.str();
 }
 
-// The record's one property: equivariance when some output has an axis (invariance alone otherwise); each
-// output's own property follows from its dims (README).
-Property property_of(const Form& f) {
-    if (!f.signature) return f.output == Output::pooled ? Property::invariance : Property::equivariance;
-    return cli::property_of(*f.signature);
-}
 
 report::Record record_of(const AuditRequest& q, const Form& f, const AuditResult& r, double seconds) {
     nlohmann::json details = {{"command", q.command},
@@ -157,9 +155,9 @@ report::Record record_of(const AuditRequest& q, const Form& f, const AuditResult
                               {"startup_timeout_seconds", q.startup_timeout},
                               {"amplification", q.amplification},
                               {"last_request", r.last_request}};
-    if (!f.signature) details["output"] = output_name(f.output);
-    return audit_record(r, q.command, property_of(f), q.flags, replay_of(q, f, r), "audit", std::move(details),
-                        seconds, f.signature ? &*f.signature : nullptr);
+    if (f.shorthand()) details["output"] = output_name(f.output);
+    return audit_record(r, q.command, property_of(f.signature), q.flags, replay_of(q, f, r), "audit", std::move(details),
+                        seconds, &f.signature);
 }
 
 AuditResult run_boxes(const AuditRequest& q, const Form& f, const AuditOptions& opts) {
@@ -172,14 +170,9 @@ AuditResult run_boxes(const AuditRequest& q, const Form& f, const AuditOptions& 
         eo.taps_offered = q.taps_offered;
         const long long shard_cases = (q.flags.cases + opts.shard.count - opts.shard.index) / opts.shard.count;
         const long long processes = std::min<long long>(q.jobs, std::max(1LL, shard_cases));
-        if (f.signature) {
-            std::vector<BatchedNamedBlackBox> boxes;  // batched once an adapter announces it takes several cases
-            for (long long k = 0; k < processes; ++k) boxes.push_back(adapters::exec_batched_named_black_box(eo, *f.signature));
-            return audit(boxes, *f.signature, opts);
-        }
-        std::vector<BatchedBlackBox> boxes;
-        for (long long k = 0; k < processes; ++k) boxes.push_back(adapters::exec_batched_black_box(eo));
-        return audit(boxes, opts);
+        std::vector<BatchedNamedBlackBox> boxes;  // batched once an adapter announces it takes several cases
+        for (long long k = 0; k < processes; ++k) boxes.push_back(adapters::exec_batched_named_black_box(eo, f.signature));
+        return audit(boxes, f.signature, opts);
     } catch (const std::exception& e) {
         return error_result(e.what());
     }
@@ -189,34 +182,22 @@ AuditResult run_boxes(const AuditRequest& q, const Form& f, const AuditOptions& 
 // own, when the audit's answers offered them (r.taps stays empty otherwise, and no process is started).
 void add_taps(const AuditRequest& q, const Form& f, AuditResult& r) {
     if ((r.verdict != Verdict::violated && r.verdict != Verdict::non_finite) || !*q.taps_offered) return;
+    if (!r.signature_counterexample) return;
     adapters::ExecOptions eo;
     eo.command = q.command;
     eo.timeout_seconds = q.timeout;
     eo.startup_timeout_seconds = q.startup_timeout;
-    TapTrace trace;
-    if (f.signature && r.signature_counterexample) {
-        const SignatureCounterexample& c = *r.signature_counterexample;
-        trace = trace_taps(adapters::exec_tap_source(eo, &*f.signature), *f.signature, c.lengths, c.perms, c.inputs,
-                           r.dtype, q.amplification);
-    } else if (r.counterexample) {
-        const Counterexample& c = *r.counterexample;
-        const int n = static_cast<int>(c.n()), d = static_cast<int>(c.d());
-        Tensor x{{n, d}, {}};
-        for (int i = 0; i < n; ++i)
-            for (int k = 0; k < d; ++k) x.values.push_back(c.x(i, k));
-        trace = trace_taps(adapters::exec_tap_source(eo, nullptr), shorthand_signature(d, q.flags.min_len, q.flags.max_len),
-                           {{"n", n}}, {{"n", c.perm}}, {{"x", x}}, r.dtype, q.amplification);
-    } else {
-        return;
-    }
+    const Signature& s = r.signature ? *r.signature : f.signature;  // the one-tensor form's width as answered
+    const SignatureCounterexample& c = *r.signature_counterexample;
+    TapTrace trace = trace_taps(adapters::exec_tap_source(eo, s), s, c.lengths, c.perms, c.inputs, r.dtype, q.amplification);
     if (trace.offered) r.taps = std::move(trace);
 }
 
 std::string head_of(const AuditRequest& q, const Form& f, const AuditResult& r) {
     std::ostringstream head;
     head << "audit of " << q.command << ": ";
-    if (f.signature) return head.str() + signature_head(*f.signature, r);
-    head << property_name(property_of(f)) << " (" << dtype_text(r) << ", n in [" << q.flags.min_len << ", "
+    if (!f.shorthand()) return head.str() + signature_head(f.signature, r);
+    head << property_name(property_of(f.signature)) << " (" << dtype_text(r) << ", n in [" << q.flags.min_len << ", "
          << q.flags.max_len << "]" << (q.flags.max_len_given() ? "" : " and one case in ten longer, up to 256")
          << ", d = " << q.flags.dim << ")";
     return head.str();
@@ -247,8 +228,7 @@ int run_audit(const AuditRequest& q) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     add_taps(q, form, r);  // not in the audit's time: a process of its own, only after a violation
     name_last_request(r);
-    print_result(std::cout, std::cerr, program, head_of(q, form, r), r, seconds, replay_of(q, form, r),
-                 form.signature ? &*form.signature : nullptr);
+    print_result(std::cout, std::cerr, program, head_of(q, form, r), r, seconds, replay_of(q, form, r), &form.signature);
     return finish(program, q.flags, record_of(q, form, r, seconds), exit_code(r.verdict));
 }
 

@@ -6,7 +6,7 @@
 #include "report/failure_db.h"
 #include "report/report.h"
 
-#include "check/blackbox.h"
+#include "check/signature_audit.h"
 
 #include <algorithm>
 #include <cmath>
@@ -27,7 +27,6 @@ struct ReplayRequest {
 // How an audited layer's saved case is judged again, read from its report.
 struct BlackBoxSettings {
     double amplification = 1.0;
-    bool pooled = false;
 };
 
 // Throws std::invalid_argument when the report cannot be replayed through a program, or names none.
@@ -37,7 +36,6 @@ BlackBoxSettings black_box_settings(const ReplayRequest& q, const report::Record
                                     "'); name the program to replay it against: permcheck replay " + q.file +
                                     " --exec \"COMMAND\" (a report never chooses the program it runs)");
     BlackBoxSettings s;
-    s.pooled = r.property == Property::invariance;
     const nlohmann::json audit = r.details.is_object() && r.details.contains("audit") ? r.details["audit"]
                                                                                       : nlohmann::json::object();
     if (audit.is_object() && audit.contains("amplification")) {
@@ -47,51 +45,15 @@ BlackBoxSettings black_box_settings(const ReplayRequest& q, const report::Record
                                         a.dump().substr(0, 40));
         s.amplification = a.get<double>();
     }
-    if (audit.is_object() && audit.contains("output")) s.pooled = audit["output"] == "pooled";
     if (r.dtype == Arithmetic::exact)
         throw std::invalid_argument(q.file + ": an audited layer computes in float32, float64, float16 or bfloat16, the report says '" +
                                     arithmetic_name(r.dtype) + "'");
     return s;
 }
 
-// The saved case sent through the program again; exit 1 still fails, 0 now holds. Throws when the program
-// cannot answer.
-int evaluate_black_box(const ReplayRequest& q, const report::Record& r, const BlackBoxSettings& s) {
-    const Counterexample& saved = *r.counterexample;
-    const ToleranceModel tol = tolerance_model(r.dtype, s.amplification);
-    adapters::ExecOptions eo;
-    eo.command = q.exec;
-    eo.timeout_seconds = q.timeout;
-    eo.startup_timeout_seconds = q.startup_timeout;
-    const BlackBox box = adapters::exec_black_box(eo);
-    const bool twice = r.verdict == Verdict::nondeterministic;  // the saved x was answered twice differently
-    Mat<double> lhs, rhs;
-    if (twice) {
-        lhs = box(saved.x);
-        rhs = box(saved.x);
-    } else {
-        lhs = box(saved.perm.apply(saved.x));
-        const Mat<double> y = box(saved.x);
-        rhs = s.pooled ? y : saved.perm.apply(y);
-    }
-    const double magnitude = std::max({max_abs(saved.x), max_abs(lhs), max_abs(rhs)});
-    const Comparison c = compare<double>(lhs, rhs, float_tolerance(tol, saved.n(), saved.d(), magnitude));
-    const std::string sides = twice ? "two answers to the saved input" : s.pooled ? "L(P x) and L(x)" : "L(P x) and P L(x)";
-    if (c.shape_mismatch) {
-        std::cout << "still fails: " << sides << " have different shapes (" << lhs.rows() << "x" << lhs.cols()
-                  << " and " << rhs.rows() << "x" << rhs.cols() << ")\n";
-        return 1;
-    }
-    std::cout << (c.holds ? "now holds: " : "still fails: ") << sides << " of the saved case (n = " << saved.n()
-              << ", d = " << saved.d() << (twice ? "" : ", permutation " + saved.perm.cycles()) << ") differ by "
-              << c.max_abs_diff << (c.holds ? " within" : " beyond") << " the tolerance " << c.tolerance
-              << " (saved: " << saved.comparison.max_abs_diff << ") through " << q.exec << "\n";
-    return c.holds ? 0 : 1;
-}
-
-// A counterexample found by `permcheck audit`, sent again to the program the user names by `evaluate` (the
-// one-tensor or the signature's lines). The report says which command it audited, but a report never chooses what
-// runs: it may come from anyone.
+// A counterexample found by `permcheck audit`, sent again to the program the user names by `evaluate` (in the
+// signature's lines: the one-tensor form's own for its shorthand). The report says which command it audited, but a
+// report never chooses what runs: it may come from anyone.
 template <class Evaluate> int replay_through(const ReplayRequest& q, const report::Record& r, Evaluate evaluate) {
     BlackBoxSettings settings;
     try {
@@ -108,8 +70,6 @@ template <class Evaluate> int replay_through(const ReplayRequest& q, const repor
         return 2;
     }
 }
-
-int replay_black_box(const ReplayRequest& q, const report::Record& r) { return replay_through(q, r, evaluate_black_box); }
 
 // "m=2, n=1; permutations m (0 1), n ()": a signature case's lengths and permutations.
 std::string case_text(const SignatureCounterexample& c) {
@@ -244,7 +204,6 @@ int replay(const ReplayRequest& q) {
         if (!r.counterexample)
             throw std::invalid_argument(q.file + " holds no counterexample (verdict " + verdict_name(r.verdict) +
                                         "); to run its check again: " + (r.replay.empty() ? "?" : r.replay));
-        if (r.counterexample->black_box) return replay_black_box(q, r);
         c = saved_check(q, r);
     } catch (const std::exception& e) {
         std::cerr << "permcheck replay: " << e.what() << "\n";

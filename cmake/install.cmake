@@ -11,7 +11,7 @@ set(PERMCHECK_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/permcheck)
 # in their folders under <prefix>/include/permcheck/, where the API's "check/..." includes find them. Test fixtures,
 # the catalog, the search and the symbolic scalar are the command's business and stay out.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/permcheck DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-foreach(header scalars/scalar.h scalars/weights.h layers/expectation.h check/blackbox.h check/compare.h check/counterexample.h
+foreach(header scalars/scalar.h scalars/weights.h layers/expectation.h check/blackbox.h check/signature_audit.h check/compare.h check/counterexample.h
                check/permutation.h check/signature.h check/taps.h check/vocabulary.h)
   get_filename_component(folder ${header} DIRECTORY)
   install(FILES ${PROJECT_SOURCE_DIR}/${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/permcheck/${folder})

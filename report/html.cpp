@@ -396,14 +396,9 @@ std::string to_html(const Record& r) {
           << c->d() << "</h2>\n<p>Largest " << html_escape(names.diff) << " = <b>" << text(cmp.max_abs_diff) << "</b>";
         if (!cmp.shape_mismatch) s << " at position " << cmp.row << ", feature " << cmp.col;
         s << "; tolerance " << text(cmp.tolerance) << ", margin " << text(cmp.margin()) << ". ";
-        // A black box has no weights and no exact evaluation: those words would only read as warnings.
-        if (!c->black_box)
-            s << (c->confirmed_exactly ? "Confirmed in exact rational arithmetic."
-                                       : "<b>Not</b> confirmed in exact rational arithmetic.")
-              << " Weight seed " << c->weight_seed << ", found";
-        else
-            s << "Found";
-        s << " at case " << c->case_index << ", " << c->shrink_steps << " shrink steps.</p>\n";
+        s << (c->confirmed_exactly ? "Confirmed in exact rational arithmetic."
+                                   : "<b>Not</b> confirmed in exact rational arithmetic.")
+          << " Weight seed " << c->weight_seed << ", found at case " << c->case_index << ", " << c->shrink_steps << " shrink steps.</p>\n";
         if (twice) {
             s << "<p class=\"note\">The layer answered the same input x twice with different results; no permutation "
               << "plays a part.</p>\n";

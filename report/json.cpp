@@ -221,18 +221,6 @@ json signature_counterexample_json(const SignatureCounterexample& c) {
                 {"case_index", c.case_index},   {"shrink_steps", c.shrink_steps}, {"black_box", true}};
 }
 
-// The fields every audit's counterexample has, written for the one-tensor form too: axis n, input x, output y.
-void add_named_fields(json& j, const Counterexample& c, Property property) {
-    const bool pooled = property == Property::invariance;
-    const auto side = [pooled](const Mat<double>& m) { return pooled && m.rows() == 1 ? matrix(m)[0] : matrix(m); };
-    json where = pooled ? json::array({c.comparison.col}) : json::array({c.comparison.row, c.comparison.col});
-    j["lengths"] = {{"n", c.n()}};
-    j["permutations"] = {{"n", c.perm.one_line()}};
-    j["inputs"] = {{"x", matrix(c.x)}};
-    j["outputs"] = {{"y", {{"layer_of_permuted", side(c.lhs)}, {"permuted_layer", side(c.rhs)},
-                           {"max_abs_diff", number(c.comparison.max_abs_diff)}, {"where", where}}}};
-}
-
 std::map<std::string, int> lengths_from(const json& j, const Signature& s) {
     const std::string at = "counterexample.";
     const json& lengths = required(j, "lengths", at);
@@ -307,6 +295,36 @@ SignatureCounterexample signature_counterexample_from(const json& j, const Signa
 }
 
 // ---- the counterexample ----------------------------------------------------------------------------------
+json counterexample_json(const Counterexample& c);
+
+// The one-tensor form's finding also in the shorthand's own fields (n, d, permutation, cycles, x, both sides, ...),
+// beside the signature's (lengths, permutations, inputs, outputs): readers of either find theirs. Such a report has
+// no "signature"; it is read back through the shorthand's fields (one_tensor_record).
+void add_one_tensor_fields(json& j, const Record& r) {
+    Counterexample view = one_tensor_view(*r.signature_counterexample, *r.signature, r.property, r.dtype);
+    view.layer = r.layer;
+    view.seed = r.seed;
+    const json fields = counterexample_json(view);  // a named object: items() of a temporary would dangle
+    for (const auto& [key, value] : fields.items()) j[key] = value;
+}
+
+// A report with the shorthand's fields: its finding as the one-tensor signature's, the output's width that of the
+// saved answers, the axis's lengths the audit's (details.audit.min_len and max_len) when the report has them.
+void one_tensor_record(Record& r, const Counterexample& c) {
+    const json audit = r.details.is_object() && r.details.contains("audit") ? r.details["audit"] : json::object();
+    const auto length = [&](const char* key, int fallback) {
+        return audit.is_object() && audit.contains(key) && integer_fits<int>(audit[key]) ? audit[key].get<int>() : fallback;
+    };
+    const Output output = r.property == Property::invariance ? Output::pooled : Output::sequence;
+    const int n = static_cast<int>(c.n());
+    Signature s = one_tensor_signature(static_cast<int>(c.d()), output, std::min(length("min_len", 1), n),
+                                       std::max(length("max_len", n), n));
+    s.outputs[0].dims.back().size = static_cast<int>(c.lhs.cols());
+    r.signature = std::move(s);
+    r.signature_counterexample = one_tensor_finding(c, r.property);
+    r.signature_counterexample->replay = r.replay;
+}
+
 json counterexample_json(const Counterexample& c) {
     json where = json::object();
     where["position"] = c.comparison.row;
@@ -443,9 +461,10 @@ json to_json(const Record& r) {
     j["cases"] = r.cases;
     j["seed"] = r.seed;
     j["counterexample"] = r.counterexample ? counterexample_json(*r.counterexample) : json(nullptr);
-    if (r.counterexample && r.counterexample->black_box) add_named_fields(j["counterexample"], *r.counterexample, r.property);
-    if (r.signature) j["signature"] = signature_json(*r.signature);
+    const bool one_tensor = r.signature && r.signature->one_tensor;
+    if (r.signature && !one_tensor) j["signature"] = signature_json(*r.signature);
     if (r.signature_counterexample) j["counterexample"] = signature_counterexample_json(*r.signature_counterexample);
+    if (r.signature_counterexample && one_tensor) add_one_tensor_fields(j["counterexample"], r);
     j["error"] = r.error;
     j["replay"] = r.replay;
     j["details"] = r.details.is_null() ? json::object() : r.details;
@@ -488,6 +507,10 @@ Record from_json(const json& j) {
         r.counterexample = counterexample_from(j["counterexample"], r);
         // A report written before the draw had versions has no field: its weights are version 1.
         if (!r.counterexample->black_box) r.counterexample->weights = r.weights > 0 ? r.weights : kOldestWeightsVersion;
+        if (r.counterexample->black_box) {  // an audit's, in the shorthand's fields: the one-tensor signature's
+            one_tensor_record(r, *r.counterexample);
+            r.counterexample.reset();
+        }
     }
     if (j.contains("taps") && !j["taps"].is_null()) r.taps = taps_from(j);
     return r;

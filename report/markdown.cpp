@@ -104,15 +104,9 @@ std::string to_markdown(const Record& r) {
         else
             s << " at position " << cmp.row << ", feature " << cmp.col;
         s << "; tolerance " << text(cmp.tolerance) << ", margin " << text(cmp.margin()) << ".\n";
-        // A black box has no weights and no exact evaluation: those lines would only read as warnings.
-        if (!c->black_box) {
-            s << (c->confirmed_exactly ? "Confirmed in exact rational arithmetic.\n"
-                                       : "**Not** confirmed in exact rational arithmetic.\n");
-            s << "Weight seed " << c->weight_seed << ", found";
-        } else {
-            s << "Found";
-        }
-        s << " at case " << c->case_index << ", " << c->shrink_steps << " shrink steps.\n\n";
+        s << (c->confirmed_exactly ? "Confirmed in exact rational arithmetic.\n"
+                                   : "**Not** confirmed in exact rational arithmetic.\n");
+        s << "Weight seed " << c->weight_seed << ", found at case " << c->case_index << ", " << c->shrink_steps << " shrink steps.\n\n";
         s << "<details><summary>matrices</summary>\n\n```text\nx =\n" << matrix_text(c->x) << names.lhs << " =\n"
           << matrix_text(c->lhs) << names.rhs << " =\n" << matrix_text(c->rhs) << "```\n\n</details>\n";
     }

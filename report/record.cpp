@@ -29,9 +29,10 @@ Record record_of(const AuditResult& result, const std::string& layer, Property p
     r.dtype = dtype;
     r.cases = result.cases;
     r.seed = seed;
-    r.counterexample = result.counterexample;
+    // Every audit's finding is its signature's (the one-tensor form's too); result.counterexample, the one-tensor
+    // form's view of it, is for the C++ API.
     r.replay = replay;
-    if (r.counterexample) r.counterexample->replay = replay;
+    r.signature = result.signature;
     r.signature_counterexample = result.signature_counterexample;
     if (r.signature_counterexample) r.signature_counterexample->replay = replay;
     r.error = result.error;

@@ -4,7 +4,7 @@
 // The JSON schema "permcheck.report/1" is documented in README.md.
 #pragma once
 
-#include "check/blackbox.h"
+#include "check/signature_audit.h"
 #include "check/engine.h"
 
 #include <nlohmann/json.hpp>

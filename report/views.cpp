@@ -122,9 +122,9 @@ std::string where_text(const std::vector<int>& where) {
 std::string cycles_text(const Permutation& p) { return p.is_identity() ? "(identity)" : p.cycles(); }
 
 std::string case_replay(const Record& r) {
-    if (!r.counterexample) return "";
-    if (!r.counterexample->black_box) return "permcheck replay report.json";
-    const auto audit = r.details.find("audit");
+    if (r.counterexample) return "permcheck replay report.json";  // a reference layer's: no program to name
+    if (!r.signature_counterexample) return "";
+    const auto audit = r.details.find("audit");  // an audit through a program (audit-torch's have none to name)
     if (audit == r.details.end() || !audit->is_object()) return "";
     const auto command = audit->find("command");
     if (command == audit->end() || !command->is_string()) return "";

@@ -1,9 +1,10 @@
 // The black-box audit (check/blackbox.h), the subprocess adapter (adapters/exec_adapter.h) and the
 // `permcheck audit --exec` command, with in-process layers, the Python example adapters and fault adapters.
 #include "adapters/exec_adapter.h"
-#include "check/blackbox.h"
+#include "check/signature_audit.h"
 #include "check/lengths.h"
 #include "check/engine.h"
+#include "check/audit_engine.h"
 #include "tests/support/process.h"
 #include "tests/support/mutants.h"
 
@@ -170,7 +171,10 @@ TEST(AuditDtype, IntegerAnswersAreJudgedAsFloat64) {
 }
 
 TEST(AuditDtype, EvidenceSaysFloat32OnlyForFloat32ValuesThatAreNotAllIntegers) {
-    PrecisionEvidence e;
+    struct Evidence : engine::PrecisionEvidence {
+        void add(const Mat<double>& m) { PrecisionEvidence::add(m.data(), static_cast<std::size_t>(m.size())); }
+    };
+    Evidence e;
     e.add(Mat<double>::Constant(2, 2, 3.0));
     EXPECT_EQ(e.dtype(), Arithmetic::float64) << "all integers";
     e.add(Mat<double>::Constant(1, 1, 0.1f));
@@ -179,7 +183,7 @@ TEST(AuditDtype, EvidenceSaysFloat32OnlyForFloat32ValuesThatAreNotAllIntegers) {
     EXPECT_EQ(e.dtype(), Arithmetic::float32) << "a non-finite entry says nothing";
     e.add(Mat<double>::Constant(1, 1, 1e300));
     EXPECT_EQ(e.dtype(), Arithmetic::float64) << "beyond float32's range";
-    PrecisionEvidence f;
+    Evidence f;
     f.add(Mat<double>::Constant(1, 1, 0.1));
     EXPECT_EQ(f.dtype(), Arithmetic::float64);
 }
@@ -954,10 +958,12 @@ TEST(ExecAdapter, AnAnnouncedBatchIsLearntFromTheFirstAnswerAndItemErrorsStayIte
     EXPECT_EQ(adapter.batch_capacity(), 16);
     Mat<double> boom = Mat<double>::Ones(2, 2);
     boom(0, 0) = 99;
-    const auto answers = adapter(std::vector<Mat<double>>{Mat<double>::Constant(2, 2, 3.0), boom, Mat<double>::Ones(2, 2)});
+    const Signature s = one_tensor_signature(2, Output::sequence, 1, 8);
+    const auto x = [](const Mat<double>& m) { return Tensors{{"x", tensor_matrix::as_tensor(m)}}; };
+    const auto answers = adapter(s, std::vector<Tensors>{x(Mat<double>::Constant(2, 2, 3.0)), x(boom), x(Mat<double>::Ones(2, 2))});
     ASSERT_EQ(answers.size(), 3u);
     ASSERT_TRUE(answers[0].value && answers[2].value);
-    EXPECT_EQ(*answers[0].value, Mat<double>::Constant(2, 2, 3.0));
+    EXPECT_EQ(tensor_matrix::as_matrix(answers[0].value->at("y")), Mat<double>::Constant(2, 2, 3.0));
     EXPECT_FALSE(answers[1].value);
     EXPECT_NE(answers[1].error.find("adapter answered with an error: boom at 99 (item 1 of 3 of request id 2, 3 items "
                                     "of n=2, d=2)"),
@@ -972,7 +978,8 @@ TEST(ExecAdapter, ABatchedAnswerWithTooFewItemsIsAProtocolError) {
     adapters::ExecAdapter adapter(eo);
     adapter(Mat<double>::Ones(2, 2));
     try {
-        adapter(std::vector<Mat<double>>(3, Mat<double>::Ones(2, 2)));
+        const Tensors x{{"x", tensor_matrix::as_tensor(Mat<double>::Ones(2, 2))}};
+        adapter(one_tensor_signature(2, Output::sequence, 1, 8), std::vector<Tensors>(3, x));
         ADD_FAILURE() << "a short batch was accepted";
     } catch (const AdapterError& e) {
         EXPECT_NE(std::string(e.what()).find("adapter broke the protocol: the answer's \"batch\" holds 2 answers for a "
@@ -1084,7 +1091,8 @@ TEST(AuditBatched, AViolationOnlyTheBatchedAnswersShowIsFoundThroughTheAdapter) 
     int progress_calls = 0;
     AuditOptions o = options(200);
     o.on_progress = [&](const AuditProgress& p) { progress_calls += p.shrinking ? 0 : 1; };
-    const AuditResult r = audit(std::vector<BatchedBlackBox>{adapters::exec_batched_black_box(eo)}, o);
+    const Signature s = one_tensor_signature(o.d, o.output, o.min_len, o.max_len);  // what audit --dim runs
+    const AuditResult r = audit(std::vector<BatchedNamedBlackBox>{adapters::exec_batched_named_black_box(eo, s)}, s, o);
     // The ordinary answers (the first request, the shrink) are y = x; the batched ones leak from position 4 at n >= 6.
     EXPECT_EQ(r.verdict, Verdict::nondeterministic) << describe_finding(r);
     EXPECT_EQ(progress_calls, r.cases) << "progress once per case";

@@ -12,15 +12,17 @@
 // Output::pooled: invariance L(P x) = L(x)), as any dense Eigen matrix, vector or expression. A callable that
 // takes MatrixXf computes in float: it is audited with the float32 tolerance whatever opts.dtype says, since a
 // float64 tolerance would call float rounding a violation. Any other callable is audited in opts.dtype, or, when
-// that is empty (the default), in the dtype its answers show (PrecisionEvidence, check/blackbox.h).
+// that is empty (the default), in the dtype its answers show (check/audit_engine.h).
 //
 // Why a header of its own, spelled <permcheck/...>: users include it next to their own headers, so its name
 // must be namespaced (as <rapidcheck/gtest.h> is), and it must read the same in this tree and in an installed
-// prefix. It builds only on check/blackbox.h, which includes no RapidCheck header (tests/public_headers.sh);
+// prefix. It builds only on check/blackbox.h and check/signature_audit.h, which include no RapidCheck header
+// (tests/public_headers.sh);
 // the GoogleTest macros are in <permcheck/gtest.h>.
 #pragma once
 
 #include "check/blackbox.h"
+#include "check/signature_audit.h"
 
 #include <Eigen/Dense>
 

@@ -1,0 +1,39 @@
+// Auditing a layer with a signature (check/signature.h): several named inputs and outputs over named axes, through
+// a NamedBlackBox. The one audit path: the one-tensor form of check/blackbox.h runs here too, as the signature
+// one_tensor_signature makes of it. Public (through <permcheck/audit.h>), so RapidCheck-free.
+#pragma once
+
+#include "check/blackbox.h"
+#include "check/signature.h"
+
+#include <vector>
+
+namespace permcheck {
+
+// A named black box with an optional batched side, as BatchedBlackBox is for one tensor.
+struct BatchedNamedBlackBox {
+    NamedBlackBox one;
+    Batching<Tensors> many;
+};
+
+// Audits a layer with a signature. Reads of opts everything but output and d, which the signature replaces. A
+// signature's axes replace min_len, max_len and long_len too: each axis gets the length schedule of
+// check/lengths.h over [min_len, max_len], its max_len a hard cap (the user wrote it). A one_tensor signature
+// reads them as the shorthand does (one case in ten longer, up to long_len). Throws std::invalid_argument for a
+// bad signature (validate) or bad options.
+AuditResult audit(const NamedBlackBox& layer, const Signature& signature, const AuditOptions& opts);
+AuditResult audit(const std::vector<NamedBlackBox>& layers, const Signature& signature, const AuditOptions& opts);
+// The same with batched sides, as for BatchedBlackBox.
+AuditResult audit(const std::vector<BatchedNamedBlackBox>& layers, const Signature& signature, const AuditOptions& opts);
+
+// A saved case (its lengths, permutations and inputs x, e.g. read back from report.json) evaluated again through
+// `layer` and judged as the audit judges a case, with the tolerance of opts.dtype (required: float32, float64,
+// float16 or bfloat16) and opts.amplification: L(x) and L(P x), every output compared. With `twice` (the saved
+// finding was nondeterministic) x is answered twice and the permutations play no part. The verdict is holds,
+// violated, non-finite or nondeterministic; signature_counterexample holds the saved case with every output's
+// comparison (with both sides when it fails). Throws std::invalid_argument for a case that does not fit the
+// signature, and whatever the layer throws.
+AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, const SignatureCounterexample& saved,
+                       bool twice, const AuditOptions& opts);
+
+}  // namespace permcheck
