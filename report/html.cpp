@@ -303,7 +303,12 @@ std::string signature_html(const SignatureCounterexample& c, const Signature& si
                            bool twice) {
     std::ostringstream s;
     s << "<h2>" << (twice ? "One input answered twice" : "Counterexample") << ": " << html_escape(lengths_text(c.lengths)) << "</h2>\n<p>Found at case " << c.case_index
-      << ", " << c.shrink_steps << " shrink steps.</p>\n" << axes_html(c);
+      << ", " << c.shrink_steps << " shrink steps.</p>\n";
+    if (twice)
+        s << "<p class=\"note\">The layer answered the same input x twice with different results; no permutation "
+          << "plays a part.</p>\n";
+    else
+        s << axes_html(c);
     for (const TensorSpec& t : sig.inputs)
         if (const auto g = edge_list(t, c))
             s << "<h2>Graph " << html_escape(t.name) << "</h2><p class=\"note\">" << g->nodes << (g->nodes == 1 ? " node, " : " nodes, ")

@@ -16,12 +16,16 @@ std::string signature_section(const SignatureCounterexample& c, const Signature&
                               bool twice) {
     std::ostringstream s;
     s << "\n#### " << (twice ? "One input answered twice" : "Counterexample") << ": " << lengths_text(c.lengths) << "\n\n";
-    s << "| axis | length | permutation | one-line |\n| --- | --- | --- | --- |\n";
-    for (const auto& [axis, p] : c.perms)
-        s << "| " << md_code(axis) << (axis == c.axis_at_fault ? " (at fault)" : "") << " | " << p.size() << " | "
-          << md_code(cycles_text(p)) << " | " << md_code(one_line_text(p)) << " |\n";
-    s << "\nEach permutation acts along its axis: (P t)[.., i, ..] = t[.., p[i], ..]; an index input's values are "
-         "renumbered.\n";
+    if (twice) {
+        s << "The layer answered the same input x twice with different results; no permutation plays a part.\n";
+    } else {
+        s << "| axis | length | permutation | one-line |\n| --- | --- | --- | --- |\n";
+        for (const auto& [axis, p] : c.perms)
+            s << "| " << md_code(axis) << (axis == c.axis_at_fault ? " (at fault)" : "") << " | " << p.size() << " | "
+              << md_code(cycles_text(p)) << " | " << md_code(one_line_text(p)) << " |\n";
+        s << "\nEach permutation acts along its axis: (P t)[.., i, ..] = t[.., p[i], ..]; an index input's values are "
+             "renumbered.\n";
+    }
     if (!c.axis_at_fault.empty()) s << "The axis at fault: **" << c.axis_at_fault << "** (the only axis permuted).\n";
     std::string diff;  // a table cell: its bars escaped
     for (const char* ch = names.diff; *ch; ++ch) diff += *ch == '|' ? std::string("\\|") : std::string(1, *ch);

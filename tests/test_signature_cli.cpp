@@ -370,16 +370,24 @@ TEST(SignatureReport, AnAuditOfTheShorthandGainsTheNamedFieldsAndKeepsItsOwn) {
     c.comparison.row = 1;
     c.comparison.col = 1;
     c.comparison.max_abs_diff = 1.5;
-    r.counterexample = c;
+    c.comparison.holds = false;
+    // The record of an audit of the shorthand: its one-tensor signature (the width learned) and its finding.
+    r.signature = one_tensor_signature(2, Output::sequence, 1, 8);
+    r.signature->outputs[0].dims[1].size = 2;
+    r.signature_counterexample = one_tensor_finding(c, Property::equivariance);
     const json j = report::to_json(r);
+    EXPECT_FALSE(j.contains("signature")) << "read back through the shorthand's own fields";
     EXPECT_EQ(j["counterexample"]["lengths"], json::parse(R"({"n": 2})"));
     EXPECT_EQ(j["counterexample"]["permutations"], json::parse(R"({"n": [1, 0]})"));
     EXPECT_EQ(j["counterexample"]["inputs"]["x"], json::parse("[[1, 2], [3, 4]]"));
     EXPECT_EQ(j["counterexample"]["outputs"]["y"]["where"], json::parse("[1, 1]"));
     EXPECT_EQ(j["counterexample"]["x"], json::parse("[[1, 2], [3, 4]]")) << "the shorthand's own fields stay";
+    EXPECT_EQ(j["counterexample"]["permutation"], json::parse("[1, 0]"));
+    EXPECT_EQ(j["counterexample"]["cycles"], "(0 1)");
+    EXPECT_EQ(j["counterexample"]["where"], json::parse(R"({"position": 1, "feature": 1})"));
     const report::Record back = report::from_json(j);
-    ASSERT_TRUE(back.counterexample);
-    EXPECT_FALSE(back.signature_counterexample);
+    EXPECT_FALSE(back.counterexample) << "an audit's finding is its signature's";
+    ASSERT_TRUE(back.signature_counterexample && back.signature && back.signature->one_tensor);
     EXPECT_EQ(report::to_json(back), j);
 }
 
