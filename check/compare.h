@@ -79,6 +79,26 @@ inline ToleranceModel tolerance_model(Arithmetic dtype, double amplification) {
     return t;
 }
 
+// The tolerance model of a reference layer computing in scalar S (check/engine.cpp, check/signature_check.cpp):
+// tolerance_model of S's arithmetic, float32 for float, float64 for double, exact (zero tolerance) for the exact
+// scalars. long double, which names no arithmetic (it only measures the rounding error of a double evaluation),
+// gets its own unit roundoff and the worst-case gamma.
+template <class S> ToleranceModel tolerance_model_of(double amplification) {
+    if constexpr (std::is_same_v<S, float>) {
+        return tolerance_model(Arithmetic::float32, amplification);
+    } else if constexpr (std::is_same_v<S, double>) {
+        return tolerance_model(Arithmetic::float64, amplification);
+    } else if constexpr (ScalarTraits<S>::exact) {
+        return tolerance_model(Arithmetic::exact, amplification);
+    } else {
+        static_assert(std::is_same_v<S, long double>, "a floating scalar of its own precision");
+        ToleranceModel t;
+        t.unit_roundoff = ScalarTraits<S>::unit_roundoff;
+        t.amplification = amplification;
+        return t;
+    }
+}
+
 // The largest |entry|, NaN ignored (0 for an empty or all-NaN matrix). Floating matrices are reduced by Eigen's
 // vectorized maximum, which a check calls three times a case (property.h).
 template <class S> double max_abs(const Mat<S>& a) {

@@ -32,10 +32,8 @@ template <class S> Sides<S> sides_in(const LayerFamily& family, Property propert
     const LayerFn<S> layer = seeded_layer<S>(family, d, c.weight_seed, 0, c.weights);
     const LayerFn<S> shifted =
         property == Property::shift ? seeded_layer<S>(family, d, c.weight_seed, c.shift, c.weights) : LayerFn<S>{};
-    ToleranceModel tol;
-    tol.unit_roundoff = ScalarTraits<S>::unit_roundoff;
-    tol.amplification = family.amplification;
-    return evaluate<S>(layer, shifted, property, from_double<S>(c.x), c.perm, tol);
+    return evaluate<S>(layer, shifted, property, from_double<S>(c.x), c.perm,
+                       tolerance_model_of<S>(family.amplification));
 }
 
 // The wider type that measures the rounding error of a floating evaluation.

@@ -37,9 +37,8 @@ double largest(const std::vector<double>& values, double start) {
 }
 
 // The signature audit's tolerance (check/signature_audit.cpp): reductions as long as every axis together plus
-// the widest fixed size; 0 in exact arithmetic.
-double tolerance_for(const Signature& s, const Lengths& lengths, double magnitude, double amplification, bool exact) {
-    if (exact) return 0.0;
+// the widest fixed size; 0 in exact arithmetic (the model's, check/compare.h).
+double tolerance_for(const Signature& s, const Lengths& lengths, double magnitude, const ToleranceModel& m) {
     long total = 0;
     for (const auto& [axis, len] : lengths) total += len;
     int widest = 1;
@@ -47,9 +46,6 @@ double tolerance_for(const Signature& s, const Lengths& lengths, double magnitud
         for (const TensorSpec& t : *list)
             for (const Dim& d : t.dims)
                 if (!d.is_axis()) widest = std::max(widest, d.size);
-    ToleranceModel m;
-    m.unit_roundoff = ScalarTraits<double>::unit_roundoff;
-    m.amplification = amplification;
     return float_tolerance(m, total, widest, magnitude);
 }
 
@@ -91,6 +87,7 @@ std::vector<OutputComparison> compare_signature_case(const SignatureFamily& fami
     double magnitude = 0.0;
     for (const TensorSpec& t : s.inputs)
         if (t.kind == TensorKind::real) magnitude = largest(inputs.at(t.name).values, magnitude);
+    const ToleranceModel model = tolerance_model_of<S>(family.amplification);
     std::vector<OutputComparison> out;
     for (const TensorSpec& spec : s.outputs) {
         if (y.at(spec.name).shape != shape_of(spec, lengths))
@@ -99,9 +96,7 @@ std::vector<OutputComparison> compare_signature_case(const SignatureFamily& fami
         const NamedTensor<S> rhs = permuted_output(spec, perms, y.at(spec.name));
         const Tensor l = as_doubles(lhs.at(spec.name)), r = as_doubles(rhs);
         const double m = largest(l.values, largest(r.values, magnitude));
-        const bool exact = ScalarTraits<S>::unit_roundoff == 0.0;
-        out.push_back(compare_output(spec, lhs.at(spec.name), rhs,
-                                     tolerance_for(s, lengths, m, family.amplification, exact)));
+        out.push_back(compare_output(spec, lhs.at(spec.name), rhs, tolerance_for(s, lengths, m, model)));
     }
     return out;
 }

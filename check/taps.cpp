@@ -172,10 +172,7 @@ TapComparison judge_tap(const std::string& name, const Tensor& at_x, const Tenso
     const Tensor rhs = permute_output(spec, perms, at_x);
     long total = 0;
     for (const auto& entry : lengths) total += entry.second;
-    ToleranceModel model;
-    model.unit_roundoff =
-        dtype == Arithmetic::float32 ? ScalarTraits<float>::unit_roundoff : ScalarTraits<double>::unit_roundoff;
-    model.amplification = amplification;
+    const ToleranceModel model = tolerance_model(dtype, amplification);
     const double m = finite_max_abs(rhs.values, finite_max_abs(at_px.values, inputs_magnitude));
     const OutputComparison o = compare_tensors(name, at_px, rhs, float_tolerance(model, total, widest, m));
     c.max_abs_diff = o.max_abs_diff;

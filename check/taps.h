@@ -79,7 +79,8 @@ std::vector<std::string> tap_axes(const std::vector<int>& shape, const Lengths& 
 
 // Judges one tap: T(P x) (`at_px`) against T(x) moved along `axes` by `perms`, with the tolerance an output of the
 // signature would get (check/compare.h's float_tolerance over every axis's length plus the widest fixed size,
-// the tap's included; the magnitude of both sides and `inputs_magnitude`). dtype float32 or float64.
+// the tap's included; the magnitude of both sides and `inputs_magnitude`), its model tolerance_model(dtype,
+// amplification): the audit's dtype, half precisions included (exact: zero tolerance).
 TapComparison judge_tap(const std::string& name, const Tensor& at_x, const Tensor& at_px,
                         const std::vector<std::string>& axes, const Permutations& perms, const Lengths& lengths,
                         int widest_fixed, double inputs_magnitude, Arithmetic dtype, double amplification);

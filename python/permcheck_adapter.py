@@ -44,6 +44,10 @@ a module, stacked: each input one tensor with the cases on its batch dim, as bas
 ({"id": 7, "stacked": K, "batch_dims": {...}, "inputs": {"x": "BASE64"}, "shapes": {...}, ...}, answered
 {"id": 7, "outputs": {"y": "BASE64"}, "shapes": {...}}). README, "Batched requests".
 
+Each request line is parsed once and told apart by the keys of the request object itself ("stacked", "batch",
+"taps", "inputs", "x"), never by its text: input names live inside "inputs", "shapes" and "kinds" and output names
+in "outputs", so an input or output may be named batch, stacked, taps, shapes or id like any other.
+
 Answers, both forms:
     a single value (a tensor, a nested list, a number)   answers the one output the request names (y)
     a tuple                                             answers the outputs in the request's order
@@ -91,49 +95,16 @@ def serve(layer, dtype=None, *, kinds=None, taps=True, stdin=None, stdout=None, 
             text streams to read requests from and write answers to; by default the process's own, with
             stdout claimed for answers as the module docstring says.
     """
-    kinds = dict(kinds or {})
-    for name, kind in kinds.items():
-        if kind not in _KINDS:
-            raise ValueError("kind of input %r is %r; expected one of %s" % (name, kind, ", ".join(_KINDS)))
-    torch = _torch_if_needed(layer, dtype)
-    is_module = torch is not None and isinstance(layer, torch.nn.Module)
-    if torch is not None:
-        given = dtype is not None
-        dtype = _resolve_dtype(torch, layer if is_module else None, dtype)
-        if is_module and given:
-            layer.to(dtype)  # floating parameters and buffers only; a module converts in place
-    if is_module:
-        layer.eval()
-    offers_taps = bool(taps) and is_module
-
+    server = _Server(layer, dtype, kinds, taps=taps, batch=batch, stacked=stacked)
     requests = stdin if stdin is not None else sys.stdin
     answers, restore = (stdout, None) if stdout is not None else _claim_stdout()
     saved_stdout = sys.stdout
     sys.stdout = sys.stderr  # what the user's code prints goes to stderr
-    announced = False
     try:
         for line in requests:
             if not line.strip():
                 continue
-            # torch is None for a function served without a dtype: it receives nested lists, not tensors.
-            answer = None
-            if '"stacked"' in line and is_module:
-                answer = _answer_stacked(line, layer, torch, dtype, kinds)
-            if answer is not None:
-                pass
-            elif '"batch"' in line:  # a batch's taps are never asked for: permcheck asks them one request each
-                answer = _answer_batch(line, layer, torch, dtype, kinds, is_module)
-            else:
-                if offers_taps:
-                    answer = _answer_with_taps(line, layer, torch, dtype, kinds)
-                else:
-                    answer = _answer(line, layer, torch, dtype, kinds)
-                if batch is not None and batch > 1 and not announced:
-                    answer["batch"] = int(batch)
-                    if is_module and stacked:
-                        answer["stacked"] = True
-                    announced = True
-            answers.write(json.dumps(answer) + "\n")
+            answers.write(json.dumps(server.answer_line(line)) + "\n")
             answers.flush()
     except BrokenPipeError:
         _quiet_exit(0, answers)  # permcheck closed the pipe: it needs no more answers
@@ -146,147 +117,204 @@ def serve(layer, dtype=None, *, kinds=None, taps=True, stdin=None, stdout=None, 
 
 
 # ---------------------------------------------------------------------------------------------------------
-# One request
+# The server: one request line parsed once, dispatched on the request object's own keys
 
 
-def _answer(line, layer, torch, dtype, kinds):
-    """The answer object to one request line: outputs, or an error naming what went wrong."""
-    request_id = None
-    try:
-        request = json.loads(line)
-        if not isinstance(request, dict):
-            raise ValueError("a request is a JSON object, got %s" % type(request).__name__)
+class _Server:
+    """One served layer. Each request line is parsed once and dispatched on the top-level keys of the request
+    object ("stacked", "batch", "taps"), never on its text: input names live inside "inputs", "shapes" and
+    "kinds", output names in "outputs", so an input or output may be called batch, stacked, taps, shapes or id."""
+
+    def __init__(self, layer, dtype, kinds, *, taps, batch, stacked):
+        self.kinds = dict(kinds or {})
+        for name, kind in self.kinds.items():
+            if kind not in _KINDS:
+                raise ValueError("kind of input %r is %r; expected one of %s" % (name, kind, ", ".join(_KINDS)))
+        # torch is None for a function served without a dtype: it receives nested lists, not tensors.
+        self.torch = torch = _torch_if_needed(layer, dtype)
+        self.is_module = torch is not None and isinstance(layer, torch.nn.Module)
+        if torch is not None:
+            given = dtype is not None
+            dtype = _resolve_dtype(torch, layer if self.is_module else None, dtype)
+            if self.is_module and given:
+                layer.to(dtype)  # floating parameters and buffers only; a module converts in place
+        if self.is_module:
+            layer.eval()
+        self.layer, self.dtype = layer, dtype
+        self.offers_taps = bool(taps) and self.is_module
+        # What the first ordinary answer announces ({} when nothing: one case per request).
+        self.announcement = {}
+        if batch is not None and batch > 1:
+            self.announcement["batch"] = int(batch)
+            if self.is_module and stacked:
+                self.announcement["stacked"] = True
+
+    def answer_line(self, line):
+        """The answer object to one request line."""
+        try:
+            request = json.loads(line)
+        except ValueError as error:
+            return _error_answer(None, error)
+        if isinstance(request, dict) and "stacked" in request:
+            return self.answer_stacked(request)
+        if isinstance(request, dict) and "batch" in request:
+            # A batch's taps are never asked for: permcheck asks them one request each.
+            return self.answer_batch(request)
+        answer = self.answer_with_taps(request) if self.offers_taps else self.answer(request)
+        if self.announcement:
+            answer.update(self.announcement)
+            self.announcement = {}  # announced once
+        return answer
+
+    # One request
+
+    def answer(self, request):
+        """The answer object to one ordinary request (an object, or a batch's item): outputs, or an error naming
+        what went wrong."""
+        request_id = request.get("id") if isinstance(request, dict) else None
+        try:
+            if not isinstance(request, dict):
+                raise ValueError("a request is a JSON object, got %s" % type(request).__name__)
+            if "inputs" in request:
+                names = request.get("outputs")
+                if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+                    raise ValueError('"outputs" must be a non-empty list of output names')
+                inputs = _named_inputs(request, self.torch, self.dtype, self.kinds)
+                result = _call(self.layer, self.torch, (), inputs)
+                return {"id": request_id, "outputs": _outputs(result, names)}
+            if "x" in request:
+                x = request["x"]
+                if self.torch is not None:
+                    x = self.torch.tensor(x, dtype=self.dtype)
+                result = _call(self.layer, self.torch, (x,), {})
+                return {"id": request_id, "y": _outputs(result, ["y"])["y"]}
+            raise ValueError('a request holds "x" (one tensor) or "inputs" (named inputs); this one holds neither')
+        except Exception as error:  # an answer, not a crash: permcheck reports it with the request
+            return _error_answer(request_id, error)
+
+    def answer_with_taps(self, request):
+        """answer(), offering taps, and with them when the request asks ("taps": true)."""
+        if isinstance(request, dict) and request.get("taps") is True:
+            with _TapRecorder(self.layer, self.torch) as recorder:
+                answer = self.answer(request)
+            if "error" not in answer:
+                answer["taps"] = recorder.taps
+        else:
+            answer = self.answer(request)
+        if "error" not in answer:  # an error answer is only the error
+            answer["taps_offered"] = True
+        return answer
+
+    # Batched requests: {"id": 7, "batch_dims": {"x": 0, "y": 0}, "batch": [REQUEST, ...]} answered by
+    # {"id": 7, "batch": [ANSWER, ...]}, one ordinary answer (without id) per item, in order.
+
+    def answer_batch(self, request):
+        """The answer object to a batched request: one stacked forward pass when the layer is a torch module and
+        every input and output has a batch dim, else (or when that forward raises) one call per item."""
         request_id = request.get("id")
-        if "inputs" in request:
-            names = request.get("outputs")
-            if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
-                raise ValueError('"outputs" must be a non-empty list of output names')
-            inputs = _named_inputs(request, torch, dtype, kinds)
-            result = _call(layer, torch, (), inputs)
-            return {"id": request_id, "outputs": _outputs(result, names)}
-        if "x" in request:
-            x = request["x"]
-            if torch is not None:
-                x = torch.tensor(x, dtype=dtype)
-            result = _call(layer, torch, (x,), {})
-            return {"id": request_id, "y": _outputs(result, ["y"])["y"]}
-        raise ValueError('a request holds "x" (one tensor) or "inputs" (named inputs); this one holds neither')
-    except Exception as error:  # an answer, not a crash: permcheck reports it with the request
-        traceback.print_exc(file=sys.stderr)
-        return {"id": request_id, "error": _last_line(error)}
+        try:
+            items = request["batch"]
+            if not isinstance(items, list):
+                raise ValueError('"batch" must be a list of request objects')
+            dims = request.get("batch_dims")
+            if self.is_module and dims and len(items) > 1:
+                try:
+                    return {"id": request_id, "batch": self.stacked_items(items, dims)}
+                except Exception:  # each item on its own, so that each gets its own answer or error
+                    traceback.print_exc(file=sys.stderr)
+                    print("permcheck_adapter: the stacked forward pass failed; answering item by item",
+                          file=sys.stderr)
+            answers = []
+            for item in items:
+                answer = self.answer(item)
+                answer.pop("id", None)
+                answers.append(answer)
+            return {"id": request_id, "batch": answers}
+        except Exception as error:
+            return _error_answer(request_id, error)
 
+    def stacked_items(self, items, dims):
+        """The items' answers from one forward pass over their inputs stacked on their batch dims."""
+        torch, first, count = self.torch, items[0], len(items)
+        names = first["outputs"]
+        declared = dict(first.get("kinds") or {})
+        declared.update(self.kinds)
+        inputs = {}
+        for name, values in first["inputs"].items():
+            dim = dims[name]
+            shape = list(first["shapes"][name])
+            element = self.element_type(_kind(declared.get(name), values))
+            # (count, *shape) with shape[dim] == 1: drop that dim and put the items there.
+            stacked = torch.tensor([item["inputs"][name] for item in items], dtype=element).reshape([count] + shape)
+            inputs[name] = stacked.squeeze(dim + 1).movedim(0, dim)
+        outputs = _named_results(_call(self.layer, torch, (), inputs), names)
+        parts = {}
+        for name in names:
+            value = _batch_dim_checked(outputs[name], name, dims[name], count).detach().cpu()
+            if value.is_floating_point():
+                value = value.double()  # exact, as _json_value widens each
+            # One tolist() for all items (batch dim first), each item's size-1 batch dim put back.
+            parts[name] = [_wrapped(v, dims[name]) for v in value.movedim(dims[name], 0).tolist()]
+        return [{"outputs": {name: parts[name][k] for name in names}} for k in range(count)]
 
-# ---------------------------------------------------------------------------------------------------------
-# Batched requests: {"id": 7, "batch_dims": {"x": 0, "y": 0}, "batch": [REQUEST, ...]} answered by
-# {"id": 7, "batch": [ANSWER, ...]}, one ordinary answer (without id) per item, in order.
+    # Stacked requests: {"id": 7, "stacked": 3, "batch_dims": {"x": 0, "y": 0}, "inputs": {"x": BASE64},
+    # "shapes": {"x": [3, 4, 8]}, "kinds": {"x": "float"}, "outputs": ["y"]}, each input's cases stacked on its
+    # batch dim, its values base64 of little-endian float64, row-major; answered by {"id": 7, "outputs":
+    # {"y": BASE64}, "shapes": {"y": [3, 4, 8]}} the same way, or item by item ({"id": 7, "batch": [ANSWER, ...]})
+    # when the stacked forward pass raises.
 
-
-def _answer_batch(line, layer, torch, dtype, kinds, is_module):
-    """The answer object to a batched request: one stacked forward pass when the layer is a torch module and
-    every input and output has a batch dim, else (or when that forward raises) one call per item."""
-    request_id = None
-    try:
-        request = json.loads(line)
+    def answer_stacked(self, request):
+        """The answer object to a stacked request: one forward pass, else one call per item."""
         request_id = request.get("id")
-        items = request["batch"]
-        if not isinstance(items, list):
-            raise ValueError('"batch" must be a list of request objects')
-        dims = request.get("batch_dims")
-        if is_module and dims and len(items) > 1:
+        try:
+            if not self.is_module:
+                raise ValueError("a stacked request is answered by a served torch module only (none was announced)")
+            count, dims, names = int(request["stacked"]), request["batch_dims"], request["outputs"]
+            declared = dict(request.get("kinds") or {})
+            declared.update(self.kinds)
+            inputs = {}
+            for name, text in request["inputs"].items():
+                element = self.element_type(_kind(declared.get(name), []))
+                inputs[name] = _from_base64(self.torch, text, request["shapes"][name]).to(element)
             try:
-                return {"id": request_id, "batch": _stacked(items, dims, layer, torch, dtype, kinds)}
+                outputs = _named_results(_call(self.layer, self.torch, (), inputs), names)
+                encoded, shapes = {}, {}
+                for name in names:
+                    value = _batch_dim_checked(outputs[name], name, dims[name], count)
+                    encoded[name], shapes[name] = _to_base64(self.torch, value), list(value.shape)
+                return {"id": request_id, "outputs": encoded, "shapes": shapes}
             except Exception:  # each item on its own, so that each gets its own answer or error
                 traceback.print_exc(file=sys.stderr)
                 print("permcheck_adapter: the stacked forward pass failed; answering item by item", file=sys.stderr)
-        answers = []
-        for item in items:
-            answer = _answer(json.dumps(item), layer, torch, dtype, kinds)
-            answer.pop("id", None)
-            answers.append(answer)
-        return {"id": request_id, "batch": answers}
-    except Exception as error:
-        traceback.print_exc(file=sys.stderr)
-        return {"id": request_id, "error": _last_line(error)}
+            items = [{n: t.narrow(dims[n], k, 1) for n, t in inputs.items()} for k in range(count)]
+            return {"id": request_id, "batch": [self.item_answer(names, item) for item in items]}
+        except Exception as error:
+            return _error_answer(request_id, error)
 
-
-def _stacked(items, dims, layer, torch, dtype, kinds):
-    """The items' answers from one forward pass over their inputs stacked on their batch dims."""
-    first = items[0]
-    names = first["outputs"]
-    declared = dict(first.get("kinds") or {})
-    declared.update(kinds)
-    count = len(items)
-    inputs = {}
-    for name, values in first["inputs"].items():
-        dim = dims[name]
-        shape = list(first["shapes"][name])
-        element = {"float": dtype, "mask": torch.bool, "index": torch.int64}[_kind(declared.get(name), values)]
-        # (count, *shape) with shape[dim] == 1: drop that dim and put the items there.
-        stacked = torch.tensor([item["inputs"][name] for item in items], dtype=element).reshape([count] + shape)
-        inputs[name] = stacked.squeeze(dim + 1).movedim(0, dim)
-    result = _call(layer, torch, (), inputs)
-    outputs = _named_results(result, names)
-    parts = {}
-    for name in names:
-        value, dim = outputs[name], dims[name]
-        if not hasattr(value, "detach") or value.dim() <= dim or value.shape[dim] != count:
-            raise ValueError("output %s has no batch dim %d of %d items" % (name, dim, count))
-        value = value.detach().cpu()
-        if value.is_floating_point():
-            value = value.double()  # exact, as _json_value widens each
-        # One tolist() for all items (batch dim first), each item's size-1 batch dim put back.
-        parts[name] = [_wrapped(v, dim) for v in value.movedim(dim, 0).tolist()]
-    return [{"outputs": {name: parts[name][k] for name in names}} for k in range(count)]
-
-
-# Stacked requests: {"id": 7, "stacked": 3, "batch_dims": {"x": 0, "y": 0}, "inputs": {"x": BASE64},
-# "shapes": {"x": [3, 4, 8]}, "kinds": {"x": "float"}, "outputs": ["y"]}, each input's cases stacked on its batch
-# dim, its values base64 of little-endian float64, row-major; answered by {"id": 7, "outputs": {"y": BASE64},
-# "shapes": {"y": [3, 4, 8]}} the same way, or item by item ({"id": 7, "batch": [ANSWER, ...]}) when the stacked
-# forward pass raises.
-
-
-def _answer_stacked(line, layer, torch, dtype, kinds):
-    """The answer object to a stacked request (one forward pass), or None when the line is not one."""
-    request_id = None
-    try:
-        request = json.loads(line)
-        if not isinstance(request, dict) or "stacked" not in request:
-            return None
-        request_id = request.get("id")
-        count, dims, names = int(request["stacked"]), request["batch_dims"], request["outputs"]
-        declared = dict(request.get("kinds") or {})
-        declared.update(kinds)
-        inputs = {}
-        for name, text in request["inputs"].items():
-            element = {"float": dtype, "mask": torch.bool, "index": torch.int64}[_kind(declared.get(name), [])]
-            inputs[name] = _from_base64(torch, text, request["shapes"][name]).to(element)
+    def item_answer(self, names, inputs):
+        """One item's answer object (without id): its outputs, or its error."""
         try:
-            outputs = _named_results(_call(layer, torch, (), inputs), names)
-            encoded, shapes = {}, {}
-            for name in names:
-                value, dim = outputs[name], dims[name]
-                if not hasattr(value, "detach") or value.dim() <= dim or value.shape[dim] != count:
-                    raise ValueError("output %s has no batch dim %d of %d items" % (name, dim, count))
-                encoded[name], shapes[name] = _to_base64(torch, value), list(value.shape)
-            return {"id": request_id, "outputs": encoded, "shapes": shapes}
-        except Exception:  # each item on its own, so that each gets its own answer or error
+            return {"outputs": _outputs(_call(self.layer, self.torch, (), inputs), names)}
+        except Exception as error:
             traceback.print_exc(file=sys.stderr)
-            print("permcheck_adapter: the stacked forward pass failed; answering item by item", file=sys.stderr)
-        items = [{n: t.narrow(dims[n], k, 1) for n, t in inputs.items()} for k in range(count)]
-        return {"id": request_id, "batch": [_item_answer(layer, torch, names, item) for item in items]}
-    except Exception as error:
-        traceback.print_exc(file=sys.stderr)
-        return {"id": request_id, "error": _last_line(error)}
+            return {"error": _last_line(error)}
+
+    def element_type(self, kind):
+        """The torch dtype of an input of that kind: the float dtype, bool for a mask, int64 for an index."""
+        return {"float": self.dtype, "mask": self.torch.bool, "index": self.torch.int64}[kind]
 
 
-def _item_answer(layer, torch, names, inputs):
-    """One item's answer object (without id): its outputs, or its error."""
-    try:
-        return {"outputs": _outputs(_call(layer, torch, (), inputs), names)}
-    except Exception as error:
-        traceback.print_exc(file=sys.stderr)
-        return {"error": _last_line(error)}
+def _error_answer(request_id, error):
+    """The error answer to a request, its traceback on stderr (call it while handling `error`)."""
+    traceback.print_exc(file=sys.stderr)
+    return {"id": request_id, "error": _last_line(error)}
+
+
+def _batch_dim_checked(value, name, dim, count):
+    """An output of a stacked forward pass, checked to hold the `count` items on its batch dim."""
+    if not hasattr(value, "detach") or value.dim() <= dim or value.shape[dim] != count:
+        raise ValueError("output %s has no batch dim %d of %d items" % (name, dim, count))
+    return value
 
 
 def _from_base64(torch, text, shape):
@@ -439,27 +467,6 @@ def _last_line(error):
 
 # ---------------------------------------------------------------------------------------------------------
 # Taps: the outputs of a torch module's submodules
-
-
-def _answer_with_taps(line, layer, torch, dtype, kinds):
-    """_answer, offering taps, and with them when the request asks ("taps": true)."""
-    wanted = False
-    if '"taps"' in line:  # parse twice only a line that may ask for taps
-        try:
-            request = json.loads(line)
-            wanted = isinstance(request, dict) and request.get("taps") is True
-        except ValueError:
-            pass  # _answer reports the malformed line
-    if not wanted:
-        answer = _answer(line, layer, torch, dtype, kinds)
-    else:
-        with _TapRecorder(layer, torch) as recorder:
-            answer = _answer(line, layer, torch, dtype, kinds)
-        if "error" not in answer:
-            answer["taps"] = recorder.taps
-    if "error" not in answer:  # an error answer is only the error
-        answer["taps_offered"] = True
-    return answer
 
 
 class _TapRecorder:

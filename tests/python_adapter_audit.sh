@@ -2,8 +2,8 @@
 # End to end: `permcheck audit --exec` on layers served by python/permcheck_adapter.py, each a file of a few lines
 # with no protocol code, and no PYTHONPATH set here: permcheck must put the adapter's directory there itself.
 #   python_adapter_audit.sh PERMCHECK_BINARY
-# An equivariant function holds (exit 0), a function with a position leak is violated (exit 1), and a module
-# wrapping torch.nn.MultiheadAttention holds (skipped, saying why, when /usr/bin/python3 cannot import torch).
+# An equivariant function holds (exit 0), a function with a position leak is violated (exit 1), so do they with an
+# input named batch and an output named stacked, and a module wrapping torch.nn.MultiheadAttention holds (skipped, saying why, when /usr/bin/python3 cannot import torch).
 set -uo pipefail
 permcheck=$1
 work=$(mktemp -d)
@@ -47,6 +47,23 @@ EOF
 audit 0 equivariant.py --dim 4
 audit 1 leak.py --dim 4
 grep -q "n = 2" "$work/out.txt" || { echo "FAIL: the leak is not shrunk to n = 2" >&2; cat "$work/out.txt" >&2; failed=1; }
+
+# Inputs and outputs named like the protocol's keys are names like any other (issue 21): an input named batch,
+# served batched; with an output named stacked and a position leak, the leak is found.
+cat >"$work/named_batch.py" <<'EOF'
+import sys
+from permcheck_adapter import serve
+
+def layer(batch):  # each row plus the mean of all rows; plus the row's position with --leak
+    mean = [sum(col) / len(batch) for col in zip(*batch)]
+    leak = 0.25 if "--leak" in sys.argv else 0.0
+    y = [[v + m + leak * i for v, m in zip(row, mean)] for i, row in enumerate(batch)]
+    return {"y": y, "stacked": y}
+
+serve(layer)
+EOF
+audit 0 named_batch.py --axis n=1..4 --input batch:n,3 --output y:n,3
+audit 1 "named_batch.py --leak" --axis n=1..4 --input batch:n,3 --output stacked:n,3
 
 # A PYTHONPATH of the user's own is kept, behind the adapter's directory.
 mkdir "$work/extra"

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -135,6 +136,23 @@ TEST(HalfTolerance, LeavesTheFloat32AndFloat64TolerancesAsTheyWere) {
             EXPECT_EQ(float_tolerance(m, n, 8, 2.5), 4.0 * 3.0 * gamma(static_cast<double>(n + 8), u) * 2.5);
     }
     EXPECT_EQ(float_tolerance(tolerance_model(Arithmetic::exact, 1.0), 8, 8, 1.0), 0.0);
+}
+
+// The white-box checks take their model from the same map (issue 21): a reference layer's scalar names its
+// arithmetic, and long double (the wider evaluation that measures a double one) its own unit roundoff.
+TEST(HalfTolerance, AReferenceLayersScalarTakesTheModelOfItsArithmetic) {
+    const auto same = [](const ToleranceModel& a, const ToleranceModel& b) {
+        return a.unit_roundoff == b.unit_roundoff && a.amplification == b.amplification && a.safety == b.safety &&
+               a.lambda == b.lambda;
+    };
+    EXPECT_TRUE(same(tolerance_model_of<float>(3.0), tolerance_model(Arithmetic::float32, 3.0)));
+    EXPECT_TRUE(same(tolerance_model_of<double>(3.0), tolerance_model(Arithmetic::float64, 3.0)));
+    EXPECT_TRUE(same(tolerance_model_of<Rational>(3.0), tolerance_model(Arithmetic::exact, 3.0)));
+    EXPECT_EQ(float_tolerance(tolerance_model_of<Rational>(1.0), 8, 8, 1.0), 0.0);
+    const ToleranceModel wide = tolerance_model_of<long double>(3.0);
+    EXPECT_EQ(wide.unit_roundoff, std::numeric_limits<long double>::epsilon() / 2);
+    EXPECT_EQ(wide.amplification, 3.0);
+    EXPECT_EQ(wide.lambda, 0.0);
 }
 
 TEST(HalfTolerance, NamesRoundTripAndTheReferenceLayersRefuseHalfPrecision) {

@@ -2,6 +2,7 @@
 // by probes (unambiguous when a length equals a feature size), the whole trace over an in-process tap source, the
 // tap answer's parser (adapters/protocol.h) and the report's tap table (report/).
 #include "adapters/exec_adapter.h"
+#include "check/compare.h"
 #include "check/taps.h"
 #include "report/report.h"
 
@@ -88,6 +89,27 @@ TEST(TapJudgement, TheToleranceIsTheDtypes) {
               TapVerdict::holds);
     EXPECT_EQ(judge_tap("t", at_x, at_px, {"n", ""}, {{"n", kSwap}}, {{"n", 2}}, 1, 1.0, Arithmetic::float64, 1.0).verdict,
               TapVerdict::violated);
+}
+
+TEST(TapJudgement, AHalfPrecisionTapIsJudgedWithItsOwnToleranceNotFloat64s) {
+    // A difference of 1e-2 at magnitude 1 (k = n + widest = 3): within bfloat16's probabilistic bound (about 0.055),
+    // beyond float16's (about 0.0068), float32's and float64's. Before issue 21 both half precisions fell through
+    // to float64's unit roundoff here.
+    const Tensor at_x = tensor({2, 1}, {1, 0.5});
+    const Tensor at_px = tensor({2, 1}, {0.5, 1 + 1e-2});
+    const auto judged = [&](Arithmetic a) {
+        return judge_tap("t", at_x, at_px, {"n", ""}, {{"n", kSwap}}, {{"n", 2}}, 1, 1.0, a, 1.0);
+    };
+    const TapComparison bf16 = judged(Arithmetic::bfloat16);
+    EXPECT_EQ(bf16.verdict, TapVerdict::holds) << bf16.tolerance;
+    EXPECT_DOUBLE_EQ(bf16.tolerance, float_tolerance(tolerance_model(Arithmetic::bfloat16, 1.0), 2, 1, 1.01));
+    EXPECT_EQ(judged(Arithmetic::float16).verdict, TapVerdict::violated) << judged(Arithmetic::float16).tolerance;
+    EXPECT_EQ(judged(Arithmetic::float32).verdict, TapVerdict::violated);
+    EXPECT_EQ(judged(Arithmetic::float64).verdict, TapVerdict::violated);
+    // The amplification enters as it does for an output.
+    const TapComparison amplified = judge_tap("t", at_x, at_px, {"n", ""}, {{"n", kSwap}}, {{"n", 2}}, 1, 1.0,
+                                              Arithmetic::float16, 10.0);
+    EXPECT_EQ(amplified.verdict, TapVerdict::holds) << amplified.tolerance;
 }
 
 // ------------------------------------------------------------------------------------------ axes by probes
@@ -189,6 +211,27 @@ TEST(TapTrace, DeclaredDimsNeedNoProbeAndABadDeclarationIsNotComparable) {
     later.first_breaking = 2;
     EXPECT_EQ(first_break_sentence(later),
               "symmetry first breaks at c (tap 3 of 3); every tap before it holds but 1 that could not be compared");
+}
+
+TEST(TapTrace, ABfloat16AuditsTapsAreJudgedWithBfloat16sTolerance) {
+    // A tap with a position-dependent error of bfloat16's size (1e-2 at magnitude 1.01, k = 2 + 2): holds in a
+    // bfloat16 audit's trace, breaks in a float64 audit's, where it would be a real position leak.
+    const Signature s = shorthand_signature(2, 1, 8);
+    const TapSource rounding = [](const Tensors& in) {
+        Tap t{"rounded", in.at("x"), std::vector<std::string>{"n", ""}};
+        for (std::size_t e = 0; e < t.value.values.size(); e += 2) t.value.values[e] += 1e-2 * static_cast<double>(e / 2);
+        return std::vector<Tap>{t};
+    };
+    const Tensors x{{"x", tensor({2, 2}, {1, 0.5, -0.75, 0.25})}};
+    const TapTrace bf16 = trace_taps(rounding, s, {{"n", 2}}, {{"n", kSwap}}, x, Arithmetic::bfloat16, 1.0);
+    ASSERT_EQ(bf16.taps.size(), 1u) << bf16.note;
+    EXPECT_EQ(bf16.taps[0].verdict, TapVerdict::holds) << describe(bf16);
+    EXPECT_EQ(bf16.first_breaking, -1);
+    EXPECT_DOUBLE_EQ(bf16.taps[0].tolerance, float_tolerance(tolerance_model(Arithmetic::bfloat16, 1.0), 2, 2, 1.01));
+    const TapTrace f64 = trace_taps(rounding, s, {{"n", 2}}, {{"n", kSwap}}, x, Arithmetic::float64, 1.0);
+    ASSERT_EQ(f64.taps.size(), 1u) << f64.note;
+    EXPECT_EQ(f64.taps[0].verdict, TapVerdict::violated) << describe(f64);
+    EXPECT_EQ(f64.first_breaking, 0);
 }
 
 TEST(TapTrace, ASourceThatFailsOrOffersNoneLeavesANoteNotAnException) {

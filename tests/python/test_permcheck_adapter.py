@@ -633,6 +633,122 @@ class ServedModuleTaps(unittest.TestCase):
         self.assertEqual(answers, [{"id": 1, "y": [[2.0]]}], err)
 
 
+# ---------------------------------------------------------------------------------------------------------
+# Inputs and outputs named like the protocol's keys (issue 21): the adapter dispatches on the request object's own
+# top-level keys, so these names are names like any other, in plain, batched and stacked requests.
+
+RESERVED = ("batch", "stacked", "taps", "shapes", "id")
+
+RESERVED_FUNCTION_SCRIPT = """
+    from permcheck_adapter import serve
+
+    def doubled(v):
+        return [doubled(u) for u in v] if isinstance(v, list) else 2 * v
+
+    def layer(*args, **inputs):  # one input of any name, doubled; a dict answers every output name asked
+        (x,) = args or tuple(inputs.values())
+        y = doubled(x)
+        return y if args else dict({"y": y}, **{name: y for name in %r})
+
+    serve(layer, batch=4)
+""" % (RESERVED,)
+
+RESERVED_MODULE_SCRIPT = """
+    import torch
+    from permcheck_adapter import serve
+
+    class Scale(torch.nn.Module):
+        def forward(self, x):
+            return 2 * x
+
+    class Doubling(torch.nn.Module):  # one input of any name, doubled by its one submodule (tap "scale")
+        def __init__(self):
+            super().__init__()
+            self.scale = Scale()
+
+        def forward(self, *args, **inputs):
+            (x,) = args or tuple(inputs.values())
+            y = self.scale(x)
+            return y if args else dict({"y": y}, **{name: y for name in %r})
+
+    serve(Doubling(), dtype=torch.float64)
+""" % (RESERVED,)
+
+
+def doubled(v):
+    return [doubled(u) for u in v] if isinstance(v, list) else 2 * v
+
+
+class ReservedNames(unittest.TestCase):
+    X = [[0.5, -1.0, 2.0], [0.25, 0.0, 1.5]]
+
+    def test_a_function_serves_inputs_and_outputs_named_like_the_protocols_keys(self):
+        x, x2 = self.X, [[1.0, 2.0, 3.0]]
+        for name in RESERVED:
+            with self.subTest(name=name):
+                answers, _, err, code = run(RESERVED_FUNCTION_SCRIPT, [
+                    {"id": 1, "inputs": {name: x}, "shapes": {name: [2, 3]}, "kinds": {name: "float"},
+                     "outputs": ["y"]},
+                    {"id": 2, "inputs": {"x": x}, "shapes": {"x": [2, 3]}, "outputs": [name]},
+                    {"id": 3, "batch_dims": {name: 0, "y": 0},
+                     "batch": [named([x], [1, 2, 3], name), named([x2], [1, 1, 3], name)]},
+                    {"id": 4, "batch_dims": {"x": 0, name: 0}, "batch": [dict(named([x], [1, 2, 3]), outputs=[name])]},
+                    {"id": 5, "x": x},
+                ])
+                self.assertEqual(code, 0, err)
+                self.assertEqual(answers, [
+                    {"id": 1, "outputs": {"y": doubled(x)}, "batch": 4},
+                    {"id": 2, "outputs": {name: doubled(x)}},
+                    {"id": 3, "batch": [{"outputs": {"y": [doubled(x)]}}, {"outputs": {"y": [doubled(x2)]}}]},
+                    {"id": 4, "batch": [{"outputs": {name: [doubled(x)]}}]},
+                    {"id": 5, "y": doubled(x)},
+                ], err)
+
+    @unittest.skipIf(TORCH_MISSING is not None, TORCH_MISSING)
+    def test_a_module_serves_them_plain_with_taps_batched_and_stacked(self):
+        x = self.X
+        xs = [[x], [[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]]]  # two items of shape (1, 2, 3), stacked on dim 0
+        for name in RESERVED:
+            with self.subTest(name=name):
+                stacked_in = stacked_request(6, xs, [1, 2, 3], 0, name)  # input `name`, output y
+                stacked_out = dict(stacked_request(7, xs, [1, 2, 3], 0), batch_dims={"x": 0, name: 0},
+                                   outputs=[name])
+                answers, _, err, code = run(RESERVED_MODULE_SCRIPT, [
+                    {"id": 1, "inputs": {name: x}, "shapes": {name: [2, 3]}, "outputs": ["y"]},
+                    {"id": 2, "inputs": {"x": x}, "shapes": {"x": [2, 3]}, "outputs": [name]},
+                    {"id": 3, "inputs": {name: x}, "shapes": {name: [2, 3]}, "outputs": [name], "taps": True},
+                    {"id": 4, "batch_dims": {name: 0, "y": 0}, "batch": [named(v, [1, 2, 3], name) for v in xs]},
+                    {"id": 5, "batch_dims": {"x": 0, name: 0},
+                     "batch": [dict(named(v, [1, 2, 3]), outputs=[name]) for v in xs]},
+                    stacked_in,
+                    stacked_out,
+                    {"id": 8, "x": x},
+                ])
+                self.assertEqual(code, 0, err)
+                self.assertNotIn("answering item by item", err, "the stacked forward passes ran")
+                self.assertEqual(answers[0], {"id": 1, "outputs": {"y": doubled(x)}, "taps_offered": True,
+                                              "batch": 256, "stacked": True}, err)
+                self.assertEqual(answers[1], {"id": 2, "outputs": {name: doubled(x)}, "taps_offered": True}, err)
+                self.assertEqual(answers[2], {"id": 3, "outputs": {name: doubled(x)}, "taps_offered": True,
+                                              "taps": [{"name": "scale", "shape": [2, 3], "values": doubled(x)}]}, err)
+                self.assertEqual(answers[3], {"id": 4, "batch": [{"outputs": {"y": doubled(v)}} for v in xs]}, err)
+                self.assertEqual(answers[4], {"id": 5, "batch": [{"outputs": {name: doubled(v)}} for v in xs]}, err)
+                self.assertEqual((answers[5]["id"], answers[5]["shapes"]), (6, {"y": [2, 2, 3]}), err)
+                self.assertEqual(unstacked(answers[5], "y", 0), [doubled(v) for v in xs])
+                self.assertEqual((answers[6]["id"], answers[6]["shapes"]), (7, {name: [2, 2, 3]}), err)
+                self.assertEqual(unstacked(answers[6], name, 0), [doubled(v) for v in xs])
+                self.assertEqual(answers[7], {"id": 8, "y": doubled(x), "taps_offered": True}, err)
+
+    def test_a_stacked_request_to_a_function_is_an_error_answer_not_a_call_with_base64_text(self):
+        request = {"id": 9, "stacked": 1, "batch_dims": {"x": 0, "y": 0}, "inputs": {"x": "AAAAAAAA4D8="},
+                   "shapes": {"x": [1, 1, 1]}, "kinds": {"x": "float"}, "outputs": ["y"]}
+        answers, _, err, code = run(RESERVED_FUNCTION_SCRIPT, [request, {"id": 10, "x": [[1.0]]}])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(answers[0]["id"], 9)
+        self.assertIn("torch module", answers[0]["error"])
+        self.assertEqual(answers[1], {"id": 10, "y": [[2.0]], "batch": 4})
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 2 or not os.path.isfile(os.path.join(sys.argv[1], "permcheck_adapter.py")):
         sys.exit("usage: test_permcheck_adapter.py DIRECTORY_OF_permcheck_adapter.py [unittest arguments]")
