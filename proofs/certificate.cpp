@@ -43,11 +43,18 @@ std::vector<Permutation> generated_group(const std::vector<Permutation>& generat
 // Degree bound
 
 namespace {
+constexpr int kMaxSize = 64;      // of n and d: beyond, the exact evaluation takes too long
+constexpr int kMinSetBits = 32;   // |S| >= 2^32
+constexpr int kMaxDrawBits = 4096;
+constexpr int kChunkBits = 32;    // of each SplitMix64 word an integer draw takes
+
 void require_shape(int n, int d) {
-    if (n < 2 || n > 64)
-        throw std::invalid_argument("a certificate needs 2 <= n <= 64 positions, got n = " + std::to_string(n) +
-                                    " (S_1 is trivial; beyond 64 the exact evaluation takes too long)");
-    if (d < 1 || d > 64) throw std::invalid_argument("the width d must be in [1, 64], got " + std::to_string(d));
+    const std::string most = std::to_string(kMaxSize);
+    if (n < 2 || n > kMaxSize)
+        throw std::invalid_argument("a certificate needs 2 <= n <= " + most + " positions, got n = " + std::to_string(n) +
+                                    " (S_1 is trivial; beyond " + most + " the exact evaluation takes too long)");
+    if (d < 1 || d > kMaxSize)
+        throw std::invalid_argument("the width d must be in [1, " + most + "], got " + std::to_string(d));
 }
 }  // namespace
 
@@ -60,7 +67,7 @@ int set_bits_for(long long degree_total, int trials, int target_log2) {
     if (trials < 1) throw std::invalid_argument("the number of trials must be at least 1, got " + std::to_string(trials));
     if (target_log2 >= 0) throw std::invalid_argument("the target failure bound must be below 1 (2^-1 or smaller)");
     const double log2_d = degree_total <= 1 ? 0.0 : std::log2(static_cast<double>(degree_total));
-    int bits = std::max(32, static_cast<int>(std::ceil(log2_d + static_cast<double>(-target_log2) / trials)));
+    int bits = std::max(kMinSetBits, static_cast<int>(std::ceil(log2_d + static_cast<double>(-target_log2) / trials)));
     while (trials * (log2_d - bits) > target_log2) ++bits;  // guards the ceil against rounding
     return bits;
 }
@@ -72,11 +79,13 @@ std::string to_string(const Rational& v) { return v.str(); }
 
 // Assembled from 32-bit chunks of SplitMix64.
 Draw<RationalStandin> uniform_integers(SplitMix64& rng, int bits) {
-    if (bits < 2 || bits > 4096) throw std::invalid_argument("integer draws need 2 to 4096 bits, got " + std::to_string(bits));
+    if (bits < 2 || bits > kMaxDrawBits)
+        throw std::invalid_argument("integer draws need 2 to " + std::to_string(kMaxDrawBits) + " bits, got " +
+                                    std::to_string(bits));
     return [&rng, bits] {
         RationalStandin v = 0;
         for (int left = bits; left > 0;) {
-            const int take = std::min(32, left);
+            const int take = std::min(kChunkBits, left);
             v = v * RationalStandin(1ULL << take) + RationalStandin(rng.next() >> (64 - take));
             left -= take;
         }

@@ -144,7 +144,8 @@ struct NamedSubject {
     std::vector<NamedMove> moves() const { return generator_moves(lengths); }
     template <class S> SignatureLayerFn<S> layer(Draw<S>& draw) const { return family.factory<S>()(draw); }
     template <class S> NamedTensors<S> input(Draw<S>& draw) const {
-        return with_masks(real_inputs<S>(s, lengths, [&draw](const TensorSpec&, std::size_t) { return draw(); }), masks);
+        const auto real = [&draw](const TensorSpec&, std::size_t) { return draw(); };
+        return with_masks(real_inputs<S>(s, lengths, real), masks);
     }
     template <class S> NamedTensors<S> moved(const NamedMove& m, const NamedTensors<S>& x) const {
         return permuted_real_inputs(s, m.perms, x);
@@ -159,7 +160,8 @@ struct NamedSubject {
         for (const TensorSpec& spec : s.outputs) {
             const NamedTensor<S>& left = a.at(spec.name);
             const NamedTensor<S>& right = b.at(spec.name);
-            for (std::size_t k = 0; k < right.values.size(); ++k) f(Entry{spec.name, k}, left.values[k], right.values[k]);
+            for (std::size_t k = 0; k < right.values.size(); ++k)
+                f(Entry{spec.name, k}, left.values[k], right.values[k]);
         }
     }
 };

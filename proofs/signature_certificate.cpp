@@ -84,7 +84,8 @@ void schwartz_zippel(SignatureCertificate& c, const SignatureFamily& f, const Si
     const int union_bits = static_cast<int>(std::ceil(std::log2(static_cast<double>(masks.size()))));
     c.trials = o.trials;
     c.set_bits = set_bits_for(c.degree.total(), o.trials, o.target_log2 - union_bits);
-    c.log2_bound = identity::log2_bound(c.degree.total(), c.set_bits, o.trials) + std::log2(static_cast<double>(masks.size()));
+    c.log2_bound =
+        identity::log2_bound(c.degree.total(), c.set_bits, o.trials) + std::log2(static_cast<double>(masks.size()));
     SplitMix64 rng(o.seed);
     for (const Tensors& m : masks)
         for (int t = 0; t < o.trials; ++t)

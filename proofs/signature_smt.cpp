@@ -25,23 +25,17 @@ struct SymbolicSignatureLayer {
     std::vector<Symbolic> constants;  // the real inputs in the order of the signature, then the weights
 };
 
-std::string constant_name(const std::string& prefix, std::size_t k) {
-    std::string name = prefix;
-    name += std::to_string(k);
-    return name;
-}
-
 SymbolicSignatureLayer symbolic_layer(const SignatureFamily& f, const Signature& s, const Lengths& lengths) {
     std::size_t drawn = 0;
-    Draw<Symbolic> draw = [&drawn] { return symbolic_constant(constant_name("w", drawn++)); };
+    Draw<Symbolic> draw = [&drawn] { return symbolic_constant(detail::constant_name("w", drawn++)); };
     SymbolicSignatureLayer l{f.symbolic(draw), {}, {}};
     l.reals = identity::real_inputs<Symbolic>(s, lengths, [](const TensorSpec& t, std::size_t k) {
-        return symbolic_constant(constant_name(t.name + "_", k));
+        return symbolic_constant(detail::constant_name(t.name + "_", k));
     });
     for (const TensorSpec& t : s.inputs)
         if (t.kind != TensorKind::mask)
             l.constants.insert(l.constants.end(), l.reals.at(t.name).values.begin(), l.reals.at(t.name).values.end());
-    for (std::size_t k = 0; k < drawn; ++k) l.constants.push_back(symbolic_constant(constant_name("w", k)));
+    for (std::size_t k = 0; k < drawn; ++k) l.constants.push_back(symbolic_constant(detail::constant_name("w", k)));
     return l;
 }
 
@@ -96,11 +90,7 @@ bool first_difference(SignatureWitness& w, const NamedSubject& subject, const Na
 std::optional<SignatureWitness> confirm_model(const ProofContext& c, const QueryPoint& at,
                                               const std::vector<double>& model) {
     std::size_t next = 0;
-    Draw<Rational> draw = [&] {
-        if (next >= model.size())
-            throw std::logic_error("'" + c.family.name + "' draws more weights exactly than symbolically");
-        return Rational(model[next++]);
-    };
+    Draw<Rational> draw = detail::replay_draw(model, next, c.family.name);
     const NamedTensors<Rational> x = identity::with_masks(
         identity::real_inputs<Rational>(c.s, c.lengths, [&draw](const TensorSpec&, std::size_t) { return draw(); }),
         *at.masks);
@@ -133,9 +123,10 @@ SmtQuery ask(const SymbolicSignatureLayer& l, const ProofContext& c, const Query
     const NamedTensors<Symbolic> lx = l.layer(x);
     const NamedTensors<Symbolic> lhs = l.layer(subject.moved(at.move, x));
     z3::expr_vector differs(smt_context());
-    subject.each_pair(lhs, subject.expected(at.move, lx), [&](const NamedSubject::Entry&, const Symbolic& a, const Symbolic& b) {
+    const auto differ = [&](const NamedSubject::Entry&, const Symbolic& a, const Symbolic& b) {
         differs.push_back(a.expr() != b.expr());
-    });
+    };
+    subject.each_pair(lhs, subject.expected(at.move, lx), differ);
     z3::solver solver(smt_context());
     solver.add(detail::some_differs(differs));
     SmtQuery q = detail::run_query(solver, l.constants, at.move.g, asked, c.opts, model);

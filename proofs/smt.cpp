@@ -57,15 +57,34 @@ void describe_answer(std::ostream& s, const SmtQuery& q) {
     if (q.asked) s << ", Z3 " << q.seconds << " s (CPU " << q.cpu_seconds << " s)";
 }
 
+// Appended, not prefix + ...: GCC 12 at -O3 warns falsely (-Wrestrict) on a literal + std::string.
+std::string constant_name(const std::string& prefix, std::size_t k) {
+    std::string name = prefix;
+    name += std::to_string(k);
+    return name;
+}
+
+Draw<Rational> replay_draw(const std::vector<double>& values, std::size_t& next, const std::string& layer) {
+    return [&values, &next, layer] {
+        if (next >= values.size())
+            throw std::logic_error("layer '" + layer + "' draws more values in exact arithmetic (" +
+                                   std::to_string(next + 1) + ") than symbolically (" + std::to_string(values.size()) +
+                                   ")");
+        return Rational(values[next++]);
+    };
+}
+
 }  // namespace detail
 
 namespace {
 
-template <class S> Sides<S> sides(const LayerFn<S>& layer, Property property, const Mat<S>& x, const Permutation& p) {
+// L(P x), then what it must equal (identity::SequenceSubject).
+template <class S>
+Sides<S> sides(const LayerFamily& family, const LayerFn<S>& layer, const Mat<S>& x, const Permutation& p) {
+    const identity::SequenceSubject subject{family, static_cast<int>(x.rows()), static_cast<int>(x.cols())};
     Sides<S> s;
-    s.lhs = layer(p.apply(x));
-    const Mat<S> base = layer(x);
-    s.rhs = property == Property::invariance ? base : p.apply(base);
+    s.lhs = layer(subject.moved(p, x));
+    s.rhs = subject.expected(p, layer(x));
     return s;
 }
 
@@ -81,23 +100,17 @@ z3::expr some_entry_differs(const Mat<Symbolic>& lhs, const Mat<Symbolic>& rhs) 
 
 // The exact evaluation of the family on a concrete input and weights, with the real exp, sqrt and tanh
 // (ScalarTraits<Rational>). A counterexample when the two sides differ, nothing when they agree.
-std::optional<Counterexample> confirm(const LayerFamily& family, Property property, const Permutation& perm,
-                                      const Mat<double>& x, const std::vector<double>& weights) {
+std::optional<Counterexample> confirm(const LayerFamily& family, const Permutation& perm, const Mat<double>& x,
+                                      const std::vector<double>& weights) {
     std::size_t next = 0;
-    Draw<Rational> draw = [&]() {
-        if (next >= weights.size())
-            throw std::logic_error("layer '" + family.name + "' draws more weights in exact arithmetic (" +
-                                   std::to_string(next + 1) + ") than symbolically (" +
-                                   std::to_string(weights.size()) + ")");
-        return Rational(weights[next++]);
-    };
+    Draw<Rational> draw = detail::replay_draw(weights, next, family.name);
     const LayerFn<Rational> layer = family.exact(x.cols(), draw, 0);
-    const Sides<Rational> s = sides<Rational>(layer, property, from_double<Rational>(x), perm);
+    const Sides<Rational> s = sides<Rational>(family, layer, from_double<Rational>(x), perm);
     const Comparison c = compare<Rational>(s.lhs, s.rhs, 0.0);
     if (c.holds) return std::nullopt;
     Counterexample ce;
     ce.layer = family.name;
-    ce.property = property;
+    ce.property = family.symmetry();
     ce.dtype = Arithmetic::exact;
     ce.perm = perm;
     ce.x = x;
@@ -127,20 +140,12 @@ struct SymbolicLayer {
     std::vector<Symbolic> constants;
 };
 
-// "w3": the name of the fourth weight drawn. Appended, not "w" + ...: GCC 12 at -O3 warns falsely (-Wrestrict)
-// on a literal + std::string.
-std::string weight_name(int k) {
-    std::string name = "w";
-    name += std::to_string(k);
-    return name;
-}
-
 SymbolicLayer symbolic_layer(const LayerFamily& family, int n, int d) {
-    int drawn = 0;  // the symbolic draw counts the weights, so the model's weights are w0 .. w(drawn-1)
-    Draw<Symbolic> draw = [&drawn]() { return symbolic_constant(weight_name(drawn++)); };
+    std::size_t drawn = 0;  // the symbolic draw counts the weights, so the model's weights are w0 .. w(drawn-1)
+    Draw<Symbolic> draw = [&drawn]() { return symbolic_constant(detail::constant_name("w", drawn++)); };
     SymbolicLayer s{family.symbolic(d, draw, 0), symbolic_matrix("x", n, d), {}};
     s.constants.assign(s.x.data(), s.x.data() + s.x.size());
-    for (int k = 0; k < drawn; ++k) s.constants.push_back(symbolic_constant(weight_name(k)));
+    for (std::size_t k = 0; k < drawn; ++k) s.constants.push_back(symbolic_constant(detail::constant_name("w", k)));
     return s;
 }
 
@@ -152,7 +157,7 @@ void drop_unneeded_weights(const LayerFamily& family, const Permutation& p, cons
         const double kept = w;
         w = 0;
         try {
-            std::optional<Counterexample> ce = confirm(family, r.property, p, x, r.witness_weights);
+            std::optional<Counterexample> ce = confirm(family, p, x, r.witness_weights);
             if (ce) {
                 ce->replay = r.counterexample->replay;
                 r.counterexample = std::move(ce);
@@ -169,7 +174,7 @@ bool adopt_model(const LayerFamily& family, const std::vector<double>& model, co
     try {
         const Mat<double> xv = Eigen::Map<const Mat<double>>(model.data(), r.n, r.d);
         std::vector<double> weights(model.begin() + r.n * r.d, model.end());
-        std::optional<Counterexample> ce = confirm(family, r.property, p, xv, weights);
+        std::optional<Counterexample> ce = confirm(family, p, xv, weights);
         if (!ce) return false;
         ce->replay = replay_line(family, r.n, r.d);
         r.counterexample = std::move(ce);
@@ -185,7 +190,7 @@ bool adopt_model(const LayerFamily& family, const std::vector<double>& model, co
 // One generator's query: is "some entry of the two sides differs" satisfiable? Not sent to Z3 unless `asked`.
 SmtQuery ask(const LayerFamily& family, const SymbolicLayer& s, const Permutation& p, const SmtOptions& opts,
              bool asked, SmtResult& r) {
-    const Sides<Symbolic> sides_p = sides<Symbolic>(s.layer, r.property, s.x, p);
+    const Sides<Symbolic> sides_p = sides<Symbolic>(family, s.layer, s.x, p);
     z3::solver solver(smt_context());
     solver.add(some_entry_differs(sides_p.lhs, sides_p.rhs));
     std::optional<std::vector<double>> model;

@@ -120,6 +120,11 @@ SmtQuery run_query(z3::solver& solver, const std::vector<Symbolic>& constants, c
                    bool asked, const SmtOptions& opts, std::optional<std::vector<double>>& model);
 // What follows a query's permutation in an account: "unsat, Z3 0.12 s (CPU 0.1 s)", "sat, model confirmed, ...".
 void describe_answer(std::ostream& s, const SmtQuery& q);
+// "w3": the name of symbolic constant k with this prefix.
+std::string constant_name(const std::string& prefix, std::size_t k);
+// Exact values replaying a model's `values` in order from `next` on; throws std::logic_error when `layer` draws
+// more values exactly than it did symbolically.
+Draw<Rational> replay_draw(const std::vector<double>& values, std::size_t& next, const std::string& layer);
 
 // A proof's queries (a layer's generators; an axis's generators at every mask assignment) in turn, until one is not
 // unsat: no proof is possible then, and the rest's timeouts would buy nothing; with keep_smtlib the rest are built
