@@ -30,14 +30,14 @@ struct SignatureWitness {
     Permutation perm{};
     std::string masks{};             // z3_model with mask inputs: their assignment ("pad=0100")
     std::string output{};
-    std::vector<int> where{};       // the entry (exact_search, z3_model)
+    std::vector<int> where{};        // the entry (exact_search, z3_model)
     std::size_t entry = 0;           // the entry, row-major (standin_point)
     double lhs = 0, rhs = 0;         // both sides there, rounded (exact_search, z3_model)
     double max_abs_diff = 0;         // the largest |difference| of the output (exact_search)
-    Rational difference{};          // lhs - rhs, exactly (standin_point)
+    Rational difference{};           // lhs - rhs, exactly (standin_point)
     std::uint64_t weight_seed = 0;   // exact_search: the dyadic weights of this seed
     std::vector<std::pair<std::string, std::vector<double>>> inputs{};  // z3_model: the real inputs, in signature order
-    std::vector<double> weights{};  // z3_model: w0, w1, ... in draw order
+    std::vector<double> weights{};   // z3_model: w0, w1, ... in draw order
 };
 
 // One line: "permutation (0 1) of axis m, output y at [0, 1]: ... against ... (an exact, nonzero difference...".
