@@ -1,9 +1,10 @@
 // The cost of a certificate of single-head attention against two exact forward passes of the same layer.
 //   ./build/bench/bench_certificate
-// Certificate = the degree pass (scalars/degree.h) + k trials of 3 exact evaluations each (L(x) and L(g x)
-// for both generators), in mpq with the rational stand-ins. The baselines are two forward passes in mpq: with
-// the certificate's random integers (the same arithmetic), and with dyadic weights and the real exp (what
-// `permcheck check --dtype exact` evaluates).
+// Certificate = the exact witness search (20 weight settings of 3 exact evaluations each, L(x) and L(g x) for both
+// generators, in mpq with dyadic weights and exp of the double; attention is symmetric, so all 20 run) + the degree
+// pass (scalars/degree.h) + k trials of 3 exact evaluations each, in mpq with the rational stand-ins. The baselines
+// are two forward passes in mpq: with the certificate's random integers (the same arithmetic), and with dyadic
+// weights and the real exp (the witness search's arithmetic, and what `permcheck check --dtype exact` evaluates).
 #include "proofs/certificate.h"
 
 #include <benchmark/benchmark.h>

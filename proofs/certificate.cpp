@@ -1,11 +1,11 @@
 #include "proofs/certificate.h"
 
+#include "proofs/identity.h"
 #include "scalars/degree.h"
 
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
-#include <limits>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -43,46 +43,31 @@ std::vector<Permutation> generated_group(const std::vector<Permutation>& generat
 // Degree bound
 
 namespace {
-void require_shape(int n, int d) {
-    if (n < 2 || n > 64)
-        throw std::invalid_argument("a certificate needs 2 <= n <= 64 positions, got n = " + std::to_string(n) +
-                                    " (S_1 is trivial; beyond 64 the exact evaluation takes too long)");
-    if (d < 1 || d > 64) throw std::invalid_argument("the width d must be in [1, 64], got " + std::to_string(d));
-}
+constexpr int kMaxSize = 64;      // of n and d: beyond, the exact evaluation takes too long
+constexpr int kMinSetBits = 32;   // |S| >= 2^32
+constexpr int kMaxDrawBits = 4096;
+constexpr int kChunkBits = 32;    // of each SplitMix64 word an integer draw takes
 
-// L(g x) must equal g L(x) for sequence outputs, L(x) for pooled ones.
-template <class S> Mat<S> expected_side(Output output, const Permutation& g, const Mat<S>& lx) {
-    return output == Output::pooled ? lx : g.apply(lx);
+void require_shape(int n, int d) {
+    const std::string most = std::to_string(kMaxSize);
+    if (n < 2 || n > kMaxSize)
+        throw std::invalid_argument("a certificate needs 2 <= n <= " + most + " positions, got n = " + std::to_string(n) +
+                                    " (S_1 is trivial; beyond " + most + " the exact evaluation takes too long)");
+    if (d < 1 || d > kMaxSize)
+        throw std::invalid_argument("the width d must be in [1, " + most + "], got " + std::to_string(d));
 }
 }  // namespace
 
 DegreeBound degree_bound(const LayerFamily& family, int n, int d) {
     require_shape(n, d);
-    DegreeBound bound;
-    DivisorRecord record;
-    Draw<Degree> variable = [] { return Degree::variable(); };
-    const LayerFn<Degree> layer = family.degree(d, variable, 0);
-    const Mat<Degree> x = draw_matrix<Degree>(n, d, variable);
-    const Mat<Degree> lx = layer(x);
-    long long numerator = 0;
-    for (const Permutation& g : Permutation::generators(n)) {
-        const Mat<Degree> lhs = layer(g.apply(x));
-        const Mat<Degree> rhs = expected_side(family.output, g, lx);
-        for (Eigen::Index i = 0; i < lhs.rows(); ++i)
-            for (Eigen::Index j = 0; j < lhs.cols(); ++j)
-                numerator = std::max(numerator, Degree(lhs(i, j) - rhs(i, j)).numerator_degree());
-    }
-    bound.numerator = numerator;
-    bound.divisors = record.total_degree();
-    bound.divisor_count = record.count();
-    return bound;
+    return identity::degree_of(identity::SequenceSubject{family, n, d});
 }
 
 int set_bits_for(long long degree_total, int trials, int target_log2) {
     if (trials < 1) throw std::invalid_argument("the number of trials must be at least 1, got " + std::to_string(trials));
     if (target_log2 >= 0) throw std::invalid_argument("the target failure bound must be below 1 (2^-1 or smaller)");
     const double log2_d = degree_total <= 1 ? 0.0 : std::log2(static_cast<double>(degree_total));
-    int bits = std::max(32, static_cast<int>(std::ceil(log2_d + static_cast<double>(-target_log2) / trials)));
+    int bits = std::max(kMinSetBits, static_cast<int>(std::ceil(log2_d + static_cast<double>(-target_log2) / trials)));
     while (trials * (log2_d - bits) > target_log2) ++bits;  // guards the ceil against rounding
     return bits;
 }
@@ -94,11 +79,13 @@ std::string to_string(const Rational& v) { return v.str(); }
 
 // Assembled from 32-bit chunks of SplitMix64.
 Draw<RationalStandin> uniform_integers(SplitMix64& rng, int bits) {
-    if (bits < 2 || bits > 4096) throw std::invalid_argument("integer draws need 2 to 4096 bits, got " + std::to_string(bits));
+    if (bits < 2 || bits > kMaxDrawBits)
+        throw std::invalid_argument("integer draws need 2 to " + std::to_string(kMaxDrawBits) + " bits, got " +
+                                    std::to_string(bits));
     return [&rng, bits] {
         RationalStandin v = 0;
         for (int left = bits; left > 0;) {
-            const int take = std::min(32, left);
+            const int take = std::min(kChunkBits, left);
             v = v * RationalStandin(1ULL << take) + RationalStandin(rng.next() >> (64 - take));
             left -= take;
         }
@@ -110,52 +97,57 @@ Draw<RationalStandin> uniform_integers(SplitMix64& rng, int bits) {
 
 
 namespace {
-Rational to_rational(const RationalStandin& v) { return Rational(v.backend().data()); }
+using identity::SequenceSubject;
+
+Rational to_rational(const Rational& v) { return v; }
+Rational to_rational(const RationalStandin& v) { return identity::as_rational(v); }
 
 template <class S> Mat<Rational> to_rational(const Mat<S>& m) {
     Mat<Rational> out(m.rows(), m.cols());
     for (Eigen::Index i = 0; i < m.rows(); ++i)
-        for (Eigen::Index j = 0; j < m.cols(); ++j) {
-            if constexpr (std::is_same_v<S, Rational>) out(i, j) = m(i, j);
-            else out(i, j) = to_rational(m(i, j));
-        }
+        for (Eigen::Index j = 0; j < m.cols(); ++j) out(i, j) = to_rational(m(i, j));
     return out;
 }
 
 // The entry of largest |lhs - rhs|, or nothing when the sides are equal.
 template <class S>
-std::optional<Witness> difference(const Mat<S>& x, const Permutation& g, const Mat<S>& lhs, const Mat<S>& rhs) {
-    if (lhs.rows() != rhs.rows() || lhs.cols() != rhs.cols())
-        throw std::logic_error("the two sides of the property have different shapes");
+std::optional<Witness> difference(const SequenceSubject& subject, const Mat<S>& x, const Permutation& g,
+                                  const Mat<S>& lhs, const Mat<S>& rhs) {
     std::optional<Witness> w;
     Rational largest = 0;
-    for (Eigen::Index i = 0; i < lhs.rows(); ++i)
-        for (Eigen::Index j = 0; j < lhs.cols(); ++j) {
-            Rational a, b;
-            if constexpr (std::is_same_v<S, Rational>) {
-                a = lhs(i, j);
-                b = rhs(i, j);
-            } else {
-                a = to_rational(lhs(i, j));
-                b = to_rational(rhs(i, j));
-            }
-            const Rational delta = a - b;
-            const Rational size = delta < 0 ? Rational(-delta) : delta;
-            if (size > largest) {
-                largest = size;
-                if (!w) {
-                    w.emplace();
-                    w->perm = g;
-                    w->x = to_rational(x);
-                }
-                w->row = i;
-                w->col = j;
-                w->lhs = a;
-                w->rhs = b;
-                w->difference = delta;
-            }
-        }
+    subject.each_pair(lhs, rhs, [&](const SequenceSubject::Entry& e, const S& left, const S& right) {
+        const Rational a = to_rational(left), b = to_rational(right);
+        const Rational delta = a - b;
+        const Rational size = delta < 0 ? Rational(-delta) : delta;
+        if (size <= largest) return;
+        largest = size;
+        if (!w) w = Witness{g, to_rational(x)};
+        w->row = e.row;
+        w->col = e.col;
+        w->lhs = a;
+        w->rhs = b;
+        w->difference = delta;
+    });
     return w;
+}
+
+// The first generator whose two sides differ at the point the draws give (the weights first, then x).
+template <class S>
+std::optional<Witness> first_difference(const SequenceSubject& subject, Draw<S>& weights, Draw<S>& input) {
+    std::optional<Witness> w;
+    const auto differs = [&](const Permutation& g, const Mat<S>& x, const Mat<S>& lhs, const Mat<S>& rhs) {
+        w = difference(subject, x, g, lhs, rhs);
+        return !w;
+    };
+    identity::each_identity<S>(subject, weights, input, differs);
+    return w;
+}
+
+// A witness settles the certificate: not symmetric, exactly.
+void refute(Certificate& c, std::optional<Witness> w) {
+    c.conclusive = true;
+    c.holds = false;
+    c.witness = std::move(w);
 }
 
 struct Trial {
@@ -167,18 +159,11 @@ Trial schwartz_zippel_trial(const LayerFamily& family, int n, int d, int bits, S
     Trial t;
     try {
         Draw<RationalStandin> draw = uniform_integers(rng, bits);
-        const LayerFn<RationalStandin> layer = family.standin(d, draw, 0);
-        const Mat<RationalStandin> x = draw_matrix<RationalStandin>(n, d, draw);
-        const Mat<RationalStandin> lx = layer(x);
-        for (const Permutation& g : Permutation::generators(n)) {
-            t.witness = difference<RationalStandin>(x, g, layer(g.apply(x)), expected_side(family.output, g, lx));
-            if (t.witness) {
-                t.witness->weights = "trial " + std::to_string(index + 1) + ": uniform " + std::to_string(bits) +
-                                     "-bit integers, weights in build order, then x";
-                t.witness->arithmetic = "rational stand-ins (exp(v) = 1 + v + v^2/2, sqrt(v) = (1 + v)/2, "
-                                        "tanh(v) = v/(1 + v^2), relu(v) = v^2)";
-                return t;
-            }
+        t.witness = first_difference(SequenceSubject{family, n, d}, draw, draw);
+        if (t.witness) {
+            t.witness->source = WitnessSource::standin_point;
+            t.witness->trial = index + 1;
+            t.witness->bits = bits;
         }
     } catch (const NotRational&) {
         throw;
@@ -188,16 +173,11 @@ Trial schwartz_zippel_trial(const LayerFamily& family, int n, int d, int bits, S
     return t;
 }
 
-double log2_bound(long long degree_total, int bits, int trials) {
-    if (degree_total <= 0) return -std::numeric_limits<double>::infinity();
-    return trials * (std::log2(static_cast<double>(degree_total)) - bits);
-}
-
 void fill_schwartz_zippel(Certificate& c, const LayerFamily& family, const CertificateOptions& opts) {
     c.degree = degree_bound(family, opts.n, opts.d);
     c.trials = opts.trials;
     c.set_bits = set_bits_for(c.degree.total(), opts.trials, opts.target_log2);
-    c.log2_bound = log2_bound(c.degree.total(), c.set_bits, c.trials);
+    c.log2_bound = identity::log2_bound(c.degree.total(), c.set_bits, c.trials);
     SplitMix64 rng(opts.seed);
     for (int t = 0; t < opts.trials; ++t) {
         Trial trial = schwartz_zippel_trial(family, opts.n, opts.d, c.set_bits, rng, t);
@@ -209,9 +189,7 @@ void fill_schwartz_zippel(Certificate& c, const LayerFamily& family, const Certi
         }
         if (trial.witness) {
             // An exact nonzero difference of the stand-in layer: a refutation, no probability involved.
-            c.conclusive = true;
-            c.holds = false;
-            c.witness = std::move(trial.witness);
+            refute(c, std::move(trial.witness));
             c.note = "an exact difference of the layer with rational stand-ins: the generator identity is false";
             return;
         }
@@ -220,30 +198,24 @@ void fill_schwartz_zippel(Certificate& c, const LayerFamily& family, const Certi
     c.holds = true;
 }
 
-// The exact witness of a layer expected to break the symmetry: dyadic weights and inputs as in `permcheck
-// check`, exp, sin and cos evaluated in double and used exactly (ScalarTraits<Rational>).
+// Attempt k of the exact witness search (identity::attempt): dyadic weights and inputs as in `permcheck check`,
+// exp, sin and cos evaluated in double and used exactly (ScalarTraits<Rational>); the first generator whose sides
+// differ.
+std::optional<Witness> exact_attempt(const LayerFamily& family, const CertificateOptions& opts, int k) {
+    const identity::Attempt a = identity::attempt(opts.seed, k);
+    Draw<Rational> weights = dyadic_draw<Rational>(a.weight_seed);
+    Draw<Rational> input = dyadic_draw<Rational>(SplitMix64(a.input_seed).next());
+    std::optional<Witness> w = first_difference(SequenceSubject{family, opts.n, opts.d}, weights, input);
+    if (w) w->weight_seed = a.weight_seed;
+    return w;
+}
+
+// The exact witness search, for every layer: cheap, and it cannot succeed on a symmetric one.
 void fill_witness(Certificate& c, const LayerFamily& family, const CertificateOptions& opts) {
-    constexpr int kAttempts = 20;
-    for (int attempt = 0; attempt < kAttempts; ++attempt) {
-        const std::uint64_t weight_seed = opts.seed + static_cast<std::uint64_t>(attempt);
-        const LayerFn<Rational> layer = seeded_layer<Rational>(family, opts.d, weight_seed);
-        Draw<Rational> input = dyadic_draw<Rational>(SplitMix64(weight_seed ^ 0x5eedULL).next());
-        const Mat<Rational> x = draw_matrix<Rational>(opts.n, opts.d, input);
-        const Mat<Rational> lx = layer(x);
-        for (const Permutation& g : Permutation::generators(opts.n)) {
-            std::optional<Witness> w = difference<Rational>(x, g, layer(g.apply(x)), expected_side(family.output, g, lx));
-            if (w) {
-                w->weights = "dyadic weights of seed " + std::to_string(weight_seed) + " (as in permcheck check)";
-                w->arithmetic = "exact rationals; exp, sin and cos evaluated in double and used exactly";
-                c.conclusive = true;
-                c.holds = false;
-                c.witness = std::move(w);
-                return;
-            }
-        }
-    }
+    for (int k = 0; k < identity::kWitnessAttempts; ++k)
+        if (std::optional<Witness> w = exact_attempt(family, opts, k)) return refute(c, std::move(w));
     c.conclusive = false;
-    c.note = "no exact difference on the generators for " + std::to_string(kAttempts) +
+    c.note = "no exact difference on the generators for " + std::to_string(identity::kWitnessAttempts) +
              " weight settings and inputs; nothing is certified";
 }
 
@@ -253,28 +225,21 @@ void fill_witness(Certificate& c, const LayerFamily& family, const CertificateOp
 bool settled_by_exact_composition_check(Certificate& c, const LayerFamily& family, const CertificateOptions& opts) {
     const LayerFamily& inner = *family.composition->inner;
     const Pool how = family.composition->pooling;
-    for (int attempt = 0; attempt < opts.trials; ++attempt) {
-        const std::uint64_t weight_seed = opts.seed + static_cast<std::uint64_t>(attempt);
-        const LayerFn<Rational> pooled = seeded_layer<Rational>(family, opts.d, weight_seed);
-        const LayerFn<Rational> sequence = seeded_layer<Rational>(inner, opts.d, weight_seed);
-        Draw<Rational> input = dyadic_draw<Rational>(SplitMix64(weight_seed ^ 0x5eedULL).next());
+    const SequenceSubject subject{family, opts.n, opts.d};
+    for (int k = 0; k < opts.trials; ++k) {
+        const identity::Attempt a = identity::attempt(opts.seed, k);
+        const LayerFn<Rational> pooled = seeded_layer<Rational>(family, opts.d, a.weight_seed);
+        const LayerFn<Rational> sequence = seeded_layer<Rational>(inner, opts.d, a.weight_seed);
+        Draw<Rational> input = dyadic_draw<Rational>(SplitMix64(a.input_seed).next());
         const Mat<Rational> x = draw_matrix<Rational>(opts.n, opts.d, input);
-        const Mat<Rational> px = pooled(x);
-        if (difference<Rational>(x, Permutation::identity(opts.n), px, pool(sequence(x), how))) {
+        if (difference(subject, x, Permutation::identity(opts.n), pooled(x), pool(sequence(x), how))) {
             c.conclusive = false;
             c.note = "'" + family.name + "' is not built as " + pool_name(how) + " pooling of '" + inner.name + "'";
             return true;
         }
-        for (const Permutation& g : Permutation::generators(opts.n)) {
-            std::optional<Witness> w = difference<Rational>(x, g, pooled(g.apply(x)), px);
-            if (w) {
-                w->weights = "dyadic weights of seed " + std::to_string(weight_seed);
-                w->arithmetic = "exact rationals; exp evaluated in double and used exactly";
-                c.conclusive = true;
-                c.holds = false;
-                c.witness = std::move(w);
-                return true;
-            }
+        if (std::optional<Witness> w = exact_attempt(family, opts, k)) {
+            refute(c, std::move(w));
+            return true;
         }
     }
     return false;
@@ -322,8 +287,7 @@ const char* method_name(Method m) {
 namespace {
 Certificate blank(const LayerFamily& family, const CertificateOptions& opts) {
     require_shape(opts.n, opts.d);
-    if (opts.trials < 1 || opts.trials > 64)
-        throw std::invalid_argument("the number of trials must be in [1, 64], got " + std::to_string(opts.trials));
+    identity::require_trials(opts.trials);
     Certificate c;
     c.layer = family.name;
     c.property = family.output == Output::pooled ? Property::invariance : Property::equivariance;
@@ -374,11 +338,7 @@ Certificate certify(const LayerFamily& family, const CertificateOptions& opts) {
     return c;
 }
 
-std::string Certificate::verdict() const {
-    if (!conclusive) return "not certified";
-    const std::string what = property == Property::invariance ? "invariant" : "equivariant";
-    return holds ? "certified " + what : "certified not " + what;
-}
+std::string Certificate::verdict() const { return identity::certificate_verdict(conclusive, holds, property); }
 
 namespace {
 std::string bits_text(double log2_value) {
@@ -393,10 +353,17 @@ std::string generators_text(int n) {
     return Permutation::transposition(n, 0, 1).cycles() + " and " + Permutation::rotation(n).cycles();
 }
 
+constexpr const char* kStandins = "exp(v) = 1 + v + v^2/2, sqrt(v) = (1 + v)/2, tanh(v) = v/(1 + v^2), relu(v) = v^2";
+
 void describe_witness(std::ostringstream& s, const Witness& w, Property property) {
     const SideNames names = side_names(property);
-    s << "  witness: permutation " << w.perm.cycles() << " (rows: (P x)[i] = x[p[i]]), " << w.weights << "\n";
-    s << "    in " << w.arithmetic << "\n";
+    s << "  witness: permutation " << w.perm.cycles() << " (rows: (P x)[i] = x[p[i]]), ";
+    if (w.source == WitnessSource::standin_point)
+        s << "trial " << w.trial << ": uniform " << w.bits << "-bit integers, weights in build order, then x\n"
+          << "    in rational stand-ins (" << kStandins << ")\n";
+    else
+        s << "dyadic weights of seed " << w.weight_seed << " (as in permcheck check)\n"
+          << "    in exact rationals; exp, sin and cos evaluated in double and used exactly\n";
     s << "    x =\n";
     for (Eigen::Index i = 0; i < w.x.rows(); ++i) {
         s << "      [" << i << "]";
@@ -426,8 +393,8 @@ std::string describe(const Certificate& c) {
         s << "  |S| = 2^" << c.set_bits << " (integers in [-2^" << c.set_bits - 1 << ", 2^" << c.set_bits - 1
           << ")), inputs and weights drawn from S; k = " << c.trials << (c.trials == 1 ? " trial\n" : " trials\n");
         s << "  failure bound (D'/|S|)^k = " << bits_text(c.log2_bound) << "\n";
-        s << "  stand-ins: exp(v) = 1 + v + v^2/2, sqrt(v) = (1 + v)/2, tanh(v) = v/(1 + v^2), relu(v) = v^2; "
-             "equivariance carries over to any elementwise function (proofs-notes/any-elementwise-function.md)\n";
+        s << "  stand-ins: " << kStandins << "; equivariance carries over to any elementwise function "
+             "(proofs-notes/any-elementwise-function.md)\n";
     }
     if (c.witness) describe_witness(s, *c.witness, c.property);
     if (!c.note.empty()) s << "  note: " << c.note << "\n";

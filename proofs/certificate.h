@@ -15,6 +15,7 @@
 #include "scalars/degree.h"
 #include "check/permutation.h"
 #include "check/vocabulary.h"
+#include "proofs/witness.h"
 
 #include <cstdint>
 #include <optional>
@@ -53,11 +54,15 @@ struct CertificateOptions {
 struct Witness {
     Permutation perm;          // acting on rows: (P x)[i] = x[p[i]]
     Mat<Rational> x;           // the input
-    std::string weights;       // how the weights were drawn, reproducibly
+    // exact_search: the dyadic weights of weight_seed (as in permcheck check), exp, sin and cos evaluated in double
+    // and used exactly; standin_point: the rational stand-ins at trial `trial`'s uniform `bits`-bit integers,
+    // drawn for the weights in build order, then for x.
+    WitnessSource source = WitnessSource::exact_search;
+    std::uint64_t weight_seed = 0;
+    int trial = 0, bits = 0;
     Eigen::Index row = 0, col = 0;  // the entry with the largest |difference|
-    Rational lhs, rhs;         // both sides at that entry
-    Rational difference;       // lhs - rhs, exactly
-    std::string arithmetic;    // what exp, sqrt, tanh, sin and cos were in the evaluation
+    Rational lhs{}, rhs{};     // both sides at that entry
+    Rational difference{};     // lhs - rhs, exactly
 };
 
 enum class Method { schwartz_zippel, composition, exact_witness, none };

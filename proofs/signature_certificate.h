@@ -18,10 +18,14 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace permcheck {
+
+inline constexpr int kMaxCertificateLength = 16;  // of an axis
+inline constexpr int kMaxMaskEntries = 12;        // 2^12 mask assignments at most
 
 struct SignatureCertificateOptions {
     int length = 4;                // of every axis, at least 2
@@ -37,7 +41,7 @@ struct AxisCertificate {
     bool holds = false;
     bool conclusive = false;
     Method method = Method::none;
-    std::string witness;  // an exact difference: the generator, the output entry, both sides
+    std::optional<SignatureWitness> witness;  // an exact difference: the generator, the output entry, both sides
     bool as_expected() const { return conclusive && holds == expected_holds; }
 };
 
@@ -58,10 +62,10 @@ struct SignatureCertificate {
 // length below 2, or more than 12 mask entries.
 SignatureCertificate certify_signature(const SignatureFamily& family, const SignatureCertificateOptions& opts);
 
-// The exact witness search alone, at the given lengths: for each axis refuted, the witness as text (the generator,
-// the output entry, both sides). 20 weight settings and inputs, every generator of every axis.
-std::map<std::string, std::string> signature_witnesses(const SignatureFamily& family, const Signature& s,
-                                                       const Lengths& lengths, std::uint64_t seed);
+// The exact witness search alone, at the given lengths: for each axis refuted, its witness (the generator, the
+// output entry, both sides). 20 weight settings and inputs, every generator of every axis.
+std::map<std::string, SignatureWitness> signature_witnesses(const SignatureFamily& family, const Signature& s,
+                                                            const Lengths& lengths, std::uint64_t seed);
 
 // Every assignment of the mask inputs at these lengths that pads no line of an axis entirely, in a fixed order
 // (mask entries as bits, the first entry of the first mask lowest); one empty assignment without masks. The layer

@@ -1,13 +1,12 @@
 #include "proofs/signature_smt.h"
 
-#include "check/signature_check.h"
-#include "proofs/signature_certificate.h"
-
 #include "check/signature_case.h"
+#include "check/signature_check.h"
+#include "proofs/identity.h"
+#include "proofs/signature_certificate.h"
 
 #include <algorithm>
 #include <chrono>
-#include <iomanip>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -15,51 +14,29 @@
 namespace permcheck {
 
 namespace {
+using identity::NamedMove;
+using identity::NamedSubject;
 
 // The family on symbolic weights w0, w1, ... and real inputs <name>_0, <name>_1, ... (row-major); the masks are
-// set per assignment (with_masks).
+// set per assignment (identity::with_masks).
 struct SymbolicSignatureLayer {
     SignatureLayerFn<Symbolic> layer;
     NamedTensors<Symbolic> reals;
     std::vector<Symbolic> constants;  // the real inputs in the order of the signature, then the weights
 };
 
-std::string constant_name(const std::string& prefix, std::size_t k) {
-    std::string name = prefix;
-    name += std::to_string(k);
-    return name;
-}
-
-std::size_t element_count(const std::vector<int>& shape) {
-    std::size_t size = 1;
-    for (int d : shape) size *= static_cast<std::size_t>(d);
-    return size;
-}
-
 SymbolicSignatureLayer symbolic_layer(const SignatureFamily& f, const Signature& s, const Lengths& lengths) {
     std::size_t drawn = 0;
-    Draw<Symbolic> draw = [&drawn] { return symbolic_constant(constant_name("w", drawn++)); };
+    Draw<Symbolic> draw = [&drawn] { return symbolic_constant(detail::constant_name("w", drawn++)); };
     SymbolicSignatureLayer l{f.symbolic(draw), {}, {}};
-    for (const TensorSpec& t : s.inputs) {
-        if (t.kind == TensorKind::mask) continue;
-        NamedTensor<Symbolic>& u = l.reals[t.name];
-        u.shape = shape_of(t, lengths);
-        for (std::size_t k = 0; k < element_count(u.shape); ++k)
-            u.values.push_back(symbolic_constant(constant_name(t.name + "_", k)));
-        l.constants.insert(l.constants.end(), u.values.begin(), u.values.end());
-    }
-    for (std::size_t k = 0; k < drawn; ++k) l.constants.push_back(symbolic_constant(constant_name("w", k)));
+    l.reals = identity::real_inputs<Symbolic>(s, lengths, [](const TensorSpec& t, std::size_t k) {
+        return symbolic_constant(detail::constant_name(t.name + "_", k));
+    });
+    for (const TensorSpec& t : s.inputs)
+        if (t.kind != TensorKind::mask)
+            l.constants.insert(l.constants.end(), l.reals.at(t.name).values.begin(), l.reals.at(t.name).values.end());
+    for (std::size_t k = 0; k < drawn; ++k) l.constants.push_back(symbolic_constant(detail::constant_name("w", k)));
     return l;
-}
-
-// The inputs of one query: the symbolic real inputs and the masks of one assignment as the numerals 0 and 1.
-template <class S> NamedTensors<S> with_masks(NamedTensors<S> x, const Tensors& masks) {
-    for (const auto& [name, m] : masks) {
-        NamedTensor<S>& u = x[name];
-        u.shape = m.shape;
-        for (double v : m.values) u.values.push_back(S(static_cast<int>(v)));
-    }
-    return x;
 }
 
 // "pad=0100": each mask as name=bits, row-major, 1 = padding; empty without masks.
@@ -74,114 +51,11 @@ std::string assignment_label(const Tensors& masks) {
     return label;
 }
 
-std::string number_list(const std::vector<double>& values) {
-    std::ostringstream s;
-    s << std::setprecision(17) << "[";
-    for (std::size_t k = 0; k < values.size(); ++k) s << (k ? ", " : "") << values[k];
-    s << "]";
-    return s.str();
-}
-
 // What one query asks: a generator of one axis (the identity on the others) at one mask assignment.
 struct QueryPoint {
-    std::string axis;
-    Permutation g;
-    Permutations perms;
+    NamedMove move;
     const Tensors* masks = nullptr;
 };
-
-// The first entry where the exact sides differ, as the witness's text; nothing when they agree.
-std::optional<std::string> exact_difference(const Signature& s, const QueryPoint& at, const NamedTensors<Rational>& lhs,
-                                            const NamedTensors<Rational>& lx) {
-    for (const TensorSpec& spec : s.outputs) {
-        const NamedTensor<Rational> rhs = permuted_output(spec, at.perms, lx.at(spec.name));
-        const NamedTensor<Rational>& left = lhs.at(spec.name);
-        for (std::size_t k = 0; k < rhs.values.size(); ++k) {
-            if (left.values[k] == rhs.values[k]) continue;
-            std::vector<int> where(rhs.shape.size());
-            for (std::size_t d = rhs.shape.size(), rest = k; d-- > 0; rest /= static_cast<std::size_t>(rhs.shape[d]))
-                where[d] = static_cast<int>(rest % static_cast<std::size_t>(rhs.shape[d]));
-            std::ostringstream t;
-            t << std::setprecision(17) << "output " << spec.name << " at " << index_text(where) << ": "
-              << sc::to_double(left.values[k]) << " against " << sc::to_double(rhs.values[k])
-              << " (an exact, nonzero difference)";
-            return t.str();
-        }
-    }
-    return std::nullopt;
-}
-
-// A sat model (the real inputs in the order of the signature, then the weights, each rounded to a double)
-// evaluated in exact rational arithmetic, exp the exact value of std::exp of the double (ScalarTraits<Rational>):
-// the witness's text when the two sides differ there.
-std::optional<std::string> confirm_model(const SignatureFamily& f, const Signature& s, const Lengths& lengths,
-                                         const QueryPoint& at, const std::vector<double>& model) {
-    std::size_t next = 0;
-    Draw<Rational> draw = [&] {
-        if (next >= model.size())
-            throw std::logic_error("'" + f.name + "' draws more weights exactly than symbolically");
-        return Rational(model[next++]);
-    };
-    NamedTensors<Rational> x;
-    std::ostringstream inputs;
-    for (const TensorSpec& t : s.inputs) {
-        if (t.kind == TensorKind::mask) continue;
-        NamedTensor<Rational>& u = x[t.name];
-        u.shape = shape_of(t, lengths);
-        const std::size_t from = next;
-        for (std::size_t k = 0; k < element_count(u.shape); ++k) u.values.push_back(draw());
-        const auto begin = model.begin();
-        inputs << ", " << t.name << " = "
-               << number_list({begin + static_cast<long>(from), begin + static_cast<long>(next)});
-    }
-    x = with_masks(std::move(x), *at.masks);
-    try {
-        const std::size_t first_weight = next;
-        const SignatureLayerFn<Rational> layer = f.exact(draw);
-        const NamedTensors<Rational> lhs = layer(permuted_real_inputs(s, at.perms, x));
-        const std::optional<std::string> d = exact_difference(s, at, lhs, layer(x));
-        if (!d) return std::nullopt;
-        std::string text = "permutation " + at.g.cycles() + " of axis " + at.axis;
-        if (!at.masks->empty()) text += ", masks " + assignment_label(*at.masks);
-        text += ", " + *d + "; the Z3 model replayed in exact rationals (exp: std::exp of the double, used exactly)";
-        text += inputs.str();
-        text += ", weights w0.. = " + number_list({model.begin() + static_cast<long>(first_weight), model.end()});
-        return text;
-    } catch (const std::domain_error&) {
-        return std::nullopt;  // the model's values overflow the real exp: not a usable witness
-    }
-}
-
-// One query: is some entry of the two sides different? Sent to Z3 only when `asked`; a model is kept for
-// confirm_model.
-SmtQuery ask(const SymbolicSignatureLayer& l, const Signature& s, const QueryPoint& at, const SmtOptions& opts,
-             bool asked, std::optional<std::vector<double>>& model) {
-    const NamedTensors<Symbolic> x = with_masks(l.reals, *at.masks);
-    const NamedTensors<Symbolic> lx = l.layer(x);
-    const NamedTensors<Symbolic> lhs = l.layer(permuted_real_inputs(s, at.perms, x));
-    z3::context& ctx = smt_context();
-    z3::expr_vector differs(ctx);
-    for (const TensorSpec& spec : s.outputs) {
-        const NamedTensor<Symbolic> rhs = permuted_output(spec, at.perms, lx.at(spec.name));
-        for (std::size_t k = 0; k < rhs.values.size(); ++k)
-            differs.push_back(lhs.at(spec.name).values[k].expr() != rhs.values[k].expr());
-    }
-    z3::solver solver(ctx);
-    solver.add(differs.empty() ? ctx.bool_val(false) : z3::mk_or(differs));
-    SmtQuery q;
-    q.perm = at.g;
-    q.asked = asked;
-    q.assignment = assignment_label(*at.masks);
-    if (opts.keep_smtlib) q.smtlib = solver.to_smt2();
-    if (!asked) return q;
-    detail::IsolatedCheck found = detail::check_isolated(solver, l.constants, opts.timeout_seconds, opts.stop_requested);
-    q.answer = found.answer;
-    q.reason_unknown = found.reason_unknown;
-    q.seconds = found.seconds;
-    q.cpu_seconds = found.cpu_seconds;
-    model = std::move(found.model);
-    return q;
-}
 
 struct ProofContext {
     const SignatureFamily& family;
@@ -189,39 +63,98 @@ struct ProofContext {
     const Lengths& lengths;
     const std::vector<Tensors>& masks;
     const SmtOptions& opts;
+    NamedSubject at(const QueryPoint& p) const { return {family, s, lengths, *p.masks}; }
 };
 
-// Every generator of the axis (one at length 2, where (0 1) is both) at every mask assignment, until a query is
-// not unsat (the rest only built, not asked, when their SMT-LIB text is wanted). None is asked when a witness
-// already refuted the axis.
+// The first entry where the exact sides differ, into w; false when they agree.
+bool first_difference(SignatureWitness& w, const NamedSubject& subject, const NamedTensors<Rational>& lhs,
+                      const NamedTensors<Rational>& rhs) {
+    bool found = false;
+    subject.each_pair(lhs, rhs, [&](const NamedSubject::Entry& e, const Rational& l, const Rational& r) {
+        if (found || l == r) return;
+        found = true;
+        const std::vector<int>& shape = rhs.at(e.output).shape;
+        w.output = e.output;
+        w.where.assign(shape.size(), 0);
+        for (std::size_t d = shape.size(), rest = e.k; d-- > 0; rest /= static_cast<std::size_t>(shape[d]))
+            w.where[d] = static_cast<int>(rest % static_cast<std::size_t>(shape[d]));
+        w.lhs = sc::to_double(l);
+        w.rhs = sc::to_double(r);
+    });
+    return found;
+}
+
+// A sat model (the real inputs in the order of the signature, then the weights, each rounded to a double)
+// evaluated in exact rational arithmetic, exp the exact value of std::exp of the double (ScalarTraits<Rational>):
+// the witness when the two sides differ there.
+std::optional<SignatureWitness> confirm_model(const ProofContext& c, const QueryPoint& at,
+                                              const std::vector<double>& model) {
+    std::size_t next = 0;
+    Draw<Rational> draw = detail::replay_draw(model, next, c.family.name);
+    const NamedTensors<Rational> x = identity::with_masks(
+        identity::real_inputs<Rational>(c.s, c.lengths, [&draw](const TensorSpec&, std::size_t) { return draw(); }),
+        *at.masks);
+    SignatureWitness w{WitnessSource::z3_model, at.move.axis, at.move.g, assignment_label(*at.masks)};
+    for (std::size_t from = 0; const TensorSpec& t : c.s.inputs) {
+        if (t.kind == TensorKind::mask) continue;
+        const std::size_t to = from + x.at(t.name).values.size();
+        w.inputs.emplace_back(t.name, std::vector<double>(model.begin() + static_cast<long>(from),
+                                                          model.begin() + static_cast<long>(to)));
+        from = to;
+    }
+    try {
+        w.weights.assign(model.begin() + static_cast<long>(next), model.end());
+        const SignatureLayerFn<Rational> layer = c.family.exact(draw);
+        const NamedSubject subject = c.at(at);
+        if (!first_difference(w, subject, layer(subject.moved(at.move, x)), subject.expected(at.move, layer(x))))
+            return std::nullopt;
+        return w;
+    } catch (const std::domain_error&) {
+        return std::nullopt;  // the model's values overflow the real exp: not a usable witness
+    }
+}
+
+// One query: is some entry of the two sides different? Sent to Z3 only when `asked`; a model is kept for
+// confirm_model.
+SmtQuery ask(const SymbolicSignatureLayer& l, const ProofContext& c, const QueryPoint& at, bool asked,
+             std::optional<std::vector<double>>& model) {
+    const NamedSubject subject = c.at(at);
+    const NamedTensors<Symbolic> x = identity::with_masks(l.reals, *at.masks);
+    const NamedTensors<Symbolic> lx = l.layer(x);
+    const NamedTensors<Symbolic> lhs = l.layer(subject.moved(at.move, x));
+    z3::expr_vector differs(smt_context());
+    const auto differ = [&](const NamedSubject::Entry&, const Symbolic& a, const Symbolic& b) {
+        differs.push_back(a.expr() != b.expr());
+    };
+    subject.each_pair(lhs, subject.expected(at.move, lx), differ);
+    z3::solver solver(smt_context());
+    solver.add(detail::some_differs(differs));
+    SmtQuery q = detail::run_query(solver, l.constants, at.move.g, asked, c.opts, model);
+    q.assignment = assignment_label(*at.masks);
+    return q;
+}
+
+// Every generator of the axis (one at length 2, where (0 1) is both) at every mask assignment, in turn
+// (detail::ask_in_turn). None is asked when a witness already refuted the axis.
 void prove_axis(AxisProof& a, const SymbolicSignatureLayer& l, const ProofContext& c) {
-    bool open = a.witness.empty();  // every query so far unsat
     std::vector<Permutation> generators = Permutation::generators(c.lengths.at(a.axis));
     if (generators.size() == 2 && generators[0] == generators[1]) generators.pop_back();  // length 2: (0 1) twice
-    for (const Permutation& g : generators) {
-        QueryPoint at{a.axis, g, {}, nullptr};
-        for (const auto& [axis, len] : c.lengths) at.perms[axis] = axis == a.axis ? g : Permutation::identity(len);
-        for (const Tensors& m : c.masks) {
-            if (!open && !c.opts.keep_smtlib) return;
-            at.masks = &m;
-            std::optional<std::vector<double>> model;
-            a.queries.push_back(ask(l, c.s, at, c.opts, open, model));
-            SmtQuery& q = a.queries.back();
-            if (!q.asked) {
-                q.reason_unknown = a.witness.empty() ? "an earlier query was not unsat" : "a witness settled it";
-                continue;
-            }
-            open = q.answer == SmtAnswer::unsat;
-            if (q.answer != SmtAnswer::sat) continue;
-            const std::optional<std::string> w = model ? confirm_model(c.family, c.s, c.lengths, at, *model) : std::nullopt;
-            q.model_confirmed = w.has_value();
-            if (!w) continue;
-            a.witness = *w;
-            a.witness_from_model = true;
+    std::vector<QueryPoint> points;
+    for (const Permutation& g : generators)
+        for (const Tensors& m : c.masks) points.push_back({identity::move_along(c.lengths, a.axis, g), &m});
+    const auto ask_one = [&](const QueryPoint& at, bool asked) {
+        std::optional<std::vector<double>> model;
+        SmtQuery q = ask(l, c, at, asked, model);
+        if (q.answer != SmtAnswer::sat || !model) return q;
+        std::optional<SignatureWitness> w = confirm_model(c, at, *model);
+        q.model_confirmed = w.has_value();
+        if (w) {
+            a.witness = std::move(w);
             a.verdict = SmtVerdict::violated;
         }
-    }
-    if (open) a.verdict = SmtVerdict::proved;
+        return q;
+    };
+    if (detail::ask_in_turn(points, a.witness.has_value(), c.opts, a.queries, ask_one)) a.verdict = SmtVerdict::proved;
 }
 
 }  // namespace
@@ -234,8 +167,9 @@ SignatureSmtResult smt_prove_signature(const SignatureFamily& family, int length
     if (!family.rational())
         throw std::invalid_argument("'" + family.name + "' has an index input or max aggregation: no symbolic proof "
                                     "(its rows of the verdict table check it, in float64 and exact)");
-    if (length < 2 || length > 8)
-        throw std::invalid_argument("a proof needs every axis of length 2 to 8, got " + std::to_string(length));
+    if (length < 2 || length > kMaxProofLength)
+        throw std::invalid_argument("a proof needs every axis of length 2 to " + std::to_string(kMaxProofLength) +
+                                    ", got " + std::to_string(length));
     const auto t0 = std::chrono::steady_clock::now();
     const Signature s = signature_of(family);
     SignatureSmtResult r;
@@ -243,18 +177,18 @@ SignatureSmtResult smt_prove_signature(const SignatureFamily& family, int length
     for (const Axis& a : s.axes) r.lengths[a.name] = length;
     const std::vector<Tensors> masks = mask_assignments(s, r.lengths);
     r.mask_assignments = masks.size() > 1 || !masks.front().empty() ? static_cast<int>(masks.size()) : 0;
-    const std::map<std::string, std::string> witnesses =
+    const std::map<std::string, SignatureWitness> witnesses =
         opts.witness_cases > 0 ? signature_witnesses(family, s, r.lengths, opts.witness_seed)
-                               : std::map<std::string, std::string>{};
+                               : std::map<std::string, SignatureWitness>{};
     const ProofContext context{family, s, r.lengths, masks, opts};
     std::optional<SymbolicSignatureLayer> l;
     for (const AxisExpectation& e : family.expectations) {
-        AxisProof a{e.axis, property_along(s, e.axis), e.holds, SmtVerdict::unknown, {}, "", false};
+        AxisProof a{e.axis, property_along(s, e.axis), e.holds, SmtVerdict::unknown, {}, std::nullopt};
         if (const auto w = witnesses.find(e.axis); w != witnesses.end()) {
             a.verdict = SmtVerdict::violated;
             a.witness = w->second;
         }
-        if (a.witness.empty() || opts.keep_smtlib) {
+        if (!a.witness || opts.keep_smtlib) {
             if (!l) l = symbolic_layer(family, s, r.lengths);
             prove_axis(a, *l, context);
         }
@@ -287,10 +221,8 @@ void describe_generator(std::ostream& s, const AxisProof& a, const Permutation& 
         if (!(q.perm == g) || summarized(q)) continue;
         s << "  " << a.axis << " " << q.perm.cycles();
         if (!q.assignment.empty()) s << " masks " << q.assignment;
-        s << ": " << (q.asked ? answer_name(q.answer) : "not asked");
-        if (!q.reason_unknown.empty()) s << " (" << q.reason_unknown << ")";
-        if (q.answer == SmtAnswer::sat) s << (q.model_confirmed ? ", model confirmed" : ", model not confirmed");
-        if (q.asked) s << ", Z3 " << q.seconds << " s (CPU " << q.cpu_seconds << " s)";
+        s << ": ";
+        detail::describe_answer(s, q);
         s << "\n";
     }
 }
@@ -305,14 +237,16 @@ std::string describe(const SignatureSmtResult& r) {
     s << " (" << r.seconds << " s)\n";
     const std::string masks = r.mask_assignments > 0 ? ", every mask assignment" : "";
     for (const AxisProof& a : r.axes) {
-        const std::string what = a.property == Property::invariance ? "invariant" : "equivariant";
+        const std::string what = identity::symmetric_word(a.property);
         std::vector<Permutation> generators;
         for (const SmtQuery& q : a.queries)
             if (std::find(generators.begin(), generators.end(), q.perm) == generators.end()) generators.push_back(q.perm);
         for (const Permutation& g : generators) describe_generator(s, a, g);
-        if (!a.witness.empty())
-            s << "  " << a.axis << " witness ("
-              << (a.witness_from_model ? "Z3 model" : "exact witness search, Z3 not asked") << "): " << a.witness << "\n";
+        if (a.witness) {
+            const bool model = a.witness->source == WitnessSource::z3_model;
+            s << "  " << a.axis << " witness (" << witness_source_name(a.witness->source)
+              << (model ? "" : ", Z3 not asked") << "): " << describe(*a.witness) << "\n";
+        }
         s << "  " << a.axis << ": "
           << (a.verdict == SmtVerdict::proved     ? "proved " + what + " (all real inputs and weights" + masks +
                                                         ", uninterpreted exp)"

@@ -13,10 +13,14 @@
 #include "layers/signature_family.h"
 #include "proofs/smt.h"
 
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace permcheck {
+
+inline constexpr int kMaxProofLength = 8;  // of an axis
 
 struct AxisProof {
     std::string axis;
@@ -26,8 +30,8 @@ struct AxisProof {
     // The axis's generators in order (with masks, each generator over every mask assignment), until one is not
     // unsat; with SmtOptions::keep_smtlib every query, those not sent to Z3 marked `asked = false`.
     std::vector<SmtQuery> queries;
-    std::string witness;            // when the exact witness search or a confirmed Z3 model refuted the axis
-    bool witness_from_model = false;  // the witness is a Z3 model, confirmed in exact arithmetic
+    // When the exact witness search or a confirmed Z3 model (source z3_model) refuted the axis.
+    std::optional<SignatureWitness> witness;
     bool as_expected() const {
         return expected_holds ? verdict == SmtVerdict::proved : verdict == SmtVerdict::violated;
     }

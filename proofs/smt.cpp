@@ -1,5 +1,7 @@
 #include "proofs/smt.h"
 
+#include "proofs/identity.h"
+
 #include <iomanip>
 #include <sstream>
 #include <stdexcept>
@@ -24,46 +26,91 @@ const char* verdict_name(SmtVerdict v) {
     return "?";
 }
 
+namespace detail {
+
+// Every entry is kept, structurally equal ones too, so that the emitted file states the whole claim; Z3's
+// simplifier drops the trivial disequalities at once.
+z3::expr some_differs(const z3::expr_vector& differs) {
+    return differs.empty() ? smt_context().bool_val(false) : z3::mk_or(differs);
+}
+
+SmtQuery run_query(z3::solver& solver, const std::vector<Symbolic>& constants, const Permutation& perm,
+                   bool asked, const SmtOptions& opts, std::optional<std::vector<double>>& model) {
+    SmtQuery q;
+    q.perm = perm;
+    q.asked = asked;
+    if (opts.keep_smtlib) q.smtlib = solver.to_smt2();
+    if (!asked) return q;
+    IsolatedCheck found = check_isolated(solver, constants, opts.timeout_seconds, opts.stop_requested);
+    q.answer = found.answer;
+    q.reason_unknown = found.reason_unknown;
+    q.seconds = found.seconds;
+    q.cpu_seconds = found.cpu_seconds;
+    model = std::move(found.model);
+    return q;
+}
+
+void describe_answer(std::ostream& s, const SmtQuery& q) {
+    s << (q.asked ? answer_name(q.answer) : "not asked");
+    if (!q.reason_unknown.empty()) s << " (" << q.reason_unknown << ")";
+    if (q.answer == SmtAnswer::sat) s << (q.model_confirmed ? ", model confirmed" : ", model not confirmed");
+    if (q.asked) s << ", Z3 " << q.seconds << " s (CPU " << q.cpu_seconds << " s)";
+}
+
+// Appended, not prefix + ...: GCC 12 at -O3 warns falsely (-Wrestrict) on a literal + std::string.
+std::string constant_name(const std::string& prefix, std::size_t k) {
+    std::string name = prefix;
+    name += std::to_string(k);
+    return name;
+}
+
+Draw<Rational> replay_draw(const std::vector<double>& values, std::size_t& next, const std::string& layer) {
+    return [&values, &next, layer] {
+        if (next >= values.size())
+            throw std::logic_error("layer '" + layer + "' draws more values in exact arithmetic (" +
+                                   std::to_string(next + 1) + ") than symbolically (" + std::to_string(values.size()) +
+                                   ")");
+        return Rational(values[next++]);
+    };
+}
+
+}  // namespace detail
+
 namespace {
 
-template <class S> Sides<S> sides(const LayerFn<S>& layer, Property property, const Mat<S>& x, const Permutation& p) {
+// L(P x), then what it must equal (identity::SequenceSubject).
+template <class S>
+Sides<S> sides(const LayerFamily& family, const LayerFn<S>& layer, const Mat<S>& x, const Permutation& p) {
+    const identity::SequenceSubject subject{family, static_cast<int>(x.rows()), static_cast<int>(x.cols())};
     Sides<S> s;
-    s.lhs = layer(p.apply(x));
-    const Mat<S> base = layer(x);
-    s.rhs = property == Property::invariance ? base : p.apply(base);
+    s.lhs = layer(subject.moved(p, x));
+    s.rhs = subject.expected(p, layer(x));
     return s;
 }
 
-// "Some entry of the two sides differs". Every entry is kept, structurally equal ones too, so that the
-// emitted file states the whole claim; Z3's simplifier drops the trivial disequalities at once.
+// "Some entry of the two sides differs".
 z3::expr some_entry_differs(const Mat<Symbolic>& lhs, const Mat<Symbolic>& rhs) {
     z3::context& ctx = smt_context();
     if (lhs.rows() != rhs.rows() || lhs.cols() != rhs.cols()) return ctx.bool_val(true);
     z3::expr_vector differs(ctx);
     for (Eigen::Index i = 0; i < lhs.rows(); ++i)
         for (Eigen::Index j = 0; j < lhs.cols(); ++j) differs.push_back(lhs(i, j).expr() != rhs(i, j).expr());
-    return differs.empty() ? ctx.bool_val(false) : z3::mk_or(differs);
+    return detail::some_differs(differs);
 }
 
 // The exact evaluation of the family on a concrete input and weights, with the real exp, sqrt and tanh
 // (ScalarTraits<Rational>). A counterexample when the two sides differ, nothing when they agree.
-std::optional<Counterexample> confirm(const LayerFamily& family, Property property, const Permutation& perm,
-                                      const Mat<double>& x, const std::vector<double>& weights) {
+std::optional<Counterexample> confirm(const LayerFamily& family, const Permutation& perm, const Mat<double>& x,
+                                      const std::vector<double>& weights) {
     std::size_t next = 0;
-    Draw<Rational> draw = [&]() {
-        if (next >= weights.size())
-            throw std::logic_error("layer '" + family.name + "' draws more weights in exact arithmetic (" +
-                                   std::to_string(next + 1) + ") than symbolically (" +
-                                   std::to_string(weights.size()) + ")");
-        return Rational(weights[next++]);
-    };
+    Draw<Rational> draw = detail::replay_draw(weights, next, family.name);
     const LayerFn<Rational> layer = family.exact(x.cols(), draw, 0);
-    const Sides<Rational> s = sides<Rational>(layer, property, from_double<Rational>(x), perm);
+    const Sides<Rational> s = sides<Rational>(family, layer, from_double<Rational>(x), perm);
     const Comparison c = compare<Rational>(s.lhs, s.rhs, 0.0);
     if (c.holds) return std::nullopt;
     Counterexample ce;
     ce.layer = family.name;
-    ce.property = property;
+    ce.property = family.symmetry();
     ce.dtype = Arithmetic::exact;
     ce.perm = perm;
     ce.x = x;
@@ -93,20 +140,12 @@ struct SymbolicLayer {
     std::vector<Symbolic> constants;
 };
 
-// "w3": the name of the fourth weight drawn. Appended, not "w" + ...: GCC 12 at -O3 warns falsely (-Wrestrict)
-// on a literal + std::string.
-std::string weight_name(int k) {
-    std::string name = "w";
-    name += std::to_string(k);
-    return name;
-}
-
 SymbolicLayer symbolic_layer(const LayerFamily& family, int n, int d) {
-    int drawn = 0;  // the symbolic draw counts the weights, so the model's weights are w0 .. w(drawn-1)
-    Draw<Symbolic> draw = [&drawn]() { return symbolic_constant(weight_name(drawn++)); };
+    std::size_t drawn = 0;  // the symbolic draw counts the weights, so the model's weights are w0 .. w(drawn-1)
+    Draw<Symbolic> draw = [&drawn]() { return symbolic_constant(detail::constant_name("w", drawn++)); };
     SymbolicLayer s{family.symbolic(d, draw, 0), symbolic_matrix("x", n, d), {}};
     s.constants.assign(s.x.data(), s.x.data() + s.x.size());
-    for (int k = 0; k < drawn; ++k) s.constants.push_back(symbolic_constant(weight_name(k)));
+    for (std::size_t k = 0; k < drawn; ++k) s.constants.push_back(symbolic_constant(detail::constant_name("w", k)));
     return s;
 }
 
@@ -118,7 +157,7 @@ void drop_unneeded_weights(const LayerFamily& family, const Permutation& p, cons
         const double kept = w;
         w = 0;
         try {
-            std::optional<Counterexample> ce = confirm(family, r.property, p, x, r.witness_weights);
+            std::optional<Counterexample> ce = confirm(family, p, x, r.witness_weights);
             if (ce) {
                 ce->replay = r.counterexample->replay;
                 r.counterexample = std::move(ce);
@@ -135,12 +174,12 @@ bool adopt_model(const LayerFamily& family, const std::vector<double>& model, co
     try {
         const Mat<double> xv = Eigen::Map<const Mat<double>>(model.data(), r.n, r.d);
         std::vector<double> weights(model.begin() + r.n * r.d, model.end());
-        std::optional<Counterexample> ce = confirm(family, r.property, p, xv, weights);
+        std::optional<Counterexample> ce = confirm(family, p, xv, weights);
         if (!ce) return false;
         ce->replay = replay_line(family, r.n, r.d);
         r.counterexample = std::move(ce);
         r.witness_weights = std::move(weights);
-        r.witness_source = "Z3 model";
+        r.witness_source = WitnessSource::z3_model;
     } catch (const std::domain_error&) {
         return false;  // the model's values overflow the real exp (computed in double): not a usable witness
     }
@@ -151,39 +190,22 @@ bool adopt_model(const LayerFamily& family, const std::vector<double>& model, co
 // One generator's query: is "some entry of the two sides differs" satisfiable? Not sent to Z3 unless `asked`.
 SmtQuery ask(const LayerFamily& family, const SymbolicLayer& s, const Permutation& p, const SmtOptions& opts,
              bool asked, SmtResult& r) {
-    const Sides<Symbolic> sides_p = sides<Symbolic>(s.layer, r.property, s.x, p);
+    const Sides<Symbolic> sides_p = sides<Symbolic>(family, s.layer, s.x, p);
     z3::solver solver(smt_context());
     solver.add(some_entry_differs(sides_p.lhs, sides_p.rhs));
-    SmtQuery q;
-    q.perm = p;
-    q.asked = asked;
-    if (opts.keep_smtlib) q.smtlib = solver.to_smt2();
-    if (!asked) {
-        q.reason_unknown = r.counterexample ? "a witness settled it" : "an earlier query was not unsat";
-        return q;
-    }
-    const detail::IsolatedCheck found = detail::check_isolated(solver, s.constants, opts.timeout_seconds, opts.stop_requested);
-    q.answer = found.answer;
-    q.reason_unknown = found.reason_unknown;
-    q.seconds = found.seconds;
-    q.cpu_seconds = found.cpu_seconds;
-    if (q.answer == SmtAnswer::sat && found.model && !r.counterexample)
-        q.model_confirmed = adopt_model(family, *found.model, p, r);
+    std::optional<std::vector<double>> model;
+    SmtQuery q = detail::run_query(solver, s.constants, p, asked, opts, model);
+    if (q.answer == SmtAnswer::sat && model && !r.counterexample) q.model_confirmed = adopt_model(family, *model, p, r);
     return q;
 }
 
-// Z3 on the generators in turn until one is not unsat (then no proof is possible and the rest is not asked:
-// its timeout would buy nothing). The unasked queries are still built when their SMT-LIB text is wanted.
-void ask_z3(const LayerFamily& family, const SmtOptions& opts, SmtResult& r) {
-    const bool witness_first = r.counterexample.has_value();
-    if (witness_first && !opts.keep_smtlib) return;
+// Z3 on the generators in turn (detail::ask_in_turn); true when both are unsat.
+bool ask_z3(const LayerFamily& family, const SmtOptions& opts, SmtResult& r) {
+    const bool settled = r.counterexample.has_value();
+    if (settled && !opts.keep_smtlib) return false;
     const SymbolicLayer s = symbolic_layer(family, r.n, r.d);
-    bool provable = !witness_first;
-    for (const Permutation& p : Permutation::generators(r.n)) {
-        if (!provable && !opts.keep_smtlib) break;
-        r.queries.push_back(ask(family, s, p, opts, provable, r));
-        provable = provable && r.queries.back().answer == SmtAnswer::unsat;
-    }
+    return detail::ask_in_turn(Permutation::generators(r.n), settled, opts, r.queries,
+                               [&](const Permutation& p, bool asked) { return ask(family, s, p, opts, asked, r); });
 }
 
 // The witness search of every family: the engine's exact check, on sequences of exactly n positions.
@@ -199,7 +221,7 @@ void search_witness(const LayerFamily& family, const SmtOptions& opts, SmtResult
     const CheckResult found = check(family, r.property, o);
     if (found.counterexample && found.counterexample->confirmed_exactly) {
         r.counterexample = found.counterexample;
-        r.witness_source = "exact witness search";
+        r.witness_source = WitnessSource::exact_search;
     }
 }
 
@@ -215,19 +237,16 @@ SmtResult smt_prove(const LayerFamily& family, int n, int d, const SmtOptions& o
     r.expected_symmetric = family.expected_symmetric();  // a label for the report, never a choice of method
 
     search_witness(family, opts, r);
-    ask_z3(family, opts, r);
-    bool all_unsat = !r.queries.empty();
-    for (const SmtQuery& q : r.queries) all_unsat = all_unsat && q.asked && q.answer == SmtAnswer::unsat;
-    if (all_unsat) r.verdict = SmtVerdict::proved;
+    if (ask_z3(family, opts, r)) r.verdict = SmtVerdict::proved;
     else r.verdict = r.counterexample ? SmtVerdict::violated : SmtVerdict::unknown;
     return r;
 }
 
 std::string SmtResult::headline() const {
-    const std::string what = property == Property::invariance ? "invariant" : "equivariant";
+    const std::string what = identity::symmetric_word(property);
     if (verdict == SmtVerdict::proved)
         return "proved " + what + " (all real inputs and weights, uninterpreted exp/sqrt/tanh)";
-    if (verdict == SmtVerdict::violated && witness_source == "exact witness search")
+    if (verdict == SmtVerdict::violated && witness_source == WitnessSource::exact_search)
         return "not " + what + ": the exact witness search found a witness (Z3 not asked)";
     if (verdict == SmtVerdict::violated)
         return "not " + what + ": Z3 found a model, confirmed in exact arithmetic with the real exp/sqrt/tanh";
@@ -244,14 +263,14 @@ std::string describe_witness(const SmtResult& r) {
     const Counterexample& c = r.counterexample.value();
     const SideNames names = side_names(c.property);
     std::ostringstream s;
-    s << "witness (" << r.witness_source << "): n = " << c.n() << ", d = " << c.d() << ", permutation "
+    s << "witness (" << witness_source_name(r.witness_source) << "): n = " << c.n() << ", d = " << c.d() << ", permutation "
       << c.perm.cycles() << " (rows: (P x)[i] = x[p[i]])\n";
     s << "  x =\n" << format_matrix(c.x);
     s << std::setprecision(17) << "  at position " << c.comparison.row << ", feature " << c.comparison.col << ": "
       << names.lhs << " = " << c.lhs(c.comparison.row, c.comparison.col) << ", " << names.rhs << " = "
       << c.rhs(c.comparison.row, c.comparison.col) << std::setprecision(6) << " (|difference| "
       << c.comparison.max_abs_diff << "), confirmed in exact rational arithmetic\n";
-    if (r.witness_source == "Z3 model") {
+    if (r.witness_source == WitnessSource::z3_model) {
         std::size_t zero = 0;
         std::ostringstream listed;
         listed << std::setprecision(17);
@@ -271,10 +290,8 @@ std::string describe(const SmtResult& r) {
     std::ostringstream s;
     s << r.layer << " at n = " << r.n << ", d = " << r.d << ": " << r.headline() << "\n";
     for (const SmtQuery& q : r.queries) {
-        s << "  " << q.perm.cycles() << ": " << (q.asked ? answer_name(q.answer) : "not asked");
-        if (!q.reason_unknown.empty()) s << " (" << q.reason_unknown << ")";
-        if (q.asked) s << ", Z3 " << q.seconds << " s (CPU " << q.cpu_seconds << " s)";
-        if (q.answer == SmtAnswer::sat) s << (q.model_confirmed ? ", model confirmed" : ", model not confirmed");
+        s << "  " << q.perm.cycles() << ": ";
+        detail::describe_answer(s, q);
         s << "\n";
     }
     if (r.counterexample) {

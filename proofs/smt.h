@@ -13,10 +13,12 @@
 #pragma once
 
 #include "check/engine.h"
+#include "proofs/witness.h"
 #include "scalars/symbolic.h"
 
 #include <functional>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -58,7 +60,7 @@ struct SmtResult {
     // When the witness came from a Z3 model: w0, w1, ... in draw order, every weight the witness does not need
     // set to 0 (each zeroed in turn and kept zero when the exact violation survives).
     std::vector<double> witness_weights;
-    std::string witness_source;                    // "Z3 model" or "exact witness search"
+    WitnessSource witness_source = WitnessSource::none;  // exact_search or z3_model when violated
     double seconds = 0;                            // building the terms, solving, confirming
 
     // Symmetric layers must be proved; the others must end with a confirmed witness.
@@ -108,6 +110,41 @@ struct IsolatedCheck {
 // `stop`, when given, is asked every 0.1 s while the child works: true kills it (reason "interrupted").
 IsolatedCheck check_isolated(const z3::solver& solver, const std::vector<Symbolic>& constants,
                              double timeout_seconds, const std::function<bool()>& stop = {});
+
+// What the proofs of one-tensor layers and of layers over named inputs share (smt.cpp).
+// "Some entry of the two sides differs": the disjunction of `differs`, false when there is none.
+z3::expr some_differs(const z3::expr_vector& differs);
+// The query of the solver's claim for `perm`: its SMT-LIB text with keep_smtlib; sent to Z3 only when `asked`, and
+// then on sat the model's values of `constants` in `model`.
+SmtQuery run_query(z3::solver& solver, const std::vector<Symbolic>& constants, const Permutation& perm,
+                   bool asked, const SmtOptions& opts, std::optional<std::vector<double>>& model);
+// What follows a query's permutation in an account: "unsat, Z3 0.12 s (CPU 0.1 s)", "sat, model confirmed, ...".
+void describe_answer(std::ostream& s, const SmtQuery& q);
+// "w3": the name of symbolic constant k with this prefix.
+std::string constant_name(const std::string& prefix, std::size_t k);
+// Exact values replaying a model's `values` in order from `next` on; throws std::logic_error when `layer` draws
+// more values exactly than it did symbolically.
+Draw<Rational> replay_draw(const std::vector<double>& values, std::size_t& next, const std::string& layer);
+
+// A proof's queries (a layer's generators; an axis's generators at every mask assignment) in turn, until one is not
+// unsat: no proof is possible then, and the rest's timeouts would buy nothing; with keep_smtlib the rest are built
+// for their SMT-LIB text but not asked. `settled`: a witness already refutes the claim, so nothing is asked.
+// ask(point, asked) returns the point's query, model_confirmed when its model became a witness. True when every
+// query was asked and unsat.
+template <class Point, class Ask>
+bool ask_in_turn(const std::vector<Point>& points, bool settled, const SmtOptions& opts, std::vector<SmtQuery>& queries,
+                 Ask&& ask) {
+    bool open = !settled;  // every query so far unsat
+    for (const Point& p : points) {
+        if (!open && !opts.keep_smtlib) break;
+        SmtQuery q = ask(p, open);
+        if (!q.asked) q.reason_unknown = settled ? "a witness settled it" : "an earlier query was not unsat";
+        settled = settled || q.model_confirmed;
+        open = open && q.answer == SmtAnswer::unsat;
+        queries.push_back(std::move(q));
+    }
+    return open && !points.empty();
 }
+}  // namespace detail
 
 }  // namespace permcheck

@@ -24,6 +24,10 @@ namespace permcheck::detail {
 
 namespace {
 
+constexpr std::chrono::milliseconds kStopPoll{100};  // how often a stop request is asked while the child works
+// The kill comes this long after Z3's own limit should have ended the check: room for a model to be written.
+constexpr double kGraceSeconds = 1.0, kGracePerTimeoutSecond = 0.25;
+
 // Z3's own measure of the check's time.
 double solver_seconds(const z3::solver& s) {
     const z3::stats st = s.statistics();
@@ -109,7 +113,7 @@ bool read_until(int fd, std::chrono::steady_clock::time_point deadline, std::str
         if (stop && stop()) return false;
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         if (left.count() <= 0) return false;
-        if (stop) left = std::min(left, std::chrono::milliseconds(100));
+        if (stop) left = std::min(left, kStopPoll);
         pollfd p{fd, POLLIN, 0};
         const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
         if (ready < 0 && errno == EINTR) continue;
@@ -171,7 +175,7 @@ IsolatedCheck check_isolated(const z3::solver& solver, const std::vector<Symboli
     }
     ::close(fds[1]);
     // Z3's own limit ends most checks; the kill is the backstop, with room for a model to be written.
-    const auto grace = std::chrono::duration<double>(1.0 + 0.25 * timeout_seconds);
+    const auto grace = std::chrono::duration<double>(kGraceSeconds + kGracePerTimeoutSecond * timeout_seconds);
     const auto started = std::chrono::steady_clock::now();
     const auto deadline = started +
                           std::chrono::duration_cast<std::chrono::steady_clock::duration>(

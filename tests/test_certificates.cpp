@@ -446,8 +446,9 @@ TEST(Witness, PositionSignalsGetAnExactWitnessThatReplays) {
         EXPECT_TRUE(c.as_expected()) << describe(c);
         // Replay: the witness names the weight seed; recompute both sides exactly.
         const Witness& w = *c.witness;
-        const std::uint64_t seed = std::stoull(w.weights.substr(w.weights.find("seed ") + 5));
-        const LayerFn<Rational> layer = seeded_layer<Rational>(spec, c.d, seed);
+        EXPECT_EQ(w.source, WitnessSource::exact_search) << name;
+        EXPECT_NE(describe(c).find("dyadic weights of seed " + std::to_string(w.weight_seed)), std::string::npos);
+        const LayerFn<Rational> layer = seeded_layer<Rational>(spec, c.d, w.weight_seed);
         const Mat<Rational> lhs = layer(w.perm.apply(w.x));
         const Mat<Rational> lx = layer(w.x);
         const Mat<Rational> rhs = spec.output == Output::pooled ? lx : w.perm.apply(lx);
@@ -643,7 +644,7 @@ void expect_certified_as_expected(const std::string& layer) {
         EXPECT_LE(c.log2_bound, -64.0) << describe(c);
         for (const AxisCertificate& a : c.axes) {
             EXPECT_EQ(a.method, a.holds ? Method::schwartz_zippel : Method::exact_witness) << describe(c);
-            EXPECT_EQ(a.witness.empty(), a.holds) << describe(c);
+            EXPECT_EQ(!a.witness, a.holds) << describe(c);
         }
     }
 }
@@ -666,15 +667,19 @@ TEST(SignatureCertificate, MemoryPositionsAreRefutedOnTheMemoryAxisWithAWitness)
     expect_certified_as_expected("cross-attention+memory-positions");
     const SignatureCertificate c = certified("cross-attention+memory-positions");
     EXPECT_FALSE(c.axes[1].holds);
-    EXPECT_NE(c.axes[1].witness.find("of axis m"), std::string::npos) << describe(c);
+    ASSERT_TRUE(c.axes[1].witness.has_value()) << describe(c);
+    EXPECT_EQ(c.axes[1].witness->axis, "m") << describe(c);
+    EXPECT_NE(describe(*c.axes[1].witness).find("of axis m"), std::string::npos) << describe(c);
 }
 TEST(SignatureCertificate, TheNodeIndexFeatureAndTheEdgeOrderAggregatorAreRefutedWithWitnesses) {
     expect_certified_as_expected("message-passing+node-index-incidence");
     expect_certified_as_expected("message-passing+edge-order-incidence");
     const SignatureCertificate nodes = certified("message-passing+node-index-incidence");
-    EXPECT_NE(nodes.axes[0].witness.find("of axis nodes"), std::string::npos) << describe(nodes);
+    ASSERT_TRUE(nodes.axes[0].witness.has_value()) << describe(nodes);
+    EXPECT_EQ(nodes.axes[0].witness->axis, "nodes") << describe(nodes);
     const SignatureCertificate edges = certified("message-passing+edge-order-incidence");
-    EXPECT_NE(edges.axes[1].witness.find("of axis edges"), std::string::npos) << describe(edges);
+    ASSERT_TRUE(edges.axes[1].witness.has_value()) << describe(edges);
+    EXPECT_EQ(edges.axes[1].witness->axis, "edges") << describe(edges);
 }
 // A mask takes finitely many values: each assignment that pads no line entirely (2^n - 1 of them for one mask
 // over n) gets its own identity test, so the certificate covers every mask.

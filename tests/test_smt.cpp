@@ -131,7 +131,7 @@ TEST_P(AsymmetricCatalogLayer, IsNeverProvedAndGetsAnExactWitness) {
     EXPECT_EQ(r.headline().rfind("not ", 0), 0u) << r.headline();
     // Cheap evidence first: the exact witness search settles every catalog layer that is not symmetric, so Z3
     // is never asked to spend its timeout on it.
-    EXPECT_EQ(r.witness_source, "exact witness search") << describe(r);
+    EXPECT_EQ(r.witness_source, WitnessSource::exact_search) << describe(r);
     EXPECT_TRUE(r.queries.empty()) << describe(r);
 }
 
@@ -146,7 +146,7 @@ TEST(SmtWitness, AZ3ModelOfCausalAttentionIsConfirmedWithTheRealExp) {
     opts.timeout_seconds = 300;  // the model takes about 0.6 s of CPU; the limit only guards a loaded machine
     const SmtResult r = smt_prove(find_layer("causal-attention"), 2, 1, opts);
     ASSERT_EQ(r.verdict, SmtVerdict::violated) << describe(r);
-    ASSERT_EQ(r.witness_source, "Z3 model") << describe(r);
+    ASSERT_EQ(r.witness_source, WitnessSource::z3_model) << describe(r);
     EXPECT_TRUE(r.queries.front().model_confirmed);
     EXPECT_EQ(r.witness_weights.size(), 4u);  // wq, wk, wv, wo, each 1 x 1
     EXPECT_TRUE(r.counterexample->confirmed_exactly);
@@ -166,7 +166,7 @@ TEST(SmtWitness, AModelWithManyWeightsShowsOnlyThoseTheWitnessNeeds) {
     opts.witness_cases = 0;
     opts.timeout_seconds = 300;
     const SmtResult r = smt_prove(find_layer("attention+learned"), 3, 2, opts);
-    ASSERT_EQ(r.witness_source, "Z3 model") << describe(r);
+    ASSERT_EQ(r.witness_source, WitnessSource::z3_model) << describe(r);
     std::size_t nonzero = 0;
     for (double w : r.witness_weights) nonzero += w != 0;
     EXPECT_LT(nonzero, r.witness_weights.size()) << describe(r);
@@ -186,7 +186,7 @@ TEST(SmtWitness, TheWitnessSearchRunsBeforeZ3OnAUsersOwnLayerToo) {
     }, {{Property::equivariance, true}});
     const SmtResult r = smt_prove(liar, 4, 2, test_options());
     EXPECT_EQ(r.verdict, SmtVerdict::violated) << describe(r);
-    EXPECT_EQ(r.witness_source, "exact witness search");
+    EXPECT_EQ(r.witness_source, WitnessSource::exact_search);
     EXPECT_TRUE(r.queries.empty());
     EXPECT_FALSE(r.as_expected());
 }
@@ -428,12 +428,14 @@ TEST(SignatureSmt, EveryRationalLayerOverNamedInputsIsProvedOrRefutedAsExpected)
                 ++proved_axes;
                 ASSERT_EQ(a.queries.size(), 2u * per_generator) << permcheck::describe(r);
                 for (const permcheck::SmtQuery& q : a.queries) EXPECT_EQ(q.answer, permcheck::SmtAnswer::unsat);
-                EXPECT_TRUE(a.witness.empty());
+                EXPECT_FALSE(a.witness.has_value());
             } else {
                 ++refuted_axes;
                 EXPECT_EQ(a.verdict, permcheck::SmtVerdict::violated);
                 EXPECT_TRUE(a.queries.empty()) << "Z3 asked although a witness settled it";
-                EXPECT_NE(a.witness.find("of axis " + a.axis), std::string::npos) << a.witness;
+                ASSERT_TRUE(a.witness.has_value());
+                EXPECT_EQ(a.witness->axis, a.axis) << permcheck::describe(*a.witness);
+                EXPECT_NE(permcheck::describe(*a.witness).find("of axis " + a.axis), std::string::npos);
             }
         }
     }
@@ -534,8 +536,10 @@ TEST(SignatureSmt, AMaskLeftInPlaceByAPlantedHarnessBugIsNeverProvedAndZ3sModelR
     if (last.answer == permcheck::SmtAnswer::sat) {
         EXPECT_TRUE(last.model_confirmed) << permcheck::describe(r);
         EXPECT_EQ(a.verdict, permcheck::SmtVerdict::violated) << permcheck::describe(r);
-        EXPECT_TRUE(a.witness_from_model);
-        EXPECT_NE(a.witness.find("masks " + last.assignment), std::string::npos) << a.witness;
+        ASSERT_TRUE(a.witness.has_value());
+        EXPECT_EQ(a.witness->source, permcheck::WitnessSource::z3_model);
+        EXPECT_EQ(a.witness->masks, last.assignment);
+        EXPECT_NE(permcheck::describe(*a.witness).find("masks " + last.assignment), std::string::npos);
         EXPECT_NE(permcheck::describe(r).find("witness (Z3 model)"), std::string::npos) << permcheck::describe(r);
     } else {
         EXPECT_TRUE(last.reason_unknown == "timeout" || last.reason_unknown == "canceled") << permcheck::describe(r);

@@ -1,0 +1,46 @@
+// Witnesses as data: where a witness came from, and the exact difference of a layer over named inputs along one
+// axis. Their text is describe()'s, so the certificates and the Z3 proofs state a witness in the same words.
+#pragma once
+
+#include "check/permutation.h"
+#include "scalars/scalar.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace permcheck {
+
+enum class WitnessSource {
+    none,
+    exact_search,   // the exact witness search: dyadic weights of a seed, exp (sin, cos) of the double used exactly
+    standin_point,  // a Schwartz-Zippel point: the layer with rational stand-ins at random integers
+    z3_model,       // a sat model of Z3, confirmed in exact rational arithmetic with the real functions
+};
+// "exact witness search", "Schwartz-Zippel point", "Z3 model", "none".
+const char* witness_source_name(WitnessSource s);
+
+// An exact, nonzero difference of a layer over named inputs: a generator of one axis (the other axes left alone),
+// an output entry and both sides there.
+struct SignatureWitness {
+    WitnessSource source = WitnessSource::exact_search;
+    std::string axis{};
+    Permutation perm{};
+    std::string masks{};             // z3_model with mask inputs: their assignment ("pad=0100")
+    std::string output{};
+    std::vector<int> where{};        // the entry (exact_search, z3_model)
+    std::size_t entry = 0;           // the entry, row-major (standin_point)
+    double lhs = 0, rhs = 0;         // both sides there, rounded (exact_search, z3_model)
+    double max_abs_diff = 0;         // the largest |difference| of the output (exact_search)
+    Rational difference{};           // lhs - rhs, exactly (standin_point)
+    std::uint64_t weight_seed = 0;   // exact_search: the dyadic weights of this seed
+    std::vector<std::pair<std::string, std::vector<double>>> inputs{};  // z3_model: the real inputs, in signature order
+    std::vector<double> weights{};   // z3_model: w0, w1, ... in draw order
+};
+
+// One line: "permutation (0 1) of axis m, output y at [0, 1]: ... against ... (an exact, nonzero difference...".
+std::string describe(const SignatureWitness& w);
+
+}  // namespace permcheck
