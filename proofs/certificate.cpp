@@ -75,8 +75,6 @@ int set_bits_for(long long degree_total, int trials, int target_log2) {
 // ---------------------------------------------------------------------------------------------------------
 // Exact evaluation
 
-std::string to_string(const Rational& v) { return v.str(); }
-
 // Assembled from 32-bit chunks of SplitMix64.
 Draw<RationalStandin> uniform_integers(SplitMix64& rng, int bits) {
     if (bits < 2 || bits > kMaxDrawBits)
@@ -95,19 +93,8 @@ Draw<RationalStandin> uniform_integers(SplitMix64& rng, int bits) {
     };
 }
 
-
 namespace {
 using identity::SequenceSubject;
-
-Rational to_rational(const Rational& v) { return v; }
-Rational to_rational(const RationalStandin& v) { return identity::as_rational(v); }
-
-template <class S> Mat<Rational> to_rational(const Mat<S>& m) {
-    Mat<Rational> out(m.rows(), m.cols());
-    for (Eigen::Index i = 0; i < m.rows(); ++i)
-        for (Eigen::Index j = 0; j < m.cols(); ++j) out(i, j) = to_rational(m(i, j));
-    return out;
-}
 
 // The entry of largest |lhs - rhs|, or nothing when the sides are equal.
 template <class S>
@@ -116,12 +103,11 @@ std::optional<Witness> difference(const SequenceSubject& subject, const Mat<S>& 
     std::optional<Witness> w;
     Rational largest = 0;
     subject.each_pair(lhs, rhs, [&](const SequenceSubject::Entry& e, const S& left, const S& right) {
-        const Rational a = to_rational(left), b = to_rational(right);
+        const Rational a = identity::as_rational(left), b = identity::as_rational(right);
         const Rational delta = a - b;
-        const Rational size = delta < 0 ? Rational(-delta) : delta;
-        if (size <= largest) return;
-        largest = size;
-        if (!w) w = Witness{g, to_rational(x)};
+        if (abs(delta) <= largest) return;
+        largest = abs(delta);
+        if (!w) w = Witness{g, Mat<Rational>(x.unaryExpr([](const S& v) { return identity::as_rational(v); }))};
         w->row = e.row;
         w->col = e.col;
         w->lhs = a;
@@ -150,46 +136,30 @@ void refute(Certificate& c, std::optional<Witness> w) {
     c.witness = std::move(w);
 }
 
-struct Trial {
-    std::optional<Witness> witness;
-    std::string failure;  // a division by zero at the random point: the trial says nothing
-};
-
-Trial schwartz_zippel_trial(const LayerFamily& family, int n, int d, int bits, SplitMix64& rng, int index) {
-    Trial t;
-    try {
-        Draw<RationalStandin> draw = uniform_integers(rng, bits);
-        t.witness = first_difference(SequenceSubject{family, n, d}, draw, draw);
-        if (t.witness) {
-            t.witness->source = WitnessSource::standin_point;
-            t.witness->trial = index + 1;
-            t.witness->bits = bits;
-        }
-    } catch (const NotRational&) {
-        throw;
-    } catch (const std::exception& e) {
-        t.failure = e.what();
-    }
-    return t;
-}
-
 void fill_schwartz_zippel(Certificate& c, const LayerFamily& family, const CertificateOptions& opts) {
     c.degree = degree_bound(family, opts.n, opts.d);
     c.trials = opts.trials;
     c.set_bits = set_bits_for(c.degree.total(), opts.trials, opts.target_log2);
     c.log2_bound = identity::log2_bound(c.degree.total(), c.set_bits, c.trials);
     SplitMix64 rng(opts.seed);
-    for (int t = 0; t < opts.trials; ++t) {
-        Trial trial = schwartz_zippel_trial(family, opts.n, opts.d, c.set_bits, rng, t);
-        if (!trial.failure.empty()) {
-            c.conclusive = false;
-            c.note = "trial " + std::to_string(t + 1) + " could not be evaluated (" + trial.failure +
+    for (int t = 1; t <= opts.trials; ++t) {
+        std::optional<Witness> w;
+        try {
+            Draw<RationalStandin> draw = uniform_integers(rng, c.set_bits);
+            w = first_difference(SequenceSubject{family, opts.n, opts.d}, draw, draw);
+        } catch (const NotRational&) {
+            throw;
+        } catch (const std::exception& e) {
+            c.note = "trial " + std::to_string(t) + " could not be evaluated (" + e.what() +
                      "): a denominator vanished at the random point; rerun with another --seed";
             return;
         }
-        if (trial.witness) {
+        if (w) {
             // An exact nonzero difference of the stand-in layer: a refutation, no probability involved.
-            refute(c, std::move(trial.witness));
+            w->source = WitnessSource::standin_point;
+            w->trial = t;
+            w->bits = c.set_bits;
+            refute(c, std::move(w));
             c.note = "an exact difference of the layer with rational stand-ins: the generator identity is false";
             return;
         }
@@ -210,15 +180,6 @@ std::optional<Witness> exact_attempt(const LayerFamily& family, const Certificat
     return w;
 }
 
-// The exact witness search, for every layer: cheap, and it cannot succeed on a symmetric one.
-void fill_witness(Certificate& c, const LayerFamily& family, const CertificateOptions& opts) {
-    for (int k = 0; k < identity::kWitnessAttempts; ++k)
-        if (std::optional<Witness> w = exact_attempt(family, opts, k)) return refute(c, std::move(w));
-    c.conclusive = false;
-    c.note = "no exact difference on the generators for " + std::to_string(identity::kWitnessAttempts) +
-             " weight settings and inputs; nothing is certified";
-}
-
 // The composition claim rests on the family building the pooled layer as pool(inner) with the same weights:
 // confirm it exactly, and check the generators on the same inputs (a difference would refute invariance).
 // True when that settled the certificate: not built so (inconclusive), or a witness (not invariant).
@@ -234,6 +195,7 @@ bool settled_by_exact_composition_check(Certificate& c, const LayerFamily& famil
         const Mat<Rational> x = draw_matrix<Rational>(opts.n, opts.d, input);
         if (difference(subject, x, Permutation::identity(opts.n), pooled(x), pool(sequence(x), how))) {
             c.conclusive = false;
+            c.holds = false;
             c.note = "'" + family.name + "' is not built as " + pool_name(how) + " pooling of '" + inner.name + "'";
             return true;
         }
@@ -246,29 +208,24 @@ bool settled_by_exact_composition_check(Certificate& c, const LayerFamily& famil
 }
 
 // Max pooling is piecewise, so the pooled layer has no Schwartz-Zippel certificate. It is a symmetric pooling
-// composed with an inner sequence layer: certify the inner layer's equivariance, check that the family builds the
-// pooled layer as that composition, and rely on the pooling being a symmetric function of the rows.
+// composed with an inner sequence layer: certify the inner layer's equivariance (its figures are c's), check that
+// the family builds the pooled layer as that composition, and rely on the pooling being a symmetric function of
+// the rows.
 void fill_composition(Certificate& c, const LayerFamily& family, const CertificateOptions& opts) {
     const LayerFamily& inner = *family.composition->inner;
     const Pool how = family.composition->pooling;
     if (inner.output != Output::sequence)
         throw std::logic_error("'" + inner.name + "' is not a sequence layer; cannot compose it with " + pool_name(how) +
                                " pooling");
-    Certificate ic;
-    fill_schwartz_zippel(ic, inner, opts);
-    c.degree = ic.degree;
-    c.trials = ic.trials;
-    c.set_bits = ic.set_bits;
-    c.log2_bound = ic.log2_bound;
+    fill_schwartz_zippel(c, inner, opts);
     c.inner_layer = inner.name;
-    if (!ic.conclusive || !ic.holds) {
+    if (!c.conclusive || !c.holds) {
         c.conclusive = false;
-        c.note = "the inner layer '" + inner.name + "' was not certified equivariant: " + ic.note;
+        c.witness.reset();
+        c.note = "the inner layer '" + inner.name + "' was not certified equivariant: " + c.note;
         return;
     }
     if (settled_by_exact_composition_check(c, family, opts)) return;
-    c.conclusive = true;
-    c.holds = true;
     c.note = std::string(pool_name(how)) + " over positions is a symmetric function of the rows, so pool(L(P x)) = "
              "pool(P L(x)) = pool(L(x)) once L is equivariant (proofs-notes/schwartz-zippel.md, 'Piecewise layers')";
 }
@@ -296,44 +253,29 @@ Certificate blank(const LayerFamily& family, const CertificateOptions& opts) {
     c.d = opts.d;
     return c;
 }
-
-// The exact witness search (fill_witness) as a certificate of its own.
-Certificate exact_witness(const LayerFamily& family, const CertificateOptions& opts) {
-    Certificate w = blank(family, opts);
-    w.method = Method::exact_witness;
-    fill_witness(w, family, opts);
-    return w;
-}
-
-// A piecewise layer that the witness search did not refute: the composition certificate when it is a symmetric
-// pooling of a sequence layer; `why` says why it has no polynomial identity test.
-Certificate certify_piecewise(const LayerFamily& family, const CertificateOptions& opts, const std::string& why) {
-    Certificate c = blank(family, opts);
-    if (family.composition && is_symmetric(family.composition->pooling)) {
-        c.method = Method::composition;
-        fill_composition(c, family, opts);
-    } else {
-        c.note = "piecewise layer, no polynomial identity certificate: ";
-        c.note += why;
-    }
-    return c;
-}
 }  // namespace
 
-// The method follows from the layer alone, never from its expected verdict, so that a user's layer gets the
-// treatment a catalog layer gets. Cheap evidence first: the exact witness search (a few exact evaluations; for a
-// symmetric layer it finds nothing, since exact sums do not depend on their order). Only when it finds no
-// witness, the polynomial identity test (whose cost grows fast with depth: an RNN's nested stand-ins at n = 8
-// take minutes and gigabytes), and for piecewise layers the composition certificate.
+// The exact witness search first: a few exact evaluations, which find nothing on a symmetric layer (exact sums do
+// not depend on their order). Only then the polynomial identity test, whose cost grows fast with depth (an RNN's
+// nested stand-ins at n = 8 take minutes and gigabytes).
 Certificate certify(const LayerFamily& family, const CertificateOptions& opts) {
-    Certificate w = exact_witness(family, opts);
-    if (w.conclusive) return w;
     Certificate c = blank(family, opts);
+    for (int k = 0; k < identity::kWitnessAttempts; ++k)
+        if (std::optional<Witness> w = exact_attempt(family, opts, k)) {
+            c.method = Method::exact_witness;
+            refute(c, std::move(w));
+            return c;
+        }
     try {
-        c.method = Method::schwartz_zippel;
         fill_schwartz_zippel(c, family, opts);
+        c.method = Method::schwartz_zippel;
     } catch (const NotRational& e) {
-        return certify_piecewise(family, opts, e.what());
+        if (family.composition && is_symmetric(family.composition->pooling)) {
+            c.method = Method::composition;
+            fill_composition(c, family, opts);
+        } else {
+            c.note = std::string("piecewise layer, no polynomial identity certificate: ") + e.what();
+        }
     }
     return c;
 }
@@ -349,7 +291,6 @@ std::string bits_text(double log2_value) {
 }
 
 std::string generators_text(int n) {
-    if (n < 2) return "";
     return Permutation::transposition(n, 0, 1).cycles() + " and " + Permutation::rotation(n).cycles();
 }
 
@@ -367,14 +308,14 @@ void describe_witness(std::ostringstream& s, const Witness& w, Property property
     s << "    x =\n";
     for (Eigen::Index i = 0; i < w.x.rows(); ++i) {
         s << "      [" << i << "]";
-        for (Eigen::Index j = 0; j < w.x.cols(); ++j) s << ' ' << to_string(w.x(i, j));
+        for (Eigen::Index j = 0; j < w.x.cols(); ++j) s << ' ' << w.x(i, j).str();
         s << "\n";
     }
     s << "    at position " << w.row << ", feature " << w.col << ":\n";
     s << "      " << std::left << std::setw(6) << names.lhs << " = " << std::setprecision(17) << w.lhs.convert_to<double>()
       << "\n";
     s << "      " << std::setw(6) << names.rhs << std::right << " = " << w.rhs.convert_to<double>() << "\n";
-    s << "      exact difference = " << to_string(w.difference) << "\n";
+    s << "      exact difference = " << w.difference.str() << "\n";
     s << "                       ~ " << std::setprecision(6) << w.difference.convert_to<double>() << "\n";
 }
 }  // namespace

@@ -107,6 +107,5 @@ int set_bits_for(long long degree_total, int trials, int target_log2);
 
 // A readable multi-line account of the certificate, ending in its verdict.
 std::string describe(const Certificate& c);
-std::string to_string(const Rational& v);
 
 }  // namespace permcheck

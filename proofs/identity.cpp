@@ -17,8 +17,6 @@ double log2_bound(long long degree_total, int bits, int trials) {
     return trials * (std::log2(static_cast<double>(degree_total)) - bits);
 }
 
-Rational as_rational(const RationalStandin& v) { return Rational(v.backend().data()); }
-
 const char* symmetric_word(Property p) { return p == Property::invariance ? "invariant" : "equivariant"; }
 
 std::string certificate_verdict(bool conclusive, bool holds, Property p) {

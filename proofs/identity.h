@@ -38,15 +38,21 @@ inline Attempt attempt(std::uint64_t seed, int k) {
 void require_trials(int trials);
 // log2 of (D'/2^bits)^k; -infinity for D' = 0.
 double log2_bound(long long degree_total, int bits, int trials);
-Rational as_rational(const RationalStandin& v);
+// Exactly, from either rational type.
+template <class S> Rational as_rational(const S& v) {
+    if constexpr (std::is_same_v<S, Rational>) return v;
+    else return Rational(v.backend().data());
+}
 // "equivariant" or "invariant"; "certified equivariant", "certified not invariant", "not certified".
 const char* symmetric_word(Property p);
 std::string certificate_verdict(bool conclusive, bool holds, Property p);
 
 // For each generator move of `subject` that `skip` does not refuse: visit(move, x, L(move x), expected side) until
 // visit returns false. The layer is built from `weights` first, then x drawn from `inputs`.
-template <class S, class Subject, class Visit, class Skip>
-void each_identity(const Subject& subject, Draw<S>& weights, Draw<S>& inputs, Visit&& visit, Skip&& skip) {
+inline constexpr auto no_skip = [](const auto&) { return false; };
+template <class S, class Subject, class Visit, class Skip = decltype(no_skip)>
+void each_identity(const Subject& subject, Draw<S>& weights, Draw<S>& inputs, Visit&& visit,
+                   const Skip& skip = no_skip) {
     const auto layer = subject.template layer<S>(weights);
     const auto x = subject.template input<S>(inputs);
     const auto lx = layer(x);
@@ -54,10 +60,6 @@ void each_identity(const Subject& subject, Draw<S>& weights, Draw<S>& inputs, Vi
         if (skip(m)) continue;
         if (!visit(m, x, layer(subject.moved(m, x)), subject.expected(m, lx))) return;
     }
-}
-template <class S, class Subject, class Visit>
-void each_identity(const Subject& subject, Draw<S>& weights, Draw<S>& inputs, Visit&& visit) {
-    each_identity<S>(subject, weights, inputs, visit, [](const auto&) { return false; });
 }
 
 // D: the largest numerator degree of an entry of L(g x) - g L(x) over every move; the divisors met on the way.

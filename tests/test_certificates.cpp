@@ -460,7 +460,7 @@ TEST(Witness, PositionSignalsGetAnExactWitnessThatReplays) {
 TEST(Witness, DescribeStatesTheWitnessAndEndsInTheVerdict) {
     const Certificate c = certify(find_layer("attention+learned"), CertificateOptions{});
     const std::string text = describe(c);
-    EXPECT_NE(text.find("exact difference = " + to_string(c.witness->difference)), std::string::npos) << text;
+    EXPECT_NE(text.find("exact difference = " + c.witness->difference.str()), std::string::npos) << text;
     EXPECT_NE(text.find("permutation " + c.witness->perm.cycles()), std::string::npos) << text;
     EXPECT_EQ(text.substr(text.size() - std::string("certified not equivariant\n").size()), "certified not equivariant\n");
 }
