@@ -62,6 +62,13 @@ void each_identity(const Subject& subject, Draw<S>& weights, Draw<S>& inputs, Vi
     }
 }
 
+// L(m x), then what it must equal.
+template <class Subject, class Layer, class Move, class X>
+auto sides(const Subject& subject, const Layer& layer, const Move& m, const X& x) {
+    auto lhs = layer(subject.moved(m, x));
+    return std::pair{std::move(lhs), subject.expected(m, layer(x))};
+}
+
 // D: the largest numerator degree of an entry of L(g x) - g L(x) over every move; the divisors met on the way.
 template <class Subject> DegreeBound degree_of(const Subject& subject) {
     DivisorRecord record;

@@ -159,10 +159,6 @@ std::map<std::string, SignatureWitness> signature_witnesses(const SignatureFamil
     return found;
 }
 
-bool SignatureCertificate::as_expected() const {
-    return !axes.empty() && std::all_of(axes.begin(), axes.end(), [](const AxisCertificate& a) { return a.as_expected(); });
-}
-
 SignatureCertificate certify_signature(const SignatureFamily& family, const SignatureCertificateOptions& opts) {
     if (!family.rational())
         throw std::invalid_argument("'" + family.name + "' has an index input or max aggregation: no polynomial "

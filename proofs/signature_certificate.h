@@ -16,6 +16,7 @@
 #include "layers/signature_family.h"
 #include "proofs/certificate.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -54,7 +55,7 @@ struct SignatureCertificate {
     double log2_bound = 0.0;            // with masks, the union bound over their assignments
     int mask_assignments = 0;           // identity tests, one per mask assignment (0: no mask input)
     std::string note;                   // why something was not certified
-    bool as_expected() const;
+    bool as_expected() const { return !axes.empty() && std::ranges::all_of(axes, &AxisCertificate::as_expected); }
 };
 
 // The exact witness search first (exact rationals, exp the exact value of std::exp of the double); the axes it

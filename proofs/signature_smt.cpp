@@ -54,17 +54,19 @@ std::string assignment_label(const Tensors& masks) {
 // What one query asks: a generator of one axis (the identity on the others) at one mask assignment.
 struct QueryPoint {
     NamedMove move;
-    const Tensors* masks = nullptr;
+    NamedSubject subject;
 };
 
-struct ProofContext {
-    const SignatureFamily& family;
-    const Signature& s;
-    const Lengths& lengths;
-    const std::vector<Tensors>& masks;
-    const SmtOptions& opts;
-    NamedSubject at(const QueryPoint& p) const { return {family, s, lengths, *p.masks}; }
-};
+// Every generator of the axis (one at length 2, where (0 1) is both) at every mask assignment.
+std::vector<QueryPoint> query_points(const SignatureFamily& f, const Signature& s, const Lengths& lengths,
+                                     const std::vector<Tensors>& masks, const std::string& axis) {
+    std::vector<Permutation> generators = Permutation::generators(lengths.at(axis));
+    if (generators.size() == 2 && generators[0] == generators[1]) generators.pop_back();  // length 2: (0 1) twice
+    std::vector<QueryPoint> points;
+    for (const Permutation& g : generators)
+        for (const Tensors& m : masks) points.push_back({identity::move_along(lengths, axis, g), {f, s, lengths, m}});
+    return points;
+}
 
 // The first entry where the exact sides differ, into w; false when they agree.
 bool first_difference(SignatureWitness& w, const NamedSubject& subject, const NamedTensors<Rational>& lhs,
@@ -87,15 +89,13 @@ bool first_difference(SignatureWitness& w, const NamedSubject& subject, const Na
 // A sat model (the real inputs in the order of the signature, then the weights, each rounded to a double)
 // evaluated in exact rational arithmetic, exp the exact value of std::exp of the double (ScalarTraits<Rational>):
 // the witness when the two sides differ there.
-std::optional<SignatureWitness> confirm_model(const ProofContext& c, const QueryPoint& at,
-                                              const std::vector<double>& model) {
+std::optional<SignatureWitness> confirm_model(const QueryPoint& at, const std::vector<double>& model) {
+    const NamedSubject& subject = at.subject;
     std::size_t next = 0;
-    Draw<Rational> draw = detail::replay_draw(model, next, c.family.name);
-    const NamedTensors<Rational> x = identity::with_masks(
-        identity::real_inputs<Rational>(c.s, c.lengths, [&draw](const TensorSpec&, std::size_t) { return draw(); }),
-        *at.masks);
-    SignatureWitness w{WitnessSource::z3_model, at.move.axis, at.move.g, assignment_label(*at.masks)};
-    for (std::size_t from = 0; const TensorSpec& t : c.s.inputs) {
+    Draw<Rational> draw = detail::replay_draw(model, next, subject.family.name);
+    const NamedTensors<Rational> x = subject.input<Rational>(draw);
+    SignatureWitness w{WitnessSource::z3_model, at.move.axis, at.move.g, assignment_label(subject.masks)};
+    for (std::size_t from = 0; const TensorSpec& t : subject.s.inputs) {
         if (t.kind == TensorKind::mask) continue;
         const std::size_t to = from + x.at(t.name).values.size();
         w.inputs.emplace_back(t.name, std::vector<double>(model.begin() + static_cast<long>(from),
@@ -104,49 +104,31 @@ std::optional<SignatureWitness> confirm_model(const ProofContext& c, const Query
     }
     try {
         w.weights.assign(model.begin() + static_cast<long>(next), model.end());
-        const SignatureLayerFn<Rational> layer = c.family.exact(draw);
-        const NamedSubject subject = c.at(at);
-        if (!first_difference(w, subject, layer(subject.moved(at.move, x)), subject.expected(at.move, layer(x))))
-            return std::nullopt;
+        const auto [lhs, rhs] = identity::sides(subject, subject.family.exact(draw), at.move, x);
+        if (!first_difference(w, subject, lhs, rhs)) return std::nullopt;
         return w;
     } catch (const std::domain_error&) {
         return std::nullopt;  // the model's values overflow the real exp: not a usable witness
     }
 }
 
-// One query: is some entry of the two sides different? Sent to Z3 only when `asked`; a model is kept for
-// confirm_model.
-SmtQuery ask(const SymbolicSignatureLayer& l, const ProofContext& c, const QueryPoint& at, bool asked,
-             std::optional<std::vector<double>>& model) {
-    const NamedSubject subject = c.at(at);
-    const NamedTensors<Symbolic> x = identity::with_masks(l.reals, *at.masks);
-    const NamedTensors<Symbolic> lx = l.layer(x);
-    const NamedTensors<Symbolic> lhs = l.layer(subject.moved(at.move, x));
-    z3::expr_vector differs(smt_context());
-    const auto differ = [&](const NamedSubject::Entry&, const Symbolic& a, const Symbolic& b) {
-        differs.push_back(a.expr() != b.expr());
-    };
-    subject.each_pair(lhs, subject.expected(at.move, lx), differ);
-    z3::solver solver(smt_context());
-    solver.add(detail::some_differs(differs));
-    SmtQuery q = detail::run_query(solver, l.constants, at.move.g, asked, c.opts, model);
-    q.assignment = assignment_label(*at.masks);
-    return q;
-}
-
-// Every generator of the axis (one at length 2, where (0 1) is both) at every mask assignment, in turn
-// (detail::ask_in_turn). None is asked when a witness already refuted the axis.
-void prove_axis(AxisProof& a, const SymbolicSignatureLayer& l, const ProofContext& c) {
-    std::vector<Permutation> generators = Permutation::generators(c.lengths.at(a.axis));
-    if (generators.size() == 2 && generators[0] == generators[1]) generators.pop_back();  // length 2: (0 1) twice
-    std::vector<QueryPoint> points;
-    for (const Permutation& g : generators)
-        for (const Tensors& m : c.masks) points.push_back({identity::move_along(c.lengths, a.axis, g), &m});
-    const auto ask_one = [&](const QueryPoint& at, bool asked) {
+// The axis's queries in turn (detail::ask_in_turn), none asked when a witness already refuted the axis; a sat
+// answer's model, confirmed, refutes it.
+void prove_axis(AxisProof& a, const SymbolicSignatureLayer& l, const std::vector<QueryPoint>& points,
+                const SmtOptions& opts) {
+    const auto ask = [&](const QueryPoint& at, bool asked) {
+        const NamedTensors<Symbolic> x = identity::with_masks(l.reals, at.subject.masks);
+        // L(x) before L(g x), not identity::sides: Z3 numbers the terms in the order they are made, and the emitted
+        // files show the numbers.
+        const NamedTensors<Symbolic> lx = l.layer(x);
+        const NamedTensors<Symbolic> lhs = l.layer(at.subject.moved(at.move, x));
+        z3::solver solver(smt_context());
+        solver.add(detail::some_differs(at.subject, lhs, at.subject.expected(at.move, lx)));
         std::optional<std::vector<double>> model;
-        SmtQuery q = ask(l, c, at, asked, model);
+        SmtQuery q = detail::run_query(solver, l.constants, at.move.g, asked, opts, model);
+        q.assignment = assignment_label(at.subject.masks);
         if (q.answer != SmtAnswer::sat || !model) return q;
-        std::optional<SignatureWitness> w = confirm_model(c, at, *model);
+        std::optional<SignatureWitness> w = confirm_model(at, *model);
         q.model_confirmed = w.has_value();
         if (w) {
             a.witness = std::move(w);
@@ -154,14 +136,10 @@ void prove_axis(AxisProof& a, const SymbolicSignatureLayer& l, const ProofContex
         }
         return q;
     };
-    if (detail::ask_in_turn(points, a.witness.has_value(), c.opts, a.queries, ask_one)) a.verdict = SmtVerdict::proved;
+    if (detail::ask_in_turn(points, a.witness.has_value(), opts, a.queries, ask)) a.verdict = SmtVerdict::proved;
 }
 
 }  // namespace
-
-bool SignatureSmtResult::as_expected() const {
-    return !axes.empty() && std::all_of(axes.begin(), axes.end(), [](const AxisProof& a) { return a.as_expected(); });
-}
 
 SignatureSmtResult smt_prove_signature(const SignatureFamily& family, int length, const SmtOptions& opts) {
     if (!family.rational())
@@ -180,7 +158,6 @@ SignatureSmtResult smt_prove_signature(const SignatureFamily& family, int length
     const std::map<std::string, SignatureWitness> witnesses =
         opts.witness_cases > 0 ? signature_witnesses(family, s, r.lengths, opts.witness_seed)
                                : std::map<std::string, SignatureWitness>{};
-    const ProofContext context{family, s, r.lengths, masks, opts};
     std::optional<SymbolicSignatureLayer> l;
     for (const AxisExpectation& e : family.expectations) {
         AxisProof a{e.axis, property_along(s, e.axis), e.holds, SmtVerdict::unknown, {}, std::nullopt};
@@ -190,7 +167,7 @@ SignatureSmtResult smt_prove_signature(const SignatureFamily& family, int length
         }
         if (!a.witness || opts.keep_smtlib) {
             if (!l) l = symbolic_layer(family, s, r.lengths);
-            prove_axis(a, *l, context);
+            prove_axis(a, *l, query_points(family, s, r.lengths, masks, e.axis), opts);
         }
         r.axes.push_back(std::move(a));
     }

@@ -13,6 +13,7 @@
 #include "layers/signature_family.h"
 #include "proofs/smt.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -43,7 +44,7 @@ struct SignatureSmtResult {
     std::vector<AxisProof> axes;
     int mask_assignments = 0;  // the mask assignments each generator is asked for (0: no mask input)
     double seconds = 0;
-    bool as_expected() const;
+    bool as_expected() const { return !axes.empty() && std::ranges::all_of(axes, &AxisProof::as_expected); }
 };
 
 // Every axis at `length` (2 to 8). Throws std::invalid_argument for a family that is not rational (an edge_index,

@@ -17,22 +17,7 @@ const char* answer_name(SmtAnswer a) {
     return "?";
 }
 
-const char* verdict_name(SmtVerdict v) {
-    switch (v) {
-        case SmtVerdict::proved: return "proved";
-        case SmtVerdict::violated: return "violated";
-        case SmtVerdict::unknown: return "unknown";
-    }
-    return "?";
-}
-
 namespace detail {
-
-// Every entry is kept, structurally equal ones too, so that the emitted file states the whole claim; Z3's
-// simplifier drops the trivial disequalities at once.
-z3::expr some_differs(const z3::expr_vector& differs) {
-    return differs.empty() ? smt_context().bool_val(false) : z3::mk_or(differs);
-}
 
 SmtQuery run_query(z3::solver& solver, const std::vector<Symbolic>& constants, const Permutation& perm,
                    bool asked, const SmtOptions& opts, std::optional<std::vector<double>>& model) {
@@ -77,36 +62,19 @@ Draw<Rational> replay_draw(const std::vector<double>& values, std::size_t& next,
 }  // namespace detail
 
 namespace {
-
-// L(P x), then what it must equal (identity::SequenceSubject).
-template <class S>
-Sides<S> sides(const LayerFamily& family, const LayerFn<S>& layer, const Mat<S>& x, const Permutation& p) {
-    const identity::SequenceSubject subject{family, static_cast<int>(x.rows()), static_cast<int>(x.cols())};
-    Sides<S> s;
-    s.lhs = layer(subject.moved(p, x));
-    s.rhs = subject.expected(p, layer(x));
-    return s;
-}
-
-// "Some entry of the two sides differs".
-z3::expr some_entry_differs(const Mat<Symbolic>& lhs, const Mat<Symbolic>& rhs) {
-    z3::context& ctx = smt_context();
-    if (lhs.rows() != rhs.rows() || lhs.cols() != rhs.cols()) return ctx.bool_val(true);
-    z3::expr_vector differs(ctx);
-    for (Eigen::Index i = 0; i < lhs.rows(); ++i)
-        for (Eigen::Index j = 0; j < lhs.cols(); ++j) differs.push_back(lhs(i, j).expr() != rhs(i, j).expr());
-    return detail::some_differs(differs);
-}
+using identity::SequenceSubject;
 
 // The exact evaluation of the family on a concrete input and weights, with the real exp, sqrt and tanh
-// (ScalarTraits<Rational>). A counterexample when the two sides differ, nothing when they agree.
+// (ScalarTraits<Rational>). A counterexample, with its replay line, when the two sides differ; nothing when they
+// agree.
 std::optional<Counterexample> confirm(const LayerFamily& family, const Permutation& perm, const Mat<double>& x,
                                       const std::vector<double>& weights) {
     std::size_t next = 0;
     Draw<Rational> draw = detail::replay_draw(weights, next, family.name);
     const LayerFn<Rational> layer = family.exact(x.cols(), draw, 0);
-    const Sides<Rational> s = sides<Rational>(family, layer, from_double<Rational>(x), perm);
-    const Comparison c = compare<Rational>(s.lhs, s.rhs, 0.0);
+    const SequenceSubject subject{family, static_cast<int>(x.rows()), static_cast<int>(x.cols())};
+    const auto [lhs, rhs] = identity::sides(subject, layer, perm, from_double<Rational>(x));
+    const Comparison c = compare<Rational>(lhs, rhs, 0.0);
     if (c.holds) return std::nullopt;
     Counterexample ce;
     ce.layer = family.name;
@@ -114,15 +82,13 @@ std::optional<Counterexample> confirm(const LayerFamily& family, const Permutati
     ce.dtype = Arithmetic::exact;
     ce.perm = perm;
     ce.x = x;
-    ce.lhs = to_double<Rational>(s.lhs);
-    ce.rhs = to_double<Rational>(s.rhs);
+    ce.lhs = to_double<Rational>(lhs);
+    ce.rhs = to_double<Rational>(rhs);
     ce.comparison = c;
     ce.confirmed_exactly = true;
+    ce.replay = "permcheck prove " + family.name + " --smt --n " + std::to_string(x.rows()) + " --d " +
+                std::to_string(x.cols());
     return ce;
-}
-
-std::string replay_line(const LayerFamily& family, int n, int d) {
-    return "permcheck prove " + family.name + " --smt --n " + std::to_string(n) + " --d " + std::to_string(d);
 }
 
 void require_arguments(int n, int d, const SmtOptions& opts) {
@@ -157,9 +123,7 @@ void drop_unneeded_weights(const LayerFamily& family, const Permutation& p, cons
         const double kept = w;
         w = 0;
         try {
-            std::optional<Counterexample> ce = confirm(family, p, x, r.witness_weights);
-            if (ce) {
-                ce->replay = r.counterexample->replay;
+            if (std::optional<Counterexample> ce = confirm(family, p, x, r.witness_weights)) {
                 r.counterexample = std::move(ce);
                 continue;
             }
@@ -176,7 +140,6 @@ bool adopt_model(const LayerFamily& family, const std::vector<double>& model, co
         std::vector<double> weights(model.begin() + r.n * r.d, model.end());
         std::optional<Counterexample> ce = confirm(family, p, xv, weights);
         if (!ce) return false;
-        ce->replay = replay_line(family, r.n, r.d);
         r.counterexample = std::move(ce);
         r.witness_weights = std::move(weights);
         r.witness_source = WitnessSource::z3_model;
@@ -187,25 +150,24 @@ bool adopt_model(const LayerFamily& family, const std::vector<double>& model, co
     return true;
 }
 
-// One generator's query: is "some entry of the two sides differs" satisfiable? Not sent to Z3 unless `asked`.
-SmtQuery ask(const LayerFamily& family, const SymbolicLayer& s, const Permutation& p, const SmtOptions& opts,
-             bool asked, SmtResult& r) {
-    const Sides<Symbolic> sides_p = sides<Symbolic>(family, s.layer, s.x, p);
-    z3::solver solver(smt_context());
-    solver.add(some_entry_differs(sides_p.lhs, sides_p.rhs));
-    std::optional<std::vector<double>> model;
-    SmtQuery q = detail::run_query(solver, s.constants, p, asked, opts, model);
-    if (q.answer == SmtAnswer::sat && model && !r.counterexample) q.model_confirmed = adopt_model(family, *model, p, r);
-    return q;
-}
-
-// Z3 on the generators in turn (detail::ask_in_turn); true when both are unsat.
+// Z3 on the generators in turn (detail::ask_in_turn), a confirmed model becoming r's witness; true when both are
+// unsat.
 bool ask_z3(const LayerFamily& family, const SmtOptions& opts, SmtResult& r) {
     const bool settled = r.counterexample.has_value();
     if (settled && !opts.keep_smtlib) return false;
     const SymbolicLayer s = symbolic_layer(family, r.n, r.d);
-    return detail::ask_in_turn(Permutation::generators(r.n), settled, opts, r.queries,
-                               [&](const Permutation& p, bool asked) { return ask(family, s, p, opts, asked, r); });
+    const SequenceSubject subject{family, r.n, r.d};
+    const auto ask = [&](const Permutation& p, bool asked) {
+        const auto [lhs, rhs] = identity::sides(subject, s.layer, p, s.x);
+        z3::solver solver(smt_context());
+        solver.add(detail::some_differs(subject, lhs, rhs));
+        std::optional<std::vector<double>> model;
+        SmtQuery q = detail::run_query(solver, s.constants, p, asked, opts, model);
+        if (q.answer == SmtAnswer::sat && model && !r.counterexample)
+            q.model_confirmed = adopt_model(family, *model, p, r);
+        return q;
+    };
+    return detail::ask_in_turn(Permutation::generators(r.n), settled, opts, r.queries, ask);
 }
 
 // The witness search of every family: the engine's exact check, on sequences of exactly n positions.

@@ -47,7 +47,6 @@ enum class SmtVerdict {
     violated,  // a witness confirmed in exact rational arithmetic
     unknown,   // neither: Z3 could not decide and the exact search found no witness
 };
-const char* verdict_name(SmtVerdict v);
 
 struct SmtResult {
     std::string layer;
@@ -85,8 +84,6 @@ struct SmtOptions {
     std::function<bool()> stop_requested{};
 };
 
-// Builds the family symbolically for the proof and in exact rationals to confirm a model's witness; falls back
-// on the engine's exact check at exactly n positions (opts.witness_cases, opts.witness_seed) for a witness.
 // Throws std::invalid_argument for n < 2, d < 1 or a width the layer does not accept.
 SmtResult smt_prove(const LayerFamily& family, int n, int d, const SmtOptions& opts = {});
 
@@ -112,12 +109,20 @@ IsolatedCheck check_isolated(const z3::solver& solver, const std::vector<Symboli
                              double timeout_seconds, const std::function<bool()>& stop = {});
 
 // What the proofs of one-tensor layers and of layers over named inputs share (smt.cpp).
-// "Some entry of the two sides differs": the disjunction of `differs`, false when there is none.
-z3::expr some_differs(const z3::expr_vector& differs);
 // The query of the solver's claim for `perm`: its SMT-LIB text with keep_smtlib; sent to Z3 only when `asked`, and
 // then on sat the model's values of `constants` in `model`.
 SmtQuery run_query(z3::solver& solver, const std::vector<Symbolic>& constants, const Permutation& perm,
                    bool asked, const SmtOptions& opts, std::optional<std::vector<double>>& model);
+// "Some entry of the two sides differs", paired up by the subject (proofs/identity.h): every entry kept, equal
+// ones too, so that the emitted file states the whole claim (Z3's simplifier drops the trivial ones at once).
+template <class Subject, class Sides>
+z3::expr some_differs(const Subject& subject, const Sides& lhs, const Sides& rhs) {
+    z3::expr_vector differs(smt_context());
+    subject.each_pair(lhs, rhs, [&](const auto&, const Symbolic& a, const Symbolic& b) {
+        differs.push_back(a.expr() != b.expr());
+    });
+    return differs.empty() ? smt_context().bool_val(false) : z3::mk_or(differs);
+}
 // What follows a query's permutation in an account: "unsat, Z3 0.12 s (CPU 0.1 s)", "sat, model confirmed, ...".
 void describe_answer(std::ostream& s, const SmtQuery& q);
 // "w3": the name of symbolic constant k with this prefix.
