@@ -1,4 +1,4 @@
-// `permcheck prove LAYER | --all`: the certificate of each reference layer (properties/certificate.h), or with
+// `permcheck prove LAYER | --all`: the certificate of each reference layer (proofs/certificate.h), or with
 // --smt the symbolic proof of cmd_prove_smt.cpp.
 #include "cli/commands.h"
 #include "cli/interrupt.h"
@@ -8,7 +8,6 @@
 #include "proofs/signature_certificate.h"
 
 #include <algorithm>
-
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -28,33 +27,39 @@ struct ProveOptions {
     bool n_given = false;  // --n on the command line (else a layer over named inputs is proved at length 4)
 };
 
-bool is_signature_layer_name(const std::string& name) {
-    const std::vector<SignatureFamily>& c = signature_catalog();
-    return std::any_of(c.begin(), c.end(), [&name](const SignatureFamily& f) { return f.name == name; });
+// Exit codes as `permcheck check` has them: 0 certified to hold, 1 an exact witness, 3 not certified.
+int certificate_code(bool conclusive, bool holds) {
+    if (!conclusive) return 3;
+    return holds ? 0 : 1;
 }
 
-// One layer's exit code as `permcheck check` has it: 0 certified to hold, 1 an exact witness, 3 not certified.
-int certificate_code(const Certificate& c) {
-    if (!c.conclusive) return 3;
-    return c.holds ? 0 : 1;
-}
-
-// One layer's certificate, printed with its time before the verdict line, so that every account still ends in
-// its verdict line.
-Certificate certify_and_print(const std::string& name, const ProveOptions& o, ProgressLine& line) {
+// A certificate's account with its time, inserted before the verdict line when the account ends in one (a
+// one-tensor layer's), appended otherwise; a blank line after it with --all.
+template <class Certify>
+auto certify_and_print(const ProveOptions& o, ProgressLine& line, bool before_verdict, Certify&& certify) {
     const auto t0 = std::chrono::steady_clock::now();
-    const Certificate c = certify(find_layer(name), o.certificate);
+    const auto c = certify();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     line.clear();
     std::string text = describe(c);
-    const std::size_t verdict_line = text.rfind('\n', text.size() - 2);
     char timing[64];
     std::snprintf(timing, sizeof timing, "  time: %.3f s\n", seconds);
-    text.insert(verdict_line + 1, timing);
+    text.insert(before_verdict ? text.rfind('\n', text.size() - 2) + 1 : text.size(), timing);
     std::fputs(text.c_str(), stdout);
     if (o.all) std::fputs("\n", stdout);
     std::fflush(stdout);
     return c;
+}
+
+// The certificate of a layer over named inputs: every axis at length min(--n, 8), since a certificate over
+// several axes evaluates a layer of every axis's length at once.
+SignatureCertificate certify_signature_and_print(const SignatureFamily& f, const ProveOptions& o, ProgressLine& line) {
+    SignatureCertificateOptions so;
+    so.length = std::min(o.certificate.n, 8);
+    so.trials = o.certificate.trials;
+    so.seed = o.certificate.seed;
+    so.target_log2 = o.certificate.target_log2;
+    return certify_and_print(o, line, false, [&] { return certify_signature(f, so); });
 }
 
 // Ctrl-C or SIGTERM stops `prove --all` between layers (with --smt, a Z3 query in flight is killed and its layer
@@ -66,27 +71,6 @@ int interrupted(int done, int total) {
     return exit_code(Verdict::interrupted);
 }
 
-// The certificate of a layer over named inputs: every axis at length min(--n, 8), since a certificate over
-// several axes evaluates a layer of every axis's length at once.
-SignatureCertificate certify_signature_and_print(const SignatureFamily& f, const ProveOptions& o) {
-    SignatureCertificateOptions so;
-    so.length = std::min(o.certificate.n, 8);
-    so.trials = o.certificate.trials;
-    so.seed = o.certificate.seed;
-    so.target_log2 = o.certificate.target_log2;
-    const auto t0 = std::chrono::steady_clock::now();
-    const SignatureCertificate c = certify_signature(f, so);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::string text = describe(c);
-    char timing[64];
-    std::snprintf(timing, sizeof timing, "  time: %.3f s\n", seconds);
-    text += timing;
-    std::fputs(text.c_str(), stdout);
-    if (o.all) std::fputs("\n", stdout);
-    std::fflush(stdout);
-    return c;
-}
-
 // The rational layers over named inputs (the others, with a mask or an edge_index, are checked by their rows of
 // the verdict table). Returns the mismatches, or -1 when interrupted.
 int prove_signature_certificates(const ProveOptions& o, ProgressLine& line) {
@@ -96,7 +80,7 @@ int prove_signature_certificates(const ProveOptions& o, ProgressLine& line) {
         if (StopOnSignal::requested()) return -1;
         line.count("prove", done++, static_cast<int>(signature_catalog().size()), "layers over named inputs", f.name);
         line.clear();
-        mismatches += !certify_signature_and_print(f, o).as_expected();
+        mismatches += !certify_signature_and_print(f, o, line).as_expected();
     }
     return mismatches;
 }
@@ -107,9 +91,10 @@ int prove_certificates(const std::vector<std::string>& layers, const ProveOption
     for (int i = 0; i < total; ++i) {
         if (StopOnSignal::requested()) return interrupted(i, total);
         if (o.all) line.count("prove", i, total, "layers", layers[i]);
-        const Certificate c = certify_and_print(layers[i], o, line);
+        const auto certificate = [&] { return certify(find_layer(layers[i]), o.certificate); };
+        const Certificate c = certify_and_print(o, line, true, certificate);
         mismatches += !c.as_expected();
-        code = certificate_code(c);
+        code = certificate_code(c.conclusive, c.holds);
     }
     if (!o.all) return code;
     const int signature_mismatches = prove_signature_certificates(o, line);
@@ -120,55 +105,53 @@ int prove_certificates(const std::vector<std::string>& layers, const ProveOption
     return mismatches == 0 ? 0 : 1;
 }
 
+// Z3 proofs (cmd_prove_smt.cpp) of `layers`; a layer over named inputs alone at --n when given, else at 4, as with
+// --all (at the default 8 the mask layer alone would ask 510 queries).
+int prove_with_smt(const std::vector<std::string>& layers, const ProveOptions& o, bool named_inputs,
+                   ProgressLine& line) {
+    SmtRequest request;
+    request.layers = layers;
+    request.n = named_inputs && !o.n_given ? std::min(o.certificate.n, 4) : o.certificate.n;
+    request.d = o.certificate.d;
+    request.emit_dir = o.emit_smt;
+    request.timeout_seconds = o.smt_timeout;
+    request.all = o.all;
+    request.stop_requested = &StopOnSignal::requested;
+    int done = 0;
+    request.on_layer = [&line, &o, &done](int finished, int total, const std::string& next) {
+        done = finished;
+        if (next.empty() || !o.all) return line.clear();
+        line.count("prove --smt", finished, total, "layers", next);
+    };
+    const int code = prove_smt(request, std::cout);
+    line.clear();
+    const int total = static_cast<int>(layers.size());
+    return StopOnSignal::requested() && done < total ? interrupted(done, total) : code;
+}
+
 int prove(const ProveOptions& o) {
     if (o.all == !o.layer.empty()) {
         std::fprintf(stderr, "permcheck prove: name one layer or pass --all (valid layers: %s)\n",
                      layer_names().c_str());
         return 2;
     }
-    if (!o.all && !o.smt && o.emit_smt.empty())
-        for (const SignatureFamily& f : signature_catalog())
-            if (f.name == o.layer) {
-                const SignatureCertificate c = certify_signature_and_print(f, o);
-                const bool conclusive = std::all_of(c.axes.begin(), c.axes.end(), [](const AxisCertificate& a) { return a.conclusive; });
-                const bool holds = std::all_of(c.axes.begin(), c.axes.end(), [](const AxisCertificate& a) { return a.holds; });
-                return !conclusive ? 3 : holds ? 0 : 1;
-            }
-    std::vector<std::string> layers;
-    if (o.all)
-        for (const LayerFamily& s : catalog()) layers.push_back(s.name);
-    else if ((o.smt || !o.emit_smt.empty()) && is_signature_layer_name(o.layer))
-        layers.push_back(o.layer);  // a layer over named inputs: prove_smt proves it at length --n
-    else
-        layers.push_back(find_layer(o.layer).name);  // throws, listing the valid names
-
+    const bool smt = o.smt || !o.emit_smt.empty();
+    const auto named = [&o](const SignatureFamily& f) { return f.name == o.layer; };
+    const bool named_inputs = !o.all && std::ranges::any_of(signature_catalog(), named);
     std::optional<StopOnSignal> stop;  // --all only: a single layer's proof stops at once on Ctrl-C, as before
     if (o.all) stop.emplace();
     ProgressLine line(o.all && progress_enabled());
-    if (o.smt || !o.emit_smt.empty()) {
-        SmtRequest request;
-        request.layers = layers;
-        request.n = o.certificate.n;
-        // A layer over named inputs alone: at --n when given, else at 4, as with --all (at the default 8 the mask
-        // layer alone would ask 510 queries).
-        if (!o.all && !o.n_given && is_signature_layer_name(o.layer)) request.n = std::min(request.n, 4);
-        request.d = o.certificate.d;
-        request.emit_dir = o.emit_smt;
-        request.timeout_seconds = o.smt_timeout;
-        request.all = o.all;
-        request.stop_requested = &StopOnSignal::requested;
-        int done = 0;
-        request.on_layer = [&line, &o, &done](int finished, int total, const std::string& next) {
-            done = finished;
-            if (next.empty() || !o.all) return line.clear();
-            line.count("prove --smt", finished, total, "layers", next);
-        };
-        const int code = prove_smt(request, std::cout);
-        line.clear();
-        const int total = static_cast<int>(layers.size());
-        return StopOnSignal::requested() && done < total ? interrupted(done, total) : code;
+    if (named_inputs && !smt) {
+        const SignatureCertificate c = certify_signature_and_print(find_signature_layer(o.layer), o, line);
+        const auto all = [&c](bool AxisCertificate::*field) { return std::ranges::all_of(c.axes, field); };
+        return certificate_code(all(&AxisCertificate::conclusive), all(&AxisCertificate::holds));
     }
-    return prove_certificates(layers, o, line);
+    std::vector<std::string> layers;
+    if (o.all)
+        for (const LayerFamily& s : catalog()) layers.push_back(s.name);
+    else
+        layers.push_back(named_inputs ? o.layer : find_layer(o.layer).name);  // find_layer throws, listing the names
+    return smt ? prove_with_smt(layers, o, named_inputs, line) : prove_certificates(layers, o, line);
 }
 
 }  // namespace
@@ -188,8 +171,9 @@ void add_prove(CLI::App& app, Outcome& outcome) {
     cmd->add_flag("--smt", o->smt, "prove with Z3 instead: all real inputs and weights, uninterpreted exp/sqrt/tanh");
     add_ranged(*cmd, kSmtTimeout, o->smt_timeout,
                "with --smt: seconds Z3 may spend on one query before it counts as unknown");
-    cmd->add_option("--emit-smt", o->emit_smt, "with --smt: write each query as an SMT-LIB 2 file into DIR (implies --smt); a layer "
-                    "over named inputs writes one per axis, generator and mask assignment");
+    cmd->add_option("--emit-smt", o->emit_smt,
+                    "with --smt: write each query as an SMT-LIB 2 file into DIR (implies --smt); a layer over named "
+                    "inputs writes one per axis, generator and mask assignment");
     cmd->callback([o, cmd, &outcome] {
         o->n_given = cmd->count("--n") > 0;
         outcome.exit_code = prove(*o);

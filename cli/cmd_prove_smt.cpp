@@ -25,8 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 
 bool is_signature_layer(const std::string& name) {
-    const std::vector<SignatureFamily>& c = signature_catalog();
-    return std::any_of(c.begin(), c.end(), [&name](const SignatureFamily& f) { return f.name == name; });
+    return std::ranges::any_of(signature_catalog(), [&name](const SignatureFamily& f) { return f.name == name; });
 }
 
 std::string generator_tag(const Permutation& p) { return p.moved() == 2 ? "transposition" : "rotation"; }
@@ -144,10 +143,8 @@ std::string prepare_emit_dir(const SmtRequest& req) {
 int print_queries(const std::string& name, const SmtRequest& req, const SmtResult& r, std::ostream& out) {
     int code = 0;
     for (const SmtQuery& q : r.queries) {
-        out << "    " << q.perm.cycles() << ": " << (q.asked ? answer_name(q.answer) : "not asked");
-        if (!q.reason_unknown.empty()) out << " (" << q.reason_unknown << ")";
-        if (q.answer == SmtAnswer::sat) out << (q.model_confirmed ? ", model confirmed" : ", model not confirmed");
-        if (q.asked) out << ", Z3 " << q.seconds << " s (CPU " << q.cpu_seconds << " s)";
+        out << "    " << q.perm.cycles() << ": ";
+        detail::describe_answer(out, q);
         out << "\n";
         if (req.emit_dir.empty()) continue;
         const fs::path file = fs::path(req.emit_dir) / (name + "-n" + std::to_string(req.n) + "-d" +
@@ -161,11 +158,6 @@ int print_queries(const std::string& name, const SmtRequest& req, const SmtResul
         }
     }
     return code;
-}
-
-void print_witness(const SmtResult& r, std::ostream& out) {
-    std::istringstream lines(describe_witness(r));
-    for (std::string line; std::getline(lines, line);) out << "    " << line << "\n";
 }
 
 // One layer's exit code as `permcheck check` has it: 0 proved, 1 a confirmed witness, 3 undecided.
@@ -202,7 +194,7 @@ int prove_layer(const std::string& name, const SmtRequest& req, const SmtOptions
         << std::fixed << std::setprecision(2) << seconds << " s]\n"
         << std::defaultfloat;
     const int written = print_queries(name, req, r, out);
-    if (r.counterexample) print_witness(r, out);
+    if (r.counterexample) out << describe_witness(r, "    ");
     if (written != 0) return written;
     if (req.all) return r.as_expected() ? 0 : 1;
     return verdict_code(r.verdict);
@@ -238,22 +230,6 @@ int prove_signature_layer(const SignatureFamily& f, int length, const SmtRequest
     return code;
 }
 
-// --all: the rational layers over named inputs after the one-tensor ones, every axis at length min(--n, 4) (a
-// proof over several axes holds a layer of every axis's length at once; a mask layer is asked once per mask
-// assignment). 0 when each is as expected, 1 not, 2 when a file could not be written, -1 when a stop request cut
-// one short.
-int prove_signature_layers(const SmtRequest& req, const SmtOptions& opts, std::ostream& out) {
-    int code = 0;
-    for (const SignatureFamily& f : signature_catalog()) {
-        if (!f.rational()) continue;  // an edge_index or max: checked by its rows of the verdict table
-        if (req.stop_requested && req.stop_requested()) return -1;
-        const int layer_code = prove_signature_layer(f, std::min(req.n, 4), req, opts, out);
-        if (layer_code < 0) return -1;
-        code = worse(code, layer_code);
-    }
-    return code;
-}
-
 }  // namespace
 
 int prove_smt(const SmtRequest& req, std::ostream& out) {
@@ -284,10 +260,16 @@ int prove_smt(const SmtRequest& req, std::ostream& out) {
         code = worse(code, layer_code);
         out.flush();
     }
-    if (req.all) {
-        const int signature_code = prove_signature_layers(req, opts, out);
-        if (signature_code < 0) return exit_code(Verdict::interrupted);
-        code = worse(code, signature_code);
+    if (!req.all) return code;
+    // --all: the rational layers over named inputs after the one-tensor ones, every axis at length min(--n, 4) (a
+    // proof over several axes holds a layer of every axis's length at once; a mask layer is asked once per mask
+    // assignment); an edge_index or max is checked by its rows of the verdict table.
+    for (const SignatureFamily& f : signature_catalog()) {
+        if (!f.rational()) continue;
+        if (req.stop_requested && req.stop_requested()) return exit_code(Verdict::interrupted);
+        const int layer_code = prove_signature_layer(f, std::min(req.n, 4), req, opts, out);
+        if (layer_code < 0) return exit_code(Verdict::interrupted);
+        code = worse(code, layer_code);
     }
     return code;
 }

@@ -221,7 +221,7 @@ std::string SmtResult::headline() const {
     return "not proved: the exact witness search found no witness, and " + z3;
 }
 
-std::string describe_witness(const SmtResult& r) {
+std::string describe_witness(const SmtResult& r, const std::string& indent) {
     const Counterexample& c = r.counterexample.value();
     const SideNames names = side_names(c.property);
     std::ostringstream s;
@@ -245,7 +245,10 @@ std::string describe_witness(const SmtResult& r) {
     } else {
         s << "  weights: dyadic, weight seed " << c.weight_seed << "; the same case: " << c.replay << "\n";
     }
-    return s.str();
+    std::istringstream lines(s.str());
+    std::string text;
+    for (std::string line; std::getline(lines, line);) text += indent + line + "\n";
+    return text;
 }
 
 std::string describe(const SmtResult& r) {
@@ -256,10 +259,7 @@ std::string describe(const SmtResult& r) {
         detail::describe_answer(s, q);
         s << "\n";
     }
-    if (r.counterexample) {
-        std::istringstream lines(describe_witness(r));
-        for (std::string line; std::getline(lines, line);) s << "  " << line << "\n";
-    }
+    if (r.counterexample) s << describe_witness(r, "  ");
     return s.str();
 }
 

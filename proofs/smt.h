@@ -89,9 +89,10 @@ SmtResult smt_prove(const LayerFamily& family, int n, int d, const SmtOptions& o
 
 // Multi-line details: each query's answer and time, the witness if any.
 std::string describe(const SmtResult& r);
-// The witness alone (r.counterexample must be set): its sizes, permutation, input, the largest difference of the
-// two sides, and the weights: the seed that draws them (exact search), or only the nonzero ones (Z3 model).
-std::string describe_witness(const SmtResult& r);
+// The witness alone (r.counterexample must be set), each line after `indent`: its sizes, permutation, input, the
+// largest difference of the two sides, and the weights: the seed that draws them (exact search), or only the
+// nonzero ones (Z3 model).
+std::string describe_witness(const SmtResult& r, const std::string& indent = "");
 
 namespace detail {
 // One solver check, run in a child process (smt_isolation.cpp): Z3 4.8.12 overruns its own timeout in some
