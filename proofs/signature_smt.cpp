@@ -122,10 +122,9 @@ void prove_axis(AxisProof& a, const SymbolicSignatureLayer& l, const std::vector
         // files show the numbers.
         const NamedTensors<Symbolic> lx = l.layer(x);
         const NamedTensors<Symbolic> lhs = l.layer(at.subject.moved(at.move, x));
-        z3::solver solver(smt_context());
-        solver.add(detail::some_differs(at.subject, lhs, at.subject.expected(at.move, lx)));
+        const NamedTensors<Symbolic> rhs = at.subject.expected(at.move, lx);
         std::optional<std::vector<double>> model;
-        SmtQuery q = detail::run_query(solver, l.constants, at.move.g, asked, opts, model);
+        SmtQuery q = detail::run_query(at.subject, lhs, rhs, l.constants, at.move.g, asked, opts, model);
         q.assignment = assignment_label(at.subject.masks);
         if (q.answer != SmtAnswer::sat || !model) return q;
         std::optional<SignatureWitness> w = confirm_model(at, *model);

@@ -19,22 +19,6 @@ const char* answer_name(SmtAnswer a) {
 
 namespace detail {
 
-SmtQuery run_query(z3::solver& solver, const std::vector<Symbolic>& constants, const Permutation& perm,
-                   bool asked, const SmtOptions& opts, std::optional<std::vector<double>>& model) {
-    SmtQuery q;
-    q.perm = perm;
-    q.asked = asked;
-    if (opts.keep_smtlib) q.smtlib = solver.to_smt2();
-    if (!asked) return q;
-    IsolatedCheck found = check_isolated(solver, constants, opts.timeout_seconds, opts.stop_requested);
-    q.answer = found.answer;
-    q.reason_unknown = found.reason_unknown;
-    q.seconds = found.seconds;
-    q.cpu_seconds = found.cpu_seconds;
-    model = std::move(found.model);
-    return q;
-}
-
 void describe_answer(std::ostream& s, const SmtQuery& q) {
     s << (q.asked ? answer_name(q.answer) : "not asked");
     if (!q.reason_unknown.empty()) s << " (" << q.reason_unknown << ")";
@@ -159,10 +143,8 @@ bool ask_z3(const LayerFamily& family, const SmtOptions& opts, SmtResult& r) {
     const SequenceSubject subject{family, r.n, r.d};
     const auto ask = [&](const Permutation& p, bool asked) {
         const auto [lhs, rhs] = identity::sides(subject, s.layer, p, s.x);
-        z3::solver solver(smt_context());
-        solver.add(detail::some_differs(subject, lhs, rhs));
         std::optional<std::vector<double>> model;
-        SmtQuery q = detail::run_query(solver, s.constants, p, asked, opts, model);
+        SmtQuery q = detail::run_query(subject, lhs, rhs, s.constants, p, asked, opts, model);
         if (q.answer == SmtAnswer::sat && model && !r.counterexample)
             q.model_confirmed = adopt_model(family, *model, p, r);
         return q;

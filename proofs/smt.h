@@ -32,14 +32,14 @@ struct SmtQuery {
     Permutation perm;
     bool asked = true;  // false: not sent to Z3 (a witness or an earlier answer settled it); smtlib only
     SmtAnswer answer = SmtAnswer::unknown;
-    std::string reason_unknown;  // Z3's reason ("timeout", "incomplete"...) when unknown
-    double seconds = 0;          // Z3's check() alone, wall time as Z3 measures it
-    double cpu_seconds = 0;      // CPU time of the process that ran the check (the figure on a busy machine)
-    std::string smtlib;          // standalone SMT-LIB 2 (declarations, assertion, check-sat); if asked for
+    std::string reason_unknown{};  // Z3's reason ("timeout", "incomplete"...) when unknown
+    double seconds = 0;            // Z3's check() alone, wall time as Z3 measures it
+    double cpu_seconds = 0;        // CPU time of the process that ran the check (the figure on a busy machine)
+    std::string smtlib{};          // standalone SMT-LIB 2 (declarations, assertion, check-sat); if asked for
     bool model_confirmed = false;  // sat: the model's input and weights violate in exact arithmetic
     // A layer over named inputs with masks (proofs/signature_smt.h): the mask values this query fixes, each mask
     // as name=bits in row-major order, 1 = padding ("pad=0100"); empty for a layer without masks.
-    std::string assignment;
+    std::string assignment{};
 };
 
 enum class SmtVerdict {
@@ -60,7 +60,6 @@ struct SmtResult {
     // set to 0 (each zeroed in turn and kept zero when the exact violation survives).
     std::vector<double> witness_weights;
     WitnessSource witness_source = WitnessSource::none;  // exact_search or z3_model when violated
-    double seconds = 0;                            // building the terms, solving, confirming
 
     // Symmetric layers must be proved; the others must end with a confirmed witness.
     bool as_expected() const {
@@ -96,33 +95,32 @@ std::string describe_witness(const SmtResult& r, const std::string& indent = "")
 
 namespace detail {
 // One solver check, run in a child process (smt_isolation.cpp): Z3 4.8.12 overruns its own timeout in some
-// nonlinear-arithmetic phases, and only a process can be stopped from outside. On sat the child sends the
-// model's values of `constants`, each rounded to the nearest double.
-struct IsolatedCheck {
-    SmtAnswer answer = SmtAnswer::unknown;
-    std::string reason_unknown;
-    double seconds = 0;
-    double cpu_seconds = 0;  // user + system time of the child
-    std::optional<std::vector<double>> model;  // sat and every constant has a numeric value
-};
-// `stop`, when given, is asked every 0.1 s while the child works: true kills it (reason "interrupted").
-IsolatedCheck check_isolated(const z3::solver& solver, const std::vector<Symbolic>& constants,
-                             double timeout_seconds, const std::function<bool()>& stop = {});
+// nonlinear-arithmetic phases, and only a process can be stopped from outside. Fills q's answer, reason and times
+// (the CPU time the child's); on sat, the model's values of `constants`, each rounded to the nearest double, when
+// every one has a numeric value. `stop`, when given, is asked every 0.1 s while the child works: true kills it
+// (reason "interrupted").
+std::optional<std::vector<double>> check_isolated(const z3::solver& solver, const std::vector<Symbolic>& constants,
+                                                  double timeout_seconds, const std::function<bool()>& stop,
+                                                  SmtQuery& q);
 
-// What the proofs of one-tensor layers and of layers over named inputs share (smt.cpp).
-// The query of the solver's claim for `perm`: its SMT-LIB text with keep_smtlib; sent to Z3 only when `asked`, and
-// then on sat the model's values of `constants` in `model`.
-SmtQuery run_query(z3::solver& solver, const std::vector<Symbolic>& constants, const Permutation& perm,
-                   bool asked, const SmtOptions& opts, std::optional<std::vector<double>>& model);
-// "Some entry of the two sides differs", paired up by the subject (proofs/identity.h): every entry kept, equal
-// ones too, so that the emitted file states the whole claim (Z3's simplifier drops the trivial ones at once).
+// What the proofs of one-tensor layers and of layers over named inputs share.
+// The query for `perm` of "some entry of the two sides differs", paired up by the subject (proofs/identity.h):
+// every entry kept, equal ones too, so that its SMT-LIB text (kept with keep_smtlib) states the whole claim.
+// Sent to Z3 only when `asked`, and then on sat the model's values of `constants` in `model`.
 template <class Subject, class Sides>
-z3::expr some_differs(const Subject& subject, const Sides& lhs, const Sides& rhs) {
+SmtQuery run_query(const Subject& subject, const Sides& lhs, const Sides& rhs, const std::vector<Symbolic>& constants,
+                   const Permutation& perm, bool asked, const SmtOptions& opts,
+                   std::optional<std::vector<double>>& model) {
     z3::expr_vector differs(smt_context());
     subject.each_pair(lhs, rhs, [&](const auto&, const Symbolic& a, const Symbolic& b) {
         differs.push_back(a.expr() != b.expr());
     });
-    return differs.empty() ? smt_context().bool_val(false) : z3::mk_or(differs);
+    z3::solver solver(smt_context());
+    solver.add(differs.empty() ? smt_context().bool_val(false) : z3::mk_or(differs));
+    SmtQuery q{perm, asked};
+    if (opts.keep_smtlib) q.smtlib = solver.to_smt2();
+    if (asked) model = check_isolated(solver, constants, opts.timeout_seconds, opts.stop_requested, q);
+    return q;
 }
 // What follows a query's permutation in an account: "unsat, Z3 0.12 s (CPU 0.1 s)", "sat, model confirmed, ...".
 void describe_answer(std::ostream& s, const SmtQuery& q);

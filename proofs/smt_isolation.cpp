@@ -126,39 +126,36 @@ bool read_until(int fd, std::chrono::steady_clock::time_point deadline, std::str
     }
 }
 
-IsolatedCheck parse(const std::string& data) {
-    IsolatedCheck r;
+// The child's answer into q; the model, if it sent one.
+std::optional<std::vector<double>> parse(const std::string& data, SmtQuery& q) {
     std::istringstream in(data);
     std::string answer, seconds;
     if (!std::getline(in, answer) || !std::getline(in, seconds)) {
-        r.reason_unknown = "the Z3 child process ended without an answer";
-        return r;
+        q.reason_unknown = "the Z3 child process ended without an answer";
+        return std::nullopt;
     }
-    r.seconds = std::strtod(seconds.c_str(), nullptr);
-    if (answer == "unsat") r.answer = SmtAnswer::unsat;
-    else if (answer == "sat") r.answer = SmtAnswer::sat;
-    if (r.answer == SmtAnswer::unknown) {
-        std::getline(in, r.reason_unknown);
-        return r;
-    }
+    q.seconds = std::strtod(seconds.c_str(), nullptr);
+    if (answer == "unsat") q.answer = SmtAnswer::unsat;
+    else if (answer == "sat") q.answer = SmtAnswer::sat;
+    if (q.answer == SmtAnswer::unknown) std::getline(in, q.reason_unknown);
     std::string tag;
     std::size_t count = 0;
-    if (r.answer == SmtAnswer::sat && in >> tag && tag == "model" && in >> count) {
-        std::vector<double> values(count);
-        std::string v;
-        for (double& x : values) {
-            in >> v;
-            x = std::strtod(v.c_str(), nullptr);
-        }
-        if (in) r.model = std::move(values);
+    if (q.answer != SmtAnswer::sat || !(in >> tag) || tag != "model" || !(in >> count)) return std::nullopt;
+    std::vector<double> values(count);
+    std::string v;
+    for (double& x : values) {
+        in >> v;
+        x = std::strtod(v.c_str(), nullptr);
     }
-    return r;
+    if (!in) return std::nullopt;
+    return values;
 }
 
 }  // namespace
 
-IsolatedCheck check_isolated(const z3::solver& solver, const std::vector<Symbolic>& constants,
-                             double timeout_seconds, const std::function<bool()>& stop) {
+std::optional<std::vector<double>> check_isolated(const z3::solver& solver, const std::vector<Symbolic>& constants,
+                                                  double timeout_seconds, const std::function<bool()>& stop,
+                                                  SmtQuery& q) {
     int fds[2];
     if (::pipe(fds) != 0) throw std::runtime_error(std::string("cannot create a pipe for Z3: ") + std::strerror(errno));
     std::fflush(nullptr);  // nothing buffered may be written twice
@@ -190,17 +187,13 @@ IsolatedCheck check_isolated(const z3::solver& solver, const std::vector<Symboli
     }
     const double cpu = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
                        static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
-    IsolatedCheck r;
-    if (finished) {
-        r = parse(data);
-    } else {
-        const bool stopped = stop && stop();
-        r.reason_unknown = stopped ? "interrupted" : "timeout";
-        r.seconds = stopped ? std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
-                            : timeout_seconds;
-    }
-    r.cpu_seconds = cpu;
-    return r;
+    q.cpu_seconds = cpu;
+    if (finished) return parse(data, q);
+    const bool stopped = stop && stop();
+    q.reason_unknown = stopped ? "interrupted" : "timeout";
+    q.seconds = stopped ? std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
+                        : timeout_seconds;
+    return std::nullopt;
 }
 
 }  // namespace permcheck::detail
