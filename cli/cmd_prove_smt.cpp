@@ -5,12 +5,10 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 
-#include "check/signature_check.h"
 #include "proofs/signature_smt.h"
 #include "proofs/smt.h"
 
 #include <algorithm>
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -46,17 +44,23 @@ std::string smtlib_file(const SmtResult& r, const SmtQuery& q) {
     return s.str();
 }
 
-// Written next to its final name, then renamed: a reader never sees half a file.
-void write_file(const fs::path& path, const std::string& text) {
+// Written next to its final name, then renamed: a reader never sees half a file. False, said on `out`, when it
+// could not be written.
+bool write_file(const fs::path& path, const std::string& text, std::ostream& out) {
     const fs::path tmp = path.string() + ".tmp";
     {
         std::ofstream f(tmp, std::ios::binary);
         f << text;
-        if (!f.flush()) throw std::runtime_error("cannot write " + tmp.string());
+        if (!f.flush()) {
+            out << "permcheck: cannot write " << tmp.string() << "\n";
+            return false;
+        }
     }
     std::error_code ec;
     fs::rename(tmp, path, ec);
-    if (ec) throw std::runtime_error("cannot rename " + tmp.string() + " to " + path.string() + ": " + ec.message());
+    if (ec)
+        out << "permcheck: cannot rename " << tmp.string() << " to " << path.string() << ": " << ec.message() << "\n";
+    return !ec;
 }
 
 // A layer over named inputs: "<layer>-<axis><length>...-along-<axis>-<generator>[-<masks>].smt2", the masks as
@@ -99,13 +103,8 @@ int write_signature_files(const SignatureSmtResult& r, const std::string& dir, s
     for (const AxisProof& a : r.axes)
         for (const SmtQuery& q : a.queries) {
             const fs::path file = fs::path(dir) / signature_file_name(r, a, q);
-            try {
-                write_file(file, signature_smtlib_file(r, a, q));
-                ++written;
-            } catch (const std::exception& e) {
-                out << "permcheck: " << e.what() << "\n";
-                return 2;
-            }
+            if (!write_file(file, signature_smtlib_file(r, a, q), out)) return 2;
+            ++written;
         }
     out << "  wrote " << written << " SMT-LIB file" << (written == 1 ? "" : "s") << " into " << dir << " ("
         << r.layer << "-*.smt2)\n";
@@ -149,13 +148,8 @@ int print_queries(const std::string& name, const SmtRequest& req, const SmtResul
         if (req.emit_dir.empty()) continue;
         const fs::path file = fs::path(req.emit_dir) / (name + "-n" + std::to_string(req.n) + "-d" +
                                                          std::to_string(req.d) + "-" + generator_tag(q.perm) + ".smt2");
-        try {
-            write_file(file, smtlib_file(r, q));
-            out << "      wrote " << file.string() << "\n";
-        } catch (const std::exception& e) {
-            out << "permcheck: " << e.what() << "\n";
-            code = 2;
-        }
+        if (write_file(file, smtlib_file(r, q), out)) out << "      wrote " << file.string() << "\n";
+        else code = 2;
     }
     return code;
 }

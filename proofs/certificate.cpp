@@ -12,36 +12,6 @@
 
 namespace permcheck {
 
-// ---------------------------------------------------------------------------------------------------------
-// Generator reduction
-
-std::vector<Permutation> generated_group(const std::vector<Permutation>& generators, std::size_t limit) {
-    if (generators.empty()) throw std::invalid_argument("generated_group needs at least one generator");
-    const int n = generators.front().size();
-    for (const Permutation& g : generators)
-        if (g.size() != n)
-            throw std::invalid_argument("generators act on different sizes: " + std::to_string(n) + " and " +
-                                        std::to_string(g.size()));
-    std::vector<Permutation> group{Permutation::identity(n)};
-    std::set<std::vector<int>> seen{group.front().one_line()};
-    // Breadth-first closure: every element is a product of generators (in a finite group, inverses are powers).
-    for (std::size_t next = 0; next < group.size(); ++next) {
-        for (const Permutation& g : generators) {
-            Permutation h = group[next].then(g);
-            if (seen.insert(h.one_line()).second) {
-                if (group.size() >= limit)
-                    throw std::length_error("the generated group has more than " + std::to_string(limit) +
-                                            " elements; raise the limit to enumerate it");
-                group.push_back(std::move(h));
-            }
-        }
-    }
-    return group;
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Degree bound
-
 namespace {
 constexpr int kMaxSize = 64;      // of n and d: beyond, the exact evaluation takes too long
 constexpr int kMinSetBits = 32;   // |S| >= 2^32
@@ -56,44 +26,7 @@ void require_shape(int n, int d) {
     if (d < 1 || d > kMaxSize)
         throw std::invalid_argument("the width d must be in [1, " + most + "], got " + std::to_string(d));
 }
-}  // namespace
 
-DegreeBound degree_bound(const LayerFamily& family, int n, int d) {
-    require_shape(n, d);
-    return identity::degree_of(identity::SequenceSubject{family, n, d});
-}
-
-int set_bits_for(long long degree_total, int trials, int target_log2) {
-    if (trials < 1) throw std::invalid_argument("the number of trials must be at least 1, got " + std::to_string(trials));
-    if (target_log2 >= 0) throw std::invalid_argument("the target failure bound must be below 1 (2^-1 or smaller)");
-    const double log2_d = degree_total <= 1 ? 0.0 : std::log2(static_cast<double>(degree_total));
-    int bits = std::max(kMinSetBits, static_cast<int>(std::ceil(log2_d + static_cast<double>(-target_log2) / trials)));
-    while (trials * (log2_d - bits) > target_log2) ++bits;  // guards the ceil against rounding
-    return bits;
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Exact evaluation
-
-// Assembled from 32-bit chunks of SplitMix64.
-Draw<RationalStandin> uniform_integers(SplitMix64& rng, int bits) {
-    if (bits < 2 || bits > kMaxDrawBits)
-        throw std::invalid_argument("integer draws need 2 to " + std::to_string(kMaxDrawBits) + " bits, got " +
-                                    std::to_string(bits));
-    return [&rng, bits] {
-        RationalStandin v = 0;
-        for (int left = bits; left > 0;) {
-            const int take = std::min(kChunkBits, left);
-            v = v * RationalStandin(1ULL << take) + RationalStandin(rng.next() >> (64 - take));
-            left -= take;
-        }
-        RationalStandin half = 1;
-        for (int i = 1; i < bits; ++i) half *= 2;
-        return RationalStandin(v - half);
-    };
-}
-
-namespace {
 using identity::SequenceSubject;
 
 // The entry of largest |lhs - rhs|, or nothing when the sides are equal.
@@ -229,19 +162,7 @@ void fill_composition(Certificate& c, const LayerFamily& family, const Certifica
     c.note = std::string(pool_name(how)) + " over positions is a symmetric function of the rows, so pool(L(P x)) = "
              "pool(P L(x)) = pool(L(x)) once L is equivariant (proofs-notes/schwartz-zippel.md, 'Piecewise layers')";
 }
-}  // namespace
 
-const char* method_name(Method m) {
-    switch (m) {
-        case Method::schwartz_zippel: return "Schwartz-Zippel polynomial identity test";
-        case Method::composition: return "composition: certified equivariant layer, then a symmetric pooling";
-        case Method::exact_witness: return "exact witness";
-        case Method::none: return "none";
-    }
-    return "?";
-}
-
-namespace {
 Certificate blank(const LayerFamily& family, const CertificateOptions& opts) {
     require_shape(opts.n, opts.d);
     identity::require_trials(opts.trials);
@@ -253,45 +174,12 @@ Certificate blank(const LayerFamily& family, const CertificateOptions& opts) {
     c.d = opts.d;
     return c;
 }
-}  // namespace
 
-// The exact witness search first: a few exact evaluations, which find nothing on a symmetric layer (exact sums do
-// not depend on their order). Only then the polynomial identity test, whose cost grows fast with depth (an RNN's
-// nested stand-ins at n = 8 take minutes and gigabytes).
-Certificate certify(const LayerFamily& family, const CertificateOptions& opts) {
-    Certificate c = blank(family, opts);
-    for (int k = 0; k < identity::kWitnessAttempts; ++k)
-        if (std::optional<Witness> w = exact_attempt(family, opts, k)) {
-            c.method = Method::exact_witness;
-            refute(c, std::move(w));
-            return c;
-        }
-    try {
-        fill_schwartz_zippel(c, family, opts);
-        c.method = Method::schwartz_zippel;
-    } catch (const NotRational& e) {
-        if (family.composition && is_symmetric(family.composition->pooling)) {
-            c.method = Method::composition;
-            fill_composition(c, family, opts);
-        } else {
-            c.note = std::string("piecewise layer, no polynomial identity certificate: ") + e.what();
-        }
-    }
-    return c;
-}
-
-std::string Certificate::verdict() const { return identity::certificate_verdict(conclusive, holds, property); }
-
-namespace {
 std::string bits_text(double log2_value) {
     if (std::isinf(log2_value)) return "0";
     std::ostringstream s;
     s << "2^" << std::fixed << std::setprecision(1) << log2_value;
     return s.str();
-}
-
-std::string generators_text(int n) {
-    return Permutation::transposition(n, 0, 1).cycles() + " and " + Permutation::rotation(n).cycles();
 }
 
 constexpr const char* kStandins = "exp(v) = 1 + v + v^2/2, sqrt(v) = (1 + v)/2, tanh(v) = v/(1 + v^2), relu(v) = v^2";
@@ -320,6 +208,99 @@ void describe_witness(std::ostringstream& s, const Witness& w, Property property
 }
 }  // namespace
 
+std::vector<Permutation> generated_group(const std::vector<Permutation>& generators, std::size_t limit) {
+    if (generators.empty()) throw std::invalid_argument("generated_group needs at least one generator");
+    const int n = generators.front().size();
+    for (const Permutation& g : generators)
+        if (g.size() != n)
+            throw std::invalid_argument("generators act on different sizes: " + std::to_string(n) + " and " +
+                                        std::to_string(g.size()));
+    std::vector<Permutation> group{Permutation::identity(n)};
+    std::set<std::vector<int>> seen{group.front().one_line()};
+    // Breadth-first closure: every element is a product of generators (in a finite group, inverses are powers).
+    for (std::size_t next = 0; next < group.size(); ++next) {
+        for (const Permutation& g : generators) {
+            Permutation h = group[next].then(g);
+            if (seen.insert(h.one_line()).second) {
+                if (group.size() >= limit)
+                    throw std::length_error("the generated group has more than " + std::to_string(limit) +
+                                            " elements; raise the limit to enumerate it");
+                group.push_back(std::move(h));
+            }
+        }
+    }
+    return group;
+}
+
+DegreeBound degree_bound(const LayerFamily& family, int n, int d) {
+    require_shape(n, d);
+    return identity::degree_of(identity::SequenceSubject{family, n, d});
+}
+
+int set_bits_for(long long degree_total, int trials, int target_log2) {
+    if (trials < 1) throw std::invalid_argument("the number of trials must be at least 1, got " + std::to_string(trials));
+    if (target_log2 >= 0) throw std::invalid_argument("the target failure bound must be below 1 (2^-1 or smaller)");
+    const double log2_d = degree_total <= 1 ? 0.0 : std::log2(static_cast<double>(degree_total));
+    int bits = std::max(kMinSetBits, static_cast<int>(std::ceil(log2_d + static_cast<double>(-target_log2) / trials)));
+    while (trials * (log2_d - bits) > target_log2) ++bits;  // guards the ceil against rounding
+    return bits;
+}
+
+// Assembled from 32-bit chunks of SplitMix64.
+Draw<RationalStandin> uniform_integers(SplitMix64& rng, int bits) {
+    if (bits < 2 || bits > kMaxDrawBits)
+        throw std::invalid_argument("integer draws need 2 to " + std::to_string(kMaxDrawBits) + " bits, got " +
+                                    std::to_string(bits));
+    return [&rng, bits] {
+        RationalStandin v = 0;
+        for (int left = bits; left > 0;) {
+            const int take = std::min(kChunkBits, left);
+            v = v * RationalStandin(1ULL << take) + RationalStandin(rng.next() >> (64 - take));
+            left -= take;
+        }
+        RationalStandin half = 1;
+        for (int i = 1; i < bits; ++i) half *= 2;
+        return RationalStandin(v - half);
+    };
+}
+
+const char* method_name(Method m) {
+    switch (m) {
+        case Method::schwartz_zippel: return "Schwartz-Zippel polynomial identity test";
+        case Method::composition: return "composition: certified equivariant layer, then a symmetric pooling";
+        case Method::exact_witness: return "exact witness";
+        case Method::none: return "none";
+    }
+    return "?";
+}
+
+// The exact witness search first: a few exact evaluations, which find nothing on a symmetric layer (exact sums do
+// not depend on their order). Only then the polynomial identity test, whose cost grows fast with depth (an RNN's
+// nested stand-ins at n = 8 take minutes and gigabytes).
+Certificate certify(const LayerFamily& family, const CertificateOptions& opts) {
+    Certificate c = blank(family, opts);
+    for (int k = 0; k < identity::kWitnessAttempts; ++k)
+        if (std::optional<Witness> w = exact_attempt(family, opts, k)) {
+            c.method = Method::exact_witness;
+            refute(c, std::move(w));
+            return c;
+        }
+    try {
+        fill_schwartz_zippel(c, family, opts);
+        c.method = Method::schwartz_zippel;
+    } catch (const NotRational& e) {
+        if (family.composition && is_symmetric(family.composition->pooling)) {
+            c.method = Method::composition;
+            fill_composition(c, family, opts);
+        } else {
+            c.note = std::string("piecewise layer, no polynomial identity certificate: ") + e.what();
+        }
+    }
+    return c;
+}
+
+std::string Certificate::verdict() const { return identity::certificate_verdict(conclusive, holds, property); }
+
 std::string describe(const Certificate& c) {
     std::ostringstream s;
     s << c.layer << ": " << property_name(c.property) << " at n = " << c.n << ", d = " << c.d << "\n";
@@ -327,7 +308,8 @@ std::string describe(const Certificate& c) {
     const bool has_degree = c.method == Method::schwartz_zippel || c.method == Method::composition;
     if (has_degree && c.set_bits > 0) {
         if (c.method == Method::composition) s << "  inner layer '" << c.inner_layer << "' certified equivariant:\n";
-        s << "  generators: " << generators_text(c.n) << " (equality on both, for all inputs, covers all " << c.n
+        s << "  generators: " << Permutation::transposition(c.n, 0, 1).cycles() << " and "
+          << Permutation::rotation(c.n).cycles() << " (equality on both, for all inputs, covers all " << c.n
           << "! permutations)\n";
         s << "  degree: D = " << c.degree.numerator << " (numerator of each entry of the difference), divisors "
           << c.degree.divisors << " (" << c.degree.divisor_count << " distinct), D' = " << c.degree.total() << "\n";

@@ -22,43 +22,24 @@ AxisCertificate* axis_of(SignatureCertificate& c, const std::string& axis) {
     return nullptr;
 }
 
-// The exact witness search: dyadic weights and the signature audit's inputs, exactly.
-void search_witnesses(SignatureCertificate& c, const SignatureFamily& f, const Signature& s,
-                      const SignatureCertificateOptions& o) {
-    for (auto& [axis, w] : signature_witnesses(f, s, c.lengths, o.seed))
-        if (AxisCertificate* a = axis_of(c, axis)) {
-            a->conclusive = true;
-            a->holds = false;
-            a->method = Method::exact_witness;
-            a->witness = std::move(w);
-        }
-}
-
-// The first entry where the sides differ refutes the move's axis: an exact difference of the stand-in layer.
-void refute_at_first_difference(AxisCertificate& a, const NamedSubject& subject, const NamedMove& m,
-                                const NamedTensors<RationalStandin>& lhs, const NamedTensors<RationalStandin>& rhs) {
-    const auto differs = [&](const NamedSubject::Entry& e, const RationalStandin& l, const RationalStandin& r) {
-        if (a.conclusive || l == r) return;
-        a.conclusive = true;
-        a.method = Method::schwartz_zippel;
-        SignatureWitness w{WitnessSource::standin_point, m.axis, m.g};
-        w.output = e.output;
-        w.entry = e.k;
-        w.difference = identity::as_rational(RationalStandin(l - r));
-        a.witness = std::move(w);
-    };
-    subject.each_pair(lhs, rhs, differs);
-}
-
-// One random point: the first generator whose sides differ refutes its axis; returns false when a denominator
-// vanished there.
+// One random point: the first entry where a generator's sides differ refutes its axis (an exact difference of the
+// stand-in layer); returns false when a denominator vanished there.
 bool schwartz_zippel_point(SignatureCertificate& c, const NamedSubject& subject, SplitMix64& rng) {
     const auto settled = [&c](const NamedMove& m) {
         const AxisCertificate* a = axis_of(c, m.axis);
         return !a || a->conclusive;
     };
     const auto visit = [&](const NamedMove& m, const auto&, const auto& lhs, const auto& rhs) {
-        refute_at_first_difference(*axis_of(c, m.axis), subject, m, lhs, rhs);
+        AxisCertificate& a = *axis_of(c, m.axis);
+        subject.each_pair(lhs, rhs, [&](const auto& e, const RationalStandin& l, const RationalStandin& r) {
+            if (a.conclusive || l == r) return;
+            a.conclusive = true;
+            a.method = Method::schwartz_zippel;
+            a.witness = SignatureWitness{WitnessSource::standin_point, m.axis, m.g};
+            a.witness->output = e.output;
+            a.witness->entry = e.k;
+            a.witness->difference = identity::as_rational(RationalStandin(l - r));
+        });
         return true;
     };
     try {
@@ -98,6 +79,19 @@ void schwartz_zippel(SignatureCertificate& c, const SignatureFamily& f, const Si
         }
 }
 
+SignatureWitness exact_witness(const NamedMove& m, const OutputComparison& o, std::uint64_t weight_seed) {
+    std::size_t at = 0;
+    for (std::size_t d = 0; d < o.where.size(); ++d)
+        at = at * static_cast<std::size_t>(o.layer_of_permuted.shape[d]) + static_cast<std::size_t>(o.where[d]);
+    SignatureWitness w{WitnessSource::exact_search, m.axis, m.g};
+    w.output = o.name;
+    w.where = o.where;
+    w.lhs = o.layer_of_permuted.values.at(at);
+    w.rhs = o.permuted_layer.values.at(at);
+    w.max_abs_diff = o.max_abs_diff;
+    w.weight_seed = weight_seed;
+    return w;
+}
 }  // namespace
 
 std::vector<Tensors> mask_assignments(const Signature& s, const Lengths& lengths) {
@@ -126,22 +120,6 @@ std::vector<Tensors> mask_assignments(const Signature& s, const Lengths& lengths
     }
     return all;
 }
-
-namespace {
-SignatureWitness exact_witness(const NamedMove& m, const OutputComparison& o, std::uint64_t weight_seed) {
-    std::size_t at = 0;
-    for (std::size_t d = 0; d < o.where.size(); ++d)
-        at = at * static_cast<std::size_t>(o.layer_of_permuted.shape[d]) + static_cast<std::size_t>(o.where[d]);
-    SignatureWitness w{WitnessSource::exact_search, m.axis, m.g};
-    w.output = o.name;
-    w.where = o.where;
-    w.lhs = o.layer_of_permuted.values.at(at);
-    w.rhs = o.permuted_layer.values.at(at);
-    w.max_abs_diff = o.max_abs_diff;
-    w.weight_seed = weight_seed;
-    return w;
-}
-}  // namespace
 
 std::map<std::string, SignatureWitness> signature_witnesses(const SignatureFamily& f, const Signature& s,
                                                             const Lengths& lengths, std::uint64_t seed) {
@@ -173,8 +151,13 @@ SignatureCertificate certify_signature(const SignatureFamily& family, const Sign
     for (const Axis& a : s.axes) c.lengths[a.name] = opts.length;
     for (const AxisExpectation& e : family.expectations)
         c.axes.push_back({e.axis, property_along(s, e.axis), e.holds, false, false, Method::none, std::nullopt});
-    search_witnesses(c, family, s, opts);
-    if (std::any_of(c.axes.begin(), c.axes.end(), [](const AxisCertificate& a) { return !a.conclusive; }))
+    for (auto& [axis, w] : signature_witnesses(family, s, c.lengths, opts.seed))  // dyadic weights, exactly
+        if (AxisCertificate* a = axis_of(c, axis)) {
+            a->conclusive = true;
+            a->method = Method::exact_witness;
+            a->witness = std::move(w);
+        }
+    if (!std::ranges::all_of(c.axes, &AxisCertificate::conclusive))
         schwartz_zippel(c, family, s, opts);
     return c;
 }

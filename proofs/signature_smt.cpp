@@ -138,6 +138,33 @@ void prove_axis(AxisProof& a, const SymbolicSignatureLayer& l, const std::vector
     if (detail::ask_in_turn(points, a.witness.has_value(), opts, a.queries, ask)) a.verdict = SmtVerdict::proved;
 }
 
+// One generator's queries: one line each without masks; with masks one line for the assignments answered unsat,
+// then one for each other query (its assignment named).
+void describe_generator(std::ostream& s, const AxisProof& a, const Permutation& g) {
+    const auto summarized = [&g](const SmtQuery& q) {
+        return q.perm == g && !q.assignment.empty() && q.asked && q.answer == SmtAnswer::unsat;
+    };
+    int unsat = 0;
+    double seconds = 0, cpu = 0;
+    for (const SmtQuery& q : a.queries)
+        if (summarized(q)) {
+            ++unsat;
+            seconds += q.seconds;
+            cpu += q.cpu_seconds;
+        }
+    if (unsat > 0)
+        s << "  " << a.axis << " " << g.cycles() << ": unsat for " << unsat << " mask assignment"
+          << (unsat == 1 ? "" : "s") << ", Z3 " << seconds << " s (CPU " << cpu << " s) in all\n";
+    for (const SmtQuery& q : a.queries) {
+        if (!(q.perm == g) || summarized(q)) continue;
+        s << "  " << a.axis << " " << q.perm.cycles();
+        if (!q.assignment.empty()) s << " masks " << q.assignment;
+        s << ": ";
+        detail::describe_answer(s, q);
+        s << "\n";
+    }
+}
+
 }  // namespace
 
 SignatureSmtResult smt_prove_signature(const SignatureFamily& family, int length, const SmtOptions& opts) {
@@ -173,37 +200,6 @@ SignatureSmtResult smt_prove_signature(const SignatureFamily& family, int length
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return r;
 }
-
-namespace {
-
-// One generator's queries: one line each without masks; with masks one line for the assignments answered unsat,
-// then one for each other query (its assignment named).
-void describe_generator(std::ostream& s, const AxisProof& a, const Permutation& g) {
-    const auto summarized = [&g](const SmtQuery& q) {
-        return q.perm == g && !q.assignment.empty() && q.asked && q.answer == SmtAnswer::unsat;
-    };
-    int unsat = 0;
-    double seconds = 0, cpu = 0;
-    for (const SmtQuery& q : a.queries)
-        if (summarized(q)) {
-            ++unsat;
-            seconds += q.seconds;
-            cpu += q.cpu_seconds;
-        }
-    if (unsat > 0)
-        s << "  " << a.axis << " " << g.cycles() << ": unsat for " << unsat << " mask assignment"
-          << (unsat == 1 ? "" : "s") << ", Z3 " << seconds << " s (CPU " << cpu << " s) in all\n";
-    for (const SmtQuery& q : a.queries) {
-        if (!(q.perm == g) || summarized(q)) continue;
-        s << "  " << a.axis << " " << q.perm.cycles();
-        if (!q.assignment.empty()) s << " masks " << q.assignment;
-        s << ": ";
-        detail::describe_answer(s, q);
-        s << "\n";
-    }
-}
-
-}  // namespace
 
 std::string describe(const SignatureSmtResult& r) {
     std::ostringstream s;
