@@ -11,7 +11,10 @@
 #include "proofs/certificate.h"
 #include "scalars/degree.h"
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -34,18 +37,27 @@ inline Attempt attempt(std::uint64_t seed, int k) {
     return {weights, weights ^ kWitnessInputSalt};
 }
 
-// Throws std::invalid_argument unless 1 <= trials <= kMaxTrials.
-void require_trials(int trials);
+inline void require_trials(int trials) {
+    if (trials < 1 || trials > kMaxTrials)
+        throw std::invalid_argument("the number of trials must be in [1, " + std::to_string(kMaxTrials) + "], got " +
+                                    std::to_string(trials));
+}
 // log2 of (D'/2^bits)^k; -infinity for D' = 0.
-double log2_bound(long long degree_total, int bits, int trials);
+inline double log2_bound(long long degree_total, int bits, int trials) {
+    if (degree_total <= 0) return -std::numeric_limits<double>::infinity();
+    return trials * (std::log2(static_cast<double>(degree_total)) - bits);
+}
 // Exactly, from either rational type.
 template <class S> Rational as_rational(const S& v) {
     if constexpr (std::is_same_v<S, Rational>) return v;
     else return Rational(v.backend().data());
 }
-// "equivariant" or "invariant"; "certified equivariant", "certified not invariant", "not certified".
-const char* symmetric_word(Property p);
-std::string certificate_verdict(bool conclusive, bool holds, Property p);
+inline const char* symmetric_word(Property p) { return p == Property::invariance ? "invariant" : "equivariant"; }
+// "certified equivariant", "certified not invariant", "not certified".
+inline std::string certificate_verdict(bool conclusive, bool holds, Property p) {
+    if (!conclusive) return "not certified";
+    return (holds ? "certified " : "certified not ") + std::string(symmetric_word(p));
+}
 
 // For each generator move of `subject` that `skip` does not refuse: visit(move, x, L(move x), expected side) until
 // visit returns false. The layer is built from `weights` first, then x drawn from `inputs`.
@@ -112,9 +124,18 @@ struct NamedMove {
     Permutation g;
     Permutations perms;  // g on `axis`, the identity elsewhere
 };
-NamedMove move_along(const Lengths& lengths, const std::string& axis, const Permutation& g);
+inline NamedMove move_along(const Lengths& lengths, const std::string& axis, const Permutation& g) {
+    NamedMove m{axis, g, {}};
+    for (const auto& [other, len] : lengths) m.perms[other] = other == axis ? g : Permutation::identity(len);
+    return m;
+}
 // Each generator of each axis, axis by axis.
-std::vector<NamedMove> generator_moves(const Lengths& lengths);
+inline std::vector<NamedMove> generator_moves(const Lengths& lengths) {
+    std::vector<NamedMove> moves;
+    for (const auto& [axis, len] : lengths)
+        for (const Permutation& g : Permutation::generators(len)) moves.push_back(move_along(lengths, axis, g));
+    return moves;
+}
 
 // The real inputs at these lengths, in the order of the signature, each entry (row-major) from real(spec, k).
 template <class S, class Real> NamedTensors<S> real_inputs(const Signature& s, const Lengths& lengths, Real&& real) {

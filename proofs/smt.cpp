@@ -99,38 +99,31 @@ SymbolicLayer symbolic_layer(const LayerFamily& family, int n, int d) {
     return s;
 }
 
-// Zeroes each weight in turn and keeps it zero when the violation survives, so that a witness from a model shows
-// only the weights it needs. One exact evaluation per weight.
-void drop_unneeded_weights(const LayerFamily& family, const Permutation& p, const Mat<double>& x, SmtResult& r) {
-    for (double& w : r.witness_weights) {
+// A sat model's input and weights, as r's witness if they violate in exact arithmetic with the real functions;
+// then each weight zeroed in turn and kept zero when the violation survives (one exact evaluation per weight), so
+// that the witness shows only the weights it needs.
+bool adopt_model(const LayerFamily& family, const std::vector<double>& model, const Permutation& p, SmtResult& r) {
+    const Mat<double> x = Eigen::Map<const Mat<double>>(model.data(), r.n, r.d);
+    std::vector<double> weights(model.begin() + r.n * r.d, model.end());
+    const auto violates = [&] {
+        try {
+            std::optional<Counterexample> ce = confirm(family, p, x, weights);
+            if (!ce) return false;
+            r.counterexample = std::move(ce);
+            return true;
+        } catch (const std::domain_error&) {
+            return false;  // the values overflow the real exp (computed in double): not a usable witness
+        }
+    };
+    if (!violates()) return false;
+    for (double& w : weights) {
         if (w == 0) continue;
         const double kept = w;
         w = 0;
-        try {
-            if (std::optional<Counterexample> ce = confirm(family, p, x, r.witness_weights)) {
-                r.counterexample = std::move(ce);
-                continue;
-            }
-        } catch (const std::domain_error&) {
-        }
-        w = kept;
+        if (!violates()) w = kept;
     }
-}
-
-// A sat model's input and weights, as r's witness if they violate in exact arithmetic with the real functions.
-bool adopt_model(const LayerFamily& family, const std::vector<double>& model, const Permutation& p, SmtResult& r) {
-    try {
-        const Mat<double> xv = Eigen::Map<const Mat<double>>(model.data(), r.n, r.d);
-        std::vector<double> weights(model.begin() + r.n * r.d, model.end());
-        std::optional<Counterexample> ce = confirm(family, p, xv, weights);
-        if (!ce) return false;
-        r.counterexample = std::move(ce);
-        r.witness_weights = std::move(weights);
-        r.witness_source = WitnessSource::z3_model;
-    } catch (const std::domain_error&) {
-        return false;  // the model's values overflow the real exp (computed in double): not a usable witness
-    }
-    drop_unneeded_weights(family, p, r.counterexample->x, r);
+    r.witness_weights = std::move(weights);
+    r.witness_source = WitnessSource::z3_model;
     return true;
 }
 

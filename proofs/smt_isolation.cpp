@@ -36,19 +36,16 @@ double solver_seconds(const z3::solver& s) {
     return 0.0;
 }
 
-// A decimal approximation "-12.34567?" of an algebraic number, as an exact rational.
+// A decimal approximation "-12.34567?" of an algebraic number, as an exact rational ("-1234567/100000").
 Rational parse_decimal(std::string s) {
     if (!s.empty() && s.back() == '?') s.pop_back();
-    const bool negative = !s.empty() && s.front() == '-';
-    if (negative) s.erase(0, 1);
     const std::size_t dot = s.find('.');
     std::string digits = s, denominator = "1";
     if (dot != std::string::npos) {
         digits = s.substr(0, dot) + s.substr(dot + 1);
         denominator += std::string(s.size() - dot - 1, '0');
     }
-    Rational q(digits + "/" + denominator);
-    return negative ? Rational(-q) : q;
+    return Rational(digits + "/" + denominator);
 }
 
 // The model's value of a constant, rounded to the nearest double: the witness is then exactly representable
@@ -60,30 +57,32 @@ double model_value(const z3::model& m, const Symbolic& c) {
     throw std::runtime_error("no numeric value for " + c.expr().to_string() + ": " + v.to_string());
 }
 
+// A double as a hex float line: exact.
+std::string hex_line(double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%a\n", v);
+    return buf;
+}
+
 // The child's whole answer as text: answer, seconds, then the reason or the model (hex floats, exact).
 std::string answer_in_child(const z3::solver& original, const std::vector<Symbolic>& constants,
                             double timeout_seconds) {
-    std::ostringstream out;
     try {
         z3::solver solver = original;
         z3::params params(solver.ctx());
         params.set("timeout", static_cast<unsigned>(timeout_seconds * 1000));  // the graceful limit
         solver.set(params);
         const z3::check_result r = solver.check();
-        const double seconds = solver_seconds(solver);
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "%a", seconds);
-        if (r == z3::unsat) return std::string("unsat\n") + buf + "\n";
-        if (r == z3::unknown) return std::string("unknown\n") + buf + "\n" + solver.reason_unknown() + "\n";
-        out << "sat\n" << buf << "\n";
+        const std::string seconds = hex_line(solver_seconds(solver));
+        if (r == z3::unsat) return "unsat\n" + seconds;
+        if (r == z3::unknown) return "unknown\n" + seconds + solver.reason_unknown() + "\n";
+        std::ostringstream out;
+        out << "sat\n" << seconds;
         try {
             const z3::model m = solver.get_model();
-            std::ostringstream values;
-            for (const Symbolic& c : constants) {
-                std::snprintf(buf, sizeof buf, "%a", model_value(m, c));
-                values << buf << "\n";
-            }
-            out << "model " << constants.size() << "\n" << values.str();
+            std::string values;
+            for (const Symbolic& c : constants) values += hex_line(model_value(m, c));
+            out << "model " << constants.size() << "\n" << values;
         } catch (const std::exception& e) {
             out << "nomodel " << e.what() << "\n";
         }
