@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
-#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -207,30 +206,6 @@ void describe_witness(std::ostringstream& s, const Witness& w, Property property
     s << "                       ~ " << std::setprecision(6) << w.difference.convert_to<double>() << "\n";
 }
 }  // namespace
-
-std::vector<Permutation> generated_group(const std::vector<Permutation>& generators, std::size_t limit) {
-    if (generators.empty()) throw std::invalid_argument("generated_group needs at least one generator");
-    const int n = generators.front().size();
-    for (const Permutation& g : generators)
-        if (g.size() != n)
-            throw std::invalid_argument("generators act on different sizes: " + std::to_string(n) + " and " +
-                                        std::to_string(g.size()));
-    std::vector<Permutation> group{Permutation::identity(n)};
-    std::set<std::vector<int>> seen{group.front().one_line()};
-    // Breadth-first closure: every element is a product of generators (in a finite group, inverses are powers).
-    for (std::size_t next = 0; next < group.size(); ++next) {
-        for (const Permutation& g : generators) {
-            Permutation h = group[next].then(g);
-            if (seen.insert(h.one_line()).second) {
-                if (group.size() >= limit)
-                    throw std::length_error("the generated group has more than " + std::to_string(limit) +
-                                            " elements; raise the limit to enumerate it");
-                group.push_back(std::move(h));
-            }
-        }
-    }
-    return group;
-}
 
 DegreeBound degree_bound(const LayerFamily& family, int n, int d) {
     require_shape(n, d);

@@ -82,23 +82,6 @@ void require_arguments(int n, int d, const SmtOptions& opts) {
         throw std::invalid_argument("the SMT timeout must be positive, got " + std::to_string(opts.timeout_seconds));
 }
 
-// The family built on symbolic weights w0, w1, ... and applied to a symbolic input x; `constants` lists x
-// column-major (as Mat<double>), then the weights, the order in which a model's values come back.
-struct SymbolicLayer {
-    LayerFn<Symbolic> layer;
-    Mat<Symbolic> x;
-    std::vector<Symbolic> constants;
-};
-
-SymbolicLayer symbolic_layer(const LayerFamily& family, int n, int d) {
-    std::size_t drawn = 0;  // the symbolic draw counts the weights, so the model's weights are w0 .. w(drawn-1)
-    Draw<Symbolic> draw = [&drawn]() { return symbolic_constant(detail::constant_name("w", drawn++)); };
-    SymbolicLayer s{family.symbolic(d, draw, 0), symbolic_matrix("x", n, d), {}};
-    s.constants.assign(s.x.data(), s.x.data() + s.x.size());
-    for (std::size_t k = 0; k < drawn; ++k) s.constants.push_back(symbolic_constant(detail::constant_name("w", k)));
-    return s;
-}
-
 // A sat model's input and weights, as r's witness if they violate in exact arithmetic with the real functions;
 // then each weight zeroed in turn and kept zero when the violation survives (one exact evaluation per weight), so
 // that the witness shows only the weights it needs.
@@ -128,16 +111,22 @@ bool adopt_model(const LayerFamily& family, const std::vector<double>& model, co
 }
 
 // Z3 on the generators in turn (detail::ask_in_turn), a confirmed model becoming r's witness; true when both are
-// unsat.
+// unsat. The family is built on symbolic weights w0, w1, ... (counted as they are drawn) and applied to a symbolic
+// x: a model's values come back for x column-major (as Mat<double>), then for the weights.
 bool ask_z3(const LayerFamily& family, const SmtOptions& opts, SmtResult& r) {
     const bool settled = r.counterexample.has_value();
     if (settled && !opts.keep_smtlib) return false;
-    const SymbolicLayer s = symbolic_layer(family, r.n, r.d);
+    std::size_t drawn = 0;
+    Draw<Symbolic> draw = [&drawn]() { return symbolic_constant(detail::constant_name("w", drawn++)); };
+    const LayerFn<Symbolic> layer = family.symbolic(r.d, draw, 0);
+    const Mat<Symbolic> x = symbolic_matrix("x", r.n, r.d);
+    std::vector<Symbolic> constants(x.data(), x.data() + x.size());
+    for (std::size_t k = 0; k < drawn; ++k) constants.push_back(symbolic_constant(detail::constant_name("w", k)));
     const SequenceSubject subject{family, r.n, r.d};
     const auto ask = [&](const Permutation& p, bool asked) {
-        const auto [lhs, rhs] = identity::sides(subject, s.layer, p, s.x);
+        const auto [lhs, rhs] = identity::sides(subject, layer, p, x);
         std::optional<std::vector<double>> model;
-        SmtQuery q = detail::run_query(subject, lhs, rhs, s.constants, p, asked, opts, model);
+        SmtQuery q = detail::run_query(subject, lhs, rhs, constants, p, asked, opts, model);
         if (q.answer == SmtAnswer::sat && model && !r.counterexample)
             q.model_confirmed = adopt_model(family, *model, p, r);
         return q;
