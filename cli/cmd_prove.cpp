@@ -54,11 +54,8 @@ auto certify_and_print(const ProveOptions& o, ProgressLine& line, bool before_ve
 // The certificate of a layer over named inputs: every axis at length min(--n, 8), since a certificate over
 // several axes evaluates a layer of every axis's length at once.
 SignatureCertificate certify_signature_and_print(const SignatureFamily& f, const ProveOptions& o, ProgressLine& line) {
-    SignatureCertificateOptions so;
-    so.length = std::min(o.certificate.n, 8);
-    so.trials = o.certificate.trials;
-    so.seed = o.certificate.seed;
-    so.target_log2 = o.certificate.target_log2;
+    const SignatureCertificateOptions so{.length = std::min(o.certificate.n, 8), .trials = o.certificate.trials,
+                                         .seed = o.certificate.seed, .target_log2 = o.certificate.target_log2};
     return certify_and_print(o, line, false, [&] { return certify_signature(f, so); });
 }
 

@@ -233,10 +233,8 @@ int prove_smt(const SmtRequest& req, std::ostream& out) {
         out << "permcheck: " << problem << "\n";
         return 2;
     }
-    SmtOptions opts;
-    opts.timeout_seconds = req.timeout_seconds;
-    opts.keep_smtlib = !req.emit_dir.empty();
-    opts.stop_requested = req.stop_requested;
+    const SmtOptions opts{.timeout_seconds = req.timeout_seconds, .keep_smtlib = !req.emit_dir.empty(),
+                          .stop_requested = req.stop_requested};
     int code = 0;
     const int total = static_cast<int>(req.layers.size());
     for (int i = 0; i < total; ++i) {

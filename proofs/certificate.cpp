@@ -165,13 +165,9 @@ void fill_composition(Certificate& c, const LayerFamily& family, const Certifica
 Certificate blank(const LayerFamily& family, const CertificateOptions& opts) {
     require_shape(opts.n, opts.d);
     identity::require_trials(opts.trials);
-    Certificate c;
-    c.layer = family.name;
-    c.property = family.output == Output::pooled ? Property::invariance : Property::equivariance;
-    c.expected_holds = family.expected_symmetric();
-    c.n = opts.n;
-    c.d = opts.d;
-    return c;
+    const Property property = family.output == Output::pooled ? Property::invariance : Property::equivariance;
+    return {.layer = family.name, .property = property, .expected_holds = family.expected_symmetric(), .n = opts.n,
+            .d = opts.d};
 }
 
 std::string bits_text(double log2_value) {

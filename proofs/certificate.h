@@ -65,7 +65,7 @@ enum class Method { schwartz_zippel, composition, exact_witness, none };
 const char* method_name(Method m);
 
 struct Certificate {
-    std::string layer;
+    std::string layer{};
     Property property = Property::equivariance;  // equivariance (sequence output) or invariance (pooled output)
     bool expected_holds = true;  // the verdict matrix: a label for as_expected(), never a choice of method
     bool holds = false;          // what was certified
@@ -74,14 +74,14 @@ struct Certificate {
     int n = 0, d = 0;
 
     // Schwartz-Zippel figures (method schwartz_zippel, or the inner layer of a composition).
-    DegreeBound degree;
+    DegreeBound degree{};
     int set_bits = 0;            // |S| = 2^set_bits: integers in [-2^(bits-1), 2^(bits-1))
     int trials = 0;              // k
     double log2_bound = 0.0;     // log2 of (D'/|S|)^k
-    std::string inner_layer;     // composition: the layer whose equivariance was certified
+    std::string inner_layer{};   // composition: the layer whose equivariance was certified
 
-    std::optional<Witness> witness;  // exact_witness, or a Schwartz-Zippel trial that found a difference
-    std::string note;                // what the certificate covers, in a sentence or two
+    std::optional<Witness> witness{};  // exact_witness, or a Schwartz-Zippel trial that found a difference
+    std::string note{};                // what the certificate covers, in a sentence or two
 
     // "certified equivariant", "certified not invariant", "not certified", ...
     std::string verdict() const;

@@ -29,12 +29,9 @@ SymbolicSignatureLayer symbolic_layer(const SignatureFamily& f, const Signature&
     std::size_t drawn = 0;
     Draw<Symbolic> draw = [&drawn] { return symbolic_constant(detail::constant_name("w", drawn++)); };
     SymbolicSignatureLayer l{f.symbolic(draw), {}, {}};
-    l.reals = identity::real_inputs<Symbolic>(s, lengths, [](const TensorSpec& t, std::size_t k) {
-        return symbolic_constant(detail::constant_name(t.name + "_", k));
+    l.reals = identity::real_inputs<Symbolic>(s, lengths, [&l](const TensorSpec& t, std::size_t k) {
+        return l.constants.emplace_back(symbolic_constant(detail::constant_name(t.name + "_", k)));
     });
-    for (const TensorSpec& t : s.inputs)
-        if (t.kind != TensorKind::mask)
-            l.constants.insert(l.constants.end(), l.reals.at(t.name).values.begin(), l.reals.at(t.name).values.end());
     for (std::size_t k = 0; k < drawn; ++k) l.constants.push_back(symbolic_constant(detail::constant_name("w", k)));
     return l;
 }

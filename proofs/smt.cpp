@@ -75,13 +75,6 @@ std::optional<Counterexample> confirm(const LayerFamily& family, const Permutati
     return ce;
 }
 
-void require_arguments(int n, int d, const SmtOptions& opts) {
-    if (n < 2) throw std::invalid_argument("a proof over permutations needs n >= 2 positions, got " + std::to_string(n));
-    if (d < 1) throw std::invalid_argument("the width d must be at least 1, got " + std::to_string(d));
-    if (opts.timeout_seconds <= 0)
-        throw std::invalid_argument("the SMT timeout must be positive, got " + std::to_string(opts.timeout_seconds));
-}
-
 // A sat model's input and weights, as r's witness if they violate in exact arithmetic with the real functions;
 // then each weight zeroed in turn and kept zero when the violation survives (one exact evaluation per weight), so
 // that the witness shows only the weights it needs.
@@ -154,13 +147,12 @@ void search_witness(const LayerFamily& family, const SmtOptions& opts, SmtResult
 }  // namespace
 
 SmtResult smt_prove(const LayerFamily& family, int n, int d, const SmtOptions& opts) {
-    require_arguments(n, d, opts);
-    SmtResult r;
-    r.layer = family.name;
-    r.property = family.symmetry();
-    r.n = n;
-    r.d = d;
-    r.expected_symmetric = family.expected_symmetric();  // a label for the report, never a choice of method
+    if (n < 2) throw std::invalid_argument("a proof over permutations needs n >= 2 positions, got " + std::to_string(n));
+    if (d < 1) throw std::invalid_argument("the width d must be at least 1, got " + std::to_string(d));
+    if (opts.timeout_seconds <= 0)
+        throw std::invalid_argument("the SMT timeout must be positive, got " + std::to_string(opts.timeout_seconds));
+    SmtResult r{.layer = family.name, .property = family.symmetry(), .n = n, .d = d,
+                .expected_symmetric = family.expected_symmetric()};
 
     search_witness(family, opts, r);
     if (ask_z3(family, opts, r)) r.verdict = SmtVerdict::proved;

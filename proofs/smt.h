@@ -54,11 +54,11 @@ struct SmtResult {
     int n = 0, d = 0;
     bool expected_symmetric = true;
     SmtVerdict verdict = SmtVerdict::unknown;
-    std::vector<SmtQuery> queries;
-    std::optional<Counterexample> counterexample;  // when violated
+    std::vector<SmtQuery> queries{};
+    std::optional<Counterexample> counterexample{};  // when violated
     // When the witness came from a Z3 model: w0, w1, ... in draw order, every weight the witness does not need
     // set to 0 (each zeroed in turn and kept zero when the exact violation survives).
-    std::vector<double> witness_weights;
+    std::vector<double> witness_weights{};
     WitnessSource witness_source = WitnessSource::none;  // exact_search or z3_model when violated
 
     // Symmetric layers must be proved; the others must end with a confirmed witness.
