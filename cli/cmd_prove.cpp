@@ -68,20 +68,6 @@ int interrupted(int done, int total) {
     return exit_code(Verdict::interrupted);
 }
 
-// The rational layers over named inputs (the others, with a mask or an edge_index, are checked by their rows of
-// the verdict table). Returns the mismatches, or -1 when interrupted.
-int prove_signature_certificates(const ProveOptions& o, ProgressLine& line) {
-    int mismatches = 0, done = 0;
-    for (const SignatureFamily& f : signature_catalog()) {
-        if (!f.rational()) continue;
-        if (StopOnSignal::requested()) return -1;
-        line.count("prove", done++, static_cast<int>(signature_catalog().size()), "layers over named inputs", f.name);
-        line.clear();
-        mismatches += !certify_signature_and_print(f, o, line).as_expected();
-    }
-    return mismatches;
-}
-
 int prove_certificates(const std::vector<std::string>& layers, const ProveOptions& o, ProgressLine& line) {
     int mismatches = 0, code = 0;
     const int total = static_cast<int>(layers.size());
@@ -94,9 +80,16 @@ int prove_certificates(const std::vector<std::string>& layers, const ProveOption
         code = certificate_code(c.conclusive, c.holds);
     }
     if (!o.all) return code;
-    const int signature_mismatches = prove_signature_certificates(o, line);
-    if (signature_mismatches < 0) return interrupted(total, total);
-    mismatches += signature_mismatches;
+    // --all: the rational layers over named inputs too (the others, with a mask or an edge_index, are checked by
+    // their rows of the verdict table).
+    int done = 0;
+    for (const SignatureFamily& f : signature_catalog()) {
+        if (!f.rational()) continue;
+        if (StopOnSignal::requested()) return interrupted(total, total);
+        line.count("prove", done++, static_cast<int>(signature_catalog().size()), "layers over named inputs", f.name);
+        line.clear();
+        mismatches += !certify_signature_and_print(f, o, line).as_expected();
+    }
     std::printf("%s\n", mismatches == 0 ? "every layer certified as the verdict matrix expects"
                                         : "some layers were NOT certified as the verdict matrix expects");
     return mismatches == 0 ? 0 : 1;
@@ -106,20 +99,16 @@ int prove_certificates(const std::vector<std::string>& layers, const ProveOption
 // --all (at the default 8 the mask layer alone would ask 510 queries).
 int prove_with_smt(const std::vector<std::string>& layers, const ProveOptions& o, bool named_inputs,
                    ProgressLine& line) {
-    SmtRequest request;
-    request.layers = layers;
-    request.n = named_inputs && !o.n_given ? std::min(o.certificate.n, 4) : o.certificate.n;
-    request.d = o.certificate.d;
-    request.emit_dir = o.emit_smt;
-    request.timeout_seconds = o.smt_timeout;
-    request.all = o.all;
-    request.stop_requested = &StopOnSignal::requested;
     int done = 0;
-    request.on_layer = [&line, &o, &done](int finished, int total, const std::string& next) {
+    const auto on_layer = [&line, &o, &done](int finished, int total, const std::string& next) {
         done = finished;
         if (next.empty() || !o.all) return line.clear();
         line.count("prove --smt", finished, total, "layers", next);
     };
+    const int n = named_inputs && !o.n_given ? std::min(o.certificate.n, 4) : o.certificate.n;
+    const SmtRequest request{.layers = layers, .n = n, .d = o.certificate.d, .emit_dir = o.emit_smt,
+                             .timeout_seconds = o.smt_timeout, .all = o.all,
+                             .stop_requested = &StopOnSignal::requested, .on_layer = on_layer};
     const int code = prove_smt(request, std::cout);
     line.clear();
     const int total = static_cast<int>(layers.size());

@@ -10,7 +10,6 @@
 #include <stdexcept>
 
 namespace permcheck {
-
 namespace {
 constexpr int kMaxSize = 64;      // of n and d: beyond, the exact evaluation takes too long
 constexpr int kMinSetBits = 32;   // |S| >= 2^32
@@ -20,8 +19,9 @@ constexpr int kChunkBits = 32;    // of each SplitMix64 word an integer draw tak
 void require_shape(int n, int d) {
     const std::string most = std::to_string(kMaxSize);
     if (n < 2 || n > kMaxSize)
-        throw std::invalid_argument("a certificate needs 2 <= n <= " + most + " positions, got n = " + std::to_string(n) +
-                                    " (S_1 is trivial; beyond " + most + " the exact evaluation takes too long)");
+        throw std::invalid_argument("a certificate needs 2 <= n <= " + most + " positions, got n = " +
+                                    std::to_string(n) + " (S_1 is trivial; beyond " + most +
+                                    " the exact evaluation takes too long)");
     if (d < 1 || d > kMaxSize)
         throw std::invalid_argument("the width d must be in [1, " + most + "], got " + std::to_string(d));
 }
@@ -147,8 +147,8 @@ void fill_composition(Certificate& c, const LayerFamily& family, const Certifica
     const LayerFamily& inner = *family.composition->inner;
     const Pool how = family.composition->pooling;
     if (inner.output != Output::sequence)
-        throw std::logic_error("'" + inner.name + "' is not a sequence layer; cannot compose it with " + pool_name(how) +
-                               " pooling");
+        throw std::logic_error("'" + inner.name + "' is not a sequence layer; cannot compose it with " +
+                               pool_name(how) + " pooling");
     fill_schwartz_zippel(c, inner, opts);
     c.inner_layer = inner.name;
     if (!c.conclusive || !c.holds) {
@@ -195,8 +195,8 @@ void describe_witness(std::ostringstream& s, const Witness& w, Property property
         s << "\n";
     }
     s << "    at position " << w.row << ", feature " << w.col << ":\n";
-    s << "      " << std::left << std::setw(6) << names.lhs << " = " << std::setprecision(17) << w.lhs.convert_to<double>()
-      << "\n";
+    s << "      " << std::left << std::setw(6) << names.lhs << " = " << std::setprecision(17)
+      << w.lhs.convert_to<double>() << "\n";
     s << "      " << std::setw(6) << names.rhs << std::right << " = " << w.rhs.convert_to<double>() << "\n";
     s << "      exact difference = " << w.difference.str() << "\n";
     s << "                       ~ " << std::setprecision(6) << w.difference.convert_to<double>() << "\n";
@@ -209,7 +209,8 @@ DegreeBound degree_bound(const LayerFamily& family, int n, int d) {
 }
 
 int set_bits_for(long long degree_total, int trials, int target_log2) {
-    if (trials < 1) throw std::invalid_argument("the number of trials must be at least 1, got " + std::to_string(trials));
+    if (trials < 1)
+        throw std::invalid_argument("the number of trials must be at least 1, got " + std::to_string(trials));
     if (target_log2 >= 0) throw std::invalid_argument("the target failure bound must be below 1 (2^-1 or smaller)");
     const double log2_d = degree_total <= 1 ? 0.0 : std::log2(static_cast<double>(degree_total));
     int bits = std::max(kMinSetBits, static_cast<int>(std::ceil(log2_d + static_cast<double>(-target_log2) / trials)));

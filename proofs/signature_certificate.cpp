@@ -11,15 +11,13 @@
 #include <stdexcept>
 
 namespace permcheck {
-
 namespace {
 using identity::NamedMove;
 using identity::NamedSubject;
 
 AxisCertificate* axis_of(SignatureCertificate& c, const std::string& axis) {
-    for (AxisCertificate& a : c.axes)
-        if (a.axis == axis) return &a;
-    return nullptr;
+    const auto a = std::ranges::find(c.axes, axis, &AxisCertificate::axis);
+    return a == c.axes.end() ? nullptr : &*a;
 }
 
 // One random point: the first entry where a generator's sides differ refutes its axis (an exact difference of the
@@ -130,7 +128,8 @@ std::map<std::string, SignatureWitness> signature_witnesses(const SignatureFamil
         const Tensors x = draw_signature_case(s, lengths, rc::Random(a.input_seed), identity::kWitnessCaseSize).inputs;
         for (const NamedMove& m : moves) {
             if (found.count(m.axis)) continue;
-            for (const OutputComparison& out : compare_signature_case<Rational>(f, s, lengths, m.perms, x, a.weight_seed))
+            const auto outputs = compare_signature_case<Rational>(f, s, lengths, m.perms, x, a.weight_seed);
+            for (const OutputComparison& out : outputs)
                 if (!out.holds && !found.count(m.axis)) found.emplace(m.axis, exact_witness(m, out, a.weight_seed));
         }
     }
@@ -140,7 +139,8 @@ std::map<std::string, SignatureWitness> signature_witnesses(const SignatureFamil
 SignatureCertificate certify_signature(const SignatureFamily& family, const SignatureCertificateOptions& opts) {
     if (!family.rational())
         throw std::invalid_argument("'" + family.name + "' has an index input or max aggregation: no polynomial "
-                                    "identity certificate (its rows of the verdict table check it, in float64 and exact)");
+                                    "identity certificate (its rows of the verdict table check it, in float64 and "
+                                    "exact)");
     if (opts.length < 2 || opts.length > kMaxCertificateLength)
         throw std::invalid_argument("a certificate needs every axis of length 2 to " +
                                     std::to_string(kMaxCertificateLength) + ", got " + std::to_string(opts.length));

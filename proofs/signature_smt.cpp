@@ -12,7 +12,6 @@
 #include <stdexcept>
 
 namespace permcheck {
-
 namespace {
 using identity::NamedMove;
 using identity::NamedSubject;
@@ -209,7 +208,7 @@ std::string describe(const SignatureSmtResult& r) {
         const std::string what = identity::symmetric_word(a.property);
         std::vector<Permutation> generators;
         for (const SmtQuery& q : a.queries)
-            if (std::find(generators.begin(), generators.end(), q.perm) == generators.end()) generators.push_back(q.perm);
+            if (std::ranges::find(generators, q.perm) == generators.end()) generators.push_back(q.perm);
         for (const Permutation& g : generators) describe_generator(s, a, g);
         if (a.witness) {
             const bool model = a.witness->source == WitnessSource::z3_model;

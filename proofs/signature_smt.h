@@ -33,9 +33,7 @@ struct AxisProof {
     std::vector<SmtQuery> queries;
     // When the exact witness search or a confirmed Z3 model (source z3_model) refuted the axis.
     std::optional<SignatureWitness> witness;
-    bool as_expected() const {
-        return expected_holds ? verdict == SmtVerdict::proved : verdict == SmtVerdict::violated;
-    }
+    bool as_expected() const { return verdict == (expected_holds ? SmtVerdict::proved : SmtVerdict::violated); }
 };
 
 struct SignatureSmtResult {

@@ -60,19 +60,11 @@ std::optional<Counterexample> confirm(const LayerFamily& family, const Permutati
     const auto [lhs, rhs] = identity::sides(subject, layer, perm, from_double<Rational>(x));
     const Comparison c = compare<Rational>(lhs, rhs, 0.0);
     if (c.holds) return std::nullopt;
-    Counterexample ce;
-    ce.layer = family.name;
-    ce.property = family.symmetry();
-    ce.dtype = Arithmetic::exact;
-    ce.perm = perm;
-    ce.x = x;
-    ce.lhs = to_double<Rational>(lhs);
-    ce.rhs = to_double<Rational>(rhs);
-    ce.comparison = c;
-    ce.confirmed_exactly = true;
-    ce.replay = "permcheck prove " + family.name + " --smt --n " + std::to_string(x.rows()) + " --d " +
-                std::to_string(x.cols());
-    return ce;
+    const std::string replay = "permcheck prove " + family.name + " --smt --n " + std::to_string(x.rows()) +
+                               " --d " + std::to_string(x.cols());
+    return Counterexample{.layer = family.name, .property = family.symmetry(), .dtype = Arithmetic::exact,
+                          .perm = perm, .x = x, .lhs = to_double<Rational>(lhs), .rhs = to_double<Rational>(rhs),
+                          .comparison = c, .confirmed_exactly = true, .replay = replay};
 }
 
 // A sat model's input and weights, as r's witness if they violate in exact arithmetic with the real functions;
@@ -130,13 +122,8 @@ bool ask_z3(const LayerFamily& family, const SmtOptions& opts, SmtResult& r) {
 // The witness search of every family: the engine's exact check, on sequences of exactly n positions.
 void search_witness(const LayerFamily& family, const SmtOptions& opts, SmtResult& r) {
     if (opts.witness_cases <= 0) return;
-    CheckOptions o;
-    o.arithmetic = Arithmetic::exact;
-    o.cases = opts.witness_cases;
-    o.seed = opts.witness_seed;
-    o.stop_requested = opts.stop_requested;
-    o.min_len = o.max_len = r.n;
-    o.d = r.d;
+    const CheckOptions o{.arithmetic = Arithmetic::exact, .cases = opts.witness_cases, .seed = opts.witness_seed,
+                         .min_len = r.n, .max_len = r.n, .d = r.d, .stop_requested = opts.stop_requested};
     const CheckResult found = check(family, r.property, o);
     if (found.counterexample && found.counterexample->confirmed_exactly) {
         r.counterexample = found.counterexample;
@@ -147,7 +134,8 @@ void search_witness(const LayerFamily& family, const SmtOptions& opts, SmtResult
 }  // namespace
 
 SmtResult smt_prove(const LayerFamily& family, int n, int d, const SmtOptions& opts) {
-    if (n < 2) throw std::invalid_argument("a proof over permutations needs n >= 2 positions, got " + std::to_string(n));
+    if (n < 2)
+        throw std::invalid_argument("a proof over permutations needs n >= 2 positions, got " + std::to_string(n));
     if (d < 1) throw std::invalid_argument("the width d must be at least 1, got " + std::to_string(d));
     if (opts.timeout_seconds <= 0)
         throw std::invalid_argument("the SMT timeout must be positive, got " + std::to_string(opts.timeout_seconds));
@@ -181,8 +169,8 @@ std::string describe_witness(const SmtResult& r, const std::string& indent) {
     const Counterexample& c = r.counterexample.value();
     const SideNames names = side_names(c.property);
     std::ostringstream s;
-    s << "witness (" << witness_source_name(r.witness_source) << "): n = " << c.n() << ", d = " << c.d() << ", permutation "
-      << c.perm.cycles() << " (rows: (P x)[i] = x[p[i]])\n";
+    s << "witness (" << witness_source_name(r.witness_source) << "): n = " << c.n() << ", d = " << c.d()
+      << ", permutation " << c.perm.cycles() << " (rows: (P x)[i] = x[p[i]])\n";
     s << "  x =\n" << format_matrix(c.x);
     s << std::setprecision(17) << "  at position " << c.comparison.row << ", feature " << c.comparison.col << ": "
       << names.lhs << " = " << c.lhs(c.comparison.row, c.comparison.col) << ", " << names.rhs << " = "

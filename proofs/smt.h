@@ -1,6 +1,5 @@
 // Symbolic proofs with Z3 (issue 8): a layer evaluated on symbolic inputs and weights, and the question
 // "is L(P x) != P L(x) satisfiable?" for the two generators (0 1) and (0 1 ... n-1) of S_n.
-//
 // Cheap evidence first: the exact witness search (the engine's exact check at n positions, a bounded number of
 // cases) runs before Z3, because Z3 rarely answers sat quickly on nonlinear arithmetic and would spend its whole
 // timeout on a layer that a few exact evaluations refute. A confirmed witness ends the attempt; Z3 is asked
@@ -62,9 +61,7 @@ struct SmtResult {
     WitnessSource witness_source = WitnessSource::none;  // exact_search or z3_model when violated
 
     // Symmetric layers must be proved; the others must end with a confirmed witness.
-    bool as_expected() const {
-        return expected_symmetric ? verdict == SmtVerdict::proved : verdict == SmtVerdict::violated;
-    }
+    bool as_expected() const { return verdict == (expected_symmetric ? SmtVerdict::proved : SmtVerdict::violated); }
     // One line: "proved equivariant (all real inputs and weights, uninterpreted exp/sqrt/tanh)", ...
     std::string headline() const;
 };

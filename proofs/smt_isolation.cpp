@@ -170,12 +170,10 @@ std::optional<std::vector<double>> check_isolated(const z3::solver& solver, cons
         ::_exit(0);  // no destructors, no atexit handlers of the parent's program
     }
     ::close(fds[1]);
-    // Z3's own limit ends most checks; the kill is the backstop, with room for a model to be written.
-    const auto grace = std::chrono::duration<double>(kGraceSeconds + kGracePerTimeoutSecond * timeout_seconds);
     const auto started = std::chrono::steady_clock::now();
-    const auto deadline = started +
-                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                              std::chrono::duration<double>(timeout_seconds) + grace);
+    const double limit = timeout_seconds + kGraceSeconds + kGracePerTimeoutSecond * timeout_seconds;
+    const auto deadline = started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                        std::chrono::duration<double>(limit));
     std::string data;
     const bool finished = read_until(fds[0], deadline, data, stop);
     if (!finished) ::kill(pid, SIGKILL);
@@ -184,9 +182,8 @@ std::optional<std::vector<double>> check_isolated(const z3::solver& solver, cons
     rusage usage{};
     while (::wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
     }
-    const double cpu = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-                       static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
-    q.cpu_seconds = cpu;
+    q.cpu_seconds = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                    static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
     if (finished) return parse(data, q);
     const bool stopped = stop && stop();
     q.reason_unknown = stopped ? "interrupted" : "timeout";
