@@ -137,23 +137,6 @@ std::string prepare_emit_dir(const SmtRequest& req) {
     return "";
 }
 
-// The answer to each generator's query, and its SMT-LIB file with --emit-smt; returns 2 when a file could not
-// be written, else 0.
-int print_queries(const std::string& name, const SmtRequest& req, const SmtResult& r, std::ostream& out) {
-    int code = 0;
-    for (const SmtQuery& q : r.queries) {
-        out << "    " << q.perm.cycles() << ": ";
-        detail::describe_answer(out, q);
-        out << "\n";
-        if (req.emit_dir.empty()) continue;
-        const fs::path file = fs::path(req.emit_dir) / (name + "-n" + std::to_string(req.n) + "-d" +
-                                                         std::to_string(req.d) + "-" + generator_tag(q.perm) + ".smt2");
-        if (write_file(file, smtlib_file(r, q), out)) out << "      wrote " << file.string() << "\n";
-        else code = 2;
-    }
-    return code;
-}
-
 // One layer's exit code as `permcheck check` has it: 0 proved, 1 a confirmed witness, 3 undecided.
 int verdict_code(SmtVerdict v) {
     switch (v) {
@@ -187,7 +170,17 @@ int prove_layer(const std::string& name, const SmtRequest& req, const SmtOptions
     out << (r.as_expected() ? "as expected  " : "UNEXPECTED   ") << name << ": " << r.headline() << " ["
         << std::fixed << std::setprecision(2) << seconds << " s]\n"
         << std::defaultfloat;
-    const int written = print_queries(name, req, r, out);
+    int written = 0;  // 2 when a file could not be written
+    for (const SmtQuery& q : r.queries) {  // each generator's answer, and its SMT-LIB file with --emit-smt
+        out << "    " << q.perm.cycles() << ": ";
+        detail::describe_answer(out, q);
+        out << "\n";
+        if (req.emit_dir.empty()) continue;
+        const fs::path file = fs::path(req.emit_dir) / (name + "-n" + std::to_string(req.n) + "-d" +
+                                                         std::to_string(req.d) + "-" + generator_tag(q.perm) + ".smt2");
+        if (write_file(file, smtlib_file(r, q), out)) out << "      wrote " << file.string() << "\n";
+        else written = 2;
+    }
     if (r.counterexample) out << describe_witness(r, "    ");
     if (written != 0) return written;
     if (req.all) return r.as_expected() ? 0 : 1;

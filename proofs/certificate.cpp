@@ -33,12 +33,10 @@ template <class S>
 std::optional<Witness> difference(const SequenceSubject& subject, const Mat<S>& x, const Permutation& g,
                                   const Mat<S>& lhs, const Mat<S>& rhs) {
     std::optional<Witness> w;
-    Rational largest = 0;
     subject.each_pair(lhs, rhs, [&](const SequenceSubject::Entry& e, const S& left, const S& right) {
         const Rational a = identity::as_rational(left), b = identity::as_rational(right);
         const Rational delta = a - b;
-        if (abs(delta) <= largest) return;
-        largest = abs(delta);
+        if (delta == 0 || (w && abs(delta) <= abs(w->difference))) return;
         if (!w) w = Witness{g, Mat<Rational>(x.unaryExpr([](const S& v) { return identity::as_rational(v); }))};
         w->row = e.row;
         w->col = e.col;
@@ -246,9 +244,6 @@ const char* method_name(Method m) {
     return "?";
 }
 
-// The exact witness search first: a few exact evaluations, which find nothing on a symmetric layer (exact sums do
-// not depend on their order). Only then the polynomial identity test, whose cost grows fast with depth (an RNN's
-// nested stand-ins at n = 8 take minutes and gigabytes).
 Certificate certify(const LayerFamily& family, const CertificateOptions& opts) {
     Certificate c = blank(family, opts);
     for (int k = 0; k < identity::kWitnessAttempts; ++k)

@@ -88,9 +88,10 @@ struct Certificate {
     bool as_expected() const { return conclusive && holds == expected_holds; }
 };
 
-// The exact witness search first, for every family (cheap; it cannot succeed on a symmetric layer); when it finds
-// none, Schwartz-Zippel, or for a piecewise family (max pooling) a composition when it is a symmetric pooling of
-// a sequence family (LayerFamily::composition), and not certified otherwise. What runs never depends on the
+// The exact witness search first, for every family (a few exact evaluations, which find nothing on a symmetric
+// layer); when it finds none, Schwartz-Zippel (whose cost grows fast with depth: an RNN's nested stand-ins at n = 8
+// take minutes and gigabytes), or for a piecewise family (max pooling) a composition when it is a symmetric pooling
+// of a sequence family (LayerFamily::composition), and not certified otherwise. What runs never depends on the
 // family's expectations, which only label the result (as_expected).
 Certificate certify(const LayerFamily& family, const CertificateOptions& opts);
 

@@ -33,10 +33,9 @@ bool schwartz_zippel_point(SignatureCertificate& c, const NamedSubject& subject,
             if (a.conclusive || l == r) return;
             a.conclusive = true;
             a.method = Method::schwartz_zippel;
-            a.witness = SignatureWitness{WitnessSource::standin_point, m.axis, m.g};
-            a.witness->output = e.output;
-            a.witness->entry = e.k;
-            a.witness->difference = identity::as_rational(RationalStandin(l - r));
+            a.witness = SignatureWitness{.source = WitnessSource::standin_point, .axis = m.axis, .perm = m.g,
+                                         .output = e.output, .entry = e.k,
+                                         .difference = identity::as_rational(RationalStandin(l - r))};
         });
         return true;
     };
@@ -81,14 +80,9 @@ SignatureWitness exact_witness(const NamedMove& m, const OutputComparison& o, st
     std::size_t at = 0;
     for (std::size_t d = 0; d < o.where.size(); ++d)
         at = at * static_cast<std::size_t>(o.layer_of_permuted.shape[d]) + static_cast<std::size_t>(o.where[d]);
-    SignatureWitness w{WitnessSource::exact_search, m.axis, m.g};
-    w.output = o.name;
-    w.where = o.where;
-    w.lhs = o.layer_of_permuted.values.at(at);
-    w.rhs = o.permuted_layer.values.at(at);
-    w.max_abs_diff = o.max_abs_diff;
-    w.weight_seed = weight_seed;
-    return w;
+    return {.source = WitnessSource::exact_search, .axis = m.axis, .perm = m.g, .output = o.name, .where = o.where,
+            .lhs = o.layer_of_permuted.values.at(at), .rhs = o.permuted_layer.values.at(at),
+            .max_abs_diff = o.max_abs_diff, .weight_seed = weight_seed};
 }
 }  // namespace
 

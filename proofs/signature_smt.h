@@ -1,13 +1,12 @@
-// Z3 proofs for the rational reference layers over named inputs (layers/signature_family.h): for each axis,
-// "is some entry of L(g x) != g L(x) satisfiable?" (L(x) for an axis the output lacks) for the generators (0 1)
-// and (0 1 ... len-1) of that axis acting alone, on symbolic inputs and weights with uninterpreted exp. unsat for
-// both generators of every axis proves the property for the product of the axes' symmetric groups at those
-// lengths (proofs-notes/generators.md, proofs-notes/smt-proofs.md). A layer with mask inputs gets one query per
-// generator and per mask assignment that pads no line entirely (the masks concrete, moved with the tokens; the
-// real inputs and weights symbolic): the axis is proved only when every one is unsat
-// (proofs-notes/signature-layers.md). The exact witness search runs first, as for one-tensor layers; an axis it
-// refutes is not sent to Z3. A sat answer's model (inputs and weights) is re-evaluated in exact rational
-// arithmetic with the real exp, and becomes the axis's witness when the two sides differ there.
+// Z3 proofs for the rational reference layers over named inputs (layers/signature_family.h): for each axis, "is
+// some entry of L(g x) != g L(x) satisfiable?" (L(x) for an axis the output lacks) for the generators (0 1) and
+// (0 1 ... len-1) of that axis acting alone, on symbolic inputs and weights with uninterpreted exp. unsat for both
+// generators of every axis proves the property for the product of the axes' symmetric groups at those lengths
+// (proofs-notes/generators.md, proofs-notes/smt-proofs.md). A layer with mask inputs gets one query per generator
+// and per mask assignment that pads no line entirely (the masks concrete, moved with the tokens; the real inputs
+// and weights symbolic): the axis is proved only when every one is unsat (proofs-notes/signature-layers.md). As
+// for one-tensor layers (proofs/smt.h), the exact witness search runs first (an axis it refutes is not sent to
+// Z3), and a sat model becomes the axis's witness when it violates in exact arithmetic with the real exp.
 #pragma once
 
 #include "layers/signature_family.h"
