@@ -28,10 +28,7 @@ struct ProveOptions {
 };
 
 // Exit codes as `permcheck check` has them: 0 certified to hold, 1 an exact witness, 3 not certified.
-int certificate_code(bool conclusive, bool holds) {
-    if (!conclusive) return 3;
-    return holds ? 0 : 1;
-}
+int certificate_code(bool conclusive, bool holds) { return !conclusive ? 3 : holds ? 0 : 1; }
 
 // A certificate's account with its time, inserted before the verdict line when the account ends in one (a
 // one-tensor layer's), appended otherwise; a blank line after it with --all.

@@ -69,11 +69,9 @@ std::string signature_file_name(const SignatureSmtResult& r, const AxisProof& a,
     std::string name = r.layer;
     for (const auto& [axis, len] : r.lengths) name += "-" + axis + std::to_string(len);
     name += "-along-" + a.axis + "-" + generator_tag(q.perm);
-    if (!q.assignment.empty()) {
-        name += "-";
-        for (char c : q.assignment)
-            if (c != '=') name += c == ',' ? '-' : c;
-    }
+    if (!q.assignment.empty()) name += "-";
+    for (char c : q.assignment)
+        if (c != '=') name += c == ',' ? '-' : c;
     return name + ".smt2";
 }
 
@@ -172,9 +170,7 @@ int prove_layer(const std::string& name, const SmtRequest& req, const SmtOptions
         << std::defaultfloat;
     int written = 0;  // 2 when a file could not be written
     for (const SmtQuery& q : r.queries) {  // each generator's answer, and its SMT-LIB file with --emit-smt
-        out << "    " << q.perm.cycles() << ": ";
-        detail::describe_answer(out, q);
-        out << "\n";
+        detail::describe_answer(out, "    " + q.perm.cycles(), q);
         if (req.emit_dir.empty()) continue;
         const fs::path file = fs::path(req.emit_dir) / (name + "-n" + std::to_string(req.n) + "-d" +
                                                          std::to_string(req.d) + "-" + generator_tag(q.perm) + ".smt2");

@@ -1,7 +1,6 @@
 #include "proofs/certificate.h"
 
 #include "proofs/identity.h"
-#include "scalars/degree.h"
 
 #include <algorithm>
 #include <cmath>

@@ -59,11 +59,10 @@ void schwartz_zippel(SignatureCertificate& c, const SignatureFamily& f, const Si
         const DegreeBound d = identity::degree_of(NamedSubject{f, s, c.lengths, m});
         if (d.total() > c.degree.total()) c.degree = d;
     }
-    const int union_bits = static_cast<int>(std::ceil(std::log2(static_cast<double>(masks.size()))));
+    const double union_log2 = std::log2(static_cast<double>(masks.size()));
     c.trials = o.trials;
-    c.set_bits = set_bits_for(c.degree.total(), o.trials, o.target_log2 - union_bits);
-    c.log2_bound =
-        identity::log2_bound(c.degree.total(), c.set_bits, o.trials) + std::log2(static_cast<double>(masks.size()));
+    c.set_bits = set_bits_for(c.degree.total(), o.trials, o.target_log2 - static_cast<int>(std::ceil(union_log2)));
+    c.log2_bound = identity::log2_bound(c.degree.total(), c.set_bits, o.trials) + union_log2;
     SplitMix64 rng(o.seed);
     for (const Tensors& m : masks)
         for (int t = 0; t < o.trials; ++t)
@@ -162,12 +161,11 @@ std::string describe(const SignatureCertificate& c) {
     for (const auto& [axis, len] : c.lengths) s << " " << axis << " = " << len;
     s << "\n  generators: (0 1) and (0 1 ... len-1) of each axis, on that axis alone (they generate the product of "
          "the axes' symmetric groups)\n";
-    if (c.set_bits > 0) {
+    if (c.set_bits > 0)
         s << "  degree: D = " << c.degree.numerator << ", divisors " << c.degree.divisors << " ("
           << c.degree.divisor_count << " distinct), D' = " << c.degree.total() << "; |S| = 2^" << c.set_bits
           << ", k = " << c.trials << "; failure bound (D'/|S|)^k = 2^" << std::fixed << std::setprecision(1)
           << c.log2_bound << "\n";
-    }
     if (c.mask_assignments > 0)
         s << "  masks: each of the " << c.mask_assignments << " assignments that pad no line entirely tested on its "
              "own; the bound is the union over them\n";

@@ -65,9 +65,8 @@ std::map<std::string, SignatureWitness> signature_witnesses(const SignatureFamil
                                                             const Lengths& lengths, std::uint64_t seed);
 
 // Every assignment of the mask inputs at these lengths that pads no line of an axis entirely, in a fixed order
-// (mask entries as bits, the first entry of the first mask lowest); one empty assignment without masks. The layer
-// is a rational function of its real inputs for each, so each gets its own identity test (and its own Z3
-// queries, proofs/signature_smt.h). Throws std::invalid_argument beyond 12 mask entries.
+// (mask entries as bits, the first entry of the first mask lowest), each tested on its own (and asked of Z3 on its
+// own, proofs/signature_smt.h); one empty assignment without masks. Throws std::invalid_argument beyond 12 entries.
 std::vector<Tensors> mask_assignments(const Signature& s, const Lengths& lengths);
 
 // A readable account, one verdict line per axis.

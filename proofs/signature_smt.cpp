@@ -1,6 +1,5 @@
 #include "proofs/signature_smt.h"
 
-#include "check/signature_case.h"
 #include "check/signature_check.h"
 #include "proofs/identity.h"
 #include "proofs/signature_certificate.h"
@@ -40,8 +39,7 @@ std::string assignment_label(const Tensors& masks) {
     std::string label;
     for (const auto& [name, m] : masks) {
         if (!label.empty()) label += ",";
-        label += name;
-        label += "=";
+        label += name + "=";
         for (double v : m.values) label += v != 0 ? '1' : '0';
     }
     return label;
@@ -101,8 +99,7 @@ std::optional<SignatureWitness> confirm_model(const QueryPoint& at, const std::v
     try {
         w.weights.assign(model.begin() + static_cast<long>(next), model.end());
         const auto [lhs, rhs] = identity::sides(subject, subject.family.exact(draw), at.move, x);
-        if (!first_difference(w, subject, lhs, rhs)) return std::nullopt;
-        return w;
+        return first_difference(w, subject, lhs, rhs) ? std::optional(w) : std::nullopt;
     } catch (const std::domain_error&) {
         return std::nullopt;  // the model's values overflow the real exp: not a usable witness
     }
@@ -153,11 +150,9 @@ void describe_generator(std::ostream& s, const AxisProof& a, const Permutation& 
           << (unsat == 1 ? "" : "s") << ", Z3 " << seconds << " s (CPU " << cpu << " s) in all\n";
     for (const SmtQuery& q : a.queries) {
         if (!(q.perm == g) || summarized(q)) continue;
-        s << "  " << a.axis << " " << q.perm.cycles();
-        if (!q.assignment.empty()) s << " masks " << q.assignment;
-        s << ": ";
-        detail::describe_answer(s, q);
-        s << "\n";
+        std::string head = "  " + a.axis + " " + q.perm.cycles();
+        if (!q.assignment.empty()) head += " masks " + q.assignment;
+        detail::describe_answer(s, head, q);
     }
 }
 
@@ -177,9 +172,8 @@ SignatureSmtResult smt_prove_signature(const SignatureFamily& family, int length
     for (const Axis& a : s.axes) r.lengths[a.name] = length;
     const std::vector<Tensors> masks = mask_assignments(s, r.lengths);
     r.mask_assignments = masks.size() > 1 || !masks.front().empty() ? static_cast<int>(masks.size()) : 0;
-    const std::map<std::string, SignatureWitness> witnesses =
-        opts.witness_cases > 0 ? signature_witnesses(family, s, r.lengths, opts.witness_seed)
-                               : std::map<std::string, SignatureWitness>{};
+    std::map<std::string, SignatureWitness> witnesses;
+    if (opts.witness_cases > 0) witnesses = signature_witnesses(family, s, r.lengths, opts.witness_seed);
     std::optional<SymbolicSignatureLayer> l;
     for (const AxisExpectation& e : family.expectations) {
         AxisProof a{e.axis, property_along(s, e.axis), e.holds, SmtVerdict::unknown, {}, std::nullopt};

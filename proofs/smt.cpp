@@ -18,12 +18,12 @@ const char* answer_name(SmtAnswer a) {
 }
 
 namespace detail {
-
-void describe_answer(std::ostream& s, const SmtQuery& q) {
-    s << (q.asked ? answer_name(q.answer) : "not asked");
+void describe_answer(std::ostream& s, const std::string& head, const SmtQuery& q) {
+    s << head << ": " << (q.asked ? answer_name(q.answer) : "not asked");
     if (!q.reason_unknown.empty()) s << " (" << q.reason_unknown << ")";
     if (q.answer == SmtAnswer::sat) s << (q.model_confirmed ? ", model confirmed" : ", model not confirmed");
     if (q.asked) s << ", Z3 " << q.seconds << " s (CPU " << q.cpu_seconds << " s)";
+    s << "\n";
 }
 
 // Appended, not prefix + ...: GCC 12 at -O3 warns falsely (-Wrestrict) on a literal + std::string.
@@ -42,7 +42,6 @@ Draw<Rational> replay_draw(const std::vector<double>& values, std::size_t& next,
         return Rational(values[next++]);
     };
 }
-
 }  // namespace detail
 
 namespace {
@@ -119,18 +118,6 @@ bool ask_z3(const LayerFamily& family, const SmtOptions& opts, SmtResult& r) {
     return detail::ask_in_turn(Permutation::generators(r.n), settled, opts, r.queries, ask);
 }
 
-// The witness search of every family: the engine's exact check, on sequences of exactly n positions.
-void search_witness(const LayerFamily& family, const SmtOptions& opts, SmtResult& r) {
-    if (opts.witness_cases <= 0) return;
-    const CheckOptions o{.arithmetic = Arithmetic::exact, .cases = opts.witness_cases, .seed = opts.witness_seed,
-                         .min_len = r.n, .max_len = r.n, .d = r.d, .stop_requested = opts.stop_requested};
-    const CheckResult found = check(family, r.property, o);
-    if (found.counterexample && found.counterexample->confirmed_exactly) {
-        r.counterexample = found.counterexample;
-        r.witness_source = WitnessSource::exact_search;
-    }
-}
-
 }  // namespace
 
 SmtResult smt_prove(const LayerFamily& family, int n, int d, const SmtOptions& opts) {
@@ -142,7 +129,15 @@ SmtResult smt_prove(const LayerFamily& family, int n, int d, const SmtOptions& o
     SmtResult r{.layer = family.name, .property = family.symmetry(), .n = n, .d = d,
                 .expected_symmetric = family.expected_symmetric()};
 
-    search_witness(family, opts, r);
+    if (opts.witness_cases > 0) {  // the witness search of every family: the engine's exact check at n positions
+        const CheckOptions o{.arithmetic = Arithmetic::exact, .cases = opts.witness_cases, .seed = opts.witness_seed,
+                             .min_len = n, .max_len = n, .d = d, .stop_requested = opts.stop_requested};
+        const CheckResult found = check(family, r.property, o);
+        if (found.counterexample && found.counterexample->confirmed_exactly) {
+            r.counterexample = found.counterexample;
+            r.witness_source = WitnessSource::exact_search;
+        }
+    }
     if (ask_z3(family, opts, r)) r.verdict = SmtVerdict::proved;
     else r.verdict = r.counterexample ? SmtVerdict::violated : SmtVerdict::unknown;
     return r;
@@ -198,11 +193,7 @@ std::string describe_witness(const SmtResult& r, const std::string& indent) {
 std::string describe(const SmtResult& r) {
     std::ostringstream s;
     s << r.layer << " at n = " << r.n << ", d = " << r.d << ": " << r.headline() << "\n";
-    for (const SmtQuery& q : r.queries) {
-        s << "  " << q.perm.cycles() << ": ";
-        detail::describe_answer(s, q);
-        s << "\n";
-    }
+    for (const SmtQuery& q : r.queries) detail::describe_answer(s, "  " + q.perm.cycles(), q);
     if (r.counterexample) s << describe_witness(r, "  ");
     return s.str();
 }

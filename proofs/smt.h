@@ -1,14 +1,13 @@
 // Symbolic proofs with Z3 (issue 8): a layer evaluated on symbolic inputs and weights, and the question
-// "is L(P x) != P L(x) satisfiable?" for the two generators (0 1) and (0 1 ... n-1) of S_n.
-// Cheap evidence first: the exact witness search (the engine's exact check at n positions, a bounded number of
-// cases) runs before Z3, because Z3 rarely answers sat quickly on nonlinear arithmetic and would spend its whole
-// timeout on a layer that a few exact evaluations refute. A confirmed witness ends the attempt; Z3 is asked
-// only when none turned up, and stops at the first query that is not unsat (a proof needs both).
-// unsat for both generators proves the property for every real input, every real weight setting and every
-// choice of the uninterpreted functions exp, sqrt, tanh and relu, at the shape (n, d) asked for
-// (proofs-notes/smt-proofs.md). sat gives a model, which is turned into a concrete input and weights and
-// confirmed in exact rational arithmetic with the real functions (its "exp" need not be exp). Nothing but two
-// unsat answers is ever reported as proved. The choice of what to run never reads the family's expectations.
+// "is L(P x) != P L(x) satisfiable?" for the two generators (0 1) and (0 1 ... n-1) of S_n. Cheap evidence first: the
+// exact witness search (the engine's exact check at n positions, a bounded number of cases) runs before Z3, because Z3
+// rarely answers sat quickly on nonlinear arithmetic and would spend its whole timeout on a layer that a few exact
+// evaluations refute. A confirmed witness ends the attempt; Z3 is asked only when none turned up, and stops at the
+// first query that is not unsat (a proof needs both). unsat for both generators proves the property for every real
+// input, every real weight setting and every choice of the uninterpreted functions exp, sqrt, tanh and relu, at the
+// shape (n, d) asked for (proofs-notes/smt-proofs.md). sat gives a model, which is turned into a concrete input and
+// weights and confirmed in exact rational arithmetic with the real functions (its "exp" need not be exp). Nothing but
+// two unsat answers is ever reported as proved. The choice of what to run never reads the family's expectations.
 #pragma once
 
 #include "check/engine.h"
@@ -119,8 +118,9 @@ SmtQuery run_query(const Subject& subject, const Sides& lhs, const Sides& rhs, c
     if (asked) model = check_isolated(solver, constants, opts.timeout_seconds, opts.stop_requested, q);
     return q;
 }
-// What follows a query's permutation in an account: "unsat, Z3 0.12 s (CPU 0.1 s)", "sat, model confirmed, ...".
-void describe_answer(std::ostream& s, const SmtQuery& q);
+// A query's line in an account: `head` (its indent and permutation), then "unsat, Z3 0.12 s (CPU 0.1 s)", "sat,
+// model confirmed, ...".
+void describe_answer(std::ostream& s, const std::string& head, const SmtQuery& q);
 // "w3": the name of symbolic constant k with this prefix.
 std::string constant_name(const std::string& prefix, std::size_t k);
 // Exact values replaying a model's `values` in order from `next` on; throws std::logic_error when `layer` draws

@@ -16,7 +16,6 @@
 
 #include <poll.h>
 #include <sys/resource.h>
-#include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 

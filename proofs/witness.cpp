@@ -25,12 +25,9 @@ std::string num(double v) {
 }
 
 std::string number_list(const std::vector<double>& values) {
-    std::string s = "[";
-    for (std::size_t k = 0; k < values.size(); ++k) {
-        if (k) s += ", ";
-        s += num(values[k]);
-    }
-    return s + "]";
+    std::string s;
+    for (double v : values) s += (s.empty() ? "" : ", ") + num(v);
+    return "[" + s + "]";
 }
 
 std::string both_sides(const SignatureWitness& w) {
