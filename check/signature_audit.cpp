@@ -38,22 +38,6 @@ std::string lengths_text(const Lengths& lengths) {
     return out;
 }
 
-// The multi-index of element e of a tensor of this shape.
-std::vector<int> position_of(std::size_t e, const std::vector<int>& shape) {
-    std::vector<int> where(shape.size());
-    for (std::size_t k = shape.size(); k-- > 0;) {
-        where[k] = static_cast<int>(e % static_cast<std::size_t>(shape[k]));
-        e /= static_cast<std::size_t>(shape[k]);
-    }
-    return where;
-}
-
-double finite_max_abs(const std::vector<double>& values, double start = 0.0) {
-    for (double v : values)
-        if (std::isfinite(v)) start = std::max(start, std::abs(v));
-    return start;
-}
-
 bool same_values(const Tensors& a, const Tensors& b) {
     if (a.size() != b.size()) return false;
     for (const auto& [name, t] : a) {
@@ -129,11 +113,7 @@ public:
 
     SignatureEvaluator(const BatchedNamedBlackBox& box, std::shared_ptr<const Signature> s, const AuditOptions& o,
                        Arithmetic dtype)
-        : box_(box), s_(std::move(s)), o_(o) {
-        for (const auto* list : {&s_->inputs, &s_->outputs})
-            for (const TensorSpec& t : *list)
-                for (const Dim& d : t.dims)
-                    if (!d.is_axis()) widest_ = std::max(widest_, d.size);
+        : box_(box), s_(std::move(s)), o_(o), widest_(widest_fixed_size(*s_)) {
         set_dtype(dtype);
     }
 
@@ -339,12 +319,8 @@ private:
                 m = std::max(m, Eigen::Map<const Eigen::ArrayXd>(v.data(), static_cast<Eigen::Index>(v.size())).abs().maxCoeff());
         return m;
     }
-    // The reductions a layer over this signature can do are at most as long as every axis together plus the
-    // widest fixed size (proofs-notes/signature-audit.md): k = that, in check/compare.h's float_tolerance.
     double tolerance(const Lengths& lengths, double magnitude, const ToleranceModel& t) const {
-        long total = 0;
-        for (const auto& [axis, len] : lengths) total += len;
-        return float_tolerance(t, total, widest_, magnitude);
+        return signature_tolerance(t, lengths, widest_, magnitude);
     }
 
     const BatchedNamedBlackBox& box_;
@@ -352,7 +328,7 @@ private:
     const AuditOptions& o_;
     Arithmetic dtype_ = Arithmetic::float64;
     ToleranceModel tolerance_;
-    int widest_ = 1;  // the widest fixed size (an open one is not counted: the one-tensor form's k is n + d)
+    int widest_;  // the widest fixed size (an open one is not counted: the one-tensor form's k is n + d)
     std::map<std::pair<std::string, std::size_t>, int> open_;  // (output, dim) -> the size its first answer gave
 };
 
