@@ -53,38 +53,6 @@ Permutations identities(const Lengths& lengths) {
     return perms;
 }
 
-}  // namespace
-
-// a against b, entry by entry, as check/compare.h's compare does: non-finite entries equal only the same value.
-// The two sides are left out (filled in by the caller when the comparison is kept): a passing case copies nothing.
-OutputComparison compare_tensors(const std::string& name, const Tensor& a, const Tensor& b, double tolerance) {
-    OutputComparison c{name, {}, {}, 0.0, tolerance, {}, true, false};
-    if (a.shape != b.shape || a.values.size() != b.values.size()) {
-        c.holds = false;
-        c.shape_mismatch = true;
-        c.max_abs_diff = std::numeric_limits<double>::infinity();
-        return c;
-    }
-    std::size_t worst = 0;
-    for (std::size_t e = 0; e < a.values.size(); ++e) {
-        const double x = a.values[e], y = b.values[e];
-        double diff;
-        if (!std::isfinite(x) || !std::isfinite(y))
-            diff = (std::isnan(x) && std::isnan(y)) || x == y ? 0.0 : std::numeric_limits<double>::infinity();
-        else
-            diff = std::abs(x - y);
-        if (diff > tolerance) c.holds = false;
-        if (diff > c.max_abs_diff) {
-            c.max_abs_diff = diff;
-            worst = e;
-        }
-    }
-    if (!a.values.empty()) c.where = position_of(worst, a.shape);
-    return c;
-}
-
-namespace {
-
 // What one case showed. For nondeterminism, `inputs` were answered twice: each output's layer_of_permuted and
 // permuted_layer are the first and second answer, and perms are identities.
 struct SignatureObservation {

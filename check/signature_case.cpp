@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <utility>
@@ -399,6 +400,34 @@ double signature_tolerance(const ToleranceModel& m, const Lengths& lengths, int 
     long total = 0;
     for (const auto& [axis, len] : lengths) total += len;
     return float_tolerance(m, total, widest, magnitude);
+}
+
+// a against b, entry by entry, as check/compare.h's compare does: non-finite entries equal only the same value.
+// The two sides are left out (filled in by the caller when the comparison is kept): a passing case copies nothing.
+OutputComparison compare_tensors(const std::string& name, const Tensor& a, const Tensor& b, double tolerance) {
+    OutputComparison c{name, {}, {}, 0.0, tolerance, {}, true, false};
+    if (a.shape != b.shape || a.values.size() != b.values.size()) {
+        c.holds = false;
+        c.shape_mismatch = true;
+        c.max_abs_diff = std::numeric_limits<double>::infinity();
+        return c;
+    }
+    std::size_t worst = 0;
+    for (std::size_t e = 0; e < a.values.size(); ++e) {
+        const double x = a.values[e], y = b.values[e];
+        double diff;
+        if (!std::isfinite(x) || !std::isfinite(y))
+            diff = (std::isnan(x) && std::isnan(y)) || x == y ? 0.0 : std::numeric_limits<double>::infinity();
+        else
+            diff = std::abs(x - y);
+        if (diff > tolerance) c.holds = false;
+        if (diff > c.max_abs_diff) {
+            c.max_abs_diff = diff;
+            worst = e;
+        }
+    }
+    if (!a.values.empty()) c.where = position_of(worst, a.shape);
+    return c;
 }
 
 }  // namespace permcheck
