@@ -485,17 +485,15 @@ AuditResult audit(const std::vector<NamedBlackBox>& layers, const Signature& sig
 
 namespace {
 
-// The options a signature audit reads: the one-tensor form's lengths as given, a signature's from its axes (the
-// fields it replaces are not the caller's to get wrong).
+// The options a signature audit reads, the lengths its axes give (the fields they replace are not the caller's to
+// get wrong): the one-tensor form's n with the shorthand's bounds, and its long_len.
 void validate_for(const Signature& s, const AuditOptions& given) {
     AuditOptions checked = given;
     const AuditOptions defaults;
     checked.d = defaults.d;
-    if (!s.one_tensor) {
-        checked.min_len = defaults.min_len;
-        checked.max_len = defaults.max_len;
-        checked.long_len = defaults.long_len;
-    }
+    checked.min_len = s.one_tensor ? s.axes[0].min_len : defaults.min_len;
+    checked.max_len = s.one_tensor ? s.axes[0].max_len : defaults.max_len;
+    if (!s.one_tensor) checked.long_len = defaults.long_len;
     validate(checked);
 }
 
@@ -504,7 +502,7 @@ void validate_for(const Signature& s, const AuditOptions& given) {
 std::vector<Lengths> case_lengths(const Signature& s, const AuditOptions& o) {
     if (!s.one_tensor) return signature_lengths(s, o.cases, o.seed);
     std::vector<Lengths> out;
-    for (int n : audit_lengths({o.min_len, o.max_len, o.long_len, o.cases})) out.push_back({{"n", n}});
+    for (int n : audit_lengths({s.axes[0].min_len, s.axes[0].max_len, o.long_len, o.cases})) out.push_back({{"n", n}});
     return out;
 }
 
