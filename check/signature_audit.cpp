@@ -83,6 +83,9 @@ public:
                        Arithmetic dtype)
         : box_(box), s_(std::move(s)), o_(o), widest_(widest_fixed_size(*s_)) {
         set_dtype(dtype);
+        if (!s_->one_tensor) return;
+        const TensorSpec& y = s_->outputs[0];  // a width already known (a saved report's) is the one to answer
+        if (!y.dims.back().is_open()) open_[{y.name, y.dims.size() - 1}] = y.dims.back().size;
     }
 
     int evaluations = 0;
@@ -303,15 +306,18 @@ private:
 // An open size is the one the first answer gave; every later answer must have it.
 void SignatureEvaluator::check_open_size(const TensorSpec& spec, std::size_t k, int size, const std::string& in_a_request) {
     const bool rows = s_->one_tensor;  // the shorthand's y is rows of features
+    const std::string dim = " in dim " + std::to_string(k);
     if (size < 1)
-        throw AdapterError("the layer answered " + std::string(rows ? "rows of width 0" : "output '" + spec.name + "' with size 0 in dim " + std::to_string(k)) + in_a_request);
+        throw AdapterError("the layer answered " + (rows ? "rows of width 0" : "output '" + spec.name + "' with size 0" + dim) +
+                           in_a_request);
     const auto [it, first] = open_.emplace(std::pair{spec.name, k}, size);
     if (first || it->second == size) return;
-    throw AdapterError(rows ? "the layer answered rows of width " + std::to_string(size) + in_a_request + ", after rows of width " +
-                                  std::to_string(it->second) + " before; the output width must not depend on the input"
-                            : "the layer answered output '" + spec.name + "' with size " + std::to_string(size) + " in dim " +
-                                  std::to_string(k) + in_a_request + ", after " + std::to_string(it->second) +
-                                  " before; a size the signature leaves open must not depend on the input");
+    const std::string was = std::to_string(it->second), is = std::to_string(size);
+    if (rows)
+        throw AdapterError("the layer answered rows of width " + is + in_a_request + ", after rows of width " + was +
+                           " before; the output width must not depend on the input");
+    throw AdapterError("the layer answered output '" + spec.name + "' with size " + is + dim + in_a_request + ", after " +
+                       was + " before; a size the signature leaves open must not depend on the input");
 }
 
 // The shorthand's messages: rows and a width, as a sequence or a pooled layer answers them.
