@@ -38,22 +38,6 @@ std::string lengths_text(const Lengths& lengths) {
     return out;
 }
 
-// The multi-index of element e of a tensor of this shape.
-std::vector<int> position_of(std::size_t e, const std::vector<int>& shape) {
-    std::vector<int> where(shape.size());
-    for (std::size_t k = shape.size(); k-- > 0;) {
-        where[k] = static_cast<int>(e % static_cast<std::size_t>(shape[k]));
-        e /= static_cast<std::size_t>(shape[k]);
-    }
-    return where;
-}
-
-double finite_max_abs(const std::vector<double>& values, double start = 0.0) {
-    for (double v : values)
-        if (std::isfinite(v)) start = std::max(start, std::abs(v));
-    return start;
-}
-
 bool same_values(const Tensors& a, const Tensors& b) {
     if (a.size() != b.size()) return false;
     for (const auto& [name, t] : a) {
@@ -68,38 +52,6 @@ Permutations identities(const Lengths& lengths) {
     for (const auto& [axis, len] : lengths) perms[axis] = Permutation::identity(len);
     return perms;
 }
-
-}  // namespace
-
-// a against b, entry by entry, as check/compare.h's compare does: non-finite entries equal only the same value.
-// The two sides are left out (filled in by the caller when the comparison is kept): a passing case copies nothing.
-OutputComparison compare_tensors(const std::string& name, const Tensor& a, const Tensor& b, double tolerance) {
-    OutputComparison c{name, {}, {}, 0.0, tolerance, {}, true, false};
-    if (a.shape != b.shape || a.values.size() != b.values.size()) {
-        c.holds = false;
-        c.shape_mismatch = true;
-        c.max_abs_diff = std::numeric_limits<double>::infinity();
-        return c;
-    }
-    std::size_t worst = 0;
-    for (std::size_t e = 0; e < a.values.size(); ++e) {
-        const double x = a.values[e], y = b.values[e];
-        double diff;
-        if (!std::isfinite(x) || !std::isfinite(y))
-            diff = (std::isnan(x) && std::isnan(y)) || x == y ? 0.0 : std::numeric_limits<double>::infinity();
-        else
-            diff = std::abs(x - y);
-        if (diff > tolerance) c.holds = false;
-        if (diff > c.max_abs_diff) {
-            c.max_abs_diff = diff;
-            worst = e;
-        }
-    }
-    if (!a.values.empty()) c.where = position_of(worst, a.shape);
-    return c;
-}
-
-namespace {
 
 // What one case showed. For nondeterminism, `inputs` were answered twice: each output's layer_of_permuted and
 // permuted_layer are the first and second answer, and perms are identities.
@@ -129,12 +81,11 @@ public:
 
     SignatureEvaluator(const BatchedNamedBlackBox& box, std::shared_ptr<const Signature> s, const AuditOptions& o,
                        Arithmetic dtype)
-        : box_(box), s_(std::move(s)), o_(o) {
-        for (const auto* list : {&s_->inputs, &s_->outputs})
-            for (const TensorSpec& t : *list)
-                for (const Dim& d : t.dims)
-                    if (!d.is_axis()) widest_ = std::max(widest_, d.size);
+        : box_(box), s_(std::move(s)), o_(o), widest_(widest_fixed_size(*s_)) {
         set_dtype(dtype);
+        if (!s_->one_tensor) return;
+        const TensorSpec& y = s_->outputs[0];  // a width already known (a saved report's) is the one to answer
+        if (!y.dims.back().is_open()) open_[{y.name, y.dims.size() - 1}] = y.dims.back().size;
     }
 
     int evaluations = 0;
@@ -339,12 +290,8 @@ private:
                 m = std::max(m, Eigen::Map<const Eigen::ArrayXd>(v.data(), static_cast<Eigen::Index>(v.size())).abs().maxCoeff());
         return m;
     }
-    // The reductions a layer over this signature can do are at most as long as every axis together plus the
-    // widest fixed size (proofs-notes/signature-audit.md): k = that, in check/compare.h's float_tolerance.
     double tolerance(const Lengths& lengths, double magnitude, const ToleranceModel& t) const {
-        long total = 0;
-        for (const auto& [axis, len] : lengths) total += len;
-        return float_tolerance(t, total, widest_, magnitude);
+        return signature_tolerance(t, lengths, widest_, magnitude);
     }
 
     const BatchedNamedBlackBox& box_;
@@ -352,22 +299,25 @@ private:
     const AuditOptions& o_;
     Arithmetic dtype_ = Arithmetic::float64;
     ToleranceModel tolerance_;
-    int widest_ = 1;  // the widest fixed size (an open one is not counted: the one-tensor form's k is n + d)
+    int widest_;  // the widest fixed size (an open one is not counted: the one-tensor form's k is n + d)
     std::map<std::pair<std::string, std::size_t>, int> open_;  // (output, dim) -> the size its first answer gave
 };
 
 // An open size is the one the first answer gave; every later answer must have it.
 void SignatureEvaluator::check_open_size(const TensorSpec& spec, std::size_t k, int size, const std::string& in_a_request) {
     const bool rows = s_->one_tensor;  // the shorthand's y is rows of features
+    const std::string dim = " in dim " + std::to_string(k);
     if (size < 1)
-        throw AdapterError("the layer answered " + std::string(rows ? "rows of width 0" : "output '" + spec.name + "' with size 0 in dim " + std::to_string(k)) + in_a_request);
+        throw AdapterError("the layer answered " + (rows ? "rows of width 0" : "output '" + spec.name + "' with size 0" + dim) +
+                           in_a_request);
     const auto [it, first] = open_.emplace(std::pair{spec.name, k}, size);
     if (first || it->second == size) return;
-    throw AdapterError(rows ? "the layer answered rows of width " + std::to_string(size) + in_a_request + ", after rows of width " +
-                                  std::to_string(it->second) + " before; the output width must not depend on the input"
-                            : "the layer answered output '" + spec.name + "' with size " + std::to_string(size) + " in dim " +
-                                  std::to_string(k) + in_a_request + ", after " + std::to_string(it->second) +
-                                  " before; a size the signature leaves open must not depend on the input");
+    const std::string was = std::to_string(it->second), is = std::to_string(size);
+    if (rows)
+        throw AdapterError("the layer answered rows of width " + is + in_a_request + ", after rows of width " + was +
+                           " before; the output width must not depend on the input");
+    throw AdapterError("the layer answered output '" + spec.name + "' with size " + is + dim + in_a_request + ", after " +
+                       was + " before; a size the signature leaves open must not depend on the input");
 }
 
 // The shorthand's messages: rows and a width, as a sequence or a pooled layer answers them.
@@ -541,17 +491,15 @@ AuditResult audit(const std::vector<NamedBlackBox>& layers, const Signature& sig
 
 namespace {
 
-// The options a signature audit reads: the one-tensor form's lengths as given, a signature's from its axes (the
-// fields it replaces are not the caller's to get wrong).
+// The options a signature audit reads, the lengths its axes give (the fields they replace are not the caller's to
+// get wrong): the one-tensor form's n with the shorthand's bounds, and its long_len.
 void validate_for(const Signature& s, const AuditOptions& given) {
     AuditOptions checked = given;
     const AuditOptions defaults;
     checked.d = defaults.d;
-    if (!s.one_tensor) {
-        checked.min_len = defaults.min_len;
-        checked.max_len = defaults.max_len;
-        checked.long_len = defaults.long_len;
-    }
+    checked.min_len = s.one_tensor ? s.axes[0].min_len : defaults.min_len;
+    checked.max_len = s.one_tensor ? s.axes[0].max_len : defaults.max_len;
+    if (!s.one_tensor) checked.long_len = defaults.long_len;
     validate(checked);
 }
 
@@ -560,7 +508,7 @@ void validate_for(const Signature& s, const AuditOptions& given) {
 std::vector<Lengths> case_lengths(const Signature& s, const AuditOptions& o) {
     if (!s.one_tensor) return signature_lengths(s, o.cases, o.seed);
     std::vector<Lengths> out;
-    for (int n : audit_lengths({o.min_len, o.max_len, o.long_len, o.cases})) out.push_back({{"n", n}});
+    for (int n : audit_lengths({s.axes[0].min_len, s.axes[0].max_len, o.long_len, o.cases})) out.push_back({{"n", n}});
     return out;
 }
 

@@ -18,9 +18,9 @@ struct BatchedNamedBlackBox {
 
 // Audits a layer with a signature. Reads of opts everything but output and d, which the signature replaces. A
 // signature's axes replace min_len, max_len and long_len too: each axis gets the length schedule of
-// check/lengths.h over [min_len, max_len], its max_len a hard cap (the user wrote it). A one_tensor signature
-// reads them as the shorthand does (one case in ten longer, up to long_len). Throws std::invalid_argument for a
-// bad signature (validate) or bad options.
+// check/lengths.h over [min_len, max_len], its max_len a hard cap (the user wrote it). A one_tensor signature's
+// axis n gets the shorthand's schedule over its range (one case in ten longer, up to opts.long_len). Throws
+// std::invalid_argument for a bad signature (validate) or bad options.
 AuditResult audit(const NamedBlackBox& layer, const Signature& signature, const AuditOptions& opts);
 AuditResult audit(const std::vector<NamedBlackBox>& layers, const Signature& signature, const AuditOptions& opts);
 // The same with batched sides, as for BatchedBlackBox.

@@ -3,6 +3,8 @@
 #include "check/lengths.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <utility>
@@ -368,6 +370,64 @@ SignatureCase draw_one_tensor_case(int d, int n, const rc::Random& random, int s
 
 rc::Shrinkable<SignatureCase> shrinkable_one_tensor_case(const SignatureCase& c, int min_len) {
     return rc::shrinkable::map(shrinkable_case(case_of(c), min_len), [](const Case& k) { return one_tensor_case(k); });
+}
+
+int widest_fixed_size(const Signature& s) {
+    int widest = 1;
+    for (const auto* list : {&s.inputs, &s.outputs})
+        for (const TensorSpec& t : *list)
+            for (const Dim& d : t.dims)
+                if (!d.is_axis()) widest = std::max(widest, d.size);
+    return widest;
+}
+
+double finite_max_abs(const std::vector<double>& values, double start) {
+    for (double v : values)
+        if (std::isfinite(v)) start = std::max(start, std::abs(v));
+    return start;
+}
+
+std::vector<int> position_of(std::size_t e, const std::vector<int>& shape) {
+    std::vector<int> where(shape.size());
+    for (std::size_t k = shape.size(); k-- > 0;) {
+        where[k] = static_cast<int>(e % static_cast<std::size_t>(shape[k]));
+        e /= static_cast<std::size_t>(shape[k]);
+    }
+    return where;
+}
+
+double signature_tolerance(const ToleranceModel& m, const Lengths& lengths, int widest, double magnitude) {
+    long total = 0;
+    for (const auto& [axis, len] : lengths) total += len;
+    return float_tolerance(m, total, widest, magnitude);
+}
+
+// a against b, entry by entry, as check/compare.h's compare does: non-finite entries equal only the same value.
+// The two sides are left out (filled in by the caller when the comparison is kept): a passing case copies nothing.
+OutputComparison compare_tensors(const std::string& name, const Tensor& a, const Tensor& b, double tolerance) {
+    OutputComparison c{name, {}, {}, 0.0, tolerance, {}, true, false};
+    if (a.shape != b.shape || a.values.size() != b.values.size()) {
+        c.holds = false;
+        c.shape_mismatch = true;
+        c.max_abs_diff = std::numeric_limits<double>::infinity();
+        return c;
+    }
+    std::size_t worst = 0;
+    for (std::size_t e = 0; e < a.values.size(); ++e) {
+        const double x = a.values[e], y = b.values[e];
+        double diff;
+        if (!std::isfinite(x) || !std::isfinite(y))
+            diff = (std::isnan(x) && std::isnan(y)) || x == y ? 0.0 : std::numeric_limits<double>::infinity();
+        else
+            diff = std::abs(x - y);
+        if (diff > tolerance) c.holds = false;
+        if (diff > c.max_abs_diff) {
+            c.max_abs_diff = diff;
+            worst = e;
+        }
+    }
+    if (!a.values.empty()) c.where = position_of(worst, a.shape);
+    return c;
 }
 
 }  // namespace permcheck

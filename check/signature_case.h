@@ -15,6 +15,7 @@
 #pragma once
 
 #include "check/case.h"
+#include "check/compare.h"
 #include "check/generators.h"
 #include "check/signature.h"
 
@@ -64,6 +65,15 @@ rc::Shrinkable<SignatureCase> shrinkable_one_tensor_case(const SignatureCase& c,
 
 rc::Seq<SignatureCase> signature_case_shrinks(const std::shared_ptr<const Signature>& s, const SignatureCase& c);
 rc::Shrinkable<SignatureCase> shrinkable_signature_case(const std::shared_ptr<const Signature>& s, SignatureCase c);
+
+// What every comparison of named tensors shares (the audit's, the white-box check's, the taps'): the widest fixed
+// size of the signature's inputs and outputs (1 when none; an open size is not counted), the largest finite |value|
+// (at least `start`), the multi-index of element e of a tensor of this shape, and the tolerance at these lengths:
+// reductions as long as every axis together plus the widest fixed size (proofs-notes/signature-audit.md).
+int widest_fixed_size(const Signature& s);
+double finite_max_abs(const std::vector<double>& values, double start = 0.0);
+std::vector<int> position_of(std::size_t e, const std::vector<int>& shape);
+double signature_tolerance(const ToleranceModel& m, const Lengths& lengths, int widest, double magnitude);
 
 // a against b entry by entry, as check/compare.h's compare does (non-finite entries equal only the same value):
 // the largest difference, where it is, and whether it is within `tolerance`; both sides are left out. Shapes that

@@ -30,23 +30,9 @@ template <class S> Tensor as_doubles(const NamedTensor<S>& t) {
     return out;
 }
 
-double largest(const std::vector<double>& values, double start) {
-    for (double v : values)
-        if (std::isfinite(v)) start = std::max(start, std::abs(v));
-    return start;
-}
-
-// The signature audit's tolerance (check/signature_audit.cpp): reductions as long as every axis together plus
-// the widest fixed size; 0 in exact arithmetic (the model's, check/compare.h).
+// The signature audit's tolerance (check/signature_case.h): 0 in exact arithmetic (the model's, check/compare.h).
 double tolerance_for(const Signature& s, const Lengths& lengths, double magnitude, const ToleranceModel& m) {
-    long total = 0;
-    for (const auto& [axis, len] : lengths) total += len;
-    int widest = 1;
-    for (const auto* list : {&s.inputs, &s.outputs})
-        for (const TensorSpec& t : *list)
-            for (const Dim& d : t.dims)
-                if (!d.is_axis()) widest = std::max(widest, d.size);
-    return float_tolerance(m, total, widest, magnitude);
+    return signature_tolerance(m, lengths, widest_fixed_size(s), magnitude);
 }
 
 template <class S>
@@ -65,12 +51,7 @@ OutputComparison compare_output(const TensorSpec& spec, const NamedTensor<S>& lh
             worst = e;
         }
     }
-    std::size_t rest = worst;
-    c.where.assign(lhs.shape.size(), 0);
-    for (std::size_t k = lhs.shape.size(); k-- > 0 && !lhs.values.empty();) {
-        c.where[k] = static_cast<int>(rest % static_cast<std::size_t>(lhs.shape[k]));
-        rest /= static_cast<std::size_t>(lhs.shape[k]);
-    }
+    c.where = lhs.values.empty() ? std::vector<int>(lhs.shape.size(), 0) : position_of(worst, lhs.shape);
     return c;
 }
 
@@ -86,7 +67,7 @@ std::vector<OutputComparison> compare_signature_case(const SignatureFamily& fami
     const NamedTensors<S> lhs = layer(in_scalar<S>(permute_inputs(s, perms, inputs)));
     double magnitude = 0.0;
     for (const TensorSpec& t : s.inputs)
-        if (t.kind == TensorKind::real) magnitude = largest(inputs.at(t.name).values, magnitude);
+        if (t.kind == TensorKind::real) magnitude = finite_max_abs(inputs.at(t.name).values, magnitude);
     const ToleranceModel model = tolerance_model_of<S>(family.amplification);
     std::vector<OutputComparison> out;
     for (const TensorSpec& spec : s.outputs) {
@@ -95,7 +76,7 @@ std::vector<OutputComparison> compare_signature_case(const SignatureFamily& fami
                                    index_text(y.at(spec.name).shape));
         const NamedTensor<S> rhs = permuted_output(spec, perms, y.at(spec.name));
         const Tensor l = as_doubles(lhs.at(spec.name)), r = as_doubles(rhs);
-        const double m = largest(l.values, largest(r.values, magnitude));
+        const double m = finite_max_abs(l.values, finite_max_abs(r.values, magnitude));
         out.push_back(compare_output(spec, lhs.at(spec.name), rhs, tolerance_for(s, lengths, m, model)));
     }
     return out;

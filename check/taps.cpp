@@ -141,12 +141,6 @@ std::vector<std::string> tap_axes(const std::vector<int>& shape, const Lengths& 
 
 namespace {
 
-double finite_max_abs(const std::vector<double>& values, double start) {
-    for (double v : values)
-        if (std::isfinite(v)) start = std::max(start, std::abs(v));
-    return start;
-}
-
 bool all_finite(const std::vector<double>& values) {
     return std::all_of(values.begin(), values.end(), [](double v) { return std::isfinite(v); });
 }
@@ -170,11 +164,9 @@ TapComparison judge_tap(const std::string& name, const Tensor& at_x, const Tenso
         if (axes[k].empty()) widest = std::max(widest, at_x.shape[k]);
     }
     const Tensor rhs = permute_output(spec, perms, at_x);
-    long total = 0;
-    for (const auto& entry : lengths) total += entry.second;
     const ToleranceModel model = tolerance_model(dtype, amplification);
     const double m = finite_max_abs(rhs.values, finite_max_abs(at_px.values, inputs_magnitude));
-    const OutputComparison o = compare_tensors(name, at_px, rhs, float_tolerance(model, total, widest, m));
+    const OutputComparison o = compare_tensors(name, at_px, rhs, signature_tolerance(model, lengths, widest, m));
     c.max_abs_diff = o.max_abs_diff;
     c.tolerance = o.tolerance;
     if (!all_finite(at_x.values) || !all_finite(at_px.values)) {
@@ -184,14 +176,6 @@ TapComparison judge_tap(const std::string& name, const Tensor& at_x, const Tenso
         c.verdict = TapVerdict::violated;
     }
     return c;
-}
-
-Signature shorthand_signature(int d, int min_len, int max_len) {
-    Signature s;
-    s.axes.push_back(Axis{"n", min_len, max_len});
-    s.inputs.push_back(TensorSpec{"x", {Dim{"n", 0}, Dim{"", d}}, TensorKind::real, ""});
-    s.outputs.push_back(TensorSpec{"y", {Dim{"n", 0}, Dim{"", d}}, TensorKind::real, ""});
-    return s;
 }
 
 namespace {
@@ -281,15 +265,6 @@ std::vector<std::string> axes_of(const Tap& t, const Lengths& lengths,
     return tap_axes(t.value.shape, lengths, shapes);
 }
 
-int widest_fixed(const Signature& s) {
-    int widest = 1;
-    for (const auto* list : {&s.inputs, &s.outputs})
-        for (const TensorSpec& t : *list)
-            for (const Dim& d : t.dims)
-                if (!d.is_axis()) widest = std::max(widest, d.size);
-    return widest;
-}
-
 double real_inputs_magnitude(const Signature& s, const Tensors& inputs) {
     double m = 0.0;
     for (const TensorSpec& spec : s.inputs)
@@ -336,7 +311,7 @@ TapTrace trace_taps(const TapSource& source, const Signature& s, const Lengths& 
         }
         try {
             const std::vector<std::string> axes = axes_of(t, lengths, probes);
-            trace.taps.push_back(judge_tap(t.name, t.value, other->second->value, axes, perms, lengths, widest_fixed(s),
+            trace.taps.push_back(judge_tap(t.name, t.value, other->second->value, axes, perms, lengths, widest_fixed_size(s),
                                            magnitude, dtype, amplification));
         } catch (const std::invalid_argument& e) {
             trace.taps.push_back(not_comparable(t, std::string("which dims follow which axis cannot be told: ") + e.what()));

@@ -95,7 +95,4 @@ TapComparison judge_tap(const std::string& name, const Tensor& at_x, const Tenso
 TapTrace trace_taps(const TapSource& source, const Signature& s, const Lengths& lengths, const Permutations& perms,
                     const Tensors& inputs, Arithmetic dtype, double amplification);
 
-// The one-tensor shorthand (--dim) as a signature: axis n over [min_len, max_len], input x:n,d, output y.
-Signature shorthand_signature(int d, int min_len, int max_len);
-
 }  // namespace permcheck

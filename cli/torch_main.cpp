@@ -88,6 +88,8 @@ Plan plan_of(const Request& q) {
     if (!p.layer) p.signature = signature_of(q.signature);
     else if (*p.layer == adapters::TorchLayer::decoder_layer)
         p.signature = adapters::torch_decoder_signature(q.torch, q.flags.min_len, q.flags.max_len);
+    else  // mha and the encoder layer: the one-tensor shorthand's signature
+        p.signature = one_tensor_signature(q.flags.dim, Output::sequence, q.flags.min_len, q.flags.max_len);
     return p;
 }
 
@@ -161,18 +163,14 @@ AuditResult audit_of(Request& q, const Plan& p) {
                                  q.flags);
     }
     o.amplification = adapters::torch_amplification(q.torch.layer);
-    if (p.signature) {
-        const NamedBlackBox box = adapters::torch_decoder_black_box(q.torch);
-        return run_interruptibly([&](const AuditOptions& a) { return audit(box, *p.signature, a); }, o, kProgram,
-                                 q.flags);
-    }
-    const BlackBox box = adapters::torch_black_box(q.torch);
-    return run_interruptibly([&](const AuditOptions& a) { return audit(box, a); }, o, kProgram, q.flags);
+    const NamedBlackBox box = p.signature->one_tensor ? one_tensor_box(adapters::torch_black_box(q.torch), Output::sequence)
+                                                      : adapters::torch_decoder_black_box(q.torch);
+    return run_interruptibly([&](const AuditOptions& a) { return audit(box, *p.signature, a); }, o, kProgram, q.flags);
 }
 
 std::string head_of(const Request& q, const Plan& p, const AuditResult& r) {
     std::string head = "audit of " + name_of(q, p) + ": ";
-    if (p.signature) return head + signature_head(*p.signature, r);
+    if (p.signature && !p.signature->one_tensor) return head + signature_head(*p.signature, r);
     return head + property_name(Property::equivariance);
 }
 

@@ -15,6 +15,15 @@
 
 namespace permcheck {
 namespace {
+// The one-tensor shorthand's signature as an audit of a layer answering d features learned it.
+Signature one_tensor_signature_of(int d, int min_len, int max_len) {
+    Signature s = one_tensor_signature(d, Output::sequence, min_len, max_len);
+    s.outputs[0].dims[1].size = d;
+    return s;
+}
+}  // namespace
+
+namespace {
 
 Tensor tensor(std::vector<int> shape, std::vector<double> values) { return Tensor{std::move(shape), std::move(values)}; }
 
@@ -168,7 +177,7 @@ struct Stack {
 };
 
 TEST(TapTrace, NamesTheFirstBreakingTapWithAxesFoundByProbesWhenNEqualsD) {
-    const Signature s = shorthand_signature(4, 4, 4);
+    const Signature s = one_tensor_signature_of(4, 4, 4);
     auto stack = std::make_shared<Stack>();
     Tensor x{{4, 4}, {}};
     for (int e = 0; e < 16; ++e) x.values.push_back(0.25 * e - 1);
@@ -188,7 +197,7 @@ TEST(TapTrace, NamesTheFirstBreakingTapWithAxesFoundByProbesWhenNEqualsD) {
 }
 
 TEST(TapTrace, DeclaredDimsNeedNoProbeAndABadDeclarationIsNotComparable) {
-    const Signature s = shorthand_signature(2, 1, 8);
+    const Signature s = one_tensor_signature_of(2, 1, 8);
     int calls = 0;
     const TapSource declared = [&calls](const Tensors& in) {
         ++calls;
@@ -216,7 +225,7 @@ TEST(TapTrace, DeclaredDimsNeedNoProbeAndABadDeclarationIsNotComparable) {
 TEST(TapTrace, ABfloat16AuditsTapsAreJudgedWithBfloat16sTolerance) {
     // A tap with a position-dependent error of bfloat16's size (1e-2 at magnitude 1.01, k = 2 + 2): holds in a
     // bfloat16 audit's trace, breaks in a float64 audit's, where it would be a real position leak.
-    const Signature s = shorthand_signature(2, 1, 8);
+    const Signature s = one_tensor_signature_of(2, 1, 8);
     const TapSource rounding = [](const Tensors& in) {
         Tap t{"rounded", in.at("x"), std::vector<std::string>{"n", ""}};
         for (std::size_t e = 0; e < t.value.values.size(); e += 2) t.value.values[e] += 1e-2 * static_cast<double>(e / 2);
@@ -235,7 +244,7 @@ TEST(TapTrace, ABfloat16AuditsTapsAreJudgedWithBfloat16sTolerance) {
 }
 
 TEST(TapTrace, ASourceThatFailsOrOffersNoneLeavesANoteNotAnException) {
-    const Signature s = shorthand_signature(2, 1, 8);
+    const Signature s = one_tensor_signature_of(2, 1, 8);
     const Tensors x{{"x", tensor({2, 2}, {1, 2, 3, 4})}};
     const TapTrace failed = trace_taps([](const Tensors&) -> std::vector<Tap> { throw AdapterError("it died"); }, s,
                                        {{"n", 2}}, {{"n", kSwap}}, x, Arithmetic::float64, 1.0);

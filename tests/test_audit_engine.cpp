@@ -1,0 +1,714 @@
+// The audit engine's specification (check/blackbox.h, check/audit_engine.h, check/lengths.h), with in-process
+// black boxes only: verdicts and their shrunk counterexamples, the dtype inferred from the answers, half
+// precision, the length schedule, shards and workers, batched black boxes, stop requests and progress.
+// No process is started here: the subprocess adapter is tests/test_exec_adapter.cpp, the command test_audit_cli.cpp.
+#include "check/audit_engine.h"
+#include "check/blackbox.h"
+#include "check/engine.h"
+#include "check/lengths.h"
+#include "tests/support/mutants.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace permcheck {
+namespace {
+
+// ---------------------------------------------------------------------------------------------------------
+// In-process black boxes
+
+// x_i - mean(x), computed in float with the sum in index order: equivariant, up to the order of summation.
+Mat<double> centered_float32(const Mat<double>& x) {
+    const Mat<float> xf = x.cast<float>();
+    Eigen::RowVectorXf sum = Eigen::RowVectorXf::Zero(xf.cols());
+    for (Eigen::Index i = 0; i < xf.rows(); ++i) sum += xf.row(i);
+    const Eigen::RowVectorXf mean = sum / static_cast<float>(xf.rows());
+    Mat<float> y = xf;
+    for (Eigen::Index i = 0; i < y.rows(); ++i) y.row(i) -= mean;
+    return y.cast<double>();
+}
+
+// Scales position i by (1 + 1e-7 i): a leak of relative size 1e-7 per position.
+Mat<double> tiny_leak_float64(const Mat<double>& x) {
+    Mat<double> y = x;
+    for (Eigen::Index i = 0; i < y.rows(); ++i) y.row(i) *= 1.0 + 1e-7 * static_cast<double>(i);
+    return y;
+}
+
+// Equivariant on the first four positions; from position 4 on, rows are doubled.
+Mat<double> leak_from_position_4(const Mat<double>& x) {
+    Mat<double> y = x;
+    for (Eigen::Index i = 4; i < y.rows(); ++i) y.row(i) *= 2.0;
+    return y;
+}
+
+// Marks the position with the largest first feature; among ties, the first index wins. Equivariant on
+// inputs without ties, not on inputs with them.
+Mat<double> argmax_first_index(const Mat<double>& x) {
+    Eigen::Index best = 0;
+    for (Eigen::Index i = 1; i < x.rows(); ++i)
+        if (x(i, 0) > x(best, 0)) best = i;
+    Mat<double> y = x;
+    y(best, 0) += 1.0;
+    return y;
+}
+
+Mat<double> identity_layer(const Mat<double>& x) { return x; }
+
+// A layer with dropout left on: equivariant in expectation, two answers to the same input.
+struct Noisy {
+    std::shared_ptr<std::mt19937_64> rng = std::make_shared<std::mt19937_64>(7);
+    BlackBox inner = identity_layer;
+    Mat<double> operator()(const Mat<double>& x) const {
+        Mat<double> y = inner(x);
+        std::uniform_real_distribution<double> noise(-1e-3, 1e-3);
+        for (Eigen::Index i = 0; i < y.size(); ++i) y.data()[i] += noise(*rng);
+        return y;
+    }
+};
+
+AuditOptions options(int cases = 100) {
+    AuditOptions o;
+    o.cases = cases;
+    o.seed = 3;
+    return o;
+}
+
+TEST(Audit, EquivariantFloat32LayerHoldsUpToSummationOrder) {
+    AuditOptions o = options(200);
+    o.dtype = Arithmetic::float32;
+    o.max_len = 100;
+    const AuditResult r = audit(BlackBox(centered_float32), o);
+    EXPECT_EQ(r.verdict, Verdict::holds) << r.detail;
+    EXPECT_EQ(r.cases, 200);
+    // The test means something only if reordering really changes the float32 answer: a fixed zero tolerance
+    // (or a float64 tolerance) would call this layer broken.
+    bool some_difference = false;
+    std::mt19937 rng(1);
+    std::uniform_real_distribution<double> v(-8, 8);
+    for (int t = 0; t < 20 && !some_difference; ++t) {
+        Mat<double> x(60, 4);
+        for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = v(rng);
+        const Permutation p = Permutation::reversal(60);
+        some_difference = (centered_float32(p.apply(x)) - p.apply(centered_float32(x))).cwiseAbs().maxCoeff() > 0;
+    }
+    EXPECT_TRUE(some_difference);
+    o.dtype = Arithmetic::float64;
+    EXPECT_EQ(audit(BlackBox(centered_float32), o).verdict, Verdict::violated)
+        << "float32 rounding must exceed a float64 tolerance, or the float32 verdict above proves nothing";
+}
+
+TEST(Audit, Float64LeakOfRelativeSize1e7IsViolated) {
+    const AuditResult r = audit(BlackBox(tiny_leak_float64), options());
+    ASSERT_EQ(r.verdict, Verdict::violated);
+    ASSERT_TRUE(r.counterexample);
+    EXPECT_EQ(r.counterexample->n(), 2);
+    EXPECT_GT(r.counterexample->comparison.margin(), 1.0);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The dtype, inferred from the answers when not given
+
+// floor(8 x): integer answers, equivariant.
+Mat<double> integer_layer(const Mat<double>& x) { return (8.0 * x).array().floor().matrix(); }
+
+TEST(AuditDtype, Float32LayerHoldsByDefaultAndIsViolatedUnderAFloat64Tolerance) {
+    AuditOptions o = options(200);
+    o.max_len = 100;
+    ASSERT_FALSE(o.dtype.has_value()) << "inferring is the default";
+    const AuditResult r = audit(BlackBox(centered_float32), o);
+    EXPECT_EQ(r.verdict, Verdict::holds) << r.detail;
+    EXPECT_EQ(r.dtype, Arithmetic::float32);
+    EXPECT_TRUE(r.dtype_inferred);
+    // The replay names the dtype used and judges the same; float64 would call the rounding a violation.
+    o.dtype = r.dtype;
+    const AuditResult again = audit(BlackBox(centered_float32), o);
+    EXPECT_EQ(again.verdict, Verdict::holds);
+    EXPECT_FALSE(again.dtype_inferred);
+    o.dtype = Arithmetic::float64;
+    EXPECT_EQ(audit(BlackBox(centered_float32), o).verdict, Verdict::violated);
+}
+
+TEST(AuditDtype, Float64LeakOf1e7IsStillViolatedAndTheReplayFindsTheSameCase) {
+    const AuditResult r = audit(BlackBox(tiny_leak_float64), options());
+    ASSERT_EQ(r.verdict, Verdict::violated);
+    EXPECT_EQ(r.dtype, Arithmetic::float64);
+    EXPECT_TRUE(r.dtype_inferred);
+    ASSERT_TRUE(r.counterexample);
+    EXPECT_EQ(r.counterexample->dtype, Arithmetic::float64);
+    AuditOptions o = options();
+    o.dtype = r.dtype;
+    const AuditResult again = audit(BlackBox(tiny_leak_float64), o);
+    ASSERT_EQ(again.verdict, Verdict::violated);
+    EXPECT_EQ(again.cases, r.cases);
+    EXPECT_EQ(again.counterexample->x, r.counterexample->x);
+    EXPECT_EQ(again.counterexample->perm.cycles(), r.counterexample->perm.cycles());
+}
+
+TEST(AuditDtype, IntegerAnswersAreJudgedAsFloat64) {
+    const AuditResult r = audit(BlackBox(integer_layer), options(50));
+    EXPECT_EQ(r.verdict, Verdict::holds);
+    EXPECT_EQ(r.dtype, Arithmetic::float64) << "integers are float32 values whatever the layer computes in";
+    EXPECT_TRUE(r.dtype_inferred);
+}
+
+TEST(AuditDtype, EvidenceSaysFloat32OnlyForFloat32ValuesThatAreNotAllIntegers) {
+    struct Evidence : engine::PrecisionEvidence {
+        void add(const Mat<double>& m) { PrecisionEvidence::add(m.data(), static_cast<std::size_t>(m.size())); }
+    };
+    Evidence e;
+    e.add(Mat<double>::Constant(2, 2, 3.0));
+    EXPECT_EQ(e.dtype(), Arithmetic::float64) << "all integers";
+    e.add(Mat<double>::Constant(1, 1, 0.1f));
+    EXPECT_EQ(e.dtype(), Arithmetic::float32);
+    e.add(Mat<double>::Constant(1, 1, std::numeric_limits<double>::quiet_NaN()));
+    EXPECT_EQ(e.dtype(), Arithmetic::float32) << "a non-finite entry says nothing";
+    e.add(Mat<double>::Constant(1, 1, 1e300));
+    EXPECT_EQ(e.dtype(), Arithmetic::float64) << "beyond float32's range";
+    Evidence f;
+    f.add(Mat<double>::Constant(1, 1, 0.1));
+    EXPECT_EQ(f.dtype(), Arithmetic::float64);
+}
+
+TEST(AuditDtype, InferenceDoesNotDependOnTheNumberOfBlackBoxes) {
+    // A float32 layer with a float64-sized leak from position 4: the inferred dtype and the case found must be
+    // those of one box, whatever cases other workers finished past the failure.
+    const BlackBox leaky = [](const Mat<double>& x) { return leak_from_position_4(centered_float32(x)); };
+    const AuditResult one = audit(leaky, options());
+    const AuditResult three = audit(std::vector<BlackBox>{leaky, leaky, leaky}, options());
+    ASSERT_EQ(one.verdict, Verdict::violated);
+    EXPECT_EQ(one.dtype, Arithmetic::float32);
+    EXPECT_EQ(three.verdict, one.verdict);
+    EXPECT_EQ(three.dtype, one.dtype);
+    EXPECT_EQ(three.cases, one.cases);
+    EXPECT_EQ(three.counterexample->x, one.counterexample->x);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Half precision (proofs-notes/half-precision-tolerance.md): layers that round every intermediate
+
+// v rounded to nearest (ties to even) with `bits` significant bits: 11 for float16, 8 for bfloat16 (their
+// exponent ranges are not modelled: the values here stay far inside them).
+double round_to_bits(double v, int bits) {
+    if (v == 0.0 || !std::isfinite(v)) return v;
+    int e = 0;
+    const double m = std::frexp(v, &e);  // v = m 2^e, 0.5 <= |m| < 1
+    return std::ldexp(std::nearbyint(std::ldexp(m, bits)), e - bits);
+}
+
+// Softmax self-attention plus a residual, y_i = x_i + sum_j softmax_j(x_i . x_j / sqrt(d)) x_j, in an arithmetic
+// that rounds every product, partial sum and quotient to `bits` significant bits, summing in index order (so a
+// permutation changes the rounding). Equivariant in real arithmetic; with `leak`, position i adds leak * i to
+// its row, with `scale`, it multiplies its row by 1 + scale * i: position signals.
+struct RoundingAttention {
+    int bits = 8;
+    double leak = 0.0;
+    double scale = 0.0;
+    double r(double v) const { return round_to_bits(v, bits); }
+    Mat<double> operator()(const Mat<double>& x0) const {
+        const Eigen::Index n = x0.rows(), d = x0.cols();
+        const Mat<double> x = x0.unaryExpr([this](double v) { return r(v); });
+        const double inv_sqrt_d = r(1.0 / std::sqrt(static_cast<double>(d)));
+        Mat<double> y(n, d);
+        for (Eigen::Index i = 0; i < n; ++i) {
+            std::vector<double> s(n);
+            for (Eigen::Index j = 0; j < n; ++j) {
+                double dot = 0.0;
+                for (Eigen::Index k = 0; k < d; ++k) dot = r(dot + r(x(i, k) * x(j, k)));
+                s[j] = r(dot * inv_sqrt_d);
+            }
+            const double top = *std::max_element(s.begin(), s.end());
+            double denom = 0.0;
+            for (double& v : s) denom = r(denom + (v = r(std::exp(r(v - top)))));
+            for (Eigen::Index k = 0; k < d; ++k) {
+                double acc = 0.0;
+                for (Eigen::Index j = 0; j < n; ++j) acc = r(acc + r(s[j] * x(j, k)));
+                const double pos = static_cast<double>(i);
+                y(i, k) = r(r(x(i, k) + r(acc / denom)) * (1.0 + scale * pos) + leak * pos);
+            }
+        }
+        return y;
+    }
+};
+
+TEST(AuditHalf, RoundingAttentionHoldsInItsOwnPrecisionUpToLongLengths) {
+    for (const int bits : {11, 8}) {
+        const Arithmetic dtype = bits == 11 ? Arithmetic::float16 : Arithmetic::bfloat16;
+        AuditOptions o = options(200);
+        o.dtype = dtype;
+        o.max_len = 32;
+        o.long_len = 128;
+        const AuditResult r = audit(BlackBox(RoundingAttention{bits}), o);
+        EXPECT_EQ(r.verdict, Verdict::holds) << arithmetic_name(dtype) << ": " << r.detail;
+        EXPECT_EQ(r.dtype, dtype);
+        EXPECT_FALSE(r.dtype_inferred);
+        // The verdict means something only if the rounding really shows: under the float32 tolerance the same
+        // layer is violated.
+        o.dtype = Arithmetic::float32;
+        EXPECT_EQ(audit(BlackBox(RoundingAttention{bits}), o).verdict, Verdict::violated) << arithmetic_name(dtype);
+    }
+}
+
+TEST(AuditHalf, APositionSignalIsViolatedAtTwoPositionsInBothHalfPrecisions) {
+    for (const int bits : {11, 8}) {
+        const Arithmetic dtype = bits == 11 ? Arithmetic::float16 : Arithmetic::bfloat16;
+        AuditOptions o = options(200);
+        o.dtype = dtype;
+        const AuditResult r = audit(BlackBox(RoundingAttention{bits, 0.25}), o);
+        ASSERT_EQ(r.verdict, Verdict::violated) << arithmetic_name(dtype) << ": " << r.detail;
+        ASSERT_TRUE(r.counterexample);
+        EXPECT_EQ(r.counterexample->n(), 2) << describe(*r.counterexample);
+        EXPECT_EQ(r.counterexample->dtype, dtype);
+        EXPECT_GT(r.counterexample->comparison.margin(), 1.0);
+    }
+}
+
+TEST(AuditHalf, ALeakOfTenPercentPerPositionIsSeenInBothHalfPrecisions) {
+    // Relative to the outputs, not added to zeros: a tolerance of the size of the outputs would accept it.
+    for (const int bits : {11, 8}) {
+        const Arithmetic dtype = bits == 11 ? Arithmetic::float16 : Arithmetic::bfloat16;
+        AuditOptions o = options(200);
+        o.dtype = dtype;
+        const AuditResult r = audit(BlackBox(RoundingAttention{bits, 0.0, 0.1}), o);
+        ASSERT_EQ(r.verdict, Verdict::violated) << arithmetic_name(dtype) << ": " << r.detail;
+        ASSERT_TRUE(r.counterexample);
+        EXPECT_LE(r.counterexample->n(), 3) << describe(*r.counterexample);
+        EXPECT_GT(r.counterexample->comparison.max_abs_diff, 0.0);
+    }
+}
+
+TEST(Audit, NondeterministicFindingIsDescribedAsTwoAnswersToOneInput) {
+    AuditResult r = audit(BlackBox(Noisy{}), options());
+    ASSERT_EQ(r.verdict, Verdict::nondeterministic);
+    const std::string text = describe_finding(r);
+    EXPECT_NE(text.find("first answer ="), std::string::npos) << text;
+    EXPECT_NE(text.find("second answer ="), std::string::npos) << text;
+    EXPECT_EQ(text.find("permutation"), std::string::npos) << text;
+    EXPECT_EQ(text.find("weight seed"), std::string::npos) << text;
+}
+
+TEST(Audit, LeakStartingAtPosition4IsShrunkToFivePositions) {
+    const AuditResult r = audit(BlackBox(leak_from_position_4), options());
+    ASSERT_EQ(r.verdict, Verdict::violated);
+    const Counterexample& ce = *r.counterexample;
+    EXPECT_EQ(ce.n(), 5) << describe(ce);
+    EXPECT_EQ(ce.perm.moved(), 2) << "one transposition suffices";
+    EXPECT_NE(ce.perm[4], 4) << "position 4 must receive another row";
+}
+
+TEST(Audit, IndexBasedTieBreakingIsShrunkToTwoPositions) {
+    const AuditResult r = audit(BlackBox(argmax_first_index), options());
+    ASSERT_EQ(r.verdict, Verdict::violated);
+    const Counterexample& ce = *r.counterexample;
+    EXPECT_EQ(ce.n(), 2) << describe(ce);
+    EXPECT_EQ(ce.x(0, 0), ce.x(1, 0)) << "the witness is a tie";
+}
+
+TEST(Audit, NondeterministicLayerIsNeverCalledViolated) {
+    for (bool also_leaks : {false, true}) {
+        Noisy noisy;
+        if (also_leaks) noisy.inner = leak_from_position_4;
+        const AuditResult r = audit(BlackBox(noisy), options());
+        EXPECT_EQ(r.verdict, Verdict::nondeterministic) << "also leaks: " << also_leaks;
+        ASSERT_TRUE(r.counterexample);
+        EXPECT_TRUE(r.counterexample->perm.is_identity()) << "the two answers are to one and the same input";
+        EXPECT_FALSE(r.counterexample->comparison.holds);
+        EXPECT_EQ(r.counterexample->n(), 1) << "shrunk to one position";
+        EXPECT_NE(r.detail.find("answered twice"), std::string::npos) << r.detail;
+    }
+}
+
+TEST(Audit, NondeterminismIsNamedEvenWhenNoPermutationCanDiffer) {
+    // With one position every permutation is the identity: only the up-front repeats can see this.
+    AuditOptions o = options(10);
+    o.max_len = 1;
+    const AuditResult r = audit(BlackBox(Noisy{}), o);
+    EXPECT_EQ(r.verdict, Verdict::nondeterministic);
+    EXPECT_EQ(r.cases, 1);
+}
+
+TEST(Audit, ViolationIsConfirmedByEvaluatingBothSidesAgain) {
+    int calls = 0;
+    const BlackBox counting = [&](const Mat<double>& x) {
+        ++calls;
+        return leak_from_position_4(x);
+    };
+    const AuditResult r = audit(counting, options());
+    ASSERT_EQ(r.verdict, Verdict::violated);
+    EXPECT_EQ(r.evaluations, calls);
+    EXPECT_NE(r.detail.find("evaluated again"), std::string::npos);
+}
+
+TEST(Audit, PassingCasesCostTwoCallsEach) {
+    AuditOptions o = options(50);
+    const AuditResult r = audit(BlackBox(identity_layer), o);
+    EXPECT_EQ(r.verdict, Verdict::holds);
+    EXPECT_EQ(r.evaluations, 2 * 50 + o.repeat_checks);
+}
+
+TEST(Audit, NonFiniteOutputIsItsOwnVerdictWithAShrunkInput) {
+    const BlackBox nan_above_4 = [](const Mat<double>& x) {
+        Mat<double> y = x;
+        for (Eigen::Index i = 0; i < y.size(); ++i)
+            if (y.data()[i] > 4) y.data()[i] = std::nan("");
+        return y;
+    };
+    const AuditResult r = audit(nan_above_4, options());
+    ASSERT_EQ(r.verdict, Verdict::non_finite);
+    const Counterexample& ce = *r.counterexample;
+    EXPECT_EQ(ce.n(), 1);
+    EXPECT_GT(ce.x.maxCoeff(), 4.0);
+    EXPECT_EQ((ce.x.array() != 0).count(), 1) << "every other value shrunk to 0:\n" << describe(ce);
+    EXPECT_FALSE(ce.lhs.allFinite() && ce.rhs.allFinite());
+}
+
+TEST(Audit, AdapterErrorIsTheErrorVerdictWithTheLastRequest) {
+    int calls = 0;
+    const BlackBox dies = [&](const Mat<double>& x) -> Mat<double> {
+        if (++calls == 5) throw AdapterError("adapter exited with status 3");
+        return x;
+    };
+    const AuditResult r = audit(dies, options());
+    EXPECT_EQ(r.verdict, Verdict::error);
+    EXPECT_EQ(r.error, "adapter exited with status 3");
+    EXPECT_FALSE(r.last_request.empty());
+    EXPECT_EQ(exit_code(r.verdict), 2);
+}
+
+TEST(Audit, WrongRowCountIsAnError) {
+    const BlackBox pooled_instead = [](const Mat<double>& x) { return Mat<double>(x.colwise().sum()); };
+    AuditOptions o = options();
+    o.min_len = 2;
+    const AuditResult r = audit(pooled_instead, o);
+    EXPECT_EQ(r.verdict, Verdict::error);
+    EXPECT_NE(r.error.find("answered 1 row for a request of n=2"), std::string::npos) << r.error;
+    // The same layer is a fine pooled layer.
+    o.output = Output::pooled;
+    EXPECT_EQ(audit(pooled_instead, o).verdict, Verdict::holds);
+}
+
+TEST(Audit, ExitCodesFollowTheVerdicts) {
+    EXPECT_EQ(exit_code(Verdict::holds), 0);
+    EXPECT_EQ(exit_code(Verdict::violated), 1);
+    EXPECT_EQ(exit_code(Verdict::nondeterministic), 1);
+    EXPECT_EQ(exit_code(Verdict::non_finite), 1);
+    EXPECT_EQ(exit_code(Verdict::error), 2);
+}
+
+TEST(Audit, ManyBlackBoxesGiveTheResultOfOne) {
+    for (const BlackBox& layer : {BlackBox(leak_from_position_4), BlackBox(identity_layer)}) {
+        const AuditResult one = audit(layer, options());
+        const AuditResult three = audit(std::vector<BlackBox>{layer, layer, layer}, options());
+        EXPECT_EQ(one.verdict, three.verdict);
+        EXPECT_EQ(one.cases, three.cases);
+        ASSERT_EQ(one.counterexample.has_value(), three.counterexample.has_value());
+        if (one.counterexample) {
+            EXPECT_EQ(one.counterexample->x, three.counterexample->x);
+            EXPECT_EQ(one.counterexample->perm, three.counterexample->perm);
+            EXPECT_EQ(one.counterexample->case_index, three.counterexample->case_index);
+        }
+    }
+}
+
+TEST(Audit, ShardsTogetherRunExactlyTheUnshardedCases) {
+    const auto inputs_of = [](const AuditOptions& o) {
+        std::set<std::vector<double>> seen;
+        std::mutex m;
+        const BlackBox recording = [&](const Mat<double>& x) {
+            std::vector<double> key(x.data(), x.data() + x.size());
+            key.push_back(static_cast<double>(x.rows()));
+            std::lock_guard<std::mutex> lock(m);
+            seen.insert(key);
+            return x;
+        };
+        const AuditResult r = audit(std::vector<BlackBox>{recording, recording}, o);
+        EXPECT_EQ(r.verdict, Verdict::holds);
+        return std::make_pair(seen, r.cases);
+    };
+    const auto [all, all_cases] = inputs_of(options(40));
+    std::set<std::vector<double>> joined;
+    int shard_cases = 0;
+    for (int k = 1; k <= 3; ++k) {
+        AuditOptions o = options(40);
+        o.shard = parse_shard(std::to_string(k) + "/3");
+        const auto [part, cases] = inputs_of(o);
+        EXPECT_EQ(cases, k == 1 ? 14 : 13);
+        shard_cases += cases;
+        joined.insert(part.begin(), part.end());
+    }
+    EXPECT_EQ(shard_cases, all_cases);
+    EXPECT_EQ(joined, all);
+}
+
+TEST(Audit, CheckAndAuditOfAPlantedBugShrinkToTheSameLengthThroughTheOneShrinker) {
+    // The white-box check sees the weights, the audit only the answers; both draw and shrink their cases with
+    // check/case.h, so each planted bug ends at its smallest length, one transposition, either way.
+    for (mutants::Kind kind : mutants::all()) {
+        const Output output = mutants::output(kind);
+        const LayerFamily subject = mutants::family(kind);
+        CheckOptions co;
+        co.seed = 3;
+        const CheckResult checked =
+            check(subject, output == Output::pooled ? Property::invariance : Property::equivariance, co);
+        AuditOptions ao = options();
+        ao.output = output;
+        const AuditResult audited = audit(seeded_layer<double>(subject, ao.d, 0), ao);  // the weights a check shrinks to
+        ASSERT_TRUE(checked.counterexample) << mutants::name(kind);
+        ASSERT_EQ(audited.verdict, Verdict::violated) << mutants::name(kind) << ": " << audited.detail;
+        EXPECT_EQ(checked.counterexample->n(), mutants::minimal_length(kind)) << describe(*checked.counterexample);
+        EXPECT_EQ(audited.counterexample->n(), checked.counterexample->n()) << describe(*audited.counterexample);
+        EXPECT_EQ(checked.counterexample->perm.moved(), 2) << describe(*checked.counterexample);
+        EXPECT_EQ(audited.counterexample->perm.moved(), 2) << describe(*audited.counterexample);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The length schedule (check/lengths.h)
+
+// Mixes positions only inside blocks of `block` consecutive positions: a sum over the block, added to each row.
+// Equivariant for every permutation that keeps each row inside its block, so only lengths above `block` show it.
+Mat<double> block_mixing(const Mat<double>& x, Eigen::Index block) {
+    Mat<double> y = x;
+    for (Eigen::Index start = 0; start < x.rows(); start += block) {
+        const Eigen::Index len = std::min(block, x.rows() - start);
+        const Eigen::RowVectorXd sum = x.middleRows(start, len).colwise().sum();
+        for (Eigen::Index i = start; i < start + len; ++i) y.row(i) += sum;
+    }
+    return y;
+}
+
+TEST(AuditLengths, EveryLengthOfAShortRangeIsSentAndLengthOneIsSkipped) {
+    const std::vector<int> lengths = audit_lengths({1, 8, 0, 100});
+    ASSERT_EQ(lengths.size(), 100u);
+    const std::set<int> sent(lengths.begin(), lengths.end());
+    EXPECT_EQ(sent, (std::set<int>{2, 3, 4, 5, 6, 7, 8}));  // 1: only the identity, nothing can fail
+    EXPECT_EQ(lengths.front(), 2);
+}
+
+TEST(AuditLengths, AWideRangeIsSpreadAndEndsInItsLongest) {
+    const std::vector<int> lengths = audit_lengths({1, 100, 0, 20});
+    EXPECT_TRUE(std::is_sorted(lengths.begin(), lengths.end()));
+    EXPECT_EQ(lengths.front(), 2);
+    EXPECT_EQ(lengths.back(), 100);
+    EXPECT_EQ(audit_lengths({3, 3, 0, 5}), (std::vector<int>{3, 3, 3, 3, 3}));
+    EXPECT_EQ(audit_lengths({1, 1, 0, 2}), (std::vector<int>{1, 1}));  // nothing longer to send
+}
+
+TEST(AuditLengths, OneCaseInTenIsLongRisingToTheLongLength) {
+    const std::vector<int> lengths = audit_lengths({1, 8, 256, 100});
+    std::vector<int> longs;
+    for (std::size_t i = 0; i < lengths.size(); ++i)
+        if (lengths[i] > 8) longs.push_back(lengths[i]);
+    ASSERT_EQ(longs.size(), 10u);
+    EXPECT_TRUE(std::is_sorted(longs.begin(), longs.end()));
+    EXPECT_EQ(longs.front(), 9);
+    EXPECT_EQ(longs.back(), 256);
+    for (int window : {16, 32, 128})  // a longer case than each window is sent
+        EXPECT_TRUE(std::any_of(longs.begin(), longs.end(), [&](int n) { return n > window; })) << window;
+    const std::set<int> short_ones(lengths.begin(), lengths.end());
+    for (int n = 2; n <= 8; ++n) EXPECT_TRUE(short_ones.count(n)) << n;  // the range is still covered
+}
+
+TEST(AuditLengths, ABlockMixingLayerIsViolatedByADefaultAuditAtOneMoreThanItsBlock) {
+    for (Eigen::Index block : {16, 32, 128}) {
+        const AuditResult r = audit([block](const Mat<double>& x) { return block_mixing(x, block); }, AuditOptions{});
+        ASSERT_EQ(r.verdict, Verdict::violated) << "block " << block << ": " << r.detail;
+        EXPECT_EQ(r.counterexample->n(), block + 1) << describe(*r.counterexample);
+        EXPECT_EQ(r.counterexample->perm.moved(), 2) << describe(*r.counterexample);
+        EXPECT_GT(r.lengths.back(), block);
+    }
+}
+
+TEST(AuditLengths, APoolThatAveragesOnlyItsFirstSevenPositionsIsViolatedAtEight) {
+    AuditOptions o;
+    o.output = Output::pooled;
+    const AuditResult r = audit([](const Mat<double>& x) -> Mat<double> {
+        return x.topRows(std::min<Eigen::Index>(7, x.rows())).colwise().mean();
+    }, o);
+    ASSERT_EQ(r.verdict, Verdict::violated) << r.detail;
+    EXPECT_EQ(r.counterexample->n(), 8) << describe(*r.counterexample);
+}
+
+TEST(AuditLengths, AMaximumLengthGivenIsAHardCap) {
+    AuditOptions o;
+    o.max_len = 12;
+    o.long_len = 0;
+    const AuditResult r = audit([](const Mat<double>& x) { return block_mixing(x, 16); }, o);
+    EXPECT_EQ(r.verdict, Verdict::holds) << r.detail;  // nothing longer than 12 is sent, so blocks of 16 hide
+    ASSERT_FALSE(r.lengths.empty());
+    EXPECT_EQ(r.lengths.back(), 12);
+    EXPECT_EQ(r.lengths.front(), 2);
+}
+
+TEST(Audit, ShardTextIsCheckedWithAClearMessage) {
+    EXPECT_EQ(parse_shard("2/4").index, 2);
+    for (const char* bad : {"0/4", "5/4", "4", "/4", "a/b", "1/0", "-1/2", "1/99999999999"}) {
+        try {
+            parse_shard(bad);
+            ADD_FAILURE() << bad << " accepted";
+        } catch (const std::invalid_argument& e) {
+            EXPECT_NE(std::string(e.what()).find("K/N"), std::string::npos);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Batched black boxes (README "Batched requests")
+
+// A batched side over an in-process layer, counting the calls of each side: capacity 0 (not batched) until the
+// first call of `one`, then k; every batched call is checked to hold inputs of one shape, at most k of them.
+struct CountedBatch {
+    BlackBox layer;
+    int k = 8;
+    std::shared_ptr<int> ones = std::make_shared<int>(0), batches = std::make_shared<int>(0);
+    std::shared_ptr<bool> mixed = std::make_shared<bool>(false);
+
+    BatchedBlackBox box() const {
+        BatchedBlackBox b;
+        const CountedBatch self = *this;
+        b.one = [self](const Mat<double>& x) {
+            ++*self.ones;
+            return self.layer(x);
+        };
+        b.many.capacity = [self] { return *self.ones > 0 ? self.k : 0; };
+        b.many.call = [self](const std::vector<Mat<double>>& xs) {
+            ++*self.batches;
+            std::vector<BatchAnswer<Mat<double>>> out;
+            for (const Mat<double>& x : xs) {
+                if (x.rows() != xs[0].rows() || static_cast<int>(xs.size()) > self.k) *self.mixed = true;
+                BatchAnswer<Mat<double>> a;
+                try {
+                    a.value = self.layer(x);
+                } catch (const std::exception& e) {
+                    a.error = e.what();
+                }
+                out.push_back(std::move(a));
+            }
+            return out;
+        };
+        return b;
+    }
+};
+
+TEST(AuditBatched, SameVerdictCasesAndCounterexampleAsOneCaseACall) {
+    int found = 0;
+    const BlackBox leak_from_position_6 = [](const Mat<double>& x) {
+        Mat<double> y = x;
+        for (Eigen::Index i = 6; i < y.rows(); ++i) y.row(i) *= 2.0;
+        return y;
+    };
+    for (const BlackBox& layer : {BlackBox(leak_from_position_4), leak_from_position_6, BlackBox(identity_layer),
+                                  BlackBox(argmax_first_index), BlackBox(centered_float32)}) {
+        const AuditResult one = audit(layer, options(300));
+        const CountedBatch counted{layer, 8};
+        const AuditResult batched = audit(std::vector<BatchedBlackBox>{counted.box()}, options(300));
+        EXPECT_EQ(one.verdict, batched.verdict);
+        EXPECT_EQ(one.cases, batched.cases);
+        EXPECT_EQ(one.dtype, batched.dtype);
+        EXPECT_EQ(one.lengths, batched.lengths);
+        EXPECT_EQ(describe_finding(one), describe_finding(batched));
+        // The first case is asked one at a time (nothing is announced before the first answer), the others batched.
+        if (one.cases > 1) {
+            EXPECT_GT(*counted.batches, 0) << "the evaluations went through the batched side";
+        }
+        EXPECT_FALSE(*counted.mixed) << "a batch held one shape, at most k inputs";
+        found += one.verdict != Verdict::holds && one.cases > 1;
+    }
+    EXPECT_GE(found, 2) << "failures found past the first case, in a batch";
+}
+
+TEST(AuditBatched, ABlackBoxThatNeverAnnouncesIsCalledOneCaseAtATime) {
+    CountedBatch counted{identity_layer, 0};
+    const AuditResult r = audit(std::vector<BatchedBlackBox>{counted.box()}, options(50));
+    EXPECT_EQ(r.verdict, Verdict::holds);
+    EXPECT_EQ(*counted.batches, 0);
+    EXPECT_EQ(*counted.ones, r.evaluations);
+}
+
+TEST(AuditBatched, AnItemsErrorIsThatCasesErrorWithItsRequest) {
+    const BlackBox picky = [](const Mat<double>& x) -> Mat<double> {
+        if (x.rows() == 5) throw AdapterError("no n=5 here");
+        return x;
+    };
+    const AuditResult one = audit(picky, options());
+    const AuditResult batched = audit(std::vector<BatchedBlackBox>{CountedBatch{picky, 8}.box()}, options());
+    EXPECT_EQ(batched.verdict, Verdict::error);
+    EXPECT_EQ(batched.error, "no n=5 here");
+    EXPECT_EQ(batched.last_request, "n=5, d=4");
+    EXPECT_EQ(one.cases, batched.cases) << "the same failing case";
+    EXPECT_EQ(one.last_request, batched.last_request);
+}
+
+TEST(AuditBatched, AStopRequestEndsTheRunBetweenTheCasesOfABlock) {
+    int done = 0;
+    AuditOptions o = options(200);
+    o.on_progress = [&](const AuditProgress& p) { done = p.cases_done; };
+    o.stop_requested = [&] { return done >= 20; };
+    CountedBatch counted{identity_layer, 64};
+    const AuditResult r = audit(std::vector<BatchedBlackBox>{counted.box()}, o);
+    EXPECT_EQ(r.verdict, Verdict::interrupted);
+    EXPECT_EQ(r.cases, 20) << "stopped after the 20th case, in the middle of a block of 256";
+    EXPECT_EQ(*counted.batches > 0, true);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Stopping an audit (AuditOptions::stop_requested, as the command's Ctrl-C handler sets it) and its progress
+
+TEST(AuditStop, StopBetweenCasesKeepsTheCasesRun) {
+    int calls = 0;
+    const BlackBox identity = [&](const Mat<double>& x) { ++calls; return x; };
+    AuditOptions o;
+    o.cases = 100;
+    o.stop_requested = [&] { return calls >= 10; };
+    std::vector<int> done;
+    o.on_progress = [&](const AuditProgress& p) {
+        EXPECT_FALSE(p.shrinking);
+        EXPECT_EQ(p.cases_total, 100);
+        EXPECT_EQ(p.calls, calls);
+        done.push_back(p.cases_done);
+    };
+    const AuditResult r = audit(identity, o);
+    EXPECT_EQ(r.verdict, Verdict::interrupted);
+    EXPECT_EQ(exit_code(r.verdict), 130);
+    EXPECT_GT(r.cases, 0);
+    EXPECT_LT(r.cases, 100);
+    EXPECT_EQ(r.evaluations, calls);
+    EXPECT_FALSE(r.counterexample);
+    ASSERT_FALSE(done.empty());
+    EXPECT_EQ(done.back(), r.cases);
+    for (std::size_t k = 0; k < done.size(); ++k) EXPECT_EQ(done[k], static_cast<int>(k) + 1);
+    EXPECT_NE(r.detail.find("interrupted after"), std::string::npos) << r.detail;
+}
+
+TEST(AuditStop, StopWhileShrinkingKeepsTheCounterexampleFound) {
+    bool shrinking = false;
+    AuditOptions o;
+    o.cases = 200;
+    o.max_len = 12;
+    o.on_progress = [&](const AuditProgress& p) { shrinking = shrinking || p.shrinking; };
+    o.stop_requested = [&] { return shrinking; };
+    const AuditResult r = audit(BlackBox(leak_from_position_4), o);
+    EXPECT_EQ(r.verdict, Verdict::interrupted);
+    ASSERT_TRUE(r.counterexample);
+    EXPECT_GT(r.counterexample->n(), 4);  // the leak needs a fifth position
+    EXPECT_FALSE(r.counterexample->comparison.holds);
+    EXPECT_NE(r.detail.find("interrupted while shrinking a violation"), std::string::npos) << r.detail;
+}
+
+TEST(AuditStop, VerdictNameRoundTrips) {
+    EXPECT_STREQ(verdict_name(Verdict::interrupted), "interrupted");
+    EXPECT_EQ(parse_verdict("interrupted"), Verdict::interrupted);
+}
+
+}  // namespace
+}  // namespace permcheck
