@@ -1,5 +1,6 @@
 #include "proofs/signature_smt.h"
 
+#include "check/signature_case.h"
 #include "check/signature_check.h"
 #include "proofs/identity.h"
 #include "proofs/signature_certificate.h"
@@ -69,11 +70,8 @@ bool first_difference(SignatureWitness& w, const NamedSubject& subject, const Na
     subject.each_pair(lhs, rhs, [&](const NamedSubject::Entry& e, const Rational& l, const Rational& r) {
         if (found || l == r) return;
         found = true;
-        const std::vector<int>& shape = rhs.at(e.output).shape;
         w.output = e.output;
-        w.where.assign(shape.size(), 0);
-        for (std::size_t d = shape.size(), rest = e.k; d-- > 0; rest /= static_cast<std::size_t>(shape[d]))
-            w.where[d] = static_cast<int>(rest % static_cast<std::size_t>(shape[d]));
+        w.where = position_of(e.k, rhs.at(e.output).shape);
         w.lhs = sc::to_double(l);
         w.rhs = sc::to_double(r);
     });
