@@ -232,8 +232,9 @@ void append_real(std::string& s, double v) {
 void check_value(const TensorSpec& t, double v) {
     if (!std::isfinite(v))
         throw std::invalid_argument("cannot send a non-finite value of input '" + t.name + "' to an adapter");
-    if (t.kind == TensorKind::index && (v != std::floor(v) || std::abs(v) > 9e15))
-        throw std::invalid_argument("input '" + t.name + "' is an index input but holds " + std::to_string(v));
+    if (is_integer(t.kind) && (v != std::floor(v) || std::abs(v) > 9e15))
+        throw std::invalid_argument("input '" + t.name + "' is an integer input (" + tensor_kind_name(t.kind) +
+                                    ") but holds " + std::to_string(v));
 }
 
 // One value of an input as its kind writes it; throws for what JSON cannot carry.
@@ -241,7 +242,10 @@ void append_value(std::string& s, const TensorSpec& t, double v) {
     check_value(t, v);
     switch (t.kind) {
         case TensorKind::mask: s += v != 0.0 ? "true" : "false"; return;
-        case TensorKind::index: s += std::to_string(static_cast<long long>(v)); return;
+        case TensorKind::index:
+        case TensorKind::token:
+        case TensorKind::position:
+        case TensorKind::mask_keep: s += std::to_string(static_cast<long long>(v)); return;
         case TensorKind::real: append_real(s, v); return;
     }
 }

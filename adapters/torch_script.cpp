@@ -143,7 +143,10 @@ at::Tensor to_torch(const TensorSpec& spec, const Tensor& t, c10::ScalarType rea
     switch (spec.kind) {
         case TensorKind::real: return x.to(real);
         case TensorKind::mask: return x.ne(0.0);
-        case TensorKind::index: return x.to(torch::kInt64);
+        case TensorKind::index:
+        case TensorKind::token:
+        case TensorKind::position:
+        case TensorKind::mask_keep: return x.to(torch::kInt64);
     }
     return x;
 }

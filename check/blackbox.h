@@ -85,6 +85,11 @@ struct AuditProgress {
 // The default cap on the shrinking of one audit failure, in evaluations of its predicate.
 inline constexpr int kAuditShrinkEvaluations = 500;
 
+// Where the padding property puts its pads: anywhere (each pad at a random slot), before the real positions or
+// after them.
+enum class PadPlacement { any, left, right };
+const char* pad_placement_name(PadPlacement p);  // any | left | right
+
 struct AuditOptions {
     std::string name = "black box";     // the audited layer's name in the record (e.g. the command)
     Output output = Output::sequence;   // sequence: equivariance L(P x) = P L(x); pooled: invariance L(P x) = L(x)
@@ -103,6 +108,15 @@ struct AuditOptions {
     int repeat_checks = 3;              // cases of this run (spread over it) that also evaluate L(x) twice
     double amplification = 1.0;         // the layer's worst-case growth of a rounding error (ToleranceModel)
     int max_shrink_evaluations = kAuditShrinkEvaluations;  // a cap on the shrinking of one failure (each costs 2 calls)
+    // A signature audit's property (check/position_case.h): empty or equivariance (each output equivariant along
+    // its axes, invariant to the others), shift (position inputs + c change nothing) or padding (masked pads change
+    // nothing at the real positions), with where the pads go and along which axis (empty: the masks' one axis).
+    std::optional<Property> property;
+    PadPlacement padding = PadPlacement::any;
+    std::string padding_axis;
+    // Equivariance with the position inputs left where they are while every other input moves: "holds" then means
+    // the layer is a bag of tokens (order reaches it by no route), "violated" that it sees order.
+    bool positions_stay = false;
     // Asked between cases and between shrink steps: true stops the audit with the verdict `interrupted`, which
     // keeps the cases run and any failure found (shrunk as far as it got). The engine reads no signal itself: a
     // program that wants Ctrl-C to stop an audit sets a flag in its handler and returns it here.
@@ -137,6 +151,8 @@ struct AuditResult {
     // The signature audited (one_tensor for the shorthand, its open output width learned from the answers), so
     // that describe_finding and the reports show it whole.
     std::optional<Signature> signature;
+    // The shift property: the largest c the run checked (0 for the other properties).
+    long largest_shift = 0;
     // The counterexample's taps (check/taps.h): set by a caller that asked the layer for them after a violation or a
     // non-finite output (`permcheck audit` does when the adapter offers taps); the audit itself never does.
     std::optional<TapTrace> taps;

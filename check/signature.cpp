@@ -20,6 +20,7 @@ constexpr int kMaxFixedSize = 1 << 20;
 // and within what a request and an answer line of the subprocess protocol carry (64 MB) at shortest round-trip
 // precision.
 constexpr double kMaxValuesPerTensor = 1 << 22;
+constexpr long long kMaxKindLimit = (1LL << 31) - 1;  // a token's V and a position's P fit an int32 id
 
 std::atomic<test_only::HarnessBug> planted{test_only::HarnessBug::none};
 
@@ -86,19 +87,47 @@ std::string format_dims(const std::vector<Dim>& dims) {
     return out;
 }
 
+// The V of token=V or the P of position=P: an integer in [1, 2^31).
+int kind_limit(const std::string& text, const std::string& value, const std::string& expected) {
+    const bool digits = !value.empty() && value.size() <= 10 &&
+                        std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const long long v = digits ? std::stoll(value) : 0;
+    if (v < 1 || v > kMaxKindLimit)
+        throw bad_flag("--input", text, expected + "; the V of token=V and the P of position=P are integers in [1, 2^31), not '" +
+                                            value + "'");
+    return static_cast<int>(v);
+}
+
 void parse_kind(TensorSpec& t, const std::string& text, const std::string& kind, const std::string& expected) {
-    if (kind == tensor_kind_name(TensorKind::real)) return;
-    if (kind == tensor_kind_name(TensorKind::mask)) {
+    const auto eq = kind.find('=');
+    const std::string word = kind.substr(0, eq), value = eq == std::string::npos ? "" : kind.substr(eq + 1);
+    const auto is = [&](TensorKind k) { return word == tensor_kind_name(k); };
+    if (eq == std::string::npos && is(TensorKind::real)) return;
+    if (eq == std::string::npos && is(TensorKind::mask)) {
         t.kind = TensorKind::mask;
         return;
     }
-    const std::string index = std::string(tensor_kind_name(TensorKind::index)) + "=";
-    if (kind.rfind(index, 0) == 0 && is_name(kind.substr(index.size()))) {
-        t.kind = TensorKind::index;
-        t.index_axis = kind.substr(index.size());
+    if (kind == tensor_kind_name(TensorKind::mask_keep)) {
+        t.kind = TensorKind::mask_keep;
         return;
     }
-    throw bad_flag("--input", text, expected + "; KIND is float, mask or index=AXIS, not '" + kind + "'");
+    if (is(TensorKind::index) && is_name(value)) {
+        t.kind = TensorKind::index;
+        t.index_axis = value;
+        return;
+    }
+    if (is(TensorKind::token) && eq != std::string::npos) {
+        t.kind = TensorKind::token;
+        t.limit = kind_limit(text, value, expected);
+        return;
+    }
+    if (is(TensorKind::position)) {
+        t.kind = TensorKind::position;
+        t.limit = eq == std::string::npos ? kDefaultPositions : kind_limit(text, value, expected);
+        return;
+    }
+    throw bad_flag("--input", text, expected + "; KIND is float, mask, mask=keep, index=AXIS, token=V or position[=P], not '" +
+                                        kind + "'");
 }
 
 }  // namespace
@@ -119,7 +148,8 @@ Axis parse_axis(const std::string& text) {
 }
 
 TensorSpec parse_input(const std::string& text) {
-    const std::string expected = "NAME:DIMS[:KIND] (e.g. q:n,8  pad:n:mask  edge_index:2,edges:index=nodes)";
+    const std::string expected =
+        "NAME:DIMS[:KIND] (e.g. q:n,8  pad:n:mask  edge_index:2,edges:index=nodes  ids:n:token=50000  pos:n:position)";
     const std::vector<std::string> parts = split(text, ':');
     if (parts.size() < 2 || parts.size() > 3 || !is_name(parts[0])) throw bad_flag("--input", text, expected);
     TensorSpec t;
@@ -150,11 +180,10 @@ std::string format(const Axis& a) {
 
 std::string format_input(const TensorSpec& t) {
     std::string out = format_output(t);
-    if (t.kind == TensorKind::mask) out += std::string(":") + tensor_kind_name(t.kind);
-    if (t.kind == TensorKind::index) {
-        out += std::string(":") + tensor_kind_name(t.kind) + "=";
-        out += t.index_axis;
-    }
+    if (t.kind != TensorKind::real) out += std::string(":") + tensor_kind_name(t.kind);
+    if (t.kind == TensorKind::index) out += "=" + t.index_axis;
+    if (t.kind == TensorKind::token || (t.kind == TensorKind::position && t.limit != kDefaultPositions))
+        out += "=" + std::to_string(t.limit);
     return out;
 }
 
@@ -187,9 +216,27 @@ void validate_tensor(const TensorSpec& t, const std::set<std::string>& axes, con
     if (t.kind == TensorKind::index && !axes.count(t.index_axis))
         throw std::invalid_argument(std::string(flag) + " " + t.name + " is an index into the axis '" + t.index_axis +
                                     "', which no --axis declares");
-    if (t.kind == TensorKind::mask && std::none_of(t.dims.begin(), t.dims.end(), [](const Dim& d) { return d.is_axis(); }))
+    if (is_mask(t.kind) && std::none_of(t.dims.begin(), t.dims.end(), [](const Dim& d) { return d.is_axis(); }))
         throw std::invalid_argument(std::string(flag) + " " + t.name +
                                     " is a mask with no axis dim: a mask pads positions of an axis");
+    if ((t.kind == TensorKind::token || t.kind == TensorKind::position) && (t.limit < 1 || t.limit > kMaxKindLimit))
+        throw std::invalid_argument(std::string(flag) + " " + t.name + " needs a V (token=V) or P (position=P) in [1, 2^31)");
+}
+
+// A position input lies along exactly one axis, its other dims of size 1, and that axis fits in its P positions.
+void validate_position(const Signature& s, const TensorSpec& t) {
+    const auto axes = std::count_if(t.dims.begin(), t.dims.end(), [](const Dim& d) { return d.is_axis(); });
+    const bool ones = std::all_of(t.dims.begin(), t.dims.end(), [](const Dim& d) { return d.is_axis() || d.size == 1; });
+    if (axes != 1 || !ones)
+        throw std::invalid_argument("--input " + format_input(t) +
+                                    ": a position input lies along exactly one axis, every other dim of size 1 "
+                                    "(e.g. pos:n:position or pos:1,n:position)");
+    const std::string& axis = position_axis(t);
+    for (const Axis& a : s.axes)
+        if (a.name == axis && a.max_len > t.limit)
+            throw std::invalid_argument("--input " + format_input(t) + ": the axis " + axis + " reaches " +
+                                        std::to_string(a.max_len) + " positions, more than its P = " +
+                                        std::to_string(t.limit) + " position ids");
 }
 
 // Throws naming the flag when a tensor would hold more than kMaxValuesPerTensor values at the longest lengths.
@@ -240,7 +287,10 @@ void validate(const Signature& s) {
                                         std::to_string(kMaxAxisLen));
         axes.insert(a.name);
     }
-    for (const TensorSpec& t : s.inputs) validate_tensor(t, axes, "--input");
+    for (const TensorSpec& t : s.inputs) {
+        validate_tensor(t, axes, "--input");
+        if (t.kind == TensorKind::position) validate_position(s, t);
+    }
     for (const TensorSpec& t : s.outputs) {
         if (t.kind != TensorKind::real)
             throw std::invalid_argument("--output " + t.name + " must be real: outputs are compared as numbers");
@@ -283,6 +333,12 @@ Tensor one_tensor_answer(const Mat<double>& y, Output output) {
     Tensor t = tensor_matrix::as_tensor(y);
     if (output == Output::pooled && y.rows() == 1) t.shape = {static_cast<int>(y.cols())};
     return t;
+}
+
+const std::string& position_axis(const TensorSpec& t) {
+    for (const Dim& d : t.dims)
+        if (d.is_axis()) return d.axis;
+    throw std::invalid_argument("the position input " + t.name + " has no axis dim");
 }
 
 std::vector<int> shape_of(const TensorSpec& t, const Lengths& lengths) {
@@ -370,9 +426,9 @@ Tensors permute_inputs(const Signature& s, const Permutations& perms, const Tens
     for (const TensorSpec& spec : s.inputs) {
         const auto it = inputs.find(spec.name);
         if (it == inputs.end()) throw std::invalid_argument("no input named '" + spec.name + "'");
-        Tensor t = spec.kind == TensorKind::mask && bug == test_only::HarnessBug::mask_wrong_axis
-                       ? it->second
-                       : moved(spec, perms, it->second, bug == test_only::HarnessBug::pairwise_without_transpose);
+        const bool left = (is_mask(spec.kind) && bug == test_only::HarnessBug::mask_wrong_axis) ||
+                          (spec.kind == TensorKind::position && bug == test_only::HarnessBug::positions_kept);
+        Tensor t = left ? it->second : moved(spec, perms, it->second, bug == test_only::HarnessBug::pairwise_without_transpose);
         if (spec.kind == TensorKind::index) {
             const auto p = perms.find(spec.index_axis);
             if (p != perms.end()) renumber(t, p->second, bug == test_only::HarnessBug::index_with_p);
@@ -385,6 +441,7 @@ Tensors permute_inputs(const Signature& s, const Permutations& perms, const Tens
 Tensor permute_output(const TensorSpec& t, const Permutations& perms, const Tensor& y) { return moved(t, perms, y, false); }
 
 void test_only::plant_harness_bug(HarnessBug bug) { planted.store(bug); }
+test_only::HarnessBug test_only::planted_harness_bug() { return planted.load(); }
 
 // -------------------------------------------------------------------------------------------------- describe
 
@@ -417,8 +474,14 @@ void write_tensor(std::ostream& s, const Tensor& t, const std::string& indent) {
 
 // ", mask (1 = padding)" or ", index into nodes" after an input's shape; nothing for a real input.
 std::string kind_text(const TensorSpec& spec) {
-    if (spec.kind == TensorKind::mask) return std::string(", ") + tensor_kind_name(spec.kind) + " (1 = padding)";
-    if (spec.kind == TensorKind::index) return std::string(", ") + tensor_kind_name(spec.kind) + " into " + spec.index_axis;
+    switch (spec.kind) {
+        case TensorKind::real: return "";
+        case TensorKind::mask: return ", mask (1 = padding)";
+        case TensorKind::mask_keep: return ", mask (1 = a real position, 0 = padding)";
+        case TensorKind::index: return ", index into " + spec.index_axis;
+        case TensorKind::token: return ", token ids in [0, " + std::to_string(spec.limit) + ")";
+        case TensorKind::position: return ", position ids along " + position_axis(spec);
+    }
     return "";
 }
 
@@ -440,9 +503,18 @@ std::string describe(const SignatureCounterexample& c, const Signature& sig) {
     std::ostringstream s;
     s << std::setprecision(6) << "  lengths:";
     for (const auto& [axis, len] : c.lengths) s << " " << axis << " = " << len;
-    s << "\n  permutations (rows: (P x)[i] = x[p[i]]):";
-    for (const auto& [axis, p] : c.perms) s << " " << axis << " " << p.cycles();
-    if (!c.axis_at_fault.empty()) s << "; the axis at fault: " << c.axis_at_fault;
+    const char* lhs = c.shift > 0 ? "L(x_c)" : c.pads ? "L(pad x)" : "L(P x)";
+    const char* rhs = c.shift > 0 || c.pads ? "L(x)  " : "P L(x)";
+    if (c.shift > 0) {
+        s << "\n  shift: every position id + c, c = " << c.shift << " (x_c: x so shifted)";
+    } else if (c.pads) {
+        s << "\n  pads: " << c.pads->slots.size() << " into " << c.pads->axis << " at slots " << index_text(c.pads->slots)
+          << " of the padded axis (L(pad x) is shown at the real positions)";
+    } else {
+        s << "\n  permutations (rows: (P x)[i] = x[p[i]]):";
+        for (const auto& [axis, p] : c.perms) s << " " << axis << " " << p.cycles();
+        if (!c.axis_at_fault.empty()) s << "; the axis at fault: " << c.axis_at_fault;
+    }
     s << "\n";
     for (const TensorSpec& spec : sig.inputs) {
         const auto it = c.inputs.find(spec.name);
@@ -451,10 +523,10 @@ std::string describe(const SignatureCounterexample& c, const Signature& sig) {
         write_tensor(s, it->second, "    ");
     }
     for (const OutputComparison& o : in_order(c.outputs, sig)) {
-        s << "  output " << o.name << (o.holds ? " (agrees)" : " (DIFFERS)") << ":\n    L(P x) " << index_text(o.layer_of_permuted.shape)
-          << " =\n";
+        s << "  output " << o.name << (o.holds ? " (agrees)" : " (DIFFERS)") << ":\n    " << lhs << " "
+          << index_text(o.layer_of_permuted.shape) << " =\n";
         write_tensor(s, o.layer_of_permuted, "      ");
-        s << "    P L(x) " << index_text(o.permuted_layer.shape) << " =\n";
+        s << "    " << rhs << " " << index_text(o.permuted_layer.shape) << " =\n";
         write_tensor(s, o.permuted_layer, "      ");
         if (o.shape_mismatch) {
             s << "    the shapes differ\n";

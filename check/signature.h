@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,8 +30,11 @@ struct Axis {
 };
 
 // TensorKind (check/vocabulary.h). float: real values (ties and generic values, as today's inputs); mask:
-// booleans, true = padding (PyTorch's key_padding_mask), never every position of an axis padded; index: integers
-// in [0, length of index_axis).
+// booleans, true = padding (PyTorch's key_padding_mask), never every position of an axis padded; mask=keep: the
+// same with 1 = a real position, 0 = padding, sent as integers; index: integers in [0, length of index_axis),
+// renumbered when their axis moves; token=V: integer ids in [0, V), moved with their dims as data and never
+// renumbered; position[=P]: integer position ids in [0, P) along exactly one axis dim (every other dim of size 1),
+// offset + 0 .. n-1 in a case, moved with the tokens as data.
 
 // One dim of a tensor, outermost first: an axis (its length varies from case to case) or a fixed size.
 struct Dim {
@@ -45,7 +49,11 @@ struct TensorSpec {
     std::vector<Dim> dims;
     TensorKind kind = TensorKind::real;
     std::string index_axis;  // kind index: the axis whose positions the values name
+    int limit = 0;           // token: V, the vocabulary's size; position: P, the model's number of positions
 };
+
+// The number of positions a position input takes when --input does not say (position, not position=P).
+inline constexpr int kDefaultPositions = 4096;
 
 struct Signature {
     std::vector<Axis> axes;
@@ -68,7 +76,8 @@ Output one_tensor_output(const Signature& s);
 // The flags' grammar (README, "Auditing a layer with several inputs"). Each throws std::invalid_argument naming
 // the flag, the text and what was expected.
 Axis parse_axis(const std::string& text);          // NAME=MIN..MAX
-TensorSpec parse_input(const std::string& text);   // NAME:DIMS[:KIND], KIND float | mask | index=AXIS
+TensorSpec parse_input(const std::string& text);   // NAME:DIMS[:KIND], KIND float | mask | mask=keep | index=AXIS |
+                                                   // token=V | position[=P]
 TensorSpec parse_output(const std::string& text);  // NAME:DIMS (real)
 // The same texts back, for replay lines: parse_axis(format(a)) == a.
 std::string format(const Axis& a);
@@ -77,8 +86,9 @@ std::string format_output(const TensorSpec& t);
 // Throws std::invalid_argument unless: names are unique (axes, inputs and outputs each), every axis a dim or
 // an index names is declared, every axis appears in some input, an index input is integer-valued over a
 // declared axis, a mask has at least one axis dim, there is at least one input and one output,
-// 0 <= min_len <= max_len, every fixed size is in [1, 2^20] (or open, in a one-tensor signature's output), and no
-// tensor holds more than 2^22 values at the longest lengths (every axis at its max_len).
+// 0 <= min_len <= max_len, every fixed size is in [1, 2^20] (or open, in a one-tensor signature's output), a
+// token's V is in [1, 2^31), a position input has one axis dim (its others of size 1) and a P of at least that
+// axis's max_len, and no tensor holds more than 2^22 values at the longest lengths (every axis at its max_len).
 void validate(const Signature& s);
 
 // A dense tensor: its shape and its values in row-major order (the order of DIMS, the last dim fastest). A
@@ -106,6 +116,9 @@ Mat<double> as_matrix(const Tensor& t);
 // pooled output (an answer of other rows stays a matrix, which the audit refuses with its own message).
 Tensor one_tensor_answer(const Mat<double>& y, Output output);
 
+// The axis a position input lies along (its one axis dim).
+const std::string& position_axis(const TensorSpec& t);
+
 // The shape a spec has at the given lengths.
 std::vector<int> shape_of(const TensorSpec& t, const Lengths& lengths);
 
@@ -132,8 +145,19 @@ struct OutputComparison {
     bool shape_mismatch = false;
 };
 
+// What a case of the padding property inserts: k pads into the axis `axis` of the inputs, at `slots` (ascending,
+// in [0, n + k)); `filler` holds every input at the padded lengths, whose entries at the pads are the pads' values
+// (its entries at the real slots are not used: the real positions keep the case's values).
+struct Pads {
+    std::string axis;
+    std::vector<int> slots;
+    Tensors filler;
+};
+
 // The counterexample of a signature audit. nondeterministic: perms are identities, layer_of_permuted and
-// permuted_layer are the first and second answer to the same inputs.
+// permuted_layer are the first and second answer to the same inputs. The shift and padding properties: perms are
+// identities, layer_of_permuted is the output of the shifted or padded inputs (at the real positions, padded) and
+// permuted_layer the output of x.
 struct SignatureCounterexample {
     Lengths lengths;
     Permutations perms;          // every axis, identity for the axes left alone
@@ -142,6 +166,8 @@ struct SignatureCounterexample {
     std::string axis_at_fault;   // the one axis permuted, when only one is; empty otherwise
     int case_index = -1, shrink_steps = 0;
     std::string replay;          // a command line that re-runs the audit
+    long shift = 0;              // the shift property: the c added to every position input
+    std::optional<Pads> pads = std::nullopt;  // the padding property: where the pads went, and their values
 };
 
 // A readable multi-line account of a signature counterexample, for the terminal and test failure messages: the
@@ -156,7 +182,12 @@ enum class HarnessBug {
     index_with_p,               // renumber index values with p instead of p^-1 (invisible for involutions)
     pairwise_without_transpose, // move a pairwise input's rows only (P B instead of P B P^T)
     mask_wrong_axis,            // leave a mask where it was: moved with no axis instead of its own
+    positions_kept,             // leave position ids where they were (renumbered to 0..n-1 again) instead of moving them
+    shift_tokens,               // the shift property adds c to the token ids too
+    pads_unmasked,              // padding inserts pads without padding their masks
+    pads_move_positions,        // padding gives the real tokens new position ids (their slots) instead of their own
 };
+HarnessBug planted_harness_bug();
 void plant_harness_bug(HarnessBug bug);
 }  // namespace test_only
 

@@ -6,6 +6,7 @@
 
 #include "check/audit_engine.h"
 #include "check/lengths.h"
+#include "check/position_case.h"
 #include "check/signature_case.h"
 
 #include <cmath>
@@ -47,6 +48,20 @@ bool same_values(const Tensors& a, const Tensors& b) {
     return true;
 }
 
+// The property the audit judges: shift, padding, or equivariance (each output equivariant along its axes and
+// invariant to the others; AuditOptions::property equivariance, invariance or empty).
+Property audited_property(const Signature&, const AuditOptions& o) {
+    return o.property == Property::shift || o.property == Property::padding ? *o.property : Property::equivariance;
+}
+
+// "2 pads into n at slots 0, 3".
+std::string pads_text(const Pads& p) {
+    std::string out = std::to_string(p.slots.size()) + (p.slots.size() == 1 ? " pad" : " pads") + " into " + p.axis + " at slot";
+    out += p.slots.size() == 1 ? " " : "s ";
+    for (std::size_t k = 0; k < p.slots.size(); ++k) out += (k ? ", " : "") + std::to_string(p.slots[k]);
+    return out;
+}
+
 Permutations identities(const Lengths& lengths) {
     Permutations perms;
     for (const auto& [axis, len] : lengths) perms[axis] = Permutation::identity(len);
@@ -63,13 +78,16 @@ struct SignatureObservation {
     Tensors y;  // L(x), for a second evaluation
     std::vector<OutputComparison> outputs;
     std::string detail;
+    long shift = 0;            // the shift property's c
+    std::optional<Pads> pads = std::nullopt;  // the padding property's pads
 };
 
 // L(x), L(x) again when repeated (else empty), P x and L(P x), and what the answers say of their precision.
 struct SignatureAnswers {
-    Tensors y, again, px, lhs;
+    Tensors y, again, px, lhs;  // px: the transformed inputs (P x, x_c or pad x); lhs: their answer, as compared
     engine::PrecisionEvidence evidence;
     double inputs_magnitude = 0.0;  // the largest finite |value| of the real inputs
+    double positions = 0.0;         // the largest position id of x and px
 };
 
 // Calls one named black box, checks the outputs it names and their shapes, and judges a case: the one evaluator.
@@ -81,7 +99,10 @@ public:
 
     SignatureEvaluator(const BatchedNamedBlackBox& box, std::shared_ptr<const Signature> s, const AuditOptions& o,
                        Arithmetic dtype)
-        : box_(box), s_(std::move(s)), o_(o), widest_(widest_fixed_size(*s_)) {
+        : box_(box), s_(std::move(s)), o_(o), widest_(widest_fixed_size(*s_)),
+          property_(audited_property(*s_, o)),
+          has_positions_(std::any_of(s_->inputs.begin(), s_->inputs.end(),
+                                     [](const TensorSpec& t) { return t.kind == TensorKind::position; })) {
         set_dtype(dtype);
         if (!s_->one_tensor) return;
         const TensorSpec& y = s_->outputs[0];  // a width already known (a saved report's) is the one to answer
@@ -90,6 +111,12 @@ public:
 
     int evaluations = 0;
     std::string last_request;
+    long largest_shift = 0;  // the largest shift c asked
+
+    // Whether some case judged in `dtype` had a tolerance as large as its outputs (note_undecided).
+    bool decided_nothing_in(Arithmetic dtype) const {
+        return undecided_.count(tolerance_model(dtype, o_.amplification).unit_roundoff) > 0;
+    }
 
     void set_dtype(Arithmetic dtype) {
         dtype_ = dtype;
@@ -117,14 +144,22 @@ public:
         return outputs;
     }
 
+    // What L(x) is compared with: the property's transformation, the position inputs put back when they stay.
+    Tensors transformed(const Case& c) const {
+        Tensors px = transformed_inputs(*s_, property_, c);
+        if (o_.positions_stay && property_ == Property::equivariance)
+            for (const TensorSpec& t : s_->inputs)
+                if (t.kind == TensorKind::position) px[t.name] = c.inputs.at(t.name);
+        return px;
+    }
+
     Answers ask(const Case& c, bool repeat) {
         Answers a;
         a.y = call(c.inputs, c.lengths);
         if (repeat) a.again = call(c.inputs, c.lengths);
-        a.px = permute_inputs(*s_, c.perms, c.inputs);
-        a.lhs = call(a.px, c.lengths);
-        add_evidence(a);
-        a.inputs_magnitude = inputs_magnitude(c.inputs);
+        a.px = transformed(c);
+        a.lhs = call(a.px, transformed_lengths(property_, c));
+        finish(c, a);
         return a;
     }
 
@@ -136,10 +171,13 @@ public:
         std::vector<Lengths> keys;
         std::vector<Tensors> permuted(cases.size());
         for (std::size_t k = 0; k < cases.size(); ++k) {
-            permuted[k] = permute_inputs(*s_, cases[k].perms, cases[k].inputs);
-            for (int r = repeats[k] ? 2 : 1; r > 0; --r) inputs.push_back(cases[k].inputs);
+            permuted[k] = transformed(cases[k]);
+            for (int r = repeats[k] ? 2 : 1; r > 0; --r) {
+                inputs.push_back(cases[k].inputs);
+                keys.push_back(cases[k].lengths);
+            }
             inputs.push_back(permuted[k]);
-            for (int r = repeats[k] ? 3 : 2; r > 0; --r) keys.push_back(cases[k].lengths);
+            keys.push_back(transformed_lengths(property_, cases[k]));
         }
         std::vector<BatchAnswer<Tensors>> got = engine::answer_grouped(inputs, keys, engine::capacity_of(box_.many), box_.many);
         evaluations += static_cast<int>(inputs.size());
@@ -159,20 +197,22 @@ public:
 
     Observation judge(const Case& c, const Answers& a, const ToleranceModel& t) const {
         if (!a.again.empty())
-            if (auto nd = differ(c.lengths, c.inputs, a.y, a.again, "L(x)", t)) return *nd;
+            if (auto nd = differ(c.lengths, c.inputs, a.y, a.again, "L(x)", t, a.positions)) return *nd;
         // P x == x (ties): L(P x) answers the very request L(x) answered, so any difference is nondeterminism.
-        if (same_values(a.px, c.inputs))
-            if (auto nd = differ(c.lengths, c.inputs, a.y, a.lhs, "x and as P x", t)) return *nd;
+        if (property_ == Property::equivariance && same_values(a.px, c.inputs))
+            if (auto nd = differ(c.lengths, c.inputs, a.y, a.lhs, "x and as P x", t, a.positions)) return *nd;
         Observation ob;
         std::vector<Tensor> rhs;
+        const Lengths lengths = transformed_lengths(property_, c);  // the tolerance is the padded case's
         for (const TensorSpec& spec : s_->outputs) {
             const Tensor& lhs = a.lhs.at(spec.name);
-            rhs.push_back(permute_output(spec, c.perms, a.y.at(spec.name)));
+            rhs.push_back(expected_output(spec, property_, c, a.y.at(spec.name)));
             const double m = finite_max_abs(rhs.back().values, finite_max_abs(lhs.values, a.inputs_magnitude));
-            ob.outputs.push_back(compare_tensors(spec.name, lhs, rhs.back(), tolerance(c.lengths, m, t)));
+            ob.outputs.push_back(compare_tensors(spec.name, lhs, rhs.back(), tolerance(lengths, m, t, a.positions)));
+            if (has_positions_) note_undecided(ob.outputs.back(), lhs, rhs.back(), t);
         }
         std::string where = non_finite(a.y, "L(x)");
-        if (where.empty()) where = non_finite(a.lhs, "L(P x)");
+        if (where.empty()) where = non_finite(a.lhs, side_name());
         const bool holds = std::all_of(ob.outputs.begin(), ob.outputs.end(), [](const OutputComparison& o) { return o.holds; });
         if (holds && where.empty()) return ob;  // pass: nothing kept
         ob.outcome = where.empty() ? Outcome::violated : Outcome::non_finite;
@@ -181,6 +221,8 @@ public:
         ob.perms = c.perms;
         ob.inputs = c.inputs;
         ob.y = a.y;
+        ob.shift = c.shift;
+        ob.pads = c.pads;
         for (std::size_t k = 0; k < ob.outputs.size(); ++k) {
             ob.outputs[k].layer_of_permuted = a.lhs.at(ob.outputs[k].name);
             ob.outputs[k].permuted_layer = std::move(rhs[k]);
@@ -192,29 +234,36 @@ public:
 
     // Both sides again: if either answer changed, the layer is nondeterministic.
     std::optional<Observation> reproduce(const Case& c, const Observation& seen) {
-        const Tensors px = permute_inputs(*s_, c.perms, c.inputs);
+        const Tensors px = transformed(c);
+        const Lengths lengths = transformed_lengths(property_, c);
+        const double positions = std::max(largest_position(*s_, c.inputs), largest_position(*s_, px));
         const Tensors y = call(c.inputs, c.lengths);
-        const Tensors py = call(px, c.lengths);
+        const Tensors py = compared(c, call(px, lengths));
         Tensors seen_lhs;
         for (const OutputComparison& o : seen.outputs) seen_lhs[o.name] = o.layer_of_permuted;
-        if (auto nd = differ(c.lengths, px, seen_lhs, py, "L(P x)", tolerance_)) return nd;
-        return differ(c.lengths, c.inputs, seen.y, y, "L(x)", tolerance_);
+        // Padded: the real positions' answers are compared, as the case was judged.
+        if (auto nd = differ(lengths, px, seen_lhs, py, side_name(), tolerance_, positions)) return nd;
+        return differ(c.lengths, c.inputs, seen.y, y, "L(x)", tolerance_, positions);
     }
 
     std::optional<Observation> twice(const Case& c) {
         const Tensors a = call(c.inputs, c.lengths);
         const Tensors b = call(c.inputs, c.lengths);
-        return differ(c.lengths, c.inputs, a, b, "x", tolerance_);
+        return differ(c.lengths, c.inputs, a, b, "x", tolerance_, largest_position(*s_, c.inputs));
     }
 
     Case input_case(const Observation& ob) const { return Case{ob.lengths, identities(ob.lengths), ob.inputs}; }
     rc::Shrinkable<Case> shrinkable(const Case& c) const {
-        return s_->one_tensor ? shrinkable_one_tensor_case(c, s_->axes[0].min_len) : shrinkable_signature_case(s_, c);
+        if (s_->one_tensor) return shrinkable_one_tensor_case(c, s_->axes[0].min_len);
+        // An input answered twice is a case of its own, with nothing to shift or pad.
+        const bool own = (property_ == Property::shift && c.shift > 0) || (property_ == Property::padding && c.pads);
+        return own ? shrinkable_position_case(s_, property_, c) : shrinkable_signature_case(s_, c);
     }
 
     void record(AuditResult& result, const Observation& ob, int case_index, int shrink_steps) const {
         if (result.signature) learned_sizes(*result.signature);
-        SignatureCounterexample ce{ob.lengths, ob.perms, ob.inputs, ob.outputs, "", case_index, shrink_steps, ""};
+        SignatureCounterexample ce{ob.lengths, ob.perms, ob.inputs, ob.outputs, "", case_index, shrink_steps, "",
+                                   ob.shift, ob.pads};
         int moved = 0;
         for (const auto& [axis, p] : ob.perms)
             if (!p.is_identity()) {
@@ -258,23 +307,46 @@ private:
     void check_one_tensor_shape(const TensorSpec& spec, const Tensor& t, int n);
     void check_open_size(const TensorSpec& spec, std::size_t k, int size, const std::string& in_a_request);
     std::optional<Observation> differ(const Lengths& lengths, const Tensors& inputs, const Tensors& a, const Tensors& b,
-                                      const char* what, const ToleranceModel& t) const;
+                                      const char* what, const ToleranceModel& t, double positions) const;
+    // The transformed inputs' side as messages name it: L(P x), L(x_c) or L(pad x).
+    const char* side_name() const {
+        return property_ == Property::shift ? "L(x_c)" : property_ == Property::padding ? "L(pad x)" : "L(P x)";
+    }
+    // An answer to the transformed inputs as it is compared (a padded answer at its real positions).
+    Tensors compared(const Case& c, Tensors answer) const {
+        if (property_ != Property::padding) return answer;
+        for (const TensorSpec& spec : s_->outputs) answer[spec.name] = compared_output(spec, property_, c, answer.at(spec.name));
+        return answer;
+    }
+    // A comparison whose tolerance is as large as the outputs it compares decides nothing (rotary angles at large
+    // position ids in a low precision): remembered per precision, so that such an audit is undecided, never holds.
+    void note_undecided(const OutputComparison& o, const Tensor& a, const Tensor& b, const ToleranceModel& t) const {
+        const double outputs = finite_max_abs(b.values, finite_max_abs(a.values));
+        if (o.holds && outputs > 0.0 && o.tolerance >= outputs) undecided_.insert(t.unit_roundoff);
+    }
+    // After the answers of case c came: the compared side, the evidence, the magnitudes.
+    void finish(const Case& c, Answers& a) {
+        a.lhs = compared(c, std::move(a.lhs));
+        add_evidence(a);
+        a.inputs_magnitude = inputs_magnitude(c.inputs);
+        a.positions = std::max(largest_position(*s_, c.inputs), largest_position(*s_, a.px));
+        largest_shift = std::max(largest_shift, c.shift);
+    }
     std::string non_finite(const Tensors& answer, const char* side) const;
 
     // The answers to case c from the batched items got[i..] (L(x), L(x) again when repeated, L(P x)).
     Answers answers_of(const Case& c, std::vector<BatchAnswer<Tensors>>& got, std::size_t i, bool repeat, Tensors px) {
-        const auto take = [&](std::size_t at) {
-            last_request = request_text(c.lengths);
+        const auto take = [&](std::size_t at, const Lengths& lengths) {
+            last_request = request_text(lengths);
             if (!got[at].value) throw AdapterError(got[at].error);
-            return checked(std::move(*got[at].value), c.lengths);
+            return checked(std::move(*got[at].value), lengths);
         };
         Answers a;
-        a.y = take(i);
-        if (repeat) a.again = take(i + 1);
+        a.y = take(i, c.lengths);
+        if (repeat) a.again = take(i + 1, c.lengths);
         a.px = std::move(px);
-        a.lhs = take(i + (repeat ? 2 : 1));
-        add_evidence(a);
-        a.inputs_magnitude = inputs_magnitude(c.inputs);
+        a.lhs = take(i + (repeat ? 2 : 1), transformed_lengths(property_, c));
+        finish(c, a);
         return a;
     }
     void add_evidence(Answers& a) const {
@@ -290,8 +362,8 @@ private:
                 m = std::max(m, Eigen::Map<const Eigen::ArrayXd>(v.data(), static_cast<Eigen::Index>(v.size())).abs().maxCoeff());
         return m;
     }
-    double tolerance(const Lengths& lengths, double magnitude, const ToleranceModel& t) const {
-        return signature_tolerance(t, lengths, widest_, magnitude);
+    double tolerance(const Lengths& lengths, double magnitude, const ToleranceModel& t, double positions) const {
+        return signature_tolerance(t, lengths, widest_, magnitude, positions);
     }
 
     const BatchedNamedBlackBox& box_;
@@ -300,6 +372,9 @@ private:
     Arithmetic dtype_ = Arithmetic::float64;
     ToleranceModel tolerance_;
     int widest_;  // the widest fixed size (an open one is not counted: the one-tensor form's k is n + d)
+    Property property_;   // equivariance (invariance for outputs without an axis), shift or padding
+    bool has_positions_;  // a position input: its rounding can make a comparison undecidable
+    mutable std::set<double> undecided_;  // the unit roundoffs under which some comparison decided nothing
     std::map<std::pair<std::string, std::size_t>, int> open_;  // (output, dim) -> the size its first answer gave
 };
 
@@ -359,14 +434,14 @@ void SignatureEvaluator::check_shape(const TensorSpec& spec, const Tensor& t, co
 
 std::optional<SignatureObservation> SignatureEvaluator::differ(const Lengths& lengths, const Tensors& inputs,
                                                                const Tensors& a, const Tensors& b, const char* what,
-                                                               const ToleranceModel& t) const {
+                                                               const ToleranceModel& t, double positions) const {
     Observation ob{Outcome::nondeterministic, {}, {}, {}, {}, {}, ""};
     const double magnitude = inputs_magnitude(inputs);
     for (const TensorSpec& spec : s_->outputs) {
         const Tensor& first = a.at(spec.name);
         const Tensor& second = b.at(spec.name);
         const double m = finite_max_abs(second.values, finite_max_abs(first.values, magnitude));
-        ob.outputs.push_back(compare_tensors(spec.name, first, second, tolerance(lengths, m, t)));
+        ob.outputs.push_back(compare_tensors(spec.name, first, second, tolerance(lengths, m, t, positions)));
         const OutputComparison& c = ob.outputs.back();
         if (c.holds || !ob.detail.empty()) continue;
         ob.detail = "the same input (" + lengths_text(lengths) + "), requested as ";
@@ -415,10 +490,17 @@ std::string SignatureEvaluator::violation_detail(const Observation& found, bool 
             return t.name == c.name && std::any_of(t.dims.begin(), t.dims.end(), [](const Dim& d) { return d.is_axis(); });
         });
         std::string m = s_->one_tensor ? "" : "output " + c.name + ": ";
-        m += moves ? "L(P x) and P L(x)" : "L(P x) and L(x)";
+        if (property_ == Property::shift) m += "L(x_c) and L(x)";
+        else if (property_ == Property::padding) m += "L(pad x) at the real positions and L(x)";
+        else m += moves ? "L(P x) and P L(x)" : "L(P x) and L(x)";
         m += " differ by " + num(c.max_abs_diff) + " at " + where_text(c.where, false) + " (tolerance " + num(c.tolerance);
-        m += s_->one_tensor ? ", " + lengths_text(found.lengths) + ", permutation " + found.perms.at("n").cycles() + ")"
-                            : "; " + lengths_text(found.lengths) + "; permutations " + perms + ")";
+        if (property_ == Property::shift)
+            m += "; " + lengths_text(found.lengths) + "; every position id + " + std::to_string(found.shift) + ")";
+        else if (property_ == Property::padding && found.pads)
+            m += "; " + lengths_text(found.lengths) + "; " + pads_text(*found.pads) + ")";
+        else
+            m += s_->one_tensor ? ", " + lengths_text(found.lengths) + ", permutation " + found.perms.at("n").cycles() + ")"
+                                : "; " + lengths_text(found.lengths) + "; permutations " + perms + ")";
         if (reproduced) m += "; both sides gave the same answers when evaluated again";
         return m;
     }
@@ -440,12 +522,33 @@ void require_case_fits(const Signature& s, const SignatureCounterexample& c) {
         if (x == c.inputs.end() || x->second.shape != shape_of(t, c.lengths) || x->second.values.size() != x->second.size())
             throw std::invalid_argument("the saved case has no input '" + t.name + "' of the shape " +
                                         index_text(shape_of(t, c.lengths)) + " its lengths give it");
-        if (t.kind != TensorKind::index) continue;
-        const int targets = c.lengths.at(t.index_axis);
+        if (t.kind != TensorKind::index && t.kind != TensorKind::token && t.kind != TensorKind::position) continue;
+        const int targets = t.kind == TensorKind::index ? c.lengths.at(t.index_axis) : t.limit;
         for (double v : x->second.values)
             if (!(v >= 0 && v < targets) || v != std::floor(v))
-                throw std::invalid_argument("the saved index input '" + t.name + "' holds " + num(v) +
-                                            ", not a position of the axis " + t.index_axis);
+                throw std::invalid_argument("the saved " + std::string(tensor_kind_name(t.kind)) + " input '" + t.name +
+                                            "' holds " + num(v) + ", not an integer in [0, " + std::to_string(targets) + ")");
+    }
+}
+
+// Throws std::invalid_argument unless the saved case carries what its property needs: pads that fit its lengths
+// (padding), a shift of at least 1 (shift).
+void validate_position_case(const Signature& s, const SignatureCounterexample& c, const AuditOptions& o) {
+    const Property p = audited_property(s, o);
+    if (p == Property::shift || p == Property::padding) validate_property(s, p, o.padding_axis);
+    if (p == Property::shift && c.shift < 1) throw std::invalid_argument("the saved shift case has no shift c >= 1");
+    if (p != Property::padding) return;
+    if (!c.pads || c.pads->slots.empty()) throw std::invalid_argument("the saved padding case has no pads");
+    Lengths padded = c.lengths;
+    padded[c.pads->axis] += static_cast<int>(c.pads->slots.size());
+    for (std::size_t k = 0; k < c.pads->slots.size(); ++k)
+        if (c.pads->slots[k] < 0 || c.pads->slots[k] >= padded[c.pads->axis] || (k && c.pads->slots[k] <= c.pads->slots[k - 1]))
+            throw std::invalid_argument("the saved pads' slots are not ascending slots of the padded axis");
+    for (const TensorSpec& t : s.inputs) {
+        const auto f = c.pads->filler.find(t.name);
+        if (f == c.pads->filler.end() || f->second.shape != shape_of(t, padded) || f->second.values.size() != f->second.size())
+            throw std::invalid_argument("the saved pads have no filler '" + t.name + "' of the padded shape " +
+                                        index_text(shape_of(t, padded)));
     }
 }
 
@@ -457,11 +560,13 @@ AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, c
     if (!opts.dtype || *opts.dtype == Arithmetic::exact)
         throw std::invalid_argument("a saved case is judged again in the dtype it was found in: float32, float64, float16 or bfloat16");
     require_case_fits(signature, saved);
+    validate_position_case(signature, saved, opts);
     const BatchedNamedBlackBox box{layer, {}};
     SignatureEvaluator ev(box, std::make_shared<const Signature>(signature), opts, *opts.dtype);
-    const SignatureCase c{saved.lengths, saved.perms, saved.inputs};
+    const SignatureCase c{saved.lengths, saved.perms, saved.inputs, saved.shift, saved.pads};
     std::optional<SignatureObservation> ob = twice ? ev.twice(c) : std::optional(ev.observe(c, false));
     AuditResult r;
+    r.property = audited_property(signature, opts);
     r.dtype = *opts.dtype;
     r.cases = 1;
     r.signature = signature;
@@ -471,7 +576,7 @@ AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, c
         r.detail = ob->outcome == Outcome::violated ? ev.violation_detail(*ob, false) : ob->detail;
     } else {
         r.signature_counterexample = SignatureCounterexample{saved.lengths, saved.perms, saved.inputs, {}, saved.axis_at_fault,
-                                                             saved.case_index, saved.shrink_steps, ""};
+                                                             saved.case_index, saved.shrink_steps, "", saved.shift, saved.pads};
         if (ob) r.signature_counterexample->outputs = ob->outputs;  // the comparisons, within tolerance
     }
     r.evaluations = ev.evaluations;
@@ -494,6 +599,10 @@ namespace {
 // The options a signature audit reads, the lengths its axes give (the fields they replace are not the caller's to
 // get wrong): the one-tensor form's n with the shorthand's bounds, and its long_len.
 void validate_for(const Signature& s, const AuditOptions& given) {
+    const Property p = audited_property(s, given);
+    if (p == Property::shift || p == Property::padding) validate_property(s, p, given.padding_axis);
+    else if (!given.padding_axis.empty() || given.padding != PadPlacement::any)
+        throw std::invalid_argument("--padding and --padding-axis go with --property padding");
     AuditOptions checked = given;
     const AuditOptions defaults;
     checked.d = defaults.d;
@@ -504,9 +613,17 @@ void validate_for(const Signature& s, const AuditOptions& given) {
 }
 
 // Each case's lengths: the one-tensor form's schedule (check/lengths.h, one case in ten long), or
-// signature_lengths.
+// signature_lengths (every length, for shift and padding, and the padded axis one short of its MAX: room for a pad).
 std::vector<Lengths> case_lengths(const Signature& s, const AuditOptions& o) {
-    if (!s.one_tensor) return signature_lengths(s, o.cases, o.seed);
+    const Property p = audited_property(s, o);
+    if (p == Property::padding) {
+        Signature room = s;
+        const std::string axis = padding_axis(s, o.padding_axis);
+        for (Axis& a : room.axes)
+            if (a.name == axis) a.max_len -= 1;
+        return signature_lengths(room, o.cases, o.seed, true);
+    }
+    if (!s.one_tensor) return signature_lengths(s, o.cases, o.seed, p == Property::shift);
     std::vector<Lengths> out;
     for (int n : audit_lengths({s.axes[0].min_len, s.axes[0].max_len, o.long_len, o.cases})) out.push_back({{"n", n}});
     return out;
@@ -519,8 +636,14 @@ engine::Schedule<SignatureCase>::Draw case_draw(const Signature& s, const AuditO
         return [d = s.inputs[0].dims[1].size, &lengths, cases](int i, const rc::Random& random) {
             return draw_one_tensor_case(d, lengths[static_cast<std::size_t>(i)].at("n"), random, size_for_case(i, cases));
         };
-    return [&s, &lengths, cases](int i, const rc::Random& random) {
-        return draw_signature_case(s, lengths[static_cast<std::size_t>(i)], random, size_for_case(i, cases));
+    const Property p = audited_property(s, o);
+    const std::string axis = p == Property::padding ? padding_axis(s, o.padding_axis) : "";
+    const PadPlacement where = o.padding;
+    return [&s, &lengths, cases, p, axis, where](int i, const rc::Random& random) {
+        SignatureCase c = draw_signature_case(s, lengths[static_cast<std::size_t>(i)], random, size_for_case(i, cases));
+        if (p == Property::shift) draw_shift(s, c, random, i, cases);
+        if (p == Property::padding) draw_pads(s, c, axis, where, random, size_for_case(i, cases));
+        return c;
     };
 }
 
@@ -552,12 +675,23 @@ AuditResult audit(const std::vector<BatchedNamedBlackBox>& layers, const Signatu
     const bool any_moves = std::any_of(signature.outputs.begin(), signature.outputs.end(), [](const TensorSpec& t) {
         return std::any_of(t.dims.begin(), t.dims.end(), [](const Dim& d) { return d.is_axis(); });
     });
-    labelled.property = any_moves ? Property::equivariance : Property::invariance;
+    labelled.property = audited_property(signature, given);
+    if (labelled.property == Property::equivariance && !any_moves) labelled.property = Property::invariance;
     labelled.signature = signature;
     AuditResult r = engine::run_audit(evaluators, schedule, given, labelled, [&](AuditResult& result, std::size_t count) {
         cover(result, *shared, lengths, schedule, count);
     });
     evaluators[0].learned_sizes(*r.signature);
+    for (const SignatureEvaluator& ev : evaluators) r.largest_shift = std::max(r.largest_shift, ev.largest_shift);
+    const bool undecided = std::any_of(evaluators.begin(), evaluators.end(),
+                                       [&](const SignatureEvaluator& ev) { return ev.decided_nothing_in(r.dtype); });
+    if (r.verdict == Verdict::holds && undecided) {
+        r.verdict = Verdict::undecided;
+        r.detail = "no case failed, but some case's tolerance (from its position ids' rounding in " +
+                   std::string(arithmetic_name(r.dtype)) +
+                   ") was as large as its outputs: the audit could not decide (smaller position ids: position=P, "
+                   "or a wider dtype)";
+    }
     return r;
 }
 

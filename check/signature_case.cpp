@@ -44,7 +44,10 @@ std::vector<double> draw_real(gen::Sampler& draw, const std::vector<int>& shape,
     return values;
 }
 
-// Unpads one element of every all-padded line along every axis dim.
+// The value of a mask entry that pads, in the mask's polarity.
+double pad_value(const TensorSpec& spec) { return spec.kind == TensorKind::mask_keep ? 0.0 : 1.0; }
+
+// Unpads one element of every all-padded line along every axis dim (a mask in padding polarity, 1 = padding).
 void keep_a_position(const TensorSpec& spec, Tensor& t, gen::Sampler& draw) {
     for (std::size_t k = 0; k < spec.dims.size(); ++k) {
         if (!spec.dims[k].is_axis()) continue;
@@ -76,6 +79,34 @@ Tensor draw_mask(gen::Sampler& draw, const TensorSpec& spec, std::vector<int> sh
         for (double& v : t.values) v = draw.uniform(0, 2);
     }
     keep_a_position(spec, t, draw);
+    if (spec.kind == TensorKind::mask_keep)
+        for (double& v : t.values) v = 1.0 - v;
+    return t;
+}
+
+// Ids with repeats, as a sentence has: a few distinct ids (at most the vocabulary), each entry one of them, and
+// id 0 among them now and then (the shrink target).
+Tensor draw_tokens(gen::Sampler& draw, const TensorSpec& spec, std::vector<int> shape) {
+    Tensor t{std::move(shape), {}};
+    t.values.resize(t.size());
+    if (t.values.empty()) return t;
+    const int distinct = draw.uniform(1, static_cast<int>(std::min<std::size_t>(t.values.size(), 8)) + 1);
+    std::vector<double> ids;
+    for (int k = 0; k < distinct; ++k) {
+        const int small = draw.uniform(0, std::min(spec.limit, 16));
+        ids.push_back(draw.uniform(0, 4) == 0 ? small : draw.uniform(0, spec.limit));
+    }
+    for (double& v : t.values) v = ids[static_cast<std::size_t>(draw.uniform(0, distinct))];
+    return t;
+}
+
+// offset + 0 .. n-1 along the position input's axis: offset 0 in three cases of four, else up to P - n.
+Tensor draw_positions(gen::Sampler& draw, const TensorSpec& spec, std::vector<int> shape, int n) {
+    const int room = spec.limit - n;
+    const long offset = room > 0 && draw.uniform(0, 4) == 0 ? draw.uniform(1, room + 1) : 0;
+    Tensor t{std::move(shape), {}};
+    t.values.resize(t.size());
+    for (std::size_t i = 0; i < t.values.size(); ++i) t.values[i] = static_cast<double>(offset + static_cast<long>(i));
     return t;
 }
 
@@ -103,7 +134,7 @@ Tensor draw_index(gen::Sampler& draw, const TensorSpec& spec, std::vector<int> s
 
 }  // namespace
 
-std::vector<Lengths> signature_lengths(const Signature& s, int cases, std::uint64_t seed) {
+std::vector<Lengths> signature_lengths(const Signature& s, int cases, std::uint64_t seed, bool every_length) {
     std::vector<Lengths> out(static_cast<std::size_t>(std::max(cases, 0)));
     SplitMix64 shuffle(seed ^ 0x5157a7u);
     for (std::size_t a = 0; a < s.axes.size(); ++a) {
@@ -111,7 +142,7 @@ std::vector<Lengths> signature_lengths(const Signature& s, int cases, std::uint6
         // With one axis, lengths 0 and 1 leave only the identity and are skipped (check/lengths.h). With several,
         // an empty or single-element axis still makes a case the other axes can fail (a graph without edges),
         // so every length of [min_len, max_len] is in the schedule: audit_lengths over the range shifted by 2.
-        const int shift = s.axes.size() > 1 && axis.min_len < 2 ? 2 : 0;
+        const int shift = (every_length || s.axes.size() > 1) && axis.min_len < 2 ? 2 : 0;
         std::vector<int> lengths = audit_lengths({axis.min_len + shift, axis.max_len + shift, 0, cases});
         for (int& len : lengths) len -= shift;
         // Each axis covers its lengths as check/lengths.h says; the later axes' schedules are shuffled, so that
@@ -134,14 +165,21 @@ SignatureCase draw_signature_case(const Signature& s, const Lengths& lengths, co
     c.lengths = lengths;
     for (const TensorSpec& spec : s.inputs) {
         std::vector<int> shape = shape_of(spec, lengths);
-        if (spec.kind == TensorKind::mask) {
-            c.inputs[spec.name] = draw_mask(draw, spec, std::move(shape));
-        } else if (spec.kind == TensorKind::index) {
-            c.inputs[spec.name] = draw_index(draw, spec, std::move(shape), lengths.at(spec.index_axis));
-        } else {
-            Tensor t{std::move(shape), {}};
-            t.values = draw_real(draw, t.shape, t.size());
-            c.inputs[spec.name] = std::move(t);
+        switch (spec.kind) {
+            case TensorKind::mask:
+            case TensorKind::mask_keep: c.inputs[spec.name] = draw_mask(draw, spec, std::move(shape)); break;
+            case TensorKind::index:
+                c.inputs[spec.name] = draw_index(draw, spec, std::move(shape), lengths.at(spec.index_axis));
+                break;
+            case TensorKind::token: c.inputs[spec.name] = draw_tokens(draw, spec, std::move(shape)); break;
+            case TensorKind::position:
+                c.inputs[spec.name] = draw_positions(draw, spec, std::move(shape), lengths.at(position_axis(spec)));
+                break;
+            case TensorKind::real: {
+                Tensor t{std::move(shape), {}};
+                t.values = draw_real(draw, t.shape, t.size());
+                c.inputs[spec.name] = std::move(t);
+            }
         }
     }
     std::vector<std::string> movable;
@@ -159,7 +197,8 @@ SignatureCase draw_signature_case(const Signature& s, const Lengths& lengths, co
 
 bool masks_keep_a_position(const Signature& s, const Tensors& inputs) {
     for (const TensorSpec& spec : s.inputs) {
-        if (spec.kind != TensorKind::mask) continue;
+        if (!is_mask(spec.kind)) continue;
+        const double pads = pad_value(spec);
         const Tensor& t = inputs.at(spec.name);
         for (std::size_t k = 0; k < spec.dims.size(); ++k) {
             if (!spec.dims[k].is_axis()) continue;
@@ -167,12 +206,31 @@ bool masks_keep_a_position(const Signature& s, const Tensors& inputs) {
             for (std::size_t o = 0; o < lines.outer && lines.len > 0; ++o)
                 for (std::size_t r = 0; r < lines.inner; ++r) {
                     bool all = true;
-                    for (std::size_t i = 0; i < lines.len && all; ++i) all = t.values[lines.at(o, i, r)] != 0.0;
+                    for (std::size_t i = 0; i < lines.len && all; ++i) all = t.values[lines.at(o, i, r)] == pads;
                     if (all) return false;
                 }
         }
     }
     return true;
+}
+
+namespace {
+// A shorter sequence's position ids: from the same offset, one apart (a deleted token's successors move up).
+void relay_positions(Tensor& t, double offset) {
+    for (std::size_t i = 0; i < t.values.size(); ++i) t.values[i] = offset + static_cast<double>(i);
+}
+}  // namespace
+
+void delete_along(Tensor& t, std::size_t k, const std::set<int>& gone) {
+    const Lines lines(t.shape, k);
+    std::vector<double> kept;
+    kept.reserve(t.values.size());
+    for (std::size_t o = 0; o < lines.outer; ++o)
+        for (std::size_t i = 0; i < lines.len; ++i)
+            if (!gone.count(static_cast<int>(i)))
+                for (std::size_t r = 0; r < lines.inner; ++r) kept.push_back(t.values[lines.at(o, i, r)]);
+    t.values = std::move(kept);
+    t.shape[k] -= static_cast<int>(gone.size());
 }
 
 namespace {
@@ -206,20 +264,11 @@ bool close_deletions(const Signature& s, const SignatureCase& c, Deletions& del)
     return true;
 }
 
-// t without the elements `gone` along dim k.
-void delete_along(Tensor& t, std::size_t k, const std::set<int>& gone) {
-    const Lines lines(t.shape, k);
-    std::vector<double> kept;
-    kept.reserve(t.values.size());
-    for (std::size_t o = 0; o < lines.outer; ++o)
-        for (std::size_t i = 0; i < lines.len; ++i)
-            if (!gone.count(static_cast<int>(i)))
-                for (std::size_t r = 0; r < lines.inner; ++r) kept.push_back(t.values[lines.at(o, i, r)]);
-    t.values = std::move(kept);
-    t.shape[k] -= static_cast<int>(gone.size());
-}
-
 void apply_deletions(const Signature& s, SignatureCase& c, const Deletions& del) {
+    std::map<std::string, double> offsets;
+    for (const TensorSpec& spec : s.inputs)
+        if (const std::vector<double>& v = c.inputs.at(spec.name).values; spec.kind == TensorKind::position && !v.empty())
+            offsets[spec.name] = *std::min_element(v.begin(), v.end());
     for (const TensorSpec& spec : s.inputs) {
         Tensor& t = c.inputs.at(spec.name);
         for (std::size_t k = 0; k < spec.dims.size(); ++k) {
@@ -236,6 +285,8 @@ void apply_deletions(const Signature& s, SignatureCase& c, const Deletions& del)
         for (auto k = gone.rbegin(); k != gone.rend(); ++k) c.perms[axis] = c.perms[axis].without_row(*k);
         c.lengths[axis] -= static_cast<int>(gone.size());
     }
+    for (const TensorSpec& spec : s.inputs)
+        if (spec.kind == TensorKind::position) relay_positions(c.inputs.at(spec.name), offsets[spec.name]);
 }
 
 }  // namespace
@@ -273,14 +324,35 @@ std::vector<Block> deletable_blocks(const Signature& s, const SignatureCase& c) 
     return blocks;
 }
 
+// The value an entry of this kind shrinks to: 0 (no padding, node 0, token 0), 1 for a mask=keep (no padding).
+double simplest(const TensorSpec& spec) { return spec.kind == TensorKind::mask_keep ? 1.0 : 0.0; }
+
 // (input, element) pairs of the values that can be simplified: real values, padded mask entries (toward no
-// padding) and index values other than 0 (toward node 0, which leaves the other nodes free to be deleted).
+// padding), index values other than 0 (toward node 0, which leaves the other nodes free to be deleted) and token
+// ids other than 0. Position ids shrink as a whole (offset_shrinks).
 std::vector<std::pair<std::string, std::size_t>> simplifiable(const Signature& s, const SignatureCase& c) {
     std::vector<std::pair<std::string, std::size_t>> out;
     for (const TensorSpec& spec : s.inputs) {
         const Tensor& t = c.inputs.at(spec.name);
+        if (spec.kind == TensorKind::position) continue;
         for (std::size_t e = 0; e < t.values.size(); ++e)
-            if (spec.kind == TensorKind::real || t.values[e] != 0.0) out.emplace_back(spec.name, e);
+            if (spec.kind == TensorKind::real || t.values[e] != simplest(spec)) out.emplace_back(spec.name, e);
+    }
+    return out;
+}
+
+// Every position input's offset toward 0: 0, half of it, one less.
+std::vector<SignatureCase> offset_shrinks(const Signature& s, const SignatureCase& c) {
+    std::vector<SignatureCase> out;
+    for (const TensorSpec& spec : s.inputs) {
+        const std::vector<double>& v = c.inputs.at(spec.name).values;
+        if (spec.kind != TensorKind::position || v.empty() || v.front() == 0.0) continue;
+        const double offset = v.front();
+        for (double to : std::set<double>{0.0, std::floor(offset / 2), offset - 1}) {
+            SignatureCase smaller = c;
+            for (double& p : smaller.inputs.at(spec.name).values) p -= offset - to;
+            out.push_back(std::move(smaller));
+        }
     }
     return out;
 }
@@ -292,11 +364,13 @@ struct Merge {
     int from, to;
 };
 
+// Token ids merge the same way, per token input (its name in `axis`): fewer distinct ids.
 std::vector<Merge> index_merges(const Signature& s, const SignatureCase& c) {
-    std::map<std::string, std::set<int>> named;  // index axis -> the values its index inputs hold
+    std::map<std::string, std::set<int>> named;  // index axis (a token input's name) -> the values it holds
     for (const TensorSpec& spec : s.inputs)
-        if (spec.kind == TensorKind::index)
-            for (double v : c.inputs.at(spec.name).values) named[spec.index_axis].insert(static_cast<int>(v));
+        if (spec.kind == TensorKind::index || spec.kind == TensorKind::token)
+            for (double v : c.inputs.at(spec.name).values)
+                named[spec.kind == TensorKind::index ? spec.index_axis : spec.name].insert(static_cast<int>(v));
     std::vector<Merge> merges;
     for (const auto& [axis, values] : named)
         for (int v : values) {
@@ -309,7 +383,7 @@ std::vector<Merge> index_merges(const Signature& s, const SignatureCase& c) {
 SignatureCase merged(const Signature& s, const SignatureCase& c, const Merge& m) {
     SignatureCase out = c;
     for (const TensorSpec& spec : s.inputs)
-        if (spec.kind == TensorKind::index && spec.index_axis == m.axis)
+        if ((spec.kind == TensorKind::index && spec.index_axis == m.axis) || (spec.kind == TensorKind::token && spec.name == m.axis))
             for (double& v : out.inputs.at(spec.name).values)
                 if (static_cast<int>(v) == m.from) v = m.to;
     return out;
@@ -336,10 +410,10 @@ rc::Seq<SignatureCase> signature_case_shrinks(const std::shared_ptr<const Signat
     });
     auto values = rc::seq::mapcat(rc::seq::fromContainer(simplifiable(*s, c)), [s, shared](const auto& at) {
         const double v = shared->inputs.at(at.first).values[at.second];
-        const bool real = std::any_of(s->inputs.begin(), s->inputs.end(), [&](const TensorSpec& t) {
-            return t.name == at.first && t.kind == TensorKind::real;
-        });
-        return rc::seq::map(rc::seq::fromContainer(real ? gen::simpler_values(v) : std::vector<double>{0.0}),
+        const TensorSpec& spec = *std::find_if(s->inputs.begin(), s->inputs.end(),
+                                               [&](const TensorSpec& t) { return t.name == at.first; });
+        return rc::seq::map(rc::seq::fromContainer(spec.kind == TensorKind::real ? gen::simpler_values(v)
+                                                                                 : std::vector<double>{simplest(spec)}),
                             [shared, at](double simpler) {
                                 SignatureCase simpler_case = *shared;
                                 simpler_case.inputs[at.first].values[at.second] = simpler;
@@ -348,7 +422,8 @@ rc::Seq<SignatureCase> signature_case_shrinks(const std::shared_ptr<const Signat
     });
     auto merges = rc::seq::map(rc::seq::fromContainer(index_merges(*s, c)),
                                [s, shared](const Merge& m) { return merged(*s, *shared, m); });
-    return rc::seq::concat(std::move(deletions), std::move(perms), std::move(merges), std::move(values));
+    return rc::seq::concat(std::move(deletions), std::move(perms), std::move(merges),
+                           rc::seq::fromContainer(offset_shrinks(*s, c)), std::move(values));
 }
 
 rc::Shrinkable<SignatureCase> shrinkable_signature_case(const std::shared_ptr<const Signature>& s, SignatureCase c) {
@@ -396,9 +471,11 @@ std::vector<int> position_of(std::size_t e, const std::vector<int>& shape) {
     return where;
 }
 
-double signature_tolerance(const ToleranceModel& m, const Lengths& lengths, int widest, double magnitude) {
+double signature_tolerance(const ToleranceModel& m, const Lengths& lengths, int widest, double magnitude,
+                           double positions) {
     long total = 0;
     for (const auto& [axis, len] : lengths) total += len;
+    total += static_cast<long>(std::ceil(kPositionRoundingTerms * positions));
     return float_tolerance(m, total, widest, magnitude);
 }
 

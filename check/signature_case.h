@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,12 +34,16 @@ struct SignatureCase {
     Lengths lengths;
     Permutations perms;  // every axis, of its length
     Tensors inputs;      // x, before the permutation
+    long shift = 0;              // the shift property's c (perms are identities)
+    std::optional<Pads> pads = std::nullopt;  // the padding property's pads (perms are identities)
 };
 
 // The lengths of every case of the whole audit (before sharding): check/lengths.h's schedule per axis, max_len a
 // hard cap; with several axes, lengths 0 and 1 are sent too (the other axes can move). An index input needs an
 // axis to point into: when its index axis drew 0 and the input would not be empty, the index axis gets length 1.
-std::vector<Lengths> signature_lengths(const Signature& s, int cases, std::uint64_t seed);
+// `every_length`: lengths 0 and 1 are sent even with one axis (the shift and padding properties, which permute
+// nothing: one token shifted already tells an absolute position embedding).
+std::vector<Lengths> signature_lengths(const Signature& s, int cases, std::uint64_t seed, bool every_length = false);
 
 // One case at the given lengths, drawn from `random` at the RapidCheck size `size`. When every permutation
 // came out as the identity, a random axis of length >= 2 gets a transposition instead (an identity everywhere
@@ -50,6 +55,9 @@ SignatureCase draw_signature_case(const Signature& s, const Lengths& lengths, co
 // min_len, leave a mask line all padded, or delete an element an index input without an axis dim names.
 std::optional<SignatureCase> without_elements(const Signature& s, const SignatureCase& c, const std::string& axis,
                                               const std::vector<int>& positions);
+
+// t without the elements `gone` along dim k.
+void delete_along(Tensor& t, std::size_t k, const std::set<int>& gone);
 
 // True when no line of a mask along any of its axis dims is all padding.
 bool masks_keep_a_position(const Signature& s, const Tensors& inputs);
@@ -73,7 +81,11 @@ rc::Shrinkable<SignatureCase> shrinkable_signature_case(const std::shared_ptr<co
 int widest_fixed_size(const Signature& s);
 double finite_max_abs(const std::vector<double>& values, double start = 0.0);
 std::vector<int> position_of(std::size_t e, const std::vector<int>& shape);
-double signature_tolerance(const ToleranceModel& m, const Lengths& lengths, int widest, double magnitude);
+// `positions`: the largest |position id| of the inputs, whose rounding in rotary angles (position * inv_freq in
+// float32) costs `kPositionRoundingTerms * |position| u` (proofs-notes/position-aware-audits.md).
+inline constexpr double kPositionRoundingTerms = 8.0;
+double signature_tolerance(const ToleranceModel& m, const Lengths& lengths, int widest, double magnitude,
+                           double positions = 0.0);
 
 // a against b entry by entry, as check/compare.h's compare does (non-finite entries equal only the same value):
 // the largest difference, where it is, and whether it is within `tolerance`; both sides are left out. Shapes that

@@ -7,11 +7,11 @@ namespace permcheck {
 
 namespace {
 constexpr std::array kProperties{Property::equivariance, Property::invariance, Property::shift, Property::reversal,
-                                 Property::causal_prefix};
+                                 Property::causal_prefix, Property::padding};
 constexpr std::array kArithmetics{Arithmetic::float32, Arithmetic::float64, Arithmetic::exact, Arithmetic::float16,
                                   Arithmetic::bfloat16};
 constexpr std::array kVerdicts{Verdict::holds, Verdict::violated, Verdict::nondeterministic, Verdict::non_finite,
-                               Verdict::error, Verdict::interrupted};
+                               Verdict::error, Verdict::interrupted, Verdict::undecided};
 
 template <class Enum, std::size_t N, class Name>
 std::string joined(const std::array<Enum, N>& all, Name name) {
@@ -29,6 +29,7 @@ const char* property_name(Property p) {
         case Property::shift: return "shift";
         case Property::reversal: return "reversal";
         case Property::causal_prefix: return "causal-prefix";
+        case Property::padding: return "padding";
     }
     return "?";
 }
@@ -68,6 +69,7 @@ const char* verdict_name(Verdict v) {
         case Verdict::non_finite: return "non-finite";
         case Verdict::error: return "error";
         case Verdict::interrupted: return "interrupted";
+        case Verdict::undecided: return "undecided";
     }
     return "?";
 }
@@ -82,6 +84,7 @@ int exit_code(Verdict v) {
     switch (v) {
         case Verdict::holds: return 0;
         case Verdict::error: return 2;
+        case Verdict::undecided: return 3;
         case Verdict::interrupted: return 130;  // what a shell reports for a command stopped by SIGINT (128 + 2)
         default: return 1;
     }
@@ -92,6 +95,7 @@ SideNames side_names(Property p) {
         case Property::shift: return {"L_shifted(x)", "L(x)", "|L_shifted(x) - L(x)|"};
         case Property::invariance: return {"L(P x)", "L(x)", "|L(P x) - L(x)|"};
         case Property::causal_prefix: return {"L(P x)[n-1]", "L(x)[n-1]", "|L(P x)[n-1] - L(x)[n-1]|"};
+        case Property::padding: return {"L(pad x)", "L(x)", "|L(pad x) - L(x)|"};
         case Property::equivariance:
         case Property::reversal: break;
     }
@@ -103,6 +107,9 @@ const char* tensor_kind_name(TensorKind k) {
         case TensorKind::real: return "float";
         case TensorKind::mask: return "mask";
         case TensorKind::index: return "index";
+        case TensorKind::token: return "token";
+        case TensorKind::position: return "position";
+        case TensorKind::mask_keep: return "mask=keep";
     }
     return "?";
 }

@@ -15,7 +15,9 @@ namespace permcheck {
 enum class Arithmetic { float32, float64, exact, float16, bfloat16 };
 
 // interrupted: the run was stopped (Ctrl-C, SIGTERM) before it could decide; what it found so far is kept.
-enum class Verdict { holds, violated, nondeterministic, non_finite, error, interrupted };
+// undecided: no case failed, but the tolerance some case needed (its position ids' rounding) was as large as its
+// outputs, so "holds" would say nothing.
+enum class Verdict { holds, violated, nondeterministic, non_finite, error, interrupted, undecided };
 
 const char* property_name(Property p);
 Property parse_property(const std::string& name);  // throws std::invalid_argument listing valid names
@@ -25,15 +27,25 @@ const char* arithmetic_name(Arithmetic a);
 Arithmetic parse_arithmetic(const std::string& name);  // float32|float64|exact|float16|bfloat16; throws otherwise
 bool is_half(Arithmetic a);  // float16 or bfloat16
 
-const char* verdict_name(Verdict v);  // holds | violated | nondeterministic | non-finite | error | interrupted
+const char* verdict_name(Verdict v);  // holds | violated | nondeterministic | non-finite | error | interrupted | undecided
 Verdict parse_verdict(const std::string& name);  // throws std::invalid_argument listing valid names
-int exit_code(Verdict v);  // 0 holds; 1 violated, nondeterministic, non-finite; 2 error; 130 interrupted
+int exit_code(Verdict v);  // 0 holds; 1 violated, nondeterministic, non-finite; 2 error; 3 undecided; 130 interrupted
 
 // The kind of a signature's input (check/signature.h). real: real values; mask: booleans, true = padding
-// (PyTorch's key_padding_mask); index: integers naming positions of an axis.
-enum class TensorKind { real, mask, index };
-// float | mask | index: the words of --input's KIND and of the "kinds" object of a named request.
+// (PyTorch's key_padding_mask); index: integers naming positions of an axis; token: integer ids of a vocabulary,
+// moved with their axes as data; position: integer position ids along one axis, moved with the tokens as data;
+// mask_keep: a mask of the other polarity, integers 1 = a real position, 0 = padding (the attention_mask of
+// common model code).
+enum class TensorKind { real, mask, index, token, position, mask_keep };
+// float | mask | index | token | position | mask=keep: the words of --input's KIND (without an =V, =P or =AXIS
+// part) and of the "kinds" object of a named request.
 const char* tensor_kind_name(TensorKind k);
+// mask or mask_keep: an input that pads positions.
+inline bool is_mask(TensorKind k) { return k == TensorKind::mask || k == TensorKind::mask_keep; }
+// Every kind but real and mask travels as integers (a mask as booleans).
+inline bool is_integer(TensorKind k) {
+    return k == TensorKind::index || k == TensorKind::token || k == TensorKind::position || k == TensorKind::mask_keep;
+}
 
 // The two sides of a property as a reader sees them, and their difference: "L(P x)", "P L(x)",
 // "|L(P x) - P L(x)|" for equivariance.

@@ -110,7 +110,15 @@ std::string signature_head(const Signature& s, const AuditResult& r) {
     std::ostringstream head;
     // An audit that failed before its first call has settled no dtype (a module not loaded, an adapter not started).
     const bool dtype_known = r.verdict != Verdict::error || r.evaluations > 0;
-    head << signature_claims(s) << " (" << (dtype_known ? dtype_text(r) : "");
+    std::string outputs;
+    for (const TensorSpec& t : s.outputs) outputs += (outputs.empty() ? "" : ", ") + t.name;
+    if (r.property == Property::shift)
+        head << "shift: " << outputs << " unchanged when every position id moves by c";
+    else if (r.property == Property::padding)
+        head << "padding: " << outputs << " unchanged at the real positions when masked pads are inserted";
+    else
+        head << signature_claims(s);
+    head << " (" << (dtype_known ? dtype_text(r) : "");
     for (std::size_t k = 0; k < s.axes.size(); ++k)
         head << (k || dtype_known ? ", " : "") << s.axes[k].name << " in [" << s.axes[k].min_len << ", "
              << s.axes[k].max_len << "]";
@@ -157,6 +165,47 @@ void add_audit_options(CLI::App& app, AuditFlags& f, const std::string& dtype_he
     });
 }
 
+void add_property_options(CLI::App& app, AuditFlags& f) {
+    std::vector<Choice<Property>> properties;
+    for (Property p : {Property::equivariance, Property::invariance, Property::shift, Property::padding})
+        properties.push_back({property_name(p), p});
+    CLI::Option* property = add_choice(app, "--property", f.property_flag, properties,
+               "equivariance (default: each output equivariant along its axes, invariant to the others; order "
+               "enters only through the position inputs, which move with the tokens) | invariance (the same) | "
+               "shift (every position input + c changes nothing: a relative encoding) | padding (masked pads "
+               "change nothing at the real positions)",
+               " (reversal and causal-prefix are the reference layers', permcheck check)")
+        ->default_str("");
+    f.padding_option = add_choice(app, "--padding", f.padding,
+                                  {{"any", PadPlacement::any}, {"left", PadPlacement::left}, {"right", PadPlacement::right}},
+                                  "with --property padding: where the pads go: any (each at a random slot, default), "
+                                  "left (before the real positions) or right (after them)");
+    app.add_option("--padding-axis", f.padding_axis,
+                   "with --property padding: the axis to pad, when masks lie along several (default: the masks' axis)");
+    app.add_flag("--keep-positions", f.keep_positions,
+                 "equivariance with the position inputs left in place while the tokens move: holds when the layer is a "
+                 "bag of tokens, violated when it sees order (the profile's order-aware row)");
+    app.add_flag("--profile", f.profile,
+                 "run every property that applies (order through the position inputs, order-aware at all, relative, "
+                 "padding left/right/any), a row each with its own report DIR/<row>/; exit 0 when every row ran to "
+                 "a verdict");
+    app.parse_complete_callback([&f, property] {
+        if (property->count() > 0) f.property = f.property_flag;
+        const bool padding = f.property == Property::padding;
+        if (!padding && f.padding_option->count() > 0) throw BadOption("--padding goes with --property padding");
+        if (!padding && !f.padding_axis.empty()) throw BadOption("--padding-axis goes with --property padding");
+        if (f.keep_positions && f.property && *f.property != Property::equivariance && *f.property != Property::invariance)
+            throw BadOption("--keep-positions goes with equivariance, not --property " + std::string(property_name(*f.property)));
+        if (f.profile && (f.property || f.keep_positions))
+            throw BadOption("--profile runs every property: it takes neither --property nor --keep-positions");
+    });
+}
+
+Property audited_property(const Signature& s, const AuditFlags& f) {
+    if (f.property == Property::shift || f.property == Property::padding) return *f.property;
+    return property_of(s);
+}
+
 void add_report_option(CLI::App& app, AuditFlags& f) {
     app.add_option("--report", f.report_dir, "write report.json, report.md and report.html into DIR");
 }
@@ -196,6 +245,10 @@ AuditOptions audit_options(const AuditFlags& f) {
     if (f.max_len_given()) o.long_len = 0;  // the user's --max-len is a hard cap
     o.cases = f.cases;
     o.seed = f.seed;
+    o.property = f.property;
+    o.padding = f.padding;
+    o.positions_stay = f.keep_positions;
+    o.padding_axis = f.padding_axis;
     return o;
 }
 
@@ -206,6 +259,13 @@ std::string replay_tail(const AuditFlags& f, const AuditResult& r, bool lengths)
     if (lengths) s << " --min-len " << f.min_len;
     if (lengths && f.max_len_given()) s << " --max-len " << f.max_len;  // without it, the schedule's long cases too
     s << " --cases " << f.cases << " --seed " << f.seed;
+    const std::optional<Property> p = f.property;
+    if (p == Property::shift || p == Property::padding) s << " --property " << property_name(*p);
+    if (f.keep_positions) s << " --keep-positions";
+    if (p == Property::padding) {
+        s << " --padding " << pad_placement_name(f.padding);
+        if (!f.padding_axis.empty()) s << " --padding-axis " << shell_word(f.padding_axis);
+    }
     return s.str();
 }
 

@@ -30,7 +30,23 @@ struct AuditFlags {
     std::string report_dir;
     CLI::Option* max_len_option = nullptr;  // given, --max-len is a hard cap: no long cases
     bool max_len_given() const { return max_len_option != nullptr && max_len_option->count() > 0; }
+    // --property (empty: equivariance, the default), --padding and --padding-axis (with --property padding),
+    // --profile (every property that applies, a row each).
+    std::optional<Property> property;  // set once parsing is complete, from property_flag when --property was given
+    PadPlacement padding = PadPlacement::any;
+    std::string padding_axis;
+    bool keep_positions = false;  // --keep-positions: position inputs stay in place while the tokens move
+    bool profile = false;
+    Property property_flag = Property::equivariance;
+    CLI::Option* padding_option = nullptr;
 };
+
+// --property, --padding, --padding-axis, --keep-positions and --profile; their combinations are checked once
+// parsing is complete (--padding or --padding-axis without --property padding, --profile with --property or
+// --keep-positions: bad options).
+void add_property_options(CLI::App& app, AuditFlags& f);
+// The property the flags ask for, or the signature's own (property_of) when they ask for none.
+Property audited_property(const Signature& s, const AuditFlags& f);
 
 // --dtype, --min-len, --max-len, --cases and --seed, in that order (the help lists them so). --dtype accepts
 // `infer` when f.dtype is DtypeChoice::infer before the call (its default).
@@ -68,7 +84,7 @@ std::string signature_flags(const Signature& s);
 // The record's one property: equivariance when some output has an axis (invariance alone otherwise).
 Property property_of(const Signature& s);
 // "y equivariant along n, invariant to m (float32, n in [1, 8], m in [1, 8])": what each output must do (the dtype
-// left out when an error came before the first call).
+// left out when an error came before the first call); for shift and padding, what they must leave unchanged.
 std::string signature_head(const Signature& s, const AuditResult& r);
 
 // A word of a shell command line: quoted unless it holds only characters the shell leaves alone.

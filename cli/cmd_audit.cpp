@@ -3,6 +3,7 @@
 // adapters/exec_adapter.h. Exit 0 holds; 1 violated, nondeterministic or non-finite; 2 error. report.json is
 // written in every case, the error one included, so CI always has an artifact to show.
 #include "cli/audit_common.h"
+#include "cli/profile.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 
@@ -156,8 +157,10 @@ report::Record record_of(const AuditRequest& q, const Form& f, const AuditResult
                               {"amplification", q.amplification},
                               {"last_request", r.last_request}};
     if (f.shorthand()) details["output"] = output_name(f.output);
-    return audit_record(r, q.command, property_of(f.signature), q.flags, replay_of(q, f, r), "audit", std::move(details),
-                        seconds, &f.signature);
+    if (r.largest_shift > 0) details["largest_shift"] = r.largest_shift;
+    if (q.flags.keep_positions) details["keep_positions"] = true;
+    return audit_record(r, q.command, audited_property(f.signature, q.flags), q.flags, replay_of(q, f, r), "audit",
+                        std::move(details), seconds, &f.signature);
 }
 
 AuditResult run_boxes(const AuditRequest& q, const Form& f, const AuditOptions& opts) {
@@ -182,6 +185,9 @@ AuditResult run_boxes(const AuditRequest& q, const Form& f, const AuditOptions& 
 // own, when the audit's answers offered them (r.taps stays empty otherwise, and no process is started).
 void add_taps(const AuditRequest& q, const Form& f, AuditResult& r) {
     if ((r.verdict != Verdict::violated && r.verdict != Verdict::non_finite) || !*q.taps_offered) return;
+    // Taps compare each submodule's output under the case's permutations; a shift or padding case permutes nothing,
+    // so its taps would all hold and say nothing.
+    if (q.flags.property == Property::shift || q.flags.property == Property::padding) return;
     if (!r.signature_counterexample) return;
     adapters::ExecOptions eo;
     eo.command = q.command;
@@ -203,6 +209,20 @@ std::string head_of(const AuditRequest& q, const Form& f, const AuditResult& r) 
     return head.str();
 }
 
+// One audit through the adapters under Ctrl-C, its taps after a violation, printed when asked.
+RowRun run_once(const AuditRequest& q, const Form& form, const AuditOptions& opts, bool print) {
+    const auto t0 = std::chrono::steady_clock::now();
+    AuditResult r = run_interruptibly([&](const AuditOptions& o) { return run_boxes(q, form, o); }, opts,
+                                      "permcheck audit", q.flags, "; the adapters were stopped");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    add_taps(q, form, r);  // not in the audit's time: a process of its own, only after a violation
+    name_last_request(r);
+    if (print)
+        print_result(std::cout, std::cerr, "permcheck audit", head_of(q, form, r), r, seconds, replay_of(q, form, r),
+                     &form.signature);
+    return RowRun{r, record_of(q, form, r, seconds)};
+}
+
 int run_audit(const AuditRequest& q) {
     const std::string program = "permcheck audit";
     AuditOptions opts;
@@ -222,14 +242,18 @@ int run_audit(const AuditRequest& q) {
             return 2;
         }
     }
-    const auto t0 = std::chrono::steady_clock::now();
-    AuditResult r = run_interruptibly([&](const AuditOptions& o) { return run_boxes(q, form, o); }, opts, program,
-                                      q.flags, "; the adapters were stopped");
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    add_taps(q, form, r);  // not in the audit's time: a process of its own, only after a violation
-    name_last_request(r);
-    print_result(std::cout, std::cerr, program, head_of(q, form, r), r, seconds, replay_of(q, form, r), &form.signature);
-    return finish(program, q.flags, record_of(q, form, r, seconds), exit_code(r.verdict));
+    if (q.flags.profile)
+        return run_profile(program, q.command, form.signature, q.flags, [&](const AuditFlags& f) {
+            AuditRequest row = q;
+            row.flags = f;
+            try {
+                return run_once(row, form, options_of(row, form), /*print=*/false);
+            } catch (const std::invalid_argument& e) {  // a row the signature cannot take
+                return RowRun{error_result(e.what()), record_of(row, form, error_result(e.what()), 0.0)};
+            }
+        });
+    const RowRun run = run_once(q, form, opts, /*print=*/true);
+    return finish(program, q.flags, run.record, exit_code(run.result.verdict));
 }
 
 void add_signature_options(CLI::App& sub, AuditRequest& q) {
@@ -258,6 +282,7 @@ void add_options(CLI::App& sub, AuditRequest& q) {
                       "and not every answer an integer (never a half precision: give it)",
                       "seed of the random search");
     q.min_len_option = sub.get_option(kAuditMinLen.flag);
+    add_property_options(sub, q.flags);
     add_ranged(sub, kTimeout, q.timeout, "seconds one request may take");
     add_ranged(sub, kStartupTimeout, q.startup_timeout,
                "seconds each adapter process may take for its first answer (start-up, e.g. import torch)");

@@ -16,6 +16,7 @@ const char* property_meaning(Property p) {
         case Property::shift: return "moving every position index by a constant changes nothing";
         case Property::reversal: return "L(R x) = R L(x) for the reversal R";
         case Property::causal_prefix: return "reordering the positions before the last leaves the last output alone";
+        case Property::padding: return "inserting masked pads leaves the outputs at the real positions unchanged";
     }
     return "?";
 }
@@ -49,7 +50,7 @@ int list() {
     }
     std::printf("\nproperties (--property P):\n");
     for (Property p : {Property::equivariance, Property::invariance, Property::shift, Property::reversal,
-                       Property::causal_prefix})
+                       Property::causal_prefix, Property::padding})
         std::printf("  %-15s %s\n", property_name(p), property_meaning(p));
     std::printf("\ndtypes (--dtype): float32, float64 (tolerance from the unit roundoff), exact (rationals, zero "
                 "tolerance); audits also take float16 and bfloat16\n");

@@ -97,6 +97,10 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, const Bl
     AuditOptions o;
     o.dtype = r.dtype;
     o.amplification = s.amplification;
+    if (r.property == Property::shift || r.property == Property::padding) o.property = r.property;
+    if (saved.pads) o.padding_axis = saved.pads->axis;
+    for (const char* key : {"audit", "audit_torch"})  // the profile's order-aware row: positions stayed in place
+        if (r.details.contains(key) && r.details[key].value("keep_positions", false)) o.positions_stay = true;
     adapters::ExecOptions eo;
     eo.command = q.exec;
     eo.timeout_seconds = q.timeout;
@@ -105,7 +109,10 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, const Bl
     const AuditResult now = reevaluate(adapters::exec_named_black_box(eo, *r.signature), *r.signature, saved, twice, o);
     const bool holds = now.verdict == Verdict::holds;
     std::cout << (holds ? "now holds: " : "still fails: ")
-              << (twice ? "two answers to the saved inputs" : "L(P x) against P L(x) (L(x) for the axes an output lacks)")
+              << (twice                               ? "two answers to the saved inputs"
+                  : r.property == Property::shift   ? "L(x_c) against L(x)"
+                  : r.property == Property::padding ? "L(pad x) at the real positions against L(x)"
+                                                    : "L(P x) against P L(x) (L(x) for the axes an output lacks)")
               << " of the saved case (" << case_text(saved) << "; " << arithmetic_name(r.dtype) << ") through "
               << q.exec << "\n";
     for (const OutputComparison& c : now.signature_counterexample->outputs) {

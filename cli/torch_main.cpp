@@ -132,7 +132,8 @@ report::Record record_of(const Request& q, const Plan& p, const AuditResult& r, 
                    {"heads", q.torch.heads}};
     else
         details = {{"file", q.target}, {"forward", q.schema}, {"train", q.torch.train}};
-    const Property property = p.signature ? property_of(*p.signature) : Property::equivariance;
+    const Property property = p.signature ? audited_property(*p.signature, q.flags) : Property::equivariance;
+    if (r.largest_shift > 0) details["largest_shift"] = r.largest_shift;
     return audit_record(r, name_of(q, p), property, q.flags, replay_of(q, p, r), "audit_torch", std::move(details),
                         seconds, p.signature ? &*p.signature : nullptr);
 }
@@ -237,6 +238,7 @@ void add_options(CLI::App& app, Request& q) {
                       "seed of the search and of torch::manual_seed (weights, dropout)");
     q.dtype_option = app.get_option("--dtype");
     q.min_len_option = app.get_option("--min-len");
+    add_property_options(app, q.flags);
     add_report_option(app, q.flags);
 }
 

@@ -10,6 +10,7 @@ enum class Property {
     shift,             // every position index + c: L_c(x) = L_0(x)   (relative position signals)
     reversal,          // L(R x) = R L(x) for the reversal R
     causal_prefix,     // P fixes the last position: L(P x)[n-1] = L(x)[n-1]
+    padding,           // pads inserted, masked: the outputs at the real positions unchanged (audits only)
 };
 
 // What a layer answers: n rows, one per position (a sequence layer), or one vector (a pooled layer).

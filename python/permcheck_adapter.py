@@ -26,7 +26,9 @@ Named form (`permcheck audit --axis ... --input ... --output ...`):
     Nested arrays in the order of the input's dims; `shapes` rebuilds a tensor with a dim of length 0. Kinds:
     JSON booleans are a mask (torch.bool), JSON integers an index (torch.int64), numbers with a fraction or an
     exponent real values (the float dtype). A `kinds` object in the request ({"edge_index": "index"}), or the
-    `kinds` argument of serve(), names the kind where the values cannot, e.g. an empty index input.
+    `kinds` argument of serve(), names the kind where the values cannot, e.g. an empty index input. Token ids
+    ("token"), position ids ("position") and a mask of 1 = keep ("mask=keep") are int64 tensors for a module and
+    lists of ints for a function; a mask ("mask", True = padding) stays torch.bool.
 
 Taps (where symmetry first breaks), both forms, for a torch module unless serve(..., taps=False):
     every answer carries "taps_offered": true; permcheck then, after a violation, sends the counterexample's
@@ -70,7 +72,10 @@ import traceback
 
 __all__ = ["serve"]
 
-_KINDS = ("float", "mask", "index")
+_KINDS = ("float", "mask", "index", "token", "position", "mask=keep")
+# The kinds that reach a torch module as int64: index, token ids, position ids, and a mask=keep (1 = a real
+# position, 0 = padding: the attention_mask of common model code). A mask is torch.bool, a float the float dtype.
+_INTEGER_KINDS = ("index", "token", "position", "mask=keep")
 
 
 def serve(layer, dtype=None, *, kinds=None, taps=True, stdin=None, stdout=None, batch=256, stacked=True):
@@ -300,8 +305,8 @@ class _Server:
             return {"error": _last_line(error)}
 
     def element_type(self, kind):
-        """The torch dtype of an input of that kind: the float dtype, bool for a mask, int64 for an index."""
-        return {"float": self.dtype, "mask": self.torch.bool, "index": self.torch.int64}[kind]
+        """The torch dtype of an input of that kind: the float dtype, bool for a mask, int64 for the integer kinds."""
+        return _element_type(self.torch, self.dtype, kind)
 
 
 def _error_answer(request_id, error):
@@ -385,16 +390,24 @@ def _named_inputs(request, torch, dtype, kinds):
         shape = shapes.get(name)
         if shape is None:
             shape = _shape_of(values)
-        kind = _kind(declared.get(name), values)
-        element = {"float": dtype, "mask": torch.bool, "index": torch.int64}[kind]
+        element = _element_type(torch, dtype, _kind(declared.get(name), values))
         out[name] = torch.tensor(values, dtype=element).reshape(shape)
     return out
 
 
+def _element_type(torch, dtype, kind):
+    """The torch dtype of an input of that kind."""
+    if kind in _INTEGER_KINDS:
+        return torch.int64
+    return torch.bool if kind == "mask" else dtype
+
+
 def _kind(declared, values):
-    """float, mask or index: as declared, else from the JSON types of the values."""
+    """One of _KINDS: as declared, else from the JSON types of the values (booleans a mask, integers an index)."""
     if declared is not None:
-        kind = str(declared).split("=")[0]  # "index=nodes" as in permcheck's --input
+        declared = str(declared)
+        # "index=nodes", "token=50000", "position=512" as in permcheck's --input; "mask=keep" is a kind of its own.
+        kind = declared if declared == "mask=keep" else declared.split("=")[0]
         if kind == "real":
             kind = "float"
         if kind not in _KINDS:

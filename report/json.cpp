@@ -2,6 +2,7 @@
 // checked, since a report is untrusted input to `permcheck replay` and the failure database.
 #include "report/report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -131,6 +132,22 @@ json nested(const Tensor& t) {
     return nested(t.shape, t.values, 0, at);
 }
 
+// An input's values as its kind is sent: integers for the integer kinds (ids, positions, index, mask=keep).
+json nested_input(const Tensor& t, const Signature* s, const std::string& name) {
+    json j = nested(t);
+    const auto spec = s ? std::find_if(s->inputs.begin(), s->inputs.end(), [&](const TensorSpec& x) { return x.name == name; })
+                        : std::vector<TensorSpec>::const_iterator{};
+    if (!s || spec == s->inputs.end() || !is_integer(spec->kind)) return j;
+    const auto as_int = [](auto& self, json& v) -> void {
+        if (v.is_array())
+            for (json& e : v) self(self, e);
+        else if (v.is_number() && std::isfinite(v.get<double>()))
+            v = static_cast<long long>(v.get<double>());
+    };
+    as_int(as_int, j);
+    return j;
+}
+
 // The shape of nested arrays, read along their first elements (an empty array ends it).
 std::vector<int> inferred_shape(const json& j) {
     std::vector<int> shape;
@@ -208,17 +225,41 @@ json comparison_json(const OutputComparison& o) {
                 {"shape_mismatch", o.shape_mismatch}};
 }
 
-json signature_counterexample_json(const SignatureCounterexample& c) {
+json signature_counterexample_json(const SignatureCounterexample& c, const Signature* s) {
     json perms = json::object(), cycles = json::object(), inputs = json::object(), outputs = json::object();
     for (const auto& [axis, p] : c.perms) {
         perms[axis] = p.one_line();
         cycles[axis] = p.cycles();
     }
-    for (const auto& [name, t] : c.inputs) inputs[name] = nested(t);
+    for (const auto& [name, t] : c.inputs) inputs[name] = nested_input(t, s, name);
     for (const OutputComparison& o : c.outputs) outputs[o.name] = comparison_json(o);
-    return json{{"lengths", c.lengths},         {"permutations", perms},   {"cycles", cycles},
-                {"axis_at_fault", c.axis_at_fault}, {"inputs", inputs},    {"outputs", outputs},
-                {"case_index", c.case_index},   {"shrink_steps", c.shrink_steps}, {"black_box", true}};
+    json j{{"lengths", c.lengths},         {"permutations", perms},   {"cycles", cycles},
+           {"axis_at_fault", c.axis_at_fault}, {"inputs", inputs},    {"outputs", outputs},
+           {"case_index", c.case_index},   {"shrink_steps", c.shrink_steps}, {"black_box", true}};
+    if (c.shift > 0) j["shift"] = c.shift;
+    if (c.pads) {
+        json filler = json::object();
+        for (const auto& [name, t] : c.pads->filler) filler[name] = nested_input(t, s, name);
+        j["pads"] = {{"axis", c.pads->axis}, {"slots", c.pads->slots}, {"filler", filler}};
+    }
+    return j;
+}
+
+// The padding property's pads, their filler at the padded lengths.
+std::optional<Pads> pads_from(const json& j, const Signature& s, const Lengths& lengths) {
+    const std::string at = "counterexample.pads.";
+    if (!j.contains("pads") || j["pads"].is_null()) return std::nullopt;
+    const json& p = j["pads"];
+    if (!p.is_object()) throw std::invalid_argument("field 'counterexample.pads' must be an object");
+    Pads pads{get_as<std::string>(p, "axis", at), get_as<std::vector<int>>(p, "slots", at), {}};
+    if (!lengths.count(pads.axis)) throw std::invalid_argument("field 'counterexample.pads.axis' names no axis");
+    Lengths padded = lengths;
+    padded[pads.axis] += static_cast<int>(pads.slots.size());
+    const json& filler = required(p, "filler", at);
+    for (const TensorSpec& t : s.inputs)
+        pads.filler[t.name] = tensor_from(required(filler, t.name.c_str(), at + "filler."), at + "filler." + t.name,
+                                          shape_of(t, padded));
+    return pads;
 }
 
 std::map<std::string, int> lengths_from(const json& j, const Signature& s) {
@@ -289,6 +330,8 @@ SignatureCounterexample signature_counterexample_from(const json& j, const Signa
         if (outputs.contains(t.name))
             c.outputs.push_back(comparison_from(outputs[t.name], t, c.lengths, at + "outputs." + t.name));
     c.axis_at_fault = get_or<std::string>(j, "axis_at_fault", "", at);
+    c.shift = get_or<long>(j, "shift", 0, at);
+    c.pads = pads_from(j, s, c.lengths);
     c.case_index = get_or<int>(j, "case_index", -1, at);
     c.shrink_steps = get_or<int>(j, "shrink_steps", 0, at);
     return c;
@@ -463,7 +506,8 @@ json to_json(const Record& r) {
     j["counterexample"] = r.counterexample ? counterexample_json(*r.counterexample) : json(nullptr);
     const bool one_tensor = r.signature && r.signature->one_tensor;
     if (r.signature && !one_tensor) j["signature"] = signature_json(*r.signature);
-    if (r.signature_counterexample) j["counterexample"] = signature_counterexample_json(*r.signature_counterexample);
+    if (r.signature_counterexample)
+        j["counterexample"] = signature_counterexample_json(*r.signature_counterexample, r.signature ? &*r.signature : nullptr);
     if (r.signature_counterexample && one_tensor) add_one_tensor_fields(j["counterexample"], r);
     j["error"] = r.error;
     j["replay"] = r.replay;

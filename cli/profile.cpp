@@ -1,0 +1,88 @@
+#include "cli/profile.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+namespace permcheck::cli {
+
+namespace {
+
+bool has_kind(const Signature& s, bool (*is)(TensorKind)) {
+    return std::any_of(s.inputs.begin(), s.inputs.end(), [is](const TensorSpec& t) { return is(t.kind); });
+}
+bool is_position(TensorKind k) { return k == TensorKind::position; }
+
+// What a row's verdict says, in words: the order-aware row's "holds" is a bag of tokens.
+std::string meaning(const ProfileRow& row, Verdict v) {
+    if (v == Verdict::error || v == Verdict::interrupted || v == Verdict::undecided) return "";
+    const bool holds = v == Verdict::holds;
+    if (row.keep_positions) return holds ? "a bag of tokens: order reaches it by no route" : "order-aware";
+    if (row.property == Property::shift) return holds ? "relative" : "not relative (absolute positions)";
+    if (row.property == Property::padding) return holds ? "padding invisible" : "padding leaks";
+    return holds ? "order only through the data" : "order by another route";
+}
+
+}  // namespace
+
+std::vector<ProfileRow> profile_rows(const Signature& s) {
+    const bool positions = has_kind(s, is_position);
+    std::vector<ProfileRow> rows;
+    rows.push_back({"order-through-positions",
+                    positions ? "order only through the position inputs" : "equivariance (no position input)",
+                    std::nullopt, PadPlacement::any, false});
+    if (positions) {
+        rows.push_back({"order-aware", "order-aware at all (positions left in place)", std::nullopt, PadPlacement::any, true});
+        rows.push_back({"relative", "relative (every position id + c)", Property::shift, PadPlacement::any, false});
+    }
+    if (has_kind(s, is_mask))
+        for (PadPlacement p : {PadPlacement::left, PadPlacement::right, PadPlacement::any})
+            rows.push_back({std::string("padding-") + pad_placement_name(p),
+                            std::string("padding ") + pad_placement_name(p), Property::padding, p, false});
+    return rows;
+}
+
+int run_profile(const std::string& program, const std::string& name, const Signature& s, const AuditFlags& flags,
+                const std::function<RowRun(const AuditFlags&)>& run_row) {
+    const std::filesystem::path dir = flags.report_dir;
+    nlohmann::json listed = nlohmann::json::array();
+    std::cout << "profile of " << name << ":\n";
+    std::printf("  %-44s %-16s %6s  %s\n", "row", "verdict", "cases", "what it says");
+    int code = 0;
+    for (const ProfileRow& row : profile_rows(s)) {
+        AuditFlags f = flags;
+        f.profile = false;
+        f.property = row.property;
+        f.padding = row.padding;
+        f.keep_positions = row.keep_positions;
+        if (!dir.empty()) f.report_dir = (dir / row.id).string();
+        RowRun run = run_row(f);
+        const Verdict v = run.result.verdict;
+        std::printf("  %-44s %-16s %6d  %s\n", row.title.c_str(), verdict_name(v), run.result.cases,
+                    meaning(row, v).c_str());
+        std::fflush(stdout);
+        if (v == Verdict::error) std::printf("      error: %s\n", run.result.error.c_str());
+        if (v != Verdict::holds && !run.record.replay.empty()) std::printf("      replay: %s\n", run.record.replay.c_str());
+        if (finish(program, f, run.record, 0) != 0 || v == Verdict::error) code = 2;
+        listed.push_back({{"row", row.id}, {"title", row.title}, {"verdict", verdict_name(v)},
+                          {"exit_code", exit_code(v)}, {"cases", run.result.cases}, {"meaning", meaning(row, v)},
+                          {"report", dir.empty() ? "" : row.id + "/report.json"}, {"replay", run.record.replay}});
+        if (v == Verdict::interrupted) {
+            code = 130;
+            break;
+        }
+    }
+    if (!dir.empty()) {
+        try {
+            report::prepare_directory(dir);
+            report::write_atomically(dir / "profile.json", nlohmann::json{{"subject", name}, {"rows", listed}}.dump(2) + "\n");
+            std::cout << "profile written to " << (dir / "profile.json").string() << "\n";
+        } catch (const std::exception& e) {
+            std::cerr << program << ": cannot write the profile: " << e.what() << "\n";
+            return 2;
+        }
+    }
+    return code;
+}
+
+}  // namespace permcheck::cli

@@ -1,0 +1,76 @@
+#!/usr/bin/python3
+"""Small causal-LM-like torch layers with a position signal, for position-aware audits.
+
+    positions.py MODEL [DTYPE]
+
+Every model takes forward(ids, pos, keep): token ids (int64, n), position ids (int64, n) and an attention mask
+(int64, n; 1 = a real token, 0 = padding), and returns y (n, 8): one self-attention layer over token embeddings.
+
+    rope           rotary embeddings on q and k from the position ids (relative: shift holds), keys masked
+    learned        a learned absolute position table added to the embeddings (shift violated at c = 1)
+    sinusoidal     sinusoidal absolute positions added to the embeddings (shift violated)
+    alibi          ALiBi: a bias -slope * |i - j| from the position ids (relative)
+    rope-arange    rotary embeddings from arange(n), ignoring the position ids (order by another route)
+    rope-nomask    rope without the key mask (padding leaks)
+
+Audit with, for example:
+    permcheck audit --exec "python3 examples/adapters/positions.py rope float32" --dtype float32 \\
+        --axis n=1..8 --input ids:n:token=50 --input pos:n:position --input keep:n:mask=keep --output y:n,8 \\
+        --property shift
+"""
+import math
+import sys
+
+import torch
+
+from permcheck_adapter import serve
+
+D, VOCAB, TABLE = 8, 50, 4096
+
+
+def rotate(x, pos):
+    """Rotary embedding of x (n, D) at the given positions, written the common way (angles in x's dtype)."""
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, D, 2, dtype=x.dtype) / D))
+    angles = pos.to(x.dtype)[:, None] * inv_freq[None, :]
+    cos, sin = angles.cos(), angles.sin()
+    x1, x2 = x[:, 0::2], x[:, 1::2]
+    out = torch.empty_like(x)
+    out[:, 0::2] = x1 * cos - x2 * sin
+    out[:, 1::2] = x1 * sin + x2 * cos
+    return out
+
+
+class Layer(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+        self.embed = torch.nn.Embedding(VOCAB, D)
+        self.q = torch.nn.Linear(D, D, bias=False)
+        self.k = torch.nn.Linear(D, D, bias=False)
+        self.v = torch.nn.Linear(D, D, bias=False)
+        self.table = torch.nn.Embedding(TABLE, D)
+
+    def forward(self, ids, pos, keep):
+        h = self.embed(ids)
+        if self.model == "learned":
+            h = h + self.table(pos)
+        if self.model == "sinusoidal":
+            freq = 1.0 / (10000 ** (torch.arange(0, D, 2, dtype=h.dtype) / D))
+            angles = pos.to(h.dtype)[:, None] * freq[None, :]
+            h = h + torch.stack([angles.sin(), angles.cos()], dim=-1).reshape(h.shape)
+        q, k, v = self.q(h), self.k(h), self.v(h)
+        if self.model.startswith("rope"):
+            where = torch.arange(len(ids)) if self.model == "rope-arange" else pos
+            q, k = rotate(q, where), rotate(k, where)
+        scores = q @ k.T / math.sqrt(D)
+        if self.model == "alibi":
+            scores = scores - 0.5 * (pos[:, None] - pos[None, :]).abs().to(scores.dtype)
+        if self.model != "rope-nomask":
+            scores = scores.masked_fill(keep[None, :] == 0, float("-inf"))
+        return {"y": scores.softmax(dim=-1) @ v}
+
+
+if __name__ == "__main__":
+    torch.manual_seed(0)
+    dtype = getattr(torch, sys.argv[2]) if len(sys.argv) > 2 else torch.float64
+    serve(Layer(sys.argv[1]).to(dtype).eval(), dtype=dtype)
