@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Position-aware audits through the Python helper (examples/adapters/positions.py, torch modules fed int64 ids,
+# position ids and a keep mask): every property found violated and shrunk (the smallest c, the fewest pads) and
+# found holding, bad combinations of flags refused, the profile's exit code and its rows, a saved case replayed.
+#   position_audit.sh PERMCHECK
+set -euo pipefail
+permcheck="$1"
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(dirname "$here")"
+model="$root/examples/adapters/positions.py"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+/usr/bin/python3 -c 'import torch' || { echo "position_audit.sh: /usr/bin/python3 cannot import torch (python3-torch)"; exit 1; }
+sig=(--axis n=1..8 --input ids:n:token=50 --input pos:n:position --input keep:n:mask=keep --output y:n,8)
+fail() { echo "FAIL: $*"; exit 1; }
+
+# expect EXIT MODEL FLAGS...: runs the audit with a report in $work/last and checks its exit code.
+expect() {
+  local want="$1" name="$2"; shift 2
+  rm -rf "$work/last"
+  set +e
+  "$permcheck" audit --exec "/usr/bin/python3 $model $name" "${sig[@]}" --cases 60 --report "$work/last" "$@" > "$work/out.txt" 2>&1
+  local got=$?
+  set -e
+  [ "$got" = "$want" ] || { cat "$work/out.txt"; fail "$name $* exited $got, expected $want"; }
+  echo "ok: $name $* -> $got"
+}
+field() { /usr/bin/python3 -c "import json,sys; d=json.load(open('$work/last/report.json')); print(eval(sys.argv[1]))" "$1"; }
+
+expect 0 rope
+expect 1 rope-arange                         # order by another route than the position ids
+expect 1 rope --keep-positions               # order-aware
+expect 0 rope --property shift
+expect 0 alibi --property shift
+expect 0 "rope float32" --dtype float32 --property shift   # rotary angles in float32: no false alarm
+expect 1 learned --property shift
+[ "$(field "d['counterexample']['shift']")" = 1 ] || fail "learned: shift not shrunk to c = 1"
+[ "$(field "d['counterexample']['lengths']['n']")" = 1 ] || fail "learned: not shrunk to one token"
+[ "$(field "d['counterexample']['inputs']['ids'][0] == int(d['counterexample']['inputs']['ids'][0])")" = True ] || fail "ids not integers"
+expect 1 "learned float32" --dtype float32 --property shift
+expect 1 sinusoidal --property shift
+expect 0 rope --property padding
+expect 0 rope --property padding --padding left
+expect 1 rope-nomask --property padding --padding right
+[ "$(field "len(d['counterexample']['pads']['slots'])")" = 1 ] || fail "rope-nomask: not shrunk to one pad"
+"$permcheck" replay "$work/last/report.json" --exec "/usr/bin/python3 $model rope-nomask" > /dev/null && fail "replay of a leak held"
+"$permcheck" replay "$work/last/report.json" --exec "/usr/bin/python3 $model rope" > /dev/null || fail "replay on the masked model failed"
+expect 2 rope --padding left                 # --padding without --property padding
+expect 2 rope --property reversal
+expect 2 rope --profile --property shift
+
+# The profile: every row to a verdict, exit 0; one report directory a row and profile.json.
+rm -rf "$work/profile"
+"$permcheck" audit --exec "/usr/bin/python3 $model learned" "${sig[@]}" --cases 40 --profile --report "$work/profile" > "$work/out.txt" \
+  || { cat "$work/out.txt"; fail "the profile did not exit 0"; }
+for row in order-through-positions order-aware relative padding-left padding-right padding-any; do
+  [ -f "$work/profile/$row/report.json" ] || fail "no report for the profile row $row"
+done
+/usr/bin/python3 - "$work/profile/profile.json" <<'PY'
+import json, sys
+rows = {r["row"]: r["verdict"] for r in json.load(open(sys.argv[1]))["rows"]}
+want = {"order-through-positions": "holds", "order-aware": "violated", "relative": "violated",
+        "padding-left": "holds", "padding-right": "holds", "padding-any": "holds"}
+assert rows == want, rows
+PY
+echo "ok: profile"
+
+echo "position_audit.sh: all passed"

@@ -1,0 +1,279 @@
+// Position-aware audits (check/position_case.h): the input kinds token, position and mask=keep; the properties
+// shift and padding, found violated and shrunk (the smallest c, the fewest pads) and found holding; order only
+// through the position ids (equivariance with the ids moving) and order-aware at all (positions_stay); the
+// undecided verdict; and the harness self-test: planted bugs in these transformations are caught.
+#include "check/position_case.h"
+#include "check/signature_audit.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+
+namespace permcheck {
+namespace {
+
+// ids:n:token=50, pos:n:position=64, keep:n:mask=keep over n=1..8, and one output: y:n,3 or g:3.
+Signature lm_signature(bool pooled = false, int positions = 64) {
+    Signature s;
+    s.axes = {parse_axis("n=1..8")};
+    s.inputs = {parse_input("ids:n:token=50"), parse_input("pos:n:position=" + std::to_string(positions)),
+                parse_input("keep:n:mask=keep")};
+    s.outputs = {parse_output(pooled ? "g:3" : "y:n,3")};
+    return s;
+}
+
+// A token's embedding: three features of its id.
+std::array<double, 3> embed(double id) { return {std::sin(id), std::cos(0.7 * id), 0.01 * id}; }
+
+// The ways order can reach a layer over ids, position ids and a keep mask.
+enum class Model {
+    relative,       // attention over the kept tokens with weights exp(-0.3 |pos_i - pos_j|): relative, masked
+    absolute,       // each token scaled by 1 + 0.01 pos_i: absolute positions, through the ids
+    by_index,       // each token scaled by 1 + 0.01 i: order from the slots, not from the ids
+    masked_mean,    // pooled: the mean embedding of the kept tokens
+    unmasked_mean,  // pooled: the mean embedding of every token, pads included
+};
+
+NamedBlackBox model(Model m) {
+    return [m](const Tensors& in) {
+        const std::vector<double>& ids = in.at("ids").values;
+        const std::vector<double>& pos = in.at("pos").values;
+        const std::vector<double>& keep = in.at("keep").values;
+        const int n = static_cast<int>(ids.size());
+        if (m == Model::masked_mean || m == Model::unmasked_mean) {
+            std::vector<double> g(3, 0.0);
+            double count = 0;
+            for (int j = 0; j < n; ++j) {
+                const double w = m == Model::masked_mean ? keep[static_cast<std::size_t>(j)] : 1.0;
+                for (int f = 0; f < 3; ++f) g[static_cast<std::size_t>(f)] += w * embed(ids[static_cast<std::size_t>(j)])[static_cast<std::size_t>(f)];
+                count += w;
+            }
+            for (double& v : g) v /= count;
+            return Tensors{{"g", Tensor{{3}, g}}};
+        }
+        std::vector<double> y(static_cast<std::size_t>(3 * n), 0.0);
+        for (int i = 0; i < n; ++i) {
+            const auto at = static_cast<std::size_t>(i);
+            if (m == Model::relative) {
+                double total = 0;
+                for (int j = 0; j < n; ++j) {
+                    const auto k = static_cast<std::size_t>(j);
+                    const double w = keep[k] * std::exp(-0.3 * std::abs(pos[at] - pos[k]));
+                    for (int f = 0; f < 3; ++f) y[3 * at + static_cast<std::size_t>(f)] += w * embed(ids[k])[static_cast<std::size_t>(f)];
+                    total += w;
+                }
+                for (int f = 0; f < 3; ++f) y[3 * at + static_cast<std::size_t>(f)] /= total;
+                continue;
+            }
+            const double scale = 1 + 0.01 * (m == Model::absolute ? pos[at] : i);
+            for (int f = 0; f < 3; ++f) y[3 * at + static_cast<std::size_t>(f)] = scale * embed(ids[at])[static_cast<std::size_t>(f)];
+        }
+        return Tensors{{"y", Tensor{{n, 3}, y}}};
+    };
+}
+
+AuditOptions with(std::optional<Property> p, std::uint64_t seed = 1) {
+    AuditOptions o;
+    o.name = "model";
+    o.seed = seed;
+    o.property = p;
+    return o;
+}
+
+std::string finding(const AuditResult& r, const Signature& s) {
+    std::string text = std::string(verdict_name(r.verdict)) + ": " + r.detail + r.error + "\n";
+    if (r.signature_counterexample) text += describe(*r.signature_counterexample, s);
+    return text;
+}
+
+TEST(PositionKinds, ParseFormatAndValidate) {
+    for (const char* text : {"ids:n:token=50000", "pos:n:position", "pos:1,n:position=512", "keep:n:mask=keep"})
+        EXPECT_EQ(format_input(parse_input(text)), text);
+    EXPECT_EQ(parse_input("ids:n:token=7").limit, 7);
+    EXPECT_EQ(parse_input("pos:n:position").limit, kDefaultPositions);
+    EXPECT_EQ(parse_input("keep:n:mask=keep").kind, TensorKind::mask_keep);
+    for (const char* bad : {"ids:n:token", "ids:n:token=0", "ids:n:token=2147483648", "pos:n:position=x", "m:n:mask=yes"})
+        EXPECT_THROW(parse_input(bad), std::invalid_argument) << bad;
+    Signature s = lm_signature();
+    s.inputs[1] = parse_input("pos:n,n:position");
+    EXPECT_THROW(validate(s), std::invalid_argument);  // two axis dims
+    s.inputs[1] = parse_input("pos:n,2:position");
+    EXPECT_THROW(validate(s), std::invalid_argument);  // a fixed dim other than 1
+    s.inputs[1] = parse_input("pos:n:position=4");
+    try {
+        validate(s);
+        ADD_FAILURE() << "P = 4 below max_len 8 accepted";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("P = 4"), std::string::npos) << e.what();
+    }
+}
+
+TEST(PositionKinds, TokenAndPositionIdsMoveAsDataAndAreNeverRenumbered) {
+    const Signature s = lm_signature();
+    const Tensors x{{"ids", Tensor{{3}, {7, 7, 2}}}, {"pos", Tensor{{3}, {10, 11, 12}}}, {"keep", Tensor{{3}, {1, 0, 1}}}};
+    const Tensors px = permute_inputs(s, {{"n", Permutation({2, 0, 1})}}, x);
+    EXPECT_EQ(px.at("ids").values, (std::vector<double>{2, 7, 7}));
+    EXPECT_EQ(px.at("pos").values, (std::vector<double>{12, 10, 11}));
+    EXPECT_EQ(px.at("keep").values, (std::vector<double>{1, 1, 0}));
+}
+
+TEST(PositionKinds, DrawnCasesHoldIdsInRangeConsecutivePositionsAndAKeptPosition) {
+    const Signature s = lm_signature();
+    for (int seed = 0; seed < 200; ++seed) {
+        const SignatureCase c = draw_signature_case(s, {{"n", 1 + seed % 8}}, rc::Random(static_cast<std::uint64_t>(seed)), 50);
+        const std::vector<double>& pos = c.inputs.at("pos").values;
+        for (std::size_t i = 1; i < pos.size(); ++i) ASSERT_EQ(pos[i], pos[0] + static_cast<double>(i));
+        ASSERT_LE(pos.back(), 63);
+        for (double id : c.inputs.at("ids").values) ASSERT_TRUE(id >= 0 && id < 50 && id == std::floor(id));
+        bool kept = false;
+        for (double v : c.inputs.at("keep").values) kept = kept || v == 1.0;
+        ASSERT_TRUE(kept) << "seed " << seed;
+    }
+}
+
+TEST(PositionAudit, OrderOnlyThroughThePositionIdsHoldsForIdsAndFailsForSlots) {
+    const Signature s = lm_signature();
+    for (Model m : {Model::relative, Model::absolute}) {
+        const AuditResult r = audit(model(m), s, with(std::nullopt));
+        EXPECT_EQ(r.verdict, Verdict::holds) << finding(r, s);
+    }
+    const AuditResult r = audit(model(Model::by_index), s, with(std::nullopt));
+    EXPECT_EQ(r.verdict, Verdict::violated) << finding(r, s);
+}
+
+TEST(PositionAudit, PositionsLeftInPlaceTellAnOrderAwareModelFromABagOfTokens) {
+    const Signature s = lm_signature(true);
+    AuditOptions o = with(std::nullopt);
+    o.positions_stay = true;
+    EXPECT_EQ(audit(model(Model::masked_mean), s, o).verdict, Verdict::holds);  // a bag of tokens
+    const Signature seq = lm_signature();
+    EXPECT_EQ(audit(model(Model::absolute), seq, o).verdict, Verdict::violated);  // order-aware
+}
+
+TEST(PositionAudit, AnAbsoluteModelFailsShiftAtOneShiftedTokenAndARelativeOneHolds) {
+    const Signature s = lm_signature();
+    const AuditResult r = audit(model(Model::absolute), s, with(Property::shift));
+    ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
+    EXPECT_EQ(r.property, Property::shift);
+    ASSERT_TRUE(r.signature_counterexample);
+    EXPECT_EQ(r.signature_counterexample->shift, 1) << finding(r, s);
+    EXPECT_EQ(r.signature_counterexample->lengths.at("n"), 1) << finding(r, s);
+    for (const auto& [axis, p] : r.signature_counterexample->perms) EXPECT_TRUE(p.is_identity());
+    for (Model m : {Model::relative, Model::by_index}) {
+        const AuditResult ok = audit(model(m), s, with(Property::shift));
+        EXPECT_EQ(ok.verdict, Verdict::holds) << finding(ok, s);
+        EXPECT_GT(ok.largest_shift, 8) << "the shifts rise toward the room the 64 position ids leave";
+        EXPECT_LT(ok.largest_shift, 64);
+    }
+}
+
+TEST(PositionAudit, ShiftAndPaddingRefuseASignatureThatCannotTakeThem) {
+    Signature s = one_tensor_signature(4, Output::sequence, 1, 8);
+    EXPECT_THROW(audit([](const Tensors& in) { return Tensors{{"y", in.at("x")}}; }, s, with(Property::shift)),
+                 std::invalid_argument);
+    EXPECT_THROW(audit([](const Tensors& in) { return Tensors{{"y", in.at("x")}}; }, s, with(Property::padding)),
+                 std::invalid_argument);
+    EXPECT_THROW(audit(model(Model::relative), lm_signature(), with(Property::reversal)), std::invalid_argument);
+    AuditOptions o = with(std::nullopt);
+    o.padding = PadPlacement::left;
+    EXPECT_THROW(audit(model(Model::relative), lm_signature(), o), std::invalid_argument);
+}
+
+TEST(PositionAudit, PaddingLeaksThroughAnUnmaskedMeanAndShrinksToOnePad) {
+    const Signature s = lm_signature(true);
+    for (PadPlacement where : {PadPlacement::left, PadPlacement::right, PadPlacement::any}) {
+        AuditOptions o = with(Property::padding);
+        o.padding = where;
+        const AuditResult ok = audit(model(Model::masked_mean), s, o);
+        EXPECT_EQ(ok.verdict, Verdict::holds) << finding(ok, s);
+        const AuditResult r = audit(model(Model::unmasked_mean), s, o);
+        ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
+        const SignatureCounterexample& c = *r.signature_counterexample;
+        ASSERT_TRUE(c.pads);
+        EXPECT_EQ(c.pads->slots.size(), 1u) << finding(r, s);
+        EXPECT_EQ(c.lengths.at("n"), 1) << finding(r, s);
+        if (where == PadPlacement::left) EXPECT_EQ(c.pads->slots.front(), 0);
+        if (where == PadPlacement::right) EXPECT_EQ(c.pads->slots.front(), c.lengths.at("n"));
+    }
+}
+
+TEST(PositionAudit, PadsAreMaskedAndTheRealPositionsKeepTheirValues) {
+    const Signature s = lm_signature();
+    SignatureCase c = draw_signature_case(s, {{"n", 3}}, rc::Random(5), 50);
+    c.inputs.at("keep").values = {1, 1, 1};
+    draw_pads(s, c, "n", PadPlacement::any, rc::Random(6), 50);
+    const Tensors padded = transformed_inputs(s, Property::padding, c);
+    const int total = 3 + static_cast<int>(c.pads->slots.size());
+    ASSERT_EQ(padded.at("ids").shape, std::vector<int>{total});
+    std::size_t real = 0;
+    for (int slot = 0; slot < total; ++slot) {
+        const bool pad = std::count(c.pads->slots.begin(), c.pads->slots.end(), slot) > 0;
+        const auto at = static_cast<std::size_t>(slot);
+        EXPECT_EQ(padded.at("keep").values[at], pad ? 0.0 : 1.0);
+        if (pad) continue;
+        EXPECT_EQ(padded.at("ids").values[at], c.inputs.at("ids").values[real]);
+        EXPECT_EQ(padded.at("pos").values[at], c.inputs.at("pos").values[real]);
+        ++real;
+    }
+}
+
+TEST(PositionAudit, AToleranceAsLargeAsTheOutputsIsUndecidedNeverHolds) {
+    // Position ids near 2^30 in float32: the rotary-angle term of the tolerance outgrows outputs of size 1e-3.
+    const Signature s = lm_signature(false, 1 << 30);
+    const NamedBlackBox tiny = [](const Tensors& in) {
+        const int n = static_cast<int>(in.at("ids").values.size());
+        return Tensors{{"y", Tensor{{n, 3}, std::vector<double>(static_cast<std::size_t>(3 * n), 1e-3)}}};
+    };
+    AuditOptions o = with(Property::shift);
+    o.dtype = Arithmetic::float32;
+    const AuditResult r = audit(tiny, s, o);
+    EXPECT_EQ(r.verdict, Verdict::undecided) << finding(r, s);
+    EXPECT_EQ(exit_code(r.verdict), 3);
+    o.dtype = Arithmetic::float64;
+    EXPECT_EQ(audit(tiny, lm_signature(false, 64), o).verdict, Verdict::holds);
+}
+
+// The harness checks itself: each planted bug makes a layer that holds fail.
+struct PlantedBug {
+    test_only::HarnessBug bug;
+    Model model;
+    std::optional<Property> property;
+    bool pooled;
+};
+
+TEST(PositionHarness, EachPlantedBugInTheTransformationsIsCaught) {
+    for (const PlantedBug& p : {PlantedBug{test_only::HarnessBug::positions_kept, Model::absolute, std::nullopt, false},
+                                PlantedBug{test_only::HarnessBug::shift_tokens, Model::relative, Property::shift, false},
+                                PlantedBug{test_only::HarnessBug::pads_unmasked, Model::masked_mean, Property::padding, true},
+                                PlantedBug{test_only::HarnessBug::pads_move_positions, Model::absolute, Property::padding, false}}) {
+        const Signature s = lm_signature(p.pooled);
+        ASSERT_EQ(audit(model(p.model), s, with(p.property)).verdict, Verdict::holds);
+        test_only::plant_harness_bug(p.bug);
+        const AuditResult r = audit(model(p.model), s, with(p.property));
+        test_only::plant_harness_bug(test_only::HarnessBug::none);
+        EXPECT_EQ(r.verdict, Verdict::violated) << static_cast<int>(p.bug) << "\n" << finding(r, s);
+    }
+}
+
+TEST(PositionAudit, ASavedShiftOrPaddingCaseIsJudgedAgainAsItWasFound) {
+    for (const auto& [m, p, pooled] : {std::tuple{Model::absolute, Property::shift, false},
+                                       std::tuple{Model::unmasked_mean, Property::padding, true}}) {
+        const Signature s = lm_signature(pooled);
+        const AuditResult r = audit(model(m), s, with(p));
+        ASSERT_EQ(r.verdict, Verdict::violated);
+        AuditOptions o = with(p);
+        o.dtype = r.dtype;
+        EXPECT_EQ(reevaluate(model(m), s, *r.signature_counterexample, false, o).verdict, Verdict::violated);
+        const Model fixed = p == Property::shift ? Model::relative : Model::masked_mean;
+        EXPECT_EQ(reevaluate(model(fixed), s, *r.signature_counterexample, false, o).verdict, Verdict::holds);
+    }
+}
+
+}  // namespace
+}  // namespace permcheck
