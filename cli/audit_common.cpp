@@ -50,8 +50,14 @@ void add_signature_options(CLI::App& app, SignatureText& t, const std::string& o
         ->check(parsed_by([](const std::string& text) { parse_axis(text); }));
     app.add_option("--input", t.inputs,
                    "NAME:DIMS[:KIND]: an input (repeatable); DIMS axis names and fixed sizes, outermost first "
-                   "(q:n,8  bias:n,n  edge_index:2,edges:index=nodes); KIND float (default), mask (true = padding) "
-                   "or index=AXIS")
+                   "(q:n,8  bias:n,n  edge_index:2,edges:index=nodes  ids:n:token=50000  pos:n:position). KIND: "
+                   "float (default): real values; "
+                   "mask: booleans, true = padding (key_padding_mask); "
+                   "mask=keep: integers, 1 = a real position, 0 = padding (attention_mask); "
+                   "index=AXIS: integers naming positions of AXIS, renumbered when AXIS moves (an edge list); "
+                   "token=V: integer ids in [0, V), moved with their dims, never renumbered (input_ids); "
+                   "position[=P]: integer position ids offset+0..n-1 along one axis, P positions (default 4096), "
+                   "moved with the tokens (position_ids)")
         ->allow_extra_args(false)
         ->check(parsed_by([](const std::string& text) { parse_input(text); }));
     app.add_option("--output", t.outputs, output_help)

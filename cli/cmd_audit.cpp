@@ -307,7 +307,9 @@ void add_audit(CLI::App& app, Outcome& outcome) {
         "--output NAME:DIMS, each repeatable, e.g. --axis n=1..8 --axis m=1..8 --input q:n,8 --input mem:m,8\n"
         "--output y:n,8. The two cannot be mixed. --output serves both: a value with ':' is NAME:DIMS.\n"
         "Exit status: 0 holds; 1 violated, nondeterministic or non-finite (shrunk counterexample printed and\n"
-        "reported); 2 error (the adapter could not start, crashed, timed out or broke the protocol; or bad options).\n"
+        "reported); 2 error (the adapter could not start, crashed, timed out or broke the protocol; or bad options);\n"
+        "3 undecided (the tolerance position ids need was as large as the outputs). With --profile: 0 when every\n"
+        "row ran to a verdict, whatever the verdicts; 2 when a row erred or an option was bad.\n"
         "With --report, report.json is written in every case.");
     sub->preparse_callback([q, sub, &outcome](std::size_t) {
         outcome.bad_options = [q, sub](const std::string& message) {

@@ -3,6 +3,7 @@
 // --output, as `permcheck audit`). Exit 0 holds; 1 violated, nondeterministic or non-finite; 2 error or bad
 // options, as `permcheck audit --exec`, whose options, record and printed result it shares (cli/audit_common.h).
 #include "cli/audit_common.h"
+#include "cli/profile.h"
 #include "cli/options.h"
 
 #include "adapters/torch_adapter.h"
@@ -175,6 +176,23 @@ std::string head_of(const Request& q, const Plan& p, const AuditResult& r) {
     return head + property_name(Property::equivariance);
 }
 
+// One audit of the module, printed when asked, with its report record.
+RowRun run_once(Request& q, const Plan& p, bool print) {
+    AuditResult r;
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+        r = audit_of(q, p);
+    } catch (const std::exception& e) {  // LibTorch refusing the module (heads not dividing dim), a property refused
+        r = error_result(e.what());
+    }
+    name_last_request(r);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (print)
+        print_result(std::cout, std::cerr, kProgram, head_of(q, p, r), r, seconds, replay_of(q, p, r),
+                     p.signature ? &*p.signature : nullptr);
+    return RowRun{r, record_of(q, p, r, seconds)};
+}
+
 int run(Request q) {
     q.torch.dim = q.flags.dim;  // before the plan: the decoder layer's signature has dim features
     q.torch.dtype = requested_dtype(q.flags).value_or(Arithmetic::float64);
@@ -187,18 +205,14 @@ int run(Request q) {
         return finish(kProgram, q.flags, record_of(q, plan_or_default(q), error_result(e.what()), 0.0), 2);
     }
     if (p.layer) q.torch.layer = *p.layer;
-    AuditResult r;
-    const auto t0 = std::chrono::steady_clock::now();
-    try {
-        r = audit_of(q, p);
-    } catch (const std::exception& e) {  // LibTorch refusing the module: heads not dividing dim, not TorchScript
-        r = error_result(e.what());
-    }
-    name_last_request(r);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    print_result(std::cout, std::cerr, kProgram, head_of(q, p, r), r, seconds, replay_of(q, p, r),
-                 p.signature ? &*p.signature : nullptr);
-    return finish(kProgram, q.flags, record_of(q, p, r, seconds), exit_code(r.verdict));
+    if (q.flags.profile)
+        return run_profile(kProgram, name_of(q, p), *p.signature, q.flags, [&](const AuditFlags& f) {
+            Request row = q;
+            row.flags = f;
+            return run_once(row, p, /*print=*/false);
+        });
+    const RowRun run = run_once(q, p, /*print=*/true);
+    return finish(kProgram, q.flags, run.record, exit_code(run.result.verdict));
 }
 
 void add_builtin_options(CLI::App& app, Request& q) {
@@ -250,7 +264,7 @@ int main(int argc, char** argv) {
     app.name(kProgram);
     Request q;
     add_options(app, q);
-    app.footer("Exit status: 0 holds; 1 violated, nondeterministic or non-finite; 2 error or bad options.");
+    app.footer("Exit status: 0 holds; 1 violated, nondeterministic or non-finite; 2 error or bad options; 3 undecided.");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
