@@ -304,6 +304,31 @@ class ServedModule(unittest.TestCase):
                                       "taps_offered": True}, err)
         self.assertTrue(out.startswith('{"id": 2'), "stdout holds answers only")
 
+    def test_token_position_and_keep_mask_inputs_are_int64_and_a_padding_mask_stays_bool(self):
+        script = """
+            import torch
+            from permcheck_adapter import serve
+
+            class Kinds(torch.nn.Module):
+                def forward(self, ids, pos, keep, pad):
+                    assert ids.dtype == pos.dtype == keep.dtype == torch.int64, (ids.dtype, pos.dtype, keep.dtype)
+                    assert pad.dtype == torch.bool, pad.dtype
+                    return {"y": (ids * 100 + pos * 10 + keep).double(), "p": pad.double()}
+
+            serve(Kinds(), dtype=torch.float64, batch=None)
+        """
+        kinds = {"ids": "token", "pos": "position", "keep": "mask=keep", "pad": "mask"}
+        answers, _, err, code = run(script, [
+            {"id": 1, "inputs": {"ids": [3, 0], "pos": [5, 6], "keep": [1, 0], "pad": [False, True]},
+             "shapes": {"ids": [2], "pos": [2], "keep": [2], "pad": [2]}, "kinds": kinds, "outputs": ["y", "p"]},
+            # Empty inputs: only the kinds say what they are.
+            {"id": 2, "inputs": {"ids": [], "pos": [], "keep": [], "pad": []},
+             "shapes": {"ids": [0], "pos": [0], "keep": [0], "pad": [0]}, "kinds": kinds, "outputs": ["y", "p"]},
+        ])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(answers[0]["outputs"], {"y": [351.0, 60.0], "p": [0.0, 1.0]}, err)
+        self.assertEqual(answers[1]["outputs"], {"y": [], "p": []}, err)
+
     def test_serve_kinds_argument_names_an_index_input_that_arrives_empty(self):
         script = MODULE_SCRIPT.replace("serve(Probe(), dtype=torch.float64, batch=None)",
                                        'serve(Probe(), dtype="float64", kinds={"edge_index": "index"}, batch=None)')
