@@ -7,11 +7,11 @@
 
 #include "proofs/signature_smt.h"
 #include "proofs/smt.h"
+#include "report/report.h"
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <sstream>
 #include <stdexcept>
@@ -44,23 +44,16 @@ std::string smtlib_file(const SmtResult& r, const SmtQuery& q) {
     return s.str();
 }
 
-// Written next to its final name, then renamed: a reader never sees half a file. False, said on `out`, when it
-// could not be written.
+// report::write_atomically's file (a reader never sees half of it); false, said on `out`, when it could not be
+// written.
 bool write_file(const fs::path& path, const std::string& text, std::ostream& out) {
-    const fs::path tmp = path.string() + ".tmp";
-    {
-        std::ofstream f(tmp, std::ios::binary);
-        f << text;
-        if (!f.flush()) {
-            out << "permcheck: cannot write " << tmp.string() << "\n";
-            return false;
-        }
+    try {
+        report::write_atomically(path, text);
+        return true;
+    } catch (const std::runtime_error& e) {
+        out << "permcheck: " << e.what() << "\n";
+        return false;
     }
-    std::error_code ec;
-    fs::rename(tmp, path, ec);
-    if (ec)
-        out << "permcheck: cannot rename " << tmp.string() << " to " << path.string() << ": " << ec.message() << "\n";
-    return !ec;
 }
 
 // A layer over named inputs: "<layer>-<axis><length>...-along-<axis>-<generator>[-<masks>].smt2", the masks as
