@@ -161,14 +161,6 @@ Tensor tensor_from(const json& j, const std::string& field, std::optional<std::v
     return t;
 }
 
-json signature_json(const Signature& s) {
-    json axes = json::array(), inputs = json::array(), outputs = json::array();
-    for (const Axis& a : s.axes) axes.push_back(format(a));
-    for (const TensorSpec& t : s.inputs) inputs.push_back(format_input(t));
-    for (const TensorSpec& t : s.outputs) outputs.push_back(format_output(t));
-    return json{{"axes", axes}, {"inputs", inputs}, {"outputs", outputs}};
-}
-
 // The signature as its flags' texts, each read by its parser, the whole validated.
 Signature signature_from(const json& j) {
     if (!j.is_object()) throw std::invalid_argument("field 'signature' must be an object");
@@ -405,6 +397,14 @@ int weights_version(const json& j) {
 }  // namespace
 
 // ---- JSON ------------------------------------------------------------------------------------------------
+json signature_json(const Signature& s) {
+    json axes = json::array(), inputs = json::array(), outputs = json::array();
+    for (const Axis& a : s.axes) axes.push_back(format(a));
+    for (const TensorSpec& t : s.inputs) inputs.push_back(format_input(t));
+    for (const TensorSpec& t : s.outputs) outputs.push_back(format_output(t));
+    return json{{"axes", axes}, {"inputs", inputs}, {"outputs", outputs}};
+}
+
 // The taps: each with its name, shape, axes (one per dim, null for none), verdict, largest difference, tolerance
 // and note; the first breaking tap by name (null when every tap holds).
 void add_taps(json& j, const TapTrace& t) {
