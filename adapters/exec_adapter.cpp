@@ -316,12 +316,7 @@ std::string request_what(const Signature& s, const Tensors& inputs) {
         const Tensor& x = inputs.at("x");
         return "n=" + std::to_string(x.shape.at(0)) + ", d=" + std::to_string(x.shape.at(1));
     }
-    std::string what;
-    for (const auto& [axis, length] : lengths_of(s, inputs)) {
-        if (!what.empty()) what += ", ";
-        what += axis + "=" + std::to_string(length);
-    }
-    return what;
+    return format_lengths(lengths_of(s, inputs));
 }
 
 // An ordinary request line of the signature's dialect: the one-tensor form's {"id","x"}, or named inputs.

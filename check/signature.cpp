@@ -187,7 +187,7 @@ void validate_tensor(const TensorSpec& t, const std::set<std::string>& axes, con
     if (t.kind == TensorKind::index && !axes.count(t.index_axis))
         throw std::invalid_argument(std::string(flag) + " " + t.name + " is an index into the axis '" + t.index_axis +
                                     "', which no --axis declares");
-    if (t.kind == TensorKind::mask && std::none_of(t.dims.begin(), t.dims.end(), [](const Dim& d) { return d.is_axis(); }))
+    if (t.kind == TensorKind::mask && !has_axis(t))
         throw std::invalid_argument(std::string(flag) + " " + t.name +
                                     " is a mask with no axis dim: a mask pads positions of an axis");
 }
@@ -254,6 +254,14 @@ void validate(const Signature& s) {
     }
     for (const TensorSpec& t : s.inputs) require_small_enough(s, t, "--input", format_input(t));
     for (const TensorSpec& t : s.outputs) require_small_enough(s, t, "--output", format_output(t));
+}
+
+bool has_axis(const TensorSpec& t) {
+    return std::any_of(t.dims.begin(), t.dims.end(), [](const Dim& d) { return d.is_axis(); });
+}
+
+Property property_of(const Signature& s) {
+    return std::any_of(s.outputs.begin(), s.outputs.end(), has_axis) ? Property::equivariance : Property::invariance;
 }
 
 // ------------------------------------------------------------------------------------------------- tensors
@@ -395,6 +403,18 @@ std::string index_text(const std::vector<int>& where) {
         out += std::to_string(where[k]);
     }
     return out + ")";
+}
+
+std::string format_lengths(const Lengths& lengths) {
+    std::string out;
+    for (const auto& [axis, len] : lengths) out += (out.empty() ? "" : ", ") + axis + "=" + std::to_string(len);
+    return out;
+}
+
+std::string format_permutations(const Permutations& perms) {
+    std::string out;
+    for (const auto& [axis, p] : perms) out += (out.empty() ? "" : ", ") + axis + " " + p.cycles();
+    return out;
 }
 
 namespace {

@@ -80,6 +80,10 @@ std::string format_output(const TensorSpec& t);
 // 0 <= min_len <= max_len, every fixed size is in [1, 2^20] (or open, in a one-tensor signature's output), and no
 // tensor holds more than 2^22 values at the longest lengths (every axis at its max_len).
 void validate(const Signature& s);
+// True when some dim of t is an axis: t moves with that axis (an output: equivariant along it).
+bool has_axis(const TensorSpec& t);
+// The one property an audit of s records: equivariance when some output has an axis, invariance otherwise.
+Property property_of(const Signature& s);
 
 // A dense tensor: its shape and its values in row-major order (the order of DIMS, the last dim fastest). A
 // mask holds 0 and 1, an index input integers; everything travels as double inside permcheck.
@@ -94,6 +98,9 @@ using Permutations = std::map<std::string, Permutation>;  // axis name -> permut
 
 // A shape or a position, e.g. "(3, 4)": the one spelling of describe() and the audit's text.
 std::string index_text(const std::vector<int>& where);
+// "m=2, n=3" and "m (0 1), n ()": a case's lengths and permutations as the audit's messages name them.
+std::string format_lengths(const Lengths& lengths);
+std::string format_permutations(const Permutations& perms);
 
 // A matrix as a tensor of its shape (row-major), and a tensor of one or two dims as a matrix (one dim: one row). In
 // a namespace of their own, so that argument-dependent lookup never finds them for a user's functions of the same

@@ -27,17 +27,6 @@ std::string num(double v) {
     return s.str();
 }
 
-std::string lengths_text(const Lengths& lengths) {
-    std::string out;
-    for (const auto& [axis, len] : lengths) {
-        if (!out.empty()) out += ", ";
-        out += axis;
-        out += '=';
-        out += std::to_string(len);
-    }
-    return out;
-}
-
 bool same_values(const Tensors& a, const Tensors& b) {
     if (a.size() != b.size()) return false;
     for (const auto& [name, t] : a) {
@@ -176,7 +165,7 @@ public:
         const bool holds = std::all_of(ob.outputs.begin(), ob.outputs.end(), [](const OutputComparison& o) { return o.holds; });
         if (holds && where.empty()) return ob;  // pass: nothing kept
         ob.outcome = where.empty() ? Outcome::violated : Outcome::non_finite;
-        if (!where.empty()) ob.detail = where + " for " + lengths_text(c.lengths);
+        if (!where.empty()) ob.detail = where + " for " + format_lengths(c.lengths);
         ob.lengths = c.lengths;
         ob.perms = c.perms;
         ob.inputs = c.inputs;
@@ -244,7 +233,7 @@ public:
 private:
     std::string request_text(const Lengths& lengths) const {
         return s_->one_tensor ? "n=" + std::to_string(lengths.at("n")) + ", d=" + std::to_string(s_->inputs[0].dims[1].size)
-                              : lengths_text(lengths);
+                              : format_lengths(lengths);
     }
     // An entry's place: its index, or for the one-tensor form "position i, feature j" (a pooled output's "feature j",
     // or "position 0, feature j" with `rows`, as the shorthand's messages always said).
@@ -369,7 +358,7 @@ std::optional<SignatureObservation> SignatureEvaluator::differ(const Lengths& le
         ob.outputs.push_back(compare_tensors(spec.name, first, second, tolerance(lengths, m, t)));
         const OutputComparison& c = ob.outputs.back();
         if (c.holds || !ob.detail.empty()) continue;
-        ob.detail = "the same input (" + lengths_text(lengths) + "), requested as ";
+        ob.detail = "the same input (" + format_lengths(lengths) + "), requested as ";
         ob.detail += what;
         ob.detail += ", was answered twice with different results: " +
                      (s_->one_tensor ? std::string("they differ") : "output " + spec.name + " differs") + " by " +
@@ -404,21 +393,15 @@ std::string SignatureEvaluator::non_finite(const Tensors& answer, const char* si
 }
 
 std::string SignatureEvaluator::violation_detail(const Observation& found, bool reproduced) const {
-    std::string perms;
-    for (const auto& [axis, p] : found.perms) {
-        if (!perms.empty()) perms += ", ";
-        perms += axis + " " + p.cycles();
-    }
     for (const OutputComparison& c : found.outputs) {
         if (c.holds) continue;
-        const bool moves = std::any_of(s_->outputs.begin(), s_->outputs.end(), [&](const TensorSpec& t) {
-            return t.name == c.name && std::any_of(t.dims.begin(), t.dims.end(), [](const Dim& d) { return d.is_axis(); });
-        });
+        const bool moves = std::any_of(s_->outputs.begin(), s_->outputs.end(),
+                                       [&](const TensorSpec& t) { return t.name == c.name && has_axis(t); });
         std::string m = s_->one_tensor ? "" : "output " + c.name + ": ";
         m += moves ? "L(P x) and P L(x)" : "L(P x) and L(x)";
         m += " differ by " + num(c.max_abs_diff) + " at " + where_text(c.where, false) + " (tolerance " + num(c.tolerance);
-        m += s_->one_tensor ? ", " + lengths_text(found.lengths) + ", permutation " + found.perms.at("n").cycles() + ")"
-                            : "; " + lengths_text(found.lengths) + "; permutations " + perms + ")";
+        m += s_->one_tensor ? ", " + format_lengths(found.lengths) + ", permutation " + found.perms.at("n").cycles() + ")"
+                            : "; " + format_lengths(found.lengths) + "; permutations " + format_permutations(found.perms) + ")";
         if (reproduced) m += "; both sides gave the same answers when evaluated again";
         return m;
     }
@@ -549,10 +532,7 @@ AuditResult audit(const std::vector<BatchedNamedBlackBox>& layers, const Signatu
     for (const BatchedNamedBlackBox& box : layers)
         evaluators.emplace_back(box, shared, given, engine::candidate_precisions(given)[0]);
     AuditResult labelled;
-    const bool any_moves = std::any_of(signature.outputs.begin(), signature.outputs.end(), [](const TensorSpec& t) {
-        return std::any_of(t.dims.begin(), t.dims.end(), [](const Dim& d) { return d.is_axis(); });
-    });
-    labelled.property = any_moves ? Property::equivariance : Property::invariance;
+    labelled.property = property_of(signature);
     labelled.signature = signature;
     AuditResult r = engine::run_audit(evaluators, schedule, given, labelled, [&](AuditResult& result, std::size_t count) {
         cover(result, *shared, lengths, schedule, count);

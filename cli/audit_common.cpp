@@ -93,13 +93,6 @@ std::string signature_flags(const Signature& s) {
     return out;
 }
 
-Property property_of(const Signature& s) {
-    for (const TensorSpec& t : s.outputs)
-        for (const Dim& d : t.dims)
-            if (d.is_axis()) return Property::equivariance;
-    return Property::invariance;
-}
-
 std::string signature_head(const Signature& s, const AuditResult& r) {
     std::ostringstream head;
     // An audit that failed before its first call has settled no dtype (a module not loaded, an adapter not started).

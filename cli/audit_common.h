@@ -65,8 +65,6 @@ Signature signature_of(const SignatureText& t);
 
 // " --axis n=1..8 --input x:n,8 --output y:n,8": the signature as flags, each text as the parser reads it.
 std::string signature_flags(const Signature& s);
-// The record's one property: equivariance when some output has an axis (invariance alone otherwise).
-Property property_of(const Signature& s);
 // "y equivariant along n, invariant to m (float32, n in [1, 8], m in [1, 8])": what each output must do (the dtype
 // left out when an error came before the first call).
 std::string signature_head(const Signature& s, const AuditResult& r);

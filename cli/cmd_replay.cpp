@@ -71,25 +71,6 @@ template <class Evaluate> int replay_through(const ReplayRequest& q, const repor
     }
 }
 
-// "m=2, n=1; permutations m (0 1), n ()": a signature case's lengths and permutations.
-std::string case_text(const SignatureCounterexample& c) {
-    std::string out, perms;
-    for (const auto& [axis, len] : c.lengths) {
-        if (!out.empty()) out += ", ";
-        out += axis;
-        out += '=';
-        out += std::to_string(len);
-    }
-    for (const auto& [axis, p] : c.perms) {
-        if (!perms.empty()) perms += ", ";
-        perms += axis;
-        perms += ' ';
-        perms += p.cycles();
-    }
-    out += "; permutations ";
-    return out + perms;
-}
-
 // A signature audit's saved case sent through the program again, judged with the report's dtype and
 // amplification; exit 1 still fails, 0 now holds. Throws when the program cannot answer.
 int evaluate_signature(const ReplayRequest& q, const report::Record& r, const BlackBoxSettings& s) {
@@ -106,7 +87,8 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, const Bl
     const bool holds = now.verdict == Verdict::holds;
     std::cout << (holds ? "now holds: " : "still fails: ")
               << (twice ? "two answers to the saved inputs" : "L(P x) against P L(x) (L(x) for the axes an output lacks)")
-              << " of the saved case (" << case_text(saved) << "; " << arithmetic_name(r.dtype) << ") through "
+              << " of the saved case (" << format_lengths(saved.lengths) << "; permutations "
+              << format_permutations(saved.perms) << "; " << arithmetic_name(r.dtype) << ") through "
               << q.exec << "\n";
     for (const OutputComparison& c : now.signature_counterexample->outputs) {
         double was = std::numeric_limits<double>::quiet_NaN();
