@@ -28,7 +28,7 @@ struct ExecOptions {
     std::size_t max_line_bytes = 64u << 20;      // a longer answer line is refused without being read whole
     // Set (from any thread) when an answer offers taps ("taps_offered": true), if given: so that a caller learns
     // from the audit's own answers whether asking for taps is worth a process of its own.
-    std::shared_ptr<std::atomic<bool>> taps_offered;
+    std::shared_ptr<std::atomic<bool>> taps_offered{};
 };
 
 // One running adapter process, in its own process group; its stderr is the caller's stderr. Not thread-safe:
