@@ -22,6 +22,9 @@ namespace permcheck::cli {
 // float16 and bfloat16 are only ever given, never inferred.
 enum class DtypeChoice { infer, float32, float64, float16, bfloat16 };
 
+// True when the option was given on the command line.
+inline bool given(const CLI::Option* o) { return o != nullptr && o->count() > 0; }
+
 struct AuditFlags {
     int dim = 0;  // registered by each command: its help and default differ
     DtypeChoice dtype = DtypeChoice::float64;
@@ -29,7 +32,7 @@ struct AuditFlags {
     std::uint64_t seed = 1;
     std::string report_dir;
     CLI::Option* max_len_option = nullptr;  // given, --max-len is a hard cap: no long cases
-    bool max_len_given() const { return max_len_option != nullptr && max_len_option->count() > 0; }
+    bool max_len_given() const { return given(max_len_option); }
 };
 
 // --dtype, --min-len, --max-len, --cases and --seed, in that order (the help lists them so). --dtype accepts
