@@ -83,10 +83,6 @@ Mat<Symbolic> symbolic_matrix(const std::string& prefix, Eigen::Index rows, Eige
     return m;
 }
 
-Draw<Symbolic> symbolic_draw(const std::string& prefix) {
-    return [prefix, next = 0]() mutable { return symbolic_constant(prefix + std::to_string(next++)); };
-}
-
 namespace detail {
 Symbolic apply(Uninterpreted f, const Symbolic& v) {
     World& w = world();
