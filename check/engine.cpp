@@ -1,6 +1,5 @@
 #include "check/engine.h"
 
-#include <cmath>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <iomanip>
 #include <set>
 #include <sstream>

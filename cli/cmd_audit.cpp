@@ -12,10 +12,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cmath>
 #include <iostream>
 #include <memory>
-#include <optional>
 #include <sstream>
 #include <vector>
 

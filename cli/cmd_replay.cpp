@@ -8,7 +8,6 @@
 
 #include "check/signature_audit.h"
 
-#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <limits>

@@ -7,7 +7,6 @@
 #include "check/signature_check.h"
 #include "report/report.h"
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>

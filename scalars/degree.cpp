@@ -2,7 +2,6 @@
 
 
 #include <algorithm>
-#include <limits>
 
 namespace permcheck {
 

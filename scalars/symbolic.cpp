@@ -1,7 +1,6 @@
 #include "scalars/symbolic.h"
 
 
-#include <cmath>
 #include <stdexcept>
 
 namespace permcheck {
