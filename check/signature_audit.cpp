@@ -12,20 +12,12 @@
 #include <map>
 #include <memory>
 #include <set>
-#include <sstream>
 
 namespace permcheck {
 
 namespace {
 
 using engine::Outcome;
-
-std::string num(double v) {
-    std::ostringstream s;
-    s.precision(3);
-    s << v;
-    return s.str();
-}
 
 bool same_values(const Tensors& a, const Tensors& b) {
     if (a.size() != b.size()) return false;
@@ -112,8 +104,7 @@ public:
         if (repeat) a.again = call(c.inputs, c.lengths);
         a.px = permute_inputs(*s_, c.perms, c.inputs);
         a.lhs = call(a.px, c.lengths);
-        add_evidence(a);
-        a.inputs_magnitude = inputs_magnitude(c.inputs);
+        add_evidence(a, c);
         return a;
     }
 
@@ -262,23 +253,16 @@ private:
         if (repeat) a.again = take(i + 1);
         a.px = std::move(px);
         a.lhs = take(i + (repeat ? 2 : 1));
-        add_evidence(a);
-        a.inputs_magnitude = inputs_magnitude(c.inputs);
+        add_evidence(a, c);
         return a;
     }
-    void add_evidence(Answers& a) const {
+    // What the answers say of their precision, and the magnitude of the inputs they answered.
+    void add_evidence(Answers& a, const Case& c) const {
         for (const Tensors* answer : {&a.y, &a.again, &a.lhs})
             for (const auto& [name, t] : *answer) a.evidence.add(t.values);
+        a.inputs_magnitude = real_inputs_magnitude(*s_, c.inputs);
     }
 
-    // Inputs are finite (drawn and shrunk by permcheck): no test for infinities, so the loop vectorizes.
-    double inputs_magnitude(const Tensors& inputs) const {
-        double m = 0.0;
-        for (const TensorSpec& spec : s_->inputs)
-            if (const std::vector<double>& v = inputs.at(spec.name).values; spec.kind == TensorKind::real && !v.empty())
-                m = std::max(m, Eigen::Map<const Eigen::ArrayXd>(v.data(), static_cast<Eigen::Index>(v.size())).abs().maxCoeff());
-        return m;
-    }
     double tolerance(const Lengths& lengths, double magnitude, const ToleranceModel& t) const {
         return signature_tolerance(t, lengths, widest_, magnitude);
     }
@@ -350,7 +334,7 @@ std::optional<SignatureObservation> SignatureEvaluator::differ(const Lengths& le
                                                                const Tensors& a, const Tensors& b, const char* what,
                                                                const ToleranceModel& t) const {
     Observation ob{Outcome::nondeterministic, {}, {}, {}, {}, {}, ""};
-    const double magnitude = inputs_magnitude(inputs);
+    const double magnitude = real_inputs_magnitude(*s_, inputs);
     for (const TensorSpec& spec : s_->outputs) {
         const Tensor& first = a.at(spec.name);
         const Tensor& second = b.at(spec.name);
@@ -362,7 +346,7 @@ std::optional<SignatureObservation> SignatureEvaluator::differ(const Lengths& le
         ob.detail += what;
         ob.detail += ", was answered twice with different results: " +
                      (s_->one_tensor ? std::string("they differ") : "output " + spec.name + " differs") + " by " +
-                     num(c.max_abs_diff) + " at " + where_text(c.where, true) + " (tolerance " + num(c.tolerance) + ")";
+                     short_number(c.max_abs_diff) + " at " + where_text(c.where, true) + " (tolerance " + short_number(c.tolerance) + ")";
     }
     if (ob.detail.empty()) return std::nullopt;
     for (OutputComparison& c : ob.outputs) {
@@ -383,7 +367,7 @@ std::string SignatureEvaluator::non_finite(const Tensors& answer, const char* si
         for (std::size_t e = 0; e < t.values.size(); ++e)
             if (!std::isfinite(t.values[e])) {
                 std::string m = side;
-                m += " has a non-finite entry (" + num(t.values[e]) + ")" +
+                m += " has a non-finite entry (" + short_number(t.values[e]) + ")" +
                      (s_->one_tensor ? std::string() : " in output " + spec.name) + " at " +
                      where_text(position_of(e, t.shape), true);
                 return m;
@@ -399,7 +383,7 @@ std::string SignatureEvaluator::violation_detail(const Observation& found, bool 
                                        [&](const TensorSpec& t) { return t.name == c.name && has_axis(t); });
         std::string m = s_->one_tensor ? "" : "output " + c.name + ": ";
         m += moves ? "L(P x) and P L(x)" : "L(P x) and L(x)";
-        m += " differ by " + num(c.max_abs_diff) + " at " + where_text(c.where, false) + " (tolerance " + num(c.tolerance);
+        m += " differ by " + short_number(c.max_abs_diff) + " at " + where_text(c.where, false) + " (tolerance " + short_number(c.tolerance);
         m += s_->one_tensor ? ", " + format_lengths(found.lengths) + ", permutation " + found.perms.at("n").cycles() + ")"
                             : "; " + format_lengths(found.lengths) + "; permutations " + format_permutations(found.perms) + ")";
         if (reproduced) m += "; both sides gave the same answers when evaluated again";
@@ -427,7 +411,7 @@ void require_case_fits(const Signature& s, const SignatureCounterexample& c) {
         const int targets = c.lengths.at(t.index_axis);
         for (double v : x->second.values)
             if (!(v >= 0 && v < targets) || v != std::floor(v))
-                throw std::invalid_argument("the saved index input '" + t.name + "' holds " + num(v) +
+                throw std::invalid_argument("the saved index input '" + t.name + "' holds " + short_number(v) +
                                             ", not a position of the axis " + t.index_axis);
     }
 }

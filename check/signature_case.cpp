@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <sstream>
 #include <utility>
 
 namespace permcheck {
@@ -315,8 +316,6 @@ SignatureCase merged(const Signature& s, const SignatureCase& c, const Merge& m)
     return out;
 }
 
-}  // namespace
-
 rc::Seq<SignatureCase> signature_case_shrinks(const std::shared_ptr<const Signature>& s, const SignatureCase& c) {
     const auto shared = std::make_shared<const SignatureCase>(c);
     auto deletions = rc::seq::mapMaybe(rc::seq::fromContainer(deletable_blocks(*s, c)), [s, shared](const Block& b) {
@@ -350,6 +349,8 @@ rc::Seq<SignatureCase> signature_case_shrinks(const std::shared_ptr<const Signat
                                [s, shared](const Merge& m) { return merged(*s, *shared, m); });
     return rc::seq::concat(std::move(deletions), std::move(perms), std::move(merges), std::move(values));
 }
+
+}  // namespace
 
 rc::Shrinkable<SignatureCase> shrinkable_signature_case(const std::shared_ptr<const Signature>& s, SignatureCase c) {
     return rc::shrinkable::shrinkRecur(std::move(c),
@@ -402,7 +403,22 @@ double signature_tolerance(const ToleranceModel& m, const Lengths& lengths, int 
     return float_tolerance(m, total, widest, magnitude);
 }
 
-// a against b, entry by entry, as check/compare.h's compare does: non-finite entries equal only the same value.
+// No test for infinities (the inputs are finite), so the loop vectorizes.
+double real_inputs_magnitude(const Signature& s, const Tensors& inputs) {
+    double m = 0.0;
+    for (const TensorSpec& spec : s.inputs)
+        if (const std::vector<double>& v = inputs.at(spec.name).values; spec.kind == TensorKind::real && !v.empty())
+            m = std::max(m, Eigen::Map<const Eigen::ArrayXd>(v.data(), static_cast<Eigen::Index>(v.size())).abs().maxCoeff());
+    return m;
+}
+
+std::string short_number(double v) {
+    std::ostringstream s;
+    s.precision(3);
+    s << v;
+    return s.str();
+}
+
 // The two sides are left out (filled in by the caller when the comparison is kept): a passing case copies nothing.
 OutputComparison compare_tensors(const std::string& name, const Tensor& a, const Tensor& b, double tolerance) {
     OutputComparison c{name, {}, {}, 0.0, tolerance, {}, true, false};

@@ -63,7 +63,6 @@ Case case_of(const SignatureCase& c);  // the one-tensor case's x and permutatio
 SignatureCase draw_one_tensor_case(int d, int n, const rc::Random& random, int size);
 rc::Shrinkable<SignatureCase> shrinkable_one_tensor_case(const SignatureCase& c, int min_len);
 
-rc::Seq<SignatureCase> signature_case_shrinks(const std::shared_ptr<const Signature>& s, const SignatureCase& c);
 rc::Shrinkable<SignatureCase> shrinkable_signature_case(const std::shared_ptr<const Signature>& s, SignatureCase c);
 
 // What every comparison of named tensors shares (the audit's, the white-box check's, the taps'): the widest fixed
@@ -74,6 +73,11 @@ int widest_fixed_size(const Signature& s);
 double finite_max_abs(const std::vector<double>& values, double start = 0.0);
 std::vector<int> position_of(std::size_t e, const std::vector<int>& shape);
 double signature_tolerance(const ToleranceModel& m, const Lengths& lengths, int widest, double magnitude);
+// The largest |value| of the real inputs (masks and indices are not scaled by the layer); the inputs are finite,
+// drawn and shrunk by permcheck.
+double real_inputs_magnitude(const Signature& s, const Tensors& inputs);
+// A difference, a tolerance or a value in the audit's and the taps' messages: three significant digits.
+std::string short_number(double v);
 
 // a against b entry by entry, as check/compare.h's compare does (non-finite entries equal only the same value):
 // the largest difference, where it is, and whether it is within `tolerance`; both sides are left out. Shapes that
