@@ -169,14 +169,6 @@ bool parse_stacked_announcement(std::string_view line) {
 namespace {
 constexpr const char* kStackedAnswer = "{\"id\": N, \"outputs\": {\"NAME\": \"BASE64\", ...}}";
 
-// The sizes of the dims before `dim` and after it.
-std::pair<std::size_t, std::size_t> outer_inner(const std::vector<int>& shape, int dim) {
-    std::size_t outer = 1, inner = 1;
-    for (int k = 0; k < static_cast<int>(shape.size()); ++k)
-        (k < dim ? outer : inner) *= k == dim ? 1 : static_cast<std::size_t>(shape[k]);
-    return {outer, inner};
-}
-
 // The batch dim of tensor t: a dim of size 1 of its spec.
 int batch_dim_of(const TensorSpec& t, const std::map<std::string, int>& batch_dims) {
     const auto it = batch_dims.find(t.name);

@@ -49,13 +49,7 @@ std::vector<std::string> split(const std::string& text, char sep) {
 }
 
 std::invalid_argument bad_flag(const char* flag, const std::string& text, const std::string& expected) {
-    std::string m = flag;
-    m += " expects ";
-    m += expected;
-    m += ", got '";
-    m += text;
-    m += "'";
-    return std::invalid_argument(m);
+    return std::invalid_argument(std::string(flag) + " expects " + expected + ", got '" + text + "'");
 }
 
 std::vector<Dim> parse_dims(const char* flag, const std::string& text, const std::string& dims_text,
@@ -138,31 +132,16 @@ TensorSpec parse_output(const std::string& text) {
     return t;
 }
 
-std::string format(const Axis& a) {
-    std::string out = a.name;
-    out += '=';
-    out += std::to_string(a.min_len);
-    out += "..";
-    out += std::to_string(a.max_len);
-    return out;
-}
+std::string format(const Axis& a) { return a.name + "=" + std::to_string(a.min_len) + ".." + std::to_string(a.max_len); }
 
 std::string format_input(const TensorSpec& t) {
     std::string out = format_output(t);
     if (t.kind == TensorKind::mask) out += std::string(":") + tensor_kind_name(t.kind);
-    if (t.kind == TensorKind::index) {
-        out += std::string(":") + tensor_kind_name(t.kind) + "=";
-        out += t.index_axis;
-    }
+    if (t.kind == TensorKind::index) out += std::string(":") + tensor_kind_name(t.kind) + "=" + t.index_axis;
     return out;
 }
 
-std::string format_output(const TensorSpec& t) {
-    std::string out = t.name;
-    out += ':';
-    out += format_dims(t.dims);
-    return out;
-}
+std::string format_output(const TensorSpec& t) { return t.name + ":" + format_dims(t.dims); }
 
 namespace {
 
@@ -292,6 +271,13 @@ Tensor one_tensor_answer(const Mat<double>& y, Output output) {
     return t;
 }
 
+std::pair<std::size_t, std::size_t> outer_inner(const std::vector<int>& shape, std::size_t k) {
+    std::size_t outer = 1, inner = 1;
+    for (std::size_t j = 0; j < shape.size(); ++j)
+        if (j != k) (j < k ? outer : inner) *= static_cast<std::size_t>(shape[j]);
+    return {outer, inner};
+}
+
 std::vector<int> shape_of(const TensorSpec& t, const Lengths& lengths) {
     std::vector<int> shape;
     for (const Dim& d : t.dims) {
@@ -315,9 +301,7 @@ std::vector<double> permuted_along(const std::vector<int>& shape, const std::vec
     if (static_cast<std::size_t>(p.size()) != len)
         throw std::invalid_argument("a permutation of " + std::to_string(p.size()) + " positions applied to a dim of " +
                                     std::to_string(len));
-    std::size_t inner = 1, outer = 1;
-    for (std::size_t j = k + 1; j < shape.size(); ++j) inner *= static_cast<std::size_t>(shape[j]);
-    for (std::size_t j = 0; j < k; ++j) outer *= static_cast<std::size_t>(shape[j]);
+    const auto [outer, inner] = outer_inner(shape, k);
     std::vector<double> out(in.size());
     for (std::size_t o = 0; o < outer; ++o)
         for (std::size_t i = 0; i < len; ++i) {

@@ -17,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace permcheck {
@@ -112,6 +113,9 @@ Mat<double> as_matrix(const Tensor& t);
 // A one-tensor layer's answer y as its output tensor: n x W for a sequence output; one row as the vector W for a
 // pooled output (an answer of other rows stays a matrix, which the audit refuses with its own message).
 Tensor one_tensor_answer(const Mat<double>& y, Output output);
+
+// The number of values of a tensor of this shape in the dims before dim k (their product) and in those after it.
+std::pair<std::size_t, std::size_t> outer_inner(const std::vector<int>& shape, std::size_t k);
 
 // The shape a spec has at the given lengths.
 std::vector<int> shape_of(const TensorSpec& t, const Lengths& lengths);

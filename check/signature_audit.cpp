@@ -146,10 +146,8 @@ public:
         Observation ob;
         std::vector<Tensor> rhs;
         for (const TensorSpec& spec : s_->outputs) {
-            const Tensor& lhs = a.lhs.at(spec.name);
             rhs.push_back(permute_output(spec, c.perms, a.y.at(spec.name)));
-            const double m = finite_max_abs(rhs.back().values, finite_max_abs(lhs.values, a.inputs_magnitude));
-            ob.outputs.push_back(compare_tensors(spec.name, lhs, rhs.back(), tolerance(c.lengths, m, t)));
+            ob.outputs.push_back(compared(spec.name, a.lhs.at(spec.name), rhs.back(), c.lengths, a.inputs_magnitude, t));
         }
         std::string where = non_finite(a.y, "L(x)");
         if (where.empty()) where = non_finite(a.lhs, "L(P x)");
@@ -263,8 +261,11 @@ private:
         a.inputs_magnitude = real_inputs_magnitude(*s_, c.inputs);
     }
 
-    double tolerance(const Lengths& lengths, double magnitude, const ToleranceModel& t) const {
-        return signature_tolerance(t, lengths, widest_, magnitude);
+    // a against b, with the tolerance at these lengths for the magnitude of the inputs and of both sides.
+    OutputComparison compared(const std::string& name, const Tensor& a, const Tensor& b, const Lengths& lengths,
+                              double inputs_magnitude, const ToleranceModel& t) const {
+        const double m = finite_max_abs(b.values, finite_max_abs(a.values, inputs_magnitude));
+        return compare_tensors(name, a, b, signature_tolerance(t, lengths, widest_, m));
     }
 
     const BatchedNamedBlackBox& box_;
@@ -336,10 +337,7 @@ std::optional<SignatureObservation> SignatureEvaluator::differ(const Lengths& le
     Observation ob{Outcome::nondeterministic, {}, {}, {}, {}, {}, ""};
     const double magnitude = real_inputs_magnitude(*s_, inputs);
     for (const TensorSpec& spec : s_->outputs) {
-        const Tensor& first = a.at(spec.name);
-        const Tensor& second = b.at(spec.name);
-        const double m = finite_max_abs(second.values, finite_max_abs(first.values, magnitude));
-        ob.outputs.push_back(compare_tensors(spec.name, first, second, tolerance(lengths, m, t)));
+        ob.outputs.push_back(compared(spec.name, a.at(spec.name), b.at(spec.name), lengths, magnitude, t));
         const OutputComparison& c = ob.outputs.back();
         if (c.holds || !ob.detail.empty()) continue;
         ob.detail = "the same input (" + format_lengths(lengths) + "), requested as ";

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 #include <utility>
 
 namespace permcheck {
@@ -18,8 +19,7 @@ namespace {
 struct Lines {
     std::size_t outer = 1, len = 0, inner = 1;
     Lines(const std::vector<int>& shape, std::size_t k) : len(static_cast<std::size_t>(shape[k])) {
-        for (std::size_t j = 0; j < k; ++j) outer *= static_cast<std::size_t>(shape[j]);
-        for (std::size_t j = k + 1; j < shape.size(); ++j) inner *= static_cast<std::size_t>(shape[j]);
+        std::tie(outer, inner) = outer_inner(shape, k);
     }
     std::size_t at(std::size_t o, std::size_t i, std::size_t r) const { return (o * len + i) * inner + r; }
 };

@@ -174,9 +174,7 @@ namespace {
 
 // t one element longer along dim k: the last slice repeated (zeros when the dim is empty).
 Tensor append_along(const Tensor& t, std::size_t k) {
-    std::size_t outer = 1, inner = 1;
-    for (std::size_t j = 0; j < k; ++j) outer *= static_cast<std::size_t>(t.shape[j]);
-    for (std::size_t j = k + 1; j < t.shape.size(); ++j) inner *= static_cast<std::size_t>(t.shape[j]);
+    const auto [outer, inner] = outer_inner(t.shape, k);
     const std::size_t len = static_cast<std::size_t>(t.shape[k]);
     Tensor out{t.shape, {}};
     out.shape[k] += 1;

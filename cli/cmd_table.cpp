@@ -69,15 +69,8 @@ int interrupted(const std::string& report_dir, nlohmann::json& summary, const Ro
 std::string smallest(const SignatureCheckResult& r) {
     if (!r.counterexample) return "";
     const SignatureCounterexample& c = *r.counterexample;
-    std::string out = r.axis;
-    out += '=';
-    out += std::to_string(c.lengths.at(r.axis));
-    out += ' ';
-    out += c.perms.at(r.axis).cycles();
-    out += ", ";
-    out += std::to_string(c.shrink_steps);
-    out += " shrinks";
-    return out;
+    return r.axis + "=" + std::to_string(c.lengths.at(r.axis)) + " " + c.perms.at(r.axis).cycles() + ", " +
+           std::to_string(c.shrink_steps) + " shrinks";
 }
 
 // --report DIR for a row of a layer over named inputs that found a counterexample: its report directory, named
