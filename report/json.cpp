@@ -287,7 +287,26 @@ SignatureCounterexample signature_counterexample_from(const json& j, const Signa
 }
 
 // ---- the counterexample ----------------------------------------------------------------------------------
-json counterexample_json(const Counterexample& c);
+json counterexample_json(const Counterexample& c) {
+    return json{{"n", c.n()},
+                {"d", c.d()},
+                {"permutation", c.perm.one_line()},
+                {"cycles", c.perm.cycles()},
+                {"x", matrix(c.x)},
+                {"layer_of_permuted", matrix(c.lhs)},
+                {"permuted_layer", matrix(c.rhs)},
+                {"max_abs_diff", number(c.comparison.max_abs_diff)},
+                {"where", {{"position", c.comparison.row}, {"feature", c.comparison.col}}},
+                {"tolerance", number(c.comparison.tolerance)},
+                {"margin", number(c.comparison.margin())},
+                {"shape_mismatch", c.comparison.shape_mismatch},
+                {"case_index", c.case_index},
+                {"shrink_steps", c.shrink_steps},
+                {"weight_seed", c.weight_seed},
+                {"shift", c.shift},
+                {"confirmed_exactly", c.confirmed_exactly},
+                {"black_box", c.black_box}};
+}
 
 // The one-tensor form's finding also in the shorthand's own fields (n, d, permutation, cycles, x, both sides, ...),
 // beside the signature's (lengths, permutations, inputs, outputs): readers of either find theirs. Such a report has
@@ -315,30 +334,6 @@ void one_tensor_record(Record& r, const Counterexample& c) {
     r.signature = std::move(s);
     r.signature_counterexample = one_tensor_finding(c, r.property);
     r.signature_counterexample->replay = r.replay;
-}
-
-json counterexample_json(const Counterexample& c) {
-    json where = json::object();
-    where["position"] = c.comparison.row;
-    where["feature"] = c.comparison.col;
-    return json{{"n", c.n()},
-                {"d", c.d()},
-                {"permutation", c.perm.one_line()},
-                {"cycles", c.perm.cycles()},
-                {"x", matrix(c.x)},
-                {"layer_of_permuted", matrix(c.lhs)},
-                {"permuted_layer", matrix(c.rhs)},
-                {"max_abs_diff", number(c.comparison.max_abs_diff)},
-                {"where", where},
-                {"tolerance", number(c.comparison.tolerance)},
-                {"margin", number(c.comparison.margin())},
-                {"shape_mismatch", c.comparison.shape_mismatch},
-                {"case_index", c.case_index},
-                {"shrink_steps", c.shrink_steps},
-                {"weight_seed", c.weight_seed},
-                {"shift", c.shift},
-                {"confirmed_exactly", c.confirmed_exactly},
-                {"black_box", c.black_box}};
 }
 
 Counterexample counterexample_from(const json& j, const Record& r) {
