@@ -117,7 +117,6 @@ std::vector<std::string> batch_items(std::string_view line, std::size_t count, s
     return item_lines(j, line, count, id);
 }
 
-
 // ---------------------------------------------------------------------------------------------------------
 // Stacked batches
 

@@ -351,8 +351,7 @@ std::vector<Tap> ExecAdapter::taps(const Tensors& inputs, const Signature& s) {
 }
 
 NamedBlackBox exec_named_black_box(const ExecOptions& opts, const Signature& s) {
-    auto adapter = std::make_shared<ExecAdapter>(opts);
-    return [adapter, s](const Tensors& inputs) { return (*adapter)(s, inputs); };
+    return exec_batched_named_black_box(opts, s).one;
 }
 
 TapSource exec_tap_source(const ExecOptions& opts, const Signature& s) {
@@ -366,7 +365,6 @@ TapSource exec_tap_source(const ExecOptions& opts, const Signature& s) {
         return (*adapter)->taps(inputs, s);
     };
 }
-
 
 void ExecAdapter::note_announcement(const std::string& line) {
     if (line.find("\"batch\"") == std::string::npos) return;

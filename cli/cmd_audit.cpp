@@ -138,7 +138,6 @@ std::string replay_of(const AuditRequest& q, const Form& f, const AuditResult& r
     return s.str();
 }
 
-
 report::Record record_of(const AuditRequest& q, const Form& f, const AuditResult& r, double seconds) {
     nlohmann::json details = {{"command", q.command},
                               {"cases_requested", q.flags.cases},

@@ -1,6 +1,5 @@
 #include "scalars/degree.h"
 
-
 #include <algorithm>
 
 namespace permcheck {
@@ -155,6 +154,5 @@ long long DivisorRecord::total_degree() const {
     for (const auto& [id, degree] : d) total = checked_add(total, degree);
     return total;
 }
-
 
 }  // namespace permcheck

@@ -1,6 +1,5 @@
 #include "scalars/symbolic.h"
 
-
 #include <stdexcept>
 
 namespace permcheck {
@@ -111,6 +110,5 @@ Symbolic ScalarTraits<Symbolic>::max(const Symbolic& a, const Symbolic& b) {
     if (a == b) return a;
     return Symbolic(z3::ite(a.expr() < b.expr(), b.expr(), a.expr()));
 }
-
 
 }  // namespace permcheck
