@@ -45,9 +45,7 @@ std::string batch_dims_field(const std::map<std::string, int>& batch_dims) {
     for (const auto& [name, dim] : batch_dims) {
         if (!first) out += ',';
         first = false;
-        out += json_string(name);
-        out += ':';
-        out += std::to_string(dim);
+        out += json_string(name) + ":" + std::to_string(dim);
     }
     return out + '}';
 }

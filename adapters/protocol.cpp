@@ -279,20 +279,13 @@ std::string kinds_of(const Signature& s) {
     std::string out = "\"kinds\":{";
     for (std::size_t k = 0; k < s.inputs.size(); ++k) {
         if (k) out += ',';
-        out += json_string(s.inputs[k].name);
-        out += ":\"";
-        out += tensor_kind_name(s.inputs[k].kind);
-        out += '"';
+        out += json_string(s.inputs[k].name) + ":\"" + tensor_kind_name(s.inputs[k].kind) + "\"";
     }
     return out + "}";
 }
 
 std::string request_tail(const Signature& s, const std::string& shapes) {
-    std::string tail = "},";
-    tail += shapes;
-    tail += "},";
-    tail += kinds_of(s);
-    tail += ",\"outputs\":[";
+    std::string tail = "}," + shapes + "}," + kinds_of(s) + ",\"outputs\":[";
     for (std::size_t k = 0; k < s.outputs.size(); ++k) {
         if (k) tail += ',';
         tail += json_string(s.outputs[k].name);

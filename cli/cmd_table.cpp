@@ -89,13 +89,7 @@ nlohmann::json signature_report(const std::string& dir, const SignatureFamily& f
     rec.signature = signature_of(f);
     rec.signature_counterexample = r.counterexample;
     rec.signature_counterexample->replay = rec.replay;
-    std::string name = r.layer;
-    name += '.';
-    name += property_name(r.property);
-    name += '-';
-    name += r.axis;
-    name += '.';
-    name += arithmetic_name(r.dtype);
+    const std::string name = r.layer + "." + property_name(r.property) + "-" + r.axis + "." + arithmetic_name(r.dtype);
     report::write(std::filesystem::path(dir) / name, rec);
     return name;
 }
