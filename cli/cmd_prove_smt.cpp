@@ -28,6 +28,13 @@ bool is_signature_layer(const std::string& name) {
 
 std::string generator_tag(const Permutation& p) { return p.moved() == 2 ? "transposition" : "rotation"; }
 
+// The comments `head`, then permcheck's answer, then the query: Z3's declarations, assertion and (check-sat).
+std::string with_query(const std::string& head, const SmtQuery& q) {
+    std::string file = head + "permcheck's answer: " + (q.asked ? answer_name(q.answer) : "not asked") + "\n" + q.smtlib;
+    if (q.smtlib.find("(check-sat)") == std::string::npos) file += "(check-sat)\n";
+    return file;
+}
+
 // A standalone SMT-LIB 2 file: what it asks in comments, then Z3's declarations, assertion and (check-sat).
 std::string smtlib_file(const SmtResult& r, const SmtQuery& q) {
     const bool invariance = r.property == Property::invariance;
@@ -37,11 +44,8 @@ std::string smtlib_file(const SmtResult& r, const SmtQuery& q) {
       << "; asserts that some entry of " << (invariance ? "L(P x) and L(x)" : "L(P x) and P L(x)") << " differs;\n"
       << "; x_i_j are the inputs, w<k> the weights in draw order, u_exp/u_sqrt/u_tanh/u_relu uninterpreted.\n"
       << "; unsat proves the " << (invariance ? "invariance" : "equivariance")
-      << " for this permutation (proofs-notes/smt-proofs.md). permcheck's answer: "
-      << (q.asked ? answer_name(q.answer) : "not asked") << "\n"
-      << q.smtlib;
-    if (q.smtlib.find("(check-sat)") == std::string::npos) s << "(check-sat)\n";
-    return s.str();
+      << " for this permutation (proofs-notes/smt-proofs.md). ";
+    return with_query(s.str(), q);
 }
 
 // report::write_atomically's file (a reader never sees half of it); false, said on `out`, when it could not be
@@ -80,11 +84,8 @@ std::string signature_smtlib_file(const SignatureSmtResult& r, const AxisProof& 
       << "; <input>_<k> are the real inputs (row-major), w<k> the weights in draw order, u_exp uninterpreted.\n"
       << "; unsat proves the " << (invariance ? "invariance" : "equivariance") << " along " << a.axis
       << " for this permutation" << (q.assignment.empty() ? "" : " and these masks")
-      << " (proofs-notes/signature-layers.md). permcheck's answer: " << (q.asked ? answer_name(q.answer) : "not asked")
-      << "\n"
-      << q.smtlib;
-    if (q.smtlib.find("(check-sat)") == std::string::npos) s << "(check-sat)\n";
-    return s.str();
+      << " (proofs-notes/signature-layers.md). ";
+    return with_query(s.str(), q);
 }
 
 // Every query of a layer over named inputs into the --emit-smt directory; one line says how many and where.
