@@ -403,12 +403,10 @@ double signature_tolerance(const ToleranceModel& m, const Lengths& lengths, int 
     return float_tolerance(m, total, widest, magnitude);
 }
 
-// No test for infinities (the inputs are finite), so the loop vectorizes.
 double real_inputs_magnitude(const Signature& s, const Tensors& inputs) {
     double m = 0.0;
     for (const TensorSpec& spec : s.inputs)
-        if (const std::vector<double>& v = inputs.at(spec.name).values; spec.kind == TensorKind::real && !v.empty())
-            m = std::max(m, Eigen::Map<const Eigen::ArrayXd>(v.data(), static_cast<Eigen::Index>(v.size())).abs().maxCoeff());
+        if (spec.kind == TensorKind::real) m = finite_max_abs(inputs.at(spec.name).values, m);
     return m;
 }
 

@@ -73,8 +73,7 @@ int widest_fixed_size(const Signature& s);
 double finite_max_abs(const std::vector<double>& values, double start = 0.0);
 std::vector<int> position_of(std::size_t e, const std::vector<int>& shape);
 double signature_tolerance(const ToleranceModel& m, const Lengths& lengths, int widest, double magnitude);
-// The largest |value| of the real inputs (masks and indices are not scaled by the layer); the inputs are finite,
-// drawn and shrunk by permcheck.
+// The largest finite |value| of the real inputs (masks and indices are not scaled by the layer).
 double real_inputs_magnitude(const Signature& s, const Tensors& inputs);
 // A difference, a tolerance or a value in the audit's and the taps' messages: three significant digits.
 std::string short_number(double v);
