@@ -45,9 +45,7 @@ std::string batch_dims_field(const std::map<std::string, int>& batch_dims) {
     for (const auto& [name, dim] : batch_dims) {
         if (!first) out += ',';
         first = false;
-        out += json_string(name);
-        out += ':';
-        out += std::to_string(dim);
+        out += json_string(name) + ":" + std::to_string(dim);
     }
     return out + '}';
 }
@@ -117,7 +115,6 @@ std::vector<std::string> batch_items(std::string_view line, std::size_t count, s
     return item_lines(j, line, count, id);
 }
 
-
 // ---------------------------------------------------------------------------------------------------------
 // Stacked batches
 
@@ -168,14 +165,6 @@ bool parse_stacked_announcement(std::string_view line) {
 
 namespace {
 constexpr const char* kStackedAnswer = "{\"id\": N, \"outputs\": {\"NAME\": \"BASE64\", ...}}";
-
-// The sizes of the dims before `dim` and after it.
-std::pair<std::size_t, std::size_t> outer_inner(const std::vector<int>& shape, int dim) {
-    std::size_t outer = 1, inner = 1;
-    for (int k = 0; k < static_cast<int>(shape.size()); ++k)
-        (k < dim ? outer : inner) *= k == dim ? 1 : static_cast<std::size_t>(shape[k]);
-    return {outer, inner};
-}
 
 // The batch dim of tensor t: a dim of size 1 of its spec.
 int batch_dim_of(const TensorSpec& t, const std::map<std::string, int>& batch_dims) {

@@ -104,15 +104,16 @@ ExecAdapter::~ExecAdapter() {
         close(to_child_);  // EOF: a well-behaved adapter exits now
         to_child_ = -1;
     }
-    const double deadline = now() + std::min(2.0, opts_.timeout_seconds);
-    while (!reaped_ && pid_ > 0 && now() < deadline) {
-        if (waitpid(pid_, &status_, WNOHANG) == pid_) {
-            reaped_ = true;
-            break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    wait_for_exit(std::min(2.0, opts_.timeout_seconds));
     stop();
+}
+
+void ExecAdapter::wait_for_exit(double seconds) {
+    const double deadline = now() + seconds;
+    while (!reaped_ && pid_ > 0 && now() < deadline) {
+        if (waitpid(pid_, &status_, WNOHANG) == pid_) reaped_ = true;
+        else std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
 }
 
 void ExecAdapter::stop() {
@@ -130,17 +131,7 @@ void ExecAdapter::stop() {
 }
 
 std::string ExecAdapter::exit_description() {
-    if (!reaped_) {
-        // The adapter closed its end; give it a moment to exit before calling it alive.
-        const double deadline = now() + 1.0;
-        while (now() < deadline) {
-            if (waitpid(pid_, &status_, WNOHANG) == pid_) {
-                reaped_ = true;
-                break;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        }
-    }
+    wait_for_exit(1.0);  // the adapter closed its end: a moment to exit before it is called alive
     if (!reaped_) return "closed its stdout but did not exit";
     if (WIFEXITED(status_)) {
         const int code = WEXITSTATUS(status_);
@@ -168,14 +159,16 @@ void ExecAdapter::write_all(const std::string& data, double deadline) {
         const int ready = poll(&p, 1, ms_until(deadline));
         if (ready < 0 && errno == EINTR) continue;
         if (ready == 0) fail("adapter did not read its request within " + limit_text() + "; it was killed");
-        const ssize_t w = write(to_child_, data.data() + done, data.size() - done);
-        if (w < 0) {
-            if (errno == EAGAIN || errno == EINTR) continue;
-            if (errno == EPIPE) fail("adapter " + exit_description());  // same words as an exit seen on read: which side sees it first is a race
-            fail(std::string("cannot write to the adapter: ") + std::strerror(errno));
-        }
-        done += static_cast<std::size_t>(w);
+        done += write_some(data.data() + done, data.size() - done);
     }
+}
+
+std::size_t ExecAdapter::write_some(const char* data, std::size_t size) {
+    const ssize_t w = write(to_child_, data, size);
+    if (w >= 0) return static_cast<std::size_t>(w);
+    if (errno == EAGAIN || errno == EINTR) return 0;
+    if (errno == EPIPE) fail("adapter " + exit_description());  // same words as an exit seen on read: which side sees it first is a race
+    fail(std::string("cannot write to the adapter: ") + std::strerror(errno));
 }
 
 std::optional<std::string> ExecAdapter::take_line(std::size_t& scanned) {
@@ -232,13 +225,7 @@ void ExecAdapter::pump(double deadline, const std::string* pending, std::size_t&
     if (ready == 0) fail("adapter did not answer within " + limit_text() + "; it was killed");
     if (p[0].revents) read_chunk();
     if (!pending || !p[1].revents) return;
-    const ssize_t w = write(to_child_, pending->data() + offset, pending->size() - offset);
-    if (w < 0) {
-        if (errno == EAGAIN || errno == EINTR) return;
-        if (errno == EPIPE) fail("adapter " + exit_description());
-        fail(std::string("cannot write to the adapter: ") + std::strerror(errno));
-    }
-    offset += static_cast<std::size_t>(w);
+    offset += write_some(pending->data() + offset, pending->size() - offset);
 }
 
 std::string ExecAdapter::limit_text() const {
@@ -316,12 +303,7 @@ std::string request_what(const Signature& s, const Tensors& inputs) {
         const Tensor& x = inputs.at("x");
         return "n=" + std::to_string(x.shape.at(0)) + ", d=" + std::to_string(x.shape.at(1));
     }
-    std::string what;
-    for (const auto& [axis, length] : lengths_of(s, inputs)) {
-        if (!what.empty()) what += ", ";
-        what += axis + "=" + std::to_string(length);
-    }
-    return what;
+    return format_lengths(lengths_of(s, inputs));
 }
 
 // An ordinary request line of the signature's dialect: the one-tensor form's {"id","x"}, or named inputs.
@@ -369,8 +351,7 @@ std::vector<Tap> ExecAdapter::taps(const Tensors& inputs, const Signature& s) {
 }
 
 NamedBlackBox exec_named_black_box(const ExecOptions& opts, const Signature& s) {
-    auto adapter = std::make_shared<ExecAdapter>(opts);
-    return [adapter, s](const Tensors& inputs) { return (*adapter)(s, inputs); };
+    return exec_batched_named_black_box(opts, s).one;
 }
 
 TapSource exec_tap_source(const ExecOptions& opts, const Signature& s) {
@@ -384,7 +365,6 @@ TapSource exec_tap_source(const ExecOptions& opts, const Signature& s) {
         return (*adapter)->taps(inputs, s);
     };
 }
-
 
 void ExecAdapter::note_announcement(const std::string& line) {
     if (line.find("\"batch\"") == std::string::npos) return;
@@ -435,13 +415,6 @@ std::vector<BatchAnswer<Out>> ExecAdapter::item_answers(Parsed&& b, std::size_t 
             out[k].value = std::move(b.items[k]);
     }
     return out;
-}
-
-template <class Out, class ParseLine>
-std::vector<BatchAnswer<Out>> ExecAdapter::exchange_batch(const std::string& request, std::size_t count,
-                                                          const std::string& what, ParseLine parse_line) {
-    const std::int64_t id = requests_ + 1;
-    return item_answers<Out>(exchange(request, what, parse_line), count, id, what);
 }
 
 namespace {
@@ -502,8 +475,9 @@ std::vector<BatchAnswer<Tensors>> outputs_of(std::vector<BatchAnswer<NamedRespon
 
 std::vector<BatchAnswer<Tensors>> ExecAdapter::operator()(const Signature& s, const std::vector<Tensors>& inputs) {
     if (inputs.empty()) return {};
-    const NamedBatch b = named_batch(requests_ + 1, s, inputs, stacked_);
-    return outputs_of(exchange_batch<NamedResponse>(b.request, b.count, b.what, b.parse));
+    const std::int64_t id = requests_ + 1;
+    const NamedBatch b = named_batch(id, s, inputs, stacked_);
+    return outputs_of(item_answers<NamedResponse>(exchange(b.request, b.what, b.parse), b.count, id, b.what));
 }
 
 std::vector<std::vector<BatchAnswer<Tensors>>> ExecAdapter::operator()(const Signature& s,

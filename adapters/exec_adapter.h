@@ -28,7 +28,7 @@ struct ExecOptions {
     std::size_t max_line_bytes = 64u << 20;      // a longer answer line is refused without being read whole
     // Set (from any thread) when an answer offers taps ("taps_offered": true), if given: so that a caller learns
     // from the audit's own answers whether asking for taps is worth a process of its own.
-    std::shared_ptr<std::atomic<bool>> taps_offered;
+    std::shared_ptr<std::atomic<bool>> taps_offered{};
 };
 
 // One running adapter process, in its own process group; its stderr is the caller's stderr. Not thread-safe:
@@ -65,7 +65,10 @@ private:
     [[noreturn]] void fail(const std::string& cause);
     std::string exit_description();  // "exited with status 3", after the process ended (reaps it)
     void stop();                     // kill the group and reap, idempotent
+    void wait_for_exit(double seconds);  // reaps the process if it exits within `seconds`
     void write_all(const std::string& data, double deadline);
+    // Writes what the pipe takes of data[0, size) now: the bytes written (0: none now); fails on a write error.
+    std::size_t write_some(const char* data, std::size_t size);
     std::string read_line(double deadline);
     std::optional<std::string> take_line(std::size_t& scanned);  // a whole line from the buffer, if it holds one
     void read_chunk();  // what the adapter wrote, into the buffer (fails at its end)
@@ -89,15 +92,9 @@ private:
     void exchange_all(const std::vector<std::string>& requests, const std::vector<std::string>& whats, Parse parse,
                       Done done);
     void note_announcement(const std::string& line);  // learns K and "stacked" from an ordinary answer line
-    // One batched request (`request`, of `count` items) and its answer, read by parse_line into each item's
-    // answer (a ParsedBatch); an item's error answer becomes that item's error.
     // A batched answer's items (a ParsedBatch) as BatchAnswers; an item's error answer names its item and request.
     template <class Out, class Parsed>
     std::vector<BatchAnswer<Out>> item_answers(Parsed&& b, std::size_t count, std::int64_t id, const std::string& what) const;
-    template <class Out, class ParseLine>
-    std::vector<BatchAnswer<Out>> exchange_batch(const std::string& request, std::size_t count, const std::string& what,
-                                                 ParseLine parse_line);
-
 
     ExecOptions opts_;
     pid_t pid_ = -1;

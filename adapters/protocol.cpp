@@ -5,10 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <optional>
 #include <stdexcept>
@@ -97,7 +95,6 @@ std::string excerpt(std::string_view line) {
 }
 
 namespace detail {
-// The answer line as a JSON object, or an error that says what the line was and what was expected.
 nlohmann::json answer_object(std::string_view line, const char* expected) {
     // Before parsing: the error path dumps "error" values recursively (a million '[' overflowed the stack).
     json_limits::require_shallow(line, "the answer line " + excerpt(line));
@@ -114,7 +111,6 @@ nlohmann::json answer_object(std::string_view line, const char* expected) {
     return j;
 }
 
-// The id of an answer, -1 for one beyond int64 (it then matches no request).
 std::int64_t answer_id(const nlohmann::json& j, std::string_view line, const char* expected) {
     const auto id = j.find("id");
     if (id == j.end() || !id->is_number_integer())
@@ -124,8 +120,7 @@ std::int64_t answer_id(const nlohmann::json& j, std::string_view line, const cha
                : id->get<std::int64_t>();
 }
 
-// The adapter's own error message, if the answer is one. Not dump(): it recurses, and a fuzzer's deeply nested
-// "error" value would exhaust the stack.
+// Not dump(): it recurses, and a fuzzer's deeply nested "error" value would exhaust the stack.
 std::optional<std::string> answer_error(const nlohmann::json& j) {
     const auto err = j.find("error");
     if (err == j.end()) return std::nullopt;
@@ -133,10 +128,16 @@ std::optional<std::string> answer_error(const nlohmann::json& j) {
                             : std::string("(the adapter sent a JSON ") + err->type_name() + " as its error, not a string)";
 }
 
-// "taps_offered": true (check/taps.h); anything else, or nothing, offers none.
 bool offers_taps(const nlohmann::json& j) {
     const auto it = j.find("taps_offered");
     return it != j.end() && it->is_boolean() && it->get<bool>();
+}
+
+// The shortest form that reads back to the same double: full round-trip precision.
+void append_number(std::string& s, double v) {
+    char buf[64];
+    const auto res = std::to_chars(buf, buf + sizeof buf, v);
+    s.append(buf, res.ptr);
 }
 
 // A pooled layer's answer: one flat array, one row.
@@ -192,16 +193,13 @@ Response parse_response(std::string_view line) {
 
 std::string format_request(std::int64_t id, const Mat<double>& x) {
     std::string s = "{\"id\":" + std::to_string(id) + ",\"x\":[";
-    char buf[64];
     for (Eigen::Index i = 0; i < x.rows(); ++i) {
         s += i ? ",[" : "[";
         for (Eigen::Index k = 0; k < x.cols(); ++k) {
             if (!std::isfinite(x(i, k)))
                 throw std::invalid_argument("cannot send a non-finite input to an adapter (row " + std::to_string(i) + ")");
             if (k) s += ',';
-            // Shortest form that reads back to the same double: full round-trip precision.
-            const auto res = std::to_chars(buf, buf + sizeof buf, x(i, k));
-            s.append(buf, res.ptr);
+            append_number(s, x(i, k));
         }
         s += ']';
     }
@@ -214,12 +212,6 @@ std::string format_request(std::int64_t id, const Mat<double>& x) {
 
 namespace detail {
 
-void append_number(std::string& s, double v) {
-    char buf[64];
-    const auto res = std::to_chars(buf, buf + sizeof buf, v);
-    s.append(buf, res.ptr);
-}
-
 // A real value always with a fraction or an exponent (2.0, 0.0, 1e+300), shortest round-trip otherwise: an
 // adapter that tells index inputs from reals by JSON type must not read an all-integer real input as integers.
 void append_real(std::string& s, double v) {
@@ -228,13 +220,12 @@ void append_real(std::string& s, double v) {
     if (s.find_first_of(".e", start) == std::string::npos) s += ".0";
 }
 
-// Throws unless v can be sent as a value of input t: finite, and an integer for an index input.
 void check_value(const TensorSpec& t, double v) {
     if (!std::isfinite(v))
         throw std::invalid_argument("cannot send a non-finite value of input '" + t.name + "' to an adapter");
     if (is_integer(t.kind) && (v != std::floor(v) || std::abs(v) > 9e15))
-        throw std::invalid_argument("input '" + t.name + "' is an integer input (" + tensor_kind_name(t.kind) +
-                                    ") but holds " + std::to_string(v));
+        throw std::invalid_argument("input '" + t.name + "' is an " + tensor_kind_name(t.kind) +
+                                    " input (integers) but holds " + std::to_string(v));
 }
 
 // One value of an input as its kind writes it; throws for what JSON cannot carry.
@@ -292,22 +283,13 @@ std::string kinds_of(const Signature& s) {
     std::string out = "\"kinds\":{";
     for (std::size_t k = 0; k < s.inputs.size(); ++k) {
         if (k) out += ',';
-        out += json_string(s.inputs[k].name);
-        out += ":\"";
-        out += tensor_kind_name(s.inputs[k].kind);
-        out += '"';
+        out += json_string(s.inputs[k].name) + ":\"" + tensor_kind_name(s.inputs[k].kind) + "\"";
     }
     return out + "}";
 }
 
-// The end of a signature's request, after its inputs: `shapes` ("\"shapes\":{..." unclosed), the kinds and the
-// outputs' names.
 std::string request_tail(const Signature& s, const std::string& shapes) {
-    std::string tail = "},";
-    tail += shapes;
-    tail += "},";
-    tail += kinds_of(s);
-    tail += ",\"outputs\":[";
+    std::string tail = "}," + shapes + "}," + kinds_of(s) + ",\"outputs\":[";
     for (std::size_t k = 0; k < s.outputs.size(); ++k) {
         if (k) tail += ',';
         tail += json_string(s.outputs[k].name);

@@ -148,7 +148,6 @@ TapResponse parse_tap_response(std::string_view line);
 // The request line with "taps": true added.
 std::string with_taps(std::string request_line);
 
-
 // The most items one batched request holds, whatever K the adapter announced.
 inline constexpr int kMaxBatchItems = 1024;
 // An ordinary request line as an item of a batched request: {"id":7,"x":...} becomes {"x":...}.

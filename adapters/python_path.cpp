@@ -1,6 +1,5 @@
 #include "adapters/python_path.h"
 
-#include <cstdlib>
 #include <filesystem>
 #include <string_view>
 #include <system_error>

@@ -21,15 +21,6 @@ TorchLayer parse_torch_layer(const std::string& name) {
                                 "(torch::nn::TransformerDecoderLayer), got '" + name + "'");
 }
 
-TorchMask parse_torch_mask(const std::string& name) {
-    if (name == "none") return TorchMask::none;
-    if (name == "causal") return TorchMask::causal;
-    if (name == "key-padding") return TorchMask::key_padding;
-    if (name == "key-padding-fixed") return TorchMask::key_padding_fixed;
-    throw std::invalid_argument("--mask must be none, causal, key-padding (positions whose first feature is negative "
-                                "are padding) or key-padding-fixed (the last position is padding), got '" + name + "'");
-}
-
 const char* torch_layer_name(TorchLayer l) {
     switch (l) {
         case TorchLayer::mha: return "mha";

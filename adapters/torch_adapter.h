@@ -38,7 +38,6 @@ struct TorchOptions {
 
 // mha | encoder-layer | decoder-layer; throws std::invalid_argument
 TorchLayer parse_torch_layer(const std::string& name);
-TorchMask parse_torch_mask(const std::string& name);    // none | causal | key-padding | key-padding-fixed
 const char* torch_layer_name(TorchLayer l);
 const char* torch_mask_name(TorchMask m);
 

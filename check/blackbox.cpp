@@ -4,10 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
-#include <limits>
 #include <optional>
-#include <set>
 #include <sstream>
 #include <string>
 #include <utility>

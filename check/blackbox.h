@@ -63,7 +63,6 @@ template <class In> struct Batching {
     std::function<std::vector<std::vector<BatchAnswer<In>>>(const std::vector<std::vector<In>>&)> call_all;
 };
 
-
 // A deterministic split of the cases: case i belongs to shard `index` (1-based) of `count` when
 // i % count == index - 1, so the shards of one audit together run exactly the unsharded audit's cases.
 struct Shard {

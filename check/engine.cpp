@@ -1,6 +1,5 @@
 #include "check/engine.h"
 
-#include <cmath>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -122,11 +121,8 @@ CheckResult check(const LayerFamily& family, Property property, const CheckOptio
     const std::function<bool(const Case&)> fails = [&](const Case& c) {
         return !case_holds(family, property, c, opts.arithmetic);
     };
-    SearchOptions so;
-    so.cases = opts.cases;
-    so.seed = opts.seed;
-    so.stop_requested = opts.stop_requested;
-    so.on_progress = opts.on_progress;
+    const SearchOptions so{.cases = opts.cases, .seed = opts.seed, .stop_requested = opts.stop_requested,
+                           .on_progress = opts.on_progress};
     const SearchResult<Case> found = search<Case>(case_generator(opts), fails, so);
     r.cases_run = found.cases_run;
     r.evaluations = found.evaluations;

@@ -19,7 +19,6 @@
 
 namespace permcheck {
 
-
 // Where a check stands, for a progress line: cases done and in all, evaluations so far, shrinking or not.
 using CheckProgress = SearchProgress;
 
@@ -76,6 +75,5 @@ void keep_freed_memory_for_reuse();
 
 // The replay command line for a check.
 std::string replay_command(const std::string& layer, Property property, const CheckOptions& opts);
-
 
 }  // namespace permcheck

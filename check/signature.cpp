@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <iomanip>
 #include <set>
 #include <sstream>
@@ -51,13 +50,7 @@ std::vector<std::string> split(const std::string& text, char sep) {
 }
 
 std::invalid_argument bad_flag(const char* flag, const std::string& text, const std::string& expected) {
-    std::string m = flag;
-    m += " expects ";
-    m += expected;
-    m += ", got '";
-    m += text;
-    m += "'";
-    return std::invalid_argument(m);
+    return std::invalid_argument(std::string(flag) + " expects " + expected + ", got '" + text + "'");
 }
 
 std::vector<Dim> parse_dims(const char* flag, const std::string& text, const std::string& dims_text,
@@ -169,14 +162,7 @@ TensorSpec parse_output(const std::string& text) {
     return t;
 }
 
-std::string format(const Axis& a) {
-    std::string out = a.name;
-    out += '=';
-    out += std::to_string(a.min_len);
-    out += "..";
-    out += std::to_string(a.max_len);
-    return out;
-}
+std::string format(const Axis& a) { return a.name + "=" + std::to_string(a.min_len) + ".." + std::to_string(a.max_len); }
 
 std::string format_input(const TensorSpec& t) {
     std::string out = format_output(t);
@@ -187,12 +173,7 @@ std::string format_input(const TensorSpec& t) {
     return out;
 }
 
-std::string format_output(const TensorSpec& t) {
-    std::string out = t.name;
-    out += ':';
-    out += format_dims(t.dims);
-    return out;
-}
+std::string format_output(const TensorSpec& t) { return t.name + ":" + format_dims(t.dims); }
 
 namespace {
 
@@ -216,7 +197,7 @@ void validate_tensor(const TensorSpec& t, const std::set<std::string>& axes, con
     if (t.kind == TensorKind::index && !axes.count(t.index_axis))
         throw std::invalid_argument(std::string(flag) + " " + t.name + " is an index into the axis '" + t.index_axis +
                                     "', which no --axis declares");
-    if (is_mask(t.kind) && std::none_of(t.dims.begin(), t.dims.end(), [](const Dim& d) { return d.is_axis(); }))
+    if (is_mask(t.kind) && !has_axis(t))
         throw std::invalid_argument(std::string(flag) + " " + t.name +
                                     " is a mask with no axis dim: a mask pads positions of an axis");
     if ((t.kind == TensorKind::token || t.kind == TensorKind::position) && (t.limit < 1 || t.limit > kMaxKindLimit))
@@ -306,6 +287,14 @@ void validate(const Signature& s) {
     for (const TensorSpec& t : s.outputs) require_small_enough(s, t, "--output", format_output(t));
 }
 
+bool has_axis(const TensorSpec& t) {
+    return std::any_of(t.dims.begin(), t.dims.end(), [](const Dim& d) { return d.is_axis(); });
+}
+
+Property property_of(const Signature& s) {
+    return std::any_of(s.outputs.begin(), s.outputs.end(), has_axis) ? Property::equivariance : Property::invariance;
+}
+
 // ------------------------------------------------------------------------------------------------- tensors
 
 std::size_t Tensor::size() const {
@@ -341,6 +330,13 @@ const std::string& position_axis(const TensorSpec& t) {
     throw std::invalid_argument("the position input " + t.name + " has no axis dim");
 }
 
+std::pair<std::size_t, std::size_t> outer_inner(const std::vector<int>& shape, std::size_t k) {
+    std::size_t outer = 1, inner = 1;
+    for (std::size_t j = 0; j < shape.size(); ++j)
+        if (j != k) (j < k ? outer : inner) *= static_cast<std::size_t>(shape[j]);
+    return {outer, inner};
+}
+
 std::vector<int> shape_of(const TensorSpec& t, const Lengths& lengths) {
     std::vector<int> shape;
     for (const Dim& d : t.dims) {
@@ -364,9 +360,7 @@ std::vector<double> permuted_along(const std::vector<int>& shape, const std::vec
     if (static_cast<std::size_t>(p.size()) != len)
         throw std::invalid_argument("a permutation of " + std::to_string(p.size()) + " positions applied to a dim of " +
                                     std::to_string(len));
-    std::size_t inner = 1, outer = 1;
-    for (std::size_t j = k + 1; j < shape.size(); ++j) inner *= static_cast<std::size_t>(shape[j]);
-    for (std::size_t j = 0; j < k; ++j) outer *= static_cast<std::size_t>(shape[j]);
+    const auto [outer, inner] = outer_inner(shape, k);
     std::vector<double> out(in.size());
     for (std::size_t o = 0; o < outer; ++o)
         for (std::size_t i = 0; i < len; ++i) {
@@ -452,6 +446,18 @@ std::string index_text(const std::vector<int>& where) {
         out += std::to_string(where[k]);
     }
     return out + ")";
+}
+
+std::string format_lengths(const Lengths& lengths) {
+    std::string out;
+    for (const auto& [axis, len] : lengths) out += (out.empty() ? "" : ", ") + axis + "=" + std::to_string(len);
+    return out;
+}
+
+std::string format_permutations(const Permutations& perms) {
+    std::string out;
+    for (const auto& [axis, p] : perms) out += (out.empty() ? "" : ", ") + axis + " " + p.cycles();
+    return out;
 }
 
 namespace {

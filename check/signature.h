@@ -18,6 +18,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace permcheck {
@@ -90,6 +91,10 @@ std::string format_output(const TensorSpec& t);
 // token's V is in [1, 2^31), a position input has one axis dim (its others of size 1) and a P of at least that
 // axis's max_len, and no tensor holds more than 2^22 values at the longest lengths (every axis at its max_len).
 void validate(const Signature& s);
+// True when some dim of t is an axis: t moves with that axis (an output: equivariant along it).
+bool has_axis(const TensorSpec& t);
+// The one property an audit of s records: equivariance when some output has an axis, invariance otherwise.
+Property property_of(const Signature& s);
 
 // A dense tensor: its shape and its values in row-major order (the order of DIMS, the last dim fastest). A
 // mask holds 0 and 1, an index input integers; everything travels as double inside permcheck.
@@ -104,6 +109,9 @@ using Permutations = std::map<std::string, Permutation>;  // axis name -> permut
 
 // A shape or a position, e.g. "(3, 4)": the one spelling of describe() and the audit's text.
 std::string index_text(const std::vector<int>& where);
+// "m=2, n=3" and "m (0 1), n ()": a case's lengths and permutations as the audit's messages name them.
+std::string format_lengths(const Lengths& lengths);
+std::string format_permutations(const Permutations& perms);
 
 // A matrix as a tensor of its shape (row-major), and a tensor of one or two dims as a matrix (one dim: one row). In
 // a namespace of their own, so that argument-dependent lookup never finds them for a user's functions of the same
@@ -118,6 +126,8 @@ Tensor one_tensor_answer(const Mat<double>& y, Output output);
 
 // The axis a position input lies along (its one axis dim).
 const std::string& position_axis(const TensorSpec& t);
+// The number of values of a tensor of this shape in the dims before dim k (their product) and in those after it.
+std::pair<std::size_t, std::size_t> outer_inner(const std::vector<int>& shape, std::size_t k);
 
 // The shape a spec has at the given lengths.
 std::vector<int> shape_of(const TensorSpec& t, const Lengths& lengths);

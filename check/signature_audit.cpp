@@ -13,31 +13,12 @@
 #include <map>
 #include <memory>
 #include <set>
-#include <sstream>
 
 namespace permcheck {
 
 namespace {
 
 using engine::Outcome;
-
-std::string num(double v) {
-    std::ostringstream s;
-    s.precision(3);
-    s << v;
-    return s.str();
-}
-
-std::string lengths_text(const Lengths& lengths) {
-    std::string out;
-    for (const auto& [axis, len] : lengths) {
-        if (!out.empty()) out += ", ";
-        out += axis;
-        out += '=';
-        out += std::to_string(len);
-    }
-    return out;
-}
 
 bool same_values(const Tensors& a, const Tensors& b) {
     if (a.size() != b.size()) return false;
@@ -207,8 +188,7 @@ public:
         for (const TensorSpec& spec : s_->outputs) {
             const Tensor& lhs = a.lhs.at(spec.name);
             rhs.push_back(expected_output(spec, property_, c, a.y.at(spec.name)));
-            const double m = finite_max_abs(rhs.back().values, finite_max_abs(lhs.values, a.inputs_magnitude));
-            ob.outputs.push_back(compare_tensors(spec.name, lhs, rhs.back(), tolerance(lengths, m, t, a.positions)));
+            ob.outputs.push_back(compared(spec.name, lhs, rhs.back(), lengths, a.inputs_magnitude, t, a.positions));
             if (has_positions_) note_undecided(ob.outputs.back(), lhs, rhs.back(), t);
         }
         std::string where = non_finite(a.y, "L(x)");
@@ -216,7 +196,7 @@ public:
         const bool holds = std::all_of(ob.outputs.begin(), ob.outputs.end(), [](const OutputComparison& o) { return o.holds; });
         if (holds && where.empty()) return ob;  // pass: nothing kept
         ob.outcome = where.empty() ? Outcome::violated : Outcome::non_finite;
-        if (!where.empty()) ob.detail = where + " for " + lengths_text(c.lengths);
+        if (!where.empty()) ob.detail = where + " for " + format_lengths(c.lengths);
         ob.lengths = c.lengths;
         ob.perms = c.perms;
         ob.inputs = c.inputs;
@@ -238,7 +218,7 @@ public:
         const Lengths lengths = transformed_lengths(property_, c);
         const double positions = std::max(largest_position(*s_, c.inputs), largest_position(*s_, px));
         const Tensors y = call(c.inputs, c.lengths);
-        const Tensors py = compared(c, call(px, lengths));
+        const Tensors py = compared_answer(c, call(px, lengths));
         Tensors seen_lhs;
         for (const OutputComparison& o : seen.outputs) seen_lhs[o.name] = o.layer_of_permuted;
         // Padded: the real positions' answers are compared, as the case was judged.
@@ -293,7 +273,7 @@ public:
 private:
     std::string request_text(const Lengths& lengths) const {
         return s_->one_tensor ? "n=" + std::to_string(lengths.at("n")) + ", d=" + std::to_string(s_->inputs[0].dims[1].size)
-                              : lengths_text(lengths);
+                              : format_lengths(lengths);
     }
     // An entry's place: its index, or for the one-tensor form "position i, feature j" (a pooled output's "feature j",
     // or "position 0, feature j" with `rows`, as the shorthand's messages always said).
@@ -313,7 +293,7 @@ private:
         return property_ == Property::shift ? "L(x_c)" : property_ == Property::padding ? "L(pad x)" : "L(P x)";
     }
     // An answer to the transformed inputs as it is compared (a padded answer at its real positions).
-    Tensors compared(const Case& c, Tensors answer) const {
+    Tensors compared_answer(const Case& c, Tensors answer) const {
         if (property_ != Property::padding) return answer;
         for (const TensorSpec& spec : s_->outputs) answer[spec.name] = compared_output(spec, property_, c, answer.at(spec.name));
         return answer;
@@ -326,9 +306,8 @@ private:
     }
     // After the answers of case c came: the compared side, the evidence, the magnitudes.
     void finish(const Case& c, Answers& a) {
-        a.lhs = compared(c, std::move(a.lhs));
-        add_evidence(a);
-        a.inputs_magnitude = inputs_magnitude(c.inputs);
+        a.lhs = compared_answer(c, std::move(a.lhs));
+        add_evidence(a, c);
         a.positions = std::max(largest_position(*s_, c.inputs), largest_position(*s_, a.px));
         largest_shift = std::max(largest_shift, c.shift);
     }
@@ -349,12 +328,15 @@ private:
         finish(c, a);
         return a;
     }
-    void add_evidence(Answers& a) const {
+    // What the answers say of their precision, and the magnitude of the inputs they answered.
+    void add_evidence(Answers& a, const Case& c) const {
         for (const Tensors* answer : {&a.y, &a.again, &a.lhs})
             for (const auto& [name, t] : *answer) a.evidence.add(t.values);
+        a.inputs_magnitude = inputs_magnitude(c.inputs);
     }
 
-    // Inputs are finite (drawn and shrunk by permcheck): no test for infinities, so the loop vectorizes.
+    // real_inputs_magnitude for inputs that are finite (drawn and shrunk by permcheck): no test for infinities, so
+    // the loop vectorizes.
     double inputs_magnitude(const Tensors& inputs) const {
         double m = 0.0;
         for (const TensorSpec& spec : s_->inputs)
@@ -362,8 +344,12 @@ private:
                 m = std::max(m, Eigen::Map<const Eigen::ArrayXd>(v.data(), static_cast<Eigen::Index>(v.size())).abs().maxCoeff());
         return m;
     }
-    double tolerance(const Lengths& lengths, double magnitude, const ToleranceModel& t, double positions) const {
-        return signature_tolerance(t, lengths, widest_, magnitude, positions);
+    // a against b, with the tolerance at these lengths for the magnitude of the inputs and of both sides and the
+    // largest position id.
+    OutputComparison compared(const std::string& name, const Tensor& a, const Tensor& b, const Lengths& lengths,
+                              double inputs_magnitude, const ToleranceModel& t, double positions) const {
+        const double m = finite_max_abs(b.values, finite_max_abs(a.values, inputs_magnitude));
+        return compare_tensors(name, a, b, signature_tolerance(t, lengths, widest_, m, positions));
     }
 
     const BatchedNamedBlackBox& box_;
@@ -438,17 +424,14 @@ std::optional<SignatureObservation> SignatureEvaluator::differ(const Lengths& le
     Observation ob{Outcome::nondeterministic, {}, {}, {}, {}, {}, ""};
     const double magnitude = inputs_magnitude(inputs);
     for (const TensorSpec& spec : s_->outputs) {
-        const Tensor& first = a.at(spec.name);
-        const Tensor& second = b.at(spec.name);
-        const double m = finite_max_abs(second.values, finite_max_abs(first.values, magnitude));
-        ob.outputs.push_back(compare_tensors(spec.name, first, second, tolerance(lengths, m, t, positions)));
+        ob.outputs.push_back(compared(spec.name, a.at(spec.name), b.at(spec.name), lengths, magnitude, t, positions));
         const OutputComparison& c = ob.outputs.back();
         if (c.holds || !ob.detail.empty()) continue;
-        ob.detail = "the same input (" + lengths_text(lengths) + "), requested as ";
+        ob.detail = "the same input (" + format_lengths(lengths) + "), requested as ";
         ob.detail += what;
         ob.detail += ", was answered twice with different results: " +
                      (s_->one_tensor ? std::string("they differ") : "output " + spec.name + " differs") + " by " +
-                     num(c.max_abs_diff) + " at " + where_text(c.where, true) + " (tolerance " + num(c.tolerance) + ")";
+                     short_number(c.max_abs_diff) + " at " + where_text(c.where, true) + " (tolerance " + short_number(c.tolerance) + ")";
     }
     if (ob.detail.empty()) return std::nullopt;
     for (OutputComparison& c : ob.outputs) {
@@ -469,7 +452,7 @@ std::string SignatureEvaluator::non_finite(const Tensors& answer, const char* si
         for (std::size_t e = 0; e < t.values.size(); ++e)
             if (!std::isfinite(t.values[e])) {
                 std::string m = side;
-                m += " has a non-finite entry (" + num(t.values[e]) + ")" +
+                m += " has a non-finite entry (" + short_number(t.values[e]) + ")" +
                      (s_->one_tensor ? std::string() : " in output " + spec.name) + " at " +
                      where_text(position_of(e, t.shape), true);
                 return m;
@@ -479,28 +462,22 @@ std::string SignatureEvaluator::non_finite(const Tensors& answer, const char* si
 }
 
 std::string SignatureEvaluator::violation_detail(const Observation& found, bool reproduced) const {
-    std::string perms;
-    for (const auto& [axis, p] : found.perms) {
-        if (!perms.empty()) perms += ", ";
-        perms += axis + " " + p.cycles();
-    }
     for (const OutputComparison& c : found.outputs) {
         if (c.holds) continue;
-        const bool moves = std::any_of(s_->outputs.begin(), s_->outputs.end(), [&](const TensorSpec& t) {
-            return t.name == c.name && std::any_of(t.dims.begin(), t.dims.end(), [](const Dim& d) { return d.is_axis(); });
-        });
+        const bool moves = std::any_of(s_->outputs.begin(), s_->outputs.end(),
+                                       [&](const TensorSpec& t) { return t.name == c.name && has_axis(t); });
         std::string m = s_->one_tensor ? "" : "output " + c.name + ": ";
         if (property_ == Property::shift) m += "L(x_c) and L(x)";
         else if (property_ == Property::padding) m += "L(pad x) at the real positions and L(x)";
         else m += moves ? "L(P x) and P L(x)" : "L(P x) and L(x)";
-        m += " differ by " + num(c.max_abs_diff) + " at " + where_text(c.where, false) + " (tolerance " + num(c.tolerance);
+        m += " differ by " + short_number(c.max_abs_diff) + " at " + where_text(c.where, false) + " (tolerance " + short_number(c.tolerance);
         if (property_ == Property::shift)
-            m += "; " + lengths_text(found.lengths) + "; every position id + " + std::to_string(found.shift) + ")";
+            m += "; " + format_lengths(found.lengths) + "; every position id + " + std::to_string(found.shift) + ")";
         else if (property_ == Property::padding && found.pads)
-            m += "; " + lengths_text(found.lengths) + "; " + pads_text(*found.pads) + ")";
+            m += "; " + format_lengths(found.lengths) + "; " + pads_text(*found.pads) + ")";
         else
-            m += s_->one_tensor ? ", " + lengths_text(found.lengths) + ", permutation " + found.perms.at("n").cycles() + ")"
-                                : "; " + lengths_text(found.lengths) + "; permutations " + perms + ")";
+            m += s_->one_tensor ? ", " + format_lengths(found.lengths) + ", permutation " + found.perms.at("n").cycles() + ")"
+                                : "; " + format_lengths(found.lengths) + "; permutations " + format_permutations(found.perms) + ")";
         if (reproduced) m += "; both sides gave the same answers when evaluated again";
         return m;
     }
@@ -527,7 +504,7 @@ void require_case_fits(const Signature& s, const SignatureCounterexample& c) {
         for (double v : x->second.values)
             if (!(v >= 0 && v < targets) || v != std::floor(v))
                 throw std::invalid_argument("the saved " + std::string(tensor_kind_name(t.kind)) + " input '" + t.name +
-                                            "' holds " + num(v) + ", not an integer in [0, " + std::to_string(targets) + ")");
+                                            "' holds " + short_number(v) + ", not an integer in [0, " + std::to_string(targets) + ")");
     }
 }
 
@@ -672,11 +649,8 @@ AuditResult audit(const std::vector<BatchedNamedBlackBox>& layers, const Signatu
     for (const BatchedNamedBlackBox& box : layers)
         evaluators.emplace_back(box, shared, given, engine::candidate_precisions(given)[0]);
     AuditResult labelled;
-    const bool any_moves = std::any_of(signature.outputs.begin(), signature.outputs.end(), [](const TensorSpec& t) {
-        return std::any_of(t.dims.begin(), t.dims.end(), [](const Dim& d) { return d.is_axis(); });
-    });
     labelled.property = audited_property(signature, given);
-    if (labelled.property == Property::equivariance && !any_moves) labelled.property = Property::invariance;
+    if (labelled.property == Property::equivariance) labelled.property = property_of(signature);
     labelled.signature = signature;
     AuditResult r = engine::run_audit(evaluators, schedule, given, labelled, [&](AuditResult& result, std::size_t count) {
         cover(result, *shared, lengths, schedule, count);

@@ -7,6 +7,8 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <sstream>
+#include <tuple>
 #include <utility>
 
 namespace permcheck {
@@ -17,8 +19,7 @@ namespace {
 struct Lines {
     std::size_t outer = 1, len = 0, inner = 1;
     Lines(const std::vector<int>& shape, std::size_t k) : len(static_cast<std::size_t>(shape[k])) {
-        for (std::size_t j = 0; j < k; ++j) outer *= static_cast<std::size_t>(shape[j]);
-        for (std::size_t j = k + 1; j < shape.size(); ++j) inner *= static_cast<std::size_t>(shape[j]);
+        std::tie(outer, inner) = outer_inner(shape, k);
     }
     std::size_t at(std::size_t o, std::size_t i, std::size_t r) const { return (o * len + i) * inner + r; }
 };
@@ -479,7 +480,20 @@ double signature_tolerance(const ToleranceModel& m, const Lengths& lengths, int 
     return float_tolerance(m, total, widest, magnitude);
 }
 
-// a against b, entry by entry, as check/compare.h's compare does: non-finite entries equal only the same value.
+double real_inputs_magnitude(const Signature& s, const Tensors& inputs) {
+    double m = 0.0;
+    for (const TensorSpec& spec : s.inputs)
+        if (spec.kind == TensorKind::real) m = finite_max_abs(inputs.at(spec.name).values, m);
+    return m;
+}
+
+std::string short_number(double v) {
+    std::ostringstream s;
+    s.precision(3);
+    s << v;
+    return s.str();
+}
+
 // The two sides are left out (filled in by the caller when the comparison is kept): a passing case copies nothing.
 OutputComparison compare_tensors(const std::string& name, const Tensor& a, const Tensor& b, double tolerance) {
     OutputComparison c{name, {}, {}, 0.0, tolerance, {}, true, false};

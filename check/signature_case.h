@@ -71,6 +71,8 @@ Case case_of(const SignatureCase& c);  // the one-tensor case's x and permutatio
 SignatureCase draw_one_tensor_case(int d, int n, const rc::Random& random, int size);
 rc::Shrinkable<SignatureCase> shrinkable_one_tensor_case(const SignatureCase& c, int min_len);
 
+// The shrinks of a case, one step: deletions, permutations put back, index and token merges, position offsets,
+// simpler values (the padding and shift properties build theirs on these, check/position_case.h).
 rc::Seq<SignatureCase> signature_case_shrinks(const std::shared_ptr<const Signature>& s, const SignatureCase& c);
 rc::Shrinkable<SignatureCase> shrinkable_signature_case(const std::shared_ptr<const Signature>& s, SignatureCase c);
 
@@ -86,6 +88,10 @@ std::vector<int> position_of(std::size_t e, const std::vector<int>& shape);
 inline constexpr double kPositionRoundingTerms = 8.0;
 double signature_tolerance(const ToleranceModel& m, const Lengths& lengths, int widest, double magnitude,
                            double positions = 0.0);
+// The largest finite |value| of the real inputs (masks and indices are not scaled by the layer).
+double real_inputs_magnitude(const Signature& s, const Tensors& inputs);
+// A difference, a tolerance or a value in the audit's and the taps' messages: three significant digits.
+std::string short_number(double v);
 
 // a against b entry by entry, as check/compare.h's compare does (non-finite entries equal only the same value):
 // the largest difference, where it is, and whether it is within `tolerance`; both sides are left out. Shapes that

@@ -30,11 +30,6 @@ template <class S> Tensor as_doubles(const NamedTensor<S>& t) {
     return out;
 }
 
-// The signature audit's tolerance (check/signature_case.h): 0 in exact arithmetic (the model's, check/compare.h).
-double tolerance_for(const Signature& s, const Lengths& lengths, double magnitude, const ToleranceModel& m) {
-    return signature_tolerance(m, lengths, widest_fixed_size(s), magnitude);
-}
-
 template <class S>
 OutputComparison compare_output(const TensorSpec& spec, const NamedTensor<S>& lhs, const NamedTensor<S>& rhs,
                                 double tolerance) {
@@ -65,9 +60,7 @@ std::vector<OutputComparison> compare_signature_case(const SignatureFamily& fami
     const SignatureLayerFn<S> layer = family.factory<S>()(draw);
     const NamedTensors<S> y = layer(in_scalar<S>(inputs));
     const NamedTensors<S> lhs = layer(in_scalar<S>(permute_inputs(s, perms, inputs)));
-    double magnitude = 0.0;
-    for (const TensorSpec& t : s.inputs)
-        if (t.kind == TensorKind::real) magnitude = finite_max_abs(inputs.at(t.name).values, magnitude);
+    const double magnitude = real_inputs_magnitude(s, inputs);
     const ToleranceModel model = tolerance_model_of<S>(family.amplification);
     std::vector<OutputComparison> out;
     for (const TensorSpec& spec : s.outputs) {
@@ -77,7 +70,8 @@ std::vector<OutputComparison> compare_signature_case(const SignatureFamily& fami
         const NamedTensor<S> rhs = permuted_output(spec, perms, y.at(spec.name));
         const Tensor l = as_doubles(lhs.at(spec.name)), r = as_doubles(rhs);
         const double m = finite_max_abs(l.values, finite_max_abs(r.values, magnitude));
-        out.push_back(compare_output(spec, lhs.at(spec.name), rhs, tolerance_for(s, lengths, m, model)));
+        // The signature audit's tolerance: 0 in exact arithmetic (the model's, check/compare.h).
+        out.push_back(compare_output(spec, lhs.at(spec.name), rhs, signature_tolerance(model, lengths, widest_fixed_size(s), m)));
     }
     return out;
 }
@@ -116,11 +110,6 @@ SignatureCase only_along(SignatureCase c, const std::string& axis) {
     return c;
 }
 
-bool moves(const SignatureCase& c, const std::string& axis) {
-    const Permutation& p = c.perms.at(axis);
-    return p.one_line() != Permutation::identity(p.size()).one_line();
-}
-
 std::vector<OutputComparison> compared(const SignatureFamily& f, const Signature& s, const SignatureCase& c,
                                        std::uint64_t weight_seed, Arithmetic a) {
     if (a == Arithmetic::exact) return compare_signature_case<Rational>(f, s, c.lengths, c.perms, c.inputs, weight_seed);
@@ -149,13 +138,13 @@ SignatureCheckResult check_signature(const SignatureFamily& family, const std::s
         if (o.stop_requested && o.stop_requested()) return r.interrupted = true, r;
         const SignatureCase c = only_along(
             draw_signature_case(*s, lengths[static_cast<std::size_t>(i)], random.split(), size_for_case(i, o.cases)), axis);
-        if (!moves(c, axis)) continue;
+        if (c.perms.at(axis).is_identity()) continue;
         ++r.cases_run;
         const std::uint64_t weights = o.seed + static_cast<std::uint64_t>(i);
         if (all_hold(compared(family, *s, c, weights, o.arithmetic))) continue;
         const std::function<bool(const SignatureCase&)> fails = [&](const SignatureCase& candidate) {
             const SignatureCase k = only_along(candidate, axis);
-            return moves(k, axis) && !all_hold(compared(family, *s, k, weights, o.arithmetic));
+            return !k.perms.at(axis).is_identity() && !all_hold(compared(family, *s, k, weights, o.arithmetic));
         };
         const ShrinkResult<SignatureCase> shrunk =
             shrink(shrinkable_signature_case(s, c), fails, o.max_shrink_evaluations, o.stop_requested);

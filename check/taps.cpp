@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
-#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -53,13 +52,6 @@ std::string axes_text(const std::vector<std::string>& axes) {
     return s.empty() ? "(scalar)" : s;
 }
 
-std::string num(double v) {
-    std::ostringstream s;
-    s.precision(3);
-    s << v;
-    return s.str();
-}
-
 std::string shape_text(const std::vector<int>& shape) {
     std::string s = "[";
     for (std::size_t k = 0; k < shape.size(); ++k) {
@@ -101,7 +93,7 @@ std::string describe(const TapTrace& t) {
               << std::setw(static_cast<int>(shape_width)) << shape_text(c.shape) << "  axes "
               << std::setw(5) << axes_text(c.axes) << std::right << "  " << tap_verdict_name(c.verdict);
             if (c.verdict != TapVerdict::not_comparable)
-                s << ", largest difference " << num(c.max_abs_diff) << " (tolerance " << num(c.tolerance) << ")";
+                s << ", largest difference " << short_number(c.max_abs_diff) << " (tolerance " << short_number(c.tolerance) << ")";
             if (!c.note.empty()) s << ": " << c.note;
             s << "\n";
         }
@@ -182,9 +174,7 @@ namespace {
 
 // t one element longer along dim k: the last slice repeated (zeros when the dim is empty).
 Tensor append_along(const Tensor& t, std::size_t k) {
-    std::size_t outer = 1, inner = 1;
-    for (std::size_t j = 0; j < k; ++j) outer *= static_cast<std::size_t>(t.shape[j]);
-    for (std::size_t j = k + 1; j < t.shape.size(); ++j) inner *= static_cast<std::size_t>(t.shape[j]);
+    const auto [outer, inner] = outer_inner(t.shape, k);
     const std::size_t len = static_cast<std::size_t>(t.shape[k]);
     Tensor out{t.shape, {}};
     out.shape[k] += 1;
@@ -263,13 +253,6 @@ std::vector<std::string> axes_of(const Tap& t, const Lengths& lengths,
         else shapes[axis] = std::nullopt;
     }
     return tap_axes(t.value.shape, lengths, shapes);
-}
-
-double real_inputs_magnitude(const Signature& s, const Tensors& inputs) {
-    double m = 0.0;
-    for (const TensorSpec& spec : s.inputs)
-        if (spec.kind == TensorKind::real) m = finite_max_abs(inputs.at(spec.name).values, m);
-    return m;
 }
 
 TapComparison not_comparable(const Tap& t, const std::string& why) {

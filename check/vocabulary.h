@@ -9,7 +9,6 @@
 
 namespace permcheck {
 
-
 // float16 and bfloat16 are the precisions of black boxes only (audits of adapters and TorchScript modules): the
 // reference layers compute in float32, float64 or exact (check/engine.h refuses the half types).
 enum class Arithmetic { float32, float64, exact, float16, bfloat16 };

@@ -25,6 +25,14 @@ std::string lengths_text(const std::vector<int>& lengths) {
     return s.str();
 }
 
+// "y equivariant along n, invariant to m; g invariant to n, m": what each output of a signature must do.
+std::string signature_claims(const Signature& s) {
+    std::string out;
+    for (const TensorSpec& t : s.outputs)
+        out += (out.empty() ? "" : "; ") + t.name + " " + report::detail::output_claim(t, s);
+    return out;
+}
+
 }  // namespace
 
 bool names_a_tensor(const std::string& output_text) { return output_text.find(':') != std::string::npos; }
@@ -66,20 +74,6 @@ void add_signature_options(CLI::App& app, SignatureText& t, const std::string& o
         ->check(parsed_by(std::move(output_check)));
 }
 
-namespace {
-
-// At most this many values in one tensor of one request, at the longest lengths: far beyond any question about
-// order, and within what a request and an answer line carry (64 MB) at shortest round-trip precision.
-// "y equivariant along n, invariant to m; g invariant to n, m": what each output of a signature must do.
-std::string signature_claims(const Signature& s) {
-    std::string out;
-    for (const TensorSpec& t : s.outputs)
-        out += (out.empty() ? "" : "; ") + t.name + " " + report::detail::output_claim(t, s);
-    return out;
-}
-
-}  // namespace
-
 Signature signature_of(const SignatureText& t) {
     Signature s;
     for (const std::string& a : t.axes) s.axes.push_back(parse_axis(a));
@@ -103,13 +97,6 @@ std::string signature_flags(const Signature& s) {
     for (const TensorSpec& t : s.inputs) out += " --input " + shell_word(format_input(t));
     for (const TensorSpec& t : s.outputs) out += " --output " + shell_word(format_output(t));
     return out;
-}
-
-Property property_of(const Signature& s) {
-    for (const TensorSpec& t : s.outputs)
-        for (const Dim& d : t.dims)
-            if (d.is_axis()) return Property::equivariance;
-    return Property::invariance;
 }
 
 std::string signature_head(const Signature& s, const AuditResult& r) {
@@ -275,19 +262,6 @@ std::string replay_tail(const AuditFlags& f, const AuditResult& r, bool lengths)
     return s.str();
 }
 
-namespace {
-
-// The signature as the flags that describe it, each as its parser reads it.
-nlohmann::json signature_flags_json(const Signature& s) {
-    nlohmann::json axes = nlohmann::json::array(), inputs = nlohmann::json::array(), outputs = nlohmann::json::array();
-    for (const Axis& a : s.axes) axes.push_back(format(a));
-    for (const TensorSpec& t : s.inputs) inputs.push_back(format_input(t));
-    for (const TensorSpec& t : s.outputs) outputs.push_back(format_output(t));
-    return {{"axes", axes}, {"inputs", inputs}, {"outputs", outputs}};
-}
-
-}  // namespace
-
 report::Record audit_record(const AuditResult& r, const std::string& name, Property property,
                             const AuditFlags& f, const std::string& replay, const std::string& key,
                             nlohmann::json details, double seconds, const Signature* signature) {
@@ -296,7 +270,7 @@ report::Record audit_record(const AuditResult& r, const std::string& name, Prope
     const bool one_tensor = (signature && signature->one_tensor) || (!signature && r.signature && r.signature->one_tensor);
     if (signature && !one_tensor) {
         rec.signature = *signature;
-        details["signature"] = signature_flags_json(*signature);
+        details["signature"] = report::signature_json(*signature);
         details["axis_lengths"] = r.axis_lengths;
     } else {
         details["dim"] = f.dim;

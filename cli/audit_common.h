@@ -22,6 +22,9 @@ namespace permcheck::cli {
 // float16 and bfloat16 are only ever given, never inferred.
 enum class DtypeChoice { infer, float32, float64, float16, bfloat16 };
 
+// True when the option was given on the command line.
+inline bool given(const CLI::Option* o) { return o != nullptr && o->count() > 0; }
+
 struct AuditFlags {
     int dim = 0;  // registered by each command: its help and default differ
     DtypeChoice dtype = DtypeChoice::float64;
@@ -29,7 +32,7 @@ struct AuditFlags {
     std::uint64_t seed = 1;
     std::string report_dir;
     CLI::Option* max_len_option = nullptr;  // given, --max-len is a hard cap: no long cases
-    bool max_len_given() const { return max_len_option != nullptr && max_len_option->count() > 0; }
+    bool max_len_given() const { return given(max_len_option); }
     // --property (empty: equivariance, the default), --padding and --padding-axis (with --property padding),
     // --profile (every property that applies, a row each).
     std::optional<Property> property;  // set once parsing is complete, from property_flag when --property was given
@@ -81,8 +84,6 @@ Signature signature_of(const SignatureText& t);
 
 // " --axis n=1..8 --input x:n,8 --output y:n,8": the signature as flags, each text as the parser reads it.
 std::string signature_flags(const Signature& s);
-// The record's one property: equivariance when some output has an axis (invariance alone otherwise).
-Property property_of(const Signature& s);
 // "y equivariant along n, invariant to m (float32, n in [1, 8], m in [1, 8])": what each output must do (the dtype
 // left out when an error came before the first call); for shift and padding, what they must leave unchanged.
 std::string signature_head(const Signature& s, const AuditResult& r);

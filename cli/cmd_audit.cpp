@@ -13,10 +13,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cmath>
 #include <iostream>
 #include <memory>
-#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -71,8 +69,6 @@ Output shorthand_output(std::string text) {
     return static_cast<Output>(std::stoll(text));
 }
 
-bool given(const CLI::Option* o) { return o != nullptr && o->count() > 0; }
-
 // The signature of --axis, --input and --output NAME:DIMS (signature_of). Throws std::invalid_argument when the
 // shorthand's flags are mixed in or an output is missing.
 Signature signature_of(const AuditRequest& q) {
@@ -88,25 +84,24 @@ Signature signature_of(const AuditRequest& q) {
     return cli::signature_of(q.signature);
 }
 
+// The shorthand with this output: --dim, --min-len and --max-len's one-tensor signature.
+Form shorthand_form(const AuditRequest& q, Output output) {
+    return Form{output, one_tensor_signature(q.flags.dim, output, q.flags.min_len, q.flags.max_len)};
+}
+
 // Which form the flags describe; throws std::invalid_argument for a mix or an incomplete description.
 Form form_of(const AuditRequest& q) {
-    Form f;
     const std::vector<std::string>& outputs = q.signature.outputs;
     const bool signature = !q.signature.axes.empty() || !q.signature.inputs.empty() ||
                            std::any_of(outputs.begin(), outputs.end(), names_a_tensor);
-    if (signature) {
-        f.signature = signature_of(q);
-        return f;
-    }
+    if (signature) return Form{Output::sequence, signature_of(q)};
     if (!given(q.dim_option))
         throw std::invalid_argument("--dim is required: --dim D audits one input of D features per position (or "
                                     "describe the layer's signature with --axis, --input and --output NAME:DIMS)");
     if (outputs.size() > 1)
         throw std::invalid_argument("--output sequence|pooled is given " + std::to_string(outputs.size()) +
                                     " times; the shorthand has one output");
-    if (!outputs.empty()) f.output = shorthand_output(outputs.front());
-    f.signature = one_tensor_signature(q.flags.dim, f.output, q.flags.min_len, q.flags.max_len);
-    return f;
+    return shorthand_form(q, outputs.empty() ? Output::sequence : shorthand_output(outputs.front()));
 }
 
 // The form, or the shorthand's default when the flags describe none: for a report of options refused.
@@ -114,9 +109,7 @@ Form form_or_default(const AuditRequest& q) {
     try {
         return form_of(q);
     } catch (const std::exception&) {
-        Form f;
-        f.signature = one_tensor_signature(q.flags.dim, f.output, q.flags.min_len, q.flags.max_len);
-        return f;
+        return shorthand_form(q, Output::sequence);
     }
 }
 
@@ -146,7 +139,6 @@ std::string replay_of(const AuditRequest& q, const Form& f, const AuditResult& r
     return s.str();
 }
 
-
 report::Record record_of(const AuditRequest& q, const Form& f, const AuditResult& r, double seconds) {
     nlohmann::json details = {{"command", q.command},
                               {"cases_requested", q.flags.cases},
@@ -163,13 +155,15 @@ report::Record record_of(const AuditRequest& q, const Form& f, const AuditResult
                         std::move(details), seconds, &f.signature);
 }
 
+// The adapter processes' options: the command and its time limits.
+adapters::ExecOptions exec_options(const AuditRequest& q) {
+    return {.command = q.command, .timeout_seconds = q.timeout, .startup_timeout_seconds = q.startup_timeout};
+}
+
 AuditResult run_boxes(const AuditRequest& q, const Form& f, const AuditOptions& opts) {
     // The adapters live in this scope: they are stopped and reaped before the report is written.
     try {
-        adapters::ExecOptions eo;
-        eo.command = q.command;
-        eo.timeout_seconds = q.timeout;
-        eo.startup_timeout_seconds = q.startup_timeout;
+        adapters::ExecOptions eo = exec_options(q);
         eo.taps_offered = q.taps_offered;
         const long long shard_cases = (q.flags.cases + opts.shard.count - opts.shard.index) / opts.shard.count;
         const long long processes = std::min<long long>(q.jobs, std::max(1LL, shard_cases));
@@ -189,13 +183,9 @@ void add_taps(const AuditRequest& q, const Form& f, AuditResult& r) {
     // so its taps would all hold and say nothing.
     if (q.flags.property == Property::shift || q.flags.property == Property::padding) return;
     if (!r.signature_counterexample) return;
-    adapters::ExecOptions eo;
-    eo.command = q.command;
-    eo.timeout_seconds = q.timeout;
-    eo.startup_timeout_seconds = q.startup_timeout;
     const Signature& s = r.signature ? *r.signature : f.signature;  // the one-tensor form's width as answered
     const SignatureCounterexample& c = *r.signature_counterexample;
-    TapTrace trace = trace_taps(adapters::exec_tap_source(eo, s), s, c.lengths, c.perms, c.inputs, r.dtype, q.amplification);
+    TapTrace trace = trace_taps(adapters::exec_tap_source(exec_options(q), s), s, c.lengths, c.perms, c.inputs, r.dtype, q.amplification);
     if (trace.offered) r.taps = std::move(trace);
 }
 

@@ -42,14 +42,8 @@ std::string applicable_names(const LayerFamily& spec) {
 CheckOptions options_of(const CheckRequest& q) {
     if (q.exact && q.dtype == Arithmetic::float32)
         throw std::invalid_argument("--exact contradicts --dtype float32; give one of them");
-    CheckOptions o;
-    o.arithmetic = q.exact ? Arithmetic::exact : q.dtype;
-    o.cases = q.cases;
-    o.seed = q.seed;
-    o.min_len = q.min_len;
-    o.max_len = q.max_len;
-    o.d = q.d;
-    return o;
+    return CheckOptions{.arithmetic = q.exact ? Arithmetic::exact : q.dtype, .cases = q.cases, .seed = q.seed,
+                        .min_len = q.min_len, .max_len = q.max_len, .d = q.d};
 }
 
 Property property_for(const LayerFamily& spec, const CheckRequest& q) {

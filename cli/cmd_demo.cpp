@@ -7,7 +7,6 @@
 #include "layers/layers.h"
 
 #include <bit>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>

@@ -7,11 +7,11 @@
 
 #include "proofs/signature_smt.h"
 #include "proofs/smt.h"
+#include "report/report.h"
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <sstream>
 #include <stdexcept>
@@ -28,6 +28,13 @@ bool is_signature_layer(const std::string& name) {
 
 std::string generator_tag(const Permutation& p) { return p.moved() == 2 ? "transposition" : "rotation"; }
 
+// The comments `head`, then permcheck's answer, then the query: Z3's declarations, assertion and (check-sat).
+std::string with_query(const std::string& head, const SmtQuery& q) {
+    std::string file = head + "permcheck's answer: " + (q.asked ? answer_name(q.answer) : "not asked") + "\n" + q.smtlib;
+    if (q.smtlib.find("(check-sat)") == std::string::npos) file += "(check-sat)\n";
+    return file;
+}
+
 // A standalone SMT-LIB 2 file: what it asks in comments, then Z3's declarations, assertion and (check-sat).
 std::string smtlib_file(const SmtResult& r, const SmtQuery& q) {
     const bool invariance = r.property == Property::invariance;
@@ -37,30 +44,20 @@ std::string smtlib_file(const SmtResult& r, const SmtQuery& q) {
       << "; asserts that some entry of " << (invariance ? "L(P x) and L(x)" : "L(P x) and P L(x)") << " differs;\n"
       << "; x_i_j are the inputs, w<k> the weights in draw order, u_exp/u_sqrt/u_tanh/u_relu uninterpreted.\n"
       << "; unsat proves the " << (invariance ? "invariance" : "equivariance")
-      << " for this permutation (proofs-notes/smt-proofs.md). permcheck's answer: "
-      << (q.asked ? answer_name(q.answer) : "not asked") << "\n"
-      << q.smtlib;
-    if (q.smtlib.find("(check-sat)") == std::string::npos) s << "(check-sat)\n";
-    return s.str();
+      << " for this permutation (proofs-notes/smt-proofs.md). ";
+    return with_query(s.str(), q);
 }
 
-// Written next to its final name, then renamed: a reader never sees half a file. False, said on `out`, when it
-// could not be written.
+// report::write_atomically's file (a reader never sees half of it); false, said on `out`, when it could not be
+// written.
 bool write_file(const fs::path& path, const std::string& text, std::ostream& out) {
-    const fs::path tmp = path.string() + ".tmp";
-    {
-        std::ofstream f(tmp, std::ios::binary);
-        f << text;
-        if (!f.flush()) {
-            out << "permcheck: cannot write " << tmp.string() << "\n";
-            return false;
-        }
+    try {
+        report::write_atomically(path, text);
+        return true;
+    } catch (const std::runtime_error& e) {
+        out << "permcheck: " << e.what() << "\n";
+        return false;
     }
-    std::error_code ec;
-    fs::rename(tmp, path, ec);
-    if (ec)
-        out << "permcheck: cannot rename " << tmp.string() << " to " << path.string() << ": " << ec.message() << "\n";
-    return !ec;
 }
 
 // A layer over named inputs: "<layer>-<axis><length>...-along-<axis>-<generator>[-<masks>].smt2", the masks as
@@ -87,11 +84,8 @@ std::string signature_smtlib_file(const SignatureSmtResult& r, const AxisProof& 
       << "; <input>_<k> are the real inputs (row-major), w<k> the weights in draw order, u_exp uninterpreted.\n"
       << "; unsat proves the " << (invariance ? "invariance" : "equivariance") << " along " << a.axis
       << " for this permutation" << (q.assignment.empty() ? "" : " and these masks")
-      << " (proofs-notes/signature-layers.md). permcheck's answer: " << (q.asked ? answer_name(q.answer) : "not asked")
-      << "\n"
-      << q.smtlib;
-    if (q.smtlib.find("(check-sat)") == std::string::npos) s << "(check-sat)\n";
-    return s.str();
+      << " (proofs-notes/signature-layers.md). ";
+    return with_query(s.str(), q);
 }
 
 // Every query of a layer over named inputs into the --emit-smt directory; one line says how many and where.

@@ -8,7 +8,6 @@
 
 #include "check/signature_audit.h"
 
-#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <limits>
@@ -24,18 +23,14 @@ struct ReplayRequest {
     double startup_timeout = 120;
 };
 
-// How an audited layer's saved case is judged again, read from its report.
-struct BlackBoxSettings {
-    double amplification = 1.0;
-};
-
-// Throws std::invalid_argument when the report cannot be replayed through a program, or names none.
-BlackBoxSettings black_box_settings(const ReplayRequest& q, const report::Record& r) {
+// The amplification an audited layer's saved case is judged with again, read from its report (1 when it has
+// none). Throws std::invalid_argument when the report cannot be replayed through a program, or names none.
+double saved_amplification(const ReplayRequest& q, const report::Record& r) {
     if (q.exec.empty())
         throw std::invalid_argument(q.file + " holds a counterexample of an audited program ('" + r.layer +
                                     "'); name the program to replay it against: permcheck replay " + q.file +
                                     " --exec \"COMMAND\" (a report never chooses the program it runs)");
-    BlackBoxSettings s;
+    double amplification = 1.0;
     const nlohmann::json audit = r.details.is_object() && r.details.contains("audit") ? r.details["audit"]
                                                                                       : nlohmann::json::object();
     if (audit.is_object() && audit.contains("amplification")) {
@@ -43,68 +38,27 @@ BlackBoxSettings black_box_settings(const ReplayRequest& q, const report::Record
         if (!a.is_number() || !(a.get<double>() >= 1.0) || !std::isfinite(a.get<double>()))
             throw std::invalid_argument(q.file + ": details.audit.amplification must be a finite number >= 1, got " +
                                         a.dump().substr(0, 40));
-        s.amplification = a.get<double>();
+        amplification = a.get<double>();
     }
     if (r.dtype == Arithmetic::exact)
         throw std::invalid_argument(q.file + ": an audited layer computes in float32, float64, float16 or bfloat16, the report says '" +
                                     arithmetic_name(r.dtype) + "'");
-    return s;
-}
-
-// A counterexample found by `permcheck audit`, sent again to the program the user names by `evaluate` (in the
-// signature's lines: the one-tensor form's own for its shorthand). The report says which command it audited, but a
-// report never chooses what runs: it may come from anyone.
-template <class Evaluate> int replay_through(const ReplayRequest& q, const report::Record& r, Evaluate evaluate) {
-    BlackBoxSettings settings;
-    try {
-        settings = black_box_settings(q, r);
-    } catch (const std::exception& e) {
-        std::cerr << "permcheck replay: " << e.what() << "\n";
-        return 2;
-    }
-    try {
-        return evaluate(q, r, settings);
-    } catch (const std::exception& e) {
-        std::cerr << "permcheck replay: the saved case could not be evaluated through " << q.exec << ": " << e.what()
-                  << "\n";
-        return 2;
-    }
-}
-
-// "m=2, n=1; permutations m (0 1), n ()": a signature case's lengths and permutations.
-std::string case_text(const SignatureCounterexample& c) {
-    std::string out, perms;
-    for (const auto& [axis, len] : c.lengths) {
-        if (!out.empty()) out += ", ";
-        out += axis;
-        out += '=';
-        out += std::to_string(len);
-    }
-    for (const auto& [axis, p] : c.perms) {
-        if (!perms.empty()) perms += ", ";
-        perms += axis;
-        perms += ' ';
-        perms += p.cycles();
-    }
-    out += "; permutations ";
-    return out + perms;
+    return amplification;
 }
 
 // A signature audit's saved case sent through the program again, judged with the report's dtype and
 // amplification; exit 1 still fails, 0 now holds. Throws when the program cannot answer.
-int evaluate_signature(const ReplayRequest& q, const report::Record& r, const BlackBoxSettings& s) {
+int evaluate_signature(const ReplayRequest& q, const report::Record& r, double amplification) {
     const SignatureCounterexample& saved = *r.signature_counterexample;
     AuditOptions o;
     o.dtype = r.dtype;
-    o.amplification = s.amplification;
+    o.amplification = amplification;
+    const adapters::ExecOptions eo{
+        .command = q.exec, .timeout_seconds = q.timeout, .startup_timeout_seconds = q.startup_timeout};
     if (r.property == Property::shift || r.property == Property::padding) o.property = r.property;
     if (saved.pads) o.padding_axis = saved.pads->axis;
     for (const char* key : {"audit", "audit_torch"})  // the profile's order-aware row: positions stayed in place
         if (r.details.contains(key) && r.details[key].value("keep_positions", false)) o.positions_stay = true;
-    adapters::ExecOptions eo;
-    eo.command = q.exec;
-    eo.timeout_seconds = q.timeout;
-    eo.startup_timeout_seconds = q.startup_timeout;
     const bool twice = r.verdict == Verdict::nondeterministic;  // the saved inputs were answered twice differently
     const AuditResult now = reevaluate(adapters::exec_named_black_box(eo, *r.signature), *r.signature, saved, twice, o);
     const bool holds = now.verdict == Verdict::holds;
@@ -113,7 +67,8 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, const Bl
                   : r.property == Property::shift   ? "L(x_c) against L(x)"
                   : r.property == Property::padding ? "L(pad x) at the real positions against L(x)"
                                                     : "L(P x) against P L(x) (L(x) for the axes an output lacks)")
-              << " of the saved case (" << case_text(saved) << "; " << arithmetic_name(r.dtype) << ") through "
+              << " of the saved case (" << format_lengths(saved.lengths) << "; permutations "
+              << format_permutations(saved.perms) << "; " << arithmetic_name(r.dtype) << ") through "
               << q.exec << "\n";
     for (const OutputComparison& c : now.signature_counterexample->outputs) {
         double was = std::numeric_limits<double>::quiet_NaN();
@@ -131,8 +86,25 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, const Bl
     return holds ? 0 : 1;
 }
 
-// A signature audit's counterexample, through the signature's request and answer lines.
-int replay_signature(const ReplayRequest& q, const report::Record& r) { return replay_through(q, r, evaluate_signature); }
+// A counterexample found by `permcheck audit`, sent again to the program the user names (in the signature's lines:
+// the one-tensor form's own for its shorthand). The report says which command it audited, but a report never
+// chooses what runs: it may come from anyone.
+int replay_signature(const ReplayRequest& q, const report::Record& r) {
+    double amplification = 1.0;
+    try {
+        amplification = saved_amplification(q, r);
+    } catch (const std::exception& e) {
+        std::cerr << "permcheck replay: " << e.what() << "\n";
+        return 2;
+    }
+    try {
+        return evaluate_signature(q, r, amplification);
+    } catch (const std::exception& e) {
+        std::cerr << "permcheck replay: the saved case could not be evaluated through " << q.exec << ": " << e.what()
+                  << "\n";
+        return 2;
+    }
+}
 
 // A reference layer's saved case, and the check it came from.
 struct SavedCheck {

@@ -7,7 +7,6 @@
 #include "check/signature_check.h"
 #include "report/report.h"
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -70,15 +69,8 @@ int interrupted(const std::string& report_dir, nlohmann::json& summary, const Ro
 std::string smallest(const SignatureCheckResult& r) {
     if (!r.counterexample) return "";
     const SignatureCounterexample& c = *r.counterexample;
-    std::string out = r.axis;
-    out += '=';
-    out += std::to_string(c.lengths.at(r.axis));
-    out += ' ';
-    out += c.perms.at(r.axis).cycles();
-    out += ", ";
-    out += std::to_string(c.shrink_steps);
-    out += " shrinks";
-    return out;
+    return r.axis + "=" + std::to_string(c.lengths.at(r.axis)) + " " + c.perms.at(r.axis).cycles() + ", " +
+           std::to_string(c.shrink_steps) + " shrinks";
 }
 
 // --report DIR for a row of a layer over named inputs that found a counterexample: its report directory, named
@@ -97,13 +89,7 @@ nlohmann::json signature_report(const std::string& dir, const SignatureFamily& f
     rec.signature = signature_of(f);
     rec.signature_counterexample = r.counterexample;
     rec.signature_counterexample->replay = rec.replay;
-    std::string name = r.layer;
-    name += '.';
-    name += property_name(r.property);
-    name += '-';
-    name += r.axis;
-    name += '.';
-    name += arithmetic_name(r.dtype);
+    const std::string name = r.layer + "." + property_name(r.property) + "-" + r.axis + "." + arithmetic_name(r.dtype);
     report::write(std::filesystem::path(dir) / name, rec);
     return name;
 }

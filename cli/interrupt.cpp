@@ -2,7 +2,6 @@
 
 #include "check/search.h"
 
-#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>

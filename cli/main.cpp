@@ -3,7 +3,6 @@
 #include "check/engine.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 
 int main(int argc, char** argv) {

@@ -52,8 +52,6 @@ std::optional<adapters::TorchLayer> builtin_of(const std::string& target) {
     }
 }
 
-bool given(const CLI::Option* o) { return o != nullptr && o->count() > 0; }
-
 // Throws std::invalid_argument for flags that do not belong to the target.
 void refuse_mix(const Request& q, const Plan& p) {
     const bool signature_given = !q.signature.axes.empty() || !q.signature.inputs.empty() || !q.signature.outputs.empty();

@@ -2,7 +2,8 @@
 #                     [EXPECT holds|violated|nondeterministic|non-finite]
 #                     [OUTPUT sequence|pooled] [DTYPE infer|float32|float64] [CASES <n>] [SEED <s>]
 #                     [MIN_LEN <n>] [MAX_LEN <n>] [TIMEOUT <seconds per request>]
-#                     [STARTUP_TIMEOUT <seconds for the first answer>] [JOBS <n>] [REPORT <dir>])
+#                     [STARTUP_TIMEOUT <seconds for the first answer>] [JOBS <n>] [REPORT <dir>]
+#                     [PROPERTY equivariance|invariance|shift|padding] [PADDING left|right|any] [PADDING_AXIS <axis>])
 # or, for a layer with several inputs, its signature instead of DIM, MIN_LEN and MAX_LEN:
 # permcheck_add_audit(NAME <test> COMMAND <adapter command words...>
 #                     AXIS <NAME=MIN..MAX>... INPUT <NAME:DIMS[:KIND]>... OUTPUT <NAME:DIMS>... [other options])
@@ -31,11 +32,12 @@ endfunction()
 
 function(permcheck_add_audit)
   cmake_parse_arguments(PARSE_ARGV 0 arg ""
-    "NAME;DIM;EXPECT;DTYPE;CASES;SEED;MIN_LEN;MAX_LEN;TIMEOUT;STARTUP_TIMEOUT;JOBS;REPORT" "COMMAND;AXIS;INPUT;OUTPUT")
+    "NAME;DIM;EXPECT;DTYPE;CASES;SEED;MIN_LEN;MAX_LEN;TIMEOUT;STARTUP_TIMEOUT;JOBS;REPORT;PROPERTY;PADDING;PADDING_AXIS"
+    "COMMAND;AXIS;INPUT;OUTPUT")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "permcheck_add_audit: unknown arguments '${arg_UNPARSED_ARGUMENTS}' (expected NAME, COMMAND, "
                         "DIM, EXPECT, OUTPUT, DTYPE, CASES, SEED, MIN_LEN, MAX_LEN, TIMEOUT, STARTUP_TIMEOUT, JOBS, "
-                        "REPORT, AXIS, INPUT)")
+                        "REPORT, AXIS, INPUT, PROPERTY, PADDING, PADDING_AXIS)")
   endif()
   set(signature FALSE)
   if(arg_AXIS OR arg_INPUT)
@@ -58,9 +60,13 @@ function(permcheck_add_audit)
                           "signature, ... AXIS n=1..8 INPUT x:n,8 OUTPUT y:n,8")
     endif()
   endforeach()
-  if(DEFINED arg_EXPECT AND NOT arg_EXPECT MATCHES "^(holds|violated|nondeterministic|non-finite)$")
-    message(FATAL_ERROR "permcheck_add_audit(${arg_NAME}): EXPECT must be holds, violated, nondeterministic or "
-                        "non-finite, got '${arg_EXPECT}'")
+  if(DEFINED arg_EXPECT AND NOT arg_EXPECT MATCHES "^(holds|violated|nondeterministic|non-finite|undecided)$")
+    message(FATAL_ERROR "permcheck_add_audit(${arg_NAME}): EXPECT must be holds, violated, nondeterministic, "
+                        "non-finite or undecided, got '${arg_EXPECT}'")
+  endif()
+  if(DEFINED arg_PROPERTY AND NOT arg_PROPERTY MATCHES "^(equivariance|invariance|shift|padding)$")
+    message(FATAL_ERROR "permcheck_add_audit(${arg_NAME}): PROPERTY must be equivariance, invariance, shift or padding "
+                        "(reversal and causal-prefix are the reference layers'), got '${arg_PROPERTY}'")
   endif()
   foreach(output IN LISTS arg_OUTPUT)
     if(signature AND NOT output MATCHES ":")
@@ -99,7 +105,7 @@ function(permcheck_add_audit)
       list(APPEND audit_args --${flag} "${value}")
     endforeach()
   endforeach()
-  foreach(option DTYPE CASES SEED MIN_LEN MAX_LEN TIMEOUT STARTUP_TIMEOUT JOBS)
+  foreach(option DTYPE CASES SEED MIN_LEN MAX_LEN TIMEOUT STARTUP_TIMEOUT JOBS PROPERTY PADDING PADDING_AXIS)
     if(DEFINED arg_${option})
       string(TOLOWER "${option}" flag)
       string(REPLACE "_" "-" flag "${flag}")

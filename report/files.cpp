@@ -10,7 +10,6 @@
 #include <fcntl.h>
 #include <fstream>
 #include <iterator>
-#include <sstream>
 #include <stdexcept>
 #include <unistd.h>
 

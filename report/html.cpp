@@ -18,6 +18,16 @@ using nlohmann::json;
 
 namespace {
 
+// For a nondeterministic layer (one input answered twice), in place of the permutation.
+const char* kTwiceNote = "<p class=\"note\">The layer answered the same input x twice with different results; "
+                         "no permutation plays a part.</p>\n";
+
+// An arrowhead for marker-end="url(#ID)", filled with `colour`.
+std::string arrowhead(const std::string& id, const char* colour) {
+    return "<marker id=\"" + id + "\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" "
+           "orient=\"auto\"><path d=\"M0,0 L10,5 L0,10 z\" fill=\"" + colour + "\"/></marker>";
+}
+
 // The permutation as arrows: top row the positions of x, bottom row the positions of P x; an arrow from x[p[i]]
 // to (P x)[i]. Moved positions are red, fixed ones grey.
 std::string permutation_svg(const Permutation& p) {
@@ -28,12 +38,7 @@ std::string permutation_svg(const Permutation& p) {
     s << "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"permutation\" width=\"" << width
       << "\" height=\"190\" viewBox=\"0 0 " << width << " 190\" role=\"img\" aria-label=\"permutation "
       << html_escape(p.cycles()) << "\">"
-      << "<defs>"
-      << "<marker id=\"head-moved\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" "
-         "markerHeight=\"7\" orient=\"auto\"><path d=\"M0,0 L10,5 L0,10 z\" fill=\"#b3261e\"/></marker>"
-      << "<marker id=\"head-fixed\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" "
-         "markerHeight=\"7\" orient=\"auto\"><path d=\"M0,0 L10,5 L0,10 z\" fill=\"#9aa3ad\"/></marker>"
-      << "</defs>"
+      << "<defs>" << arrowhead("head-moved", "#b3261e") << arrowhead("head-fixed", "#9aa3ad") << "</defs>"
       << "<text x=\"4\" y=\"" << top + 5 << "\" class=\"axis\">x</text>"
       << "<text x=\"4\" y=\"" << bottom + 5 << "\" class=\"axis\">P x</text>";
     const bool labels = n <= 32;
@@ -219,12 +224,8 @@ std::string graph_svg(const EdgeList& g, const SignatureCounterexample& c) {
     std::ostringstream s;
     s << "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"graph\" width=\"" << size << "\" height=\"" << size
       << "\" viewBox=\"0 0 " << size << " " << size << "\" role=\"img\" aria-label=\"graph of "
-      << html_escape(g.spec->name) << "\"><defs>";
-    for (const char* kind : {"moved", "fixed"})
-        s << "<marker id=\"edge-head-" << kind << "\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" "
-          << "markerHeight=\"7\" orient=\"auto\"><path d=\"M0,0 L10,5 L0,10 z\" fill=\""
-          << (kind[0] == 'm' ? "#b3261e" : "#4a5a70") << "\"/></marker>";
-    s << "</defs>";
+      << html_escape(g.spec->name) << "\"><defs>" << arrowhead("edge-head-moved", "#b3261e")
+      << arrowhead("edge-head-fixed", "#4a5a70") << "</defs>";
     std::map<std::pair<int, int>, int> seen;
     for (int e = 0; e < g.edges; ++e) {
         const auto [from, to] = g.edge(e);
@@ -304,11 +305,7 @@ std::string signature_html(const SignatureCounterexample& c, const Signature& si
     std::ostringstream s;
     s << "<h2>" << (twice ? "One input answered twice" : "Counterexample") << ": " << html_escape(lengths_text(c.lengths)) << "</h2>\n<p>Found at case " << c.case_index
       << ", " << c.shrink_steps << " shrink steps.</p>\n";
-    if (twice)
-        s << "<p class=\"note\">The layer answered the same input x twice with different results; no permutation "
-          << "plays a part.</p>\n";
-    else
-        s << axes_html(c);
+    s << (twice ? kTwiceNote : axes_html(c));
     for (const TensorSpec& t : sig.inputs)
         if (const auto g = edge_list(t, c))
             s << "<h2>Graph " << html_escape(t.name) << "</h2><p class=\"note\">" << g->nodes << (g->nodes == 1 ? " node, " : " nodes, ")
@@ -405,8 +402,7 @@ std::string to_html(const Record& r) {
                                    : "<b>Not</b> confirmed in exact rational arithmetic.")
           << " Weight seed " << c->weight_seed << ", found at case " << c->case_index << ", " << c->shrink_steps << " shrink steps.</p>\n";
         if (twice) {
-            s << "<p class=\"note\">The layer answered the same input x twice with different results; no permutation "
-              << "plays a part.</p>\n";
+            s << kTwiceNote;
         } else if (r.property == Property::shift) {
             s << "<h2>Shift</h2><p>Every position index shifted by " << c->shift
               << "; the permutation plays no part.</p>\n";

@@ -178,14 +178,6 @@ Tensor tensor_from(const json& j, const std::string& field, std::optional<std::v
     return t;
 }
 
-json signature_json(const Signature& s) {
-    json axes = json::array(), inputs = json::array(), outputs = json::array();
-    for (const Axis& a : s.axes) axes.push_back(format(a));
-    for (const TensorSpec& t : s.inputs) inputs.push_back(format_input(t));
-    for (const TensorSpec& t : s.outputs) outputs.push_back(format_output(t));
-    return json{{"axes", axes}, {"inputs", inputs}, {"outputs", outputs}};
-}
-
 // The signature as its flags' texts, each read by its parser, the whole validated.
 Signature signature_from(const json& j) {
     if (!j.is_object()) throw std::invalid_argument("field 'signature' must be an object");
@@ -338,7 +330,26 @@ SignatureCounterexample signature_counterexample_from(const json& j, const Signa
 }
 
 // ---- the counterexample ----------------------------------------------------------------------------------
-json counterexample_json(const Counterexample& c);
+json counterexample_json(const Counterexample& c) {
+    return json{{"n", c.n()},
+                {"d", c.d()},
+                {"permutation", c.perm.one_line()},
+                {"cycles", c.perm.cycles()},
+                {"x", matrix(c.x)},
+                {"layer_of_permuted", matrix(c.lhs)},
+                {"permuted_layer", matrix(c.rhs)},
+                {"max_abs_diff", number(c.comparison.max_abs_diff)},
+                {"where", {{"position", c.comparison.row}, {"feature", c.comparison.col}}},
+                {"tolerance", number(c.comparison.tolerance)},
+                {"margin", number(c.comparison.margin())},
+                {"shape_mismatch", c.comparison.shape_mismatch},
+                {"case_index", c.case_index},
+                {"shrink_steps", c.shrink_steps},
+                {"weight_seed", c.weight_seed},
+                {"shift", c.shift},
+                {"confirmed_exactly", c.confirmed_exactly},
+                {"black_box", c.black_box}};
+}
 
 // The one-tensor form's finding also in the shorthand's own fields (n, d, permutation, cycles, x, both sides, ...),
 // beside the signature's (lengths, permutations, inputs, outputs): readers of either find theirs. Such a report has
@@ -366,30 +377,6 @@ void one_tensor_record(Record& r, const Counterexample& c) {
     r.signature = std::move(s);
     r.signature_counterexample = one_tensor_finding(c, r.property);
     r.signature_counterexample->replay = r.replay;
-}
-
-json counterexample_json(const Counterexample& c) {
-    json where = json::object();
-    where["position"] = c.comparison.row;
-    where["feature"] = c.comparison.col;
-    return json{{"n", c.n()},
-                {"d", c.d()},
-                {"permutation", c.perm.one_line()},
-                {"cycles", c.perm.cycles()},
-                {"x", matrix(c.x)},
-                {"layer_of_permuted", matrix(c.lhs)},
-                {"permuted_layer", matrix(c.rhs)},
-                {"max_abs_diff", number(c.comparison.max_abs_diff)},
-                {"where", where},
-                {"tolerance", number(c.comparison.tolerance)},
-                {"margin", number(c.comparison.margin())},
-                {"shape_mismatch", c.comparison.shape_mismatch},
-                {"case_index", c.case_index},
-                {"shrink_steps", c.shrink_steps},
-                {"weight_seed", c.weight_seed},
-                {"shift", c.shift},
-                {"confirmed_exactly", c.confirmed_exactly},
-                {"black_box", c.black_box}};
 }
 
 Counterexample counterexample_from(const json& j, const Record& r) {
@@ -448,6 +435,14 @@ int weights_version(const json& j) {
 }  // namespace
 
 // ---- JSON ------------------------------------------------------------------------------------------------
+json signature_json(const Signature& s) {
+    json axes = json::array(), inputs = json::array(), outputs = json::array();
+    for (const Axis& a : s.axes) axes.push_back(format(a));
+    for (const TensorSpec& t : s.inputs) inputs.push_back(format_input(t));
+    for (const TensorSpec& t : s.outputs) outputs.push_back(format_output(t));
+    return json{{"axes", axes}, {"inputs", inputs}, {"outputs", outputs}};
+}
+
 // The taps: each with its name, shape, axes (one per dim, null for none), verdict, largest difference, tolerance
 // and note; the first breaking tap by name (null when every tap holds).
 void add_taps(json& j, const TapTrace& t) {

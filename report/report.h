@@ -45,6 +45,8 @@ struct Record {
 nlohmann::json to_json(const Record& r);
 // Throws std::invalid_argument naming the missing or malformed field.
 Record from_json(const nlohmann::json& j);
+// A signature as report.json's "signature" holds it: the texts of its flags, {"axes", "inputs", "outputs"}.
+nlohmann::json signature_json(const Signature& s);
 
 std::string to_markdown(const Record& r);
 std::string to_html(const Record& r);  // self-contained: no network, inline SVG

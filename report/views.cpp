@@ -16,11 +16,7 @@ std::string text(double v) {
     return std::string(buf, r.ptr);
 }
 
-std::string one_line_text(const Permutation& p) {
-    std::string s = "[";
-    for (int i = 0; i < p.size(); ++i) s += (i ? ", " : "") + std::to_string(p[i]);
-    return s + "]";
-}
+std::string one_line_text(const Permutation& p) { return where_text(p.one_line()); }
 
 std::string headline(const Record& r) {
     std::string s = r.layer + ": " + property_name(r.property) + " " + verdict_name(r.verdict);

@@ -1,8 +1,6 @@
 #include "scalars/degree.h"
 
-
 #include <algorithm>
-#include <limits>
 
 namespace permcheck {
 
@@ -156,6 +154,5 @@ long long DivisorRecord::total_degree() const {
     for (const auto& [id, degree] : d) total = checked_add(total, degree);
     return total;
 }
-
 
 }  // namespace permcheck

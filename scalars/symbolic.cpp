@@ -1,7 +1,5 @@
 #include "scalars/symbolic.h"
 
-
-#include <cmath>
 #include <stdexcept>
 
 namespace permcheck {
@@ -83,10 +81,6 @@ Mat<Symbolic> symbolic_matrix(const std::string& prefix, Eigen::Index rows, Eige
     return m;
 }
 
-Draw<Symbolic> symbolic_draw(const std::string& prefix) {
-    return [prefix, next = 0]() mutable { return symbolic_constant(prefix + std::to_string(next++)); };
-}
-
 namespace detail {
 Symbolic apply(Uninterpreted f, const Symbolic& v) {
     World& w = world();
@@ -116,6 +110,5 @@ Symbolic ScalarTraits<Symbolic>::max(const Symbolic& a, const Symbolic& b) {
     if (a == b) return a;
     return Symbolic(z3::ite(a.expr() < b.expr(), b.expr(), a.expr()));
 }
-
 
 }  // namespace permcheck

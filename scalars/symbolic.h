@@ -53,9 +53,6 @@ private:
 Symbolic symbolic_constant(const std::string& name);
 // An n x d matrix of fresh constants named prefix_i_j.
 Mat<Symbolic> symbolic_matrix(const std::string& prefix, Eigen::Index rows, Eigen::Index cols);
-// Weights as fresh constants prefix0, prefix1, ... in the order the layer draws them, so that the k-th constant
-// of a model is the k-th weight of an exact re-evaluation with the same draw order.
-Draw<Symbolic> symbolic_draw(const std::string& prefix = "w");
 
 namespace detail {
 enum class Uninterpreted { exp, sqrt, tanh, relu };

@@ -198,8 +198,12 @@ TEST(PositionAudit, PaddingLeaksThroughAnUnmaskedMeanAndShrinksToOnePad) {
         ASSERT_TRUE(c.pads);
         EXPECT_EQ(c.pads->slots.size(), 1u) << finding(r, s);
         EXPECT_EQ(c.lengths.at("n"), 1) << finding(r, s);
-        if (where == PadPlacement::left) EXPECT_EQ(c.pads->slots.front(), 0);
-        if (where == PadPlacement::right) EXPECT_EQ(c.pads->slots.front(), c.lengths.at("n"));
+        if (where == PadPlacement::left) {
+            EXPECT_EQ(c.pads->slots.front(), 0);
+        }
+        if (where == PadPlacement::right) {
+            EXPECT_EQ(c.pads->slots.front(), c.lengths.at("n"));
+        }
     }
 }
 
