@@ -2,10 +2,15 @@
 // LibTorch's MultiheadAttention through adapters/torch_adapter.h. A passing case costs two layer calls.
 // Issue 12: the per-case cost of a signature audit (several named inputs) against its floor, two calls of the
 // callable: cross-attention at n = m = 64, d = 64 and message passing at 64 nodes, 256 edges, d = 64.
+// Issue 22: the same for the shift and padding audits of a language-model block over token ids, position ids and a
+// keep mask (RoPE at the position ids, n = 64, d = 64): the floor is the two calls a case must make, L(x) and
+// L(x_c) or L(pad x).
 #include <permcheck/audit.h>
 #include "layers/cross_attention.h"
 #include "layers/message_passing.h"
+#include "layers/token_attention.h"
 #include "check/engine.h"
+#include "check/position_case.h"
 #include "check/search.h"
 #include "check/signature_case.h"
 #ifdef PERMCHECK_WITH_TORCH
@@ -199,6 +204,87 @@ void BM_SignatureAudit(benchmark::State& state) {
 // subject: 0 cross-attention (n = m = 64, d = 64), 1 message passing (64 nodes, 256 edges, d = 64, 64 edge
 // features), 2 the same with 8 edge features.
 BENCHMARK(BM_SignatureAudit)->Arg(0)->Arg(1)->Arg(2)->ArgName("subject")->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// ------------------------------------------------------------------------ position-aware audits (issue 22)
+
+permcheck::NamedBlackBox token_attention_box() {
+    permcheck::Draw<double> draw = permcheck::dyadic_draw<double>(3);
+    const auto layer = permcheck::TokenAttention<double>::random({}, 1000, 4096, kWidth, draw);
+    return [layer](const permcheck::Tensors& in) {
+        std::vector<int> ids;
+        std::vector<long> positions;
+        std::vector<bool> padded;
+        for (double v : in.at("ids").values) ids.push_back(static_cast<int>(v));
+        for (double v : in.at("pos").values) positions.push_back(static_cast<long>(v));
+        for (double v : in.at("keep").values) padded.push_back(v == 0.0);
+        return permcheck::Tensors{{"y", tensor_of(layer(ids, positions, padded))}};
+    };
+}
+
+// 0: shift at n = 64; 1: padding, 63 tokens and one pad anywhere.
+permcheck::Signature position_signature(int which) {
+    return signature_of({which == 0 ? "n=64..64" : "n=63..64"}, {"ids:n:token=1000", "pos:n:position", "keep:n:mask=keep"},
+                        {"y:n,64"});
+}
+
+permcheck::AuditOptions position_options(int which) {
+    permcheck::AuditOptions o = signature_options();
+    o.property = which == 0 ? permcheck::Property::shift : permcheck::Property::padding;
+    return o;
+}
+
+// The inputs a shift or padding audit evaluates, drawn as the audit draws them (check/position_case.h): each case's
+// x and its shifted or padded inputs.
+std::vector<std::pair<permcheck::Tensors, permcheck::Tensors>> position_inputs(const permcheck::Signature& s,
+                                                                               const permcheck::AuditOptions& o) {
+    std::vector<std::pair<permcheck::Tensors, permcheck::Tensors>> out;
+    const permcheck::Property p = *o.property;
+    const std::string axis = p == permcheck::Property::padding ? "n" : "";
+    const std::vector<permcheck::Lengths> lengths = permcheck::property_lengths(s, p, axis, o.cases, o.seed);
+    rc::Random random(o.seed);
+    for (int i = 0; i < o.cases; ++i) {
+        const rc::Random own = random.split();
+        permcheck::SignatureCase c = permcheck::draw_signature_case(s, lengths[static_cast<std::size_t>(i)], own,
+                                                                    permcheck::size_for_case(i, o.cases));
+        permcheck::draw_property_part(s, c, p, axis, permcheck::PadPlacement::any, own, i, o.cases);
+        out.emplace_back(c.inputs, permcheck::transformed_inputs(s, p, c));
+    }
+    return out;
+}
+
+// As BM_SignatureAudit: the audit of 50 cases without repeated evaluations against two calls a case on the inputs
+// it sends, interleaved. Counters: time_s, floor_s, ratio, target (issue 22: 1.2).
+void BM_PositionAudit(benchmark::State& state) {
+    using Clock = std::chrono::steady_clock;
+    const int which = static_cast<int>(state.range(0));
+    const permcheck::Signature s = position_signature(which);
+    const permcheck::NamedBlackBox layer = token_attention_box();
+    const permcheck::AuditOptions o = position_options(which);
+    const auto inputs = position_inputs(s, o);
+    double work = 0, floor = 0;
+    for (auto _ : state) {
+        const auto t0 = Clock::now();
+        const permcheck::AuditResult r = permcheck::audit(layer, s, o);
+        const auto t1 = Clock::now();
+        if (r.verdict != permcheck::Verdict::holds || r.evaluations != 2 * o.cases)
+            state.SkipWithError("the audited layer did not hold in two calls a case");
+        for (const auto& [x, px] : inputs) {
+            benchmark::DoNotOptimize(layer(x));
+            benchmark::DoNotOptimize(layer(px));
+        }
+        const auto t2 = Clock::now();
+        work += std::chrono::duration<double>(t1 - t0).count();
+        floor += std::chrono::duration<double>(t2 - t1).count();
+        state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+    }
+    const double cases = static_cast<double>(state.iterations()) * o.cases;
+    state.counters["time_s"] = work / cases;
+    state.counters["floor_s"] = floor / cases;
+    state.counters["ratio"] = floor > 0 ? work / floor : 0.0;
+    state.counters["target"] = 1.2;
+}
+// property: 0 shift (n = 64), 1 padding (63 tokens, one pad), of RoPE at the position ids with d = 64.
+BENCHMARK(BM_PositionAudit)->Arg(0)->Arg(1)->ArgName("property")->UseManualTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -1,5 +1,7 @@
 #include "check/position_case.h"
 
+#include "check/search.h"
+
 #include <algorithm>
 #include <optional>
 #include <cmath>
@@ -231,6 +233,21 @@ void draw_pads(const Signature& s, SignatureCase& c, const std::string& axis, Pa
         if (t.kind == TensorKind::position)
             for (double& v : pads.filler.at(t.name).values) v = draw.uniform(0, t.limit);
     c.pads = std::move(pads);
+}
+
+void draw_property_part(const Signature& s, SignatureCase& c, Property p, const std::string& axis, PadPlacement where,
+                        const rc::Random& random, int case_index, int cases) {
+    if (p == Property::shift) draw_shift(s, c, random, case_index, cases);
+    if (p == Property::padding) draw_pads(s, c, axis, where, random, size_for_case(case_index, cases));
+}
+
+std::vector<Lengths> property_lengths(const Signature& s, Property p, const std::string& axis, int cases,
+                                      std::uint64_t seed) {
+    if (p != Property::padding) return signature_lengths(s, cases, seed, p == Property::shift);
+    Signature room = s;
+    for (Axis& a : room.axes)
+        if (a.name == axis) a.max_len -= 1;
+    return signature_lengths(room, cases, seed, true);
 }
 
 namespace {

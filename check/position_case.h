@@ -16,8 +16,10 @@
 #include "check/blackbox.h"
 #include "check/signature_case.h"
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace permcheck {
 
@@ -43,6 +45,16 @@ void validate_property(const Signature& s, Property p, const std::string& axis);
 void draw_shift(const Signature& s, SignatureCase& c, const rc::Random& random, int case_index, int cases);
 void draw_pads(const Signature& s, SignatureCase& c, const std::string& axis, PadPlacement where,
                const rc::Random& random, int size);
+
+// draw_shift for shift, draw_pads (along `axis`) for padding; nothing for equivariance.
+void draw_property_part(const Signature& s, SignatureCase& c, Property p, const std::string& axis, PadPlacement where,
+                        const rc::Random& random, int case_index, int cases);
+
+// The lengths of every case of an audit of p (before sharding): signature_lengths, with every length for shift and
+// padding (one token shifted already tells an absolute position embedding), and the padded axis one short of its
+// MAX (room for a pad).
+std::vector<Lengths> property_lengths(const Signature& s, Property p, const std::string& axis, int cases,
+                                      std::uint64_t seed);
 
 // The shrinks of a shift case (toward c = 1 first, then the case's own) or of a padding case (fewer pads, fewer
 // real positions, simpler values).

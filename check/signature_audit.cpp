@@ -593,14 +593,8 @@ void validate_for(const Signature& s, const AuditOptions& given) {
 // signature_lengths (every length, for shift and padding, and the padded axis one short of its MAX: room for a pad).
 std::vector<Lengths> case_lengths(const Signature& s, const AuditOptions& o) {
     const Property p = audited_property(s, o);
-    if (p == Property::padding) {
-        Signature room = s;
-        const std::string axis = padding_axis(s, o.padding_axis);
-        for (Axis& a : room.axes)
-            if (a.name == axis) a.max_len -= 1;
-        return signature_lengths(room, o.cases, o.seed, true);
-    }
-    if (!s.one_tensor) return signature_lengths(s, o.cases, o.seed, p == Property::shift);
+    if (!s.one_tensor)
+        return property_lengths(s, p, p == Property::padding ? padding_axis(s, o.padding_axis) : "", o.cases, o.seed);
     std::vector<Lengths> out;
     for (int n : audit_lengths({s.axes[0].min_len, s.axes[0].max_len, o.long_len, o.cases})) out.push_back({{"n", n}});
     return out;
@@ -618,8 +612,7 @@ engine::Schedule<SignatureCase>::Draw case_draw(const Signature& s, const AuditO
     const PadPlacement where = o.padding;
     return [&s, &lengths, cases, p, axis, where](int i, const rc::Random& random) {
         SignatureCase c = draw_signature_case(s, lengths[static_cast<std::size_t>(i)], random, size_for_case(i, cases));
-        if (p == Property::shift) draw_shift(s, c, random, i, cases);
-        if (p == Property::padding) draw_pads(s, c, axis, where, random, size_for_case(i, cases));
+        draw_property_part(s, c, p, axis, where, random, i, cases);
         return c;
     };
 }

@@ -27,13 +27,15 @@ struct SignatureCheckOptions {
 
 struct SignatureCheckResult {
     std::string layer, axis;
-    Property property = Property::equivariance;  // equivariance when the output has the axis, else invariance
+    // equivariance when the output has the axis, else invariance; or the row's shift or padding
+    Property property = Property::equivariance;
     Arithmetic dtype = Arithmetic::float64;
     bool expected_holds = true;
     bool holds = true;
-    int cases_run = 0;   // cases evaluated (a case whose permutation of the axis is the identity is not one)
+    // cases evaluated (for equivariance, a case whose permutation of the axis is the identity is not one)
+    int cases_run = 0;
     bool interrupted = false;
-    std::optional<SignatureCounterexample> counterexample;  // shrunk; only `axis` is permuted
+    std::optional<SignatureCounterexample> counterexample;  // shrunk; only `axis` is permuted (shift, padding: none)
     bool as_expected() const { return holds == expected_holds; }
 };
 
@@ -41,7 +43,13 @@ struct SignatureCheckResult {
 Signature signature_of(const SignatureFamily& family);
 // The property along `axis`: equivariance when every output has the axis, invariance when none has it.
 Property property_along(const Signature& s, const std::string& axis);
-// Searches for a case where permuting `axis` alone breaks the property and shrinks it.
+// A row of the verdict table: for equivariance or invariance, searches for a case where permuting `row.axis` alone
+// breaks the property; for shift or padding (along `row.axis`), for a shifted or padded case whose outputs differ
+// (check/position_case.h: the audit's transformations, draws and shrinks, pads placed anywhere); and shrinks it.
+// The verdict expected is row.holds.
+SignatureCheckResult check_signature(const SignatureFamily& family, const AxisExpectation& row,
+                                     const SignatureCheckOptions& opts);
+// The row of equivariance (invariance) along `axis`, with the family's expectation.
 SignatureCheckResult check_signature(const SignatureFamily& family, const std::string& axis,
                                      const SignatureCheckOptions& opts);
 

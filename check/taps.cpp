@@ -2,6 +2,7 @@
 #include "check/taps.h"
 
 #include "check/compare.h"
+#include "check/position_case.h"
 #include "check/signature_case.h"
 
 #include <algorithm>
@@ -141,7 +142,8 @@ bool all_finite(const std::vector<double>& values) {
 
 TapComparison judge_tap(const std::string& name, const Tensor& at_x, const Tensor& at_px,
                         const std::vector<std::string>& axes, const Permutations& perms, const Lengths& lengths,
-                        int widest_fixed, double inputs_magnitude, Arithmetic dtype, double amplification) {
+                        int widest_fixed, double inputs_magnitude, Arithmetic dtype, double amplification,
+                        double positions) {
     TapComparison c{name, at_x.shape, axes, TapVerdict::holds, 0.0, 0.0, ""};
     if (at_x.shape != at_px.shape) {
         c.verdict = TapVerdict::not_comparable;
@@ -158,7 +160,7 @@ TapComparison judge_tap(const std::string& name, const Tensor& at_x, const Tenso
     const Tensor rhs = permute_output(spec, perms, at_x);
     const ToleranceModel model = tolerance_model(dtype, amplification);
     const double m = finite_max_abs(rhs.values, finite_max_abs(at_px.values, inputs_magnitude));
-    const OutputComparison o = compare_tensors(name, at_px, rhs, signature_tolerance(model, lengths, widest, m));
+    const OutputComparison o = compare_tensors(name, at_px, rhs, signature_tolerance(model, lengths, widest, m, positions));
     c.max_abs_diff = o.max_abs_diff;
     c.tolerance = o.tolerance;
     if (!all_finite(at_x.values) || !all_finite(at_px.values)) {
@@ -263,13 +265,34 @@ TapComparison not_comparable(const Tap& t, const std::string& why) {
 
 }  // namespace
 
-TapTrace trace_taps(const TapSource& source, const Signature& s, const Lengths& lengths, const Permutations& perms,
-                    const Tensors& inputs, Arithmetic dtype, double amplification) {
+namespace {
+
+// What the taps at x are compared with: the taps at the transformed inputs (P x, x_c or pad x), a tap there taken as
+// `compared` says (a padded tap at the real positions), under the permutations `perms` (identities for shift and
+// padding), with the tolerance at `lengths` (the padded case's) and of the largest position id.
+struct TapCase {
+    Property property = Property::equivariance;
+    SignatureCase c;
+    Tensors transformed;
+    Lengths lengths;
+    double positions = 0.0;
+};
+
+// The tap at the transformed inputs as it is compared with T(x): at the real positions of a padded case along the
+// dims that follow the padded axis.
+Tensor compared_tap(const TapCase& k, const std::vector<std::string>& axes, const Tensor& at_transformed) {
+    if (k.property != Property::padding) return at_transformed;
+    TensorSpec spec{"tap", {}, TensorKind::real, ""};
+    for (std::size_t d = 0; d < axes.size(); ++d) spec.dims.push_back(Dim{axes[d], 0});
+    return compared_output(spec, k.property, k.c, at_transformed);
+}
+
+TapTrace trace(const TapSource& source, const Signature& s, const TapCase& k, Arithmetic dtype, double amplification) {
     TapTrace trace;
     std::vector<Tap> at_x, at_px;
     try {
-        at_x = source(inputs);
-        at_px = source(permute_inputs(s, perms, inputs));
+        at_x = source(k.c.inputs);
+        at_px = source(k.transformed);
     } catch (const NoTapsOffered& e) {
         trace.offered = false;
         trace.note = e.what();
@@ -282,28 +305,50 @@ TapTrace trace_taps(const TapSource& source, const Signature& s, const Lengths& 
         trace.note = "the adapter answered no taps";
         return trace;
     }
-    const auto probes = probe(source, s, inputs, at_x, trace.note);
+    const auto probes = probe(source, s, k.c.inputs, at_x, trace.note);
     std::map<std::string, const Tap*> by_name;
     for (const Tap& t : at_px) by_name.emplace(t.name, &t);
-    const double magnitude = real_inputs_magnitude(s, inputs);
+    const double magnitude = real_inputs_magnitude(s, k.c.inputs);
+    const std::string at = k.property == Property::shift ? "x_c" : k.property == Property::padding ? "pad x" : "P x";
     for (const Tap& t : at_x) {
         const auto other = by_name.find(t.name);
         if (other == by_name.end()) {
-            trace.taps.push_back(not_comparable(t, "no tap of this name at P x"));
+            trace.taps.push_back(not_comparable(t, "no tap of this name at " + at));
             continue;
         }
         try {
-            const std::vector<std::string> axes = axes_of(t, lengths, probes);
-            trace.taps.push_back(judge_tap(t.name, t.value, other->second->value, axes, perms, lengths, widest_fixed_size(s),
-                                           magnitude, dtype, amplification));
+            const std::vector<std::string> axes = axes_of(t, k.c.lengths, probes);
+            trace.taps.push_back(judge_tap(t.name, t.value, compared_tap(k, axes, other->second->value), axes, k.c.perms,
+                                           k.lengths, widest_fixed_size(s), magnitude, dtype, amplification, k.positions));
         } catch (const std::invalid_argument& e) {
             trace.taps.push_back(not_comparable(t, std::string("which dims follow which axis cannot be told: ") + e.what()));
         }
     }
-    for (std::size_t k = 0; k < trace.taps.size() && trace.first_breaking < 0; ++k)
-        if (trace.taps[k].verdict == TapVerdict::violated || trace.taps[k].verdict == TapVerdict::non_finite)
-            trace.first_breaking = static_cast<int>(k);
+    for (std::size_t j = 0; j < trace.taps.size() && trace.first_breaking < 0; ++j)
+        if (trace.taps[j].verdict == TapVerdict::violated || trace.taps[j].verdict == TapVerdict::non_finite)
+            trace.first_breaking = static_cast<int>(j);
     return trace;
+}
+
+}  // namespace
+
+TapTrace trace_taps(const TapSource& source, const Signature& s, const Lengths& lengths, const Permutations& perms,
+                    const Tensors& inputs, Arithmetic dtype, double amplification) {
+    TapCase k{Property::equivariance, SignatureCase{lengths, perms, inputs, 0, std::nullopt}, {}, lengths, 0.0};
+    k.transformed = permute_inputs(s, perms, inputs);
+    return trace(source, s, k, dtype, amplification);
+}
+
+TapTrace trace_taps(const TapSource& source, const Signature& s, const SignatureCounterexample& c, Property p,
+                    Arithmetic dtype, double amplification, bool positions_stay) {
+    TapCase k{p, SignatureCase{c.lengths, c.perms, c.inputs, c.shift, c.pads}, {}, {}, 0.0};
+    k.transformed = transformed_inputs(s, p, k.c);
+    if (positions_stay && p == Property::equivariance)
+        for (const TensorSpec& t : s.inputs)
+            if (t.kind == TensorKind::position) k.transformed[t.name] = c.inputs.at(t.name);
+    k.lengths = transformed_lengths(p, k.c);
+    k.positions = std::max(largest_position(s, c.inputs), largest_position(s, k.transformed));
+    return trace(source, s, k, dtype, amplification);
 }
 
 }  // namespace permcheck

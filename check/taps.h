@@ -1,5 +1,6 @@
 // Where symmetry first breaks: the outputs of a layer's submodules ("taps", e.g. a torch module's forward hooks,
-// in the order the submodules finished) at a counterexample's x and P x, each judged as an output is. A tap is
+// in the order the submodules finished) at a counterexample's x and P x (x_c for shift, pad x for padding), each
+// judged as an output is. A tap is
 // expected equivariant along every axis its dims follow and invariant to every axis it lacks; a dim that follows
 // an axis is found from the tap's own declaration ("dims") or from probes: the same case with one axis one
 // element longer, where a dim follows axis a when its size is a's length at x and changes exactly when a's
@@ -80,10 +81,12 @@ std::vector<std::string> tap_axes(const std::vector<int>& shape, const Lengths& 
 // Judges one tap: T(P x) (`at_px`) against T(x) moved along `axes` by `perms`, with the tolerance an output of the
 // signature would get (check/compare.h's float_tolerance over every axis's length plus the widest fixed size,
 // the tap's included; the magnitude of both sides and `inputs_magnitude`), its model tolerance_model(dtype,
-// amplification): the audit's dtype, half precisions included (exact: zero tolerance).
+// amplification): the audit's dtype, half precisions included (exact: zero tolerance). `positions`: the largest
+// |position id| of the case, whose rounding in rotary angles the tolerance allows for (as an output's).
 TapComparison judge_tap(const std::string& name, const Tensor& at_x, const Tensor& at_px,
                         const std::vector<std::string>& axes, const Permutations& perms, const Lengths& lengths,
-                        int widest_fixed, double inputs_magnitude, Arithmetic dtype, double amplification);
+                        int widest_fixed, double inputs_magnitude, Arithmetic dtype, double amplification,
+                        double positions = 0.0);
 
 // The whole trace of a counterexample (lengths, perms, inputs x of signature s): the taps at x and at P x, then
 // one probe per axis that some tap's undeclared dims need, every tap judged in the order of x's answer. Failures
@@ -94,5 +97,11 @@ TapComparison judge_tap(const std::string& name, const Tensor& at_x, const Tenso
 // axis's length then cannot be told (the tap is not comparable) unless the tap declares its dims.
 TapTrace trace_taps(const TapSource& source, const Signature& s, const Lengths& lengths, const Permutations& perms,
                     const Tensors& inputs, Arithmetic dtype, double amplification);
+// The trace of a counterexample of property p (check/position_case.h): for shift, the taps at x against those at x_c,
+// elementwise; for padding, against those at pad x taken at the real positions along every dim that follows the
+// padded axis (a tap without that axis whole); for equivariance, as above (`positions_stay`: with the position
+// inputs left in place, as AuditOptions::positions_stay audits).
+TapTrace trace_taps(const TapSource& source, const Signature& s, const SignatureCounterexample& c, Property p,
+                    Arithmetic dtype, double amplification, bool positions_stay = false);
 
 }  // namespace permcheck

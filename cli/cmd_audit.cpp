@@ -179,13 +179,11 @@ AuditResult run_boxes(const AuditRequest& q, const Form& f, const AuditOptions& 
 // own, when the audit's answers offered them (r.taps stays empty otherwise, and no process is started).
 void add_taps(const AuditRequest& q, const Form& f, AuditResult& r) {
     if ((r.verdict != Verdict::violated && r.verdict != Verdict::non_finite) || !*q.taps_offered) return;
-    // Taps compare each submodule's output under the case's permutations; a shift or padding case permutes nothing,
-    // so its taps would all hold and say nothing.
-    if (q.flags.property == Property::shift || q.flags.property == Property::padding) return;
     if (!r.signature_counterexample) return;
     const Signature& s = r.signature ? *r.signature : f.signature;  // the one-tensor form's width as answered
-    const SignatureCounterexample& c = *r.signature_counterexample;
-    TapTrace trace = trace_taps(adapters::exec_tap_source(exec_options(q), s), s, c.lengths, c.perms, c.inputs, r.dtype, q.amplification);
+    // Each submodule's output at x against its output at the property's transformed inputs (P x, x_c or pad x).
+    TapTrace trace = trace_taps(adapters::exec_tap_source(exec_options(q), s), s, *r.signature_counterexample,
+                                r.property, r.dtype, q.amplification, q.flags.keep_positions);
     if (trace.offered) r.taps = std::move(trace);
 }
 

@@ -1,10 +1,14 @@
 // `permcheck demo`: "dog bites man" and "man bites dog" through embedding -> attention -> mean pooling. Without
 // a position signal the model gets the very same vector for both sentences; a sinusoidal position signal or a
-// recurrent layer tells them apart.
+// recurrent layer tells them apart. Then the remedy made checkable: position ids given with the tokens as data
+// (RoPE at the ids) tell the sentences apart, and the same sentence listed in another order with its ids moved
+// along gives the same vector: order reaches the model only through the ids, which a position-aware audit checks.
+// A model that computes positions itself from the row index tells the listings apart: order by another route.
 #include "cli/commands.h"
 
 #include "layers/exact_pooling.h"
 #include "layers/layers.h"
+#include "layers/token_attention.h"
 
 #include <bit>
 #include <cstdint>
@@ -70,6 +74,63 @@ bool exact_section(int number, const char* title, Model model) {
     return same_exactly(a, b);
 }
 
+// The listings of section 5: the same tokens, with position ids given beside them.
+struct Listing {
+    const char* label;
+    std::vector<int> ids;
+    std::vector<long> positions;
+};
+const Listing kDogBitesManIds{"dog bites man", {0, 1, 2}, {0, 1, 2}};
+const Listing kManBitesDogIds{"man bites dog", {2, 1, 0}, {0, 1, 2}};
+const Listing kListedBackwards{"dog bites man", {2, 1, 0}, {2, 1, 0}};  // man@2 bites@1 dog@0: the same sentence
+
+// embedding -> attention with RoPE at the position ids (or at the row index) -> mean, exact.
+Mat<Rational> pooled_with_ids(IdSignal signal, const Listing& l) {
+    Draw<Rational> draw = dyadic_draw<Rational>(kSeed);
+    const TokenAttention<Rational> model = TokenAttention<Rational>::random(
+        {.signal = signal, .readout = Readout::masked_mean}, static_cast<Eigen::Index>(kVocabulary.size()), 8, kWidth, draw);
+    return model(l.ids, l.positions, std::vector<bool>(l.ids.size(), false));
+}
+
+void print_listing(const Listing& l, const Mat<Rational>& v) {
+    std::printf("     %s: ids [%d %d %d] at positions [%ld %ld %ld]\n", l.label, l.ids[0], l.ids[1], l.ids[2],
+                l.positions[0], l.positions[1], l.positions[2]);
+    print_vector("", to_double(v));
+}
+
+// Sections 5 and 6; the number of results against the theory.
+int remedy_sections() {
+    int surprises = 0;
+    std::printf("5. the remedy as data: position ids given with the tokens, RoPE at the ids (exact)\n");
+    const Mat<Rational> a = pooled_with_ids(IdSignal::rope, kDogBitesManIds);
+    const Mat<Rational> b = pooled_with_ids(IdSignal::rope, kManBitesDogIds);
+    const Mat<Rational> c = pooled_with_ids(IdSignal::rope, kListedBackwards);
+    print_listing(kDogBitesManIds, a);
+    print_listing(kManBitesDogIds, b);
+    print_listing(kListedBackwards, c);
+    const bool apart = !same_exactly(a, b), along = same_exactly(a, c);
+    std::printf("   -> %s\n   -> %s\n\n",
+                apart ? "the two sentences DIFFER: the position ids tell the model who comes first."
+                      : "the two sentences are IDENTICAL: this contradicts the theory (RoPE sees order).",
+                along ? "the same sentence listed backwards, its ids moved with its tokens, is IDENTICAL: order "
+                        "reaches the model only through the position ids (permcheck audit checks this with "
+                        "--input pos:n:position)."
+                      : "the same sentence listed backwards is DIFFERENT: this contradicts the theory.");
+    surprises += !apart + !along;
+
+    std::printf("6. a model that computes positions itself: RoPE at the row index, the position ids ignored (exact)\n");
+    const Mat<Rational> ia = pooled_with_ids(IdSignal::rope_by_index, kDogBitesManIds);
+    const Mat<Rational> ic = pooled_with_ids(IdSignal::rope_by_index, kListedBackwards);
+    print_listing(kDogBitesManIds, ia);
+    print_listing(kListedBackwards, ic);
+    const bool by_index = !same_exactly(ia, ic);
+    std::printf("   -> %s\n", by_index ? "the same sentence listed backwards is DIFFERENT: the model reads order "
+                                          "from where a token sits in the tensor, not from its position id, so "
+                                          "an audit with the ids moved as data finds it violated."
+                                        : "IDENTICAL: this contradicts the theory (the row index is order).");
+    return surprises + !by_index;
+}
+
 int demo() {
     std::printf("permcheck demo: can the model tell who bit whom?\n\n"
                 "  \"dog bites man\" = tokens [0 1 2], \"man bites dog\" = tokens [2 1 0] (vocabulary: dog bites man)\n"
@@ -115,9 +176,11 @@ int demo() {
     surprises += signal_same;
 
     const bool rnn_same = exact_section(4, "Elman RNN instead of attention, no position signal", Model::rnn);
-    std::printf("   -> %s\n", rnn_same ? "IDENTICAL: this contradicts the theory (an RNN reads in order)."
-                                        : "DIFFERENT: the RNN reads the tokens in order, so its states, and even "
-                                          "their mean, depend on the order.");
+    std::printf("   -> %s\n\n", rnn_same ? "IDENTICAL: this contradicts the theory (an RNN reads in order)."
+                                            : "DIFFERENT: the RNN reads the tokens in order, so its states, and even "
+                                              "their mean, depend on the order.");
+    surprises += rnn_same;
+    surprises += remedy_sections();
     return surprises == 0 ? 0 : 1;
 }
 
@@ -125,7 +188,7 @@ int demo() {
 
 void add_demo(CLI::App& app, Outcome& outcome) {
     CLI::App* sub = app.add_subcommand("demo", "\"dog bites man\" vs \"man bites dog\": what attention can and cannot see");
-    sub->footer("Exit status: 0 when the exact results match the theory (sections 1, 3 and 4), 1 otherwise.");
+    sub->footer("Exit status: 0 when the exact results match the theory (sections 1, 3, 4, 5 and 6), 1 otherwise.");
     sub->callback([&outcome] { outcome.exit_code = demo(); });
 }
 

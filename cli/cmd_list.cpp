@@ -36,7 +36,8 @@ int list() {
         std::string props;
         for (const AxisExpectation& e : f.expectations) {
             if (!props.empty()) props += ", ";
-            props += e.axis;
+            if (e.property == Property::shift || e.property == Property::padding) props += property_name(e.property);
+            else props += e.axis;
             props += e.holds ? " holds" : " fails";
         }
         std::string signature;
@@ -45,7 +46,7 @@ int list() {
                 if (!signature.empty()) signature += ' ';
                 signature += t;
             }
-        std::printf("  %-36s %-26s %s\n      signature: %s\n", f.name.c_str(), props.c_str(), f.description.c_str(),
+        std::printf("  %-36s %-36s %s\n      signature: %s\n", f.name.c_str(), props.c_str(), f.description.c_str(),
                     signature.c_str());
     }
     std::printf("\nproperties (--property P):\n");

@@ -65,12 +65,18 @@ int interrupted(const std::string& report_dir, nlohmann::json& summary, const Ro
     return exit_code(Verdict::interrupted);
 }
 
-// "m=2 (0 1), 5 shrinks" for a failure of a signature row: the length and permutation of the axis at fault.
+// "m=2 (0 1), 5 shrinks" for a failure of a signature row: the length and permutation of the axis at fault; for
+// shift "n=1 c=1", for padding "n=1 +1 pad at slot 0".
 std::string smallest(const SignatureCheckResult& r) {
     if (!r.counterexample) return "";
     const SignatureCounterexample& c = *r.counterexample;
-    return r.axis + "=" + std::to_string(c.lengths.at(r.axis)) + " " + c.perms.at(r.axis).cycles() + ", " +
-           std::to_string(c.shrink_steps) + " shrinks";
+    std::string what = r.axis + "=" + std::to_string(c.lengths.at(r.axis)) + " ";
+    if (r.property == Property::shift) what += "c=" + std::to_string(c.shift);
+    else if (r.property == Property::padding && c.pads) {
+        what += "+" + std::to_string(c.pads->slots.size()) + (c.pads->slots.size() == 1 ? " pad at slot" : " pads at slots");
+        for (std::size_t k = 0; k < c.pads->slots.size(); ++k) what += (k ? ", " : " ") + std::to_string(c.pads->slots[k]);
+    } else what += c.perms.at(r.axis).cycles();
+    return what + ", " + std::to_string(c.shrink_steps) + " shrinks";
 }
 
 // --report DIR for a row of a layer over named inputs that found a counterexample: its report directory, named
@@ -106,7 +112,7 @@ int signature_rows(const CheckOptions& base, const std::string& report_dir, nloh
                     std::fprintf(stderr, "\r\033[Kchecking %s along %s (%s)...", f.name.c_str(), e.axis.c_str(),
                                  arithmetic_name(a));
                 const auto t0 = std::chrono::steady_clock::now();
-                const SignatureCheckResult r = check_signature(f, e.axis, o);
+                const SignatureCheckResult r = check_signature(f, e, o);
                 const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
                 if (r.interrupted) return -1;
                 if (progress_enabled()) std::fprintf(stderr, "\r\033[K");

@@ -3,6 +3,7 @@
 #include "layers/cross_attention.h"
 #include "layers/layers.h"
 #include "layers/message_passing.h"
+#include "layers/token_attention.h"
 #include "layers/make_family.h"
 
 #include <stdexcept>
@@ -324,10 +325,76 @@ void add_signature_graphs(std::vector<SignatureFamily>& c) {
                             std::string(incidence) + "h <- h / 2 + dst_e^T m_e in edge order", {.edge_order = true}));
 }
 
+// Over token ids, position ids and a keep mask (1 = a real token), the inputs of a language model: V = 8 token ids,
+// P = 64 positions (so that exact RoPE powers stay small). Each row's verdicts: equivariance along n with the
+// position ids moved as data (order reaches the layer only through them), shift (the encoding is relative) and
+// padding (pads, masked, leave the real tokens' outputs as they were), proofs-notes/position-aware-audits.md.
+constexpr Eigen::Index kVocabulary = 8, kPositions = 64;
+
+struct PositionVerdicts {
+    bool equivariance = true, shift = true, padding = true;
+};
+
+template <class S> std::vector<long> as_positions(const NamedTensor<S>& t) {
+    std::vector<long> out;
+    for (const S& v : t.values) out.push_back(static_cast<long>(sc::to_double(v)));
+    return out;
+}
+
+template <class S> std::vector<int> as_ids(const NamedTensor<S>& t) {
+    std::vector<int> out;
+    for (const S& v : t.values) out.push_back(static_cast<int>(sc::to_double(v)));
+    return out;
+}
+
+SignatureFamily over_ids(std::string name, std::string description, const TokenAttentionDesign& how,
+                         const PositionVerdicts& v) {
+    const bool pooled = how.readout != Readout::sequence;
+    const Property along = pooled ? Property::invariance : Property::equivariance;
+    SignatureText text{{"n=1..6"},
+                       {"ids:n:token=" + std::to_string(kVocabulary), "pos:n:position=" + std::to_string(kPositions),
+                        "keep:n:mask=keep"},
+                       {pooled ? "g:4" : "y:n,4"},
+                       {{"n", along, v.equivariance}, {"n", Property::shift, v.shift}, {"n", Property::padding, v.padding}}};
+    return signature_family<false>(std::move(name), std::move(description), std::move(text),
+                                   [how, pooled]<class S>(std::type_identity<S>, Draw<S>& draw) {
+                                       return [a = TokenAttention<S>::random(how, kVocabulary, kPositions, kWidth, draw),
+                                               pooled](const NamedTensors<S>& in) {
+                                           const Mat<S> y = a(as_ids(in.at("ids")), as_positions(in.at("pos")),
+                                                              as_mask(in.at("keep"), true));
+                                           return NamedTensors<S>{{pooled ? "g" : "y", as_tensor<S>(y, pooled)}};
+                                       };
+                                   });
+}
+
+void add_signature_positions(std::vector<SignatureFamily>& c) {
+    const char* lm = "token embedding and one attention head, ";
+    const auto row = [&](const char* name, const std::string& what, const TokenAttentionDesign& how,
+                         const PositionVerdicts& v) { c.push_back(over_ids(name, lm + what, how, v)); };
+    row("tokens+rope", "RoPE at the position ids", {}, {});
+    row("tokens+alibi", "ALiBi bias of the position ids", {.signal = IdSignal::alibi}, {});
+    row("tokens+t5", "T5 bucketed bias of the position ids", {.signal = IdSignal::t5}, {});
+    row("tokens+learned", "a learned table row per position id added", {.signal = IdSignal::learned}, {.shift = false});
+    row("tokens+sinusoidal", "the sinusoidal signal of the position ids added", {.signal = IdSignal::sinusoidal},
+        {.shift = false});
+    row("tokens+rope-by-index", "RoPE at the row index, the position ids ignored", {.signal = IdSignal::rope_by_index},
+        {.equivariance = false, .padding = false});
+    row("tokens+rope+causal-by-index", "RoPE at the position ids, causal by row index",
+        {.causal = CausalBy::index}, {.equivariance = false});
+    row("tokens+rope+causal-by-position", "RoPE at the position ids, causal by position id",
+        {.causal = CausalBy::position}, {});
+    row("tokens+rope+mask-ignored", "RoPE at the position ids, the mask ignored", {.mask_ignored = true},
+        {.padding = false});
+    row("tokens+rope-masked-mean", "RoPE, then the mean over the kept tokens", {.readout = Readout::masked_mean}, {});
+    row("tokens+rope-mean-with-pads", "RoPE, then the mean over every row, pads included",
+        {.readout = Readout::mean_all}, {.padding = false});
+}
+
 std::vector<SignatureFamily> make_signature_catalog() {
     std::vector<SignatureFamily> c;
     add_signature_attention(c);
     add_signature_graphs(c);
+    add_signature_positions(c);
     return c;
 }
 }  // namespace

@@ -11,21 +11,34 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace permcheck {
 
 // Sinusoidal signal of Vaswani et al. (2017): PE[p][2i] = sin(p w_i), PE[p][2i+1] = cos(p w_i),
 // w_i = 10000^(-2i/d). A table of constants: computed in double, converted exactly.
-template <class S> Mat<S> sinusoidal_signal(Eigen::Index n, Eigen::Index d, long offset = 0) {
-    Mat<S> pe(n, d);
-    for (Eigen::Index p = 0; p < n; ++p) {
-        const double pos = static_cast<double>(offset + p);
+// Row r of the table is the signal of position positions[r].
+template <class S> Mat<S> sinusoidal_signal_at(const std::vector<long>& positions, Eigen::Index d) {
+    Mat<S> pe(static_cast<Eigen::Index>(positions.size()), d);
+    for (Eigen::Index p = 0; p < pe.rows(); ++p) {
+        const double pos = static_cast<double>(positions[static_cast<std::size_t>(p)]);
         for (Eigen::Index j = 0; j < d; ++j) {
             const double w = std::pow(10000.0, -static_cast<double>(j - j % 2) / static_cast<double>(d));
             pe(p, j) = sc::from_double<S>(j % 2 == 0 ? std::sin(pos * w) : std::cos(pos * w));
         }
     }
     return pe;
+}
+
+// Positions offset, offset + 1, ..., offset + n - 1.
+inline std::vector<long> consecutive_positions(Eigen::Index n, long offset) {
+    std::vector<long> p(static_cast<std::size_t>(n));
+    for (std::size_t r = 0; r < p.size(); ++r) p[r] = offset + static_cast<long>(r);
+    return p;
+}
+
+template <class S> Mat<S> sinusoidal_signal(Eigen::Index n, Eigen::Index d, long offset = 0) {
+    return sinusoidal_signal_at<S>(consecutive_positions(n, offset), d);
 }
 
 enum class AbsoluteKind { sinusoidal, learned };
@@ -90,6 +103,26 @@ template <class S> struct Rope {
         return acc;
     }
 
+    // Rotates row r of q (n x dim, dim even) by its own position, positions[r]: the rotation of position ids
+    // given as data.
+    static Mat<S> at(const Mat<S>& q, const std::vector<long>& positions) {
+        const Eigen::Index n = q.rows(), dim = q.cols();
+        if (dim % 2 != 0) throw std::invalid_argument("RoPE needs an even head width, got " + std::to_string(dim));
+        if (static_cast<Eigen::Index>(positions.size()) != n)
+            throw std::invalid_argument("RoPE needs one position per row");
+        Mat<S> out(n, dim);
+        for (Eigen::Index i = 0; i < dim / 2; ++i) {
+            const Turn step = base_turn(i, dim);
+            for (Eigen::Index r = 0; r < n; ++r) {
+                const Turn turn = power(step, positions[static_cast<std::size_t>(r)]);
+                const S a = q(r, 2 * i), b = q(r, 2 * i + 1);
+                out(r, 2 * i) = a * turn.c - b * turn.s;
+                out(r, 2 * i + 1) = a * turn.s + b * turn.c;
+            }
+        }
+        return out;
+    }
+
     // Rotates rows of q (n x dim, dim even): row r stands at position offset + r.
     Mat<S> operator()(const Mat<S>& q) const {
         const Eigen::Index n = q.rows(), dim = q.cols();
@@ -139,14 +172,20 @@ template <class S> struct ScoreBias {
     }
 
     Mat<S> operator()(Eigen::Index n, Eigen::Index head, Eigen::Index heads) const {
+        return at(consecutive_positions(n, offset), head, heads);
+    }
+
+    // The bias between the tokens at positions[i] (queries) and positions[j] (keys): position ids given as data.
+    Mat<S> at(const std::vector<long>& positions, Eigen::Index head, Eigen::Index heads) const {
         if (kind == BiasKind::t5 && (head < 0 || head >= t5_table.rows()))
             throw std::out_of_range("T5 bias table holds " + std::to_string(t5_table.rows()) + " heads; asked for head " +
                                     std::to_string(head));
+        const auto n = static_cast<Eigen::Index>(positions.size());
         Mat<S> b(n, n);
         const S slope = kind == BiasKind::alibi ? alibi_slope(head, heads) : S(0);
         for (Eigen::Index i = 0; i < n; ++i)
             for (Eigen::Index j = 0; j < n; ++j) {
-                const long qi = offset + i, kj = offset + j;
+                const long qi = positions[static_cast<std::size_t>(i)], kj = positions[static_cast<std::size_t>(j)];
                 if (kind == BiasKind::alibi)
                     b(i, j) = -slope * S(static_cast<int>(qi > kj ? qi - kj : kj - qi));
                 else

@@ -36,7 +36,8 @@ template <class S> using SignatureLayerFn = std::function<NamedTensors<S>(const 
 template <class S> using SignatureFactory = std::function<SignatureLayerFn<S>(Draw<S>&)>;
 
 // What the theory expects along one axis: equivariance when the family's output has the axis, invariance when
-// it lacks it (the property follows from the dims, as in an audit).
+// it lacks it (the property follows from the dims, as in an audit); or, for a family with position ids or a mask,
+// shift (axis: the position ids') or padding (axis: the padded one).
 struct AxisExpectation {
     std::string axis;
     Property property = Property::equivariance;
@@ -69,10 +70,12 @@ struct SignatureFamily {
         }
     }
     bool rational() const { return static_cast<bool>(standin) && static_cast<bool>(degree); }
-    // The theory's verdict along `axis`; an axis the family lists no expectation for is expected to hold.
+    // The theory's verdict of equivariance (or invariance) along `axis`; an axis the family lists no expectation
+    // for is expected to hold. The position-aware rows (shift, padding) are not read here.
     bool expected_to_hold(const std::string& axis) const {
         for (const AxisExpectation& e : expectations)
-            if (e.axis == axis) return e.holds;
+            if (e.axis == axis && (e.property == Property::equivariance || e.property == Property::invariance))
+                return e.holds;
         return true;
     }
 };
@@ -103,10 +106,10 @@ template <class S> NamedTensor<S> as_tensor(const Mat<S>& m, bool flat = false) 
     return t;
 }
 
-// A mask tensor (0 / 1 values) as flags, true = padding.
-template <class S> std::vector<bool> as_mask(const NamedTensor<S>& t) {
+// A mask tensor (0 / 1 values) as flags, true = padding; `keep`: a mask=keep tensor (1 = a real position).
+template <class S> std::vector<bool> as_mask(const NamedTensor<S>& t, bool keep = false) {
     std::vector<bool> padded;
-    for (const S& v : t.values) padded.push_back(!(v == S(0)));
+    for (const S& v : t.values) padded.push_back((v == S(0)) == keep);
     return padded;
 }
 

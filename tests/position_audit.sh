@@ -37,12 +37,16 @@ expect 1 learned --property shift
 [ "$(field "d['counterexample']['shift']")" = 1 ] || fail "learned: shift not shrunk to c = 1"
 [ "$(field "d['counterexample']['lengths']['n']")" = 1 ] || fail "learned: not shrunk to one token"
 [ "$(field "d['counterexample']['inputs']['ids'][0] == int(d['counterexample']['inputs']['ids'][0])")" = True ] || fail "ids not integers"
+grep -q "symmetry first breaks at table" "$work/out.txt" || { cat "$work/out.txt"; fail "learned shift: the taps do not name the position table"; }
+[ "$(field "d['first_breaking_tap']")" = table ] || fail "learned shift: no tap table in the report"
 expect 1 "learned float32" --dtype float32 --property shift
 expect 1 sinusoidal --property shift
 expect 0 rope --property padding
 expect 0 rope --property padding --padding left
 expect 1 rope-nomask --property padding --padding right
 [ "$(field "len(d['counterexample']['pads']['slots'])")" = 1 ] || fail "rope-nomask: not shrunk to one pad"
+grep -q "taps\|symmetry" "$work/out.txt" || { cat "$work/out.txt"; fail "rope-nomask padding: no tap table"; }
+grep -q "embed .* holds" "$work/out.txt" || { cat "$work/out.txt"; fail "rope-nomask padding: the embedding's tap at the real positions does not hold"; }
 "$permcheck" replay "$work/last/report.json" --exec "/usr/bin/python3 $model rope-nomask" > /dev/null && fail "replay of a leak held"
 "$permcheck" replay "$work/last/report.json" --exec "/usr/bin/python3 $model rope" > /dev/null || fail "replay on the masked model failed"
 expect 2 rope --padding left                 # --padding without --property padding

@@ -399,6 +399,27 @@ TEST_F(Cli, DemoShowsTheSameVectorWithoutPositionAndDifferentOnesWithIt) {
     EXPECT_NE(r.out.find("2. no position signal, float32"), std::string::npos) << r.out;
 }
 
+// The remedy made checkable: position ids given as data tell the sentences apart, the same sentence listed
+// backwards with its ids moved along gives the same vector, and a model reading the row index does not.
+TEST_F(Cli, DemoShowsPositionIdsMovingWithTheTokensAndAModelThatReadsTheRowIndex) {
+    const Invocation r = run("demo");
+    ASSERT_EQ(r.code, 0) << show(r);
+    const auto vector_of = [&](const std::string& section, const std::string& listing) -> std::string {
+        const auto at = r.out.find("\n" + section);
+        const auto line = at == std::string::npos ? at : r.out.find(listing, at);
+        if (line == std::string::npos) return "<no " + listing + " in section " + section + ">";
+        const auto next = r.out.find('\n', line) + 1;
+        return r.out.substr(next, r.out.find('\n', next) - next);
+    };
+    const std::string forward = "dog bites man: ids [0 1 2] at positions [0 1 2]";
+    const std::string backwards = "dog bites man: ids [2 1 0] at positions [2 1 0]";
+    EXPECT_NE(vector_of("5.", forward), vector_of("5.", "man bites dog: ids [2 1 0] at positions [0 1 2]")) << r.out;
+    EXPECT_EQ(vector_of("5.", forward), vector_of("5.", backwards)) << r.out;
+    EXPECT_NE(vector_of("6.", forward), vector_of("6.", backwards)) << r.out;
+    EXPECT_NE(r.out.find("order reaches the model only through the position ids"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("not from its position id"), std::string::npos) << r.out;
+}
+
 // ---- the record, in process ------------------------------------------------------------------------------
 
 Record sample_record() {

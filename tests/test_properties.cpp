@@ -678,7 +678,8 @@ TEST(Embedding, TheSameTokenGivesTheSameRowAtAnyPosition) {
 
 namespace {
 struct SignatureRow {
-    std::string layer, axis;
+    std::string layer;
+    AxisExpectation row;
     Arithmetic arithmetic;
 };
 
@@ -686,32 +687,31 @@ std::vector<SignatureRow> signature_rows() {
     std::vector<SignatureRow> rows;
     for (const SignatureFamily& f : signature_catalog())
         for (const AxisExpectation& e : f.expectations)
-            for (Arithmetic a : {Arithmetic::float64, Arithmetic::exact}) rows.push_back({f.name, e.axis, a});
+            for (Arithmetic a : {Arithmetic::float64, Arithmetic::exact}) rows.push_back({f.name, e, a});
     return rows;
 }
 
 void PrintTo(const SignatureRow& row, std::ostream* os) {
-    *os << row.layer << " along " << row.axis << " (" << arithmetic_name(row.arithmetic) << ")";
+    *os << row.layer << " " << property_name(row.row.property) << " along " << row.row.axis << " ("
+        << arithmetic_name(row.arithmetic) << ")";
 }
 
 class SignatureVerdictTable : public ::testing::TestWithParam<SignatureRow> {};
 }  // namespace
 
 // Every row of the verdict table for the layers over named inputs, as the theory expects, in float64 and exact
-// (proofs-notes/signature-audit.md, "The reference layers over named inputs").
+// (proofs-notes/signature-audit.md, "The reference layers over named inputs"; the rows over token and position
+// ids: proofs-notes/position-aware-audits.md).
 TEST_P(SignatureVerdictTable, RowIsAsExpected) {
     const SignatureRow& row = GetParam();
     const SignatureFamily& f = find_signature_layer(row.layer);
     SignatureCheckOptions o;
     o.arithmetic = row.arithmetic;
-    const SignatureCheckResult r = check_signature(f, row.axis, o);
-    EXPECT_EQ(r.holds, f.expected_to_hold(row.axis))
+    const SignatureCheckResult r = check_signature(f, row.row, o);
+    EXPECT_EQ(r.holds, row.row.holds)
         << (r.counterexample ? describe(*r.counterexample, signature_of(f)) : "no counterexample");
     EXPECT_TRUE(r.as_expected());
-    for (const AxisExpectation& e : f.expectations)
-        if (e.axis == row.axis) {
-            EXPECT_EQ(r.property, e.property);
-        }
+    EXPECT_EQ(r.property, row.row.property);
     if (r.holds) {
         EXPECT_GE(r.cases_run, 50) << "too few cases moved the axis";
     }
@@ -719,8 +719,8 @@ TEST_P(SignatureVerdictTable, RowIsAsExpected) {
 
 INSTANTIATE_TEST_SUITE_P(Catalog, SignatureVerdictTable, ::testing::ValuesIn(signature_rows()),
                          [](const ::testing::TestParamInfo<SignatureRow>& info) {
-                             std::string name = info.param.layer + "_" + info.param.axis + "_" +
-                                                arithmetic_name(info.param.arithmetic);
+                             std::string name = info.param.layer + "_" + property_name(info.param.row.property) + "_" +
+                                                info.param.row.axis + "_" + arithmetic_name(info.param.arithmetic);
                              for (char& ch : name)
                                  if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                              return name;
@@ -759,6 +759,71 @@ TEST(SignatureVerdictTable, TheNodeIndexFeatureIsRefutedAtTwoNodes) {
 }
 TEST(SignatureVerdictTable, TheEdgeOrderAggregatorIsRefutedAtTwoEdges) {
     expect_two_element_witness("message-passing+edge-order", "edges");
+}
+
+// The rows over token and position ids are refuted by the smallest witnesses, in both arithmetics: an absolute
+// signal by one token shifted by 1; RoPE at the row index by two tokens swapped with their position ids; a mean
+// over the pads by one token and one pad.
+namespace {
+SignatureCheckResult row_of(const std::string& layer, Property p, Arithmetic a) {
+    const SignatureFamily& f = find_signature_layer(layer);
+    for (const AxisExpectation& e : f.expectations)
+        if (e.property == p) {
+            SignatureCheckOptions o;
+            o.arithmetic = a;
+            return check_signature(f, e, o);
+        }
+    ADD_FAILURE() << layer << " has no row for " << property_name(p);
+    return {};
+}
+}  // namespace
+
+TEST(SignatureVerdictTable, AnAbsolutePositionTableIsRefutedByOneTokenShiftedByOne) {
+    for (const char* layer : {"tokens+learned", "tokens+sinusoidal"})
+        for (Arithmetic a : {Arithmetic::float64, Arithmetic::exact}) {
+            const SignatureCheckResult r = row_of(layer, Property::shift, a);
+            ASSERT_FALSE(r.holds) << layer;
+            ASSERT_TRUE(r.counterexample);
+            EXPECT_EQ(r.counterexample->lengths.at("n"), 1) << describe(*r.counterexample, signature_of(find_signature_layer(layer)));
+            EXPECT_EQ(r.counterexample->shift, 1) << layer;
+        }
+}
+
+TEST(SignatureVerdictTable, RopeAtTheRowIndexIsRefutedByTwoTokensSwappedWithTheirPositionIds) {
+    for (Arithmetic a : {Arithmetic::float64, Arithmetic::exact}) {
+        const SignatureCheckResult r = row_of("tokens+rope-by-index", Property::equivariance, a);
+        ASSERT_FALSE(r.holds);
+        ASSERT_TRUE(r.counterexample);
+        EXPECT_EQ(r.counterexample->lengths.at("n"), 2);
+        EXPECT_EQ(r.counterexample->perms.at("n").cycles(), "(0 1)");
+    }
+}
+
+TEST(SignatureVerdictTable, AMeanOverThePadsIsRefutedByOneTokenAndOnePad) {
+    for (const char* layer : {"tokens+rope-mean-with-pads", "tokens+rope+mask-ignored", "tokens+rope-by-index"})
+        for (Arithmetic a : {Arithmetic::float64, Arithmetic::exact}) {
+            const SignatureCheckResult r = row_of(layer, Property::padding, a);
+            ASSERT_FALSE(r.holds) << layer;
+            ASSERT_TRUE(r.counterexample && r.counterexample->pads);
+            const SignatureCounterexample& c = *r.counterexample;
+            EXPECT_EQ(c.pads->slots.size(), 1u) << layer << "\n" << describe(c, signature_of(find_signature_layer(layer)));
+            EXPECT_LE(c.lengths.at("n"), 2) << layer;
+            for (const auto& [axis, p] : c.perms) EXPECT_TRUE(p.is_identity());
+        }
+}
+
+// The harness checks itself on the reference rows too: a planted bug in a transformation makes a row that holds fail.
+TEST(SignatureVerdictTable, APlantedBugInAPositionTransformationFailsAHoldingRow) {
+    for (const auto& [bug, p] : {std::pair{test_only::HarnessBug::positions_kept, Property::equivariance},
+                                 std::pair{test_only::HarnessBug::shift_tokens, Property::shift},
+                                 std::pair{test_only::HarnessBug::pads_unmasked, Property::padding},
+                                 std::pair{test_only::HarnessBug::pads_move_positions, Property::padding}}) {
+        ASSERT_TRUE(row_of("tokens+rope", p, Arithmetic::exact).holds);
+        test_only::plant_harness_bug(bug);
+        const SignatureCheckResult r = row_of("tokens+rope", p, Arithmetic::exact);
+        test_only::plant_harness_bug(test_only::HarnessBug::none);
+        EXPECT_FALSE(r.holds) << static_cast<int>(bug);
+    }
 }
 
 // Over one-hot incidence matrices the incidence layer is the edge-list layer: the certificates' stand-in for

@@ -196,6 +196,70 @@ TEST(TapTrace, NamesTheFirstBreakingTapWithAxesFoundByProbesWhenNEqualsD) {
     EXPECT_NE(describe(t).find("  >   4  pos"), std::string::npos) << describe(t);
 }
 
+// A language-model-like tap source over token ids, position ids and a keep mask, each tap declaring its dims:
+// "embed" reads the ids, "table" the position ids, "pooled" the mean of every row's id, pads included.
+std::vector<Tap> lm_taps(const Tensors& in) {
+    const Tensor& ids = in.at("ids");
+    const Tensor& pos = in.at("pos");
+    const int n = ids.shape[0];
+    Tensor embed{{n, 2}, {}}, table{{n, 2}, {}};
+    double total = 0;
+    for (int i = 0; i < n; ++i) {
+        const double id = ids.values[static_cast<std::size_t>(i)], p = pos.values[static_cast<std::size_t>(i)];
+        embed.values.insert(embed.values.end(), {id, 2 * id});
+        table.values.insert(table.values.end(), {id + p, 0.0});
+        total += id;
+    }
+    const Tensor pooled{{1}, {n ? total / n : 0.0}};
+    return {Tap{"embed", embed, std::vector<std::string>{"n", ""}}, Tap{"table", table, std::vector<std::string>{"n", ""}},
+            Tap{"pooled", pooled, std::vector<std::string>{""}}};
+}
+
+Signature lm_tap_signature() {
+    Signature s;
+    s.axes = {parse_axis("n=1..4")};
+    s.inputs = {parse_input("ids:n:token=8"), parse_input("pos:n:position=16"), parse_input("keep:n:mask=keep")};
+    s.outputs = {parse_output("y:n,2")};
+    validate(s);
+    return s;
+}
+
+// Shift: the taps at x against those at x_c, elementwise: the table of positions is the first to break.
+TEST(TapTrace, AShiftCaseNamesTheFirstSubmoduleThatReadsAbsolutePositions) {
+    const Signature s = lm_tap_signature();
+    SignatureCounterexample c;
+    c.lengths = {{"n", 2}};
+    c.perms = {{"n", Permutation::identity(2)}};
+    c.inputs = {{"ids", tensor({2}, {1, 2})}, {"pos", tensor({2}, {0, 1})}, {"keep", tensor({2}, {1, 1})}};
+    c.shift = 3;
+    const TapTrace t = trace_taps(lm_taps, s, c, Property::shift, Arithmetic::float64, 1.0);
+    ASSERT_EQ(t.taps.size(), 3u) << describe(t);
+    EXPECT_EQ(t.taps[0].verdict, TapVerdict::holds);
+    EXPECT_EQ(t.taps[1].verdict, TapVerdict::violated);
+    EXPECT_EQ(t.taps[1].max_abs_diff, 3.0);
+    EXPECT_EQ(t.taps[2].verdict, TapVerdict::holds);
+    EXPECT_EQ(t.first_breaking, 1);
+    EXPECT_EQ(first_break_sentence(t), "symmetry first breaks at table (tap 2 of 3); every tap before it holds");
+}
+
+// Padding: the taps at pad x are taken at the real positions along n; a tap without n is compared whole, so a mean
+// over the pads breaks while the per-token taps hold.
+TEST(TapTrace, APaddingCaseComparesTheTapsAtTheRealPositions) {
+    const Signature s = lm_tap_signature();
+    SignatureCounterexample c;
+    c.lengths = {{"n", 2}};
+    c.perms = {{"n", Permutation::identity(2)}};
+    c.inputs = {{"ids", tensor({2}, {1, 2})}, {"pos", tensor({2}, {0, 1})}, {"keep", tensor({2}, {1, 1})}};
+    c.pads = Pads{"n", {1}, {{"ids", tensor({3}, {0, 7, 0})}, {"pos", tensor({3}, {0, 9, 0})}, {"keep", tensor({3}, {0, 0, 0})}}};
+    const TapTrace t = trace_taps(lm_taps, s, c, Property::padding, Arithmetic::float64, 1.0);
+    ASSERT_EQ(t.taps.size(), 3u) << describe(t);
+    EXPECT_EQ(t.taps[0].verdict, TapVerdict::holds) << describe(t);
+    EXPECT_EQ(t.taps[0].shape, (std::vector<int>{2, 2}));
+    EXPECT_EQ(t.taps[1].verdict, TapVerdict::holds) << describe(t);  // real tokens keep their position ids
+    EXPECT_EQ(t.taps[2].verdict, TapVerdict::violated) << describe(t);
+    EXPECT_EQ(t.first_breaking, 2);
+}
+
 TEST(TapTrace, DeclaredDimsNeedNoProbeAndABadDeclarationIsNotComparable) {
     const Signature s = one_tensor_signature_of(2, 1, 8);
     int calls = 0;
