@@ -23,6 +23,14 @@ std::size_t flat(const std::vector<int>& where, const std::vector<int>& shape) {
     return e;
 }
 
+// The row-major successor of a multi-index in a tensor of this shape (the last dim fastest).
+void advance(std::vector<int>& where, const std::vector<int>& shape) {
+    for (std::size_t k = shape.size(); k-- > 0;) {
+        if (++where[k] < shape[k]) return;
+        where[k] = 0;
+    }
+}
+
 // The slots of a padded axis: which are pads, and where each real position went.
 struct SlotMap {
     std::vector<bool> pad;
@@ -41,9 +49,8 @@ struct SlotMap {
 Tensor padded_input(const TensorSpec& spec, const Tensor& x, const Tensor& filler, const Pads& p, const SlotMap& m) {
     const test_only::HarnessBug bug = test_only::planted_harness_bug();
     Tensor out = filler;
-    std::vector<int> src(spec.dims.size());
-    for (std::size_t e = 0; e < out.values.size(); ++e) {
-        const std::vector<int> where = position_of(e, out.shape);
+    std::vector<int> src(spec.dims.size()), where(out.shape.size(), 0);
+    for (std::size_t e = 0; e < out.values.size(); advance(where, out.shape), ++e) {
         bool at_pad = false;
         int slot = 0;
         for (std::size_t k = 0; k < spec.dims.size(); ++k) {
@@ -74,9 +81,8 @@ Tensor unpadded(const TensorSpec& spec, const Tensor& answer, const Pads& p, con
     for (std::size_t k = 0; k < spec.dims.size(); ++k)
         if (spec.dims[k].axis == p.axis) out.shape[k] = static_cast<int>(m.slot_of.size());
     out.values.resize(out.size());
-    std::vector<int> src(spec.dims.size());
-    for (std::size_t e = 0; e < out.values.size(); ++e) {
-        const std::vector<int> where = position_of(e, out.shape);
+    std::vector<int> src(spec.dims.size()), where(out.shape.size(), 0);
+    for (std::size_t e = 0; e < out.values.size(); advance(where, out.shape), ++e) {
         for (std::size_t k = 0; k < spec.dims.size(); ++k)
             src[k] = spec.dims[k].axis == p.axis ? m.slot_of[static_cast<std::size_t>(where[k])] : where[k];
         out.values[e] = answer.values[flat(src, answer.shape)];
