@@ -6,7 +6,8 @@
 # shape and one of the wrong dtype are errors (exit 2) that name the problem; --dtype and --train do what they
 # say; the built-in decoder-layer holds (and with a causal mask on its targets is violated). In bfloat16
 # (--dtype bfloat16, or a module saved in bfloat16) the encoder holds and the position embedding is violated with
-# n = 2; float16, which LibTorch 1.13 cannot multiply on CPU, is refused or fails naming why.
+# n = 2; float16, which LibTorch 1.13 cannot multiply on CPU, is refused or fails naming why. Over token ids,
+# position ids and a keep mask, shift and padding are found holding and violated (the smallest c, one pad).
 #   torch_script_audit.sh PERMCHECK
 set -uo pipefail
 permcheck=$1
@@ -85,8 +86,40 @@ class Argmax(nn.Module):  # an integer output
         return x.argmax(-1)
 
 
+def rotate(x: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:  # rotary embedding at the position ids, in x's dtype
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, 8, 2, dtype=x.dtype) / 8))
+    angles = pos.to(x.dtype).unsqueeze(1) * inv_freq.unsqueeze(0)
+    cos, sin = angles.cos(), angles.sin()
+    x1, x2 = x[:, 0::2], x[:, 1::2]
+    return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).reshape(x.shape)
+
+
+class Ids(nn.Module):  # forward(ids, pos, keep): token ids, position ids, attention mask (1 = real), as LMs take them
+    def __init__(self, kind: str):
+        super().__init__()
+        self.kind = kind
+        self.embed = nn.Embedding(50, 8)
+        self.table = nn.Embedding(4096, 8)
+        self.q = nn.Linear(8, 8, bias=False)
+        self.k = nn.Linear(8, 8, bias=False)
+        self.v = nn.Linear(8, 8, bias=False)
+
+    def forward(self, ids, pos, keep):
+        h = self.embed(ids)
+        if self.kind == "learned":
+            h = h + self.table(pos)
+        q, k = self.q(h), self.k(h)
+        if self.kind != "learned":
+            q, k = rotate(q, pos), rotate(k, pos)
+        s = q @ k.transpose(0, 1) / 8 ** 0.5
+        if self.kind != "rope-nomask":
+            s = s.masked_fill(keep.unsqueeze(0) == 0, float("-inf"))
+        return s.softmax(-1) @ self.v(h)
+
+
 out = sys.argv[1]
-for name, module in [("encoder", Encoder()), ("setpool", SetPool()), ("posembed", PosEmbed()), ("dropout", Dropout()),
+for name, module in [("rope", Ids("rope")), ("learned", Ids("learned")), ("ropenomask", Ids("rope-nomask")),
+                     ("encoder", Encoder()), ("setpool", SetPool()), ("posembed", PosEmbed()), ("dropout", Dropout()),
                      ("argmax", Argmax()), ("summix", SumMix()), ("summixleak", SumMixLeak()),
                      ("lowoutput", LowOutput())]:
     torch.jit.script(module).save(f"{out}/{name}.pt")
@@ -125,6 +158,25 @@ says posembed out "replay: permcheck audit-torch posembed.pt --axis n=1..8 --inp
 n=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["counterexample"]["lengths"]["n"])' \
     "$work/report/report.json") || fail "posembed: report.json has no counterexample.lengths.n"
 [[ $n == 2 ]] || fail "posembed: the shrunk counterexample has n = $n, expected 2"
+
+# Position-aware properties of a TorchScript file with token ids, position ids and a keep mask (int64 tensors):
+# RoPE at the ids is relative (shift holds, in float32 at the default offsets) and hides its pads; a learned
+# position table is violated at one token shifted by 1; attention over the pads is violated with one pad.
+ids=(--axis n=1..8 --input ids:n:token=50 --input pos:n:position --input keep:n:mask=keep --output y:n,8)
+run 0 rope_shift rope.pt "${ids[@]}" --property shift --cases 60
+says rope_shift out "holds after 60 cases"
+run 0 rope_padding rope.pt "${ids[@]}" --property padding --cases 60
+run 1 learned_shift learned.pt "${ids[@]}" --property shift --cases 60 --report "$work/shift"
+c=$(/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["counterexample"]; print(d["shift"], d["lengths"]["n"])' \
+    "$work/shift/report.json") || fail "learned_shift: report.json has no counterexample"
+[[ $c == "1 1" ]] || fail "learned_shift: shrunk to c, n = $c, expected 1 1"
+says learned_shift out "--property shift"
+run 1 nomask_padding ropenomask.pt "${ids[@]}" --property padding --cases 60 --report "$work/pads"
+k=$(/usr/bin/python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["counterexample"]["pads"]["slots"]))' \
+    "$work/pads/report.json") || fail "nomask_padding: report.json has no pads"
+[[ $k == 1 ]] || fail "nomask_padding: shrunk to $k pads, expected 1"
+run 0 rope_profile rope.pt "${ids[@]}" --profile --cases 30 --report "$work/profile"
+[[ -f $work/profile/profile.json ]] || fail "rope_profile: no profile.json"
 
 # Half precision (issue 13, item 5; proofs-notes/half-precision-tolerance.md): the module and its inputs in
 # bfloat16, judged with the bfloat16 tolerance, named in the header, report.json and the replay line.
