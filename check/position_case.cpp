@@ -332,6 +332,42 @@ rc::Shrinkable<SignatureCase> shrinkable_position_case(const std::shared_ptr<con
     return shrinkable_signature_case(s, std::move(c));
 }
 
+std::map<std::string, std::vector<bool>> padded_slots(const Signature& s, const Tensors& inputs) {
+    std::map<std::string, std::vector<bool>> out;
+    for (const TensorSpec& t : s.inputs) {
+        if (!is_mask(t.kind)) continue;
+        std::size_t k = 0, axes = 0;
+        for (std::size_t d = 0; d < t.dims.size(); ++d)
+            if (t.dims[d].is_axis()) k = d, ++axes;
+        if (axes != 1) continue;
+        const Tensor& m = inputs.at(t.name);
+        const auto [outer, inner] = outer_inner(m.shape, k);
+        const auto len = static_cast<std::size_t>(m.shape[k]);
+        std::vector<bool> pads(len, true);
+        for (std::size_t o = 0; o < outer; ++o)
+            for (std::size_t j = 0; j < len; ++j)
+                for (std::size_t i = 0; i < inner; ++i) {
+                    const double v = m.values[(o * len + j) * inner + i];
+                    if ((t.kind == TensorKind::mask) != (v != 0.0)) pads[j] = false;
+                }
+        std::vector<bool>& slots = out[t.dims[k].axis];
+        if (slots.size() != len) slots.assign(len, false);
+        for (std::size_t j = 0; j < len; ++j) slots[j] = slots[j] || pads[j];
+    }
+    return out;
+}
+
+bool at_padded_slot(const TensorSpec& output, const std::vector<int>& where,
+                    const std::map<std::string, std::vector<bool>>& padded) {
+    for (std::size_t k = 0; k < output.dims.size() && k < where.size(); ++k) {
+        const auto it = padded.find(output.dims[k].axis);
+        if (it != padded.end() && static_cast<std::size_t>(where[k]) < it->second.size() &&
+            it->second[static_cast<std::size_t>(where[k])])
+            return true;
+    }
+    return false;
+}
+
 double largest_position(const Signature& s, const Tensors& inputs) {
     double m = 0.0;
     for (const TensorSpec& t : s.inputs)

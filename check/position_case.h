@@ -17,6 +17,7 @@
 #include "check/signature_case.h"
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -60,6 +61,13 @@ std::vector<Lengths> property_lengths(const Signature& s, Property p, const std:
 // real positions, simpler values).
 rc::Shrinkable<SignatureCase> shrinkable_position_case(const std::shared_ptr<const Signature>& s, Property p,
                                                        SignatureCase c);
+
+// Per axis, which of its slots a mask pads: slot j of axis a is padded when some mask input with a single axis dim
+// a pads every one of its entries at j. Axes no such mask lies along are absent.
+std::map<std::string, std::vector<bool>> padded_slots(const Signature& s, const Tensors& inputs);
+// Whether entry `where` of an output lies at a padded slot along one of its axis dims.
+bool at_padded_slot(const TensorSpec& output, const std::vector<int>& where,
+                    const std::map<std::string, std::vector<bool>>& padded);
 
 // The largest |position id| among the inputs (0 without a position input), for the tolerance of rotary angles
 // (proofs-notes/position-aware-audits.md).

@@ -191,8 +191,8 @@ public:
             ob.outputs.push_back(compared(spec.name, lhs, rhs.back(), lengths, a.inputs_magnitude, t, a.positions));
             if (has_positions_) note_undecided(ob.outputs.back(), lhs, rhs.back(), t);
         }
-        std::string where = non_finite(a.y, "L(x)");
-        if (where.empty()) where = non_finite(a.lhs, side_name());
+        std::string where = non_finite(a.y, "L(x)", c.inputs);
+        if (where.empty()) where = non_finite(a.lhs, side_name(), property_ == Property::padding ? c.inputs : a.px);
         const bool holds = std::all_of(ob.outputs.begin(), ob.outputs.end(), [](const OutputComparison& o) { return o.holds; });
         if (holds && where.empty()) return ob;  // pass: nothing kept
         ob.outcome = where.empty() ? Outcome::violated : Outcome::non_finite;
@@ -311,7 +311,9 @@ private:
         a.positions = std::max(largest_position(*s_, c.inputs), largest_position(*s_, a.px));
         largest_shift = std::max(largest_shift, c.shift);
     }
-    std::string non_finite(const Tensors& answer, const char* side) const;
+    // Where the first non-finite entry of an answer to `inputs` is, or empty. An entry at a slot the inputs' masks
+    // pad is not counted (a padded query that sees no key is NaN in common model code; it is still compared).
+    std::string non_finite(const Tensors& answer, const char* side, const Tensors& inputs) const;
 
     // The answers to case c from the batched items got[i..] (L(x), L(x) again when repeated, L(P x)).
     Answers answers_of(const Case& c, std::vector<BatchAnswer<Tensors>>& got, std::size_t i, bool repeat, Tensors px) {
@@ -445,12 +447,14 @@ std::optional<SignatureObservation> SignatureEvaluator::differ(const Lengths& le
     return ob;
 }
 
-// Where the first non-finite entry of an answer is, or empty.
-std::string SignatureEvaluator::non_finite(const Tensors& answer, const char* side) const {
+std::string SignatureEvaluator::non_finite(const Tensors& answer, const char* side, const Tensors& inputs) const {
+    std::optional<std::map<std::string, std::vector<bool>>> padded;  // found at the first non-finite entry
     for (const TensorSpec& spec : s_->outputs) {
         const Tensor& t = answer.at(spec.name);
         for (std::size_t e = 0; e < t.values.size(); ++e)
             if (!std::isfinite(t.values[e])) {
+                if (!padded) padded = padded_slots(*s_, inputs);
+                if (at_padded_slot(spec, position_of(e, t.shape), *padded)) continue;
                 std::string m = side;
                 m += " has a non-finite entry (" + short_number(t.values[e]) + ")" +
                      (s_->one_tensor ? std::string() : " in output " + spec.name) + " at " +

@@ -243,6 +243,50 @@ TEST(PositionAudit, AToleranceAsLargeAsTheOutputsIsUndecidedNeverHolds) {
     EXPECT_EQ(audit(tiny, lm_signature(false, 64), o).verdict, Verdict::holds);
 }
 
+// Causal attention by position id, its masked scores at -inf as common model code writes them: a pad query whose
+// only visible keys are pads answers NaN. Outputs at padded slots are not the model's answers, so a NaN there is
+// no non-finite verdict (both sides are still compared, NaN against NaN agreeing): the audit holds for every
+// property, while a NaN at a real token is still found.
+NamedBlackBox causal_by_ids(bool nan_at_real_tokens) {
+    return [nan_at_real_tokens](const Tensors& in) {
+        const std::vector<double>& ids = in.at("ids").values;
+        const std::vector<double>& pos = in.at("pos").values;
+        const std::vector<double>& keep = in.at("keep").values;
+        const auto n = ids.size();
+        std::vector<double> y(3 * n, 0.0);
+        for (std::size_t i = 0; i < n; ++i) {
+            double total = 0;
+            for (std::size_t j = 0; j < n; ++j) {
+                if (keep[j] == 0 || pos[j] > pos[i]) continue;  // exp(-inf) = 0
+                const double w = std::exp(-0.3 * (pos[i] - pos[j]));
+                for (std::size_t f = 0; f < 3; ++f) y[3 * i + f] += w * embed(ids[j])[f];
+                total += w;
+            }
+            for (std::size_t f = 0; f < 3; ++f) y[3 * i + f] /= total;  // 0 / 0 = NaN when no key is visible
+            if (nan_at_real_tokens && keep[i] != 0 && ids[i] == 3) y[3 * i] = std::nan("");
+        }
+        return Tensors{{"y", Tensor{{static_cast<int>(n), 3}, y}}};
+    };
+}
+
+TEST(PositionAudit, NaNAtPaddedSlotsIsNoVerdictButNaNAtARealTokenIs) {
+    const Signature s = lm_signature();
+    int nan_seen = 0;
+    const NamedBlackBox counted = [&nan_seen](const Tensors& in) {
+        Tensors out = causal_by_ids(false)(in);
+        nan_seen += std::any_of(out.at("y").values.begin(), out.at("y").values.end(), [](double v) { return std::isnan(v); });
+        return out;
+    };
+    for (std::optional<Property> p : {std::optional<Property>{}, std::optional<Property>{Property::shift},
+                                      std::optional<Property>{Property::padding}}) {
+        const AuditResult r = audit(counted, s, with(p));
+        EXPECT_EQ(r.verdict, Verdict::holds) << finding(r, s);
+    }
+    EXPECT_GT(nan_seen, 0) << "no case made a padded query see no key: the test tests nothing";
+    const AuditResult r = audit(causal_by_ids(true), s, with(std::nullopt));
+    EXPECT_EQ(r.verdict, Verdict::non_finite) << finding(r, s);
+}
+
 // The harness checks itself: each planted bug makes a layer that holds fail.
 struct PlantedBug {
     test_only::HarnessBug bug;
