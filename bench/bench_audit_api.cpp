@@ -174,21 +174,22 @@ permcheck::AuditOptions signature_options() {
 // MAX) without repeated evaluations, so that a passing case is exactly two calls; the floor, two calls of the
 // callable per case, L(x) and L(P x), on the very inputs the audit sends. Counters: time_s and floor_s per case,
 // ratio, target (issue 12: 1.2).
-void BM_SignatureAudit(benchmark::State& state) {
+// The audit of `layer` against the two calls a case must make on `inputs` (each case's x and its transformed x),
+// interleaved in every iteration.
+void against_floor(benchmark::State& state, const permcheck::NamedBlackBox& layer, const permcheck::Signature& s,
+                   const permcheck::AuditOptions& o,
+                   const std::vector<std::pair<permcheck::Tensors, permcheck::Tensors>>& inputs) {
     using Clock = std::chrono::steady_clock;
-    const SignatureSubject s = subject(static_cast<int>(state.range(0)));
-    const permcheck::AuditOptions o = signature_options();
-    const auto inputs = audited_inputs(s.signature, o);
     double work = 0, floor = 0;
     for (auto _ : state) {
         const auto t0 = Clock::now();
-        const permcheck::AuditResult r = permcheck::audit(s.layer, s.signature, o);
+        const permcheck::AuditResult r = permcheck::audit(layer, s, o);
         const auto t1 = Clock::now();
         if (r.verdict != permcheck::Verdict::holds || r.evaluations != 2 * o.cases)
             state.SkipWithError("the audited layer did not hold in two calls a case");
         for (const auto& [x, px] : inputs) {
-            benchmark::DoNotOptimize(s.layer(x));
-            benchmark::DoNotOptimize(s.layer(px));
+            benchmark::DoNotOptimize(layer(x));
+            benchmark::DoNotOptimize(layer(px));
         }
         const auto t2 = Clock::now();
         work += std::chrono::duration<double>(t1 - t0).count();
@@ -200,6 +201,12 @@ void BM_SignatureAudit(benchmark::State& state) {
     state.counters["floor_s"] = floor / cases;
     state.counters["ratio"] = floor > 0 ? work / floor : 0.0;
     state.counters["target"] = 1.2;
+}
+
+void BM_SignatureAudit(benchmark::State& state) {
+    const SignatureSubject s = subject(static_cast<int>(state.range(0)));
+    const permcheck::AuditOptions o = signature_options();
+    against_floor(state, s.layer, s.signature, o, audited_inputs(s.signature, o));
 }
 // subject: 0 cross-attention (n = m = 64, d = 64), 1 message passing (64 nodes, 256 edges, d = 64, 64 edge
 // features), 2 the same with 8 edge features.
@@ -255,33 +262,10 @@ std::vector<std::pair<permcheck::Tensors, permcheck::Tensors>> position_inputs(c
 // As BM_SignatureAudit: the audit of 50 cases without repeated evaluations against two calls a case on the inputs
 // it sends, interleaved. Counters: time_s, floor_s, ratio, target (issue 22: 1.2).
 void BM_PositionAudit(benchmark::State& state) {
-    using Clock = std::chrono::steady_clock;
     const int which = static_cast<int>(state.range(0));
     const permcheck::Signature s = position_signature(which);
-    const permcheck::NamedBlackBox layer = token_attention_box();
     const permcheck::AuditOptions o = position_options(which);
-    const auto inputs = position_inputs(s, o);
-    double work = 0, floor = 0;
-    for (auto _ : state) {
-        const auto t0 = Clock::now();
-        const permcheck::AuditResult r = permcheck::audit(layer, s, o);
-        const auto t1 = Clock::now();
-        if (r.verdict != permcheck::Verdict::holds || r.evaluations != 2 * o.cases)
-            state.SkipWithError("the audited layer did not hold in two calls a case");
-        for (const auto& [x, px] : inputs) {
-            benchmark::DoNotOptimize(layer(x));
-            benchmark::DoNotOptimize(layer(px));
-        }
-        const auto t2 = Clock::now();
-        work += std::chrono::duration<double>(t1 - t0).count();
-        floor += std::chrono::duration<double>(t2 - t1).count();
-        state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
-    }
-    const double cases = static_cast<double>(state.iterations()) * o.cases;
-    state.counters["time_s"] = work / cases;
-    state.counters["floor_s"] = floor / cases;
-    state.counters["ratio"] = floor > 0 ? work / floor : 0.0;
-    state.counters["target"] = 1.2;
+    against_floor(state, token_attention_box(), s, o, position_inputs(s, o));
 }
 // property: 0 shift (n = 64), 1 padding (63 tokens, one pad), of RoPE at the position ids with d = 64.
 BENCHMARK(BM_PositionAudit)->Arg(0)->Arg(1)->ArgName("property")->UseManualTime()->Unit(benchmark::kMillisecond);

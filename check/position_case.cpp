@@ -368,6 +368,21 @@ bool at_padded_slot(const TensorSpec& output, const std::vector<int>& where,
     return false;
 }
 
+std::vector<bool> ignored_entries(const Signature& s, Property p, const SignatureCase& c, const TensorSpec& output,
+                                  const std::vector<int>& shape) {
+    if (p != Property::padding || shape.size() != output.dims.size()) return {};
+    const std::map<std::string, std::vector<bool>> padded = padded_slots(s, c.inputs);
+    if (padded.empty()) return {};
+    std::size_t size = 1;
+    for (int k : shape) size *= static_cast<std::size_t>(k);
+    std::vector<bool> out(size, false);
+    std::vector<int> where(shape.size(), 0);
+    bool any = false;
+    for (std::size_t e = 0; e < size; advance(where, shape), ++e) any |= out[e] = at_padded_slot(output, where, padded);
+    if (!any) out.clear();
+    return out;
+}
+
 double largest_position(const Signature& s, const Tensors& inputs) {
     double m = 0.0;
     for (const TensorSpec& t : s.inputs)

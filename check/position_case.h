@@ -69,6 +69,13 @@ std::map<std::string, std::vector<bool>> padded_slots(const Signature& s, const 
 bool at_padded_slot(const TensorSpec& output, const std::vector<int>& where,
                     const std::map<std::string, std::vector<bool>>& padded);
 
+// The entries of an output of case c (of this shape, as compared) that property p leaves out of the comparison:
+// for padding, those at slots that x's own masks pad (they are no real tokens, and a padded query's answer may
+// change with the pads, as a query that sees no key attends uniformly over every slot when its scores are set to
+// the lowest float); none (empty) otherwise.
+std::vector<bool> ignored_entries(const Signature& s, Property p, const SignatureCase& c, const TensorSpec& output,
+                                  const std::vector<int>& shape);
+
 // The largest |position id| among the inputs (0 without a position input), for the tolerance of rotary angles
 // (proofs-notes/position-aware-audits.md).
 double largest_position(const Signature& s, const Tensors& inputs);

@@ -188,7 +188,8 @@ public:
         for (const TensorSpec& spec : s_->outputs) {
             const Tensor& lhs = a.lhs.at(spec.name);
             rhs.push_back(expected_output(spec, property_, c, a.y.at(spec.name)));
-            ob.outputs.push_back(compared(spec.name, lhs, rhs.back(), lengths, a.inputs_magnitude, t, a.positions));
+            ob.outputs.push_back(compared(spec.name, lhs, rhs.back(), lengths, a.inputs_magnitude, t, a.positions,
+                                          ignored_entries(*s_, property_, c, spec, lhs.shape)));
             if (has_positions_) note_undecided(ob.outputs.back(), lhs, rhs.back(), t);
         }
         std::string where = non_finite(a.y, "L(x)", c.inputs);
@@ -349,9 +350,10 @@ private:
     // a against b, with the tolerance at these lengths for the magnitude of the inputs and of both sides and the
     // largest position id.
     OutputComparison compared(const std::string& name, const Tensor& a, const Tensor& b, const Lengths& lengths,
-                              double inputs_magnitude, const ToleranceModel& t, double positions) const {
+                              double inputs_magnitude, const ToleranceModel& t, double positions,
+                              const std::vector<bool>& ignored = {}) const {
         const double m = finite_max_abs(b.values, finite_max_abs(a.values, inputs_magnitude));
-        return compare_tensors(name, a, b, signature_tolerance(t, lengths, widest_, m, positions));
+        return compare_tensors(name, a, b, signature_tolerance(t, lengths, widest_, m, positions), ignored);
     }
 
     const BatchedNamedBlackBox& box_;
@@ -575,11 +577,10 @@ AuditResult audit(const std::vector<NamedBlackBox>& layers, const Signature& sig
     return audit(boxes, signature, opts);
 }
 
-namespace {
-
 // The options a signature audit reads, the lengths its axes give (the fields they replace are not the caller's to
 // get wrong): the one-tensor form's n with the shorthand's bounds, and its long_len.
-void validate_for(const Signature& s, const AuditOptions& given) {
+void validate_audit(const Signature& s, const AuditOptions& given) {
+    validate(s);
     const Property p = audited_property(s, given);
     if (p == Property::shift || p == Property::padding) validate_property(s, p, given.padding_axis);
     else if (!given.padding_axis.empty() || given.padding != PadPlacement::any)
@@ -592,6 +593,8 @@ void validate_for(const Signature& s, const AuditOptions& given) {
     if (!s.one_tensor) checked.long_len = defaults.long_len;
     validate(checked);
 }
+
+namespace {
 
 // Each case's lengths: the one-tensor form's schedule (check/lengths.h, one case in ten long), or
 // signature_lengths (every length, for shift and padding, and the padded axis one short of its MAX: room for a pad).
@@ -636,8 +639,7 @@ void cover(AuditResult& r, const Signature& s, const std::vector<Lengths>& lengt
 }  // namespace
 
 AuditResult audit(const std::vector<BatchedNamedBlackBox>& layers, const Signature& signature, const AuditOptions& given) {
-    validate(signature);
-    validate_for(signature, given);
+    validate_audit(signature, given);
     if (layers.empty()) throw std::invalid_argument("an audit needs at least one black box");
     const auto shared = std::make_shared<const Signature>(signature);
     const std::vector<Lengths> lengths = case_lengths(*shared, given);

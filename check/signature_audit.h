@@ -26,6 +26,11 @@ AuditResult audit(const std::vector<NamedBlackBox>& layers, const Signature& sig
 // The same with batched sides, as for BatchedBlackBox.
 AuditResult audit(const std::vector<BatchedNamedBlackBox>& layers, const Signature& signature, const AuditOptions& opts);
 
+// Throws std::invalid_argument, as audit() does before it asks the layer anything, when the signature is bad or the
+// options do not fit it (a property it cannot take, --padding without padding): callers that start adapters call it
+// first.
+void validate_audit(const Signature& signature, const AuditOptions& opts);
+
 // A saved case (its lengths, permutations and inputs x, e.g. read back from report.json) evaluated again through
 // `layer` and judged as the audit judges a case, with the tolerance of opts.dtype (required: float32, float64,
 // float16 or bfloat16) and opts.amplification: L(x) and L(P x), every output compared. With `twice` (the saved

@@ -96,6 +96,8 @@ std::string short_number(double v);
 // a against b entry by entry, as check/compare.h's compare does (non-finite entries equal only the same value):
 // the largest difference, where it is, and whether it is within `tolerance`; both sides are left out. Shapes that
 // differ make an infinite difference (shape_mismatch). The signature audit's comparison, also the taps'.
-OutputComparison compare_tensors(const std::string& name, const Tensor& a, const Tensor& b, double tolerance);
+// `ignored`: entries (flat, row-major) left out of the comparison, none when empty.
+OutputComparison compare_tensors(const std::string& name, const Tensor& a, const Tensor& b, double tolerance,
+                                 const std::vector<bool>& ignored = {});
 
 }  // namespace permcheck

@@ -143,7 +143,7 @@ bool all_finite(const std::vector<double>& values) {
 TapComparison judge_tap(const std::string& name, const Tensor& at_x, const Tensor& at_px,
                         const std::vector<std::string>& axes, const Permutations& perms, const Lengths& lengths,
                         int widest_fixed, double inputs_magnitude, Arithmetic dtype, double amplification,
-                        double positions) {
+                        double positions, const std::vector<bool>& ignored) {
     TapComparison c{name, at_x.shape, axes, TapVerdict::holds, 0.0, 0.0, ""};
     if (at_x.shape != at_px.shape) {
         c.verdict = TapVerdict::not_comparable;
@@ -160,7 +160,8 @@ TapComparison judge_tap(const std::string& name, const Tensor& at_x, const Tenso
     const Tensor rhs = permute_output(spec, perms, at_x);
     const ToleranceModel model = tolerance_model(dtype, amplification);
     const double m = finite_max_abs(rhs.values, finite_max_abs(at_px.values, inputs_magnitude));
-    const OutputComparison o = compare_tensors(name, at_px, rhs, signature_tolerance(model, lengths, widest, m, positions));
+    const OutputComparison o =
+        compare_tensors(name, at_px, rhs, signature_tolerance(model, lengths, widest, m, positions), ignored);
     c.max_abs_diff = o.max_abs_diff;
     c.tolerance = o.tolerance;
     if (!all_finite(at_x.values) || !all_finite(at_px.values)) {
@@ -278,13 +279,18 @@ struct TapCase {
     double positions = 0.0;
 };
 
+// A tap as an output of these axes.
+TensorSpec tap_spec(const std::vector<std::string>& axes) {
+    TensorSpec spec{"tap", {}, TensorKind::real, ""};
+    for (std::size_t d = 0; d < axes.size(); ++d) spec.dims.push_back(Dim{axes[d], 0});
+    return spec;
+}
+
 // The tap at the transformed inputs as it is compared with T(x): at the real positions of a padded case along the
 // dims that follow the padded axis.
 Tensor compared_tap(const TapCase& k, const std::vector<std::string>& axes, const Tensor& at_transformed) {
     if (k.property != Property::padding) return at_transformed;
-    TensorSpec spec{"tap", {}, TensorKind::real, ""};
-    for (std::size_t d = 0; d < axes.size(); ++d) spec.dims.push_back(Dim{axes[d], 0});
-    return compared_output(spec, k.property, k.c, at_transformed);
+    return compared_output(tap_spec(axes), k.property, k.c, at_transformed);
 }
 
 TapTrace trace(const TapSource& source, const Signature& s, const TapCase& k, Arithmetic dtype, double amplification) {
@@ -319,7 +325,8 @@ TapTrace trace(const TapSource& source, const Signature& s, const TapCase& k, Ar
         try {
             const std::vector<std::string> axes = axes_of(t, k.c.lengths, probes);
             trace.taps.push_back(judge_tap(t.name, t.value, compared_tap(k, axes, other->second->value), axes, k.c.perms,
-                                           k.lengths, widest_fixed_size(s), magnitude, dtype, amplification, k.positions));
+                                           k.lengths, widest_fixed_size(s), magnitude, dtype, amplification, k.positions,
+                                           ignored_entries(s, k.property, k.c, tap_spec(axes), t.value.shape)));
         } catch (const std::invalid_argument& e) {
             trace.taps.push_back(not_comparable(t, std::string("which dims follow which axis cannot be told: ") + e.what()));
         }

@@ -82,11 +82,12 @@ std::vector<std::string> tap_axes(const std::vector<int>& shape, const Lengths& 
 // signature would get (check/compare.h's float_tolerance over every axis's length plus the widest fixed size,
 // the tap's included; the magnitude of both sides and `inputs_magnitude`), its model tolerance_model(dtype,
 // amplification): the audit's dtype, half precisions included (exact: zero tolerance). `positions`: the largest
-// |position id| of the case, whose rounding in rotary angles the tolerance allows for (as an output's).
+// |position id| of the case, whose rounding in rotary angles the tolerance allows for (as an output's); `ignored`:
+// entries left out (a padding case's entries at slots x's own masks pad, as for an output).
 TapComparison judge_tap(const std::string& name, const Tensor& at_x, const Tensor& at_px,
                         const std::vector<std::string>& axes, const Permutations& perms, const Lengths& lengths,
                         int widest_fixed, double inputs_magnitude, Arithmetic dtype, double amplification,
-                        double positions = 0.0);
+                        double positions = 0.0, const std::vector<bool>& ignored = {});
 
 // The whole trace of a counterexample (lengths, perms, inputs x of signature s): the taps at x and at P x, then
 // one probe per axis that some tap's undeclared dims need, every tap judged in the order of x's answer. Failures

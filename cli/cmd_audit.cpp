@@ -218,6 +218,7 @@ int run_audit(const AuditRequest& q) {
     try {
         form = form_of(q);
         opts = options_of(q, form);
+        if (!q.flags.profile) validate_audit(form.signature, opts);  // before any adapter starts
     } catch (const std::invalid_argument& e) {
         std::cerr << program << ": " << e.what() << "\n";
         return finish(program, q.flags, record_of(q, form, error_result(e.what()), 0.0), 2);

@@ -198,6 +198,7 @@ int run(Request q) {
     Plan p;
     try {
         p = plan_of(q);
+        if (!q.flags.profile) validate_audit(*p.signature, audit_options(q.flags));  // before the module loads
     } catch (const std::invalid_argument& e) {
         std::cerr << kProgram << ": " << e.what() << "\n";
         return finish(kProgram, q.flags, record_of(q, plan_or_default(q), error_result(e.what()), 0.0), 2);

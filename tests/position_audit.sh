@@ -52,6 +52,13 @@ grep -q "embed .* holds" "$work/out.txt" || { cat "$work/out.txt"; fail "rope-no
 expect 2 rope --padding left                 # --padding without --property padding
 expect 2 rope --property reversal
 expect 2 rope --profile --property shift
+# A property the signature cannot take is refused before the adapter starts.
+set +e
+"$permcheck" audit --exec "touch $work/started" "${sig[@]}" --property shift --padding-axis n > "$work/out.txt" 2>&1
+got=$?
+set -e
+[ "$got" = 2 ] || { cat "$work/out.txt"; fail "--padding-axis with shift exited $got, expected 2"; }
+[ ! -e "$work/started" ] || fail "the adapter was started for options the audit refuses"
 
 # The profile: every row to a verdict, exit 0; one report directory a row and profile.json.
 rm -rf "$work/profile"

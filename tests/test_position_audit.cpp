@@ -287,6 +287,43 @@ TEST(PositionAudit, NaNAtPaddedSlotsIsNoVerdictButNaNAtARealTokenIs) {
     EXPECT_EQ(r.verdict, Verdict::non_finite) << finding(r, s);
 }
 
+// Causal attention by slot index with its masked scores at the lowest float, as common model code writes it: a
+// query that sees no kept key attends uniformly over every slot up to its own, pads included, so the answer at a
+// slot x's own mask pads changes when pads are inserted. Those slots are no real tokens: padding holds, while a
+// leak into the real tokens (the mean over every slot) is still found.
+NamedBlackBox causal_lowest_float(bool leak) {
+    return [leak](const Tensors& in) {
+        const std::vector<double>& ids = in.at("ids").values;
+        const std::vector<double>& keep = in.at("keep").values;
+        const auto n = ids.size();
+        std::vector<double> y(3 * n, 0.0);
+        for (std::size_t i = 0; i < n; ++i) {
+            bool sees = false;
+            for (std::size_t j = 0; j <= i; ++j) sees = sees || keep[j] != 0;
+            double total = 0;
+            for (std::size_t j = 0; j <= i; ++j) {
+                if (sees && keep[j] == 0 && !leak) continue;
+                for (std::size_t f = 0; f < 3; ++f) y[3 * i + f] += embed(ids[j])[f];
+                total += 1;
+            }
+            for (std::size_t f = 0; f < 3; ++f) y[3 * i + f] /= total;
+        }
+        return Tensors{{"y", Tensor{{static_cast<int>(n), 3}, y}}};
+    };
+}
+
+TEST(PositionAudit, PaddingComparesTheRealTokensNotTheSlotsXsOwnMaskPads) {
+    const Signature s = lm_signature();
+    for (PadPlacement where : {PadPlacement::left, PadPlacement::right, PadPlacement::any}) {
+        AuditOptions o = with(Property::padding);
+        o.padding = where;
+        const AuditResult holds = audit(causal_lowest_float(false), s, o);
+        EXPECT_EQ(holds.verdict, Verdict::holds) << finding(holds, s);
+    }
+    const AuditResult leaks = audit(causal_lowest_float(true), s, with(Property::padding));
+    EXPECT_EQ(leaks.verdict, Verdict::violated) << finding(leaks, s);
+}
+
 // The harness checks itself: each planted bug makes a layer that holds fail.
 struct PlantedBug {
     test_only::HarnessBug bug;
