@@ -71,11 +71,15 @@ int parse_batch_announcement(std::string_view line) {
     const nlohmann::json j = answer_object(line);
     const auto k = j.find("batch");
     if (k == j.end()) return 0;
-    if (!k->is_number_integer() || k->get<std::int64_t>() < 1 || k->get<std::int64_t>() > INT32_MAX)
+    // Any integer >= 1 (an unsigned one past INT64_MAX too); batches are capped by the caller, so a larger one than
+    // an int holds means "as many as you like".
+    const bool integer = k->is_number_integer();
+    if (!integer || (k->is_number_unsigned() ? k->get<std::uint64_t>() < 1 : k->get<std::int64_t>() < 1))
         throw std::invalid_argument("\"batch\" in an answer is " + (k->is_number() ? k->dump() : std::string(k->type_name())) +
                                     "; expected an integer >= 1, the most cases one request may hold (README, "
                                     "\"Batched requests\")");
-    return static_cast<int>(k->get<std::int64_t>());
+    if (k->is_number_unsigned()) return static_cast<int>(std::min<std::uint64_t>(k->get<std::uint64_t>(), INT32_MAX));
+    return static_cast<int>(std::min<std::int64_t>(k->get<std::int64_t>(), INT32_MAX));
 }
 
 std::map<std::string, int> batch_dims_of(const Signature& s) {
@@ -322,7 +326,9 @@ StackedResponse parse_stacked_response(std::string_view line, const std::vector<
         r.error = original_text(r.error, lifted.lifted);
         return r;
     }
-    if (j.contains("batch")) {
+    // A "batch" array is the answer item by item; an integer is the announcement, which an adapter may repeat in
+    // every answer.
+    if (const auto b = j.find("batch"); b != j.end() && b->is_array()) {
         r.item_lines = item_lines(answer_object(line, kBatchAnswer), line, count, r.id);  // the line as it came
         return r;
     }

@@ -23,6 +23,21 @@ const char* tap_verdict_name(TapVerdict v) {
     return "?";
 }
 
+std::string printable_tap_name(const std::string& name) {
+    std::string out;
+    for (unsigned char ch : name) {
+        if (ch == '\n') out += "\\n";
+        else if (ch == '\t') out += "\\t";
+        else if (ch < 0x20 || ch == 0x7f) {
+            static const char* hex = "0123456789abcdef";
+            out += "\\x";
+            out += hex[ch >> 4];
+            out += hex[ch & 15];
+        } else out += static_cast<char>(ch);
+    }
+    return out;
+}
+
 std::string first_break_sentence(const TapTrace& t) {
     if (t.taps.empty()) return "no taps: " + (t.note.empty() ? std::string("the adapter answered none") : t.note);
     const std::size_t before = t.first_breaking < 0 ? t.taps.size() : static_cast<std::size_t>(t.first_breaking);
@@ -35,7 +50,7 @@ std::string first_break_sentence(const TapTrace& t) {
                (unjudged == 0 ? std::string(", every one holds") : ", every one holds" + except) +
                "): the symmetry breaks in the layer's own code, outside its submodules";
     const TapComparison& c = t.taps[before];
-    std::string s = "symmetry first breaks at " + c.name + " (tap " + std::to_string(before + 1) + " of " +
+    std::string s = "symmetry first breaks at " + printable_tap_name(c.name) + " (tap " + std::to_string(before + 1) + " of " +
                     std::to_string(t.taps.size()) + ")";
     if (c.verdict == TapVerdict::non_finite) s += ", which is non-finite";
     if (before == 0) return s + "; it is the first tap";
@@ -84,13 +99,13 @@ std::string describe(const TapTrace& t) {
         s << "  taps of the counterexample, in the order the submodules finished (axes: the axis each dim follows):\n";
         std::size_t name_width = 0, shape_width = 0;
         for (const TapComparison& c : t.taps) {
-            name_width = std::max(name_width, c.name.size());
+            name_width = std::max(name_width, printable_tap_name(c.name).size());
             shape_width = std::max(shape_width, shape_text(c.shape).size());
         }
         for (std::size_t k = 0; k < t.taps.size(); ++k) {
             const TapComparison& c = t.taps[k];
             s << (static_cast<int>(k) == t.first_breaking ? "  > " : "    ") << std::setw(3) << k + 1 << "  "
-              << std::left << std::setw(static_cast<int>(name_width)) << c.name << "  "
+              << std::left << std::setw(static_cast<int>(name_width)) << printable_tap_name(c.name) << "  "
               << std::setw(static_cast<int>(shape_width)) << shape_text(c.shape) << "  axes "
               << std::setw(5) << axes_text(c.axes) << std::right << "  " << tap_verdict_name(c.verdict);
             if (c.verdict != TapVerdict::not_comparable)

@@ -66,6 +66,10 @@ struct NoTapsOffered : std::runtime_error {
 // first_break_sentence and the note.
 std::string describe(const TapTrace& t);
 
+// A tap's name with its control characters written as escapes (\n, \t, \xNN): what the terminal and the reports'
+// text show, since an adapter chooses its tap names.
+std::string printable_tap_name(const std::string& name);
+
 // "symmetry first breaks at blocks.1 (tap 2 of 4); every tap before it holds" (with " but 1 that could not be
 // compared" when some could not), or "no tap breaks (4 taps, every one holds): the symmetry breaks in the layer's
 // own code, outside its submodules", or "no taps: NOTE".

@@ -56,10 +56,24 @@ std::string cell(const std::string& text) {
     return out;
 }
 
+// Text outside code as Markdown shows it: HTML's special characters and table bars escaped (an adapter chooses its
+// tap names: "<script>" must read as text).
+std::string md_plain(const std::string& text) {
+    std::string out;
+    for (char ch : text) {
+        if (ch == '<') out += "&lt;";
+        else if (ch == '>') out += "&gt;";
+        else if (ch == '&') out += "&amp;";
+        else if (ch == '|') out += "\\|";
+        else out += ch;
+    }
+    return out;
+}
+
 // The taps in the order the submodules finished, the first breaking one marked.
 std::string taps_section(const TapTrace& t) {
     std::ostringstream s;
-    s << "\n#### Taps: where symmetry first breaks\n\n" << first_break_sentence(t) << ".\n";
+    s << "\n#### Taps: where symmetry first breaks\n\n" << md_plain(first_break_sentence(t)) << ".\n";
     if (t.taps.empty()) return s.str();
     s << "\n| # | tap | shape | axes | verdict | largest difference | tolerance | note |\n"
          "| --- | --- | --- | --- | --- | --- | --- | --- |\n";
@@ -67,12 +81,13 @@ std::string taps_section(const TapTrace& t) {
         const TapComparison& c = t.taps[k];
         const bool first = static_cast<int>(k) == t.first_breaking;
         const std::string shape = where_text(c.shape), axes = axes_text(c.axes);
-        s << "| " << k + 1 << (first ? " ◀ first break" : "") << " | " << md_code(c.name) << " | " << shape << " | "
+        s << "| " << k + 1 << (first ? " ◀ first break" : "") << " | " << md_code(cell(printable_tap_name(c.name)))
+          << " | " << shape << " | "
           << axes << " | " << (c.verdict == TapVerdict::holds ? std::string("holds")
                                            : std::string("**").append(tap_verdict_name(c.verdict)).append("**"))
           << " | " << text(c.max_abs_diff) << " | " << text(c.tolerance) << " | " << cell(c.note) << " |\n";
     }
-    if (!t.note.empty()) s << "\n" << t.note << "\n";
+    if (!t.note.empty()) s << "\n" << md_plain(printable_tap_name(t.note)) << "\n";
     return s.str();
 }
 

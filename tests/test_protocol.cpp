@@ -116,6 +116,9 @@ TEST(ExecProtocol, RequestNumbersRoundTripExactly) {
 TEST(ExecProtocol, BatchAnnouncementIsAnIntegerOfAtLeastOne) {
     EXPECT_EQ(adapters::parse_batch_announcement(R"({"id": 1, "y": [[1]], "batch": 64})"), 64);
     EXPECT_EQ(adapters::parse_batch_announcement(R"({"id": 1, "y": [[1]]})"), 0) << "no announcement";
+    EXPECT_EQ(adapters::parse_batch_announcement(R"({"id": 1, "y": [[1]], "batch": 1099511627776})"), INT32_MAX)
+        << "any integer >= 1: the batch is capped by permcheck";
+    EXPECT_EQ(adapters::parse_batch_announcement(R"({"id": 1, "y": [[1]], "batch": 18446744073709551615})"), INT32_MAX);
     for (const char* bad : {R"({"id": 1, "y": [[1]], "batch": 0})", R"({"id": 1, "y": [[1]], "batch": "8"})",
                             R"({"id": 1, "y": [[1]], "batch": 2.5})", R"({"id": 1, "y": [[1]], "batch": [1]})"}) {
         try {
@@ -240,6 +243,12 @@ TEST(ExecProtocol, AStackedAnswerIsUnstackedOnItsBatchDimOrReadItemByItem) {
                                                         expected, 2, dims);
     EXPECT_EQ(items.item_lines.size(), 2u);
     EXPECT_TRUE(adapters::parse_stacked_response(R"({"id": 3, "error": "oom"})", expected, 3, dims).is_error);
+    // The announcements repeated in a stacked answer, as the docs allow, are no item list.
+    const adapters::StackedResponse repeated = adapters::parse_stacked_response(
+        R"({"id": 3, "outputs": {"y": ")" + y + R"("}, "shapes": {"y": [3, 2, 2]}, "batch": 8, "stacked": true})",
+        expected, 3, dims);
+    ASSERT_EQ(repeated.items.size(), 3u);
+    EXPECT_EQ(repeated.items[2].at("y").values, (std::vector<double>{9, 10, 11, 12}));
     std::vector<double> many(160);  // 40 items: 1,708 base64 characters, read apart from the JSON parser
     for (std::size_t k = 0; k < many.size(); ++k) many[k] = 0.5 * static_cast<double>(k);
     const adapters::StackedResponse big = adapters::parse_stacked_response(

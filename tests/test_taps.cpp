@@ -388,6 +388,20 @@ TEST(TapReport, TheTableIsWrittenReadBackAndMarksTheFirstBreakingTap) {
     EXPECT_NE(html.find("<tr class=\"first-break\"><td>2 &#9664; first break</td><td><code>blocks.1</code>"),
               std::string::npos) << html;
     EXPECT_NE(html.find("symmetry first breaks at blocks.1 (tap 2 of 3); every tap before it holds"), std::string::npos);
+    // Names an adapter chose: no raw HTML, no broken table row, no line break on the terminal.
+    TapTrace hostile;
+    hostile.taps.push_back(TapComparison{"<script>alert(1)</script>", {2}, {"n"}, TapVerdict::violated, 1.0, 1e-15, ""});
+    hostile.taps.push_back(TapComparison{"a|b\nc", {2}, {"n"}, TapVerdict::holds, 0.0, 1e-15, ""});
+    hostile.first_breaking = 0;
+    r.taps = hostile;
+    const std::string hmd = report::to_markdown(r), hhtml = report::to_html(r), terminal = describe(hostile);
+    EXPECT_EQ(hmd.find("at <script>"), std::string::npos) << hmd;  // outside code it is escaped text
+    EXPECT_NE(hmd.find("at &lt;script&gt;alert(1)"), std::string::npos) << hmd;
+    EXPECT_NE(hmd.find("| `<script>alert(1)</script>` |"), std::string::npos) << hmd;  // in code it is shown as code
+    EXPECT_EQ(hhtml.find("<script>alert"), std::string::npos) << hhtml;
+    EXPECT_NE(hmd.find("`a\\|b\\nc`"), std::string::npos) << hmd;
+    EXPECT_EQ(terminal.find("b\nc"), std::string::npos) << terminal;
+    EXPECT_NE(terminal.find("a|b\\nc"), std::string::npos) << terminal;
     nlohmann::json bad = j;
     bad["taps"][0]["verdict"] = "fine";
     EXPECT_THROW(report::from_json(bad), std::invalid_argument);
