@@ -372,14 +372,25 @@ std::vector<bool> ignored_entries(const Signature& s, Property p, const Signatur
                                   const std::vector<int>& shape) {
     if (p != Property::padding || shape.size() != output.dims.size()) return {};
     const std::map<std::string, std::vector<bool>> padded = padded_slots(s, c.inputs);
-    if (padded.empty()) return {};
+    // Per dim, the padded slots of the axis it follows (null for none): no lookup per entry, on a hot path.
+    std::vector<const std::vector<bool>*> along(shape.size(), nullptr);
+    bool any = false;
+    for (std::size_t k = 0; k < shape.size(); ++k)
+        if (const auto it = padded.find(output.dims[k].axis); it != padded.end() && it->second.size() == static_cast<std::size_t>(shape[k])) {
+            along[k] = &it->second;
+            any = any || std::find(it->second.begin(), it->second.end(), true) != it->second.end();
+        }
+    if (!any) return {};
     std::size_t size = 1;
     for (int k : shape) size *= static_cast<std::size_t>(k);
     std::vector<bool> out(size, false);
     std::vector<int> where(shape.size(), 0);
-    bool any = false;
-    for (std::size_t e = 0; e < size; advance(where, shape), ++e) any |= out[e] = at_padded_slot(output, where, padded);
-    if (!any) out.clear();
+    for (std::size_t e = 0; e < size; advance(where, shape), ++e)
+        for (std::size_t k = 0; k < shape.size(); ++k)
+            if (along[k] && (*along[k])[static_cast<std::size_t>(where[k])]) {
+                out[e] = true;
+                break;
+            }
     return out;
 }
 
