@@ -13,6 +13,8 @@
 #include <poll.h>
 #include <spawn.h>
 #include <stdexcept>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -49,9 +51,45 @@ std::string seconds_text(double s) {
 
 ExecAdapter::ExecAdapter(ExecOptions opts) : opts_(std::move(opts)) {
     ignore_sigpipe();
-    if (opts_.command.empty()) throw AdapterError("the adapter command is empty; expected a shell command");
+    if (opts_.command.empty() && opts_.socket_path.empty())
+        throw AdapterError("the adapter command is empty; expected a shell command");
     if (!(opts_.timeout_seconds > 0)) throw AdapterError("the timeout must be positive");
     if (!(opts_.startup_timeout_seconds > 0)) throw AdapterError("the start-up timeout must be positive");
+    if (connected()) connect_socket();
+    else spawn();
+    fcntl(to_child_, F_SETFL, fcntl(to_child_, F_GETFL) | O_NONBLOCK);
+    fcntl(from_child_, F_SETFL, fcntl(from_child_, F_GETFL) | O_NONBLOCK);
+}
+
+void ExecAdapter::connect_socket() {
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    if (opts_.socket_path.size() >= sizeof address.sun_path)
+        throw AdapterError("the socket path " + opts_.socket_path + " is longer than a Unix socket's " +
+                           std::to_string(sizeof address.sun_path - 1) + " bytes");
+    std::memcpy(address.sun_path, opts_.socket_path.data(), opts_.socket_path.size());
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) throw AdapterError(std::string("cannot create a socket: ") + std::strerror(errno));
+    int rc;
+    do {
+        rc = connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address);
+    } while (rc != 0 && errno == EINTR);
+    if (rc != 0) {
+        const int error = errno;
+        close(fd);
+        throw AdapterError("cannot connect to the serving process at " + opts_.socket_path + ": " +
+                           std::strerror(error) + " (is the process that started this audit still running?)");
+    }
+    const int other = fcntl(fd, F_DUPFD_CLOEXEC, 0);  // two descriptors, so that each direction has its own
+    if (other < 0) {
+        close(fd);
+        throw AdapterError(std::string("cannot duplicate a socket: ") + std::strerror(errno));
+    }
+    to_child_ = fd;
+    from_child_ = other;
+}
+
+void ExecAdapter::spawn() {
     int in[2], out[2];
     if (pipe2(in, O_CLOEXEC) != 0) throw AdapterError(std::string("cannot create a pipe: ") + std::strerror(errno));
     if (pipe2(out, O_CLOEXEC) != 0) {
@@ -88,8 +126,6 @@ ExecAdapter::ExecAdapter(ExecOptions opts) : opts_(std::move(opts)) {
     }
     to_child_ = in[1];
     from_child_ = out[0];
-    fcntl(to_child_, F_SETFL, fcntl(to_child_, F_GETFL) | O_NONBLOCK);
-    fcntl(from_child_, F_SETFL, fcntl(from_child_, F_GETFL) | O_NONBLOCK);
 #ifdef F_SETPIPE_SZ
     // Room for a whole batched request (64 KiB by default): pipelined requests (exchange_all) then wait in the
     // pipe while their answers are read, and the adapter never waits for permcheck to finish reading one.
@@ -101,6 +137,7 @@ ExecAdapter::ExecAdapter(ExecOptions opts) : opts_(std::move(opts)) {
 
 ExecAdapter::~ExecAdapter() {
     if (to_child_ >= 0) {
+        if (connected()) shutdown(to_child_, SHUT_WR);  // the other descriptor shares the socket: close is no EOF
         close(to_child_);  // EOF: a well-behaved adapter exits now
         to_child_ = -1;
     }
@@ -131,6 +168,7 @@ void ExecAdapter::stop() {
 }
 
 std::string ExecAdapter::exit_description() {
+    if (connected()) return "closed the connection";
     wait_for_exit(1.0);  // the adapter closed its end: a moment to exit before it is called alive
     if (!reaped_) return "closed its stdout but did not exit";
     if (WIFEXITED(status_)) {
@@ -147,7 +185,8 @@ std::string ExecAdapter::exit_description() {
 void ExecAdapter::fail(const std::string& cause) {
     failure_ = cause + " after " + std::to_string(requests_) + (requests_ == 1 ? " request" : " requests") +
                " (" + std::to_string(answered_) + " answered); last request: " +
-               (last_request_.empty() ? "none" : last_request_) + "; command: " + opts_.command;
+               (last_request_.empty() ? "none" : last_request_) +
+               (connected() ? "; socket: " + opts_.socket_path : "; command: " + opts_.command);
     stop();
     throw AdapterError(failure_);
 }
@@ -158,7 +197,7 @@ void ExecAdapter::write_all(const std::string& data, double deadline) {
         pollfd p{to_child_, POLLOUT, 0};
         const int ready = poll(&p, 1, ms_until(deadline));
         if (ready < 0 && errno == EINTR) continue;
-        if (ready == 0) fail("adapter did not read its request within " + limit_text() + "; it was killed");
+        if (ready == 0) fail("adapter did not read its request within " + limit_text() + "; " + killed_text());
         done += write_some(data.data() + done, data.size() - done);
     }
 }
@@ -213,7 +252,7 @@ std::string ExecAdapter::read_line(double deadline) {
         pollfd p{from_child_, POLLIN, 0};
         const int ready = poll(&p, 1, ms_until(deadline));
         if (ready < 0 && errno == EINTR) continue;
-        if (ready == 0) fail("adapter did not answer within " + limit_text() + "; it was killed");
+        if (ready == 0) fail("adapter did not answer within " + limit_text() + "; " + killed_text());
         read_chunk();
     }
 }
@@ -222,10 +261,15 @@ void ExecAdapter::pump(double deadline, const std::string* pending, std::size_t&
     pollfd p[2] = {{from_child_, POLLIN, 0}, {to_child_, POLLOUT, 0}};
     const int ready = poll(p, pending ? 2 : 1, ms_until(deadline));
     if (ready < 0 && errno == EINTR) return;
-    if (ready == 0) fail("adapter did not answer within " + limit_text() + "; it was killed");
+    if (ready == 0) fail("adapter did not answer within " + limit_text() + "; " + killed_text());
     if (p[0].revents) read_chunk();
     if (!pending || !p[1].revents) return;
     offset += write_some(pending->data() + offset, pending->size() - offset);
+}
+
+std::string ExecAdapter::killed_text() const {
+    return connected() ? "the connection was closed (the serving process's call cannot be stopped from here)"
+                       : "it was killed";
 }
 
 std::string ExecAdapter::limit_text() const {

@@ -22,6 +22,10 @@ namespace permcheck::adapters {
 
 struct ExecOptions {
     std::string command;                         // run as /bin/sh -c COMMAND
+    // Instead of a command: the path of a Unix stream socket that a serving process listens on (the Python
+    // package's in-process audits). Each adapter is one connection, spoken to exactly as to a process's pipes;
+    // closing it (our end of writing first) is what ending a process is.
+    std::string socket_path;
     double timeout_seconds = 30;                 // per request: writing it and reading the answer
     // The first request of the process instead: start-up (e.g. `import torch`) can take far longer than an answer.
     double startup_timeout_seconds = 120;
@@ -31,8 +35,8 @@ struct ExecOptions {
     std::shared_ptr<std::atomic<bool>> taps_offered{};
 };
 
-// One running adapter process, in its own process group; its stderr is the caller's stderr. Not thread-safe:
-// one adapter per worker. Every failure throws AdapterError naming the cause and the last request; after a
+// One running adapter process, in its own process group; its stderr is the caller's stderr; or one connection to
+// a serving process (ExecOptions::socket_path). Not thread-safe: one adapter per worker. Every failure throws AdapterError naming the cause and the last request; after a
 // failure the process is gone and every further call throws the same error.
 class ExecAdapter {
 public:
@@ -62,6 +66,10 @@ public:
     pid_t pid() const { return pid_; }
 
 private:
+    void spawn();            // starts opts_.command with its stdin and stdout on pipes
+    void connect_socket();   // connects to opts_.socket_path
+    bool connected() const { return !opts_.socket_path.empty(); }
+    std::string killed_text() const;  // "it was killed", or what closing a connection does
     [[noreturn]] void fail(const std::string& cause);
     std::string exit_description();  // "exited with status 3", after the process ended (reaps it)
     void stop();                     // kill the group and reap, idempotent

@@ -30,6 +30,13 @@ AuditFlags inferring() {
 
 struct AuditRequest {
     std::string command;
+    std::string socket;  // --connect: a serving process's Unix socket instead of a command
+    std::string label;   // --name: the layer's name in the output and the report
+    // The layer's name: --name, else the command (or, connected, "the served layer").
+    std::string name() const {
+        if (!label.empty()) return label;
+        return socket.empty() ? command : "the served layer";
+    }
     AuditFlags flags = inferring();
     SignatureText signature;  // --output: sequence | pooled (shorthand), or NAME:DIMS (signature)
     CLI::Option* dim_option = nullptr;
@@ -116,18 +123,31 @@ Form form_or_default(const AuditRequest& q) {
 // Throws std::invalid_argument with a message a user can act on (the shard's; every other option was
 // checked as it was parsed, and audit() validates the whole).
 AuditOptions options_of(const AuditRequest& q, const Form& f) {
-    if (q.command.empty())
-        throw std::invalid_argument("--exec needs a command, e.g. --exec \"python3 my_adapter.py\"");
+    if (q.command.empty() && q.socket.empty())
+        throw std::invalid_argument("--exec needs a command, e.g. --exec \"python3 my_adapter.py\" (or --connect "
+                                    "SOCKET, a serving process's Unix socket)");
+    if (!q.command.empty() && !q.socket.empty())
+        throw std::invalid_argument("--exec and --connect cannot both be given: the layer is a program's, or served "
+                                    "by the process that listens on the socket");
     AuditOptions o = audit_options(q.flags);
-    o.name = q.command;
+    o.name = q.name();
     o.output = f.output;
     o.shard = parse_shard(q.shard);
     o.amplification = q.amplification;
     return o;
 }
 
+// A Python string literal of s (JSON's, which Python reads alike).
+std::string python_string(const std::string& s) { return nlohmann::json(s).dump(); }
+
 std::string replay_of(const AuditRequest& q, const Form& f, const AuditResult& r) {
     std::ostringstream s;
+    if (!q.socket.empty()) {  // the layer lives in the process that served it: no shell line can reach it
+        s << "permcheck.replay(" << python_string(q.flags.report_dir.empty() ? "REPORT" : q.flags.report_dir)
+          << ", layer)  # in Python, with the layer that was audited: an audit served in process has no shell "
+             "replay line";
+        return s.str();
+    }
     s << "permcheck audit --exec " << shell_quote(q.command);
     if (!f.shorthand())
         s << signature_flags(f.signature) << replay_tail(q.flags, r, /*lengths=*/false);
@@ -140,7 +160,7 @@ std::string replay_of(const AuditRequest& q, const Form& f, const AuditResult& r
 }
 
 report::Record record_of(const AuditRequest& q, const Form& f, const AuditResult& r, double seconds) {
-    nlohmann::json details = {{"command", q.command},
+    nlohmann::json details = {{"command", q.socket.empty() ? q.command : ""},
                               {"cases_requested", q.flags.cases},
                               {"shard", q.shard},
                               {"jobs", q.jobs},
@@ -151,13 +171,17 @@ report::Record record_of(const AuditRequest& q, const Form& f, const AuditResult
     if (f.shorthand()) details["output"] = output_name(f.output);
     if (r.largest_shift > 0) details["largest_shift"] = r.largest_shift;
     if (q.flags.keep_positions) details["keep_positions"] = true;
-    return audit_record(r, q.command, audited_property(f.signature, q.flags), q.flags, replay_of(q, f, r), "audit",
+    if (!q.socket.empty()) details["served_in_process"] = true;
+    return audit_record(r, q.name(), audited_property(f.signature, q.flags), q.flags, replay_of(q, f, r), "audit",
                         std::move(details), seconds, &f.signature);
 }
 
 // The adapter processes' options: the command and its time limits.
 adapters::ExecOptions exec_options(const AuditRequest& q) {
-    return {.command = q.command, .timeout_seconds = q.timeout, .startup_timeout_seconds = q.startup_timeout};
+    return {.command = q.command,
+            .socket_path = q.socket,
+            .timeout_seconds = q.timeout,
+            .startup_timeout_seconds = q.startup_timeout};
 }
 
 AuditResult run_boxes(const AuditRequest& q, const Form& f, const AuditOptions& opts) {
@@ -189,7 +213,7 @@ void add_taps(const AuditRequest& q, const Form& f, AuditResult& r) {
 
 std::string head_of(const AuditRequest& q, const Form& f, const AuditResult& r) {
     std::ostringstream head;
-    head << "audit of " << q.command << ": ";
+    head << "audit of " << q.name() << ": ";
     if (!f.shorthand()) return head.str() + signature_head(f.signature, r);
     head << property_name(property_of(f.signature)) << " (" << dtype_text(r) << ", n in [" << q.flags.min_len << ", "
          << q.flags.max_len << "]" << (q.flags.max_len_given() ? "" : " and one case in ten longer, up to 256")
@@ -232,7 +256,7 @@ int run_audit(const AuditRequest& q) {
         }
     }
     if (q.flags.profile)
-        return run_profile(program, q.command, form.signature, q.flags, [&](const AuditFlags& f) {
+        return run_profile(program, q.name(), form.signature, q.flags, [&](const AuditFlags& f) {
             AuditRequest row = q;
             row.flags = f;
             try {
@@ -258,8 +282,14 @@ void add_signature_options(CLI::App& sub, AuditRequest& q) {
 }
 
 void add_options(CLI::App& sub, AuditRequest& q) {
-    sub.add_option("--exec", q.command, "the adapter: a shell command that speaks the line protocol (README)")
-        ->required();
+    CLI::Option* exec = sub.add_option("--exec", q.command,
+                                       "the adapter: a shell command that speaks the line protocol (README)");
+    CLI::Option* connect =
+        sub.add_option("--connect", q.socket,
+                       "instead of --exec: the Unix socket a serving process listens on, one connection per adapter "
+                       "(how the Python package audits a layer in its own process)");
+    exec->excludes(connect);
+    sub.add_option("--name", q.label, "the layer's name in the output and the report (default: the command)");
     q.dim_option = sub.add_option(kAuditDim.flag, q.flags.dim,
                                   "features per position of the requests (the shorthand: one axis n, input x:n,D, "
                                   "output y; required unless --axis/--input describe the signature)")

@@ -19,6 +19,9 @@ namespace {
 struct ReplayRequest {
     std::string file;
     std::string exec;  // the program that answers for an audited layer; never taken from the report
+    std::string socket;  // --connect: instead, a serving process's Unix socket (the Python package's replay)
+    // What the saved case goes through, for messages.
+    std::string through() const { return socket.empty() ? exec : "the layer served at " + socket; }
     double timeout = 30;
     double startup_timeout = 120;
 };
@@ -26,7 +29,7 @@ struct ReplayRequest {
 // The amplification an audited layer's saved case is judged with again, read from its report (1 when it has
 // none). Throws std::invalid_argument when the report cannot be replayed through a program, or names none.
 double saved_amplification(const ReplayRequest& q, const report::Record& r) {
-    if (q.exec.empty())
+    if (q.exec.empty() && q.socket.empty())
         throw std::invalid_argument(q.file + " holds a counterexample of an audited program ('" + r.layer +
                                     "'); name the program to replay it against: permcheck replay " + q.file +
                                     " --exec \"COMMAND\" (a report never chooses the program it runs)");
@@ -53,8 +56,10 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, double a
     AuditOptions o;
     o.dtype = r.dtype;
     o.amplification = amplification;
-    const adapters::ExecOptions eo{
-        .command = q.exec, .timeout_seconds = q.timeout, .startup_timeout_seconds = q.startup_timeout};
+    const adapters::ExecOptions eo{.command = q.exec,
+                                   .socket_path = q.socket,
+                                   .timeout_seconds = q.timeout,
+                                   .startup_timeout_seconds = q.startup_timeout};
     if (r.property == Property::shift || r.property == Property::padding) o.property = r.property;
     if (saved.pads) o.padding_axis = saved.pads->axis;
     for (const char* key : {"audit", "audit_torch"})  // the profile's order-aware row: positions stayed in place
@@ -69,7 +74,7 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, double a
                                                     : "L(P x) against P L(x) (L(x) for the axes an output lacks)")
               << " of the saved case (" << format_lengths(saved.lengths) << "; permutations "
               << format_permutations(saved.perms) << "; " << arithmetic_name(r.dtype) << ") through "
-              << q.exec << "\n";
+              << q.through() << "\n";
     for (const OutputComparison& c : now.signature_counterexample->outputs) {
         double was = std::numeric_limits<double>::quiet_NaN();
         for (const OutputComparison& before : saved.outputs)
@@ -100,7 +105,7 @@ int replay_signature(const ReplayRequest& q, const report::Record& r) {
     try {
         return evaluate_signature(q, r, amplification);
     } catch (const std::exception& e) {
-        std::cerr << "permcheck replay: the saved case could not be evaluated through " << q.exec << ": " << e.what()
+        std::cerr << "permcheck replay: the saved case could not be evaluated through " << q.through() << ": " << e.what()
                   << "\n";
         return 2;
     }
@@ -139,7 +144,7 @@ void read_check_options(const std::string& file, const report::Record& r, CheckO
 
 // Throws std::invalid_argument when the report's layer is not a reference layer here, or its check is malformed.
 SavedCheck saved_check(const ReplayRequest& q, const report::Record& r) {
-    if (!q.exec.empty())
+    if (!q.exec.empty() || !q.socket.empty())
         throw std::invalid_argument("--exec replays an audited program's counterexample; " + q.file +
                                     " holds one of the reference layer '" + r.layer + "'");
     SavedCheck c;
@@ -205,6 +210,10 @@ void add_replay(CLI::App& app, Outcome& outcome) {
     sub->add_option("--exec", q->exec,
                     "for a report of `permcheck audit`: the adapter to send the saved case to (the audited program, "
                     "or its fixed version)");
+    sub->add_option("--connect", q->socket,
+                    "instead of --exec: the Unix socket of a process that serves the layer (the Python package's "
+                    "permcheck.replay)")
+        ->excludes("--exec");
     add_ranged(*sub, kTimeout, q->timeout, "with --exec: seconds one request may take");
     add_ranged(*sub, kStartupTimeout, q->startup_timeout,
                "with --exec: seconds the adapter may take for its first answer (start-up, e.g. import torch)");

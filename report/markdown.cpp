@@ -134,7 +134,9 @@ std::string to_markdown(const Record& r) {
                                r.verdict == Verdict::nondeterministic);
     if (r.taps) s << taps_section(*r.taps);
     if (!r.details.empty()) s << "\n<details><summary>details</summary>\n\n```json\n" << r.details.dump(2, ' ', false, json::error_handler_t::replace) << "\n```\n\n</details>\n";
-    if (!r.replay.empty()) s << "\n**Replay:**\n\n```sh\n" << r.replay << "\n```\n";
+    // An audit served in process replays from Python (permcheck.replay), not from a shell.
+    const bool python = r.replay.rfind("permcheck.replay(", 0) == 0;
+    if (!r.replay.empty()) s << "\n**Replay:**\n\n```" << (python ? "python" : "sh") << "\n" << r.replay << "\n```\n";
     if (const std::string again = case_replay(r); !again.empty())
         s << "or re-evaluate this exact case: " << md_code(again) << "\n";
     return s.str();

@@ -122,6 +122,7 @@ std::string case_replay(const Record& r) {
     if (!r.signature_counterexample) return "";
     const auto audit = r.details.find("audit");  // an audit through a program (audit-torch's have none to name)
     if (audit == r.details.end() || !audit->is_object()) return "";
+    if (audit->value("served_in_process", false)) return "";  // its replay line names permcheck.replay already
     const auto command = audit->find("command");
     if (command == audit->end() || !command->is_string()) return "";
     std::string quoted = "'";

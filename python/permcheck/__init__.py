@@ -1,0 +1,56 @@
+"""permcheck from Python: audit a layer in the process where it lives, from a script or a pytest test.
+
+    import permcheck
+
+    def test_attention_is_equivariant():
+        permcheck.assert_equivariant(my_module, axes=["n=1..8"], inputs=["x:n,1,8"], outputs=["y:n,1,8"])
+
+    result = permcheck.audit(my_module, dim=8)        # a Result; bool(result) is True when it holds
+    permcheck.replay(result.report, fixed_module)     # the saved counterexample, run again
+
+The layer (a torch.nn.Module, TorchScript included, or a function) is served from this process over a Unix
+socket that the `permcheck` binary connects to: no adapter script, no second `import torch`. The binary is found
+through $PERMCHECK_BIN, beside the installed package, or on PATH. `serve` is the adapter side of `permcheck audit
+--exec` (the module permcheck_adapter is the same function).
+"""
+
+from permcheck._audit import (AuditError, Comparison, Counterexample, PermcheckNotFound, ReplayResult, Result,
+                              audit, find_binary, replay)
+from permcheck._protocol import serve
+
+__all__ = ["audit", "replay", "assert_equivariant", "assert_shift_invariant", "assert_padding_invariant", "serve",
+           "Result", "Counterexample", "Comparison", "ReplayResult", "AuditError", "PermcheckNotFound",
+           "find_binary"]
+
+__version__ = "0.9.0"
+
+
+def _asserted(result):
+    """The result of a holding audit; AssertionError for a failure, AuditError when no verdict was reached."""
+    if result.holds:
+        return result
+    if result.verdict == "interrupted":
+        raise KeyboardInterrupt("the permcheck audit was interrupted")
+    if result.verdict in ("error", "undecided"):
+        raise AuditError(result.explanation(), result)
+    raise AssertionError(result.explanation())
+
+
+def assert_equivariant(layer, **audit_options):
+    """Audit `layer` for permutation equivariance (each output along its axes; an output without an axis must be
+    invariant to it, so a pooled output is an invariance check). Raises AssertionError for violated,
+    nondeterministic and non-finite, with the shrunk counterexample and the report path; AuditError when the
+    audit erred. Takes audit()'s arguments; returns the Result."""
+    return _asserted(audit(layer, property="equivariance", **audit_options))
+
+
+def assert_shift_invariant(layer, **audit_options):
+    """Audit that shifting every position id by a constant leaves the outputs unchanged (a relative position
+    encoding); as assert_equivariant otherwise."""
+    return _asserted(audit(layer, property="shift", **audit_options))
+
+
+def assert_padding_invariant(layer, **audit_options):
+    """Audit that padding tokens the mask marks change none of the real tokens' outputs; as assert_equivariant
+    otherwise."""
+    return _asserted(audit(layer, property="padding", **audit_options))

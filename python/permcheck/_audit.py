@@ -1,0 +1,536 @@
+"""Audits from the calling process: permcheck.audit, permcheck.replay and the assertions.
+
+How a layer is served in process. audit() opens a Unix stream socket in a fresh private directory (mode 0700),
+starts the `permcheck` binary with `audit --connect SOCKET`, and answers on a thread of this process each
+connection permcheck opens: one for each adapter process an `--exec` audit would start (one per job, and one
+for the taps after a violation). Each connection speaks the line protocol of permcheck/_protocol.py, answered by
+the same server `serve()` runs, so the layer object itself (a closure, a fixture, a module with its weights) is
+what is called, and torch is never imported again. The socket and its directory are removed when the audit ends.
+
+A request that takes longer than `timeout` seconds ends the audit: permcheck closes the connection and the verdict
+is `error`. Python cannot stop a running call, so the layer's call goes on in its (daemon) thread until it
+returns, and its answer is dropped; audit() returns as soon as permcheck has ended.
+"""
+
+import copy
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+
+from permcheck import _protocol
+
+__all__ = ["audit", "replay", "Result", "Counterexample", "Comparison", "ReplayResult", "AuditError",
+           "PermcheckNotFound", "find_binary"]
+
+# The options of `permcheck audit` that audit() passes on (keyword: flag). True gives a flag alone.
+_OPTIONS = {
+    "timeout": "--timeout", "startup_timeout": "--startup-timeout", "jobs": "--jobs", "max_len": "--max-len",
+    "min_len": "--min-len", "amplification": "--amplification", "shard": "--shard", "padding": "--padding",
+    "padding_axis": "--padding-axis", "keep_positions": "--keep-positions",
+}
+_PROPERTIES = ("equivariance", "shift", "padding")
+_FAILURES = ("violated", "nondeterministic", "non-finite", "batch-dependent")
+
+
+class AuditError(Exception):
+    """The audit could not reach a verdict (verdict `error`, or `undecided`): the message names the cause.
+    `result` is the Result, when permcheck wrote one."""
+
+    def __init__(self, message, result=None):
+        super().__init__(message)
+        self.result = result
+
+
+class PermcheckNotFound(RuntimeError):
+    """The permcheck binary is missing, or could not run."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Finding the binary
+
+def find_binary():
+    """The permcheck binary: $PERMCHECK_BIN, else the one installed beside this package (PREFIX/bin/permcheck
+    for PREFIX/share/permcheck/python/permcheck), else `permcheck` on PATH. Raises PermcheckNotFound saying
+    what to install."""
+    given = os.environ.get("PERMCHECK_BIN")
+    if given:
+        if os.path.isfile(given) and os.access(given, os.X_OK):
+            return given
+        raise PermcheckNotFound("PERMCHECK_BIN is %r, which is not an executable file; point it at the permcheck "
+                                "binary (build/permcheck in a build tree, PREFIX/bin/permcheck installed)" % given)
+    here = os.path.dirname(os.path.abspath(__file__))
+    beside = os.path.normpath(os.path.join(here, "..", "..", "..", "..", "bin", "permcheck"))
+    if os.path.isfile(beside) and os.access(beside, os.X_OK):
+        return beside
+    found = shutil.which("permcheck")
+    if found:
+        return found
+    raise PermcheckNotFound(
+        "the permcheck binary was not found: set PERMCHECK_BIN to it, or put it on PATH. It is built by "
+        "`cmake -S . -B build && cmake --build build --target permcheck` in a permcheck checkout (the binary is "
+        "build/permcheck) and installed by `cmake --install build --prefix PREFIX` (PREFIX/bin/permcheck, found "
+        "beside this package when it is PREFIX/share/permcheck/python's)")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Results
+
+class Comparison:
+    """One output of a counterexample: the two sides the property compares, as tensors (nested lists when
+    torch is not imported), and how far apart they are."""
+
+    def __init__(self, name, j, to_tensor):
+        self.name = name
+        self.layer_of_permuted = to_tensor(j.get("layer_of_permuted"))  # L(P x) (L(x_c), L(pad x))
+        self.permuted_layer = to_tensor(j.get("permuted_layer"))        # P L(x) (L(x))
+        self.max_abs_diff = j.get("max_abs_diff")
+        self.where = list(j.get("where") or [])
+        self.tolerance = j.get("tolerance")
+        self.holds = bool(j.get("holds", False))
+        self.shape_mismatch = bool(j.get("shape_mismatch", False))
+
+    def __repr__(self):
+        return "Comparison(%s: max |diff| %s at %s, tolerance %s)" % (self.name, self.max_abs_diff, self.where,
+                                                                      self.tolerance)
+
+
+class Counterexample:
+    """The shrunk counterexample: lengths per axis, the permutation of each axis (one-line form: position k of
+    the permuted input holds row permutations[axis][k]), the inputs as tensors, and each output's comparison."""
+
+    def __init__(self, j, to_tensor):
+        self.lengths = dict(j.get("lengths") or {})
+        self.permutations = {a: list(p) for a, p in (j.get("permutations") or {}).items()}
+        cycles = j.get("cycles")  # per axis; the one-tensor form's fields also hold its axis n's alone
+        self.cycles = dict(cycles) if isinstance(cycles, dict) else {"n": cycles} if isinstance(cycles, str) else {}
+        self.axis_at_fault = j.get("axis_at_fault", "")
+        self.inputs = {name: to_tensor(v) for name, v in (j.get("inputs") or {}).items()}
+        self.outputs = {name: Comparison(name, v, to_tensor) for name, v in (j.get("outputs") or {}).items()}
+        self.shift = j.get("shift")
+        self.pads = j.get("pads")
+
+    def failing(self):
+        """The outputs that do not hold, largest difference first."""
+        bad = [c for c in self.outputs.values() if not c.holds]
+        return sorted(bad, key=lambda c: -(c.max_abs_diff or 0) if isinstance(c.max_abs_diff, float) else 0)
+
+    def __repr__(self):
+        return "Counterexample(lengths=%s, permutations=%s)" % (self.lengths, self.permutations)
+
+
+class Result:
+    """An audit's outcome. bool(result) is True when the property holds.
+
+    verdict         holds | violated | nondeterministic | non-finite | error | undecided | interrupted
+    property        equivariance | shift | padding
+    counterexample  the shrunk Counterexample, or None
+    report          the report directory (kept for a verdict other than holds when no `report` was given;
+                    None for a holding audit without `report`)
+    summary         permcheck's verdict line;  output: all it printed;  record: report.json as a dict
+    """
+
+    def __init__(self, record, output, stderr, report, exit_code, layer_name):
+        self.record, self.output, self.stderr, self.report, self.exit_code = record, output, stderr, report, exit_code
+        self.layer = layer_name
+        self.verdict = record.get("verdict", "error")
+        self.property = record.get("property", "equivariance")
+        self.dtype = record.get("dtype")
+        self.error = record.get("error") or ""
+        self.cases = record.get("cases")
+        to_tensor = _tensor_maker()
+        c = record.get("counterexample")
+        self.counterexample = Counterexample(c, to_tensor) if isinstance(c, dict) else None
+        self.summary = _summary_line(output) or "%s: %s %s" % (layer_name, self.property, self.verdict)
+
+    @property
+    def holds(self):
+        return self.verdict == "holds"
+
+    def __bool__(self):
+        return self.holds
+
+    def __repr__(self):
+        return "Result(%s %s%s)" % (self.property, self.verdict, ", report=%r" % self.report if self.report else "")
+
+    def explanation(self):
+        """A few lines a person reads: the verdict, the shrunk counterexample, the report and how to replay it."""
+        lines = [self.summary]
+        c = self.counterexample
+        if c is not None:
+            lines.append("  shrunk counterexample: %s" % _case_text(c, self.property))
+            for name, value in c.inputs.items():
+                lines.append("    input %s = %s" % (name, _short(value)))
+            for comparison in c.failing()[:3]:
+                lines.extend(_comparison_lines(comparison, self.property))
+        elif self.error:
+            lines.append("  %s" % self.error)
+        if self.report:
+            lines.append("  report: %s" % self.report)
+            lines.append("  replay: permcheck.replay(%r, layer)" % self.report)
+        return "\n".join(lines)
+
+
+class ReplayResult:
+    """A saved counterexample run again: bool() is True when the property now holds on it."""
+
+    def __init__(self, exit_code, output, stderr):
+        self.exit_code, self.output, self.stderr = exit_code, output, stderr
+        self.holds = exit_code == 0
+
+    def __bool__(self):
+        return self.holds
+
+    def __repr__(self):
+        return "ReplayResult(%s)" % ("now holds" if self.holds else "still fails" if self.exit_code == 1 else
+                                     "error %d" % self.exit_code)
+
+
+def _tensor_maker():
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return lambda v: v
+
+    def to_tensor(v):
+        if v is None:
+            return None
+        try:
+            return torch.tensor(v, dtype=_json_dtype(torch, v))
+        except (TypeError, ValueError):
+            return v
+    return to_tensor
+
+
+def _json_dtype(torch, v):
+    leaves = list(_protocol._leaves(v))
+    if leaves and all(isinstance(x, bool) for x in leaves):
+        return torch.bool
+    if leaves and all(isinstance(x, int) and not isinstance(x, bool) for x in leaves):
+        return torch.int64
+    return torch.float64
+
+
+def _summary_line(output):
+    for line in output.splitlines():
+        if line.startswith("audit of "):
+            return line.strip()
+    return ""
+
+
+def _case_text(c, prop):
+    lengths = ", ".join("%s = %d" % (a, n) for a, n in c.lengths.items())
+    if prop == "shift":
+        return "%s, positions shifted by %s" % (lengths, c.shift)
+    if prop == "padding" and c.pads:
+        return "%s, %d pad(s) at slot(s) %s of axis %s" % (lengths, len(c.pads.get("slots", [])),
+                                                          c.pads.get("slots"), c.pads.get("axis"))
+    perms = ", ".join("%s by %s" % (a, c.cycles.get(a) or p) for a, p in c.permutations.items())
+    return "%s; permuted: %s" % (lengths, perms or "none")
+
+
+def _comparison_lines(comparison, prop):
+    left, right = {"shift": ("L(x_c)", "L(x)"), "padding": ("L(pad x)", "L(x)")}.get(prop, ("L(P x)", "P L(x)"))
+    if comparison.shape_mismatch:
+        return ["    output %s: the two sides have different shapes" % comparison.name]
+    return ["    output %s: max |%s - %s| = %.6g at %s (tolerance %.3g)" % (
+                comparison.name, left, right, comparison.max_abs_diff or 0.0, list(comparison.where),
+                comparison.tolerance or 0.0),
+            "      %s = %s" % (left, _short(comparison.layer_of_permuted)),
+            "      %s = %s" % (right, _short(comparison.permuted_layer))]
+
+
+def _short(value, width=100):
+    """A tensor or nested list at 6 significant digits, elided past `width` characters."""
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    text = _text(value)
+    return text if len(text) <= width else text[:width - 5] + " ...]"
+
+
+def _text(value):
+    if isinstance(value, list):
+        return "[" + ", ".join(_text(v) for v in value) + "]"
+    if isinstance(value, float):
+        return "%.6g" % value
+    return str(value)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Serving the layer over a Unix socket
+
+class _SocketServer:
+    """Listens on a Unix socket in a private directory; each accepted connection is answered on a thread by a
+    protocol server of its own (its announcement is its own) over the same layer."""
+
+    def __init__(self, make_server):
+        self.make_server = make_server
+        self.directory = tempfile.mkdtemp(prefix="permcheck-")  # mode 0700: only this user connects
+        self.path = os.path.join(self.directory, "socket")
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(self.path)
+        self.listener.listen(16)
+        self.threads = []
+        self.acceptor = threading.Thread(target=self._accept, name="permcheck-accept", daemon=True)
+        self.acceptor.start()
+
+    def _accept(self):
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:  # closed: the audit is over
+                return
+            thread = threading.Thread(target=self._serve, args=(connection,), name="permcheck-serve", daemon=True)
+            self.threads.append(thread)
+            thread.start()
+
+    def _serve(self, connection):
+        server = self.make_server()
+        with connection:
+            requests = connection.makefile("r", encoding="utf-8", newline="\n")
+            answers = connection.makefile("w", encoding="utf-8", newline="\n")
+            try:
+                for line in requests:
+                    if not line.strip():
+                        continue
+                    answers.write(json.dumps(server.answer_line(line)) + "\n")
+                    answers.flush()
+            except (BrokenPipeError, ConnectionResetError, OSError, ValueError):
+                pass  # permcheck closed the connection (a timeout, or the audit ended): no answer is wanted
+
+    def close(self):
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.listener.close()
+        self.acceptor.join(timeout=5)
+        for thread in self.threads:
+            thread.join(timeout=1)  # a call that overran its timeout goes on; its answer is dropped
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The layer as served: the user's module untouched
+
+class _Prepared:
+    """The layer to serve and the dtype it computes in, the user's module left as it was: a module is put in
+    eval mode for the audit and given back its modes after; a dtype other than its own is served from a copy."""
+
+    def __init__(self, layer, dtype):
+        torch = sys.modules.get("torch")
+        self.torch = torch
+        self.is_module = torch is not None and isinstance(layer, torch.nn.Module)
+        self.modes = []
+        self.layer = layer
+        self.dtype = None  # the torch dtype given to the protocol server, None for nested lists
+        self.dtype_name = "infer"
+        if dtype is not None:
+            if torch is None:
+                import torch  # a dtype means tensors
+                self.torch = torch
+            self.dtype = _protocol._resolve_dtype(self.torch, None, dtype)
+            self.dtype_name = str(self.dtype).replace("torch.", "")
+        if self.is_module:
+            own = _protocol._resolve_dtype(self.torch, layer, None)
+            if self.dtype is None:
+                self.dtype = own
+                self.dtype_name = str(own).replace("torch.", "")
+            elif self.dtype != own:
+                self.layer = copy.deepcopy(layer).to(self.dtype)  # converting in place would change the user's
+            self.modes = [(m, m.training) for m in self.layer.modules()]
+            self.layer.eval()
+
+    def restore(self):
+        for module, training in self.modes:
+            module.training = training
+
+
+def _layer_name(layer):
+    """A module's class name (a TorchScript module's original one), a function's qualified name."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(layer, torch.nn.Module):
+        name = getattr(layer, "original_name", None)
+        return name if isinstance(name, str) and name else type(layer).__name__
+    return getattr(layer, "__qualname__", None) or type(layer).__name__
+
+
+# ---------------------------------------------------------------------------------------------------------
+# audit() and replay()
+
+def _as_list(value, what):
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    try:
+        return [str(v) for v in value]
+    except TypeError:
+        raise TypeError("%s must be a string or a list of strings, got %s" % (what, type(value).__name__)) from None
+
+
+def _flags(axes, inputs, outputs, dim, prop, cases, seed, options):
+    if dim is not None:
+        if axes or inputs:
+            raise TypeError("dim=D is the one-tensor form (input x:n,D); it cannot be mixed with axes/inputs")
+        flags = ["--dim", str(int(dim))]
+        if outputs is not None:
+            shorthand = _as_list(outputs, "outputs")
+            if len(shorthand) != 1 or shorthand[0] not in ("sequence", "pooled"):
+                raise ValueError('with dim=D, outputs is "sequence" (one row per position) or "pooled" (one '
+                                 'vector), got %r' % (outputs,))
+            flags += ["--output", shorthand[0]]
+    else:
+        if not axes or not inputs or not outputs:
+            raise TypeError("describe the layer with axes=, inputs= and outputs= (e.g. axes=['n=1..8'], "
+                            "inputs=['x:n,8'], outputs=['y:n,8']) or use dim=D for one input x:n,D")
+        flags = []
+        for flag, values in (("--axis", axes), ("--input", inputs), ("--output", outputs)):
+            for text in _as_list(values, flag[2:] + "s"):
+                flags += [flag, text]
+    if prop not in _PROPERTIES:
+        raise ValueError("property is one of %s, got %r" % (", ".join(_PROPERTIES), prop))
+    if prop != "equivariance":
+        flags += ["--property", prop]
+    flags += ["--cases", str(int(cases)), "--seed", str(int(seed))]
+    for key, value in options.items():
+        if key not in _OPTIONS:
+            raise TypeError("audit() got an unknown option %r; the options are %s" % (key, ", ".join(_OPTIONS)))
+        if value is None or value is False:
+            continue
+        flags += [_OPTIONS[key]] if value is True else [_OPTIONS[key], str(value)]
+    return flags
+
+
+def _run(binary, arguments, make_server):
+    """permcheck run with `arguments` (which hold {socket}) while a socket server answers it: (code, out, err)."""
+    server = _SocketServer(make_server)
+    try:
+        command = [binary] + [a.replace("{socket}", server.path) for a in arguments]
+        try:
+            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True)
+        except OSError as error:
+            raise PermcheckNotFound("cannot run %s: %s" % (binary, error)) from None
+        try:
+            out, err = process.communicate()
+        except KeyboardInterrupt:
+            process.terminate()  # permcheck stops between cases and writes its report
+            process.wait()
+            raise
+        return process.returncode, out, err
+    finally:
+        server.close()
+
+
+def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property="equivariance", dtype=None,
+          cases=100, seed=1, report=None, arguments=None, output=None, kinds=None, batch=256, taps=True,
+          **options):
+    """Audit `layer` (a torch.nn.Module, TorchScript included, or a function) for `property`, served from this
+    process. Returns a Result; never raises for a verdict (see assert_equivariant for that).
+
+    axes, inputs, outputs  the signature in permcheck's grammar: axes=["n=1..8"], inputs=["x:n,8",
+                           "pad:n:mask"], outputs=["y:n,8"]; or dim=D for one input x:n,D (outputs then
+                           "sequence" or "pooled").
+    property               "equivariance" (each output judged along its axes: a pooled output is invariant),
+                           "shift" or "padding" (position-aware audits).
+    dtype                  the precision judged, which the layer computes in: a module's own by default, and
+                           for a function inferred from its answers (a given dtype also turns the inputs into
+                           tensors of it). The user's module is never modified: another dtype is served from a
+                           copy, and its training modes are restored after the audit (it is audited in eval).
+    report                 a directory for the report (report.json, report.md, report.html); by default a
+                           temporary one, kept (and named in the result) unless the property holds.
+    arguments, output      how forward is called (serve's): {parameter: input or "length:AXIS"} and the one
+                           element of a tuple or dict answer.
+    options                those of `permcheck audit`: timeout, startup_timeout, jobs (threads here), max_len,
+                           min_len, amplification, shard, padding, padding_axis, keep_positions.
+    """
+    binary = find_binary()
+    flags = _flags(axes, inputs, outputs, dim, property, cases, seed, options)
+    call = _protocol._Call(arguments, output, inputs if dim is None else ["x:n,%d" % int(dim)])
+    prepared = _Prepared(layer, dtype)
+    name = _layer_name(layer)
+    own_report = report is None
+    if own_report:  # the pytest plugin's --permcheck-reports DIR names one; else a temporary directory
+        directory = _report_directory(name) or tempfile.mkdtemp(prefix="permcheck-report-")
+    else:
+        directory = os.fspath(report)
+    try:
+        make_server = lambda: _protocol._Server(prepared.layer, prepared.dtype, kinds, taps=taps, batch=batch,
+                                                stacked=True, call=call, convert=False)
+        arguments_ = (["audit", "--connect", "{socket}", "--name", name, "--dtype", prepared.dtype_name] + flags +
+                      ["--report", directory])
+        code, out, err = _run(binary, arguments_, make_server)
+    finally:
+        prepared.restore()
+    record = _read_record(directory)
+    if record is None:
+        if own_report:
+            shutil.rmtree(directory, ignore_errors=True)
+        raise PermcheckNotFound("%s ended with status %d and wrote no report: %s" % (binary, code, err.strip()
+                                                                                      or out.strip()))
+    result = Result(record, out, err, directory, code, name)
+    if own_report and result.holds:
+        shutil.rmtree(directory, ignore_errors=True)
+        result.report = None
+    _notify(result)
+    return result
+
+
+def replay(report, layer, *, dtype=None, arguments=None, output=None, kinds=None, timeout=30):
+    """Run the counterexample saved in `report` (a report directory or its report.json) against `layer` in
+    this process. Returns a ReplayResult: bool() is True when the property now holds on the saved case."""
+    binary = find_binary()
+    path = os.fspath(report)
+    file = os.path.join(path, "report.json") if os.path.isdir(path) else path
+    try:
+        with open(file, encoding="utf-8") as handle:
+            record = json.load(handle)
+    except (OSError, ValueError) as error:
+        raise AuditError("cannot read the report %s: %s" % (file, error)) from None
+    signature = record.get("signature") or {}
+    inputs = signature.get("inputs") if isinstance(signature, dict) else None
+    call = _protocol._Call(arguments, output, inputs if isinstance(inputs, list) and inputs else None)
+    saved = record.get("dtype")
+    prepared = _Prepared(layer, dtype if dtype is not None else (saved if saved in ("float32", "float64",
+                                                                                   "float16", "bfloat16") else None))
+    try:
+        make_server = lambda: _protocol._Server(prepared.layer, prepared.dtype, kinds, taps=False, batch=None,
+                                                stacked=False, call=call, convert=False)
+        code, out, err = _run(binary, ["replay", file, "--connect", "{socket}", "--timeout", str(timeout)], make_server)
+    finally:
+        prepared.restore()
+    if code not in (0, 1):
+        raise AuditError("the replay of %s did not run: %s" % (file, (err.strip() or out.strip())))
+    return ReplayResult(code, out, err)
+
+
+def _read_record(directory):
+    try:
+        with open(os.path.join(directory, "report.json"), encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Listeners (the pytest plugin's summary)
+
+_listeners = []
+_report_directories = []  # callables of the layer's name: a directory for its report, or None
+
+
+def _report_directory(name):
+    for choose in _report_directories:
+        directory = choose(name)
+        if directory:
+            return directory
+    return None
+
+
+def _notify(result):
+    for listener in list(_listeners):
+        listener(result)
