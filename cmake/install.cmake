@@ -43,7 +43,11 @@ endif()
 install(EXPORT permcheckCliTargets NAMESPACE permcheck:: DESTINATION ${PERMCHECK_CMAKE_DIR})
 # The ready Python adapter, where the installed command finds it (adapters/python_path.cpp) and puts it on the
 # PYTHONPATH of the programs `permcheck audit --exec` runs.
+# Beside it the Python package `permcheck` (audits served in process, the pytest plugin): PYTHONPATH=
+# <prefix>/share/permcheck/python imports it, and it finds <prefix>/bin/permcheck beside itself.
 install(FILES ${PROJECT_SOURCE_DIR}/python/permcheck_adapter.py DESTINATION ${CMAKE_INSTALL_DATADIR}/permcheck/python)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/permcheck DESTINATION ${CMAKE_INSTALL_DATADIR}/permcheck/python
+        FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
 
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/permcheckConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/permcheckConfig.cmake INSTALL_DESTINATION ${PERMCHECK_CMAKE_DIR})

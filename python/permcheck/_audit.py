@@ -15,6 +15,7 @@ returns, and its answer is dropped; audit() returns as soon as permcheck has end
 import copy
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -372,6 +373,22 @@ def _as_list(value, what):
         raise TypeError("%s must be a string or a list of strings, got %s" % (what, type(value).__name__)) from None
 
 
+def _capped(axis, min_len, max_len):
+    """An axis NAME=MIN..MAX with its range narrowed to [min_len, max_len] (a signature's axes carry their own
+    ranges; max_len and min_len bound every axis)."""
+    match = re.fullmatch(r"\s*([^=\s]+)\s*=\s*(\d+)\s*\.\.\s*(\d+)\s*", axis)
+    if not match:
+        return axis
+    name, low, high = match.group(1), int(match.group(2)), int(match.group(3))
+    if max_len is not None:
+        high = min(high, int(max_len))
+    if min_len is not None:
+        low = max(low, int(min_len))
+    if low > high:
+        raise ValueError("axis %s: min_len/max_len leave no length in its range %s" % (name, axis))
+    return "%s=%d..%d" % (name, low, high)
+
+
 def _flags(axes, inputs, outputs, dim, prop, cases, seed, options):
     if dim is not None:
         if axes or inputs:
@@ -388,6 +405,8 @@ def _flags(axes, inputs, outputs, dim, prop, cases, seed, options):
             raise TypeError("describe the layer with axes=, inputs= and outputs= (e.g. axes=['n=1..8'], "
                             "inputs=['x:n,8'], outputs=['y:n,8']) or use dim=D for one input x:n,D")
         flags = []
+        axes = [_capped(a, options.pop("min_len", None), options.pop("max_len", None))
+                for a in _as_list(axes, "axes")] if ("max_len" in options or "min_len" in options) else axes
         for flag, values in (("--axis", axes), ("--input", inputs), ("--output", outputs)):
             for text in _as_list(values, flag[2:] + "s"):
                 flags += [flag, text]
