@@ -104,13 +104,14 @@ class Counterexample:
     """The shrunk counterexample: lengths per axis, the permutation of each axis (one-line form: position k of
     the permuted input holds row permutations[axis][k]), the inputs as tensors, and each output's comparison."""
 
-    def __init__(self, j, to_tensor):
+    def __init__(self, j, to_tensor, kinds=None):
         self.lengths = dict(j.get("lengths") or {})
         self.permutations = {a: list(p) for a, p in (j.get("permutations") or {}).items()}
         cycles = j.get("cycles")  # per axis; the one-tensor form's fields also hold its axis n's alone
         self.cycles = dict(cycles) if isinstance(cycles, dict) else {"n": cycles} if isinstance(cycles, str) else {}
         self.axis_at_fault = j.get("axis_at_fault", "")
-        self.inputs = {name: to_tensor(v) for name, v in (j.get("inputs") or {}).items()}
+        kinds = kinds or {}
+        self.inputs = {name: to_tensor(v, kinds.get(name)) for name, v in (j.get("inputs") or {}).items()}
         self.outputs = {name: Comparison(name, v, to_tensor) for name, v in (j.get("outputs") or {}).items()}
         self.shift = j.get("shift")
         self.pads = j.get("pads")
@@ -145,7 +146,8 @@ class Result:
         self.cases = record.get("cases")
         to_tensor = _tensor_maker()
         c = record.get("counterexample")
-        self.counterexample = Counterexample(c, to_tensor) if isinstance(c, dict) else None
+        kinds = _input_kinds(record.get("signature"))
+        self.counterexample = Counterexample(c, to_tensor, kinds) if isinstance(c, dict) else None
         self.summary = _summary_line(output) or "%s: %s %s" % (layer_name, self.property, self.verdict)
 
     @property
@@ -163,16 +165,18 @@ class Result:
         lines = [self.summary]
         c = self.counterexample
         if c is not None:
-            lines.append("  shrunk counterexample: %s" % _case_text(c, self.property))
+            lines.append("  shrunk counterexample: %s" % _case_text(c, self.property, self.verdict))
             for name, value in c.inputs.items():
                 lines.append("    input %s = %s" % (name, _short(value)))
-            for comparison in c.failing()[:3]:
-                lines.extend(_comparison_lines(comparison, self.property))
+            shown = c.failing() if self.verdict != "non-finite" else list(c.outputs.values())
+            for comparison in shown[:3]:
+                lines.extend(_comparison_lines(comparison, self.property, self.verdict))
         elif self.error:
             lines.append("  %s" % self.error)
         if self.report:
             lines.append("  report: %s" % self.report)
-            lines.append("  replay: permcheck.replay(%r, layer)" % self.report)
+            if c is not None:
+                lines.append("  replay: permcheck.replay(%r, layer)" % self.report)
         return "\n".join(lines)
 
 
@@ -192,18 +196,39 @@ class ReplayResult:
 
 
 def _tensor_maker():
+    """JSON values to tensors (when the program imported torch): a mask as torch.bool, the integer kinds as
+    int64, the rest float64; nested lists without torch."""
     torch = sys.modules.get("torch")
     if torch is None:
-        return lambda v: v
+        return lambda v, kind=None: v
 
-    def to_tensor(v):
+    def to_tensor(v, kind=None):
         if v is None:
             return None
         try:
+            if kind == "mask":
+                return torch.tensor(v, dtype=torch.float64) != 0
+            if kind in _protocol._INTEGER_KINDS:
+                return torch.tensor(v, dtype=torch.float64).to(torch.int64)
             return torch.tensor(v, dtype=_json_dtype(torch, v))
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RuntimeError):
             return v
     return to_tensor
+
+
+def _input_kinds(signature):
+    """{input: kind} from the record's signature ("pad:n:mask", "ids:n:token=50"), kinds as the protocol names
+    them; the one-tensor form and real inputs have none."""
+    inputs = signature.get("inputs") if isinstance(signature, dict) else None
+    kinds = {}
+    for text in inputs if isinstance(inputs, list) else []:
+        parts = str(text).split(":")
+        if len(parts) >= 3:
+            try:
+                kinds[parts[0]] = _protocol._kind(parts[2], [])
+            except ValueError:
+                pass
+    return kinds
 
 
 def _json_dtype(torch, v):
@@ -222,8 +247,12 @@ def _summary_line(output):
     return ""
 
 
-def _case_text(c, prop):
+def _case_text(c, prop, verdict):
     lengths = ", ".join("%s = %d" % (a, n) for a, n in c.lengths.items())
+    if verdict == "nondeterministic":
+        return "%s; the same input answered twice, differently" % lengths
+    if verdict == "non-finite":
+        return "%s; the layer answered with NaN or infinity" % lengths
     if prop == "shift":
         return "%s, positions shifted by %s" % (lengths, c.shift)
     if prop == "padding" and c.pads:
@@ -233,14 +262,22 @@ def _case_text(c, prop):
     return "%s; permuted: %s" % (lengths, perms or "none")
 
 
-def _comparison_lines(comparison, prop):
-    left, right = {"shift": ("L(x_c)", "L(x)"), "padding": ("L(pad x)", "L(x)")}.get(prop, ("L(P x)", "P L(x)"))
+def _sides(prop, verdict):
+    """The names of a comparison's two sides, as permcheck's own report names them."""
+    if verdict == "nondeterministic":
+        return "first answer", "second answer"
+    return {"shift": ("L(x_c)", "L(x)"), "padding": ("L(pad x)", "L(x)")}.get(prop, ("L(P x)", "P L(x)"))
+
+
+def _comparison_lines(comparison, prop, verdict):
+    left, right = _sides(prop, verdict)
     if comparison.shape_mismatch:
         return ["    output %s: the two sides have different shapes" % comparison.name]
-    return ["    output %s: max |%s - %s| = %.6g at %s (tolerance %.3g)" % (
+    head = ("    output %s:" % comparison.name if verdict == "non-finite" else
+            "    output %s: max |%s - %s| = %.6g at %s (tolerance %.3g)" % (
                 comparison.name, left, right, comparison.max_abs_diff or 0.0, list(comparison.where),
-                comparison.tolerance or 0.0),
-            "      %s = %s" % (left, _short(comparison.layer_of_permuted)),
+                comparison.tolerance or 0.0))
+    return [head, "      %s = %s" % (left, _short(comparison.layer_of_permuted)),
             "      %s = %s" % (right, _short(comparison.permuted_layer))]
 
 
@@ -335,6 +372,10 @@ class _Prepared:
                 self.torch = torch
             self.dtype = _protocol._resolve_dtype(self.torch, None, dtype)
             self.dtype_name = str(self.dtype).replace("torch.", "")
+        if not self.is_module and self.dtype is None and torch is not None:
+            # A function in a program that imported torch gets tensors, as it would from its own callers: float64
+            # ones, judged as float64 (dtype="float32" for a function that computes in float32).
+            self.dtype, self.dtype_name = torch.float64, "float64"
         if self.is_module:
             own = _protocol._resolve_dtype(self.torch, layer, None)
             if self.dtype is None:
@@ -456,9 +497,10 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property="eq
                            "sequence" or "pooled").
     property               "equivariance" (each output judged along its axes: a pooled output is invariant),
                            "shift" or "padding" (position-aware audits).
-    dtype                  the precision judged, which the layer computes in: a module's own by default, and
-                           for a function inferred from its answers (a given dtype also turns the inputs into
-                           tensors of it). The user's module is never modified: another dtype is served from a
+    dtype                  the precision judged, which the layer computes in: a module's own by default. A
+                           function receives tensors of it; without one, float64 tensors when the program
+                           imported torch (judged as float64), else nested lists (precision inferred from
+                           the answers). The user's module is never modified: another dtype is served from a
                            copy, and its training modes are restored after the audit (it is audited in eval).
     report                 a directory for the report (report.json, report.md, report.html); by default a
                            temporary one, kept (and named in the result) unless the property holds.

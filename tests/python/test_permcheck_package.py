@@ -1,0 +1,271 @@
+"""Tests of the Python package permcheck (python/permcheck/): audits served from this process over a Unix socket.
+
+    PERMCHECK_BIN=build/permcheck PYTHONPATH=python /usr/bin/python3 -m pytest tests/python/test_permcheck_package.py
+
+Every layer is defined here, in the test process: a symmetric module holds, one with a learned position table is
+violated and its shrunk counterexample is in the assertion message; the user's module is left as it was; the
+other verdicts, the options, and the errors (a slow layer, a missing binary, unknown options) say what they are.
+"""
+import json
+import math
+import os
+import stat
+import time
+
+import pytest
+import torch
+
+import permcheck
+
+
+class Symmetric(torch.nn.Module):
+    """Each token mixed with the mean of all: permutation-equivariant."""
+
+    def __init__(self, d=8):
+        super().__init__()
+        self.lin = torch.nn.Linear(d, d)
+
+    def forward(self, x):
+        return self.lin(x) + x.mean(0, keepdim=True)
+
+
+class LearnedPosition(torch.nn.Module):
+    """A learned absolute position embedding: row i gets table[i], so order shows."""
+
+    def __init__(self, d=8):
+        super().__init__()
+        self.pos = torch.nn.Parameter(torch.randn(16, d))
+
+    def forward(self, x):
+        return x + self.pos[: x.shape[0]]
+
+
+@pytest.fixture(autouse=True)
+def seeded():
+    torch.manual_seed(0)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The two verdicts that matter most
+
+def test_a_symmetric_module_holds():
+    result = permcheck.assert_equivariant(Symmetric(), dim=8)
+    assert result.verdict == "holds" and bool(result)
+    assert result.report is None  # a holding audit keeps no temporary report
+    assert "holds" in result.summary and "Symmetric" in result.summary
+
+
+def test_a_learned_position_embedding_fails_with_the_shrunk_counterexample():
+    with pytest.raises(AssertionError) as caught:
+        permcheck.assert_equivariant(LearnedPosition(), dim=8)
+    message = str(caught.value)
+    assert "violated" in message
+    assert "shrunk counterexample: n = 2; permuted: n by (0 1)" in message
+    assert "input x = [[0, 0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 0, 0]]" in message
+    assert "output y: max |L(P x) - P L(x)|" in message and "L(P x) = [[" in message
+    report = message.split("report: ")[1].split("\n")[0]
+    assert os.path.isfile(os.path.join(report, "report.json"))
+    assert "permcheck.replay(%r, layer)" % report in message
+
+
+def test_the_result_holds_the_counterexample_as_tensors():
+    module = LearnedPosition()
+    result = permcheck.audit(module, dim=8)
+    assert result.verdict == "violated" and not result
+    c = result.counterexample
+    assert c.lengths == {"n": 2} and c.permutations == {"n": [1, 0]} and c.axis_at_fault == "n"
+    assert isinstance(c.inputs["x"], torch.Tensor) and tuple(c.inputs["x"].shape) == (2, 8)
+    y = c.outputs["y"]
+    assert not y.holds and y.max_abs_diff > y.tolerance
+    # The two sides are the layer's own answers: L(P x) and P L(x), recomputed here.
+    x = c.inputs["x"].to(torch.float32)
+    with torch.no_grad():
+        assert torch.allclose(y.layer_of_permuted.to(torch.float32), module(x[[1, 0]]))
+        assert torch.allclose(y.permuted_layer.to(torch.float32), module(x)[[1, 0]])
+    record = json.load(open(os.path.join(result.report, "report.json")))
+    assert record["verdict"] == "violated" and record["details"]["audit"]["served_in_process"] is True
+    markdown = open(os.path.join(result.report, "report.md")).read()
+    assert "permcheck.replay(" in markdown and "--exec" not in markdown
+
+
+def test_replay_runs_the_saved_counterexample_in_process():
+    module = LearnedPosition()
+    result = permcheck.audit(module, dim=8)
+    still = permcheck.replay(result.report, module)
+    assert not still and still.exit_code == 1
+    fixed = permcheck.replay(result.report, Symmetric())
+    assert fixed and fixed.exit_code == 0
+    with pytest.raises(permcheck.AuditError, match="cannot read the report"):
+        permcheck.replay(os.path.join(result.report, "missing"), module)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The user's module is never modified
+
+def test_the_module_keeps_its_mode_dtype_and_weights():
+    module = torch.nn.Sequential(Symmetric(), torch.nn.Dropout(0.5), Symmetric())
+    module.train()
+    module[2].eval()  # modes per submodule, restored one by one
+    before = {k: v.clone() for k, v in module.state_dict().items()}
+    assert permcheck.audit(module, dim=8, cases=30)  # audited in eval: dropout off
+    assert permcheck.audit(module, dim=8, cases=30, dtype=torch.float64).dtype == "float64"
+    assert [m.training for m in module.modules()] == [True, True, True, True, False, False]
+    assert all(p.dtype == torch.float32 for p in module.parameters())
+    after = module.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# What a layer may be
+
+@pytest.fixture
+def weights():
+    return torch.randn(4, 4, dtype=torch.float64)
+
+
+def test_a_closure_over_a_fixture_gets_float64_tensors(weights):
+    seen = []
+
+    def layer(x):
+        seen.append(x.dtype)
+        return torch.tanh(x @ weights)
+    assert permcheck.audit(layer, dim=4, cases=30).verdict == "holds"
+    assert set(seen) == {torch.float64}
+    broken = permcheck.audit(lambda x: torch.cumsum(x @ weights, 0), dim=4, cases=30)
+    assert broken.verdict == "violated"
+
+
+def test_a_function_computing_in_float32_is_judged_in_float32():
+    w = torch.randn(4, 4)
+    assert permcheck.audit(lambda x: x @ w, dim=4, dtype="float32", cases=30)
+
+
+def test_torchscript_modules_are_audited():
+    scripted = torch.jit.script(torch.nn.TransformerEncoderLayer(8, 2, 16, 0.0))
+    permcheck.assert_equivariant(scripted, axes=["n=1..8"], inputs=["src:n,1,8"], outputs=["y:n,1,8"], cases=40)
+    with pytest.raises(AssertionError, match="violated"):
+        permcheck.assert_equivariant(torch.jit.script(LearnedPosition()), dim=8)
+
+
+def test_a_library_module_with_arguments_and_output():
+    mha = torch.nn.MultiheadAttention(8, 2)
+    sig = dict(axes=["n=1..6", "m=1..6"], inputs=["q:n,1,8", "kv:m,1,8", "pad:1,m:mask"], outputs=["y:n,1,8"])
+    by_name = {"query": "q", "key": "kv", "value": "kv", "key_padding_mask": "pad"}
+    permcheck.assert_equivariant(mha, arguments=by_name, output=0, cases=40, **sig)
+    permcheck.assert_equivariant(mha, arguments=["q", "kv", "kv"], output=0, cases=40, jobs=2, **sig)
+    permcheck.assert_padding_invariant(mha, arguments=by_name, output=0, cases=40, **sig)
+    # The mask not passed: padded keys are attended to, and the padding audit sees it.
+    unmasked = lambda q, kv, pad: mha(q, kv, kv)  # noqa: E731
+    with pytest.raises(AssertionError, match="violated"):
+        permcheck.assert_padding_invariant(unmasked, output=0, dtype="float32", cases=40, **sig)
+
+
+def test_a_pooled_output_is_an_invariance_check():
+    inner = Symmetric().double()
+    pooled = lambda x: inner(x).sum(0)  # noqa: E731
+    permcheck.assert_equivariant(pooled, dim=8, outputs="pooled", cases=30)
+    first = lambda x: x[0]  # noqa: E731  (the first token: not invariant)
+    with pytest.raises(AssertionError, match="violated"):
+        permcheck.assert_equivariant(first, dim=8, outputs="pooled", cases=30)
+
+
+class Positions(torch.nn.Module):
+    """Token ids and position ids: ALiBi's distance bias (relative) or a learned absolute table."""
+
+    def __init__(self, relative):
+        super().__init__()
+        self.relative = relative
+        self.embed = torch.nn.Embedding(50, 8)
+        self.table = torch.nn.Embedding(4096, 8)
+
+    def forward(self, ids, pos):
+        h = self.embed(ids)
+        if not self.relative:
+            h = h + self.table(pos)
+        scores = h @ h.T / math.sqrt(8) - 0.5 * (pos[:, None] - pos[None, :]).abs().to(h.dtype)
+        return scores.softmax(-1) @ h
+
+
+def test_shift_invariance_of_position_ids():
+    sig = dict(axes=["n=1..8"], inputs=["ids:n:token=50", "pos:n:position"], outputs=["y:n,8"], cases=40)
+    permcheck.assert_shift_invariant(Positions(relative=True), **sig)
+    with pytest.raises(AssertionError, match="positions shifted by 1") as caught:
+        permcheck.assert_shift_invariant(Positions(relative=False), **sig)
+    assert "L(x_c)" in str(caught.value)
+    c = permcheck.audit(Positions(relative=False), property="shift", **sig).counterexample
+    assert c.shift == 1 and c.inputs["ids"].dtype == torch.int64 and c.inputs["pos"].dtype == torch.int64
+    # The ids and position ids move with the tokens: both are equivariant.
+    permcheck.assert_equivariant(Positions(relative=False), **sig)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The other verdicts and the errors
+
+def test_a_nondeterministic_layer_fails_showing_both_answers():
+    with pytest.raises(AssertionError) as caught:
+        permcheck.assert_equivariant(lambda x: x + torch.rand_like(x), dim=4, cases=20)
+    message = str(caught.value)
+    assert "nondeterministic" in message and "answered twice, differently" in message
+    assert "first answer = [[" in message and "second answer = [[" in message
+
+
+def test_a_non_finite_answer_fails():
+    with pytest.raises(AssertionError, match="non-finite") as caught:
+        permcheck.assert_equivariant(lambda x: x / 0.0, dim=4, cases=20)
+    assert "NaN or infinity" in str(caught.value)
+
+
+def test_an_exception_in_the_layer_is_an_audit_error_naming_it():
+    def layer(x):
+        raise ValueError("layer exploded")
+    with pytest.raises(permcheck.AuditError, match="ValueError: layer exploded") as caught:
+        permcheck.assert_equivariant(layer, dim=4)
+    assert caught.value.result.verdict == "error"
+    assert "replay" not in str(caught.value)  # nothing to replay
+
+
+def test_a_slow_layer_ends_the_audit_with_error_at_its_timeout():
+    def slow(x):
+        time.sleep(2.5)
+        return x
+    start = time.monotonic()
+    result = permcheck.audit(slow, dim=2, timeout=1, startup_timeout=1)
+    assert result.verdict == "error" and "did not answer within 1 s" in result.error
+    assert "cannot be stopped from here" in result.error
+    assert time.monotonic() - start < 2.4  # the audit ended at the timeout, not when the layer returned
+    with pytest.raises(permcheck.AuditError, match="did not answer within 1 s"):
+        permcheck.assert_equivariant(slow, dim=2, timeout=1, startup_timeout=1)
+
+
+def test_a_missing_binary_says_what_to_install(monkeypatch, tmp_path):
+    monkeypatch.setenv("PERMCHECK_BIN", str(tmp_path / "nowhere"))
+    with pytest.raises(permcheck.PermcheckNotFound, match="PERMCHECK_BIN"):
+        permcheck.audit(Symmetric(), dim=8)
+    monkeypatch.delenv("PERMCHECK_BIN")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(permcheck._audit, "__file__", str(tmp_path / "permcheck" / "_audit.py"))
+    with pytest.raises(permcheck.PermcheckNotFound, match="cmake --build build --target permcheck"):
+        permcheck.audit(Symmetric(), dim=8)
+
+
+def test_a_crashing_binary_is_reported(monkeypatch, tmp_path):
+    fake = tmp_path / "permcheck"
+    fake.write_text("#!/bin/sh\necho 'segmentation fault' >&2\nexit 139\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PERMCHECK_BIN", str(fake))
+    with pytest.raises(permcheck.PermcheckNotFound, match="status 139.*segmentation fault"):
+        permcheck.audit(Symmetric(), dim=8)
+
+
+def test_options_are_checked():
+    with pytest.raises(TypeError, match="no_such_option"):
+        permcheck.audit(Symmetric(), dim=8, no_such_option=1)
+    result = permcheck.audit(Symmetric(), dim=8, max_len=3, cases=20)
+    assert result.verdict == "holds" and result.record["cases"] == 20
+    assert "n in [1, 3]" in result.summary
+
+
+def test_a_report_directory_given_is_kept(tmp_path):
+    result = permcheck.audit(Symmetric(), dim=8, cases=20, report=tmp_path / "kept")
+    assert result.holds and result.report == str(tmp_path / "kept")
+    assert json.load(open(tmp_path / "kept" / "report.json"))["verdict"] == "holds"
