@@ -27,6 +27,7 @@ __version__ = "0.9.0"
 
 def _asserted(result):
     """The result of a holding audit; AssertionError for a failure, AuditError when no verdict was reached."""
+    __tracebackhide__ = True  # pytest shows the user's assert_* line, not these frames
     if result.holds:
         return result
     if result.verdict == "interrupted":
@@ -41,16 +42,19 @@ def assert_equivariant(layer, **audit_options):
     invariant to it, so a pooled output is an invariance check). Raises AssertionError for violated,
     nondeterministic and non-finite, with the shrunk counterexample and the report path; AuditError when the
     audit erred. Takes audit()'s arguments; returns the Result."""
+    __tracebackhide__ = True
     return _asserted(audit(layer, property="equivariance", **audit_options))
 
 
 def assert_shift_invariant(layer, **audit_options):
     """Audit that shifting every position id by a constant leaves the outputs unchanged (a relative position
     encoding); as assert_equivariant otherwise."""
+    __tracebackhide__ = True
     return _asserted(audit(layer, property="shift", **audit_options))
 
 
 def assert_padding_invariant(layer, **audit_options):
     """Audit that padding tokens the mask marks change none of the real tokens' outputs; as assert_equivariant
     otherwise."""
+    __tracebackhide__ = True
     return _asserted(audit(layer, property="padding", **audit_options))
