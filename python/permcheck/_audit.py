@@ -531,8 +531,7 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property="eq
     if record is None:
         if own_report:
             shutil.rmtree(directory, ignore_errors=True)
-        raise PermcheckNotFound("%s ended with status %d and wrote no report: %s" % (binary, code, err.strip()
-                                                                                      or out.strip()))
+        raise PermcheckNotFound(_no_report(binary, code, err.strip() or out.strip()))
     result = Result(record, out, err, directory, code, name)
     if own_report and result.holds:
         shutil.rmtree(directory, ignore_errors=True)
@@ -567,6 +566,13 @@ def replay(report, layer, *, dtype=None, arguments=None, output=None, kinds=None
     if code not in (0, 1):
         raise AuditError("the replay of %s did not run: %s" % (file, (err.strip() or out.strip())))
     return ReplayResult(code, out, err)
+
+
+def _no_report(binary, code, said):
+    ended = "was killed by signal %d" % -code if code < 0 else "ended with status %d" % code
+    return ("%s %s and wrote no report: %s\nThe binary is broken or older than this package: rebuild it (cmake "
+            "--build build --target permcheck) or reinstall it (cmake --install build --prefix PREFIX), or point "
+            "PERMCHECK_BIN at a working one" % (binary, ended, said or "(it printed nothing)"))
 
 
 def _read_record(directory):
