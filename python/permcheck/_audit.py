@@ -331,11 +331,7 @@ class _SocketServer:
             requests = connection.makefile("r", encoding="utf-8", newline="\n")
             answers = connection.makefile("w", encoding="utf-8", newline="\n")
             try:
-                for line in requests:
-                    if not line.strip():
-                        continue
-                    answers.write(json.dumps(server.answer_line(line)) + "\n")
-                    answers.flush()
+                server.answer_all(requests, answers)
             except (BrokenPipeError, ConnectionResetError, OSError, ValueError):
                 pass  # permcheck closed the connection (a timeout, or the audit ended): no answer is wanted
 

@@ -128,11 +128,7 @@ def serve(layer, dtype=None, *, kinds=None, taps=True, stdin=None, stdout=None, 
     saved_stdout = sys.stdout
     sys.stdout = sys.stderr  # what the user's code prints goes to stderr
     try:
-        for line in requests:
-            if not line.strip():
-                continue
-            answers.write(json.dumps(server.answer_line(line)) + "\n")
-            answers.flush()
+        server.answer_all(requests, answers)
     except BrokenPipeError:
         _quiet_exit(0, answers)  # permcheck closed the pipe: it needs no more answers
     except KeyboardInterrupt:
@@ -176,6 +172,14 @@ class _Server:
             self.announcement["batch"] = int(batch)
             if self.is_module and stacked:
                 self.announcement["stacked"] = True
+
+    def answer_all(self, requests, answers):
+        """Answers every request line of the text stream `requests` on `answers`, one line each, in order."""
+        for line in requests:
+            if not line.strip():
+                continue
+            answers.write(json.dumps(self.answer_line(line)) + "\n")
+            answers.flush()
 
     def answer_line(self, line):
         """The answer object to one request line."""
