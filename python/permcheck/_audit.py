@@ -131,6 +131,7 @@ class Result:
     verdict         holds | violated | nondeterministic | non-finite | error | undecided | interrupted
     property        equivariance | shift | padding
     counterexample  the shrunk Counterexample, or None
+    first_breaking_tap  the submodule (its name in named_modules()) where symmetry first breaks, or None
     report          the report directory (kept for a verdict other than holds when no `report` was given;
                     None for a holding audit without `report`)
     summary         permcheck's verdict line;  output: all it printed;  record: report.json as a dict
@@ -148,6 +149,8 @@ class Result:
         c = record.get("counterexample")
         kinds = _input_kinds(record.get("signature"))
         self.counterexample = Counterexample(c, to_tensor, kinds) if isinstance(c, dict) else None
+        tap = record.get("first_breaking_tap")  # the submodule where symmetry first breaks, when taps located it
+        self.first_breaking_tap = tap if isinstance(tap, str) and tap else None
         self.summary = _summary_line(output) or "%s: %s %s" % (layer_name, self.property, self.verdict)
 
     @property
@@ -171,6 +174,9 @@ class Result:
             shown = c.failing() if self.verdict != "non-finite" else list(c.outputs.values())
             for comparison in shown[:3]:
                 lines.extend(_comparison_lines(comparison, self.property, self.verdict))
+            if self.first_breaking_tap:
+                lines.append("  symmetry first breaks at submodule %r (every tap before it holds)"
+                             % self.first_breaking_tap)
         elif self.error:
             lines.append("  %s" % self.error)
         if self.report:

@@ -99,6 +99,13 @@ def test_replay_runs_the_saved_counterexample_in_process():
         permcheck.replay(os.path.join(result.report, "missing"), module)
 
 
+def test_taps_name_the_submodule_where_symmetry_first_breaks():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), LearnedPosition(), torch.nn.Linear(8, 8))
+    with pytest.raises(AssertionError, match="symmetry first breaks at submodule '1'"):
+        permcheck.assert_equivariant(model, dim=8)
+    assert permcheck.audit(model, dim=8, taps=False).first_breaking_tap is None
+
+
 # ---------------------------------------------------------------------------------------------------------
 # The user's module is never modified
 
