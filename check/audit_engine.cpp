@@ -31,11 +31,21 @@ std::vector<Arithmetic> candidate_precisions(const AuditOptions& o) {
 }
 
 const char* finding_name(Outcome k) {
-    return k == Outcome::violated ? "violation" : k == Outcome::non_finite ? "non-finite output" : "nondeterministic answer";
+    switch (k) {
+        case Outcome::violated: return "violation";
+        case Outcome::non_finite: return "non-finite output";
+        case Outcome::batch_dependent: return "batch-dependent answer";
+        default: return "nondeterministic answer";
+    }
 }
 
 Verdict verdict_of(Outcome k) {
-    return k == Outcome::violated ? Verdict::violated : k == Outcome::non_finite ? Verdict::non_finite : Verdict::nondeterministic;
+    switch (k) {
+        case Outcome::violated: return Verdict::violated;
+        case Outcome::non_finite: return Verdict::non_finite;
+        case Outcome::batch_dependent: return Verdict::batch_dependent;
+        default: return Verdict::nondeterministic;
+    }
 }
 
 }  // namespace permcheck::engine

@@ -28,7 +28,9 @@
 namespace permcheck::engine {
 
 // What a case showed, once judged.
-enum class Outcome { pass, violated, non_finite, nondeterministic };
+// batch_dependent: an item's answer in a batched request differs from its answer alone (never found by judge();
+// the confirmation of a batched run finds it, AuditOptions::confirm_alone).
+enum class Outcome { pass, violated, non_finite, nondeterministic, batch_dependent };
 
 // What the values of an answer say of their precision: float32 when every entry is a float32 value and not every
 // entry is an integer (integers are float32 values whatever the layer computes in), else float64. Non-finite
@@ -84,6 +86,10 @@ concept Evaluator = requires(E& ev, const E& cev, const typename E::Case& c, con
     { cev.violation_detail(ob) } -> std::convertible_to<std::string>;
     { cev.block_size() } -> std::convertible_to<std::size_t>;  // cases a worker takes at once (1: unbatched)
     { ev.ask_block(cases, repeats) } -> std::same_as<std::vector<Asked<typename E::Answers>>>;
+    // The case asked alone, one request each, compared with its answers in a batch: an observation of kind
+    // batch_dependent when they differ; throws what the black box throws alone.
+    { ev.alone(c, a) } -> std::same_as<std::optional<typename E::Observation>>;
+    { cev.batch_detail(ob) } -> std::convertible_to<std::string>;  // a sentence on a batch_dependent observation
 };
 
 // The cases of this run: those of its shard, and which of them also evaluate L(x) twice. A case is drawn when it
@@ -126,15 +132,39 @@ template <class Obs> struct Failure {
     Obs observation;
     bool threw = false;
     std::string error, last_request;
+    bool batched = false;  // its evaluations were answered in a batch
 };
 
-// What the run found: the first failure under the dtype it judged with; whether a stop request ended it.
-template <class Obs> struct RunOutcome {
+// The answers of a case in a batched request, kept to be compared with its answers alone, and the block of
+// positions [begin, end) whose evaluations were batched with it.
+template <class Answers> struct BatchedAnswers {
+    Answers answers;
+    std::size_t begin = 0, end = 0;
+};
+
+// What the run found: the first failure under the dtype it judged with; whether a stop request ended it; the
+// batched answers of the cases to confirm alone (confirmation_positions), by position.
+template <class Obs, class Answers> struct RunOutcome {
     std::optional<Failure<Obs>> failure;
     Arithmetic dtype = Arithmetic::float64;
     bool interrupted = false;
     int cases_done = 0;
+    std::map<std::size_t, BatchedAnswers<Answers>> batched;
+    int confirmation_alone_already = 0;  // positions to confirm that were asked alone in the run itself
 };
+
+// Batching never changes a verdict: of a run whose cases were answered in batches, at least max(8, cases / 10)
+// cases (all of them when fewer), spread evenly over the run (whose lengths grow with the case index), are asked
+// alone and their answers compared with the batched ones (those the run asked alone anyway, before an adapter
+// announced its batches, count as asked alone); so is a failure found in a batch, before it is shrunk
+// (FailureShrink works alone).
+inline constexpr std::size_t kConfirmAloneAtLeast = 8;
+inline std::set<std::size_t> confirmation_positions(std::size_t count) {
+    const std::size_t r = std::min(count, std::max(kConfirmAloneAtLeast, count / 10));
+    std::set<std::size_t> out;
+    for (std::size_t k = 0; k < r; ++k) out.insert(k * count / r);
+    return out;
+}
 
 // The stop of an audit asked for between calls (AuditOptions::stop_requested). Not a std::exception, so that
 // no handler of a black box's failures mistakes it for one.
@@ -214,7 +244,7 @@ public:
     using Obs = typename Ev::Observation;
 
     CaseRun(const Schedule<typename Ev::Case>& schedule, const AuditOptions& o)
-        : schedule_(schedule), o_(o), evidence_(schedule.size()) {
+        : schedule_(schedule), o_(o), evidence_(schedule.size()), confirm_(confirmation_positions(schedule.size())) {
         for (Arithmetic a : candidate_precisions(o)) candidates_.push_back({a, tolerance_model(a, o.amplification), std::nullopt});
     }
 
@@ -231,8 +261,8 @@ public:
         }
     }
 
-    RunOutcome<Obs> outcome() && {
-        RunOutcome<Obs> out;
+    RunOutcome<Obs, typename Ev::Answers> outcome() && {
+        RunOutcome<Obs, typename Ev::Answers> out;
         out.dtype = candidates_[0].dtype;
         if (!o_.dtype) {
             PrecisionEvidence all;
@@ -244,6 +274,8 @@ public:
             if (c.dtype == out.dtype) out.failure = std::move(c.failure);
         out.interrupted = interrupted_.load();
         out.cases_done = done_;
+        out.batched = std::move(batched_);
+        out.confirmation_alone_already = alone_already_;
         return out;
     }
 
@@ -297,14 +329,16 @@ private:
                 interrupted_ = true;
                 return true;
             }
-            if (conclude(ev, j, &cases[k], asked[k], calls)) return true;
+            if (conclude(ev, j, &cases[k], asked[k], calls, {begin, end})) return true;
             calls = 0;
         }
         return false;
     }
 
-    // Judges case j (c) from what it was answered under every candidate precision; true when it failed under the first.
-    bool conclude(Ev& ev, std::size_t j, const typename Ev::Case* c, const Asked<Answers>& asked, int calls) {
+    // Judges case j (c) from what it was answered under every candidate precision; true when it failed under the
+    // first. `block`: the positions batched with it, when they were; its answers are kept when it is to be confirmed.
+    bool conclude(Ev& ev, std::size_t j, const typename Ev::Case* c, const Asked<Answers>& asked, int calls,
+                  std::pair<std::size_t, std::size_t> block = {0, 0}) {
         std::vector<std::optional<Failure<Obs>>> found(candidates_.size());
         std::optional<std::string> error, request;
         if (asked.answers && c) {
@@ -312,7 +346,8 @@ private:
                 evidence_[j] = asked.answers->evidence;  // one writer per position; read after the workers are joined
                 for (std::size_t k = 0; k < candidates_.size(); ++k) {
                     Obs ob = ev.judge(*c, *asked.answers, candidates_[k].tolerance);
-                    if (ob.outcome != Outcome::pass) found[k] = Failure<Obs>{j, std::move(ob), false, "", ""};
+                    if (ob.outcome != Outcome::pass)
+                        found[k] = Failure<Obs>{j, std::move(ob), false, "", "", block.second > block.first};
                 }
             } catch (const std::exception& e) {
                 error = e.what();
@@ -326,6 +361,10 @@ private:
             for (auto& f : found) f = Failure<Obs>{j, Obs{}, true, *error, *request};
         std::lock_guard<std::mutex> lock(mutex_);
         progress(calls);
+        if (!error && !found[0] && confirm_.count(j)) {
+            if (block.second > block.first) batched_[j] = BatchedAnswers<Answers>{*asked.answers, block.first, block.second};
+            else ++alone_already_;
+        }
         for (std::size_t k = 0; k < candidates_.size(); ++k)
             if (found[k] && (!candidates_[k].failure || j < candidates_[k].failure->position)) candidates_[k].failure = std::move(found[k]);
         if (!found[0]) return false;
@@ -343,6 +382,9 @@ private:
     const AuditOptions& o_;
     std::vector<CandidatePrecision> candidates_;
     std::vector<PrecisionEvidence> evidence_;
+    std::set<std::size_t> confirm_;  // positions whose batched answers are kept (a batched run's)
+    std::map<std::size_t, BatchedAnswers<Answers>> batched_;
+    int alone_already_ = 0;
     std::atomic<std::size_t> next_{0};
     std::atomic<std::size_t> lowest_failing_{none};  // the lowest position that failed under the first candidate
     std::atomic<bool> interrupted_{false};
@@ -351,8 +393,9 @@ private:
 };
 
 template <Evaluator Ev>
-RunOutcome<typename Ev::Observation> run_cases(std::vector<Ev>& evaluators, const Schedule<typename Ev::Case>& schedule,
-                                               const AuditOptions& o) {
+RunOutcome<typename Ev::Observation, typename Ev::Answers> run_cases(std::vector<Ev>& evaluators,
+                                                                    const Schedule<typename Ev::Case>& schedule,
+                                                                    const AuditOptions& o) {
     CaseRun<Ev> run(schedule, o);
     const std::size_t workers = std::min(evaluators.size(), std::max<std::size_t>(schedule.size(), 1));
     if (workers <= 1) {
@@ -492,12 +535,73 @@ void judge_failure(AuditResult& result, Ev& ev, int case_index, const typename E
     result.detail = found.outcome == Outcome::violated ? ev.violation_detail(found) : found.detail;
 }
 
+// The failure of a batched run asked alone: a batch_dependent observation when it does not fail the same way
+// alone and the layer answers the same input alone the same way twice (else nothing: the failure is the layer's
+// own, and FailureShrink, which asks alone, shrinks it). Throws what the black box throws alone.
+template <Evaluator Ev>
+std::optional<typename Ev::Observation> failure_alone(Ev& ev, const typename Ev::Case& failing,
+                                                      const typename Ev::Observation& found) {
+    const typename Ev::Observation alone = ev.observe(failing, found.outcome == Outcome::nondeterministic);
+    if (alone.outcome == found.outcome || ev.twice(failing)) return std::nullopt;
+    std::optional<typename Ev::Observation> diff =
+        found.outcome == Outcome::nondeterministic ? std::optional(found) : ev.reproduce(failing, found);
+    if (diff) diff->outcome = Outcome::batch_dependent;
+    return diff;
+}
+
+// "case 12 (batched with cases 8 to 15 of the run)".
+inline std::string batched_case_text(int case_index, std::size_t begin, std::size_t end) {
+    return "case " + std::to_string(case_index) + " (batched with positions " + std::to_string(begin) + " to " +
+           std::to_string(end - 1) + " of the run)";
+}
+
+// A batched run's verdict confirmed alone (kConfirmAloneAtLeast): the failure, or the kept cases of a run that
+// held. Sets the result's verdict to batch_dependent (or error, when a case alone errs) and returns true when the
+// answers alone disagree with the batched ones; counts the cases confirmed.
+template <Evaluator Ev, class Run>
+bool confirm_alone(AuditResult& result, Ev& ev, const Schedule<typename Ev::Case>& schedule, const Run& run,
+                   const AuditOptions& o) {
+    const auto found = [&](const typename Ev::Observation& dep, int index, const std::string& where) {
+        result.verdict = Verdict::batch_dependent;
+        ev.record(result, dep, index, 0);
+        result.detail = where + ": " + ev.batch_detail(dep);
+        return true;
+    };
+    std::string where;
+    try {
+        if (run.failure) {
+            if (!run.failure->batched) return false;  // found alone: nothing to confirm
+            const std::size_t j = run.failure->position;
+            where = "case " + std::to_string(schedule.index[j]) + ", the failing one";
+            ++result.confirmed_alone;
+            if (auto dep = failure_alone(ev, schedule.at(j), run.failure->observation))
+                return found(*dep, schedule.index[j], where);
+            return false;
+        }
+        result.confirmed_alone += run.confirmation_alone_already;
+        for (const auto& [j, kept] : run.batched) {
+            if (stop_requested(o)) return false;  // the cases confirmed so far are counted; the run's verdict stands
+            where = batched_case_text(schedule.index[j], kept.begin, kept.end);
+            auto dep = ev.alone(schedule.at(j), kept.answers);
+            ++result.confirmed_alone;
+            if (dep) return found(*dep, schedule.index[j], where);
+        }
+    } catch (const std::exception& e) {
+        result.verdict = Verdict::error;
+        result.error = std::string(e.what()) + " (" + where + ", asked alone; its answers in a batched request " +
+                       "were accepted)";
+        result.last_request = ev.last_request;
+        return true;
+    }
+    return false;
+}
+
 // The run, the dtype it decided, and the verdict, on a labelled result; `cover(result, count)` records what the
 // first `count` positions of the schedule covered.
 template <Evaluator Ev, class Cover>
 AuditResult run_audit(std::vector<Ev>& evaluators, const Schedule<typename Ev::Case>& schedule, const AuditOptions& given,
                       AuditResult result, const Cover& cover) {
-    const RunOutcome<typename Ev::Observation> run = run_cases(evaluators, schedule, given);
+    const auto run = run_cases(evaluators, schedule, given);
     // From here on every comparison uses the dtype the run judged with, as an audit given it would.
     AuditOptions o = given;
     o.dtype = run.dtype;
@@ -513,10 +617,14 @@ AuditResult run_audit(std::vector<Ev>& evaluators, const Schedule<typename Ev::C
                         std::to_string(schedule.size()) + " cases, none of which failed";
     }
     cover(result, static_cast<std::size_t>(result.cases));
+    // A run some of whose cases were answered in batches (an adapter announces them with its first answer).
+    const bool batched = !run.batched.empty() || (failure && failure->batched);
     if (failure && failure->threw) {
         result.verdict = Verdict::error;
         result.error = failure->error;
         result.last_request = failure->last_request;
+    } else if (batched && (failure || !run.interrupted) && confirm_alone(result, evaluators[0], schedule, run, o)) {
+        if (result.verdict != Verdict::error) result.last_request = evaluators[0].last_request;
     } else {
         if (failure)
             judge_failure(result, evaluators[0], schedule.index[failure->position], schedule.at(failure->position),

@@ -78,12 +78,14 @@ NamedBlackBox one_tensor_box(BlackBox layer, Output output) {
 
 namespace {
 
-std::string describe_nondeterministic(const Counterexample& ce) {
+// Nondeterministic: one input answered twice; batch-dependent: in a batched request and alone.
+std::string describe_nondeterministic(const Counterexample& ce, bool batch) {
     std::ostringstream s;
-    s << "nondeterministic: " << ce.layer << " (" << arithmetic_name(ce.dtype) << ") answered one input twice, n = "
-      << ce.n() << ", d = " << ce.d() << "\n  x =\n"
-      << format_matrix(ce.x) << "  first answer =\n"
-      << format_matrix(ce.lhs) << "  second answer =\n"
+    s << (batch ? "batch-dependent: " : "nondeterministic: ") << ce.layer << " (" << arithmetic_name(ce.dtype)
+      << ") answered one input " << (batch ? "in a batched request and alone" : "twice") << ", n = " << ce.n()
+      << ", d = " << ce.d() << "\n  x =\n"
+      << format_matrix(ce.x) << (batch ? "  answer in a batch =\n" : "  first answer =\n")
+      << format_matrix(ce.lhs) << (batch ? "  answer alone =\n" : "  second answer =\n")
       << format_matrix(ce.rhs) << "  largest |difference| = " << ce.comparison.max_abs_diff << " at position "
       << ce.comparison.row << ", feature " << ce.comparison.col << " (tolerance " << ce.comparison.tolerance << ")\n";
     if (!ce.replay.empty()) s << "  replay: " << ce.replay << "\n";
@@ -91,7 +93,8 @@ std::string describe_nondeterministic(const Counterexample& ce) {
 }
 
 std::string describe_one_tensor(const AuditResult& r, const Counterexample& ce) {
-    if (r.verdict == Verdict::nondeterministic) return describe_nondeterministic(ce);
+    if (r.verdict == Verdict::nondeterministic || r.verdict == Verdict::batch_dependent)
+        return describe_nondeterministic(ce, r.verdict == Verdict::batch_dependent);
     std::string text = describe(ce);
     const std::string violated = property_name(ce.property) + std::string(" violated by ");
     if (r.verdict == Verdict::non_finite && text.rfind(violated, 0) == 0)
@@ -109,6 +112,7 @@ std::string describe_signature_finding(const AuditResult& r) {
         for (const auto& [name, t] : c.inputs) named.inputs.push_back(TensorSpec{name, {}, TensorKind::real, ""});
     std::string text = verdict_name(r.verdict);
     text += r.verdict == Verdict::nondeterministic ? " (first and second answer to one input, as the two sides)" : "";
+    text += r.verdict == Verdict::batch_dependent ? " (one input's answer in a batch and alone, as the two sides)" : "";
     text += " (" + std::string(arithmetic_name(r.dtype)) + ")\n";
     return text + describe(c, named);
 }

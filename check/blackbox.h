@@ -133,6 +133,9 @@ struct AuditResult {
     bool dtype_inferred = false;                 // inferred from the answers, not given in the options
     int cases = 0;                      // cases evaluated by this run (its shard), the failing one included
     int evaluations = 0;                // calls of the black box, in all
+    // Cases of a batched run asked again alone, one request each, to confirm that batching changed no answer
+    // (the failure, or at least max(8, cases / 10) of a run that held); 0 when nothing was batched.
+    int confirmed_alone = 0;
     // The one-tensor form's finding in the shorthand's own record (the one-tensor audit() overloads below fill
     // it: a view of signature_counterexample). violated / non-finite: the shrunk case, both sides and their
     // comparison. nondeterministic: x is the input that was answered twice, lhs and rhs the two answers, perm the

@@ -227,6 +227,30 @@ public:
         return differ(c.lengths, c.inputs, seen.y, y, "L(x)", tolerance_, positions);
     }
 
+    // Case c asked alone, L(x) and the transformed side one request each, compared with its answers in a batch:
+    // layer_of_permuted holds the batched answer, permuted_layer the answer alone.
+    std::optional<Observation> alone(const Case& c, const Answers& batched) {
+        const Lengths lengths = transformed_lengths(property_, c);
+        const Tensors y = call(c.inputs, c.lengths);
+        const Tensors lhs = compared_answer(c, call(batched.px, lengths));
+        std::optional<Observation> ob = differ(c.lengths, c.inputs, batched.y, y, "L(x)", tolerance_, batched.positions);
+        if (!ob) ob = differ(lengths, batched.px, batched.lhs, lhs, side_name(), tolerance_, batched.positions);
+        if (ob) ob->outcome = Outcome::batch_dependent;
+        return ob;
+    }
+
+    // "output y of L(P x) (n=2): in the batch and alone it differs by 0.3 at (0, 1) (tolerance 1e-06)".
+    std::string batch_detail(const Observation& ob) const {
+        for (const OutputComparison& c : ob.outputs) {
+            if (c.holds) continue;
+            return (s_->one_tensor ? std::string("the answer") : "output " + c.name) + " to " + format_lengths(ob.lengths) +
+                   " differs between its batched request and its request alone by " + short_number(c.max_abs_diff) +
+                   " at " + where_text(c.where, true) + " (tolerance " + short_number(c.tolerance) +
+                   "): the layer's answer for one item depends on the other items of its batch";
+        }
+        return "its answers in a batch and alone differ";
+    }
+
     std::optional<Observation> twice(const Case& c) {
         const Tensors a = call(c.inputs, c.lengths);
         const Tensors b = call(c.inputs, c.lengths);

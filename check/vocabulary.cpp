@@ -11,7 +11,7 @@ constexpr std::array kProperties{Property::equivariance, Property::invariance, P
 constexpr std::array kArithmetics{Arithmetic::float32, Arithmetic::float64, Arithmetic::exact, Arithmetic::float16,
                                   Arithmetic::bfloat16};
 constexpr std::array kVerdicts{Verdict::holds, Verdict::violated, Verdict::nondeterministic, Verdict::non_finite,
-                               Verdict::error, Verdict::interrupted, Verdict::undecided};
+                               Verdict::error, Verdict::interrupted, Verdict::undecided, Verdict::batch_dependent};
 
 template <class Enum, std::size_t N, class Name>
 std::string joined(const std::array<Enum, N>& all, Name name) {
@@ -70,6 +70,7 @@ const char* verdict_name(Verdict v) {
         case Verdict::error: return "error";
         case Verdict::interrupted: return "interrupted";
         case Verdict::undecided: return "undecided";
+        case Verdict::batch_dependent: return "batch-dependent";
     }
     return "?";
 }

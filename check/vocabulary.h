@@ -16,7 +16,7 @@ enum class Arithmetic { float32, float64, exact, float16, bfloat16 };
 // interrupted: the run was stopped (Ctrl-C, SIGTERM) before it could decide; what it found so far is kept.
 // undecided: no case failed, but the tolerance some case needed (its position ids' rounding) was as large as its
 // outputs, so "holds" would say nothing.
-enum class Verdict { holds, violated, nondeterministic, non_finite, error, interrupted, undecided };
+enum class Verdict { holds, violated, nondeterministic, non_finite, error, interrupted, undecided, batch_dependent };
 
 const char* property_name(Property p);
 Property parse_property(const std::string& name);  // throws std::invalid_argument listing valid names
@@ -26,9 +26,11 @@ const char* arithmetic_name(Arithmetic a);
 Arithmetic parse_arithmetic(const std::string& name);  // float32|float64|exact|float16|bfloat16; throws otherwise
 bool is_half(Arithmetic a);  // float16 or bfloat16
 
-const char* verdict_name(Verdict v);  // holds | violated | nondeterministic | non-finite | error | interrupted | undecided
+const char* verdict_name(Verdict v);  // holds | violated | nondeterministic | non-finite | error | interrupted | undecided |
+                                      // batch-dependent
 Verdict parse_verdict(const std::string& name);  // throws std::invalid_argument listing valid names
-int exit_code(Verdict v);  // 0 holds; 1 violated, nondeterministic, non-finite; 2 error; 3 undecided; 130 interrupted
+int exit_code(Verdict v);  // 0 holds; 1 violated, nondeterministic, non-finite, batch-dependent; 2 error; 3 undecided;
+                           // 130 interrupted
 
 // The kind of a signature's input (check/signature.h). real: real values; mask: booleans, true = padding
 // (PyTorch's key_padding_mask); index: integers naming positions of an axis; token: integer ids of a vocabulary,

@@ -281,6 +281,7 @@ report::Record audit_record(const AuditResult& r, const std::string& name, Prope
     }
     details["dtype_inferred"] = r.dtype_inferred;
     details["evaluations"] = r.evaluations;
+    details["confirmed_alone"] = r.confirmed_alone;  // cases of a batched run asked again one request each
     details["seconds"] = seconds;
     details["cases_per_second"] = seconds > 0 ? r.cases / seconds : 0.0;
     if (!r.detail.empty()) details["finding"] = r.detail;
@@ -312,6 +313,9 @@ void print_result(std::ostream& out, std::ostream& err, const std::string& progr
         if (r.verdict == Verdict::nondeterministic)
             out << "  one input answered twice: below, L(P x) is the first answer and P L(x) the second (every "
                    "permutation the identity)\n";
+        if (r.verdict == Verdict::batch_dependent)
+            out << "  one input answered in a batched request and alone: below, L(P x) is its answer in the batch "
+                   "and P L(x) its answer alone (every permutation the identity)\n";
         out << describe(*shown.signature_counterexample, *signature);
     } else {
         out << describe_finding(shown);  // the one-tensor form's, in the shorthand's words

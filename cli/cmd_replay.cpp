@@ -64,7 +64,10 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, double a
     if (saved.pads) o.padding_axis = saved.pads->axis;
     for (const char* key : {"audit", "audit_torch"})  // the profile's order-aware row: positions stayed in place
         if (r.details.contains(key) && r.details[key].value("keep_positions", false)) o.positions_stay = true;
-    const bool twice = r.verdict == Verdict::nondeterministic;  // the saved inputs were answered twice differently
+    // The saved inputs were answered twice differently (nondeterministic), or differently in a batch and alone
+    // (batch-dependent: a replay sends one request at a time, so it asks them alone twice).
+    const bool batch = r.verdict == Verdict::batch_dependent;
+    const bool twice = r.verdict == Verdict::nondeterministic || batch;
     const AuditResult now = reevaluate(adapters::exec_named_black_box(eo, *r.signature), *r.signature, saved, twice, o);
     const bool holds = now.verdict == Verdict::holds;
     std::cout << (holds ? "now holds: " : "still fails: ")
@@ -75,6 +78,9 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, double a
               << " of the saved case (" << format_lengths(saved.lengths) << "; permutations "
               << format_permutations(saved.perms) << "; " << arithmetic_name(r.dtype) << ") through "
               << q.through() << "\n";
+    if (batch)
+        std::cout << "  the saved case was batch-dependent (its answer in a batched request differed from its answer "
+                     "alone); a replay sends one request at a time, so it compares two answers alone\n";
     for (const OutputComparison& c : now.signature_counterexample->outputs) {
         double was = std::numeric_limits<double>::quiet_NaN();
         for (const OutputComparison& before : saved.outputs)

@@ -393,7 +393,7 @@ std::string to_html(const Record& r) {
     if (!r.error.empty()) s << "<h2>Error</h2><pre>" << html_escape(r.error) << "</pre>\n";
     if (const auto& c = r.counterexample) {
         const Comparison& cmp = c->comparison;
-        const bool twice = r.verdict == Verdict::nondeterministic;
+        const bool twice = r.verdict == Verdict::nondeterministic || r.verdict == Verdict::batch_dependent;
         s << "<h2>" << (twice ? "One input answered twice" : "Counterexample") << ": n = " << c->n() << ", d = "
           << c->d() << "</h2>\n<p>Largest " << html_escape(names.diff) << " = <b>" << text(cmp.max_abs_diff) << "</b>";
         if (!cmp.shape_mismatch) s << " at position " << cmp.row << ", feature " << cmp.col;
@@ -418,7 +418,8 @@ std::string to_html(const Record& r) {
           << matrix_table(c->lhs, names.lhs) << matrix_table(c->rhs, names.rhs) << "</div>\n";
     }
     if (r.signature_counterexample && r.signature)
-        s << signature_html(*r.signature_counterexample, *r.signature, names, r.verdict == Verdict::nondeterministic);
+        s << signature_html(*r.signature_counterexample, *r.signature, names,
+                            r.verdict == Verdict::nondeterministic || r.verdict == Verdict::batch_dependent);
     if (r.taps) s << taps_html(*r.taps);
     if (!r.details.empty())
         s << "<h2>Details</h2><pre>" << html_escape(r.details.dump(2, ' ', false, json::error_handler_t::replace))

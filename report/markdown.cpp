@@ -107,7 +107,7 @@ std::string to_markdown(const Record& r) {
     if (!r.error.empty()) s << "\n**Error:**\n\n```text\n" << r.error << "\n```\n";
     if (const auto& c = r.counterexample) {
         const Comparison& cmp = c->comparison;
-        const bool twice = r.verdict == Verdict::nondeterministic;
+        const bool twice = r.verdict == Verdict::nondeterministic || r.verdict == Verdict::batch_dependent;
         s << "\n#### " << (twice ? "One input answered twice" : "Counterexample") << ": n = " << c->n()
           << ", d = " << c->d() << "\n\n";
         if (twice)
@@ -131,7 +131,7 @@ std::string to_markdown(const Record& r) {
     }
     if (r.signature_counterexample && r.signature)
         s << signature_section(*r.signature_counterexample, *r.signature, names,
-                               r.verdict == Verdict::nondeterministic);
+                               r.verdict == Verdict::nondeterministic || r.verdict == Verdict::batch_dependent);
     if (r.taps) s << taps_section(*r.taps);
     if (!r.details.empty()) s << "\n<details><summary>details</summary>\n\n```json\n" << r.details.dump(2, ' ', false, json::error_handler_t::replace) << "\n```\n\n</details>\n";
     // An audit served in process replays from Python (permcheck.replay), not from a shell.

@@ -132,6 +132,7 @@ std::string case_replay(const Record& r) {
 
 SideNames shown_sides(const Record& r) {
     if (r.verdict == Verdict::nondeterministic) return {"first answer", "second answer", "|first answer - second answer|"};
+    if (r.verdict == Verdict::batch_dependent) return {"answer in a batch", "answer alone", "|in a batch - alone|"};
     return side_names(r.property);
 }
 

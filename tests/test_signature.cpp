@@ -429,6 +429,94 @@ TEST(SignatureAudit, AStopRequestEndsTheAuditAsInterrupted) {
     EXPECT_LT(r.cases, 100);
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// Batching never changes a verdict: a batched side that answers otherwise than the layer alone is caught
+
+// The layer with a batched side (16 items a call) whose answers `touch` may change, given the batch's inputs.
+using Touch = std::function<void(const std::vector<Tensors>&, std::vector<BatchAnswer<Tensors>>&)>;
+BatchedNamedBlackBox with_batches(const NamedBlackBox& one, Touch touch) {
+    Batching<Tensors> many;
+    many.capacity = [] { return 16; };
+    many.call = [one, touch](const std::vector<Tensors>& inputs) {
+        std::vector<BatchAnswer<Tensors>> out;
+        for (const Tensors& in : inputs) out.push_back(BatchAnswer<Tensors>{one(in), ""});
+        touch(inputs, out);
+        return out;
+    };
+    return {one, many};
+}
+
+AuditResult batched_audit(const BatchedNamedBlackBox& box, const Signature& s, int cases = 100) {
+    AuditOptions o = named("batched");
+    o.cases = cases;
+    return audit(std::vector<BatchedNamedBlackBox>{box}, s, o);
+}
+
+TEST(SignatureAuditBatched, AgreeingBatchesHoldAfterMax8OrATenthOfTheCasesAskedAlone) {
+    const BatchedNamedBlackBox box = with_batches(cross_attention(false), [](const auto&, auto&) {});
+    for (int cases : {30, 100, 300}) {
+        const AuditResult r = batched_audit(box, cross_signature(), cases);
+        EXPECT_EQ(r.verdict, Verdict::holds) << finding(r, cross_signature());
+        EXPECT_EQ(r.confirmed_alone, std::max(8, cases / 10)) << cases << " cases";
+    }
+    const AuditResult unbatched = audit(cross_attention(false), cross_signature(), named("one by one"));
+    EXPECT_EQ(unbatched.confirmed_alone, 0) << "nothing batched, nothing to confirm";
+}
+
+TEST(SignatureAuditBatched, AnItemThatSeesItsBatchIsBatchDependentNotHolds) {
+    // A batch statistic (BatchNorm in training mode): every item gets the batch's mean of the first feature, so
+    // each case holds within its batch (both sides see the same batch) but no answer is the layer's alone.
+    const Touch batch_mean = [](const std::vector<Tensors>&, std::vector<BatchAnswer<Tensors>>& out) {
+        double mean = 0;
+        for (const auto& a : out) mean += a.value->at("y").values[0] / static_cast<double>(out.size());
+        for (auto& a : out)
+            for (double& v : a.value->at("y").values) v += mean;
+    };
+    const AuditResult r = batched_audit(with_batches(cross_attention(false), batch_mean), cross_signature());
+    EXPECT_EQ(r.verdict, Verdict::batch_dependent) << finding(r, cross_signature());
+    EXPECT_EQ(exit_code(r.verdict), 1);
+    EXPECT_NE(r.detail.find("differs between its batched request and its request alone"), std::string::npos) << r.detail;
+    EXPECT_NE(r.detail.find("batched with positions"), std::string::npos) << r.detail;
+    ASSERT_TRUE(r.signature_counterexample);
+    const OutputComparison& y = r.signature_counterexample->outputs.at(0);
+    EXPECT_FALSE(y.holds);
+    EXPECT_NE(y.layer_of_permuted.values, y.permuted_layer.values) << "both answers shown: in the batch and alone";
+    EXPECT_EQ(r.confirmed_alone, 1) << "the first case confirmed alone already disagrees";
+}
+
+TEST(SignatureAuditBatched, AViolationOnlyABatchShowsIsBatchDependentAndOneTheLayerHasAloneStaysViolated) {
+    // Items after the first of a batch get the batch position added to a value: L(P x) and P L(x) sit at
+    // different places of their batch, so the case fails batched and holds alone.
+    const Touch by_place = [](const std::vector<Tensors>&, std::vector<BatchAnswer<Tensors>>& out) {
+        for (std::size_t k = 0; k < out.size(); ++k) out[k].value->at("y").values[0] += static_cast<double>(k);
+    };
+    const AuditResult dependent = batched_audit(with_batches(cross_attention(false), by_place), cross_signature());
+    EXPECT_EQ(dependent.verdict, Verdict::batch_dependent) << finding(dependent, cross_signature());
+    EXPECT_NE(dependent.detail.find("the failing one"), std::string::npos) << dependent.detail;
+    const AuditResult own = batched_audit(with_batches(cross_attention(true), [](const auto&, auto&) {}), cross_signature());
+    EXPECT_EQ(own.verdict, Verdict::violated) << finding(own, cross_signature());
+    ASSERT_TRUE(own.signature_counterexample);
+    EXPECT_EQ(own.signature_counterexample->lengths.at("m"), 2) << "shrunk alone as before";
+}
+
+TEST(SignatureAuditBatched, ACaseThatErrsAloneIsAnErrorEvenWhenItsBatchAnswered) {
+    // The layer refuses n = 3 alone; its batched side answers everything (a fast path decided for the batch).
+    const NamedBlackBox exact = cross_attention(false);
+    const NamedBlackBox refuses_3 = [exact](const Tensors& in) {
+        if (in.at("q").shape[0] == 3) throw AdapterError("the layer returned 2 rows for 3");
+        return exact(in);
+    };
+    BatchedNamedBlackBox box = with_batches(exact, [](const auto&, auto&) {});
+    box.one = refuses_3;
+    AuditOptions o = named("fast path");
+    o.cases = 300;  // 30 confirmed alone: one of them at n = 3
+    const AuditResult r = audit(std::vector<BatchedNamedBlackBox>{box}, cross_signature(), o);
+    EXPECT_EQ(r.verdict, Verdict::error) << finding(r, cross_signature());
+    EXPECT_NE(r.error.find("the layer returned 2 rows for 3"), std::string::npos) << r.error;
+    EXPECT_NE(r.error.find("asked alone; its answers in a batched request were accepted"), std::string::npos) << r.error;
+    EXPECT_EQ(exit_code(r.verdict), 2);
+}
+
 // The same layers computed in float: judged with the float32 tolerance inferred from their answers, they hold;
 // the tolerance's k (every axis's length plus the widest fixed size) covers their reductions.
 TEST(SignatureAudit, Float32LayersHoldWithTheInferredFloat32Tolerance) {

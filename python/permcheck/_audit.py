@@ -128,7 +128,8 @@ class Counterexample:
 class Result:
     """An audit's outcome. bool(result) is True when the property holds.
 
-    verdict         holds | violated | nondeterministic | non-finite | error | undecided | interrupted
+    verdict         holds | violated | nondeterministic | non-finite | batch-dependent | error | undecided |
+                    interrupted
     property        equivariance | shift | padding
     counterexample  the shrunk Counterexample, or None
     first_breaking_tap  the submodule (its name in named_modules()) where symmetry first breaks, or None
@@ -168,7 +169,8 @@ class Result:
         lines = [self.summary]
         c = self.counterexample
         if c is not None:
-            lines.append("  shrunk counterexample: %s" % _case_text(c, self.property, self.verdict))
+            shrunk = "counterexample" if self.verdict == "batch-dependent" else "shrunk counterexample"
+            lines.append("  %s: %s" % (shrunk, _case_text(c, self.property, self.verdict)))
             for name, value in c.inputs.items():
                 lines.append("    input %s = %s" % (name, _short(value)))
             shown = c.failing() if self.verdict != "non-finite" else list(c.outputs.values())
@@ -257,6 +259,8 @@ def _case_text(c, prop, verdict):
     lengths = ", ".join("%s = %d" % (a, n) for a, n in c.lengths.items())
     if verdict == "nondeterministic":
         return "%s; the same input answered twice, differently" % lengths
+    if verdict == "batch-dependent":
+        return "%s; the same input answered differently in a batched request and alone" % lengths
     if verdict == "non-finite":
         return "%s; the layer answered with NaN or infinity" % lengths
     if prop == "shift":
@@ -272,6 +276,8 @@ def _sides(prop, verdict):
     """The names of a comparison's two sides, as permcheck's own report names them."""
     if verdict == "nondeterministic":
         return "first answer", "second answer"
+    if verdict == "batch-dependent":
+        return "in a batch", "alone"
     return {"shift": ("L(x_c)", "L(x)"), "padding": ("L(pad x)", "L(x)")}.get(prop, ("L(P x)", "P L(x)"))
 
 

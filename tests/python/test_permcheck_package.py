@@ -206,6 +206,43 @@ def test_shift_invariance_of_position_ids():
 
 
 # ---------------------------------------------------------------------------------------------------------
+# Batching never changes a verdict
+
+class BatchStatistics(torch.nn.Module):
+    """BatchNorm in training mode, written out: statistics over every position of every item of the batch."""
+
+    def forward(self, src):
+        flat = src.reshape(-1, src.shape[-1])
+        return torch.nn.functional.batch_norm(flat, None, None, training=True).reshape(src.shape)
+
+
+def test_an_item_that_sees_its_batch_is_batch_dependent():
+    sig = dict(axes=["n=2..8"], inputs=["src:n,1,8"], outputs=["y:n,1,8"])
+    for seed in (1, 2, 3):
+        result = permcheck.audit(BatchStatistics(), seed=seed, **sig)
+        assert result.verdict == "batch-dependent", result.explanation()
+        assert result.exit_code == 1 and result.record["details"]["audit"]["confirmed_alone"] >= 1
+    # One case per request, the layer's statistics are its own: it holds.
+    assert permcheck.audit(BatchStatistics(), batch=None, **sig).verdict == "holds"
+    with pytest.raises(AssertionError, match="answered differently in a batched request and alone") as caught:
+        permcheck.assert_equivariant(BatchStatistics(), **sig)
+    assert "in a batch = [[" in str(caught.value) and "alone = [[" in str(caught.value)
+
+
+def test_an_encoder_fast_path_that_drops_rows_alone_is_an_error_for_every_seed():
+    # In eval, with a padding mask, TransformerEncoder takes a nested-tensor fast path for the whole batch or for
+    # none of it: alone, an item with padding at the end is answered with fewer rows than it has.
+    layer = torch.nn.TransformerEncoderLayer(8, 2, 16, 0.0, batch_first=True)
+    encoder = torch.nn.TransformerEncoder(layer, 2).eval()
+    sig = dict(axes=["n=1..8"], inputs=["src:1,n,8", "pad:1,n:mask"], outputs=["y:1,n,8"],
+               arguments={"src": "src", "src_key_padding_mask": "pad"})
+    for seed in range(1, 6):
+        result = permcheck.audit(encoder, seed=seed, **sig)
+        assert result.verdict == "error", result.explanation()
+        assert "output 'y'" in result.error and "expected" in result.error, result.error
+
+
+# ---------------------------------------------------------------------------------------------------------
 # The other verdicts and the errors
 
 def test_a_nondeterministic_layer_fails_showing_both_answers():
