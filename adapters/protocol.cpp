@@ -421,6 +421,12 @@ Tap tap_of(const nlohmann::json& v, std::size_t k) {
     if (name == v.end() || !name->is_string()) throw std::invalid_argument(which + " has no string \"name\"");
     Tap t{name->get<std::string>(), {}, std::nullopt};
     const std::string field = "tap '" + t.name + "'";
+    if (const auto unusable = v.find("not_comparable"); unusable != v.end()) {  // no values: why, in words
+        if (!unusable->is_string() || unusable->get<std::string>().empty())
+            throw std::invalid_argument(field + ": \"not_comparable\" must be a non-empty string saying why");
+        t.unusable = unusable->get<std::string>().substr(0, 500);
+        return t;
+    }
     const auto shape = v.find("shape");
     if (shape == v.end() || !shape->is_array())
         throw std::invalid_argument(field + " has no \"shape\" array (one size per dim)");

@@ -45,10 +45,15 @@ std::string first_break_sentence(const TapTrace& t) {
                                         [](const TapComparison& c) { return c.verdict == TapVerdict::not_comparable; });
     const std::string except = unjudged == 0 ? std::string()
                                              : " but " + std::to_string(unjudged) + " that could not be compared";
+    const std::string count = std::to_string(t.taps.size()) + (t.taps.size() == 1 ? " tap" : " taps");
+    if (t.first_breaking < 0 && unjudged == static_cast<std::ptrdiff_t>(t.taps.size()))
+        return "no tap could be compared (" + count + "): where the symmetry breaks could not be located";
+    if (t.first_breaking < 0 && unjudged > 0)
+        return "no tap breaks (" + count + ", every one holds" + except +
+               "): the symmetry breaks in the layer's own code or in a submodule whose tap could not be compared";
     if (t.first_breaking < 0)
-        return "no tap breaks (" + std::to_string(t.taps.size()) + (t.taps.size() == 1 ? " tap" : " taps") +
-               (unjudged == 0 ? std::string(", every one holds") : ", every one holds" + except) +
-               "): the symmetry breaks in the layer's own code, outside its submodules";
+        return "no tap breaks (" + count + ", every one holds): the symmetry breaks in the layer's own code, outside "
+               "its submodules";
     const TapComparison& c = t.taps[before];
     std::string s = "symmetry first breaks at " + printable_tap_name(c.name) + " (tap " + std::to_string(before + 1) + " of " +
                     std::to_string(t.taps.size()) + ")";
@@ -226,7 +231,8 @@ std::map<std::string, std::optional<ShapesByName>> probe(const TapSource& source
                                                          const Tensors& inputs, const std::vector<Tap>& taps,
                                                          std::string& note) {
     std::map<std::string, std::optional<ShapesByName>> out;
-    if (std::all_of(taps.begin(), taps.end(), [](const Tap& t) { return t.dims.has_value(); })) return out;
+    if (std::all_of(taps.begin(), taps.end(), [](const Tap& t) { return t.dims.has_value() || !t.unusable.empty(); }))
+        return out;
     for (const Axis& a : s.axes) {
         try {
             ShapesByName shapes;
@@ -333,8 +339,16 @@ TapTrace trace(const TapSource& source, const Signature& s, const TapCase& k, Ar
     const std::string at = k.property == Property::shift ? "x_c" : k.property == Property::padding ? "pad x" : "P x";
     for (const Tap& t : at_x) {
         const auto other = by_name.find(t.name);
+        if (!t.unusable.empty()) {
+            trace.taps.push_back(not_comparable(t, t.unusable));
+            continue;
+        }
         if (other == by_name.end()) {
             trace.taps.push_back(not_comparable(t, "no tap of this name at " + at));
+            continue;
+        }
+        if (!other->second->unusable.empty()) {
+            trace.taps.push_back(not_comparable(t, "at " + at + ": " + other->second->unusable));
             continue;
         }
         try {

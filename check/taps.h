@@ -22,10 +22,13 @@ namespace permcheck {
 
 // One tap as an adapter answers it: a name (a submodule's, "blocks.1", or "name[k]" for the k-th tensor of a
 // tuple), its value, and optionally which axis each dim follows ("" for none), when the adapter declares it.
+// `unusable`: why the adapter could not send this tap's values (a nested tensor, a value it cannot convert);
+// such a tap is listed as not comparable with that reason, and its value is empty.
 struct Tap {
     std::string name;
     Tensor value;
     std::optional<std::vector<std::string>> dims;
+    std::string unusable = "";
 };
 
 // The taps of one evaluation, in the order the submodules finished. A TapSource answers them for a set of inputs
@@ -72,7 +75,9 @@ std::string printable_tap_name(const std::string& name);
 
 // "symmetry first breaks at blocks.1 (tap 2 of 4); every tap before it holds" (with " but 1 that could not be
 // compared" when some could not), or "no tap breaks (4 taps, every one holds): the symmetry breaks in the layer's
-// own code, outside its submodules", or "no taps: NOTE".
+// own code, outside its submodules", or, when some tap could not be compared, that the break is in the layer's
+// own code or in one of those; "no tap could be compared (4 taps): where the symmetry breaks could not be
+// located" when none could; or "no taps: NOTE".
 std::string first_break_sentence(const TapTrace& t);
 
 // The axis each dim of a tap follows, from its shape at x and its shapes at the probes (axis -> the tap's shape

@@ -281,7 +281,11 @@ TEST(TapTrace, DeclaredDimsNeedNoProbeAndABadDeclarationIsNotComparable) {
     EXPECT_NE(t.taps[1].note.find("axis m, which the signature does not have"), std::string::npos) << t.taps[1].note;
     EXPECT_EQ(t.first_breaking, -1);  // a tap that cannot be judged is no break
     EXPECT_EQ(first_break_sentence(t), "no tap breaks (2 taps, every one holds but 1 that could not be compared): the "
-                                       "symmetry breaks in the layer's own code, outside its submodules");
+                                       "symmetry breaks in the layer's own code or in a submodule whose tap could not "
+                                       "be compared");
+    TapTrace none = t;
+    none.taps.erase(none.taps.begin());
+    EXPECT_EQ(first_break_sentence(none), "no tap could be compared (1 tap): where the symmetry breaks could not be located");
     TapTrace later = t;
     later.taps.push_back(TapComparison{"c", {2, 2}, {"n", ""}, TapVerdict::violated, 1.0, 1e-15, ""});
     later.first_breaking = 2;
@@ -323,6 +327,30 @@ TEST(TapTrace, ASourceThatFailsOrOffersNoneLeavesANoteNotAnException) {
     EXPECT_FALSE(none.offered);
 }
 
+TEST(TapTrace, ATapTheAdapterCouldNotSendIsListedNotComparableWithItsReason) {
+    const Signature s = one_tensor_signature_of(2, 1, 8);
+    const Tensors x{{"x", tensor({2, 2}, {1, 2, 3, 4})}};
+    int calls = 0;
+    const TapSource source = [&calls](const Tensors& in) {
+        ++calls;
+        Tap nested{"encoder.layers.0", {}, std::nullopt, "a nested tensor (its items have different lengths)"};
+        return std::vector<Tap>{nested, Tap{"same", in.at("x"), std::vector<std::string>{"n", ""}}};
+    };
+    const TapTrace t = trace_taps(source, s, {{"n", 2}}, {{"n", kSwap}}, x, Arithmetic::float64, 1.0);
+    EXPECT_EQ(calls, 2) << "every tap usable or declared: no probe";
+    ASSERT_EQ(t.taps.size(), 2u);
+    EXPECT_EQ(t.taps[0].verdict, TapVerdict::not_comparable);
+    EXPECT_EQ(t.taps[0].note, "a nested tensor (its items have different lengths)");
+    EXPECT_EQ(t.taps[1].verdict, TapVerdict::holds);
+    EXPECT_NE(describe(t).find("not comparable"), std::string::npos) << describe(t);
+    // Every tap unusable (or every probe refused): the break cannot be located, and the sentence says so.
+    const TapSource nothing = [](const Tensors&) {
+        return std::vector<Tap>{Tap{"a", {}, std::nullopt, "a value the adapter cannot convert"}};
+    };
+    const TapTrace none = trace_taps(nothing, s, {{"n", 2}}, {{"n", kSwap}}, x, Arithmetic::float64, 1.0);
+    EXPECT_EQ(first_break_sentence(none), "no tap could be compared (1 tap): where the symmetry breaks could not be located");
+}
+
 // ------------------------------------------------------------------------------------------ the tap answer
 
 TEST(TapAnswer, ParsesNamesShapesValuesAndDims) {
@@ -339,6 +367,11 @@ TEST(TapAnswer, ParsesNamesShapesValuesAndDims) {
     EXPECT_EQ(r.taps[1].value.values, (std::vector<double>{2}));
     EXPECT_EQ(*r.taps[2].dims, (std::vector<std::string>{"", "n"}));
     EXPECT_EQ(adapters::with_taps(R"({"id":1,"x":[[1]]})"), R"({"id":1,"x":[[1]],"taps":true})");
+    const adapters::TapResponse unusable = adapters::parse_tap_response(
+        R"({"id": 4, "taps": [{"name": "enc", "not_comparable": "a nested tensor"}]})");
+    ASSERT_EQ(unusable.taps.size(), 1u);
+    EXPECT_EQ(unusable.taps[0].unusable, "a nested tensor");
+    EXPECT_TRUE(unusable.taps[0].value.shape.empty());
 }
 
 TEST(TapAnswer, MalformedTapsAreRefusedNamingTheTap) {
@@ -356,6 +389,8 @@ TEST(TapAnswer, MalformedTapsAreRefusedNamingTheTap) {
     refused(R"({"id": 1, "taps": [{"name": "a", "shape": [-1], "values": []}]})", "expected sizes");
     refused(R"({"id": 1, "taps": [{"name": "a", "shape": [1], "values": [1], "dims": ["n", null]}]})", "one axis name or null per dim");
     refused(R"({"id": 1, "taps": [{"name": "a", "shape": [1], "values": ["x"]}]})", "tap 'a'");
+    refused(R"({"id": 1, "taps": [{"name": "a", "not_comparable": ""}]})", "must be a non-empty string");
+    refused(R"({"id": 1, "taps": [{"name": "a", "not_comparable": 3}]})", "must be a non-empty string");
     EXPECT_TRUE(adapters::parse_tap_response(R"({"id": 1, "error": "boom"})").is_error);
 }
 

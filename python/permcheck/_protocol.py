@@ -39,7 +39,8 @@ Taps (where symmetry first breaks), both forms, for a torch module unless serve(
     <- {"id": 7, "outputs": {...}, "taps_offered": true,
         "taps": [{"name": "blocks.0", "shape": [2, 8], "values": [[...], [...]]}, ...]}
     An adapter of your own may add "dims": ["n", null] to a tap (the axis each dim follows, null for none);
-    without it permcheck finds the axes itself by probing (README, "Where symmetry first breaks").
+    without it permcheck finds the axes itself by probing (README, "Where symmetry first breaks"). A tap whose
+    values cannot be sent is {"name": "blocks.0", "not_comparable": "a nested tensor"}: listed, with its reason.
 
 Batches (serve's `batch`, default 256): the first answer announces "batch": K, and for a torch module
 "stacked": true; permcheck then sends several cases per request, either as a list of ordinary requests
@@ -610,8 +611,10 @@ def _last_line(error):
 class _TapRecorder:
     """Forward hooks on every named submodule (the root left out: its output is the audited one) that record each
     floating tensor output as a tap, in the order the submodules finish, so a child comes before its parent.
-    A tuple or list output gives name[0], name[1], ...; a dict output name.key; other outputs are skipped. A
-    submodule called again gives name#2, name#3, ..."""
+    A tuple or list output gives name[0], name[1], ...; a dict output name.key; integer and boolean tensors are
+    taps as their numbers; a tensor that has no values to compare (nested, complex, quantized) or cannot be read
+    is a tap {"name": ..., "not_comparable": REASON}; other outputs are skipped. A submodule called again gives
+    name#2, name#3, ... Nothing a hook meets ends the forward pass."""
 
     def __init__(self, module, torch):
         self.module, self.torch, self.taps, self.calls, self.handles = module, torch, [], {}, []
@@ -640,10 +643,30 @@ class _TapRecorder:
         elif isinstance(output, dict):
             for key, value in output.items():
                 self._add("%s.%s" % (name, key), value)
-        elif isinstance(output, self.torch.Tensor) and output.is_floating_point():
-            # A copy now: a later in-place operation must not change what this submodule answered.
-            value = output.detach().to("cpu", self.torch.float64, copy=True)
-            self.taps.append({"name": name, "shape": list(value.shape), "values": value.tolist()})
+        elif isinstance(output, self.torch.Tensor):
+            why = _unusable_tap(self.torch, output)
+            if why:
+                self.taps.append({"name": name, "not_comparable": why})
+                return
+            try:  # a copy now: a later in-place operation must not change what this submodule answered
+                value = output.detach()
+                if value.layout != self.torch.strided:
+                    value = value.to_dense()
+                value = value.to("cpu", self.torch.float64, copy=True)  # integer and boolean taps as numbers
+                self.taps.append({"name": name, "shape": list(value.shape), "values": value.tolist()})
+            except Exception as error:  # never the forward pass's failure: the tap is listed with the reason
+                self.taps.append({"name": name, "not_comparable": "its value could not be read: %s" % _last_line(error)})
+
+
+def _unusable_tap(torch, value):
+    """Why a tensor output cannot be a tap (listed as not comparable with this reason), or None."""
+    if getattr(value, "is_nested", False):
+        return "a nested tensor (its items may differ in length), which has no one shape to compare"
+    if value.is_complex():
+        return "a complex tensor"
+    if value.is_quantized:
+        return "a quantized tensor"
+    return None
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -106,6 +106,38 @@ def test_taps_name_the_submodule_where_symmetry_first_breaks():
     assert permcheck.audit(model, dim=8, taps=False).first_breaking_tap is None
 
 
+class NestedPart(torch.nn.Module):
+    def forward(self, x):  # a nested tensor, as TransformerEncoder's fast path makes inside its layers
+        return torch.nested.nested_tensor([x[: x.shape[0] // 2 + 1], x])
+
+
+class Flags(torch.nn.Module):
+    def forward(self, x):
+        return x > 0, x.argmax(-1), {"rows": x.shape[0], "sum": x.sum(-1)}
+
+
+class TapsOfEveryKind(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.nested, self.flags, self.leak = NestedPart(), Flags(), LearnedPosition()
+
+    def forward(self, x):
+        self.nested(x)
+        self.flags(x)
+        return self.leak(x)
+
+
+def test_taps_of_every_kind_are_judged_or_listed_never_a_crash():
+    result = permcheck.audit(TapsOfEveryKind(), dim=8)
+    assert result.verdict == "violated"
+    taps = {t["name"]: t for t in result.record["taps"]}
+    assert taps["nested"]["verdict"] == "not comparable" and "nested tensor" in taps["nested"]["note"]
+    assert taps["flags[0]"]["verdict"] == "holds" and taps["flags[1]"]["verdict"] == "holds"  # bool, int64
+    assert taps["flags[2].sum"]["verdict"] == "holds"
+    assert result.first_breaking_tap == "leak"
+    assert "Traceback" not in result.output + result.stderr
+
+
 # ---------------------------------------------------------------------------------------------------------
 # The user's module is never modified
 
