@@ -605,7 +605,7 @@ TAPS_SCRIPT = """
     import torch
     from permcheck_adapter import serve
 
-    class Pair(torch.nn.Module):  # a tuple output: two taps, name[0] and name[1]; an int tensor is skipped
+    class Pair(torch.nn.Module):  # a tuple output: taps name[0], name[1][0] and the int tensor name[1][1]
         def forward(self, x):
             return x * 2, (x.sum(0), torch.arange(3))
 
@@ -641,10 +641,11 @@ class ServedModuleTaps(unittest.TestCase):
         self.assertEqual(code, 0, err)
         self.assertEqual(answers[0], {"id": 1, "y": [[104.0, 106.0], [108.0, 110.0]], "taps_offered": True})
         taps = answers[1]["taps"]
-        self.assertEqual([t["name"] for t in taps], ["pair[0]", "pair[1][0]", "shift", "shift#2"])
+        self.assertEqual([t["name"] for t in taps], ["pair[0]", "pair[1][0]", "pair[1][1]", "shift", "shift#2"])
         self.assertEqual(taps[0], {"name": "pair[0]", "shape": [2, 2], "values": [[2.0, 4.0], [6.0, 8.0]]})
         self.assertEqual(taps[1]["shape"], [2])
-        self.assertEqual(taps[2]["values"], [[3.0, 5.0], [7.0, 9.0]])  # before the in-place += 100
+        self.assertEqual(taps[2], {"name": "pair[1][1]", "shape": [3], "values": [0.0, 1.0, 2.0]})  # an int tap
+        self.assertEqual(taps[3]["values"], [[3.0, 5.0], [7.0, 9.0]])  # before the in-place += 100
         self.assertEqual(answers[1]["y"], answers[0]["y"])
         self.assertEqual([t["name"] for t in answers[2]["taps"]], [t["name"] for t in taps])
         self.assertNotIn("taps", answers[3])
