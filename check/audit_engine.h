@@ -29,7 +29,7 @@ namespace permcheck::engine {
 
 // What a case showed, once judged.
 // batch_dependent: an item's answer in a batched request differs from its answer alone (never found by judge();
-// the confirmation of a batched run finds it, AuditOptions::confirm_alone).
+// the confirmation of a batched run finds it: confirm_alone, below).
 enum class Outcome { pass, violated, non_finite, nondeterministic, batch_dependent };
 
 // What the values of an answer say of their precision: float32 when every entry is a float32 value and not every
