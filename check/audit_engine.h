@@ -101,6 +101,7 @@ template <class C> struct Schedule {
     std::vector<rc::Random> randoms;   // each case's random
     Draw draw;
     std::set<std::size_t> repeated;    // positions that also evaluate L(x) twice
+    std::vector<std::vector<int>> lengths;  // each position's lengths, one per axis (empty: not known)
 
     static Schedule of(const AuditOptions& o, Draw draw) {
         Schedule s;
@@ -154,15 +155,22 @@ template <class Obs, class Answers> struct RunOutcome {
 };
 
 // Batching never changes a verdict: of a run whose cases were answered in batches, at least max(8, cases / 10)
-// cases (all of them when fewer), spread evenly over the run (whose lengths grow with the case index), are asked
-// alone and their answers compared with the batched ones (those the run asked alone anyway, before an adapter
-// announced its batches, count as asked alone); so is a failure found in a batch, before it is shrunk
-// (FailureShrink works alone).
+// cases (all of them when fewer) are asked alone and their answers compared with the batched ones (those the run
+// asked alone anyway, before an adapter announced its batches, count as asked alone); so is a failure found in a
+// batch, before it is shrunk (FailureShrink works alone). The cases are spread over the run's lengths: first, in
+// the run's order, a case for each length of each axis not yet among them (a layer that answers one shape
+// differently in a batch is seen), then evenly over the run, as many as that leaves.
 inline constexpr std::size_t kConfirmAloneAtLeast = 8;
-inline std::set<std::size_t> confirmation_positions(std::size_t count) {
+template <class C> std::set<std::size_t> confirmation_positions(const Schedule<C>& schedule) {
+    const std::size_t count = schedule.size();
     const std::size_t r = std::min(count, std::max(kConfirmAloneAtLeast, count / 10));
     std::set<std::size_t> out;
-    for (std::size_t k = 0; k < r; ++k) out.insert(k * count / r);
+    std::set<std::pair<std::size_t, int>> covered;  // (axis, length)
+    for (std::size_t j = 0; j < schedule.lengths.size() && j < count && out.size() < r; ++j)
+        for (std::size_t a = 0; a < schedule.lengths[j].size(); ++a)
+            if (covered.insert({a, schedule.lengths[j][a]}).second) out.insert(j);
+    for (std::size_t k = 0; k < r && out.size() < r; ++k) out.insert(k * count / r);
+    for (std::size_t j = 0; j < count && out.size() < r; ++j) out.insert(j);
     return out;
 }
 
@@ -244,7 +252,7 @@ public:
     using Obs = typename Ev::Observation;
 
     CaseRun(const Schedule<typename Ev::Case>& schedule, const AuditOptions& o)
-        : schedule_(schedule), o_(o), evidence_(schedule.size()), confirm_(confirmation_positions(schedule.size())) {
+        : schedule_(schedule), o_(o), evidence_(schedule.size()), confirm_(confirmation_positions(schedule)) {
         for (Arithmetic a : candidate_precisions(o)) candidates_.push_back({a, tolerance_model(a, o.amplification), std::nullopt});
     }
 

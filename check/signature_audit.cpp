@@ -667,7 +667,11 @@ AuditResult audit(const std::vector<BatchedNamedBlackBox>& layers, const Signatu
     if (layers.empty()) throw std::invalid_argument("an audit needs at least one black box");
     const auto shared = std::make_shared<const Signature>(signature);
     const std::vector<Lengths> lengths = case_lengths(*shared, given);
-    const auto schedule = engine::Schedule<SignatureCase>::of(given, case_draw(*shared, given, lengths));
+    auto schedule = engine::Schedule<SignatureCase>::of(given, case_draw(*shared, given, lengths));
+    for (int i : schedule.index) {
+        schedule.lengths.emplace_back();
+        for (const auto& [axis, len] : lengths[static_cast<std::size_t>(i)]) schedule.lengths.back().push_back(len);
+    }
     std::vector<SignatureEvaluator> evaluators;
     for (const BatchedNamedBlackBox& box : layers)
         evaluators.emplace_back(box, shared, given, engine::candidate_precisions(given)[0]);

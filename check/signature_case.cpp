@@ -135,7 +135,66 @@ Tensor draw_index(gen::Sampler& draw, const TensorSpec& spec, std::vector<int> s
 
 }  // namespace
 
-std::vector<Lengths> signature_lengths(const Signature& s, int cases, std::uint64_t seed, bool every_length) {
+namespace {
+
+// A small length (0 or 1) of one axis, to be sent while the other axes move.
+struct Corner {
+    std::size_t axis = 0;
+    int len = 0;
+};
+
+// Every axis's small lengths that its range allows beside a longer one, when some other axis can move.
+std::vector<Corner> corners_of(const Signature& s) {
+    std::vector<Corner> out;
+    for (std::size_t a = 0; a < s.axes.size(); ++a) {
+        const bool others_move = std::any_of(s.axes.begin(), s.axes.end(),
+                                             [&](const Axis& b) { return &b != &s.axes[a] && b.max_len >= 2; });
+        for (int len = 0; len <= 1 && others_move; ++len)
+            if (s.axes[a].min_len <= len && len < s.axes[a].max_len) out.push_back({a, len});
+    }
+    return out;
+}
+
+// Corner c at step k: its axis at its small length, every other axis at its k-th length that can move (2, 3, ...
+// up to MAX, in rounds; MAX when that is below 2). At length 0 an index input into the axis must be empty: its
+// first axis dim is 0 too (nothing when that axis cannot be 0).
+std::optional<Lengths> corner_lengths(const Signature& s, const Corner& c, int k) {
+    const std::string& name = s.axes[c.axis].name;
+    Lengths l;
+    for (const Axis& b : s.axes) {
+        const int lo = std::min(std::max(b.min_len, 2), b.max_len);
+        l[b.name] = lo + k % (b.max_len - lo + 1);
+    }
+    l[name] = c.len;
+    for (const TensorSpec& t : s.inputs) {
+        if (c.len != 0 || t.kind != TensorKind::index || t.index_axis != name) continue;
+        if (Tensor{shape_of(t, l), {}}.size() == 0) continue;
+        const std::optional<std::size_t> d = first_axis_dim(t);
+        if (!d || axis_named(s, t.dims[*d].axis).min_len > 0) return std::nullopt;
+        l[t.dims[*d].axis] = 0;
+    }
+    return l;
+}
+
+// The corner cases of an audit of `cases` cases: every corner at step 0, then every corner at step 1, and so on,
+// about a fifth of the cases (at most half of them).
+std::vector<Lengths> corner_schedule(const Signature& s, int cases) {
+    const std::vector<Corner> corners = corners_of(s);
+    std::vector<Lengths> out;
+    if (corners.empty() || cases < 2) return out;
+    const int groups = static_cast<int>(corners.size());
+    const int steps = std::max(1, cases / (5 * groups));
+    const auto most = static_cast<std::size_t>(std::min(groups * steps, cases / 2));
+    for (int k = 0; k < steps && out.size() < most; ++k)
+        for (const Corner& c : corners) {
+            std::optional<Lengths> l = corner_lengths(s, c, k);
+            if (l && out.size() < most) out.push_back(std::move(*l));
+        }
+    return out;
+}
+
+// The per-axis schedules of `cases` cases (check/lengths.h's, decorrelated).
+std::vector<Lengths> axis_schedules(const Signature& s, int cases, std::uint64_t seed, bool every_length) {
     std::vector<Lengths> out(static_cast<std::size_t>(std::max(cases, 0)));
     SplitMix64 shuffle(seed ^ 0x5157a7u);
     for (std::size_t a = 0; a < s.axes.size(); ++a) {
@@ -150,6 +209,24 @@ std::vector<Lengths> signature_lengths(const Signature& s, int cases, std::uint6
         // axes of the same range do not always have the same length.
         for (std::size_t i = lengths.size(); a > 0 && i > 1; --i) std::swap(lengths[i - 1], lengths[shuffle.below(i)]);
         for (std::size_t i = 0; i < out.size(); ++i) out[i][axis.name] = lengths[i];
+    }
+    return out;
+}
+
+}  // namespace
+
+std::vector<Lengths> signature_lengths(const Signature& s, int cases, std::uint64_t seed, bool every_length) {
+    const std::vector<Lengths> corners = corner_schedule(s, cases);
+    const std::vector<Lengths> drawn =
+        axis_schedules(s, cases - static_cast<int>(corners.size()), seed, every_length);
+    // Corner j at slot (2j + 1) N / 2C of the N cases: spread over the audit, so that every shard and every
+    // stretch of it has some.
+    std::vector<Lengths> out;
+    out.reserve(drawn.size() + corners.size());
+    const std::size_t n = drawn.size() + corners.size(), c = corners.size();
+    for (std::size_t i = 0, j = 0, d = 0; i < n; ++i) {
+        if (j < c && i == (2 * j + 1) * n / (2 * c)) out.push_back(corners[j++]);
+        else out.push_back(drawn[d++]);
     }
     for (Lengths& l : out)
         for (const TensorSpec& t : s.inputs)

@@ -39,8 +39,13 @@ struct SignatureCase {
 };
 
 // The lengths of every case of the whole audit (before sharding): check/lengths.h's schedule per axis, max_len a
-// hard cap; with several axes, lengths 0 and 1 are sent too (the other axes can move). An index input needs an
-// axis to point into: when its index axis drew 0 and the input would not be empty, the index axis gets length 1.
+// hard cap; with several axes, lengths 0 and 1 are sent too (the other axes can move). The axes' schedules are
+// drawn independently, so a small length of one axis would meet the others' small movable lengths only by chance
+// (one edge between two nodes): about a fifth of the cases (at most half) are corners, spread over the audit, in
+// which one axis is at 0 or 1 (where its range allows it beside longer lengths) and every other axis at its k-th
+// movable length (2, 3, ... in rounds), k = 0 first for every corner. At 0, an index input into the axis is made
+// empty with it (its first axis dim at 0). An index input needs an axis to point into: when its index axis drew 0
+// and the input would not be empty, the index axis gets length 1.
 // `every_length`: lengths 0 and 1 are sent even with one axis (the shift and padding properties, which permute
 // nothing: one token shifted already tells an absolute position embedding).
 std::vector<Lengths> signature_lengths(const Signature& s, int cases, std::uint64_t seed, bool every_length = false);

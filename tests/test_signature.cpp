@@ -316,6 +316,43 @@ TEST(SignatureAudit, EveryLengthOfEachAxisIsCoveredWithinItsRange) {
     EXPECT_EQ(one.axis_lengths.at("n"), (std::vector<int>{2, 3, 4, 5, 6, 7, 8}));
 }
 
+// A layer that breaks only on a graph of exactly one edge between two nodes (it adds the edge's source to its
+// first node's features): a schedule that drew each axis's lengths independently met that pair only by chance.
+NamedBlackBox breaks_on_one_edge_and_two_nodes() {
+    return [](const Tensors& in) {
+        Tensor y = in.at("x");
+        const Tensor& e = in.at("edge_index");
+        if (e.shape[1] == 1 && y.shape[0] == 2) y.values[0] += 1 + e.values[0];
+        return Tensors{{"y", y}};
+    };
+}
+
+TEST(SignatureAudit, OneEdgeBetweenTwoNodesIsSentForEverySeed) {
+    const Signature s = signature_of({"nodes=1..8", "edges=1..10"}, {"x:nodes,2", "edge_index:2,edges:index=nodes"},
+                                     {"y:nodes,2"});
+    for (int cases : {10, 100})
+        for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+            AuditOptions o = named("one edge, two nodes", seed);
+            o.cases = cases;
+            const AuditResult r = audit(breaks_on_one_edge_and_two_nodes(), s, o);
+            ASSERT_EQ(r.verdict, Verdict::violated) << "seed " << seed << ", " << cases << " cases\n" << finding(r, s);
+            EXPECT_EQ(r.signature_counterexample->lengths.at("edges"), 1);
+            EXPECT_EQ(r.signature_counterexample->lengths.at("nodes"), 2);
+        }
+    // Each small length of each axis meets every other axis at its smallest movable length, 0 included, with the
+    // index input emptied with the axis it points into.
+    const Signature graph = signature_of({"nodes=0..8", "edges=0..16"}, {"x:nodes,2", "edge_index:2,edges:index=nodes"},
+                                         {"y:nodes,2"});
+    const std::vector<Lengths> lengths = signature_lengths(graph, 100, 7);
+    const auto sent = [&](int nodes, int edges) {
+        return std::count(lengths.begin(), lengths.end(), Lengths{{"edges", edges}, {"nodes", nodes}}) > 0;
+    };
+    EXPECT_TRUE(sent(2, 0) && sent(2, 1) && sent(1, 2));
+    EXPECT_TRUE(sent(3, 0) && sent(3, 1) && sent(1, 3)) << "the corners step through the movable lengths";
+    EXPECT_TRUE(sent(0, 0)) << "no nodes: no edges either";
+    EXPECT_EQ(lengths.size(), 100u);
+}
+
 // The one permuted axis of the counterexample, checked to be a single transposition.
 void expect_one_transposition_on(const SignatureCounterexample& c, const std::string& axis) {
     EXPECT_EQ(c.axis_at_fault, axis);
