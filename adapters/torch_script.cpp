@@ -7,8 +7,10 @@
 #include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/script.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -91,6 +93,72 @@ void check_arguments(const std::string& path, const torch::jit::Method& forward,
     throw std::invalid_argument(m);
 }
 
+// One keyword argument of forward: the input it takes, or (dim >= 0) the length of that input's dim `dim`.
+struct Keyword {
+    std::string parameter, input;
+    int dim = -1;
+};
+
+bool takes_tensor(const c10::Argument& arg) {
+    c10::TypePtr type = arg.type();
+    if (const auto optional = type->cast<c10::OptionalType>()) type = optional->getElementType();
+    return type->isSubtypeOf(*c10::TensorType::get());
+}
+
+// The keyword of one --argument NAME=SOURCE: SOURCE an input, or length:AXIS (the first input dim of that axis).
+Keyword keyword_of(const Signature& s, const std::string& name, const std::string& source) {
+    const std::string prefix = "length:";
+    if (source.rfind(prefix, 0) == 0) {
+        const std::string axis = source.substr(prefix.size());
+        for (const TensorSpec& t : s.inputs)
+            for (std::size_t k = 0; k < t.dims.size(); ++k)
+                if (t.dims[k].axis == axis) return {name, t.name, static_cast<int>(k)};
+        throw std::invalid_argument("--argument " + name + "=" + source + ": no input has an axis '" + axis + "'");
+    }
+    for (const TensorSpec& t : s.inputs)
+        if (t.name == source) return {name, source, -1};
+    std::string inputs;
+    for (const TensorSpec& t : s.inputs) inputs += (inputs.empty() ? "" : ", ") + t.name;
+    throw std::invalid_argument("--argument " + name + "=" + source + ": " + source + " is neither an input (" +
+                                inputs + ") nor length:AXIS");
+}
+
+// forward's keyword arguments (--argument), checked against its schema: each NAME a tensor parameter, named once;
+// the inputs no SOURCE names go under their own names, which must be parameters too; every parameter without a
+// default is given.
+std::vector<Keyword> keywords_of(const TorchScriptOptions& o, const torch::jit::Method& forward) {
+    std::vector<Keyword> out;
+    std::set<std::string> named_inputs;
+    for (const auto& [name, source] : o.arguments) {
+        out.push_back(keyword_of(o.signature, name, source));
+        if (out.back().dim < 0) named_inputs.insert(source);
+    }
+    for (const TensorSpec& t : o.signature.inputs)
+        if (!named_inputs.count(t.name)) out.push_back({t.name, t.name, -1});
+    const auto& args = forward.function().getSchema().arguments();
+    std::set<std::string> given;
+    for (const Keyword& k : out) {
+        const auto arg = std::find_if(args.begin() + (args.empty() ? 0 : 1), args.end(),
+                                      [&](const c10::Argument& a) { return a.name() == k.parameter; });
+        const std::string what = k.parameter == k.input && k.dim < 0 && !named_inputs.count(k.input)
+                                     ? "--input " + k.input + " (named by no --argument, so passed as " + k.input + ")"
+                                     : "--argument " + k.parameter;
+        if (arg == args.end())
+            throw std::invalid_argument(what + ": forward of " + o.path + " has no parameter " + k.parameter +
+                                        ". Its schema: " + schema_of(forward));
+        if (!given.insert(k.parameter).second)
+            throw std::invalid_argument("--argument " + k.parameter + " is given twice");
+        if (!takes_tensor(*arg))
+            throw std::invalid_argument(what + ": forward of " + o.path + " takes " + k.parameter + " as " +
+                                        arg->type()->str() + ", not a tensor. Its schema: " + schema_of(forward));
+    }
+    for (std::size_t k = 1; k < args.size(); ++k)
+        if (!args[k].default_value() && !given.count(args[k].name()))
+            throw std::invalid_argument("forward of " + o.path + " needs " + args[k].name() + " (it has no default): "
+                                        "give --argument " + args[k].name() + "=INPUT. Its schema: " + schema_of(forward));
+    return out;
+}
+
 std::optional<c10::ScalarType> floating_dtype(const torch::jit::Module& m) {
     for (const at::Tensor& p : m.parameters())
         if (p.is_floating_point()) return p.scalar_type();
@@ -153,8 +221,9 @@ at::Tensor to_torch(const TensorSpec& spec, const Tensor& t, c10::ScalarType rea
 
 class ScriptBox {
 public:
-    ScriptBox(torch::jit::Module m, const TorchScriptOptions& o, Arithmetic dtype)
-        : module_(std::move(m)), path_(o.path), signature_(o.signature), dtype_(dtype) {}
+    ScriptBox(torch::jit::Module m, const TorchScriptOptions& o, Arithmetic dtype, std::vector<Keyword> keywords)
+        : module_(std::move(m)), path_(o.path), signature_(o.signature), dtype_(dtype), keywords_(std::move(keywords)),
+          output_(o.output) {}
 
     Tensors operator()(const Tensors& inputs) {
         torch::NoGradGuard no_grad;
@@ -163,10 +232,18 @@ public:
         const torch::jit::GraphOptimizerEnabledGuard plain(false);
         const c10::ScalarType real = scalar_type_of(dtype_);
         std::vector<c10::IValue> args;
-        for (const TensorSpec& spec : signature_.inputs) args.emplace_back(to_torch(spec, inputs.at(spec.name), real));
+        torch::jit::Kwargs kwargs;
+        if (keywords_.empty())
+            for (const TensorSpec& spec : signature_.inputs) args.emplace_back(to_torch(spec, inputs.at(spec.name), real));
+        for (const Keyword& k : keywords_) {
+            const Tensor& t = inputs.at(k.input);
+            kwargs[k.parameter] = k.dim >= 0 ? torch::full({1}, static_cast<std::int64_t>(t.shape[static_cast<std::size_t>(k.dim)]),
+                                                           torch::TensorOptions().dtype(torch::kInt64))
+                                             : to_torch(spec_of(k.input), t, real);
+        }
         c10::IValue out;
         try {
-            out = module_.forward(std::move(args));
+            out = module_.get_method("forward")(std::move(args), kwargs);
         } catch (const std::exception& e) {
             std::string m = "forward of " + path_ + " failed: " + last_line(e);
             if (dtype_ == Arithmetic::float16)
@@ -174,10 +251,15 @@ public:
                      "float16 layer through an adapter that rounds, permcheck audit --exec)";
             throw AdapterError(m);
         }
-        return outputs_of(out);
+        return outputs_of(selected(out));
     }
 
 private:
+    const TensorSpec& spec_of(const std::string& input) const {
+        return *std::find_if(signature_.inputs.begin(), signature_.inputs.end(),
+                             [&](const TensorSpec& t) { return t.name == input; });
+    }
+    c10::IValue selected(const c10::IValue& out) const;
     Tensors outputs_of(const c10::IValue& out) const;
     Tensor output_of(const TensorSpec& spec, const c10::IValue& v) const;
 
@@ -185,7 +267,38 @@ private:
     std::string path_;
     Signature signature_;
     Arithmetic dtype_;
+    std::vector<Keyword> keywords_;
+    std::string output_;
 };
+
+// The element --output-index names: a key of a dict result, or an index of a tuple or list (negative: from the end).
+c10::IValue ScriptBox::selected(const c10::IValue& out) const {
+    if (output_.empty()) return out;
+    const std::string which = "--output-index " + output_ + ": forward of " + path_ + " returned ";
+    if (out.isGenericDict()) {
+        std::string keys;
+        for (const auto& e : out.toGenericDict()) {
+            const std::string key = e.key().isString() ? e.key().toStringRef() : e.key().tagKind();
+            if (key == output_) return e.value();
+            keys += (keys.empty() ? "" : ", ") + key;
+        }
+        throw AdapterError(which + "a dict without that key (its keys: " + keys + ")");
+    }
+    if (!out.isTuple() && !out.isList()) throw AdapterError(which + "a " + out.type()->str() + ", not a tuple, list or dict");
+    const std::vector<c10::IValue> values = out.isTuple() ? out.toTupleRef().elements().vec() : out.toListRef().vec();
+    const auto count = static_cast<long>(values.size());
+    std::size_t used = 0;
+    long index = 0;
+    try {
+        index = std::stol(output_, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != output_.size()) throw AdapterError(which + "a tuple or list, which takes an index, not a key");
+    if (index < -count || index >= count)
+        throw AdapterError(which + std::to_string(count) + (count == 1 ? " value" : " values") + ": no index " + output_);
+    return values[static_cast<std::size_t>(index < 0 ? index + count : index)];
+}
 
 Tensors ScriptBox::outputs_of(const c10::IValue& out) const {
     std::vector<c10::IValue> values;
@@ -202,6 +315,7 @@ Tensors ScriptBox::outputs_of(const c10::IValue& out) const {
         std::string m = "forward of " + path_ + " returned " + std::to_string(values.size());
         m += values.size() == 1 ? " value" : " values";
         m += ", but --output names " + std::to_string(want) + " (" + names + "), read in that order";
+        if (output_.empty() && want == 1) m += " (--output-index I answers with its element I)";
         throw AdapterError(m);
     }
     Tensors result;
@@ -236,13 +350,15 @@ TorchScriptModule load_torch_script(const TorchScriptOptions& o) {
     torch::jit::Module m = load_module(o.path);
     const auto forward = m.find_method("forward");
     if (!forward) throw std::invalid_argument(o.path + " has no forward method");
-    check_arguments(o.path, *forward, o.signature);
+    std::vector<Keyword> keywords;
+    if (o.arguments.empty()) check_arguments(o.path, *forward, o.signature);
+    else keywords = keywords_of(o, *forward);
     TorchScriptModule result;
     result.schema = schema_of(*forward);
     result.dtype = settle_dtype(m, o);
     m.train(o.train);
     torch::manual_seed(o.seed);
-    auto box = std::make_shared<ScriptBox>(std::move(m), o, result.dtype);
+    auto box = std::make_shared<ScriptBox>(std::move(m), o, result.dtype, std::move(keywords));
     result.box = [box](const Tensors& inputs) { return (*box)(inputs); };
     return result;
 }

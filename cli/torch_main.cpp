@@ -31,6 +31,8 @@ struct Request {
     adapters::TorchOptions torch;  // the built-ins'; dtype and seed are taken from flags
     AuditFlags flags;
     SignatureText signature;       // a file's --axis, --input, --output
+    std::vector<std::string> arguments;  // a file's --argument NAME=SOURCE
+    std::string output_index;            // a file's --output-index
     std::vector<CLI::Option*> builtin_only;  // --mask, --dropout, --dim, --heads
     CLI::Option* min_len_option = nullptr;
     CLI::Option* dtype_option = nullptr;
@@ -59,6 +61,9 @@ void refuse_mix(const Request& q, const Plan& p) {
         throw std::invalid_argument("--axis, --input and --output describe a TorchScript file's signature; the built-in " +
                                     q.target + " has its own (mha, encoder-layer: x:n,DIM -> y:n,DIM; decoder-layer: "
                                     "tgt:n,DIM and memory:m,DIM -> y:n,DIM)");
+    if (p.layer && (!q.arguments.empty() || !q.output_index.empty()))
+        throw std::invalid_argument("--argument and --output-index apply to a TorchScript file, not to the built-in " +
+                                    q.target);
     if (p.layer) return;
     std::error_code ec;
     if (!std::filesystem::exists(q.target, ec))
@@ -105,7 +110,10 @@ std::string replay_of(const Request& q, const Plan& p, const AuditResult& r) {
     std::ostringstream s;
     s << "permcheck audit-torch ";
     if (!p.layer) {
-        s << shell_word(q.target) << signature_flags(*p.signature) << (q.torch.train ? " --train" : "")
+        s << shell_word(q.target) << signature_flags(*p.signature);
+        for (const std::string& a : q.arguments) s << " --argument " << shell_word(a);
+        if (!q.output_index.empty()) s << " --output-index " << shell_word(q.output_index);
+        s << (q.torch.train ? " --train" : "")
           << replay_tail(q.flags, r, /*lengths=*/false);
         return s.str();
     }
@@ -131,6 +139,8 @@ report::Record record_of(const Request& q, const Plan& p, const AuditResult& r, 
                    {"heads", q.torch.heads}};
     else
         details = {{"file", q.target}, {"forward", q.schema}, {"train", q.torch.train}};
+    if (!p.layer && !q.arguments.empty()) details["arguments"] = q.arguments;
+    if (!p.layer && !q.output_index.empty()) details["output_index"] = q.output_index;
     const Property property = p.signature ? audited_property(*p.signature, q.flags) : Property::equivariance;
     if (r.largest_shift > 0) details["largest_shift"] = r.largest_shift;
     return audit_record(r, name_of(q, p), property, q.flags, replay_of(q, p, r), "audit_torch", std::move(details),
@@ -145,6 +155,11 @@ adapters::TorchScriptModule load_file(Request& q, const Plan& p) {
     so.signature = *p.signature;
     if (given(q.dtype_option)) so.dtype = requested_dtype(q.flags);
     so.train = q.torch.train;
+    for (const std::string& a : q.arguments) {
+        const auto eq = a.find('=');
+        so.arguments.emplace_back(a.substr(0, eq), a.substr(eq + 1));
+    }
+    so.output = q.output_index;
     so.seed = q.flags.seed;
     adapters::TorchScriptModule m = adapters::load_torch_script(so);
     q.flags.dtype = dtype_choice(m.dtype);
@@ -249,6 +264,23 @@ void add_options(CLI::App& app, Request& q) {
                       "FILE: default the dtype of its floating parameters (float32 if none); given, the module is "
                       "converted to it",
                       "seed of the search and of torch::manual_seed (weights, dropout)");
+    app.add_option("--argument", q.arguments,
+                   "FILE: NAME=SOURCE: pass forward's parameter NAME from SOURCE, an input's name or length:AXIS (an "
+                   "int64 tensor [length] of the axis's length); repeatable. With any --argument, forward is called "
+                   "by name and the inputs no SOURCE names go under their own names; without, every input "
+                   "positionally in the order of --input")
+        ->type_name("NAME=SOURCE")
+        ->check([](const std::string& a) {
+            const auto eq = a.find('=');
+            return eq == std::string::npos || eq == 0 || eq + 1 == a.size()
+                       ? "--argument expects NAME=SOURCE (e.g. src=x, lengths=length:n), got '" + a + "'"
+                       : std::string();
+        });
+    app.add_option("--output-index", q.output_index,
+                   "FILE: the element of forward's result that answers: an index of a tuple or list (negative from "
+                   "the end: nn.MultiheadAttention returns (output, weights): 0) or a key of a dict; the outputs are "
+                   "read from it as from forward's result")
+        ->type_name("I|KEY");
     q.dtype_option = app.get_option("--dtype");
     q.min_len_option = app.get_option("--min-len");
     add_property_options(app, q.flags);

@@ -8,6 +8,8 @@
 # (--dtype bfloat16, or a module saved in bfloat16) the encoder holds and the position embedding is violated with
 # n = 2; float16, which LibTorch 1.13 cannot multiply on CPU, is refused or fails naming why. Over token ids,
 # position ids and a keep mask, shift and padding are found holding and violated (the smallest c, one pad).
+# Library modules with no wrapper: nn.MultiheadAttention and torchaudio's Conformer through --argument (forward's
+# parameter names, length:AXIS) and --output-index (an element of a tuple, a key of a dict), and their errors.
 #   torch_script_audit.sh PERMCHECK
 set -uo pipefail
 permcheck=$1
@@ -20,7 +22,10 @@ fail() { echo "torch_script_audit.sh: $*" >&2; exit 1; }
 
 cat >"$work/make_models.py" <<'EOF'
 import sys
+from typing import Dict, Tuple
+
 import torch
+import torchaudio
 from torch import nn
 
 torch.manual_seed(0)
@@ -117,7 +122,24 @@ class Ids(nn.Module):  # forward(ids, pos, keep): token ids, position ids, atten
         return s.softmax(-1) @ self.v(h)
 
 
+class Lengths(nn.Module):  # refuses a lengths tensor other than [n]; answers a tuple
+    def forward(self, src, lengths) -> Tuple[torch.Tensor, torch.Tensor]:
+        if lengths.dtype != torch.int64 or lengths.shape != (1,) or int(lengths[0]) != src.shape[1]:
+            raise ValueError("lengths is not [n]")
+        return lengths, src * 2
+
+
+class Named(nn.Module):  # answers a dict
+    def forward(self, x) -> Dict[str, torch.Tensor]:
+        return {"scores": x.sum(-1), "hidden": x * 2}
+
+
 out = sys.argv[1]
+torch.jit.script(nn.MultiheadAttention(8, 2, batch_first=True)).save(f"{out}/mha.pt")
+torch.jit.script(torchaudio.models.Conformer(input_dim=8, num_heads=2, ffn_dim=16, num_layers=1,
+                                             depthwise_conv_kernel_size=3)).save(f"{out}/conformer.pt")
+torch.jit.script(Lengths()).save(f"{out}/lengths.pt")
+torch.jit.script(Named()).save(f"{out}/named.pt")
 for name, module in [("rope", Ids("rope")), ("learned", Ids("learned")), ("ropenomask", Ids("rope-nomask")),
                      ("encoder", Encoder()), ("setpool", SetPool()), ("posembed", PosEmbed()), ("dropout", Dropout()),
                      ("argmax", Argmax()), ("summix", SumMix()), ("summixleak", SumMixLeak()),
@@ -232,6 +254,46 @@ run 2 shape encoder.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,4
 says shape err "output 'y' with length 8 in dim 2 (fixed size 4)"
 run 2 dtype argmax.pt --axis n=1..8 --input x:1,n,8 --output y:1,n
 says dtype err "output 'y' of argmax.pt has dtype Long; expected a floating tensor"
+
+# No wrapper: forward's parameters by name, one element of what it returns.
+tokens=(--axis n=1..8 --input x:1,n,8 --input pad:1,n:mask --output y:1,n,8)
+run 0 mha_file mha.pt "${tokens[@]}" --argument query=x --argument key=x --argument value=x \
+  --argument key_padding_mask=pad --output-index 0
+says mha_file out "holds after 100 cases"
+run 1 conformer conformer.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8 --argument input=x \
+  --argument lengths=length:n --output-index 0
+says conformer out "lengths: n = 2"
+says conformer out "replay: permcheck audit-torch conformer.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8 --argument input=x --argument lengths=length:n --output-index 0"
+run 0 lengths lengths.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8 --argument lengths=length:n \
+  --argument src=x --output-index -1
+run 0 named named.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8 --output-index hidden
+run 0 named_pooled named.pt --axis n=1..8 --input x:1,n,8 --output y:1,n --output-index scores
+run 2 named_key named.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8 --output-index last
+says named_key err "--output-index last: forward of named.pt returned a dict without that key (its keys: "
+run 2 mha_tuple mha.pt "${tokens[@]}" --argument query=x --argument key=x --argument value=x --argument key_padding_mask=pad
+says mha_tuple err "returned 2 values, but --output names 1 (y), read in that order (--output-index I answers"
+run 2 mha_index mha.pt "${tokens[@]}" --argument query=x --argument key=x --argument value=x --argument key_padding_mask=pad --output-index 2
+says mha_index err "--output-index 2: forward of mha.pt returned 2 values: no index 2"
+run 2 mha_missing mha.pt "${tokens[@]}" --argument query=x --argument value=x --argument key_padding_mask=pad --output-index 0
+says mha_missing err "forward of mha.pt needs key (it has no default): give --argument key=INPUT"
+run 2 mha_unknown mha.pt "${tokens[@]}" --argument query=x --argument key=x --argument value=x \
+  --argument mask=pad --output-index 0
+says mha_unknown err "--argument mask: forward of mha.pt has no parameter mask"
+run 2 mha_unnamed mha.pt "${tokens[@]}" --argument query=x --argument key=x --argument value=x --argument key_padding_mask=pad --output-index 0 \
+  --input extra:1,n,8
+says mha_unnamed err "--input extra (named by no --argument, so passed as extra): forward of mha.pt has no parameter extra"
+run 2 mha_source mha.pt "${tokens[@]}" --argument query=q --argument key=x --argument value=x
+says mha_source err "--argument query=q: q is neither an input (x, pad) nor length:AXIS"
+run 2 mha_axis mha.pt "${tokens[@]}" --argument query=x --argument key=x --argument value=length:m
+says mha_axis err "--argument value=length:m: no input has an axis 'm'"
+run 2 mha_bool mha.pt "${tokens[@]}" --argument query=x --argument key=x --argument value=x --argument need_weights=pad
+says mha_bool err "takes need_weights as bool, not a tensor"
+run 2 mha_twice mha.pt "${tokens[@]}" --argument query=x --argument query=x --argument key=x --argument value=x
+says mha_twice err "--argument query is given twice"
+run 2 argument_form mha.pt "${tokens[@]}" --argument query
+says argument_form err "--argument expects NAME=SOURCE"
+run 2 argument_builtin mha --argument query=x
+says argument_builtin err "--argument and --output-index apply to a TorchScript file, not to the built-in mha"
 
 run 0 decoder decoder-layer
 says decoder out "TransformerDecoderLayer(dim=8, heads=2, mask=none, eval, float64): y equivariant along n, invariant to m"

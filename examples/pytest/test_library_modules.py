@@ -1,0 +1,51 @@
+"""Library modules audited as they are, with no wrapper class.
+
+    PYTHONPATH=PREFIX/share/permcheck/python python3 -m pytest examples/pytest -p permcheck.pytest_plugin
+
+`arguments` maps forward's own parameter names to the signature's inputs (or to `length:AXIS`, an int64 tensor of
+the axis's length), `output` picks the one element of a tuple answer. The inputs carry a batch dim of 1 (the
+modules are built batch_first).
+"""
+import pytest
+import torch
+from torch import nn
+
+import permcheck
+
+TOKENS = dict(axes=["n=1..8"], inputs=["x:1,n,8", "pad:1,n:mask"], outputs=["y:1,n,8"])
+
+
+def encoder_layer():
+    torch.manual_seed(0)
+    return nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, dropout=0.0, batch_first=True)
+
+
+def test_transformer_encoder_with_a_padding_mask_is_equivariant():
+    encoder = nn.TransformerEncoder(encoder_layer(), num_layers=2, enable_nested_tensor=False)
+    permcheck.assert_equivariant(encoder, **TOKENS, arguments={"src": "x", "src_key_padding_mask": "pad"})
+
+
+def test_transformer_encoder_fast_path_drops_padded_rows():
+    # In eval, with a padding mask, the nested-tensor fast path returns only as many rows as the longest
+    # unpadded sequence: an answer of the wrong shape, which is the audit's error.
+    encoder = nn.TransformerEncoder(encoder_layer(), num_layers=2)  # enable_nested_tensor=True, the default
+    with pytest.raises(permcheck.AuditError, match=r"output 'y', dim 1 \(axis n\) at \[0\]: \d+ entries, expected \d+"):
+        permcheck.assert_equivariant(encoder, **TOKENS, arguments={"src": "x", "src_key_padding_mask": "pad"})
+
+
+def test_multihead_self_attention_is_equivariant():
+    torch.manual_seed(0)
+    attention = nn.MultiheadAttention(embed_dim=8, num_heads=2, batch_first=True)
+    permcheck.assert_equivariant(attention, **TOKENS, output=0,  # forward returns (output, weights)
+                                 arguments={"query": "x", "key": "x", "value": "x", "key_padding_mask": "pad"})
+
+
+def test_conformer_convolution_sees_token_order():
+    import torchaudio  # Debian: python3-torchaudio
+    torch.manual_seed(0)
+    conformer = torchaudio.models.Conformer(input_dim=8, num_heads=2, ffn_dim=16, num_layers=1,
+                                            depthwise_conv_kernel_size=3)
+    result = permcheck.audit(conformer, axes=["n=1..8"], inputs=["x:1,n,8"], outputs=["y:1,n,8"],
+                             arguments={"input": "x", "lengths": "length:n"}, output=0)
+    assert result.verdict == "violated"  # its depthwise convolution mixes neighbouring frames
+    assert result.first_breaking_tap.startswith("conformer_layers.0.conv_module")
