@@ -3,6 +3,8 @@
 #include "adapters/python_path.h"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -13,6 +15,7 @@
 #include <poll.h>
 #include <spawn.h>
 #include <stdexcept>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -41,13 +44,44 @@ void ignore_sigpipe() {
     std::call_once(once, [] { std::signal(SIGPIPE, SIG_IGN); });
 }
 
+// The process groups of the adapters running now, for kill_adapter_processes (0: a free slot). A process
+// that finds no free slot is still killed by its own adapter; only a second signal's last words miss it.
+std::array<std::atomic<pid_t>, 256> g_groups{};
+
+void register_group(pid_t group) {
+    for (std::atomic<pid_t>& slot : g_groups) {
+        pid_t free = 0;
+        if (slot.compare_exchange_strong(free, group)) return;
+    }
+}
+
+void unregister_group(pid_t group) {
+    for (std::atomic<pid_t>& slot : g_groups) {
+        pid_t mine = group;
+        if (slot.compare_exchange_strong(mine, 0)) return;
+    }
+}
+
 std::string seconds_text(double s) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%g", s);
     return buf;
 }
 
+static_assert(std::atomic<pid_t>::is_always_lock_free, "kill_adapter_processes reads the slots in a signal handler");
+
 }  // namespace
+
+void adopt_adapter_orphans() {
+#ifdef PR_SET_CHILD_SUBREAPER
+    prctl(PR_SET_CHILD_SUBREAPER, 1);  // best effort: without it the system's init reaps them
+#endif
+}
+
+void kill_adapter_processes() noexcept {
+    for (const std::atomic<pid_t>& slot : g_groups)
+        if (const pid_t group = slot.load(); group > 0) kill(-group, SIGKILL);
+}
 
 ExecAdapter::ExecAdapter(ExecOptions opts) : opts_(std::move(opts)) {
     ignore_sigpipe();
@@ -124,6 +158,7 @@ void ExecAdapter::spawn() {
         pid_ = -1;
         throw AdapterError("cannot start /bin/sh -c '" + opts_.command + "': " + std::strerror(rc));
     }
+    register_group(pid_);
     to_child_ = in[1];
     from_child_ = out[0];
 #ifdef F_SETPIPE_SZ
@@ -156,10 +191,18 @@ void ExecAdapter::wait_for_exit(double seconds) {
 void ExecAdapter::stop() {
     if (pid_ > 0) {
         kill(-pid_, SIGKILL);  // the whole group: also children the adapter started, even after it exited
+        unregister_group(pid_);  // before reaping: until then no other process can have its id
         if (!reaped_) {
             while (waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
             }
             reaped_ = true;
+        }
+        // The group's orphans (the shell's python, killed with it), ours to reap when this process adopts them
+        // (adopt_adapter_orphans); without that, none is our child and the loop ends at once.
+        for (;;) {
+            kill(-pid_, SIGKILL);  // again: a process the group started while it was being killed
+            int ignored = 0;
+            if (waitpid(-pid_, &ignored, 0) < 0 && errno != EINTR) break;  // ECHILD: none left
         }
     }
     if (to_child_ >= 0) close(to_child_);
@@ -191,13 +234,27 @@ void ExecAdapter::fail(const std::string& cause) {
     throw AdapterError(failure_);
 }
 
+void ExecAdapter::fail_stopped(const char* during) {
+    fail(std::string("stopped (Ctrl-C or SIGTERM) ") + during + "; " + killed_text());
+}
+
+int ExecAdapter::wait_ready(pollfd* p, int count, double deadline, const char* during) {
+    for (;;) {
+        if (stopping()) fail_stopped(during);
+        const int left = ms_until(deadline);
+        const int ready = poll(p, static_cast<nfds_t>(count), opts_.stop_requested ? std::min(left, 100) : left);
+        if (ready < 0 && errno == EINTR) continue;  // a signal: the stop flag is asked at once
+        if (ready < 0) fail(std::string("cannot wait for the adapter: ") + std::strerror(errno));
+        if (ready > 0 || left == 0) return ready;
+    }
+}
+
 void ExecAdapter::write_all(const std::string& data, double deadline) {
     std::size_t done = 0;
     while (done < data.size()) {
         pollfd p{to_child_, POLLOUT, 0};
-        const int ready = poll(&p, 1, ms_until(deadline));
-        if (ready < 0 && errno == EINTR) continue;
-        if (ready == 0) fail("adapter did not read its request within " + limit_text() + "; " + killed_text());
+        if (wait_ready(&p, 1, deadline, "while writing a request") == 0)
+            fail("adapter did not read its request within " + limit_text() + "; " + killed_text());
         done += write_some(data.data() + done, data.size() - done);
     }
 }
@@ -250,18 +307,16 @@ std::string ExecAdapter::read_line(double deadline) {
     for (;;) {
         if (std::optional<std::string> line = take_line(scanned)) return std::move(*line);
         pollfd p{from_child_, POLLIN, 0};
-        const int ready = poll(&p, 1, ms_until(deadline));
-        if (ready < 0 && errno == EINTR) continue;
-        if (ready == 0) fail("adapter did not answer within " + limit_text() + "; " + killed_text());
+        if (wait_ready(&p, 1, deadline, "while waiting for an answer") == 0)
+            fail("adapter did not answer within " + limit_text() + "; " + killed_text());
         read_chunk();
     }
 }
 
 void ExecAdapter::pump(double deadline, const std::string* pending, std::size_t& offset) {
     pollfd p[2] = {{from_child_, POLLIN, 0}, {to_child_, POLLOUT, 0}};
-    const int ready = poll(p, pending ? 2 : 1, ms_until(deadline));
-    if (ready < 0 && errno == EINTR) return;
-    if (ready == 0) fail("adapter did not answer within " + limit_text() + "; " + killed_text());
+    if (wait_ready(p, pending ? 2 : 1, deadline, "while waiting for an answer") == 0)
+        fail("adapter did not answer within " + limit_text() + "; " + killed_text());
     if (p[0].revents) read_chunk();
     if (!pending || !p[1].revents) return;
     offset += write_some(pending->data() + offset, pending->size() - offset);
@@ -303,6 +358,7 @@ template <class R> void ExecAdapter::accept(const R& r, std::int64_t id) {
 
 template <class Parse> auto ExecAdapter::exchange(const std::string& request, const std::string& what, Parse parse) {
     if (!failure_.empty()) throw AdapterError(failure_);
+    if (stopping()) fail_stopped("before a request");
     const std::int64_t id = requests_ + 1;
     ++requests_;
     last_request_ = "id " + std::to_string(id) + ", " + what;
@@ -317,11 +373,13 @@ template <class Parse, class Done>
 void ExecAdapter::exchange_all(const std::vector<std::string>& requests, const std::vector<std::string>& whats,
                                Parse parse, Done done) {
     if (!failure_.empty()) throw AdapterError(failure_);
+    if (stopping()) fail_stopped("before a request");
     const std::int64_t first = requests_ + 1;
     std::size_t writing = 0, offset = 0, answered = 0, scanned = 0;
     const auto limit = [this] { return answered_ == 0 ? opts_.startup_timeout_seconds : opts_.timeout_seconds; };
     double deadline = now() + limit();  // each answer within the limit of the one before
     while (answered < requests.size()) {
+        if (stopping()) fail_stopped("between the requests of a pipelined block");
         last_request_ = "id " + std::to_string(first + static_cast<std::int64_t>(answered)) + ", " + whats[answered];
         if (std::optional<std::string> line = take_line(scanned)) {
             auto r = parse_answer(*line, [&](const std::string& l) { return parse(answered, l); });

@@ -7,11 +7,13 @@
 #include "adapters/protocol.h"
 #include "check/signature_audit.h"
 
+#include <poll.h>
 #include <sys/types.h>
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -33,7 +35,22 @@ struct ExecOptions {
     // Set (from any thread) when an answer offers taps ("taps_offered": true), if given: so that a caller learns
     // from the audit's own answers whether asking for taps is worth a process of its own.
     std::shared_ptr<std::atomic<bool>> taps_offered{};
+    // Asked, if given, before each request and at least every 100 ms while one is under way (writing it or
+    // waiting for its answer): true kills the adapter and fails the call with AdapterError ("stopped ..."), so that
+    // a stop (Ctrl-C, SIGTERM) never waits out a --timeout. The caller tells that error from the layer's by asking
+    // its own stop flag.
+    std::function<bool()> stop_requested{};
 };
+
+// SIGKILL to the process group of every adapter process still running. Async-signal-safe (atomic loads and
+// kill(2) only): what a second Ctrl-C calls before permcheck dies of it, so that no adapter outlives permcheck.
+void kill_adapter_processes() noexcept;
+
+// Makes this process the reaper of its descendants' orphans (Linux's PR_SET_CHILD_SUBREAPER), so that stopping an
+// adapter reaps every process of its group, not only the shell: `/bin/sh -c "python3 a.py"` forks python, which a
+// kill of the group orphans, and an init that does not reap (a container's) would keep it a zombie. For a
+// program's main; a library leaves it to its caller.
+void adopt_adapter_orphans();
 
 // One running adapter process, in its own process group; its stderr is the caller's stderr; or one connection to
 // a serving process (ExecOptions::socket_path). Not thread-safe: one adapter per worker. Every failure throws AdapterError naming the cause and the last request; after a
@@ -71,6 +88,11 @@ private:
     bool connected() const { return !opts_.socket_path.empty(); }
     std::string killed_text() const;  // "it was killed", or what closing a connection does
     [[noreturn]] void fail(const std::string& cause);
+    bool stopping() const { return opts_.stop_requested && opts_.stop_requested(); }
+    [[noreturn]] void fail_stopped(const char* during);  // fail() with the stop's words
+    // poll(2) until some of p is ready (> 0) or the deadline passes (0), in slices that let a stop request end the
+    // wait (fail_stopped) and retrying on EINTR.
+    int wait_ready(pollfd* p, int count, double deadline, const char* during);
     std::string exit_description();  // "exited with status 3", after the process ended (reaps it)
     void stop();                     // kill the group and reap, idempotent
     void wait_for_exit(double seconds);  // reaps the process if it exits within `seconds`

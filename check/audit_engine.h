@@ -365,6 +365,10 @@ private:
             error = asked.error;
             request = asked.request;
         }
+        if (error && stop_requested(o_)) {  // the stop's own error (an adapter killed by it): no finding
+            interrupted_ = true;
+            return true;
+        }
         if (error)
             for (auto& f : found) f = Failure<Obs>{j, Obs{}, true, *error, *request};
         std::lock_guard<std::mutex> lock(mutex_);
@@ -521,16 +525,22 @@ template <Evaluator Ev>
 void judge_failure(AuditResult& result, Ev& ev, int case_index, const typename Ev::Case& failing,
                    const typename Ev::Observation& observation, const AuditOptions& o) {
     FailureShrink<Ev> shrinking(ev, o, observation);
-    try {
-        shrinking.run(failing);
-    } catch (const Interrupted<typename Ev::Observation>& stop) {
-        const auto& smallest = stop.smallest ? *stop.smallest : shrinking.found();
+    const auto interrupted = [&](const typename Ev::Observation& smallest) {
         result.verdict = Verdict::interrupted;
         result.detail = std::string("interrupted while shrinking a ") + finding_name(smallest.outcome) + " found at case " +
                         std::to_string(case_index) + "; the counterexample is the smallest found so far";
         ev.record(result, smallest, case_index, shrinking.steps());
+    };
+    try {
+        shrinking.run(failing);
+    } catch (const Interrupted<typename Ev::Observation>& stop) {
+        interrupted(stop.smallest ? *stop.smallest : shrinking.found());
         return;
     } catch (const std::exception& e) {
+        if (stop_requested(o)) {  // the stop's own error (an adapter killed while it computed): not the layer's
+            interrupted(shrinking.found());
+            return;
+        }
         result.verdict = Verdict::error;
         result.error = std::string(e.what()) + " (while shrinking a " + finding_name(shrinking.found().outcome) +
                        " found at case " + std::to_string(case_index) + ")";
@@ -576,6 +586,25 @@ bool confirm_alone(AuditResult& result, Ev& ev, const Schedule<typename Ev::Case
         return true;
     };
     std::string where;
+    // Stopped before the answers alone were all compared: interrupted (never the run's verdict on fewer
+    // confirmations than promised), the failure found in a batch kept as found.
+    const auto stopped = [&] {
+        result.verdict = Verdict::interrupted;
+        if (run.failure) {
+            const int index = schedule.index[run.failure->position];
+            ev.record(result, run.failure->observation, index, 0);
+            result.detail = "interrupted while asking alone case " + std::to_string(index) + ", whose " +
+                            finding_name(run.failure->observation.outcome) +
+                            " was found in a batched request: not yet confirmed alone, nor shrunk";
+        } else {
+            result.detail = "interrupted while asking cases of the batched run alone: " +
+                            std::to_string(result.confirmed_alone) + " agreed with their batched answers, " +
+                            "fewer than the " + std::to_string(run.batched.size() + run.confirmation_alone_already) +
+                            " that confirm a verdict";
+        }
+        result.last_request = ev.last_request;
+        return true;
+    };
     try {
         if (run.failure) {
             if (!run.failure->batched) return false;  // found alone: nothing to confirm
@@ -588,13 +617,14 @@ bool confirm_alone(AuditResult& result, Ev& ev, const Schedule<typename Ev::Case
         }
         result.confirmed_alone += run.confirmation_alone_already;
         for (const auto& [j, kept] : run.batched) {
-            if (stop_requested(o)) return false;  // the cases confirmed so far are counted; the run's verdict stands
+            if (stop_requested(o)) return stopped();
             where = batched_case_text(schedule.index[j], kept.begin, kept.end);
             auto dep = ev.alone(schedule.at(j), kept.answers);
             ++result.confirmed_alone;
             if (dep) return found(*dep, schedule.index[j], where);
         }
     } catch (const std::exception& e) {
+        if (stop_requested(o)) return stopped();  // the stop's own error
         result.verdict = Verdict::error;
         result.error = std::string(e.what()) + " (" + where + ", asked alone; its answers in a batched request " +
                        "were accepted)";

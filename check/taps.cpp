@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
@@ -98,16 +99,59 @@ std::vector<std::string> axes_changing(std::size_t k, const std::vector<int>& sh
 
 }  // namespace
 
-std::string describe(const TapTrace& t) {
+namespace {
+
+// The rows of a table of `count` taps that a view of at most `most` rows shows: all when they fit, else the
+// first few, a window around the first breaking tap and the last few.
+std::vector<bool> shown_rows(std::size_t count, int first_breaking, std::size_t most) {
+    std::vector<bool> shown(count, count <= most);
+    if (count <= most) return shown;
+    const std::size_t ends = std::min<std::size_t>(5, most / 4);
+    for (std::size_t k = 0; k < ends; ++k) shown[k] = shown[count - 1 - k] = true;
+    if (first_breaking >= 0) {
+        const std::size_t fb = static_cast<std::size_t>(first_breaking), half = (most - 2 * ends) / 2;
+        for (std::size_t k = fb > half ? fb - half : 0; k <= std::min(count - 1, fb + half); ++k) shown[k] = true;
+    }
+    return shown;
+}
+
+// "    ... taps 6 to 99990 not shown: 99983 hold, 2 not comparable" for rows [begin, end).
+std::string elided_text(const TapTrace& t, std::size_t begin, std::size_t end) {
+    std::map<TapVerdict, std::size_t> counts;
+    for (std::size_t k = begin; k < end; ++k) ++counts[t.taps[k].verdict];
+    std::string s = "    ... " + (end - begin == 1 ? "tap " + std::to_string(begin + 1)
+                                                 : "taps " + std::to_string(begin + 1) + " to " + std::to_string(end)) +
+                    " not shown:";
+    const char* separator = " ";
+    for (const auto& [verdict, n] : counts) {
+        s += separator + std::to_string(n) + " " +
+             (verdict == TapVerdict::holds ? (n == 1 ? "holds" : "hold") : tap_verdict_name(verdict));
+        separator = ", ";
+    }
+    return s + "\n";
+}
+
+}  // namespace
+
+std::string describe(const TapTrace& t, std::size_t most_rows) {
     std::ostringstream s;
+    const std::vector<bool> shown = shown_rows(t.taps.size(), t.first_breaking, std::max<std::size_t>(most_rows, 8));
     if (!t.taps.empty()) {
         s << "  taps of the counterexample, in the order the submodules finished (axes: the axis each dim follows):\n";
         std::size_t name_width = 0, shape_width = 0;
-        for (const TapComparison& c : t.taps) {
-            name_width = std::max(name_width, printable_tap_name(c.name).size());
-            shape_width = std::max(shape_width, shape_text(c.shape).size());
+        for (std::size_t k = 0; k < t.taps.size(); ++k) {
+            if (!shown[k]) continue;
+            name_width = std::max(name_width, printable_tap_name(t.taps[k].name).size());
+            shape_width = std::max(shape_width, shape_text(t.taps[k].shape).size());
         }
         for (std::size_t k = 0; k < t.taps.size(); ++k) {
+            if (!shown[k]) {
+                std::size_t end = k;
+                while (end < t.taps.size() && !shown[end]) ++end;
+                s << elided_text(t, k, end);
+                k = end - 1;
+                continue;
+            }
             const TapComparison& c = t.taps[k];
             s << (static_cast<int>(k) == t.first_breaking ? "  > " : "    ") << std::setw(3) << k + 1 << "  "
               << std::left << std::setw(static_cast<int>(name_width)) << printable_tap_name(c.name) << "  "
@@ -120,6 +164,9 @@ std::string describe(const TapTrace& t) {
         }
     }
     s << "  " << first_break_sentence(t) << "\n";
+    if (std::count(shown.begin(), shown.end(), false) > 0)
+        s << "  (" << std::count(shown.begin(), shown.end(), true) << " of the " << t.taps.size()
+          << " taps shown; the report, --report DIR, lists every one)\n";
     if (!t.taps.empty() && !t.note.empty()) s << "  (" << t.note << ")\n";
     return s.str();
 }
@@ -223,20 +270,56 @@ Tensors lengthened(const Signature& s, const Tensors& inputs, const std::string&
     return out;
 }
 
-using ShapesByName = std::map<std::string, std::vector<int>>;
+// Which tap of another answer each tap at x is: the one at its position when both answers name their taps in the
+// same order (duplicate names included: two submodules may answer as `block`), else the one of its name when
+// that name is unique in both answers; nullopt when there is none, or several that cannot be told apart.
+std::vector<std::optional<std::size_t>> match_taps(const std::vector<Tap>& at_x, const std::vector<Tap>& other) {
+    std::vector<std::optional<std::size_t>> out(at_x.size());
+    const bool same_order = at_x.size() == other.size() &&
+                            std::equal(at_x.begin(), at_x.end(), other.begin(),
+                                       [](const Tap& a, const Tap& b) { return a.name == b.name; });
+    if (same_order) {
+        for (std::size_t k = 0; k < at_x.size(); ++k) out[k] = k;
+        return out;
+    }
+    std::map<std::string, int> count_x;
+    std::map<std::string, std::vector<std::size_t>> where;
+    for (const Tap& t : at_x) ++count_x[t.name];
+    for (std::size_t k = 0; k < other.size(); ++k) where[other[k].name].push_back(k);
+    for (std::size_t k = 0; k < at_x.size(); ++k) {
+        const auto it = where.find(at_x[k].name);
+        if (it != where.end() && it->second.size() == 1 && count_x[at_x[k].name] == 1) out[k] = it->second.front();
+    }
+    return out;
+}
 
-// Per axis, the taps' shapes with that axis one longer (nullopt when the probe failed, said in `note`); no probe
-// at all when every tap declares its dims.
-std::map<std::string, std::optional<ShapesByName>> probe(const TapSource& source, const Signature& s,
-                                                         const Tensors& inputs, const std::vector<Tap>& taps,
-                                                         std::string& note) {
-    std::map<std::string, std::optional<ShapesByName>> out;
+// Why a tap at x has no match in `other` (match_taps): absent there, or its name shared by several taps.
+std::string unmatched_reason(const std::vector<Tap>& at_x, const std::vector<Tap>& other, const std::string& name,
+                             const std::string& at) {
+    const auto named = [&name](const Tap& t) { return t.name == name; };
+    const auto here = std::count_if(at_x.begin(), at_x.end(), named);
+    const auto there = std::count_if(other.begin(), other.end(), named);
+    if (there == 0) return "no tap of this name at " + at;
+    return std::to_string(here) + (here == 1 ? " tap" : " taps") + " at x and " + std::to_string(there) + " at " + at +
+           " have this name, and the two answers list their taps in different orders: which is which cannot be told";
+}
+
+// Per axis, the taps' shapes at x with that axis one longer (nullopt where the probe failed, said in `note`, or
+// where a tap at x has no match in it: match_taps); no probe at all when every tap declares its dims.
+using ProbeShapes = std::vector<std::optional<std::vector<int>>>;  // one per tap at x
+std::map<std::string, std::optional<ProbeShapes>> probe(const TapSource& source, const Signature& s,
+                                                        const Tensors& inputs, const std::vector<Tap>& taps,
+                                                        std::string& note) {
+    std::map<std::string, std::optional<ProbeShapes>> out;
     if (std::all_of(taps.begin(), taps.end(), [](const Tap& t) { return t.dims.has_value() || !t.unusable.empty(); }))
         return out;
     for (const Axis& a : s.axes) {
         try {
-            ShapesByName shapes;
-            for (const Tap& t : source(lengthened(s, inputs, a.name))) shapes.emplace(t.name, t.value.shape);
+            const std::vector<Tap> longer = source(lengthened(s, inputs, a.name));
+            const std::vector<std::optional<std::size_t>> match = match_taps(taps, longer);
+            ProbeShapes shapes(taps.size());
+            for (std::size_t k = 0; k < taps.size(); ++k)
+                if (match[k]) shapes[k] = longer[*match[k]].value.shape;
             out[a.name] = std::move(shapes);
         } catch (const std::exception& e) {
             out[a.name] = std::nullopt;
@@ -267,15 +350,12 @@ std::vector<std::string> declared_axes(const Tap& t, const Lengths& lengths) {
     return dims;
 }
 
-std::vector<std::string> axes_of(const Tap& t, const Lengths& lengths,
-                                 const std::map<std::string, std::optional<ShapesByName>>& probes) {
+// The axes of tap k at x (t).
+std::vector<std::string> axes_of(const Tap& t, std::size_t k, const Lengths& lengths,
+                                 const std::map<std::string, std::optional<ProbeShapes>>& probes) {
     if (t.dims) return declared_axes(t, lengths);
     std::map<std::string, std::optional<std::vector<int>>> shapes;
-    for (const auto& [axis, probe] : probes) {
-        const auto it = probe ? probe->find(t.name) : ShapesByName::const_iterator{};
-        if (probe && it != probe->end()) shapes[axis] = it->second;
-        else shapes[axis] = std::nullopt;
-    }
+    for (const auto& [axis, probe] : probes) shapes[axis] = probe ? (*probe)[k] : std::nullopt;
     return tap_axes(t.value.shape, lengths, shapes);
 }
 
@@ -333,27 +413,27 @@ TapTrace trace(const TapSource& source, const Signature& s, const TapCase& k, Ar
         return trace;
     }
     const auto probes = probe(source, s, k.c.inputs, at_x, trace.note);
-    std::map<std::string, const Tap*> by_name;
-    for (const Tap& t : at_px) by_name.emplace(t.name, &t);
+    const std::vector<std::optional<std::size_t>> match = match_taps(at_x, at_px);
     const double magnitude = real_inputs_magnitude(s, k.c.inputs);
     const std::string at = k.property == Property::shift ? "x_c" : k.property == Property::padding ? "pad x" : "P x";
-    for (const Tap& t : at_x) {
-        const auto other = by_name.find(t.name);
+    for (std::size_t j = 0; j < at_x.size(); ++j) {
+        const Tap& t = at_x[j];
         if (!t.unusable.empty()) {
             trace.taps.push_back(not_comparable(t, t.unusable));
             continue;
         }
-        if (other == by_name.end()) {
-            trace.taps.push_back(not_comparable(t, "no tap of this name at " + at));
+        if (!match[j]) {
+            trace.taps.push_back(not_comparable(t, unmatched_reason(at_x, at_px, t.name, at)));
             continue;
         }
-        if (!other->second->unusable.empty()) {
-            trace.taps.push_back(not_comparable(t, "at " + at + ": " + other->second->unusable));
+        const Tap& other = at_px[*match[j]];
+        if (!other.unusable.empty()) {
+            trace.taps.push_back(not_comparable(t, "at " + at + ": " + other.unusable));
             continue;
         }
         try {
-            const std::vector<std::string> axes = axes_of(t, k.c.lengths, probes);
-            trace.taps.push_back(judge_tap(t.name, t.value, compared_tap(k, axes, other->second->value), axes, k.c.perms,
+            const std::vector<std::string> axes = axes_of(t, j, k.c.lengths, probes);
+            trace.taps.push_back(judge_tap(t.name, t.value, compared_tap(k, axes, other.value), axes, k.c.perms,
                                            k.lengths, widest_fixed_size(s), magnitude, dtype, amplification, k.positions,
                                            ignored_entries(s, k.property, k.c, tap_spec(axes), t.value.shape)));
         } catch (const std::invalid_argument& e) {

@@ -12,7 +12,9 @@
 
 #include "check/signature.h"
 
+#include <cstddef>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -66,8 +68,11 @@ struct NoTapsOffered : std::runtime_error {
 
 // The trace as text for the terminal and the C++ API: one line per tap (its number, name, shape, the axis of each
 // dim, verdict, largest difference and tolerance), the first breaking tap marked with '>', then
-// first_break_sentence and the note.
-std::string describe(const TapTrace& t);
+// first_break_sentence and the note. Past `most_rows` taps (at least 8) the table is cut to the first five, a
+// window around the first breaking tap and the last five, each cut said with the verdicts of the rows it hides
+// (what the terminal shows: kTerminalTapRows; the reports keep every row).
+inline constexpr std::size_t kTerminalTapRows = 40;
+std::string describe(const TapTrace& t, std::size_t most_rows = std::numeric_limits<std::size_t>::max());
 
 // A tap's name with its control characters written as escapes (\n, \t, \xNN): what the terminal and the reports'
 // text show, since an adapter chooses its tap names.

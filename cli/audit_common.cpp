@@ -320,7 +320,7 @@ void print_result(std::ostream& out, std::ostream& err, const std::string& progr
     } else {
         out << describe_finding(shown);  // the one-tensor form's, in the shorthand's words
     }
-    if (r.taps) out << describe(*r.taps);
+    if (r.taps) out << describe(*r.taps, kTerminalTapRows);  // the reports list every tap
     if (r.verdict == Verdict::error && !r.error.empty()) err << program << ": error: " << r.error << "\n";
 }
 

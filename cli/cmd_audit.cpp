@@ -189,6 +189,7 @@ AuditResult run_boxes(const AuditRequest& q, const Form& f, const AuditOptions& 
     try {
         adapters::ExecOptions eo = exec_options(q);
         eo.taps_offered = q.taps_offered;
+        eo.stop_requested = opts.stop_requested;  // a stop ends a request in flight, not only the run between cases
         const long long shard_cases = (q.flags.cases + opts.shard.count - opts.shard.index) / opts.shard.count;
         const long long processes = std::min<long long>(q.jobs, std::max(1LL, shard_cases));
         std::vector<BatchedNamedBlackBox> boxes;  // batched once an adapter announces it takes several cases
@@ -200,14 +201,25 @@ AuditResult run_boxes(const AuditRequest& q, const Form& f, const AuditOptions& 
 }
 
 // After a violation or a non-finite output: the counterexample's taps (check/taps.h), from an adapter process of their
-// own, when the audit's answers offered them (r.taps stays empty otherwise, and no process is started).
-void add_taps(const AuditRequest& q, const Form& f, AuditResult& r) {
+// own, when the audit's answers offered them (r.taps stays empty otherwise, and no process is started). A stop
+// (o.stop_requested) while they are taken kills that process and makes the verdict `interrupted`, the
+// counterexample kept: a tap table cut short would blame the wrong submodule.
+void add_taps(const AuditRequest& q, const Form& f, AuditResult& r, const AuditOptions& o) {
     if ((r.verdict != Verdict::violated && r.verdict != Verdict::non_finite) || !*q.taps_offered) return;
     if (!r.signature_counterexample) return;
     const Signature& s = r.signature ? *r.signature : f.signature;  // the one-tensor form's width as answered
+    adapters::ExecOptions eo = exec_options(q);
+    eo.stop_requested = o.stop_requested;
     // Each submodule's output at x against its output at the property's transformed inputs (P x, x_c or pad x).
-    TapTrace trace = trace_taps(adapters::exec_tap_source(exec_options(q), s), s, *r.signature_counterexample,
-                                r.property, r.dtype, q.amplification, q.flags.keep_positions);
+    TapTrace trace = trace_taps(adapters::exec_tap_source(eo, s), s, *r.signature_counterexample, r.property, r.dtype,
+                                q.amplification, q.flags.keep_positions);
+    if (o.stop_requested && o.stop_requested()) {
+        r.detail = "interrupted while the taps of the " + std::string(verdict_name(r.verdict)) +
+                   " counterexample below were taken (it is the audit's, shrunk; where the symmetry breaks was not "
+                   "located)";
+        r.verdict = Verdict::interrupted;
+        return;
+    }
     if (trace.offered) r.taps = std::move(trace);
 }
 
@@ -224,10 +236,15 @@ std::string head_of(const AuditRequest& q, const Form& f, const AuditResult& r) 
 // One audit through the adapters under Ctrl-C, its taps after a violation, printed when asked.
 RowRun run_once(const AuditRequest& q, const Form& form, const AuditOptions& opts, bool print) {
     const auto t0 = std::chrono::steady_clock::now();
-    AuditResult r = run_interruptibly([&](const AuditOptions& o) { return run_boxes(q, form, o); }, opts,
-                                      "permcheck audit", q.flags, "; the adapters were stopped");
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    add_taps(q, form, r);  // not in the audit's time: a process of its own, only after a violation
+    double seconds = 0;
+    AuditResult r = run_interruptibly(
+        [&](const AuditOptions& o) {
+            AuditResult run = run_boxes(q, form, o);
+            seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            add_taps(q, form, run, o);  // not in the audit's time: a process of its own, only after a violation
+            return run;
+        },
+        opts, "permcheck audit", q.flags, "; the adapters were stopped");
     name_last_request(r);
     if (print)
         print_result(std::cout, std::cerr, "permcheck audit", head_of(q, form, r), r, seconds, replay_of(q, form, r),

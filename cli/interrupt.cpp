@@ -15,11 +15,13 @@ namespace {
 volatile std::sig_atomic_t g_signal = 0;
 struct sigaction g_previous_int, g_previous_term;
 bool g_int_installed = false;
+void (*volatile g_last_words)() noexcept = nullptr;
 
 // The first signal is recorded for the program to stop cleanly; a second one stops it at once, as if no handler
-// had been installed (signal and raise are async-signal-safe).
+// had been installed, after the last words (signal and raise are async-signal-safe, and so must they be).
 extern "C" void record_signal(int sig) {
     if (g_signal != 0) {
+        if (g_last_words) g_last_words();
         std::signal(sig, SIG_DFL);
         std::raise(sig);
         return;
@@ -48,6 +50,8 @@ StopOnSignal::~StopOnSignal() {
 }
 
 bool StopOnSignal::requested() { return g_signal != 0; }
+
+void StopOnSignal::on_second_signal(void (*last_words)() noexcept) { g_last_words = last_words; }
 
 std::string StopOnSignal::name() {
     const int sig = g_signal;

@@ -28,6 +28,9 @@ public:
     StopOnSignal& operator=(const StopOnSignal&) = delete;
 
     static bool requested();
+    // What a second signal calls before it ends the program (as if no handler were installed): an
+    // async-signal-safe function, e.g. one that kills the adapters' process groups, so that none outlives it.
+    static void on_second_signal(void (*last_words)() noexcept);
     // The signal that asked, as a reader knows it: "Ctrl-C (SIGINT)" or "SIGTERM"; empty when none did.
     static std::string name();
 };

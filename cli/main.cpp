@@ -1,6 +1,8 @@
 // The permcheck command: with no arguments, the verdict table of every reference layer.
 #include "cli/commands.h"
 #include "check/engine.h"
+#include "cli/interrupt.h"
+#include "adapters/exec_adapter.h"
 
 #include <cstdio>
 #include <exception>
@@ -8,6 +10,8 @@
 int main(int argc, char** argv) {
     using namespace permcheck::cli;
     permcheck::keep_freed_memory_for_reuse();
+    StopOnSignal::on_second_signal(&permcheck::adapters::kill_adapter_processes);  // no adapter outlives a second Ctrl-C
+    permcheck::adapters::adopt_adapter_orphans();  // every process of a stopped adapter's group reaped
     CLI::App app{"permcheck: proves what sequence layers do with token order"};
     app.require_subcommand(0, 1);
     Outcome outcome;

@@ -10,6 +10,8 @@
 #include <fcntl.h>
 #include <fstream>
 #include <iterator>
+#include <limits>
+#include <signal.h>
 #include <stdexcept>
 #include <unistd.h>
 
@@ -17,12 +19,42 @@ namespace permcheck::report {
 
 using nlohmann::json;
 
+namespace {
+
+// Removes the temporary files `.FILE.tmp.PID.N` of `file` that a killed run left (its PID no longer runs): each
+// write cleans up after the runs before it. A file of a running process (this one, another writer) stays.
+void remove_orphans(const std::filesystem::path& dir, const std::string& prefix) {
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (name.compare(0, prefix.size(), prefix) != 0) continue;
+        const std::string rest = name.substr(prefix.size());  // "PID.N"
+        const std::size_t dot = rest.find('.');
+        if (dot == 0 || dot == std::string::npos || rest.find_first_not_of("0123456789.") != std::string::npos) continue;
+        long long pid = 0;
+        try {
+            pid = std::stoll(rest.substr(0, dot));
+        } catch (const std::exception&) {
+            continue;
+        }
+        if (pid <= 0 || pid == ::getpid() || pid > std::numeric_limits<pid_t>::max()) continue;
+        if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+            std::error_code ignored;
+            std::filesystem::remove(it->path(), ignored);
+        }
+    }
+}
+
+}  // namespace
+
 void write_atomically(const std::filesystem::path& file, const std::string& content) {
     static std::atomic<unsigned> counter{0};
     const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
     std::string name = ".";  // appended, not "." + ...: GCC 12 warns falsely (-Wrestrict) on that at -O3
     name += file.filename().string();
-    name += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+    name += ".tmp.";
+    remove_orphans(dir, name);
+    name += std::to_string(::getpid()) + "." + std::to_string(counter++);
     const std::filesystem::path tmp = dir / name;
     const auto fail = [&](const std::string& what) {
         const std::string reason = std::strerror(errno);

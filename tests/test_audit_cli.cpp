@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -150,6 +151,44 @@ TEST(AuditCommand, HangIsAnErrorWithinSecondsOfTheTimeout) {
     EXPECT_NE(r.report.value("error", "").find("did not answer within 2 s"), std::string::npos) << r.output;
     EXPECT_NE(r.report.value("error", "").find("last request: id 4"), std::string::npos) << r.output;
     EXPECT_LT(r.seconds, 2 + 10.0) << "python startup, three answers, the timeout, the cleanup";
+}
+
+TEST(AuditCommand, TwoTapsOfOneNameAreToldApartByPositionAndTheLeakIsBlamed) {
+    const CommandRun r = permcheck_audit("taps-dup", kFault + " taps-dup", "--dim 2 --cases 30");
+    ASSERT_EQ(r.status, 1) << r.output;
+    EXPECT_NE(r.output.find("symmetry first breaks at block (tap 2 of 2); every tap before it holds"), std::string::npos)
+        << r.output;
+    ASSERT_TRUE(r.report.contains("taps")) << r.output;
+    ASSERT_EQ(r.report["taps"].size(), 2u);
+    EXPECT_EQ(r.report["taps"][0]["verdict"], "holds");
+    EXPECT_EQ(r.report["taps"][1]["verdict"], "violated");
+}
+
+TEST(AuditCommand, ALongTapTableIsCutOnTheTerminalAndWholeInTheReport) {
+    const CommandRun r = permcheck_audit("taps-many", kFault + " taps-many 3000", "--dim 2 --cases 30");
+    ASSERT_EQ(r.status, 1) << r.output;
+    EXPECT_LT(std::count(r.output.begin(), r.output.end(), '\n'), 100) << r.output;
+    EXPECT_NE(r.output.find("symmetry first breaks at layer.1500 (tap 1501 of 3000); every tap before it holds"),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("    ... taps 6 to 1485 not shown: 1480 hold\n"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("(41 of the 3000 taps shown; the report, --report DIR, lists every one)"), std::string::npos)
+        << r.output;
+    ASSERT_TRUE(r.report.contains("taps")) << r.output;
+    EXPECT_EQ(r.report["taps"].size(), 3000u);
+    EXPECT_EQ(r.report["first_breaking_tap"], "layer.1500");
+}
+
+TEST(AuditCommand, TapsOfAFixedLengthAxisWhoseProbeIsRefusedSayTheBreakCouldNotBeLocated) {
+    // n = 5 only: the probe at n = 6 is refused, so whether the tap's 5 rows follow n cannot be told. The
+    // sentence must not conclude that the break is outside the submodules.
+    const CommandRun r = permcheck_audit("taps-fixed", kFault + " taps-fixed 5", "--dim 2 --min-len 5 --max-len 5 --cases 30");
+    ASSERT_EQ(r.status, 1) << r.output;
+    EXPECT_NE(r.output.find("no tap could be compared (1 tap): where the symmetry breaks could not be located"),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("the probe with axis n one longer failed"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("outside its submodules"), std::string::npos) << r.output;
 }
 
 TEST(AuditCommand, BadOptionsAreAnErrorWithAReport) {

@@ -18,6 +18,7 @@
 #include <string>
 #include <tuple>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #ifndef PERMCHECK_BIN
 #error "PERMCHECK_BIN (the path of the permcheck binary) must be defined by CMake"
@@ -537,6 +538,23 @@ TEST_F(Cli, WritingAReportTwiceReplacesItAndLeavesNoTemporaryFiles) {
     EXPECT_EQ(permcheck::report::read(dir / "rep").verdict, permcheck::Verdict::holds);
     EXPECT_THROW(permcheck::report::write_atomically(dir / "no" / "such" / "dir" / "f.json", "{}"),
                  std::runtime_error);
+}
+
+TEST_F(Cli, AWriteRemovesTheTemporaryFilesOfAKilledRunAndKeepsThoseOfRunningOnes) {
+    const std::filesystem::path rep = dir / "killed";
+    std::filesystem::create_directories(rep);
+    const pid_t child = fork();  // a process that has ended: the run that was killed
+    ASSERT_GE(child, 0);
+    if (child == 0) _exit(0);
+    ASSERT_EQ(waitpid(child, nullptr, 0), child);
+    const std::string dead = std::to_string(child), alive = std::to_string(getppid());
+    for (const std::string& name : {".report.json.tmp." + dead + ".0", ".report.md.tmp." + dead + ".3",
+                                    ".report.json.tmp." + alive + ".0", std::string(".report.json.tmp.x.0"),
+                                    ".other.tmp." + dead + ".0"})
+        std::ofstream(rep / name) << "half";
+    permcheck::report::write(rep, sample_record());
+    EXPECT_EQ(files_in(rep), (std::set<std::string>{".other.tmp." + dead + ".0", ".report.json.tmp." + alive + ".0",
+                                                    ".report.json.tmp.x.0", "report.html", "report.json", "report.md"}));
 }
 
 // ---- the weight draw's version (scalars/weights.h) ---------------------------------------------------------

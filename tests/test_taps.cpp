@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -349,6 +350,79 @@ TEST(TapTrace, ATapTheAdapterCouldNotSendIsListedNotComparableWithItsReason) {
     };
     const TapTrace none = trace_taps(nothing, s, {{"n", 2}}, {{"n", kSwap}}, x, Arithmetic::float64, 1.0);
     EXPECT_EQ(first_break_sentence(none), "no tap could be compared (1 tap): where the symmetry breaks could not be located");
+}
+
+// The index-leak of fault.py: row i times 1 + 1e-3 i (not equivariant).
+Tensor leaked(const Tensor& x) {
+    Tensor y = x;
+    const int d = x.shape.at(1);
+    for (std::size_t k = 0; k < y.values.size(); ++k) y.values[k] *= 1 + 1e-3 * static_cast<double>(k / d);
+    return y;
+}
+
+TEST(TapTrace, TwoTapsOfOneNameAreMatchedByPositionAndTheOneThatBreaksIsBlamed) {
+    const Signature s = one_tensor_signature_of(2, 1, 8);
+    const Tensors x{{"x", tensor({2, 2}, {1, 2, 3, 4})}};
+    // Two submodules answering as `block`: the first equivariant, the second the leak. Matched by name (first
+    // wins), both would be compared with the equivariant one and the blame would go to it.
+    const TapSource source = [](const Tensors& in) {
+        return std::vector<Tap>{Tap{"block", in.at("x"), std::nullopt}, Tap{"block", leaked(in.at("x")), std::nullopt}};
+    };
+    const TapTrace t = trace_taps(source, s, {{"n", 2}}, {{"n", kSwap}}, x, Arithmetic::float64, 1.0);
+    ASSERT_EQ(t.taps.size(), 2u);
+    EXPECT_EQ(t.taps[0].verdict, TapVerdict::holds);
+    EXPECT_EQ(t.taps[1].verdict, TapVerdict::violated);
+    EXPECT_EQ(t.first_breaking, 1);
+    EXPECT_EQ(t.taps[0].axes, (std::vector<std::string>{"n", ""})) << "the probe matched by position too";
+    EXPECT_EQ(first_break_sentence(t), "symmetry first breaks at block (tap 2 of 2); every tap before it holds");
+}
+
+TEST(TapTrace, TapsOfOneNameInAnotherOrderAtPxAreNotComparableSayingWhy) {
+    const Signature s = one_tensor_signature_of(2, 1, 8);
+    const Tensors x{{"x", tensor({2, 2}, {1, 2, 3, 4})}};
+    int calls = 0;
+    // At P x the adapter lists its taps in another order: the two `block`s cannot be told apart; `head`, whose
+    // name is its own, is still matched by name.
+    const TapSource source = [&calls](const Tensors& in) {
+        const Tap a{"block", in.at("x"), std::vector<std::string>{"n", ""}};
+        const Tap b{"block", leaked(in.at("x")), std::vector<std::string>{"n", ""}};
+        const Tap head{"head", leaked(in.at("x")), std::vector<std::string>{"n", ""}};
+        return ++calls == 1 ? std::vector<Tap>{a, b, head} : std::vector<Tap>{head, b, a};
+    };
+    const TapTrace t = trace_taps(source, s, {{"n", 2}}, {{"n", kSwap}}, x, Arithmetic::float64, 1.0);
+    ASSERT_EQ(t.taps.size(), 3u);
+    for (int k : {0, 1}) {
+        EXPECT_EQ(t.taps[k].verdict, TapVerdict::not_comparable) << k;
+        EXPECT_EQ(t.taps[k].note, "2 taps at x and 2 at P x have this name, and the two answers list their taps in "
+                                  "different orders: which is which cannot be told");
+    }
+    EXPECT_EQ(t.taps[2].verdict, TapVerdict::violated);
+    EXPECT_EQ(first_break_sentence(t),
+              "symmetry first breaks at head (tap 3 of 3); every tap before it holds but 2 that could not be compared");
+}
+
+TEST(TapTrace, ALongTableIsCutOnTheTerminalAroundTheFirstBreakAndWholeOtherwise) {
+    TapTrace t;
+    for (int k = 0; k < 100000; ++k)
+        t.taps.push_back(TapComparison{"layer." + std::to_string(k), {2, 2}, {"n", ""},
+                                       k == 50000 ? TapVerdict::violated
+                                                  : k % 1000 == 7 ? TapVerdict::not_comparable : TapVerdict::holds,
+                                       0.0, 1e-15, ""});
+    t.first_breaking = 50000;
+    const std::string cut = describe(t, kTerminalTapRows);
+    const auto lines = std::count(cut.begin(), cut.end(), '\n');
+    EXPECT_LE(lines, 48) << cut;
+    EXPECT_NE(cut.find("  > 50001  layer.50000"), std::string::npos) << cut;
+    EXPECT_NE(cut.find("      1  layer.0 "), std::string::npos) << cut;
+    EXPECT_NE(cut.find("  100000  layer.99999 "), std::string::npos) << cut;
+    EXPECT_NE(cut.find("    ... taps 6 to 49985 not shown: 49930 hold, 50 not comparable\n"), std::string::npos) << cut;
+    EXPECT_NE(cut.find("symmetry first breaks at layer.50000 (tap 50001 of 100000)"), std::string::npos) << cut;
+    EXPECT_NE(cut.find("(41 of the 100000 taps shown; the report, --report DIR, lists every one)"), std::string::npos) << cut;
+    const std::string whole = describe(t);
+    EXPECT_EQ(std::count(whole.begin(), whole.end(), '\n'), 100000 + 2) << "a header, every row, the sentence";
+    t.taps.resize(40);  // within the limit: every row
+    t.first_breaking = -1;
+    EXPECT_EQ(describe(t, kTerminalTapRows), describe(t));
 }
 
 // ------------------------------------------------------------------------------------------ the tap answer

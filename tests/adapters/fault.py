@@ -23,6 +23,12 @@ stacked K  the named form, x in and y out: announces "batch": K and "stacked": t
            a stacked request is answered stacked with y = x + 1000 k for the item at position k of the batch dim,
            item by item ({"error": "boom in item k"} each) when some value is 99, and with one value too few when
            some value is 77
+stacked-hang K  the same announcement; stacked requests answered with y = x, but the K-th hangs (with a child)
+taps-hang  y[i] = x[i] * (1 + 1e-3 i) (index-leak), offering taps in every answer; a tap request hangs (with a child)
+taps-dup   index-leak, offering two taps both named "block": the first y = x (equivariant), the second the leak
+taps-many K  index-leak, offering K taps "layer.0" ... (y = x each) but the leak at layer.(K // 2)
+taps-fixed K  index-leak with a tap "block" (the leak), refusing ({"error": ...}) any request whose n is not K
+$FAULT_PID_FILE, when set, gets a line with the pid of each process started (every mode).
 """
 import base64
 import struct
@@ -39,8 +45,31 @@ k = int(sys.argv[2]) if len(sys.argv) > 2 else 0
 if mode == "exit":
     sys.exit(0)
 if os.environ.get("FAULT_PID_FILE"):
-    with open(os.environ["FAULT_PID_FILE"], "w") as pid_file:
-        pid_file.write(str(os.getpid()))
+    with open(os.environ["FAULT_PID_FILE"], "a") as pid_file:
+        pid_file.write("%d\n" % os.getpid())
+
+
+def hang():
+    subprocess.Popen(["sleep", "1000"])  # a grandchild: the whole process group must be killed
+    time.sleep(1000)
+
+
+def leak(x):
+    return [[v * (1 + 1e-3 * i) for v in row] for i, row in enumerate(x)]
+
+
+def tap(name, value):
+    return {"name": name, "shape": [len(value), len(value[0]) if value else 0], "values": value}
+
+
+def taps_of(x):
+    if mode == "taps-hang":
+        hang()
+    if mode == "taps-dup":
+        return [tap("block", x), tap("block", leak(x))]
+    if mode == "taps-fixed":
+        return [tap("block", leak(x))]
+    return [tap("layer.%d" % j, leak(x) if j == k // 2 else x) for j in range(k)]
 
 
 
@@ -84,8 +113,29 @@ def stacked_answer(request):
 
 
 answered = 0
+stacked_requests = 0
 for line in sys.stdin:
     request = json.loads(line)
+    if mode.startswith("taps-"):
+        answer = {"id": request["id"], "y": leak(request["x"]), "taps_offered": True}
+        if mode == "taps-fixed" and len(request["x"]) != k:
+            answer = {"id": request["id"], "error": "this layer takes n = %d only" % k}
+        elif request.get("taps"):
+            answer["taps"] = taps_of(request["x"])
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+        continue
+    if mode == "stacked-hang":
+        if "stacked" in request:
+            stacked_requests += 1
+            if stacked_requests == k:
+                hang()
+            answer = {"id": request["id"], "outputs": {"y": request["inputs"]["x"]}, "shapes": {"y": request["shapes"]["x"]}}
+        else:
+            answer = {"id": request["id"], "outputs": {"y": request["inputs"]["x"]}, "batch": 8, "stacked": True}
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+        continue
     if mode == "stacked":
         answer = stacked_answer(request) if "stacked" in request else {
             "id": request["id"], "outputs": {"y": request["inputs"]["x"]}, "batch": k, "stacked": True}
@@ -106,8 +156,7 @@ for line in sys.stdin:
         print("fault.py: crashing on purpose", file=sys.stderr)
         sys.exit(3)
     if mode == "hang" and answered == k:
-        subprocess.Popen(["sleep", "1000"])  # a grandchild: the whole process group must be killed
-        time.sleep(1000)
+        hang()
     if mode == "garbage" and answered == k:
         print("Loading weights... done")
         sys.stdout.flush()
