@@ -500,6 +500,27 @@ TEST(SignatureAuditBatched, AgreeingBatchesHoldAfterMax8OrATenthOfTheCasesAskedA
     EXPECT_EQ(unbatched.confirmed_alone, 0) << "nothing batched, nothing to confirm";
 }
 
+TEST(SignatureAuditBatched, AStopWhileTheCasesAreAskedAloneIsInterruptedNotHolds) {
+    // The run holds in its batches; a stop after a few calls alone must not leave `holds` standing on fewer
+    // confirmations than promised.
+    const NamedBlackBox layer = cross_attention(false);
+    int batched_calls = 0, alone_after = 0;
+    BatchedNamedBlackBox box = with_batches(layer, [&batched_calls](const auto&, auto&) { ++batched_calls; });
+    box.one = [&, layer](const Tensors& in) {
+        if (batched_calls > 0) ++alone_after;
+        return layer(in);
+    };
+    AuditOptions o = named("stopped while confirming");
+    o.cases = 100;
+    o.stop_requested = [&alone_after] { return alone_after >= 3; };
+    const AuditResult r = audit(std::vector<BatchedNamedBlackBox>{box}, cross_signature(), o);
+    EXPECT_EQ(r.verdict, Verdict::interrupted) << r.detail;
+    EXPECT_EQ(exit_code(r.verdict), 130);
+    EXPECT_GE(alone_after, 3);
+    EXPECT_LT(r.confirmed_alone, 10);
+    EXPECT_NE(r.detail.find("interrupted while asking cases of the batched run alone"), std::string::npos) << r.detail;
+}
+
 TEST(SignatureAuditBatched, AnItemThatSeesItsBatchIsBatchDependentNotHolds) {
     // A batch statistic (BatchNorm in training mode): every item gets the batch's mean of the first feature, so
     // each case holds within its batch (both sides see the same batch) but no answer is the layer's alone.
