@@ -21,16 +21,20 @@ using nlohmann::json;
 
 namespace {
 
-// Removes the temporary files `.FILE.tmp.PID.N` of `file` that a killed run left (its PID no longer runs): each
-// write cleans up after the runs before it. A file of a running process (this one, another writer) stays.
-void remove_orphans(const std::filesystem::path& dir, const std::string& prefix) {
+// Removes the temporary files `.NAME.tmp.PID.N` (write_atomically's) that a killed run left in `dir`, of any file
+// written there (report.json, a failure database's entries, summary.json): those whose PID no longer runs. A file
+// of a running process (this one, another writer) stays, and so does every name of another shape.
+void remove_orphans(const std::filesystem::path& dir) {
     std::error_code ec;
     for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
         const std::string name = it->path().filename().string();
-        if (name.compare(0, prefix.size(), prefix) != 0) continue;
-        const std::string rest = name.substr(prefix.size());  // "PID.N"
+        const std::size_t tmp = name.rfind(".tmp.");
+        if (name.empty() || name[0] != '.' || tmp == std::string::npos || tmp < 2) continue;
+        const std::string rest = name.substr(tmp + 5);  // "PID.N"
         const std::size_t dot = rest.find('.');
-        if (dot == 0 || dot == std::string::npos || rest.find_first_not_of("0123456789.") != std::string::npos) continue;
+        if (dot == 0 || dot == std::string::npos || dot + 1 == rest.size() ||
+            rest.find_first_not_of("0123456789.") != std::string::npos || rest.find('.', dot + 1) != std::string::npos)
+            continue;
         long long pid = 0;
         try {
             pid = std::stoll(rest.substr(0, dot));
@@ -52,9 +56,8 @@ void write_atomically(const std::filesystem::path& file, const std::string& cont
     const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
     std::string name = ".";  // appended, not "." + ...: GCC 12 warns falsely (-Wrestrict) on that at -O3
     name += file.filename().string();
-    name += ".tmp.";
-    remove_orphans(dir, name);
-    name += std::to_string(::getpid()) + "." + std::to_string(counter++);
+    name += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+    remove_orphans(dir);
     const std::filesystem::path tmp = dir / name;
     const auto fail = [&](const std::string& what) {
         const std::string reason = std::strerror(errno);

@@ -69,7 +69,8 @@ Record record_of(const AuditResult& result, const std::string& layer, Property p
 
 // Writes `content` to `file` through a temporary file in the same directory, fsync and rename: readers see the
 // old file or the new one, never a part. Throws std::runtime_error naming the file and the system's reason. The
-// temporary files of `file` that a killed run left behind (`.FILE.tmp.PID.N`, PID no longer running) are removed.
+// temporary files that a killed run left in the same directory (`.NAME.tmp.PID.N`, PID no longer running) are
+// removed.
 void write_atomically(const std::filesystem::path& file, const std::string& content);
 
 }  // namespace permcheck::report

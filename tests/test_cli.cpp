@@ -548,13 +548,33 @@ TEST_F(Cli, AWriteRemovesTheTemporaryFilesOfAKilledRunAndKeepsThoseOfRunningOnes
     if (child == 0) _exit(0);
     ASSERT_EQ(waitpid(child, nullptr, 0), child);
     const std::string dead = std::to_string(child), alive = std::to_string(getppid());
+    // A killed run's files of any name (a failure database's entry too) go; a running process's stay, and so
+    // does every name of another shape.
     for (const std::string& name : {".report.json.tmp." + dead + ".0", ".report.md.tmp." + dead + ".3",
-                                    ".report.json.tmp." + alive + ".0", std::string(".report.json.tmp.x.0"),
-                                    ".other.tmp." + dead + ".0"})
+                                    ".entry-7.json.tmp." + dead + ".12", ".report.json.tmp." + alive + ".0",
+                                    std::string(".report.json.tmp.x.0"), "notes.tmp." + dead + ".0",
+                                    ".report.json.tmp." + dead + ".0.bak"})
         std::ofstream(rep / name) << "half";
     permcheck::report::write(rep, sample_record());
-    EXPECT_EQ(files_in(rep), (std::set<std::string>{".other.tmp." + dead + ".0", ".report.json.tmp." + alive + ".0",
-                                                    ".report.json.tmp.x.0", "report.html", "report.json", "report.md"}));
+    EXPECT_EQ(files_in(rep), (std::set<std::string>{".report.json.tmp." + alive + ".0", ".report.json.tmp.x.0",
+                                                    ".report.json.tmp." + dead + ".0.bak", "notes.tmp." + dead + ".0",
+                                                    "report.html", "report.json", "report.md"}));
+}
+
+TEST_F(Cli, AuditTorchWithoutPermcheckTorchSaysWhichCommandsBuildItAndHelpStillAnswers) {
+    // A permcheck with no permcheck-torch beside it, outside its build tree: an installation without it.
+    fs::copy_file(PERMCHECK_BIN, dir / "permcheck");
+    const permcheck::test::Run help = permcheck::test::run_shell(quote((dir / "permcheck").string()) + " audit-torch --help", dir);
+    EXPECT_EQ(help.exit_code, 0) << help.err;
+    EXPECT_NE(help.out.find("Usage: permcheck audit-torch LAYER|FILE.pt [options]"), std::string::npos) << help.out;
+    EXPECT_NE(help.out.find("This installation has none"), std::string::npos) << help.out;
+    EXPECT_NE(help.out.find("--target permcheck-torch"), std::string::npos) << help.out;
+    const permcheck::test::Run audit = permcheck::test::run_shell(quote((dir / "permcheck").string()) + " audit-torch m.pt", dir);
+    EXPECT_EQ(audit.exit_code, 2);
+    EXPECT_NE(audit.err.find("permcheck audit-torch: " + (dir / "permcheck-torch").string() + " was not found"),
+              std::string::npos)
+        << audit.err;
+    EXPECT_NE(audit.err.find("scripts/install-deps' --test"), std::string::npos) << audit.err;
 }
 
 // ---- the weight draw's version (scalars/weights.h) ---------------------------------------------------------
