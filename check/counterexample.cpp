@@ -89,7 +89,7 @@ SignatureCounterexample one_tensor_finding(const Counterexample& c, Property pro
         else y.where = {static_cast<int>(c.comparison.row), static_cast<int>(c.comparison.col)};
     }
     f.outputs.push_back(std::move(y));
-    if (!c.perm.is_identity()) f.axis_at_fault = "n";
+    if (!c.perm.is_identity()) f.axis_at_fault = std::string(1, 'n');  // not = "n": GCC 12 warns falsely (-Wrestrict) at -O3
     f.case_index = c.case_index;
     f.shrink_steps = c.shrink_steps;
     f.replay = c.replay;

@@ -166,10 +166,19 @@ std::string format(const Axis& a) { return a.name + "=" + std::to_string(a.min_l
 
 std::string format_input(const TensorSpec& t) {
     std::string out = format_output(t);
-    if (t.kind != TensorKind::real) out += std::string(":") + tensor_kind_name(t.kind);
-    if (t.kind == TensorKind::index) out += "=" + t.index_axis;
-    if (t.kind == TensorKind::token || (t.kind == TensorKind::position && t.limit != kDefaultPositions))
-        out += "=" + std::to_string(t.limit);
+    // Appends, not "=" + ...: GCC 12 warns falsely (-Wrestrict) on a literal plus a string at -O3.
+    if (t.kind != TensorKind::real) {
+        out += ':';
+        out += tensor_kind_name(t.kind);
+    }
+    if (t.kind == TensorKind::index) {
+        out += '=';
+        out += t.index_axis;
+    }
+    if (t.kind == TensorKind::token || (t.kind == TensorKind::position && t.limit != kDefaultPositions)) {
+        out += '=';
+        out += std::to_string(t.limit);
+    }
     return out;
 }
 
