@@ -176,20 +176,21 @@ report::Record record_of(const AuditRequest& q, const Form& f, const AuditResult
                         std::move(details), seconds, &f.signature);
 }
 
-// The adapter processes' options: the command and its time limits.
-adapters::ExecOptions exec_options(const AuditRequest& q) {
+// The adapter processes' options: the command, its time limits, and the audit's stop flag (a stop ends a
+// request in flight, not only the run between cases).
+adapters::ExecOptions exec_options(const AuditRequest& q, const AuditOptions& o) {
     return {.command = q.command,
             .socket_path = q.socket,
             .timeout_seconds = q.timeout,
-            .startup_timeout_seconds = q.startup_timeout};
+            .startup_timeout_seconds = q.startup_timeout,
+            .stop_requested = o.stop_requested};
 }
 
 AuditResult run_boxes(const AuditRequest& q, const Form& f, const AuditOptions& opts) {
     // The adapters live in this scope: they are stopped and reaped before the report is written.
     try {
-        adapters::ExecOptions eo = exec_options(q);
+        adapters::ExecOptions eo = exec_options(q, opts);
         eo.taps_offered = q.taps_offered;
-        eo.stop_requested = opts.stop_requested;  // a stop ends a request in flight, not only the run between cases
         const long long shard_cases = (q.flags.cases + opts.shard.count - opts.shard.index) / opts.shard.count;
         const long long processes = std::min<long long>(q.jobs, std::max(1LL, shard_cases));
         std::vector<BatchedNamedBlackBox> boxes;  // batched once an adapter announces it takes several cases
@@ -208,11 +209,9 @@ void add_taps(const AuditRequest& q, const Form& f, AuditResult& r, const AuditO
     if ((r.verdict != Verdict::violated && r.verdict != Verdict::non_finite) || !*q.taps_offered) return;
     if (!r.signature_counterexample) return;
     const Signature& s = r.signature ? *r.signature : f.signature;  // the one-tensor form's width as answered
-    adapters::ExecOptions eo = exec_options(q);
-    eo.stop_requested = o.stop_requested;
     // Each submodule's output at x against its output at the property's transformed inputs (P x, x_c or pad x).
-    TapTrace trace = trace_taps(adapters::exec_tap_source(eo, s), s, *r.signature_counterexample, r.property, r.dtype,
-                                q.amplification, q.flags.keep_positions);
+    TapTrace trace = trace_taps(adapters::exec_tap_source(exec_options(q, o), s), s, *r.signature_counterexample,
+                                r.property, r.dtype, q.amplification, q.flags.keep_positions);
     if (o.stop_requested && o.stop_requested()) {
         r.detail = "interrupted while the taps of the " + std::string(verdict_name(r.verdict)) +
                    " counterexample below were taken (it is the audit's, shrunk; where the symmetry breaks was not "
