@@ -32,18 +32,34 @@ namespace permcheck::engine {
 // the confirmation of a batched run finds it: confirm_alone, below).
 enum class Outcome { pass, violated, non_finite, nondeterministic, batch_dependent };
 
-// What the values of an answer say of their precision: float32 when every entry is a float32 value and not every
-// entry is an integer (integers are float32 values whatever the layer computes in), else float64. Non-finite
-// entries say nothing. An audit that infers its dtype runs every case up to the first that fails even with the
-// float32 tolerance, then decides from all their answers and judges them with the tolerance decided, so the
-// verdict is that of an audit given that dtype (the replay line names it).
+// What the values of the answers say of their precision. permcheck's real inputs are short dyadic numbers: k / 2^e
+// with e <= 20 and |k| <= 2^(e + 3) (check/generators.h, Sampler::value), at most 23 significant bits; masks and
+// indices are small integers, and so are token and position ids below 2^23 (most are). A layer that copies,
+// permutes, negates, masks, selects or scales them by powers of two, or adds a few with room to spare, answers
+// such numbers in any precision, exactly: they say nothing of the precision it computes in. A float32 rounding fills float32's 24-bit significand (its last bit is
+// set in about half the values it rounds). So, over every finite entry of the answers (non-finite ones say nothing;
+// an integer is a value like any other, zero has no significant bit):
+//   - some entry is not a float32 value (beyond its range, or more bits than its significand): float64;
+//   - else some entry has more than kShortDyadicBits = 23 significant bits (check/blackbox.h; float32 rounding
+//     seen): float32;
+//   - else (every entry a short dyadic number, or none finite): float64, the stricter tolerance, which exact
+//     answers meet: ambiguous evidence judged as float64 and said so (a float32 layer that never rounds is exact).
+// One rounded entry anywhere decides, so a float32 layer that computes exactly on some cases and rounds on others
+// is float32. A float64 layer whose answers are exact sums of two inputs can show a 24th bit and be inferred
+// float32: give --dtype float64. An audit that infers its dtype runs every case up to the first that fails even
+// with the float32 tolerance, then decides from all their answers and judges them with the tolerance decided, so
+// the verdict is that of an audit given that dtype (the replay line names it).
+int significant_bits(double v);  // of a finite v: 0 for zero, 1 for a power of two, up to 53
 struct PrecisionEvidence {
-    bool all_float32 = true;
-    bool all_integer = true;
+    bool answered = false;      // some answer was added (possibly without a finite entry)
+    bool any_finite = false;
+    bool all_float32 = true;    // every finite entry is a float32 value
+    bool rounded = false;       // some float32 value has more than kShortDyadicBits significant bits
     void add(const double* values, std::size_t count);
     void add(const std::vector<double>& values) { add(values.data(), values.size()); }
     void add(const PrecisionEvidence& other);
     Arithmetic dtype() const;
+    DtypeEvidence evidence() const;  // which of the rules above decided (no_answer when nothing was added)
 };
 
 // The precisions a run judges each case with: the given dtype, or, when it is inferred, float32 (the looser,
@@ -148,6 +164,7 @@ template <class Answers> struct BatchedAnswers {
 template <class Obs, class Answers> struct RunOutcome {
     std::optional<Failure<Obs>> failure;
     Arithmetic dtype = Arithmetic::float64;
+    DtypeEvidence evidence = DtypeEvidence::given;  // what decided the dtype (given: the options')
     bool interrupted = false;
     int cases_done = 0;
     std::map<std::size_t, BatchedAnswers<Answers>> batched;
@@ -277,6 +294,7 @@ public:
             const std::size_t last = std::min(lowest_failing_.load(), schedule_.size() - 1);
             for (std::size_t j = 0; j <= last && schedule_.size() > 0; ++j) all.add(evidence_[j]);
             out.dtype = all.dtype();
+            out.evidence = all.evidence();
         }
         for (CandidatePrecision& c : candidates_)
             if (c.dtype == out.dtype) out.failure = std::move(c.failure);
@@ -646,7 +664,8 @@ AuditResult run_audit(std::vector<Ev>& evaluators, const Schedule<typename Ev::C
     for (Ev& ev : evaluators) ev.set_dtype(run.dtype);
     const auto& failure = run.failure;
     result.dtype = run.dtype;
-    result.dtype_inferred = !given.dtype.has_value();
+    result.dtype_evidence = run.evidence;
+    result.dtype_inferred = !given.dtype.has_value() && run.evidence != DtypeEvidence::no_answer;
     result.cases = failure ? static_cast<int>(failure->position) + 1 : static_cast<int>(schedule.size());
     if (!failure && run.interrupted) {
         result.verdict = Verdict::interrupted;

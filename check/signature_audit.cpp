@@ -575,6 +575,7 @@ AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, c
     AuditResult r;
     r.property = audited_property(signature, opts);
     r.dtype = *opts.dtype;
+    r.dtype_evidence = DtypeEvidence::given;
     r.cases = 1;
     r.signature = signature;
     r.verdict = ob && ob->outcome != Outcome::pass ? engine::verdict_of(ob->outcome) : Verdict::holds;

@@ -130,11 +130,13 @@ TEST(AuditDtype, Float32LayerHoldsByDefaultAndIsViolatedUnderAFloat64Tolerance) 
     EXPECT_EQ(r.verdict, Verdict::holds) << r.detail;
     EXPECT_EQ(r.dtype, Arithmetic::float32);
     EXPECT_TRUE(r.dtype_inferred);
+    EXPECT_EQ(r.dtype_evidence, DtypeEvidence::float32_rounding);
     // The replay names the dtype used and judges the same; float64 would call the rounding a violation.
     o.dtype = r.dtype;
     const AuditResult again = audit(BlackBox(centered_float32), o);
     EXPECT_EQ(again.verdict, Verdict::holds);
     EXPECT_FALSE(again.dtype_inferred);
+    EXPECT_EQ(again.dtype_evidence, DtypeEvidence::given);
     o.dtype = Arithmetic::float64;
     EXPECT_EQ(audit(BlackBox(centered_float32), o).verdict, Verdict::violated);
 }
@@ -160,24 +162,151 @@ TEST(AuditDtype, IntegerAnswersAreJudgedAsFloat64) {
     EXPECT_EQ(r.verdict, Verdict::holds);
     EXPECT_EQ(r.dtype, Arithmetic::float64) << "integers are float32 values whatever the layer computes in";
     EXPECT_TRUE(r.dtype_inferred);
+    EXPECT_EQ(r.dtype_evidence, DtypeEvidence::short_dyadic) << "small integers are short dyadic numbers";
 }
 
-TEST(AuditDtype, EvidenceSaysFloat32OnlyForFloat32ValuesThatAreNotAllIntegers) {
+TEST(AuditDtype, EvidenceSaysFloat32OnlyWhenSomeFloat32ValueShowsRounding) {
     struct Evidence : engine::PrecisionEvidence {
+        using PrecisionEvidence::add;
         void add(const Mat<double>& m) { PrecisionEvidence::add(m.data(), static_cast<std::size_t>(m.size())); }
+        void add(double v) { add(Mat<double>::Constant(1, 1, v)); }
     };
+    EXPECT_EQ(engine::significant_bits(0.0), 0);
+    EXPECT_EQ(engine::significant_bits(-8.0), 1);
+    EXPECT_EQ(engine::significant_bits(0.75), 2);
+    EXPECT_EQ(engine::significant_bits(0x7fffffp-20), 23) << "the longest input permcheck draws";
+    EXPECT_EQ(engine::significant_bits(0.1f), 24);
+    EXPECT_EQ(engine::significant_bits(0x1p-1074), 1) << "a subnormal double";
+    Evidence none;
+    EXPECT_EQ(none.evidence(), DtypeEvidence::no_answer);
+    EXPECT_EQ(none.dtype(), Arithmetic::float64);
     Evidence e;
     e.add(Mat<double>::Constant(2, 2, 3.0));
     EXPECT_EQ(e.dtype(), Arithmetic::float64) << "all integers";
-    e.add(Mat<double>::Constant(1, 1, 0.1f));
-    EXPECT_EQ(e.dtype(), Arithmetic::float32);
-    e.add(Mat<double>::Constant(1, 1, std::numeric_limits<double>::quiet_NaN()));
-    EXPECT_EQ(e.dtype(), Arithmetic::float32) << "a non-finite entry says nothing";
-    e.add(Mat<double>::Constant(1, 1, 1e300));
-    EXPECT_EQ(e.dtype(), Arithmetic::float64) << "beyond float32's range";
+    EXPECT_EQ(e.evidence(), DtypeEvidence::short_dyadic);
+    // permcheck's inputs, copied, negated or halved: at most 23 significant bits, exact in any precision.
+    for (const double v : {0.0, -8.0, 0.75, -0x7fffffp-20, 0x7fffffp-21, 0x1p-149})
+        e.add(v);
+    EXPECT_EQ(e.dtype(), Arithmetic::float64) << "short dyadic numbers are ambiguous, judged as float64";
+    EXPECT_EQ(e.evidence(), DtypeEvidence::short_dyadic);
+    e.add(0x1ffffffp-21);  // 25 bits: not a float32 value
+    EXPECT_EQ(e.dtype(), Arithmetic::float64);
+    EXPECT_EQ(e.evidence(), DtypeEvidence::not_float32);
     Evidence f;
-    f.add(Mat<double>::Constant(1, 1, 0.1));
-    EXPECT_EQ(f.dtype(), Arithmetic::float64);
+    f.add(Mat<double>::Constant(3, 1, 0.5));
+    f.add(0.1f);  // 24 bits: float32 rounding
+    EXPECT_EQ(f.dtype(), Arithmetic::float32);
+    EXPECT_EQ(f.evidence(), DtypeEvidence::float32_rounding);
+    f.add(std::numeric_limits<double>::quiet_NaN());
+    f.add(-std::numeric_limits<double>::infinity());
+    EXPECT_EQ(f.dtype(), Arithmetic::float32) << "a non-finite entry says nothing";
+    Evidence g = f;
+    g.add(1e300);
+    EXPECT_EQ(g.dtype(), Arithmetic::float64) << "beyond float32's range";
+    Evidence h = f;
+    h.add(0.1);
+    EXPECT_EQ(h.dtype(), Arithmetic::float64) << "one value that is not a float32 value decides";
+    EXPECT_EQ(h.evidence(), DtypeEvidence::not_float32);
+    Evidence i;
+    i.add(0x800001p0);  // 2^23 + 1: an integer with 24 significant bits, as a float32 rounding near 10^7 gives
+    EXPECT_EQ(i.dtype(), Arithmetic::float32) << "integers are values like any other";
+    Evidence j;
+    j.add(std::numeric_limits<double>::quiet_NaN());
+    EXPECT_EQ(j.evidence(), DtypeEvidence::no_finite_value);
+    EXPECT_EQ(j.dtype(), Arithmetic::float64);
+    Evidence merged;  // the engine merges the evidence of every case it judged
+    merged.add(static_cast<const engine::PrecisionEvidence&>(e));
+    EXPECT_EQ(merged.evidence(), DtypeEvidence::not_float32);
+    Evidence merged_short;
+    merged_short.add(static_cast<const engine::PrecisionEvidence&>(none));
+    EXPECT_EQ(merged_short.evidence(), DtypeEvidence::no_answer);
+    merged_short.add(static_cast<const engine::PrecisionEvidence&>(j));
+    merged_short.add(0.25);
+    merged_short.add(static_cast<const engine::PrecisionEvidence&>(f));
+    EXPECT_EQ(merged_short.evidence(), DtypeEvidence::float32_rounding) << "one rounded answer decides";
+}
+
+// A float64 layer whose answers are short dyadic numbers, with a leak between the float64 and float32 tolerances:
+// from position 1 on, each entry in the top binade of the input's largest |x| (2^E <= |x|, E = floor(log2 max |x|))
+// moves toward zero by 2^(E - 22), one unit in its 23rd significant bit. Its answers keep at most 23 significant
+// bits (the inputs' grid, 2^-20, is a multiple of 2^(E - 22) for E <= 2, and only +-8 has E = 3); the change, at
+// most 2^-22 of the magnitude, is below every float32 tolerance (4 gamma(n + d) >= 20 * 2^-24 of it for d = 4) and
+// far above float64's.
+Mat<double> short_dyadic_leak(const Mat<double>& x) {
+    Mat<double> y = x;
+    const double largest = x.cwiseAbs().maxCoeff();
+    if (largest == 0.0) return y;
+    const int e = std::ilogb(largest);
+    for (Eigen::Index i = 1; i < y.rows(); ++i)
+        for (Eigen::Index j = 0; j < y.cols(); ++j)
+            if (x(i, j) != 0.0 && std::ilogb(x(i, j)) == e) y(i, j) -= std::copysign(std::ldexp(1.0, e - 22), x(i, j));
+    return y;
+}
+
+TEST(AuditDtype, Float64LayerWithShortDyadicAnswersIsJudgedAsFloat64AndItsSmallLeakFound) {
+    const AuditResult r = audit(BlackBox(short_dyadic_leak), options());
+    ASSERT_EQ(r.verdict, Verdict::violated) << r.detail;
+    EXPECT_EQ(r.dtype, Arithmetic::float64);
+    EXPECT_TRUE(r.dtype_inferred);
+    EXPECT_EQ(r.dtype_evidence, DtypeEvidence::short_dyadic);
+    EXPECT_NE(precision_text(r).find("short dyadic"), std::string::npos) << precision_text(r);
+    ASSERT_TRUE(r.counterexample);
+    const Counterexample& ce = *r.counterexample;
+    engine::PrecisionEvidence sides;
+    for (const Mat<double>* m : {&ce.x, &ce.lhs, &ce.rhs}) sides.add(m->data(), static_cast<std::size_t>(m->size()));
+    EXPECT_EQ(sides.evidence(), DtypeEvidence::short_dyadic) << describe(ce);
+    // The difference is real and below the float32 tolerance: judged as float32 (the old rule's guess for these
+    // answers), the same layer holds.
+    const double magnitude = std::max({ce.x.cwiseAbs().maxCoeff(), ce.lhs.cwiseAbs().maxCoeff(), ce.rhs.cwiseAbs().maxCoeff()});
+    EXPECT_LT(ce.comparison.max_abs_diff, float_tolerance(tolerance_model(Arithmetic::float32, 1.0), ce.n(), ce.d(), magnitude))
+        << describe(ce);
+    AuditOptions as_float32 = options();
+    as_float32.dtype = Arithmetic::float32;
+    EXPECT_EQ(audit(BlackBox(short_dyadic_leak), as_float32).verdict, Verdict::holds);
+    // Without the leak (a copy): short dyadic answers, judged as float64, and it holds.
+    const AuditResult copy = audit(BlackBox(identity_layer), options());
+    EXPECT_EQ(copy.verdict, Verdict::holds);
+    EXPECT_EQ(copy.dtype, Arithmetic::float64);
+    EXPECT_EQ(copy.dtype_evidence, DtypeEvidence::short_dyadic);
+}
+
+// A float32 layer that is exact on most cases (a copy) and rounds only at n = 5 (x - mean(x), summed in float):
+// the one rounding seen decides float32 for the whole audit, and the layer holds.
+TEST(AuditDtype, OneRoundedAnswerDecidesFloat32) {
+    const BlackBox mostly_exact = [](const Mat<double>& x) { return x.rows() == 5 ? centered_float32(x) : x; };
+    const AuditResult r = audit(mostly_exact, options());
+    EXPECT_EQ(r.verdict, Verdict::holds) << r.detail;
+    ASSERT_TRUE(std::count(r.lengths.begin(), r.lengths.end(), 5)) << "no case of n = 5";
+    EXPECT_EQ(r.dtype, Arithmetic::float32);
+    EXPECT_EQ(r.dtype_evidence, DtypeEvidence::float32_rounding);
+    EXPECT_EQ(precision_text(r), "float32, inferred from the answers");
+    const AuditResult centered = audit(BlackBox(centered_float32), options());
+    EXPECT_EQ(centered.dtype, Arithmetic::float32) << "a genuine float32 layer is still inferred float32";
+    EXPECT_EQ(centered.dtype_evidence, DtypeEvidence::float32_rounding);
+}
+
+// No answer, nothing inferred: a layer that errs at once, and a run stopped before its first answer.
+TEST(AuditDtype, NothingIsInferredFromNoAnswer) {
+    const BlackBox erring = [](const Mat<double>&) -> Mat<double> { throw std::runtime_error("model not loaded"); };
+    const AuditResult r = audit(erring, options());
+    ASSERT_EQ(r.verdict, Verdict::error);
+    EXPECT_GT(r.evaluations, 0);
+    EXPECT_FALSE(r.dtype_inferred);
+    EXPECT_EQ(r.dtype_evidence, DtypeEvidence::no_answer);
+    EXPECT_EQ(precision_text(r), "no answer came, so no precision was inferred");
+    AuditOptions stopped = options();
+    stopped.stop_requested = [] { return true; };
+    const AuditResult s = audit(BlackBox(identity_layer), stopped);
+    ASSERT_EQ(s.verdict, Verdict::interrupted);
+    EXPECT_EQ(s.cases, 0);
+    EXPECT_FALSE(s.dtype_inferred);
+    EXPECT_EQ(s.dtype_evidence, DtypeEvidence::no_answer);
+    AuditOptions given = options();
+    given.dtype = Arithmetic::float32;
+    const AuditResult g = audit(erring, given);
+    EXPECT_FALSE(g.dtype_inferred);
+    EXPECT_EQ(g.dtype_evidence, DtypeEvidence::given);
+    EXPECT_EQ(precision_text(g), "float32");
 }
 
 TEST(AuditDtype, InferenceDoesNotDependOnTheNumberOfBlackBoxes) {
