@@ -9,7 +9,9 @@ the repository root: `examples/` and `python/` are copies, every other top-level
 `build` links to BUILD_DIR. So a block runs exactly as a user pastes it in the repository root, reports and model
 files land in the scratch directory (never in the source tree), and BUILD_DIR comes first on PATH (`permcheck`
 is BUILD_DIR/permcheck). The environment adds PYTHONDONTWRITEBYTECODE=1 and PYTEST_ADDOPTS="-p no:cacheprovider"
-(nothing written beside the copied sources) and CI=1 (no progress line); stdin is /dev/null.
+(nothing written beside the copied sources) and COLUMNS=100 (pytest's width), and drops PERMCHECK_BIN, CI and
+PYTHONPATH (a block sets what it needs, as a user would); stdin is /dev/null and stdout is no terminal, so no
+progress lines are drawn.
 
 Markers. An HTML comment on the line right before the opening fence (blank lines allowed between) says how a
 block is treated, one directive per comment or several separated by "; ":
@@ -50,6 +52,7 @@ import difflib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -290,14 +293,18 @@ def run_file(path, blocks, args, work, problems):
         f.write("\n".join(script) + "\n")
     env = dict(os.environ)
     env["PATH"] = os.path.abspath(args.build) + os.pathsep + env.get("PATH", "")
-    env.update(PYTHONDONTWRITEBYTECODE="1", PYTEST_ADDOPTS="-p no:cacheprovider", CI="1")
-    env.pop("PERMCHECK_BIN", None)
+    env.update(PYTHONDONTWRITEBYTECODE="1", PYTEST_ADDOPTS="-p no:cacheprovider", COLUMNS="100")
+    for name in ("PERMCHECK_BIN", "CI", "PYTHONPATH"):
+        env.pop(name, None)
     timed_out = False
+    session = subprocess.Popen(["bash", driver], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        subprocess.run(["bash", driver], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=args.timeout, start_new_session=True)
+        session.wait(timeout=args.timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
+        os.killpg(session.pid, signal.SIGKILL)   # the session and every program a block started
+        session.wait()
     failed = {}
     if os.path.exists(fails):
         with open(fails, encoding="utf-8", errors="replace") as f:
@@ -337,7 +344,7 @@ def main():
     parser.add_argument("--build", required=True, help="the build directory (put first on PATH)")
     parser.add_argument("--torch", action="store_true", help="run the blocks marked `needs torch` too")
     parser.add_argument("--update", action="store_true", help="rewrite the shown outputs from a real run")
-    parser.add_argument("--timeout", type=int, default=300, help="seconds for all the blocks of one file")
+    parser.add_argument("--timeout", type=int, default=240, help="seconds for all the blocks of one file")
     parser.add_argument("files", nargs="+")
     args = parser.parse_args()
     args.source = os.path.abspath(args.source)
@@ -364,7 +371,7 @@ def main():
             for block in runnable:
                 where = "%s:%d" % (path, block.line)
                 if block not in results:
-                    problems.append("%s: `%s` did not run: an earlier block ended the session" % (where, command_text(block)))
+                    problems.append("%s: `%s` did not run: an earlier block ended the session or used up the time" % (where, command_text(block)))
                     continue
                 status, output, failed, why = results[block]
                 want = block.directives.get("exit", 0)
