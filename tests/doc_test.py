@@ -30,10 +30,11 @@ stripped from every line and trailing blank lines dropped, then every line must 
   * a line of the shown output that is exactly `...` matches any number of lines (zero or more), and
   * the named masks below rewrite both sides before they are compared; nothing else varies.
 Named masks (applied in this order, on both sides):
-    scratch   the scratch directory's absolute path, wherever it is, counts as a path under /tmp
+    repo      the scratch directory's absolute path (the repository root the blocks run in), which a shown
+              output writes as /path/to/permcheck    -> <repo>
     tmp-path  an absolute path under /tmp or $TMPDIR, to its end -> <tmp>
     rate      a number before " cases/s", " calls/s", " layers/s" -> <rate>
-    seconds   a number with a unit of time: "0.41 s", "12 ms", "3.5us", "in 0.52s" -> <time>
+    seconds   a number with a unit of time: "0.41 s", "12 ms", "3.5us", "in 0.52s", "0.40 sec" -> <time>
 So the shown output keeps the real numbers of a run, and only timings and temporary paths may differ.
 
 --update rewrites each shown output that does not match from the real run (exit statuses are never rewritten: a
@@ -61,6 +62,7 @@ FENCE = re.compile(r"^```\s*([A-Za-z0-9_+-]*)\s*$")
 MARKER = re.compile(r"^<!--\s*doc-test:\s*(.*?)\s*-->\s*$")
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
 ELISION = "..."
+SHOWN_ROOT = "/path/to/permcheck"   # how a shown output writes the repository root (the "repo" mask)
 BLOCK_TIMEOUT_NOTE = "the file's blocks ran past the time limit"
 
 
@@ -139,10 +141,10 @@ def masks(scratch):
                        reverse=True)
     scratch_forms = sorted({scratch, os.path.realpath(scratch)}, key=len, reverse=True)
     return [
-        ("scratch", re.compile("|".join(re.escape(s) for s in scratch_forms)), "/tmp/scratch"),
+        ("repo", re.compile("|".join(re.escape(s) for s in scratch_forms + [SHOWN_ROOT])), "<repo>"),
         ("tmp-path", re.compile("(?:%s)/[^\\s'\"),:;]*" % "|".join(re.escape(t) for t in tmp_roots)), "<tmp>"),
         ("rate", re.compile(r"\b%s (cases|calls|layers)/s\b" % NUMBER), r"<rate> \1/s"),
-        ("seconds", re.compile(r"\b%s ?(?:s|ms|us|µs)\b(?!/)" % NUMBER), "<time>"),
+        ("seconds", re.compile(r"\b%s ?(?:s|sec|ms|us|µs)\b(?!/)" % NUMBER), "<time>"),
     ]
 
 
@@ -177,8 +179,10 @@ def matches(shown, actual):
     return at(0, 0)
 
 
-def updated(shown_raw, actual_raw, mask_list):
+def updated(shown_raw, actual_raw, mask_list, root):
     """The shown output rewritten from the real one, keeping its elisions (see the module's docstring)."""
+    for form in sorted({root, os.path.realpath(root)}, key=len, reverse=True):
+        actual_raw = actual_raw.replace(form, SHOWN_ROOT)
     shown = [line.rstrip() for line in shown_raw]
     actual = [line.rstrip() for line in actual_raw.split("\n")]
     while actual and not actual[-1]:
@@ -398,7 +402,7 @@ def main():
                     print("ok   %s: `%s` (exit %d, output as shown)" % (where, command_text(block), status))
                     continue
                 if args.update:
-                    replacements.append((block.output, updated(block.output.body, output, mask_list)))
+                    replacements.append((block.output, updated(block.output.body, output, mask_list, root)))
                     print("upd  %s: `%s`: shown output at line %d rewritten" % (where, command_text(block), block.output.line))
                     continue
                 diff = "\n".join(difflib.unified_diff(shown, actual, "shown at %s:%d" % (path, block.output.line),
