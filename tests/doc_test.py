@@ -88,7 +88,8 @@ def parse(path, text, problems):
         if f is None or not lines[i].startswith("```"):
             if lines[i].strip():
                 if pending is not None:
-                    problems.append("%s:%d: a doc-test marker must come right before a ``` block" % (path, pending_line))
+                    problems.append("%s:%d: a doc-test marker must come right before a ``` block"
+                                    % (path, pending_line))
                 pending = None
             i += 1
             continue
@@ -274,7 +275,7 @@ def scratch_root(source, build, into):
     return root
 
 
-def run_file(path, blocks, args, work, problems):
+def run_file(blocks, args, work):
     """Runs the file's sh blocks in one bash session; returns {block: (status, output, failed commands)}."""
     root = scratch_root(args.source, args.build, work)
     driver = os.path.join(work, "driver.sh")
@@ -342,6 +343,72 @@ def command_text(block):
     return text if len(first) <= 1 else text + " ..."
 
 
+def judge(path, block, result, mask_list, root, args, problems, replacements):
+    """Checks one block's run against its markers and shown output; notes what --update rewrites."""
+    where = "%s:%d" % (path, block.line)
+    head = "%s: `%s`" % (where, command_text(block))
+    if result is None:
+        problems.append("%s did not run: an earlier block ended the session or used up the time" % head)
+        return
+    status, output, failed, why = result
+    if why:
+        problems.append("%s: %s; its output so far:\n%s" % (head, why, indent(output)))
+        return
+    want = block.directives.get("exit", 0)
+    commands = [(s, block.line + n, c) for s, n, c in failed]
+    if want == 0:
+        bad = commands or status != 0
+    else:
+        bad = status != want or len(commands) != 1 or commands[0][0] != want
+    if bad:
+        said = "".join("\n    line %d: `%s` exited %d" % (n, c, s) for s, n, c in commands)
+        problems.append("%s: exited %s, expected %d (every command before the last 0)%s\n  output:\n%s"
+                        % (head, status, want, said, indent(output)))
+        return
+    if block.output is None:
+        print("ok   %s (exit %d)" % (head, status))
+        return
+    shown = normalise("\n".join(block.output.body), mask_list)
+    actual = normalise(output, mask_list)
+    if matches(shown, actual):
+        print("ok   %s (exit %d, output as shown)" % (head, status))
+    elif args.update:
+        replacements.append((block.output, updated(block.output.body, output, mask_list, root)))
+        print("upd  %s: shown output at line %d rewritten" % (head, block.output.line))
+    else:
+        diff = "\n".join(difflib.unified_diff(shown, actual, "shown at %s:%d" % (path, block.output.line),
+                                              "actual", lineterm="", n=2))
+        problems.append("%s: the output differs from the one shown at line %d (masked; `...` matches any "
+                        "lines):\n%s" % (head, block.output.line, indent(diff)))
+
+
+def check_file(path, args, problems):
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    blocks, lines = parse(path, text, problems)
+    check_links(path, lines, problems)
+    runnable, skipped = [], []
+    for block in blocks:
+        if block.lang != "sh":
+            continue
+        torch_wanted = "torch" in block.directives.get("needs", ())
+        (skipped if "skip" in block.directives or (torch_wanted and not args.torch) else runnable).append(block)
+    replacements = []
+    with tempfile.TemporaryDirectory(prefix="permcheck-doc-test-") as work:
+        results, root = run_file(runnable, args, work)
+        mask_list = masks(root)
+        for block in runnable:
+            judge(path, block, results.get(block), mask_list, root, args, problems, replacements)
+    for block in skipped:
+        reason = block.directives.get("skip") or "needs torch: run without --torch (no permcheck-torch here)"
+        print("skip %s:%d: `%s` (%s)" % (path, block.line, command_text(block), reason))
+    if replacements:
+        for shown, new in sorted(replacements, key=lambda r: -r[0].line):
+            lines[shown.line:shown.end - 1] = new
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--source", required=True, help="the repository root")
@@ -352,71 +419,12 @@ def main():
     parser.add_argument("files", nargs="+")
     args = parser.parse_args()
     args.source = os.path.abspath(args.source)
+    if not os.access(os.path.join(args.build, "permcheck"), os.X_OK):
+        print("FAIL %s/permcheck: no such program (build the permcheck target first)" % args.build)
+        return 1
     problems = []
     for path in args.files:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-        blocks, lines = parse(path, text, problems)
-        check_links(path, lines, problems)
-        runnable, skipped = [], []
-        for block in blocks:
-            if block.lang != "sh":
-                continue
-            if "skip" in block.directives:
-                skipped.append(block)
-            elif "torch" in block.directives.get("needs", ()) and not args.torch:
-                skipped.append(block)
-            else:
-                runnable.append(block)
-        with tempfile.TemporaryDirectory(prefix="permcheck-doc-test-") as work:
-            results, root = run_file(path, runnable, args, work, problems)
-            mask_list = masks(root)
-            replacements = []
-            for block in runnable:
-                where = "%s:%d" % (path, block.line)
-                if block not in results:
-                    problems.append("%s: `%s` did not run: an earlier block ended the session or used up the time" % (where, command_text(block)))
-                    continue
-                status, output, failed, why = results[block]
-                want = block.directives.get("exit", 0)
-                head = "%s: `%s`" % (where, command_text(block))
-                if why:
-                    problems.append("%s: %s; its output so far:\n%s" % (head, why, indent(output)))
-                    continue
-                commands = [(s, block.line + n, c) for s, n, c in failed]
-                if want == 0:
-                    bad = commands or status != 0
-                else:
-                    bad = status != want or len(commands) != 1 or commands[0][0] != want
-                if bad:
-                    said = "".join("\n    line %d: `%s` exited %d" % (n, c, s) for s, n, c in commands)
-                    problems.append("%s: exited %s, expected %d (every command before the last 0)%s\n  output:\n%s"
-                                    % (head, status, want, said, indent(output)))
-                    continue
-                if block.output is None:
-                    print("ok   %s: `%s` (exit %d)" % (where, command_text(block), status))
-                    continue
-                shown = normalise("\n".join(block.output.body), mask_list)
-                actual = normalise(output, mask_list)
-                if matches(shown, actual):
-                    print("ok   %s: `%s` (exit %d, output as shown)" % (where, command_text(block), status))
-                    continue
-                if args.update:
-                    replacements.append((block.output, updated(block.output.body, output, mask_list, root)))
-                    print("upd  %s: `%s`: shown output at line %d rewritten" % (where, command_text(block), block.output.line))
-                    continue
-                diff = "\n".join(difflib.unified_diff(shown, actual, "shown at %s:%d" % (path, block.output.line),
-                                                      "actual", lineterm="", n=2))
-                problems.append("%s: the output differs from the one shown at line %d (masked; `...` matches any "
-                                "lines):\n%s" % (head, block.output.line, indent(diff)))
-            for block in skipped:
-                reason = block.directives.get("skip") or "needs torch: this build has no permcheck-torch"
-                print("skip %s:%d: `%s` (%s)" % (path, block.line, command_text(block), reason))
-        if replacements:
-            for shown, new in sorted(replacements, key=lambda r: -r[0].line):
-                lines[shown.line:shown.end - 1] = new
-            with open(path, "w", encoding="utf-8") as f:
-                f.write("\n".join(lines))
+        check_file(path, args, problems)
     for problem in problems:
         print("FAIL " + problem)
     if problems:
