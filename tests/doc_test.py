@@ -7,8 +7,9 @@ What runs. Every fenced block opened with ```sh, in file order, in ONE bash sess
 use a file or a variable an earlier block made). The session starts in a fresh scratch directory that looks like
 the repository root: `examples/` and `python/` are copies, every other top-level entry a symbolic link, and
 `build` links to BUILD_DIR. So a block runs exactly as a user pastes it in the repository root, reports and model
-files land in the scratch directory (never in the source tree), and BUILD_DIR comes first on PATH (`permcheck`
-is BUILD_DIR/permcheck). The environment adds PYTHONDONTWRITEBYTECODE=1 and PYTEST_ADDOPTS="-p no:cacheprovider"
+files land in the scratch directory (never in the source tree; `cmake --install build` writes its
+install_manifest.txt into BUILD_DIR, as it always does), and BUILD_DIR comes first on PATH (`permcheck` is
+BUILD_DIR/permcheck). The environment adds PYTHONDONTWRITEBYTECODE=1 and PYTEST_ADDOPTS="-p no:cacheprovider"
 (nothing written beside the copied sources) and COLUMNS=100 (pytest's width), and drops PERMCHECK_BIN, CI and
 PYTHONPATH (a block sets what it needs, as a user would); stdin is /dev/null and stdout is no terminal, so no
 progress lines are drawn.
