@@ -206,8 +206,8 @@ def updated(shown_raw, actual_raw, mask_list, root):
     for middle in middles:
         want = normalise("\n".join(middle), mask_list) if middle else []
         best, best_score = start, -1.0
-        for k in range(start, max(start, stop - len(middle)) + 1):
-            score = difflib.SequenceMatcher(None, want, masked[k:k + len(middle)]).ratio()
+        for k in range(start, max(start, stop - len(middle)) + 1):   # line by line, each pair by its characters
+            score = sum(difflib.SequenceMatcher(None, a, b).ratio() for a, b in zip(want, masked[k:k + len(middle)]))
             if score > best_score:
                 best, best_score = k, score
         out += actual[best:best + len(middle)] + [ELISION]
