@@ -300,7 +300,7 @@ void add_signature_options(CLI::App& sub, AuditRequest& q) {
 
 void add_options(CLI::App& sub, AuditRequest& q) {
     CLI::Option* exec = sub.add_option("--exec", q.command,
-                                       "the adapter: a shell command that speaks the line protocol (README)");
+                                       "the adapter: a shell command that speaks the line protocol (docs/protocol.md)");
     CLI::Option* connect =
         sub.add_option("--connect", q.socket,
                        "instead of --exec: the Unix socket a serving process listens on, one connection per adapter "
