@@ -683,6 +683,7 @@ AuditResult audit(const std::vector<BatchedNamedBlackBox>& layers, const Signatu
         cover(result, *shared, lengths, schedule, count);
     });
     evaluators[0].learned_sizes(*r.signature);
+    r.tolerance_widest = widest_fixed_size(signature);
     for (const SignatureEvaluator& ev : evaluators) r.largest_shift = std::max(r.largest_shift, ev.largest_shift);
     const bool undecided = std::any_of(evaluators.begin(), evaluators.end(),
                                        [&](const SignatureEvaluator& ev) { return ev.decided_nothing_in(r.dtype); });
