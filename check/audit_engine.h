@@ -314,7 +314,10 @@ private:
     // What the positions [0, end) judged under one precision, per output (AuditResult::checked).
     std::vector<OutputCheck> checked(const std::vector<std::vector<Judged>>& judged, std::size_t end) const {
         std::vector<OutputCheck> out;
-        for (const std::string& name : names_) out.push_back(OutputCheck{name});
+        for (const std::string& name : names_) {
+            out.emplace_back();
+            out.back().name = name;
+        }
         for (std::size_t j = 0; j < end && j < judged.size(); ++j)
             for (std::size_t k = 0; k < judged[j].size() && k < out.size(); ++k) {
                 OutputCheck& o = out[k];
