@@ -139,6 +139,12 @@ struct OutputCheck {
     double tolerance_at_max = 0.0;
     double largest_fraction = 0.0;
     double min_tolerance = 0.0, max_tolerance = 0.0;
+    // The case that came closest to its tolerance (the largest fraction; of equal ones the first), kept with both
+    // sides of this output when the run judged every case it drew without a failure: its index in the audit (-1:
+    // none kept), its lengths, and the comparison with both tensors, so a report that holds can draw it.
+    int closest_case = -1;
+    Lengths closest_lengths;
+    OutputComparison closest;
 };
 
 struct AuditResult {

@@ -311,14 +311,17 @@ std::string dim_label(const TensorSpec* t, std::size_t k) {
 
 // The heatmap of an output that differs: its dims of size 1 squeezed out (a batch dim of 1, `y:1,n,d`), what is left
 // drawn when it is at most two dims (rows the outer, columns the inner), labelled with the output's dims; the
-// caption names the squeezed dims. `id`: unique in the page, for its colour scale.
-std::string output_heatmap(const OutputComparison& o, const TensorSpec* spec, const SideNames& sides, const std::string& id) {
+// caption names the squeezed dims. `id`: unique in the page, for its colour scale. `closest`: the case of a run that
+// held closest to its tolerance, drawn though it holds, under its own heading.
+std::string output_heatmap(const OutputComparison& o, const TensorSpec* spec, const SideNames& sides, const std::string& id,
+                           bool closest = false) {
     const Tensor& a = o.layer_of_permuted;
     const Tensor& b = o.permuted_layer;
-    if (o.holds || o.shape_mismatch || a.shape != b.shape || a.values.size() != b.values.size()) return "";
+    if ((o.holds && !closest) || o.shape_mismatch || a.shape != b.shape || a.values.size() != b.values.size()) return "";
     std::vector<std::size_t> kept, squeezed;
     for (std::size_t k = 0; k < a.shape.size(); ++k) (a.shape[k] == 1 ? squeezed : kept).push_back(k);
-    const std::string head = "<h3>Output " + html_escape(o.name) + ": heatmap of " + html_escape(sides.diff) + "</h3>\n";
+    const std::string head = "<h3>" + std::string(closest ? "Closest case, output " : "Output ") + html_escape(o.name) +
+                             ": heatmap of " + html_escape(sides.diff) + "</h3>\n";
     if (kept.size() > 2)
         return head + "<p class=\"note\">" + std::to_string(kept.size()) +
                " dims of size above 1: no heatmap (its values are in the inputs and outputs below).</p>\n";
@@ -446,6 +449,32 @@ std::string checked_html(const Record& r) {
     return s.str();
 }
 
+// A run that held: for each output, the case that came closest to its tolerance, its heatmap drawn (none when no
+// case showed any difference).
+std::string closest_html(const Record& r) {
+    if (!r.checked || !r.signature || r.signature_counterexample) return "";
+    std::ostringstream s;
+    for (std::size_t k = 0; k < r.checked->outputs.size(); ++k) {
+        const OutputCheck& o = r.checked->outputs[k];
+        if (o.closest_case < 0) continue;
+        const TensorSpec* t = spec_named(r.signature->outputs, o.name);
+        const OutputComparison& c = o.closest;
+        if (c.max_abs_diff == 0.0) {
+            s << "<p class=\"note closest\">Output <code>" << html_escape(o.name) << "</code>: no case showed any "
+              << "difference; both sides were equal in every case.</p>\n";
+            continue;
+        }
+        s << output_heatmap(c, t, output_sides(r, t), "closest-" + std::to_string(k), true)
+          << "<p class=\"note closest\">Case " << o.closest_case << " (" << html_escape(lengths_text(o.closest_lengths))
+          << ") came closest to its tolerance: largest difference " << text(c.max_abs_diff);
+        if (!c.where.empty()) s << " at " << where_text(c.where);
+        s << ", " << text(c.tolerance > 0 ? c.max_abs_diff / c.tolerance : 0.0) << " of its tolerance " << text(c.tolerance)
+          << ".</p>\n";
+    }
+    const std::string body = s.str();
+    return body.empty() ? "" : "<h2>The case closest to its tolerance</h2>\n" + body;
+}
+
 // The record's details as a table of plain values; report.json holds them all (the signature, every length).
 std::string details_html(const Record& r) {
     const auto lines = detail_lines(r);
@@ -503,7 +532,7 @@ std::string to_html(const Record& r) {
     s << "<table class=\"summary\"><tr><th>dtype</th><td>" << arithmetic_name(r.dtype) << "</td></tr><tr><th>cases</th><td>"
       << r.cases << "</td></tr><tr><th>seed</th><td>" << r.seed << "</td></tr></table>\n";
     if (!r.error.empty()) s << "<h2>Error</h2><pre>" << html_escape(r.error) << "</pre>\n";
-    s << checked_html(r);
+    s << checked_html(r) << closest_html(r);
     if (const auto& c = r.counterexample) {
         const Comparison& cmp = c->comparison;
         const bool twice = r.verdict == Verdict::nondeterministic || r.verdict == Verdict::batch_dependent;

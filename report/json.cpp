@@ -501,6 +501,14 @@ json checked_json(const Checked& c) {
                            {"largest_fraction_of_tolerance", number(o.largest_fraction)},
                            {"min_tolerance", number(o.min_tolerance)},
                            {"max_tolerance", number(o.max_tolerance)}});
+    for (std::size_t k = 0; k < c.outputs.size(); ++k) {
+        const OutputCheck& o = c.outputs[k];
+        if (o.closest_case < 0) continue;
+        json closest = comparison_json(o.closest);
+        closest["case_index"] = o.closest_case;
+        closest["lengths"] = o.closest_lengths;
+        outputs[k]["closest"] = std::move(closest);
+    }
     const ToleranceModel& t = c.tolerance;
     return json{{"outputs", outputs},
                 {"lengths", c.lengths},
@@ -531,6 +539,30 @@ Checked checked_from(const json& j) {
                                            here + "largest_fraction_of_tolerance");
         out.min_tolerance = number_from(required(o, "min_tolerance", here), here + "min_tolerance");
         out.max_tolerance = number_from(required(o, "max_tolerance", here), here + "max_tolerance");
+        if (o.contains("closest") && !o["closest"].is_null()) {  // the case closest to its tolerance, of a run that held
+            const json& k = o["closest"];
+            const std::string at_k = here + "closest.";
+            if (!k.is_object()) throw std::invalid_argument("field '" + here + "closest' must be an object");
+            out.closest_case = get_as<int>(k, "case_index", at_k);
+            if (out.closest_case < 0) throw std::invalid_argument("field '" + at_k + "case_index' must not be negative");
+            const json& lengths = required(k, "lengths", at_k);
+            if (!lengths.is_object()) throw std::invalid_argument("field '" + at_k + "lengths' must be an object of axes");
+            for (auto it = lengths.begin(); it != lengths.end(); ++it) {
+                const int n = get_as<int>(lengths, it.key().c_str(), at_k + "lengths.");
+                if (n < 0) throw std::invalid_argument("field '" + at_k + "lengths." + it.key() + "' must not be negative");
+                out.closest_lengths[it.key()] = n;
+            }
+            OutputComparison& cmp = out.closest;
+            cmp.name = out.name;
+            cmp.layer_of_permuted = tensor_from(required(k, "layer_of_permuted", at_k), at_k + "layer_of_permuted", std::nullopt);
+            cmp.permuted_layer = tensor_from(required(k, "permuted_layer", at_k), at_k + "permuted_layer",
+                                             cmp.layer_of_permuted.shape);
+            cmp.max_abs_diff = number_from(required(k, "max_abs_diff", at_k), at_k + "max_abs_diff");
+            cmp.tolerance = number_from(required(k, "tolerance", at_k), at_k + "tolerance");
+            cmp.where = get_or<std::vector<int>>(k, "where", {}, at_k);
+            cmp.holds = get_or<bool>(k, "holds", true, at_k);
+            cmp.shape_mismatch = get_or<bool>(k, "shape_mismatch", false, at_k);
+        }
         c.outputs.push_back(std::move(out));
     }
     const json& lengths = required(j, "lengths", at);

@@ -115,6 +115,21 @@ std::string checked_section(const Record& r) {
           << (!row.first ? "" : row.broke ? "**violated** ◀" : row_result(row)) << " |\n";
     }
     s << "\nTolerance: " << md_plain(tolerance_text(r)) << "\n";
+    // A run that held: the case closest to its tolerance, per output (report.html draws its heatmap).
+    for (const OutputCheck& o : r.checked && !r.signature_counterexample ? r.checked->outputs : std::vector<OutputCheck>{}) {
+        if (o.closest_case < 0) continue;
+        const OutputComparison& c = o.closest;
+        s << "\nClosest to its tolerance, output " << md_code(o.name) << ": ";
+        if (c.max_abs_diff == 0.0) {
+            s << "no case showed any difference.\n";
+            continue;
+        }
+        s << "case " << o.closest_case << " (" << lengths_text(o.closest_lengths) << "), largest difference "
+          << text(c.max_abs_diff);
+        if (!c.where.empty()) s << " at " << md_code(where_text(c.where));
+        s << ", " << text(c.tolerance > 0 ? c.max_abs_diff / c.tolerance : 0.0) << " of its tolerance " << text(c.tolerance)
+          << ".\n";
+    }
     return s.str();
 }
 

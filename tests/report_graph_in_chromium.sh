@@ -6,7 +6,8 @@
 # edges. Both that violated report and the report of the fixed adapter's audit (holds) show the table of what was
 # checked (one row per output and axis: y along nodes and invariant to edges, g invariant to both), with the
 # lengths, cases, largest differences and tolerances of report.json at six significant digits; the violated
-# report marks y's rows and draws y's heatmap with its colour scale (the gradient bar seen in the screenshot).
+# report marks y's rows and draws y's heatmap with its colour scale, the holding one the heatmap of the case closest
+# to its tolerance (the scale's gradient bar seen in both screenshots).
 # Exit 77 (skipped) when Chromium is not installed.
 set -euo pipefail
 bin=$1
@@ -148,6 +149,16 @@ holds, rows, by_output = check("holds.html", "holds", "holds", 8)
 assert all(r["class"] == "checked-row" for r in rows), rows
 assert by_output["y"][10] == "within tolerance" and by_output["g"][10] == "within tolerance", by_output
 assert float(by_output["y"][8]) <= 1 and float(by_output["g"][8]) <= 1, by_output
+# The holding report draws, per output that showed a difference, the case closest to its tolerance with its scale.
+outputs = {o["name"]: o for o in json.load(open(f"{work}/holds/report.json"))["checked"]["outputs"]}
+drawn = {h.split("output ")[1].split(":")[0]: a for h, a in holds.scales if h.startswith("Closest case, output ")}
+expected = {n for n, o in outputs.items() if o["closest"]["max_abs_diff"] > 0}
+assert expected, f"no output showed a rounding difference in 100 cases: {outputs}"
+assert set(drawn) == expected, (drawn.keys(), expected)
+for name, scale in drawn.items():
+    assert scale["data-max"] == "%.6g" % outputs[name]["closest"]["max_abs_diff"], (name, scale, outputs[name]["closest"])
+    assert outputs[name]["closest"]["max_abs_diff"] / outputs[name]["closest"]["tolerance"] == \
+        outputs[name]["largest_fraction_of_tolerance"], outputs[name]
 
 violated, rows, by_output = check("dom.html", "out", "violated", 20)
 outputs = json.load(open(f"{work}/out/report.json"))["counterexample"]["outputs"]
@@ -166,9 +177,11 @@ print(f"the table of what was checked: 4 rows in each report; y's heatmap scale 
 PY
 grep -q '<rect class="scale-bar"' dom.html || { echo "no colour scale bar in the violated report's DOM"; exit 1; }
 
-# The scale bar is drawn: in some row of the screenshot, a run of at least 150 pixels of red tints whose green falls
-# steadily from light to dark (the gradient); neither the heatmap's cells nor anti-aliased red lines make one.
-/usr/bin/python3 - "$work/shot.png" <<'PY'
+# The scale bar is drawn, in both reports: in some row of the screenshot, a run of at least 150 pixels of red tints
+# whose green falls steadily from light to dark (the gradient); neither the heatmap's cells nor anti-aliased red
+# lines make one.
+for shot in shot.png holds.png; do
+/usr/bin/python3 - "$work/$shot" <<'PY'
 import sys
 from PIL import Image
 img = Image.open(sys.argv[1]).convert("RGB")
@@ -185,8 +198,9 @@ for y in range(height):
             if run >= 150 and start_g - g >= 150: best = max(best, run)
         else:
             run, start_g, last_g = 0, None, None
-assert best >= 150, "no gradient bar in the screenshot: the heatmap's colour scale was not drawn"
-print(f"the colour scale's gradient bar: {best} pixels")
+assert best >= 150, f"no gradient bar in {sys.argv[1]}: the heatmap's colour scale was not drawn"
+print(f"{sys.argv[1]}: the colour scale's gradient bar, {best} pixels")
 PY
+done
 if [ -n "$keep" ]; then mkdir -p "$keep" && cp -r shot.png dom.html holds.png holds.html out holds "$keep/"; fi
 echo "report.html renders the graph: $drawn nodes, $moved moved edges; both reports show what was checked"

@@ -131,6 +131,16 @@ TEST(AuditChecked, AHoldingRunRecordsItsLargestDifferenceWithinItsTolerance) {
     EXPECT_LT(y.min_tolerance, y.max_tolerance) << "each case has its own tolerance (lengths, magnitudes)";
     EXPECT_EQ(r.tolerance.unit_roundoff, 0x1p-24);
     EXPECT_EQ(r.tolerance_widest, 4) << "x: n x 4";
+    // The case closest to its tolerance, kept with both sides: its fraction is the run's largest.
+    ASSERT_GE(y.closest_case, 0);
+    EXPECT_EQ(y.closest.max_abs_diff / y.closest.tolerance, y.largest_fraction);
+    EXPECT_EQ(y.closest.layer_of_permuted.shape, y.closest.permuted_layer.shape);
+    ASSERT_EQ(y.closest.layer_of_permuted.shape.size(), 2u);
+    EXPECT_EQ(y.closest.layer_of_permuted.shape[0], y.closest_lengths.at("n"));
+    double largest = 0;
+    for (std::size_t e = 0; e < y.closest.layer_of_permuted.values.size(); ++e)
+        largest = std::max(largest, std::abs(y.closest.layer_of_permuted.values[e] - y.closest.permuted_layer.values[e]));
+    EXPECT_EQ(largest, y.closest.max_abs_diff) << "its two sides are the ones compared";
     // Judged under float64, the same answers break the tolerance: the largest fraction says by how much.
     o.dtype = Arithmetic::float64;
     const AuditResult strict = audit(BlackBox(centered_float32), o);
@@ -138,6 +148,7 @@ TEST(AuditChecked, AHoldingRunRecordsItsLargestDifferenceWithinItsTolerance) {
     ASSERT_EQ(strict.checked.size(), 1u);
     EXPECT_EQ(strict.checked[0].cases, strict.cases) << "the cases up to and including the failing one";
     EXPECT_GT(strict.checked[0].largest_fraction, 1.0);
+    EXPECT_EQ(strict.checked[0].closest_case, -1) << "a violated run shows its counterexample instead";
     EXPECT_EQ(strict.tolerance.unit_roundoff, 0x1p-53);
 }
 
@@ -158,6 +169,8 @@ TEST(AuditChecked, AnExactlyEquivariantLayerShowsNoDifferenceAndWorkersChangeNot
         EXPECT_EQ(one.checked[0].largest_fraction, three.checked[0].largest_fraction);
         EXPECT_EQ(one.checked[0].min_tolerance, three.checked[0].min_tolerance);
         EXPECT_EQ(one.checked[0].max_tolerance, three.checked[0].max_tolerance);
+        EXPECT_EQ(one.checked[0].closest_case, three.checked[0].closest_case);
+        EXPECT_EQ(one.checked[0].closest.permuted_layer.values, three.checked[0].closest.permuted_layer.values);
     }
 }
 

@@ -524,6 +524,45 @@ TEST(CheckedReport, AHoldingReportShowsTheTableAndNoRawJson) {
     const std::string md = report::to_markdown(r);
     EXPECT_EQ(md.find("```json"), std::string::npos) << md;
     EXPECT_NE(md.find("| seconds | `0.123457` |"), std::string::npos) << md;
+    EXPECT_EQ(html.find("Closest case"), std::string::npos) << "no closest case recorded";
+}
+
+// A report that holds draws, per output, the case that came closest to its tolerance: its heatmap with its scale.
+TEST(CheckedReport, AHoldingReportDrawsTheCaseClosestToItsTolerance) {
+    report::Record r = checked_record();
+    r.verdict = Verdict::holds;
+    r.signature_counterexample.reset();
+    OutputCheck& g = r.checked->outputs[1];
+    g.closest_case = 7;
+    g.closest_lengths = {{"n", 3}, {"edges", 2}};
+    g.closest = OutputComparison{"g", Tensor{{2}, {9, 12.000000000000004}}, Tensor{{2}, {9, 12}}, 3.5527136788005009e-15,
+                                 6.0905e-15, {1}, true, false};
+    OutputCheck& y = r.checked->outputs[0];
+    y.closest_case = 0;
+    y.closest_lengths = {{"n", 1}, {"edges", 0}};
+    y.closest = OutputComparison{"y", Tensor{{1, 2}, {1, 2}}, Tensor{{1, 2}, {1, 2}}, 0.0, 1e-15, {}, true, false};
+    const json j = report::to_json(r);
+    EXPECT_EQ(j["checked"]["outputs"][1]["closest"]["case_index"], 7);
+    EXPECT_EQ(j["checked"]["outputs"][1]["closest"]["permuted_layer"], json::parse("[9, 12]"));
+    const report::Record back = report::from_json(json::parse(j.dump()));
+    EXPECT_EQ(report::to_json(back), j);
+    ASSERT_TRUE(back.checked);
+    EXPECT_EQ(back.checked->outputs[1].closest.layer_of_permuted.values[1], 12.000000000000004);
+    const std::string html = report::to_html(r);
+    const std::string svg = between(html, "<h3>Closest case, output g: heatmap of |L(P x) - L(x)|</h3>", "</svg>");
+    ASSERT_FALSE(svg.empty()) << html;
+    EXPECT_EQ(count_of(svg, "<rect class=\"cell\""), 2u) << svg;
+    EXPECT_NE(svg.find("<g class=\"scale\" data-min=\"0\" data-max=\"3.55271e-15\""), std::string::npos) << svg;
+    EXPECT_NE(html.find("Case 7 (edges = 2, n = 3) came closest to its tolerance: largest difference 3.55271e-15 at [1], "
+                        "0.583321 of its tolerance 6.0905e-15."), std::string::npos) << html;
+    EXPECT_EQ(html.find("Closest case, output y"), std::string::npos) << "y showed no difference: nothing to draw";
+    EXPECT_NE(html.find("<code>y</code>: no case showed any difference"), std::string::npos) << html;
+    const std::string md = report::to_markdown(r);
+    EXPECT_NE(md.find("Closest to its tolerance, output `g`: case 7 (edges = 2, n = 3), largest difference 3.55271e-15 "
+                      "at `[1]`, 0.583321 of its tolerance 6.0905e-15."), std::string::npos) << md;
+    json bad = j;
+    bad["checked"]["outputs"][1]["closest"]["permuted_layer"] = json::parse("[9]");
+    EXPECT_NE(read_refusal(bad).find("checked.outputs[1].closest.permuted_layer"), std::string::npos) << read_refusal(bad);
 }
 
 // An invariant output's sides are L(P x) and L(x), an equivariant one's L(P x) and P L(x), whatever the record's
