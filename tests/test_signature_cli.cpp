@@ -395,15 +395,28 @@ TEST(SignatureReport, AnAuditOfTheShorthandGainsTheNamedFieldsAndKeepsItsOwn) {
 
 namespace {
 
+OutputCheck output_check(const std::string& name, int cases, double diff, double tolerance, double fraction, double least,
+                         double most) {
+    OutputCheck o;
+    o.name = name;
+    o.cases = cases;
+    o.max_abs_diff = diff;
+    o.tolerance_at_max = tolerance;
+    o.largest_fraction = fraction;
+    o.min_tolerance = least;
+    o.max_tolerance = most;
+    return o;
+}
+
 // graph_record() with what its run checked: y along n and invariant to edges, g invariant to both; numbers with
 // more digits than the views show.
 report::Record checked_record() {
     report::Record r = graph_record();
     report::Checked c;
-    c.outputs = {OutputCheck{"y", 13, 0.5, 2.2204460492503131e-15, 2.25179981368524825e14, 1.1102230246251565e-16,
-                             2.2204460492503131e-15},
-                 OutputCheck{"g", 13, 3.5527136788005009e-15, 7.105427357601002e-15, 0.58333333333333337,
-                             4.4408920985006262e-16, 7.105427357601002e-15}};
+    c.outputs = {output_check("y", 13, 0.5, 2.2204460492503131e-15, 2.25179981368524825e14, 1.1102230246251565e-16,
+                             2.2204460492503131e-15),
+                 output_check("g", 13, 3.5527136788005009e-15, 7.105427357601002e-15, 0.58333333333333337,
+                             4.4408920985006262e-16, 7.105427357601002e-15)};
     c.lengths = {{"n", {1, 2, 3, 5}}, {"edges", {0, 1, 2, 3, 4, 5, 6, 7, 8}}};
     c.tolerance = tolerance_model(Arithmetic::float64, 1.0);
     c.widest = 2;
@@ -511,7 +524,7 @@ TEST(CheckedReport, AHoldingReportShowsTheTableAndNoRawJson) {
     report::Record r = checked_record();
     r.verdict = Verdict::holds;
     r.signature_counterexample.reset();
-    r.checked->outputs[0] = OutputCheck{"y", 13, 0.0, 1e-15, 0.0, 1e-16, 1e-15};
+    r.checked->outputs[0] = output_check("y", 13, 0.0, 1e-15, 0.0, 1e-16, 1e-15);
     r.details["audit"]["evaluations"] = 26;
     r.details["audit"]["seconds"] = 0.123456789;
     const std::string html = report::to_html(r);
