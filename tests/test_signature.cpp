@@ -629,6 +629,20 @@ TEST(SignatureAudit, TheCounterexampleTextNamesLengthsCyclesInputsBothSidesAndWh
     EXPECT_NE(describe_finding(r).find("violated (float64)"), std::string::npos) << describe_finding(r);
 }
 
+// An output without an axis is invariant: the text names its sides L(P x) and L(x), an equivariant output's L(P x)
+// and P L(x).
+TEST(SignatureAudit, TheCounterexampleTextNamesEachOutputsSidesByItsOwnAxes) {
+    const AuditResult r = audit(message_passing(Aggregation::sum, {true, false}), graph_signature(), named("node index"));
+    ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, graph_signature());
+    const std::string text = describe(*r.signature_counterexample, graph_signature());
+    const std::size_t g = text.find("output g ");
+    ASSERT_NE(g, std::string::npos) << text;
+    const std::string y_part = text.substr(0, g), g_part = text.substr(g);
+    EXPECT_NE(y_part.find("    P L(x) ("), std::string::npos) << text;
+    EXPECT_NE(g_part.find("    L(x)   ("), std::string::npos) << text;
+    EXPECT_EQ(g_part.find("P L(x)"), std::string::npos) << text;
+}
+
 // describe_finding has only the result: the result keeps the signature, so the C++ API's text shows the inputs
 // in the signature's order with their kinds, and the outputs in its order, as the terminal does.
 TEST(SignatureAudit, DescribeFindingShowsInputsWithTheirKindsAndOutputsInTheSignaturesOrder) {
