@@ -137,6 +137,26 @@ enum class DtypeEvidence { given, no_answer, no_finite_value, short_dyadic, floa
 // report.json's details.audit.dtype_evidence: "given", "no answer", "no finite value", "short dyadic answers,
 // judged as float64", "float32 rounding seen", "an answer not a float32 value".
 const char* dtype_evidence_name(DtypeEvidence e);
+// What a run checked of one output, over the cases it judged (those up to and including the failing one, the
+// failure before shrinking; a case answered twice differently judged no output): the largest difference of the two
+// sides (|L(P x) - P L(x)|, or |L(P x) - L(x)| for an output without an axis), the tolerance of the case it was
+// seen in, the largest fraction of its own tolerance any case came to (> 1: that case violated), and the range of
+// the cases' tolerances (each case's own: its lengths and magnitudes, check/compare.h). A running maximum over the
+// judgements the run makes anyway: no evaluation of its own.
+struct OutputCheck {
+    std::string name;
+    int cases = 0;
+    double max_abs_diff = 0.0;
+    double tolerance_at_max = 0.0;
+    double largest_fraction = 0.0;
+    double min_tolerance = 0.0, max_tolerance = 0.0;
+    // The case that came closest to its tolerance (the largest fraction; of equal ones the first), kept with both
+    // sides of this output when the run judged every case it drew without a failure: its index in the audit (-1:
+    // none kept), its lengths, and the comparison with both tensors, so a report that holds can draw it.
+    int closest_case = -1;
+    Lengths closest_lengths;
+    OutputComparison closest;
+};
 
 struct AuditResult {
     Verdict verdict = Verdict::holds;
@@ -168,6 +188,13 @@ struct AuditResult {
     std::optional<Signature> signature;
     // The shift property: the largest c the run checked (0 for the other properties).
     long largest_shift = 0;
+    // What the run checked of each output, in the signature's order (empty when no case was judged), and the
+    // tolerance model of every comparison (the dtype's unit roundoff, the options' amplification) with `widest`,
+    // the signature's widest fixed size: a case's tolerance is float_tolerance(model, k, widest, M) with k the sum
+    // of its axes' lengths (plus kPositionRoundingTerms times its largest position id, check/signature_case.h).
+    std::vector<OutputCheck> checked;
+    ToleranceModel tolerance;
+    int tolerance_widest = 1;
     // The counterexample's taps (check/taps.h): set by a caller that asked the layer for them after a violation or a
     // non-finite output (`permcheck audit` does when the adapter offers taps); the audit itself never does.
     std::optional<TapTrace> taps;

@@ -535,8 +535,7 @@ std::string describe(const SignatureCounterexample& c, const Signature& sig) {
     std::ostringstream s;
     s << std::setprecision(6) << "  lengths:";
     for (const auto& [axis, len] : c.lengths) s << " " << axis << " = " << len;
-    const char* lhs = c.shift > 0 ? "L(x_c)" : c.pads ? "L(pad x)" : "L(P x)";
-    const char* rhs = c.shift > 0 || c.pads ? "L(x)  " : "P L(x)";
+    const std::string lhs = c.shift > 0 ? "L(x_c)" : c.pads ? "L(pad x)" : "L(P x)";
     if (c.shift > 0) {
         s << "\n  shift: every position id + c, c = " << c.shift << " (x_c: x so shifted)";
     } else if (c.pads) {
@@ -555,6 +554,11 @@ std::string describe(const SignatureCounterexample& c, const Signature& sig) {
         write_tensor(s, it->second, "    ");
     }
     for (const OutputComparison& o : in_order(c.outputs, sig)) {
+        // The other side: L(x) itself for shift, padding and an output without an axis (invariant), else P L(x).
+        const auto spec = std::find_if(sig.outputs.begin(), sig.outputs.end(), [&o](const TensorSpec& t) { return t.name == o.name; });
+        const bool invariant = c.shift > 0 || c.pads || (spec != sig.outputs.end() && !has_axis(*spec));
+        std::string rhs = side_names(invariant ? Property::invariance : Property::equivariance).rhs;
+        rhs.resize(std::max(rhs.size(), std::string("L(P x)").size()), ' ');  // the shapes after both sides line up
         s << "  output " << o.name << (o.holds ? " (agrees)" : " (DIFFERS)") << ":\n    " << lhs << " "
           << index_text(o.layer_of_permuted.shape) << " =\n";
         // The column of the largest difference stays in view when the rows are cut.

@@ -6,6 +6,7 @@
 #include "check/blackbox.h"
 #include "check/engine.h"
 #include "check/lengths.h"
+#include "check/signature_audit.h"
 #include "tests/support/mutants.h"
 
 #include <gtest/gtest.h>
@@ -106,6 +107,100 @@ TEST(Audit, EquivariantFloat32LayerHoldsUpToSummationOrder) {
     o.dtype = Arithmetic::float64;
     EXPECT_EQ(audit(BlackBox(centered_float32), o).verdict, Verdict::violated)
         << "float32 rounding must exceed a float64 tolerance, or the float32 verdict above proves nothing";
+}
+
+// What a run checked (AuditResult::checked): each output's largest difference over the cases judged, with the
+// tolerance of the case it was seen in and the largest fraction of its own tolerance any case came to.
+TEST(AuditChecked, AHoldingRunRecordsItsLargestDifferenceWithinItsTolerance) {
+    AuditOptions o = options(200);
+    o.dtype = Arithmetic::float32;
+    o.max_len = 100;
+    const AuditResult r = audit(BlackBox(centered_float32), o);
+    ASSERT_EQ(r.verdict, Verdict::holds) << r.detail;
+    ASSERT_EQ(r.checked.size(), 1u);
+    const OutputCheck& y = r.checked[0];
+    EXPECT_EQ(y.name, "y");
+    EXPECT_EQ(y.cases, 200);
+    EXPECT_GT(y.max_abs_diff, 0.0) << "float32 summation order shows in some case";
+    EXPECT_LE(y.max_abs_diff, y.tolerance_at_max);
+    EXPECT_GT(y.largest_fraction, 0.0);
+    EXPECT_LE(y.largest_fraction, 1.0);
+    EXPECT_GE(y.largest_fraction, y.max_abs_diff / y.tolerance_at_max);
+    EXPECT_LE(y.min_tolerance, y.tolerance_at_max);
+    EXPECT_LE(y.tolerance_at_max, y.max_tolerance);
+    EXPECT_LT(y.min_tolerance, y.max_tolerance) << "each case has its own tolerance (lengths, magnitudes)";
+    EXPECT_EQ(r.tolerance.unit_roundoff, 0x1p-24);
+    EXPECT_EQ(r.tolerance_widest, 4) << "x: n x 4";
+    // The case closest to its tolerance, kept with both sides: its fraction is the run's largest.
+    ASSERT_GE(y.closest_case, 0);
+    EXPECT_EQ(y.closest.max_abs_diff / y.closest.tolerance, y.largest_fraction);
+    EXPECT_EQ(y.closest.layer_of_permuted.shape, y.closest.permuted_layer.shape);
+    ASSERT_EQ(y.closest.layer_of_permuted.shape.size(), 2u);
+    EXPECT_EQ(y.closest.layer_of_permuted.shape[0], y.closest_lengths.at("n"));
+    double largest = 0;
+    for (std::size_t e = 0; e < y.closest.layer_of_permuted.values.size(); ++e)
+        largest = std::max(largest, std::abs(y.closest.layer_of_permuted.values[e] - y.closest.permuted_layer.values[e]));
+    EXPECT_EQ(largest, y.closest.max_abs_diff) << "its two sides are the ones compared";
+    // Judged under float64, the same answers break the tolerance: the largest fraction says by how much.
+    o.dtype = Arithmetic::float64;
+    const AuditResult strict = audit(BlackBox(centered_float32), o);
+    ASSERT_EQ(strict.verdict, Verdict::violated);
+    ASSERT_EQ(strict.checked.size(), 1u);
+    EXPECT_EQ(strict.checked[0].cases, strict.cases) << "the cases up to and including the failing one";
+    EXPECT_GT(strict.checked[0].largest_fraction, 1.0);
+    EXPECT_EQ(strict.checked[0].closest_case, -1) << "a violated run shows its counterexample instead";
+    EXPECT_EQ(strict.tolerance.unit_roundoff, 0x1p-53);
+}
+
+TEST(AuditChecked, AnExactlyEquivariantLayerShowsNoDifferenceAndWorkersChangeNothing) {
+    const AuditResult r = audit(BlackBox(identity_layer), options());
+    ASSERT_EQ(r.checked.size(), 1u);
+    EXPECT_EQ(r.checked[0].cases, r.cases);
+    EXPECT_EQ(r.checked[0].max_abs_diff, 0.0);
+    EXPECT_EQ(r.checked[0].largest_fraction, 0.0);
+    EXPECT_GT(r.checked[0].min_tolerance, 0.0);
+    for (const BlackBox& layer : {BlackBox(leak_from_position_4), BlackBox(centered_float32)}) {
+        const AuditResult one = audit(layer, options());
+        const AuditResult three = audit(std::vector<BlackBox>{layer, layer, layer}, options());
+        ASSERT_EQ(one.checked.size(), 1u);
+        ASSERT_EQ(three.checked.size(), 1u);
+        EXPECT_EQ(one.checked[0].cases, three.checked[0].cases);
+        EXPECT_EQ(one.checked[0].max_abs_diff, three.checked[0].max_abs_diff);
+        EXPECT_EQ(one.checked[0].largest_fraction, three.checked[0].largest_fraction);
+        EXPECT_EQ(one.checked[0].min_tolerance, three.checked[0].min_tolerance);
+        EXPECT_EQ(one.checked[0].max_tolerance, three.checked[0].max_tolerance);
+        EXPECT_EQ(one.checked[0].closest_case, three.checked[0].closest_case);
+        EXPECT_EQ(one.checked[0].closest.permuted_layer.values, three.checked[0].closest.permuted_layer.values);
+    }
+}
+
+TEST(AuditChecked, EachOutputOfASignatureIsRecordedInItsOrder) {
+    Signature s;
+    s.axes = {{"n", 1, 6}};
+    s.inputs = {{"x", {{"n", 0}, {"", 3}}, TensorKind::real, ""}};
+    s.outputs = {{"y", {{"n", 0}, {"", 3}}, TensorKind::real, ""}, {"g", {{"", 3}}, TensorKind::real, ""}};
+    // y = x; g = the sum over n in index order, in float32: equivariant and invariant up to summation order.
+    const NamedBlackBox box = [](const Tensors& in) {
+        const Tensor& x = in.at("x");
+        const int n = x.shape[0];
+        Tensor g{{3}, {0, 0, 0}};
+        for (int c = 0; c < 3; ++c) {
+            float sum = 0;
+            for (int i = 0; i < n; ++i) sum += static_cast<float>(x.values[static_cast<std::size_t>(i * 3 + c)]);
+            g.values[static_cast<std::size_t>(c)] = sum;
+        }
+        return Tensors{{"y", x}, {"g", g}};
+    };
+    AuditOptions o = options(60);
+    o.dtype = Arithmetic::float32;
+    const AuditResult r = audit(box, s, o);
+    ASSERT_EQ(r.verdict, Verdict::holds) << r.detail;
+    ASSERT_EQ(r.checked.size(), 2u);
+    EXPECT_EQ(r.checked[0].name, "y");
+    EXPECT_EQ(r.checked[1].name, "g");
+    EXPECT_EQ(r.checked[0].max_abs_diff, 0.0) << "y = x moves exactly";
+    EXPECT_EQ(r.checked[1].cases, 60);
+    EXPECT_LE(r.checked[1].largest_fraction, 1.0);
 }
 
 TEST(Audit, Float64LeakOfRelativeSize1e7IsViolated) {

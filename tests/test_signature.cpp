@@ -686,6 +686,19 @@ TEST(SignatureAudit, WideRowsAreElidedOnTheTerminalAtSixSignificantDigits) {
     sc.outputs[0].where = {1, 30};
     sc.outputs[0].layer_of_permuted.values[80] = -2.5;
     EXPECT_NE(describe(sc, wide).find("33333.3 ... 30:      -2.5 ... "), std::string::npos) << describe(sc, wide);
+
+// An output without an axis is invariant: the text names its sides L(P x) and L(x), an equivariant output's L(P x)
+// and P L(x).
+TEST(SignatureAudit, TheCounterexampleTextNamesEachOutputsSidesByItsOwnAxes) {
+    const AuditResult r = audit(message_passing(Aggregation::sum, {true, false}), graph_signature(), named("node index"));
+    ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, graph_signature());
+    const std::string text = describe(*r.signature_counterexample, graph_signature());
+    const std::size_t g = text.find("output g ");
+    ASSERT_NE(g, std::string::npos) << text;
+    const std::string y_part = text.substr(0, g), g_part = text.substr(g);
+    EXPECT_NE(y_part.find("    P L(x) ("), std::string::npos) << text;
+    EXPECT_NE(g_part.find("    L(x)   ("), std::string::npos) << text;
+    EXPECT_EQ(g_part.find("P L(x)"), std::string::npos) << text;
 }
 
 // describe_finding has only the result: the result keeps the signature, so the C++ API's text shows the inputs
