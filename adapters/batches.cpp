@@ -1,4 +1,4 @@
-// Batched and stacked requests of the line protocol (adapters/protocol.h, README "Batched requests"): the
+// Batched and stacked requests of the line protocol (adapters/protocol.h, docs/protocol.md, "Batched requests"): the
 // announcements, the request lines and the answers' parsers, pure functions like the rest of the protocol.
 #include "adapters/protocol.h"
 #include "adapters/protocol_detail.h"

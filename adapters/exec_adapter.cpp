@@ -481,7 +481,7 @@ template <class R> struct ParsedBatch {
     bool is_error = false;
     std::string error;
     std::vector<R> items;
-    bool taps_offered = false;  // some item offered taps (README "Where symmetry first breaks")
+    bool taps_offered = false;  // some item offered taps (docs/reports.md, "Where symmetry first breaks: taps")
 };
 
 // A batched answer's item lines (or its error), each parsed by parse_item; a protocol error names the item.

@@ -1,5 +1,5 @@
 // The subprocess adapter of `permcheck audit --exec`: a program that speaks the line protocol (adapters/protocol.h,
-// README "Auditing your own layer") becomes the NamedBlackBox of a signature (check/signature.h; the one-tensor
+// docs/audit.md) becomes the NamedBlackBox of a signature (check/signature.h; the one-tensor
 // shorthand's is one_tensor_signature, spoken in its own dialect: {"id","x"} in, {"id","y"} out), with its batched
 // side once the adapter announces batches, and a source of taps after a violation.
 #pragma once

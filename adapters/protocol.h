@@ -1,4 +1,4 @@
-// The line protocol of `permcheck audit --exec` (README, "Auditing your own layer"), as pure functions: the request
+// The line protocol of `permcheck audit --exec` (docs/protocol.md), as pure functions: the request
 // lines permcheck writes and the answer lines it reads, for one tensor, for a signature's named inputs, for batches
 // of cases and for taps. Each parser throws std::invalid_argument saying what is wrong and what was expected, and
 // never crashes, whatever the bytes (the fuzzers in fuzz/ hold them to it). Defined in adapters/protocol.cpp and
@@ -76,7 +76,7 @@ Lengths lengths_of(const Signature& s, const Tensors& inputs);
 // 3 entries, expected 4"); never crashes, whatever the bytes.
 NamedResponse parse_named_response(std::string_view line, const std::vector<ExpectedOutput>& expected);
 
-// Batched requests (README "Batched requests"). An adapter announces that it takes several cases per request by
+// Batched requests (docs/protocol.md, "Batched requests"). An adapter announces that it takes several cases per request by
 // adding "batch": K (an integer >= 1, the most items one request may hold) to any answer; permcheck then may send
 // {"id":7,"batch":[ITEM,...]} with an optional "batch_dims":{"x":0,...}, each ITEM an ordinary request object
 // without its id, all of equal lengths, and expects {"id":7,"batch":[ANSWER,...]}: one ordinary answer object
@@ -96,7 +96,7 @@ std::string format_batch_request(std::int64_t id, const std::vector<std::string>
 // line is not such an answer or holds another number of items than `count`.
 std::vector<std::string> batch_items(std::string_view line, std::size_t count, std::int64_t& id,
                                      std::optional<std::string>& error);
-// Stacked batches (README "Batched requests"): an adapter that adds "stacked": true to an answer (beside its
+// Stacked batches (docs/protocol.md, "Batched requests"): an adapter that adds "stacked": true to an answer (beside its
 // "batch": K) takes a batch of a signature with batch dims as one request, each input stacked on its batch dim
 // (the items in order there) and sent as the base64 of its values as little-endian IEEE-754 binary64, row-major
 // (masks as 0 and 1, indices as integers):
@@ -131,7 +131,7 @@ StackedResponse parse_stacked_response(std::string_view line, const std::vector<
 std::string float64_base64(const std::vector<double>& values);
 std::vector<double> float64_values(std::string_view base64, std::size_t count, const std::string& what);
 
-// Taps (check/taps.h, README "Where symmetry first breaks"). An adapter offers them with "taps_offered": true in
+// Taps (check/taps.h, docs/reports.md, "Where symmetry first breaks: taps"). An adapter offers them with "taps_offered": true in
 // any answer; only then permcheck sends a request (either form) with "taps": true, answered with
 // {"id":7, ..., "taps":[{"name":"blocks.1","shape":[2,8],"values":[[...],...],"dims":["n",null]}, ...]}: the
 // submodules' outputs in the order they finished; "dims" (the axis each dim follows, null for none) is optional.

@@ -46,7 +46,7 @@ struct AdapterError : std::runtime_error {
 using BlackBox = std::function<Mat<double>(const Mat<double>&)>;
 
 // Batched evaluation, for a black box that takes several inputs per call (an adapter process that announced
-// "batch": K, README "Batched requests"). One item of a batched call: its answer, or the error of that item alone
+// "batch": K, docs/protocol.md, "Batched requests"). One item of a batched call: its answer, or the error of that item alone
 // (a sentence naming the cause, as an AdapterError's).
 template <class Out> struct BatchAnswer {
     std::optional<Out> value;

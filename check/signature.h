@@ -74,7 +74,7 @@ Signature one_tensor_signature(int d, Output output, int min_len, int max_len);
 // The one-tensor signature's output as the shorthand names it.
 Output one_tensor_output(const Signature& s);
 
-// The flags' grammar (README, "Auditing a layer with several inputs"). Each throws std::invalid_argument naming
+// The flags' grammar (docs/signatures.md). Each throws std::invalid_argument naming
 // the flag, the text and what was expected.
 Axis parse_axis(const std::string& text);          // NAME=MIN..MAX
 TensorSpec parse_input(const std::string& text);   // NAME:DIMS[:KIND], KIND float | mask | mask=keep | index=AXIS |

@@ -36,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         }
     } catch (const std::invalid_argument&) {
     }
-    // The same line as the answer to a stacked request of 1 to 3 items (README "Batched requests").
+    // The same line as the answer to a stacked request of 1 to 3 items (docs/protocol.md, "Batched requests").
     static const Signature stacked = [] {
         Signature sig;
         sig.axes = {{"n", 0, 3}};

@@ -1,4 +1,4 @@
-// The record as JSON, schema permcheck.report/1 (README, "Reports"): written here, and read back with every field
+// The record as JSON, schema permcheck.report/1 (docs/reports.md, "report.json"): written here, and read back with every field
 // checked, since a report is untrusted input to `permcheck replay` and the failure database.
 #include "report/report.h"
 

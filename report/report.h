@@ -1,7 +1,7 @@
 // Reports: one record, several views, one file each: JSON (json.cpp), Markdown (markdown.cpp), HTML
 // (html.cpp); written atomically and read back within bounds (files.cpp). The text view of a counterexample is
 // describe() (check/), which the terminal and the C++ API share.
-// The JSON schema "permcheck.report/1" is documented in README.md.
+// The JSON schema "permcheck.report/1" is documented in docs/reports.md.
 #pragma once
 
 #include "check/signature_audit.h"

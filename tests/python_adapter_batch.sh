@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End to end: batched requests (README "Batched requests") between `permcheck audit --exec` and
+# End to end: batched requests (docs/protocol.md, "Batched requests") between `permcheck audit --exec` and
 # python/permcheck_adapter.py serving torch modules. Each audit runs twice with the same seed, batched (serve()'s
 # default: stacked batches, binary) and one case per request (batch=1, via PERMCHECK_BATCH), and both must print the
 # same verdict, the same counterexample and the same replay line (the leak also with batches item by item, in JSON):

@@ -787,7 +787,7 @@ TEST(Audit, ShardTextIsCheckedWithAClearMessage) {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Batched black boxes (README "Batched requests")
+// Batched black boxes (docs/protocol.md, "Batched requests")
 
 // A batched side over an in-process layer, counting the calls of each side: capacity 0 (not batched) until the
 // first call of `one`, then k; every batched call is checked to hold inputs of one shape, at most k of them.

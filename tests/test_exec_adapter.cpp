@@ -116,7 +116,7 @@ TEST(ExecAdapter, ImmediateExitIsReportedNotASignal) {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Batched and stacked requests through the process (README "Batched requests")
+// Batched and stacked requests through the process (docs/protocol.md, "Batched requests")
 
 TEST(ExecAdapter, AStackedAdapterGetsEachBatchAsOneStackedRequest) {
     adapters::ExecOptions eo;

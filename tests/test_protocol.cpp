@@ -111,7 +111,7 @@ TEST(ExecProtocol, RequestNumbersRoundTripExactly) {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Batched requests (README "Batched requests")
+// Batched requests (docs/protocol.md, "Batched requests")
 
 TEST(ExecProtocol, BatchAnnouncementIsAnIntegerOfAtLeastOne) {
     EXPECT_EQ(adapters::parse_batch_announcement(R"({"id": 1, "y": [[1]], "batch": 64})"), 64);
@@ -175,7 +175,7 @@ TEST(ExecProtocol, BatchDimsAreEachTensorsFirstFixedDimOfSize1) {
               R"({"id":3,"batch_dims":{"x":1},"batch":[{"x":[[1.0]]},{"x":[[2.0]]}]})");
 }
 
-// Stacked batches (README "Batched requests")
+// Stacked batches (docs/protocol.md, "Batched requests")
 
 TEST(ExecProtocol, Float64Base64CarriesEveryValueExactlyAndRefusesAnythingElse) {
     const std::vector<double> values{0.0, -0.0, 5e-324, 1.0 / 3.0, -1e308, std::numeric_limits<double>::infinity(),

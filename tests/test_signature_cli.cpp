@@ -1,6 +1,6 @@
 // Audits of real layer signatures (issue 12) as a user meets them: the named line protocol (requests, answers and
 // what is refused), the report of a signature audit (report.json round trip, report.md, report.html with the
-// graph), and `permcheck audit --axis/--input/--output` run as a subprocess on the README's example adapters.
+// graph), and `permcheck audit --axis/--input/--output` run as a subprocess on the example adapters of docs/signatures.md.
 #include "adapters/exec_adapter.h"
 #include "report/report.h"
 #include "tests/support/process.h"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `permcheck audit-torch FILE.pt` (issue 13, item 1): TorchScript files written here by /usr/bin/python3 (the
 # interpreter that sees Debian's python3-torch) with torch.jit.script(module).save(path), audited in process
-# with no Python at audit time. The README's two examples hold; a learned position embedding is violated with
+# with no Python at audit time. The two examples of docs/torch.md hold; a learned position embedding is violated with
 # n = 2; a file that is not TorchScript, a forward with another number of arguments, an output of the wrong
 # shape and one of the wrong dtype are errors (exit 2) that name the problem; --dtype and --train do what they
 # say; the built-in decoder-layer holds (and with a causal mask on its targets is violated). In bfloat16

@@ -1,4 +1,4 @@
-// A signature and its items for stacked batches (README "Batched requests"): x:n,1,2 with a mask pad:n,1, the
+// A signature and its items for stacked batches (docs/protocol.md, "Batched requests"): x:n,1,2 with a mask pad:n,1, the
 // batch dim of size 1 where INPUT and OUTPUT put it. Shared by the protocol's tests (tests/test_protocol.cpp) and
 // the subprocess adapter's (tests/test_exec_adapter.cpp).
 #pragma once
