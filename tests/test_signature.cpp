@@ -686,6 +686,7 @@ TEST(SignatureAudit, WideRowsAreElidedOnTheTerminalAtSixSignificantDigits) {
     sc.outputs[0].where = {1, 30};
     sc.outputs[0].layer_of_permuted.values[80] = -2.5;
     EXPECT_NE(describe(sc, wide).find("33333.3 ... 30:      -2.5 ... "), std::string::npos) << describe(sc, wide);
+}
 
 // An output without an axis is invariant: the text names its sides L(P x) and L(x), an equivariant output's L(P x)
 // and P L(x).
