@@ -3,6 +3,7 @@
 // half precisions of black boxes (proofs-notes/half-precision-tolerance.md).
 #pragma once
 
+#include "check/comparison.h"
 #include "check/vocabulary.h"
 #include "scalars/scalar.h"
 
@@ -12,19 +13,6 @@
 #include <type_traits>
 
 namespace permcheck {
-
-struct Comparison {
-    bool holds = true;
-    double max_abs_diff = 0.0;  // largest |lhs - rhs| (for exact scalars: the exact difference, rounded once)
-    Eigen::Index row = -1, col = -1;  // where it is; -1 when the shapes differ
-    double tolerance = 0.0;     // 0 for exact comparisons
-    bool shape_mismatch = false;
-    // difference / tolerance: > 1 is a violation. Infinite for exact violations.
-    double margin() const {
-        if (max_abs_diff == 0.0) return 0.0;
-        return tolerance > 0.0 ? max_abs_diff / tolerance : std::numeric_limits<double>::infinity();
-    }
-};
 
 // What the tolerance of a floating comparison is made of. The two sides differ only in the order of the
 // reductions over positions (sums of n terms, in softmax denominators, weighted sums and pooling), each
