@@ -3,10 +3,10 @@
 // n and invariant to the order of the memory; with --memory-positions it adds a position signal to the memory,
 // and the audit finds it violated along m.
 //
-//   permcheck audit --exec "build/examples/serve_cross_attention" \
-//     --axis n=1..8 --axis m=1..8 --input q:n,4 --input mem:m,4 --output y:n,4            # holds, exit 0
-//   permcheck audit --exec "build/examples/serve_cross_attention --memory-positions" \
-//     --axis n=1..8 --axis m=1..8 --input q:n,4 --input mem:m,4 --output y:n,4            # violated, exit 1
+//   permcheck audit --exec "build/examples/serve_cross_attention"
+//     --axis n=1..8 --axis m=1..8 --input q:n,4 --input mem:m,4 --output y:n,4            (holds, exit 0)
+//   permcheck audit --exec "build/examples/serve_cross_attention --memory-positions"
+//     --axis n=1..8 --axis m=1..8 --input q:n,4 --input mem:m,4 --output y:n,4            (violated, exit 1)
 #include <permcheck/serve.h>
 
 #include <Eigen/Dense>

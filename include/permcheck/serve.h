@@ -366,7 +366,11 @@ private:
             Eigen::MatrixXd m(t.shape[0], t.shape[1]);
             for (Eigen::Index i = 0; i < m.rows(); ++i)
                 for (Eigen::Index j = 0; j < m.cols(); ++j) m(i, j) = t.values[static_cast<std::size_t>(i * m.cols() + j)];
-            return "{" + quoted(names[0]) + ":" + matrix_call(m) + "}";
+            std::string out = "{";  // appends: GCC 12 at -O3 warns falsely (-Wrestrict) on "{" + a temporary
+            out += quoted(names[0]);
+            out += ':';
+            out += matrix_call(m);
+            return out + "}";
         }
     }
 
