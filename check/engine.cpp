@@ -3,7 +3,6 @@
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
-#include <sstream>
 #include <stdexcept>
 
 namespace permcheck {
@@ -101,14 +100,6 @@ void keep_freed_memory_for_reuse() {
     mallopt(M_TRIM_THRESHOLD, 64 << 20);
     mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest; below it, freed blocks stay in the heap
 #endif
-}
-
-std::string replay_command(const std::string& layer, Property property, const CheckOptions& opts) {
-    std::ostringstream s;
-    s << "permcheck check " << layer << " --property " << property_name(property) << " --dtype "
-      << arithmetic_name(opts.arithmetic) << " --seed " << opts.seed << " --cases " << opts.cases << " --min-len "
-      << opts.min_len << " --max-len " << opts.max_len << " --dim " << opts.d;
-    return s.str();
 }
 
 CheckResult check(const LayerFamily& family, Property property, const CheckOptions& opts) {

@@ -2,6 +2,8 @@
 // Deterministic: the same generator, seed and predicate give the same result.
 #pragma once
 
+#include "check/progress.h"
+
 #include <rapidcheck.h>
 
 #include <algorithm>
@@ -11,14 +13,6 @@
 #include <utility>
 
 namespace permcheck {
-
-// Where a search stands: cases done and in all, predicate calls so far, and whether it is shrinking a failure.
-struct SearchProgress {
-    int cases_done = 0;
-    int cases_total = 0;
-    int evaluations = 0;
-    bool shrinking = false;
-};
 
 struct SearchOptions {
     int cases = 100;

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "check/signature_audit.h"
-#include "check/engine.h"
+#include "check/check_result.h"
 
 #include <nlohmann/json.hpp>
 
