@@ -76,7 +76,7 @@ int parse_batch_announcement(std::string_view line) {
     const bool integer = k->is_number_integer();
     if (!integer || (k->is_number_unsigned() ? k->get<std::uint64_t>() < 1 : k->get<std::int64_t>() < 1))
         throw std::invalid_argument("\"batch\" in an answer is " + (k->is_number() ? k->dump() : std::string(k->type_name())) +
-                                    "; expected an integer >= 1, the most cases one request may hold (README, "
+                                    "; expected an integer >= 1, the most cases one request may hold (docs/protocol.md, "
                                     "\"Batched requests\")");
     if (k->is_number_unsigned()) return static_cast<int>(std::min<std::uint64_t>(k->get<std::uint64_t>(), INT32_MAX));
     return static_cast<int>(std::min<std::int64_t>(k->get<std::int64_t>(), INT32_MAX));
@@ -163,7 +163,7 @@ bool parse_stacked_announcement(std::string_view line) {
     if (it == j.end()) return false;
     if (!it->is_boolean())
         throw std::invalid_argument("\"stacked\" in an answer is " + std::string(it->type_name()) +
-                                    "; expected true or false (README, \"Batched requests\")");
+                                    "; expected true or false (docs/protocol.md, \"Stacked batches\")");
     return it->get<bool>();
 }
 

@@ -1,28 +1,49 @@
 // The engine's services that are not templates (check/audit_engine.h).
 #include "check/audit_engine.h"
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 namespace permcheck::engine {
 
+int significant_bits(double v) {
+    if (v == 0.0) return 0;
+    int exponent = 0;
+    double m = std::ldexp(std::frexp(std::abs(v), &exponent), 53);  // the significand as an integer below 2^53
+    const auto bits = static_cast<std::uint64_t>(m);
+    return 64 - std::countl_zero(bits) - std::countr_zero(bits);
+}
+
 void PrecisionEvidence::add(const double* values, std::size_t count) {
-    for (std::size_t k = 0; k < count && (all_float32 || all_integer); ++k) {  // both false: nothing to learn
+    answered = true;
+    constexpr double float32_max = static_cast<double>(std::numeric_limits<float>::max());
+    for (std::size_t k = 0; k < count && all_float32; ++k) {  // a value that is not float32 decides: float64
         const double v = values[k];
         if (!std::isfinite(v)) continue;
-        const bool in_range = std::abs(v) <= static_cast<double>(std::numeric_limits<float>::max());
-        all_float32 = all_float32 && in_range && static_cast<double>(static_cast<float>(v)) == v;
-        all_integer = all_integer && std::trunc(v) == v;
+        any_finite = true;
+        if (std::abs(v) > float32_max || static_cast<double>(static_cast<float>(v)) != v) all_float32 = false;
+        else if (!rounded && significant_bits(v) > kShortDyadicBits) rounded = true;
     }
 }
 
 void PrecisionEvidence::add(const PrecisionEvidence& other) {
+    answered = answered || other.answered;
+    any_finite = any_finite || other.any_finite;
     all_float32 = all_float32 && other.all_float32;
-    all_integer = all_integer && other.all_integer;
+    rounded = rounded || other.rounded;
 }
 
 Arithmetic PrecisionEvidence::dtype() const {
-    return all_float32 && !all_integer ? Arithmetic::float32 : Arithmetic::float64;
+    return all_float32 && rounded ? Arithmetic::float32 : Arithmetic::float64;
+}
+
+DtypeEvidence PrecisionEvidence::evidence() const {
+    if (!answered) return DtypeEvidence::no_answer;
+    if (!all_float32) return DtypeEvidence::not_float32;
+    if (rounded) return DtypeEvidence::float32_rounding;
+    return any_finite ? DtypeEvidence::short_dyadic : DtypeEvidence::no_finite_value;
 }
 
 std::vector<Arithmetic> candidate_precisions(const AuditOptions& o) {

@@ -33,18 +33,34 @@ namespace permcheck::engine {
 // the confirmation of a batched run finds it: confirm_alone, below).
 enum class Outcome { pass, violated, non_finite, nondeterministic, batch_dependent };
 
-// What the values of an answer say of their precision: float32 when every entry is a float32 value and not every
-// entry is an integer (integers are float32 values whatever the layer computes in), else float64. Non-finite
-// entries say nothing. An audit that infers its dtype runs every case up to the first that fails even with the
-// float32 tolerance, then decides from all their answers and judges them with the tolerance decided, so the
-// verdict is that of an audit given that dtype (the replay line names it).
+// What the values of the answers say of their precision. permcheck's real inputs are short dyadic numbers: k / 2^e
+// with e <= 20 and |k| <= 2^(e + 3) (check/generators.h, Sampler::value), at most 23 significant bits; masks and
+// indices are small integers, and so are token and position ids below 2^23 (most are). A layer that copies,
+// permutes, negates, masks, selects or scales them by powers of two, or adds a few with room to spare, answers
+// such numbers in any precision, exactly: they say nothing of the precision it computes in. A float32 rounding fills float32's 24-bit significand (its last bit is
+// set in about half the values it rounds). So, over every finite entry of the answers (non-finite ones say nothing;
+// an integer is a value like any other, zero has no significant bit):
+//   - some entry is not a float32 value (beyond its range, or more bits than its significand): float64;
+//   - else some entry has more than kShortDyadicBits = 23 significant bits (check/blackbox.h; float32 rounding
+//     seen): float32;
+//   - else (every entry a short dyadic number, or none finite): float64, the stricter tolerance, which exact
+//     answers meet: ambiguous evidence judged as float64 and said so (a float32 layer that never rounds is exact).
+// One rounded entry anywhere decides, so a float32 layer that computes exactly on some cases and rounds on others
+// is float32. A float64 layer whose answers are exact sums of two inputs can show a 24th bit and be inferred
+// float32: give --dtype float64. An audit that infers its dtype runs every case up to the first that fails even
+// with the float32 tolerance, then decides from all their answers and judges them with the tolerance decided, so
+// the verdict is that of an audit given that dtype (the replay line names it).
+int significant_bits(double v);  // of a finite v: 0 for zero, 1 for a power of two, up to 53
 struct PrecisionEvidence {
-    bool all_float32 = true;
-    bool all_integer = true;
+    bool answered = false;      // some answer was added (possibly without a finite entry)
+    bool any_finite = false;
+    bool all_float32 = true;    // every finite entry is a float32 value
+    bool rounded = false;       // some float32 value has more than kShortDyadicBits significant bits
     void add(const double* values, std::size_t count);
     void add(const std::vector<double>& values) { add(values.data(), values.size()); }
     void add(const PrecisionEvidence& other);
     Arithmetic dtype() const;
+    DtypeEvidence evidence() const;  // which of the rules above decided (no_answer when nothing was added)
 };
 
 // The precisions a run judges each case with: the given dtype, or, when it is inferred, float32 (the looser,
@@ -75,9 +91,13 @@ concept Evaluator = requires(E& ev, const E& cev, const typename E::Case& c, con
     { a.evidence } -> std::convertible_to<PrecisionEvidence>;  // what the answers say of their precision
     { ob.outcome } -> std::convertible_to<Outcome>;
     { ob.detail } -> std::convertible_to<std::string>;         // a sentence on a finding
+    { ob.outputs } -> std::convertible_to<std::vector<OutputComparison>>;  // each output's comparison, as judged
     ev.set_dtype(Arithmetic::float64);                         // the precision of every comparison from now on
     { ev.ask(c, true) } -> std::same_as<typename E::Answers>;  // L(x) (twice when repeated) and L(P x)
     { cev.judge(c, a, t) } -> std::same_as<typename E::Observation>;
+    // judge() keeping both sides of every output and the case's lengths, also when the case passes
+    { cev.judge(c, a, t, true) } -> std::same_as<typename E::Observation>;
+    { ob.lengths } -> std::convertible_to<Lengths>;
     { ev.observe(c, false) } -> std::same_as<typename E::Observation>;  // ask and judge with the current tolerance
     { ev.reproduce(c, ob) } -> std::same_as<std::optional<typename E::Observation>>;  // both sides again
     { ev.twice(c) } -> std::same_as<std::optional<typename E::Observation>>;  // x twice, the permutation ignored
@@ -149,6 +169,8 @@ template <class Answers> struct BatchedAnswers {
 template <class Obs, class Answers> struct RunOutcome {
     std::optional<Failure<Obs>> failure;
     Arithmetic dtype = Arithmetic::float64;
+    DtypeEvidence evidence = DtypeEvidence::given;  // what decided the dtype (given: the options')
+    std::vector<OutputCheck> checked;  // under dtype, over the positions up to the failure's (AuditResult::checked)
     bool interrupted = false;
     int cases_done = 0;
     std::map<std::size_t, BatchedAnswers<Answers>> batched;
@@ -254,7 +276,11 @@ public:
 
     CaseRun(const Schedule<typename Ev::Case>& schedule, const AuditOptions& o)
         : schedule_(schedule), o_(o), evidence_(schedule.size()), confirm_(confirmation_positions(schedule)) {
-        for (Arithmetic a : candidate_precisions(o)) candidates_.push_back({a, tolerance_model(a, o.amplification), std::nullopt});
+        for (Arithmetic a : candidate_precisions(o)) {
+            candidates_.push_back({a, tolerance_model(a, o.amplification), std::nullopt});
+            judged_.emplace_back(schedule.size());
+            closest_.emplace_back();
+        }
     }
 
     void work(Ev& ev) {
@@ -278,9 +304,21 @@ public:
             const std::size_t last = std::min(lowest_failing_.load(), schedule_.size() - 1);
             for (std::size_t j = 0; j <= last && schedule_.size() > 0; ++j) all.add(evidence_[j]);
             out.dtype = all.dtype();
+            out.evidence = all.evidence();
         }
-        for (CandidatePrecision& c : candidates_)
-            if (c.dtype == out.dtype) out.failure = std::move(c.failure);
+        for (std::size_t k = 0; k < candidates_.size(); ++k)
+            if (candidates_[k].dtype == out.dtype) {
+                out.failure = std::move(candidates_[k].failure);
+                out.checked = checked(judged_[k], out.failure ? out.failure->position + 1 : schedule_.size());
+                // A run that held (or was stopped before a failure): the case closest to its tolerance, per output.
+                for (std::size_t o = 0; o < out.checked.size() && o < closest_[k].size() && !out.failure; ++o) {
+                    const Closest& c = closest_[k][o];
+                    if (c.position >= schedule_.size()) continue;
+                    out.checked[o].closest_case = schedule_.index[c.position];
+                    out.checked[o].closest_lengths = c.lengths;
+                    out.checked[o].closest = c.sides;
+                }
+            }
         out.interrupted = interrupted_.load();
         out.cases_done = done_;
         out.batched = std::move(batched_);
@@ -298,6 +336,64 @@ private:
     };
 
     using Answers = typename Ev::Answers;
+
+    // One output's comparison in one case, as judged: all the run keeps of a case for AuditResult::checked.
+    struct Judged {
+        double diff = 0.0, tolerance = 0.0;
+        double fraction() const {
+            return diff == 0.0 ? 0.0 : tolerance > 0.0 ? diff / tolerance : std::numeric_limits<double>::infinity();
+        }
+    };
+    // The case closest to its tolerance so far for one output under one precision, with both sides.
+    struct Closest {
+        double fraction = 0.0;
+        std::size_t position = none;
+        OutputComparison sides;
+        Lengths lengths;
+    };
+
+    // Case j, judged: where it comes closer to the tolerance than the case kept for an output (of equal fractions the
+    // earlier position, so workers change nothing), it is judged again keeping both sides (no call of the layer).
+    // Under mutex_.
+    void keep_closest(const Ev& ev, std::size_t j, const typename Ev::Case& c, const Answers& a) {
+        for (std::size_t k = 0; k < candidates_.size(); ++k) {
+            const std::vector<Judged>& judged = judged_[k][j];
+            if (closest_[k].size() < judged.size()) closest_[k].resize(judged.size());
+            std::optional<Obs> kept;
+            for (std::size_t o = 0; o < judged.size(); ++o) {
+                Closest& best = closest_[k][o];
+                const double f = judged[o].fraction();
+                if (best.position != none && !(f > best.fraction || (f == best.fraction && j < best.position))) continue;
+                if (!kept) kept = ev.judge(c, a, candidates_[k].tolerance, true);
+                if (o >= kept->outputs.size()) continue;
+                best = Closest{f, j, kept->outputs[o], kept->lengths};
+            }
+        }
+    }
+
+    // What the positions [0, end) judged under one precision, per output (AuditResult::checked).
+    std::vector<OutputCheck> checked(const std::vector<std::vector<Judged>>& judged, std::size_t end) const {
+        std::vector<OutputCheck> out;
+        for (const std::string& name : names_) {
+            out.emplace_back();
+            out.back().name = name;
+        }
+        for (std::size_t j = 0; j < end && j < judged.size(); ++j)
+            for (std::size_t k = 0; k < judged[j].size() && k < out.size(); ++k) {
+                OutputCheck& o = out[k];
+                const Judged& c = judged[j][k];
+                const double fraction = c.fraction();
+                if (o.cases == 0 || c.diff > o.max_abs_diff) {
+                    o.max_abs_diff = c.diff;
+                    o.tolerance_at_max = c.tolerance;
+                }
+                o.largest_fraction = std::max(o.largest_fraction, fraction);
+                o.min_tolerance = o.cases == 0 ? c.tolerance : std::min(o.min_tolerance, c.tolerance);
+                o.max_tolerance = std::max(o.max_tolerance, c.tolerance);
+                ++o.cases;
+            }
+        return out;
+    }
 
     // Runs case j; true when it failed under the first candidate (the run stops).
     bool attempt(Ev& ev, std::size_t j) {
@@ -350,11 +446,18 @@ private:
                   std::pair<std::size_t, std::size_t> block = {0, 0}) {
         std::vector<std::optional<Failure<Obs>>> found(candidates_.size());
         std::optional<std::string> error, request;
+        std::vector<std::string> names;  // the outputs judged, named under the lock for checked()
         if (asked.answers && c) {
             try {
                 evidence_[j] = asked.answers->evidence;  // one writer per position; read after the workers are joined
                 for (std::size_t k = 0; k < candidates_.size(); ++k) {
                     Obs ob = ev.judge(*c, *asked.answers, candidates_[k].tolerance);
+                    if (ob.outcome != Outcome::nondeterministic) {  // an input answered twice compared no sides
+                        judged_[k][j].clear();  // one writer per position, as evidence_
+                        for (const OutputComparison& o : ob.outputs) judged_[k][j].push_back({o.max_abs_diff, o.tolerance});
+                        if (names.empty())
+                            for (const OutputComparison& o : ob.outputs) names.push_back(o.name);
+                    }
                     if (ob.outcome != Outcome::pass)
                         found[k] = Failure<Obs>{j, std::move(ob), false, "", "", block.second > block.first};
                 }
@@ -373,6 +476,13 @@ private:
         if (error)
             for (auto& f : found) f = Failure<Obs>{j, Obs{}, true, *error, *request};
         std::lock_guard<std::mutex> lock(mutex_);
+        if (names_.empty()) names_ = std::move(names);
+        if (!error && c) {
+            try {
+                keep_closest(ev, j, *c, *asked.answers);
+            } catch (const std::exception&) {  // judged once already: a second judgement that throws keeps nothing
+            }
+        }
         progress(calls);
         if (!error && !found[0] && confirm_.count(j)) {
             if (block.second > block.first) batched_[j] = BatchedAnswers<Answers>{*asked.answers, block.first, block.second};
@@ -395,6 +505,9 @@ private:
     const AuditOptions& o_;
     std::vector<CandidatePrecision> candidates_;
     std::vector<PrecisionEvidence> evidence_;
+    std::vector<std::vector<std::vector<Judged>>> judged_;  // per candidate, per position: its outputs' comparisons
+    std::vector<std::string> names_;                        // the outputs in the order judge() compares them
+    std::vector<std::vector<Closest>> closest_;             // per candidate, per output: the case closest to its tolerance
     std::set<std::size_t> confirm_;  // positions whose batched answers are kept (a batched run's)
     std::map<std::size_t, BatchedAnswers<Answers>> batched_;
     int alone_already_ = 0;
@@ -647,7 +760,10 @@ AuditResult run_audit(std::vector<Ev>& evaluators, const Schedule<typename Ev::C
     for (Ev& ev : evaluators) ev.set_dtype(run.dtype);
     const auto& failure = run.failure;
     result.dtype = run.dtype;
-    result.dtype_inferred = !given.dtype.has_value();
+    result.dtype_evidence = run.evidence;
+    result.dtype_inferred = !given.dtype.has_value() && run.evidence != DtypeEvidence::no_answer;
+    result.checked = run.checked;
+    result.tolerance = tolerance_model(run.dtype, given.amplification);
     result.cases = failure ? static_cast<int>(failure->position) + 1 : static_cast<int>(schedule.size());
     if (!failure && run.interrupted) {
         result.verdict = Verdict::interrupted;

@@ -80,13 +80,14 @@ namespace {
 
 // Nondeterministic: one input answered twice; batch-dependent: in a batched request and alone.
 std::string describe_nondeterministic(const Counterexample& ce, bool batch) {
+    const auto keep = static_cast<std::size_t>(ce.comparison.col);  // in view when the rows are cut
     std::ostringstream s;
     s << (batch ? "batch-dependent: " : "nondeterministic: ") << ce.layer << " (" << arithmetic_name(ce.dtype)
       << ") answered one input " << (batch ? "in a batched request and alone" : "twice") << ", n = " << ce.n()
       << ", d = " << ce.d() << "\n  x =\n"
-      << format_matrix(ce.x) << (batch ? "  answer in a batch =\n" : "  first answer =\n")
-      << format_matrix(ce.lhs) << (batch ? "  answer alone =\n" : "  second answer =\n")
-      << format_matrix(ce.rhs) << "  largest |difference| = " << ce.comparison.max_abs_diff << " at position "
+      << format_matrix(ce.x, "    ", keep) << (batch ? "  answer in a batch =\n" : "  first answer =\n")
+      << format_matrix(ce.lhs, "    ", keep) << (batch ? "  answer alone =\n" : "  second answer =\n")
+      << format_matrix(ce.rhs, "    ", keep) << "  largest |difference| = " << ce.comparison.max_abs_diff << " at position "
       << ce.comparison.row << ", feature " << ce.comparison.col << " (tolerance " << ce.comparison.tolerance << ")\n";
     if (!ce.replay.empty()) s << "  replay: " << ce.replay << "\n";
     return s.str();
@@ -128,6 +129,41 @@ std::string describe_finding(const AuditResult& r) {
         return describe_one_tensor(r, ce);
     }
     return describe_signature_finding(r);
+}
+
+const char* dtype_evidence_name(DtypeEvidence e) {
+    switch (e) {
+        case DtypeEvidence::given: return "given";
+        case DtypeEvidence::no_answer: return "no answer";
+        case DtypeEvidence::no_finite_value: return "no finite value";
+        case DtypeEvidence::short_dyadic: return "short dyadic answers, judged as float64";
+        case DtypeEvidence::float32_rounding: return "float32 rounding seen";
+        case DtypeEvidence::not_float32: return "an answer not a float32 value";
+    }
+    return "given";
+}
+
+std::string precision_text(const AuditResult& r) {
+    const std::string name = arithmetic_name(r.dtype);
+    switch (r.dtype_evidence) {
+        case DtypeEvidence::given: return name;
+        case DtypeEvidence::no_answer: return "no answer came, so no precision was inferred";
+        case DtypeEvidence::no_finite_value: return name + ", as no answer held a finite value";
+        case DtypeEvidence::short_dyadic: return name + ", as the answers were short dyadic numbers";
+        case DtypeEvidence::float32_rounding:
+        case DtypeEvidence::not_float32: return name + ", inferred from the answers";
+    }
+    return name;
+}
+
+std::string precision_note(const AuditResult& r) {
+    if (r.dtype_evidence != DtypeEvidence::short_dyadic && r.dtype_evidence != DtypeEvidence::no_finite_value) return "";
+    return std::string(r.dtype_evidence == DtypeEvidence::short_dyadic
+                           ? "the answers were short dyadic numbers (at most " +
+                                 std::to_string(kShortDyadicBits) +
+                                 " significant bits), which any precision computes exactly"
+                           : "no answer held a finite value") +
+           ": judged as float64, the stricter tolerance; give --dtype float32 for a layer that computes in float32";
 }
 
 AuditResult audit(const BlackBox& layer, const AuditOptions& opts) { return audit(std::vector<BlackBox>{layer}, opts); }

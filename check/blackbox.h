@@ -126,11 +126,44 @@ struct AuditOptions {
 // Throws std::invalid_argument naming the bad option and what is expected.
 void validate(const AuditOptions& opts);
 
+// The most significant bits of a short dyadic number: permcheck's real inputs have at most 23 (check/audit_engine.h).
+inline constexpr int kShortDyadicBits = 23;
+// What decided the dtype of an audit (check/audit_engine.h, PrecisionEvidence): given in the options; or, inferred
+// from the answers of the cases it judged: no answer came (nothing inferred: judged as float64); the answers held
+// no finite entry, or only short dyadic numbers, which any precision computes exactly (ambiguous: judged as
+// float64, the stricter tolerance); some entry showed float32 rounding (float32); some entry is not a float32
+// value (float64).
+enum class DtypeEvidence { given, no_answer, no_finite_value, short_dyadic, float32_rounding, not_float32 };
+// report.json's details.audit.dtype_evidence: "given", "no answer", "no finite value", "short dyadic answers,
+// judged as float64", "float32 rounding seen", "an answer not a float32 value".
+const char* dtype_evidence_name(DtypeEvidence e);
+// What a run checked of one output, over the cases it judged (those up to and including the failing one, the
+// failure before shrinking; a case answered twice differently judged no output): the largest difference of the two
+// sides (|L(P x) - P L(x)|, or |L(P x) - L(x)| for an output without an axis), the tolerance of the case it was
+// seen in, the largest fraction of its own tolerance any case came to (> 1: that case violated), and the range of
+// the cases' tolerances (each case's own: its lengths and magnitudes, check/compare.h). A running maximum over the
+// judgements the run makes anyway: no evaluation of its own.
+struct OutputCheck {
+    std::string name;
+    int cases = 0;
+    double max_abs_diff = 0.0;
+    double tolerance_at_max = 0.0;
+    double largest_fraction = 0.0;
+    double min_tolerance = 0.0, max_tolerance = 0.0;
+    // The case that came closest to its tolerance (the largest fraction; of equal ones the first), kept with both
+    // sides of this output when the run judged every case it drew without a failure: its index in the audit (-1:
+    // none kept), its lengths, and the comparison with both tensors, so a report that holds can draw it.
+    int closest_case = -1;
+    Lengths closest_lengths;
+    OutputComparison closest;
+};
+
 struct AuditResult {
     Verdict verdict = Verdict::holds;
     Property property = Property::equivariance;  // equivariance (sequence) | invariance (pooled)
     Arithmetic dtype = Arithmetic::float64;      // the one the comparisons used: float32 | float64 | float16 | bfloat16
-    bool dtype_inferred = false;                 // inferred from the answers, not given in the options
+    bool dtype_inferred = false;                 // inferred from the answers (some came), not given in the options
+    DtypeEvidence dtype_evidence = DtypeEvidence::no_answer;  // what decided dtype (given when the options gave it)
     int cases = 0;                      // cases evaluated by this run (its shard), the failing one included
     int evaluations = 0;                // calls of the black box, in all
     // Cases of a batched run asked again alone, one request each, to confirm that batching changed no answer
@@ -155,6 +188,13 @@ struct AuditResult {
     std::optional<Signature> signature;
     // The shift property: the largest c the run checked (0 for the other properties).
     long largest_shift = 0;
+    // What the run checked of each output, in the signature's order (empty when no case was judged), and the
+    // tolerance model of every comparison (the dtype's unit roundoff, the options' amplification) with `widest`,
+    // the signature's widest fixed size: a case's tolerance is float_tolerance(model, k, widest, M) with k the sum
+    // of its axes' lengths (plus kPositionRoundingTerms times its largest position id, check/signature_case.h).
+    std::vector<OutputCheck> checked;
+    ToleranceModel tolerance;
+    int tolerance_widest = 1;
     // The counterexample's taps (check/taps.h): set by a caller that asked the layer for them after a violation or a
     // non-finite output (`permcheck audit` does when the adapter offers taps); the audit itself never does.
     std::optional<TapTrace> taps;
@@ -166,6 +206,14 @@ struct AuditResult {
 // when it has one. A signature audit's finding is shown with the result's signature (inputs with their kinds and
 // outputs in its order; without one, inputs by name). Empty without a counterexample.
 std::string describe_finding(const AuditResult& r);
+
+// The dtype of an audit as its header line says it: "float32" (given), "float32, inferred from the answers",
+// "float64, inferred from the answers", "float64, as the answers were short dyadic numbers" or "no answer came, so
+// no precision was inferred".
+std::string precision_text(const AuditResult& r);
+// For answers that were only short dyadic numbers (or held no finite entry), a sentence on why they were judged
+// as float64 and what to give instead; empty otherwise.
+std::string precision_note(const AuditResult& r);
 
 // Audits one black box.
 AuditResult audit(const BlackBox& layer, const AuditOptions& opts);

@@ -5,13 +5,12 @@
 
 namespace permcheck {
 
-std::string format_matrix(const Mat<double>& m, const std::string& indent) {
+std::string format_matrix(const Mat<double>& m, const std::string& indent, std::size_t keep) {
     std::ostringstream s;
-    s << std::setprecision(6);
     for (Eigen::Index i = 0; i < m.rows(); ++i) {
-        s << indent << "[" << i << "]";
-        for (Eigen::Index j = 0; j < m.cols(); ++j) s << ' ' << std::setw(11) << m(i, j);
-        s << '\n';
+        const Eigen::RowVectorXd row = m.row(i);  // contiguous, whatever the matrix's storage order
+        s << indent << "[" << i << "] " << format_row(row.data(), static_cast<std::size_t>(row.size()), 9, 6, keep)
+          << '\n';
     }
     return s.str();
 }
@@ -25,9 +24,11 @@ std::string describe(const Counterexample& c) {
         s << "  every position index shifted by " << c.shift << "\n";
     else
         s << "  permutation " << c.perm.cycles() << " (rows: (P x)[i] = x[p[i]])\n";
-    s << "  x =\n" << format_matrix(c.x);
-    s << "  " << names.lhs << " =\n" << format_matrix(c.lhs);
-    s << "  " << names.rhs << " =\n" << format_matrix(c.rhs);
+    // The feature of the largest difference stays in view when the rows are cut (x's too: often the one at fault).
+    const auto keep = static_cast<std::size_t>(c.comparison.col);
+    s << "  x =\n" << format_matrix(c.x, "    ", keep);
+    s << "  " << names.lhs << " =\n" << format_matrix(c.lhs, "    ", keep);
+    s << "  " << names.rhs << " =\n" << format_matrix(c.rhs, "    ", keep);
     s << std::setprecision(6) << "  largest |difference| = " << c.comparison.max_abs_diff << " at position "
       << c.comparison.row << ", feature " << c.comparison.col;
     if (c.comparison.tolerance > 0) s << " (tolerance " << c.comparison.tolerance << ", margin " << c.comparison.margin() << ")";

@@ -38,7 +38,8 @@ struct Counterexample {
 
 // A readable multi-line description, for test failure messages and the terminal.
 std::string describe(const Counterexample& c);
-std::string format_matrix(const Mat<double>& m, const std::string& indent = "    ");
+// A matrix a row a line ("[i] " and the row as format_row shows it); `keep`: a column each cut row shows.
+std::string format_matrix(const Mat<double>& m, const std::string& indent = "    ", std::size_t keep = kNoColumn);
 
 // The one-tensor form's two records of one finding (check/signature.h, one_tensor_signature): the signature
 // audit's (axis n, input x, output y) as the shorthand's own (n x d input, permutation, both sides as matrices,

@@ -22,8 +22,7 @@ std::string explain(const AuditResult& r, const AuditOptions& given) {
     std::ostringstream s;
     s << o.name << ": " << property_name(r.property) << " " << verdict_name(r.verdict) << " after "
       << r.cases << (r.cases == 1 ? " case" : " cases") << " (" << r.evaluations
-      << (r.evaluations == 1 ? " layer call, " : " layer calls, ") << arithmetic_name(r.dtype)
-      << (r.dtype_inferred ? ", inferred from the answers" : "") << ")\n";
+      << (r.evaluations == 1 ? " layer call, " : " layer calls, ") << precision_text(r) << ")\n";
     if (!r.detail.empty()) s << "  " << r.detail << "\n";
     if (!r.error.empty()) s << "  error: " << r.error << (r.last_request.empty() ? "" : "; last request: " + r.last_request) << "\n";
     if (r.counterexample) {
@@ -47,8 +46,7 @@ std::string signature_flags(const Signature& s) {
 std::string explain(const AuditResult& r, const Signature& signature, const AuditOptions& o) {
     std::ostringstream s;
     s << o.name << ": " << verdict_name(r.verdict) << " after " << r.cases << (r.cases == 1 ? " case" : " cases")
-      << " (" << r.evaluations << (r.evaluations == 1 ? " layer call, " : " layer calls, ") << arithmetic_name(r.dtype)
-      << (r.dtype_inferred ? ", inferred from the answers" : "") << ")\n";
+      << " (" << r.evaluations << (r.evaluations == 1 ? " layer call, " : " layer calls, ") << precision_text(r) << ")\n";
     if (!r.detail.empty()) s << "  " << r.detail << "\n";
     if (!r.error.empty()) s << "  error: " << r.error << (r.last_request.empty() ? "" : "; last request: " + r.last_request) << "\n";
     if (r.signature_counterexample) s << describe(*r.signature_counterexample, signature);

@@ -469,10 +469,31 @@ std::string format_permutations(const Permutations& perms) {
     return out;
 }
 
+std::string format_row(const double* values, std::size_t count, int width, int precision, std::size_t keep) {
+    constexpr std::size_t ends = 3;  // values shown at each end of an elided row
+    const bool elided = count > kTerminalRowValues;
+    std::ostringstream s;
+    s << std::setprecision(precision) << "[";
+    for (std::size_t j = 0; j < count; ++j) {
+        if (elided && j == ends) {  // the middle cut, around the value at `keep` when it is there
+            if (keep >= ends && keep < count - ends)
+                s << (keep > ends ? " ..." : "") << " " << keep << ": " << std::setw(width) << values[keep]
+                  << (keep + 1 < count - ends ? " ..." : "");
+            else
+                s << " ...";
+            j = count - ends;
+        }
+        s << (j ? " " : "") << std::setw(width) << values[j];
+    }
+    s << "]";
+    if (elided) s << " (" << count << " values)";
+    return s.str();
+}
+
 namespace {
 
-// A tensor as rows of its last dim, one a line.
-void write_tensor(std::ostream& s, const Tensor& t, const std::string& indent) {
+// A tensor as rows of its last dim, one a line; `keep`: a column each elided row shows (format_row).
+void write_tensor(std::ostream& s, const Tensor& t, const std::string& indent, std::size_t keep = kNoColumn) {
     if (t.shape.empty()) {
         s << indent << (t.values.empty() ? 0.0 : t.values[0]) << "\n";
         return;
@@ -480,11 +501,7 @@ void write_tensor(std::ostream& s, const Tensor& t, const std::string& indent) {
     const std::size_t last = static_cast<std::size_t>(std::max(t.shape.back(), 0));
     const std::size_t rows = last == 0 ? 0 : t.size() / last;
     if (rows == 0) s << indent << "(empty, shape " << index_text(t.shape) << ")\n";
-    for (std::size_t r = 0; r < rows; ++r) {
-        s << indent << "[";
-        for (std::size_t j = 0; j < last; ++j) s << (j ? " " : "") << std::setw(9) << t.values[r * last + j];
-        s << "]\n";
-    }
+    for (std::size_t r = 0; r < rows; ++r) s << indent << format_row(t.values.data() + r * last, last, 9, 6, keep) << "\n";
 }
 
 // ", mask (1 = padding)" or ", index into nodes" after an input's shape; nothing for a real input.
@@ -518,8 +535,7 @@ std::string describe(const SignatureCounterexample& c, const Signature& sig) {
     std::ostringstream s;
     s << std::setprecision(6) << "  lengths:";
     for (const auto& [axis, len] : c.lengths) s << " " << axis << " = " << len;
-    const char* lhs = c.shift > 0 ? "L(x_c)" : c.pads ? "L(pad x)" : "L(P x)";
-    const char* rhs = c.shift > 0 || c.pads ? "L(x)  " : "P L(x)";
+    const std::string lhs = c.shift > 0 ? "L(x_c)" : c.pads ? "L(pad x)" : "L(P x)";
     if (c.shift > 0) {
         s << "\n  shift: every position id + c, c = " << c.shift << " (x_c: x so shifted)";
     } else if (c.pads) {
@@ -538,11 +554,18 @@ std::string describe(const SignatureCounterexample& c, const Signature& sig) {
         write_tensor(s, it->second, "    ");
     }
     for (const OutputComparison& o : in_order(c.outputs, sig)) {
+        // The other side: L(x) itself for shift, padding and an output without an axis (invariant), else P L(x).
+        const auto spec = std::find_if(sig.outputs.begin(), sig.outputs.end(), [&o](const TensorSpec& t) { return t.name == o.name; });
+        const bool invariant = c.shift > 0 || c.pads || (spec != sig.outputs.end() && !has_axis(*spec));
+        std::string rhs = side_names(invariant ? Property::invariance : Property::equivariance).rhs;
+        rhs.resize(std::max(rhs.size(), std::string("L(P x)").size()), ' ');  // the shapes after both sides line up
         s << "  output " << o.name << (o.holds ? " (agrees)" : " (DIFFERS)") << ":\n    " << lhs << " "
           << index_text(o.layer_of_permuted.shape) << " =\n";
-        write_tensor(s, o.layer_of_permuted, "      ");
+        // The column of the largest difference stays in view when the rows are cut.
+        const std::size_t keep = o.where.empty() ? kNoColumn : static_cast<std::size_t>(o.where.back());
+        write_tensor(s, o.layer_of_permuted, "      ", keep);
         s << "    " << rhs << " " << index_text(o.permuted_layer.shape) << " =\n";
-        write_tensor(s, o.permuted_layer, "      ");
+        write_tensor(s, o.permuted_layer, "      ", keep);
         if (o.shape_mismatch) {
             s << "    the shapes differ\n";
             continue;

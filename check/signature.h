@@ -112,6 +112,16 @@ std::string index_text(const std::vector<int>& where);
 // "m=2, n=3" and "m (0 1), n ()": a case's lengths and permutations as the audit's messages name them.
 std::string format_lengths(const Lengths& lengths);
 std::string format_permutations(const Permutations& perms);
+// A row of values as the terminal shows it (a position's features, a row of an output, a vector), the one
+// function every terminal view of values uses: "[0.25 -1.5 3]", each value at `precision` significant digits
+// (6, the views'; the reports keep every digit) right-aligned in `width` characters; past kTerminalRowValues
+// values, the first and last three and the count, "[0.1 0.2 0.3 ... 0.8 0.9 1] (50 values)", so that a line
+// stays within about 110 columns. `keep`: an index shown with its value when the cut would hide it (the feature
+// of the largest difference), "[0.1 0.2 0.3 ... 44: 4.5 ... 0.8 0.9 1] (50 values)".
+inline constexpr std::size_t kTerminalRowValues = 8;
+inline constexpr std::size_t kNoColumn = static_cast<std::size_t>(-1);
+std::string format_row(const double* values, std::size_t count, int width = 0, int precision = 6,
+                       std::size_t keep = kNoColumn);
 
 // A matrix as a tensor of its shape (row-major), and a tensor of one or two dims as a matrix (one dim: one row). In
 // a namespace of their own, so that argument-dependent lookup never finds them for a user's functions of the same

@@ -176,7 +176,9 @@ public:
         return out;
     }
 
-    Observation judge(const Case& c, const Answers& a, const ToleranceModel& t) const {
+    // `keep`: both sides of every output and the case's lengths kept also when it passes (AuditResult::checked's
+    // closest case).
+    Observation judge(const Case& c, const Answers& a, const ToleranceModel& t, bool keep = false) const {
         if (!a.again.empty())
             if (auto nd = differ(c.lengths, c.inputs, a.y, a.again, "L(x)", t, a.positions)) return *nd;
         // P x == x (ties): L(P x) answers the very request L(x) answered, so any difference is nondeterminism.
@@ -195,8 +197,8 @@ public:
         std::string where = non_finite(a.y, "L(x)", c.inputs);
         if (where.empty()) where = non_finite(a.lhs, side_name(), property_ == Property::padding ? c.inputs : a.px);
         const bool holds = std::all_of(ob.outputs.begin(), ob.outputs.end(), [](const OutputComparison& o) { return o.holds; });
-        if (holds && where.empty()) return ob;  // pass: nothing kept
-        ob.outcome = where.empty() ? Outcome::violated : Outcome::non_finite;
+        if (holds && where.empty() && !keep) return ob;  // pass: nothing kept
+        if (!holds || !where.empty()) ob.outcome = where.empty() ? Outcome::violated : Outcome::non_finite;
         if (!where.empty()) ob.detail = where + " for " + format_lengths(c.lengths);
         ob.lengths = c.lengths;
         ob.perms = c.perms;
@@ -575,6 +577,7 @@ AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, c
     AuditResult r;
     r.property = audited_property(signature, opts);
     r.dtype = *opts.dtype;
+    r.dtype_evidence = DtypeEvidence::given;
     r.cases = 1;
     r.signature = signature;
     r.verdict = ob && ob->outcome != Outcome::pass ? engine::verdict_of(ob->outcome) : Verdict::holds;
@@ -683,6 +686,7 @@ AuditResult audit(const std::vector<BatchedNamedBlackBox>& layers, const Signatu
         cover(result, *shared, lengths, schedule, count);
     });
     evaluators[0].learned_sizes(*r.signature);
+    r.tolerance_widest = widest_fixed_size(signature);
     for (const SignatureEvaluator& ev : evaluators) r.largest_shift = std::max(r.largest_shift, ev.largest_shift);
     const bool undecided = std::any_of(evaluators.begin(), evaluators.end(),
                                        [&](const SignatureEvaluator& ev) { return ev.decided_nothing_in(r.dtype); });

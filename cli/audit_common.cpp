@@ -4,7 +4,9 @@
 #include "cli/options.h"
 #include "report/views.h"
 
+#include <cmath>
 #include <filesystem>
+#include <iomanip>
 #include <iostream>
 #include <sstream>
 #include <vector>
@@ -22,6 +24,15 @@ std::string lengths_text(const std::vector<int>& lengths) {
         if (j > i) s << "-" << lengths[j];
         i = j + 1;
     }
+    return s.str();
+}
+
+// A time or a rate for a person: three significant digits ("0.0465", "64.4"), whole from 100 on ("45623").
+std::string rate_text(double v) {
+    std::ostringstream s;
+    if (std::abs(v) >= 100) s << std::fixed << std::setprecision(0);
+    else s << std::setprecision(3);
+    s << v;
     return s.str();
 }
 
@@ -225,9 +236,7 @@ DtypeChoice dtype_choice(Arithmetic a) {
     return DtypeChoice::float64;
 }
 
-std::string dtype_text(const AuditResult& r) {
-    return std::string(arithmetic_name(r.dtype)) + (r.dtype_inferred ? ", inferred from the answers" : "");
-}
+std::string dtype_text(const AuditResult& r) { return precision_text(r); }
 
 AuditOptions audit_options(const AuditFlags& f) {
     AuditOptions o;
@@ -248,7 +257,7 @@ AuditOptions audit_options(const AuditFlags& f) {
 std::string replay_tail(const AuditFlags& f, const AuditResult& r, bool lengths) {
     std::ostringstream s;
     if (const auto given = requested_dtype(f)) s << " --dtype " << arithmetic_name(*given);
-    else if (r.evaluations > 0) s << " --dtype " << arithmetic_name(r.dtype);
+    else if (r.dtype_inferred) s << " --dtype " << arithmetic_name(r.dtype);
     if (lengths) s << " --min-len " << f.min_len;
     if (lengths && f.max_len_given()) s << " --max-len " << f.max_len;  // without it, the schedule's long cases too
     s << " --cases " << f.cases << " --seed " << f.seed;
@@ -280,6 +289,8 @@ report::Record audit_record(const AuditResult& r, const std::string& name, Prope
         details["lengths"] = r.lengths;
     }
     details["dtype_inferred"] = r.dtype_inferred;
+    // What decided the dtype: "given", or the rule of check/audit_engine.h (PrecisionEvidence) that did.
+    details["dtype_evidence"] = dtype_evidence_name(requested_dtype(f) ? DtypeEvidence::given : r.dtype_evidence);
     details["evaluations"] = r.evaluations;
     details["confirmed_alone"] = r.confirmed_alone;  // cases of a batched run asked again one request each
     details["seconds"] = seconds;
@@ -292,9 +303,12 @@ report::Record audit_record(const AuditResult& r, const std::string& name, Prope
 void print_result(std::ostream& out, std::ostream& err, const std::string& program, const std::string& head,
                   const AuditResult& r, double seconds, const std::string& replay, const Signature* signature) {
     out << head << " " << verdict_name(r.verdict) << " after " << r.cases << (r.cases == 1 ? " case" : " cases")
-        << ", " << r.evaluations << (r.evaluations == 1 ? " layer call, " : " layer calls, ") << seconds << " s";
-    if (seconds > 0 && r.cases > 0) out << " (" << r.cases / seconds << " cases/s)";
+        << ", " << r.evaluations << (r.evaluations == 1 ? " layer call, " : " layer calls, ") << rate_text(seconds) << " s";
+    // The throughput of a run that judged its cases to the end; a run that stopped at a failure and shrank it has none.
+    const bool ran_through = r.verdict == Verdict::holds || r.verdict == Verdict::undecided;
+    if (ran_through && seconds > 0 && r.cases > 0) out << " (" << rate_text(r.cases / seconds) << " cases/s)";
     out << "\n";
+    if (const std::string note = precision_note(r); !note.empty()) out << "  dtype: " << note << "\n";
     if (!r.lengths.empty()) out << "  lengths sent: " << lengths_text(r.lengths) << "\n";
     if (!r.axis_lengths.empty()) {
         out << "  lengths sent:";

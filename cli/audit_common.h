@@ -60,7 +60,8 @@ std::optional<Arithmetic> requested_dtype(const AuditFlags& f);
 // The --dtype value that asks for `a` (a black box's precision: not exact).
 DtypeChoice dtype_choice(Arithmetic a);
 
-// "float32, inferred from the answers" or "float64": the dtype an audit used, for its header line.
+// "float32, inferred from the answers", "float64", "float64, as the answers were short dyadic numbers" or "no
+// answer came, so no precision was inferred": the dtype an audit used, for its header line (precision_text).
 std::string dtype_text(const AuditResult& r);
 // --report DIR: registered last, after the command's own options.
 void add_report_option(CLI::App& app, AuditFlags& f);

@@ -226,8 +226,9 @@ std::string head_of(const AuditRequest& q, const Form& f, const AuditResult& r) 
     std::ostringstream head;
     head << "audit of " << q.name() << ": ";
     if (!f.shorthand()) return head.str() + signature_head(f.signature, r);
-    head << property_name(property_of(f.signature)) << " (" << dtype_text(r) << ", n in [" << q.flags.min_len << ", "
-         << q.flags.max_len << "]" << (q.flags.max_len_given() ? "" : " and one case in ten longer, up to 256")
+    const bool dtype_known = r.verdict != Verdict::error || r.evaluations > 0;  // as signature_head says it
+    head << property_name(property_of(f.signature)) << " (" << (dtype_known ? dtype_text(r) + ", " : "") << "n in ["
+         << q.flags.min_len << ", " << q.flags.max_len << "]" << (q.flags.max_len_given() ? "" : " and one case in ten longer, up to 256")
          << ", d = " << q.flags.dim << ")";
     return head.str();
 }
@@ -299,7 +300,7 @@ void add_signature_options(CLI::App& sub, AuditRequest& q) {
 
 void add_options(CLI::App& sub, AuditRequest& q) {
     CLI::Option* exec = sub.add_option("--exec", q.command,
-                                       "the adapter: a shell command that speaks the line protocol (README)");
+                                       "the adapter: a shell command that speaks the line protocol (docs/protocol.md)");
     CLI::Option* connect =
         sub.add_option("--connect", q.socket,
                        "instead of --exec: the Unix socket a serving process listens on, one connection per adapter "
@@ -313,8 +314,12 @@ void add_options(CLI::App& sub, AuditRequest& q) {
     add_signature_options(sub, q);
     add_audit_options(sub, q.flags,
                       "infer | float32 | float64 | float16 | bfloat16: the precision the layer computes in (sets the "
-                      "tolerance; the adapter is not told it); infer: float32 when every answer is a float32 value "
-                      "and not every answer an integer (never a half precision: give it)",
+                      "tolerance; the adapter is not told it); infer: float32 when some answer shows float32 rounding "
+                      "(a float32 value of more than " + std::to_string(kShortDyadicBits) + " significant bits) and "
+                      "every answer is a float32 value; else float64, also when every value is a short dyadic number "
+                      "(at most " + std::to_string(kShortDyadicBits) + " significant bits, as "
+                      "exact arithmetic on the requests' values gives in any precision), said so; never a half "
+                      "precision: give it",
                       "seed of the random search");
     q.min_len_option = sub.get_option(kAuditMinLen.flag);
     add_property_options(sub, q.flags);

@@ -6,6 +6,7 @@
 // A model that computes positions itself from the row index tells the listings apart: order by another route.
 #include "cli/commands.h"
 
+#include "check/signature.h"
 #include "layers/exact_pooling.h"
 #include "layers/layers.h"
 #include "layers/token_attention.h"
@@ -58,10 +59,11 @@ bool rows_are_permuted_bits(const Mat<float>& a, const Mat<float>& b) {
     return true;
 }
 
+// At 9 significant digits, not the views' 6: every float32 value apart, so that the vectors the demo calls
+// different in their last bits are seen to differ.
 void print_vector(const char* label, const Mat<double>& v) {
-    std::printf("     %-14s [", label);
-    for (Eigen::Index j = 0; j < v.cols(); ++j) std::printf("%s%12.9g", j ? " " : "", v(0, j));
-    std::printf(" ]\n");
+    const Eigen::RowVectorXd row = v.row(0);
+    std::printf("     %-14s %s\n", label, format_row(row.data(), static_cast<std::size_t>(row.size()), 12, 9).c_str());
 }
 
 // One exact section: both pooled vectors, and whether they are the same rational numbers.

@@ -5,7 +5,7 @@
     serve(module, dtype=torch.float32)     # any torch.nn.Module, in eval mode, under no_grad
 
 Kept for the adapter files written against it; the same function is `permcheck.serve`, and the protocol it
-speaks is documented in permcheck/_protocol.py (and the README, "Auditing your own layer").
+speaks is documented in permcheck/_protocol.py (and docs/protocol.md).
 """
 
 from permcheck._protocol import serve

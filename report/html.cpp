@@ -76,10 +76,39 @@ std::string cell_colour(double v, double largest) {
     return buf;
 }
 
-// What the heatmap's rows and columns are: a check's positions and features, or a signature output's dims.
+// What the heatmap's rows and columns are: a check's positions and features, or a signature output's dims; `id`
+// names its colour scale's gradient, unique in the page; `diff` what its cells are (the scale's caption).
 struct HeatmapAxes {
     std::string rows = "position", cols = "feature";
+    std::string id = "scale", diff = "|difference|";
 };
+
+// The heatmap's colour scale: a bar from the lightest tint to dark red with its two ends' values (0 and the largest
+// difference), white for an exact zero and black for a non-finite difference beside it. One-sided: the cells are
+// absolute differences, never negative, so the scale runs from 0 up and is not symmetric about 0.
+void scale_svg(std::ostringstream& s, double x, double y, double largest, bool non_finite, const HeatmapAxes& axes) {
+    const double bar = 200, zero = x + bar + 16;
+    const std::string id = html_escape(axes.id);
+    s << "<g class=\"scale\" data-min=\"0\" data-max=\"" << text(largest) << "\" data-symmetric=\"false\">"
+      << "<defs><linearGradient id=\"" << id << "\" x1=\"0\" x2=\"1\" y1=\"0\" y2=\"0\"><stop offset=\"0\" stop-color=\""
+      << cell_colour(std::numeric_limits<double>::min(), 1.0) << "\"/><stop offset=\"1\" stop-color=\""
+      << cell_colour(1.0, 1.0) << "\"/></linearGradient></defs>"
+      << "<text x=\"" << x << "\" y=\"" << y << "\" class=\"axis\">scale: " << html_escape(axes.diff)
+      << " from 0 to the largest, one-sided (not symmetric about 0)</text>"
+      << "<rect class=\"scale-bar\" x=\"" << x << "\" y=\"" << y + 8 << "\" width=\"" << bar
+      << "\" height=\"14\" fill=\"url(#" << id << ")\" stroke=\"#c8c8c8\"/>"
+      << "<text x=\"" << x << "\" y=\"" << y + 36 << "\" class=\"label scale-min\">0</text>"
+      << "<text x=\"" << x + bar << "\" y=\"" << y + 36 << "\" text-anchor=\"end\" class=\"label scale-max\">"
+      << text(largest) << "</text>"
+      << "<rect class=\"scale-zero\" x=\"" << zero << "\" y=\"" << y + 8
+      << "\" width=\"14\" height=\"14\" fill=\"#ffffff\" stroke=\"#c8c8c8\"/><text x=\"" << zero + 18 << "\" y=\""
+      << y + 19 << "\" class=\"label\">exactly 0</text>";
+    if (non_finite)
+        s << "<rect class=\"scale-non-finite\" x=\"" << zero + 90 << "\" y=\"" << y + 8
+          << "\" width=\"14\" height=\"14\" fill=\"#111111\"/><text x=\"" << zero + 108 << "\" y=\"" << y + 19
+          << "\" class=\"label\">non-finite</text>";
+    s << "</g>";
+}
 
 std::string heatmap_svg(const Counterexample& c, Property property, const HeatmapAxes& axes = {}) {
     const Mat<double>& a = c.lhs;
@@ -90,6 +119,7 @@ std::string heatmap_svg(const Counterexample& c, Property property, const Heatma
                "): no heatmap.</p>";
     Mat<double> diff(a.rows(), a.cols());
     double largest = 0.0;
+    bool non_finite = false;
     for (Eigen::Index i = 0; i < a.rows(); ++i)
         for (Eigen::Index j = 0; j < a.cols(); ++j) {
             const double x = a(i, j), y = b(i, j);
@@ -97,12 +127,14 @@ std::string heatmap_svg(const Counterexample& c, Property property, const Heatma
             diff(i, j) = same ? 0.0 : std::abs(x - y);
             if (std::isnan(diff(i, j))) diff(i, j) = std::numeric_limits<double>::infinity();
             if (std::isfinite(diff(i, j))) largest = std::max(largest, diff(i, j));
+            else non_finite = true;
         }
     const double cell = std::clamp(560.0 / std::max<double>(1.0, static_cast<double>(std::max(a.rows(), a.cols()))),
                                    8.0, 48.0);
     const double left = 110, top = 40;
-    const double width = left + cell * static_cast<double>(a.cols()) + 20;
-    const double height = top + cell * static_cast<double>(a.rows()) + 20;
+    const double width = std::max(left + cell * static_cast<double>(a.cols()) + 20, 620.0);
+    const double grid_bottom = top + cell * static_cast<double>(a.rows());
+    const double height = grid_bottom + 70;
     std::ostringstream s;
     s << "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"heatmap\" width=\"" << width << "\" height=\"" << height
       << "\" viewBox=\"0 0 " << width << " " << height << "\" role=\"img\" aria-label=\"heatmap of differences\">"
@@ -116,7 +148,7 @@ std::string heatmap_svg(const Counterexample& c, Property property, const Heatma
         std::string row_label = std::to_string(i);
         if (property == Property::causal_prefix) row_label = "n-1 = " + std::to_string(c.n() - 1);
         if (property == Property::invariance) row_label = "pooled";
-        if (labels || a.rows() == 1)
+        if ((labels || a.rows() == 1) && !axes.rows.empty())
             s << "<text x=\"" << left - 8 << "\" y=\"" << top + cell * static_cast<double>(i) + cell / 2 + 4
               << "\" text-anchor=\"end\" class=\"label\">" << html_escape(row_label) << "</text>";
         for (Eigen::Index j = 0; j < a.cols(); ++j)
@@ -126,6 +158,7 @@ std::string heatmap_svg(const Counterexample& c, Property property, const Heatma
               << "\"><title>" << (axes.rows.empty() ? "" : html_escape(axes.rows) + " " + std::to_string(i) + ", ")
               << html_escape(axes.cols) << " " << j << ": " << text(diff(i, j)) << "</title></rect>";
     }
+    scale_svg(s, 10, grid_bottom + 24, largest, non_finite, axes);
     s << "</svg>";
     return s.str();
 }
@@ -135,12 +168,8 @@ std::string matrix_table(const Mat<double>& m, const std::string& caption) {
     s << "<table class=\"matrix\"><caption>" << html_escape(caption) << "</caption>";
     for (Eigen::Index i = 0; i < m.rows(); ++i) {
         s << "<tr><th>" << i << "</th>";
-        // Six digits to read, every digit on hover (and in report.json).
-        for (Eigen::Index j = 0; j < m.cols(); ++j) {
-            char shown[32];
-            std::snprintf(shown, sizeof shown, "%.6g", m(i, j));
-            s << "<td title=\"" << text(m(i, j)) << "\">" << shown << "</td>";
-        }
+        // Six digits to read; every digit in report.json.
+        for (Eigen::Index j = 0; j < m.cols(); ++j) s << "<td>" << text(m(i, j)) << "</td>";
         s << "</tr>";
     }
     s << "</table>";
@@ -212,9 +241,13 @@ std::pair<double, double> edge_path(std::ostringstream& s, const std::vector<std
 }
 
 // The counterexample's graph: nodes on a circle, directed edges as arrows; moved nodes and edges (those the
-// nodes' or edges' permutation moves) in red.
+// nodes' or edges' permutation moves) in red. The panel is sized to the graph: about 48 px of the circle a node (at
+// least a radius of 60), and a margin for self-loops and edge labels, so that 3 nodes are not lost in an empty
+// panel and 40 are not cramped.
+double graph_radius(int nodes) { return nodes <= 1 ? 0.0 : std::max(60.0, 48.0 * nodes / (2 * 3.14159265358979)); }
+
 std::string graph_svg(const EdgeList& g, const SignatureCounterexample& c) {
-    const double size = 320, centre = size / 2, radius = g.nodes <= 1 ? 0 : 110;
+    const double radius = graph_radius(g.nodes), size = 2 * (radius + 70), centre = size / 2;
     std::vector<std::pair<double, double>> at;
     for (int i = 0; i < g.nodes; ++i) {
         const double angle = 2 * 3.14159265358979 * i / std::max(1, g.nodes) - 3.14159265358979 / 2;
@@ -276,32 +309,51 @@ std::string dim_label(const TensorSpec* t, std::size_t k) {
     return "dim " + std::to_string(k);
 }
 
-// The heatmap of an output that differs, when it has at most two dims (rows the outer dim, columns the inner),
-// its rows and columns labelled with the output's dims.
-std::string output_heatmap(const OutputComparison& o, const TensorSpec* spec) {
+// The heatmap of an output that differs: its dims of size 1 squeezed out (a batch dim of 1, `y:1,n,d`), what is left
+// drawn when it is at most two dims (rows the outer, columns the inner), labelled with the output's dims; the
+// caption names the squeezed dims. `id`: unique in the page, for its colour scale. `closest`: the case of a run that
+// held closest to its tolerance, drawn though it holds, under its own heading.
+std::string output_heatmap(const OutputComparison& o, const TensorSpec* spec, const SideNames& sides, const std::string& id,
+                           bool closest = false) {
     const Tensor& a = o.layer_of_permuted;
     const Tensor& b = o.permuted_layer;
-    if (o.holds || o.shape_mismatch || a.shape != b.shape || a.shape.size() > 2 || a.values.size() != b.values.size())
-        return "";
-    const Eigen::Index rows = a.shape.size() == 2 ? a.shape[0] : 1;
-    const Eigen::Index cols = a.shape.empty() ? 1 : a.shape.back();
+    if ((o.holds && !closest) || o.shape_mismatch || a.shape != b.shape || a.values.size() != b.values.size()) return "";
+    std::vector<std::size_t> kept, squeezed;
+    for (std::size_t k = 0; k < a.shape.size(); ++k) (a.shape[k] == 1 ? squeezed : kept).push_back(k);
+    const std::string head = "<h3>" + std::string(closest ? "Closest case, output " : "Output ") + html_escape(o.name) +
+                             ": heatmap of " + html_escape(sides.diff) + "</h3>\n";
+    if (kept.size() > 2)
+        return head + "<p class=\"note\">" + std::to_string(kept.size()) +
+               " dims of size above 1: no heatmap (its values are in the inputs and outputs below).</p>\n";
+    const Eigen::Index rows = kept.size() == 2 ? a.shape[kept[0]] : 1;
+    const Eigen::Index cols = kept.empty() ? 1 : a.shape[kept.back()];
     if (rows * cols != static_cast<Eigen::Index>(a.values.size()) || rows * cols == 0) return "";
     Counterexample ce;
     ce.lhs = Mat<double>(rows, cols);
     ce.rhs = Mat<double>(rows, cols);
-    for (Eigen::Index i = 0; i < rows * cols; ++i) {
+    for (Eigen::Index i = 0; i < rows * cols; ++i) {  // row-major: squeezing dims of size 1 keeps the order
         ce.lhs(i / cols, i % cols) = a.values[static_cast<std::size_t>(i)];
         ce.rhs(i / cols, i % cols) = b.values[static_cast<std::size_t>(i)];
     }
     HeatmapAxes axes;
-    axes.rows = a.shape.size() == 2 ? dim_label(spec, 0) : "";
-    axes.cols = a.shape.empty() ? "value" : dim_label(spec, a.shape.size() - 1);
-    return "<h3>Output " + html_escape(o.name) + ": heatmap of the difference</h3>\n" +
-           heatmap_svg(ce, a.shape.size() == 2 ? Property::equivariance : Property::invariance, axes) + "\n";
+    axes.rows = kept.size() == 2 ? dim_label(spec, kept[0]) : "";
+    axes.cols = kept.empty() ? "value" : dim_label(spec, kept.back());
+    axes.id = id;
+    axes.diff = sides.diff;
+    std::string caption;
+    if (!squeezed.empty()) {
+        caption = "<p class=\"note squeezed\">squeezed: ";
+        for (std::size_t k = 0; k < squeezed.size(); ++k) {
+            const std::string label = dim_label(spec, squeezed[k]), dim = "dim " + std::to_string(squeezed[k]);
+            caption += (k ? ", " : "") + html_escape(label) + (label == dim ? "" : " (" + dim + ")");
+        }
+        caption += squeezed.size() == 1 ? " has size 1 and is left out" : " have size 1 and are left out";
+        caption += "; the heatmap shows the " + std::to_string(rows) + " x " + std::to_string(cols) + " that remains.</p>\n";
+    }
+    return head + caption + heatmap_svg(ce, Property::equivariance, axes) + "\n";
 }
 
-std::string signature_html(const SignatureCounterexample& c, const Signature& sig, const SideNames& names,
-                           bool twice) {
+std::string signature_html(const SignatureCounterexample& c, const Signature& sig, const Record& r, bool twice) {
     std::ostringstream s;
     s << "<h2>" << (twice ? "One input answered twice" : "Counterexample") << ": " << html_escape(lengths_text(c.lengths)) << "</h2>\n<p>Found at case " << c.case_index
       << ", " << c.shrink_steps << " shrink steps.</p>\n";
@@ -312,8 +364,8 @@ std::string signature_html(const SignatureCounterexample& c, const Signature& si
               << g->edges << (g->edges == 1 ? " directed edge" : " directed edges")
               << " (source &#8594; target, labelled e0, e1, ...) of the input x; red: moved by the permutation of "
               << html_escape(t.index_axis) << " or of the edges.</p>\n" << graph_svg(*g, c) << "\n";
-    s << "<h2>Outputs</h2>\n<table class=\"summary\"><tr><th>output</th><th>must be</th><th>largest "
-      << html_escape(names.diff) << "</th><th>where</th><th>tolerance</th><th></th></tr>";
+    s << "<h2>Outputs</h2>\n<table class=\"summary\"><tr><th>output</th><th>must be</th><th>largest difference"
+      << "</th><th>where</th><th>tolerance</th><th></th></tr>";
     for (const OutputComparison& o : c.outputs) {
         const TensorSpec* t = spec_named(sig.outputs, o.name);
         s << "<tr><td>" << html_escape(o.name) << "</td><td>" << html_escape(t ? output_claim(*t, sig) : "")
@@ -322,11 +374,17 @@ std::string signature_html(const SignatureCounterexample& c, const Signature& si
           << text(o.tolerance) << "</td><td>" << (o.holds ? "holds" : "<b>violated</b>") << "</td></tr>";
     }
     s << "</table>\n";
-    for (const OutputComparison& o : c.outputs) s << output_heatmap(o, spec_named(sig.outputs, o.name));
+    for (std::size_t k = 0; k < c.outputs.size(); ++k) {
+        const OutputComparison& o = c.outputs[k];
+        const TensorSpec* t = spec_named(sig.outputs, o.name);
+        s << output_heatmap(o, t, output_sides(r, t), "scale-" + std::to_string(k));
+    }
     s << "<h2>Inputs and outputs</h2>\n<div class=\"matrices\">";
     for (const auto& [name, t] : c.inputs) s << tensor_pre(name, t);
-    for (const OutputComparison& o : c.outputs)
+    for (const OutputComparison& o : c.outputs) {
+        const SideNames names = output_sides(r, spec_named(sig.outputs, o.name));
         s << tensor_pre(o.name + ": " + names.lhs, o.layer_of_permuted) << tensor_pre(o.name + ": " + names.rhs, o.permuted_layer);
+    }
     s << "</div>\n";
     return s.str();
 }
@@ -353,6 +411,85 @@ std::string taps_html(const TapTrace& t) {
     return s.str();
 }
 
+// What the audit checked, one row per output and axis (checked_rows): the lengths the run sent on that axis, the
+// cases, the largest difference with its case's tolerance, the largest fraction of its own tolerance any case came
+// to, the range of the tolerances; the output that broke marked (row class broke), then how the tolerance is made.
+std::string checked_html(const Record& r) {
+    const std::vector<CheckedRow> rows = checked_rows(r);
+    if (rows.empty()) return "";
+    std::ostringstream s;
+    s << "<h2>What was checked</h2>\n<p class=\"note\">Each case draws a length for every axis and permutes every axis "
+         "at once; an output's two sides are compared once a case, so its numbers are over all its axes together.";
+    if (r.checked && (r.verdict == Verdict::violated || r.verdict == Verdict::non_finite))
+        s << " The failing case counts, as it was found (before shrinking).";
+    if (!r.checked) s << " This report does not record the differences and tolerances of the run.";
+    s << "</p>\n<table class=\"checked\"><tr><th>output</th><th>axis</th><th>must be</th><th>lengths covered</th>"
+         "<th>cases</th><th>compared</th><th>largest difference</th><th>its tolerance</th><th>largest fraction of "
+         "tolerance</th><th>tolerances</th><th>result</th></tr>\n";
+    for (const CheckedRow& row : rows) {
+        s << "<tr class=\"checked-row" << (row.broke ? " broke" : "") << "\">";
+        const std::string span = row.span > 1 ? " rowspan=\"" + std::to_string(row.span) + "\"" : "";
+        if (row.first) s << "<td" << span << "><code>" << html_escape(row.output) << "</code></td>";
+        s << "<td>" << html_escape(row.axis) << "</td><td>" << html_escape(row.claim) << "</td><td>"
+          << html_escape(row.lengths) << "</td>";
+        if (row.first) {
+            const OutputCheck* c = row.check;
+            const auto cell = [&](const std::string& v) { s << "<td" << span << " class=\"number\">" << v << "</td>"; };
+            cell(c ? std::to_string(c->cases) : "&#8211;");
+            s << "<td" << span << ">" << (*row.sides.diff ? html_escape(row.sides.diff) : "&#8211;") << "</td>";
+            cell(c ? text(c->max_abs_diff) : "&#8211;");
+            cell(c ? text(c->tolerance_at_max) : "&#8211;");
+            cell(c ? text(c->largest_fraction) : "&#8211;");
+            cell(c ? text(c->min_tolerance) + " &#8211; " + text(c->max_tolerance) : "&#8211;");
+            s << "<td" << span << ">" << (row.broke ? "<b>violated</b> &#9664;" : html_escape(row_result(row))) << "</td>";
+        }
+        s << "</tr>\n";
+    }
+    s << "</table>\n<p class=\"note tolerance\">Tolerance: " << html_escape(tolerance_text(r)) << "</p>\n";
+    return s.str();
+}
+
+// A run that held: for each output, the case that came closest to its tolerance, its heatmap drawn (none when no
+// case showed any difference).
+std::string closest_html(const Record& r) {
+    if (!r.checked || !r.signature || r.signature_counterexample) return "";
+    std::ostringstream s;
+    for (std::size_t k = 0; k < r.checked->outputs.size(); ++k) {
+        const OutputCheck& o = r.checked->outputs[k];
+        if (o.closest_case < 0) continue;
+        const TensorSpec* t = spec_named(r.signature->outputs, o.name);
+        const OutputComparison& c = o.closest;
+        if (c.max_abs_diff == 0.0) {
+            s << "<p class=\"note closest\">Output <code>" << html_escape(o.name) << "</code>: no case showed any "
+              << "difference; both sides were equal in every case.</p>\n";
+            continue;
+        }
+        s << output_heatmap(c, t, output_sides(r, t), "closest-" + std::to_string(k), true)
+          << "<p class=\"note closest\">Case " << o.closest_case << " (" << html_escape(lengths_text(o.closest_lengths))
+          << ") came closest to its tolerance: largest difference " << text(c.max_abs_diff);
+        if (!c.where.empty()) s << " at " << where_text(c.where);
+        s << ", " << text(c.tolerance > 0 ? c.max_abs_diff / c.tolerance : 0.0) << " of its tolerance " << text(c.tolerance)
+          << ".</p>\n";
+    }
+    const std::string body = s.str();
+    return body.empty() ? "" : "<h2>The case closest to its tolerance</h2>\n" + body;
+}
+
+// The record's details as a table of plain values; report.json holds them all (the signature, every length).
+std::string details_html(const Record& r) {
+    const auto lines = detail_lines(r);
+    std::ostringstream s;
+    s << "<h2>Details</h2>\n";
+    if (!lines.empty()) {
+        s << "<table class=\"summary details\">";
+        for (const auto& [key, value] : lines)
+            s << "<tr><th>" << html_escape(key) << "</th><td>" << html_escape(value) << "</td></tr>";
+        s << "</table>\n";
+    }
+    s << "<p class=\"note\">Every field, at full precision: <a href=\"report.json\">report.json</a>.</p>\n";
+    return s.str();
+}
+
 const char* kStyle = R"(
 body { font: 15px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #1b1b1b; padding: 0 1em; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.15em; margin-top: 1.6em; }
@@ -371,6 +508,10 @@ svg rect.cell { stroke: #c8c8c8; stroke-width: .5; }
 svg circle.gnode { fill: #eef2f7; stroke: #4a5a70; stroke-width: 1.5; } svg circle.gnode.moved { fill: #f9dedc; stroke: #b3261e; stroke-width: 3; }
 svg path.edge { stroke-width: 2; } svg path.edge.fixed { stroke: #4a5a70; } svg path.edge.moved { stroke: #b3261e; }
 tr.at-fault td { background: #f9dedc; }
+table.checked { border-collapse: collapse; margin: .5em 0; }
+table.checked td, table.checked th { border: 1px solid #ddd; padding: .15em .5em; text-align: left; vertical-align: top; }
+table.checked td.number { text-align: right; font-family: monospace; }
+tr.broke td { background: #f9dedc; }
 tr.first-break td { background: #f9dedc; font-weight: bold; }
 svg text.elabel { font: 11px monospace; fill: #555; }
 pre { background: #f4f4f4; padding: .6em; overflow-x: auto; }
@@ -391,6 +532,7 @@ std::string to_html(const Record& r) {
     s << "<table class=\"summary\"><tr><th>dtype</th><td>" << arithmetic_name(r.dtype) << "</td></tr><tr><th>cases</th><td>"
       << r.cases << "</td></tr><tr><th>seed</th><td>" << r.seed << "</td></tr></table>\n";
     if (!r.error.empty()) s << "<h2>Error</h2><pre>" << html_escape(r.error) << "</pre>\n";
+    s << checked_html(r) << closest_html(r);
     if (const auto& c = r.counterexample) {
         const Comparison& cmp = c->comparison;
         const bool twice = r.verdict == Verdict::nondeterministic || r.verdict == Verdict::batch_dependent;
@@ -413,17 +555,15 @@ std::string to_html(const Record& r) {
         }
         s << "<h2>Heatmap of " << html_escape(names.diff) << "</h2><p class=\"note\">rows are positions, columns "
           << "features; white is an exact zero, darker red a larger difference, black a non-finite one.</p>\n"
-          << heatmap_svg(*c, r.property) << "\n";
+          << heatmap_svg(*c, r.property, HeatmapAxes{"position", "feature", "scale", names.diff}) << "\n";
         s << "<h2>Matrices</h2>\n<div class=\"matrices\">" << matrix_table(c->x, "x")
           << matrix_table(c->lhs, names.lhs) << matrix_table(c->rhs, names.rhs) << "</div>\n";
     }
     if (r.signature_counterexample && r.signature)
-        s << signature_html(*r.signature_counterexample, *r.signature, names,
+        s << signature_html(*r.signature_counterexample, *r.signature, r,
                             r.verdict == Verdict::nondeterministic || r.verdict == Verdict::batch_dependent);
     if (r.taps) s << taps_html(*r.taps);
-    if (!r.details.empty())
-        s << "<h2>Details</h2><pre>" << html_escape(r.details.dump(2, ' ', false, json::error_handler_t::replace))
-          << "</pre>\n";
+    s << details_html(r);
     if (!r.replay.empty()) s << "<h2>Replay</h2><pre>" << html_escape(r.replay) << "</pre>\n";
     if (const std::string again = case_replay(r); !again.empty())
         s << "<p>or re-evaluate this exact case:</p><pre>" << html_escape(again) << "</pre>\n";

@@ -489,6 +489,101 @@ TapTrace taps_from(const json& j) {
     return t;
 }
 
+// What an audit checked: each output's largest difference and tolerances, each axis's lengths, the tolerance model
+// (every number at full precision; the views show six digits).
+json checked_json(const Checked& c) {
+    json outputs = json::array();
+    for (const OutputCheck& o : c.outputs)
+        outputs.push_back({{"name", o.name},
+                           {"cases", o.cases},
+                           {"max_abs_diff", number(o.max_abs_diff)},
+                           {"tolerance_at_max", number(o.tolerance_at_max)},
+                           {"largest_fraction_of_tolerance", number(o.largest_fraction)},
+                           {"min_tolerance", number(o.min_tolerance)},
+                           {"max_tolerance", number(o.max_tolerance)}});
+    for (std::size_t k = 0; k < c.outputs.size(); ++k) {
+        const OutputCheck& o = c.outputs[k];
+        if (o.closest_case < 0) continue;
+        json closest = comparison_json(o.closest);
+        closest["case_index"] = o.closest_case;
+        closest["lengths"] = o.closest_lengths;
+        outputs[k]["closest"] = std::move(closest);
+    }
+    const ToleranceModel& t = c.tolerance;
+    return json{{"outputs", outputs},
+                {"lengths", c.lengths},
+                {"tolerance", {{"unit_roundoff", number(t.unit_roundoff)},
+                               {"safety", number(t.safety)},
+                               {"amplification", number(t.amplification)},
+                               {"lambda", number(t.lambda)},
+                               {"widest", c.widest}}}};
+}
+
+Checked checked_from(const json& j) {
+    const std::string at = "checked.";
+    if (!j.is_object()) throw std::invalid_argument("field 'checked' must be an object or null");
+    Checked c;
+    const json& outputs = required(j, "outputs", at);
+    if (!outputs.is_array()) throw std::invalid_argument("field 'checked.outputs' must be an array");
+    for (std::size_t k = 0; k < outputs.size(); ++k) {
+        const json& o = outputs[k];
+        const std::string here = at + "outputs[" + std::to_string(k) + "].";
+        if (!o.is_object()) throw std::invalid_argument("field '" + here.substr(0, here.size() - 1) + "' must be an object");
+        OutputCheck out;
+        out.name = get_as<std::string>(o, "name", here);
+        out.cases = get_as<int>(o, "cases", here);
+        if (out.cases < 0) throw std::invalid_argument("field '" + here + "cases' must not be negative");
+        out.max_abs_diff = number_from(required(o, "max_abs_diff", here), here + "max_abs_diff");
+        out.tolerance_at_max = number_from(required(o, "tolerance_at_max", here), here + "tolerance_at_max");
+        out.largest_fraction = number_from(required(o, "largest_fraction_of_tolerance", here),
+                                           here + "largest_fraction_of_tolerance");
+        out.min_tolerance = number_from(required(o, "min_tolerance", here), here + "min_tolerance");
+        out.max_tolerance = number_from(required(o, "max_tolerance", here), here + "max_tolerance");
+        if (o.contains("closest") && !o["closest"].is_null()) {  // the case closest to its tolerance, of a run that held
+            const json& k = o["closest"];
+            const std::string at_k = here + "closest.";
+            if (!k.is_object()) throw std::invalid_argument("field '" + here + "closest' must be an object");
+            out.closest_case = get_as<int>(k, "case_index", at_k);
+            if (out.closest_case < 0) throw std::invalid_argument("field '" + at_k + "case_index' must not be negative");
+            const json& lengths = required(k, "lengths", at_k);
+            if (!lengths.is_object()) throw std::invalid_argument("field '" + at_k + "lengths' must be an object of axes");
+            for (auto it = lengths.begin(); it != lengths.end(); ++it) {
+                const int n = get_as<int>(lengths, it.key().c_str(), at_k + "lengths.");
+                if (n < 0) throw std::invalid_argument("field '" + at_k + "lengths." + it.key() + "' must not be negative");
+                out.closest_lengths[it.key()] = n;
+            }
+            OutputComparison& cmp = out.closest;
+            cmp.name = out.name;
+            cmp.layer_of_permuted = tensor_from(required(k, "layer_of_permuted", at_k), at_k + "layer_of_permuted", std::nullopt);
+            cmp.permuted_layer = tensor_from(required(k, "permuted_layer", at_k), at_k + "permuted_layer",
+                                             cmp.layer_of_permuted.shape);
+            cmp.max_abs_diff = number_from(required(k, "max_abs_diff", at_k), at_k + "max_abs_diff");
+            cmp.tolerance = number_from(required(k, "tolerance", at_k), at_k + "tolerance");
+            cmp.where = get_or<std::vector<int>>(k, "where", {}, at_k);
+            cmp.holds = get_or<bool>(k, "holds", true, at_k);
+            cmp.shape_mismatch = get_or<bool>(k, "shape_mismatch", false, at_k);
+        }
+        c.outputs.push_back(std::move(out));
+    }
+    const json& lengths = required(j, "lengths", at);
+    if (!lengths.is_object()) throw std::invalid_argument("field 'checked.lengths' must be an object of axes");
+    for (auto it = lengths.begin(); it != lengths.end(); ++it) {
+        const std::string& axis = it.key();
+        c.lengths[axis] = get_as<std::vector<int>>(lengths, axis.c_str(), at + "lengths.");
+        for (int n : c.lengths[axis])
+            if (n < 0) throw std::invalid_argument("field 'checked.lengths." + axis + "' holds a negative length");
+    }
+    const json& t = required(j, "tolerance", at);
+    if (!t.is_object()) throw std::invalid_argument("field 'checked.tolerance' must be an object");
+    const std::string tat = at + "tolerance.";
+    c.tolerance.unit_roundoff = number_from(required(t, "unit_roundoff", tat), tat + "unit_roundoff");
+    c.tolerance.safety = number_from(required(t, "safety", tat), tat + "safety");
+    c.tolerance.amplification = number_from(required(t, "amplification", tat), tat + "amplification");
+    c.tolerance.lambda = number_from(required(t, "lambda", tat), tat + "lambda");
+    c.widest = get_as<int>(t, "widest", tat);
+    return c;
+}
+
 json to_json(const Record& r) {
     json j = json::object();
     j["schema"] = kSchema;
@@ -511,6 +606,7 @@ json to_json(const Record& r) {
     const int weights = white_box ? r.counterexample->weights : r.weights;
     if (weights > 0) j["weights"] = weights;
     if (r.taps) add_taps(j, *r.taps);
+    if (r.checked) j["checked"] = checked_json(*r.checked);
     return j;
 }
 
@@ -552,6 +648,7 @@ Record from_json(const json& j) {
         }
     }
     if (j.contains("taps") && !j["taps"].is_null()) r.taps = taps_from(j);
+    if (j.contains("checked") && !j["checked"].is_null()) r.checked = checked_from(j["checked"]);  // absent before
     return r;
 }
 

@@ -12,8 +12,7 @@ namespace {
 
 // A signature audit's counterexample: every axis with its length and permutation, the axis at fault, each
 // output's comparison, then the inputs and both sides of every output.
-std::string signature_section(const SignatureCounterexample& c, const Signature& sig, const SideNames& names,
-                              bool twice) {
+std::string signature_section(const SignatureCounterexample& c, const Signature& sig, const Record& r, bool twice) {
     std::ostringstream s;
     s << "\n#### " << (twice ? "One input answered twice" : "Counterexample") << ": " << lengths_text(c.lengths) << "\n\n";
     if (twice) {
@@ -27,9 +26,7 @@ std::string signature_section(const SignatureCounterexample& c, const Signature&
              "renumbered.\n";
     }
     if (!c.axis_at_fault.empty()) s << "The axis at fault: **" << c.axis_at_fault << "** (the only axis permuted).\n";
-    std::string diff;  // a table cell: its bars escaped
-    for (const char* ch = names.diff; *ch; ++ch) diff += *ch == '|' ? std::string("\\|") : std::string(1, *ch);
-    s << "\n| output | must be | largest " << diff << " | where | tolerance | |\n| --- | --- | --- | --- | --- | --- |\n";
+    s << "\n| output | must be | largest difference | where | tolerance | |\n| --- | --- | --- | --- | --- | --- |\n";
     for (const OutputComparison& o : c.outputs) {
         const TensorSpec* t = spec_named(sig.outputs, o.name);
         s << "| " << md_code(o.name) << " | " << (t ? output_claim(*t, sig) : "") << " | " << text(o.max_abs_diff)
@@ -39,9 +36,11 @@ std::string signature_section(const SignatureCounterexample& c, const Signature&
     s << "\nFound at case " << c.case_index << ", " << c.shrink_steps << " shrink steps.\n\n";
     s << "<details><summary>inputs and outputs</summary>\n\n```text\n";
     for (const auto& [name, t] : c.inputs) s << name << " = " << tensor_text(t) << "\n";
-    for (const OutputComparison& o : c.outputs)
+    for (const OutputComparison& o : c.outputs) {
+        const SideNames names = output_sides(r, spec_named(sig.outputs, o.name));
         s << o.name << ": " << names.lhs << " = " << tensor_text(o.layer_of_permuted) << "\n" << o.name << ": "
           << names.rhs << " = " << tensor_text(o.permuted_layer) << "\n";
+    }
     s << "```\n\n</details>\n";
     return s.str();
 }
@@ -91,6 +90,62 @@ std::string taps_section(const TapTrace& t) {
     return s.str();
 }
 
+// What the audit checked, one row per output and axis; an output's own cells in its first row (Markdown has no
+// row spans), the output that broke marked.
+std::string checked_section(const Record& r) {
+    const std::vector<CheckedRow> rows = checked_rows(r);
+    if (rows.empty()) return "";
+    std::ostringstream s;
+    s << "\n#### What was checked\n\nEach case draws a length for every axis and permutes every axis at once; an "
+         "output's two sides are compared once a case, so its numbers are over all its axes together.";
+    if (r.checked && (r.verdict == Verdict::violated || r.verdict == Verdict::non_finite))
+        s << " The failing case counts, as it was found (before shrinking).";
+    if (!r.checked) s << " This report does not record the differences and tolerances of the run.";
+    s << "\n\n| output | axis | must be | lengths covered | cases | compared | largest difference | its tolerance | "
+         "largest fraction of tolerance | tolerances | result |\n"
+         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+    for (const CheckedRow& row : rows) {
+        const OutputCheck* c = row.first ? row.check : nullptr;
+        const std::string none = row.first ? "–" : "";
+        s << "| " << (row.first ? md_code(row.output) : "") << " | " << md_plain(row.axis) << " | " << row.claim << " | "
+          << row.lengths << " | " << (c ? std::to_string(c->cases) : none) << " | "
+          << (!row.first ? "" : *row.sides.diff ? md_code(cell(row.sides.diff)) : none) << " | " << (c ? text(c->max_abs_diff) : none) << " | "
+          << (c ? text(c->tolerance_at_max) : none) << " | " << (c ? text(c->largest_fraction) : none) << " | "
+          << (c ? text(c->min_tolerance) + " – " + text(c->max_tolerance) : none) << " | "
+          << (!row.first ? "" : row.broke ? "**violated** ◀" : row_result(row)) << " |\n";
+    }
+    s << "\nTolerance: " << md_plain(tolerance_text(r)) << "\n";
+    // A run that held: the case closest to its tolerance, per output (report.html draws its heatmap).
+    for (const OutputCheck& o : r.checked && !r.signature_counterexample ? r.checked->outputs : std::vector<OutputCheck>{}) {
+        if (o.closest_case < 0) continue;
+        const OutputComparison& c = o.closest;
+        s << "\nClosest to its tolerance, output " << md_code(o.name) << ": ";
+        if (c.max_abs_diff == 0.0) {
+            s << "no case showed any difference.\n";
+            continue;
+        }
+        s << "case " << o.closest_case << " (" << lengths_text(o.closest_lengths) << "), largest difference "
+          << text(c.max_abs_diff);
+        if (!c.where.empty()) s << " at " << md_code(where_text(c.where));
+        s << ", " << text(c.tolerance > 0 ? c.max_abs_diff / c.tolerance : 0.0) << " of its tolerance " << text(c.tolerance)
+          << ".\n";
+    }
+    return s.str();
+}
+
+// The record's details as a table of plain values; report.json holds them all.
+std::string details_section(const Record& r) {
+    std::ostringstream s;
+    s << "\n<details><summary>details</summary>\n\n";
+    if (const auto lines = detail_lines(r); !lines.empty()) {
+        s << "| field | value |\n| --- | --- |\n";
+        for (const auto& [key, value] : lines) s << "| " << md_plain(key) << " | " << md_code(cell(value)) << " |\n";
+        s << "\n";
+    }
+    s << "Every field, at full precision: `report.json`.\n\n</details>\n";
+    return s.str();
+}
+
 }  // namespace
 
 std::string to_markdown(const Record& r) {
@@ -105,6 +160,7 @@ std::string to_markdown(const Record& r) {
     s << "| cases | " << r.cases << " |\n";
     s << "| seed | " << r.seed << " |\n";
     if (!r.error.empty()) s << "\n**Error:**\n\n```text\n" << r.error << "\n```\n";
+    s << checked_section(r);
     if (const auto& c = r.counterexample) {
         const Comparison& cmp = c->comparison;
         const bool twice = r.verdict == Verdict::nondeterministic || r.verdict == Verdict::batch_dependent;
@@ -130,10 +186,10 @@ std::string to_markdown(const Record& r) {
           << matrix_text(c->lhs) << names.rhs << " =\n" << matrix_text(c->rhs) << "```\n\n</details>\n";
     }
     if (r.signature_counterexample && r.signature)
-        s << signature_section(*r.signature_counterexample, *r.signature, names,
+        s << signature_section(*r.signature_counterexample, *r.signature, r,
                                r.verdict == Verdict::nondeterministic || r.verdict == Verdict::batch_dependent);
     if (r.taps) s << taps_section(*r.taps);
-    if (!r.details.empty()) s << "\n<details><summary>details</summary>\n\n```json\n" << r.details.dump(2, ' ', false, json::error_handler_t::replace) << "\n```\n\n</details>\n";
+    s << details_section(r);
     // An audit served in process replays from Python (permcheck.replay), not from a shell.
     const bool python = r.replay.rfind("permcheck.replay(", 0) == 0;
     if (!r.replay.empty()) s << "\n**Replay:**\n\n```" << (python ? "python" : "sh") << "\n" << r.replay << "\n```\n";

@@ -37,6 +37,12 @@ Record record_of(const AuditResult& result, const std::string& layer, Property p
     if (r.signature_counterexample) r.signature_counterexample->replay = replay;
     r.error = result.error;
     r.taps = result.taps;
+    if (!result.checked.empty()) {
+        Checked c{result.checked, result.axis_lengths, result.tolerance, result.tolerance_widest};
+        // The one-tensor form's lengths are its one axis's.
+        if (!result.lengths.empty()) c.lengths[result.signature && !result.signature->axes.empty() ? result.signature->axes[0].name : "n"] = result.lengths;
+        r.checked = std::move(c);
+    }
     return r;
 }
 

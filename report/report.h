@@ -11,12 +11,24 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace permcheck::report {
 
 inline constexpr const char* kSchema = "permcheck.report/1";
+
+// What an audit checked (AuditResult::checked, its lengths and its tolerance model): report.json's "checked",
+// the table "What was checked" of report.md and report.html. A check's report, and one written before it was
+// recorded, has none and reads back without it.
+struct Checked {
+    std::vector<OutputCheck> outputs;                  // in the signature's order
+    std::map<std::string, std::vector<int>> lengths;   // per axis, the lengths the run sent, ascending
+    ToleranceModel tolerance;                          // of every comparison (the record's dtype)
+    int widest = 1;                                    // the signature's widest fixed size, a term of k
+};
 
 struct Record {
     Verdict verdict = Verdict::holds;
@@ -40,6 +52,7 @@ struct Record {
     // The counterexample's taps (check/taps.h), when the audited layer offered them: report.json's "taps",
     // "first_breaking_tap" and "taps_note"; a table in report.md and report.html with the first breaking tap marked.
     std::optional<TapTrace> taps;
+    std::optional<Checked> checked;
 };
 
 nlohmann::json to_json(const Record& r);

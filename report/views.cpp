@@ -1,19 +1,23 @@
 #include "report/views.h"
 
+#include "check/signature_case.h"
+
 #include <algorithm>
-#include <charconv>
+#include <map>
+#include <cstdio>
 #include <cmath>
 #include <sstream>
 
 namespace permcheck::report::detail {
 
-// Shortest text that reads back as the same double: for the human views.
+// Six significant digits, for the human views: enough to compare a difference with its tolerance; report.json keeps
+// every digit.
 std::string text(double v) {
     if (std::isnan(v)) return "NaN";
     if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
-    char buf[64];
-    const auto r = std::to_chars(buf, buf + sizeof buf, v);
-    return std::string(buf, r.ptr);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    return buf;
 }
 
 std::string one_line_text(const Permutation& p) { return where_text(p.one_line()); }
@@ -134,6 +138,164 @@ SideNames shown_sides(const Record& r) {
     if (r.verdict == Verdict::nondeterministic) return {"first answer", "second answer", "|first answer - second answer|"};
     if (r.verdict == Verdict::batch_dependent) return {"answer in a batch", "answer alone", "|in a batch - alone|"};
     return side_names(r.property);
+}
+
+SideNames output_sides(const Record& r, const TensorSpec* t) {
+    if (r.verdict == Verdict::nondeterministic || r.verdict == Verdict::batch_dependent) return shown_sides(r);
+    if (r.property != Property::equivariance && r.property != Property::invariance) return shown_sides(r);
+    return side_names(t && has_axis(*t) ? Property::equivariance : Property::invariance);
+}
+
+std::string runs_text(const std::vector<int>& lengths) {
+    std::string s;
+    for (std::size_t i = 0; i < lengths.size();) {
+        std::size_t j = i;
+        while (j + 1 < lengths.size() && lengths[j + 1] == lengths[j] + 1) ++j;
+        s += (i ? ", " : "") + std::to_string(lengths[i]);
+        if (j > i) s += ".." + std::to_string(lengths[j]);
+        i = j + 1;
+    }
+    return s;
+}
+
+namespace {
+
+using nlohmann::json;
+
+// The lengths per axis the record holds: its "checked", or an older report's details.audit (axis_lengths, or the
+// one-tensor form's lengths of its one axis).
+std::map<std::string, std::vector<int>> covered_lengths(const Record& r) {
+    if (r.checked) return r.checked->lengths;
+    std::map<std::string, std::vector<int>> out;
+    const auto audit = r.details.find("audit");
+    if (audit == r.details.end() || !audit->is_object()) return out;
+    const auto list = [](const json& j, std::vector<int>& into) {
+        if (!j.is_array()) return false;
+        for (const json& v : j)
+            if (v.is_number_integer()) into.push_back(v.get<int>());
+            else return false;
+        return true;
+    };
+    if (const auto a = audit->find("axis_lengths"); a != audit->end() && a->is_object())
+        for (auto it = a->begin(); it != a->end(); ++it)
+            if (std::vector<int> v; list(*it, v)) out[it.key()] = v;
+    if (const auto n = audit->find("lengths"); n != audit->end() && r.signature && !r.signature->axes.empty())
+        if (std::vector<int> v; list(*n, v) && !v.empty()) out[r.signature->axes[0].name] = v;
+    return out;
+}
+
+std::string lengths_cell(const std::map<std::string, std::vector<int>>& lengths, const std::string& axis) {
+    const auto it = lengths.find(axis);
+    if (it == lengths.end() || it->second.empty()) return "not recorded";
+    const std::size_t n = it->second.size();
+    return runs_text(it->second) + " (" + std::to_string(n) + (n == 1 ? " length)" : " lengths)");
+}
+
+// "2^-53" for a power of two, else the number.
+std::string power_of_two(double u) {
+    int e = 0;
+    if (u > 0 && std::frexp(u, &e) == 0.5) return "2^" + std::to_string(e - 1);
+    return text(u);
+}
+
+}  // namespace
+
+std::vector<CheckedRow> checked_rows(const Record& r) {
+    std::vector<CheckedRow> rows;
+    if (!r.signature) return rows;
+    const Signature& s = *r.signature;
+    const auto lengths = covered_lengths(r);
+    const bool position_property = r.property == Property::shift || r.property == Property::padding;
+    for (const TensorSpec& t : s.outputs) {
+        CheckedRow row;
+        row.output = t.name;
+        // A layer that answered one input twice differently: the table's numbers are its cases' before, whose sides
+        // the report's names (first and second answer) are not; it names none.
+        const bool twice = r.verdict == Verdict::nondeterministic || r.verdict == Verdict::batch_dependent;
+        row.sides = twice ? SideNames{"", "", ""} : output_sides(r, &t);
+        if (r.checked)
+            for (const OutputCheck& o : r.checked->outputs)
+                if (o.name == t.name) row.check = &o;
+        if (r.verdict == Verdict::violated && r.signature_counterexample)
+            for (const OutputComparison& o : r.signature_counterexample->outputs)
+                if (o.name == t.name && !o.holds) row.broke = true;
+        const std::size_t first = rows.size();
+        if (position_property) {
+            row.axis = "every axis";
+            row.claim = r.property == Property::shift ? "unchanged when every position id moves by the same c"
+                                                      : "unchanged at its real positions when masked pads are inserted";
+            for (const Axis& a : s.axes)
+                row.lengths += (row.lengths.empty() ? "" : "; ") + a.name + " " + lengths_cell(lengths, a.name);
+            rows.push_back(row);
+        } else {
+            for (const Axis& a : s.axes) {
+                const bool along = std::any_of(t.dims.begin(), t.dims.end(), [&a](const Dim& d) { return d.axis == a.name; });
+                row.axis = a.name;
+                row.claim = along ? "equivariant along" : "invariant to";
+                row.lengths = lengths_cell(lengths, a.name);
+                rows.push_back(row);
+                row.first = false;
+            }
+        }
+        for (std::size_t k = first; k < rows.size(); ++k) rows[k].span = static_cast<int>(rows.size() - first);
+    }
+    return rows;
+}
+
+std::string tolerance_text(const Record& r) {
+    const ToleranceModel t = r.checked ? r.checked->tolerance : tolerance_model(r.dtype, 1.0);
+    std::string s = std::string(arithmetic_name(r.dtype)) + ", unit roundoff u = " + power_of_two(t.unit_roundoff) +
+                    " = " + text(t.unit_roundoff) + ". Each case has its own tolerance: tol = " + text(t.safety) +
+                    " × a × γ(k) × M, with ";
+    if (t.lambda > 0)
+        s += "γ(k) = exp(λ √k u + k u² / (1 − u)) − 1, λ = " + text(t.lambda) +
+             " (a probabilistic bound for half precision), ";
+    else
+        s += "γ(k) = k u / (1 − k u), ";
+    s += r.checked ? "a = " + text(t.amplification) + " (the amplification), " : std::string("a the amplification, ");
+    s += "k = the sum of the case's axis lengths + ";
+    s += r.checked ? std::to_string(r.checked->widest) + " (the widest fixed size of the signature)"
+                   : std::string("the widest fixed size of the signature");
+    const bool positions = r.signature && std::any_of(r.signature->inputs.begin(), r.signature->inputs.end(),
+                                                      [](const TensorSpec& x) { return x.kind == TensorKind::position; });
+    if (positions) s += " + " + text(kPositionRoundingTerms) + " × the largest position id (their rounding)";
+    s += ", M = the largest |value| among the real inputs and both sides.";
+    return s;
+}
+
+std::string row_result(const CheckedRow& row) {
+    if (row.broke) return "violated";
+    if (!row.check) return "not recorded";
+    if (row.check->cases == 0) return "no case judged";
+    return row.check->largest_fraction <= 1.0 ? "within tolerance" : "violated";
+}
+
+std::vector<std::pair<std::string, std::string>> detail_lines(const Record& r) {
+    std::vector<std::pair<std::string, std::string>> out;
+    const auto value = [](const json& v) -> std::string {
+        if (v.is_string()) return v.get<std::string>();
+        if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
+        if (v.is_number_integer() || v.is_number_unsigned()) return v.dump();
+        if (v.is_number()) return text(v.get<double>());
+        if (v.is_array() && v.size() <= 16 && std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_primitive(); })) {
+            std::string s = "[";
+            for (std::size_t k = 0; k < v.size(); ++k)
+                s += (k ? ", " : "") + (v[k].is_number_float() ? text(v[k].get<double>()) : v[k].is_string() ? v[k].get<std::string>() : v[k].dump());
+            return s + "]";
+        }
+        return "";  // the signature, the lengths per axis, long lists: report.json's
+    };
+    const bool groups = r.details.size() > 1;
+    for (auto group = r.details.begin(); group != r.details.end(); ++group) {
+        if (!group->is_object()) {
+            if (const std::string v = value(*group); !v.empty()) out.emplace_back(group.key(), v);
+            continue;
+        }
+        for (auto it = group->begin(); it != group->end(); ++it)
+            if (const std::string v = value(*it); !v.empty())
+                out.emplace_back(groups ? group.key() + "." + it.key() : it.key(), v);
+    }
+    return out;
 }
 
 std::string axes_text(const std::vector<std::string>& axes) {

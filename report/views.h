@@ -4,10 +4,12 @@
 #include "report/report.h"
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace permcheck::report::detail {
 
-std::string text(double v);                        // shortest text that reads back as the same double
+std::string text(double v);                        // six significant digits (report.json keeps every digit)
 std::string one_line_text(const Permutation& p);   // "[1, 0, 2]"
 std::string headline(const Record& r);             // "layer: property verdict (dtype)"
 std::string matrix_text(const Mat<double>& m);
@@ -32,5 +34,33 @@ std::string case_replay(const Record& r);
 // What the record's two matrices are: "first answer" / "second answer" for a nondeterministic layer (one
 // input answered twice), else the property's sides.
 SideNames shown_sides(const Record& r);
+// The sides of one output of a signature audit: an output without an axis is invariant, L(P x) against L(x), whatever
+// the record's property says of the layer as a whole (a nondeterministic or batch-dependent record's as shown_sides).
+SideNames output_sides(const Record& r, const TensorSpec* t);
+
+// ---- what was checked -------------------------------------------------------------------------------------
+// "0..8, 13, 19": ascending lengths with their runs joined.
+std::string runs_text(const std::vector<int>& lengths);
+// One row of the table "What was checked": an output and an axis (equivariant along it or invariant to it), or,
+// for the shift and padding properties, an output and what must not change it. The output's own cells (its cases,
+// differences and tolerances) are those of its first row; `check` is null when the report does not record them.
+struct CheckedRow {
+    std::string output, axis, claim, lengths;
+    const OutputCheck* check = nullptr;
+    SideNames sides{"", "", ""};  // the output's two sides (empty for a record of an input answered twice)
+    bool first = true;   // the output's first row
+    int span = 1;        // the output's rows
+    bool broke = false;  // the output the counterexample violates
+};
+// The rows of an audit's record (one with a signature); empty for a check's. An older report without "checked"
+// gets its rows with the lengths from details.audit and no numbers.
+std::vector<CheckedRow> checked_rows(const Record& r);
+// How the tolerance was derived, a sentence with the record's parameters: the dtype, u, the formula, k and M.
+std::string tolerance_text(const Record& r);
+// The verdict of a row's output: "violated" (broke), "within tolerance" or "not recorded".
+std::string row_result(const CheckedRow& row);
+// A record's details (details.audit, details.check, ...) as (key, value) lines for a table: scalars as text, short
+// lists joined; the signature and longer values are left to report.json.
+std::vector<std::pair<std::string, std::string>> detail_lines(const Record& r);
 
 }  // namespace permcheck::report::detail

@@ -76,25 +76,7 @@ assert rows == want, rows
 PY
 echo "ok: profile"
 
-# The README's examples of these flags, run as written (python3 = /usr/bin/python3), each with the exit code its
-# comment promises: holds, violated, violated, violated (order-aware), and the profile's 0.
-block="$work/readme.sh"
-awk '/^sig="--axis n=1..8 --input ids:n:token=50/{on=1} on&&/^```/{exit} on' "$root/README.md" > "$block"
-[ "$(grep -c '^permcheck audit' "$block")" = 5 ] || { cat "$block"; fail "the README's position-aware example block is not the five audits this test knows"; }
-mkdir -p "$work/bin" "$work/docs"
-ln -s /usr/bin/python3 "$work/bin/python3"
-ln -s "$root/examples" "$work/docs/examples"
-codes=(0 1 1 1 0)
-k=0
-while IFS= read -r line; do
-  case "$line" in sig=*) eval "$line"; continue ;; permcheck*) ;; *) continue ;; esac
-  set +e
-  (cd "$work/docs" && PATH="$work/bin:$(dirname "$permcheck"):$PATH" eval "$line --cases 30") > "$work/out.txt" 2>&1
-  got=$?
-  set -e
-  [ "$got" = "${codes[$k]}" ] || { cat "$work/out.txt"; fail "README example '$line' exited $got, expected ${codes[$k]}"; }
-  k=$((k + 1))
-done < "$block"
-echo "ok: the README's examples"
+# The user docs' examples of these flags (docs/positions.md) run, with the exit codes they show, in the doc test
+# (tests/doc_test.py).
 
 echo "position_audit.sh: all passed"

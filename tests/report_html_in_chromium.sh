@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # report.html in headless Chromium: the page renders (a screenshot that is not blank, with the heatmap's red
 # cells and the permutation's red arrows drawn), and the DOM Chromium built holds the heatmap's <svg> with one
-# cell per position x feature. Exit 77 (skipped) when Chromium is not installed.
+# cell per position x feature and its colour scale (a bar with its ends' values). Exit 77 (skipped) when Chromium is not installed.
 #   usage: report_html_in_chromium.sh PERMCHECK_BINARY [KEEP_DIR]
 set -euo pipefail
 bin=$1
@@ -28,6 +28,9 @@ browse --dump-dom >dom.html
 cells=$(grep -o '<rect class="cell"' dom.html | wc -l)
 [ "$cells" -eq 8 ] || { echo "the rendered DOM holds $cells heatmap cells, expected 2 positions x 4 features = 8"; exit 1; }
 grep -q '<svg xmlns="http://www.w3.org/2000/svg" class="heatmap"' dom.html || { echo "no heatmap <svg> in the DOM"; exit 1; }
+grep -q '<g class="scale" data-min="0" data-max="[0-9.e+-]*" data-symmetric="false">' dom.html ||
+  { echo "no colour scale with its ends under the heatmap"; exit 1; }
+grep -q '<rect class="scale-bar"' dom.html || { echo "no colour scale bar in the DOM"; exit 1; }
 
 /usr/bin/python3 - "$work/shot.png" <<'EOF'
 import sys

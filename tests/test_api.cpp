@@ -85,6 +85,21 @@ TEST(AuditCallable, FloatCallableIsAuditedWithTheFloat32Tolerance) {
     EXPECT_EQ(r.verdict, permcheck::Verdict::holds) << permcheck::explain(r, o);
 }
 
+// A float64 C++ layer whose answers are permcheck's own short dyadic inputs (a max pooling selects them): any
+// precision computes them exactly, so they are judged as float64 (the stricter tolerance) and explain() says why.
+TEST(AuditCallable, ShortDyadicAnswersOfAFloat64LayerAreJudgedAsFloat64) {
+    permcheck::AuditOptions o = options(3, 60);
+    o.output = permcheck::Output::pooled;
+    const auto max_pool = [](const MatrixXd& x) -> Eigen::RowVectorXd { return x.colwise().maxCoeff(); };
+    const permcheck::AuditResult r = permcheck::audit_callable(max_pool, o);
+    EXPECT_EQ(r.verdict, permcheck::Verdict::holds) << permcheck::explain(r, o);
+    EXPECT_EQ(r.dtype, permcheck::Arithmetic::float64);
+    EXPECT_TRUE(r.dtype_inferred);
+    EXPECT_EQ(r.dtype_evidence, permcheck::DtypeEvidence::short_dyadic);
+    EXPECT_NE(permcheck::explain(r, o).find("layer calls, float64, as the answers were short dyadic numbers)"),
+              std::string::npos) << permcheck::explain(r, o);
+}
+
 TEST(AuditCallable, PositionLeakIsViolatedAndShrunkToTwoPositions) {
     const permcheck::AuditOptions o = options(2);
     const permcheck::AuditResult r = permcheck::audit_callable(position_leak, o);

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 #include <unistd.h>
 
@@ -277,6 +278,7 @@ TEST(AuditCommand, Float32AdapterHoldsByDefaultSayingTheDtypeWasInferred) {
     EXPECT_NE(r.output.find("(float32, inferred from the answers, n in [1, 50]"), std::string::npos) << r.output;
     EXPECT_EQ(r.report.value("dtype", ""), "float32");
     EXPECT_EQ(r.report["details"]["audit"].value("dtype_inferred", false), true);
+    EXPECT_EQ(r.report["details"]["audit"].value("dtype_evidence", ""), "float32 rounding seen");
     const std::string replay = r.report.value("replay", "");
     EXPECT_NE(replay.find("--dtype float32"), std::string::npos) << replay;
     const CommandRun again = run_replay_line(replay);
@@ -286,6 +288,73 @@ TEST(AuditCommand, Float32AdapterHoldsByDefaultSayingTheDtypeWasInferred) {
     const CommandRun strict = permcheck_audit("float32-strict", f32, "--dim 4 --max-len 50 --cases 60 --dtype float64");
     EXPECT_EQ(strict.status, 1) << strict.output;
     EXPECT_EQ(strict.report["details"]["audit"].value("dtype_inferred", true), false);
+    EXPECT_EQ(strict.report["details"]["audit"].value("dtype_evidence", ""), "given");
+}
+
+// A copy of the requests answers short dyadic numbers, which any precision computes exactly: judged as float64
+// and said so in the header, a line of its own and report.json; a run that holds shows its throughput.
+TEST(AuditCommand, ShortDyadicAnswersAreJudgedAsFloat64AndSaidSo) {
+    const CommandRun r = permcheck_audit("short-dyadic", kFault + " identity", "--dim 4 --cases 30");
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find("(float64, as the answers were short dyadic numbers, n in [1, 8]"), std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("\n  dtype: the answers were short dyadic numbers (at most 23 significant bits), which "
+                            "any precision computes exactly: judged as float64"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("inferred from the answers"), std::string::npos) << r.output;
+    EXPECT_EQ(r.report.value("dtype", ""), "float64");
+    EXPECT_EQ(r.report["details"]["audit"].value("dtype_inferred", false), true);
+    EXPECT_EQ(r.report["details"]["audit"].value("dtype_evidence", ""), "short dyadic answers, judged as float64");
+    EXPECT_NE(r.report.value("replay", "").find("--dtype float64"), std::string::npos) << r.report.value("replay", "");
+    // "30 cases, 63 layer calls, 0.123 s (244 cases/s)": three significant digits, whole numbers from 100 on.
+    const auto rate_at = r.output.find(" cases/s)");
+    ASSERT_NE(rate_at, std::string::npos) << r.output;
+    const std::string rate = r.output.substr(r.output.rfind('(', rate_at) + 1, rate_at - r.output.rfind('(', rate_at) - 1);
+    std::string digits;
+    for (char ch : rate) if (ch != '.') digits += ch;
+    digits.erase(0, digits.find_first_not_of('0'));
+    EXPECT_TRUE(rate.find('.') == std::string::npos || digits.size() <= 3) << rate;
+}
+
+// An adapter that never answers: no precision is inferred from nothing (no "inferred", no --dtype in the replay).
+TEST(AuditCommand, NoAnswerInfersNoPrecision) {
+    const CommandRun r = permcheck_audit("no-answer", kFault + " error", "--dim 2 --cases 30");
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find("(no answer came, so no precision was inferred, n in [1, 8]"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("inferred from the answers"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("cases/s"), std::string::npos) << r.output;
+    EXPECT_EQ(r.report["details"]["audit"].value("dtype_inferred", true), false);
+    EXPECT_EQ(r.report["details"]["audit"].value("dtype_evidence", ""), "no answer");
+    EXPECT_EQ(r.report.value("replay", "").find("--dtype"), std::string::npos) << r.report.value("replay", "");
+}
+
+// A violated run: no throughput (it stopped at the failure and shrank it), and its rows of 50 features elided to
+// the first and last three values (and the feature of the largest difference) at 6 significant digits, each row
+// within 120 columns.
+TEST(AuditCommand, AViolatedRunPrintsNoThroughputAndElidesWideRows) {
+    const CommandRun r = permcheck_audit("wide", kFault + " index-leak", "--dim 50 --cases 30");
+    ASSERT_EQ(r.status, 1) << r.output;
+    EXPECT_EQ(r.output.find("cases/s"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("] (50 values)\n"), std::string::npos) << r.output;
+    std::istringstream lines(r.output);
+    int rows = 0;
+    for (std::string line; std::getline(lines, line);) {
+        if (line.find_first_not_of(' ') == std::string::npos || line[line.find_first_not_of(' ')] != '[') continue;
+        ++rows;  // "    [0] [...]": a row of x or of a side
+        EXPECT_LE(line.size(), 120u) << line;
+        EXPECT_NE(line.find(" values)"), std::string::npos) << line;
+        std::istringstream values(line);  // "    [0] [-0.25 1.00025 ... 3.5] (50 values)"
+        for (std::string v; values >> v && v[0] != '(';) {
+            v.erase(std::remove_if(v.begin(), v.end(), [](char ch) { return ch == '[' || ch == ']'; }), v.end());
+            if (v.empty() || v == "...") continue;
+            std::string digits = v.substr(0, v.find('e'));
+            digits.erase(std::remove_if(digits.begin(), digits.end(), [](char ch) { return ch == '-' || ch == '.'; }),
+                         digits.end());
+            digits.erase(0, digits.find_first_not_of('0'));
+            EXPECT_LE(digits.size(), 6u) << v << " in " << line;
+        }
+    }
+    EXPECT_EQ(rows, 3 * r.report["counterexample"].value("n", 0)) << r.output;
+    EXPECT_EQ(r.report["counterexample"]["x"][0].size(), 50u) << "the report keeps every value";
 }
 
 TEST(AuditCommand, EveryReplayHintOfAViolationRunsAsWrittenAndFindsTheSameVerdict) {

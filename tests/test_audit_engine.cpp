@@ -6,6 +6,7 @@
 #include "check/blackbox.h"
 #include "check/engine.h"
 #include "check/lengths.h"
+#include "check/signature_audit.h"
 #include "tests/support/mutants.h"
 
 #include <gtest/gtest.h>
@@ -108,6 +109,100 @@ TEST(Audit, EquivariantFloat32LayerHoldsUpToSummationOrder) {
         << "float32 rounding must exceed a float64 tolerance, or the float32 verdict above proves nothing";
 }
 
+// What a run checked (AuditResult::checked): each output's largest difference over the cases judged, with the
+// tolerance of the case it was seen in and the largest fraction of its own tolerance any case came to.
+TEST(AuditChecked, AHoldingRunRecordsItsLargestDifferenceWithinItsTolerance) {
+    AuditOptions o = options(200);
+    o.dtype = Arithmetic::float32;
+    o.max_len = 100;
+    const AuditResult r = audit(BlackBox(centered_float32), o);
+    ASSERT_EQ(r.verdict, Verdict::holds) << r.detail;
+    ASSERT_EQ(r.checked.size(), 1u);
+    const OutputCheck& y = r.checked[0];
+    EXPECT_EQ(y.name, "y");
+    EXPECT_EQ(y.cases, 200);
+    EXPECT_GT(y.max_abs_diff, 0.0) << "float32 summation order shows in some case";
+    EXPECT_LE(y.max_abs_diff, y.tolerance_at_max);
+    EXPECT_GT(y.largest_fraction, 0.0);
+    EXPECT_LE(y.largest_fraction, 1.0);
+    EXPECT_GE(y.largest_fraction, y.max_abs_diff / y.tolerance_at_max);
+    EXPECT_LE(y.min_tolerance, y.tolerance_at_max);
+    EXPECT_LE(y.tolerance_at_max, y.max_tolerance);
+    EXPECT_LT(y.min_tolerance, y.max_tolerance) << "each case has its own tolerance (lengths, magnitudes)";
+    EXPECT_EQ(r.tolerance.unit_roundoff, 0x1p-24);
+    EXPECT_EQ(r.tolerance_widest, 4) << "x: n x 4";
+    // The case closest to its tolerance, kept with both sides: its fraction is the run's largest.
+    ASSERT_GE(y.closest_case, 0);
+    EXPECT_EQ(y.closest.max_abs_diff / y.closest.tolerance, y.largest_fraction);
+    EXPECT_EQ(y.closest.layer_of_permuted.shape, y.closest.permuted_layer.shape);
+    ASSERT_EQ(y.closest.layer_of_permuted.shape.size(), 2u);
+    EXPECT_EQ(y.closest.layer_of_permuted.shape[0], y.closest_lengths.at("n"));
+    double largest = 0;
+    for (std::size_t e = 0; e < y.closest.layer_of_permuted.values.size(); ++e)
+        largest = std::max(largest, std::abs(y.closest.layer_of_permuted.values[e] - y.closest.permuted_layer.values[e]));
+    EXPECT_EQ(largest, y.closest.max_abs_diff) << "its two sides are the ones compared";
+    // Judged under float64, the same answers break the tolerance: the largest fraction says by how much.
+    o.dtype = Arithmetic::float64;
+    const AuditResult strict = audit(BlackBox(centered_float32), o);
+    ASSERT_EQ(strict.verdict, Verdict::violated);
+    ASSERT_EQ(strict.checked.size(), 1u);
+    EXPECT_EQ(strict.checked[0].cases, strict.cases) << "the cases up to and including the failing one";
+    EXPECT_GT(strict.checked[0].largest_fraction, 1.0);
+    EXPECT_EQ(strict.checked[0].closest_case, -1) << "a violated run shows its counterexample instead";
+    EXPECT_EQ(strict.tolerance.unit_roundoff, 0x1p-53);
+}
+
+TEST(AuditChecked, AnExactlyEquivariantLayerShowsNoDifferenceAndWorkersChangeNothing) {
+    const AuditResult r = audit(BlackBox(identity_layer), options());
+    ASSERT_EQ(r.checked.size(), 1u);
+    EXPECT_EQ(r.checked[0].cases, r.cases);
+    EXPECT_EQ(r.checked[0].max_abs_diff, 0.0);
+    EXPECT_EQ(r.checked[0].largest_fraction, 0.0);
+    EXPECT_GT(r.checked[0].min_tolerance, 0.0);
+    for (const BlackBox& layer : {BlackBox(leak_from_position_4), BlackBox(centered_float32)}) {
+        const AuditResult one = audit(layer, options());
+        const AuditResult three = audit(std::vector<BlackBox>{layer, layer, layer}, options());
+        ASSERT_EQ(one.checked.size(), 1u);
+        ASSERT_EQ(three.checked.size(), 1u);
+        EXPECT_EQ(one.checked[0].cases, three.checked[0].cases);
+        EXPECT_EQ(one.checked[0].max_abs_diff, three.checked[0].max_abs_diff);
+        EXPECT_EQ(one.checked[0].largest_fraction, three.checked[0].largest_fraction);
+        EXPECT_EQ(one.checked[0].min_tolerance, three.checked[0].min_tolerance);
+        EXPECT_EQ(one.checked[0].max_tolerance, three.checked[0].max_tolerance);
+        EXPECT_EQ(one.checked[0].closest_case, three.checked[0].closest_case);
+        EXPECT_EQ(one.checked[0].closest.permuted_layer.values, three.checked[0].closest.permuted_layer.values);
+    }
+}
+
+TEST(AuditChecked, EachOutputOfASignatureIsRecordedInItsOrder) {
+    Signature s;
+    s.axes = {{"n", 1, 6}};
+    s.inputs = {{"x", {{"n", 0}, {"", 3}}, TensorKind::real, ""}};
+    s.outputs = {{"y", {{"n", 0}, {"", 3}}, TensorKind::real, ""}, {"g", {{"", 3}}, TensorKind::real, ""}};
+    // y = x; g = the sum over n in index order, in float32: equivariant and invariant up to summation order.
+    const NamedBlackBox box = [](const Tensors& in) {
+        const Tensor& x = in.at("x");
+        const int n = x.shape[0];
+        Tensor g{{3}, {0, 0, 0}};
+        for (int c = 0; c < 3; ++c) {
+            float sum = 0;
+            for (int i = 0; i < n; ++i) sum += static_cast<float>(x.values[static_cast<std::size_t>(i * 3 + c)]);
+            g.values[static_cast<std::size_t>(c)] = sum;
+        }
+        return Tensors{{"y", x}, {"g", g}};
+    };
+    AuditOptions o = options(60);
+    o.dtype = Arithmetic::float32;
+    const AuditResult r = audit(box, s, o);
+    ASSERT_EQ(r.verdict, Verdict::holds) << r.detail;
+    ASSERT_EQ(r.checked.size(), 2u);
+    EXPECT_EQ(r.checked[0].name, "y");
+    EXPECT_EQ(r.checked[1].name, "g");
+    EXPECT_EQ(r.checked[0].max_abs_diff, 0.0) << "y = x moves exactly";
+    EXPECT_EQ(r.checked[1].cases, 60);
+    EXPECT_LE(r.checked[1].largest_fraction, 1.0);
+}
+
 TEST(Audit, Float64LeakOfRelativeSize1e7IsViolated) {
     const AuditResult r = audit(BlackBox(tiny_leak_float64), options());
     ASSERT_EQ(r.verdict, Verdict::violated);
@@ -130,11 +225,13 @@ TEST(AuditDtype, Float32LayerHoldsByDefaultAndIsViolatedUnderAFloat64Tolerance) 
     EXPECT_EQ(r.verdict, Verdict::holds) << r.detail;
     EXPECT_EQ(r.dtype, Arithmetic::float32);
     EXPECT_TRUE(r.dtype_inferred);
+    EXPECT_EQ(r.dtype_evidence, DtypeEvidence::float32_rounding);
     // The replay names the dtype used and judges the same; float64 would call the rounding a violation.
     o.dtype = r.dtype;
     const AuditResult again = audit(BlackBox(centered_float32), o);
     EXPECT_EQ(again.verdict, Verdict::holds);
     EXPECT_FALSE(again.dtype_inferred);
+    EXPECT_EQ(again.dtype_evidence, DtypeEvidence::given);
     o.dtype = Arithmetic::float64;
     EXPECT_EQ(audit(BlackBox(centered_float32), o).verdict, Verdict::violated);
 }
@@ -160,24 +257,151 @@ TEST(AuditDtype, IntegerAnswersAreJudgedAsFloat64) {
     EXPECT_EQ(r.verdict, Verdict::holds);
     EXPECT_EQ(r.dtype, Arithmetic::float64) << "integers are float32 values whatever the layer computes in";
     EXPECT_TRUE(r.dtype_inferred);
+    EXPECT_EQ(r.dtype_evidence, DtypeEvidence::short_dyadic) << "small integers are short dyadic numbers";
 }
 
-TEST(AuditDtype, EvidenceSaysFloat32OnlyForFloat32ValuesThatAreNotAllIntegers) {
+TEST(AuditDtype, EvidenceSaysFloat32OnlyWhenSomeFloat32ValueShowsRounding) {
     struct Evidence : engine::PrecisionEvidence {
+        using PrecisionEvidence::add;
         void add(const Mat<double>& m) { PrecisionEvidence::add(m.data(), static_cast<std::size_t>(m.size())); }
+        void add(double v) { add(Mat<double>::Constant(1, 1, v)); }
     };
+    EXPECT_EQ(engine::significant_bits(0.0), 0);
+    EXPECT_EQ(engine::significant_bits(-8.0), 1);
+    EXPECT_EQ(engine::significant_bits(0.75), 2);
+    EXPECT_EQ(engine::significant_bits(0x7fffffp-20), 23) << "the longest input permcheck draws";
+    EXPECT_EQ(engine::significant_bits(0.1f), 24);
+    EXPECT_EQ(engine::significant_bits(0x1p-1074), 1) << "a subnormal double";
+    Evidence none;
+    EXPECT_EQ(none.evidence(), DtypeEvidence::no_answer);
+    EXPECT_EQ(none.dtype(), Arithmetic::float64);
     Evidence e;
     e.add(Mat<double>::Constant(2, 2, 3.0));
     EXPECT_EQ(e.dtype(), Arithmetic::float64) << "all integers";
-    e.add(Mat<double>::Constant(1, 1, 0.1f));
-    EXPECT_EQ(e.dtype(), Arithmetic::float32);
-    e.add(Mat<double>::Constant(1, 1, std::numeric_limits<double>::quiet_NaN()));
-    EXPECT_EQ(e.dtype(), Arithmetic::float32) << "a non-finite entry says nothing";
-    e.add(Mat<double>::Constant(1, 1, 1e300));
-    EXPECT_EQ(e.dtype(), Arithmetic::float64) << "beyond float32's range";
+    EXPECT_EQ(e.evidence(), DtypeEvidence::short_dyadic);
+    // permcheck's inputs, copied, negated or halved: at most 23 significant bits, exact in any precision.
+    for (const double v : {0.0, -8.0, 0.75, -0x7fffffp-20, 0x7fffffp-21, 0x1p-149})
+        e.add(v);
+    EXPECT_EQ(e.dtype(), Arithmetic::float64) << "short dyadic numbers are ambiguous, judged as float64";
+    EXPECT_EQ(e.evidence(), DtypeEvidence::short_dyadic);
+    e.add(0x1ffffffp-21);  // 25 bits: not a float32 value
+    EXPECT_EQ(e.dtype(), Arithmetic::float64);
+    EXPECT_EQ(e.evidence(), DtypeEvidence::not_float32);
     Evidence f;
-    f.add(Mat<double>::Constant(1, 1, 0.1));
-    EXPECT_EQ(f.dtype(), Arithmetic::float64);
+    f.add(Mat<double>::Constant(3, 1, 0.5));
+    f.add(0.1f);  // 24 bits: float32 rounding
+    EXPECT_EQ(f.dtype(), Arithmetic::float32);
+    EXPECT_EQ(f.evidence(), DtypeEvidence::float32_rounding);
+    f.add(std::numeric_limits<double>::quiet_NaN());
+    f.add(-std::numeric_limits<double>::infinity());
+    EXPECT_EQ(f.dtype(), Arithmetic::float32) << "a non-finite entry says nothing";
+    Evidence g = f;
+    g.add(1e300);
+    EXPECT_EQ(g.dtype(), Arithmetic::float64) << "beyond float32's range";
+    Evidence h = f;
+    h.add(0.1);
+    EXPECT_EQ(h.dtype(), Arithmetic::float64) << "one value that is not a float32 value decides";
+    EXPECT_EQ(h.evidence(), DtypeEvidence::not_float32);
+    Evidence i;
+    i.add(0x800001p0);  // 2^23 + 1: an integer with 24 significant bits, as a float32 rounding near 10^7 gives
+    EXPECT_EQ(i.dtype(), Arithmetic::float32) << "integers are values like any other";
+    Evidence j;
+    j.add(std::numeric_limits<double>::quiet_NaN());
+    EXPECT_EQ(j.evidence(), DtypeEvidence::no_finite_value);
+    EXPECT_EQ(j.dtype(), Arithmetic::float64);
+    Evidence merged;  // the engine merges the evidence of every case it judged
+    merged.add(static_cast<const engine::PrecisionEvidence&>(e));
+    EXPECT_EQ(merged.evidence(), DtypeEvidence::not_float32);
+    Evidence merged_short;
+    merged_short.add(static_cast<const engine::PrecisionEvidence&>(none));
+    EXPECT_EQ(merged_short.evidence(), DtypeEvidence::no_answer);
+    merged_short.add(static_cast<const engine::PrecisionEvidence&>(j));
+    merged_short.add(0.25);
+    merged_short.add(static_cast<const engine::PrecisionEvidence&>(f));
+    EXPECT_EQ(merged_short.evidence(), DtypeEvidence::float32_rounding) << "one rounded answer decides";
+}
+
+// A float64 layer whose answers are short dyadic numbers, with a leak between the float64 and float32 tolerances:
+// from position 1 on, each entry in the top binade of the input's largest |x| (2^E <= |x|, E = floor(log2 max |x|))
+// moves toward zero by 2^(E - 22), one unit in its 23rd significant bit. Its answers keep at most 23 significant
+// bits (the inputs' grid, 2^-20, is a multiple of 2^(E - 22) for E <= 2, and only +-8 has E = 3); the change, at
+// most 2^-22 of the magnitude, is below every float32 tolerance (4 gamma(n + d) >= 20 * 2^-24 of it for d = 4) and
+// far above float64's.
+Mat<double> short_dyadic_leak(const Mat<double>& x) {
+    Mat<double> y = x;
+    const double largest = x.cwiseAbs().maxCoeff();
+    if (largest == 0.0) return y;
+    const int e = std::ilogb(largest);
+    for (Eigen::Index i = 1; i < y.rows(); ++i)
+        for (Eigen::Index j = 0; j < y.cols(); ++j)
+            if (x(i, j) != 0.0 && std::ilogb(x(i, j)) == e) y(i, j) -= std::copysign(std::ldexp(1.0, e - 22), x(i, j));
+    return y;
+}
+
+TEST(AuditDtype, Float64LayerWithShortDyadicAnswersIsJudgedAsFloat64AndItsSmallLeakFound) {
+    const AuditResult r = audit(BlackBox(short_dyadic_leak), options());
+    ASSERT_EQ(r.verdict, Verdict::violated) << r.detail;
+    EXPECT_EQ(r.dtype, Arithmetic::float64);
+    EXPECT_TRUE(r.dtype_inferred);
+    EXPECT_EQ(r.dtype_evidence, DtypeEvidence::short_dyadic);
+    EXPECT_NE(precision_text(r).find("short dyadic"), std::string::npos) << precision_text(r);
+    ASSERT_TRUE(r.counterexample);
+    const Counterexample& ce = *r.counterexample;
+    engine::PrecisionEvidence sides;
+    for (const Mat<double>* m : {&ce.x, &ce.lhs, &ce.rhs}) sides.add(m->data(), static_cast<std::size_t>(m->size()));
+    EXPECT_EQ(sides.evidence(), DtypeEvidence::short_dyadic) << describe(ce);
+    // The difference is real and below the float32 tolerance: judged as float32 (the old rule's guess for these
+    // answers), the same layer holds.
+    const double magnitude = std::max({ce.x.cwiseAbs().maxCoeff(), ce.lhs.cwiseAbs().maxCoeff(), ce.rhs.cwiseAbs().maxCoeff()});
+    EXPECT_LT(ce.comparison.max_abs_diff, float_tolerance(tolerance_model(Arithmetic::float32, 1.0), ce.n(), ce.d(), magnitude))
+        << describe(ce);
+    AuditOptions as_float32 = options();
+    as_float32.dtype = Arithmetic::float32;
+    EXPECT_EQ(audit(BlackBox(short_dyadic_leak), as_float32).verdict, Verdict::holds);
+    // Without the leak (a copy): short dyadic answers, judged as float64, and it holds.
+    const AuditResult copy = audit(BlackBox(identity_layer), options());
+    EXPECT_EQ(copy.verdict, Verdict::holds);
+    EXPECT_EQ(copy.dtype, Arithmetic::float64);
+    EXPECT_EQ(copy.dtype_evidence, DtypeEvidence::short_dyadic);
+}
+
+// A float32 layer that is exact on most cases (a copy) and rounds only at n = 5 (x - mean(x), summed in float):
+// the one rounding seen decides float32 for the whole audit, and the layer holds.
+TEST(AuditDtype, OneRoundedAnswerDecidesFloat32) {
+    const BlackBox mostly_exact = [](const Mat<double>& x) { return x.rows() == 5 ? centered_float32(x) : x; };
+    const AuditResult r = audit(mostly_exact, options());
+    EXPECT_EQ(r.verdict, Verdict::holds) << r.detail;
+    ASSERT_TRUE(std::count(r.lengths.begin(), r.lengths.end(), 5)) << "no case of n = 5";
+    EXPECT_EQ(r.dtype, Arithmetic::float32);
+    EXPECT_EQ(r.dtype_evidence, DtypeEvidence::float32_rounding);
+    EXPECT_EQ(precision_text(r), "float32, inferred from the answers");
+    const AuditResult centered = audit(BlackBox(centered_float32), options());
+    EXPECT_EQ(centered.dtype, Arithmetic::float32) << "a genuine float32 layer is still inferred float32";
+    EXPECT_EQ(centered.dtype_evidence, DtypeEvidence::float32_rounding);
+}
+
+// No answer, nothing inferred: a layer that errs at once, and a run stopped before its first answer.
+TEST(AuditDtype, NothingIsInferredFromNoAnswer) {
+    const BlackBox erring = [](const Mat<double>&) -> Mat<double> { throw std::runtime_error("model not loaded"); };
+    const AuditResult r = audit(erring, options());
+    ASSERT_EQ(r.verdict, Verdict::error);
+    EXPECT_GT(r.evaluations, 0);
+    EXPECT_FALSE(r.dtype_inferred);
+    EXPECT_EQ(r.dtype_evidence, DtypeEvidence::no_answer);
+    EXPECT_EQ(precision_text(r), "no answer came, so no precision was inferred");
+    AuditOptions stopped = options();
+    stopped.stop_requested = [] { return true; };
+    const AuditResult s = audit(BlackBox(identity_layer), stopped);
+    ASSERT_EQ(s.verdict, Verdict::interrupted);
+    EXPECT_EQ(s.cases, 0);
+    EXPECT_FALSE(s.dtype_inferred);
+    EXPECT_EQ(s.dtype_evidence, DtypeEvidence::no_answer);
+    AuditOptions given = options();
+    given.dtype = Arithmetic::float32;
+    const AuditResult g = audit(erring, given);
+    EXPECT_FALSE(g.dtype_inferred);
+    EXPECT_EQ(g.dtype_evidence, DtypeEvidence::given);
+    EXPECT_EQ(precision_text(g), "float32");
 }
 
 TEST(AuditDtype, InferenceDoesNotDependOnTheNumberOfBlackBoxes) {

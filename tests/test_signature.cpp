@@ -16,6 +16,7 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -627,6 +628,77 @@ TEST(SignatureAudit, TheCounterexampleTextNamesLengthsCyclesInputsBothSidesAndWh
                                    "largest |difference| = ", " at (0, "})
         EXPECT_NE(text.find(part), std::string::npos) << part << "\n" << text;
     EXPECT_NE(describe_finding(r).find("violated (float64)"), std::string::npos) << describe_finding(r);
+}
+
+// The terminal's rows (format_row, the one function of every view of values there): a wide row keeps its first and
+// last three values and says how many it has, every value at 6 significant digits, each line within 120 columns;
+// a row of at most kTerminalRowValues values is shown whole.
+TEST(SignatureAudit, WideRowsAreElidedOnTheTerminalAtSixSignificantDigits) {
+    std::vector<double> row(50);
+    for (std::size_t j = 0; j < row.size(); ++j) row[j] = 0.1 * static_cast<double>(j + 1);
+    EXPECT_EQ(format_row(row.data(), row.size()), "[0.1 0.2 0.3 ... 4.8 4.9 5] (50 values)");
+    EXPECT_EQ(format_row(row.data(), kTerminalRowValues), "[0.1 0.2 0.3 0.4 0.5 0.6 0.7 0.8]");
+    EXPECT_EQ(format_row(row.data(), 0), "[]");
+    // The feature of the largest difference stays in view, with its index.
+    EXPECT_EQ(format_row(row.data(), row.size(), 0, 6, 43), "[0.1 0.2 0.3 ... 43: 4.4 ... 4.8 4.9 5] (50 values)");
+    EXPECT_EQ(format_row(row.data(), row.size(), 0, 6, 3), "[0.1 0.2 0.3 3: 0.4 ... 4.8 4.9 5] (50 values)");
+    EXPECT_EQ(format_row(row.data(), row.size(), 0, 6, 46), "[0.1 0.2 0.3 ... 46: 4.7 4.8 4.9 5] (50 values)");
+    EXPECT_EQ(format_row(row.data(), row.size(), 0, 6, 1), format_row(row.data(), row.size())) << "shown anyway";
+    const double digits[] = {1.0 / 3.0, -123456789.0, 1e-9 / 3.0};
+    EXPECT_EQ(format_row(digits, 3), "[0.333333 -1.23457e+08 3.33333e-10]");
+    EXPECT_EQ(format_row(digits, 1, 12, 9), "[ 0.333333333]") << "a width and another precision when asked";
+    // Both records' text: a one-tensor counterexample of d = 50 and a signature one with rows of 50 and 200.
+    Counterexample c;
+    c.layer = "wide";
+    c.perm = Permutation::transposition(2, 0, 1);
+    c.x = Mat<double>::Constant(2, 50, -1.0 / 7.0);
+    c.lhs = c.rhs = c.x;
+    c.black_box = true;
+    SignatureCounterexample sc{{{"n", 2}}, {{"n", c.perm}}, {{"x", Tensor{{2, 200}, std::vector<double>(400, 2.0 / 3.0)}}},
+                               {}, "n", 0, 0, ""};
+    OutputComparison y;
+    y.name = "y";
+    y.layer_of_permuted = y.permuted_layer = Tensor{{2, 50}, std::vector<double>(100, 1e5 / 3.0)};
+    sc.outputs.push_back(y);
+    Signature wide;
+    wide.axes = {parse_axis("n=1..8")};
+    wide.inputs = {parse_input("x:n,200")};
+    wide.outputs = {parse_output("y:n,50")};
+    for (const std::string& text : {describe(c), describe(sc, wide)}) {
+        EXPECT_NE(text.find(" values)"), std::string::npos) << text;
+        std::istringstream lines(text);
+        for (std::string line; std::getline(lines, line);) {
+            EXPECT_LE(line.size(), 120u) << line;
+            EXPECT_EQ(line.find("0.14285714"), std::string::npos) << line;
+            EXPECT_EQ(line.find("0.6666666"), std::string::npos) << line;
+            EXPECT_EQ(line.find("33333.33"), std::string::npos) << line;
+        }
+    }
+    EXPECT_NE(describe(c).find("-0.142857 ... "), std::string::npos) << describe(c);
+    EXPECT_NE(describe(c).find("] (50 values)"), std::string::npos) << describe(c);
+    EXPECT_NE(describe(sc, wide).find("] (200 values)"), std::string::npos) << describe(sc, wide);
+    EXPECT_NE(describe(sc, wide).find("33333.3 ... "), std::string::npos) << describe(sc, wide);
+    // The column of the largest difference is shown in every row of both sides.
+    c.comparison.col = 20;
+    c.lhs(1, 20) = 0.5;
+    EXPECT_NE(describe(c).find("[1] [-0.142857 -0.142857 -0.142857 ... 20:       0.5 ... "), std::string::npos)
+        << describe(c);
+    sc.outputs[0].where = {1, 30};
+    sc.outputs[0].layer_of_permuted.values[80] = -2.5;
+    EXPECT_NE(describe(sc, wide).find("33333.3 ... 30:      -2.5 ... "), std::string::npos) << describe(sc, wide);
+
+// An output without an axis is invariant: the text names its sides L(P x) and L(x), an equivariant output's L(P x)
+// and P L(x).
+TEST(SignatureAudit, TheCounterexampleTextNamesEachOutputsSidesByItsOwnAxes) {
+    const AuditResult r = audit(message_passing(Aggregation::sum, {true, false}), graph_signature(), named("node index"));
+    ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, graph_signature());
+    const std::string text = describe(*r.signature_counterexample, graph_signature());
+    const std::size_t g = text.find("output g ");
+    ASSERT_NE(g, std::string::npos) << text;
+    const std::string y_part = text.substr(0, g), g_part = text.substr(g);
+    EXPECT_NE(y_part.find("    P L(x) ("), std::string::npos) << text;
+    EXPECT_NE(g_part.find("    L(x)   ("), std::string::npos) << text;
+    EXPECT_EQ(g_part.find("P L(x)"), std::string::npos) << text;
 }
 
 // describe_finding has only the result: the result keeps the signature, so the C++ API's text shows the inputs

@@ -2,6 +2,7 @@
 // what is refused), the report of a signature audit (report.json round trip, report.md, report.html with the
 // graph), and `permcheck audit --axis/--input/--output` run as a subprocess on the README's example adapters.
 #include "adapters/exec_adapter.h"
+#include "check/compare.h"
 #include "report/report.h"
 #include "tests/support/process.h"
 
@@ -311,7 +312,7 @@ TEST(SignatureReport, MarkdownAndHtmlShowEveryAxisPermutationAndNameTheAxisAtFau
          at = html.find("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"permutation\"", at + 1))
         ++arrows;
     EXPECT_EQ(arrows, 2u) << "one drawing per axis";
-    EXPECT_NE(html.find("<h3>Output y: heatmap of the difference</h3>"), std::string::npos) << "y differs";
+    EXPECT_NE(html.find("<h3>Output y: heatmap of |L(P x) - P L(x)|</h3>"), std::string::npos) << "y differs";
     EXPECT_EQ(html.find("<h3>Output g: heatmap"), std::string::npos) << "g holds: nothing to show";
     std::size_t cells = 0;
     for (auto at = html.find("<rect class=\"cell\""); at != std::string::npos; at = html.find("<rect class=\"cell\"", at + 1))
@@ -389,6 +390,287 @@ TEST(SignatureReport, AnAuditOfTheShorthandGainsTheNamedFieldsAndKeepsItsOwn) {
     EXPECT_FALSE(back.counterexample) << "an audit's finding is its signature's";
     ASSERT_TRUE(back.signature_counterexample && back.signature && back.signature->one_tensor);
     EXPECT_EQ(report::to_json(back), j);
+}
+
+// ---- what a report says was checked -----------------------------------------------------------------------
+
+namespace {
+
+OutputCheck output_check(const std::string& name, int cases, double diff, double tolerance, double fraction, double least,
+                         double most) {
+    OutputCheck o;
+    o.name = name;
+    o.cases = cases;
+    o.max_abs_diff = diff;
+    o.tolerance_at_max = tolerance;
+    o.largest_fraction = fraction;
+    o.min_tolerance = least;
+    o.max_tolerance = most;
+    return o;
+}
+
+// graph_record() with what its run checked: y along n and invariant to edges, g invariant to both; numbers with
+// more digits than the views show.
+report::Record checked_record() {
+    report::Record r = graph_record();
+    report::Checked c;
+    c.outputs = {output_check("y", 13, 0.5, 2.2204460492503131e-15, 2.25179981368524825e14, 1.1102230246251565e-16,
+                             2.2204460492503131e-15),
+                 output_check("g", 13, 3.5527136788005009e-15, 7.105427357601002e-15, 0.58333333333333337,
+                             4.4408920985006262e-16, 7.105427357601002e-15)};
+    c.lengths = {{"n", {1, 2, 3, 5}}, {"edges", {0, 1, 2, 3, 4, 5, 6, 7, 8}}};
+    c.tolerance = tolerance_model(Arithmetic::float64, 1.0);
+    c.widest = 2;
+    r.checked = c;
+    return r;
+}
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+}
+
+// The HTML between the first occurrence of `from` and the next `to` after it (empty when `from` is not there).
+std::string between(const std::string& text, const std::string& from, const std::string& to) {
+    const auto at = text.find(from);
+    return at == std::string::npos ? std::string() : text.substr(at, text.find(to, at) - at);
+}
+
+}  // namespace
+
+TEST(CheckedReport, JsonHoldsWhatWasCheckedAtFullPrecisionAndRoundTrips) {
+    const report::Record r = checked_record();
+    const json j = report::to_json(r);
+    ASSERT_TRUE(j.contains("checked")) << j.dump();
+    const json& y = j["checked"]["outputs"][0];
+    EXPECT_EQ(y["name"], "y");
+    EXPECT_EQ(y["cases"], 13);
+    EXPECT_EQ(y["tolerance_at_max"].get<double>(), 2.2204460492503131e-15) << "every digit in report.json";
+    EXPECT_EQ(j["checked"]["outputs"][1]["largest_fraction_of_tolerance"].get<double>(), 0.58333333333333337);
+    EXPECT_EQ(j["checked"]["lengths"]["n"], json::parse("[1, 2, 3, 5]"));
+    EXPECT_EQ(j["checked"]["tolerance"]["unit_roundoff"].get<double>(), 0x1p-53);
+    EXPECT_EQ(j["checked"]["tolerance"]["widest"], 2);
+    const report::Record back = report::from_json(json::parse(j.dump()));
+    ASSERT_TRUE(back.checked);
+    EXPECT_EQ(back.checked->outputs[1].max_abs_diff, 3.5527136788005009e-15);
+    EXPECT_EQ(back.checked->lengths.at("edges").size(), 9u);
+    EXPECT_EQ(report::to_json(back), j);
+}
+
+TEST(CheckedReport, AReportWrittenBeforeItRecordedWhatWasCheckedStillReadsAndShowsItsClaims) {
+    json j = report::to_json(checked_record());
+    j.erase("checked");
+    j["details"]["audit"]["axis_lengths"] = json::parse(R"({"n": [1, 2, 3], "edges": [0, 4]})");
+    const report::Record back = report::from_json(j);
+    EXPECT_FALSE(back.checked);
+    const std::string md = report::to_markdown(back);
+    EXPECT_NE(md.find("#### What was checked"), std::string::npos) << md;
+    EXPECT_NE(md.find("does not record the differences"), std::string::npos) << md;
+    EXPECT_NE(md.find("| `y` | n | equivariant along | 1..3 (3 lengths) | – |"), std::string::npos) << md;
+    EXPECT_NE(md.find("|  | edges | invariant to | 0, 4 (2 lengths) |"), std::string::npos) << md;
+    const std::string html = report::to_html(back);
+    EXPECT_EQ(count_of(html, "<tr class=\"checked-row"), 4u) << "y and g, each along or invariant to n and edges";
+}
+
+TEST(CheckedReport, AMalformedCheckedFieldIsRefusedNamingIt) {
+    const json good = report::to_json(checked_record());
+    json j = good;
+    j["checked"]["outputs"][0]["max_abs_diff"] = "large";
+    EXPECT_NE(read_refusal(j).find("checked.outputs[0].max_abs_diff"), std::string::npos) << read_refusal(j);
+    j = good;
+    j["checked"]["outputs"][1]["cases"] = -3;
+    EXPECT_NE(read_refusal(j).find("checked.outputs[1].cases"), std::string::npos) << read_refusal(j);
+    j = good;
+    j["checked"]["lengths"]["n"] = json::parse("[1, -2]");
+    EXPECT_NE(read_refusal(j).find("checked.lengths.n"), std::string::npos) << read_refusal(j);
+    j = good;
+    j["checked"]["tolerance"].erase("unit_roundoff");
+    EXPECT_NE(read_refusal(j).find("checked.tolerance.unit_roundoff"), std::string::npos) << read_refusal(j);
+    j = good;
+    j["checked"] = 5;
+    EXPECT_NE(read_refusal(j).find("field 'checked'"), std::string::npos) << read_refusal(j);
+}
+
+// One row per output and axis, the lengths the run sent on it, the cases, the largest difference with its tolerance
+// and its fraction, the tolerance's derivation; the output that broke marked; six significant digits.
+TEST(CheckedReport, MarkdownAndHtmlShowATableOfWhatWasCheckedWithTheRowThatBrokeMarked) {
+    const report::Record r = checked_record();
+    const std::string md = report::to_markdown(r);
+    EXPECT_NE(md.find("| `y` | n | equivariant along | 1..3, 5 (4 lengths) | 13 | `\\|L(P x) - P L(x)\\|` | 0.5 | "
+                      "2.22045e-15 | 2.2518e+14 | 1.11022e-16 – 2.22045e-15 | **violated** ◀ |"),
+              std::string::npos) << md;
+    EXPECT_NE(md.find("|  | edges | invariant to | 0..8 (9 lengths) |"), std::string::npos) << md;
+    EXPECT_NE(md.find("| `g` | n | invariant to | 1..3, 5 (4 lengths) | 13 | `\\|L(P x) - L(x)\\|` | 3.55271e-15 | "
+                      "7.10543e-15 | 0.583333 | 4.44089e-16 – 7.10543e-15 | within tolerance |"),
+              std::string::npos) << md;
+    EXPECT_NE(md.find("Tolerance: float64, unit roundoff u = 2^-53 = 1.11022e-16."), std::string::npos) << md;
+    EXPECT_NE(md.find("k = the sum of the case's axis lengths + 2"), std::string::npos) << md;
+    const std::string html = report::to_html(r);
+    const std::string table = between(html, "<table class=\"checked\">", "</table>");
+    ASSERT_FALSE(table.empty()) << html;
+    EXPECT_EQ(count_of(table, "<tr class=\"checked-row"), 4u) << table;
+    EXPECT_EQ(count_of(table, "<tr class=\"checked-row broke\">"), 2u) << "y's two rows: " << table;
+    EXPECT_NE(table.find("<td rowspan=\"2\"><code>y</code></td><td>n</td><td>equivariant along</td><td>1..3, 5 (4 lengths)"),
+              std::string::npos) << table;
+    EXPECT_NE(table.find("<td rowspan=\"2\" class=\"number\">0.583333</td>"), std::string::npos) << table;
+    EXPECT_LT(html.find("What was checked"), html.find("<h2>Counterexample")) << "the table comes above the counterexample";
+    for (const std::string& view : {md, html}) {
+        EXPECT_EQ(view.find("2.2204460492503131e-15"), std::string::npos) << "six digits in the views";
+        EXPECT_EQ(view.find("0.58333333"), std::string::npos);
+    }
+}
+
+TEST(CheckedReport, AHoldingReportShowsTheTableAndNoRawJson) {
+    report::Record r = checked_record();
+    r.verdict = Verdict::holds;
+    r.signature_counterexample.reset();
+    r.checked->outputs[0] = output_check("y", 13, 0.0, 1e-15, 0.0, 1e-16, 1e-15);
+    r.details["audit"]["evaluations"] = 26;
+    r.details["audit"]["seconds"] = 0.123456789;
+    const std::string html = report::to_html(r);
+    EXPECT_EQ(count_of(html, "<tr class=\"checked-row\">"), 4u) << html;
+    EXPECT_EQ(count_of(html, ">within tolerance<"), 2u) << html;
+    EXPECT_EQ(html.find("{\n"), std::string::npos) << "no JSON dump: " << html;
+    EXPECT_NE(html.find("<tr><th>evaluations</th><td>26</td></tr>"), std::string::npos) << html;
+    EXPECT_NE(html.find("<tr><th>seconds</th><td>0.123457</td></tr>"), std::string::npos) << html;
+    EXPECT_NE(html.find("<a href=\"report.json\">report.json</a>"), std::string::npos) << html;
+    const std::string md = report::to_markdown(r);
+    EXPECT_EQ(md.find("```json"), std::string::npos) << md;
+    EXPECT_NE(md.find("| seconds | `0.123457` |"), std::string::npos) << md;
+    EXPECT_EQ(html.find("Closest case"), std::string::npos) << "no closest case recorded";
+}
+
+// A report that holds draws, per output, the case that came closest to its tolerance: its heatmap with its scale.
+TEST(CheckedReport, AHoldingReportDrawsTheCaseClosestToItsTolerance) {
+    report::Record r = checked_record();
+    r.verdict = Verdict::holds;
+    r.signature_counterexample.reset();
+    OutputCheck& g = r.checked->outputs[1];
+    g.closest_case = 7;
+    g.closest_lengths = {{"n", 3}, {"edges", 2}};
+    g.closest = OutputComparison{"g", Tensor{{2}, {9, 12.000000000000004}}, Tensor{{2}, {9, 12}}, 3.5527136788005009e-15,
+                                 6.0905e-15, {1}, true, false};
+    OutputCheck& y = r.checked->outputs[0];
+    y.closest_case = 0;
+    y.closest_lengths = {{"n", 1}, {"edges", 0}};
+    y.closest = OutputComparison{"y", Tensor{{1, 2}, {1, 2}}, Tensor{{1, 2}, {1, 2}}, 0.0, 1e-15, {}, true, false};
+    const json j = report::to_json(r);
+    EXPECT_EQ(j["checked"]["outputs"][1]["closest"]["case_index"], 7);
+    EXPECT_EQ(j["checked"]["outputs"][1]["closest"]["permuted_layer"], json::parse("[9, 12]"));
+    const report::Record back = report::from_json(json::parse(j.dump()));
+    EXPECT_EQ(report::to_json(back), j);
+    ASSERT_TRUE(back.checked);
+    EXPECT_EQ(back.checked->outputs[1].closest.layer_of_permuted.values[1], 12.000000000000004);
+    const std::string html = report::to_html(r);
+    const std::string svg = between(html, "<h3>Closest case, output g: heatmap of |L(P x) - L(x)|</h3>", "</svg>");
+    ASSERT_FALSE(svg.empty()) << html;
+    EXPECT_EQ(count_of(svg, "<rect class=\"cell\""), 2u) << svg;
+    EXPECT_NE(svg.find("<g class=\"scale\" data-min=\"0\" data-max=\"3.55271e-15\""), std::string::npos) << svg;
+    EXPECT_NE(html.find("Case 7 (edges = 2, n = 3) came closest to its tolerance: largest difference 3.55271e-15 at [1], "
+                        "0.583321 of its tolerance 6.0905e-15."), std::string::npos) << html;
+    EXPECT_EQ(html.find("Closest case, output y"), std::string::npos) << "y showed no difference: nothing to draw";
+    EXPECT_NE(html.find("<code>y</code>: no case showed any difference"), std::string::npos) << html;
+    const std::string md = report::to_markdown(r);
+    EXPECT_NE(md.find("Closest to its tolerance, output `g`: case 7 (edges = 2, n = 3), largest difference 3.55271e-15 "
+                      "at `[1]`, 0.583321 of its tolerance 6.0905e-15."), std::string::npos) << md;
+    json bad = j;
+    bad["checked"]["outputs"][1]["closest"]["permuted_layer"] = json::parse("[9]");
+    EXPECT_NE(read_refusal(bad).find("checked.outputs[1].closest.permuted_layer"), std::string::npos) << read_refusal(bad);
+}
+
+// An invariant output's sides are L(P x) and L(x), an equivariant one's L(P x) and P L(x), whatever the record's
+// property says of the layer as a whole.
+TEST(CheckedReport, EachOutputsSidesAreNamedByItsOwnProperty) {
+    report::Record r = checked_record();
+    r.signature_counterexample->outputs[1].holds = false;
+    r.signature_counterexample->outputs[1].permuted_layer.values[1] = 13;
+    for (const std::string& view : {report::to_markdown(r), report::to_html(r)}) {
+        EXPECT_NE(view.find("g: L(x) = [9, 13]"), std::string::npos) << view;
+        EXPECT_EQ(view.find("g: P L(x)"), std::string::npos) << view;
+        EXPECT_NE(view.find("y: P L(x) = [[1, 2], [3, 4.5], [5, 6]]"), std::string::npos) << view;
+    }
+    const std::string html = report::to_html(r);
+    EXPECT_NE(html.find("<h3>Output g: heatmap of |L(P x) - L(x)|</h3>"), std::string::npos) << html;
+}
+
+// Every heatmap has a colour scale: its ends' values (0 and the largest difference), one-sided, not symmetric.
+TEST(CheckedReport, EveryHeatmapHasAColourScaleWithItsEnds) {
+    report::Record r = checked_record();
+    r.signature_counterexample->outputs[0].permuted_layer.values[5] = 6.123456789;  // y differs by 0.5 and 0.123457
+    const std::string html = report::to_html(r);
+    const std::string y = between(html, "<h3>Output y: heatmap", "</svg>");
+    ASSERT_FALSE(y.empty()) << html;
+    EXPECT_NE(y.find("<g class=\"scale\" data-min=\"0\" data-max=\"0.5\" data-symmetric=\"false\">"), std::string::npos) << y;
+    EXPECT_NE(y.find("class=\"label scale-max\">0.5</text>"), std::string::npos) << y;
+    EXPECT_NE(y.find("not symmetric about 0"), std::string::npos) << y;
+    EXPECT_NE(y.find("<title>n 2, dim 1 1: 0.123457</title>"), std::string::npos) << y;
+    EXPECT_EQ(y.find("0.1234567"), std::string::npos) << y;
+    // A reference layer's heatmap has its scale too.
+    report::Record check;
+    check.verdict = Verdict::violated;
+    check.layer = "causal-attention";
+    Counterexample c;
+    c.x = Mat<double>{{1, 2}, {3, 4}};
+    c.perm = Permutation({1, 0});
+    c.lhs = Mat<double>{{1, 2}, {3, 4}};
+    c.rhs = Mat<double>{{1, 2}, {3, 4.25}};
+    c.comparison = Comparison{false, 0.25, 1, 1, 1e-15, false};
+    check.counterexample = c;
+    const std::string h = report::to_html(check);
+    EXPECT_NE(h.find("<g class=\"scale\" data-min=\"0\" data-max=\"0.25\" data-symmetric=\"false\">"), std::string::npos) << h;
+}
+
+// An output with a batch dim of 1 (y:1,n,2): the dim is squeezed out, the n x 2 rest drawn, the caption says so.
+TEST(CheckedReport, AnOutputWithADimOfSizeOneGetsASqueezedHeatmap) {
+    report::Record r = checked_record();
+    r.signature->outputs[0].dims = {{"", 1}, {"n", 0}, {"", 2}};
+    OutputComparison& y = r.signature_counterexample->outputs[0];
+    y.layer_of_permuted.shape = {1, 3, 2};
+    y.permuted_layer.shape = {1, 3, 2};
+    y.where = {0, 1, 1};
+    const std::string html = report::to_html(r);
+    const std::string svg = between(html, "<h3>Output y: heatmap", "</svg>");
+    ASSERT_FALSE(svg.empty()) << html;
+    EXPECT_EQ(count_of(svg, "<rect class=\"cell\""), 6u) << svg;
+    EXPECT_NE(svg.find("squeezed: dim 0 has size 1 and is left out; the heatmap shows the 3 x 2 that remains"),
+              std::string::npos) << svg;
+    EXPECT_NE(svg.find(">n &#8595;</text>"), std::string::npos) << svg;
+    EXPECT_NE(svg.find(">dim 2 &#8594;</text>"), std::string::npos) << svg;
+    EXPECT_NE(svg.find("<g class=\"scale\""), std::string::npos) << svg;
+    // Three dims above size 1: no heatmap, and the report says why.
+    r.signature->outputs[0].dims = {{"", 2}, {"n", 0}, {"", 2}};
+    y.layer_of_permuted = Tensor{{2, 3, 2}, std::vector<double>(12, 1.0)};
+    y.permuted_layer = y.layer_of_permuted;
+    y.permuted_layer.values[7] = 2.0;
+    const std::string three = report::to_html(r);
+    EXPECT_EQ(between(three, "<h3>Output y: heatmap", "</svg>").find("<rect class=\"cell\""), std::string::npos);
+    EXPECT_NE(three.find("3 dims of size above 1: no heatmap"), std::string::npos) << three;
+}
+
+// The graph's panel is sized to the graph: a small graph is not lost in a large panel, a large one not cramped.
+TEST(CheckedReport, TheGraphPanelIsSizedToItsGraph) {
+    const auto graph_width = [](const report::Record& r) {
+        const std::string html = report::to_html(r);
+        const std::string tag = "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"graph\" width=\"";
+        const auto at = html.find(tag);
+        return at == std::string::npos ? -1.0 : std::stod(html.substr(at + tag.size()));
+    };
+    report::Record small = graph_record();  // 3 nodes
+    report::Record large = graph_record();
+    SignatureCounterexample& c = *large.signature_counterexample;
+    c.lengths["n"] = 40;
+    c.perms["n"] = Permutation::identity(40);
+    c.inputs["x"] = Tensor{{40, 2}, std::vector<double>(80, 0.5)};
+    c.inputs["pad"] = Tensor{{40}, std::vector<double>(40, 0)};
+    c.inputs["edge_index"] = Tensor{{2, 2}, {0, 39, 1, 20}};
+    c.outputs[0].layer_of_permuted = c.outputs[0].permuted_layer = Tensor{{40, 2}, std::vector<double>(80, 1)};
+    c.outputs[0].permuted_layer.values[3] = 2;
+    const double w3 = graph_width(small), w40 = graph_width(large);
+    EXPECT_GT(w3, 0);
+    EXPECT_LE(w3, 280) << "3 nodes";
+    EXPECT_GE(w40, 2.5 * w3) << "40 nodes";
+    EXPECT_GE(w40 / 40, 14) << "room for each of the 40 nodes";
 }
 
 // ---- permcheck audit with a signature, as a subprocess ------------------------------------------------------

@@ -10,7 +10,7 @@ no set-up. Plain Python 3, standard library only; PyTorch is used only for a tor
 given, and is then the one the user's program already imported. The same server answers the in-process audits
 of permcheck.audit (one connection of a Unix socket for each adapter process, permcheck/_audit.py).
 
-The protocol (README, "Auditing your own layer"): permcheck starts the program once and writes one JSON request
+The protocol (docs/protocol.md): permcheck starts the program once and writes one JSON request
 per line on its stdin; serve() answers each with one line on stdout, in order, and returns at end of input.
 
 One-tensor form (`permcheck audit --dim D`):
@@ -39,7 +39,7 @@ Taps (where symmetry first breaks), both forms, for a torch module unless serve(
     <- {"id": 7, "outputs": {...}, "taps_offered": true,
         "taps": [{"name": "blocks.0", "shape": [2, 8], "values": [[...], [...]]}, ...]}
     An adapter of your own may add "dims": ["n", null] to a tap (the axis each dim follows, null for none);
-    without it permcheck finds the axes itself by probing (README, "Where symmetry first breaks"). A tap whose
+    without it permcheck finds the axes itself by probing (docs/reports.md, "Where symmetry first breaks"). A tap whose
     values cannot be sent is {"name": "blocks.0", "not_comparable": "a nested tensor"}: listed, with its reason.
 
 Batches (serve's `batch`, default 256): the first answer announces "batch": K, and for a torch module
@@ -47,7 +47,7 @@ Batches (serve's `batch`, default 256): the first answer announces "batch": K, a
 ({"id": 7, "batch_dims": {...}, "batch": [REQUEST, ...]}, answered {"id": 7, "batch": [ANSWER, ...]}) or, for
 a module, stacked: each input one tensor with the cases on its batch dim, as base64 of little-endian float64
 ({"id": 7, "stacked": K, "batch_dims": {...}, "inputs": {"x": "BASE64"}, "shapes": {...}, ...}, answered
-{"id": 7, "outputs": {"y": "BASE64"}, "shapes": {...}}). README, "Batched requests".
+{"id": 7, "outputs": {"y": "BASE64"}, "shapes": {...}}). docs/protocol.md, "Batched requests" and "Stacked batches".
 
 Each request line is parsed once and told apart by the keys of the request object itself ("stacked", "batch",
 "taps", "inputs", "x"), never by its text: input names live inside "inputs", "shapes" and "kinds" and output names
