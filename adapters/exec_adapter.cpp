@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <poll.h>
 #include <spawn.h>

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "check/blackbox.h"
+#include "check/compare.h"
 #include "check/search.h"
 
 #include <concepts>

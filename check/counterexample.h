@@ -3,11 +3,11 @@
 // headers: the check (check/engine.h) and the audit (check/blackbox.h) both build on it.
 #pragma once
 
-#include "check/compare.h"
+#include "check/comparison.h"
 #include "check/permutation.h"
 #include "check/signature.h"
 #include "check/vocabulary.h"
-#include "scalars/weights.h"
+#include "scalars/weights_version.h"
 
 #include <cstdint>
 #include <string>
@@ -25,7 +25,7 @@ struct Counterexample {
     Mat<double> rhs;    // its right side, e.g. P L(x)
     Comparison comparison;
     std::uint64_t seed = 0, weight_seed = 0;
-    int weights = kWeightsVersion;  // the version of the draw that weight_seed names (scalars/weights.h)
+    int weights = kWeightsVersion;  // the version of the draw that weight_seed names (scalars/weights_version.h)
     long shift = 0;
     int case_index = -1, shrink_steps = 0;
     bool confirmed_exactly = false;  // the same case, evaluated in rationals, violates with zero tolerance

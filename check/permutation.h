@@ -1,7 +1,7 @@
 // Permutations of positions, acting on rows: (P x)[i] = x[p[i]] (docs/ARCHITECTURE.md).
 #pragma once
 
-#include "scalars/scalar.h"
+#include "scalars/mat.h"
 
 #include <algorithm>
 #include <numeric>

@@ -7,19 +7,21 @@ include(CMakePackageConfigHelpers)
 set(PERMCHECK_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/permcheck)
 
 # Headers: the API at <prefix>/include/permcheck/*.h, reached as <permcheck/audit.h>, and only the internal headers
-# it reads (what `g++ -M` lists for <permcheck/gtest.h>; tests/public_headers.sh checks that none is RapidCheck's),
-# in their folders under <prefix>/include/permcheck/, where the API's "check/..." includes find them. Test fixtures,
-# the catalog, the search and the symbolic scalar are the command's business and stay out.
+# it reads (what `g++ -M` lists for <permcheck/gtest.h> and <permcheck/serve.h>; tests/public_headers.sh checks
+# that this list is exactly that, and that none of them is RapidCheck's, Boost's or GMP's), in their folders under
+# <prefix>/include/permcheck/, where the API's "check/..." includes find them. Test fixtures, the catalog, the
+# search and the scalars (exact rationals, symbolic) are the command's business and stay out.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/permcheck DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-foreach(header scalars/scalar.h scalars/weights.h layers/expectation.h check/blackbox.h check/signature_audit.h check/compare.h check/counterexample.h
-               check/permutation.h check/signature.h check/taps.h check/vocabulary.h)
+foreach(header scalars/mat.h scalars/weights_version.h layers/expectation.h check/blackbox.h check/signature_audit.h
+               check/comparison.h check/counterexample.h check/explain.h check/permutation.h check/signature.h
+               check/taps.h check/vocabulary.h)
   get_filename_component(folder ${header} DIRECTORY)
   install(FILES ${PROJECT_SOURCE_DIR}/${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/permcheck/${folder})
 endforeach()
 
 # The API builds on the black-box audit alone (check/CMakeLists.txt): neither the catalog of reference layers nor
 # Z3 is installed for it.
-install(TARGETS permcheck_scalars permcheck_layers permcheck_blackbox permcheck_api
+install(TARGETS permcheck_scalars permcheck_layers permcheck_blackbox permcheck_api permcheck_serve
         EXPORT permcheckTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 # `cmake --install --strip` strips executables only; the static libraries of a RelWithDebInfo build would keep

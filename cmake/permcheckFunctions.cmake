@@ -11,8 +11,14 @@
 # Registers `permcheck audit --exec "<command>" --dim <d> ...` (or `--axis ... --input ... --output ...`, one
 # flag per value of AXIS, INPUT and OUTPUT) as the ctest test <test>. COMMAND is the adapter's
 # argument list, one word per argument as in add_test(): each word is quoted for the shell, so a path with spaces
-# works; generator expressions such as $<TARGET_FILE:my_adapter> work too. The adapter speaks permcheck's line
-# protocol. Without EXPECT the test passes when the verdict is `holds` (exit 0) and fails on anything else. With
+# works. A C++ adapter built by the same project (e.g. with <permcheck/serve.h>) is named as add_test() names one:
+#   - by its target's name as the first word (COMMAND my_adapter --flag): an executable target defined before this
+#     call is replaced by its file, $<TARGET_FILE:my_adapter>;
+#   - by a generator expression in any word (COMMAND $<TARGET_FILE:my_adapter>, $<TARGET_FILE_DIR:my_adapter>/w.bin),
+#     evaluated when the build system is generated, inside the word's shell quotes: its value may hold spaces,
+#     not a single quote.
+# ctest runs what the build made: build the adapter target (`cmake --build`) before ctest, as for any test program.
+# The adapter speaks permcheck's line protocol. Without EXPECT the test passes when the verdict is `holds` (exit 0) and fails on anything else. With
 # EXPECT it passes only when the audit ends with that verdict: the verdict is read from the report's
 # report.json, and the exit code must be that verdict's (exit 1 alone covers three verdicts, and an error is
 # never what was expected). The report (report.json, .md, .html) is written to REPORT, by default
@@ -90,7 +96,17 @@ function(permcheck_add_audit)
     set(arg_REPORT "${CMAKE_CURRENT_BINARY_DIR}/permcheck-reports/${arg_NAME}")
   endif()
   set(words "")
+  set(first TRUE)
   foreach(word IN LISTS arg_COMMAND)
+    # add_test()'s rule: a first word that names an executable target is its file. The permcheck command is the
+    # test's command here, so the adapter's word has to be resolved by hand.
+    if(first AND TARGET "${word}")
+      get_target_property(type "${word}" TYPE)
+      if(type STREQUAL "EXECUTABLE")
+        set(word "$<TARGET_FILE:${word}>")
+      endif()
+    endif()
+    set(first FALSE)
     _permcheck_shell_word("${word}" quoted)
     list(APPEND words "${quoted}")
   endforeach()

@@ -5,6 +5,8 @@
 // return a deterministic exact value of the exact argument; see proofs-notes/exact-arithmetic.md.
 #pragma once
 
+#include "scalars/mat.h"
+
 #include <Eigen/Core>
 #include <boost/multiprecision/eigen.hpp>
 #include <boost/multiprecision/gmp.hpp>
@@ -15,8 +17,6 @@
 #include <string>
 
 namespace permcheck {
-
-template <class S> using Mat = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>;
 
 // Exact rationals (GMP). Zero-tolerance checks run in this type.
 using Rational = boost::multiprecision::mpq_rational;

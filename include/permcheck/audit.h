@@ -16,12 +16,14 @@
 //
 // Why a header of its own, spelled <permcheck/...>: users include it next to their own headers, so its name
 // must be namespaced (as <rapidcheck/gtest.h> is), and it must read the same in this tree and in an installed
-// prefix. It builds only on check/blackbox.h and check/signature_audit.h, which include no RapidCheck header
-// (tests/public_headers.sh);
-// the GoogleTest macros are in <permcheck/gtest.h>.
+// prefix. It builds only on check/blackbox.h, check/signature_audit.h and check/explain.h (explain(),
+// replay_hint(), signature_flags(), compiled into the library), which include no RapidCheck, Boost or GMP header
+// (tests/public_headers.sh), so that a user's test file compiles in about the time of <gtest/gtest.h> and
+// <Eigen/Dense> alone (bench/consumer_compile_time.sh); the GoogleTest macros are in <permcheck/gtest.h>.
 #pragma once
 
 #include "check/blackbox.h"
+#include "check/explain.h"
 #include "check/signature_audit.h"
 
 #include <Eigen/Dense>
@@ -29,7 +31,6 @@
 #include <concepts>
 #include <functional>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -96,37 +97,7 @@ template <class F> AuditResult audit_callable(F layer, AuditOptions opts) {
     return audit(black_box(std::move(layer), opts.output), opts);
 }
 
-// The options a result came from, as the line a failing test prints so it can be run again; explain() fills in
-// the dtype the audit used, so the hint judges as the audit did.
-inline std::string replay_hint(const AuditOptions& o) {
-    std::ostringstream s;
-    s << "permcheck::AuditOptions{.output = permcheck::Output::" << (o.output == Output::pooled ? "pooled" : "sequence");
-    if (o.dtype) s << ", .dtype = permcheck::Arithmetic::" << arithmetic_name(*o.dtype);
-    s << ", .d = " << o.d << ", .min_len = " << o.min_len
-      << ", .max_len = " << o.max_len << ", .cases = " << o.cases << ", .seed = " << o.seed
-      << "} finds the same case again";
-    return s.str();
-}
-
-// A readable account of a result: the verdict, what was found, and the shrunk counterexample (describe()).
-inline std::string explain(const AuditResult& r, const AuditOptions& given) {
-    AuditOptions o = given;
-    o.dtype = r.dtype;  // the dtype used (a MatrixXf callable's float32, or the inferred one), for the hint
-    std::ostringstream s;
-    s << o.name << ": " << property_name(r.property) << " " << verdict_name(r.verdict) << " after "
-      << r.cases << (r.cases == 1 ? " case" : " cases") << " (" << r.evaluations
-      << (r.evaluations == 1 ? " layer call, " : " layer calls, ") << precision_text(r) << ")\n";
-    if (!r.detail.empty()) s << "  " << r.detail << "\n";
-    if (!r.error.empty()) s << "  error: " << r.error << (r.last_request.empty() ? "" : "; last request: " + r.last_request) << "\n";
-    if (r.counterexample) {
-        AuditResult shown = r;
-        if (shown.counterexample->replay.empty()) shown.counterexample->replay = replay_hint(o);
-        s << describe_finding(shown);
-    } else {
-        s << "  replay: " << replay_hint(o) << "\n";
-    }
-    return s.str();
-}
+// replay_hint(opts) and explain(result, opts), a result as text: check/explain.h.
 
 // ------------------------------------------------------------------------------------- layers with a signature
 
@@ -150,28 +121,6 @@ template <class F> AuditResult audit_callable(F layer, const Signature& signatur
     return audit_signature(std::move(layer), signature, std::move(opts));
 }
 
-// The signature as the command line writes it, for a replay hint.
-inline std::string signature_flags(const Signature& s) {
-    std::string out;
-    for (const Axis& a : s.axes) (out += " --axis ") += format(a);
-    for (const TensorSpec& t : s.inputs) (out += " --input ") += format_input(t);
-    for (const TensorSpec& t : s.outputs) (out += " --output ") += format_output(t);
-    return out;
-}
-
-// A readable account of a signature audit's result: the verdict, what was found, the shrunk counterexample
-// (describe(c, s)) and the options that find it again.
-inline std::string explain(const AuditResult& r, const Signature& signature, const AuditOptions& o) {
-    std::ostringstream s;
-    s << o.name << ": " << verdict_name(r.verdict) << " after " << r.cases << (r.cases == 1 ? " case" : " cases")
-      << " (" << r.evaluations << (r.evaluations == 1 ? " layer call, " : " layer calls, ") << precision_text(r) << ")\n";
-    if (!r.detail.empty()) s << "  " << r.detail << "\n";
-    if (!r.error.empty()) s << "  error: " << r.error << (r.last_request.empty() ? "" : "; last request: " + r.last_request) << "\n";
-    if (r.signature_counterexample) s << describe(*r.signature_counterexample, signature);
-    s << "  replay: permcheck::AuditOptions{.dtype = permcheck::Arithmetic::" << arithmetic_name(r.dtype)
-      << ", .cases = " << o.cases << ", .seed = " << o.seed << "} with the signature" << signature_flags(signature)
-      << " finds the same case again\n";
-    return s.str();
-}
+// signature_flags(signature) and explain(result, signature, opts): check/explain.h.
 
 }  // namespace permcheck

@@ -17,11 +17,14 @@ fail() { echo "run.sh: $*" >&2; exit 1; }
 if grep -rq "$(cd "$source/../.." && pwd)" "$prefix/lib/cmake/permcheck"; then
   fail "the installed package refers to the source tree"
 fi
-# Only what a user needs: no test fixture, no search, nothing that includes RapidCheck; a stripped command.
-for internal in mutants.h make_family.h engine.h search.h generators.h catalog.h symbolic.h; do
+# Only what a user needs: no test fixture, no search, nothing that includes RapidCheck, Boost or GMP; a stripped
+# command.
+for internal in mutants.h make_family.h engine.h search.h generators.h catalog.h symbolic.h scalar.h weights.h compare.h; do
   [[ -z $(find "$prefix/include" -name "$internal") ]] || fail "$internal is installed"
 done
 [[ -z $(grep -rliE "#include [<\"]rapidcheck" "$prefix/include") ]] || fail "an installed header includes RapidCheck"
+[[ -z $(grep -rliE "#include [<\"](boost/|gmp)" "$prefix/include") ]] || fail "an installed header includes Boost or GMP"
+[[ -f $prefix/include/permcheck/serve.h ]] || fail "<permcheck/serve.h> is not installed"
 [[ -f $prefix/include/permcheck/audit.h && -f $prefix/include/permcheck/gtest.h ]] || fail "the API is not installed"
 if readelf -S "$prefix/bin/permcheck" | grep -q debug_info; then fail "bin/permcheck carries debug information"; fi
 # The ready Python adapter is installed, and the installed command puts the installed copy on the PYTHONPATH of
