@@ -27,15 +27,6 @@ std::string lengths_text(const std::vector<int>& lengths) {
     return s.str();
 }
 
-// A time or a rate for a person: three significant digits ("0.0465", "64.4"), whole from 100 on ("45623").
-std::string rate_text(double v) {
-    std::ostringstream s;
-    if (std::abs(v) >= 100) s << std::fixed << std::setprecision(0);
-    else s << std::setprecision(3);
-    s << v;
-    return s.str();
-}
-
 // "y equivariant along n, invariant to m; g invariant to n, m": what each output of a signature must do.
 std::string signature_claims(const Signature& s) {
     std::string out;

@@ -85,7 +85,7 @@ CheckRun run_interruptibly(const LayerFamily& spec, Property property, CheckOpti
     return run;
 }
 
-void print_result(const CheckRun& run, const CheckOptions& opts) {
+void print_check(const CheckRun& run, const CheckOptions& opts) {
     const CheckResult& r = run.result;
     std::cout << r.layer << " " << property_name(r.property) << " (" << arithmetic_name(r.dtype) << "): ";
     if (r.interrupted) {
@@ -145,7 +145,7 @@ int run_check(const CheckRequest& q) {
     try {
         const CheckRun run = run_interruptibly(*spec, property, opts, db, q);
         const CheckResult& r = run.result;
-        print_result(run, opts);
+        print_check(run, opts);
         if (!q.report_dir.empty()) {
             report::Record rec = report::record_of(r, opts);
             if (run.from_db) rec.details["failure_db"] = run.entry.string();

@@ -89,7 +89,8 @@ std::string time_left(double seconds, int done, int total) {
     text += " s left";
     return text;
 }
-// A rate as a reader takes it in: "18200", "40.1", "0.523".
+}  // namespace
+
 std::string rate_text(double per_second) {
     std::ostringstream s;
     if (per_second >= 100) {
@@ -100,7 +101,6 @@ std::string rate_text(double per_second) {
     }
     return s.str();
 }
-}  // namespace
 
 void ProgressLine::audit(const AuditProgress& p) {
     if (!due()) return;

@@ -8,6 +8,7 @@
 #include "check/lengths.h"
 #include "check/signature_audit.h"
 #include "tests/support/mutants.h"
+#include "tests/support/audit.h"
 
 #include <gtest/gtest.h>
 
@@ -24,6 +25,8 @@
 
 namespace permcheck {
 namespace {
+
+using test::seeded;
 
 // ---------------------------------------------------------------------------------------------------------
 // In-process black boxes
@@ -78,15 +81,9 @@ struct Noisy {
     }
 };
 
-AuditOptions options(int cases = 100) {
-    AuditOptions o;
-    o.cases = cases;
-    o.seed = 3;
-    return o;
-}
 
 TEST(Audit, EquivariantFloat32LayerHoldsUpToSummationOrder) {
-    AuditOptions o = options(200);
+    AuditOptions o = seeded(200);
     o.dtype = Arithmetic::float32;
     o.max_len = 100;
     const AuditResult r = audit(BlackBox(centered_float32), o);
@@ -112,7 +109,7 @@ TEST(Audit, EquivariantFloat32LayerHoldsUpToSummationOrder) {
 // What a run checked (AuditResult::checked): each output's largest difference over the cases judged, with the
 // tolerance of the case it was seen in and the largest fraction of its own tolerance any case came to.
 TEST(AuditChecked, AHoldingRunRecordsItsLargestDifferenceWithinItsTolerance) {
-    AuditOptions o = options(200);
+    AuditOptions o = seeded(200);
     o.dtype = Arithmetic::float32;
     o.max_len = 100;
     const AuditResult r = audit(BlackBox(centered_float32), o);
@@ -153,15 +150,15 @@ TEST(AuditChecked, AHoldingRunRecordsItsLargestDifferenceWithinItsTolerance) {
 }
 
 TEST(AuditChecked, AnExactlyEquivariantLayerShowsNoDifferenceAndWorkersChangeNothing) {
-    const AuditResult r = audit(BlackBox(identity_layer), options());
+    const AuditResult r = audit(BlackBox(identity_layer), seeded());
     ASSERT_EQ(r.checked.size(), 1u);
     EXPECT_EQ(r.checked[0].cases, r.cases);
     EXPECT_EQ(r.checked[0].max_abs_diff, 0.0);
     EXPECT_EQ(r.checked[0].largest_fraction, 0.0);
     EXPECT_GT(r.checked[0].min_tolerance, 0.0);
     for (const BlackBox& layer : {BlackBox(leak_from_position_4), BlackBox(centered_float32)}) {
-        const AuditResult one = audit(layer, options());
-        const AuditResult three = audit(std::vector<BlackBox>{layer, layer, layer}, options());
+        const AuditResult one = audit(layer, seeded());
+        const AuditResult three = audit(std::vector<BlackBox>{layer, layer, layer}, seeded());
         ASSERT_EQ(one.checked.size(), 1u);
         ASSERT_EQ(three.checked.size(), 1u);
         EXPECT_EQ(one.checked[0].cases, three.checked[0].cases);
@@ -191,7 +188,7 @@ TEST(AuditChecked, EachOutputOfASignatureIsRecordedInItsOrder) {
         }
         return Tensors{{"y", x}, {"g", g}};
     };
-    AuditOptions o = options(60);
+    AuditOptions o = seeded(60);
     o.dtype = Arithmetic::float32;
     const AuditResult r = audit(box, s, o);
     ASSERT_EQ(r.verdict, Verdict::holds) << r.detail;
@@ -204,7 +201,7 @@ TEST(AuditChecked, EachOutputOfASignatureIsRecordedInItsOrder) {
 }
 
 TEST(Audit, Float64LeakOfRelativeSize1e7IsViolated) {
-    const AuditResult r = audit(BlackBox(tiny_leak_float64), options());
+    const AuditResult r = audit(BlackBox(tiny_leak_float64), seeded());
     ASSERT_EQ(r.verdict, Verdict::violated);
     ASSERT_TRUE(r.counterexample);
     EXPECT_EQ(r.counterexample->n(), 2);
@@ -218,7 +215,7 @@ TEST(Audit, Float64LeakOfRelativeSize1e7IsViolated) {
 Mat<double> integer_layer(const Mat<double>& x) { return (8.0 * x).array().floor().matrix(); }
 
 TEST(AuditDtype, Float32LayerHoldsByDefaultAndIsViolatedUnderAFloat64Tolerance) {
-    AuditOptions o = options(200);
+    AuditOptions o = seeded(200);
     o.max_len = 100;
     ASSERT_FALSE(o.dtype.has_value()) << "inferring is the default";
     const AuditResult r = audit(BlackBox(centered_float32), o);
@@ -237,13 +234,13 @@ TEST(AuditDtype, Float32LayerHoldsByDefaultAndIsViolatedUnderAFloat64Tolerance) 
 }
 
 TEST(AuditDtype, Float64LeakOf1e7IsStillViolatedAndTheReplayFindsTheSameCase) {
-    const AuditResult r = audit(BlackBox(tiny_leak_float64), options());
+    const AuditResult r = audit(BlackBox(tiny_leak_float64), seeded());
     ASSERT_EQ(r.verdict, Verdict::violated);
     EXPECT_EQ(r.dtype, Arithmetic::float64);
     EXPECT_TRUE(r.dtype_inferred);
     ASSERT_TRUE(r.counterexample);
     EXPECT_EQ(r.counterexample->dtype, Arithmetic::float64);
-    AuditOptions o = options();
+    AuditOptions o = seeded();
     o.dtype = r.dtype;
     const AuditResult again = audit(BlackBox(tiny_leak_float64), o);
     ASSERT_EQ(again.verdict, Verdict::violated);
@@ -253,7 +250,7 @@ TEST(AuditDtype, Float64LeakOf1e7IsStillViolatedAndTheReplayFindsTheSameCase) {
 }
 
 TEST(AuditDtype, IntegerAnswersAreJudgedAsFloat64) {
-    const AuditResult r = audit(BlackBox(integer_layer), options(50));
+    const AuditResult r = audit(BlackBox(integer_layer), seeded(50));
     EXPECT_EQ(r.verdict, Verdict::holds);
     EXPECT_EQ(r.dtype, Arithmetic::float64) << "integers are float32 values whatever the layer computes in";
     EXPECT_TRUE(r.dtype_inferred);
@@ -339,7 +336,7 @@ Mat<double> short_dyadic_leak(const Mat<double>& x) {
 }
 
 TEST(AuditDtype, Float64LayerWithShortDyadicAnswersIsJudgedAsFloat64AndItsSmallLeakFound) {
-    const AuditResult r = audit(BlackBox(short_dyadic_leak), options());
+    const AuditResult r = audit(BlackBox(short_dyadic_leak), seeded());
     ASSERT_EQ(r.verdict, Verdict::violated) << r.detail;
     EXPECT_EQ(r.dtype, Arithmetic::float64);
     EXPECT_TRUE(r.dtype_inferred);
@@ -355,11 +352,11 @@ TEST(AuditDtype, Float64LayerWithShortDyadicAnswersIsJudgedAsFloat64AndItsSmallL
     const double magnitude = std::max({ce.x.cwiseAbs().maxCoeff(), ce.lhs.cwiseAbs().maxCoeff(), ce.rhs.cwiseAbs().maxCoeff()});
     EXPECT_LT(ce.comparison.max_abs_diff, float_tolerance(tolerance_model(Arithmetic::float32, 1.0), ce.n(), ce.d(), magnitude))
         << describe(ce);
-    AuditOptions as_float32 = options();
+    AuditOptions as_float32 = seeded();
     as_float32.dtype = Arithmetic::float32;
     EXPECT_EQ(audit(BlackBox(short_dyadic_leak), as_float32).verdict, Verdict::holds);
     // Without the leak (a copy): short dyadic answers, judged as float64, and it holds.
-    const AuditResult copy = audit(BlackBox(identity_layer), options());
+    const AuditResult copy = audit(BlackBox(identity_layer), seeded());
     EXPECT_EQ(copy.verdict, Verdict::holds);
     EXPECT_EQ(copy.dtype, Arithmetic::float64);
     EXPECT_EQ(copy.dtype_evidence, DtypeEvidence::short_dyadic);
@@ -369,13 +366,13 @@ TEST(AuditDtype, Float64LayerWithShortDyadicAnswersIsJudgedAsFloat64AndItsSmallL
 // the one rounding seen decides float32 for the whole audit, and the layer holds.
 TEST(AuditDtype, OneRoundedAnswerDecidesFloat32) {
     const BlackBox mostly_exact = [](const Mat<double>& x) { return x.rows() == 5 ? centered_float32(x) : x; };
-    const AuditResult r = audit(mostly_exact, options());
+    const AuditResult r = audit(mostly_exact, seeded());
     EXPECT_EQ(r.verdict, Verdict::holds) << r.detail;
     ASSERT_TRUE(std::count(r.lengths.begin(), r.lengths.end(), 5)) << "no case of n = 5";
     EXPECT_EQ(r.dtype, Arithmetic::float32);
     EXPECT_EQ(r.dtype_evidence, DtypeEvidence::float32_rounding);
     EXPECT_EQ(precision_text(r), "float32, inferred from the answers");
-    const AuditResult centered = audit(BlackBox(centered_float32), options());
+    const AuditResult centered = audit(BlackBox(centered_float32), seeded());
     EXPECT_EQ(centered.dtype, Arithmetic::float32) << "a genuine float32 layer is still inferred float32";
     EXPECT_EQ(centered.dtype_evidence, DtypeEvidence::float32_rounding);
 }
@@ -383,20 +380,20 @@ TEST(AuditDtype, OneRoundedAnswerDecidesFloat32) {
 // No answer, nothing inferred: a layer that errs at once, and a run stopped before its first answer.
 TEST(AuditDtype, NothingIsInferredFromNoAnswer) {
     const BlackBox erring = [](const Mat<double>&) -> Mat<double> { throw std::runtime_error("model not loaded"); };
-    const AuditResult r = audit(erring, options());
+    const AuditResult r = audit(erring, seeded());
     ASSERT_EQ(r.verdict, Verdict::error);
     EXPECT_GT(r.evaluations, 0);
     EXPECT_FALSE(r.dtype_inferred);
     EXPECT_EQ(r.dtype_evidence, DtypeEvidence::no_answer);
     EXPECT_EQ(precision_text(r), "no answer came, so no precision was inferred");
-    AuditOptions stopped = options();
+    AuditOptions stopped = seeded();
     stopped.stop_requested = [] { return true; };
     const AuditResult s = audit(BlackBox(identity_layer), stopped);
     ASSERT_EQ(s.verdict, Verdict::interrupted);
     EXPECT_EQ(s.cases, 0);
     EXPECT_FALSE(s.dtype_inferred);
     EXPECT_EQ(s.dtype_evidence, DtypeEvidence::no_answer);
-    AuditOptions given = options();
+    AuditOptions given = seeded();
     given.dtype = Arithmetic::float32;
     const AuditResult g = audit(erring, given);
     EXPECT_FALSE(g.dtype_inferred);
@@ -408,8 +405,8 @@ TEST(AuditDtype, InferenceDoesNotDependOnTheNumberOfBlackBoxes) {
     // A float32 layer with a float64-sized leak from position 4: the inferred dtype and the case found must be
     // those of one box, whatever cases other workers finished past the failure.
     const BlackBox leaky = [](const Mat<double>& x) { return leak_from_position_4(centered_float32(x)); };
-    const AuditResult one = audit(leaky, options());
-    const AuditResult three = audit(std::vector<BlackBox>{leaky, leaky, leaky}, options());
+    const AuditResult one = audit(leaky, seeded());
+    const AuditResult three = audit(std::vector<BlackBox>{leaky, leaky, leaky}, seeded());
     ASSERT_EQ(one.verdict, Verdict::violated);
     EXPECT_EQ(one.dtype, Arithmetic::float32);
     EXPECT_EQ(three.verdict, one.verdict);
@@ -468,7 +465,7 @@ struct RoundingAttention {
 TEST(AuditHalf, RoundingAttentionHoldsInItsOwnPrecisionUpToLongLengths) {
     for (const int bits : {11, 8}) {
         const Arithmetic dtype = bits == 11 ? Arithmetic::float16 : Arithmetic::bfloat16;
-        AuditOptions o = options(200);
+        AuditOptions o = seeded(200);
         o.dtype = dtype;
         o.max_len = 32;
         o.long_len = 128;
@@ -486,7 +483,7 @@ TEST(AuditHalf, RoundingAttentionHoldsInItsOwnPrecisionUpToLongLengths) {
 TEST(AuditHalf, APositionSignalIsViolatedAtTwoPositionsInBothHalfPrecisions) {
     for (const int bits : {11, 8}) {
         const Arithmetic dtype = bits == 11 ? Arithmetic::float16 : Arithmetic::bfloat16;
-        AuditOptions o = options(200);
+        AuditOptions o = seeded(200);
         o.dtype = dtype;
         const AuditResult r = audit(BlackBox(RoundingAttention{bits, 0.25}), o);
         ASSERT_EQ(r.verdict, Verdict::violated) << arithmetic_name(dtype) << ": " << r.detail;
@@ -501,7 +498,7 @@ TEST(AuditHalf, ALeakOfTenPercentPerPositionIsSeenInBothHalfPrecisions) {
     // Relative to the outputs, not added to zeros: a tolerance of the size of the outputs would accept it.
     for (const int bits : {11, 8}) {
         const Arithmetic dtype = bits == 11 ? Arithmetic::float16 : Arithmetic::bfloat16;
-        AuditOptions o = options(200);
+        AuditOptions o = seeded(200);
         o.dtype = dtype;
         const AuditResult r = audit(BlackBox(RoundingAttention{bits, 0.0, 0.1}), o);
         ASSERT_EQ(r.verdict, Verdict::violated) << arithmetic_name(dtype) << ": " << r.detail;
@@ -512,7 +509,7 @@ TEST(AuditHalf, ALeakOfTenPercentPerPositionIsSeenInBothHalfPrecisions) {
 }
 
 TEST(Audit, NondeterministicFindingIsDescribedAsTwoAnswersToOneInput) {
-    AuditResult r = audit(BlackBox(Noisy{}), options());
+    AuditResult r = audit(BlackBox(Noisy{}), seeded());
     ASSERT_EQ(r.verdict, Verdict::nondeterministic);
     const std::string text = describe_finding(r);
     EXPECT_NE(text.find("first answer ="), std::string::npos) << text;
@@ -522,7 +519,7 @@ TEST(Audit, NondeterministicFindingIsDescribedAsTwoAnswersToOneInput) {
 }
 
 TEST(Audit, LeakStartingAtPosition4IsShrunkToFivePositions) {
-    const AuditResult r = audit(BlackBox(leak_from_position_4), options());
+    const AuditResult r = audit(BlackBox(leak_from_position_4), seeded());
     ASSERT_EQ(r.verdict, Verdict::violated);
     const Counterexample& ce = *r.counterexample;
     EXPECT_EQ(ce.n(), 5) << describe(ce);
@@ -531,7 +528,7 @@ TEST(Audit, LeakStartingAtPosition4IsShrunkToFivePositions) {
 }
 
 TEST(Audit, IndexBasedTieBreakingIsShrunkToTwoPositions) {
-    const AuditResult r = audit(BlackBox(argmax_first_index), options());
+    const AuditResult r = audit(BlackBox(argmax_first_index), seeded());
     ASSERT_EQ(r.verdict, Verdict::violated);
     const Counterexample& ce = *r.counterexample;
     EXPECT_EQ(ce.n(), 2) << describe(ce);
@@ -542,7 +539,7 @@ TEST(Audit, NondeterministicLayerIsNeverCalledViolated) {
     for (bool also_leaks : {false, true}) {
         Noisy noisy;
         if (also_leaks) noisy.inner = leak_from_position_4;
-        const AuditResult r = audit(BlackBox(noisy), options());
+        const AuditResult r = audit(BlackBox(noisy), seeded());
         EXPECT_EQ(r.verdict, Verdict::nondeterministic) << "also leaks: " << also_leaks;
         ASSERT_TRUE(r.counterexample);
         EXPECT_TRUE(r.counterexample->perm.is_identity()) << "the two answers are to one and the same input";
@@ -554,7 +551,7 @@ TEST(Audit, NondeterministicLayerIsNeverCalledViolated) {
 
 TEST(Audit, NondeterminismIsNamedEvenWhenNoPermutationCanDiffer) {
     // With one position every permutation is the identity: only the up-front repeats can see this.
-    AuditOptions o = options(10);
+    AuditOptions o = seeded(10);
     o.max_len = 1;
     const AuditResult r = audit(BlackBox(Noisy{}), o);
     EXPECT_EQ(r.verdict, Verdict::nondeterministic);
@@ -567,14 +564,14 @@ TEST(Audit, ViolationIsConfirmedByEvaluatingBothSidesAgain) {
         ++calls;
         return leak_from_position_4(x);
     };
-    const AuditResult r = audit(counting, options());
+    const AuditResult r = audit(counting, seeded());
     ASSERT_EQ(r.verdict, Verdict::violated);
     EXPECT_EQ(r.evaluations, calls);
     EXPECT_NE(r.detail.find("evaluated again"), std::string::npos);
 }
 
 TEST(Audit, PassingCasesCostTwoCallsEach) {
-    AuditOptions o = options(50);
+    AuditOptions o = seeded(50);
     const AuditResult r = audit(BlackBox(identity_layer), o);
     EXPECT_EQ(r.verdict, Verdict::holds);
     EXPECT_EQ(r.evaluations, 2 * 50 + o.repeat_checks);
@@ -587,7 +584,7 @@ TEST(Audit, NonFiniteOutputIsItsOwnVerdictWithAShrunkInput) {
             if (y.data()[i] > 4) y.data()[i] = std::nan("");
         return y;
     };
-    const AuditResult r = audit(nan_above_4, options());
+    const AuditResult r = audit(nan_above_4, seeded());
     ASSERT_EQ(r.verdict, Verdict::non_finite);
     const Counterexample& ce = *r.counterexample;
     EXPECT_EQ(ce.n(), 1);
@@ -602,7 +599,7 @@ TEST(Audit, AdapterErrorIsTheErrorVerdictWithTheLastRequest) {
         if (++calls == 5) throw AdapterError("adapter exited with status 3");
         return x;
     };
-    const AuditResult r = audit(dies, options());
+    const AuditResult r = audit(dies, seeded());
     EXPECT_EQ(r.verdict, Verdict::error);
     EXPECT_EQ(r.error, "adapter exited with status 3");
     EXPECT_FALSE(r.last_request.empty());
@@ -611,7 +608,7 @@ TEST(Audit, AdapterErrorIsTheErrorVerdictWithTheLastRequest) {
 
 TEST(Audit, WrongRowCountIsAnError) {
     const BlackBox pooled_instead = [](const Mat<double>& x) { return Mat<double>(x.colwise().sum()); };
-    AuditOptions o = options();
+    AuditOptions o = seeded();
     o.min_len = 2;
     const AuditResult r = audit(pooled_instead, o);
     EXPECT_EQ(r.verdict, Verdict::error);
@@ -631,8 +628,8 @@ TEST(Audit, ExitCodesFollowTheVerdicts) {
 
 TEST(Audit, ManyBlackBoxesGiveTheResultOfOne) {
     for (const BlackBox& layer : {BlackBox(leak_from_position_4), BlackBox(identity_layer)}) {
-        const AuditResult one = audit(layer, options());
-        const AuditResult three = audit(std::vector<BlackBox>{layer, layer, layer}, options());
+        const AuditResult one = audit(layer, seeded());
+        const AuditResult three = audit(std::vector<BlackBox>{layer, layer, layer}, seeded());
         EXPECT_EQ(one.verdict, three.verdict);
         EXPECT_EQ(one.cases, three.cases);
         ASSERT_EQ(one.counterexample.has_value(), three.counterexample.has_value());
@@ -659,11 +656,11 @@ TEST(Audit, ShardsTogetherRunExactlyTheUnshardedCases) {
         EXPECT_EQ(r.verdict, Verdict::holds);
         return std::make_pair(seen, r.cases);
     };
-    const auto [all, all_cases] = inputs_of(options(40));
+    const auto [all, all_cases] = inputs_of(seeded(40));
     std::set<std::vector<double>> joined;
     int shard_cases = 0;
     for (int k = 1; k <= 3; ++k) {
-        AuditOptions o = options(40);
+        AuditOptions o = seeded(40);
         o.shard = parse_shard(std::to_string(k) + "/3");
         const auto [part, cases] = inputs_of(o);
         EXPECT_EQ(cases, k == 1 ? 14 : 13);
@@ -684,7 +681,7 @@ TEST(Audit, CheckAndAuditOfAPlantedBugShrinkToTheSameLengthThroughTheOneShrinker
         co.seed = 3;
         const CheckResult checked =
             check(subject, output == Output::pooled ? Property::invariance : Property::equivariance, co);
-        AuditOptions ao = options();
+        AuditOptions ao = seeded();
         ao.output = output;
         const AuditResult audited = audit(seeded_layer<double>(subject, ao.d, 0), ao);  // the weights a check shrinks to
         ASSERT_TRUE(checked.counterexample) << mutants::name(kind);
@@ -833,9 +830,9 @@ TEST(AuditBatched, SameVerdictCasesAndCounterexampleAsOneCaseACall) {
     };
     for (const BlackBox& layer : {BlackBox(leak_from_position_4), leak_from_position_6, BlackBox(identity_layer),
                                   BlackBox(argmax_first_index), BlackBox(centered_float32)}) {
-        const AuditResult one = audit(layer, options(300));
+        const AuditResult one = audit(layer, seeded(300));
         const CountedBatch counted{layer, 8};
-        const AuditResult batched = audit(std::vector<BatchedBlackBox>{counted.box()}, options(300));
+        const AuditResult batched = audit(std::vector<BatchedBlackBox>{counted.box()}, seeded(300));
         EXPECT_EQ(one.verdict, batched.verdict);
         EXPECT_EQ(one.cases, batched.cases);
         EXPECT_EQ(one.dtype, batched.dtype);
@@ -853,7 +850,7 @@ TEST(AuditBatched, SameVerdictCasesAndCounterexampleAsOneCaseACall) {
 
 TEST(AuditBatched, ABlackBoxThatNeverAnnouncesIsCalledOneCaseAtATime) {
     CountedBatch counted{identity_layer, 0};
-    const AuditResult r = audit(std::vector<BatchedBlackBox>{counted.box()}, options(50));
+    const AuditResult r = audit(std::vector<BatchedBlackBox>{counted.box()}, seeded(50));
     EXPECT_EQ(r.verdict, Verdict::holds);
     EXPECT_EQ(*counted.batches, 0);
     EXPECT_EQ(*counted.ones, r.evaluations);
@@ -864,8 +861,8 @@ TEST(AuditBatched, AnItemsErrorIsThatCasesErrorWithItsRequest) {
         if (x.rows() == 5) throw AdapterError("no n=5 here");
         return x;
     };
-    const AuditResult one = audit(picky, options());
-    const AuditResult batched = audit(std::vector<BatchedBlackBox>{CountedBatch{picky, 8}.box()}, options());
+    const AuditResult one = audit(picky, seeded());
+    const AuditResult batched = audit(std::vector<BatchedBlackBox>{CountedBatch{picky, 8}.box()}, seeded());
     EXPECT_EQ(batched.verdict, Verdict::error);
     EXPECT_EQ(batched.error, "no n=5 here");
     EXPECT_EQ(batched.last_request, "n=5, d=4");
@@ -875,7 +872,7 @@ TEST(AuditBatched, AnItemsErrorIsThatCasesErrorWithItsRequest) {
 
 TEST(AuditBatched, AStopRequestEndsTheRunBetweenTheCasesOfABlock) {
     int done = 0;
-    AuditOptions o = options(200);
+    AuditOptions o = seeded(200);
     o.on_progress = [&](const AuditProgress& p) { done = p.cases_done; };
     o.stop_requested = [&] { return done >= 20; };
     CountedBatch counted{identity_layer, 64};

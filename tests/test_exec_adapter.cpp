@@ -8,6 +8,7 @@
 #include "check/signature_audit.h"
 #include "tests/support/fault_adapter.h"
 #include "tests/support/stacked.h"
+#include "tests/support/audit.h"
 
 #include <gtest/gtest.h>
 
@@ -23,17 +24,12 @@
 namespace permcheck {
 namespace {
 
+using test::seeded;
+
 using test::kFault;
 using test::stacked_item;
 using test::stacked_signature;
 
-// As tests/test_audit_engine.cpp's: a seeded audit of `cases` cases.
-AuditOptions options(int cases = 100) {
-    AuditOptions o;
-    o.cases = cases;
-    o.seed = 3;
-    return o;
-}
 
 // ---------------------------------------------------------------------------------------------------------
 // The subprocess adapter
@@ -197,7 +193,7 @@ TEST(AuditBatched, AViolationOnlyTheBatchedAnswersShowIsFoundThroughTheAdapter) 
     adapters::ExecOptions eo;
     eo.command = kFault + " batched 32";
     int progress_calls = 0;
-    AuditOptions o = options(200);
+    AuditOptions o = seeded(200);
     o.on_progress = [&](const AuditProgress& p) { progress_calls += p.shrinking ? 0 : 1; };
     const Signature s = one_tensor_signature(o.d, o.output, o.min_len, o.max_len);  // what audit --dim runs
     const AuditResult r = audit(std::vector<BatchedNamedBlackBox>{adapters::exec_batched_named_black_box(eo, s)}, s, o);

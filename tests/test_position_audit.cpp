@@ -4,6 +4,7 @@
 // undecided verdict; and the harness self-test: planted bugs in these transformations are caught.
 #include "check/position_case.h"
 #include "check/signature_audit.h"
+#include "tests/support/audit.h"
 
 #include <gtest/gtest.h>
 
@@ -17,6 +18,8 @@
 
 namespace permcheck {
 namespace {
+
+using test::finding;
 
 // ids:n:token=50, pos:n:position=64, keep:n:mask=keep over n=1..8, and one output: y:n,3 or g:3.
 Signature lm_signature(bool pooled = false, int positions = 64) {
@@ -86,11 +89,6 @@ AuditOptions with(std::optional<Property> p, std::uint64_t seed = 1) {
     return o;
 }
 
-std::string finding(const AuditResult& r, const Signature& s) {
-    std::string text = std::string(verdict_name(r.verdict)) + ": " + r.detail + r.error + "\n";
-    if (r.signature_counterexample) text += describe(*r.signature_counterexample, s);
-    return text;
-}
 
 TEST(PositionKinds, ParseFormatAndValidate) {
     for (const char* text : {"ids:n:token=50000", "pos:n:position", "pos:1,n:position=512", "keep:n:mask=keep"})

@@ -7,6 +7,7 @@
 #include "check/signature_case.h"
 #include "layers/cross_attention.h"
 #include "layers/message_passing.h"
+#include "tests/support/audit.h"
 
 #include <gtest/gtest.h>
 
@@ -23,7 +24,9 @@
 namespace permcheck {
 namespace {
 
-Tensor tensor(std::vector<int> shape, std::vector<double> values) { return Tensor{std::move(shape), std::move(values)}; }
+using test::finding;
+using test::tensor;
+
 
 // ------------------------------------------------------------------------------------------------- grammar
 
@@ -272,11 +275,6 @@ AuditOptions named(const std::string& name, std::uint64_t seed = 1) {
     return o;
 }
 
-std::string finding(const AuditResult& r, const Signature& s) {
-    std::string text = std::string(verdict_name(r.verdict)) + ": " + r.detail + r.error + "\n";
-    if (r.signature_counterexample) text += describe(*r.signature_counterexample, s);
-    return text;
-}
 
 struct Holding {
     const char* name;

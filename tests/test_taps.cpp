@@ -5,6 +5,7 @@
 #include "check/compare.h"
 #include "check/taps.h"
 #include "report/report.h"
+#include "tests/support/audit.h"
 
 #include <gtest/gtest.h>
 
@@ -16,6 +17,8 @@
 
 namespace permcheck {
 namespace {
+
+using test::tensor;
 // The one-tensor shorthand's signature as an audit of a layer answering d features learned it.
 Signature one_tensor_signature_of(int d, int min_len, int max_len) {
     Signature s = one_tensor_signature(d, Output::sequence, min_len, max_len);
@@ -26,7 +29,6 @@ Signature one_tensor_signature_of(int d, int min_len, int max_len) {
 
 namespace {
 
-Tensor tensor(std::vector<int> shape, std::vector<double> values) { return Tensor{std::move(shape), std::move(values)}; }
 
 // P T(x) for an n x d tensor moved along its rows: (P t)[i] = t[p[i]].
 Tensor rows_moved(const Tensor& t, const Permutation& p) {
