@@ -81,13 +81,14 @@ namespace {
 // Nondeterministic: one input answered twice; batch-dependent: in a batched request and alone.
 std::string describe_nondeterministic(const Counterexample& ce, bool batch) {
     const auto keep = static_cast<std::size_t>(ce.comparison.col);  // in view when the rows are cut
+    const int width = column_width({&ce.x, &ce.lhs, &ce.rhs});
     std::ostringstream s;
     s << (batch ? "batch-dependent: " : "nondeterministic: ") << ce.layer << " (" << arithmetic_name(ce.dtype)
       << ") answered one input " << (batch ? "in a batched request and alone" : "twice") << ", n = " << ce.n()
       << ", d = " << ce.d() << "\n  x =\n"
-      << format_matrix(ce.x, "    ", keep) << (batch ? "  answer in a batch =\n" : "  first answer =\n")
-      << format_matrix(ce.lhs, "    ", keep) << (batch ? "  answer alone =\n" : "  second answer =\n")
-      << format_matrix(ce.rhs, "    ", keep) << "  largest |difference| = " << ce.comparison.max_abs_diff << " at position "
+      << format_matrix(ce.x, "    ", keep, width) << (batch ? "  answer in a batch =\n" : "  first answer =\n")
+      << format_matrix(ce.lhs, "    ", keep, width) << (batch ? "  answer alone =\n" : "  second answer =\n")
+      << format_matrix(ce.rhs, "    ", keep, width) << "  largest |difference| = " << ce.comparison.max_abs_diff << " at position "
       << ce.comparison.row << ", feature " << ce.comparison.col << " (tolerance " << ce.comparison.tolerance << ")\n";
     if (!ce.replay.empty()) s << "  replay: " << ce.replay << "\n";
     return s.str();

@@ -1,15 +1,26 @@
 #include "check/counterexample.h"
 
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
 
 namespace permcheck {
 
-std::string format_matrix(const Mat<double>& m, const std::string& indent, std::size_t keep) {
+int column_width(std::initializer_list<const Mat<double>*> matrices) {
+    int width = kTerminalValueWidth;
+    for (const Mat<double>* m : matrices) {
+        const Eigen::MatrixXd values = *m;  // contiguous, whatever the matrix's storage order
+        width = std::max(width, column_width(values.data(), static_cast<std::size_t>(values.size())));
+    }
+    return width;
+}
+
+std::string format_matrix(const Mat<double>& m, const std::string& indent, std::size_t keep, int width) {
+    if (width == 0) width = column_width({&m});
     std::ostringstream s;
     for (Eigen::Index i = 0; i < m.rows(); ++i) {
         const Eigen::RowVectorXd row = m.row(i);  // contiguous, whatever the matrix's storage order
-        s << indent << "[" << i << "] " << format_row(row.data(), static_cast<std::size_t>(row.size()), 9, 6, keep)
+        s << indent << "[" << i << "] " << format_row(row.data(), static_cast<std::size_t>(row.size()), width, 6, keep)
           << '\n';
     }
     return s.str();
@@ -26,9 +37,10 @@ std::string describe(const Counterexample& c) {
         s << "  permutation " << c.perm.cycles() << " (rows: (P x)[i] = x[p[i]])\n";
     // The feature of the largest difference stays in view when the rows are cut (x's too: often the one at fault).
     const auto keep = static_cast<std::size_t>(c.comparison.col);
-    s << "  x =\n" << format_matrix(c.x, "    ", keep);
-    s << "  " << names.lhs << " =\n" << format_matrix(c.lhs, "    ", keep);
-    s << "  " << names.rhs << " =\n" << format_matrix(c.rhs, "    ", keep);
+    const int width = column_width({&c.x, &c.lhs, &c.rhs});  // the three matrices' columns line up
+    s << "  x =\n" << format_matrix(c.x, "    ", keep, width);
+    s << "  " << names.lhs << " =\n" << format_matrix(c.lhs, "    ", keep, width);
+    s << "  " << names.rhs << " =\n" << format_matrix(c.rhs, "    ", keep, width);
     s << std::setprecision(6) << "  largest |difference| = " << c.comparison.max_abs_diff << " at position "
       << c.comparison.row << ", feature " << c.comparison.col;
     if (c.comparison.tolerance > 0) s << " (tolerance " << c.comparison.tolerance << ", margin " << c.comparison.margin() << ")";

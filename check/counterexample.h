@@ -10,6 +10,7 @@
 #include "scalars/weights_version.h"
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 namespace permcheck {
@@ -38,8 +39,12 @@ struct Counterexample {
 
 // A readable multi-line description, for test failure messages and the terminal.
 std::string describe(const Counterexample& c);
-// A matrix a row a line ("[i] " and the row as format_row shows it); `keep`: a column each cut row shows.
-std::string format_matrix(const Mat<double>& m, const std::string& indent = "    ", std::size_t keep = kNoColumn);
+// A matrix a row a line ("[i] " and the row as format_row shows it); `keep`: a column each cut row shows; `width`:
+// each value's (0: the matrix's own column_width).
+std::string format_matrix(const Mat<double>& m, const std::string& indent = "    ", std::size_t keep = kNoColumn,
+                          int width = 0);
+// The column_width of matrices shown one under the other, so that their columns line up.
+int column_width(std::initializer_list<const Mat<double>*> matrices);
 
 // The one-tensor form's two records of one finding (check/signature.h, one_tensor_signature): the signature
 // audit's (axis n, input x, output y) as the shorthand's own (n x d input, permutation, both sides as matrices,

@@ -490,10 +490,24 @@ std::string format_row(const double* values, std::size_t count, int width, int p
     return s.str();
 }
 
+int column_width(const double* values, std::size_t count, int precision) {
+    int width = kTerminalValueWidth;
+    std::ostringstream s;
+    s << std::setprecision(precision);
+    for (std::size_t j = 0; j < count; ++j) {
+        s.str("");
+        s << values[j];
+        width = std::max(width, static_cast<int>(s.tellp()));
+    }
+    return width;
+}
+
 namespace {
 
-// A tensor as rows of its last dim, one a line; `keep`: a column each elided row shows (format_row).
-void write_tensor(std::ostream& s, const Tensor& t, const std::string& indent, std::size_t keep = kNoColumn) {
+// A tensor as rows of its last dim, one a line, its values in columns; `keep`: a column each elided row shows
+// (format_row); `width`: each value's (0: the tensor's own column_width).
+void write_tensor(std::ostream& s, const Tensor& t, const std::string& indent, std::size_t keep = kNoColumn,
+                  int width = 0) {
     if (t.shape.empty()) {
         s << indent << (t.values.empty() ? 0.0 : t.values[0]) << "\n";
         return;
@@ -501,7 +515,9 @@ void write_tensor(std::ostream& s, const Tensor& t, const std::string& indent, s
     const std::size_t last = static_cast<std::size_t>(std::max(t.shape.back(), 0));
     const std::size_t rows = last == 0 ? 0 : t.size() / last;
     if (rows == 0) s << indent << "(empty, shape " << index_text(t.shape) << ")\n";
-    for (std::size_t r = 0; r < rows; ++r) s << indent << format_row(t.values.data() + r * last, last, 9, 6, keep) << "\n";
+    if (width == 0) width = column_width(t.values.data(), t.values.size());
+    for (std::size_t r = 0; r < rows; ++r)
+        s << indent << format_row(t.values.data() + r * last, last, width, 6, keep) << "\n";
 }
 
 // ", mask (1 = padding)" or ", index into nodes" after an input's shape; nothing for a real input.
@@ -563,9 +579,12 @@ std::string describe(const SignatureCounterexample& c, const Signature& sig) {
           << index_text(o.layer_of_permuted.shape) << " =\n";
         // The column of the largest difference stays in view when the rows are cut.
         const std::size_t keep = o.where.empty() ? kNoColumn : static_cast<std::size_t>(o.where.back());
-        write_tensor(s, o.layer_of_permuted, "      ", keep);
+        // Both sides' columns line up, one under the other.
+        const int width = std::max(column_width(o.layer_of_permuted.values.data(), o.layer_of_permuted.values.size()),
+                                   column_width(o.permuted_layer.values.data(), o.permuted_layer.values.size()));
+        write_tensor(s, o.layer_of_permuted, "      ", keep, width);
         s << "    " << rhs << " " << index_text(o.permuted_layer.shape) << " =\n";
-        write_tensor(s, o.permuted_layer, "      ", keep);
+        write_tensor(s, o.permuted_layer, "      ", keep, width);
         if (o.shape_mismatch) {
             s << "    the shapes differ\n";
             continue;

@@ -122,6 +122,10 @@ inline constexpr std::size_t kTerminalRowValues = 8;
 inline constexpr std::size_t kNoColumn = static_cast<std::size_t>(-1);
 std::string format_row(const double* values, std::size_t count, int width = 0, int precision = 6,
                        std::size_t keep = kNoColumn);
+// The width that lines up values in columns, one a row or rows of a matrix: the longest of `values` as format_row
+// writes it at `precision`, and at least kTerminalValueWidth ("-0.123456").
+inline constexpr int kTerminalValueWidth = 9;
+int column_width(const double* values, std::size_t count, int precision = 6);
 
 // A matrix as a tensor of its shape (row-major), and a tensor of one or two dims as a matrix (one dim: one row). In
 // a namespace of their own, so that argument-dependent lookup never finds them for a user's functions of the same

@@ -316,11 +316,12 @@ void print_result(std::ostream& out, std::ostream& err, const std::string& progr
     if (shown.signature_counterexample) shown.signature_counterexample->replay = replay;
     if (shown.signature_counterexample && signature && !signature->one_tensor) {
         if (r.verdict == Verdict::nondeterministic)
-            out << "  one input answered twice: below, L(P x) is the first answer and P L(x) the second (every "
-                   "permutation the identity)\n";
+            out << "  one input answered twice: below, L(P x) is the first answer and the other side (P L(x), or "
+                   "L(x) for an output no permutation moves) the second (every permutation the identity)\n";
         if (r.verdict == Verdict::batch_dependent)
             out << "  one input answered in a batched request and alone: below, L(P x) is its answer in the batch "
-                   "and P L(x) its answer alone (every permutation the identity)\n";
+                   "and the other side (P L(x), or L(x) for an output no permutation moves) its answer alone "
+                   "(every permutation the identity)\n";
         out << describe(*shown.signature_counterexample, *signature);
     } else {
         out << describe_finding(shown);  // the one-tensor form's, in the shorthand's words

@@ -628,6 +628,47 @@ TEST(SignatureAudit, TheCounterexampleTextNamesLengthsCyclesInputsBothSidesAndWh
     EXPECT_NE(describe_finding(r).find("violated (float64)"), std::string::npos) << describe_finding(r);
 }
 
+// A matrix's values in columns that line up whatever their lengths: every value padded to the longest one's
+// width ("-0.0620512", "-1.23457e-05"), never below 9; the matrices of one counterexample share one width.
+TEST(SignatureAudit, MatrixColumnsLineUpWhateverTheValuesLengths) {
+    const double narrow[] = {0.048128, 0.5, -0.25};
+    EXPECT_EQ(column_width(narrow, 3), kTerminalValueWidth);
+    const double wide[] = {0.048128, -0.0620512, -1.23456789e-5};
+    EXPECT_EQ(column_width(wide, 3), 12);  // "-1.23457e-05"
+    Mat<double> m(2, 3);
+    m << 0.048128, -0.0620512, 1, -1.23456789e-5, 0.024064, 0;
+    const std::string text = format_matrix(m, "");
+    const std::size_t newline = text.find('\n');
+    ASSERT_NE(newline, std::string::npos);
+    EXPECT_EQ(text.substr(0, newline), "[0] [    0.048128   -0.0620512            1]");
+    EXPECT_EQ(text.substr(newline + 1), "[1] [-1.23457e-05     0.024064            0]\n");
+    Counterexample c;
+    c.layer = "columns";
+    c.x = Mat<double>::Zero(2, 3);
+    c.lhs = m;
+    c.rhs = Mat<double>::Constant(2, 3, 0.5);
+    c.perm = Permutation{{1, 0}};
+    const std::string described = describe(c);
+    EXPECT_NE(described.find("    [0] [           0            0            0]"), std::string::npos)
+        << "x's columns as wide as L(P x)'s\n" << described;
+    EXPECT_NE(described.find("    [1] [         0.5          0.5          0.5]"), std::string::npos) << described;
+    // A signature counterexample: an output's two sides share their columns' width.
+    SignatureCounterexample sc{{{"n", 1}}, {{"n", Permutation::identity(1)}}, {{"x", Tensor{{1, 2}, {0.5, 0.25}}}},
+                               {}, "n", 0, 0, ""};
+    OutputComparison y;
+    y.name = "y";
+    y.layer_of_permuted = Tensor{{1, 2}, {0.5, 0.25}};
+    y.permuted_layer = Tensor{{1, 2}, {-1.23456789e-5, 0.25}};
+    sc.outputs.push_back(y);
+    Signature sig;
+    sig.axes = {parse_axis("n=1..4")};
+    sig.inputs = {parse_input("x:n,2")};
+    sig.outputs = {parse_output("y:n,2")};
+    const std::string both = describe(sc, sig);
+    EXPECT_NE(both.find("      [         0.5         0.25]\n"), std::string::npos) << both;
+    EXPECT_NE(both.find("      [-1.23457e-05         0.25]\n"), std::string::npos) << both;
+}
+
 // The terminal's rows (format_row, the one function of every view of values there): a wide row keeps its first and
 // last three values and says how many it has, every value at 6 significant digits, each line within 120 columns;
 // a row of at most kTerminalRowValues values is shown whole.
