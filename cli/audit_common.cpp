@@ -262,6 +262,12 @@ std::string replay_tail(const AuditFlags& f, const AuditResult& r, bool lengths)
     return s.str();
 }
 
+namespace {
+// A run that judged its cases to the end, whose throughput the terminal and report.json give; a run that stopped at a
+// failure and shrank it has none (its seconds are mostly the shrinking's).
+bool ran_through(const AuditResult& r) { return r.verdict == Verdict::holds || r.verdict == Verdict::undecided; }
+}  // namespace
+
 report::Record audit_record(const AuditResult& r, const std::string& name, Property property,
                             const AuditFlags& f, const std::string& replay, const std::string& key,
                             nlohmann::json details, double seconds, const Signature* signature) {
@@ -285,7 +291,7 @@ report::Record audit_record(const AuditResult& r, const std::string& name, Prope
     details["evaluations"] = r.evaluations;
     details["confirmed_alone"] = r.confirmed_alone;  // cases of a batched run asked again one request each
     details["seconds"] = seconds;
-    details["cases_per_second"] = seconds > 0 ? r.cases / seconds : 0.0;
+    if (ran_through(r)) details["cases_per_second"] = seconds > 0 ? r.cases / seconds : 0.0;
     if (!r.detail.empty()) details["finding"] = r.detail;
     rec.details[key] = std::move(details);
     return rec;
@@ -295,9 +301,7 @@ void print_result(std::ostream& out, std::ostream& err, const std::string& progr
                   const AuditResult& r, double seconds, const std::string& replay, const Signature* signature) {
     out << head << " " << verdict_name(r.verdict) << " after " << r.cases << (r.cases == 1 ? " case" : " cases")
         << ", " << r.evaluations << (r.evaluations == 1 ? " layer call, " : " layer calls, ") << rate_text(seconds) << " s";
-    // The throughput of a run that judged its cases to the end; a run that stopped at a failure and shrank it has none.
-    const bool ran_through = r.verdict == Verdict::holds || r.verdict == Verdict::undecided;
-    if (ran_through && seconds > 0 && r.cases > 0) out << " (" << rate_text(r.cases / seconds) << " cases/s)";
+    if (ran_through(r) && seconds > 0 && r.cases > 0) out << " (" << rate_text(r.cases / seconds) << " cases/s)";
     out << "\n";
     if (const std::string note = precision_note(r); !note.empty()) out << "  dtype: " << note << "\n";
     if (!r.lengths.empty()) out << "  lengths sent: " << lengths_text(r.lengths) << "\n";

@@ -18,9 +18,10 @@ using nlohmann::json;
 
 namespace {
 
-// For a nondeterministic layer (one input answered twice), in place of the permutation.
-const char* kTwiceNote = "<p class=\"note\">The layer answered the same input x twice with different results; "
-                         "no permutation plays a part.</p>\n";
+// For a layer that answered one input twice (nondeterministic, batch-dependent), in place of the permutation.
+std::string twice_note_html(const Record& r) {
+    return "<p class=\"note\">" + html_escape(answered_twice_note(r)) + "</p>\n";
+}
 
 // An arrowhead for marker-end="url(#ID)", filled with `colour`.
 std::string arrowhead(const std::string& id, const char* colour) {
@@ -353,11 +354,12 @@ std::string output_heatmap(const OutputComparison& o, const TensorSpec* spec, co
     return head + caption + heatmap_svg(ce, Property::equivariance, axes) + "\n";
 }
 
-std::string signature_html(const SignatureCounterexample& c, const Signature& sig, const Record& r, bool twice) {
+std::string signature_html(const SignatureCounterexample& c, const Signature& sig, const Record& r) {
     std::ostringstream s;
-    s << "<h2>" << (twice ? "One input answered twice" : "Counterexample") << ": " << html_escape(lengths_text(c.lengths)) << "</h2>\n<p>Found at case " << c.case_index
+    const bool twice = answered_twice(r);
+    s << "<h2>" << html_escape(counterexample_heading(r)) << ": " << html_escape(lengths_text(c.lengths)) << "</h2>\n<p>Found at case " << c.case_index
       << ", " << c.shrink_steps << " shrink steps.</p>\n";
-    s << (twice ? kTwiceNote : axes_html(c));
+    s << (twice ? twice_note_html(r) : axes_html(c));
     for (const TensorSpec& t : sig.inputs)
         if (const auto g = edge_list(t, c))
             s << "<h2>Graph " << html_escape(t.name) << "</h2><p class=\"note\">" << g->nodes << (g->nodes == 1 ? " node, " : " nodes, ")
@@ -535,8 +537,8 @@ std::string to_html(const Record& r) {
     s << checked_html(r) << closest_html(r);
     if (const auto& c = r.counterexample) {
         const Comparison& cmp = c->comparison;
-        const bool twice = r.verdict == Verdict::nondeterministic || r.verdict == Verdict::batch_dependent;
-        s << "<h2>" << (twice ? "One input answered twice" : "Counterexample") << ": n = " << c->n() << ", d = "
+        const bool twice = answered_twice(r);
+        s << "<h2>" << html_escape(counterexample_heading(r)) << ": n = " << c->n() << ", d = "
           << c->d() << "</h2>\n<p>Largest " << html_escape(names.diff) << " = <b>" << text(cmp.max_abs_diff) << "</b>";
         if (!cmp.shape_mismatch) s << " at position " << cmp.row << ", feature " << cmp.col;
         s << "; tolerance " << text(cmp.tolerance) << ", margin " << text(cmp.margin()) << ". ";
@@ -544,7 +546,7 @@ std::string to_html(const Record& r) {
                                    : "<b>Not</b> confirmed in exact rational arithmetic.")
           << " Weight seed " << c->weight_seed << ", found at case " << c->case_index << ", " << c->shrink_steps << " shrink steps.</p>\n";
         if (twice) {
-            s << kTwiceNote;
+            s << twice_note_html(r);
         } else if (r.property == Property::shift) {
             s << "<h2>Shift</h2><p>Every position index shifted by " << c->shift
               << "; the permutation plays no part.</p>\n";
@@ -560,8 +562,7 @@ std::string to_html(const Record& r) {
           << matrix_table(c->lhs, names.lhs) << matrix_table(c->rhs, names.rhs) << "</div>\n";
     }
     if (r.signature_counterexample && r.signature)
-        s << signature_html(*r.signature_counterexample, *r.signature, r,
-                            r.verdict == Verdict::nondeterministic || r.verdict == Verdict::batch_dependent);
+        s << signature_html(*r.signature_counterexample, *r.signature, r);
     if (r.taps) s << taps_html(*r.taps);
     s << details_html(r);
     if (!r.replay.empty()) s << "<h2>Replay</h2><pre>" << html_escape(r.replay) << "</pre>\n";

@@ -12,11 +12,12 @@ namespace {
 
 // A signature audit's counterexample: every axis with its length and permutation, the axis at fault, each
 // output's comparison, then the inputs and both sides of every output.
-std::string signature_section(const SignatureCounterexample& c, const Signature& sig, const Record& r, bool twice) {
+std::string signature_section(const SignatureCounterexample& c, const Signature& sig, const Record& r) {
     std::ostringstream s;
-    s << "\n#### " << (twice ? "One input answered twice" : "Counterexample") << ": " << lengths_text(c.lengths) << "\n\n";
+    const bool twice = answered_twice(r);
+    s << "\n#### " << counterexample_heading(r) << ": " << lengths_text(c.lengths) << "\n\n";
     if (twice) {
-        s << "The layer answered the same input x twice with different results; no permutation plays a part.\n";
+        s << answered_twice_note(r) << "\n";
     } else {
         s << "| axis | length | permutation | one-line |\n| --- | --- | --- | --- |\n";
         for (const auto& [axis, p] : c.perms)
@@ -163,11 +164,11 @@ std::string to_markdown(const Record& r) {
     s << checked_section(r);
     if (const auto& c = r.counterexample) {
         const Comparison& cmp = c->comparison;
-        const bool twice = r.verdict == Verdict::nondeterministic || r.verdict == Verdict::batch_dependent;
-        s << "\n#### " << (twice ? "One input answered twice" : "Counterexample") << ": n = " << c->n()
+        const bool twice = answered_twice(r);
+        s << "\n#### " << counterexample_heading(r) << ": n = " << c->n()
           << ", d = " << c->d() << "\n\n";
         if (twice)
-            s << "The layer answered the same input x twice with different results; no permutation plays a part.\n\n";
+            s << answered_twice_note(r) << "\n\n";
         else if (r.property == Property::shift)
             s << "Every position index shifted by " << c->shift << ".\n\n";
         else
@@ -186,8 +187,7 @@ std::string to_markdown(const Record& r) {
           << matrix_text(c->lhs) << names.rhs << " =\n" << matrix_text(c->rhs) << "```\n\n</details>\n";
     }
     if (r.signature_counterexample && r.signature)
-        s << signature_section(*r.signature_counterexample, *r.signature, r,
-                               r.verdict == Verdict::nondeterministic || r.verdict == Verdict::batch_dependent);
+        s << signature_section(*r.signature_counterexample, *r.signature, r);
     if (r.taps) s << taps_section(*r.taps);
     s << details_section(r);
     // An audit served in process replays from Python (permcheck.replay), not from a shell.

@@ -141,9 +141,28 @@ SideNames shown_sides(const Record& r) {
 }
 
 SideNames output_sides(const Record& r, const TensorSpec* t) {
-    if (r.verdict == Verdict::nondeterministic || r.verdict == Verdict::batch_dependent) return shown_sides(r);
+    if (answered_twice(r)) return shown_sides(r);
     if (r.property != Property::equivariance && r.property != Property::invariance) return shown_sides(r);
     return side_names(t && has_axis(*t) ? Property::equivariance : Property::invariance);
+}
+
+bool answered_twice(const Record& r) {
+    return r.verdict == Verdict::nondeterministic || r.verdict == Verdict::batch_dependent;
+}
+
+std::string counterexample_heading(const Record& r) {
+    if (r.verdict == Verdict::nondeterministic) return "One input answered twice";
+    if (r.verdict == Verdict::batch_dependent) return "One input answered in a batch and alone";
+    return "Counterexample";
+}
+
+std::string answered_twice_note(const Record& r) {
+    if (r.verdict == Verdict::nondeterministic)
+        return "The layer answered the same input x twice with different results; no permutation plays a part.";
+    if (r.verdict == Verdict::batch_dependent)
+        return "The layer answered the same input x differently in a batched request and alone; no permutation plays "
+               "a part.";
+    return "";
 }
 
 std::string runs_text(const std::vector<int>& lengths) {
@@ -211,8 +230,7 @@ std::vector<CheckedRow> checked_rows(const Record& r) {
         row.output = t.name;
         // A layer that answered one input twice differently: the table's numbers are its cases' before, whose sides
         // the report's names (first and second answer) are not; it names none.
-        const bool twice = r.verdict == Verdict::nondeterministic || r.verdict == Verdict::batch_dependent;
-        row.sides = twice ? SideNames{"", "", ""} : output_sides(r, &t);
+        row.sides = answered_twice(r) ? SideNames{"", "", ""} : output_sides(r, &t);
         if (r.checked)
             for (const OutputCheck& o : r.checked->outputs)
                 if (o.name == t.name) row.check = &o;

@@ -37,6 +37,14 @@ SideNames shown_sides(const Record& r);
 // The sides of one output of a signature audit: an output without an axis is invariant, L(P x) against L(x), whatever
 // the record's property says of the layer as a whole (a nondeterministic or batch-dependent record's as shown_sides).
 SideNames output_sides(const Record& r, const TensorSpec* t);
+// A record whose counterexample is one input answered twice (nondeterministic, or batch-dependent: in a batched
+// request and alone), where no permutation plays a part.
+bool answered_twice(const Record& r);
+// The heading of the record's counterexample section: "Counterexample", "One input answered twice" or "One input
+// answered in a batch and alone".
+std::string counterexample_heading(const Record& r);
+// For a record answered twice, the sentence that stands in place of the permutation (plain text); empty otherwise.
+std::string answered_twice_note(const Record& r);
 
 // ---- what was checked -------------------------------------------------------------------------------------
 // "0..8, 13, 19": ascending lengths with their runs joined.

@@ -322,6 +322,28 @@ TEST(SignatureReport, MarkdownAndHtmlShowEveryAxisPermutationAndNameTheAxisAtFau
 
 // A signature output's heatmap is labelled with the output's dims: y:n,2 has rows n and columns "dim 1"; an
 // output g:2 (one dim, a fixed size) columns "dim 0". Never a check's "position" and "feature".
+TEST(SignatureReport, AnInputAnsweredTwiceIsHeadedByWhatHappened) {
+    // A nondeterministic record's counterexample is one input answered twice; a batch-dependent record's, one input
+    // answered in a batched request and alone. Neither shows a permutation table.
+    report::Record r = graph_record();
+    r.verdict = Verdict::nondeterministic;
+    std::string md = report::to_markdown(r);
+    std::string html = report::to_html(r);
+    EXPECT_NE(md.find("#### One input answered twice: "), std::string::npos) << md;
+    EXPECT_NE(md.find("answered the same input x twice with different results"), std::string::npos) << md;
+    EXPECT_EQ(md.find("| axis | length | permutation |"), std::string::npos) << md;
+    EXPECT_NE(html.find("<h2>One input answered twice: "), std::string::npos) << html;
+    r.verdict = Verdict::batch_dependent;
+    md = report::to_markdown(r);
+    html = report::to_html(r);
+    EXPECT_NE(md.find("#### One input answered in a batch and alone: "), std::string::npos) << md;
+    EXPECT_NE(md.find("differently in a batched request and alone; no permutation plays a part."), std::string::npos) << md;
+    EXPECT_EQ(md.find("answered twice"), std::string::npos) << md;
+    EXPECT_NE(html.find("<h2>One input answered in a batch and alone: "), std::string::npos) << html;
+    EXPECT_NE(html.find("differently in a batched request and alone"), std::string::npos) << html;
+    EXPECT_EQ(html.find("answered twice"), std::string::npos) << html;
+}
+
 TEST(SignatureReport, AnOutputsHeatmapIsLabelledWithItsDims) {
     report::Record r = graph_record();
     r.signature_counterexample->outputs[1].holds = false;  // g differs too
