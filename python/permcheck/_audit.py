@@ -193,7 +193,10 @@ class ReplayResult:
 
     def __init__(self, exit_code, output, stderr):
         self.exit_code, self.output, self.stderr = exit_code, output, stderr
-        self.holds = exit_code == 0
+
+    @property
+    def holds(self):
+        return self.exit_code == 0
 
     def __bool__(self):
         return self.holds
