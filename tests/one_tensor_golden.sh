@@ -3,9 +3,7 @@
 #  1. `permcheck audit --dim 4 --seed S` writes the very request lines the shorthand's own path wrote before
 #     (tests/golden/one_tensor_requests.txt: their count and sha256, for a layer that holds, a pooled one, and a
 #     leak whose shrink requests are included);
-#  2. reports written by that earlier version (tests/golden/reports/) still replay, each failing against the layer
-#     it was found in and holding against a fixed one;
-#  3. a report written now keeps the shorthand's fields (n, d, permutation, cycles, x, both sides) beside the
+#  2. a report written now keeps the shorthand's fields (n, d, permutation, cycles, x, both sides) beside the
 #     signature's, and replays.
 # usage: one_tensor_golden.sh PERMCHECK SOURCE_DIR
 set -u
@@ -49,16 +47,6 @@ replay() {  # replay FILE EXPECTED-EXIT COMMAND
     echo "ok: replay $(basename "$1") through '$3' exits $2"
   fi
 }
-old="$src/tests/golden/reports"
-replay "$old/sequence-violated.json" 1 "$fault index-leak"
-replay "$old/sequence-violated.json" 0 "$fault identity"
-replay "$old/pooled.json" 1 "$record /dev/null weighted"
-replay "$old/pooled.json" 0 "$record /dev/null sum"
-replay "$old/nondeterministic.json" 1 "$fault noisy"
-replay "$old/nondeterministic.json" 0 "$fault identity"
-replay "$old/non-finite.json" 1 "$fault nan"
-replay "$old/non-finite.json" 0 "$fault identity"
-
 "$bin" audit --exec "$fault index-leak" --dim 3 --seed 3 --report "$work/now" > /dev/null 2>&1
 [ $? -eq 1 ] || fail "the index leak was not found violated"
 $py - "$work/now/report.json" <<'PY' || failed=1

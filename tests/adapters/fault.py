@@ -28,6 +28,8 @@ taps-hang  y[i] = x[i] * (1 + 1e-3 i) (index-leak), offering taps in every answe
 taps-dup   index-leak, offering two taps both named "block": the first y = x (equivariant), the second the leak
 taps-many K  index-leak, offering K taps "layer.0" ... (y = x each) but the leak at layer.(K // 2)
 taps-fixed K  index-leak with a tap "block" (the leak), refusing ({"error": ...}) any request whose n is not K
+identity, nan, noisy, index-leak and error also answer the named form (--input x:n,D --output y:n,D): y of x as above.
+tiny       the named form over token ids: y (n, 3) all 1e-3, whatever the ids and positions
 $FAULT_PID_FILE, when set, gets a line with the pid of each process started (every mode).
 """
 import base64
@@ -116,6 +118,21 @@ answered = 0
 stacked_requests = 0
 for line in sys.stdin:
     request = json.loads(line)
+    if "inputs" in request and mode == "tiny":  # outputs of 1e-3, three a token: no position-id rounding fits
+        ids = request["inputs"]["ids"]
+        sys.stdout.write(json.dumps({"id": request["id"], "outputs": {"y": [[1e-3] * 3 for _ in ids]}}) + "\n")
+        sys.stdout.flush()
+        continue
+    if "inputs" in request and mode in ("identity", "nan", "noisy", "index-leak", "error"):
+        x = request["inputs"]["x"]  # the named form, x in and y out: the mode's y of x
+        y = {"identity": lambda: x, "index-leak": lambda: leak(x),
+             "nan": lambda: [[float("nan") if v > 4 else v for v in row] for row in x],
+             "noisy": lambda: [[v + random.uniform(-1e-3, 1e-3) for v in row] for row in x],
+             "error": lambda: None}[mode]()
+        answer = {"id": request["id"], "error": "model not loaded"} if y is None else {"id": request["id"], "outputs": {"y": y}}
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+        continue
     if mode.startswith("taps-"):
         answer = {"id": request["id"], "y": leak(request["x"]), "taps_offered": True}
         if mode == "taps-fixed" and len(request["x"]) != k:
