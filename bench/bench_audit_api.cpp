@@ -10,7 +10,7 @@
 #include "layers/message_passing.h"
 #include "layers/token_attention.h"
 #include "check/engine.h"
-#include "check/position_case.h"
+#include "properties/property.h"
 #include "check/search.h"
 #include "check/signature_case.h"
 #ifdef PERMCHECK_WITH_TORCH
@@ -154,7 +154,7 @@ std::vector<std::pair<permcheck::Tensors, permcheck::Tensors>> audited_inputs(co
     const std::vector<permcheck::Lengths> lengths = permcheck::signature_lengths(s, o.cases, o.seed);
     rc::Random random(o.seed);
     for (int i = 0; i < o.cases; ++i) {
-        const permcheck::SignatureCase c = permcheck::draw_signature_case(s, lengths[static_cast<std::size_t>(i)], random.split(),
+        const permcheck::Case c = permcheck::draw_signature_case(s, lengths[static_cast<std::size_t>(i)], random.split(),
                                                                           permcheck::size_for_case(i, o.cases));
         out.emplace_back(c.inputs, permcheck::permute_inputs(s, c.perms, c.inputs));
     }
@@ -240,21 +240,21 @@ permcheck::AuditOptions position_options(int which) {
     return o;
 }
 
-// The inputs a shift or padding audit evaluates, drawn as the audit draws them (check/position_case.h): each case's
+// The inputs a shift or padding audit evaluates, drawn as the audit draws them (properties/): each case's
 // x and its shifted or padded inputs.
 std::vector<std::pair<permcheck::Tensors, permcheck::Tensors>> position_inputs(const permcheck::Signature& s,
                                                                                const permcheck::AuditOptions& o) {
     std::vector<std::pair<permcheck::Tensors, permcheck::Tensors>> out;
-    const permcheck::Property p = *o.property;
-    const std::string axis = p == permcheck::Property::padding ? "n" : "";
-    const std::vector<permcheck::Lengths> lengths = permcheck::property_lengths(s, p, axis, o.cases, o.seed);
+    const permcheck::PropertyRules& p = permcheck::rules_of(*o.property);
+    const permcheck::PropertyArgs args = p.checked(s, {});
+    const std::vector<permcheck::Lengths> lengths = p.lengths(s, args, o.cases, o.seed);
     rc::Random random(o.seed);
     for (int i = 0; i < o.cases; ++i) {
         const rc::Random own = random.split();
-        permcheck::SignatureCase c = permcheck::draw_signature_case(s, lengths[static_cast<std::size_t>(i)], own,
+        permcheck::Case c = permcheck::draw_signature_case(s, lengths[static_cast<std::size_t>(i)], own,
                                                                     permcheck::size_for_case(i, o.cases));
-        permcheck::draw_property_part(s, c, p, axis, permcheck::PadPlacement::any, own, i, o.cases);
-        out.emplace_back(c.inputs, permcheck::transformed_inputs(s, p, c));
+        p.draw(s, args, c, own, i, o.cases);
+        out.emplace_back(c.inputs, p.transformed(s, args, c));
     }
     return out;
 }

@@ -74,9 +74,9 @@ template <class S> void BM_CheckAttention(benchmark::State& state, int cases, do
     std::vector<Mat<S>> xs;
     std::vector<Permutation> perms;
     rc::Random random(o.seed);
-    const rc::Gen<Case> generator = case_generator(o);
+    const rc::Gen<MatrixCase> generator = case_generator(o);
     for (int i = 0; i < cases; ++i) {
-        const Case c = generator(random.split(), size_for_case(i, cases)).value();
+        const MatrixCase c = generator(random.split(), size_for_case(i, cases)).value();
         layers.push_back(seeded_layer<S>(spec, o.d, c.weight_seed));
         xs.push_back(from_double<S>(c.x));
         perms.push_back(c.perm);
@@ -128,11 +128,11 @@ void BM_Shrink(benchmark::State& state, const LayerFamily& subject, Arithmetic a
     o.arithmetic = arithmetic;
     o.seed = 1;
     double work = 0, floor = 0;
-    SearchResult<Case> last;
+    SearchResult<MatrixCase> last;
     for (auto _ : state) {
         Clock::time_point first{};
         bool failed = false;
-        const std::function<bool(const Case&)> fails = [&](const Case& c) {
+        const std::function<bool(const MatrixCase&)> fails = [&](const MatrixCase& c) {
             const bool f = !evaluate_case(subject, Property::equivariance, c, arithmetic).comparison.holds;
             if (f && !failed) {
                 failed = true;
@@ -143,7 +143,7 @@ void BM_Shrink(benchmark::State& state, const LayerFamily& subject, Arithmetic a
         SearchOptions so;
         so.cases = o.cases;
         so.seed = o.seed;
-        last = search<Case>(case_generator(o), fails, so);
+        last = search<MatrixCase>(case_generator(o), fails, so);
         const auto t1 = Clock::now();
         if (!last.minimal) {
             state.SkipWithError("no counterexample found");

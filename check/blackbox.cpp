@@ -35,15 +35,6 @@ Shard parse_shard(const std::string& text) {
 
 bool in_shard(int case_index, const Shard& shard) { return case_index % shard.count == shard.index - 1; }
 
-const char* pad_placement_name(PadPlacement p) {
-    switch (p) {
-        case PadPlacement::any: return "any";
-        case PadPlacement::left: return "left";
-        case PadPlacement::right: return "right";
-    }
-    return "?";
-}
-
 void validate(const AuditOptions& o) {
     const auto fail = [](const std::string& what) { throw std::invalid_argument(what); };
     if (o.d < 1) fail("the width --dim must be at least 1, got " + std::to_string(o.d));
@@ -62,9 +53,6 @@ void validate(const AuditOptions& o) {
     if (!(o.amplification >= 1.0) || !std::isfinite(o.amplification))
         fail("the amplification must be a finite number >= 1, got " + std::to_string(o.amplification));
     if (o.repeat_checks < 0) fail("repeat_checks must be >= 0, got " + std::to_string(o.repeat_checks));
-    if (o.property && (*o.property == Property::reversal || *o.property == Property::causal_prefix))
-        fail(std::string("--property ") + property_name(*o.property) + " is a property of the reference layers "
-             "(permcheck check); audits take equivariance (invariance for outputs without an axis), shift or padding");
     if (o.max_shrink_evaluations < 1)
         fail("max_shrink_evaluations must be >= 1, got " + std::to_string(o.max_shrink_evaluations));
 }

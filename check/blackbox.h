@@ -84,11 +84,6 @@ struct AuditProgress {
 // The default cap on the shrinking of one audit failure, in evaluations of its predicate.
 inline constexpr int kAuditShrinkEvaluations = 500;
 
-// Where the padding property puts its pads: anywhere (each pad at a random slot), before the real positions or
-// after them.
-enum class PadPlacement { any, left, right };
-const char* pad_placement_name(PadPlacement p);  // any | left | right
-
 struct AuditOptions {
     std::string name = "black box";     // the audited layer's name in the record (e.g. the command)
     Output output = Output::sequence;   // sequence: equivariance L(P x) = P L(x); pooled: invariance L(P x) = L(x)
@@ -107,7 +102,7 @@ struct AuditOptions {
     int repeat_checks = 3;              // cases of this run (spread over it) that also evaluate L(x) twice
     double amplification = 1.0;         // the layer's worst-case growth of a rounding error (ToleranceModel)
     int max_shrink_evaluations = kAuditShrinkEvaluations;  // a cap on the shrinking of one failure (each costs 2 calls)
-    // A signature audit's property (check/position_case.h): empty or equivariance (each output equivariant along
+    // A signature audit's property (properties/): empty or equivariance (each output equivariant along
     // its axes, invariant to the others), shift (position inputs + c change nothing) or padding (masked pads change
     // nothing at the real positions), with where the pads go and along which axis (empty: the masks' one axis).
     std::optional<Property> property;

@@ -7,8 +7,8 @@
 
 namespace permcheck {
 
-Case without_position(const Case& c, int k) {
-    Case smaller = c;
+MatrixCase without_position(const MatrixCase& c, int k) {
+    MatrixCase smaller = c;
     smaller.x.resize(c.x.rows() - 1, c.x.cols());
     for (Eigen::Index i = 0, r = 0; i < c.x.rows(); ++i)
         if (i != k) smaller.x.row(r++) = c.x.row(i);
@@ -16,8 +16,8 @@ Case without_position(const Case& c, int k) {
     return smaller;
 }
 
-Case without_positions(const Case& c, int k, int count) {
-    Case smaller = c;
+MatrixCase without_positions(const MatrixCase& c, int k, int count) {
+    MatrixCase smaller = c;
     for (int deleted = 0; deleted < count; ++deleted) smaller = without_position(smaller, k);
     return smaller;
 }
@@ -33,19 +33,19 @@ std::vector<std::pair<int, int>> deletable_blocks(int n, int min_len) {
 }
 }  // namespace
 
-rc::Seq<Case> case_shrinks(const Case& c, int min_len) {
+rc::Seq<MatrixCase> case_shrinks(const MatrixCase& c, int min_len) {
     const int n = static_cast<int>(c.x.rows());
     const auto with_perm = [c](Permutation p) {
-        Case fewer = c;
+        MatrixCase fewer = c;
         fewer.perm = std::move(p);
         return fewer;
     };
     const auto with_input = [c](Mat<double> x) {
-        Case simpler = c;
+        MatrixCase simpler = c;
         simpler.x = std::move(x);
         return simpler;
     };
-    std::vector<Case> parameters;
+    std::vector<MatrixCase> parameters;
     if (c.weight_seed != 0) {
         parameters.push_back(c);
         parameters.back().weight_seed = 0;
@@ -63,19 +63,19 @@ rc::Seq<Case> case_shrinks(const Case& c, int min_len) {
                            rc::seq::fromContainer(std::move(parameters)));
 }
 
-rc::Shrinkable<Case> shrinkable_case(Case c, int min_len) {
-    return rc::shrinkable::shrinkRecur(std::move(c), [min_len](const Case& k) { return case_shrinks(k, min_len); });
+rc::Shrinkable<MatrixCase> shrinkable_case(MatrixCase c, int min_len) {
+    return rc::shrinkable::shrinkRecur(std::move(c), [min_len](const MatrixCase& k) { return case_shrinks(k, min_len); });
 }
 
-rc::Gen<Case> case_generator(const CaseSpace& space) {
+rc::Gen<MatrixCase> case_generator(const CaseSpace& space) {
     if (space.min_len < 1 || space.max_len < space.min_len)
         throw std::invalid_argument("sequence lengths must satisfy 1 <= min-len <= max-len, got " +
                                     std::to_string(space.min_len) + " and " + std::to_string(space.max_len));
     if (space.d < 1) throw std::invalid_argument("the width d must be at least 1, got " + std::to_string(space.d));
-    return rc::Gen<Case>([space](const rc::Random& random, int size) {
+    return rc::Gen<MatrixCase>([space](const rc::Random& random, int size) {
         gen::Sampler draw(random, size);
         const int n = draw.in_range(space.min_len, space.max_len + 1);
-        Case c;
+        MatrixCase c;
         c.x = draw.sequence(n, space.d);
         c.perm = draw.permutation(n);
         if (space.white_box) {

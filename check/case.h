@@ -13,7 +13,7 @@
 namespace permcheck {
 
 // One case: an input, a permutation of its positions, the weights' seed and a position shift.
-struct Case {
+struct MatrixCase {
     Mat<double> x;
     Permutation perm;
     std::uint64_t weight_seed = 0;
@@ -34,23 +34,23 @@ struct CaseSpace {
 // (output row, row it receives) and making one the case never had, so a violation carried by the moved row p[k]
 // is lost. Here x and P x lose one and the same row and keep the others in order: only a violation that needs
 // the deleted row itself can disappear.
-Case without_position(const Case& c, int k);
+MatrixCase without_position(const MatrixCase& c, int k);
 
 // c without positions k, k+1, ..., k+count-1 (without_position, count times).
-Case without_positions(const Case& c, int k, int count);
+MatrixCase without_positions(const MatrixCase& c, int k, int count);
 
 // The shrinks of a case, most radical first: delete a block of positions (halves, then quarters, ...), delete a
 // position (down to min_len), fix a moved position of the
 // permutation (gen::permutation_shrinks), simplify one input value (gen::value_shrinks), then weights' seed 0
 // and shift 1. Deletion keeps the rest of the case, so a violation that needs two positions keeps failing as
 // the others go: shrinking reaches the shortest failing length directly, not by luck of regeneration.
-rc::Seq<Case> case_shrinks(const Case& c, int min_len);  // lazy: a large case has many
+rc::Seq<MatrixCase> case_shrinks(const MatrixCase& c, int min_len);  // lazy: a large case has many
 
 // A case with its shrinks (case_shrinks, recursively).
-rc::Shrinkable<Case> shrinkable_case(Case c, int min_len);
+rc::Shrinkable<MatrixCase> shrinkable_case(MatrixCase c, int min_len);
 
 // n in [min_len, max_len] (as rc::gen::inRange draws it at the size), the input, a permutation uniform over S_n,
 // then (white box) the weights' seed and the shift. Throws std::invalid_argument for impossible lengths or d.
-rc::Gen<Case> case_generator(const CaseSpace& space);
+rc::Gen<MatrixCase> case_generator(const CaseSpace& space);
 
 }  // namespace permcheck

@@ -20,12 +20,12 @@ Permutation acting_permutation(Property p, const Permutation& perm) {
     return Permutation(std::move(q));
 }
 
-rc::Gen<Case> case_generator(const CheckOptions& opts) {
+rc::Gen<MatrixCase> case_generator(const CheckOptions& opts) {
     return case_generator(CaseSpace{opts.min_len, opts.max_len, opts.d, true});
 }
 
 namespace {
-template <class S> Sides<S> sides_in(const LayerFamily& family, Property property, const Case& c) {
+template <class S> Sides<S> sides_in(const LayerFamily& family, Property property, const MatrixCase& c) {
     const auto d = c.x.cols();
     const LayerFn<S> layer = seeded_layer<S>(family, d, c.weight_seed, 0, c.weights);
     const LayerFn<S> shifted =
@@ -41,7 +41,7 @@ template <> struct Wider<double> { using type = long double; };
 
 // The sides of c in S, judged as evaluate_case judges them: by the a-priori tolerance, and, where a floating
 // evaluation fails it, by its measured rounding error. `s` is sides_in<S>(family, property, c), computed once.
-template <class S> Sides<double> judged(const LayerFamily& family, Property property, const Case& c, const Sides<S>& s) {
+template <class S> Sides<double> judged(const LayerFamily& family, Property property, const MatrixCase& c, const Sides<S>& s) {
     Sides<double> out{to_double<S>(s.lhs), to_double<S>(s.rhs), s.comparison};
     if constexpr (!ScalarTraits<S>::exact) {
         // The a-priori tolerance covers reordered sums. Where a layer amplifies rounding further (large
@@ -59,14 +59,14 @@ template <class S> Sides<double> judged(const LayerFamily& family, Property prop
     return out;
 }
 
-template <class S> Sides<double> evaluate_in(const LayerFamily& family, Property property, const Case& c) {
+template <class S> Sides<double> evaluate_in(const LayerFamily& family, Property property, const MatrixCase& c) {
     return judged<S>(family, property, c, sides_in<S>(family, property, c));
 }
 
 // Whether c holds, as evaluate_in judges it, without converting the sides to double when the a-priori tolerance
 // already decides (the search asks this of every case, and the sides of a case that holds are never read), and
 // without evaluating the case in S a second time when it does not.
-template <class S> bool holds_in(const LayerFamily& family, Property property, const Case& c) {
+template <class S> bool holds_in(const LayerFamily& family, Property property, const MatrixCase& c) {
     const Sides<S> s = sides_in<S>(family, property, c);
     if (s.comparison.holds) return true;
     if constexpr (ScalarTraits<S>::exact) return false;
@@ -86,12 +86,12 @@ template <class F> auto in_arithmetic(Arithmetic arithmetic, F&& f) {
                                 arithmetic_name(arithmetic) + " (half precision is for audits of black boxes)");
 }
 
-bool case_holds(const LayerFamily& family, Property property, const Case& c, Arithmetic arithmetic) {
+bool case_holds(const LayerFamily& family, Property property, const MatrixCase& c, Arithmetic arithmetic) {
     return in_arithmetic(arithmetic, [&](auto s) { return holds_in<decltype(s)>(family, property, c); });
 }
 }  // namespace
 
-Sides<double> evaluate_case(const LayerFamily& family, Property property, const Case& c, Arithmetic arithmetic) {
+Sides<double> evaluate_case(const LayerFamily& family, Property property, const MatrixCase& c, Arithmetic arithmetic) {
     return in_arithmetic(arithmetic, [&](auto s) { return evaluate_in<decltype(s)>(family, property, c); });
 }
 
@@ -109,12 +109,12 @@ CheckResult check(const LayerFamily& family, Property property, const CheckOptio
     r.dtype = opts.arithmetic;
     r.expected_holds = family.expected_to_hold(property);
 
-    const std::function<bool(const Case&)> fails = [&](const Case& c) {
+    const std::function<bool(const MatrixCase&)> fails = [&](const MatrixCase& c) {
         return !case_holds(family, property, c, opts.arithmetic);
     };
     const SearchOptions so{.cases = opts.cases, .seed = opts.seed, .stop_requested = opts.stop_requested,
                            .on_progress = opts.on_progress};
-    const SearchResult<Case> found = search<Case>(case_generator(opts), fails, so);
+    const SearchResult<MatrixCase> found = search<MatrixCase>(case_generator(opts), fails, so);
     r.cases_run = found.cases_run;
     r.evaluations = found.evaluations;
     r.interrupted = found.interrupted;
@@ -125,7 +125,7 @@ CheckResult check(const LayerFamily& family, Property property, const CheckOptio
     return r;
 }
 
-Counterexample counterexample_of(const LayerFamily& family, Property property, const Case& c, const CheckOptions& opts,
+Counterexample counterexample_of(const LayerFamily& family, Property property, const MatrixCase& c, const CheckOptions& opts,
                                  int case_index, int shrink_steps) {
     const Sides<double> sides = evaluate_case(family, property, c, opts.arithmetic);
     Counterexample ce;

@@ -22,17 +22,17 @@ namespace permcheck {
 
 // The case generator of a check (check/case.h): n in [min_len, max_len] (shrinking toward min_len), input,
 // permutation, weight seed and shift.
-rc::Gen<Case> case_generator(const CheckOptions& opts);
+rc::Gen<MatrixCase> case_generator(const CheckOptions& opts);
 
 // Evaluates one case: does the property hold on it? (both sides in `arithmetic`, the layer built from the
 // case's weight seed)
-Sides<double> evaluate_case(const LayerFamily& family, Property property, const Case& c, Arithmetic arithmetic);
+Sides<double> evaluate_case(const LayerFamily& family, Property property, const MatrixCase& c, Arithmetic arithmetic);
 
 // Searches for a case that violates the property and shrinks it; the result is labelled with the family's
 // expectation.
 CheckResult check(const LayerFamily& family, Property property, const CheckOptions& opts);
 // The record of a failing case: both sides evaluated again, confirmed in exact arithmetic, with a replay line.
-Counterexample counterexample_of(const LayerFamily& family, Property property, const Case& c, const CheckOptions& opts,
+Counterexample counterexample_of(const LayerFamily& family, Property property, const MatrixCase& c, const CheckOptions& opts,
                                  int case_index, int shrink_steps);
 
 // For executables that run many checks (the permcheck command, the benchmarks): a check frees and allocates

@@ -333,6 +333,10 @@ Tensor one_tensor_answer(const Mat<double>& y, Output output) {
     return t;
 }
 
+bool has_position_input(const Signature& s) {
+    return std::any_of(s.inputs.begin(), s.inputs.end(), [](const TensorSpec& t) { return t.kind == TensorKind::position; });
+}
+
 const std::string& position_axis(const TensorSpec& t) {
     for (const Dim& d : t.dims)
         if (d.is_axis()) return d.axis;

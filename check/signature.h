@@ -140,6 +140,8 @@ Tensor one_tensor_answer(const Mat<double>& y, Output output);
 
 // The axis a position input lies along (its one axis dim).
 const std::string& position_axis(const TensorSpec& t);
+// Whether some input of s is a position input.
+bool has_position_input(const Signature& s);
 // The number of values of a tensor of this shape in the dims before dim k (their product) and in those after it.
 std::pair<std::size_t, std::size_t> outer_inner(const std::vector<int>& shape, std::size_t k);
 

@@ -6,8 +6,8 @@
 
 #include "check/audit_engine.h"
 #include "check/lengths.h"
-#include "check/position_case.h"
 #include "check/signature_case.h"
+#include "properties/property.h"
 
 #include <cmath>
 #include <map>
@@ -20,34 +20,12 @@ namespace {
 
 using engine::Outcome;
 
-bool same_values(const Tensors& a, const Tensors& b) {
-    if (a.size() != b.size()) return false;
-    for (const auto& [name, t] : a) {
-        const auto it = b.find(name);
-        if (it == b.end() || it->second.shape != t.shape || it->second.values != t.values) return false;
-    }
-    return true;
-}
-
-// The property the audit judges: shift, padding, or equivariance (each output equivariant along its axes and
-// invariant to the others; AuditOptions::property equivariance, invariance or empty).
-Property audited_property(const Signature&, const AuditOptions& o) {
-    return o.property == Property::shift || o.property == Property::padding ? *o.property : Property::equivariance;
-}
-
-// "2 pads into n at slots 0, 3".
-std::string pads_text(const Pads& p) {
-    std::string out = std::to_string(p.slots.size()) + (p.slots.size() == 1 ? " pad" : " pads") + " into " + p.axis + " at slot";
-    out += p.slots.size() == 1 ? " " : "s ";
-    for (std::size_t k = 0; k < p.slots.size(); ++k) out += (k ? ", " : "") + std::to_string(p.slots[k]);
-    return out;
-}
-
-Permutations identities(const Lengths& lengths) {
-    Permutations perms;
-    for (const auto& [axis, len] : lengths) perms[axis] = Permutation::identity(len);
-    return perms;
-}
+// The property an audit judges (equivariance when none is given: each output equivariant along its axes and
+// invariant to the others), and what it is asked with.
+const PropertyRules& audited_rules(const AuditOptions& o) { return rules_of(o.property.value_or(Property::equivariance)); }
+PropertyArgs given_args(const AuditOptions& o) { return {o.padding_axis, o.padding, o.positions_stay, false}; }
+// The arguments completed for the signature (throws std::invalid_argument naming what the signature lacks).
+PropertyArgs audited_args(const Signature& s, const AuditOptions& o) { return audited_rules(o).checked(s, given_args(o)); }
 
 // What one case showed. For nondeterminism, `inputs` were answered twice: each output's layer_of_permuted and
 // permuted_layer are the first and second answer, and perms are identities.
@@ -74,14 +52,14 @@ struct SignatureAnswers {
 // Calls one named black box, checks the outputs it names and their shapes, and judges a case: the one evaluator.
 class SignatureEvaluator {
 public:
-    using Case = SignatureCase;
+    using Case = permcheck::Case;
     using Observation = SignatureObservation;
     using Answers = SignatureAnswers;
 
     SignatureEvaluator(const BatchedNamedBlackBox& box, std::shared_ptr<const Signature> s, const AuditOptions& o,
                        Arithmetic dtype)
         : box_(box), s_(std::move(s)), o_(o), widest_(widest_fixed_size(*s_)),
-          property_(audited_property(*s_, o)),
+          rules_(audited_rules(o)), args_(audited_args(*s_, o)),
           has_positions_(std::any_of(s_->inputs.begin(), s_->inputs.end(),
                                      [](const TensorSpec& t) { return t.kind == TensorKind::position; })) {
         set_dtype(dtype);
@@ -126,20 +104,14 @@ public:
     }
 
     // What L(x) is compared with: the property's transformation, the position inputs put back when they stay.
-    Tensors transformed(const Case& c) const {
-        Tensors px = transformed_inputs(*s_, property_, c);
-        if (o_.positions_stay && property_ == Property::equivariance)
-            for (const TensorSpec& t : s_->inputs)
-                if (t.kind == TensorKind::position) px[t.name] = c.inputs.at(t.name);
-        return px;
-    }
+    Tensors transformed(const Case& c) const { return rules_.transformed(*s_, args_, c); }
 
     Answers ask(const Case& c, bool repeat) {
         Answers a;
         a.y = call(c.inputs, c.lengths);
         if (repeat) a.again = call(c.inputs, c.lengths);
         a.px = transformed(c);
-        a.lhs = call(a.px, transformed_lengths(property_, c));
+        a.lhs = call(a.px, rules_.transformed_lengths(c));
         finish(c, a);
         return a;
     }
@@ -158,7 +130,7 @@ public:
                 keys.push_back(cases[k].lengths);
             }
             inputs.push_back(permuted[k]);
-            keys.push_back(transformed_lengths(property_, cases[k]));
+            keys.push_back(rules_.transformed_lengths(cases[k]));
         }
         std::vector<BatchAnswer<Tensors>> got = engine::answer_grouped(inputs, keys, engine::capacity_of(box_.many), box_.many);
         evaluations += static_cast<int>(inputs.size());
@@ -182,20 +154,20 @@ public:
         if (!a.again.empty())
             if (auto nd = differ(c.lengths, c.inputs, a.y, a.again, "L(x)", t, a.positions)) return *nd;
         // P x == x (ties): L(P x) answers the very request L(x) answered, so any difference is nondeterminism.
-        if (property_ == Property::equivariance && same_values(a.px, c.inputs))
+        if (same_values(a.px, c.inputs))
             if (auto nd = differ(c.lengths, c.inputs, a.y, a.lhs, "x and as P x", t, a.positions)) return *nd;
         Observation ob;
         std::vector<Tensor> rhs;
-        const Lengths lengths = transformed_lengths(property_, c);  // the tolerance is the padded case's
+        const Lengths lengths = rules_.transformed_lengths(c);  // the tolerance is the padded case's
         for (const TensorSpec& spec : s_->outputs) {
             const Tensor& lhs = a.lhs.at(spec.name);
-            rhs.push_back(expected_output(spec, property_, c, a.y.at(spec.name)));
+            rhs.push_back(rules_.expected(spec, c, a.y.at(spec.name)));
             ob.outputs.push_back(compared(spec.name, lhs, rhs.back(), lengths, a.inputs_magnitude, t, a.positions,
-                                          ignored_entries(*s_, property_, c, spec, lhs.shape)));
+                                          rules_.ignored(*s_, c, spec, lhs.shape)));
             if (has_positions_) note_undecided(ob.outputs.back(), lhs, rhs.back(), t);
         }
         std::string where = non_finite(a.y, "L(x)", c.inputs);
-        if (where.empty()) where = non_finite(a.lhs, side_name(), property_ == Property::padding ? c.inputs : a.px);
+        if (where.empty()) where = non_finite(a.lhs, side_name(), rules_.compared_layout(c, a.px));
         const bool holds = std::all_of(ob.outputs.begin(), ob.outputs.end(), [](const OutputComparison& o) { return o.holds; });
         if (holds && where.empty() && !keep) return ob;  // pass: nothing kept
         if (!holds || !where.empty()) ob.outcome = where.empty() ? Outcome::violated : Outcome::non_finite;
@@ -218,7 +190,7 @@ public:
     // Both sides again: if either answer changed, the layer is nondeterministic.
     std::optional<Observation> reproduce(const Case& c, const Observation& seen) {
         const Tensors px = transformed(c);
-        const Lengths lengths = transformed_lengths(property_, c);
+        const Lengths lengths = rules_.transformed_lengths(c);
         const double positions = std::max(largest_position(*s_, c.inputs), largest_position(*s_, px));
         const Tensors y = call(c.inputs, c.lengths);
         const Tensors py = compared_answer(c, call(px, lengths));
@@ -232,7 +204,7 @@ public:
     // Case c asked alone, L(x) and the transformed side one request each, compared with its answers in a batch:
     // layer_of_permuted holds the batched answer, permuted_layer the answer alone.
     std::optional<Observation> alone(const Case& c, const Answers& batched) {
-        const Lengths lengths = transformed_lengths(property_, c);
+        const Lengths lengths = rules_.transformed_lengths(c);
         const Tensors y = call(c.inputs, c.lengths);
         const Tensors lhs = compared_answer(c, call(batched.px, lengths));
         std::optional<Observation> ob = differ(c.lengths, c.inputs, batched.y, y, "L(x)", tolerance_, batched.positions);
@@ -259,12 +231,10 @@ public:
         return differ(c.lengths, c.inputs, a, b, "x", tolerance_, largest_position(*s_, c.inputs));
     }
 
-    Case input_case(const Observation& ob) const { return Case{ob.lengths, identities(ob.lengths), ob.inputs}; }
+    Case input_case(const Observation& ob) const { return Case{ob.lengths, properties::identities(ob.lengths), ob.inputs}; }
     rc::Shrinkable<Case> shrinkable(const Case& c) const {
         if (s_->one_tensor) return shrinkable_one_tensor_case(c, s_->axes[0].min_len);
-        // An input answered twice is a case of its own, with nothing to shift or pad.
-        const bool own = (property_ == Property::shift && c.shift > 0) || (property_ == Property::padding && c.pads);
-        return own ? shrinkable_position_case(s_, property_, c) : shrinkable_signature_case(s_, c);
+        return rules_.shrinkable(s_, args_, c);
     }
 
     void record(AuditResult& result, const Observation& ob, int case_index, int shrink_steps) const {
@@ -316,13 +286,10 @@ private:
     std::optional<Observation> differ(const Lengths& lengths, const Tensors& inputs, const Tensors& a, const Tensors& b,
                                       const char* what, const ToleranceModel& t, double positions) const;
     // The transformed inputs' side as messages name it: L(P x), L(x_c) or L(pad x).
-    const char* side_name() const {
-        return property_ == Property::shift ? "L(x_c)" : property_ == Property::padding ? "L(pad x)" : "L(P x)";
-    }
+    const char* side_name() const { return rules_.sides(true).lhs; }
     // An answer to the transformed inputs as it is compared (a padded answer at its real positions).
     Tensors compared_answer(const Case& c, Tensors answer) const {
-        if (property_ != Property::padding) return answer;
-        for (const TensorSpec& spec : s_->outputs) answer[spec.name] = compared_output(spec, property_, c, answer.at(spec.name));
+        for (const TensorSpec& spec : s_->outputs) answer[spec.name] = rules_.compared(spec, c, answer.at(spec.name));
         return answer;
     }
     // A comparison whose tolerance is as large as the outputs it compares decides nothing (rotary angles at large
@@ -353,7 +320,7 @@ private:
         a.y = take(i, c.lengths);
         if (repeat) a.again = take(i + 1, c.lengths);
         a.px = std::move(px);
-        a.lhs = take(i + (repeat ? 2 : 1), transformed_lengths(property_, c));
+        a.lhs = take(i + (repeat ? 2 : 1), rules_.transformed_lengths(c));
         finish(c, a);
         return a;
     }
@@ -388,7 +355,8 @@ private:
     Arithmetic dtype_ = Arithmetic::float64;
     ToleranceModel tolerance_;
     int widest_;  // the widest fixed size (an open one is not counted: the one-tensor form's k is n + d)
-    Property property_;   // equivariance (invariance for outputs without an axis), shift or padding
+    const PropertyRules& rules_;  // the property judged (check/.. properties/)
+    PropertyArgs args_;
     bool has_positions_;  // a position input: its rounding can make a comparison undecidable
     mutable std::set<double> undecided_;  // the unit roundoffs under which some comparison decided nothing
     std::map<std::pair<std::string, std::size_t>, int> open_;  // (output, dim) -> the size its first answer gave
@@ -469,7 +437,7 @@ std::optional<SignatureObservation> SignatureEvaluator::differ(const Lengths& le
         c.permuted_layer = b.at(c.name);
     }
     ob.lengths = lengths;
-    ob.perms = identities(lengths);
+    ob.perms = properties::identities(lengths);
     ob.inputs = inputs;
     ob.y = a;
     return ob;
@@ -498,18 +466,11 @@ std::string SignatureEvaluator::violation_detail(const Observation& found, bool 
         if (c.holds) continue;
         const bool moves = std::any_of(s_->outputs.begin(), s_->outputs.end(),
                                        [&](const TensorSpec& t) { return t.name == c.name && has_axis(t); });
+        const SideNames sides = rules_.sides(moves);
         std::string m = s_->one_tensor ? "" : "output " + c.name + ": ";
-        if (property_ == Property::shift) m += "L(x_c) and L(x)";
-        else if (property_ == Property::padding) m += "L(pad x) at the real positions and L(x)";
-        else m += moves ? "L(P x) and P L(x)" : "L(P x) and L(x)";
-        m += " differ by " + short_number(c.max_abs_diff) + " at " + where_text(c.where, false) + " (tolerance " + short_number(c.tolerance);
-        if (property_ == Property::shift)
-            m += "; " + format_lengths(found.lengths) + "; every position id + " + std::to_string(found.shift) + ")";
-        else if (property_ == Property::padding && found.pads)
-            m += "; " + format_lengths(found.lengths) + "; " + pads_text(*found.pads) + ")";
-        else
-            m += s_->one_tensor ? ", " + format_lengths(found.lengths) + ", permutation " + found.perms.at("n").cycles() + ")"
-                                : "; " + format_lengths(found.lengths) + "; permutations " + format_permutations(found.perms) + ")";
+        m += std::string(sides.lhs) + " and " + sides.rhs + " differ by " + short_number(c.max_abs_diff) + " at " +
+             where_text(c.where, false) + " (tolerance " + short_number(c.tolerance) + "; " + format_lengths(found.lengths) +
+             "; " + rules_.case_text(Case{found.lengths, found.perms, found.inputs, found.shift, found.pads}) + ")";
         if (reproduced) m += "; both sides gave the same answers when evaluated again";
         return m;
     }
@@ -540,25 +501,11 @@ void require_case_fits(const Signature& s, const SignatureCounterexample& c) {
     }
 }
 
-// Throws std::invalid_argument unless the saved case carries what its property needs: pads that fit its lengths
-// (padding), a shift of at least 1 (shift).
-void validate_position_case(const Signature& s, const SignatureCounterexample& c, const AuditOptions& o) {
-    const Property p = audited_property(s, o);
-    if (p == Property::shift || p == Property::padding) validate_property(s, p, o.padding_axis);
-    if (p == Property::shift && c.shift < 1) throw std::invalid_argument("the saved shift case has no shift c >= 1");
-    if (p != Property::padding) return;
-    if (!c.pads || c.pads->slots.empty()) throw std::invalid_argument("the saved padding case has no pads");
-    Lengths padded = c.lengths;
-    padded[c.pads->axis] += static_cast<int>(c.pads->slots.size());
-    for (std::size_t k = 0; k < c.pads->slots.size(); ++k)
-        if (c.pads->slots[k] < 0 || c.pads->slots[k] >= padded[c.pads->axis] || (k && c.pads->slots[k] <= c.pads->slots[k - 1]))
-            throw std::invalid_argument("the saved pads' slots are not ascending slots of the padded axis");
-    for (const TensorSpec& t : s.inputs) {
-        const auto f = c.pads->filler.find(t.name);
-        if (f == c.pads->filler.end() || f->second.shape != shape_of(t, padded) || f->second.values.size() != f->second.size())
-            throw std::invalid_argument("the saved pads have no filler '" + t.name + "' of the padded shape " +
-                                        index_text(shape_of(t, padded)));
-    }
+// Throws std::invalid_argument unless the saved case carries what its property needs (pads that fit its lengths,
+// a shift of at least 1) and the signature can take the property.
+void validate_saved_case(const Signature& s, const SignatureCounterexample& c, const AuditOptions& o) {
+    audited_args(s, o);
+    audited_rules(o).validate_saved(s, Case{c.lengths, c.perms, c.inputs, c.shift, c.pads});
 }
 
 }  // namespace
@@ -569,13 +516,13 @@ AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, c
     if (!opts.dtype || *opts.dtype == Arithmetic::exact)
         throw std::invalid_argument("a saved case is judged again in the dtype it was found in: float32, float64, float16 or bfloat16");
     require_case_fits(signature, saved);
-    validate_position_case(signature, saved, opts);
+    validate_saved_case(signature, saved, opts);
     const BatchedNamedBlackBox box{layer, {}};
     SignatureEvaluator ev(box, std::make_shared<const Signature>(signature), opts, *opts.dtype);
-    const SignatureCase c{saved.lengths, saved.perms, saved.inputs, saved.shift, saved.pads};
+    const Case c{saved.lengths, saved.perms, saved.inputs, saved.shift, saved.pads};
     std::optional<SignatureObservation> ob = twice ? ev.twice(c) : std::optional(ev.observe(c, false));
     AuditResult r;
-    r.property = audited_property(signature, opts);
+    r.property = audited_rules(opts).recorded_as(signature, audited_args(signature, opts));
     r.dtype = *opts.dtype;
     r.dtype_evidence = DtypeEvidence::given;
     r.cases = 1;
@@ -608,10 +555,7 @@ AuditResult audit(const std::vector<NamedBlackBox>& layers, const Signature& sig
 // get wrong): the one-tensor form's n with the shorthand's bounds, and its long_len.
 void validate_audit(const Signature& s, const AuditOptions& given) {
     validate(s);
-    const Property p = audited_property(s, given);
-    if (p == Property::shift || p == Property::padding) validate_property(s, p, given.padding_axis);
-    else if (!given.padding_axis.empty() || given.padding != PadPlacement::any)
-        throw std::invalid_argument("--padding and --padding-axis go with --property padding");
+    audited_args(s, given);
     AuditOptions checked = given;
     const AuditOptions defaults;
     checked.d = defaults.d;
@@ -626,34 +570,29 @@ namespace {
 // Each case's lengths: the one-tensor form's schedule (check/lengths.h, one case in ten long), or
 // signature_lengths (every length, for shift and padding, and the padded axis one short of its MAX: room for a pad).
 std::vector<Lengths> case_lengths(const Signature& s, const AuditOptions& o) {
-    const Property p = audited_property(s, o);
-    if (!s.one_tensor)
-        return property_lengths(s, p, p == Property::padding ? padding_axis(s, o.padding_axis) : "", o.cases, o.seed);
+    if (!s.one_tensor) return audited_rules(o).lengths(s, audited_args(s, o), o.cases, o.seed);
     std::vector<Lengths> out;
     for (int n : audit_lengths({s.axes[0].min_len, s.axes[0].max_len, o.long_len, o.cases})) out.push_back({{"n", n}});
     return out;
 }
 
 // Case i drawn when it is run, at the lengths given it (`lengths` outlives the schedule).
-engine::Schedule<SignatureCase>::Draw case_draw(const Signature& s, const AuditOptions& o, const std::vector<Lengths>& lengths) {
+engine::Schedule<Case>::Draw case_draw(const Signature& s, const AuditOptions& o, const std::vector<Lengths>& lengths) {
     const int cases = o.cases;
     if (s.one_tensor)
         return [d = s.inputs[0].dims[1].size, &lengths, cases](int i, const rc::Random& random) {
             return draw_one_tensor_case(d, lengths[static_cast<std::size_t>(i)].at("n"), random, size_for_case(i, cases));
         };
-    const Property p = audited_property(s, o);
-    const std::string axis = p == Property::padding ? padding_axis(s, o.padding_axis) : "";
-    const PadPlacement where = o.padding;
-    return [&s, &lengths, cases, p, axis, where](int i, const rc::Random& random) {
-        SignatureCase c = draw_signature_case(s, lengths[static_cast<std::size_t>(i)], random, size_for_case(i, cases));
-        draw_property_part(s, c, p, axis, where, random, i, cases);
+    return [&s, &lengths, cases, &rules = audited_rules(o), args = audited_args(s, o)](int i, const rc::Random& random) {
+        Case c = draw_signature_case(s, lengths[static_cast<std::size_t>(i)], random, size_for_case(i, cases));
+        rules.draw(s, args, c, random, i, cases);
         return c;
     };
 }
 
 // What the first `count` cases of the schedule covered, ascending, each once: per axis, or (one-tensor) n alone.
 void cover(AuditResult& r, const Signature& s, const std::vector<Lengths>& lengths,
-           const engine::Schedule<SignatureCase>& schedule, std::size_t count) {
+           const engine::Schedule<Case>& schedule, std::size_t count) {
     std::map<std::string, std::set<int>> covered;
     for (std::size_t j = 0; j < count && j < schedule.size(); ++j)
         for (const auto& [axis, len] : lengths[static_cast<std::size_t>(schedule.index[j])]) covered[axis].insert(len);
@@ -670,7 +609,7 @@ AuditResult audit(const std::vector<BatchedNamedBlackBox>& layers, const Signatu
     if (layers.empty()) throw std::invalid_argument("an audit needs at least one black box");
     const auto shared = std::make_shared<const Signature>(signature);
     const std::vector<Lengths> lengths = case_lengths(*shared, given);
-    auto schedule = engine::Schedule<SignatureCase>::of(given, case_draw(*shared, given, lengths));
+    auto schedule = engine::Schedule<Case>::of(given, case_draw(*shared, given, lengths));
     for (int i : schedule.index) {
         schedule.lengths.emplace_back();
         for (const auto& [axis, len] : lengths[static_cast<std::size_t>(i)]) schedule.lengths.back().push_back(len);
@@ -679,8 +618,7 @@ AuditResult audit(const std::vector<BatchedNamedBlackBox>& layers, const Signatu
     for (const BatchedNamedBlackBox& box : layers)
         evaluators.emplace_back(box, shared, given, engine::candidate_precisions(given)[0]);
     AuditResult labelled;
-    labelled.property = audited_property(signature, given);
-    if (labelled.property == Property::equivariance) labelled.property = property_of(signature);
+    labelled.property = audited_rules(given).recorded_as(signature, audited_args(signature, given));
     labelled.signature = signature;
     AuditResult r = engine::run_audit(evaluators, schedule, given, labelled, [&](AuditResult& result, std::size_t count) {
         cover(result, *shared, lengths, schedule, count);

@@ -237,9 +237,9 @@ std::vector<Lengths> signature_lengths(const Signature& s, int cases, std::uint6
     return out;
 }
 
-SignatureCase draw_signature_case(const Signature& s, const Lengths& lengths, const rc::Random& random, int size) {
+Case draw_signature_case(const Signature& s, const Lengths& lengths, const rc::Random& random, int size) {
     gen::Sampler draw(random, size);
-    SignatureCase c;
+    Case c;
     c.lengths = lengths;
     for (const TensorSpec& spec : s.inputs) {
         std::vector<int> shape = shape_of(spec, lengths);
@@ -317,7 +317,7 @@ using Deletions = std::map<std::string, std::set<int>>;  // axis -> elements to 
 
 // Adds to `del` the elements of the axes index inputs run along whose values name a deleted element, until
 // nothing changes. False when an index input without an axis dim names a deleted element.
-bool close_deletions(const Signature& s, const SignatureCase& c, Deletions& del) {
+bool close_deletions(const Signature& s, const Case& c, Deletions& del) {
     for (bool changed = true; changed;) {
         changed = false;
         for (const TensorSpec& spec : s.inputs) {
@@ -342,7 +342,7 @@ bool close_deletions(const Signature& s, const SignatureCase& c, Deletions& del)
     return true;
 }
 
-void apply_deletions(const Signature& s, SignatureCase& c, const Deletions& del) {
+void apply_deletions(const Signature& s, Case& c, const Deletions& del) {
     std::map<std::string, double> offsets;
     for (const TensorSpec& spec : s.inputs)
         if (const std::vector<double>& v = c.inputs.at(spec.name).values; spec.kind == TensorKind::position && !v.empty())
@@ -369,14 +369,14 @@ void apply_deletions(const Signature& s, SignatureCase& c, const Deletions& del)
 
 }  // namespace
 
-std::optional<SignatureCase> without_elements(const Signature& s, const SignatureCase& c, const std::string& axis,
+std::optional<Case> without_elements(const Signature& s, const Case& c, const std::string& axis,
                                               const std::vector<int>& positions) {
     Deletions del;
     del[axis].insert(positions.begin(), positions.end());
     if (!close_deletions(s, c, del)) return std::nullopt;
     for (const auto& [a, gone] : del)
         if (c.lengths.at(a) - static_cast<int>(gone.size()) < axis_named(s, a).min_len) return std::nullopt;
-    SignatureCase smaller = c;
+    Case smaller = c;
     apply_deletions(s, smaller, del);
     if (!masks_keep_a_position(s, smaller.inputs)) return std::nullopt;
     return smaller;
@@ -390,7 +390,7 @@ struct Block {
     int first, count;
 };
 
-std::vector<Block> deletable_blocks(const Signature& s, const SignatureCase& c) {
+std::vector<Block> deletable_blocks(const Signature& s, const Case& c) {
     std::vector<Block> blocks;
     for (const Axis& a : s.axes) {
         const int n = c.lengths.at(a.name);
@@ -408,7 +408,7 @@ double simplest(const TensorSpec& spec) { return spec.kind == TensorKind::mask_k
 // (input, element) pairs of the values that can be simplified: real values, padded mask entries (toward no
 // padding), index values other than 0 (toward node 0, which leaves the other nodes free to be deleted) and token
 // ids other than 0. Position ids shrink as a whole (offset_shrinks).
-std::vector<std::pair<std::string, std::size_t>> simplifiable(const Signature& s, const SignatureCase& c) {
+std::vector<std::pair<std::string, std::size_t>> simplifiable(const Signature& s, const Case& c) {
     std::vector<std::pair<std::string, std::size_t>> out;
     for (const TensorSpec& spec : s.inputs) {
         const Tensor& t = c.inputs.at(spec.name);
@@ -420,14 +420,14 @@ std::vector<std::pair<std::string, std::size_t>> simplifiable(const Signature& s
 }
 
 // Every position input's offset toward 0: 0, half of it, one less.
-std::vector<SignatureCase> offset_shrinks(const Signature& s, const SignatureCase& c) {
-    std::vector<SignatureCase> out;
+std::vector<Case> offset_shrinks(const Signature& s, const Case& c) {
+    std::vector<Case> out;
     for (const TensorSpec& spec : s.inputs) {
         const std::vector<double>& v = c.inputs.at(spec.name).values;
         if (spec.kind != TensorKind::position || v.empty() || v.front() == 0.0) continue;
         const double offset = v.front();
         for (double to : std::set<double>{0.0, std::floor(offset / 2), offset - 1}) {
-            SignatureCase smaller = c;
+            Case smaller = c;
             for (double& p : smaller.inputs.at(spec.name).values) p -= offset - to;
             out.push_back(std::move(smaller));
         }
@@ -443,7 +443,7 @@ struct Merge {
 };
 
 // Token ids merge the same way, per token input (its name in `axis`): fewer distinct ids.
-std::vector<Merge> index_merges(const Signature& s, const SignatureCase& c) {
+std::vector<Merge> index_merges(const Signature& s, const Case& c) {
     std::map<std::string, std::set<int>> named;  // index axis (a token input's name) -> the values it holds
     for (const TensorSpec& spec : s.inputs)
         if (spec.kind == TensorKind::index || spec.kind == TensorKind::token)
@@ -458,8 +458,8 @@ std::vector<Merge> index_merges(const Signature& s, const SignatureCase& c) {
     return merges;
 }
 
-SignatureCase merged(const Signature& s, const SignatureCase& c, const Merge& m) {
-    SignatureCase out = c;
+Case merged(const Signature& s, const Case& c, const Merge& m) {
+    Case out = c;
     for (const TensorSpec& spec : s.inputs)
         if ((spec.kind == TensorKind::index && spec.index_axis == m.axis) || (spec.kind == TensorKind::token && spec.name == m.axis))
             for (double& v : out.inputs.at(spec.name).values)
@@ -469,19 +469,19 @@ SignatureCase merged(const Signature& s, const SignatureCase& c, const Merge& m)
 
 }  // namespace
 
-rc::Seq<SignatureCase> signature_case_shrinks(const std::shared_ptr<const Signature>& s, const SignatureCase& c) {
-    const auto shared = std::make_shared<const SignatureCase>(c);
+rc::Seq<Case> signature_case_shrinks(const std::shared_ptr<const Signature>& s, const Case& c) {
+    const auto shared = std::make_shared<const Case>(c);
     auto deletions = rc::seq::mapMaybe(rc::seq::fromContainer(deletable_blocks(*s, c)), [s, shared](const Block& b) {
         std::vector<int> positions;
         for (int k = b.first; k < b.first + b.count; ++k) positions.push_back(k);
-        std::optional<SignatureCase> smaller = without_elements(*s, *shared, b.axis, positions);
-        return smaller ? rc::Maybe<SignatureCase>(std::move(*smaller)) : rc::Maybe<SignatureCase>();
+        std::optional<Case> smaller = without_elements(*s, *shared, b.axis, positions);
+        return smaller ? rc::Maybe<Case>(std::move(*smaller)) : rc::Maybe<Case>();
     });
     std::vector<std::string> axes;
     for (const Axis& a : s->axes) axes.push_back(a.name);
     auto perms = rc::seq::mapcat(rc::seq::fromContainer(axes), [shared](const std::string& axis) {
         return rc::seq::map(gen::permutation_shrinks(shared->perms.at(axis)), [shared, axis](Permutation p) {
-            SignatureCase fewer = *shared;
+            Case fewer = *shared;
             fewer.perms[axis] = std::move(p);
             return fewer;
         });
@@ -493,7 +493,7 @@ rc::Seq<SignatureCase> signature_case_shrinks(const std::shared_ptr<const Signat
         return rc::seq::map(rc::seq::fromContainer(spec.kind == TensorKind::real ? gen::simpler_values(v)
                                                                                  : std::vector<double>{simplest(spec)}),
                             [shared, at](double simpler) {
-                                SignatureCase simpler_case = *shared;
+                                Case simpler_case = *shared;
                                 simpler_case.inputs[at.first].values[at.second] = simpler;
                                 return simpler_case;
                             });
@@ -504,25 +504,25 @@ rc::Seq<SignatureCase> signature_case_shrinks(const std::shared_ptr<const Signat
                            rc::seq::fromContainer(offset_shrinks(*s, c)), std::move(values));
 }
 
-rc::Shrinkable<SignatureCase> shrinkable_signature_case(const std::shared_ptr<const Signature>& s, SignatureCase c) {
+rc::Shrinkable<Case> shrinkable_signature_case(const std::shared_ptr<const Signature>& s, Case c) {
     return rc::shrinkable::shrinkRecur(std::move(c),
-                                       [s](const SignatureCase& k) { return signature_case_shrinks(s, k); });
+                                       [s](const Case& k) { return signature_case_shrinks(s, k); });
 }
 
-SignatureCase one_tensor_case(const Case& c) {
-    return SignatureCase{{{"n", static_cast<int>(c.x.rows())}}, {{"n", c.perm}}, {{"x", tensor_matrix::as_tensor(c.x)}}};
+Case one_tensor_case(const MatrixCase& c) {
+    return Case{{{"n", static_cast<int>(c.x.rows())}}, {{"n", c.perm}}, {{"x", tensor_matrix::as_tensor(c.x)}}};
 }
 
-Case case_of(const SignatureCase& c) { return Case{tensor_matrix::as_matrix(c.inputs.at("x")), c.perms.at("n")}; }
+MatrixCase case_of(const Case& c) { return MatrixCase{tensor_matrix::as_matrix(c.inputs.at("x")), c.perms.at("n")}; }
 
-SignatureCase draw_one_tensor_case(int d, int n, const rc::Random& random, int size) {
-    Case c = case_generator(CaseSpace{n, n, d, false})(random, size).value();
+Case draw_one_tensor_case(int d, int n, const rc::Random& random, int size) {
+    MatrixCase c = case_generator(CaseSpace{n, n, d, false})(random, size).value();
     if (n >= 2 && c.perm.moved() == 0) c.perm = Permutation::transposition(n, 0, 1);
     return one_tensor_case(c);
 }
 
-rc::Shrinkable<SignatureCase> shrinkable_one_tensor_case(const SignatureCase& c, int min_len) {
-    return rc::shrinkable::map(shrinkable_case(case_of(c), min_len), [](const Case& k) { return one_tensor_case(k); });
+rc::Shrinkable<Case> shrinkable_one_tensor_case(const Case& c, int min_len) {
+    return rc::shrinkable::map(shrinkable_case(case_of(c), min_len), [](const MatrixCase& k) { return one_tensor_case(k); });
 }
 
 int widest_fixed_size(const Signature& s) {
@@ -598,6 +598,99 @@ OutputComparison compare_tensors(const std::string& name, const Tensor& a, const
     }
     if (!a.values.empty()) c.where = position_of(worst, a.shape);
     return c;
+}
+
+void advance(std::vector<int>& where, const std::vector<int>& shape) {
+    for (std::size_t k = shape.size(); k-- > 0;) {
+        if (++where[k] < shape[k]) return;
+        where[k] = 0;
+    }
+}
+
+std::size_t flat_index(const std::vector<int>& where, const std::vector<int>& shape) {
+    std::size_t e = 0;
+    for (std::size_t k = 0; k < shape.size(); ++k) e = e * static_cast<std::size_t>(shape[k]) + static_cast<std::size_t>(where[k]);
+    return e;
+}
+
+bool same_values(const Tensors& a, const Tensors& b) {
+    if (a.size() != b.size()) return false;
+    for (const auto& [name, t] : a) {
+        const auto it = b.find(name);
+        if (it == b.end() || it->second.shape != t.shape || it->second.values != t.values) return false;
+    }
+    return true;
+}
+
+std::map<std::string, std::vector<bool>> padded_slots(const Signature& s, const Tensors& inputs) {
+    std::map<std::string, std::vector<bool>> out;
+    for (const TensorSpec& t : s.inputs) {
+        if (!is_mask(t.kind)) continue;
+        std::size_t k = 0, axes = 0;
+        for (std::size_t d = 0; d < t.dims.size(); ++d)
+            if (t.dims[d].is_axis()) k = d, ++axes;
+        if (axes != 1) continue;
+        const Tensor& m = inputs.at(t.name);
+        const auto [outer, inner] = outer_inner(m.shape, k);
+        const auto len = static_cast<std::size_t>(m.shape[k]);
+        std::vector<bool> pads(len, true);
+        for (std::size_t o = 0; o < outer; ++o)
+            for (std::size_t j = 0; j < len; ++j)
+                for (std::size_t i = 0; i < inner; ++i) {
+                    const double v = m.values[(o * len + j) * inner + i];
+                    if ((t.kind == TensorKind::mask) != (v != 0.0)) pads[j] = false;
+                }
+        std::vector<bool>& slots = out[t.dims[k].axis];
+        if (slots.size() != len) slots.assign(len, false);
+        for (std::size_t j = 0; j < len; ++j) slots[j] = slots[j] || pads[j];
+    }
+    return out;
+}
+
+bool at_padded_slot(const TensorSpec& output, const std::vector<int>& where,
+                    const std::map<std::string, std::vector<bool>>& padded) {
+    for (std::size_t k = 0; k < output.dims.size() && k < where.size(); ++k) {
+        const auto it = padded.find(output.dims[k].axis);
+        if (it != padded.end() && static_cast<std::size_t>(where[k]) < it->second.size() &&
+            it->second[static_cast<std::size_t>(where[k])])
+            return true;
+    }
+    return false;
+}
+
+std::vector<bool> entries_at_padded_slots(const Signature& s, const Tensors& inputs, const TensorSpec& output,
+                                          const std::vector<int>& shape) {
+    if (shape.size() != output.dims.size()) return {};
+    const std::map<std::string, std::vector<bool>> padded = padded_slots(s, inputs);
+    // Per dim, the padded slots of the axis it follows (null for none): no lookup per entry, on a hot path.
+    std::vector<const std::vector<bool>*> along(shape.size(), nullptr);
+    bool any = false;
+    for (std::size_t k = 0; k < shape.size(); ++k)
+        if (const auto it = padded.find(output.dims[k].axis); it != padded.end() && it->second.size() == static_cast<std::size_t>(shape[k])) {
+            along[k] = &it->second;
+            any = any || std::find(it->second.begin(), it->second.end(), true) != it->second.end();
+        }
+    if (!any) return {};
+    std::size_t size = 1;
+    for (int k : shape) size *= static_cast<std::size_t>(k);
+    std::vector<bool> out(size, false);
+    std::vector<int> where(shape.size(), 0);
+    for (std::size_t e = 0; e < size; advance(where, shape), ++e)
+        for (std::size_t k = 0; k < shape.size(); ++k)
+            if (along[k] && (*along[k])[static_cast<std::size_t>(where[k])]) {
+                out[e] = true;
+                break;
+            }
+    return out;
+}
+
+double largest_position(const Signature& s, const Tensors& inputs) {
+    double m = 0.0;
+    for (const TensorSpec& t : s.inputs)
+        if (t.kind == TensorKind::position)
+            if (const auto it = inputs.find(t.name); it != inputs.end())
+                m = finite_max_abs(it->second.values, m);
+    return m;
 }
 
 }  // namespace permcheck

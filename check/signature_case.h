@@ -22,6 +22,7 @@
 #include <rapidcheck.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -30,7 +31,7 @@
 
 namespace permcheck {
 
-struct SignatureCase {
+struct Case {
     Lengths lengths;
     Permutations perms;  // every axis, of its length
     Tensors inputs;      // x, before the permutation
@@ -53,12 +54,12 @@ std::vector<Lengths> signature_lengths(const Signature& s, int cases, std::uint6
 // One case at the given lengths, drawn from `random` at the RapidCheck size `size`. When every permutation
 // came out as the identity, a random axis of length >= 2 gets a transposition instead (an identity everywhere
 // cannot show a violation).
-SignatureCase draw_signature_case(const Signature& s, const Lengths& lengths, const rc::Random& random, int size);
+Case draw_signature_case(const Signature& s, const Lengths& lengths, const rc::Random& random, int size);
 
 // c without the elements `positions` of `axis`, and without what depends on them (the elements of the axes an
 // index input runs along whose values name a deleted element); nothing when that would take an axis below its
 // min_len, leave a mask line all padded, or delete an element an index input without an axis dim names.
-std::optional<SignatureCase> without_elements(const Signature& s, const SignatureCase& c, const std::string& axis,
+std::optional<Case> without_elements(const Signature& s, const Case& c, const std::string& axis,
                                               const std::vector<int>& positions);
 
 // t without the elements `gone` along dim k.
@@ -71,15 +72,15 @@ bool masks_keep_a_position(const Signature& s, const Tensors& inputs);
 // them, by check/case.h's generator and shrinker, so that a seed sends the same requests. Case i of length n is
 // case_generator's at that length, its permutation a transposition of the first two positions when it came out
 // as the identity; it shrinks as shrinkable_case does, toward min_len.
-SignatureCase one_tensor_case(const Case& c);
-Case case_of(const SignatureCase& c);  // the one-tensor case's x and permutation of n
-SignatureCase draw_one_tensor_case(int d, int n, const rc::Random& random, int size);
-rc::Shrinkable<SignatureCase> shrinkable_one_tensor_case(const SignatureCase& c, int min_len);
+Case one_tensor_case(const MatrixCase& c);
+MatrixCase case_of(const Case& c);  // the one-tensor case's x and permutation of n
+Case draw_one_tensor_case(int d, int n, const rc::Random& random, int size);
+rc::Shrinkable<Case> shrinkable_one_tensor_case(const Case& c, int min_len);
 
 // The shrinks of a case, one step: deletions, permutations put back, index and token merges, position offsets,
-// simpler values (the padding and shift properties build theirs on these, check/position_case.h).
-rc::Seq<SignatureCase> signature_case_shrinks(const std::shared_ptr<const Signature>& s, const SignatureCase& c);
-rc::Shrinkable<SignatureCase> shrinkable_signature_case(const std::shared_ptr<const Signature>& s, SignatureCase c);
+// simpler values (the padding and shift properties build theirs on these, properties/).
+rc::Seq<Case> signature_case_shrinks(const std::shared_ptr<const Signature>& s, const Case& c);
+rc::Shrinkable<Case> shrinkable_signature_case(const std::shared_ptr<const Signature>& s, Case c);
 
 // What every comparison of named tensors shares (the audit's, the white-box check's, the taps'): the widest fixed
 // size of the signature's inputs and outputs (1 when none; an open size is not counted), the largest finite |value|
@@ -97,6 +98,27 @@ double signature_tolerance(const ToleranceModel& m, const Lengths& lengths, int 
 double real_inputs_magnitude(const Signature& s, const Tensors& inputs);
 // A difference, a tolerance or a value in the audit's and the taps' messages: three significant digits.
 std::string short_number(double v);
+
+// The row-major successor of a multi-index in a tensor of this shape (the last dim fastest), and the row-major
+// offset of a multi-index.
+void advance(std::vector<int>& where, const std::vector<int>& shape);
+std::size_t flat_index(const std::vector<int>& where, const std::vector<int>& shape);
+// Whether two sets of named tensors hold the same shapes and values.
+bool same_values(const Tensors& a, const Tensors& b);
+
+// Per axis, which of its slots a mask pads: slot j of axis a is padded when some mask input with a single axis dim
+// a pads every one of its entries at j. Axes no such mask lies along are absent.
+std::map<std::string, std::vector<bool>> padded_slots(const Signature& s, const Tensors& inputs);
+// Whether entry `where` of an output lies at a padded slot along one of its axis dims.
+bool at_padded_slot(const TensorSpec& output, const std::vector<int>& where,
+                    const std::map<std::string, std::vector<bool>>& padded);
+// The entries of an output of this shape that lie at a slot `inputs`' masks pad (padded_slots), flat, row-major;
+// empty when none does.
+std::vector<bool> entries_at_padded_slots(const Signature& s, const Tensors& inputs, const TensorSpec& output,
+                                          const std::vector<int>& shape);
+// The largest |position id| among the inputs (0 without a position input), for the tolerance of rotary angles
+// (proofs-notes/position-aware-audits.md).
+double largest_position(const Signature& s, const Tensors& inputs);
 
 // a against b entry by entry, as check/compare.h's compare does (non-finite entries equal only the same value):
 // the largest difference, where it is, and whether it is within `tolerance`; both sides are left out. Shapes that

@@ -2,9 +2,9 @@
 #include "check/signature_check.h"
 
 #include "check/compare.h"
-#include "check/position_case.h"
 #include "check/search.h"
 #include "check/signature_case.h"
+#include "properties/property.h"
 
 #include <cmath>
 #include <memory>
@@ -53,7 +53,7 @@ OutputComparison compare_output(const TensorSpec& spec, const NamedTensor<S>& lh
 }
 
 // The entries of t that `pick` selects from an index tensor of t's shape, in the order it gives them: the selections
-// and moves of check/position_case.h (P y, the real positions of a padded answer), in any scalar.
+// and moves of properties/ (P y, the real positions of a padded answer), in any scalar.
 template <class S, class Pick> NamedTensor<S> selected(const NamedTensor<S>& t, const Pick& pick) {
     Tensor where{t.shape, {}};
     for (std::size_t k = 0; k < t.values.size(); ++k) where.values.push_back(static_cast<double>(k));
@@ -73,12 +73,12 @@ void expect_shape(const SignatureFamily& f, const TensorSpec& spec, const NamedT
 // Case c of property p in scalar S: L of the transformed inputs (P x, x_c or pad x), as compared, against what it
 // must equal (P L(x), L(x)), every output, both sides as doubles. Exact for Rational.
 template <class S>
-std::vector<OutputComparison> compare_case(const SignatureFamily& family, const Signature& s, Property p,
-                                           const SignatureCase& c, std::uint64_t weight_seed) {
+std::vector<OutputComparison> compare_case(const SignatureFamily& family, const Signature& s, const PropertyRules& p,
+                                           const PropertyArgs& args, const Case& c, std::uint64_t weight_seed) {
     Draw<S> draw = dyadic_draw<S>(weight_seed);
     const SignatureLayerFn<S> layer = family.factory<S>()(draw);
-    const Tensors px = transformed_inputs(s, p, c);
-    const Lengths lengths = transformed_lengths(p, c);  // the tolerance is the padded case's
+    const Tensors px = p.transformed(s, args, c);
+    const Lengths lengths = p.transformed_lengths(c);  // the tolerance is the padded case's
     const NamedTensors<S> y = layer(in_scalar<S>(c.inputs));
     const NamedTensors<S> answer = layer(in_scalar<S>(px));
     const double magnitude = real_inputs_magnitude(s, c.inputs);
@@ -89,13 +89,13 @@ std::vector<OutputComparison> compare_case(const SignatureFamily& family, const 
         expect_shape(family, spec, y.at(spec.name), c.lengths);
         expect_shape(family, spec, answer.at(spec.name), lengths);
         const NamedTensor<S> lhs =
-            selected(answer.at(spec.name), [&](const Tensor& w) { return compared_output(spec, p, c, w); });
-        const NamedTensor<S> rhs = selected(y.at(spec.name), [&](const Tensor& w) { return expected_output(spec, p, c, w); });
+            selected(answer.at(spec.name), [&](const Tensor& w) { return p.compared(spec, c, w); });
+        const NamedTensor<S> rhs = selected(y.at(spec.name), [&](const Tensor& w) { return p.expected(spec, c, w); });
         const Tensor l = as_doubles(lhs), r = as_doubles(rhs);
         const double m = finite_max_abs(l.values, finite_max_abs(r.values, magnitude));
         // The signature audit's tolerance: 0 in exact arithmetic (the model's, check/compare.h).
         out.push_back(compare_output(spec, lhs, rhs, signature_tolerance(model, lengths, widest_fixed_size(s), m, positions),
-                                     ignored_entries(s, p, c, spec, lhs.shape)));
+                                     p.ignored(s, c, spec, lhs.shape)));
     }
     return out;
 }
@@ -106,7 +106,7 @@ template <class S>
 std::vector<OutputComparison> compare_signature_case(const SignatureFamily& family, const Signature& s,
                                                      const Lengths& lengths, const Permutations& perms,
                                                      const Tensors& inputs, std::uint64_t weight_seed) {
-    return compare_case<S>(family, s, Property::equivariance, SignatureCase{lengths, perms, inputs, 0, std::nullopt},
+    return compare_case<S>(family, s, equivariance_rules(), {}, Case{lengths, perms, inputs, 0, std::nullopt},
                            weight_seed);
 }
 
@@ -137,32 +137,20 @@ Property property_along(const Signature& s, const std::string& axis) {
 
 namespace {
 
-// The case with every axis but `axis` left alone.
-SignatureCase only_along(SignatureCase c, const std::string& axis) {
-    for (auto& [name, p] : c.perms)
-        if (name != axis) p = Permutation::identity(p.size());
-    return c;
-}
-
-std::vector<OutputComparison> compared(const SignatureFamily& f, const Signature& s, Property p, const SignatureCase& c,
-                                       std::uint64_t weight_seed, Arithmetic a) {
-    if (a == Arithmetic::exact) return compare_case<Rational>(f, s, p, c, weight_seed);
+std::vector<OutputComparison> compared(const SignatureFamily& f, const Signature& s, const PropertyRules& p,
+                                       const PropertyArgs& args, const Case& c, std::uint64_t weight_seed, Arithmetic a) {
+    if (a == Arithmetic::exact) return compare_case<Rational>(f, s, p, args, c, weight_seed);
     if (a != Arithmetic::float64) throw std::invalid_argument("a signature family is checked in float64 or exact");
-    return compare_case<double>(f, s, p, c, weight_seed);
+    return compare_case<double>(f, s, p, args, c, weight_seed);
 }
 
 bool all_hold(const std::vector<OutputComparison>& outputs) {
     return std::all_of(outputs.begin(), outputs.end(), [](const OutputComparison& o) { return o.holds; });
 }
 
-bool positional(Property p) { return p == Property::shift || p == Property::padding; }
-
-// A case of the row: permuting `axis` alone (a case that moves nothing is none), or a shift or padding case.
-std::optional<SignatureCase> row_case(Property p, const std::string& axis, SignatureCase c) {
-    if (positional(p)) return c;
-    c = only_along(std::move(c), axis);
-    if (c.perms.at(axis).is_identity()) return std::nullopt;
-    return c;
+// A case that permutes nothing, of a permuting property, tests nothing.
+bool moves_nothing(const PropertyRules& p, const Case& c) {
+    return p.permutes() && std::all_of(c.perms.begin(), c.perms.end(), [](const auto& q) { return q.second.is_identity(); });
 }
 
 }  // namespace
@@ -170,39 +158,34 @@ std::optional<SignatureCase> row_case(Property p, const std::string& axis, Signa
 SignatureCheckResult check_signature(const SignatureFamily& family, const AxisExpectation& row,
                                      const SignatureCheckOptions& o) {
     const auto s = std::make_shared<const Signature>(signature_of(family));
+    const PropertyRules& p = rules_of(row.property);
+    const PropertyArgs args = p.checked(*s, PropertyArgs{row.axis, PadPlacement::any, false, true});
     SignatureCheckResult r;
     r.layer = family.name;
     r.axis = row.axis;
-    r.property = positional(row.property) ? row.property : property_along(*s, row.axis);
+    r.property = p.recorded_as(*s, args);
     r.dtype = o.arithmetic;
     r.expected_holds = row.holds;
-    const Property p = r.property;
-    const std::string pads = p == Property::padding ? row.axis : "";
-    if (positional(p)) validate_property(*s, p, pads);
-    const std::vector<Lengths> lengths = property_lengths(*s, p, pads, o.cases, o.seed);
+    const std::vector<Lengths> lengths = p.lengths(*s, args, o.cases, o.seed);
     rc::Random random(o.seed);
     for (int i = 0; i < o.cases; ++i) {
         if (o.stop_requested && o.stop_requested()) return r.interrupted = true, r;
         const rc::Random own = random.split();
-        SignatureCase drawn = draw_signature_case(*s, lengths[static_cast<std::size_t>(i)], own, size_for_case(i, o.cases));
-        draw_property_part(*s, drawn, p, pads, PadPlacement::any, own, i, o.cases);
-        const std::optional<SignatureCase> c = row_case(p, row.axis, std::move(drawn));
-        if (!c) continue;
+        Case c = draw_signature_case(*s, lengths[static_cast<std::size_t>(i)], own, size_for_case(i, o.cases));
+        p.draw(*s, args, c, own, i, o.cases);
+        if (moves_nothing(p, c)) continue;
         ++r.cases_run;
         const std::uint64_t weights = o.seed + static_cast<std::uint64_t>(i);
-        if (all_hold(compared(family, *s, p, *c, weights, o.arithmetic))) continue;
-        const std::function<bool(const SignatureCase&)> fails = [&](const SignatureCase& candidate) {
-            const std::optional<SignatureCase> k = row_case(p, row.axis, candidate);
-            return k && !all_hold(compared(family, *s, p, *k, weights, o.arithmetic));
+        if (all_hold(compared(family, *s, p, args, c, weights, o.arithmetic))) continue;
+        const std::function<bool(const Case&)> fails = [&](const Case& candidate) {
+            return !moves_nothing(p, candidate) && !all_hold(compared(family, *s, p, args, candidate, weights, o.arithmetic));
         };
-        const rc::Shrinkable<SignatureCase> start =
-            positional(p) ? shrinkable_position_case(s, p, *c) : shrinkable_signature_case(s, *c);
-        const ShrinkResult<SignatureCase> shrunk = shrink(start, fails, o.max_shrink_evaluations, o.stop_requested);
-        const SignatureCase m = *row_case(p, row.axis, shrunk.minimal.value());
+        const ShrinkResult<Case> shrunk = shrink(p.shrinkable(s, args, c), fails, o.max_shrink_evaluations, o.stop_requested);
+        const Case m = shrunk.minimal.value();
         r.holds = false;
         r.interrupted = shrunk.interrupted;
-        r.counterexample = SignatureCounterexample{m.lengths, m.perms, m.inputs, compared(family, *s, p, m, weights, o.arithmetic),
-                                                   positional(p) ? "" : row.axis, i, shrunk.steps, "", m.shift, m.pads};
+        r.counterexample = SignatureCounterexample{m.lengths, m.perms, m.inputs, compared(family, *s, p, args, m, weights, o.arithmetic),
+                                                   p.permutes() ? row.axis : "", i, shrunk.steps, "", m.shift, m.pads};
         return r;
     }
     return r;

@@ -45,7 +45,7 @@ Signature signature_of(const SignatureFamily& family);
 Property property_along(const Signature& s, const std::string& axis);
 // A row of the verdict table: for equivariance or invariance, searches for a case where permuting `row.axis` alone
 // breaks the property; for shift or padding (along `row.axis`), for a shifted or padded case whose outputs differ
-// (check/position_case.h: the audit's transformations, draws and shrinks, pads placed anywhere); and shrinks it.
+// (properties/: the audit's transformations, draws and shrinks, pads placed anywhere); and shrinks it.
 // The verdict expected is row.holds.
 SignatureCheckResult check_signature(const SignatureFamily& family, const AxisExpectation& row,
                                      const SignatureCheckOptions& opts);

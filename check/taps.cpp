@@ -2,7 +2,7 @@
 #include "check/taps.h"
 
 #include "check/compare.h"
-#include "check/position_case.h"
+#include "properties/property.h"
 #include "check/signature_case.h"
 
 #include <algorithm>
@@ -373,8 +373,8 @@ namespace {
 // `compared` says (a padded tap at the real positions), under the permutations `perms` (identities for shift and
 // padding), with the tolerance at `lengths` (the padded case's) and of the largest position id.
 struct TapCase {
-    Property property = Property::equivariance;
-    SignatureCase c;
+    const PropertyRules& property;
+    Case c;
     Tensors transformed;
     Lengths lengths;
     double positions = 0.0;
@@ -390,8 +390,7 @@ TensorSpec tap_spec(const std::vector<std::string>& axes) {
 // The tap at the transformed inputs as it is compared with T(x): at the real positions of a padded case along the
 // dims that follow the padded axis.
 Tensor compared_tap(const TapCase& k, const std::vector<std::string>& axes, const Tensor& at_transformed) {
-    if (k.property != Property::padding) return at_transformed;
-    return compared_output(tap_spec(axes), k.property, k.c, at_transformed);
+    return k.property.compared(tap_spec(axes), k.c, at_transformed);
 }
 
 TapTrace trace(const TapSource& source, const Signature& s, const TapCase& k, Arithmetic dtype, double amplification) {
@@ -415,7 +414,8 @@ TapTrace trace(const TapSource& source, const Signature& s, const TapCase& k, Ar
     const auto probes = probe(source, s, k.c.inputs, at_x, trace.note);
     const std::vector<std::optional<std::size_t>> match = match_taps(at_x, at_px);
     const double magnitude = real_inputs_magnitude(s, k.c.inputs);
-    const std::string at = k.property == Property::shift ? "x_c" : k.property == Property::padding ? "pad x" : "P x";
+    // "P x", "x_c", "pad x": the argument of the transformed side's name.
+    const std::string lhs = k.property.sides(true).lhs, at = lhs.substr(2, lhs.find(')') - 2);
     for (std::size_t j = 0; j < at_x.size(); ++j) {
         const Tap& t = at_x[j];
         if (!t.unusable.empty()) {
@@ -435,7 +435,7 @@ TapTrace trace(const TapSource& source, const Signature& s, const TapCase& k, Ar
             const std::vector<std::string> axes = axes_of(t, j, k.c.lengths, probes);
             trace.taps.push_back(judge_tap(t.name, t.value, compared_tap(k, axes, other.value), axes, k.c.perms,
                                            k.lengths, widest_fixed_size(s), magnitude, dtype, amplification, k.positions,
-                                           ignored_entries(s, k.property, k.c, tap_spec(axes), t.value.shape)));
+                                           k.property.ignored(s, k.c, tap_spec(axes), t.value.shape)));
         } catch (const std::invalid_argument& e) {
             trace.taps.push_back(not_comparable(t, std::string("which dims follow which axis cannot be told: ") + e.what()));
         }
@@ -450,19 +450,19 @@ TapTrace trace(const TapSource& source, const Signature& s, const TapCase& k, Ar
 
 TapTrace trace_taps(const TapSource& source, const Signature& s, const Lengths& lengths, const Permutations& perms,
                     const Tensors& inputs, Arithmetic dtype, double amplification) {
-    TapCase k{Property::equivariance, SignatureCase{lengths, perms, inputs, 0, std::nullopt}, {}, lengths, 0.0};
+    TapCase k{equivariance_rules(), Case{lengths, perms, inputs, 0, std::nullopt}, {}, lengths, 0.0};
     k.transformed = permute_inputs(s, perms, inputs);
     return trace(source, s, k, dtype, amplification);
 }
 
 TapTrace trace_taps(const TapSource& source, const Signature& s, const SignatureCounterexample& c, Property p,
                     Arithmetic dtype, double amplification, bool positions_stay) {
-    TapCase k{p, SignatureCase{c.lengths, c.perms, c.inputs, c.shift, c.pads}, {}, {}, 0.0};
-    k.transformed = transformed_inputs(s, p, k.c);
-    if (positions_stay && p == Property::equivariance)
-        for (const TensorSpec& t : s.inputs)
-            if (t.kind == TensorKind::position) k.transformed[t.name] = c.inputs.at(t.name);
-    k.lengths = transformed_lengths(p, k.c);
+    TapCase k{rules_of(p), Case{c.lengths, c.perms, c.inputs, c.shift, c.pads}, {}, {}, 0.0};
+    PropertyArgs args;
+    args.positions_stay = positions_stay;
+    if (c.pads) args.axis = c.pads->axis;
+    k.transformed = k.property.transformed(s, args, k.c);
+    k.lengths = k.property.transformed_lengths(k.c);
     k.positions = std::max(largest_position(s, c.inputs), largest_position(s, k.transformed));
     return trace(source, s, k, dtype, amplification);
 }

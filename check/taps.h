@@ -112,7 +112,7 @@ TapComparison judge_tap(const std::string& name, const Tensor& at_x, const Tenso
 // axis's length then cannot be told (the tap is not comparable) unless the tap declares its dims.
 TapTrace trace_taps(const TapSource& source, const Signature& s, const Lengths& lengths, const Permutations& perms,
                     const Tensors& inputs, Arithmetic dtype, double amplification);
-// The trace of a counterexample of property p (check/position_case.h): for shift, the taps at x against those at x_c,
+// The trace of a counterexample of property p (properties/): for shift, the taps at x against those at x_c,
 // elementwise; for padding, against those at pad x taken at the real positions along every dim that follows the
 // padded axis (a tap without that axis whole); for equivariance, as above (`positions_stay`: with the position
 // inputs left in place, as AuditOptions::positions_stay audits).

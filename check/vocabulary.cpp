@@ -103,6 +103,15 @@ SideNames side_names(Property p) {
     return {"L(P x)", "P L(x)", "|L(P x) - P L(x)|"};
 }
 
+const char* pad_placement_name(PadPlacement p) {
+    switch (p) {
+        case PadPlacement::any: return "any";
+        case PadPlacement::left: return "left";
+        case PadPlacement::right: return "right";
+    }
+    return "?";
+}
+
 const char* tensor_kind_name(TensorKind k) {
     switch (k) {
         case TensorKind::real: return "float";

@@ -32,6 +32,11 @@ Verdict parse_verdict(const std::string& name);  // throws std::invalid_argument
 int exit_code(Verdict v);  // 0 holds; 1 violated, nondeterministic, non-finite, batch-dependent; 2 error; 3 undecided;
                            // 130 interrupted
 
+// Where the padding property puts its pads: anywhere (each pad at a random slot), before the real positions or
+// after them.
+enum class PadPlacement { any, left, right };
+const char* pad_placement_name(PadPlacement p);  // any | left | right
+
 // The kind of a signature's input (check/signature.h). real: real values; mask: booleans, true = padding
 // (PyTorch's key_padding_mask); index: integers naming positions of an axis; token: integer ids of a vocabulary,
 // moved with their axes as data; position: integer position ids along one axis, moved with the tokens as data;

@@ -7,11 +7,11 @@
 
 namespace permcheck::cli {
 
-Case case_of(const Counterexample& c) {
-    return Case{c.x, c.perm, c.weight_seed, c.property == Property::shift ? c.shift : 1, c.weights};
+MatrixCase case_of(const Counterexample& c) {
+    return MatrixCase{c.x, c.perm, c.weight_seed, c.property == Property::shift ? c.shift : 1, c.weights};
 }
 
-Counterexample counterexample_at(const LayerFamily& spec, Property property, const Case& c, const CheckOptions& opts,
+Counterexample counterexample_at(const LayerFamily& spec, Property property, const MatrixCase& c, const CheckOptions& opts,
                                  int case_index, int shrink_steps) {
     return counterexample_of(spec, property, c, opts, case_index, shrink_steps);
 }
@@ -62,7 +62,7 @@ CheckRun check_with_db(const LayerFamily& spec, Property property, const CheckOp
     if (db.enabled) {
         run.entry = db_entry(db, spec.name, property, opts.arithmetic);
         if (const std::optional<Counterexample> stored = load(run.entry, spec, property, opts, notes)) {
-            const Case c = case_of(*stored);
+            const MatrixCase c = case_of(*stored);
             if (!evaluate_case(spec, property, c, opts.arithmetic).comparison.holds) {
                 CheckResult& r = run.result;
                 r.layer = spec.name;

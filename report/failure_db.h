@@ -24,10 +24,10 @@ struct CheckRun {
 // The case a counterexample was made of. Its permutation is the acting one; acting_permutation is idempotent
 // (a permutation fixing the last position stays as it is; the reversal stays the reversal), so evaluating the
 // case again applies the same permutation.
-Case case_of(const Counterexample& c);
+MatrixCase case_of(const Counterexample& c);
 
 // Evaluates a case and records it as a counterexample, as the engine does for the case it found.
-Counterexample counterexample_at(const LayerFamily& spec, Property property, const Case& c, const CheckOptions& opts,
+Counterexample counterexample_at(const LayerFamily& spec, Property property, const MatrixCase& c, const CheckOptions& opts,
                                  int case_index, int shrink_steps);
 
 // The database file for a check: DIR/<layer>.<property>.<dtype>.json (a permcheck.report/1 record).

@@ -582,7 +582,7 @@ TEST_F(Cli, AuditTorchWithoutPermcheckTorchSaysWhichCommandsBuildItAndHelpStillA
 // A violated check's record whose case draws its weights with version 1 (one 64-bit word per weight).
 Record version_1_record() {
     using namespace permcheck;
-    permcheck::Case c;
+    permcheck::MatrixCase c;
     c.x = Mat<double>{{0.5, -1, 0.25, 2}, {1, 0, -0.5, 0.75}};
     c.perm = Permutation({1, 0});
     c.weight_seed = 12345;
@@ -609,12 +609,12 @@ TEST(ReportWeights, AReportWithoutAVersionReplaysWithTheVersion1WeightsItWasMade
     ASSERT_TRUE(back.counterexample);
     EXPECT_EQ(back.counterexample->weights, 1);
     const LayerFamily& layer = find_layer("causal-attention");
-    const permcheck::Case again = cli::case_of(*back.counterexample);
+    const permcheck::MatrixCase again = cli::case_of(*back.counterexample);
     const Sides<double> now = evaluate_case(layer, Property::equivariance, again, Arithmetic::float64);
     EXPECT_TRUE(same_bits(now.lhs, made.counterexample->lhs));
     EXPECT_TRUE(same_bits(now.rhs, made.counterexample->rhs));
     // The current draw gives the same seed other weights: without the version the replay would mean nothing.
-    permcheck::Case current = again;
+    permcheck::MatrixCase current = again;
     current.weights = kWeightsVersion;
     EXPECT_FALSE(same_bits(evaluate_case(layer, Property::equivariance, current, Arithmetic::float64).lhs,
                            made.counterexample->lhs));

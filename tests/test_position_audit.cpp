@@ -1,8 +1,8 @@
-// Position-aware audits (check/position_case.h): the input kinds token, position and mask=keep; the properties
+// Position-aware audits (properties/shift.cpp, properties/padding.cpp): the input kinds token, position and mask=keep; the properties
 // shift and padding, found violated and shrunk (the smallest c, the fewest pads) and found holding; order only
 // through the position ids (equivariance with the ids moving) and order-aware at all (positions_stay); the
 // undecided verdict; and the harness self-test: planted bugs in these transformations are caught.
-#include "check/position_case.h"
+#include "properties/property.h"
 #include "check/signature_audit.h"
 #include "tests/support/audit.h"
 
@@ -124,7 +124,7 @@ TEST(PositionKinds, TokenAndPositionIdsMoveAsDataAndAreNeverRenumbered) {
 TEST(PositionKinds, DrawnCasesHoldIdsInRangeConsecutivePositionsAndAKeptPosition) {
     const Signature s = lm_signature();
     for (int seed = 0; seed < 200; ++seed) {
-        const SignatureCase c = draw_signature_case(s, {{"n", 1 + seed % 8}}, rc::Random(static_cast<std::uint64_t>(seed)), 50);
+        const Case c = draw_signature_case(s, {{"n", 1 + seed % 8}}, rc::Random(static_cast<std::uint64_t>(seed)), 50);
         const std::vector<double>& pos = c.inputs.at("pos").values;
         for (std::size_t i = 1; i < pos.size(); ++i) ASSERT_EQ(pos[i], pos[0] + static_cast<double>(i));
         ASSERT_LE(pos.back(), 63);
@@ -207,10 +207,10 @@ TEST(PositionAudit, PaddingLeaksThroughAnUnmaskedMeanAndShrinksToOnePad) {
 
 TEST(PositionAudit, PadsAreMaskedAndTheRealPositionsKeepTheirValues) {
     const Signature s = lm_signature();
-    SignatureCase c = draw_signature_case(s, {{"n", 3}}, rc::Random(5), 50);
+    Case c = draw_signature_case(s, {{"n", 3}}, rc::Random(5), 50);
     c.inputs.at("keep").values = {1, 1, 1};
-    draw_pads(s, c, "n", PadPlacement::any, rc::Random(6), 50);
-    const Tensors padded = transformed_inputs(s, Property::padding, c);
+    padding_rules().draw(s, {"n"}, c, rc::Random(6), 50, 101);  // at RapidCheck size 50
+    const Tensors padded = padding_rules().transformed(s, {"n"}, c);
     const int total = 3 + static_cast<int>(c.pads->slots.size());
     ASSERT_EQ(padded.at("ids").shape, std::vector<int>{total});
     std::size_t real = 0;

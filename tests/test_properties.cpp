@@ -159,7 +159,7 @@ TEST(HalfTolerance, NamesRoundTripAndTheReferenceLayersRefuseHalfPrecision) {
     for (Arithmetic a : {Arithmetic::float16, Arithmetic::bfloat16}) {
         EXPECT_EQ(parse_arithmetic(arithmetic_name(a)), a);
         EXPECT_TRUE(is_half(a));
-        const Case c{};
+        const MatrixCase c{};
         try {
             evaluate_case(find_layer("attention"), Property::equivariance, c, a);
             ADD_FAILURE() << "a reference layer evaluated in " << arithmetic_name(a);
@@ -231,7 +231,7 @@ TEST(Sampler, SizeZeroDrawsTheSimplestCase) {
     o.max_len = 9;
     rc::Random random(3);
     for (int i = 0; i < 50; ++i) {
-        const Case c = case_generator(o)(random.split(), 0).value();
+        const MatrixCase c = case_generator(o)(random.split(), 0).value();
         EXPECT_EQ(c.x.rows(), 2);
         EXPECT_TRUE(c.x.isZero()) << c.x;
         EXPECT_EQ(c.shift, 1);
@@ -335,7 +335,7 @@ TEST(CaseShrinks, DeletingAPositionRemovesOneRowFromXAndFromPxAndKeepsTheOthersI
     for (const Permutation& p : {Permutation(std::vector<int>{1, 2, 0, 4, 3}), Permutation::rotation(5),
                                  Permutation::transposition(5, 0, 4), Permutation::identity(5)})
         for (int k = 0; k < 5; ++k) {
-            const Case smaller = without_position(Case{x, p}, k);
+            const MatrixCase smaller = without_position(MatrixCase{x, p}, k);
             Mat<double> expected(4, 1);
             for (int i = 0, r = 0; i < 5; ++i)
                 if (p[i] != k) expected(r++, 0) = p.apply(x)(i, 0);
@@ -347,7 +347,7 @@ TEST(CaseShrinks, DeletingAPositionRemovesOneRowFromXAndFromPxAndKeepsTheOthersI
 TEST(CaseGenerator, ABlackBoxCaseHasNoWeightSeedOrShift) {
     rc::Random random(4);
     for (int i = 0; i < 50; ++i) {
-        const Case c = case_generator(CaseSpace{1, 8, 3, false})(random.split(), 100).value();
+        const MatrixCase c = case_generator(CaseSpace{1, 8, 3, false})(random.split(), 100).value();
         EXPECT_EQ(c.weight_seed, 0u);
         EXPECT_EQ(c.shift, 1);
         EXPECT_EQ(c.x.cols(), 3);
@@ -464,7 +464,7 @@ TEST(Counterexample, ReplayingTheRecordedCaseFailsAgain) {
     o.arithmetic = Arithmetic::exact;
     const CheckResult r = check(spec, Property::equivariance, o);
     ASSERT_TRUE(r.counterexample);
-    const Case again{r.counterexample->x, r.counterexample->perm, r.counterexample->weight_seed, 0};
+    const MatrixCase again{r.counterexample->x, r.counterexample->perm, r.counterexample->weight_seed, 0};
     EXPECT_FALSE(evaluate_case(spec, Property::equivariance, again, Arithmetic::exact).comparison.holds);
     // The same search, run again with the same seed, finds the very same case.
     const CheckResult twice = check(spec, Property::equivariance, o);
@@ -577,7 +577,7 @@ TEST(HarnessSelfTest, TheLeakFromPosition4IsInvisibleBelowFivePositions) {
 RC_GTEST_PROP(Equivariance, AttentionCommutesWithEveryPermutationExactly, ()) {
     CheckOptions o;
     o.max_len = 6;
-    const Case c = *case_generator(o);
+    const MatrixCase c = *case_generator(o);
     for (const char* layer : {"attention", "mha", "encoder", "mlp", "layernorm"})
         RC_ASSERT(evaluate_case(find_layer(layer), Property::equivariance, c, Arithmetic::exact).comparison.holds);
 }
@@ -585,7 +585,7 @@ RC_GTEST_PROP(Equivariance, AttentionCommutesWithEveryPermutationExactly, ()) {
 RC_GTEST_PROP(Invariance, SymmetricPoolingForgetsOrderExactly, ()) {
     CheckOptions o;
     o.max_len = 6;
-    const Case c = *case_generator(o);
+    const MatrixCase c = *case_generator(o);
     for (const char* layer : {"attention-sum-pool", "attention-mean-pool", "attention-max-pool", "deepsets"})
         RC_ASSERT(evaluate_case(find_layer(layer), Property::invariance, c, Arithmetic::exact).comparison.holds);
 }
@@ -593,7 +593,7 @@ RC_GTEST_PROP(Invariance, SymmetricPoolingForgetsOrderExactly, ()) {
 RC_GTEST_PROP(RelativePosition, ShiftingEveryPositionChangesNothingExactly, ()) {
     CheckOptions o;
     o.max_len = 6;
-    const Case c = *case_generator(o);
+    const MatrixCase c = *case_generator(o);
     for (const char* layer : {"attention+rope", "attention+alibi", "attention+t5"})
         RC_ASSERT(evaluate_case(find_layer(layer), Property::shift, c, Arithmetic::exact).comparison.holds);
 }
@@ -601,7 +601,7 @@ RC_GTEST_PROP(RelativePosition, ShiftingEveryPositionChangesNothingExactly, ()) 
 RC_GTEST_PROP(CausalAttention, OutputIgnoresTheOrderOfItsPrefix, ()) {
     CheckOptions o;
     o.max_len = 6;
-    const Case c = *case_generator(o);
+    const MatrixCase c = *case_generator(o);
     RC_ASSERT(evaluate_case(find_layer("causal-attention"), Property::causal_prefix, c, Arithmetic::exact).comparison.holds);
 }
 

@@ -927,7 +927,7 @@ TEST(SignatureCases, MasksPadARealisticShareAndNeverAWholeLine) {
     int padded = 0, total = 0, cases_with_padding = 0;
     for (int i = 0; i < 400; ++i) {
         const Lengths lengths{{"n", 1 + i % 8}, {"m", 1 + (i / 8) % 8}};
-        const SignatureCase c = draw_signature_case(s, lengths, random.split(), 100);
+        const Case c = draw_signature_case(s, lengths, random.split(), 100);
         ASSERT_TRUE(masks_keep_a_position(s, c.inputs)) << "case " << i;
         const auto& pad = c.inputs.at("pad").values;
         EXPECT_NE(std::count(pad.begin(), pad.end(), 0.0), 0);
@@ -946,7 +946,7 @@ TEST(SignatureCases, GraphsHaveRepeatedEdgesSelfLoopsAndValidIndices) {
     rc::Random random(9);
     int repeated = 0, loops = 0;
     for (int i = 0; i < 200; ++i) {
-        const SignatureCase c = draw_signature_case(s, {{"nodes", 6}, {"edges", 12}}, random.split(), 100);
+        const Case c = draw_signature_case(s, {{"nodes", 6}, {"edges", 12}}, random.split(), 100);
         const std::vector<double>& e = c.inputs.at("edge_index").values;
         std::set<std::pair<int, int>> seen;
         for (std::size_t k = 0; k < 12; ++k) {
@@ -962,13 +962,13 @@ TEST(SignatureCases, GraphsHaveRepeatedEdgesSelfLoopsAndValidIndices) {
 
 TEST(SignatureCases, DeletingANodeDeletesItsEdgesRenumbersTheRestAndKeepsThePairsOfPx) {
     const Signature s = graph_signature();
-    SignatureCase c;
+    Case c;
     c.lengths = {{"nodes", 3}, {"edges", 3}};
     c.inputs["x"] = tensor({3, 4}, {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2});
     c.inputs["edge_index"] = tensor({2, 3}, {0, 1, 2, 2, 2, 0});  // 0->2, 1->2, 2->0
     c.inputs["edge_attr"] = tensor({3, 3}, {10, 10, 10, 11, 11, 11, 12, 12, 12});
     c.perms = {{"nodes", Permutation({2, 0, 1})}, {"edges", Permutation({1, 2, 0})}};
-    const std::optional<SignatureCase> smaller = without_elements(s, c, "nodes", {0});
+    const std::optional<Case> smaller = without_elements(s, c, "nodes", {0});
     ASSERT_TRUE(smaller);
     EXPECT_EQ(smaller->lengths, (Lengths{{"nodes", 2}, {"edges", 1}}));
     EXPECT_EQ(smaller->inputs.at("x").values, (std::vector<double>{1, 1, 1, 1, 2, 2, 2, 2}));

@@ -1,0 +1,21 @@
+// Equivariance (and invariance, its outputs without an axis): the permuting property the others build on.
+#pragma once
+
+#include "properties/property.h"
+
+namespace permcheck {
+
+class Equivariance : public PropertyRules {
+public:
+    Property id() const override { return Property::equivariance; }
+    SideNames sides(bool moves) const override;
+    std::string case_text(const Case& c) const override;
+    Property recorded_as(const Signature& s, const PropertyArgs& a) const override;
+    PropertyArgs checked(const Signature& s, PropertyArgs a) const override;
+    void draw(const Signature& s, const PropertyArgs& a, Case& c, const rc::Random& random, int index,
+              int cases) const override;
+    Tensors transformed(const Signature& s, const PropertyArgs& a, const Case& c) const override;
+    Tensor expected(const TensorSpec& t, const Case& c, const Tensor& y) const override;
+};
+
+}  // namespace permcheck

@@ -1,0 +1,21 @@
+// Invariance: L(P x) = L(x), for outputs that lack the axes a permutation moves (a pooled layer, a graph readout).
+// The same transformation as equivariance, whose expected side is already L(x) for such an output; only the words
+// differ.
+#include "properties/equivariance.h"
+
+namespace permcheck {
+
+namespace {
+class Invariance : public Equivariance {
+public:
+    Property id() const override { return Property::invariance; }
+    SideNames sides(bool) const override { return Equivariance::sides(false); }
+};
+}  // namespace
+
+const PropertyRules& invariance_rules() {
+    static const Invariance rules;
+    return rules;
+}
+
+}  // namespace permcheck

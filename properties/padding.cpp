@@ -1,0 +1,281 @@
+// Padding: pads inserted and masked change nothing at the real positions, L(pad x) = L(x) there. pad x inserts k >= 1
+// pads into one axis (Pads, check/signature.h): at the pads every mask over that axis pads, token ids, reals, index
+// rows and the pads' own position ids are the filler's (drawn), pairwise inputs get drawn rows and columns, and
+// index values naming the axis are renumbered to the real positions' new slots; the real positions keep their
+// values, position ids included. L(pad x) is compared at the real positions (real x real for a pairwise output;
+// unchanged for an output without the axis), leaving out the slots x's own masks pad. It shrinks toward fewer pads
+// and a shorter sequence. proofs-notes/position-aware-audits.md.
+#include "properties/property.h"
+
+#include <algorithm>
+#include <optional>
+#include <set>
+
+namespace permcheck {
+
+namespace {
+
+bool along(const TensorSpec& t, const std::string& axis) {
+    return std::any_of(t.dims.begin(), t.dims.end(), [&](const Dim& d) { return d.axis == axis; });
+}
+
+// The slots of a padded axis: which are pads, and where each real position went.
+struct SlotMap {
+    std::vector<bool> pad;
+    std::vector<int> real_of;  // slot -> real position (-1 at a pad)
+    std::vector<int> slot_of;  // real position -> slot
+    explicit SlotMap(const Pads& p, int n) : pad(static_cast<std::size_t>(n) + p.slots.size(), false) {
+        for (int s : p.slots) pad[static_cast<std::size_t>(s)] = true;
+        for (std::size_t s = 0; s < pad.size(); ++s) {
+            real_of.push_back(pad[s] ? -1 : static_cast<int>(slot_of.size()));
+            if (!pad[s]) slot_of.push_back(static_cast<int>(s));
+        }
+    }
+    static SlotMap of(const Case& c) { return SlotMap(*c.pads, c.lengths.at(c.pads->axis)); }
+};
+
+// One input padded: the filler at the pads, the case's values (index values renumbered) at the real positions.
+Tensor padded_input(const TensorSpec& spec, const Tensor& x, const Tensor& filler, const Pads& p, const SlotMap& m) {
+    const test_only::HarnessBug bug = test_only::planted_harness_bug();
+    Tensor out = filler;
+    std::vector<int> src(spec.dims.size()), where(out.shape.size(), 0);
+    for (std::size_t e = 0; e < out.values.size(); advance(where, out.shape), ++e) {
+        bool at_pad = false;
+        int slot = 0;
+        for (std::size_t k = 0; k < spec.dims.size(); ++k) {
+            src[k] = where[k];
+            if (spec.dims[k].axis != p.axis) continue;
+            slot = where[k];
+            if (m.pad[static_cast<std::size_t>(where[k])]) at_pad = true;
+            else src[k] = m.real_of[static_cast<std::size_t>(where[k])];
+        }
+        double& v = out.values[e];
+        if (at_pad) {
+            const bool pads = bug != test_only::HarnessBug::pads_unmasked;
+            if (is_mask(spec.kind)) v = (spec.kind == TensorKind::mask) == pads ? 1.0 : 0.0;
+            continue;
+        }
+        v = x.values[flat_index(src, x.shape)];
+        if (spec.kind == TensorKind::index && spec.index_axis == p.axis) v = m.slot_of[static_cast<std::size_t>(v)];
+        if (spec.kind == TensorKind::position && bug == test_only::HarnessBug::pads_move_positions && along(spec, p.axis))
+            v = x.values.front() + slot;
+    }
+    return out;
+}
+
+// The entries of a padded answer at the real positions along every dim of the padded axis.
+Tensor unpadded(const TensorSpec& spec, const Tensor& answer, const Pads& p, const SlotMap& m) {
+    if (!along(spec, p.axis) || answer.shape.size() != spec.dims.size()) return answer;
+    Tensor out{answer.shape, {}};
+    for (std::size_t k = 0; k < spec.dims.size(); ++k)
+        if (spec.dims[k].axis == p.axis) out.shape[k] = static_cast<int>(m.slot_of.size());
+    out.values.resize(out.size());
+    std::vector<int> src(spec.dims.size()), where(out.shape.size(), 0);
+    for (std::size_t e = 0; e < out.values.size(); advance(where, out.shape), ++e) {
+        for (std::size_t k = 0; k < spec.dims.size(); ++k)
+            src[k] = spec.dims[k].axis == p.axis ? m.slot_of[static_cast<std::size_t>(where[k])] : where[k];
+        out.values[e] = answer.values[flat_index(src, answer.shape)];
+    }
+    return out;
+}
+
+// The slots the pads take: k of them, left, right or anywhere.
+std::vector<int> pad_slots(gen::Sampler& draw, int n, int k, PadPlacement where) {
+    std::vector<int> slots;
+    if (where == PadPlacement::left || where == PadPlacement::right) {
+        for (int j = 0; j < k; ++j) slots.push_back(where == PadPlacement::left ? j : n + j);
+        return slots;
+    }
+    std::vector<int> all(static_cast<std::size_t>(n + k));
+    for (std::size_t j = 0; j < all.size(); ++j) all[j] = static_cast<int>(j);
+    for (int j = 0; j < k; ++j) {  // a partial Fisher-Yates: k distinct slots
+        const int pick = draw.uniform(j, n + k);
+        std::swap(all[static_cast<std::size_t>(j)], all[static_cast<std::size_t>(pick)]);
+    }
+    slots.assign(all.begin(), all.begin() + k);
+    std::sort(slots.begin(), slots.end());
+    return slots;
+}
+
+// The filler without slot j of the padded axis; its index values naming the axis follow their slots (one that
+// named j names slot 0).
+void drop_slot(const Signature& s, Pads& p, int j) {
+    for (const TensorSpec& t : s.inputs) {
+        Tensor& f = p.filler.at(t.name);
+        for (std::size_t k = 0; k < t.dims.size(); ++k)
+            if (t.dims[k].axis == p.axis) delete_along(f, k, {j});
+        if (t.kind == TensorKind::index && t.index_axis == p.axis)
+            for (double& v : f.values) v = v > j ? v - 1 : v == j ? 0 : v;
+    }
+    for (int& slot : p.slots)
+        if (slot > j) --slot;
+}
+
+std::optional<Case> without_pad(const Signature& s, const Case& c, std::size_t i) {
+    if (c.pads->slots.size() < 2) return std::nullopt;
+    Case out = c;
+    const int j = out.pads->slots[i];
+    out.pads->slots.erase(out.pads->slots.begin() + static_cast<std::ptrdiff_t>(i));
+    drop_slot(s, *out.pads, j);
+    return out;
+}
+
+// Real position r gone (and its slot), when nothing on another axis depended on it.
+std::optional<Case> without_real(const Signature& s, const Case& c, int r) {
+    Case base = c;
+    base.pads.reset();
+    std::optional<Case> smaller = without_elements(s, base, c.pads->axis, {r});
+    if (!smaller) return std::nullopt;
+    for (const auto& [axis, len] : smaller->lengths)
+        if (axis != c.pads->axis && len != c.lengths.at(axis)) return std::nullopt;
+    smaller->pads = c.pads;
+    drop_slot(s, *smaller->pads, SlotMap::of(c).slot_of[static_cast<std::size_t>(r)]);
+    return smaller;
+}
+
+rc::Seq<Case> padding_shrinks(const std::shared_ptr<const Signature>& s, const Case& c) {
+    const auto shared = std::make_shared<const Case>(c);
+    std::vector<std::size_t> pads(c.pads->slots.size());
+    for (std::size_t i = 0; i < pads.size(); ++i) pads[i] = i;
+    std::vector<int> reals(static_cast<std::size_t>(c.lengths.at(c.pads->axis)));
+    for (std::size_t r = 0; r < reals.size(); ++r) reals[r] = static_cast<int>(r);
+    const auto maybe = [](std::optional<Case> k) { return k ? rc::Maybe<Case>(std::move(*k)) : rc::Maybe<Case>(); };
+    auto fewer_pads = rc::seq::mapMaybe(rc::seq::fromContainer(pads),
+                                        [s, shared, maybe](std::size_t i) { return maybe(without_pad(*s, *shared, i)); });
+    auto fewer_reals = rc::seq::mapMaybe(rc::seq::fromContainer(reals),
+                                         [s, shared, maybe](int r) { return maybe(without_real(*s, *shared, r)); });
+    auto simpler = rc::seq::filter(signature_case_shrinks(s, c),
+                                   [shared](const Case& k) { return k.lengths == shared->lengths; });
+    return rc::seq::concat(std::move(fewer_pads), std::move(fewer_reals), std::move(simpler));
+}
+
+// The axis the masks lie along: `given`, which a mask must lie along, or the one axis they lie along.
+std::string masked_axis(const Signature& s, const std::string& given) {
+    std::set<std::string> masked;
+    for (const TensorSpec& t : s.inputs)
+        if (is_mask(t.kind))
+            for (const Dim& d : t.dims)
+                if (d.is_axis()) masked.insert(d.axis);
+    if (masked.empty())
+        throw std::invalid_argument("--property padding needs a mask input (KIND mask or mask=keep) over the axis it pads");
+    if (!given.empty() && !masked.count(given))
+        throw std::invalid_argument("--padding-axis " + given + ": no mask input lies along that axis");
+    if (!given.empty()) return given;
+    if (masked.size() > 1)
+        throw std::invalid_argument("the masks lie along several axes: --padding-axis NAME says which one --property padding pads");
+    return *masked.begin();
+}
+
+class Padding : public PropertyRules {
+public:
+    Property id() const override { return Property::padding; }
+    SideNames sides(bool) const override { return {"L(pad x)", "L(x)", "|L(pad x) - L(x)|"}; }
+    bool permutes() const override { return false; }
+
+    // "2 pads into n at slots 0, 3".
+    std::string case_text(const Case& c) const override {
+        if (!c.pads) return "no pads";
+        const Pads& p = *c.pads;
+        std::string out = std::to_string(p.slots.size()) + (p.slots.size() == 1 ? " pad" : " pads") + " into " + p.axis +
+                          (p.slots.size() == 1 ? " at slot " : " at slots ");
+        for (std::size_t k = 0; k < p.slots.size(); ++k) out += (k ? ", " : "") + std::to_string(p.slots[k]);
+        return out;
+    }
+
+    PropertyArgs checked(const Signature& s, PropertyArgs a) const override {
+        a.axis = masked_axis(s, a.axis);
+        for (const Axis& x : s.axes)
+            if (x.name == a.axis && (x.max_len < 2 || x.max_len <= x.min_len))
+                throw std::invalid_argument("--property padding: the axis " + x.name + "=" + std::to_string(x.min_len) +
+                                            ".." + std::to_string(x.max_len) +
+                                            " leaves no room for a pad (MAX >= 2, MAX > MIN)");
+        return a;
+    }
+
+    // Every length, the padded axis one short of its MAX (room for a pad).
+    std::vector<Lengths> lengths(const Signature& s, const PropertyArgs& a, int cases, std::uint64_t seed) const override {
+        Signature room = s;
+        for (Axis& x : room.axes)
+            if (x.name == a.axis) x.max_len -= 1;
+        return signature_lengths(room, cases, seed, true);
+    }
+
+    // k in [1, MAX - n] pads (usually at most 3), placed as `a.pads` says; the filler drawn at the padded lengths,
+    // the pads' own position ids anything the model takes.
+    void draw(const Signature& s, const PropertyArgs& a, Case& c, const rc::Random& random, int index,
+              int cases) const override {
+        const int size = size_for_case(index, cases);
+        rc::Random own(random);
+        own.split();
+        gen::Sampler draw(own.split(), size);
+        c.perms = properties::identities(c.lengths);
+        const int n = c.lengths.at(a.axis);
+        int max_len = n + 1;
+        for (const Axis& x : s.axes)
+            if (x.name == a.axis) max_len = std::max(max_len, x.max_len);
+        const int room = max_len - n;
+        const int k = draw.uniform(0, 4) == 0 ? draw.uniform(1, room + 1) : draw.uniform(1, std::min(room, 3) + 1);
+        Pads pads{a.axis, pad_slots(draw, n, k, a.pads), {}};
+        Lengths padded = c.lengths;
+        padded[a.axis] += k;
+        pads.filler = draw_signature_case(s, padded, own.split(), size).inputs;
+        for (const TensorSpec& t : s.inputs)
+            if (t.kind == TensorKind::position)
+                for (double& v : pads.filler.at(t.name).values) v = draw.uniform(0, t.limit);
+        c.pads = std::move(pads);
+    }
+
+    Tensors transformed(const Signature& s, const PropertyArgs&, const Case& c) const override {
+        if (!c.pads) throw std::invalid_argument("a padding case without its pads");
+        const SlotMap m = SlotMap::of(c);
+        Tensors out;
+        for (const TensorSpec& t : s.inputs)
+            out[t.name] = padded_input(t, c.inputs.at(t.name), c.pads->filler.at(t.name), *c.pads, m);
+        return out;
+    }
+    Lengths transformed_lengths(const Case& c) const override {
+        Lengths l = c.lengths;
+        if (c.pads) l[c.pads->axis] += static_cast<int>(c.pads->slots.size());
+        return l;
+    }
+    Tensor compared(const TensorSpec& t, const Case& c, const Tensor& answer) const override {
+        return c.pads ? unpadded(t, answer, *c.pads, SlotMap::of(c)) : answer;
+    }
+    Tensor expected(const TensorSpec&, const Case&, const Tensor& y) const override { return y; }
+    // Only real tokens are compared: a slot x's own masks pad may answer anything (a query that sees no key attends
+    // uniformly over every slot, pads included, when its scores are set to the lowest float).
+    std::vector<bool> ignored(const Signature& s, const Case& c, const TensorSpec& output,
+                              const std::vector<int>& shape) const override {
+        return entries_at_padded_slots(s, c.inputs, output, shape);
+    }
+    const Tensors& compared_layout(const Case& c, const Tensors&) const override { return c.inputs; }
+
+    rc::Shrinkable<Case> shrinkable(const std::shared_ptr<const Signature>& s, const PropertyArgs&, Case c) const override {
+        if (!c.pads) return shrinkable_signature_case(s, std::move(c));  // an input answered twice: no pads
+        return rc::shrinkable::shrinkRecur(std::move(c), [s](const Case& k) { return padding_shrinks(s, k); });
+    }
+
+    void validate_saved(const Signature& s, const Case& c) const override {
+        if (!c.pads || c.pads->slots.empty()) throw std::invalid_argument("the saved padding case has no pads");
+        const Lengths padded = transformed_lengths(c);
+        const std::vector<int>& slots = c.pads->slots;
+        for (std::size_t k = 0; k < slots.size(); ++k)
+            if (slots[k] < 0 || slots[k] >= padded.at(c.pads->axis) || (k && slots[k] <= slots[k - 1]))
+                throw std::invalid_argument("the saved pads' slots are not ascending slots of the padded axis");
+        for (const TensorSpec& t : s.inputs) {
+            const auto f = c.pads->filler.find(t.name);
+            if (f == c.pads->filler.end() || f->second.shape != shape_of(t, padded) || f->second.values.size() != f->second.size())
+                throw std::invalid_argument("the saved pads have no filler '" + t.name + "' of the padded shape " +
+                                            index_text(shape_of(t, padded)));
+        }
+    }
+};
+
+}  // namespace
+
+const PropertyRules& padding_rules() {
+    static const Padding rules;
+    return rules;
+}
+
+}  // namespace permcheck

@@ -1,0 +1,104 @@
+// A property as an object: what it does to a case (the inputs the layer is asked besides x), which part of each
+// answer it compares with what, the names of the two sides, what a signature must have for it (and the sentence a
+// user reads otherwise), how the property's part of a case is drawn and how a failing case shrinks. One file per
+// property in this folder; the audit engine, the white-box check, the taps, replay and the reports ask the object
+// (rules_of) and never switch on a property's name. Adding a property: docs/ARCHITECTURE.md ("A new property").
+#pragma once
+
+#include "check/signature.h"
+#include "check/search.h"
+#include "check/signature_case.h"
+
+#include <rapidcheck.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace permcheck {
+
+// What a run asks of a property besides the case: the axis it acts along (padding: the padded axis, --padding-axis;
+// reversal and causal-prefix: the sequence axis; empty: found by checked()), where pads go, whether the position
+// inputs stay where they are while the rest moves (equivariance: --keep-positions), and whether the layer is a
+// reference family (white box), which takes a position offset and may be asked what no black box can be.
+struct PropertyArgs {
+    std::string axis;
+    PadPlacement pads = PadPlacement::any;
+    bool positions_stay = false;
+    bool white_box = false;
+};
+
+class PropertyRules {
+public:
+    virtual ~PropertyRules() = default;
+    virtual Property id() const = 0;
+
+    // The two sides and their difference as a reader sees them, for an output that has (`moves`) or lacks the axes
+    // the property moves: "L(P x)", "P L(x)" (an output without the axis: "L(x)").
+    virtual SideNames sides(bool moves) const = 0;
+    // What the property did to a case, in words: "permutations n (0 1)", "every position id + 3", "2 pads into n at
+    // slots 0, 3".
+    virtual std::string case_text(const Case& c) const = 0;
+
+    // The property a record names: the property itself, or for equivariance, invariance when no output it compares
+    // has an axis it moves.
+    virtual Property recorded_as(const Signature&, const PropertyArgs&) const { return id(); }
+    // The arguments completed for this signature (the axis found), or std::invalid_argument naming the flag and what
+    // the signature lacks.
+    virtual PropertyArgs checked(const Signature& s, PropertyArgs given) const = 0;
+
+    // Each case's lengths over a whole run (before sharding), and the property's part of case `index`, drawn after
+    // its inputs and permutations (check/signature_case.h).
+    virtual std::vector<Lengths> lengths(const Signature& s, const PropertyArgs& a, int cases, std::uint64_t seed) const;
+    virtual void draw(const Signature& s, const PropertyArgs& a, Case& c, const rc::Random& random, int index,
+                      int cases) const;
+
+    // Whether the property permutes axes (a case whose permutations are all the identity then tests nothing), or
+    // leaves every permutation the identity (shift, padding).
+    virtual bool permutes() const { return true; }
+    // The inputs the layer is asked besides x, their lengths, and the position offset a reference family is built
+    // with for them (the shift property's c; 0 for a black box, which has none).
+    virtual Tensors transformed(const Signature& s, const PropertyArgs& a, const Case& c) const = 0;
+    virtual Lengths transformed_lengths(const Case& c) const { return c.lengths; }
+    virtual long offset(const Case&) const { return 0; }
+    // The answer to the transformed inputs as it is compared, and what it must equal, made of L(x)'s answer y.
+    virtual Tensor compared(const TensorSpec&, const Case&, const Tensor& answer) const { return answer; }
+    virtual Tensor expected(const TensorSpec& t, const Case& c, const Tensor& y) const = 0;
+    // The entries of a compared output (of this shape) left out of the comparison; none when empty.
+    virtual std::vector<bool> ignored(const Signature&, const Case&, const TensorSpec&, const std::vector<int>&) const {
+        return {};
+    }
+    // Whose masks say which slots of the compared answer are padding: the transformed inputs', unless the compared
+    // answer is laid out as x is (padding's, at the real positions).
+    virtual const Tensors& compared_layout(const Case&, const Tensors& transformed) const { return transformed; }
+
+    // A failing case with its shrinks, most radical first.
+    virtual rc::Shrinkable<Case> shrinkable(const std::shared_ptr<const Signature>& s, const PropertyArgs& a,
+                                            Case c) const;
+    // Throws std::invalid_argument unless a saved case (a report's) carries what the property needs.
+    virtual void validate_saved(const Signature&, const Case&) const {}
+};
+
+// The object of each property (a static of its own file).
+const PropertyRules& rules_of(Property p);
+
+const PropertyRules& equivariance_rules();
+const PropertyRules& invariance_rules();
+const PropertyRules& shift_rules();
+const PropertyRules& padding_rules();
+const PropertyRules& reversal_rules();
+const PropertyRules& causal_prefix_rules();
+
+// What every property shares.
+namespace properties {
+// The identity on every axis of the case.
+Permutations identities(const Lengths& lengths);
+// The one axis of s that `given` names or, when it is empty, the signature's only axis; `flag` names the option in
+// the message when neither settles it.
+std::string one_axis(const Signature& s, const std::string& given, const std::string& property);
+// Throws the sentence a black-box audit reads for a property of the reference layers only.
+void reference_layers_only(Property p);
+}  // namespace properties
+
+}  // namespace permcheck

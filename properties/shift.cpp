@@ -1,0 +1,123 @@
+// Shift: every position id + c changes nothing, L(x_c) = L(x): the encoding sees only offsets (RoPE, ALiBi, a
+// relative bias). x_c is x with c >= 1 added to every position input, everything else unchanged; a reference layer
+// that numbers its positions itself is built with its positions starting at c (offset()). c grows with the case
+// index, log-uniform from 1 up to the room the position ids leave, and shrinks toward 1.
+// proofs-notes/position-aware-audits.md, proofs-notes/relative-position.md.
+#include "properties/property.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace permcheck {
+
+namespace {
+
+// The largest offset of a reference layer that numbers its own positions (no position input): a learned table of
+// 128 rows keeps room for 64 positions.
+constexpr long kMaxOffset = 64;
+
+// The room a shift has: P - (the largest position id + 1), over every position input; kMaxOffset without one.
+long shift_room(const Signature& s, const Tensors& inputs) {
+    long room = -1;
+    for (const TensorSpec& t : s.inputs) {
+        if (t.kind != TensorKind::position) continue;
+        const std::vector<double>& v = inputs.at(t.name).values;
+        const long top = v.empty() ? 0 : static_cast<long>(*std::max_element(v.begin(), v.end())) + 1;
+        room = room < 0 ? t.limit - top : std::min(room, t.limit - top);
+    }
+    return room < 0 && !has_position_input(s) ? kMaxOffset : room;
+}
+
+// Position ids from 0 again, when their offset left no room to shift.
+void positions_from_zero(const Signature& s, Case& c) {
+    for (const TensorSpec& t : s.inputs)
+        if (std::vector<double>& v = c.inputs.at(t.name).values; t.kind == TensorKind::position && !v.empty()) {
+            const double offset = v.front();
+            for (double& id : v) id -= offset;
+        }
+}
+
+rc::Seq<Case> shift_shrinks(const std::shared_ptr<const Signature>& s, const Case& c) {
+    std::vector<Case> smaller_c;
+    for (long to : std::set<long>{1, c.shift / 2, c.shift - 1})
+        if (to >= 1 && to < c.shift) {
+            smaller_c.push_back(c);
+            smaller_c.back().shift = to;
+        }
+    return rc::seq::concat(rc::seq::fromContainer(std::move(smaller_c)), signature_case_shrinks(s, c));
+}
+
+class Shift : public PropertyRules {
+public:
+    Property id() const override { return Property::shift; }
+    SideNames sides(bool) const override { return {"L(x_c)", "L(x)", "|L(x_c) - L(x)|"}; }
+    std::string case_text(const Case& c) const override { return "every position id + " + std::to_string(c.shift); }
+    bool permutes() const override { return false; }
+
+    PropertyArgs checked(const Signature& s, PropertyArgs a) const override {
+        if (a.pads != PadPlacement::any) throw std::invalid_argument("--padding goes with --property padding");
+        if (!has_position_input(s) && !a.white_box)
+            throw std::invalid_argument("--property shift needs a position input (--input NAME:DIMS:position)");
+        for (const TensorSpec& t : s.inputs)
+            for (const Axis& x : s.axes)
+                if (t.kind == TensorKind::position && x.name == position_axis(t) && x.max_len >= t.limit)
+                    throw std::invalid_argument("--property shift: the axis " + x.name + " reaches " +
+                                                std::to_string(x.max_len) + " positions, which leaves no room to shift " +
+                                                t.name + "'s P = " + std::to_string(t.limit) +
+                                                " position ids (a smaller MAX, or position=P)");
+        return a;
+    }
+
+    // Every length, n = 1 included: one token shifted already tells an absolute position embedding.
+    std::vector<Lengths> lengths(const Signature& s, const PropertyArgs&, int cases, std::uint64_t seed) const override {
+        return signature_lengths(s, cases, seed, true);
+    }
+
+    void draw(const Signature& s, const PropertyArgs&, Case& c, const rc::Random& random, int index,
+              int cases) const override {
+        rc::Random own(random);
+        own.split();
+        gen::Sampler draw(own.split(), 100);
+        c.perms = properties::identities(c.lengths);
+        long room = shift_room(s, c.inputs);
+        if (room < 1) {
+            positions_from_zero(s, c);
+            room = std::max(1L, shift_room(s, c.inputs));
+        }
+        const double top = std::pow(static_cast<double>(room), static_cast<double>(index + 1) / std::max(cases, 1));
+        const double u = draw.uniform(0, 1 << 20) / static_cast<double>(1 << 20);
+        c.shift = std::clamp(static_cast<long>(std::exp(u * std::log(std::max(top, 1.0)))), 1L, room);
+    }
+
+    Tensors transformed(const Signature& s, const PropertyArgs&, const Case& c) const override {
+        const bool tokens_too = test_only::planted_harness_bug() == test_only::HarnessBug::shift_tokens;
+        Tensors out = c.inputs;
+        for (const TensorSpec& t : s.inputs) {
+            if (t.kind == TensorKind::position)
+                for (double& v : out.at(t.name).values) v += static_cast<double>(c.shift);
+            if (t.kind == TensorKind::token && tokens_too)
+                for (double& v : out.at(t.name).values) v = std::fmod(v + static_cast<double>(c.shift), t.limit);
+        }
+        return out;
+    }
+    long offset(const Case& c) const override { return c.shift; }
+    Tensor expected(const TensorSpec&, const Case&, const Tensor& y) const override { return y; }
+
+    rc::Shrinkable<Case> shrinkable(const std::shared_ptr<const Signature>& s, const PropertyArgs&, Case c) const override {
+        if (c.shift < 1) return shrinkable_signature_case(s, std::move(c));  // an input answered twice: no shift
+        return rc::shrinkable::shrinkRecur(std::move(c), [s](const Case& k) { return shift_shrinks(s, k); });
+    }
+    void validate_saved(const Signature&, const Case& c) const override {
+        if (c.shift < 1) throw std::invalid_argument("the saved shift case has no shift c >= 1");
+    }
+};
+
+}  // namespace
+
+const PropertyRules& shift_rules() {
+    static const Shift rules;
+    return rules;
+}
+
+}  // namespace permcheck
