@@ -400,31 +400,28 @@ void ExecAdapter::exchange_all(const std::vector<std::string>& requests, const s
 }
 
 namespace {
-// A request as messages name it: "n=5, d=4" (the one-tensor form), or the signature's lengths "m=2, n=3".
-std::string request_what(const Signature& s, const Tensors& inputs) {
-    if (s.one_tensor) {
-        const Tensor& x = inputs.at("x");
-        return "n=" + std::to_string(x.shape.at(0)) + ", d=" + std::to_string(x.shape.at(1));
-    }
-    return format_lengths(lengths_of(s, inputs));
-}
+// A request as messages name it: the signature's lengths, "m=2, n=3".
+std::string request_what(const Signature& s, const Tensors& inputs) { return format_lengths(lengths_of(s, inputs)); }
 
 // An ordinary request line of the signature's dialect: the one-tensor form's {"id","x"}, or named inputs.
 std::string request_line(std::int64_t id, const Signature& s, const Tensors& inputs) {
     return s.one_tensor ? format_request(id, tensor_matrix::as_matrix(inputs.at("x"))) : format_named_request(id, s, inputs);
 }
 
-// A one-tensor answer line as a named one: y as the tensor of its output (the audit checks its rows).
-NamedResponse one_tensor_response(std::string_view line, Output output) {
+// A one-tensor answer line to a request of n positions as a named one: y as the tensor of its output, its rows
+// checked in the shorthand's words.
+NamedResponse one_tensor_response(std::string_view line, Output output, int n) {
     Response r = parse_response(line);
     NamedResponse named{r.id, r.is_error, std::move(r.error), {}, r.taps_offered};
-    if (!r.is_error) named.outputs["y"] = one_tensor_answer(r.y, output);
+    if (!r.is_error) named.outputs["y"] = one_tensor_answer(r.y, output, n);
     return named;
 }
 
-// An ordinary answer line of the signature's dialect.
-NamedResponse answer_of(std::string_view line, const Signature& s, const std::vector<ExpectedOutput>& expected) {
-    return s.one_tensor ? one_tensor_response(line, one_tensor_output(s)) : parse_named_response(line, expected);
+// An ordinary answer line of the signature's dialect, to a request of these lengths.
+NamedResponse answer_of(std::string_view line, const Signature& s, const std::vector<ExpectedOutput>& expected,
+                        const Lengths& lengths) {
+    return s.one_tensor ? one_tensor_response(line, one_tensor_output(s), lengths.at("n"))
+                        : parse_named_response(line, expected);
 }
 
 // What the one-tensor form expects: nothing the line parser checks (the audit checks y's rows and width).
@@ -439,12 +436,12 @@ Mat<double> ExecAdapter::operator()(const Mat<double>& x) {
 }
 
 Tensors ExecAdapter::operator()(const Signature& s, const Tensors& inputs) {
-    const std::string what = request_what(s, inputs);
+    const Lengths lengths = lengths_of(s, inputs);
     const std::vector<ExpectedOutput> expected = expected_of(s, inputs);
     const std::string request = request_line(requests_ + 1, s, inputs) + "\n";
-    return exchange(request, what, [this, &s, &expected](const std::string& line) {
+    return exchange(request, format_lengths(lengths), [this, &s, &expected, &lengths](const std::string& line) {
                note_announcement(line);
-               return answer_of(line, s, expected);
+               return answer_of(line, s, expected, lengths);
            }).outputs;
 }
 
@@ -548,8 +545,8 @@ NamedBatch named_batch(std::int64_t id, const Signature& s, const std::vector<Te
         b.request = format_batch_request(id, items, dims) + "\n";
     }
     const std::vector<ExpectedOutput> expected = expected_of(s, inputs.at(0));
-    b.parse = [expected, dims, stacked, s, count = b.count](const std::string& line) {
-        const auto parse_item = [&expected, &s](const std::string& l) { return answer_of(l, s, expected); };
+    b.parse = [expected, dims, stacked, s, count = b.count, lengths = lengths_of(s, inputs.at(0))](const std::string& line) {
+        const auto parse_item = [&](const std::string& l) { return answer_of(l, s, expected, lengths); };
         std::int64_t answer_id = 0;
         std::optional<std::string> error;
         if (!stacked) {

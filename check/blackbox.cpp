@@ -59,65 +59,9 @@ void validate(const AuditOptions& o) {
 
 NamedBlackBox one_tensor_box(BlackBox layer, Output output) {
     return [layer = std::move(layer), output](const Tensors& inputs) {
-        const Mat<double> y = layer(tensor_matrix::as_matrix(inputs.at("x")));
-        return Tensors{{"y", one_tensor_answer(y, output)}};
+        const Mat<double> x = tensor_matrix::as_matrix(inputs.at("x"));
+        return Tensors{{"y", one_tensor_answer(layer(x), output, static_cast<int>(x.rows()))}};
     };
-}
-
-namespace {
-
-// Nondeterministic: one input answered twice; batch-dependent: in a batched request and alone.
-std::string describe_nondeterministic(const Counterexample& ce, bool batch) {
-    const auto keep = static_cast<std::size_t>(ce.comparison.col);  // in view when the rows are cut
-    const int width = column_width({&ce.x, &ce.lhs, &ce.rhs});
-    std::ostringstream s;
-    s << (batch ? "batch-dependent: " : "nondeterministic: ") << ce.layer << " (" << arithmetic_name(ce.dtype)
-      << ") answered one input " << (batch ? "in a batched request and alone" : "twice") << ", n = " << ce.n()
-      << ", d = " << ce.d() << "\n  x =\n"
-      << format_matrix(ce.x, "    ", keep, width) << (batch ? "  answer in a batch =\n" : "  first answer =\n")
-      << format_matrix(ce.lhs, "    ", keep, width) << (batch ? "  answer alone =\n" : "  second answer =\n")
-      << format_matrix(ce.rhs, "    ", keep, width) << "  largest |difference| = " << ce.comparison.max_abs_diff << " at position "
-      << ce.comparison.row << ", feature " << ce.comparison.col << " (tolerance " << ce.comparison.tolerance << ")\n";
-    if (!ce.replay.empty()) s << "  replay: " << ce.replay << "\n";
-    return s.str();
-}
-
-std::string describe_one_tensor(const AuditResult& r, const Counterexample& ce) {
-    if (r.verdict == Verdict::nondeterministic || r.verdict == Verdict::batch_dependent)
-        return describe_nondeterministic(ce, r.verdict == Verdict::batch_dependent);
-    std::string text = describe(ce);
-    const std::string violated = property_name(ce.property) + std::string(" violated by ");
-    if (r.verdict == Verdict::non_finite && text.rfind(violated, 0) == 0)
-        text.replace(0, violated.size(), "non-finite output from ");
-    return text;
-}
-
-// With the result's signature (every audit with one sets it); a result put together by hand without one shows
-// the inputs in the order of their names, each as real.
-std::string describe_signature_finding(const AuditResult& r) {
-    const SignatureCounterexample& c = *r.signature_counterexample;
-    Signature named;
-    if (r.signature) named = *r.signature;
-    else
-        for (const auto& [name, t] : c.inputs) named.inputs.push_back(TensorSpec{name, {}, TensorKind::real, ""});
-    std::string text = verdict_name(r.verdict);
-    text += r.verdict == Verdict::nondeterministic ? " (first and second answer to one input, as the two sides)" : "";
-    text += r.verdict == Verdict::batch_dependent ? " (one input's answer in a batch and alone, as the two sides)" : "";
-    text += " (" + std::string(arithmetic_name(r.dtype)) + ")\n";
-    return text + describe(c, named);
-}
-
-}  // namespace
-
-std::string describe_finding(const AuditResult& r) {
-    if (r.counterexample) return describe_one_tensor(r, *r.counterexample);
-    if (!r.signature_counterexample) return "";
-    if (r.signature && r.signature->one_tensor) {  // put together by hand, without the shorthand's record
-        Counterexample ce = one_tensor_view(*r.signature_counterexample, *r.signature, r.property, r.dtype);
-        ce.replay = r.signature_counterexample->replay;
-        return describe_one_tensor(r, ce);
-    }
-    return describe_signature_finding(r);
 }
 
 const char* dtype_evidence_name(DtypeEvidence e) {
@@ -132,29 +76,6 @@ const char* dtype_evidence_name(DtypeEvidence e) {
     return "given";
 }
 
-std::string precision_text(const AuditResult& r) {
-    const std::string name = arithmetic_name(r.dtype);
-    switch (r.dtype_evidence) {
-        case DtypeEvidence::given: return name;
-        case DtypeEvidence::no_answer: return "no answer came, so no precision was inferred";
-        case DtypeEvidence::no_finite_value: return name + ", as no answer held a finite value";
-        case DtypeEvidence::short_dyadic: return name + ", as the answers were short dyadic numbers";
-        case DtypeEvidence::float32_rounding:
-        case DtypeEvidence::not_float32: return name + ", inferred from the answers";
-    }
-    return name;
-}
-
-std::string precision_note(const AuditResult& r) {
-    if (r.dtype_evidence != DtypeEvidence::short_dyadic && r.dtype_evidence != DtypeEvidence::no_finite_value) return "";
-    return std::string(r.dtype_evidence == DtypeEvidence::short_dyadic
-                           ? "the answers were short dyadic numbers (at most " +
-                                 std::to_string(kShortDyadicBits) +
-                                 " significant bits), which any precision computes exactly"
-                           : "no answer held a finite value") +
-           ": judged as float64, the stricter tolerance; give --dtype float32 for a layer that computes in float32";
-}
-
 AuditResult audit(const BlackBox& layer, const AuditOptions& opts) { return audit(std::vector<BlackBox>{layer}, opts); }
 
 AuditResult audit(const std::vector<BlackBox>& layers, const AuditOptions& opts) {
@@ -165,7 +86,7 @@ AuditResult audit(const std::vector<BlackBox>& layers, const AuditOptions& opts)
 
 AuditResult audit(const std::vector<BatchedBlackBox>& layers, const AuditOptions& opts) {
     validate(opts);
-    const Signature s = one_tensor_signature(opts.d, opts.output, opts.min_len, opts.max_len);
+    const Signature s = one_tensor_signature(opts.d, opts.output, opts.min_len, opts.max_len, opts.long_len);
     std::vector<BatchedNamedBlackBox> boxes;
     for (const BatchedBlackBox& box : layers) {
         BatchedNamedBlackBox named{one_tensor_box(box.one, opts.output), {}};
@@ -176,9 +97,15 @@ AuditResult audit(const std::vector<BatchedBlackBox>& layers, const AuditOptions
                 std::vector<Mat<double>> xs;
                 for (const Tensors& t : inputs) xs.push_back(tensor_matrix::as_matrix(t.at("x")));
                 std::vector<BatchAnswer<Tensors>> out;
-                for (BatchAnswer<Mat<double>>& a : call(xs)) {
-                    out.push_back({std::nullopt, std::move(a.error)});
-                    if (a.value) out.back().value = Tensors{{"y", one_tensor_answer(*a.value, output)}};
+                std::vector<BatchAnswer<Mat<double>>> got = call(xs);
+                for (std::size_t k = 0; k < got.size(); ++k) {
+                    out.push_back({std::nullopt, std::move(got[k].error)});
+                    if (!got[k].value || k >= xs.size()) continue;
+                    try {
+                        out.back().value = Tensors{{"y", one_tensor_answer(*got[k].value, output, static_cast<int>(xs[k].rows()))}};
+                    } catch (const AdapterError& e) {
+                        out.back().error = e.what();
+                    }
                 }
                 return out;
             };

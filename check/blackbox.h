@@ -34,12 +34,6 @@
 
 namespace permcheck {
 
-// What a black box throws when it cannot answer (process died, timed out, broke the protocol, ...). The
-// message names the cause and the last request; an audit turns it into the verdict `error`.
-struct AdapterError : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-
 // The layer under audit. Called with an n x d input (one row per position); returns n rows (sequence output)
 // or one row (pooled output), of any width. Throws AdapterError (or any std::exception) on failure. One
 // BlackBox is called from one thread at a time.
@@ -164,22 +158,17 @@ struct AuditResult {
     // Cases of a batched run asked again alone, one request each, to confirm that batching changed no answer
     // (the failure, or at least max(8, cases / 10) of a run that held); 0 when nothing was batched.
     int confirmed_alone = 0;
-    // The one-tensor form's finding in the shorthand's own record (the one-tensor audit() overloads below fill
-    // it: a view of signature_counterexample). violated / non-finite: the shrunk case, both sides and their
-    // comparison. nondeterministic: x is the input that was answered twice, lhs and rhs the two answers, perm the
-    // identity.
-    std::optional<Counterexample> counterexample;
     std::string detail;                 // a sentence on what was found (e.g. which call gave two answers)
     std::string error;                  // verdict error: the cause, naming the last request
-    std::string last_request;           // the last input sent, e.g. "n=5, d=4", empty before the first
-    // The one-tensor form: the lengths of the cases the run evaluated, ascending, each once (axis_lengths stays
-    // empty). A signature: the lengths evaluated per axis, ascending, each once (lengths stays empty).
-    std::vector<int> lengths;
+    std::string last_request;           // the last input sent, e.g. "n=5", empty before the first
+    // The lengths the run evaluated per axis, ascending, each once (the one-tensor form's: axis n).
     std::map<std::string, std::vector<int>> axis_lengths;
-    // Every audit's finding (the one-tensor form's too: inputs {x}, outputs {y}).
-    std::optional<SignatureCounterexample> signature_counterexample;
-    // The signature audited (one_tensor for the shorthand, its open output width learned from the answers), so
-    // that describe_finding and the reports show it whole.
+    // The finding, every audit's in one form (the one-tensor form's: input x, output y). violated, non-finite: the
+    // shrunk case with every output's two sides and their comparison; nondeterministic: the input answered twice,
+    // its permutations identities, the two answers as the two sides.
+    std::optional<SignatureCounterexample> counterexample;
+    // The signature audited (the shorthand's, its open output width learned from the answers), so that
+    // describe_finding and the reports show it whole.
     std::optional<Signature> signature;
     // The shift property: the largest c the run checked (0 for the other properties).
     long largest_shift = 0;
@@ -194,21 +183,6 @@ struct AuditResult {
     // non-finite output (`permcheck audit` does when the adapter offers taps); the audit itself never does.
     std::optional<TapTrace> taps;
 };
-
-// The finding of an audit as text, for the terminal and the C++ API. The one-tensor form (a one_tensor signature,
-// or a counterexample alone): describe() for a violation or a non-finite output; for a nondeterministic layer the
-// input and its first and second answer (no permutation plays a part); ends with the counterexample's replay line
-// when it has one. A signature audit's finding is shown with the result's signature (inputs with their kinds and
-// outputs in its order; without one, inputs by name). Empty without a counterexample.
-std::string describe_finding(const AuditResult& r);
-
-// The dtype of an audit as its header line says it: "float32" (given), "float32, inferred from the answers",
-// "float64, inferred from the answers", "float64, as the answers were short dyadic numbers" or "no answer came, so
-// no precision was inferred".
-std::string precision_text(const AuditResult& r);
-// For answers that were only short dyadic numbers (or held no finite entry), a sentence on why they were judged
-// as float64 and what to give instead; empty otherwise.
-std::string precision_note(const AuditResult& r);
 
 // Audits one black box.
 AuditResult audit(const BlackBox& layer, const AuditOptions& opts);

@@ -37,8 +37,6 @@ struct Counterexample {
     Eigen::Index d() const { return x.cols(); }
 };
 
-// A readable multi-line description, for test failure messages and the terminal.
-std::string describe(const Counterexample& c);
 // A matrix a row a line ("[i] " and the row as format_row shows it); `keep`: a column each cut row shows; `width`:
 // each value's (0: the matrix's own column_width).
 std::string format_matrix(const Mat<double>& m, const std::string& indent = "    ", std::size_t keep = kNoColumn,
@@ -46,11 +44,8 @@ std::string format_matrix(const Mat<double>& m, const std::string& indent = "   
 // The column_width of matrices shown one under the other, so that their columns line up.
 int column_width(std::initializer_list<const Mat<double>*> matrices);
 
-// The one-tensor form's two records of one finding (check/signature.h, one_tensor_signature): the signature
-// audit's (axis n, input x, output y) as the shorthand's own (n x d input, permutation, both sides as matrices,
-// the largest difference at a position and feature; a pooled output's where has the feature only), and back (a
-// report written with the shorthand's fields). layer and seed are left to the caller.
-Counterexample one_tensor_view(const SignatureCounterexample& c, const Signature& s, Property property, Arithmetic dtype);
+// A report's one-tensor finding (read back from the shorthand's fields) as the one-tensor signature's: input x,
+// output y.
 SignatureCounterexample one_tensor_finding(const Counterexample& c, Property property);
 
 }  // namespace permcheck

@@ -248,9 +248,9 @@ void require_small_enough(const Signature& s, const TensorSpec& t, const char* f
 
 }  // namespace
 
-Signature one_tensor_signature(int d, Output output, int min_len, int max_len) {
+Signature one_tensor_signature(int d, Output output, int min_len, int max_len, int long_len) {
     Signature s;
-    s.axes.push_back(Axis{"n", min_len, max_len});
+    s.axes.push_back(Axis{"n", min_len, max_len, long_len > max_len ? long_len : 0});
     s.inputs.push_back(TensorSpec{"x", {Dim{"n", 0}, Dim{"", d}}, TensorKind::real, ""});
     std::vector<Dim> y{Dim{"", 0}};
     if (output == Output::sequence) y.insert(y.begin(), Dim{"n", 0});
@@ -275,6 +275,9 @@ void validate(const Signature& s) {
         if (a.min_len < 0 || a.max_len < a.min_len || a.max_len > kMaxAxisLen || a.max_len < 1)
             throw std::invalid_argument("--axis " + format(a) + ": lengths must satisfy 0 <= MIN <= MAX, 1 <= MAX <= " +
                                         std::to_string(kMaxAxisLen));
+        if (a.long_len != 0 && (a.long_len <= a.max_len || a.long_len > kMaxAxisLen))
+            throw std::invalid_argument("the axis " + a.name + "'s long cases reach " + std::to_string(a.long_len) +
+                                        "; they must be longer than its MAX and at most " + std::to_string(kMaxAxisLen));
         axes.insert(a.name);
     }
     for (const TensorSpec& t : s.inputs) {
@@ -284,7 +287,7 @@ void validate(const Signature& s) {
     for (const TensorSpec& t : s.outputs) {
         if (t.kind != TensorKind::real)
             throw std::invalid_argument("--output " + t.name + " must be real: outputs are compared as numbers");
-        validate_tensor(t, axes, "--output", s.one_tensor);
+        validate_tensor(t, axes, "--output", true);
     }
     for (const Axis& a : s.axes) {
         const bool used = std::any_of(s.inputs.begin(), s.inputs.end(), [&](const TensorSpec& t) {
@@ -327,9 +330,18 @@ Mat<double> tensor_matrix::as_matrix(const Tensor& t) {
     return Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(t.values.data(), rows, cols);
 }
 
-Tensor one_tensor_answer(const Mat<double>& y, Output output) {
+Tensor one_tensor_answer(const Mat<double>& y, Output output, int n) {
+    const bool sequence = output == Output::sequence;
+    if (sequence ? y.rows() != n : y.rows() != 1) {
+        const std::string answered = "the layer answered " + std::to_string(y.rows()) + (y.rows() == 1 ? " row" : " rows") +
+                                     " for a request of n=" + std::to_string(n);
+        if (sequence)
+            throw AdapterError(answered + "; a sequence layer answers one row per position (a pooled layer: --output pooled)");
+        throw AdapterError(answered + "; a pooled layer answers one vector");
+    }
+    if (y.cols() < 1) throw AdapterError("the layer answered rows of width 0 for a request of n=" + std::to_string(n));
     Tensor t = tensor_matrix::as_tensor(y);
-    if (output == Output::pooled && y.rows() == 1) t.shape = {static_cast<int>(y.cols())};
+    if (!sequence) t.shape = {static_cast<int>(y.cols())};
     return t;
 }
 
@@ -504,101 +516,6 @@ int column_width(const double* values, std::size_t count, int precision) {
         width = std::max(width, static_cast<int>(s.tellp()));
     }
     return width;
-}
-
-namespace {
-
-// A tensor as rows of its last dim, one a line, its values in columns; `keep`: a column each elided row shows
-// (format_row); `width`: each value's (0: the tensor's own column_width).
-void write_tensor(std::ostream& s, const Tensor& t, const std::string& indent, std::size_t keep = kNoColumn,
-                  int width = 0) {
-    if (t.shape.empty()) {
-        s << indent << (t.values.empty() ? 0.0 : t.values[0]) << "\n";
-        return;
-    }
-    const std::size_t last = static_cast<std::size_t>(std::max(t.shape.back(), 0));
-    const std::size_t rows = last == 0 ? 0 : t.size() / last;
-    if (rows == 0) s << indent << "(empty, shape " << index_text(t.shape) << ")\n";
-    if (width == 0) width = column_width(t.values.data(), t.values.size());
-    for (std::size_t r = 0; r < rows; ++r)
-        s << indent << format_row(t.values.data() + r * last, last, width, 6, keep) << "\n";
-}
-
-// ", mask (1 = padding)" or ", index into nodes" after an input's shape; nothing for a real input.
-std::string kind_text(const TensorSpec& spec) {
-    switch (spec.kind) {
-        case TensorKind::real: return "";
-        case TensorKind::mask: return ", mask (1 = padding)";
-        case TensorKind::mask_keep: return ", mask (1 = a real position, 0 = padding)";
-        case TensorKind::index: return ", index into " + spec.index_axis;
-        case TensorKind::token: return ", token ids in [0, " + std::to_string(spec.limit) + ")";
-        case TensorKind::position: return ", position ids along " + position_axis(spec);
-    }
-    return "";
-}
-
-// The outputs in the order of the signature's outputs, then any the signature does not name.
-std::vector<OutputComparison> in_order(const std::vector<OutputComparison>& outputs, const Signature& sig) {
-    std::vector<OutputComparison> out;
-    for (const TensorSpec& t : sig.outputs)
-        for (const OutputComparison& o : outputs)
-            if (o.name == t.name) out.push_back(o);
-    for (const OutputComparison& o : outputs)
-        if (std::none_of(sig.outputs.begin(), sig.outputs.end(), [&o](const TensorSpec& t) { return t.name == o.name; }))
-            out.push_back(o);
-    return out;
-}
-
-}  // namespace
-
-std::string describe(const SignatureCounterexample& c, const Signature& sig) {
-    std::ostringstream s;
-    s << std::setprecision(6) << "  lengths:";
-    for (const auto& [axis, len] : c.lengths) s << " " << axis << " = " << len;
-    const std::string lhs = c.shift > 0 ? "L(x_c)" : c.pads ? "L(pad x)" : "L(P x)";
-    if (c.shift > 0) {
-        s << "\n  shift: every position id + c, c = " << c.shift << " (x_c: x so shifted)";
-    } else if (c.pads) {
-        s << "\n  pads: " << c.pads->slots.size() << " into " << c.pads->axis << " at slots " << index_text(c.pads->slots)
-          << " of the padded axis (L(pad x) is shown at the real positions)";
-    } else {
-        s << "\n  permutations (rows: (P x)[i] = x[p[i]]):";
-        for (const auto& [axis, p] : c.perms) s << " " << axis << " " << p.cycles();
-        if (!c.axis_at_fault.empty()) s << "; the axis at fault: " << c.axis_at_fault;
-    }
-    s << "\n";
-    for (const TensorSpec& spec : sig.inputs) {
-        const auto it = c.inputs.find(spec.name);
-        if (it == c.inputs.end()) continue;
-        s << "  input " << spec.name << " " << index_text(it->second.shape) << kind_text(spec) << " =\n";
-        write_tensor(s, it->second, "    ");
-    }
-    for (const OutputComparison& o : in_order(c.outputs, sig)) {
-        // The other side: L(x) itself for shift, padding and an output without an axis (invariant), else P L(x).
-        const auto spec = std::find_if(sig.outputs.begin(), sig.outputs.end(), [&o](const TensorSpec& t) { return t.name == o.name; });
-        const bool invariant = c.shift > 0 || c.pads || (spec != sig.outputs.end() && !has_axis(*spec));
-        std::string rhs = side_names(invariant ? Property::invariance : Property::equivariance).rhs;
-        rhs.resize(std::max(rhs.size(), std::string("L(P x)").size()), ' ');  // the shapes after both sides line up
-        s << "  output " << o.name << (o.holds ? " (agrees)" : " (DIFFERS)") << ":\n    " << lhs << " "
-          << index_text(o.layer_of_permuted.shape) << " =\n";
-        // The column of the largest difference stays in view when the rows are cut.
-        const std::size_t keep = o.where.empty() ? kNoColumn : static_cast<std::size_t>(o.where.back());
-        // Both sides' columns line up, one under the other.
-        const int width = std::max(column_width(o.layer_of_permuted.values.data(), o.layer_of_permuted.values.size()),
-                                   column_width(o.permuted_layer.values.data(), o.permuted_layer.values.size()));
-        write_tensor(s, o.layer_of_permuted, "      ", keep, width);
-        s << "    " << rhs << " " << index_text(o.permuted_layer.shape) << " =\n";
-        write_tensor(s, o.permuted_layer, "      ", keep, width);
-        if (o.shape_mismatch) {
-            s << "    the shapes differ\n";
-            continue;
-        }
-        s << "    largest |difference| = " << o.max_abs_diff << " at " << index_text(o.where) << " (tolerance "
-          << o.tolerance << ")\n";
-    }
-    s << "  case " << c.case_index << ", " << c.shrink_steps << " shrink steps\n";
-    if (!c.replay.empty()) s << "  replay: " << c.replay << "\n";
-    return s.str();
 }
 
 }  // namespace permcheck

@@ -17,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +29,10 @@ namespace permcheck {
 struct Axis {
     std::string name;
     int min_len = 1, max_len = 8;
+    // Above max_len: one case in ten a long one, lengths rising up to long_len (check/lengths.h), so that a layer
+    // that mixes only inside windows or blocks is seen (the --dim shorthand's axis n); 0: max_len is a hard cap.
+    // Not a flag: --axis writes hard caps.
+    int long_len = 0;
 };
 
 // TensorKind (check/vocabulary.h). float: real values (ties and generic values, as today's inputs); mask:
@@ -53,6 +58,11 @@ struct TensorSpec {
     int limit = 0;           // token: V, the vocabulary's size; position: P, the model's number of positions
 };
 
+// The version of the draw of an audit's cases from its seed, which a report names (as it names the version of the
+// weight draw): 1, the one-tensor shorthand's own draw (before 2026-12-06) and the signature draw of the same
+// version; 2, every audit's cases drawn by the signature draw (check/signature_case.h), the shorthand's too.
+inline constexpr int kCaseDrawVersion = 2;
+
 // The number of positions a position input takes when --input does not say (position, not position=P).
 inline constexpr int kDefaultPositions = 4096;
 
@@ -60,17 +70,17 @@ struct Signature {
     std::vector<Axis> axes;
     std::vector<TensorSpec> inputs;
     std::vector<TensorSpec> outputs;
-    // The one-tensor shorthand (`--dim D`, one_tensor_signature): requests and answers in the one-tensor dialect
-    // ({"id","x"} in, {"id","y"} out, adapters/protocol.h), cases drawn and shrunk as the shorthand's (check/case.h,
-    // check/lengths.h: one case in ten long, up to AuditOptions::long_len), reports with its fields (n,
-    // permutation, x). Set only by one_tensor_signature.
+    // The one-tensor shorthand (`--dim D`, one_tensor_signature), read only where the shorthand is parsed, spoken
+    // or read back: its requests and answers are in the one-tensor dialect ({"id","x"} in, {"id","y"} out,
+    // adapters/protocol.h), and a report records the signature as the shorthand (report/json.cpp). Set only by
+    // one_tensor_signature.
     bool one_tensor = false;
 };
 
-// The shorthand `--dim D [--output sequence|pooled] [--min-len --max-len]` as a signature: axis n=MIN..MAX,
-// input x:n,D, output y:n,W (sequence) or y:W (pooled), W open: learned from the first answer, and every later
-// answer must have it.
-Signature one_tensor_signature(int d, Output output, int min_len, int max_len);
+// The shorthand `--dim D [--output sequence|pooled] [--min-len --max-len]` as a signature: axis n=MIN..MAX (its
+// long cases up to long_len), input x:n,D, output y:n,W (sequence) or y:W (pooled), W open: learned from the first
+// answer, and every later answer must have it.
+Signature one_tensor_signature(int d, Output output, int min_len, int max_len, int long_len = 0);
 // The one-tensor signature's output as the shorthand names it.
 Output one_tensor_output(const Signature& s);
 
@@ -134,9 +144,10 @@ namespace tensor_matrix {
 Tensor as_tensor(const Mat<double>& m);
 Mat<double> as_matrix(const Tensor& t);
 }  // namespace tensor_matrix
-// A one-tensor layer's answer y as its output tensor: n x W for a sequence output; one row as the vector W for a
-// pooled output (an answer of other rows stays a matrix, which the audit refuses with its own message).
-Tensor one_tensor_answer(const Mat<double>& y, Output output);
+// A one-tensor layer's answer y to a request of n positions as its output tensor: n x W for a sequence output, the
+// vector W for a pooled one; throws AdapterError (below) in the shorthand's words for another number of
+// rows.
+Tensor one_tensor_answer(const Mat<double>& y, Output output, int n);
 
 // The axis a position input lies along (its one axis dim).
 const std::string& position_axis(const TensorSpec& t);
@@ -155,8 +166,14 @@ Tensors permute_inputs(const Signature& s, const Permutations& perms, const Tens
 // One output moved the same way along every axis it has; the axes it lacks do not move it (invariance).
 Tensor permute_output(const TensorSpec& t, const Permutations& perms, const Tensor& y);
 
+// What a black box throws when it cannot answer (process died, timed out, broke the protocol, ...). The
+// message names the cause and the last request; an audit turns it into the verdict `error`.
+struct AdapterError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
 // The layer under audit: named inputs in, named outputs out (every output the signature names; others are
-// ignored). Throws AdapterError (check/blackbox.h) or any std::exception when it cannot answer.
+// ignored). Throws AdapterError or any std::exception when it cannot answer.
 using NamedBlackBox = std::function<Tensors(const Tensors& inputs)>;
 
 // One output of a counterexample: both sides, their largest difference and where it is (one index per dim).
@@ -196,9 +213,6 @@ struct SignatureCounterexample {
     std::optional<Pads> pads = std::nullopt;  // the padding property: where the pads went, and their values
 };
 
-// A readable multi-line account of a signature counterexample, for the terminal and test failure messages: the
-// inputs in the order of s.inputs, a mask or an index input named as such, the outputs in the order of s.outputs.
-std::string describe(const SignatureCounterexample& c, const Signature& s);
 
 namespace test_only {  // not "testing": users write using namespace permcheck beside GoogleTest's ::testing
 // Test-only switch: plants a known bug in permute_inputs so that the harness self-test can show the reference

@@ -1,11 +1,8 @@
 // The audit (check/signature_audit.h): the one evaluator the engine (check/audit_engine.h) runs, over named
-// tensors, for signatures and for the one-tensor shorthand (a one_tensor signature: its cases are the shorthand's,
-// its messages speak of positions and features). What is judged, and the tolerance, are in
-// proofs-notes/signature-audit.md.
+// tensors. What is judged, and the tolerance, are in proofs-notes/signature-audit.md.
 #include "check/signature_audit.h"
 
 #include "check/audit_engine.h"
-#include "check/lengths.h"
 #include "check/signature_case.h"
 #include "properties/property.h"
 
@@ -63,9 +60,6 @@ public:
           has_positions_(std::any_of(s_->inputs.begin(), s_->inputs.end(),
                                      [](const TensorSpec& t) { return t.kind == TensorKind::position; })) {
         set_dtype(dtype);
-        if (!s_->one_tensor) return;
-        const TensorSpec& y = s_->outputs[0];  // a width already known (a saved report's) is the one to answer
-        if (!y.dims.back().is_open()) open_[{y.name, y.dims.size() - 1}] = y.dims.back().size;
     }
 
     int evaluations = 0;
@@ -96,8 +90,7 @@ public:
             if (it == answer.end())
                 throw AdapterError("the layer's answer to a request of " + last_request + " has no output '" +
                                    spec.name + "' (the signature names " + format_output(spec) + ")");
-            if (s_->one_tensor) check_one_tensor_shape(spec, it->second, lengths.at("n"));
-            else check_shape(spec, it->second, lengths);
+            check_shape(spec, it->second, lengths);
             outputs[spec.name] = std::move(it->second);
         }
         return outputs;
@@ -217,9 +210,9 @@ public:
     std::string batch_detail(const Observation& ob) const {
         for (const OutputComparison& c : ob.outputs) {
             if (c.holds) continue;
-            return (s_->one_tensor ? std::string("the answer") : "output " + c.name) + " to " + format_lengths(ob.lengths) +
+            return "output " + c.name + " to " + format_lengths(ob.lengths) +
                    " differs between its batched request and its request alone by " + short_number(c.max_abs_diff) +
-                   " at " + where_text(c.where, true) + " (tolerance " + short_number(c.tolerance) +
+                   " at " + index_text(c.where) + " (tolerance " + short_number(c.tolerance) +
                    "): the layer's answer for one item depends on the other items of its batch";
         }
         return "its answers in a batch and alone differ";
@@ -233,7 +226,6 @@ public:
 
     Case input_case(const Observation& ob) const { return Case{ob.lengths, properties::identities(ob.lengths), ob.inputs}; }
     rc::Shrinkable<Case> shrinkable(const Case& c) const {
-        if (s_->one_tensor) return shrinkable_one_tensor_case(c, s_->axes[0].min_len);
         return rules_.shrinkable(s_, args_, c);
     }
 
@@ -248,12 +240,7 @@ public:
                 ce.axis_at_fault = axis;
             }
         if (moved != 1) ce.axis_at_fault.clear();
-        if (s_->one_tensor && result.signature) {  // the shorthand's own record of it too, for the C++ API
-            result.counterexample = one_tensor_view(ce, *result.signature, result.property, dtype_);
-            result.counterexample->layer = o_.name;
-            result.counterexample->seed = o_.seed;
-        }
-        result.signature_counterexample = std::move(ce);
+        result.counterexample = std::move(ce);
     }
 
     // `reproduced`: both sides were evaluated again before the case was called a violation (the audit's way).
@@ -268,20 +255,8 @@ public:
     }
 
 private:
-    std::string request_text(const Lengths& lengths) const {
-        return s_->one_tensor ? "n=" + std::to_string(lengths.at("n")) + ", d=" + std::to_string(s_->inputs[0].dims[1].size)
-                              : format_lengths(lengths);
-    }
-    // An entry's place: its index, or for the one-tensor form "position i, feature j" (a pooled output's "feature j",
-    // or "position 0, feature j" with `rows`, as the shorthand's messages always said).
-    std::string where_text(const std::vector<int>& where, bool rows) const {
-        if (!s_->one_tensor) return index_text(where);
-        const std::string feature = "feature " + std::to_string(where.empty() ? 0 : where.back());
-        if (where.size() == 2) return "position " + std::to_string(where[0]) + ", " + feature;
-        return rows ? "position 0, " + feature : feature;
-    }
+    static std::string request_text(const Lengths& lengths) { return format_lengths(lengths); }
     void check_shape(const TensorSpec& spec, const Tensor& t, const Lengths& lengths);
-    void check_one_tensor_shape(const TensorSpec& spec, const Tensor& t, int n);
     void check_open_size(const TensorSpec& spec, std::size_t k, int size, const std::string& in_a_request);
     std::optional<Observation> differ(const Lengths& lengths, const Tensors& inputs, const Tensors& a, const Tensors& b,
                                       const char* what, const ToleranceModel& t, double positions) const;
@@ -354,7 +329,7 @@ private:
     const AuditOptions& o_;
     Arithmetic dtype_ = Arithmetic::float64;
     ToleranceModel tolerance_;
-    int widest_;  // the widest fixed size (an open one is not counted: the one-tensor form's k is n + d)
+    int widest_;  // the widest fixed size (an open one is not counted)
     const PropertyRules& rules_;  // the property judged (check/.. properties/)
     PropertyArgs args_;
     bool has_positions_;  // a position input: its rounding can make a comparison undecidable
@@ -364,33 +339,13 @@ private:
 
 // An open size is the one the first answer gave; every later answer must have it.
 void SignatureEvaluator::check_open_size(const TensorSpec& spec, std::size_t k, int size, const std::string& in_a_request) {
-    const bool rows = s_->one_tensor;  // the shorthand's y is rows of features
     const std::string dim = " in dim " + std::to_string(k);
-    if (size < 1)
-        throw AdapterError("the layer answered " + (rows ? "rows of width 0" : "output '" + spec.name + "' with size 0" + dim) +
-                           in_a_request);
+    if (size < 1) throw AdapterError("the layer answered output '" + spec.name + "' with size 0" + dim + in_a_request);
     const auto [it, first] = open_.emplace(std::pair{spec.name, k}, size);
     if (first || it->second == size) return;
-    const std::string was = std::to_string(it->second), is = std::to_string(size);
-    if (rows)
-        throw AdapterError("the layer answered rows of width " + is + in_a_request + ", after rows of width " + was +
-                           " before; the output width must not depend on the input");
-    throw AdapterError("the layer answered output '" + spec.name + "' with size " + is + dim + in_a_request + ", after " +
-                       was + " before; a size the signature leaves open must not depend on the input");
-}
-
-// The shorthand's messages: rows and a width, as a sequence or a pooled layer answers them.
-void SignatureEvaluator::check_one_tensor_shape(const TensorSpec& spec, const Tensor& t, int n) {
-    const bool sequence = spec.dims.size() == 2;
-    const int rows = t.shape.size() == 2 ? t.shape[0] : 1;
-    const std::string request = " for a request of n=" + std::to_string(n);
-    if (sequence ? rows != n || t.shape.size() != 2 : t.shape.size() != 1) {
-        const std::string answered = "the layer answered " + std::to_string(rows) + (rows == 1 ? " row" : " rows") + request;
-        if (sequence)
-            throw AdapterError(answered + "; a sequence layer answers one row per position (a pooled layer: --output pooled)");
-        throw AdapterError(answered + "; a pooled layer answers one vector");
-    }
-    check_open_size(spec, spec.dims.size() - 1, t.shape.back(), request);
+    throw AdapterError("the layer answered output '" + spec.name + "' with size " + std::to_string(size) + dim +
+                       in_a_request + ", after " + std::to_string(it->second) +
+                       " before; a size the signature leaves open must not depend on the input");
 }
 
 void SignatureEvaluator::check_shape(const TensorSpec& spec, const Tensor& t, const Lengths& lengths) {
@@ -427,9 +382,8 @@ std::optional<SignatureObservation> SignatureEvaluator::differ(const Lengths& le
         if (c.holds || !ob.detail.empty()) continue;
         ob.detail = "the same input (" + format_lengths(lengths) + "), requested as ";
         ob.detail += what;
-        ob.detail += ", was answered twice with different results: " +
-                     (s_->one_tensor ? std::string("they differ") : "output " + spec.name + " differs") + " by " +
-                     short_number(c.max_abs_diff) + " at " + where_text(c.where, true) + " (tolerance " + short_number(c.tolerance) + ")";
+        ob.detail += ", was answered twice with different results: output " + spec.name + " differs by " +
+                     short_number(c.max_abs_diff) + " at " + index_text(c.where) + " (tolerance " + short_number(c.tolerance) + ")";
     }
     if (ob.detail.empty()) return std::nullopt;
     for (OutputComparison& c : ob.outputs) {
@@ -452,9 +406,8 @@ std::string SignatureEvaluator::non_finite(const Tensors& answer, const char* si
                 if (!padded) padded = padded_slots(*s_, inputs);
                 if (at_padded_slot(spec, position_of(e, t.shape), *padded)) continue;
                 std::string m = side;
-                m += " has a non-finite entry (" + short_number(t.values[e]) + ")" +
-                     (s_->one_tensor ? std::string() : " in output " + spec.name) + " at " +
-                     where_text(position_of(e, t.shape), true);
+                m += " has a non-finite entry (" + short_number(t.values[e]) + ") in output " + spec.name + " at " +
+                     index_text(position_of(e, t.shape));
                 return m;
             }
     }
@@ -467,9 +420,8 @@ std::string SignatureEvaluator::violation_detail(const Observation& found, bool 
         const bool moves = std::any_of(s_->outputs.begin(), s_->outputs.end(),
                                        [&](const TensorSpec& t) { return t.name == c.name && has_axis(t); });
         const SideNames sides = rules_.sides(moves);
-        std::string m = s_->one_tensor ? "" : "output " + c.name + ": ";
-        m += std::string(sides.lhs) + " and " + sides.rhs + " differ by " + short_number(c.max_abs_diff) + " at " +
-             where_text(c.where, false) + " (tolerance " + short_number(c.tolerance) + "; " + format_lengths(found.lengths) +
+        std::string m = "output " + c.name + ": " + sides.lhs + " and " + sides.rhs + " differ by " +
+                        short_number(c.max_abs_diff) + " at " + index_text(c.where) + " (tolerance " + short_number(c.tolerance) + "; " + format_lengths(found.lengths) +
              "; " + rules_.case_text(Case{found.lengths, found.perms, found.inputs, found.shift, found.pads}) + ")";
         if (reproduced) m += "; both sides gave the same answers when evaluated again";
         return m;
@@ -532,9 +484,9 @@ AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, c
         ev.record(r, *ob, saved.case_index, saved.shrink_steps);
         r.detail = ob->outcome == Outcome::violated ? ev.violation_detail(*ob, false) : ob->detail;
     } else {
-        r.signature_counterexample = SignatureCounterexample{saved.lengths, saved.perms, saved.inputs, {}, saved.axis_at_fault,
-                                                             saved.case_index, saved.shrink_steps, "", saved.shift, saved.pads};
-        if (ob) r.signature_counterexample->outputs = ob->outputs;  // the comparisons, within tolerance
+        r.counterexample = SignatureCounterexample{saved.lengths, saved.perms, saved.inputs, {}, saved.axis_at_fault,
+                                                   saved.case_index, saved.shrink_steps, "", saved.shift, saved.pads};
+        if (ob) r.counterexample->outputs = ob->outputs;  // the comparisons, within tolerance
     }
     r.evaluations = ev.evaluations;
     r.last_request = ev.last_request;
@@ -552,54 +504,36 @@ AuditResult audit(const std::vector<NamedBlackBox>& layers, const Signature& sig
 }
 
 // The options a signature audit reads, the lengths its axes give (the fields they replace are not the caller's to
-// get wrong): the one-tensor form's n with the shorthand's bounds, and its long_len.
+// get wrong).
 void validate_audit(const Signature& s, const AuditOptions& given) {
     validate(s);
     audited_args(s, given);
     AuditOptions checked = given;
     const AuditOptions defaults;
     checked.d = defaults.d;
-    checked.min_len = s.one_tensor ? s.axes[0].min_len : defaults.min_len;
-    checked.max_len = s.one_tensor ? s.axes[0].max_len : defaults.max_len;
-    if (!s.one_tensor) checked.long_len = defaults.long_len;
+    checked.min_len = defaults.min_len;
+    checked.max_len = defaults.max_len;
+    checked.long_len = defaults.long_len;
     validate(checked);
 }
 
 namespace {
 
-// Each case's lengths: the one-tensor form's schedule (check/lengths.h, one case in ten long), or
-// signature_lengths (every length, for shift and padding, and the padded axis one short of its MAX: room for a pad).
-std::vector<Lengths> case_lengths(const Signature& s, const AuditOptions& o) {
-    if (!s.one_tensor) return audited_rules(o).lengths(s, audited_args(s, o), o.cases, o.seed);
-    std::vector<Lengths> out;
-    for (int n : audit_lengths({s.axes[0].min_len, s.axes[0].max_len, o.long_len, o.cases})) out.push_back({{"n", n}});
-    return out;
-}
-
 // Case i drawn when it is run, at the lengths given it (`lengths` outlives the schedule).
 engine::Schedule<Case>::Draw case_draw(const Signature& s, const AuditOptions& o, const std::vector<Lengths>& lengths) {
-    const int cases = o.cases;
-    if (s.one_tensor)
-        return [d = s.inputs[0].dims[1].size, &lengths, cases](int i, const rc::Random& random) {
-            return draw_one_tensor_case(d, lengths[static_cast<std::size_t>(i)].at("n"), random, size_for_case(i, cases));
-        };
-    return [&s, &lengths, cases, &rules = audited_rules(o), args = audited_args(s, o)](int i, const rc::Random& random) {
+    return [&s, &lengths, cases = o.cases, &rules = audited_rules(o), args = audited_args(s, o)](int i, const rc::Random& random) {
         Case c = draw_signature_case(s, lengths[static_cast<std::size_t>(i)], random, size_for_case(i, cases));
         rules.draw(s, args, c, random, i, cases);
         return c;
     };
 }
 
-// What the first `count` cases of the schedule covered, ascending, each once: per axis, or (one-tensor) n alone.
-void cover(AuditResult& r, const Signature& s, const std::vector<Lengths>& lengths,
-           const engine::Schedule<Case>& schedule, std::size_t count) {
+// What the first `count` cases of the schedule covered per axis, ascending, each once.
+void cover(AuditResult& r, const std::vector<Lengths>& lengths, const engine::Schedule<Case>& schedule, std::size_t count) {
     std::map<std::string, std::set<int>> covered;
     for (std::size_t j = 0; j < count && j < schedule.size(); ++j)
         for (const auto& [axis, len] : lengths[static_cast<std::size_t>(schedule.index[j])]) covered[axis].insert(len);
-    for (const auto& [axis, set] : covered) {
-        if (s.one_tensor) r.lengths = {set.begin(), set.end()};
-        else r.axis_lengths[axis] = {set.begin(), set.end()};
-    }
+    for (const auto& [axis, set] : covered) r.axis_lengths[axis] = {set.begin(), set.end()};
 }
 
 }  // namespace
@@ -608,7 +542,7 @@ AuditResult audit(const std::vector<BatchedNamedBlackBox>& layers, const Signatu
     validate_audit(signature, given);
     if (layers.empty()) throw std::invalid_argument("an audit needs at least one black box");
     const auto shared = std::make_shared<const Signature>(signature);
-    const std::vector<Lengths> lengths = case_lengths(*shared, given);
+    const std::vector<Lengths> lengths = audited_rules(given).lengths(*shared, audited_args(*shared, given), given.cases, given.seed);
     auto schedule = engine::Schedule<Case>::of(given, case_draw(*shared, given, lengths));
     for (int i : schedule.index) {
         schedule.lengths.emplace_back();
@@ -621,7 +555,7 @@ AuditResult audit(const std::vector<BatchedNamedBlackBox>& layers, const Signatu
     labelled.property = audited_rules(given).recorded_as(signature, audited_args(signature, given));
     labelled.signature = signature;
     AuditResult r = engine::run_audit(evaluators, schedule, given, labelled, [&](AuditResult& result, std::size_t count) {
-        cover(result, *shared, lengths, schedule, count);
+        cover(result, lengths, schedule, count);
     });
     evaluators[0].learned_sizes(*r.signature);
     r.tolerance_widest = widest_fixed_size(signature);

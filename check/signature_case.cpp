@@ -203,7 +203,7 @@ std::vector<Lengths> axis_schedules(const Signature& s, int cases, std::uint64_t
         // an empty or single-element axis still makes a case the other axes can fail (a graph without edges),
         // so every length of [min_len, max_len] is in the schedule: audit_lengths over the range shifted by 2.
         const int shift = (every_length || s.axes.size() > 1) && axis.min_len < 2 ? 2 : 0;
-        std::vector<int> lengths = audit_lengths({axis.min_len + shift, axis.max_len + shift, 0, cases});
+        std::vector<int> lengths = audit_lengths({axis.min_len + shift, axis.max_len + shift, shift ? 0 : axis.long_len, cases});
         for (int& len : lengths) len -= shift;
         // Each axis covers its lengths as check/lengths.h says; the later axes' schedules are shuffled, so that
         // axes of the same range do not always have the same length.
@@ -507,22 +507,6 @@ rc::Seq<Case> signature_case_shrinks(const std::shared_ptr<const Signature>& s, 
 rc::Shrinkable<Case> shrinkable_signature_case(const std::shared_ptr<const Signature>& s, Case c) {
     return rc::shrinkable::shrinkRecur(std::move(c),
                                        [s](const Case& k) { return signature_case_shrinks(s, k); });
-}
-
-Case one_tensor_case(const MatrixCase& c) {
-    return Case{{{"n", static_cast<int>(c.x.rows())}}, {{"n", c.perm}}, {{"x", tensor_matrix::as_tensor(c.x)}}};
-}
-
-MatrixCase case_of(const Case& c) { return MatrixCase{tensor_matrix::as_matrix(c.inputs.at("x")), c.perms.at("n")}; }
-
-Case draw_one_tensor_case(int d, int n, const rc::Random& random, int size) {
-    MatrixCase c = case_generator(CaseSpace{n, n, d, false})(random, size).value();
-    if (n >= 2 && c.perm.moved() == 0) c.perm = Permutation::transposition(n, 0, 1);
-    return one_tensor_case(c);
-}
-
-rc::Shrinkable<Case> shrinkable_one_tensor_case(const Case& c, int min_len) {
-    return rc::shrinkable::map(shrinkable_case(case_of(c), min_len), [](const MatrixCase& k) { return one_tensor_case(k); });
 }
 
 int widest_fixed_size(const Signature& s) {

@@ -68,15 +68,6 @@ void delete_along(Tensor& t, std::size_t k, const std::set<int>& gone);
 // True when no line of a mask along any of its axis dims is all padding.
 bool masks_keep_a_position(const Signature& s, const Tensors& inputs);
 
-// The one-tensor form's cases (a one_tensor signature): drawn and shrunk as the shorthand always drew and shrank
-// them, by check/case.h's generator and shrinker, so that a seed sends the same requests. Case i of length n is
-// case_generator's at that length, its permutation a transposition of the first two positions when it came out
-// as the identity; it shrinks as shrinkable_case does, toward min_len.
-Case one_tensor_case(const MatrixCase& c);
-MatrixCase case_of(const Case& c);  // the one-tensor case's x and permutation of n
-Case draw_one_tensor_case(int d, int n, const rc::Random& random, int size);
-rc::Shrinkable<Case> shrinkable_one_tensor_case(const Case& c, int min_len);
-
 // The shrinks of a case, one step: deletions, permutations put back, index and token merges, position offsets,
 // simpler values (the padding and shift properties build theirs on these, properties/).
 rc::Seq<Case> signature_case_shrinks(const std::shared_ptr<const Signature>& s, const Case& c);

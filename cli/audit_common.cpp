@@ -39,18 +39,6 @@ std::string signature_claims(const Signature& s) {
 
 bool names_a_tensor(const std::string& output_text) { return output_text.find(':') != std::string::npos; }
 
-std::string shell_quote(const std::string& s) {
-    std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
-}
-
-std::string shell_word(const std::string& s) {
-    const bool plain = !s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                         "0123456789_.,:=-/") == std::string::npos;
-    return plain ? s : shell_quote(s);
-}
-
 void add_signature_options(CLI::App& app, SignatureText& t, const std::string& output_help,
                            const std::string& output_type, std::function<void(const std::string&)> output_check) {
     app.add_option("--axis", t.axes,
@@ -91,14 +79,6 @@ Signature signature_of(const SignatureText& t) {
                                     "y:n,8 (equivariant along n) or --output g:4 (invariant to every axis)");
     validate(s);  // the library's rules, the size of every tensor included
     return s;
-}
-
-std::string signature_flags(const Signature& s) {
-    std::string out;
-    for (const Axis& a : s.axes) out += " --axis " + shell_word(format(a));
-    for (const TensorSpec& t : s.inputs) out += " --input " + shell_word(format_input(t));
-    for (const TensorSpec& t : s.outputs) out += " --output " + shell_word(format_output(t));
-    return out;
 }
 
 std::string signature_head(const Signature& s, const AuditResult& r) {
@@ -229,6 +209,10 @@ DtypeChoice dtype_choice(Arithmetic a) {
 
 std::string dtype_text(const AuditResult& r) { return precision_text(r); }
 
+Signature shorthand_signature(const AuditFlags& f, Output output) {
+    return one_tensor_signature(f.dim, output, f.min_len, f.max_len, f.max_len_given() ? 0 : AuditOptions{}.long_len);
+}
+
 AuditOptions audit_options(const AuditFlags& f) {
     AuditOptions o;
     o.dtype = requested_dtype(f);
@@ -277,14 +261,13 @@ report::Record audit_record(const AuditResult& r, const std::string& name, Prope
     if (signature && !one_tensor) {
         rec.signature = *signature;
         details["signature"] = report::signature_json(*signature);
-        details["axis_lengths"] = r.axis_lengths;
     } else {
         details["dim"] = f.dim;
         details["min_len"] = f.min_len;
         details["max_len"] = f.max_len;
         details["max_len_is_cap"] = f.max_len_given();
-        details["lengths"] = r.lengths;
     }
+    details["axis_lengths"] = r.axis_lengths;
     details["dtype_inferred"] = r.dtype_inferred;
     // What decided the dtype: "given", or the rule of check/audit_engine.h (PrecisionEvidence) that did.
     details["dtype_evidence"] = dtype_evidence_name(requested_dtype(f) ? DtypeEvidence::given : r.dtype_evidence);
@@ -304,7 +287,6 @@ void print_result(std::ostream& out, std::ostream& err, const std::string& progr
     if (ran_through(r) && seconds > 0 && r.cases > 0) out << " (" << rate_text(r.cases / seconds) << " cases/s)";
     out << "\n";
     if (const std::string note = precision_note(r); !note.empty()) out << "  dtype: " << note << "\n";
-    if (!r.lengths.empty()) out << "  lengths sent: " << lengths_text(r.lengths) << "\n";
     if (!r.axis_lengths.empty()) {
         out << "  lengths sent:";
         const char* separator = " ";
@@ -315,20 +297,11 @@ void print_result(std::ostream& out, std::ostream& err, const std::string& progr
         out << "\n";
     }
     if (!r.detail.empty()) out << "  " << r.detail << "\n";
-    AuditResult shown = r;
-    if (shown.counterexample) shown.counterexample->replay = replay;
-    if (shown.signature_counterexample) shown.signature_counterexample->replay = replay;
-    if (shown.signature_counterexample && signature && !signature->one_tensor) {
-        if (r.verdict == Verdict::nondeterministic)
-            out << "  one input answered twice: below, L(P x) is the first answer and the other side (P L(x), or "
-                   "L(x) for an output no permutation moves) the second (every permutation the identity)\n";
-        if (r.verdict == Verdict::batch_dependent)
-            out << "  one input answered in a batched request and alone: below, L(P x) is its answer in the batch "
-                   "and the other side (P L(x), or L(x) for an output no permutation moves) its answer alone "
-                   "(every permutation the identity)\n";
-        out << describe(*shown.signature_counterexample, *signature);
-    } else {
-        out << describe_finding(shown);  // the one-tensor form's, in the shorthand's words
+    if (r.counterexample) {
+        SignatureCounterexample shown = *r.counterexample;
+        shown.replay = replay;
+        out << describe(shown, signature && !signature->one_tensor ? *signature : *r.signature,
+                        finding_words(r.property, r.verdict, shown));
     }
     if (r.taps) out << describe(*r.taps, kTerminalTapRows);  // the reports list every tap
     if (r.verdict == Verdict::error && !r.error.empty()) err << program << ": error: " << r.error << "\n";

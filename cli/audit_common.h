@@ -83,15 +83,10 @@ void add_signature_options(CLI::App& app, SignatureText& t, const std::string& o
 // larger than a request may carry. Throws std::invalid_argument naming the flag.
 Signature signature_of(const SignatureText& t);
 
-// " --axis n=1..8 --input x:n,8 --output y:n,8": the signature as flags, each text as the parser reads it.
-std::string signature_flags(const Signature& s);
 // "y equivariant along n, invariant to m (float32, n in [1, 8], m in [1, 8])": what each output must do (the dtype
 // left out when an error came before the first call); for shift and padding, what they must leave unchanged.
 std::string signature_head(const Signature& s, const AuditResult& r);
 
-// A word of a shell command line: quoted unless it holds only characters the shell leaves alone.
-std::string shell_quote(const std::string& s);
-std::string shell_word(const std::string& s);
 
 // Runs `run` with o.stop_requested and o.on_progress set: Ctrl-C or SIGTERM stops it between cases (verdict
 // interrupted, said on stderr with `stopped_note`, e.g. "; the adapters were stopped"), and a progress line is
@@ -101,6 +96,9 @@ AuditResult run_interruptibly(const std::function<AuditResult(const AuditOptions
 
 // The library's options from the flags; name, output, shard and amplification are the command's.
 AuditOptions audit_options(const AuditFlags& f);
+// The --dim shorthand's signature: axis n over [--min-len, --max-len], one case in ten longer (up to 256) unless
+// --max-len was given (a hard cap).
+Signature shorthand_signature(const AuditFlags& f, Output output);
 
 // " --dtype float64 --min-len 1 --max-len 8 --cases 100 --seed 1": the part of both replay lines after the
 // command's own options. It names the dtype the audit used (r.dtype), so a replay judges with the same

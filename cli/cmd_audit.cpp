@@ -93,7 +93,7 @@ Signature signature_of(const AuditRequest& q) {
 
 // The shorthand with this output: --dim, --min-len and --max-len's one-tensor signature.
 Form shorthand_form(const AuditRequest& q, Output output) {
-    return Form{output, one_tensor_signature(q.flags.dim, output, q.flags.min_len, q.flags.max_len)};
+    return Form{output, shorthand_signature(q.flags, output)};
 }
 
 // Which form the flags describe; throws std::invalid_argument for a mix or an incomplete description.
@@ -207,10 +207,10 @@ AuditResult run_boxes(const AuditRequest& q, const Form& f, const AuditOptions& 
 // counterexample kept: a tap table cut short would blame the wrong submodule.
 void add_taps(const AuditRequest& q, const Form& f, AuditResult& r, const AuditOptions& o) {
     if ((r.verdict != Verdict::violated && r.verdict != Verdict::non_finite) || !*q.taps_offered) return;
-    if (!r.signature_counterexample) return;
+    if (!r.counterexample) return;
     const Signature& s = r.signature ? *r.signature : f.signature;  // the one-tensor form's width as answered
     // Each submodule's output at x against its output at the property's transformed inputs (P x, x_c or pad x).
-    TapTrace trace = trace_taps(adapters::exec_tap_source(exec_options(q, o), s), s, *r.signature_counterexample,
+    TapTrace trace = trace_taps(adapters::exec_tap_source(exec_options(q, o), s), s, *r.counterexample,
                                 r.property, r.dtype, q.amplification, q.flags.keep_positions);
     if (o.stop_requested && o.stop_requested()) {
         r.detail = "interrupted while the taps of the " + std::string(verdict_name(r.verdict)) +

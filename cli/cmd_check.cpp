@@ -6,6 +6,7 @@
 #include "cli/options.h"
 
 #include "report/failure_db.h"
+#include "report/text.h"
 #include "report/report.h"
 
 #include <iostream>

@@ -4,6 +4,7 @@
 
 #include "adapters/exec_adapter.h"
 #include "report/failure_db.h"
+#include "report/text.h"
 #include "report/report.h"
 
 #include "check/signature_audit.h"
@@ -78,10 +79,14 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, double a
               << " of the saved case (" << format_lengths(saved.lengths) << "; permutations "
               << format_permutations(saved.perms) << "; " << arithmetic_name(r.dtype) << ") through "
               << q.through() << "\n";
+    if (r.case_draw < kCaseDrawVersion)
+        std::cout << "  the report's cases were drawn by version " << std::max(r.case_draw, 1) << " of the case draw: the saved case "
+                  << "replays as it was found, but its replay line's seed now draws other cases (version "
+                  << kCaseDrawVersion << ")\n";
     if (batch)
         std::cout << "  the saved case was batch-dependent (its answer in a batched request differed from its answer "
                      "alone); a replay sends one request at a time, so it compares two answers alone\n";
-    for (const OutputComparison& c : now.signature_counterexample->outputs) {
+    for (const OutputComparison& c : now.counterexample->outputs) {
         double was = std::numeric_limits<double>::quiet_NaN();
         for (const OutputComparison& before : saved.outputs)
             if (before.name == c.name) was = before.max_abs_diff;
@@ -91,7 +96,7 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, double a
             std::cout << "differ by " << c.max_abs_diff << (c.holds ? " within" : " beyond") << " the tolerance "
                       << c.tolerance << " (saved: " << was << ")\n";
     }
-    if (now.signature_counterexample->outputs.empty()) std::cout << "  every output agrees within its tolerance\n";
+    if (now.counterexample->outputs.empty()) std::cout << "  every output agrees within its tolerance\n";
     // A violation is the lines above; a non-finite or a second, different answer is said in words.
     if (!holds && now.verdict != Verdict::violated) std::cout << "  " << verdict_name(now.verdict) << ": " << now.detail << "\n";
     return holds ? 0 : 1;

@@ -93,7 +93,7 @@ Plan plan_of(const Request& q) {
     else if (*p.layer == adapters::TorchLayer::decoder_layer)
         p.signature = adapters::torch_decoder_signature(q.torch, q.flags.min_len, q.flags.max_len);
     else  // mha and the encoder layer: the one-tensor shorthand's signature
-        p.signature = one_tensor_signature(q.flags.dim, Output::sequence, q.flags.min_len, q.flags.max_len);
+        p.signature = shorthand_signature(q.flags, Output::sequence);
     return p;
 }
 

@@ -13,21 +13,21 @@ set(PERMCHECK_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/permcheck)
 # search and the scalars (exact rationals, symbolic) are the command's business and stay out.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/permcheck DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 foreach(header scalars/mat.h scalars/weights_version.h layers/expectation.h check/blackbox.h check/signature_audit.h
-               check/comparison.h check/counterexample.h check/explain.h check/permutation.h check/signature.h
-               check/taps.h check/vocabulary.h)
+               check/comparison.h check/counterexample.h check/permutation.h check/signature.h
+               check/taps.h check/vocabulary.h report/text.h)
   get_filename_component(folder ${header} DIRECTORY)
   install(FILES ${PROJECT_SOURCE_DIR}/${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/permcheck/${folder})
 endforeach()
 
 # The API builds on the black-box audit alone (check/CMakeLists.txt): neither the catalog of reference layers nor
 # Z3 is installed for it.
-install(TARGETS permcheck_scalars permcheck_layers permcheck_blackbox permcheck_api permcheck_serve
+install(TARGETS permcheck_scalars permcheck_layers permcheck_blackbox permcheck_text permcheck_api permcheck_serve
         EXPORT permcheckTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 # `cmake --install --strip` strips executables only; the static libraries of a RelWithDebInfo build would keep
 # 85 MB of debug information. Strip theirs too (--strip-debug keeps the symbols a linker needs).
 if(CMAKE_STRIP)
-  foreach(library permcheck_blackbox)
+  foreach(library permcheck_blackbox permcheck_text)
     install(CODE "if(CMAKE_INSTALL_DO_STRIP)
   execute_process(COMMAND \"${CMAKE_STRIP}\" --strip-debug
                   \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/$<TARGET_FILE_NAME:${library}>\")

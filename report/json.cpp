@@ -178,9 +178,38 @@ Tensor tensor_from(const json& j, const std::string& field, std::optional<std::v
     return t;
 }
 
-// The signature as its flags' texts, each read by its parser, the whole validated.
+// The --dim shorthand's signature, as report.json's "signature" holds it: {"one_tensor": {"d", "output", "min_len",
+// "max_len", "width"}}, its width 0 while no answer gave it.
+json one_tensor_json(const Signature& s) {
+    const Output output = one_tensor_output(s);
+    const Axis& n = s.axes.at(0);
+    return json{{"d", s.inputs.at(0).dims.at(1).size}, {"output", output == Output::pooled ? "pooled" : "sequence"},
+                {"min_len", n.min_len}, {"max_len", n.max_len}, {"width", s.outputs.at(0).dims.back().size}};
+}
+
+Signature one_tensor_from(const json& j) {
+    const std::string at = "signature.one_tensor.";
+    if (!j.is_object()) throw std::invalid_argument("field 'signature.one_tensor' must be an object");
+    const std::string output = get_as<std::string>(j, "output", at);
+    if (output != "sequence" && output != "pooled")
+        throw std::invalid_argument("field '" + at + "output' must be sequence or pooled, got '" + output + "'");
+    Signature s = one_tensor_signature(get_as<int>(j, "d", at), output == "pooled" ? Output::pooled : Output::sequence,
+                                       get_as<int>(j, "min_len", at), get_as<int>(j, "max_len", at));
+    const int width = get_as<int>(j, "width", at);
+    if (width < 0) throw std::invalid_argument("field '" + at + "width' must not be negative");
+    s.outputs[0].dims.back().size = width;
+    try {
+        validate(s);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument("field 'signature.one_tensor': " + std::string(e.what()));
+    }
+    return s;
+}
+
+// The signature as its flags' texts, each read by its parser, the whole validated; or the --dim shorthand's.
 Signature signature_from(const json& j) {
     if (!j.is_object()) throw std::invalid_argument("field 'signature' must be an object");
+    if (j.contains("one_tensor")) return one_tensor_from(j["one_tensor"]);
     Signature s;
     const auto texts = [&j](const char* field, auto parse, auto& into) {
         const json& list = required(j, field, "signature.");
@@ -351,17 +380,6 @@ json counterexample_json(const Counterexample& c) {
                 {"black_box", c.black_box}};
 }
 
-// The one-tensor form's finding also in the shorthand's own fields (n, d, permutation, cycles, x, both sides, ...),
-// beside the signature's (lengths, permutations, inputs, outputs): readers of either find theirs. Such a report has
-// no "signature"; it is read back through the shorthand's fields (one_tensor_record).
-void add_one_tensor_fields(json& j, const Record& r) {
-    Counterexample view = one_tensor_view(*r.signature_counterexample, *r.signature, r.property, r.dtype);
-    view.layer = r.layer;
-    view.seed = r.seed;
-    const json fields = counterexample_json(view);  // a named object: items() of a temporary would dangle
-    for (const auto& [key, value] : fields.items()) j[key] = value;
-}
-
 // A report with the shorthand's fields: its finding as the one-tensor signature's, the output's width that of the
 // saved answers, the axis's lengths the audit's (details.audit.min_len and max_len) when the report has them.
 void one_tensor_record(Record& r, const Counterexample& c) {
@@ -436,6 +454,7 @@ int weights_version(const json& j) {
 
 // ---- JSON ------------------------------------------------------------------------------------------------
 json signature_json(const Signature& s) {
+    if (s.one_tensor) return json{{"one_tensor", one_tensor_json(s)}};
     json axes = json::array(), inputs = json::array(), outputs = json::array();
     for (const Axis& a : s.axes) axes.push_back(format(a));
     for (const TensorSpec& t : s.inputs) inputs.push_back(format_input(t));
@@ -594,17 +613,16 @@ json to_json(const Record& r) {
     j["cases"] = r.cases;
     j["seed"] = r.seed;
     j["counterexample"] = r.counterexample ? counterexample_json(*r.counterexample) : json(nullptr);
-    const bool one_tensor = r.signature && r.signature->one_tensor;
-    if (r.signature && !one_tensor) j["signature"] = signature_json(*r.signature);
+    if (r.signature) j["signature"] = signature_json(*r.signature);
     if (r.signature_counterexample)
         j["counterexample"] = signature_counterexample_json(*r.signature_counterexample, r.signature ? &*r.signature : nullptr);
-    if (r.signature_counterexample && one_tensor) add_one_tensor_fields(j["counterexample"], r);
     j["error"] = r.error;
     j["replay"] = r.replay;
     j["details"] = r.details.is_null() ? json::object() : r.details;
     const bool white_box = r.counterexample && !r.counterexample->black_box;
     const int weights = white_box ? r.counterexample->weights : r.weights;
     if (weights > 0) j["weights"] = weights;
+    if (r.case_draw > 0) j["case_draw"] = r.case_draw;
     if (r.taps) add_taps(j, *r.taps);
     if (r.checked) j["checked"] = checked_json(*r.checked);
     return j;
@@ -647,6 +665,12 @@ Record from_json(const json& j) {
             r.counterexample.reset();
         }
     }
+    // An audit's report written before the case draw had versions (no field, 0 here) drew its cases with version 1.
+    r.case_draw = get_or<int>(j, "case_draw", 0);
+    if (r.case_draw < 0 || r.case_draw > kCaseDrawVersion)
+        throw std::invalid_argument("field 'case_draw': version " + std::to_string(r.case_draw) + " of the case draw is " +
+                                    "unknown to this permcheck, which draws version " + std::to_string(kCaseDrawVersion) +
+                                    "; a newer permcheck made this report");
     if (j.contains("taps") && !j["taps"].is_null()) r.taps = taps_from(j);
     if (j.contains("checked") && !j["checked"].is_null()) r.checked = checked_from(j["checked"]);  // absent before
     return r;

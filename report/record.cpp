@@ -29,20 +29,14 @@ Record record_of(const AuditResult& result, const std::string& layer, Property p
     r.dtype = dtype;
     r.cases = result.cases;
     r.seed = seed;
-    // Every audit's finding is its signature's (the one-tensor form's too); result.counterexample, the one-tensor
-    // form's view of it, is for the C++ API.
     r.replay = replay;
+    r.case_draw = kCaseDrawVersion;
     r.signature = result.signature;
-    r.signature_counterexample = result.signature_counterexample;
+    r.signature_counterexample = result.counterexample;
     if (r.signature_counterexample) r.signature_counterexample->replay = replay;
     r.error = result.error;
     r.taps = result.taps;
-    if (!result.checked.empty()) {
-        Checked c{result.checked, result.axis_lengths, result.tolerance, result.tolerance_widest};
-        // The one-tensor form's lengths are its one axis's.
-        if (!result.lengths.empty()) c.lengths[result.signature && !result.signature->axes.empty() ? result.signature->axes[0].name : "n"] = result.lengths;
-        r.checked = std::move(c);
-    }
+    if (!result.checked.empty()) r.checked = Checked{result.checked, result.axis_lengths, result.tolerance, result.tolerance_widest};
     return r;
 }
 

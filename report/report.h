@@ -6,6 +6,7 @@
 
 #include "check/signature_audit.h"
 #include "check/check_result.h"
+#include "report/text.h"
 
 #include <nlohmann/json.hpp>
 
@@ -53,6 +54,8 @@ struct Record {
     // "first_breaking_tap" and "taps_note"; a table in report.md and report.html with the first breaking tap marked.
     std::optional<TapTrace> taps;
     std::optional<Checked> checked;
+    // An audit's version of the case draw (kCaseDrawVersion): its seed draws these cases again; 0 for a check.
+    int case_draw = 0;
 };
 
 nlohmann::json to_json(const Record& r);

@@ -107,7 +107,8 @@ EOF
   run 0 encoder_bf16 audit --exec "/usr/bin/python3 $work/encoder_bf16.py" --dim 8 --dtype bfloat16 --cases 100
   says encoder_bf16 out "equivariance (bfloat16, n in [1, 8] and one case in ten longer, up to 256, d = 8) holds"
   run 1 posembed_bf16 audit --exec "/usr/bin/python3 $work/encoder_bf16.py position" --dim 8 --dtype bfloat16
-  says posembed_bf16 out "(bfloat16), n = 2, d = 8"
+  says posembed_bf16 out "lengths: n = 2"
+  says posembed_bf16 out "input x (2, 8) ="
 else
   echo "skipping the bfloat16 TransformerEncoderLayer: /usr/bin/python3 cannot import torch: $(tail -1 "$work/torch.err")"
 fi

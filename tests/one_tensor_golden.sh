@@ -1,10 +1,10 @@
 #!/bin/sh
-# The one-tensor shorthand (--dim) runs as a signature, and users of it must see no change:
-#  1. `permcheck audit --dim 4 --seed S` writes the very request lines the shorthand's own path wrote before
-#     (tests/golden/one_tensor_requests.txt: their count and sha256, for a layer that holds, a pooled one, and a
-#     leak whose shrink requests are included);
-#  2. a report written now keeps the shorthand's fields (n, d, permutation, cycles, x, both sides) beside the
-#     signature's, and replays.
+# The one-tensor shorthand (--dim) runs as a signature:
+#  1. `permcheck audit --dim 4 --seed S` writes the request lines of its case draw (version 2,
+#     tests/golden/one_tensor_requests.txt: their count and sha256, for a layer that holds, a pooled one, and a leak
+#     whose shrink requests are included), so that a change of the draw is seen and versioned;
+#  2. a report written now records the shorthand (signature.one_tensor) and the case draw, and replays through the
+#     shorthand's dialect.
 # usage: one_tensor_golden.sh PERMCHECK SOURCE_DIR
 set -u
 bin=$1
@@ -51,14 +51,13 @@ replay() {  # replay FILE EXPECTED-EXIT COMMAND
 [ $? -eq 1 ] || fail "the index leak was not found violated"
 $py - "$work/now/report.json" <<'PY' || failed=1
 import json, sys
-c = json.load(open(sys.argv[1]))["counterexample"]
-for key in ["n", "d", "permutation", "cycles", "x", "layer_of_permuted", "permuted_layer", "max_abs_diff", "where",
-            "tolerance", "case_index", "shrink_steps", "black_box", "lengths", "permutations", "inputs", "outputs"]:
-    if key not in c:
-        sys.exit("FAIL: the shorthand's report has no counterexample field " + key)
-assert isinstance(c["cycles"], str) and c["n"] == len(c["x"]) == c["lengths"]["n"], c
-assert c["inputs"]["x"] == c["x"] and c["permutations"]["n"] == c["permutation"], c
-print("ok: the shorthand's report keeps its fields beside the signature's")
+report = json.load(open(sys.argv[1]))
+c = report["counterexample"]
+assert report["signature"] == {"one_tensor": {"d": 3, "output": "sequence", "min_len": 1, "max_len": 8, "width": 3}}, report["signature"]
+assert report["case_draw"] == 2, report.get("case_draw")
+assert c["lengths"]["n"] == len(c["inputs"]["x"]) == len(c["permutations"]["n"]), c
+assert "x" not in c, "the finding in one form"
+print("ok: the shorthand's report records the shorthand and its case draw")
 PY
 replay "$work/now/report.json" 1 "$fault index-leak"
 replay "$work/now/report.json" 0 "$fault identity"

@@ -74,7 +74,7 @@ TEST(AuditCommand, PythonAttentionExampleHolds) {
     EXPECT_EQ(r.report.value("cases", 0), 40);
     EXPECT_EQ(r.report["details"]["audit"]["evaluations"], 83) << "two calls a case, three repeats";
     // Without --max-len, one case in ten is a long one, up to 256 positions; the report lists the lengths sent.
-    const nlohmann::json& lengths = r.report["details"]["audit"]["lengths"];
+    const nlohmann::json& lengths = r.report["details"]["audit"]["axis_lengths"]["n"];
     ASSERT_TRUE(lengths.is_array()) << r.output;
     EXPECT_EQ(lengths.front(), 2);
     EXPECT_EQ(lengths.back(), 256) << lengths.dump();
@@ -85,7 +85,7 @@ TEST(AuditCommand, AGivenMaxLenIsAHardCapAndTheReplayLineKeepsIt) {
     const CommandRun r = permcheck_audit("capped", kPython + " " + kSource + "/examples/adapters/attention.py",
                                          "--dim 3 --cases 40 --max-len 8");
     EXPECT_EQ(r.status, 0) << r.output;
-    const nlohmann::json& lengths = r.report["details"]["audit"]["lengths"];
+    const nlohmann::json& lengths = r.report["details"]["audit"]["axis_lengths"]["n"];
     ASSERT_TRUE(lengths.is_array()) << r.output;
     EXPECT_EQ(lengths.back(), 8) << lengths.dump();
     EXPECT_TRUE(r.report["details"]["audit"]["max_len_is_cap"].get<bool>());
@@ -100,7 +100,7 @@ TEST(AuditCommand, PythonCausalAttentionIsViolatedAndShrunkToTwoPositions) {
                                   "--dim 3 --cases 40");
     EXPECT_EQ(r.status, 1) << r.output;
     EXPECT_EQ(r.report.value("verdict", ""), "violated") << r.output;
-    EXPECT_EQ(r.report["counterexample"]["n"], 2) << r.output;
+    EXPECT_EQ(r.report["counterexample"]["lengths"]["n"], 2) << r.output;
     EXPECT_NE(r.output.find("permcheck audit --exec"), std::string::npos) << "a replay line";
 }
 
@@ -205,8 +205,8 @@ TEST(AuditCommand, JobsGiveTheSameVerdictAndCounterexample) {
     const CommandRun two = permcheck_audit("jobs2", leak, "--dim 2 --cases 30 --jobs 2");
     EXPECT_EQ(one.status, 1);
     EXPECT_EQ(two.status, 1);
-    EXPECT_EQ(one.report["counterexample"]["x"], two.report["counterexample"]["x"]);
-    EXPECT_EQ(one.report["counterexample"]["permutation"], two.report["counterexample"]["permutation"]);
+    EXPECT_EQ(one.report["counterexample"]["inputs"]["x"], two.report["counterexample"]["inputs"]["x"]);
+    EXPECT_EQ(one.report["counterexample"]["permutations"], two.report["counterexample"]["permutations"]);
     EXPECT_EQ(one.report["cases"], two.report["cases"]);
 }
 
@@ -353,8 +353,8 @@ TEST(AuditCommand, AViolatedRunPrintsNoThroughputAndElidesWideRows) {
             EXPECT_LE(digits.size(), 6u) << v << " in " << line;
         }
     }
-    EXPECT_EQ(rows, 3 * r.report["counterexample"].value("n", 0)) << r.output;
-    EXPECT_EQ(r.report["counterexample"]["x"][0].size(), 50u) << "the report keeps every value";
+    EXPECT_EQ(rows, 3 * r.report["counterexample"]["lengths"].value("n", 0)) << r.output;
+    EXPECT_EQ(r.report["counterexample"]["inputs"]["x"][0].size(), 50u) << "the report keeps every value";
 }
 
 TEST(AuditCommand, EveryReplayHintOfAViolationRunsAsWrittenAndFindsTheSameVerdict) {

@@ -6,6 +6,7 @@
 #include "proofs/certificate.h"
 #include "proofs/signature_certificate.h"
 #include "scalars/degree.h"
+#include "report/text.h"
 
 #include <gtest/gtest.h>
 

@@ -159,10 +159,10 @@ TEST(PositionAudit, AnAbsoluteModelFailsShiftAtOneShiftedTokenAndARelativeOneHol
     const AuditResult r = audit(model(Model::absolute), s, with(Property::shift));
     ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
     EXPECT_EQ(r.property, Property::shift);
-    ASSERT_TRUE(r.signature_counterexample);
-    EXPECT_EQ(r.signature_counterexample->shift, 1) << finding(r, s);
-    EXPECT_EQ(r.signature_counterexample->lengths.at("n"), 1) << finding(r, s);
-    for (const auto& [axis, p] : r.signature_counterexample->perms) EXPECT_TRUE(p.is_identity());
+    ASSERT_TRUE(r.counterexample);
+    EXPECT_EQ(r.counterexample->shift, 1) << finding(r, s);
+    EXPECT_EQ(r.counterexample->lengths.at("n"), 1) << finding(r, s);
+    for (const auto& [axis, p] : r.counterexample->perms) EXPECT_TRUE(p.is_identity());
     for (Model m : {Model::relative, Model::by_index}) {
         const AuditResult ok = audit(model(m), s, with(Property::shift));
         EXPECT_EQ(ok.verdict, Verdict::holds) << finding(ok, s);
@@ -192,7 +192,7 @@ TEST(PositionAudit, PaddingLeaksThroughAnUnmaskedMeanAndShrinksToOnePad) {
         EXPECT_EQ(ok.verdict, Verdict::holds) << finding(ok, s);
         const AuditResult r = audit(model(Model::unmasked_mean), s, o);
         ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
-        const SignatureCounterexample& c = *r.signature_counterexample;
+        const SignatureCounterexample& c = *r.counterexample;
         ASSERT_TRUE(c.pads);
         EXPECT_EQ(c.pads->slots.size(), 1u) << finding(r, s);
         EXPECT_EQ(c.lengths.at("n"), 1) << finding(r, s);
@@ -352,9 +352,9 @@ TEST(PositionAudit, ASavedShiftOrPaddingCaseIsJudgedAgainAsItWasFound) {
         ASSERT_EQ(r.verdict, Verdict::violated);
         AuditOptions o = with(p);
         o.dtype = r.dtype;
-        EXPECT_EQ(reevaluate(model(m), s, *r.signature_counterexample, false, o).verdict, Verdict::violated);
+        EXPECT_EQ(reevaluate(model(m), s, *r.counterexample, false, o).verdict, Verdict::violated);
         const Model fixed = p == Property::shift ? Model::relative : Model::masked_mean;
-        EXPECT_EQ(reevaluate(model(fixed), s, *r.signature_counterexample, false, o).verdict, Verdict::holds);
+        EXPECT_EQ(reevaluate(model(fixed), s, *r.counterexample, false, o).verdict, Verdict::holds);
     }
 }
 

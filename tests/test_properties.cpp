@@ -4,6 +4,7 @@
 #include "check/signature_check.h"
 #include "layers/message_passing.h"
 #include "tests/support/mutants.h"
+#include "report/text.h"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
@@ -709,7 +710,7 @@ TEST_P(SignatureVerdictTable, RowIsAsExpected) {
     o.arithmetic = row.arithmetic;
     const SignatureCheckResult r = check_signature(f, row.row, o);
     EXPECT_EQ(r.holds, row.row.holds)
-        << (r.counterexample ? describe(*r.counterexample, signature_of(f)) : "no counterexample");
+        << (r.counterexample ? describe(*r.counterexample, signature_of(f), finding_words(r.property, Verdict::violated, *r.counterexample)) : "no counterexample");
     EXPECT_TRUE(r.as_expected());
     EXPECT_EQ(r.property, row.row.property);
     if (r.holds) {
@@ -738,7 +739,7 @@ void expect_two_element_witness(const std::string& layer, const std::string& axi
         ASSERT_TRUE(r.counterexample);
         const SignatureCounterexample& c = *r.counterexample;
         EXPECT_EQ(c.axis_at_fault, axis);
-        EXPECT_EQ(c.lengths.at(axis), 2) << describe(c, signature_of(find_signature_layer(layer)));
+        EXPECT_EQ(c.lengths.at(axis), 2) << describe(c, signature_of(find_signature_layer(layer)), finding_words(r.property, Verdict::violated, c));
         EXPECT_EQ(c.perms.at(axis).cycles(), "(0 1)");
         for (const auto& [other, p] : c.perms)
             if (other != axis) {
@@ -784,7 +785,7 @@ TEST(SignatureVerdictTable, AnAbsolutePositionTableIsRefutedByOneTokenShiftedByO
             const SignatureCheckResult r = row_of(layer, Property::shift, a);
             ASSERT_FALSE(r.holds) << layer;
             ASSERT_TRUE(r.counterexample);
-            EXPECT_EQ(r.counterexample->lengths.at("n"), 1) << describe(*r.counterexample, signature_of(find_signature_layer(layer)));
+            EXPECT_EQ(r.counterexample->lengths.at("n"), 1) << describe(*r.counterexample, signature_of(find_signature_layer(layer)), finding_words(r.property, Verdict::violated, *r.counterexample));
             EXPECT_EQ(r.counterexample->shift, 1) << layer;
         }
 }
@@ -806,7 +807,7 @@ TEST(SignatureVerdictTable, AMeanOverThePadsIsRefutedByOneTokenAndOnePad) {
             ASSERT_FALSE(r.holds) << layer;
             ASSERT_TRUE(r.counterexample && r.counterexample->pads);
             const SignatureCounterexample& c = *r.counterexample;
-            EXPECT_EQ(c.pads->slots.size(), 1u) << layer << "\n" << describe(c, signature_of(find_signature_layer(layer)));
+            EXPECT_EQ(c.pads->slots.size(), 1u) << layer << "\n" << describe(c, signature_of(find_signature_layer(layer)), finding_words(r.property, Verdict::violated, c));
             EXPECT_LE(c.lengths.at("n"), 2) << layer;
             for (const auto& [axis, p] : c.perms) EXPECT_TRUE(p.is_identity());
         }

@@ -310,7 +310,6 @@ TEST(SignatureAudit, EveryLengthOfEachAxisIsCoveredWithinItsRange) {
     std::vector<int> every_edge_count(17);
     std::iota(every_edge_count.begin(), every_edge_count.end(), 0);
     EXPECT_EQ(r.axis_lengths.at("edges"), every_edge_count);
-    EXPECT_TRUE(r.lengths.empty());
     const AuditResult one = audit(masked_self_attention(), masked_signature(), named("masked"));
     EXPECT_EQ(one.axis_lengths.at("n"), (std::vector<int>{2, 3, 4, 5, 6, 7, 8}));
 }
@@ -335,8 +334,8 @@ TEST(SignatureAudit, OneEdgeBetweenTwoNodesIsSentForEverySeed) {
             o.cases = cases;
             const AuditResult r = audit(breaks_on_one_edge_and_two_nodes(), s, o);
             ASSERT_EQ(r.verdict, Verdict::violated) << "seed " << seed << ", " << cases << " cases\n" << finding(r, s);
-            EXPECT_EQ(r.signature_counterexample->lengths.at("edges"), 1);
-            EXPECT_EQ(r.signature_counterexample->lengths.at("nodes"), 2);
+            EXPECT_EQ(r.counterexample->lengths.at("edges"), 1);
+            EXPECT_EQ(r.counterexample->lengths.at("nodes"), 2);
         }
     // Each small length of each axis meets every other axis at its smallest movable length, 0 included, with the
     // index input emptied with the axis it points into.
@@ -368,8 +367,8 @@ TEST(SignatureAudit, CrossAttentionWithMemoryPositionsIsViolatedAtTwoMemoryItems
     for (std::uint64_t seed = 1; seed <= 5; ++seed) {
     const AuditResult r = audit(cross_attention(true), s, named("cross-attention with memory positions", seed));
     ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
-    ASSERT_TRUE(r.signature_counterexample);
-    const SignatureCounterexample& c = *r.signature_counterexample;
+    ASSERT_TRUE(r.counterexample);
+    const SignatureCounterexample& c = *r.counterexample;
     EXPECT_EQ(c.lengths.at("m"), 2) << finding(r, s);
     EXPECT_EQ(c.lengths.at("n"), 1) << finding(r, s);
     expect_one_transposition_on(c, "m");
@@ -382,7 +381,7 @@ TEST(SignatureAudit, ANodeIndexFeatureIsViolatedAtTwoNodes) {
     for (std::uint64_t seed = 1; seed <= 5; ++seed) {
     const AuditResult r = audit(message_passing(Aggregation::sum, {true, false}), s, named("node-index feature", seed));
     ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
-    const SignatureCounterexample& c = *r.signature_counterexample;
+    const SignatureCounterexample& c = *r.counterexample;
     EXPECT_EQ(c.lengths.at("nodes"), 2) << finding(r, s);
     EXPECT_EQ(c.lengths.at("edges"), 0) << finding(r, s);
     expect_one_transposition_on(c, "nodes");
@@ -395,7 +394,7 @@ TEST(SignatureAudit, AnEdgeOrderAggregatorIsViolatedAtTwoEdges) {
     for (std::uint64_t seed = 1; seed <= 5; ++seed) {
     const AuditResult r = audit(message_passing(agg, {false, true}), s, named("edge-order aggregator", seed));
     ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
-    const SignatureCounterexample& c = *r.signature_counterexample;
+    const SignatureCounterexample& c = *r.counterexample;
     EXPECT_EQ(c.lengths.at("edges"), 2) << finding(r, s);
     // Two messages into one node: one node (two self-loops told apart by their edge features) or two (a message
     // from a node with features and one from a node without); greedy shrinking stops at either.
@@ -425,8 +424,8 @@ TEST(SignatureAudit, NondeterminismNonFiniteOutputsAndWrongShapesGetTheirVerdict
     };
     const AuditResult nf = audit(nan_at_3, s, named("nan"));
     EXPECT_EQ(nf.verdict, Verdict::non_finite) << finding(nf, s);
-    ASSERT_TRUE(nf.signature_counterexample);
-    EXPECT_EQ(nf.signature_counterexample->lengths.at("n"), 3);
+    ASSERT_TRUE(nf.counterexample);
+    EXPECT_EQ(nf.counterexample->lengths.at("n"), 3);
     const NamedBlackBox short_rows = [exact](const Tensors& in) {
         Tensors out = exact(in);
         out.at("y").shape[1] = 2;
@@ -447,9 +446,9 @@ TEST(SignatureAudit, ShardsAndWorkersGiveTheCasesAndCounterexampleOfOneRun) {
     const AuditResult two = audit(std::vector<NamedBlackBox>{cross_attention(true), cross_attention(true)}, s, o);
     EXPECT_EQ(two.verdict, one.verdict);
     EXPECT_EQ(two.cases, one.cases);
-    ASSERT_TRUE(one.signature_counterexample && two.signature_counterexample);
-    EXPECT_EQ(two.signature_counterexample->case_index, one.signature_counterexample->case_index);
-    EXPECT_EQ(two.signature_counterexample->inputs.at("mem").values, one.signature_counterexample->inputs.at("mem").values);
+    ASSERT_TRUE(one.counterexample && two.counterexample);
+    EXPECT_EQ(two.counterexample->case_index, one.counterexample->case_index);
+    EXPECT_EQ(two.counterexample->inputs.at("mem").values, one.counterexample->inputs.at("mem").values);
     o.shard = Shard{2, 3};
     const AuditResult shard = audit(cross_attention(false), s, o);
     EXPECT_EQ(shard.verdict, Verdict::holds);
@@ -534,8 +533,8 @@ TEST(SignatureAuditBatched, AnItemThatSeesItsBatchIsBatchDependentNotHolds) {
     EXPECT_EQ(exit_code(r.verdict), 1);
     EXPECT_NE(r.detail.find("differs between its batched request and its request alone"), std::string::npos) << r.detail;
     EXPECT_NE(r.detail.find("batched with positions"), std::string::npos) << r.detail;
-    ASSERT_TRUE(r.signature_counterexample);
-    const OutputComparison& y = r.signature_counterexample->outputs.at(0);
+    ASSERT_TRUE(r.counterexample);
+    const OutputComparison& y = r.counterexample->outputs.at(0);
     EXPECT_FALSE(y.holds);
     EXPECT_NE(y.layer_of_permuted.values, y.permuted_layer.values) << "both answers shown: in the batch and alone";
     EXPECT_EQ(r.confirmed_alone, 1) << "the first case confirmed alone already disagrees";
@@ -552,8 +551,8 @@ TEST(SignatureAuditBatched, AViolationOnlyABatchShowsIsBatchDependentAndOneTheLa
     EXPECT_NE(dependent.detail.find("the failing one"), std::string::npos) << dependent.detail;
     const AuditResult own = batched_audit(with_batches(cross_attention(true), [](const auto&, auto&) {}), cross_signature());
     EXPECT_EQ(own.verdict, Verdict::violated) << finding(own, cross_signature());
-    ASSERT_TRUE(own.signature_counterexample);
-    EXPECT_EQ(own.signature_counterexample->lengths.at("m"), 2) << "shrunk alone as before";
+    ASSERT_TRUE(own.counterexample);
+    EXPECT_EQ(own.counterexample->lengths.at("m"), 2) << "shrunk alone as before";
 }
 
 TEST(SignatureAuditBatched, ACaseThatErrsAloneIsAnErrorEvenWhenItsBatchAnswered) {
@@ -613,15 +612,15 @@ TEST(SignatureAudit, AFloat64MemoryLeakOfRelativeSize1e7IsViolated) {
     };
     const AuditResult r = audit(leak, cross_signature(), named("tiny memory leak"));
     ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, cross_signature());
-    EXPECT_EQ(r.signature_counterexample->axis_at_fault, "m");
+    EXPECT_EQ(r.counterexample->axis_at_fault, "m");
 }
 
 TEST(SignatureAudit, TheCounterexampleTextNamesLengthsCyclesInputsBothSidesAndWhere) {
     const Signature s = cross_signature();
     const AuditResult r = audit(cross_attention(true), s, named("cross-attention with memory positions"));
-    ASSERT_TRUE(r.signature_counterexample);
-    const std::string text = describe(*r.signature_counterexample, s);
-    for (const std::string part : {"lengths: m = 2 n = 1", "m (0 1) n ()", "the axis at fault: m", "input q (1, 4) =",
+    ASSERT_TRUE(r.counterexample);
+    const std::string text = describe(*r.counterexample, s);
+    for (const std::string part : {"lengths: m = 2 n = 1", "m (0 1), n ()", "the axis at fault: m", "input q (1, 4) =",
                                    "input mem (2, 4) =", "output y (DIFFERS):", "L(P x) (1, 4) =", "P L(x) (1, 4) =",
                                    "largest |difference| = ", " at (0, "})
         EXPECT_NE(text.find(part), std::string::npos) << part << "\n" << text;
@@ -732,7 +731,7 @@ TEST(SignatureAudit, WideRowsAreElidedOnTheTerminalAtSixSignificantDigits) {
 TEST(SignatureAudit, TheCounterexampleTextNamesEachOutputsSidesByItsOwnAxes) {
     const AuditResult r = audit(message_passing(Aggregation::sum, {true, false}), graph_signature(), named("node index"));
     ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, graph_signature());
-    const std::string text = describe(*r.signature_counterexample, graph_signature());
+    const std::string text = describe(*r.counterexample, graph_signature());
     const std::size_t g = text.find("output g ");
     ASSERT_NE(g, std::string::npos) << text;
     const std::string y_part = text.substr(0, g), g_part = text.substr(g);
@@ -748,7 +747,7 @@ TEST(SignatureAudit, DescribeFindingShowsInputsWithTheirKindsAndOutputsInTheSign
     ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, graph_signature());
     ASSERT_TRUE(r.signature);
     const std::string text = describe_finding(r);
-    EXPECT_EQ(text.substr(text.find('\n') + 1), describe(*r.signature_counterexample, graph_signature()));
+    EXPECT_EQ(text.substr(text.find('\n') + 1), describe(*r.counterexample, graph_signature()));
     const auto at = [&text](const std::string& part) { return text.find(part); };
     ASSERT_NE(at("input x "), std::string::npos) << text;
     EXPECT_LT(at("input x "), at("input edge_index ")) << text;
@@ -758,7 +757,7 @@ TEST(SignatureAudit, DescribeFindingShowsInputsWithTheirKindsAndOutputsInTheSign
     const AuditResult masked = audit(masked_self_attention(), masked_signature(), named("masked"));
     AuditResult shown = masked;
     shown.verdict = Verdict::violated;  // describe a case of the holding layer, as if it failed
-    shown.signature_counterexample = SignatureCounterexample{{{"n", 2}}, {{"n", Permutation::transposition(2, 0, 1)}},
+    shown.counterexample = SignatureCounterexample{{{"n", 2}}, {{"n", Permutation::transposition(2, 0, 1)}},
                                                              {{"x", Tensor{{2, 4}, {0, 0, 0, 0, 1, 1, 1, 1}}},
                                                               {"pad", Tensor{{2}, {0, 1}}}}, {}, "n", 0, 0, ""};
     EXPECT_NE(describe_finding(shown).find("input pad (2), mask (1 = padding) =\n"), std::string::npos)
@@ -771,16 +770,16 @@ TEST(SignatureAudit, ReevaluateJudgesASavedCaseAgainAsTheAuditDid) {
     ASSERT_EQ(found.verdict, Verdict::violated);
     AuditOptions o;
     o.dtype = found.dtype;
-    const SignatureCounterexample& saved = *found.signature_counterexample;
+    const SignatureCounterexample& saved = *found.counterexample;
     const AuditResult again = reevaluate(cross_attention(true), s, saved, false, o);
     EXPECT_EQ(again.verdict, Verdict::violated) << again.detail;
     EXPECT_EQ(again.evaluations, 2);
-    ASSERT_EQ(again.signature_counterexample->outputs.size(), 1u);
-    EXPECT_EQ(again.signature_counterexample->outputs[0].max_abs_diff, saved.outputs[0].max_abs_diff);
+    ASSERT_EQ(again.counterexample->outputs.size(), 1u);
+    EXPECT_EQ(again.counterexample->outputs[0].max_abs_diff, saved.outputs[0].max_abs_diff);
     const AuditResult fixed = reevaluate(cross_attention(false), s, saved, false, o);
     EXPECT_EQ(fixed.verdict, Verdict::holds) << fixed.detail;
-    ASSERT_EQ(fixed.signature_counterexample->outputs.size(), 1u);
-    EXPECT_TRUE(fixed.signature_counterexample->outputs[0].holds);
+    ASSERT_EQ(fixed.counterexample->outputs.size(), 1u);
+    EXPECT_TRUE(fixed.counterexample->outputs[0].holds);
     EXPECT_EQ(reevaluate(cross_attention(true), s, saved, true, o).verdict, Verdict::holds) << "deterministic";
     auto calls = std::make_shared<int>(0);
     const NamedBlackBox drifting = [calls, inner = cross_attention(false)](const Tensors& in) {
@@ -874,7 +873,7 @@ TEST_F(HarnessSelfTest, RenumberingIndicesWithPInsteadOfItsInverseMakesMessagePa
         const AuditResult r = audit(message_passing(agg), s, named("message passing"));
         test_only::plant_harness_bug(test_only::HarnessBug::none);
         ASSERT_EQ(r.verdict, Verdict::violated) << "the planted bug was not seen\n" << finding(r, s);
-        const Permutation& p = r.signature_counterexample->perms.at("nodes");
+        const Permutation& p = r.counterexample->perms.at("nodes");
         // p and p^-1 agree on involutions: only a permutation that is not its own inverse can show the bug.
         EXPECT_FALSE(p.then(p).is_identity()) << p.cycles();
         EXPECT_GE(p.moved(), 3) << p.cycles();
@@ -887,16 +886,16 @@ TEST_F(HarnessSelfTest, MovingAPairwiseInputWithoutTheTransposeMakesBiasAttentio
     test_only::plant_harness_bug(test_only::HarnessBug::pairwise_without_transpose);
     const AuditResult r = audit(bias_attention(), bias_signature(), named("bias attention"));
     EXPECT_EQ(r.verdict, Verdict::violated) << finding(r, bias_signature());
-    ASSERT_TRUE(r.signature_counterexample);
-    EXPECT_EQ(r.signature_counterexample->lengths.at("n"), 2);
+    ASSERT_TRUE(r.counterexample);
+    EXPECT_EQ(r.counterexample->lengths.at("n"), 2);
 }
 
 TEST_F(HarnessSelfTest, LeavingAMaskWhereItWasMakesMaskedSelfAttentionFail) {
     test_only::plant_harness_bug(test_only::HarnessBug::mask_wrong_axis);
     const AuditResult r = audit(masked_self_attention(), masked_signature(), named("masked self-attention"));
     EXPECT_EQ(r.verdict, Verdict::violated) << finding(r, masked_signature());
-    ASSERT_TRUE(r.signature_counterexample);
-    const Tensor& pad = r.signature_counterexample->inputs.at("pad");
+    ASSERT_TRUE(r.counterexample);
+    const Tensor& pad = r.counterexample->inputs.at("pad");
     EXPECT_NE(std::count(pad.values.begin(), pad.values.end(), 1.0), 0) << "a bug in moving a mask needs padding";
 }
 

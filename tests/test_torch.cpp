@@ -2,6 +2,7 @@
 // torch::nn::TransformerEncoderLayer, with and without masks, in eval and train mode. This file includes no
 // torch header: the adapter hides LibTorch behind a BlackBox.
 #include "adapters/torch_adapter.h"
+#include "report/text.h"
 #include "tests/support/process.h"
 
 #include <gtest/gtest.h>
@@ -39,7 +40,7 @@ std::string account(const AuditResult& r) {
     std::string s = std::string(verdict_name(r.verdict)) + " after " + std::to_string(r.cases) + " cases: " + r.detail + r.error;
     if (r.counterexample) {
         s += "\n";
-        s += describe(*r.counterexample);
+        s += describe_finding(r);
     }
     return s;
 }
@@ -78,7 +79,7 @@ TEST(TorchAudit, CausalMaskMakesMultiheadAttentionNotEquivariant) {
     ASSERT_EQ(r.verdict, Verdict::violated) << account(r);
     ASSERT_TRUE(r.counterexample.has_value());
     // Two positions suffice: the first attends to itself only, the second to both.
-    EXPECT_EQ(r.counterexample->n(), 2) << account(r);
+    EXPECT_EQ(r.counterexample->lengths.at("n"), 2) << account(r);
 }
 
 TEST(TorchAudit, CausalMaskMakesTheEncoderLayerNotEquivariant) {
@@ -175,8 +176,8 @@ TEST(TorchAuditHalf, CausalMaskInBfloat16IsViolatedAtTwoPositions) {
     const AuditResult r = audit_torch(t);
     ASSERT_EQ(r.verdict, Verdict::violated) << account(r);
     ASSERT_TRUE(r.counterexample.has_value());
-    EXPECT_EQ(r.counterexample->n(), 2) << account(r);
-    EXPECT_EQ(r.counterexample->dtype, Arithmetic::bfloat16);
+    EXPECT_EQ(r.counterexample->lengths.at("n"), 2) << account(r);
+    EXPECT_EQ(r.dtype, Arithmetic::bfloat16);
 }
 
 TEST(TorchAuditHalf, EncoderLayerInBfloat16Holds) {

@@ -23,7 +23,7 @@
 #pragma once
 
 #include "check/blackbox.h"
-#include "check/explain.h"
+#include "report/text.h"
 #include "check/signature_audit.h"
 
 #include <Eigen/Dense>

@@ -6,7 +6,9 @@
 #include "check/blackbox.h"
 #include "check/signature.h"
 #include "check/vocabulary.h"
+#include "report/text.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,8 +31,33 @@ inline Tensor tensor(std::vector<int> shape, std::vector<double> values) {
 // "verdict: detail error" and the counterexample, as a failed assertion shows an audit's result.
 inline std::string finding(const AuditResult& r, const Signature& s) {
     std::string text = std::string(verdict_name(r.verdict)) + ": " + r.detail + r.error + "\n";
-    if (r.signature_counterexample) text += describe(*r.signature_counterexample, s);
+    if (r.counterexample) text += describe(*r.counterexample, s, finding_words(r.property, r.verdict, *r.counterexample));
     return text;
+}
+
+// The finding of an audit of the one-tensor form (or any audit with a signature of its own), for failure messages.
+inline std::string finding(const AuditResult& r) { return std::string(verdict_name(r.verdict)) + ": " + r.detail + r.error + "\n" + describe_finding(r); }
+
+// The largest fraction of its tolerance an output of a counterexample came to (> 1: violated).
+inline double margin(const SignatureCounterexample& c) {
+    double m = 0.0;
+    for (const OutputComparison& o : c.outputs)
+        m = std::max(m, o.max_abs_diff == 0.0 ? 0.0 : o.tolerance > 0.0 ? o.max_abs_diff / o.tolerance : 1e300);
+    return m;
+}
+
+// A one-tensor audit's finding as the shorthand's matrices: x, both sides of y (one row for a pooled output), the
+// permutation of n.
+struct MatrixFinding {
+    Mat<double> x, lhs, rhs;
+    Permutation perm;
+    Eigen::Index n() const { return x.rows(); }
+};
+inline MatrixFinding matrices(const AuditResult& r) {
+    const SignatureCounterexample& c = r.counterexample.value();
+    const OutputComparison& y = c.outputs.at(0);
+    return {tensor_matrix::as_matrix(c.inputs.at("x")), tensor_matrix::as_matrix(y.layer_of_permuted),
+            tensor_matrix::as_matrix(y.permuted_layer), c.perms.at("n")};
 }
 
 }  // namespace permcheck::test

@@ -1,0 +1,241 @@
+// The text of a finding (report/text.h).
+#include "report/text.h"
+
+#include "properties/property.h"
+
+#include <algorithm>
+#include <iomanip>
+#include <sstream>
+
+namespace permcheck {
+
+FindingWords finding_words(Property p, Verdict v, const SignatureCounterexample& c) {
+    if (v == Verdict::nondeterministic)
+        return {"one input answered twice", {"first answer", "second answer", "|difference|"},
+                {"first answer", "second answer", "|difference|"}};
+    if (v == Verdict::batch_dependent)
+        return {"one input answered in a batched request and alone", {"answer in a batch", "answer alone", "|difference|"},
+                {"answer in a batch", "answer alone", "|difference|"}};
+    const PropertyRules& rules = rules_of(p);
+    std::string done = rules.case_text(Case{c.lengths, c.perms, c.inputs, c.shift, c.pads});
+    if (rules.permutes()) done += " (rows: (P x)[i] = x[p[i]])";
+    if (!c.axis_at_fault.empty()) done += "; the axis at fault: " + c.axis_at_fault;
+    return {done, rules.sides(true), rules.sides(false)};
+}
+
+namespace {
+
+// A tensor as rows of its last dim, one a line, its values in columns; `keep`: a column each elided row shows
+// (format_row); `width`: each value's (0: the tensor's own column_width).
+void write_tensor(std::ostream& s, const Tensor& t, const std::string& indent, std::size_t keep = kNoColumn,
+                  int width = 0) {
+    if (t.shape.empty()) {
+        s << indent << (t.values.empty() ? 0.0 : t.values[0]) << "\n";
+        return;
+    }
+    const std::size_t last = static_cast<std::size_t>(std::max(t.shape.back(), 0));
+    const std::size_t rows = last == 0 ? 0 : t.size() / last;
+    if (rows == 0) s << indent << "(empty, shape " << index_text(t.shape) << ")\n";
+    if (width == 0) width = column_width(t.values.data(), t.values.size());
+    for (std::size_t r = 0; r < rows; ++r)
+        s << indent << format_row(t.values.data() + r * last, last, width, 6, keep) << "\n";
+}
+
+// ", mask (1 = padding)" or ", index into nodes" after an input's shape; nothing for a real input.
+std::string kind_text(const TensorSpec& spec) {
+    switch (spec.kind) {
+        case TensorKind::real: return "";
+        case TensorKind::mask: return ", mask (1 = padding)";
+        case TensorKind::mask_keep: return ", mask (1 = a real position, 0 = padding)";
+        case TensorKind::index: return ", index into " + spec.index_axis;
+        case TensorKind::token: return ", token ids in [0, " + std::to_string(spec.limit) + ")";
+        case TensorKind::position: return ", position ids along " + position_axis(spec);
+    }
+    return "";
+}
+
+// The outputs in the order of the signature's outputs, then any the signature does not name.
+std::vector<OutputComparison> in_order(const std::vector<OutputComparison>& outputs, const Signature& sig) {
+    std::vector<OutputComparison> out;
+    for (const TensorSpec& t : sig.outputs)
+        for (const OutputComparison& o : outputs)
+            if (o.name == t.name) out.push_back(o);
+    for (const OutputComparison& o : outputs)
+        if (std::none_of(sig.outputs.begin(), sig.outputs.end(), [&o](const TensorSpec& t) { return t.name == o.name; }))
+            out.push_back(o);
+    return out;
+}
+
+}  // namespace
+
+std::string describe(const SignatureCounterexample& c, const Signature& sig, const FindingWords& words) {
+    std::ostringstream s;
+    s << std::setprecision(6) << "  lengths:";
+    for (const auto& [axis, len] : c.lengths) s << " " << axis << " = " << len;
+    s << "\n  " << words.done << "\n";
+    for (const TensorSpec& spec : sig.inputs) {
+        const auto it = c.inputs.find(spec.name);
+        if (it == c.inputs.end()) continue;
+        s << "  input " << spec.name << " " << index_text(it->second.shape) << kind_text(spec) << " =\n";
+        write_tensor(s, it->second, "    ");
+    }
+    for (const OutputComparison& o : in_order(c.outputs, sig)) {
+        // The other side: L(x) itself for an output the property leaves where it is, else P L(x).
+        const auto spec = std::find_if(sig.outputs.begin(), sig.outputs.end(), [&o](const TensorSpec& t) { return t.name == o.name; });
+        const SideNames& sides = spec != sig.outputs.end() && !has_axis(*spec) ? words.unmoved : words.moved;
+        std::string lhs = sides.lhs, rhs = sides.rhs;
+        const std::size_t width_of_names = std::max(lhs.size(), rhs.size());  // the shapes after both sides line up
+        lhs.resize(width_of_names, ' ');
+        rhs.resize(width_of_names, ' ');
+        s << "  output " << o.name << (o.holds ? " (agrees)" : " (DIFFERS)") << ":\n    " << lhs << " "
+          << index_text(o.layer_of_permuted.shape) << " =\n";
+        // The column of the largest difference stays in view when the rows are cut.
+        const std::size_t keep = o.where.empty() ? kNoColumn : static_cast<std::size_t>(o.where.back());
+        // Both sides' columns line up, one under the other.
+        const int width = std::max(column_width(o.layer_of_permuted.values.data(), o.layer_of_permuted.values.size()),
+                                   column_width(o.permuted_layer.values.data(), o.permuted_layer.values.size()));
+        write_tensor(s, o.layer_of_permuted, "      ", keep, width);
+        s << "    " << rhs << " " << index_text(o.permuted_layer.shape) << " =\n";
+        write_tensor(s, o.permuted_layer, "      ", keep, width);
+        if (o.shape_mismatch) {
+            s << "    the shapes differ\n";
+            continue;
+        }
+        s << "    largest |difference| = " << o.max_abs_diff << " at " << index_text(o.where) << " (tolerance "
+          << o.tolerance << ")\n";
+    }
+    s << "  case " << c.case_index << ", " << c.shrink_steps << " shrink steps\n";
+    if (!c.replay.empty()) s << "  replay: " << c.replay << "\n";
+    return s.str();
+}
+
+std::string describe(const SignatureCounterexample& c, const Signature& s, Property p, Verdict v) {
+    return describe(c, s, finding_words(p, v, c));
+}
+
+std::string describe(const Counterexample& c) {
+    std::ostringstream s;
+    const SideNames names = side_names(c.property);
+    s << property_name(c.property) << " violated by " << c.layer << " (" << arithmetic_name(c.dtype) << "), n = " << c.n()
+      << ", d = " << c.d() << "\n";
+    if (c.property == Property::shift)
+        s << "  every position index shifted by " << c.shift << "\n";
+    else
+        s << "  permutation " << c.perm.cycles() << " (rows: (P x)[i] = x[p[i]])\n";
+    // The feature of the largest difference stays in view when the rows are cut (x's too: often the one at fault).
+    const auto keep = static_cast<std::size_t>(c.comparison.col);
+    const int width = column_width({&c.x, &c.lhs, &c.rhs});  // the three matrices' columns line up
+    s << "  x =\n" << format_matrix(c.x, "    ", keep, width);
+    s << "  " << names.lhs << " =\n" << format_matrix(c.lhs, "    ", keep, width);
+    s << "  " << names.rhs << " =\n" << format_matrix(c.rhs, "    ", keep, width);
+    s << std::setprecision(6) << "  largest |difference| = " << c.comparison.max_abs_diff << " at position "
+      << c.comparison.row << ", feature " << c.comparison.col;
+    if (c.comparison.tolerance > 0) s << " (tolerance " << c.comparison.tolerance << ", margin " << c.comparison.margin() << ")";
+    if (!c.black_box)
+        s << "\n  " << (c.confirmed_exactly ? "confirmed in exact rational arithmetic" : "NOT confirmed in exact arithmetic")
+          << "\n  weight seed " << c.weight_seed << ",";
+    else
+        s << "\n ";
+    s << " case " << c.case_index << ", " << c.shrink_steps << " shrink steps\n";
+    if (!c.replay.empty()) s << "  replay: " << c.replay << "\n";
+    return s.str();
+}
+
+std::string describe_finding(const AuditResult& r) {
+    if (!r.counterexample) return "";
+    const SignatureCounterexample& c = *r.counterexample;
+    Signature named;
+    if (r.signature) named = *r.signature;
+    else
+        for (const auto& [name, t] : c.inputs) named.inputs.push_back(TensorSpec{name, {}, TensorKind::real, ""});
+    const bool of_the_property = r.verdict == Verdict::violated || r.verdict == Verdict::non_finite;
+    return (of_the_property ? property_name(r.property) + std::string(" ") : std::string()) + verdict_name(r.verdict) +
+           " (" + arithmetic_name(r.dtype) + ")\n" + describe(c, named, finding_words(r.property, r.verdict, c));
+}
+
+std::string precision_text(const AuditResult& r) {
+    const std::string name = arithmetic_name(r.dtype);
+    switch (r.dtype_evidence) {
+        case DtypeEvidence::given: return name;
+        case DtypeEvidence::no_answer: return "no answer came, so no precision was inferred";
+        case DtypeEvidence::no_finite_value: return name + ", as no answer held a finite value";
+        case DtypeEvidence::short_dyadic: return name + ", as the answers were short dyadic numbers";
+        case DtypeEvidence::float32_rounding:
+        case DtypeEvidence::not_float32: return name + ", inferred from the answers";
+    }
+    return name;
+}
+
+std::string precision_note(const AuditResult& r) {
+    if (r.dtype_evidence != DtypeEvidence::short_dyadic && r.dtype_evidence != DtypeEvidence::no_finite_value) return "";
+    return std::string(r.dtype_evidence == DtypeEvidence::short_dyadic
+                           ? "the answers were short dyadic numbers (at most " +
+                                 std::to_string(kShortDyadicBits) +
+                                 " significant bits), which any precision computes exactly"
+                           : "no answer held a finite value") +
+           ": judged as float64, the stricter tolerance; give --dtype float32 for a layer that computes in float32";
+}
+
+std::string replay_hint(const AuditOptions& o) {
+    std::ostringstream s;
+    s << "permcheck::AuditOptions{.output = permcheck::Output::" << (o.output == Output::pooled ? "pooled" : "sequence");
+    if (o.dtype) s << ", .dtype = permcheck::Arithmetic::" << arithmetic_name(*o.dtype);
+    s << ", .d = " << o.d << ", .min_len = " << o.min_len
+      << ", .max_len = " << o.max_len << ", .cases = " << o.cases << ", .seed = " << o.seed
+      << "} finds the same case again";
+    return s.str();
+}
+
+std::string explain(const AuditResult& r, const AuditOptions& given) {
+    AuditOptions o = given;
+    o.dtype = r.dtype;  // the dtype used (a MatrixXf callable's float32, or the inferred one), for the hint
+    std::ostringstream s;
+    s << o.name << ": " << property_name(r.property) << " " << verdict_name(r.verdict) << " after "
+      << r.cases << (r.cases == 1 ? " case" : " cases") << " (" << r.evaluations
+      << (r.evaluations == 1 ? " layer call, " : " layer calls, ") << precision_text(r) << ")\n";
+    if (!r.detail.empty()) s << "  " << r.detail << "\n";
+    if (!r.error.empty()) s << "  error: " << r.error << (r.last_request.empty() ? "" : "; last request: " + r.last_request) << "\n";
+    if (r.counterexample) {
+        AuditResult shown = r;
+        if (shown.counterexample->replay.empty()) shown.counterexample->replay = replay_hint(o);
+        s << describe_finding(shown);
+    } else {
+        s << "  replay: " << replay_hint(o) << "\n";
+    }
+    return s.str();
+}
+
+std::string shell_quote(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+std::string shell_word(const std::string& s) {
+    const bool plain = !s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                         "0123456789_.,:=-/") == std::string::npos;
+    return plain ? s : shell_quote(s);
+}
+
+std::string signature_flags(const Signature& s) {
+    std::string out;
+    for (const Axis& a : s.axes) out += " --axis " + shell_word(format(a));
+    for (const TensorSpec& t : s.inputs) out += " --input " + shell_word(format_input(t));
+    for (const TensorSpec& t : s.outputs) out += " --output " + shell_word(format_output(t));
+    return out;
+}
+
+std::string explain(const AuditResult& r, const Signature& signature, const AuditOptions& o) {
+    std::ostringstream s;
+    s << o.name << ": " << verdict_name(r.verdict) << " after " << r.cases << (r.cases == 1 ? " case" : " cases")
+      << " (" << r.evaluations << (r.evaluations == 1 ? " layer call, " : " layer calls, ") << precision_text(r) << ")\n";
+    if (!r.detail.empty()) s << "  " << r.detail << "\n";
+    if (!r.error.empty()) s << "  error: " << r.error << (r.last_request.empty() ? "" : "; last request: " + r.last_request) << "\n";
+    if (r.counterexample) s << describe(*r.counterexample, signature, finding_words(r.property, r.verdict, *r.counterexample));
+    s << "  replay: permcheck::AuditOptions{.dtype = permcheck::Arithmetic::" << arithmetic_name(r.dtype)
+      << ", .cases = " << o.cases << ", .seed = " << o.seed << "} with the signature" << signature_flags(signature)
+      << " finds the same case again\n";
+    return s.str();
+}
+
+}  // namespace permcheck

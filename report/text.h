@@ -1,0 +1,64 @@
+// The text of a finding: what the terminal, a failed test and the C++ API show of an audit's or a check's result
+// (the Markdown and HTML views, report/views.cpp, are made of the same record). Written here and nowhere else;
+// the primitives it writes values with (format_row, column_width, format_matrix: check/signature.h,
+// check/counterexample.h) are the views' too. Part of the public API (<permcheck/audit.h>): no RapidCheck, Boost,
+// GMP or JSON header.
+#pragma once
+
+#include "check/blackbox.h"
+#include "check/signature.h"
+#include "check/vocabulary.h"
+
+#include <string>
+
+namespace permcheck {
+
+// How a finding's text names what was done to its case and its two sides: the property's words (P x and P L(x),
+// x_c, pad x), or, for a nondeterministic or batch-dependent finding, two answers to one input. `moved` names the
+// sides of an output the property moves, `unmoved` those of one it leaves where it is (L(x) on the other side).
+struct FindingWords {
+    std::string done;
+    SideNames moved, unmoved;
+};
+FindingWords finding_words(Property p, Verdict v, const SignatureCounterexample& c);
+
+// A readable multi-line account of a counterexample: its lengths, what was done to it, the inputs in the order of
+// s.inputs (a mask or an index input named as such), every output's two sides in the order of s.outputs, the
+// largest difference, the case and its replay line.
+std::string describe(const SignatureCounterexample& c, const Signature& s, const FindingWords& words);
+// The same in the words of property p and verdict v.
+std::string describe(const SignatureCounterexample& c, const Signature& s, Property p = Property::equivariance,
+                     Verdict v = Verdict::violated);
+
+// A check's counterexample (a reference layer's), for the terminal and test failure messages.
+std::string describe(const Counterexample& c);
+
+// The finding of an audit: the verdict, then describe() with the result's signature (without one, inputs by name).
+// Empty without a counterexample.
+std::string describe_finding(const AuditResult& r);
+
+// The dtype of an audit as its header line says it: "float32" (given), "float32, inferred from the answers",
+// "float64, inferred from the answers", "float64, as the answers were short dyadic numbers" or "no answer came, so
+// no precision was inferred".
+std::string precision_text(const AuditResult& r);
+// For answers that were only short dyadic numbers (or held no finite entry), a sentence on why they were judged
+// as float64 and what to give instead; empty otherwise.
+std::string precision_note(const AuditResult& r);
+
+// The options a result came from, as the line a failing test prints so it can be run again; explain() fills in
+// the dtype the audit used, so the hint judges as the audit did.
+std::string replay_hint(const AuditOptions& o);
+// A readable account of a result: the verdict, what was found, and the shrunk counterexample.
+std::string explain(const AuditResult& r, const AuditOptions& given);
+
+// " --axis n=1..8 --input x:n,8 --output y:n,8": the signature as the command line writes it, each text as the
+// parser reads it, quoted for the shell where it must be.
+std::string signature_flags(const Signature& s);
+// A word of a shell command line: quoted unless it holds only characters the shell leaves alone.
+std::string shell_quote(const std::string& s);
+std::string shell_word(const std::string& s);
+// A readable account of a signature audit's result: the verdict, what was found, the shrunk counterexample and
+// the options that find it again.
+std::string explain(const AuditResult& r, const Signature& signature, const AuditOptions& o);
+
+}  // namespace permcheck
