@@ -9,7 +9,7 @@
 #include "layers/cross_attention.h"
 #include "layers/message_passing.h"
 #include "layers/token_attention.h"
-#include "check/engine.h"
+#include "check/check.h"
 #include "properties/property.h"
 #include "check/search.h"
 #include "check/signature_case.h"

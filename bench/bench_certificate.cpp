@@ -5,6 +5,7 @@
 // pass (scalars/degree.h) + k trials of 3 exact evaluations each, in mpq with the rational stand-ins. The baselines
 // are two forward passes in mpq: with the certificate's random integers (the same arithmetic), and with dyadic
 // weights and the real exp (the witness search's arithmetic, and what `permcheck check --dtype exact` evaluates).
+#include "check/check.h"
 #include "proofs/certificate.h"
 
 #include <benchmark/benchmark.h>
@@ -14,7 +15,7 @@ using namespace permcheck;
 
 CertificateOptions shape(const benchmark::State& state, int trials) {
     CertificateOptions o;
-    o.n = static_cast<int>(state.range(0));
+    o.length = static_cast<int>(state.range(0));
     o.d = static_cast<int>(state.range(1));
     o.trials = trials;
     return o;
@@ -22,7 +23,7 @@ CertificateOptions shape(const benchmark::State& state, int trials) {
 
 void certificate(benchmark::State& state, int trials) {
     const CertificateOptions o = shape(state, trials);
-    const LayerFamily& spec = find_layer("attention");
+    const Family& spec = find_layer("attention");
     int bits = 0;
     for (auto _ : state) {
         Certificate c = certify(spec, o);
@@ -36,9 +37,9 @@ void BM_Certificate_k2(benchmark::State& state) { certificate(state, 2); }
 void BM_Certificate_k1(benchmark::State& state) { certificate(state, 1); }
 
 void BM_DegreePass(benchmark::State& state) {
-    const LayerFamily& spec = find_layer("attention");
+    const Family& spec = find_layer("attention");
     for (auto _ : state) {
-        DegreeBound b = degree_bound(spec, static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
+        DegreeBound b = degree_bound(spec, shape(state, 1));
         benchmark::DoNotOptimize(b);
     }
 }
@@ -46,16 +47,17 @@ void BM_DegreePass(benchmark::State& state) {
 // Two forward passes, L(x) and L(P x), with the certificate's integers for k trials (|S| as it chooses).
 void two_passes(benchmark::State& state, int trials) {
     const CertificateOptions o = shape(state, trials);
-    const LayerFamily& spec = find_layer("attention");
-    const int bits = set_bits_for(degree_bound(spec, o.n, o.d).total(), o.trials, o.target_log2);
+    const Family& spec = find_layer("attention");
+    const int bits = set_bits_for(degree_bound(spec, o).total(), o.trials, o.target_log2);
     SplitMix64 rng(1);
     Draw<RationalStandin> draw = uniform_integers(rng, bits);
-    const LayerFn<RationalStandin> layer = spec.standin(o.d, draw, 0);
-    const Mat<RationalStandin> x = draw_matrix<RationalStandin>(o.n, o.d, draw);
-    const Permutation p = Permutation::rotation(o.n);
+    const LayerFn<RationalStandin> layer = spec.standin(draw, o.d, 0);
+    const NamedTensors<RationalStandin> x{{"x", as_tensor(draw_matrix<RationalStandin>(o.length, o.d, draw))}};
+    const Signature s = signature_of(spec, o.d);
+    const NamedTensors<RationalStandin> px = permuted_real_inputs(s, {{"n", Permutation::rotation(o.length)}}, x);
     for (auto _ : state) {
-        Mat<RationalStandin> a = layer(x);
-        Mat<RationalStandin> b = layer(p.apply(x));
+        NamedTensors<RationalStandin> a = layer(x);
+        NamedTensors<RationalStandin> b = layer(px);
         benchmark::DoNotOptimize(a);
         benchmark::DoNotOptimize(b);
     }
@@ -67,13 +69,14 @@ void BM_TwoForwardPasses_Standin_k1bits(benchmark::State& state) { two_passes(st
 // Two forward passes with dyadic weights and inputs and exp evaluated in double (ScalarTraits<Rational>).
 void BM_TwoForwardPasses_Rational(benchmark::State& state) {
     const int n = static_cast<int>(state.range(0)), d = static_cast<int>(state.range(1));
-    const LayerFn<Rational> layer = seeded_layer<Rational>(find_layer("attention"), d, 1);
+    const Family& spec = find_layer("attention");
+    const LayerFn<Rational> layer = seeded_layer<Rational>(spec, d, 1);
     Draw<Rational> input = dyadic_draw<Rational>(2);
-    const Mat<Rational> x = draw_matrix<Rational>(n, d, input);
-    const Permutation p = Permutation::rotation(n);
+    const NamedTensors<Rational> x{{"x", as_tensor(draw_matrix<Rational>(n, d, input))}};
+    const NamedTensors<Rational> px = permuted_real_inputs(signature_of(spec, d), {{"n", Permutation::rotation(n)}}, x);
     for (auto _ : state) {
-        Mat<Rational> a = layer(x);
-        Mat<Rational> b = layer(p.apply(x));
+        NamedTensors<Rational> a = layer(x);
+        NamedTensors<Rational> b = layer(px);
         benchmark::DoNotOptimize(a);
         benchmark::DoNotOptimize(b);
     }

@@ -10,9 +10,10 @@
 //   ratio         time / floor
 //   target        the ratio the issue asks for (0: none)
 #include "adapters/exec_adapter.h"
+#include "check/check.h"
 #include "check/signature_audit.h"
-#include "check/engine.h"
 #include "tests/support/mutants.h"
+#include "tests/support/sequence.h"
 
 #include <benchmark/benchmark.h>
 
@@ -65,27 +66,28 @@ template <class S> void BM_CheckAttention(benchmark::State& state, int cases, do
     o.min_len = o.max_len = static_cast<int>(state.range(0));
     o.d = static_cast<int>(state.range(1));
     o.seed = 7;
-    const LayerFamily& spec = find_layer("attention");
+    const Family& spec = find_layer("attention");
+    const Expectation& row = row_of(spec, Property::equivariance);
 
-    // The floor runs on the very cases the check generates (search()'s generator, seed and sizes), each with its
-    // own layer, so values (and the cost of exp, of GMP on their sizes) are alike. Generating them and drawing
-    // their weights happen here, outside the timed region: that is the check's overhead, not the floor.
-    std::vector<LayerFn<S>> layers;
+    // The floor runs on the very cases the check draws (drawn_cases: its seed and sizes), each with its own layer,
+    // so values (and the cost of exp, of GMP on their sizes) are alike. Drawing them and their weights happens here,
+    // outside the timed region: that is the check's overhead, not the floor.
+    std::vector<test::SequenceFn<S>> layers;
     std::vector<Mat<S>> xs;
     std::vector<Permutation> perms;
-    rc::Random random(o.seed);
-    const rc::Gen<MatrixCase> generator = case_generator(o);
-    for (int i = 0; i < cases; ++i) {
-        const MatrixCase c = generator(random.split(), size_for_case(i, cases)).value();
-        layers.push_back(seeded_layer<S>(spec, o.d, c.weight_seed));
-        xs.push_back(from_double<S>(c.x));
-        perms.push_back(c.perm);
+    for (const Case& c : drawn_cases(spec, row, o)) {
+        layers.push_back(test::sequence_layer<S>(spec, o.d, c.weight_seed));
+        const Tensor& x = c.inputs.at("x");
+        Mat<S> m(x.shape[0], x.shape[1]);
+        for (Eigen::Index k = 0; k < m.size(); ++k) m(k / m.cols(), k % m.cols()) = sc::from_double<S>(x.values[static_cast<std::size_t>(k)]);
+        xs.push_back(std::move(m));
+        perms.push_back(c.perms.at("n"));
     }
 
     double work = 0, floor = 0;
     for (auto _ : state) {
         const double t0 = thread_cpu_seconds();
-        const CheckResult r = check(spec, Property::equivariance, o);
+        const CheckResult r = check(spec, row, o);
         const double t1 = thread_cpu_seconds();
         if (!r.holds || r.cases_run != cases) state.SkipWithError("attention was not found equivariant");
         for (std::size_t k = 0; k < xs.size(); ++k) {
@@ -119,49 +121,54 @@ BENCHMARK(BM_CheckAttention_exact)->Args({8, 4})->Args({16, 8})->Args({32, 16})-
 
 // -------------------------------------------------------------------------------------------- shrinking
 
-// From the first failing case to the minimal counterexample, with the engine's generator, shrinks and search
-// (what `check` runs). Time is the shrinking alone; counters say how many property evaluations it took and
-// where it ended. The floor is one evaluation of the property on the minimal case: ratio = the cost of the
-// shrinking in evaluations of the smallest case.
-void BM_Shrink(benchmark::State& state, const LayerFamily& subject, Arithmetic arithmetic) {
+// From the first failing case to the minimal counterexample, as `check` runs it (the property's draw and
+// shrinks). Time runs from the first failing case to the check's result: the shrinking, then the record of the
+// minimal case (evaluated once more, and in exact arithmetic to confirm it); counters say how many evaluations of the
+// property it took and where it ended. The floor is one evaluation of the property on the minimal case: ratio = the
+// cost of the shrinking in evaluations of the smallest case.
+void BM_Shrink(benchmark::State& state, const Family& subject, Arithmetic arithmetic) {
     CheckOptions o;  // the defaults of `permcheck check`: n in [1, 8], d = 4
     o.arithmetic = arithmetic;
     o.seed = 1;
+    const Expectation& row = row_of(subject, Property::equivariance);
+    const Signature sig = signature_of(subject, o);
+    const PropertyRules& rules = rules_of(row.property);
+    const PropertyArgs args = rules.checked(sig, {row.axis, PadPlacement::any, false, true});
     double work = 0, floor = 0;
-    SearchResult<MatrixCase> last;
+    CheckResult last;
     for (auto _ : state) {
         Clock::time_point first{};
-        bool failed = false;
-        const std::function<bool(const MatrixCase&)> fails = [&](const MatrixCase& c) {
-            const bool f = !evaluate_case(subject, Property::equivariance, c, arithmetic).comparison.holds;
-            if (f && !failed) {
-                failed = true;
+        bool shrinking = false;
+        o.on_progress = [&](const CheckProgress& p) {
+            if (p.shrinking && !shrinking) {
+                shrinking = true;
                 first = Clock::now();
             }
-            return f;
         };
-        SearchOptions so;
-        so.cases = o.cases;
-        so.seed = o.seed;
-        last = search<MatrixCase>(case_generator(o), fails, so);
+        last = check(subject, row, o);
         const auto t1 = Clock::now();
-        if (!last.minimal) {
+        if (!last.counterexample) {
             state.SkipWithError("no counterexample found");
             break;
         }
-        benchmark::DoNotOptimize(evaluate_case(subject, Property::equivariance, *last.minimal, arithmetic));
+        if (!shrinking) first = t1;  // the first failing case was minimal already
+        const Case& minimal = *last.counterexample;
+        if (arithmetic == Arithmetic::exact) benchmark::DoNotOptimize(compare_case<Rational>(subject, sig, rules, args, minimal, o.d));
+        else benchmark::DoNotOptimize(compare_case<double>(subject, sig, rules, args, minimal, o.d));
         const auto t2 = Clock::now();
         work += seconds(first, t1);
         floor += seconds(t1, t2);
         state.SetIterationTime(seconds(first, t1));
     }
-    if (!last.minimal) return;
+    if (!last.counterexample) return;
     report(state, work, floor, static_cast<long>(state.iterations()), 0);
+    const Counterexample& c = *last.counterexample;
+    o.on_progress = {};
     state.counters["evaluations"] = last.evaluations - last.cases_run;
-    state.counters["steps"] = last.shrink_steps;
-    state.counters["first_n"] = static_cast<double>(last.first->x.rows());
-    state.counters["minimal_n"] = static_cast<double>(last.minimal->x.rows());
-    state.counters["moved"] = last.minimal->perm.moved();
+    state.counters["steps"] = c.shrink_steps;
+    state.counters["first_n"] = drawn_cases(subject, row, o).at(static_cast<std::size_t>(c.case_index)).lengths.at("n");
+    state.counters["minimal_n"] = c.lengths.at("n");
+    state.counters["moved"] = c.perms.at("n").moved();
 }
 
 void BM_Shrink_CausalAttention_float64(benchmark::State& s) {

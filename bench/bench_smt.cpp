@@ -4,6 +4,7 @@
 // terms); the counters are the two checks' wall time as Z3 measures it (z3_s) and the CPU time of the child
 // processes (z3_cpu_s), the figure that stays meaningful on a shared machine. A proof that fails aborts the
 // run: it would measure the wrong thing.
+#include "layers/catalog.h"
 #include "proofs/smt.h"
 
 #include <benchmark/benchmark.h>
@@ -12,20 +13,21 @@ namespace {
 
 void prove(benchmark::State& state, const char* layer) {
     const int n = static_cast<int>(state.range(0)), d = static_cast<int>(state.range(1));
-    const permcheck::LayerFamily& subject = permcheck::find_layer(layer);
+    const permcheck::Family& subject = permcheck::find_layer(layer);
     permcheck::SmtOptions opts;
     opts.timeout_seconds = 600;
     double z3_seconds = 0, z3_cpu_seconds = 0;
     for (auto _ : state) {
         const permcheck::SmtResult r = permcheck::smt_prove(subject, n, d, opts);
-        if (r.verdict != permcheck::SmtVerdict::proved) {
-            state.SkipWithError(("not proved: " + r.headline()).c_str());
+        if (!r.as_expected()) {
+            state.SkipWithError(("not proved: " + permcheck::describe(r)).c_str());
             return;
         }
-        for (const permcheck::SmtQuery& q : r.queries) {
-            z3_seconds += q.seconds;
-            z3_cpu_seconds += q.cpu_seconds;
-        }
+        for (const permcheck::AxisProof& a : r.axes)
+            for (const permcheck::SmtQuery& q : a.queries) {
+                z3_seconds += q.seconds;
+                z3_cpu_seconds += q.cpu_seconds;
+            }
     }
     state.counters["z3_s"] = benchmark::Counter(z3_seconds, benchmark::Counter::kAvgIterations);
     state.counters["z3_cpu_s"] = benchmark::Counter(z3_cpu_seconds, benchmark::Counter::kAvgIterations);

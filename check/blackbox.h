@@ -15,11 +15,11 @@
 //   - a non-finite output is its own verdict; every failure is shrunk (fewest positions, fewest moved
 //     positions, simplest values) by the check's own shrinker (check/case.h, check/search.h).
 //
-// It includes no RapidCheck header (check/counterexample.h holds the records it shares with the check), so that
+// It includes no RapidCheck header (check/signature.h holds the records it shares with the check), so that
 // <permcheck/audit.h> does not either; tests/public_headers.sh keeps it so.
 #pragma once
 
-#include "check/counterexample.h"
+#include "check/comparison.h"
 #include "check/signature.h"
 #include "check/taps.h"
 #include "layers/expectation.h"
@@ -166,7 +166,7 @@ struct AuditResult {
     // The finding, every audit's in one form (the one-tensor form's: input x, output y). violated, non-finite: the
     // shrunk case with every output's two sides and their comparison; nondeterministic: the input answered twice,
     // its permutations identities, the two answers as the two sides.
-    std::optional<SignatureCounterexample> counterexample;
+    std::optional<Counterexample> counterexample;
     // The signature audited (the shorthand's, its open output width learned from the answers), so that
     // describe_finding and the reports show it whole.
     std::optional<Signature> signature;

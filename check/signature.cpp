@@ -506,6 +506,20 @@ std::string format_row(const double* values, std::size_t count, int width, int p
     return s.str();
 }
 
+std::string format_tensor(const Tensor& t, const std::string& indent, std::size_t keep, int width) {
+    std::ostringstream s;
+    if (t.shape.empty()) {
+        s << indent << (t.values.empty() ? 0.0 : t.values[0]) << "\n";
+        return s.str();
+    }
+    const std::size_t last = static_cast<std::size_t>(std::max(t.shape.back(), 0));
+    const std::size_t rows = last == 0 ? 0 : t.size() / last;
+    if (rows == 0) s << indent << "(empty, shape " << index_text(t.shape) << ")\n";
+    if (width == 0) width = column_width(t.values.data(), t.values.size());
+    for (std::size_t r = 0; r < rows; ++r) s << indent << format_row(t.values.data() + r * last, last, width, 6, keep) << "\n";
+    return s.str();
+}
+
 int column_width(const double* values, std::size_t count, int precision) {
     int width = kTerminalValueWidth;
     std::ostringstream s;

@@ -12,8 +12,10 @@
 
 #include "check/permutation.h"
 #include "check/vocabulary.h"
+#include "scalars/weights_version.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -132,6 +134,9 @@ inline constexpr std::size_t kTerminalRowValues = 8;
 inline constexpr std::size_t kNoColumn = static_cast<std::size_t>(-1);
 std::string format_row(const double* values, std::size_t count, int width = 0, int precision = 6,
                        std::size_t keep = kNoColumn);
+// A tensor as rows of its last dim, one a line after `indent`, its values in columns (format_row); `keep`: a column
+// each elided row shows; `width`: each value's (0: the tensor's own column_width). A scalar is one value.
+std::string format_tensor(const Tensor& t, const std::string& indent, std::size_t keep = kNoColumn, int width = 0);
 // The width that lines up values in columns, one a row or rows of a matrix: the longest of `values` as format_row
 // writes it at `precision`, and at least kTerminalValueWidth ("-0.123456").
 inline constexpr int kTerminalValueWidth = 9;
@@ -197,22 +202,30 @@ struct Pads {
     Tensors filler;
 };
 
-// The counterexample of a signature audit. nondeterministic: perms are identities, layer_of_permuted and
-// permuted_layer are the first and second answer to the same inputs. The shift and padding properties: perms are
-// identities, layer_of_permuted is the output of the shifted or padded inputs (at the real positions, padded) and
-// permuted_layer the output of x.
-struct SignatureCounterexample {
+// One case of a check or an audit: a length and a permutation per axis, the inputs x, and the property's part (the
+// shift property's c, the padding property's pads: their permutations are identities); a reference layer's weight
+// seed and the version of its weight draw (a black box has neither: 0 and the current version).
+struct Case {
     Lengths lengths;
-    Permutations perms;          // every axis, identity for the axes left alone
+    Permutations perms;          // every axis, of its length; the identity for an axis left alone
     Tensors inputs;              // x, before the permutation
-    std::vector<OutputComparison> outputs;  // every output, in the signature's order
-    std::string axis_at_fault;   // the one axis permuted, when only one is; empty otherwise
-    int case_index = -1, shrink_steps = 0;
-    std::string replay;          // a command line that re-runs the audit
-    long shift = 0;              // the shift property: the c added to every position input
-    std::optional<Pads> pads = std::nullopt;  // the padding property: where the pads went, and their values
+    long shift = 0;              // the shift property's c
+    std::optional<Pads> pads = std::nullopt;  // the padding property's pads
+    std::uint64_t weight_seed = 0;
+    int weights = kWeightsVersion;  // how weight_seed draws the weights (scalars/weights_version.h); a report's own
 };
 
+// A finding: its case, shrunk, and every output's two sides and their comparison, in the signature's order. A
+// nondeterministic (batch-dependent) finding: the perms are identities, and the two sides of each output are the
+// first and second answer to x (its answer in a batch and alone). Every view (text, JSON, Markdown, HTML) is made
+// from this record.
+struct Counterexample : Case {
+    std::vector<OutputComparison> outputs;
+    std::string axis_at_fault;   // the one axis permuted, when only one is; empty otherwise
+    int case_index = -1, shrink_steps = 0;
+    std::string replay;          // a command line that re-runs the check or audit
+    bool confirmed_exactly = false;  // a reference layer's: the same case violates in exact rational arithmetic too
+};
 
 namespace test_only {  // not "testing": users write using namespace permcheck beside GoogleTest's ::testing
 // Test-only switch: plants a known bug in permute_inputs so that the harness self-test can show the reference

@@ -26,16 +26,11 @@ PropertyArgs audited_args(const Signature& s, const AuditOptions& o) { return au
 
 // What one case showed. For nondeterminism, `inputs` were answered twice: each output's layer_of_permuted and
 // permuted_layer are the first and second answer, and perms are identities.
-struct SignatureObservation {
+struct SignatureObservation : Case {
     Outcome outcome = Outcome::pass;
-    Lengths lengths;
-    Permutations perms;
-    Tensors inputs;
     Tensors y;  // L(x), for a second evaluation
     std::vector<OutputComparison> outputs;
     std::string detail;
-    long shift = 0;            // the shift property's c
-    std::optional<Pads> pads = std::nullopt;  // the padding property's pads
 };
 
 // L(x), L(x) again when repeated (else empty), P x and L(P x), and what the answers say of their precision.
@@ -165,12 +160,8 @@ public:
         if (holds && where.empty() && !keep) return ob;  // pass: nothing kept
         if (!holds || !where.empty()) ob.outcome = where.empty() ? Outcome::violated : Outcome::non_finite;
         if (!where.empty()) ob.detail = where + " for " + format_lengths(c.lengths);
-        ob.lengths = c.lengths;
-        ob.perms = c.perms;
-        ob.inputs = c.inputs;
+        static_cast<Case&>(ob) = c;
         ob.y = a.y;
-        ob.shift = c.shift;
-        ob.pads = c.pads;
         for (std::size_t k = 0; k < ob.outputs.size(); ++k) {
             ob.outputs[k].layer_of_permuted = a.lhs.at(ob.outputs[k].name);
             ob.outputs[k].permuted_layer = std::move(rhs[k]);
@@ -231,8 +222,11 @@ public:
 
     void record(AuditResult& result, const Observation& ob, int case_index, int shrink_steps) const {
         if (result.signature) learned_sizes(*result.signature);
-        SignatureCounterexample ce{ob.lengths, ob.perms, ob.inputs, ob.outputs, "", case_index, shrink_steps, "",
-                                   ob.shift, ob.pads};
+        Counterexample ce;
+        static_cast<Case&>(ce) = ob;
+        ce.outputs = ob.outputs;
+        ce.case_index = case_index;
+        ce.shrink_steps = shrink_steps;
         int moved = 0;
         for (const auto& [axis, p] : ob.perms)
             if (!p.is_identity()) {
@@ -374,7 +368,8 @@ void SignatureEvaluator::check_shape(const TensorSpec& spec, const Tensor& t, co
 std::optional<SignatureObservation> SignatureEvaluator::differ(const Lengths& lengths, const Tensors& inputs,
                                                                const Tensors& a, const Tensors& b, const char* what,
                                                                const ToleranceModel& t, double positions) const {
-    Observation ob{Outcome::nondeterministic, {}, {}, {}, {}, {}, ""};
+    Observation ob;
+    ob.outcome = Outcome::nondeterministic;
     const double magnitude = inputs_magnitude(inputs);
     for (const TensorSpec& spec : s_->outputs) {
         ob.outputs.push_back(compared(spec.name, a.at(spec.name), b.at(spec.name), lengths, magnitude, t, positions));
@@ -422,47 +417,23 @@ std::string SignatureEvaluator::violation_detail(const Observation& found, bool 
         const SideNames sides = rules_.sides(moves);
         std::string m = "output " + c.name + ": " + sides.lhs + " and " + sides.rhs + " differ by " +
                         short_number(c.max_abs_diff) + " at " + index_text(c.where) + " (tolerance " + short_number(c.tolerance) + "; " + format_lengths(found.lengths) +
-             "; " + rules_.case_text(Case{found.lengths, found.perms, found.inputs, found.shift, found.pads}) + ")";
+             "; " + rules_.case_text(found) + ")";
         if (reproduced) m += "; both sides gave the same answers when evaluated again";
         return m;
     }
     return "";
 }
 
-// Throws std::invalid_argument unless the case has a length and a permutation of that length for every axis,
-// every input in the shape the lengths give it, and every index value naming a position of its axis.
-void require_case_fits(const Signature& s, const SignatureCounterexample& c) {
-    for (const Axis& a : s.axes) {
-        const auto len = c.lengths.find(a.name);
-        const auto p = c.perms.find(a.name);
-        if (len == c.lengths.end() || len->second < 0 || p == c.perms.end() || p->second.size() != len->second)
-            throw std::invalid_argument("the saved case has no length and permutation of that length for the axis '" +
-                                        a.name + "'");
-    }
-    for (const TensorSpec& t : s.inputs) {
-        const auto x = c.inputs.find(t.name);
-        if (x == c.inputs.end() || x->second.shape != shape_of(t, c.lengths) || x->second.values.size() != x->second.size())
-            throw std::invalid_argument("the saved case has no input '" + t.name + "' of the shape " +
-                                        index_text(shape_of(t, c.lengths)) + " its lengths give it");
-        if (t.kind != TensorKind::index && t.kind != TensorKind::token && t.kind != TensorKind::position) continue;
-        const int targets = t.kind == TensorKind::index ? c.lengths.at(t.index_axis) : t.limit;
-        for (double v : x->second.values)
-            if (!(v >= 0 && v < targets) || v != std::floor(v))
-                throw std::invalid_argument("the saved " + std::string(tensor_kind_name(t.kind)) + " input '" + t.name +
-                                            "' holds " + short_number(v) + ", not an integer in [0, " + std::to_string(targets) + ")");
-    }
-}
-
 // Throws std::invalid_argument unless the saved case carries what its property needs (pads that fit its lengths,
 // a shift of at least 1) and the signature can take the property.
-void validate_saved_case(const Signature& s, const SignatureCounterexample& c, const AuditOptions& o) {
+void validate_saved_case(const Signature& s, const Counterexample& c, const AuditOptions& o) {
     audited_args(s, o);
-    audited_rules(o).validate_saved(s, Case{c.lengths, c.perms, c.inputs, c.shift, c.pads});
+    audited_rules(o).validate_saved(s, c);
 }
 
 }  // namespace
 
-AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, const SignatureCounterexample& saved,
+AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, const Counterexample& saved,
                        bool twice, const AuditOptions& opts) {
     validate(signature);
     if (!opts.dtype || *opts.dtype == Arithmetic::exact)
@@ -471,7 +442,7 @@ AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, c
     validate_saved_case(signature, saved, opts);
     const BatchedNamedBlackBox box{layer, {}};
     SignatureEvaluator ev(box, std::make_shared<const Signature>(signature), opts, *opts.dtype);
-    const Case c{saved.lengths, saved.perms, saved.inputs, saved.shift, saved.pads};
+    const Case& c = saved;
     std::optional<SignatureObservation> ob = twice ? ev.twice(c) : std::optional(ev.observe(c, false));
     AuditResult r;
     r.property = audited_rules(opts).recorded_as(signature, audited_args(signature, opts));
@@ -484,9 +455,9 @@ AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, c
         ev.record(r, *ob, saved.case_index, saved.shrink_steps);
         r.detail = ob->outcome == Outcome::violated ? ev.violation_detail(*ob, false) : ob->detail;
     } else {
-        r.counterexample = SignatureCounterexample{saved.lengths, saved.perms, saved.inputs, {}, saved.axis_at_fault,
-                                                   saved.case_index, saved.shrink_steps, "", saved.shift, saved.pads};
-        if (ob) r.counterexample->outputs = ob->outputs;  // the comparisons, within tolerance
+        r.counterexample = saved;
+        r.counterexample->outputs = ob ? ob->outputs : std::vector<OutputComparison>{};  // within tolerance
+        r.counterexample->replay.clear();
     }
     r.evaluations = ev.evaluations;
     r.last_request = ev.last_request;

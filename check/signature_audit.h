@@ -38,7 +38,7 @@ void validate_audit(const Signature& signature, const AuditOptions& opts);
 // violated, non-finite or nondeterministic; signature_counterexample holds the saved case with every output's
 // comparison (with both sides when it fails). Throws std::invalid_argument for a case that does not fit the
 // signature, and whatever the layer throws.
-AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, const SignatureCounterexample& saved,
+AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, const Counterexample& saved,
                        bool twice, const AuditOptions& opts);
 
 }  // namespace permcheck

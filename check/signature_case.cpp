@@ -509,6 +509,29 @@ rc::Shrinkable<Case> shrinkable_signature_case(const std::shared_ptr<const Signa
                                        [s](const Case& k) { return signature_case_shrinks(s, k); });
 }
 
+void require_case_fits(const Signature& s, const Case& c) {
+    for (const Axis& a : s.axes) {
+        const auto len = c.lengths.find(a.name);
+        const auto p = c.perms.find(a.name);
+        if (len == c.lengths.end() || len->second < 0 || p == c.perms.end() || p->second.size() != len->second)
+            throw std::invalid_argument("the saved case has no length and permutation of that length for the axis '" +
+                                        a.name + "'");
+    }
+    for (const TensorSpec& t : s.inputs) {
+        const auto x = c.inputs.find(t.name);
+        if (x == c.inputs.end() || x->second.shape != shape_of(t, c.lengths) || x->second.values.size() != x->second.size())
+            throw std::invalid_argument("the saved case has no input '" + t.name + "' of the shape " +
+                                        index_text(shape_of(t, c.lengths)) + " its lengths give it");
+        if (t.kind != TensorKind::index && t.kind != TensorKind::token && t.kind != TensorKind::position) continue;
+        const int targets = t.kind == TensorKind::index ? c.lengths.at(t.index_axis) : t.limit;
+        for (double v : x->second.values)
+            if (!(v >= 0 && v < targets) || v != std::floor(v))
+                throw std::invalid_argument("the saved " + std::string(tensor_kind_name(t.kind)) + " input '" + t.name +
+                                            "' holds " + short_number(v) + ", not an integer in [0, " + std::to_string(targets) + ")");
+    }
+}
+
+
 int widest_fixed_size(const Signature& s) {
     int widest = 1;
     for (const auto* list : {&s.inputs, &s.outputs})

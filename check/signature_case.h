@@ -14,7 +14,7 @@
 // nodes are named and can be deleted).
 #pragma once
 
-#include "check/case.h"
+#include "check/permutation.h"
 #include "check/compare.h"
 #include "check/generators.h"
 #include "check/signature.h"
@@ -30,14 +30,6 @@
 #include <vector>
 
 namespace permcheck {
-
-struct Case {
-    Lengths lengths;
-    Permutations perms;  // every axis, of its length
-    Tensors inputs;      // x, before the permutation
-    long shift = 0;              // the shift property's c (perms are identities)
-    std::optional<Pads> pads = std::nullopt;  // the padding property's pads (perms are identities)
-};
 
 // The lengths of every case of the whole audit (before sharding): check/lengths.h's schedule per axis, max_len a
 // hard cap; with several axes, lengths 0 and 1 are sent too (the other axes can move). The axes' schedules are
@@ -61,6 +53,11 @@ Case draw_signature_case(const Signature& s, const Lengths& lengths, const rc::R
 // min_len, leave a mask line all padded, or delete an element an index input without an axis dim names.
 std::optional<Case> without_elements(const Signature& s, const Case& c, const std::string& axis,
                                               const std::vector<int>& positions);
+
+// Throws std::invalid_argument unless c has a length and a permutation of that length for every axis of s, every
+// input in the shape the lengths give it, and every index, token and position value an integer in its range: a case
+// read back from a report (untrusted) that fits the signature.
+void require_case_fits(const Signature& s, const Case& c);
 
 // t without the elements `gone` along dim k.
 void delete_along(Tensor& t, std::size_t k, const std::set<int>& gone);

@@ -455,9 +455,9 @@ TapTrace trace_taps(const TapSource& source, const Signature& s, const Lengths& 
     return trace(source, s, k, dtype, amplification);
 }
 
-TapTrace trace_taps(const TapSource& source, const Signature& s, const SignatureCounterexample& c, Property p,
+TapTrace trace_taps(const TapSource& source, const Signature& s, const Counterexample& c, Property p,
                     Arithmetic dtype, double amplification, bool positions_stay) {
-    TapCase k{rules_of(p), Case{c.lengths, c.perms, c.inputs, c.shift, c.pads}, {}, {}, 0.0};
+    TapCase k{rules_of(p), c, {}, {}, 0.0};
     PropertyArgs args;
     args.positions_stay = positions_stay;
     if (c.pads) args.axis = c.pads->axis;

@@ -116,7 +116,7 @@ TapTrace trace_taps(const TapSource& source, const Signature& s, const Lengths& 
 // elementwise; for padding, against those at pad x taken at the real positions along every dim that follows the
 // padded axis (a tap without that axis whole); for equivariance, as above (`positions_stay`: with the position
 // inputs left in place, as AuditOptions::positions_stay audits).
-TapTrace trace_taps(const TapSource& source, const Signature& s, const SignatureCounterexample& c, Property p,
+TapTrace trace_taps(const TapSource& source, const Signature& s, const Counterexample& c, Property p,
                     Arithmetic dtype, double amplification, bool positions_stay = false);
 
 }  // namespace permcheck

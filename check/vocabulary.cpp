@@ -36,6 +36,18 @@ const char* property_name(Property p) {
 
 std::string property_names() { return joined(kProperties, property_name); }
 
+const char* property_adjective(Property p) {
+    switch (p) {
+        case Property::equivariance: return "equivariant";
+        case Property::invariance: return "invariant";
+        case Property::shift: return "shift-invariant";
+        case Property::reversal: return "reversal-equivariant";
+        case Property::causal_prefix: return "causal";
+        case Property::padding: return "padding-invariant";
+    }
+    return "?";
+}
+
 Property parse_property(const std::string& name) {
     for (Property p : kProperties)
         if (name == property_name(p)) return p;

@@ -21,6 +21,8 @@ enum class Verdict { holds, violated, nondeterministic, non_finite, error, inter
 const char* property_name(Property p);
 Property parse_property(const std::string& name);  // throws std::invalid_argument listing valid names
 std::string property_names();
+// What a layer is when property p holds of it: "equivariant", "invariant", "shift-invariant", ...
+const char* property_adjective(Property p);
 
 const char* arithmetic_name(Arithmetic a);
 Arithmetic parse_arithmetic(const std::string& name);  // float32|float64|exact|float16|bfloat16; throws otherwise

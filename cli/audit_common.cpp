@@ -3,6 +3,7 @@
 #include "cli/interrupt.h"
 #include "cli/options.h"
 #include "report/views.h"
+#include "properties/property.h"
 
 #include <cmath>
 #include <filesystem>
@@ -87,12 +88,9 @@ std::string signature_head(const Signature& s, const AuditResult& r) {
     const bool dtype_known = r.verdict != Verdict::error || r.evaluations > 0;
     std::string outputs;
     for (const TensorSpec& t : s.outputs) outputs += (outputs.empty() ? "" : ", ") + t.name;
-    if (r.property == Property::shift)
-        head << "shift: " << outputs << " unchanged when every position id moves by c";
-    else if (r.property == Property::padding)
-        head << "padding: " << outputs << " unchanged at the real positions when masked pads are inserted";
-    else
-        head << signature_claims(s);
+    const PropertyRules& rules = rules_of(r.property);
+    if (rules.permutes()) head << signature_claims(s);
+    else head << property_name(r.property) << ": " << outputs << " " << rules.output_claim();
     head << " (" << (dtype_known ? dtype_text(r) : "");
     for (std::size_t k = 0; k < s.axes.size(); ++k)
         head << (k || dtype_known ? ", " : "") << s.axes[k].name << " in [" << s.axes[k].min_len << ", "
@@ -166,10 +164,10 @@ void add_property_options(CLI::App& app, AuditFlags& f) {
                  "a verdict");
     app.parse_complete_callback([&f, property] {
         if (property->count() > 0) f.property = f.property_flag;
-        const bool padding = f.property == Property::padding;
-        if (!padding && f.padding_option->count() > 0) throw BadOption("--padding goes with --property padding");
-        if (!padding && !f.padding_axis.empty()) throw BadOption("--padding-axis goes with --property padding");
-        if (f.keep_positions && f.property && *f.property != Property::equivariance && *f.property != Property::invariance)
+        const bool pads = f.property && rules_of(*f.property).places_pads();
+        if (!pads && f.padding_option->count() > 0) throw BadOption("--padding goes with --property padding");
+        if (!pads && !f.padding_axis.empty()) throw BadOption("--padding-axis goes with --property padding");
+        if (f.keep_positions && f.property && !rules_of(*f.property).positions_may_stay())
             throw BadOption("--keep-positions goes with equivariance, not --property " + std::string(property_name(*f.property)));
         if (f.profile && (f.property || f.keep_positions))
             throw BadOption("--profile runs every property: it takes neither --property nor --keep-positions");
@@ -177,7 +175,8 @@ void add_property_options(CLI::App& app, AuditFlags& f) {
 }
 
 Property audited_property(const Signature& s, const AuditFlags& f) {
-    if (f.property == Property::shift || f.property == Property::padding) return *f.property;
+    // A permuting property's name follows from the outputs (equivariance, invariance); the others are asked for.
+    if (f.property && !rules_of(*f.property).permutes()) return *f.property;
     return property_of(s);
 }
 
@@ -237,9 +236,9 @@ std::string replay_tail(const AuditFlags& f, const AuditResult& r, bool lengths)
     if (lengths && f.max_len_given()) s << " --max-len " << f.max_len;  // without it, the schedule's long cases too
     s << " --cases " << f.cases << " --seed " << f.seed;
     const std::optional<Property> p = f.property;
-    if (p == Property::shift || p == Property::padding) s << " --property " << property_name(*p);
+    if (p && !rules_of(*p).permutes()) s << " --property " << property_name(*p);
     if (f.keep_positions) s << " --keep-positions";
-    if (p == Property::padding) {
+    if (p && rules_of(*p).places_pads()) {
         s << " --padding " << pad_placement_name(f.padding);
         if (!f.padding_axis.empty()) s << " --padding-axis " << shell_word(f.padding_axis);
     }
@@ -298,7 +297,7 @@ void print_result(std::ostream& out, std::ostream& err, const std::string& progr
     }
     if (!r.detail.empty()) out << "  " << r.detail << "\n";
     if (r.counterexample) {
-        SignatureCounterexample shown = *r.counterexample;
+        Counterexample shown = *r.counterexample;
         shown.replay = replay;
         out << describe(shown, signature && !signature->one_tensor ? *signature : *r.signature,
                         finding_words(r.property, r.verdict, shown));

@@ -20,41 +20,37 @@ struct CheckRequest {
     std::string layer;
     Property property = Property::equivariance;
     bool property_given = false;  // otherwise: the first property that applies
+    std::string along;            // the row's axis, where the family has several rows of the property
     Arithmetic dtype = Arithmetic::float64;
     bool exact = false;
     int cases = 100, min_len = 1, max_len = 8, d = 4;
+    bool min_len_given = false, max_len_given = false;
     std::uint64_t seed = 1;
     std::string report_dir;
     std::string db_dir = ".permcheck";
     bool no_db = false;
 };
 
-std::string applicable_names(const LayerFamily& spec) {
-    std::string out;
-    for (const Expectation& e : spec.expectations) {
-        const std::string name = property_name(e.property);
-        if (out.find(name) == std::string::npos) out += (out.empty() ? "" : ", ") + name;
-    }
-    return out;
-}
-
 // Throws std::invalid_argument with a message a user can act on; each option's own range was checked as it
 // was parsed.
 CheckOptions options_of(const CheckRequest& q) {
     if (q.exact && q.dtype == Arithmetic::float32)
         throw std::invalid_argument("--exact contradicts --dtype float32; give one of them");
-    return CheckOptions{.arithmetic = q.exact ? Arithmetic::exact : q.dtype, .cases = q.cases, .seed = q.seed,
-                        .min_len = q.min_len, .max_len = q.max_len, .d = q.d};
+    CheckOptions o;
+    o.arithmetic = q.exact ? Arithmetic::exact : q.dtype;
+    o.cases = q.cases;
+    o.seed = q.seed;
+    o.d = q.d;
+    if (q.min_len_given) o.min_len = q.min_len;
+    if (q.max_len_given) o.max_len = q.max_len;
+    return o;
 }
 
-Property property_for(const LayerFamily& spec, const CheckRequest& q) {
-    const std::vector<Expectation>& applicable = spec.expectations;
-    if (!q.property_given) return applicable.front().property;
-    for (const Expectation& e : applicable)
-        if (e.property == q.property) return q.property;
-    throw std::invalid_argument("property '" + std::string(property_name(q.property)) + "' does not apply to layer '" + spec.name + "' (" +
-                                (spec.output == Output::pooled ? "pooled" : "sequence") +
-                                " output); properties that apply: " + applicable_names(spec));
+// The row the flags name: --property (the family's first row when not given) along --along.
+const Expectation& row_for(const Family& family, const CheckRequest& q) {
+    if (q.property_given || !q.along.empty())
+        return row_of(family, q.property_given ? q.property : family.expectations.front().property, q.along);
+    return family.expectations.front();
 }
 
 void write_report(const std::string& dir, const report::Record& r) {
@@ -63,7 +59,7 @@ void write_report(const std::string& dir, const report::Record& r) {
 }
 
 // The check under StopOnSignal, with a progress line on a terminal; says on stderr what an interruption stopped.
-CheckRun run_interruptibly(const LayerFamily& spec, Property property, CheckOptions opts, const FailureDb& db,
+CheckRun run_interruptibly(const Family& spec, const Expectation& row, CheckOptions opts, const FailureDb& db,
                            const CheckRequest& q) {
     std::ostringstream notes;
     CheckRun run;
@@ -72,7 +68,7 @@ CheckRun run_interruptibly(const LayerFamily& spec, Property property, CheckOpti
         ProgressLine line(progress_enabled());
         opts.stop_requested = &StopOnSignal::requested;
         opts.on_progress = [&line](const CheckProgress& p) { line.check(p); };
-        run = check_with_db(spec, property, opts, db, notes);
+        run = check_with_db(spec, row, opts, db, notes);
     }
     std::cerr << notes.str();
     const CheckResult& r = run.result;
@@ -102,23 +98,23 @@ void print_check(const CheckRun& run, const CheckOptions& opts) {
                   << "; the theory expects it to " << (r.expected_holds ? "hold" : "be violated")
                   << (r.as_expected() ? "" : "  <-- UNEXPECTED") << "\n";
     }
-    if (r.counterexample) std::cout << describe(*r.counterexample);
+    if (r.counterexample)
+        std::cout << describe(*r.counterexample, r.signature, finding_words(r.property, Verdict::violated, *r.counterexample, true));
 }
 
 // A layer that cannot run at these sizes (odd width for RoPE, more positions than a learned table holds).
-int could_not_run(const CheckRequest& q, const LayerFamily& spec, Property property, const CheckOptions& opts,
+int could_not_run(const CheckRequest& q, const Family& spec, const Expectation& row, const CheckOptions& opts,
                   const std::exception& e) {
-    std::cerr << "permcheck check: " << spec.name << " " << property_name(property) << " ("
+    std::cerr << "permcheck check: " << spec.name << " " << property_name(row.property) << " ("
               << arithmetic_name(opts.arithmetic) << ") could not run: " << e.what() << "\n";
     if (!q.report_dir.empty()) {
         report::Record rec;
         rec.verdict = Verdict::error;
         rec.layer = spec.name;
-        rec.property = property;
+        rec.property = row.property;
         rec.dtype = opts.arithmetic;
         rec.seed = opts.seed;
         rec.error = e.what();
-        rec.replay = replay_command(spec.name, property, opts);
         try {
             write_report(q.report_dir, rec);
         } catch (const std::exception& w) {
@@ -130,12 +126,12 @@ int could_not_run(const CheckRequest& q, const LayerFamily& spec, Property prope
 
 int run_check(const CheckRequest& q) {
     CheckOptions opts;
-    const LayerFamily* spec = nullptr;
-    Property property{};
+    const Family* spec = nullptr;
+    const Expectation* row = nullptr;
     try {
         opts = options_of(q);
         spec = &find_layer(q.layer);
-        property = property_for(*spec, q);
+        row = &row_for(*spec, q);
         // Before the check runs, not after: a report directory that cannot be made is bad input.
         if (!q.report_dir.empty()) report::prepare_directory(q.report_dir);
     } catch (const std::exception& e) {
@@ -144,7 +140,7 @@ int run_check(const CheckRequest& q) {
     }
     const FailureDb db{q.db_dir, !q.no_db};
     try {
-        const CheckRun run = run_interruptibly(*spec, property, opts, db, q);
+        const CheckRun run = run_interruptibly(*spec, *row, opts, db, q);
         const CheckResult& r = run.result;
         print_check(run, opts);
         if (!q.report_dir.empty()) {
@@ -161,7 +157,7 @@ int run_check(const CheckRequest& q) {
         if (r.interrupted) return exit_code(Verdict::interrupted);
         return r.holds ? 0 : 1;
     } catch (const std::exception& e) {
-        return could_not_run(q, *spec, property, opts, e);
+        return could_not_run(q, *spec, *row, opts, e);
     }
 }
 
@@ -173,22 +169,22 @@ void add_check(CLI::App& app, Outcome& outcome) {
     sub->add_option("layer", q->layer, "a reference layer (see `permcheck list`)")->required();
     std::vector<Choice<Property>> properties;
     for (Property p : {Property::equivariance, Property::invariance, Property::shift, Property::reversal,
-                       Property::causal_prefix})
+                       Property::causal_prefix, Property::padding})
         properties.push_back({property_name(p), p});
     add_choice(*sub, "--property", q->property, properties,
-               "equivariance | invariance | shift | reversal | causal-prefix (default: the first that applies)")
+               "equivariance | invariance | shift | reversal | causal-prefix | padding (default: the layer's first row)")
         ->default_str("");
+    sub->add_option("--along", q->along, "the axis of the row, for a layer with several rows of the property "
+                                         "(permcheck list names them)");
     add_choice(*sub, "--dtype", q->dtype,
                {{"float32", Arithmetic::float32}, {"float64", Arithmetic::float64}, {"exact", Arithmetic::exact}},
                "float32 | float64 | exact (GMP rationals, zero tolerance)");
     sub->add_flag("--exact", q->exact, "the same as --dtype exact");
     add_ranged(*sub, kCheckCases, q->cases, "random cases to try");
     add_seed(*sub, q->seed, "seed of the random search");
-    add_ranged(*sub, kCheckMinLen, q->min_len, "fewest positions of a case");
-    add_ranged(*sub, kCheckMaxLen, q->max_len, "most positions of a case (at most 256)")
-        ->check(not_below_min_len(q->min_len))
-        ->force_callback();  // checked against --min-len also when it is not given
-    add_ranged(*sub, kCheckD, q->d, "features per position (at most 256)");
+    add_ranged(*sub, kCheckMinLen, q->min_len, "fewest elements of every axis (default: the layer's own range)");
+    add_ranged(*sub, kCheckMaxLen, q->max_len, "most elements of every axis (at most 256; default: the layer's own range)");
+    add_ranged(*sub, kCheckD, q->d, "features per position of a layer of one sequence (at most 256)");
     sub->add_option("--report", q->report_dir, "write report.json, report.md and report.html into DIR");
     sub->add_option("--db", q->db_dir, "failure database directory")->capture_default_str();
     sub->add_flag("--no-db", q->no_db, "neither replay nor save counterexamples");
@@ -199,6 +195,12 @@ void add_check(CLI::App& app, Outcome& outcome) {
         "arguments compares with the theory.");
     sub->callback([q, sub, &outcome] {
         q->property_given = sub->count("--property") > 0;
+        q->min_len_given = sub->count("--min-len") > 0;
+        q->max_len_given = sub->count("--max-len") > 0;
+        // Either bound alone is checked against the layer's own range, with the axis named (check/check.h).
+        if (q->min_len_given && q->max_len_given && q->min_len > q->max_len)
+            throw BadOption("--min-len (" + std::to_string(q->min_len) + ") must not exceed --max-len (" +
+                            std::to_string(q->max_len) + ")");
         outcome.exit_code = run_check(*q);
     });
 }

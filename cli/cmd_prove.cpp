@@ -5,7 +5,6 @@
 #include "cli/options.h"
 
 #include "proofs/certificate.h"
-#include "proofs/signature_certificate.h"
 
 #include <algorithm>
 #include <chrono>
@@ -23,37 +22,27 @@ struct ProveOptions {
     bool smt = false;
     std::string emit_smt;
     double smt_timeout = SmtRequest{}.timeout_seconds;
-    CertificateOptions certificate;
+    int n = 8, d = 4, trials = 1;
+    std::uint64_t seed = 1;
     bool n_given = false;  // --n on the command line (else a layer over named inputs is proved at length 4)
 };
 
 // Exit codes as `permcheck check` has them: 0 certified to hold, 1 an exact witness, 3 not certified.
 int certificate_code(bool conclusive, bool holds) { return !conclusive ? 3 : holds ? 0 : 1; }
 
-// A certificate's account with its time, inserted before the verdict line when the account ends in one (a
-// one-tensor layer's), appended otherwise; a blank line after it with --all.
-template <class Certify>
-auto certify_and_print(const ProveOptions& o, ProgressLine& line, bool before_verdict, Certify&& certify) {
+// The certificate of a family, its account printed with its time (a blank line after it with --all). A layer over
+// named inputs (fixed widths) is certified with every axis at length min(--n, 8), since a certificate over several
+// axes evaluates a layer of every axis's length at once.
+Certificate certify_and_print(const Family& f, const ProveOptions& o, ProgressLine& line) {
+    const CertificateOptions co{.length = f.takes_width() ? o.n : std::min(o.n, 8), .d = o.d, .trials = o.trials,
+                                .seed = o.seed};
     const auto t0 = std::chrono::steady_clock::now();
-    const auto c = certify();
+    const Certificate c = certify(f, co);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     line.clear();
-    std::string text = describe(c);
-    char timing[64];
-    std::snprintf(timing, sizeof timing, "  time: %.3f s\n", seconds);
-    text.insert(before_verdict ? text.rfind('\n', text.size() - 2) + 1 : text.size(), timing);
-    std::fputs(text.c_str(), stdout);
-    if (o.all) std::fputs("\n", stdout);
+    std::printf("%s  time: %.3f s\n%s", describe(c).c_str(), seconds, o.all ? "\n" : "");
     std::fflush(stdout);
     return c;
-}
-
-// The certificate of a layer over named inputs: every axis at length min(--n, 8), since a certificate over
-// several axes evaluates a layer of every axis's length at once.
-SignatureCertificate certify_signature_and_print(const SignatureFamily& f, const ProveOptions& o, ProgressLine& line) {
-    const SignatureCertificateOptions so{.length = std::min(o.certificate.n, 8), .trials = o.certificate.trials,
-                                         .seed = o.certificate.seed, .target_log2 = o.certificate.target_log2};
-    return certify_and_print(o, line, false, [&] { return certify_signature(f, so); });
 }
 
 // Ctrl-C or SIGTERM stops `prove --all` between layers (with --smt, a Z3 query in flight is killed and its layer
@@ -71,22 +60,11 @@ int prove_certificates(const std::vector<std::string>& layers, const ProveOption
     for (int i = 0; i < total; ++i) {
         if (StopOnSignal::requested()) return interrupted(i, total);
         if (o.all) line.count("prove", i, total, "layers", layers[i]);
-        const auto certificate = [&] { return certify(find_layer(layers[i]), o.certificate); };
-        const Certificate c = certify_and_print(o, line, true, certificate);
+        const Certificate c = certify_and_print(find_layer(layers[i]), o, line);
         mismatches += !c.as_expected();
-        code = certificate_code(c.conclusive, c.holds);
+        code = certificate_code(c.conclusive(), c.holds());
     }
     if (!o.all) return code;
-    // --all: the rational layers over named inputs too (the others, with a mask or an edge_index, are checked by
-    // their rows of the verdict table).
-    int done = 0;
-    for (const SignatureFamily& f : signature_catalog()) {
-        if (!f.rational()) continue;
-        if (StopOnSignal::requested()) return interrupted(total, total);
-        line.count("prove", done++, static_cast<int>(signature_catalog().size()), "layers over named inputs", f.name);
-        line.clear();
-        mismatches += !certify_signature_and_print(f, o, line).as_expected();
-    }
     std::printf("%s\n", mismatches == 0 ? "every layer certified as the verdict matrix expects"
                                         : "some layers were NOT certified as the verdict matrix expects");
     return mismatches == 0 ? 0 : 1;
@@ -102,8 +80,8 @@ int prove_with_smt(const std::vector<std::string>& layers, const ProveOptions& o
         if (next.empty() || !o.all) return line.clear();
         line.count("prove --smt", finished, total, "layers", next);
     };
-    const int n = named_inputs && !o.n_given ? std::min(o.certificate.n, 4) : o.certificate.n;
-    const SmtRequest request{.layers = layers, .n = n, .d = o.certificate.d, .emit_dir = o.emit_smt,
+    const int n = named_inputs && !o.n_given ? std::min(o.n, 4) : o.n;
+    const SmtRequest request{.layers = layers, .n = n, .d = o.d, .emit_dir = o.emit_smt,
                              .timeout_seconds = o.smt_timeout, .all = o.all,
                              .stop_requested = &StopOnSignal::requested, .on_layer = on_layer};
     const int code = prove_smt(request, std::cout);
@@ -119,21 +97,19 @@ int prove(const ProveOptions& o) {
         return 2;
     }
     const bool smt = o.smt || !o.emit_smt.empty();
-    const auto named = [&o](const SignatureFamily& f) { return f.name == o.layer; };
-    const bool named_inputs = !o.all && std::ranges::any_of(signature_catalog(), named);
+    const bool named_inputs = !o.all && !find_layer(o.layer).takes_width();  // find_layer throws, listing the names
     std::optional<StopOnSignal> stop;  // --all only: a single layer's proof stops at once on Ctrl-C, as before
     if (o.all) stop.emplace();
     ProgressLine line(o.all && progress_enabled());
-    if (named_inputs && !smt) {
-        const SignatureCertificate c = certify_signature_and_print(find_signature_layer(o.layer), o, line);
-        const auto all = [&c](bool AxisCertificate::*field) { return std::ranges::all_of(c.axes, field); };
-        return certificate_code(all(&AxisCertificate::conclusive), all(&AxisCertificate::holds));
-    }
     std::vector<std::string> layers;
-    if (o.all)
-        for (const LayerFamily& s : catalog()) layers.push_back(s.name);
-    else
-        layers.push_back(named_inputs ? o.layer : find_layer(o.layer).name);  // find_layer throws, listing the names
+    if (o.all) {
+        // The rational layers (the others, with an edge list or over token ids, are checked by their rows of the
+        // verdict table).
+        for (const Family& f : catalog())
+            if (f.rational()) layers.push_back(f.name);
+    } else {
+        layers.push_back(o.layer);
+    }
     return smt ? prove_with_smt(layers, o, named_inputs, line) : prove_certificates(layers, o, line);
 }
 
@@ -142,15 +118,14 @@ int prove(const ProveOptions& o) {
 void add_prove(CLI::App& app, Outcome& outcome) {
     auto o = std::make_shared<ProveOptions>();
     CLI::App* cmd = app.add_subcommand(
-        "prove", "certify equivariance/invariance for every permutation, input and weight setting at (n, d), "
-                 "or give an exact witness that it fails");
+        "prove", "certify equivariance/invariance along every axis for every permutation, input and weight setting "
+                 "at one length per axis, or give an exact witness that it fails");
     cmd->add_option("layer", o->layer, "a reference layer (see `permcheck list`)");
     cmd->add_flag("--all", o->all, "every reference layer");
-    add_ranged(*cmd, kProveN, o->certificate.n, "positions");
-    add_ranged(*cmd, kProveD, o->certificate.d, "features per position");
-    add_ranged(*cmd, kProveTrials, o->certificate.trials,
-               "k, independent random points; |S| is chosen so that (D'/|S|)^k <= 2^-64");
-    add_seed(*cmd, o->certificate.seed, "seed of the random points and of the witness search");
+    add_ranged(*cmd, kProveN, o->n, "the length of every axis (a layer over named inputs: at most 8)");
+    add_ranged(*cmd, kProveD, o->d, "features per position of a layer of one sequence");
+    add_ranged(*cmd, kProveTrials, o->trials, "k, independent random points; |S| is chosen so that (D'/|S|)^k <= 2^-64");
+    add_seed(*cmd, o->seed, "seed of the random points and of the witness search");
     cmd->add_flag("--smt", o->smt, "prove with Z3 instead: all real inputs and weights, uninterpreted exp/sqrt/tanh");
     add_ranged(*cmd, kSmtTimeout, o->smt_timeout,
                "with --smt: seconds Z3 may spend on one query before it counts as unknown");

@@ -8,6 +8,7 @@
 #include "report/report.h"
 
 #include "check/signature_audit.h"
+#include "properties/property.h"
 
 #include <cmath>
 #include <iostream>
@@ -53,7 +54,7 @@ double saved_amplification(const ReplayRequest& q, const report::Record& r) {
 // A signature audit's saved case sent through the program again, judged with the report's dtype and
 // amplification; exit 1 still fails, 0 now holds. Throws when the program cannot answer.
 int evaluate_signature(const ReplayRequest& q, const report::Record& r, double amplification) {
-    const SignatureCounterexample& saved = *r.signature_counterexample;
+    const Counterexample& saved = *r.counterexample;
     AuditOptions o;
     o.dtype = r.dtype;
     o.amplification = amplification;
@@ -61,7 +62,8 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, double a
                                    .socket_path = q.socket,
                                    .timeout_seconds = q.timeout,
                                    .startup_timeout_seconds = q.startup_timeout};
-    if (r.property == Property::shift || r.property == Property::padding) o.property = r.property;
+    const PropertyRules& rules = rules_of(r.property);
+    if (!rules.permutes()) o.property = r.property;
     if (saved.pads) o.padding_axis = saved.pads->axis;
     for (const char* key : {"audit", "audit_torch"})  // the profile's order-aware row: positions stayed in place
         if (r.details.contains(key) && r.details[key].value("keep_positions", false)) o.positions_stay = true;
@@ -72,10 +74,7 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, double a
     const AuditResult now = reevaluate(adapters::exec_named_black_box(eo, *r.signature), *r.signature, saved, twice, o);
     const bool holds = now.verdict == Verdict::holds;
     std::cout << (holds ? "now holds: " : "still fails: ")
-              << (twice                               ? "two answers to the saved inputs"
-                  : r.property == Property::shift   ? "L(x_c) against L(x)"
-                  : r.property == Property::padding ? "L(pad x) at the real positions against L(x)"
-                                                    : "L(P x) against P L(x) (L(x) for the axes an output lacks)")
+              << (twice ? std::string("two answers to the saved inputs") : rules.compared_text())
               << " of the saved case (" << format_lengths(saved.lengths) << "; permutations "
               << format_permutations(saved.perms) << "; " << arithmetic_name(r.dtype) << ") through "
               << q.through() << "\n";
@@ -124,33 +123,45 @@ int replay_signature(const ReplayRequest& q, const report::Record& r) {
 
 // A reference layer's saved case, and the check it came from.
 struct SavedCheck {
-    const LayerFamily* spec = nullptr;
-    Property property{};
+    const Family* family = nullptr;
+    const Expectation* row = nullptr;
     CheckOptions opts;
 };
 
-// The check's options only rebuild its replay line; the saved case itself is what is evaluated. Throws
-// std::invalid_argument naming the field that is out of range.
-void read_check_options(const std::string& file, const report::Record& r, CheckOptions& opts) {
+// The check's options, from the report's details.check where it has them; the saved case itself is what is evaluated.
+// Throws std::invalid_argument naming the field that is out of range.
+void read_check_options(const std::string& file, const report::Record& r, const Family& family, CheckOptions& opts) {
     const nlohmann::json check = r.details.is_object() && r.details.contains("check") ? r.details["check"]
                                                                                       : nlohmann::json::object();
     if (!check.is_object())
         throw std::invalid_argument(file + ": details.check is " + check.type_name() + ", not an object");
-    const auto option = [&](const char* key, int fallback, int least) {
+    const auto option = [&](const char* key, int least) -> std::optional<int> {
         const auto it = check.find(key);
-        if (it == check.end()) return fallback;
+        if (it == check.end()) return std::nullopt;
         if (!it->is_number_integer() || *it < least || *it > std::numeric_limits<int>::max())
             throw std::invalid_argument(file + ": details.check." + key + " must be an integer >= " +
                                         std::to_string(least) + ", got " + it->dump().substr(0, 40));
         return it->get<int>();
     };
-    opts.cases = option("cases", opts.cases, 1);
-    opts.min_len = option("min_len", opts.min_len, 1);
-    opts.max_len = option("max_len", opts.max_len, opts.min_len);
-    opts.d = option("d", static_cast<int>(r.counterexample->d()), 1);
-    if (opts.d != r.counterexample->d())
-        throw std::invalid_argument(file + ": details.check.d is " + std::to_string(opts.d) +
-                                    " but the saved input has " + std::to_string(r.counterexample->d()) + " features");
+    opts.cases = option("cases", 1).value_or(opts.cases);
+    opts.min_len = option("min_len", 1);
+    opts.max_len = option("max_len", 1);
+    const auto x = r.counterexample->inputs.find("x");  // a layer of one sequence: its width is the saved input's
+    const int saved_width = family.takes_width() && x != r.counterexample->inputs.end() && x->second.shape.size() == 2
+                                ? x->second.shape[1] : opts.d;
+    opts.d = option("d", 1).value_or(saved_width);
+    if (opts.d != saved_width)
+        throw std::invalid_argument(file + ": details.check.d is " + std::to_string(opts.d) + " but the saved input has " +
+                                    std::to_string(saved_width) + " features");
+}
+
+// The row a report's counterexample belongs to: its property along details.check.axis, else along the axis at fault.
+const Expectation& saved_row(const report::Record& r, const Family& family) {
+    std::string axis = r.counterexample->axis_at_fault;
+    if (r.details.is_object() && r.details.contains("check") && r.details["check"].is_object() &&
+        r.details["check"].contains("axis") && r.details["check"]["axis"].is_string())
+        axis = r.details["check"]["axis"].get<std::string>();
+    return row_of(family, r.property, axis);
 }
 
 // Throws std::invalid_argument when the report's layer is not a reference layer here, or its check is malformed.
@@ -160,33 +171,34 @@ SavedCheck saved_check(const ReplayRequest& q, const report::Record& r) {
                                     " holds one of the reference layer '" + r.layer + "'");
     SavedCheck c;
     try {
-        c.spec = &find_layer(r.layer);
+        c.family = &find_layer(r.layer);
     } catch (const std::invalid_argument&) {
         throw std::invalid_argument("'" + r.layer + "' in " + q.file +
                                     " is not a reference layer, so this report cannot be replayed here" +
                                     (r.replay.empty() ? "" : "; its own replay line: " + r.replay));
     }
-    c.property = r.property;
+    c.row = &saved_row(r, *c.family);
     c.opts.arithmetic = r.dtype;
     c.opts.seed = r.seed;
-    read_check_options(q.file, r, c.opts);
+    read_check_options(q.file, r, *c.family, c.opts);
+    require_case_fits(signature_of(*c.family, c.opts), *r.counterexample);
     return c;
 }
 
 int evaluate_saved(const report::Record& r, const SavedCheck& c) {
     const Counterexample& saved = *r.counterexample;
-    const Counterexample now = counterexample_at(*c.spec, c.property, case_of(saved), c.opts, saved.case_index,
-                                                 saved.shrink_steps);
-    if (now.comparison.holds) {
-        std::cout << "now holds: " << r.layer << " " << property_name(r.property) << " (" << arithmetic_name(r.dtype) << ") on the saved case (n = "
-                  << saved.n() << ", d = " << saved.d() << "); largest difference " << now.comparison.max_abs_diff
-                  << " within tolerance " << now.comparison.tolerance << " (saved: " << saved.comparison.max_abs_diff
-                  << ")\n";
+    const Counterexample now = counterexample_at(*c.family, *c.row, saved, c.opts, saved.case_index, saved.shrink_steps);
+    const auto broke = std::find_if(now.outputs.begin(), now.outputs.end(), [](const OutputComparison& o) { return !o.holds; });
+    const double was = saved.outputs.empty() ? 0.0 : saved.outputs.front().max_abs_diff;
+    if (broke == now.outputs.end()) {
+        std::cout << "now holds: " << r.layer << " " << property_name(r.property) << " (" << arithmetic_name(r.dtype)
+                  << ") on the saved case (" << format_lengths(saved.lengths) << "); largest difference "
+                  << (now.outputs.empty() ? 0.0 : now.outputs.front().max_abs_diff) << " within tolerance "
+                  << (now.outputs.empty() ? 0.0 : now.outputs.front().tolerance) << " (saved: " << was << ")\n";
         return 0;
     }
-    std::cout << "still fails: largest difference " << now.comparison.max_abs_diff << " (saved: "
-              << saved.comparison.max_abs_diff << ")\n"
-              << describe(now);
+    std::cout << "still fails: largest difference " << broke->max_abs_diff << " (saved: " << was << ")\n"
+              << describe(now, signature_of(*c.family, c.opts), finding_words(r.property, Verdict::violated, now, true));
     return 1;
 }
 
@@ -195,10 +207,10 @@ int replay(const ReplayRequest& q) {
     SavedCheck c;
     try {
         r = report::read(q.file);
-        if (r.signature_counterexample && r.signature) return replay_signature(q, r);
-        if (!r.counterexample)
+        if (!r.counterexample || !r.signature)
             throw std::invalid_argument(q.file + " holds no counterexample (verdict " + verdict_name(r.verdict) +
                                         "); to run its check again: " + (r.replay.empty() ? "?" : r.replay));
+        if (r.weights == 0) return replay_signature(q, r);  // an audit's: through the program the user names
         c = saved_check(q, r);
     } catch (const std::exception& e) {
         std::cerr << "permcheck replay: " << e.what() << "\n";

@@ -3,9 +3,10 @@
 #include "cli/interrupt.h"
 #include "cli/options.h"
 
-#include "check/engine.h"
-#include "check/signature_check.h"
+#include "check/check.h"
 #include "report/report.h"
+
+#include "properties/property.h"
 
 #include <chrono>
 #include <cstdio>
@@ -20,30 +21,36 @@ struct Row {
     double seconds;
 };
 
-Row timed_check(const LayerFamily& spec, Property property, const CheckOptions& opts) {
-    const auto t0 = std::chrono::steady_clock::now();
-    CheckResult r = check(spec, property, opts);
-    return {std::move(r), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
+// "equivariance", or "invariance(m)" for a layer of several axes: the row as the table and its reports name it.
+std::string row_name(const Family& f, const Expectation& e) {
+    return std::string(property_name(e.property)) + (f.axes.size() > 1 ? "(" + e.axis + ")" : "");
 }
 
-// "n=2 (0 1), 5 shrinks" for a failure; empty when the property held.
+// "n=2 (0 1), 5 shrinks" for a failure: the length of the row's axis and what the property did there; empty when
+// the property held.
 std::string smallest(const CheckResult& r) {
     if (!r.counterexample) return "";
     const Counterexample& c = *r.counterexample;
-    const std::string what = r.property == Property::shift ? "shift " + std::to_string(c.shift) : c.perm.cycles();
-    return "n=" + std::to_string(c.n()) + " " + what + ", " + std::to_string(c.shrink_steps) + " shrinks";
+    const PropertyRules& rules = rules_of(r.property);
+    const auto perm = c.perms.find(r.axis);
+    const std::string what = rules.permutes() && perm != c.perms.end() ? perm->second.cycles() : rules.case_text(c);
+    const auto len = c.lengths.find(r.axis);
+    return r.axis + "=" + std::to_string(len == c.lengths.end() ? 0 : len->second) + " " + what + ", " +
+           std::to_string(c.shrink_steps) + " shrinks";
 }
 
 // --report DIR: one report directory per row that found a counterexample (expected or not), named
-// <layer>.<property>.<dtype>, and DIR/summary.json listing every row (schema permcheck.table/1).
-void report_row(const std::string& dir, const Row& row, const CheckOptions& o, nlohmann::json& summary) {
+// <layer>.<row>.<dtype>, and DIR/summary.json listing every row (schema permcheck.table/1).
+void report_row(const std::string& dir, const Family& f, const Expectation& e, const Row& row, const CheckOptions& o,
+                nlohmann::json& summary) {
     const CheckResult& r = row.result;
-    nlohmann::json entry = {{"layer", r.layer}, {"property", property_name(r.property)}, {"dtype", arithmetic_name(r.dtype)},
-                            {"expected", r.expected_holds ? "holds" : "violated"},
+    nlohmann::json entry = {{"layer", r.layer}, {"property", property_name(r.property)}, {"axis", r.axis},
+                            {"dtype", arithmetic_name(r.dtype)}, {"expected", r.expected_holds ? "holds" : "violated"},
                             {"verdict", r.holds ? "holds" : "violated"}, {"as_expected", r.as_expected()},
                             {"cases", r.cases_run}, {"seconds", row.seconds}, {"report", nullptr}};
     if (r.counterexample) {
-        const std::string name = r.layer + "." + property_name(r.property) + "." + arithmetic_name(r.dtype);
+        const std::string name = r.layer + "." + property_name(e.property) + (f.axes.size() > 1 ? "-" + e.axis : "") +
+                                 "." + arithmetic_name(r.dtype);
         report::write(std::filesystem::path(dir) / name, report::record_of(r, o));
         entry["report"] = name;
     }
@@ -65,71 +72,10 @@ int interrupted(const std::string& report_dir, nlohmann::json& summary, const Ro
     return exit_code(Verdict::interrupted);
 }
 
-// "m=2 (0 1), 5 shrinks" for a failure of a signature row: the length and permutation of the axis at fault; for
-// shift "n=1 c=1", for padding "n=1 +1 pad at slot 0".
-std::string smallest(const SignatureCheckResult& r) {
-    if (!r.counterexample) return "";
-    const SignatureCounterexample& c = *r.counterexample;
-    std::string what = r.axis + "=" + std::to_string(c.lengths.at(r.axis)) + " ";
-    if (r.property == Property::shift) what += "c=" + std::to_string(c.shift);
-    else if (r.property == Property::padding && c.pads) {
-        what += "+" + std::to_string(c.pads->slots.size()) + (c.pads->slots.size() == 1 ? " pad at slot" : " pads at slots");
-        for (std::size_t k = 0; k < c.pads->slots.size(); ++k) what += (k ? ", " : " ") + std::to_string(c.pads->slots[k]);
-    } else what += c.perms.at(r.axis).cycles();
-    return what + ", " + std::to_string(c.shrink_steps) + " shrinks";
-}
-
-// --report DIR for a row of a layer over named inputs that found a counterexample: its report directory, named
-// <layer>.<property>-<axis>.<dtype>, with the signature and the counterexample by name (as a signature audit's).
-nlohmann::json signature_report(const std::string& dir, const SignatureFamily& f, const SignatureCheckResult& r,
-                                const CheckOptions& o) {
-    if (dir.empty() || !r.counterexample) return nullptr;
-    report::Record rec;
-    rec.verdict = Verdict::violated;
-    rec.layer = r.layer;
-    rec.property = r.property;
-    rec.dtype = r.dtype;
-    rec.cases = r.cases_run;
-    rec.seed = o.seed;
-    rec.replay = "permcheck --cases " + std::to_string(o.cases) + " --seed " + std::to_string(o.seed);
-    rec.signature = signature_of(f);
-    rec.signature_counterexample = r.counterexample;
-    rec.signature_counterexample->replay = rec.replay;
-    const std::string name = r.layer + "." + property_name(r.property) + "-" + r.axis + "." + arithmetic_name(r.dtype);
-    report::write(std::filesystem::path(dir) / name, rec);
-    return name;
-}
-
-// The rows of the layers over several named inputs: one per axis and arithmetic. Returns the mismatches, or -1
-// when a stop request ended a row.
-int signature_rows(const CheckOptions& base, const std::string& report_dir, nlohmann::json& summary, int& rows) {
-    int mismatches = 0;
-    for (const SignatureFamily& f : signature_catalog())
-        for (const AxisExpectation& e : f.expectations)
-            for (Arithmetic a : {Arithmetic::float64, Arithmetic::exact}) {
-                SignatureCheckOptions o{base.cases, base.seed, a, 400, base.stop_requested};
-                if (progress_enabled())
-                    std::fprintf(stderr, "\r\033[Kchecking %s along %s (%s)...", f.name.c_str(), e.axis.c_str(),
-                                 arithmetic_name(a));
-                const auto t0 = std::chrono::steady_clock::now();
-                const SignatureCheckResult r = check_signature(f, e, o);
-                const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-                if (r.interrupted) return -1;
-                if (progress_enabled()) std::fprintf(stderr, "\r\033[K");
-                const std::string property = std::string(property_name(r.property)) + "(" + e.axis + ")";
-                summary["rows"].push_back({{"layer", r.layer}, {"property", property_name(r.property)}, {"axis", e.axis},
-                                           {"dtype", arithmetic_name(a)}, {"expected", r.expected_holds ? "holds" : "violated"},
-                                           {"verdict", r.holds ? "holds" : "violated"}, {"as_expected", r.as_expected()},
-                                           {"cases", r.cases_run}, {"seconds", seconds},
-                                           {"report", signature_report(report_dir, f, r, base)}});
-                mismatches += !r.as_expected();
-                ++rows;
-                std::printf("%-34s %-20s %-9s %-9s %-8s %6d %7.2fs  %s%s\n", r.layer.c_str(), property.c_str(),
-                            r.expected_holds ? "holds" : "fails", r.holds ? "holds" : "fails", arithmetic_name(a),
-                            r.cases_run, seconds, smallest(r).c_str(), r.as_expected() ? "" : "   <-- UNEXPECTED");
-                std::fflush(stdout);
-            }
-    return mismatches;
+Row timed_check(const Family& f, const Expectation& e, const CheckOptions& o) {
+    const auto t0 = std::chrono::steady_clock::now();
+    CheckResult r = check(f, e, o);
+    return {std::move(r), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
 }
 
 int verdict_table(CheckOptions base, const std::string& report_dir) {
@@ -140,36 +86,27 @@ int verdict_table(CheckOptions base, const std::string& report_dir) {
     std::printf("%-34s %-20s %-9s %-9s %-8s %6s %8s  %s\n", "layer", "property", "expected", "verdict", "method",
                 "cases", "time", "smallest counterexample");
     int mismatches = 0, rows = 0;
-    for (const LayerFamily& spec : catalog()) {
-        for (const Expectation& e : spec.expectations) {
+    for (const Family& f : catalog())
+        for (const Expectation& e : f.expectations)
             for (Arithmetic a : {Arithmetic::float64, Arithmetic::exact}) {
                 CheckOptions o = base;
                 o.arithmetic = a;
                 if (progress)
-                    std::fprintf(stderr, "\r\033[Kchecking %s %s (%s)...", spec.name.c_str(), property_name(e.property),
+                    std::fprintf(stderr, "\r\033[Kchecking %s %s (%s)...", f.name.c_str(), row_name(f, e).c_str(),
                                  arithmetic_name(a));
-                const Row row = timed_check(spec, e.property, o);
+                const Row row = timed_check(f, e, o);
                 if (row.result.interrupted) return interrupted(report_dir, summary, row, rows);
                 const bool ok = row.result.as_expected();
-                if (!report_dir.empty()) report_row(report_dir, row, o, summary);
+                if (!report_dir.empty()) report_row(report_dir, f, e, row, o, summary);
                 mismatches += !ok;
                 ++rows;
                 if (progress) std::fprintf(stderr, "\r\033[K");
-                std::printf("%-34s %-20s %-9s %-9s %-8s %6d %7.2fs  %s%s\n", spec.name.c_str(),
-                            property_name(e.property), e.holds ? "holds" : "fails",
-                            row.result.holds ? "holds" : "fails", arithmetic_name(a), row.result.cases_run,
-                            row.seconds, smallest(row.result).c_str(), ok ? "" : "   <-- UNEXPECTED");
+                std::printf("%-34s %-20s %-9s %-9s %-8s %6d %7.2fs  %s%s\n", f.name.c_str(), row_name(f, e).c_str(),
+                            e.holds ? "holds" : "fails", row.result.holds ? "holds" : "fails", arithmetic_name(a),
+                            row.result.cases_run, row.seconds, smallest(row.result).c_str(),
+                            ok ? "" : "   <-- UNEXPECTED");
                 std::fflush(stdout);
             }
-        }
-    }
-    const int signature_mismatches = signature_rows(base, report_dir, summary, rows);
-    if (signature_mismatches < 0) {
-        Row row;
-        row.result.layer = "a layer over named inputs";
-        return interrupted(report_dir, summary, row, rows);
-    }
-    mismatches += signature_mismatches;
     if (!report_dir.empty()) {
         summary["as_expected"] = mismatches == 0;
         report::write_atomically(std::filesystem::path(report_dir) / "summary.json", summary.dump(2) + "\n");

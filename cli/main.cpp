@@ -1,6 +1,6 @@
 // The permcheck command: with no arguments, the verdict table of every reference layer.
 #include "cli/commands.h"
-#include "check/engine.h"
+#include "check/check.h"
 #include "cli/interrupt.h"
 #include "adapters/exec_adapter.h"
 

@@ -1,5 +1,7 @@
 #include "cli/profile.h"
 
+#include "properties/property.h"
+
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -18,9 +20,7 @@ std::string meaning(const ProfileRow& row, Verdict v) {
     if (v == Verdict::error || v == Verdict::interrupted || v == Verdict::undecided) return "";
     const bool holds = v == Verdict::holds;
     if (row.keep_positions) return holds ? "a bag of tokens: order reaches it by no route" : "order-aware";
-    if (row.property == Property::shift) return holds ? "relative" : "not relative (absolute positions)";
-    if (row.property == Property::padding) return holds ? "padding invisible" : "padding leaks";
-    return holds ? "order only through the data" : "order by another route";
+    return rules_of(row.property.value_or(Property::equivariance)).verdict_meaning(holds);  // none: equivariance
 }
 
 }  // namespace

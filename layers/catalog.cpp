@@ -21,14 +21,14 @@ struct Theory {
 };
 
 std::vector<Expectation> expectations_of(Output output, const Theory& t) {
-    if (output == Output::pooled) return {{Property::invariance, t.symmetric}};
-    std::vector<Expectation> e{{Property::equivariance, t.symmetric}};
+    if (output == Output::pooled) return {{Property::invariance, "n", t.symmetric}};
+    std::vector<Expectation> e{{Property::equivariance, "n", t.symmetric}};
     if (t.relative) {
-        e.push_back({Property::shift, true});
-        e.push_back({Property::reversal, t.reversal_symmetric});
+        e.push_back({Property::shift, "n", true});
+        e.push_back({Property::reversal, "n", t.reversal_symmetric});
     }
-    if (t.absolute) e.push_back({Property::shift, false});
-    if (t.causal) e.push_back({Property::causal_prefix, true});
+    if (t.absolute) e.push_back({Property::shift, "n", false});
+    if (t.causal) e.push_back({Property::causal_prefix, "n", true});
     return e;
 }
 
@@ -36,9 +36,9 @@ std::vector<Expectation> expectations_of(Output output, const Theory& t) {
 constexpr double kLayerNormGrowth = 256.0;
 
 template <class Make>
-LayerFamily family(std::string name, std::string description, Output output, const Theory& theory, Make make,
-                   double amplification = 1.0) {
-    LayerFamily f = make_family(std::move(name), output, std::move(make), expectations_of(output, theory), amplification);
+Family family(std::string name, std::string description, Output output, const Theory& theory, Make make,
+              double amplification = 1.0) {
+    Family f = make_family(std::move(name), output, std::move(make), expectations_of(output, theory), amplification);
     f.description = std::move(description);
     return f;
 }
@@ -51,7 +51,9 @@ struct AttentionDesign {
     Signal signal = Signal::none;
 };
 
-template <class S> LayerFn<S> attention_with(const AttentionDesign& design, Eigen::Index d, Draw<S>& draw, long offset) {
+template <class S> using SequenceFn = std::function<Mat<S>(const Mat<S>&)>;
+
+template <class S> SequenceFn<S> attention_with(const AttentionDesign& design, Eigen::Index d, Draw<S>& draw, long offset) {
     Attention<S> a = Attention<S>::random({d, design.heads, design.causal}, draw);
     if (design.signal == Signal::rope) a.rope = Rope<S>{offset};
     if (design.signal == Signal::alibi) a.bias = ScoreBias<S>::alibi();
@@ -66,28 +68,32 @@ template <class S> LayerFn<S> attention_with(const AttentionDesign& design, Eige
     return [a = std::move(a)](const Mat<S>& x) { return a(x); };
 }
 
-LayerFamily attention(std::string name, std::string description, AttentionDesign design, const Theory& theory) {
-    return family(std::move(name), std::move(description), Output::sequence, theory,
-                  [design]<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw, long offset) {
-                      return attention_with<S>(design, d, draw, offset);
-                  });
+// The builder of an attention family's layer, for every scalar.
+auto attention_make(AttentionDesign design) {
+    return [design]<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw, long offset) {
+        return attention_with<S>(design, d, draw, offset);
+    };
 }
 
-// `inner`, then pooled over positions, built by inner's own factories from the same draws: the pooled family is
-// the composition by construction, and says so for the certificate.
-LayerFamily pooled(std::string name, std::string description, const LayerFamily& inner, Pool how, bool symmetric) {
-    const auto shared = std::make_shared<const LayerFamily>(inner);
-    LayerFamily f = family(std::move(name), std::move(description), Output::pooled, {.symmetric = symmetric},
-                           [shared, how]<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw, long offset) {
-                               return [layer = shared->factory<S>()(d, draw, offset), how](const Mat<S>& x) {
-                                   return pool(layer(x), how);
-                               };
-                           });
-    f.composition = Composition{shared, how};
+Family attention(std::string name, std::string description, AttentionDesign design, const Theory& theory) {
+    return family(std::move(name), std::move(description), Output::sequence, theory, attention_make(design));
+}
+
+// `inner` (built by `inner_make`), then pooled over positions, from the same draws: the pooled family is the
+// composition by construction, and says so for the certificate.
+template <class Make>
+Family pooled(std::string name, std::string description, const Family& inner, Make inner_make, Pool how, bool symmetric) {
+    Family f = family(std::move(name), std::move(description), Output::pooled, {.symmetric = symmetric},
+                      [inner_make, how]<class S>(std::type_identity<S> scalar, Eigen::Index d, Draw<S>& draw, long offset) {
+                          return [layer = inner_make(scalar, d, draw, offset), how](const Mat<S>& x) {
+                              return pool(Mat<S>(layer(x)), how);
+                          };
+                      });
+    f.composition = Composition{std::make_shared<const Family>(inner), how};
     return f;
 }
 
-void add_per_position(std::vector<LayerFamily>& c) {
+void add_per_position(std::vector<Family>& c) {
     c.push_back(family("linear", "x W + b, the same map at every position", Output::sequence, {},
                        []<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw, long) {
                            return Linear<S>::random(d, d, draw);
@@ -103,7 +109,7 @@ void add_per_position(std::vector<LayerFamily>& c) {
                        kLayerNormGrowth));
 }
 
-void add_attention(std::vector<LayerFamily>& c, const LayerFamily& attn, const LayerFamily& sinusoidal) {
+void add_attention(std::vector<Family>& c, const Family& attn, const Family& sinusoidal) {
     c.push_back(attn);
     c.push_back(attention("mha", "two-head self-attention", {.heads = 2}, {}));
     c.push_back(attention("causal-attention", "self-attention with a causal mask, no position signal",
@@ -125,18 +131,19 @@ void add_attention(std::vector<LayerFamily>& c, const LayerFamily& attn, const L
                           {.signal = Signal::t5}, relative));
 }
 
-void add_recurrent_and_pooled(std::vector<LayerFamily>& c, const LayerFamily& attn, const LayerFamily& sinusoidal) {
+void add_recurrent_and_pooled(std::vector<Family>& c, const Family& attn, const Family& sinusoidal) {
     c.push_back(family("rnn", "Elman RNN (tanh), every step's state", Output::sequence, {.symmetric = false},
                        []<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw, long) {
                            return ElmanRnn<S>::random(d, d, draw);
                        }));
-    c.push_back(pooled("attention-sum-pool", "attention, then sum over positions", attn, Pool::sum, true));
-    c.push_back(pooled("attention-mean-pool", "attention, then mean over positions", attn, Pool::mean, true));
-    c.push_back(pooled("attention-max-pool", "attention, then max over positions", attn, Pool::max, true));
-    c.push_back(pooled("attention-first-readout", "attention, then the first position's row", attn, Pool::first, false));
-    c.push_back(pooled("attention-last-readout", "attention, then the last position's row", attn, Pool::last, false));
+    const auto a = attention_make({});
+    c.push_back(pooled("attention-sum-pool", "attention, then sum over positions", attn, a, Pool::sum, true));
+    c.push_back(pooled("attention-mean-pool", "attention, then mean over positions", attn, a, Pool::mean, true));
+    c.push_back(pooled("attention-max-pool", "attention, then max over positions", attn, a, Pool::max, true));
+    c.push_back(pooled("attention-first-readout", "attention, then the first position's row", attn, a, Pool::first, false));
+    c.push_back(pooled("attention-last-readout", "attention, then the last position's row", attn, a, Pool::last, false));
     c.push_back(pooled("attention+sinusoidal-mean-pool", "sinusoidal signal, attention, mean pooling", sinusoidal,
-                       Pool::mean, false));
+                       attention_make({.signal = Signal::sinusoidal}), Pool::mean, false));
     c.push_back(family("deepsets", "DeepSets: rho(sum_i phi(x_i))", Output::pooled, {},
                        []<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw, long) {
                            return DeepSets<S>::random(d, 2 * d, d, draw);
@@ -147,49 +154,29 @@ void add_recurrent_and_pooled(std::vector<LayerFamily>& c, const LayerFamily& at
                        }));
 }
 
-std::vector<LayerFamily> make_catalog() {
+void add_sequence_layers(std::vector<Family>& c) {
     // The inner layers of the pooled ones, which are rows of their own too.
-    const LayerFamily attn = attention("attention", "single-head scaled dot-product self-attention", {}, {});
-    const LayerFamily sinusoidal = attention("attention+sinusoidal", "sinusoidal position signal added, then attention",
-                                             {.signal = Signal::sinusoidal}, {.symmetric = false, .absolute = true});
-    std::vector<LayerFamily> c;
+    const Family attn = attention("attention", "single-head scaled dot-product self-attention", {}, {});
+    const Family sinusoidal = attention("attention+sinusoidal", "sinusoidal position signal added, then attention",
+                                        {.signal = Signal::sinusoidal}, {.symmetric = false, .absolute = true});
     add_per_position(c);
     add_attention(c, attn, sinusoidal);
     add_recurrent_and_pooled(c, attn, sinusoidal);
-    return c;
 }
 
 // ------------------------------------------------------------------------------ layers over named inputs
 
-// The texts of a signature's flags and the theory along each axis.
-struct SignatureText {
-    std::vector<std::string> axes, inputs, outputs;
-    std::vector<AxisExpectation> expectations;
-};
-
-template <class S, class Make> SignatureFactory<S> signature_factory(const Make& make) {
-    return [make](Draw<S>& draw) { return SignatureLayerFn<S>(make(std::type_identity<S>{}, draw)); };
-}
-
-// make(std::type_identity<S>{}, draw) -> a layer over named tensors of S, for double and Rational; families that
-// are rational functions of their real inputs for every value of their masks (no edge_index, no max) also for the rational stand-in, the degree scalar (certificates) and the
-// symbolic scalar (Z3 proofs).
-template <bool RationalFunction, class Make>
-SignatureFamily signature_family(std::string name, std::string description, SignatureText text, Make make) {
-    SignatureFamily f;
+// A family over named inputs: its name, description, the texts of its flags and the theory along each axis; its
+// factories are named_family's (layers/make_family.h).
+Family described(std::string name, std::string description, std::vector<std::string> axes,
+                 std::vector<std::string> inputs, std::vector<std::string> outputs, std::vector<Expectation> expectations) {
+    Family f;
     f.name = std::move(name);
     f.description = std::move(description);
-    f.axes = std::move(text.axes);
-    f.inputs = std::move(text.inputs);
-    f.outputs = std::move(text.outputs);
-    f.expectations = std::move(text.expectations);
-    f.f64 = signature_factory<double>(make);
-    f.exact = signature_factory<Rational>(make);
-    if constexpr (RationalFunction) {
-        f.standin = signature_factory<RationalStandin>(make);
-        f.degree = signature_factory<Degree>(make);
-        f.symbolic = signature_factory<Symbolic>(make);
-    }
+    f.axes = std::move(axes);
+    f.inputs = std::move(inputs);
+    f.outputs = std::move(outputs);
+    f.expectations = std::move(expectations);
     return f;
 }
 
@@ -202,7 +189,7 @@ struct AttentionInputs {
     bool bias = false;           // bias:n,n
 };
 
-template <class S> SignatureLayerFn<S> attention_over(const AttentionInputs& how, Draw<S>& draw) {
+template <class S> LayerFn<S> attention_over(const AttentionInputs& how, Draw<S>& draw) {
     return [a = CrossAttention<S>::random(kWidth, draw, how.memory_positions), how](const NamedTensors<S>& in) {
         const Mat<S> q = as_matrix(in.at(how.memory ? "q" : "x"));
         const Mat<S> mem = how.memory ? as_matrix(in.at("mem")) : q;
@@ -212,33 +199,34 @@ template <class S> SignatureLayerFn<S> attention_over(const AttentionInputs& how
     };
 }
 
-void add_signature_attention(std::vector<SignatureFamily>& c) {
-    const SignatureText cross{{"n=1..6", "m=1..6"}, {"q:n,4", "mem:m,4"}, {"y:n,4"},
-                              {{"n", Property::equivariance, true}, {"m", Property::invariance, true}}};
-    c.push_back(signature_family<true>("cross-attention", "queries n x 4 attend over a memory m x 4", cross,
-                                       []<class S>(std::type_identity<S>, Draw<S>& draw) {
-                                           return attention_over<S>({.memory = true}, draw);
-                                       }));
-    SignatureText positions = cross;
-    positions.expectations[1].holds = false;
-    c.push_back(signature_family<true>("cross-attention+memory-positions",
-                                        "cross-attention with a sinusoidal position signal on the memory", positions,
-                                        []<class S>(std::type_identity<S>, Draw<S>& draw) {
-                                            return attention_over<S>({.memory = true, .memory_positions = true}, draw);
-                                        }));
-    c.push_back(signature_family<true>("attention+key-padding-mask",
-                                        "self-attention with a key-padding mask that moves with the tokens",
-                                        {{"n=1..6"}, {"x:n,4", "pad:n:mask"}, {"y:n,4"},
-                                         {{"n", Property::equivariance, true}}},
-                                        []<class S>(std::type_identity<S>, Draw<S>& draw) {
-                                            return attention_over<S>({.mask = true}, draw);
-                                        }));
-    c.push_back(signature_family<true>("attention+pairwise-bias", "self-attention with an n x n score bias, P B P^T",
-                                       {{"n=1..6"}, {"x:n,4", "bias:n,n"}, {"y:n,4"},
-                                        {{"n", Property::equivariance, true}}},
-                                       []<class S>(std::type_identity<S>, Draw<S>& draw) {
-                                           return attention_over<S>({.bias = true}, draw);
-                                       }));
+void add_named_attention(std::vector<Family>& c) {
+    const std::vector<Expectation> cross{{Property::equivariance, "n", true}, {Property::invariance, "m", true}};
+    c.push_back(named_family<true>(described("cross-attention", "queries n x 4 attend over a memory m x 4",
+                                             {"n=1..6", "m=1..6"}, {"q:n,4", "mem:m,4"}, {"y:n,4"}, cross),
+                                   []<class S>(std::type_identity<S>, Draw<S>& draw) {
+                                       return attention_over<S>({.memory = true}, draw);
+                                   }));
+    std::vector<Expectation> positions = cross;
+    positions[1].holds = false;
+    c.push_back(named_family<true>(described("cross-attention+memory-positions",
+                                             "cross-attention with a sinusoidal position signal on the memory",
+                                             {"n=1..6", "m=1..6"}, {"q:n,4", "mem:m,4"}, {"y:n,4"}, positions),
+                                   []<class S>(std::type_identity<S>, Draw<S>& draw) {
+                                       return attention_over<S>({.memory = true, .memory_positions = true}, draw);
+                                   }));
+    c.push_back(named_family<true>(described("attention+key-padding-mask",
+                                             "self-attention with a key-padding mask that moves with the tokens",
+                                             {"n=1..6"}, {"x:n,4", "pad:n:mask"}, {"y:n,4"},
+                                             {{Property::equivariance, "n", true}}),
+                                   []<class S>(std::type_identity<S>, Draw<S>& draw) {
+                                       return attention_over<S>({.mask = true}, draw);
+                                   }));
+    c.push_back(named_family<true>(described("attention+pairwise-bias", "self-attention with an n x n score bias, P B P^T",
+                                             {"n=1..6"}, {"x:n,4", "bias:n,n"}, {"y:n,4"},
+                                             {{Property::equivariance, "n", true}}),
+                                   []<class S>(std::type_identity<S>, Draw<S>& draw) {
+                                       return attention_over<S>({.bias = true}, draw);
+                                   }));
 }
 
 struct GraphDesign {
@@ -260,7 +248,7 @@ template <class S> NamedTensors<S> graph_output(const GraphDesign& how, const Ma
 }
 
 // Over an edge list: x:nodes,4, edge_index:2,edges:index=nodes, edge_attr:edges,3.
-template <class S> SignatureLayerFn<S> graph_over_edge_list(const GraphDesign& how, Draw<S>& draw) {
+template <class S> LayerFn<S> graph_over_edge_list(const GraphDesign& how, Draw<S>& draw) {
     return [mp = message_passing<S>(how, draw), how](const NamedTensors<S>& in) {
         const NamedTensor<S>& edges = in.at("edge_index");
         return graph_output<S>(how, mp(as_matrix(in.at("x")), index_row(edges, 0), index_row(edges, 1),
@@ -270,37 +258,38 @@ template <class S> SignatureLayerFn<S> graph_over_edge_list(const GraphDesign& h
 
 // Over real incidence matrices src, dst (edges x nodes; a one-hot row is an edge of the edge list): the same
 // layer for sum and mean, where it is a rational function of every input (proofs-notes/signature-audit.md).
-template <class S> SignatureLayerFn<S> graph_over_incidence(const GraphDesign& how, Draw<S>& draw) {
+template <class S> LayerFn<S> graph_over_incidence(const GraphDesign& how, Draw<S>& draw) {
     return [mp = message_passing<S>(how, draw), how](const NamedTensors<S>& in) {
         return graph_output<S>(how, mp.over_incidence(as_matrix(in.at("x")), as_matrix(in.at("src")),
                                                       as_matrix(in.at("dst")), as_matrix(in.at("edge_attr"))));
     };
 }
 
-SignatureText graph_text(const GraphDesign& how, bool incidence) {
-    SignatureText t{{"nodes=1..6", "edges=0..10"}, {"x:nodes,4"}, {how.readout ? "g:4" : "y:nodes,4"},
-                    {{"nodes", how.readout ? Property::invariance : Property::equivariance, !how.node_index_feature},
-                     {"edges", Property::invariance, !how.edge_order}}};
+Family graph_text(std::string name, std::string description, const GraphDesign& how, bool incidence) {
+    std::vector<std::string> inputs{"x:nodes,4"};
     if (incidence) {
-        t.inputs.push_back("src:edges,nodes");
-        t.inputs.push_back("dst:edges,nodes");
+        inputs.push_back("src:edges,nodes");
+        inputs.push_back("dst:edges,nodes");
     } else {
-        t.inputs.push_back("edge_index:2,edges:index=nodes");
+        inputs.push_back("edge_index:2,edges:index=nodes");
     }
-    t.inputs.push_back("edge_attr:edges,3");
-    return t;
+    inputs.push_back("edge_attr:edges,3");
+    return described(std::move(name), std::move(description), {"nodes=1..6", "edges=0..10"}, std::move(inputs),
+                     {how.readout ? "g:4" : "y:nodes,4"},
+                     {{how.readout ? Property::invariance : Property::equivariance, "nodes", !how.node_index_feature},
+                      {Property::invariance, "edges", !how.edge_order}});
 }
 
 // Over incidence matrices the layer is a rational function of its inputs (certificates); over an edge list not.
-template <bool Incidence> SignatureFamily graph(std::string name, std::string description, const GraphDesign& how) {
-    return signature_family<Incidence>(std::move(name), std::move(description), graph_text(how, Incidence),
+template <bool Incidence> Family graph(std::string name, std::string description, const GraphDesign& how) {
+    return named_family<Incidence>(graph_text(std::move(name), std::move(description), how, Incidence),
                                        [how]<class S>(std::type_identity<S>, Draw<S>& draw) {
                                            if constexpr (Incidence) return graph_over_incidence<S>(how, draw);
                                            else return graph_over_edge_list<S>(how, draw);
                                        });
 }
 
-void add_signature_graphs(std::vector<SignatureFamily>& c) {
+void add_named_graphs(std::vector<Family>& c) {
     const char* over = "message passing over edge_index with edge features, ";
     c.push_back(graph<false>("message-passing-sum", std::string(over) + "sum aggregation", {}));
     c.push_back(graph<false>("message-passing-mean", std::string(over) + "mean aggregation (0 without neighbours)",
@@ -347,16 +336,15 @@ template <class S> std::vector<int> as_ids(const NamedTensor<S>& t) {
     return out;
 }
 
-SignatureFamily over_ids(std::string name, std::string description, const TokenAttentionDesign& how,
-                         const PositionVerdicts& v) {
+Family over_ids(std::string name, std::string description, const TokenAttentionDesign& how, const PositionVerdicts& v) {
     const bool pooled = how.readout != Readout::sequence;
     const Property along = pooled ? Property::invariance : Property::equivariance;
-    SignatureText text{{"n=1..6"},
-                       {"ids:n:token=" + std::to_string(kVocabulary), "pos:n:position=" + std::to_string(kPositions),
-                        "keep:n:mask=keep"},
-                       {pooled ? "g:4" : "y:n,4"},
-                       {{"n", along, v.equivariance}, {"n", Property::shift, v.shift}, {"n", Property::padding, v.padding}}};
-    return signature_family<false>(std::move(name), std::move(description), std::move(text),
+    Family text = described(std::move(name), std::move(description), {"n=1..6"},
+                            {"ids:n:token=" + std::to_string(kVocabulary), "pos:n:position=" + std::to_string(kPositions),
+                             "keep:n:mask=keep"},
+                            {pooled ? "g:4" : "y:n,4"},
+                            {{along, "n", v.equivariance}, {Property::shift, "n", v.shift}, {Property::padding, "n", v.padding}});
+    return named_family<false>(std::move(text),
                                    [how, pooled]<class S>(std::type_identity<S>, Draw<S>& draw) {
                                        return [a = TokenAttention<S>::random(how, kVocabulary, kPositions, kWidth, draw),
                                                pooled](const NamedTensors<S>& in) {
@@ -367,7 +355,7 @@ SignatureFamily over_ids(std::string name, std::string description, const TokenA
                                    });
 }
 
-void add_signature_positions(std::vector<SignatureFamily>& c) {
+void add_named_positions(std::vector<Family>& c) {
     const char* lm = "token embedding and one attention head, ";
     const auto row = [&](const char* name, const std::string& what, const TokenAttentionDesign& how,
                          const PositionVerdicts& v) { c.push_back(over_ids(name, lm + what, how, v)); };
@@ -390,47 +378,31 @@ void add_signature_positions(std::vector<SignatureFamily>& c) {
         {.readout = Readout::mean_all}, {.padding = false});
 }
 
-std::vector<SignatureFamily> make_signature_catalog() {
-    std::vector<SignatureFamily> c;
-    add_signature_attention(c);
-    add_signature_graphs(c);
-    add_signature_positions(c);
+std::vector<Family> make_catalog() {
+    std::vector<Family> c;
+    add_sequence_layers(c);
+    add_named_attention(c);
+    add_named_graphs(c);
+    add_named_positions(c);
     return c;
 }
 }  // namespace
 
-const std::vector<LayerFamily>& catalog() {
-    static const std::vector<LayerFamily> c = make_catalog();
+const std::vector<Family>& catalog() {
+    static const std::vector<Family> c = make_catalog();
     return c;
 }
 
 std::string layer_names(const char* separator) {
     std::string out;
-    for (const LayerFamily& f : catalog()) out += (out.empty() ? "" : separator) + f.name;
+    for (const Family& f : catalog()) out += (out.empty() ? "" : separator) + f.name;
     return out;
 }
 
-const LayerFamily& find_layer(const std::string& name) {
-    for (const LayerFamily& f : catalog())
+const Family& find_layer(const std::string& name) {
+    for (const Family& f : catalog())
         if (f.name == name) return f;
     throw std::invalid_argument("unknown layer '" + name + "'; valid layers: " + layer_names());
-}
-
-const std::vector<SignatureFamily>& signature_catalog() {
-    static const std::vector<SignatureFamily> c = make_signature_catalog();
-    return c;
-}
-
-std::string signature_layer_names(const char* separator) {
-    std::string out;
-    for (const SignatureFamily& f : signature_catalog()) out += (out.empty() ? "" : separator) + f.name;
-    return out;
-}
-
-const SignatureFamily& find_signature_layer(const std::string& name) {
-    for (const SignatureFamily& f : signature_catalog())
-        if (f.name == name) return f;
-    throw std::invalid_argument("unknown layer '" + name + "'; valid layers over named inputs: " + signature_layer_names());
 }
 
 }  // namespace permcheck

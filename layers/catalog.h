@@ -3,24 +3,17 @@
 #pragma once
 
 #include "layers/family.h"
-#include "layers/signature_family.h"
 
 #include <string>
 #include <vector>
 
 namespace permcheck {
 
-// Every reference layer, in the order the verdict table shows them.
-const std::vector<LayerFamily>& catalog();
+// Every reference layer, in the order the verdict table shows them: the layers of one sequence, then those over
+// several named inputs (cross-attention, masks, pairwise biases, message passing, token and position ids).
+const std::vector<Family>& catalog();
 // The entry of that name; throws std::invalid_argument listing the valid names otherwise.
-const LayerFamily& find_layer(const std::string& name);
+const Family& find_layer(const std::string& name);
 std::string layer_names(const char* separator = ", ");
-
-// Every reference layer over several named inputs (issue 12: cross-attention, masks, pairwise biases, message
-// passing), in the order the verdict table shows them, after the one-tensor rows.
-const std::vector<SignatureFamily>& signature_catalog();
-// The entry of that name; throws std::invalid_argument listing the valid names otherwise.
-const SignatureFamily& find_signature_layer(const std::string& name);
-std::string signature_layer_names(const char* separator = ", ");
 
 }  // namespace permcheck

@@ -2,6 +2,8 @@
 // verdict matrix. Here, below check/, because a catalog entry states its own expectations.
 #pragma once
 
+#include <string>
+
 namespace permcheck {
 
 enum class Property {
@@ -10,16 +12,19 @@ enum class Property {
     shift,             // every position index + c: L_c(x) = L_0(x)   (relative position signals)
     reversal,          // L(R x) = R L(x) for the reversal R
     causal_prefix,     // P fixes the last position: L(P x)[n-1] = L(x)[n-1]
-    padding,           // pads inserted, masked: the outputs at the real positions unchanged (audits only)
+    padding,           // pads inserted, masked: the outputs at the real positions unchanged
 };
 
 // What a layer answers: n rows, one per position (a sequence layer), or one vector (a pooled layer).
 enum class Output { sequence, pooled };
 
-// A property that applies to a layer family, with the verdict the theory expects (true = holds).
+// A property that applies to a layer family along one of its axes (equivariance when the family's outputs have the
+// axis, invariance when they lack it; for shift, the axis of the positions; for padding, the padded one), with the
+// verdict the theory expects (true = holds): a row of the verdict table.
 struct Expectation {
     Property property;
-    bool holds;
+    std::string axis;
+    bool holds = true;
 };
 
 }  // namespace permcheck

@@ -1,5 +1,6 @@
 #include "proofs/certificate.h"
 
+#include "check/check.h"
 #include "proofs/identity.h"
 
 #include <algorithm>
@@ -10,161 +11,172 @@
 
 namespace permcheck {
 namespace {
-constexpr int kMaxSize = 64;      // of n and d: beyond, the exact evaluation takes too long
+
 constexpr int kMinSetBits = 32;   // |S| >= 2^32
 constexpr int kMaxDrawBits = 4096;
 constexpr int kChunkBits = 32;    // of each SplitMix64 word an integer draw takes
 
-void require_shape(int n, int d) {
-    const std::string most = std::to_string(kMaxSize);
-    if (n < 2 || n > kMaxSize)
-        throw std::invalid_argument("a certificate needs 2 <= n <= " + most + " positions, got n = " +
-                                    std::to_string(n) + " (S_1 is trivial; beyond " + most +
-                                    " the exact evaluation takes too long)");
-    if (d < 1 || d > kMaxSize)
-        throw std::invalid_argument("the width d must be in [1, " + most + "], got " + std::to_string(d));
-}
+using identity::NamedMove;
+using identity::NamedSubject;
 
-using identity::SequenceSubject;
+constexpr const char* kStandins = "exp(v) = 1 + v + v^2/2, sqrt(v) = (1 + v)/2, tanh(v) = v/(1 + v^2), relu(v) = v^2";
 
-// The entry of largest |lhs - rhs|, or nothing when the sides are equal.
-template <class S>
-std::optional<Witness> difference(const SequenceSubject& subject, const Mat<S>& x, const Permutation& g,
-                                  const Mat<S>& lhs, const Mat<S>& rhs) {
-    std::optional<Witness> w;
-    subject.each_pair(lhs, rhs, [&](const SequenceSubject::Entry& e, const S& left, const S& right) {
-        const Rational a = identity::as_rational(left), b = identity::as_rational(right);
-        const Rational delta = a - b;
-        if (delta == 0 || (w && abs(delta) <= abs(w->difference))) return;
-        if (!w) w = Witness{g, Mat<Rational>(x.unaryExpr([](const S& v) { return identity::as_rational(v); }))};
-        w->row = e.row;
-        w->col = e.col;
-        w->lhs = a;
-        w->rhs = b;
-        w->difference = delta;
-    });
-    return w;
-}
-
-// The first generator whose two sides differ at the point the draws give (the weights first, then x).
-template <class S>
-std::optional<Witness> first_difference(const SequenceSubject& subject, Draw<S>& weights, Draw<S>& input) {
-    std::optional<Witness> w;
-    const auto differs = [&](const Permutation& g, const Mat<S>& x, const Mat<S>& lhs, const Mat<S>& rhs) {
-        w = difference(subject, x, g, lhs, rhs);
-        return !w;
-    };
-    identity::each_identity<S>(subject, weights, input, differs);
-    return w;
-}
-
-// A witness settles the certificate: not symmetric, exactly.
-void refute(Certificate& c, std::optional<Witness> w) {
-    c.conclusive = true;
-    c.holds = false;
-    c.witness = std::move(w);
-}
-
-void fill_schwartz_zippel(Certificate& c, const LayerFamily& family, const CertificateOptions& opts) {
-    c.degree = degree_bound(family, opts.n, opts.d);
-    c.trials = opts.trials;
-    c.set_bits = set_bits_for(c.degree.total(), opts.trials, opts.target_log2);
-    c.log2_bound = identity::log2_bound(c.degree.total(), c.set_bits, c.trials);
-    SplitMix64 rng(opts.seed);
-    for (int t = 1; t <= opts.trials; ++t) {
-        std::optional<Witness> w;
-        try {
-            Draw<RationalStandin> draw = uniform_integers(rng, c.set_bits);
-            w = first_difference(SequenceSubject{family, opts.n, opts.d}, draw, draw);
-        } catch (const NotRational&) {
-            throw;
-        } catch (const std::exception& e) {
-            c.note = "trial " + std::to_string(t) + " could not be evaluated (" + e.what() +
-                     "): a denominator vanished at the random point; rerun with another --seed";
-            return;
-        }
-        if (w) {
-            // An exact nonzero difference of the stand-in layer: a refutation, no probability involved.
-            w->source = WitnessSource::standin_point;
-            w->trial = t;
-            w->bits = c.set_bits;
-            refute(c, std::move(w));
-            c.note = "an exact difference of the layer with rational stand-ins: the generator identity is false";
-            return;
-        }
+// What a certificate is about: a family at one shape, its signature there, and its mask assignments.
+struct Shape {
+    const Family& family;
+    Signature s;
+    Lengths lengths;
+    std::vector<Tensors> masks;
+    int d;
+    Shape(const Family& f, const CertificateOptions& o) : family(f), s(signature_of(f, o.d)), d(o.d) {
+        for (const Axis& a : s.axes) lengths[a.name] = o.length;
+        masks = mask_assignments(s, lengths);
     }
-    c.conclusive = true;
-    c.holds = true;
+    NamedSubject subject(const Tensors& m) const { return NamedSubject{family, s, lengths, m, d}; }
+};
+
+AxisCertificate* axis_of(Certificate& c, const std::string& axis) {
+    const auto a = std::ranges::find(c.axes, axis, &AxisCertificate::axis);
+    return a == c.axes.end() ? nullptr : &*a;
 }
 
-// Attempt k of the exact witness search (identity::attempt): dyadic weights and inputs as in `permcheck check`,
-// exp, sin and cos evaluated in double and used exactly (ScalarTraits<Rational>); the first generator whose sides
-// differ.
-std::optional<Witness> exact_attempt(const LayerFamily& family, const CertificateOptions& opts, int k) {
-    const identity::Attempt a = identity::attempt(opts.seed, k);
-    Draw<Rational> weights = dyadic_draw<Rational>(a.weight_seed);
-    Draw<Rational> input = dyadic_draw<Rational>(SplitMix64(a.input_seed).next());
-    std::optional<Witness> w = first_difference(SequenceSubject{family, opts.n, opts.d}, weights, input);
-    if (w) w->weight_seed = a.weight_seed;
+// One random point: the first entry where a generator's sides differ refutes its axis (an exact difference of the
+// stand-in layer); returns false when a denominator vanished there. NotRational goes through: the layer is piecewise.
+bool schwartz_zippel_point(Certificate& c, const NamedSubject& subject, SplitMix64& rng) {
+    const auto settled = [&c](const NamedMove& m) {
+        const AxisCertificate* a = axis_of(c, m.axis);
+        return !a || a->conclusive;
+    };
+    const auto visit = [&](const NamedMove& m, const auto&, const auto& lhs, const auto& rhs) {
+        AxisCertificate& a = *axis_of(c, m.axis);
+        subject.each_pair(lhs, rhs, [&](const auto& e, const RationalStandin& l, const RationalStandin& r) {
+            if (a.conclusive || l == r) return;
+            a.conclusive = true;
+            a.method = Method::schwartz_zippel;
+            a.witness = Witness{.source = WitnessSource::standin_point, .axis = m.axis, .perm = m.g, .output = e.output,
+                                .entry = e.k, .difference = identity::as_rational(RationalStandin(l - r))};
+        });
+        return true;
+    };
+    try {
+        Draw<RationalStandin> draw = uniform_integers(rng, c.set_bits);
+        identity::each_identity<RationalStandin>(subject, draw, draw, visit, settled);
+    } catch (const NotRational&) {
+        throw;
+    } catch (const std::exception& e) {
+        c.note = std::string("a random point could not be evaluated (") + e.what() + "); rerun with another --seed";
+        return false;
+    }
+    return true;
+}
+
+// With masks, one identity test per mask assignment: D' the largest over them, and the union bound over the
+// assignments (A of them) asks (D'/|S|)^k <= 2^target / A of each. `shape` may be another family's (a composition's
+// inner layer). Throws NotRational for a piecewise layer.
+void schwartz_zippel(Certificate& c, const Shape& shape, const CertificateOptions& o) {
+    c.mask_assignments = shape.masks.size() > 1 || !shape.masks.front().empty() ? static_cast<int>(shape.masks.size()) : 0;
+    for (const Tensors& m : shape.masks) {
+        const DegreeBound d = identity::degree_of(shape.subject(m));
+        if (d.total() > c.degree.total()) c.degree = d;
+    }
+    const double union_log2 = std::log2(static_cast<double>(shape.masks.size()));
+    c.trials = o.trials;
+    c.set_bits = set_bits_for(c.degree.total(), o.trials, o.target_log2 - static_cast<int>(std::ceil(union_log2)));
+    c.log2_bound = identity::log2_bound(c.degree.total(), c.set_bits, o.trials) + union_log2;
+    SplitMix64 rng(o.seed);
+    for (const Tensors& m : shape.masks)
+        for (int t = 0; t < o.trials; ++t)
+            if (!schwartz_zippel_point(c, shape.subject(m), rng)) return;
+    for (AxisCertificate& a : c.axes)
+        if (!a.conclusive) {
+            a.conclusive = true;
+            a.holds = true;
+            a.method = Method::schwartz_zippel;
+        }
+}
+
+// The witness of an exact difference found by the search: its generator, the output's largest difference, both
+// sides there, the weights' seed and the input.
+Witness exact_witness(const NamedMove& m, const OutputComparison& o, std::uint64_t weight_seed, const Tensors& x,
+                      const Signature& s) {
+    Witness w{.source = WitnessSource::exact_search, .axis = m.axis, .perm = m.g, .output = o.name, .where = o.where,
+              .lhs = o.layer_of_permuted.values.at(flat_index(o.where, o.layer_of_permuted.shape)),
+              .rhs = o.permuted_layer.values.at(flat_index(o.where, o.permuted_layer.shape)),
+              .max_abs_diff = o.max_abs_diff, .weight_seed = weight_seed};
+    for (const TensorSpec& t : s.inputs) w.inputs.emplace_back(t.name, x.at(t.name));
     return w;
 }
 
-// The composition claim rests on the family building the pooled layer as pool(inner) with the same weights:
-// confirm it exactly, and check the generators on the same inputs (a difference would refute invariance).
-// True when that settled the certificate: not built so (inconclusive), or a witness (not invariant).
-bool settled_by_exact_composition_check(Certificate& c, const LayerFamily& family, const CertificateOptions& opts) {
-    const LayerFamily& inner = *family.composition->inner;
-    const Pool how = family.composition->pooling;
-    const SequenceSubject subject{family, opts.n, opts.d};
+// The composition claim rests on the family building the pooled layer as pool(inner) with the same weights: confirm
+// it exactly on the witness search's points. True when it is not built so (the certificate says so).
+bool not_a_composition(Certificate& c, const Shape& shape, const CertificateOptions& opts) {
+    const Family& inner = *shape.family.composition->inner;
+    const Pool how = shape.family.composition->pooling;
     for (int k = 0; k < opts.trials; ++k) {
         const identity::Attempt a = identity::attempt(opts.seed, k);
-        const LayerFn<Rational> pooled = seeded_layer<Rational>(family, opts.d, a.weight_seed);
-        const LayerFn<Rational> sequence = seeded_layer<Rational>(inner, opts.d, a.weight_seed);
+        const LayerFn<Rational> pooled = seeded_layer<Rational>(shape.family, shape.d, a.weight_seed);
+        const LayerFn<Rational> sequence = seeded_layer<Rational>(inner, shape.d, a.weight_seed);
         Draw<Rational> input = dyadic_draw<Rational>(SplitMix64(a.input_seed).next());
-        const Mat<Rational> x = draw_matrix<Rational>(opts.n, opts.d, input);
-        if (difference(subject, x, Permutation::identity(opts.n), pooled(x), pool(sequence(x), how))) {
-            c.conclusive = false;
-            c.holds = false;
-            c.note = "'" + family.name + "' is not built as " + pool_name(how) + " pooling of '" + inner.name + "'";
-            return true;
-        }
-        if (std::optional<Witness> w = exact_attempt(family, opts, k)) {
-            refute(c, std::move(w));
+        const NamedTensors<Rational> x = shape.subject(shape.masks.front()).input<Rational>(input);
+        const NamedTensors<Rational> y = pooled(x), z = sequence(x);
+        const Mat<Rational> left = as_matrix(y.at(shape.s.outputs.at(0).name));
+        const Mat<Rational> right = pool(as_matrix(z.at(signature_of(inner, shape.d).outputs.at(0).name)), how);
+        bool same = left.rows() == right.rows() && left.cols() == right.cols();
+        for (Eigen::Index e = 0; same && e < left.size(); ++e) same = left(e / left.cols(), e % left.cols()) == right(e / left.cols(), e % left.cols());
+        if (!same) {
+            c.note = "'" + shape.family.name + "' is not built as " + pool_name(how) + " pooling of '" + inner.name + "'";
+            for (AxisCertificate& ax : c.axes) ax.conclusive = ax.holds = false;
             return true;
         }
     }
     return false;
 }
 
-// Max pooling is piecewise, so the pooled layer has no Schwartz-Zippel certificate. It is a symmetric pooling
-// composed with an inner sequence layer: certify the inner layer's equivariance (its figures are c's), check that
-// the family builds the pooled layer as that composition, and rely on the pooling being a symmetric function of
-// the rows.
-void fill_composition(Certificate& c, const LayerFamily& family, const CertificateOptions& opts) {
-    const LayerFamily& inner = *family.composition->inner;
-    const Pool how = family.composition->pooling;
-    if (inner.output != Output::sequence)
-        throw std::logic_error("'" + inner.name + "' is not a sequence layer; cannot compose it with " +
-                               pool_name(how) + " pooling");
-    fill_schwartz_zippel(c, inner, opts);
+// Max pooling is piecewise, so the pooled layer has no Schwartz-Zippel certificate. It is a symmetric pooling composed
+// with an inner sequence layer: certify the inner layer's equivariance (its figures are c's), check that the family
+// builds the pooled layer as that composition, and rely on the pooling being a symmetric function of the rows.
+void composition(Certificate& c, const Shape& shape, const CertificateOptions& opts) {
+    const Family& inner = *shape.family.composition->inner;
+    const Pool how = shape.family.composition->pooling;
+    Certificate of_inner;
+    of_inner.axes = c.axes;
+    schwartz_zippel(of_inner, Shape(inner, opts), opts);
+    c.degree = of_inner.degree;
+    c.set_bits = of_inner.set_bits;
+    c.trials = of_inner.trials;
+    c.log2_bound = of_inner.log2_bound;
     c.inner_layer = inner.name;
-    if (!c.conclusive || !c.holds) {
-        c.conclusive = false;
-        c.witness.reset();
-        c.note = "the inner layer '" + inner.name + "' was not certified equivariant: " + c.note;
+    if (!of_inner.conclusive() || !of_inner.holds()) {
+        c.note = "the inner layer '" + inner.name + "' was not certified equivariant: " + of_inner.note;
         return;
     }
-    if (settled_by_exact_composition_check(c, family, opts)) return;
+    if (not_a_composition(c, shape, opts)) return;
+    for (AxisCertificate& a : c.axes) {
+        a.conclusive = a.holds = true;
+        a.method = Method::composition;
+    }
     c.note = std::string(pool_name(how)) + " over positions is a symmetric function of the rows, so pool(L(P x)) = "
              "pool(P L(x)) = pool(L(x)) once L is equivariant (proofs-notes/schwartz-zippel.md, 'Piecewise layers')";
 }
 
-Certificate blank(const LayerFamily& family, const CertificateOptions& opts) {
-    require_shape(opts.n, opts.d);
+// The axes a certificate decides: the family's rows of a property the generators decide (equivariance, invariance).
+Certificate blank(const Shape& shape, const CertificateOptions& opts) {
+    if (opts.length < 2 || opts.length > kMaxCertificateLength)
+        throw std::invalid_argument("a certificate needs every axis of length 2 to " + std::to_string(kMaxCertificateLength) +
+                                    " (S_1 is trivial; beyond, the exact evaluation takes too long), got " +
+                                    std::to_string(opts.length));
     identity::require_trials(opts.trials);
-    const Property property = family.output == Output::pooled ? Property::invariance : Property::equivariance;
-    return {.layer = family.name, .property = property, .expected_holds = family.expected_symmetric(), .n = opts.n,
-            .d = opts.d};
+    Certificate c;
+    c.layer = shape.family.name;
+    c.lengths = shape.lengths;
+    c.d = shape.family.takes_width() ? opts.d : 0;
+    for (const Expectation& e : shape.family.expectations) {
+        const PropertyRules& rules = rules_of(e.property);
+        if (!rules.decided_by_generators()) continue;
+        const PropertyArgs args = rules.checked(shape.s, {e.axis, PadPlacement::any, false, true});
+        c.axes.push_back({e.axis, rules.recorded_as(shape.s, args), e.holds, false, false, Method::none, std::nullopt});
+    }
+    return c;
 }
 
 std::string bits_text(double log2_value) {
@@ -174,35 +186,70 @@ std::string bits_text(double log2_value) {
     return s.str();
 }
 
-constexpr const char* kStandins = "exp(v) = 1 + v + v^2/2, sqrt(v) = (1 + v)/2, tanh(v) = v/(1 + v^2), relu(v) = v^2";
-
-void describe_witness(std::ostringstream& s, const Witness& w, Property property) {
-    const SideNames names = side_names(property);
-    s << "  witness: permutation " << w.perm.cycles() << " (rows: (P x)[i] = x[p[i]]), ";
-    if (w.source == WitnessSource::standin_point)
-        s << "trial " << w.trial << ": uniform " << w.bits << "-bit integers, weights in build order, then x\n"
-          << "    in rational stand-ins (" << kStandins << ")\n";
-    else
-        s << "dyadic weights of seed " << w.weight_seed << " (as in permcheck check)\n"
-          << "    in exact rationals; exp, sin and cos evaluated in double and used exactly\n";
-    s << "    x =\n";
-    for (Eigen::Index i = 0; i < w.x.rows(); ++i) {
-        s << "      [" << i << "]";
-        for (Eigen::Index j = 0; j < w.x.cols(); ++j) s << ' ' << w.x(i, j).str();
-        s << "\n";
-    }
-    s << "    at position " << w.row << ", feature " << w.col << ":\n";
-    s << "      " << std::left << std::setw(6) << names.lhs << " = " << std::setprecision(17)
-      << w.lhs.convert_to<double>() << "\n";
-    s << "      " << std::setw(6) << names.rhs << std::right << " = " << w.rhs.convert_to<double>() << "\n";
-    s << "      exact difference = " << w.difference.str() << "\n";
-    s << "                       ~ " << std::setprecision(6) << w.difference.convert_to<double>() << "\n";
+void describe_figures(std::ostream& s, const Certificate& c) {
+    s << "  degree: D = " << c.degree.numerator << " (numerator of each entry of the difference), divisors "
+      << c.degree.divisors << " (" << c.degree.divisor_count << " distinct), D' = " << c.degree.total() << "\n";
+    s << "  |S| = 2^" << c.set_bits << " (integers in [-2^" << c.set_bits - 1 << ", 2^" << c.set_bits - 1
+      << ")), inputs and weights drawn from S; k = " << c.trials << (c.trials == 1 ? " trial\n" : " trials\n");
+    s << "  failure bound (D'/|S|)^k = " << bits_text(c.log2_bound) << "\n";
+    s << "  stand-ins: " << kStandins << "; equivariance carries over to any elementwise function "
+         "(proofs-notes/any-elementwise-function.md)\n";
+    if (c.mask_assignments > 0)
+        s << "  masks: each of the " << c.mask_assignments << " assignments that pad no line entirely tested on its "
+             "own; the bound is the union over them\n";
 }
+
 }  // namespace
 
-DegreeBound degree_bound(const LayerFamily& family, int n, int d) {
-    require_shape(n, d);
-    return identity::degree_of(identity::SequenceSubject{family, n, d});
+std::vector<Tensors> mask_assignments(const Signature& s, const Lengths& lengths) {
+    Tensors base;
+    std::size_t bits = 0;
+    for (const TensorSpec& t : s.inputs)
+        if (t.kind == TensorKind::mask) {
+            Tensor& m = base[t.name];
+            m.shape = shape_of(t, lengths);
+            m.values.assign(m.size(), 0.0);
+            bits += m.size();
+        }
+    if (bits > kMaxMaskEntries)
+        throw std::invalid_argument("more than " + std::to_string(kMaxMaskEntries) +
+                                    " mask entries: too many mask assignments to enumerate");
+    std::vector<Tensors> all;
+    for (std::uint64_t code = 0; code < (std::uint64_t{1} << bits); ++code) {
+        Tensors masks = base;
+        std::size_t bit = 0;
+        for (auto& [name, m] : masks)
+            for (double& v : m.values) v = static_cast<double>((code >> bit++) & 1U);
+        Tensors inputs = masks;
+        for (const TensorSpec& t : s.inputs)
+            if (t.kind != TensorKind::mask) inputs[t.name] = Tensor{shape_of(t, lengths), std::vector<double>(0)};
+        if (masks_keep_a_position(s, inputs)) all.push_back(std::move(masks));
+    }
+    return all;
+}
+
+std::map<std::string, Witness> exact_witnesses(const Family& f, const Signature& s, const Lengths& lengths,
+                                               std::uint64_t seed, int d) {
+    std::map<std::string, Witness> found;
+    for (int k = 0; k < identity::kWitnessAttempts; ++k) {
+        const identity::Attempt a = identity::attempt(seed, k);
+        const Tensors x = draw_signature_case(s, lengths, rc::Random(a.input_seed), identity::kWitnessCaseSize).inputs;
+        for (const NamedMove& m : identity::generator_moves(lengths)) {
+            if (found.count(m.axis)) continue;
+            const Case c{lengths, m.perms, x, 0, std::nullopt, a.weight_seed};
+            for (const OutputComparison& out : compare_case<Rational>(f, s, equivariance_rules(), {}, c, d))
+                if (!out.holds && !found.count(m.axis)) found.emplace(m.axis, exact_witness(m, out, a.weight_seed, x, s));
+        }
+    }
+    return found;
+}
+
+DegreeBound degree_bound(const Family& family, const CertificateOptions& opts) {
+    const Shape shape(family, opts);
+    DegreeBound most;
+    for (const Tensors& m : shape.masks)
+        if (const DegreeBound d = identity::degree_of(shape.subject(m)); d.total() > most.total()) most = d;
+    return most;
 }
 
 int set_bits_for(long long degree_total, int trials, int target_log2) {
@@ -243,51 +290,49 @@ const char* method_name(Method m) {
     return "?";
 }
 
-Certificate certify(const LayerFamily& family, const CertificateOptions& opts) {
-    Certificate c = blank(family, opts);
-    for (int k = 0; k < identity::kWitnessAttempts; ++k)
-        if (std::optional<Witness> w = exact_attempt(family, opts, k)) {
-            c.method = Method::exact_witness;
-            refute(c, std::move(w));
-            return c;
+Certificate certify(const Family& family, const CertificateOptions& opts) {
+    if (!family.rational())
+        throw std::invalid_argument("'" + family.name + "' has an index input or max aggregation: no polynomial "
+                                    "identity certificate (its rows of the verdict table check it, in float64 and exact)");
+    const Shape shape(family, opts);
+    Certificate c = blank(shape, opts);
+    for (auto& [axis, w] : exact_witnesses(family, shape.s, shape.lengths, opts.seed, opts.d))  // dyadic weights, exactly
+        if (AxisCertificate* a = axis_of(c, axis)) {
+            a->conclusive = true;
+            a->method = Method::exact_witness;
+            a->witness = std::move(w);
         }
+    if (c.conclusive()) return c;
     try {
-        fill_schwartz_zippel(c, family, opts);
-        c.method = Method::schwartz_zippel;
+        schwartz_zippel(c, shape, opts);
     } catch (const NotRational& e) {
-        if (family.composition && is_symmetric(family.composition->pooling)) {
-            c.method = Method::composition;
-            fill_composition(c, family, opts);
-        } else {
-            c.note = std::string("piecewise layer, no polynomial identity certificate: ") + e.what();
-        }
+        if (family.composition && is_symmetric(family.composition->pooling)) composition(c, shape, opts);
+        else c.note = std::string("piecewise layer, no polynomial identity certificate: ") + e.what();
     }
     return c;
 }
 
-std::string Certificate::verdict() const { return identity::certificate_verdict(conclusive, holds, property); }
+std::string certificate_verdict(const AxisCertificate& a) {
+    if (!a.conclusive) return "not certified";
+    return (a.holds ? "certified " : "certified not ") + std::string(property_adjective(a.property));
+}
 
 std::string describe(const Certificate& c) {
     std::ostringstream s;
-    s << c.layer << ": " << property_name(c.property) << " at n = " << c.n << ", d = " << c.d << "\n";
-    s << "  method: " << method_name(c.method) << "\n";
-    const bool has_degree = c.method == Method::schwartz_zippel || c.method == Method::composition;
-    if (has_degree && c.set_bits > 0) {
-        if (c.method == Method::composition) s << "  inner layer '" << c.inner_layer << "' certified equivariant:\n";
-        s << "  generators: " << Permutation::transposition(c.n, 0, 1).cycles() << " and "
-          << Permutation::rotation(c.n).cycles() << " (equality on both, for all inputs, covers all " << c.n
-          << "! permutations)\n";
-        s << "  degree: D = " << c.degree.numerator << " (numerator of each entry of the difference), divisors "
-          << c.degree.divisors << " (" << c.degree.divisor_count << " distinct), D' = " << c.degree.total() << "\n";
-        s << "  |S| = 2^" << c.set_bits << " (integers in [-2^" << c.set_bits - 1 << ", 2^" << c.set_bits - 1
-          << ")), inputs and weights drawn from S; k = " << c.trials << (c.trials == 1 ? " trial\n" : " trials\n");
-        s << "  failure bound (D'/|S|)^k = " << bits_text(c.log2_bound) << "\n";
-        s << "  stand-ins: " << kStandins << "; equivariance carries over to any elementwise function "
-             "(proofs-notes/any-elementwise-function.md)\n";
-    }
-    if (c.witness) describe_witness(s, *c.witness, c.property);
+    s << c.layer << ": every axis at length";
+    for (const auto& [axis, len] : c.lengths) s << " " << axis << " = " << len;
+    if (c.d > 0) s << ", d = " << c.d;
+    s << "\n  generators: (0 1) and (0 1 ... len-1) of each axis, on that axis alone (equality on all of them, for "
+         "all inputs, covers every permutation of every axis)\n";
+    if (!c.inner_layer.empty()) s << "  inner layer '" << c.inner_layer << "':\n";
+    if (c.set_bits > 0) describe_figures(s, c);
     if (!c.note.empty()) s << "  note: " << c.note << "\n";
-    s << "  " << c.verdict() << (c.as_expected() ? "" : "   <-- NOT what the verdict matrix expects") << "\n";
+    for (const AxisCertificate& a : c.axes) {
+        s << "  " << a.axis << ": " << method_name(a.method) << "\n";
+        if (a.witness) s << "    witness: " << describe(*a.witness, "    ") << "\n";
+        s << "  " << a.axis << ": " << certificate_verdict(a)
+          << (a.as_expected() ? "" : "   <-- NOT what the verdict matrix expects") << "\n";
+    }
     return s.str();
 }
 

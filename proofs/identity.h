@@ -1,13 +1,13 @@
 // Internal to proofs/: the generator identities L(g x) = g L(x) (L(x) where the output lacks what g moves), as the
-// certificates and the Z3 proofs of both kinds of layer share them. A subject is a layer family at one shape,
-// one-tensor (SequenceSubject) or over named inputs (NamedSubject): it builds its layer from a draw, draws its
-// input, lists its generator moves, moves an input, gives the expected side and pairs up the entries of two sides.
+// certificates and the Z3 proofs share them. A subject is a layer family at one shape and one mask assignment
+// (NamedSubject): it builds its layer from a draw, draws its input, lists its generator moves (each generator of
+// each axis on that axis alone), moves an input, gives the expected side and pairs up the entries of two sides.
 // The degree bound, the Schwartz-Zippel points and the exact witness search are written once over it.
 #pragma once
 
+#include "check/check.h"
 #include "check/signature.h"
 #include "layers/family.h"
-#include "layers/signature_family.h"
 #include "proofs/certificate.h"
 #include "scalars/degree.h"
 
@@ -23,10 +23,10 @@
 namespace permcheck::identity {
 
 // The exact witness search: attempt k of kWitnessAttempts draws the dyadic weights of seed + k and its input from
-// (seed + k) ^ kWitnessInputSalt, so that its weights are the ones `permcheck check` names by that weight seed.
+// (seed + k) ^ kWitnessInputSalt (as the audit draws its cases, at kWitnessCaseSize), so that its weights are the
+// ones `permcheck check` names by that weight seed.
 inline constexpr int kWitnessAttempts = 20;
 inline constexpr std::uint64_t kWitnessInputSalt = 0x5eed;
-// The signature witness search draws its inputs as the signature audit does, at this size.
 inline constexpr int kWitnessCaseSize = 100;
 inline constexpr int kMaxTrials = 64;
 
@@ -54,13 +54,6 @@ template <class S> Rational as_rational(const S& v) {
     if constexpr (std::is_same_v<S, Rational>) return v;
     else return Rational(v.backend().data());
 }
-inline const char* symmetric_word(Property p) { return p == Property::invariance ? "invariant" : "equivariant"; }
-// "certified equivariant", "certified not invariant", "not certified".
-inline std::string certificate_verdict(bool conclusive, bool holds, Property p) {
-    if (!conclusive) return "not certified";
-    return (holds ? "certified " : "certified not ") + std::string(symmetric_word(p));
-}
-
 // For each generator move of `subject` that `skip` does not refuse: visit(move, x, L(move x), expected side) until
 // visit returns false. The layer is built from `weights` first, then x drawn from `inputs`.
 inline constexpr auto no_skip = [](const auto&) { return false; };
@@ -96,29 +89,6 @@ template <class Subject> DegreeBound degree_of(const Subject& subject) {
     });
     return {numerator, record.total_degree(), record.count()};
 }
-
-// A one-tensor family at (n, d): the generators (0 1) and (0 1 ... n-1) of S_n acting on rows.
-struct SequenceSubject {
-    const LayerFamily& family;
-    int n = 0, d = 0;
-    struct Entry {
-        Eigen::Index row = 0, col = 0;
-    };
-
-    std::vector<Permutation> moves() const { return Permutation::generators(n); }
-    template <class S> LayerFn<S> layer(Draw<S>& draw) const { return family.factory<S>()(d, draw, 0); }
-    template <class S> Mat<S> input(Draw<S>& draw) const { return draw_matrix<S>(n, d, draw); }
-    template <class S> Mat<S> moved(const Permutation& g, const Mat<S>& x) const { return g.apply(x); }
-    template <class S> Mat<S> expected(const Permutation& g, const Mat<S>& lx) const {
-        return family.output == Output::pooled ? lx : g.apply(lx);
-    }
-    template <class S, class F> void each_pair(const Mat<S>& a, const Mat<S>& b, F&& f) const {
-        if (a.rows() != b.rows() || a.cols() != b.cols())
-            throw std::logic_error("the two sides of the property have different shapes");
-        for (Eigen::Index i = 0; i < a.rows(); ++i)
-            for (Eigen::Index j = 0; j < a.cols(); ++j) f(Entry{i, j}, a(i, j), b(i, j));
-    }
-};
 
 // A generator of one axis's symmetric group, on that axis alone.
 struct NamedMove {
@@ -164,17 +134,18 @@ template <class S> NamedTensors<S> with_masks(NamedTensors<S> x, const Tensors& 
 
 // A family over named inputs at given lengths and one mask assignment: the generators of every axis.
 struct NamedSubject {
-    const SignatureFamily& family;
+    const Family& family;
     const Signature& s;
     const Lengths& lengths;
     const Tensors& masks;
+    int d = 4;  // the width of a family built for any
     struct Entry {
         const std::string& output;
         std::size_t k = 0;
     };
 
     std::vector<NamedMove> moves() const { return generator_moves(lengths); }
-    template <class S> SignatureLayerFn<S> layer(Draw<S>& draw) const { return family.factory<S>()(draw); }
+    template <class S> LayerFn<S> layer(Draw<S>& draw) const { return family.factory<S>()(draw, d, 0); }
     template <class S> NamedTensors<S> input(Draw<S>& draw) const {
         const auto real = [&draw](const TensorSpec&, std::size_t) { return draw(); };
         return with_masks(real_inputs<S>(s, lengths, real), masks);

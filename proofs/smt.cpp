@@ -1,6 +1,12 @@
 #include "proofs/smt.h"
 
+#include "check/signature_case.h"
+#include "proofs/certificate.h"
 #include "proofs/identity.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
 
 #include <iomanip>
 #include <sstream>
@@ -45,156 +51,235 @@ Draw<Rational> replay_draw(const std::vector<double>& values, std::size_t& next,
 }  // namespace detail
 
 namespace {
-using identity::SequenceSubject;
+using identity::NamedMove;
+using identity::NamedSubject;
 
-// The exact evaluation of the family on a concrete input and weights, with the real exp, sqrt and tanh
-// (ScalarTraits<Rational>). A counterexample, with its replay line, when the two sides differ; nothing when they
-// agree.
-std::optional<Counterexample> confirm(const LayerFamily& family, const Permutation& perm, const Mat<double>& x,
-                                      const std::vector<double>& weights) {
-    std::size_t next = 0;
-    Draw<Rational> draw = detail::replay_draw(weights, next, family.name);
-    const LayerFn<Rational> layer = family.exact(x.cols(), draw, 0);
-    const SequenceSubject subject{family, static_cast<int>(x.rows()), static_cast<int>(x.cols())};
-    const auto [lhs, rhs] = identity::sides(subject, layer, perm, from_double<Rational>(x));
-    const Comparison c = compare<Rational>(lhs, rhs, 0.0);
-    if (c.holds) return std::nullopt;
-    const std::string replay = "permcheck prove " + family.name + " --smt --n " + std::to_string(x.rows()) +
-                               " --d " + std::to_string(x.cols());
-    return Counterexample{.layer = family.name, .property = family.symmetry(), .dtype = Arithmetic::exact,
-                          .perm = perm, .x = x, .lhs = to_double<Rational>(lhs), .rhs = to_double<Rational>(rhs),
-                          .comparison = c, .confirmed_exactly = true, .replay = replay};
-}
+// The family on symbolic weights w0, w1, ... and real inputs <name>_0, <name>_1, ... (row-major); the masks are
+// set per assignment (identity::with_masks).
+struct SymbolicLayer {
+    LayerFn<Symbolic> layer;
+    NamedTensors<Symbolic> reals;
+    std::vector<Symbolic> constants;  // the real inputs in the order of the signature, then the weights
+};
 
-// A sat model's input and weights, as r's witness if they violate in exact arithmetic with the real functions;
-// then each weight zeroed in turn and kept zero when the violation survives (one exact evaluation per weight), so
-// that the witness shows only the weights it needs.
-bool adopt_model(const LayerFamily& family, const std::vector<double>& model, const Permutation& p, SmtResult& r) {
-    const Mat<double> x = Eigen::Map<const Mat<double>>(model.data(), r.n, r.d);
-    std::vector<double> weights(model.begin() + r.n * r.d, model.end());
-    const auto violates = [&] {
-        try {
-            std::optional<Counterexample> ce = confirm(family, p, x, weights);
-            if (!ce) return false;
-            r.counterexample = std::move(ce);
-            return true;
-        } catch (const std::domain_error&) {
-            return false;  // the values overflow the real exp (computed in double): not a usable witness
-        }
-    };
-    if (!violates()) return false;
-    for (double& w : weights) {
-        if (w == 0) continue;
-        const double kept = w;
-        w = 0;
-        if (!violates()) w = kept;
-    }
-    r.witness_weights = std::move(weights);
-    r.witness_source = WitnessSource::z3_model;
-    return true;
-}
-
-// Z3 on the generators in turn (detail::ask_in_turn), a confirmed model becoming r's witness; true when both are
-// unsat. The family is built on symbolic weights w0, w1, ... (counted as they are drawn) and applied to a symbolic
-// x: a model's values come back for x column-major (as Mat<double>), then for the weights.
-bool ask_z3(const LayerFamily& family, const SmtOptions& opts, SmtResult& r) {
-    const bool settled = r.counterexample.has_value();
-    if (settled && !opts.keep_smtlib) return false;
+SymbolicLayer symbolic_layer(const Family& f, const Signature& s, const Lengths& lengths, int d) {
     std::size_t drawn = 0;
-    Draw<Symbolic> draw = [&drawn]() { return symbolic_constant(detail::constant_name("w", drawn++)); };
-    const LayerFn<Symbolic> layer = family.symbolic(r.d, draw, 0);
-    const Mat<Symbolic> x = symbolic_matrix("x", r.n, r.d);
-    std::vector<Symbolic> constants(x.data(), x.data() + x.size());
-    for (std::size_t k = 0; k < drawn; ++k) constants.push_back(symbolic_constant(detail::constant_name("w", k)));
-    const SequenceSubject subject{family, r.n, r.d};
-    const auto ask = [&](const Permutation& p, bool asked) {
-        const auto [lhs, rhs] = identity::sides(subject, layer, p, x);
+    Draw<Symbolic> draw = [&drawn] { return symbolic_constant(detail::constant_name("w", drawn++)); };
+    SymbolicLayer l{f.symbolic(draw, d, 0), {}, {}};
+    l.reals = identity::real_inputs<Symbolic>(s, lengths, [&l](const TensorSpec& t, std::size_t k) {
+        return l.constants.emplace_back(symbolic_constant(detail::constant_name(t.name + "_", k)));
+    });
+    for (std::size_t k = 0; k < drawn; ++k) l.constants.push_back(symbolic_constant(detail::constant_name("w", k)));
+    return l;
+}
+
+// "pad=0100": each mask as name=bits, row-major, 1 = padding; empty without masks.
+std::string assignment_label(const Tensors& masks) {
+    std::string label;
+    for (const auto& [name, m] : masks) {
+        if (!label.empty()) label += ",";
+        label += name + "=";
+        for (double v : m.values) label += v != 0 ? '1' : '0';
+    }
+    return label;
+}
+
+// What one query asks: a generator of one axis (the identity on the others) at one mask assignment.
+struct QueryPoint {
+    NamedMove move;
+    NamedSubject subject;
+};
+
+// Every generator of the axis (one at length 2, where (0 1) is both) at every mask assignment.
+std::vector<QueryPoint> query_points(const Family& f, const Signature& s, const Lengths& lengths,
+                                     const std::vector<Tensors>& masks, const std::string& axis, int d) {
+    std::vector<Permutation> generators = Permutation::generators(lengths.at(axis));
+    if (generators.size() == 2 && generators[0] == generators[1]) generators.pop_back();  // length 2: (0 1) twice
+    std::vector<QueryPoint> points;
+    for (const Permutation& g : generators)
+        for (const Tensors& m : masks) points.push_back({identity::move_along(lengths, axis, g), {f, s, lengths, m, d}});
+    return points;
+}
+
+// The first entry where the exact sides differ, into w; false when they agree.
+bool first_difference(Witness& w, const NamedSubject& subject, const NamedTensors<Rational>& lhs,
+                      const NamedTensors<Rational>& rhs) {
+    bool found = false;
+    subject.each_pair(lhs, rhs, [&](const NamedSubject::Entry& e, const Rational& l, const Rational& r) {
+        if (found || l == r) return;
+        found = true;
+        w.output = e.output;
+        w.where = position_of(e.k, rhs.at(e.output).shape);
+        w.lhs = sc::to_double(l);
+        w.rhs = sc::to_double(r);
+    });
+    return found;
+}
+
+// The exact evaluation of the subject at an input and weights, with the real exp, sqrt and tanh (ScalarTraits<Rational>):
+// the first entry where the two sides differ into w; false when they agree, or the values overflow the real exp.
+bool violates(Witness& w, const QueryPoint& at, const NamedTensors<Rational>& x, const std::vector<double>& weights) {
+    const NamedSubject& subject = at.subject;
+    std::size_t next = 0;
+    Draw<Rational> draw = detail::replay_draw(weights, next, subject.family.name);
+    try {
+        const auto [lhs, rhs] = identity::sides(subject, subject.family.exact(draw, subject.d, 0), at.move, x);
+        return first_difference(w, subject, lhs, rhs);
+    } catch (const std::domain_error&) {
+        return false;  // the model's values overflow the real exp (computed in double): not a usable witness
+    }
+}
+
+// A sat model (the real inputs in the order of the signature, then the weights, each rounded to a double) evaluated
+// in exact rational arithmetic, exp the exact value of std::exp of the double: the witness when the two sides differ
+// there, each weight then zeroed in turn and kept zero when the violation survives (one exact evaluation per weight),
+// so that the witness shows only the weights it needs.
+std::optional<Witness> confirm_model(const QueryPoint& at, const std::vector<double>& model) {
+    const NamedSubject& subject = at.subject;
+    std::size_t next = 0;
+    Draw<Rational> draw = detail::replay_draw(model, next, subject.family.name);
+    const NamedTensors<Rational> x = subject.input<Rational>(draw);
+    Witness w{WitnessSource::z3_model, at.move.axis, at.move.g, assignment_label(subject.masks)};
+    for (std::size_t from = 0; const TensorSpec& t : subject.s.inputs) {
+        if (t.kind == TensorKind::mask) continue;
+        const std::size_t to = from + x.at(t.name).values.size();
+        w.inputs.emplace_back(t.name, Tensor{x.at(t.name).shape, std::vector<double>(model.begin() + static_cast<long>(from),
+                                                                                     model.begin() + static_cast<long>(to))});
+        from = to;
+    }
+    w.weights.assign(model.begin() + static_cast<long>(next), model.end());
+    if (!violates(w, at, x, w.weights)) return std::nullopt;
+    for (double& v : w.weights) {
+        if (v == 0) continue;
+        const double kept = v;
+        v = 0;
+        if (!violates(w, at, x, w.weights)) v = kept;
+    }
+    violates(w, at, x, w.weights);  // the entry and both sides at the weights kept
+    return w;
+}
+
+// The axis's queries in turn (detail::ask_in_turn), none asked when a witness already refuted the axis; a sat
+// answer's model, confirmed, refutes it.
+void prove_axis(AxisProof& a, const SymbolicLayer& l, const std::vector<QueryPoint>& points,
+                const SmtOptions& opts) {
+    const auto ask = [&](const QueryPoint& at, bool asked) {
+        const NamedTensors<Symbolic> x = identity::with_masks(l.reals, at.subject.masks);
+        // L(x) before L(g x), not identity::sides: Z3 numbers the terms in the order they are made, and the emitted
+        // files show the numbers.
+        const NamedTensors<Symbolic> lx = l.layer(x);
+        const NamedTensors<Symbolic> lhs = l.layer(at.subject.moved(at.move, x));
+        const NamedTensors<Symbolic> rhs = at.subject.expected(at.move, lx);
         std::optional<std::vector<double>> model;
-        SmtQuery q = detail::run_query(subject, lhs, rhs, constants, p, asked, opts, model);
-        if (q.answer == SmtAnswer::sat && model && !r.counterexample)
-            q.model_confirmed = adopt_model(family, *model, p, r);
+        SmtQuery q = detail::run_query(at.subject, lhs, rhs, l.constants, at.move.g, asked, opts, model);
+        q.assignment = assignment_label(at.subject.masks);
+        if (q.answer != SmtAnswer::sat || !model) return q;
+        std::optional<Witness> w = confirm_model(at, *model);
+        q.model_confirmed = w.has_value();
+        if (w) {
+            a.witness = std::move(w);
+            a.verdict = SmtVerdict::violated;
+        }
         return q;
     };
-    return detail::ask_in_turn(Permutation::generators(r.n), settled, opts, r.queries, ask);
+    if (detail::ask_in_turn(points, a.witness.has_value(), opts, a.queries, ask)) a.verdict = SmtVerdict::proved;
+}
+
+// One generator's queries: one line each without masks; with masks one line for the assignments answered unsat,
+// then one for each other query (its assignment named).
+void describe_generator(std::ostream& s, const AxisProof& a, const Permutation& g) {
+    const auto summarized = [&g](const SmtQuery& q) {
+        return q.perm == g && !q.assignment.empty() && q.asked && q.answer == SmtAnswer::unsat;
+    };
+    int unsat = 0;
+    double seconds = 0, cpu = 0;
+    for (const SmtQuery& q : a.queries)
+        if (summarized(q)) {
+            ++unsat;
+            seconds += q.seconds;
+            cpu += q.cpu_seconds;
+        }
+    if (unsat > 0)
+        s << "  " << a.axis << " " << g.cycles() << ": unsat for " << unsat << " mask assignment"
+          << (unsat == 1 ? "" : "s") << ", Z3 " << seconds << " s (CPU " << cpu << " s) in all\n";
+    for (const SmtQuery& q : a.queries) {
+        if (!(q.perm == g) || summarized(q)) continue;
+        std::string head = "  " + a.axis + " " + q.perm.cycles();
+        if (!q.assignment.empty()) head += " masks " + q.assignment;
+        detail::describe_answer(s, head, q);
+    }
 }
 
 }  // namespace
 
-SmtResult smt_prove(const LayerFamily& family, int n, int d, const SmtOptions& opts) {
-    if (n < 2)
-        throw std::invalid_argument("a proof over permutations needs n >= 2 positions, got " + std::to_string(n));
-    if (d < 1) throw std::invalid_argument("the width d must be at least 1, got " + std::to_string(d));
+SmtResult smt_prove(const Family& family, int length, int d, const SmtOptions& opts) {
+    if (!family.rational())
+        throw std::invalid_argument("'" + family.name + "' has an index input or max aggregation: no symbolic proof "
+                                    "(its rows of the verdict table check it, in float64 and exact)");
+    const int most = family.takes_width() ? kMaxProofLength : kMaxNamedProofLength;
+    if (length < 2 || length > most)
+        throw std::invalid_argument("a proof needs every axis of length 2 to " + std::to_string(most) + ", got " +
+                                    std::to_string(length));
     if (opts.timeout_seconds <= 0)
         throw std::invalid_argument("the SMT timeout must be positive, got " + std::to_string(opts.timeout_seconds));
-    SmtResult r{.layer = family.name, .property = family.symmetry(), .n = n, .d = d,
-                .expected_symmetric = family.expected_symmetric()};
-
-    if (opts.witness_cases > 0) {  // the witness search of every family: the engine's exact check at n positions
-        const CheckOptions o{.arithmetic = Arithmetic::exact, .cases = opts.witness_cases, .seed = opts.witness_seed,
-                             .min_len = n, .max_len = n, .d = d, .stop_requested = opts.stop_requested};
-        const CheckResult found = check(family, r.property, o);
-        if (found.counterexample && found.counterexample->confirmed_exactly) {
-            r.counterexample = found.counterexample;
-            r.witness_source = WitnessSource::exact_search;
+    const auto t0 = std::chrono::steady_clock::now();
+    const Signature s = signature_of(family, d);
+    SmtResult r;
+    r.layer = family.name;
+    r.d = family.takes_width() ? d : 0;
+    for (const Axis& a : s.axes) r.lengths[a.name] = length;
+    const std::vector<Tensors> masks = mask_assignments(s, r.lengths);
+    r.mask_assignments = masks.size() > 1 || !masks.front().empty() ? static_cast<int>(masks.size()) : 0;
+    std::map<std::string, Witness> witnesses;
+    if (opts.witness_search) witnesses = exact_witnesses(family, s, r.lengths, opts.witness_seed, d);
+    std::optional<SymbolicLayer> l;
+    for (const Expectation& e : family.expectations) {
+        const PropertyRules& rules = rules_of(e.property);
+        if (!rules.decided_by_generators()) continue;
+        AxisProof a;
+        a.axis = e.axis;
+        a.property = rules.recorded_as(s, rules.checked(s, {e.axis, PadPlacement::any, false, true}));
+        a.expected_holds = e.holds;
+        if (const auto w = witnesses.find(e.axis); w != witnesses.end()) {
+            a.verdict = SmtVerdict::violated;
+            a.witness = w->second;
         }
+        if (!a.witness || opts.keep_smtlib) {
+            if (!l) l = symbolic_layer(family, s, r.lengths, d);
+            prove_axis(a, *l, query_points(family, s, r.lengths, masks, e.axis, d), opts);
+        }
+        r.axes.push_back(std::move(a));
     }
-    if (ask_z3(family, opts, r)) r.verdict = SmtVerdict::proved;
-    else r.verdict = r.counterexample ? SmtVerdict::violated : SmtVerdict::unknown;
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return r;
-}
-
-std::string SmtResult::headline() const {
-    const std::string what = identity::symmetric_word(property);
-    if (verdict == SmtVerdict::proved)
-        return "proved " + what + " (all real inputs and weights, uninterpreted exp/sqrt/tanh)";
-    if (verdict == SmtVerdict::violated && witness_source == WitnessSource::exact_search)
-        return "not " + what + ": the exact witness search found a witness (Z3 not asked)";
-    if (verdict == SmtVerdict::violated)
-        return "not " + what + ": Z3 found a model, confirmed in exact arithmetic with the real exp/sqrt/tanh";
-    std::string z3 = "Z3 was not asked";
-    for (const SmtQuery& q : queries) {
-        if (!q.asked) continue;
-        if (q.answer == SmtAnswer::sat) z3 = "Z3 found a model, which does not violate with the real exp/sqrt/tanh";
-        if (q.answer == SmtAnswer::unknown) z3 = "Z3 answered unknown (" + q.reason_unknown + ")";
-    }
-    return "not proved: the exact witness search found no witness, and " + z3;
-}
-
-std::string describe_witness(const SmtResult& r, const std::string& indent) {
-    const Counterexample& c = r.counterexample.value();
-    const SideNames names = side_names(c.property);
-    std::ostringstream s;
-    s << "witness (" << witness_source_name(r.witness_source) << "): n = " << c.n() << ", d = " << c.d()
-      << ", permutation " << c.perm.cycles() << " (rows: (P x)[i] = x[p[i]])\n";
-    s << "  x =\n" << format_matrix(c.x);
-    s << std::setprecision(17) << "  at position " << c.comparison.row << ", feature " << c.comparison.col << ": "
-      << names.lhs << " = " << c.lhs(c.comparison.row, c.comparison.col) << ", " << names.rhs << " = "
-      << c.rhs(c.comparison.row, c.comparison.col) << std::setprecision(6) << " (|difference| "
-      << c.comparison.max_abs_diff << "), confirmed in exact rational arithmetic\n";
-    if (r.witness_source == WitnessSource::z3_model) {
-        std::size_t zero = 0;
-        std::ostringstream listed;
-        listed << std::setprecision(17);
-        for (std::size_t k = 0; k < r.witness_weights.size(); ++k) {
-            if (r.witness_weights[k] == 0) ++zero;
-            else listed << " w" << k << " = " << r.witness_weights[k] << ";";
-        }
-        s << "  weights in draw order, the " << zero << " of " << r.witness_weights.size()
-          << " not listed are 0:" << listed.str() << "\n";
-    } else {
-        s << "  weights: dyadic, weight seed " << c.weight_seed << "; the same case: " << c.replay << "\n";
-    }
-    std::istringstream lines(s.str());
-    std::string text;
-    for (std::string line; std::getline(lines, line);) text += indent + line + "\n";
-    return text;
 }
 
 std::string describe(const SmtResult& r) {
     std::ostringstream s;
-    s << r.layer << " at n = " << r.n << ", d = " << r.d << ": " << r.headline() << "\n";
-    for (const SmtQuery& q : r.queries) detail::describe_answer(s, "  " + q.perm.cycles(), q);
-    if (r.counterexample) s << describe_witness(r, "  ");
+    s << r.layer << " at";
+    for (const auto& [axis, len] : r.lengths) s << " " << axis << " = " << len;
+    if (r.d > 0) s << ", d = " << r.d;
+    if (r.mask_assignments > 0) s << ", " << r.mask_assignments << " mask assignments (none padding a whole line)";
+    s << " (" << r.seconds << " s)\n";
+    const std::string masks = r.mask_assignments > 0 ? ", every mask assignment" : "";
+    for (const AxisProof& a : r.axes) {
+        const std::string what = property_adjective(a.property);
+        std::vector<Permutation> generators;
+        for (const SmtQuery& q : a.queries)
+            if (std::ranges::find(generators, q.perm) == generators.end()) generators.push_back(q.perm);
+        for (const Permutation& g : generators) describe_generator(s, a, g);
+        if (a.witness) {
+            const bool model = a.witness->source == WitnessSource::z3_model;
+            s << "  " << a.axis << " witness (" << witness_source_name(a.witness->source)
+              << (model ? "" : ", Z3 not asked") << "): " << describe(*a.witness, "  ") << "\n";
+        }
+        s << "  " << a.axis << ": "
+          << (a.verdict == SmtVerdict::proved     ? "proved " + what + " (all real inputs and weights" + masks +
+                                                        ", uninterpreted exp/sqrt/tanh)"
+              : a.verdict == SmtVerdict::violated ? "not " + what
+                                                  : std::string("not proved"))
+          << (a.as_expected() ? "" : "   <-- NOT what the verdict matrix expects") << "\n";
+    }
     return s.str();
 }
 

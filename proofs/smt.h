@@ -1,19 +1,24 @@
-// Symbolic proofs with Z3 (issue 8): a layer evaluated on symbolic inputs and weights, and the question
-// "is L(P x) != P L(x) satisfiable?" for the two generators (0 1) and (0 1 ... n-1) of S_n. Cheap evidence first: the
-// exact witness search (the engine's exact check at n positions, a bounded number of cases) runs before Z3, because Z3
-// rarely answers sat quickly on nonlinear arithmetic and would spend its whole timeout on a layer that a few exact
-// evaluations refute. A confirmed witness ends the attempt; Z3 is asked only when none turned up, and stops at the
-// first query that is not unsat (a proof needs both). unsat for both generators proves the property for every real
-// input, every real weight setting and every choice of the uninterpreted functions exp, sqrt, tanh and relu, at the
-// shape (n, d) asked for (proofs-notes/smt-proofs.md). sat gives a model, which is turned into a concrete input and
-// weights and confirmed in exact rational arithmetic with the real functions (its "exp" need not be exp). Nothing but
-// two unsat answers is ever reported as proved. The choice of what to run never reads the family's expectations.
+// Symbolic proofs with Z3: a reference family evaluated on symbolic inputs and weights, and for each axis the
+// question "is some entry of L(g x) != g L(x) satisfiable?" (L(x) for an output the generator leaves) for the
+// generators (0 1) and (0 1 ... len-1) of that axis acting alone, on symbolic inputs and weights with uninterpreted
+// exp, sqrt, tanh and relu. unsat for both generators of every axis proves the property for the product of the axes'
+// symmetric groups at those lengths, for every real input and weight setting and every choice of the uninterpreted
+// functions (proofs-notes/generators.md, proofs-notes/smt-proofs.md). A layer with mask inputs gets one query per
+// generator and per mask assignment that pads no line entirely (the masks concrete, moved with their axis; the real
+// inputs and weights symbolic): the axis is proved only when every one is unsat (proofs-notes/signature-layers.md).
+// Cheap evidence first: the exact witness search (proofs/certificate.h) runs before Z3, because Z3 rarely answers sat
+// quickly on nonlinear arithmetic; an axis it refutes is not sent to Z3. Z3 stops at an axis's first query that is
+// not unsat (a proof needs all). A sat model becomes the axis's witness when it violates in exact arithmetic with the
+// real functions (its "exp" need not be exp), every weight it does not need set to 0. Nothing but unsat answers is
+// ever reported as proved. The choice of what to run never reads the family's expectations.
 #pragma once
 
-#include "check/engine.h"
+#include "check/check.h"
 #include "proofs/witness.h"
 #include "scalars/symbolic.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <ostream>
@@ -35,8 +40,8 @@ struct SmtQuery {
     double cpu_seconds = 0;        // CPU time of the process that ran the check (the figure on a busy machine)
     std::string smtlib{};          // standalone SMT-LIB 2 (declarations, assertion, check-sat); if asked for
     bool model_confirmed = false;  // sat: the model's input and weights violate in exact arithmetic
-    // A layer over named inputs with masks (proofs/signature_smt.h): the mask values this query fixes, each mask
-    // as name=bits in row-major order, 1 = padding ("pad=0100"); empty for a layer without masks.
+    // A layer with mask inputs: the mask values this query fixes, each mask as name=bits in row-major order,
+    // 1 = padding ("pad=0100"); empty for a layer without masks.
     std::string assignment{};
 };
 
@@ -46,48 +51,50 @@ enum class SmtVerdict {
     unknown,   // neither: Z3 could not decide and the exact search found no witness
 };
 
-struct SmtResult {
-    std::string layer;
-    Property property = Property::equivariance;  // equivariance, or invariance for pooled layers
-    int n = 0, d = 0;
-    bool expected_symmetric = true;
-    SmtVerdict verdict = SmtVerdict::unknown;
-    std::vector<SmtQuery> queries{};
-    std::optional<Counterexample> counterexample{};  // when violated
-    // When the witness came from a Z3 model: w0, w1, ... in draw order, every weight the witness does not need
-    // set to 0 (each zeroed in turn and kept zero when the exact violation survives).
-    std::vector<double> witness_weights{};
-    WitnessSource witness_source = WitnessSource::none;  // exact_search or z3_model when violated
-
-    // Symmetric layers must be proved; the others must end with a confirmed witness.
-    bool as_expected() const { return verdict == (expected_symmetric ? SmtVerdict::proved : SmtVerdict::violated); }
-    // One line: "proved equivariant (all real inputs and weights, uninterpreted exp/sqrt/tanh)", ...
-    std::string headline() const;
-};
-
 struct SmtOptions {
     double timeout_seconds = 60;  // per query
     bool keep_smtlib = false;     // fill SmtQuery::smtlib
-    // The exact witness search before Z3: this many cases at exactly n positions; 0 skips it (Z3 alone). It
-    // runs on symmetric layers too, so its cost is bounded by the case count (no shrinking happens when no case
-    // fails): 100 exact cases take at most 0.14 s of CPU per catalog layer (the encoder) at n = 8, d = 4.
-    // Layers over named inputs run their own fixed search (signature_witnesses); 0 skips it too.
-    int witness_cases = 100;
+    // The exact witness search before Z3 (kWitnessAttempts weight settings and inputs, proofs/identity.h); false
+    // skips it (Z3 alone).
+    bool witness_search = true;
     std::uint64_t witness_seed = 1;
-    // Asked between the witness search's cases and, while Z3 works, every 0.1 s: true stops the witness search
-    // and kills the query, which answers unknown with the reason "interrupted". Reads no signal itself.
+    // Asked while Z3 works, every 0.1 s: true kills the query, which answers unknown with the reason "interrupted".
+    // Reads no signal itself.
     std::function<bool()> stop_requested{};
 };
 
-// Throws std::invalid_argument for n < 2, d < 1 or a width the layer does not accept.
-SmtResult smt_prove(const LayerFamily& family, int n, int d, const SmtOptions& opts = {});
+inline constexpr int kMaxProofLength = 64;       // of the axis of a layer of one sequence (built for any width)
+inline constexpr int kMaxNamedProofLength = 8;   // of every axis of a layer over named inputs of fixed widths
 
-// Multi-line details: each query's answer and time, the witness if any.
+struct AxisProof {
+    std::string axis;
+    Property property = Property::equivariance;
+    bool expected_holds = true;
+    SmtVerdict verdict = SmtVerdict::unknown;
+    // The axis's generators in order (with masks, each generator over every mask assignment), until one is not
+    // unsat; with SmtOptions::keep_smtlib every query, those not sent to Z3 marked `asked = false`.
+    std::vector<SmtQuery> queries;
+    // When the exact witness search or a confirmed Z3 model (source z3_model) refuted the axis.
+    std::optional<Witness> witness;
+    bool as_expected() const { return verdict == (expected_holds ? SmtVerdict::proved : SmtVerdict::violated); }
+};
+
+struct SmtResult {
+    std::string layer;
+    Lengths lengths;
+    int d = 0;                 // the width, for a family built for any (0 otherwise)
+    std::vector<AxisProof> axes;  // the family's rows of a property the generators decide
+    int mask_assignments = 0;  // the mask assignments each generator is asked for (0: no mask input)
+    double seconds = 0;
+    bool as_expected() const { return !axes.empty() && std::ranges::all_of(axes, &AxisProof::as_expected); }
+};
+
+// Every axis at `length` (2 to 64 for a layer of one sequence, at width d; 2 to 8 for a layer over named inputs, whose
+// every axis is that long at once). Throws std::invalid_argument for a family
+// that is not rational (an edge_index, max aggregation) or with more than 12 mask entries.
+SmtResult smt_prove(const Family& family, int length, int d = 4, const SmtOptions& opts = {});
+// Per axis: each query's answer and time, the witness if any, the verdict.
 std::string describe(const SmtResult& r);
-// The witness alone (r.counterexample must be set), each line after `indent`: its sizes, permutation, input, the
-// largest difference of the two sides, and the weights: the seed that draws them (exact search), or only the
-// nonzero ones (Z3 model).
-std::string describe_witness(const SmtResult& r, const std::string& indent = "");
 
 namespace detail {
 // One solver check, run in a child process (smt_isolation.cpp): Z3 4.8.12 overruns its own timeout in some

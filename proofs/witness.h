@@ -1,8 +1,9 @@
-// Witnesses as data: where a witness came from, and the exact difference of a layer over named inputs along one
-// axis. Their text is describe()'s, so the certificates and the Z3 proofs state a witness in the same words.
+// Witnesses as data: where a witness came from, and the exact difference of a layer along one axis. Their text is
+// describe()'s, so the certificates and the Z3 proofs state a witness in the same words.
 #pragma once
 
 #include "check/permutation.h"
+#include "check/signature.h"
 #include "scalars/scalar.h"
 
 #include <cstddef>
@@ -22,9 +23,9 @@ enum class WitnessSource {
 // "exact witness search", "Schwartz-Zippel point", "Z3 model", "none".
 const char* witness_source_name(WitnessSource s);
 
-// An exact, nonzero difference of a layer over named inputs: a generator of one axis (the other axes left alone),
-// an output entry and both sides there.
-struct SignatureWitness {
+// An exact, nonzero difference of a layer: a generator of one axis (the other axes left alone), an output entry and
+// both sides there.
+struct Witness {
     WitnessSource source = WitnessSource::exact_search;
     std::string axis{};
     Permutation perm{};
@@ -36,11 +37,14 @@ struct SignatureWitness {
     double max_abs_diff = 0;         // the largest |difference| of the output (exact_search)
     Rational difference{};           // lhs - rhs, exactly (standin_point)
     std::uint64_t weight_seed = 0;   // exact_search: the dyadic weights of this seed
-    std::vector<std::pair<std::string, std::vector<double>>> inputs{};  // z3_model: the real inputs, in signature order
-    std::vector<double> weights{};   // z3_model: w0, w1, ... in draw order
+    // The real inputs, in signature order (exact_search: dyadic, so exactly these values; z3_model: the model's, each
+    // rounded to a double and used exactly).
+    std::vector<std::pair<std::string, Tensor>> inputs{};
+    std::vector<double> weights{};   // z3_model: w0, w1, ... in draw order, every weight the witness needs not 0
 };
 
-// One line: "permutation (0 1) of axis m, output y at [0, 1]: ... against ... (an exact, nonzero difference...".
-std::string describe(const SignatureWitness& w);
+// "permutation (0 1) of axis m, output y at (0, 1): ... against ... (an exact, nonzero difference...", then on lines of
+// their own after `indent` the inputs, every value in full (they replay the witness exactly), and a model's weights.
+std::string describe(const Witness& w, const std::string& indent = "");
 
 }  // namespace permcheck

@@ -43,6 +43,10 @@ class CausalPrefix : public Equivariance {
 public:
     Property id() const override { return Property::causal_prefix; }
     SideNames sides(bool) const override { return {"L(P x)[n-1]", "L(x)[n-1]", "|L(P x)[n-1] - L(x)[n-1]|"}; }
+    const char* meaning() const override {
+        return "reordering the positions before the last leaves the last output alone";
+    }
+    bool decided_by_generators() const override { return false; }  // one permutation, or a subgroup of its own
     PropertyArgs checked(const Signature& s, PropertyArgs a) const override {
         if (!a.white_box) properties::reference_layers_only(id());
         a.axis = properties::one_axis(s, a.axis, property_name(id()));

@@ -9,6 +9,7 @@ class Equivariance : public PropertyRules {
 public:
     Property id() const override { return Property::equivariance; }
     SideNames sides(bool moves) const override;
+    const char* meaning() const override { return "L(P x) = P L(x): reordering the input reorders the output"; }
     std::string case_text(const Case& c) const override;
     Property recorded_as(const Signature& s, const PropertyArgs& a) const override;
     PropertyArgs checked(const Signature& s, PropertyArgs a) const override;
@@ -16,6 +17,12 @@ public:
               int cases) const override;
     Tensors transformed(const Signature& s, const PropertyArgs& a, const Case& c) const override;
     Tensor expected(const TensorSpec& t, const Case& c, const Tensor& y) const override;
+    bool decided_by_generators() const override { return true; }
+    std::string compared_text() const override { return "L(P x) against P L(x) (L(x) for the axes an output lacks)"; }
+    const char* verdict_meaning(bool holds) const override {
+        return holds ? "order only through the data" : "order by another route";
+    }
+    bool positions_may_stay() const override { return true; }
 };
 
 }  // namespace permcheck

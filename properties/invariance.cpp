@@ -10,6 +10,7 @@ class Invariance : public Equivariance {
 public:
     Property id() const override { return Property::invariance; }
     SideNames sides(bool) const override { return Equivariance::sides(false); }
+    const char* meaning() const override { return "L(P x) = L(x): a pooled output ignores the order"; }
 };
 }  // namespace
 

@@ -170,7 +170,14 @@ class Padding : public PropertyRules {
 public:
     Property id() const override { return Property::padding; }
     SideNames sides(bool) const override { return {"L(pad x)", "L(x)", "|L(pad x) - L(x)|"}; }
+    const char* meaning() const override {
+        return "inserting masked pads leaves the outputs at the real positions unchanged";
+    }
     bool permutes() const override { return false; }
+    const char* output_claim() const override { return "unchanged at its real positions when masked pads are inserted"; }
+    std::string compared_text() const override { return "L(pad x) at the real positions against L(x)"; }
+    const char* verdict_meaning(bool holds) const override { return holds ? "padding invisible" : "padding leaks"; }
+    bool places_pads() const override { return true; }
 
     // "2 pads into n at slots 0, 3".
     std::string case_text(const Case& c) const override {

@@ -16,6 +16,11 @@ rc::Shrinkable<Case> PropertyRules::shrinkable(const std::shared_ptr<const Signa
     return shrinkable_signature_case(s, std::move(c));
 }
 
+std::string PropertyRules::compared_text() const {
+    const SideNames s = sides(true);
+    return std::string(s.lhs) + " against " + s.rhs;
+}
+
 const PropertyRules& rules_of(Property p) {
     switch (p) {
         case Property::equivariance: return equivariance_rules();
@@ -51,6 +56,8 @@ void reference_layers_only(Property p) {
                                 " is a property of the reference layers (permcheck check); audits take "
                                 "equivariance (invariance for outputs without an axis), shift or padding");
 }
+
+Output one_tensor_output(Property p) { return p == Property::invariance ? Output::pooled : Output::sequence; }
 
 }  // namespace properties
 

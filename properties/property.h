@@ -37,6 +37,8 @@ public:
     // The two sides and their difference as a reader sees them, for an output that has (`moves`) or lacks the axes
     // the property moves: "L(P x)", "P L(x)" (an output without the axis: "L(x)").
     virtual SideNames sides(bool moves) const = 0;
+    // The claim in one line: "L(P x) = P L(x): reordering the input reorders the output".
+    virtual const char* meaning() const = 0;
     // What the property did to a case, in words: "permutations n (0 1)", "every position id + 3", "2 pads into n at
     // slots 0, 3".
     virtual std::string case_text(const Case& c) const = 0;
@@ -57,6 +59,9 @@ public:
     // Whether the property permutes axes (a case whose permutations are all the identity then tests nothing), or
     // leaves every permutation the identity (shift, padding).
     virtual bool permutes() const { return true; }
+    // Whether the permutations a case of it takes form a group, so that the generators of every axis's symmetric
+    // group decide it for every permutation (proofs-notes/generators.md): what certificates and Z3 proofs decide.
+    virtual bool decided_by_generators() const { return false; }
     // The inputs the layer is asked besides x, their lengths, and the position offset a reference family is built
     // with for them (the shift property's c; 0 for a black box, which has none).
     virtual Tensors transformed(const Signature& s, const PropertyArgs& a, const Case& c) const = 0;
@@ -76,6 +81,20 @@ public:
     // A failing case with its shrinks, most radical first.
     virtual rc::Shrinkable<Case> shrinkable(const std::shared_ptr<const Signature>& s, const PropertyArgs& a,
                                             Case c) const;
+    // What a property that moves no axis (shift, padding) claims of every output, in a line: "unchanged when every
+    // position id moves by the same c"; empty for a permuting property, whose claim is per axis (equivariant along,
+    // invariant to).
+    virtual const char* output_claim() const { return ""; }
+    // What a replay of a saved case compares, in a line: "L(x_c) against L(x)".
+    virtual std::string compared_text() const;
+    // What a verdict says of a layer that takes position inputs (the audit profile's rows): "relative", "padding
+    // leaks".
+    virtual const char* verdict_meaning(bool holds) const { return holds ? "holds" : "fails"; }
+    // The options a run of it may take: where pads go (--padding, --padding-axis), and the position inputs left in
+    // place while the rest moves (--keep-positions).
+    virtual bool places_pads() const { return false; }
+    virtual bool positions_may_stay() const { return false; }
+
     // Throws std::invalid_argument unless a saved case (a report's) carries what the property needs.
     virtual void validate_saved(const Signature&, const Case&) const {}
 };
@@ -99,6 +118,9 @@ Permutations identities(const Lengths& lengths);
 std::string one_axis(const Signature& s, const std::string& given, const std::string& property);
 // Throws the sentence a black-box audit reads for a property of the reference layers only.
 void reference_layers_only(Property p);
+// The output of the one-tensor form a report of property p recorded before reports held signatures: pooled (y:d)
+// for invariance, the sequence (y:n,d) otherwise.
+Output one_tensor_output(Property p);
 }  // namespace properties
 
 }  // namespace permcheck

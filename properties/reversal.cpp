@@ -17,6 +17,8 @@ Case reversed(Case c, const std::string& axis) {
 class Reversal : public Equivariance {
 public:
     Property id() const override { return Property::reversal; }
+    const char* meaning() const override { return "L(R x) = R L(x) for the reversal R"; }
+    bool decided_by_generators() const override { return false; }  // one permutation, or a subgroup of its own
     PropertyArgs checked(const Signature& s, PropertyArgs a) const override {
         if (!a.white_box) properties::reference_layers_only(id());
         a.axis = properties::one_axis(s, a.axis, property_name(id()));

@@ -52,8 +52,13 @@ class Shift : public PropertyRules {
 public:
     Property id() const override { return Property::shift; }
     SideNames sides(bool) const override { return {"L(x_c)", "L(x)", "|L(x_c) - L(x)|"}; }
+    const char* meaning() const override { return "moving every position index by a constant changes nothing"; }
     std::string case_text(const Case& c) const override { return "every position id + " + std::to_string(c.shift); }
     bool permutes() const override { return false; }
+    const char* output_claim() const override { return "unchanged when every position id moves by the same c"; }
+    const char* verdict_meaning(bool holds) const override {
+        return holds ? "relative" : "not relative (absolute positions)";
+    }
 
     PropertyArgs checked(const Signature& s, PropertyArgs a) const override {
         if (a.pads != PadPlacement::any) throw std::invalid_argument("--padding goes with --property padding");

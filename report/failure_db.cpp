@@ -2,22 +2,17 @@
 
 #include "report/report.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <system_error>
 
 namespace permcheck::cli {
 
-MatrixCase case_of(const Counterexample& c) {
-    return MatrixCase{c.x, c.perm, c.weight_seed, c.property == Property::shift ? c.shift : 1, c.weights};
-}
-
-Counterexample counterexample_at(const LayerFamily& spec, Property property, const MatrixCase& c, const CheckOptions& opts,
-                                 int case_index, int shrink_steps) {
-    return counterexample_of(spec, property, c, opts, case_index, shrink_steps);
-}
-
-std::filesystem::path db_entry(const FailureDb& db, const std::string& layer, Property property, Arithmetic dtype) {
-    std::string name = layer + "." + property_name(property) + "." + arithmetic_name(dtype);
+std::filesystem::path db_entry(const FailureDb& db, const Family& family, const Expectation& row, Arithmetic dtype) {
+    const bool another = std::count_if(family.expectations.begin(), family.expectations.end(),
+                                       [&](const Expectation& e) { return e.property == row.property; }) > 1;
+    std::string name = family.name + "." + property_name(row.property) + (another ? "-" + row.axis : "") + "." +
+                       arithmetic_name(dtype);
     for (char& ch : name)
         if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '+' || ch == '-' || ch == '.' || ch == '_'))
             ch = '_';
@@ -26,8 +21,9 @@ std::filesystem::path db_entry(const FailureDb& db, const std::string& layer, Pr
 
 namespace {
 
-// The stored counterexample, if the entry is readable and belongs to this check; notes why not otherwise.
-std::optional<Counterexample> load(const std::filesystem::path& entry, const LayerFamily& spec, Property property,
+// The stored counterexample, if the entry is readable, belongs to this check and fits this run's signature; notes
+// why not otherwise.
+std::optional<Counterexample> load(const std::filesystem::path& entry, const Family& family, const Expectation& row,
                                    const CheckOptions& opts, std::ostream& notes) {
     std::error_code ec;
     if (!std::filesystem::exists(entry, ec)) return std::nullopt;
@@ -38,41 +34,45 @@ std::optional<Counterexample> load(const std::filesystem::path& entry, const Lay
         notes << "permcheck: skipping corrupt failure database entry " << entry.string() << ": " << e.what() << "\n";
         return std::nullopt;
     }
-    if (r.layer != spec.name || r.property != property || r.dtype != opts.arithmetic ||
-        !r.counterexample) {
-        notes << "permcheck: skipping failure database entry " << entry.string()
-              << ": it does not hold a counterexample of " << spec.name << " " << property_name(property) << " ("
-              << arithmetic_name(opts.arithmetic) << ")\n";
+    if (r.layer != family.name || r.dtype != opts.arithmetic || !r.counterexample) {
+        notes << "permcheck: skipping failure database entry " << entry.string() << ": it does not hold a counterexample of "
+              << family.name << " " << property_name(row.property) << " (" << arithmetic_name(opts.arithmetic) << ")\n";
         return std::nullopt;
     }
-    const Counterexample& c = *r.counterexample;
-    if (c.n() < opts.min_len || c.n() > opts.max_len || c.d() != opts.d) {
-        notes << "permcheck: the failure database's counterexample (n = " << c.n() << ", d = " << c.d()
-              << ") lies outside this run's sizes; searching instead\n";
+    const Signature s = signature_of(family, opts);
+    try {
+        require_case_fits(s, *r.counterexample);
+        for (const Axis& a : s.axes)
+            if (const int n = r.counterexample->lengths.at(a.name); n < a.min_len || n > a.max_len)
+                throw std::invalid_argument("its " + a.name + " = " + std::to_string(n) + " is outside " + format(a));
+    } catch (const std::invalid_argument& e) {
+        notes << "permcheck: the failure database's counterexample lies outside this run's sizes (" << e.what()
+              << "); searching instead\n";
         return std::nullopt;
     }
-    return c;
+    return r.counterexample;
+}
+
+bool fails(const Counterexample& c) {
+    return std::any_of(c.outputs.begin(), c.outputs.end(), [](const OutputComparison& o) { return !o.holds; });
 }
 
 }  // namespace
 
-CheckRun check_with_db(const LayerFamily& spec, Property property, const CheckOptions& opts, const FailureDb& db,
+CheckRun check_with_db(const Family& family, const Expectation& row, const CheckOptions& opts, const FailureDb& db,
                        std::ostream& notes) {
     CheckRun run;
     if (db.enabled) {
-        run.entry = db_entry(db, spec.name, property, opts.arithmetic);
-        if (const std::optional<Counterexample> stored = load(run.entry, spec, property, opts, notes)) {
-            const MatrixCase c = case_of(*stored);
-            if (!evaluate_case(spec, property, c, opts.arithmetic).comparison.holds) {
+        run.entry = db_entry(db, family, row, opts.arithmetic);
+        if (const std::optional<Counterexample> stored = load(run.entry, family, row, opts, notes)) {
+            Counterexample again = counterexample_at(family, row, *stored, opts, 0, 0);
+            if (fails(again)) {
                 CheckResult& r = run.result;
-                r.layer = spec.name;
-                r.property = property;
-                r.dtype = opts.arithmetic;
-                r.expected_holds = spec.expected_to_hold(property);
+                r = labelled(family, row, opts);
                 r.holds = false;
                 r.cases_run = 1;
                 r.evaluations = 1;
-                r.counterexample = counterexample_at(spec, property, c, opts, 0, 0);
+                r.counterexample = std::move(again);
                 run.from_db = true;
                 return run;
             }
@@ -82,7 +82,7 @@ CheckRun check_with_db(const LayerFamily& spec, Property property, const CheckOp
                   << "\n";
         }
     }
-    run.result = check(spec, property, opts);
+    run.result = check(family, row, opts);
     if (db.enabled && run.result.counterexample && !run.result.interrupted) {  // a finished shrink only
         try {
             std::error_code ec;

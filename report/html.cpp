@@ -111,9 +111,8 @@ void scale_svg(std::ostringstream& s, double x, double y, double largest, bool n
     s << "</g>";
 }
 
-std::string heatmap_svg(const Counterexample& c, Property property, const HeatmapAxes& axes = {}) {
-    const Mat<double>& a = c.lhs;
-    const Mat<double>& b = c.rhs;
+// The heatmap of |a - b| of two matrices (an output's two sides, its dims of size 1 squeezed).
+std::string heatmap_svg(const Mat<double>& a, const Mat<double>& b, const HeatmapAxes& axes = {}) {
     if (a.rows() != b.rows() || a.cols() != b.cols())
         return "<p class=\"note\">The two sides have different shapes (" + std::to_string(a.rows()) + "x" +
                std::to_string(a.cols()) + " and " + std::to_string(b.rows()) + "x" + std::to_string(b.cols()) +
@@ -146,9 +145,7 @@ std::string heatmap_svg(const Counterexample& c, Property property, const Heatma
         s << "<text x=\"" << left + cell * static_cast<double>(j) + cell / 2 << "\" y=\"" << top - 6
           << "\" text-anchor=\"middle\" class=\"label\">" << j << "</text>";
     for (Eigen::Index i = 0; i < a.rows(); ++i) {
-        std::string row_label = std::to_string(i);
-        if (property == Property::causal_prefix) row_label = "n-1 = " + std::to_string(c.n() - 1);
-        if (property == Property::invariance) row_label = "pooled";
+        const std::string row_label = std::to_string(i);
         if ((labels || a.rows() == 1) && !axes.rows.empty())
             s << "<text x=\"" << left - 8 << "\" y=\"" << top + cell * static_cast<double>(i) + cell / 2 + 4
               << "\" text-anchor=\"end\" class=\"label\">" << html_escape(row_label) << "</text>";
@@ -164,18 +161,6 @@ std::string heatmap_svg(const Counterexample& c, Property property, const Heatma
     return s.str();
 }
 
-std::string matrix_table(const Mat<double>& m, const std::string& caption) {
-    std::ostringstream s;
-    s << "<table class=\"matrix\"><caption>" << html_escape(caption) << "</caption>";
-    for (Eigen::Index i = 0; i < m.rows(); ++i) {
-        s << "<tr><th>" << i << "</th>";
-        // Six digits to read; every digit in report.json.
-        for (Eigen::Index j = 0; j < m.cols(); ++j) s << "<td>" << text(m(i, j)) << "</td>";
-        s << "</tr>";
-    }
-    s << "</table>";
-    return s.str();
-}
 
 // ---- a signature audit ------------------------------------------------------------------------------------
 
@@ -193,7 +178,7 @@ struct EdgeList {
     }
 };
 
-std::optional<EdgeList> edge_list(const TensorSpec& t, const SignatureCounterexample& c) {
+std::optional<EdgeList> edge_list(const TensorSpec& t, const Counterexample& c) {
     if (t.kind != TensorKind::index || t.dims.size() != 2) return std::nullopt;
     const Dim& a = t.dims[0];
     const Dim& b = t.dims[1];
@@ -247,7 +232,7 @@ std::pair<double, double> edge_path(std::ostringstream& s, const std::vector<std
 // panel and 40 are not cramped.
 double graph_radius(int nodes) { return nodes <= 1 ? 0.0 : std::max(60.0, 48.0 * nodes / (2 * 3.14159265358979)); }
 
-std::string graph_svg(const EdgeList& g, const SignatureCounterexample& c) {
+std::string graph_svg(const EdgeList& g, const Counterexample& c) {
     const double radius = graph_radius(g.nodes), size = 2 * (radius + 70), centre = size / 2;
     std::vector<std::pair<double, double>> at;
     for (int i = 0; i < g.nodes; ++i) {
@@ -285,7 +270,7 @@ std::string tensor_pre(const std::string& label, const Tensor& t) {
     return "<pre class=\"tensor\">" + html_escape(label) + " = " + html_escape(tensor_text(t)) + "</pre>";
 }
 
-std::string axes_html(const SignatureCounterexample& c) {
+std::string axes_html(const Counterexample& c) {
     std::ostringstream s;
     s << "<h2>Permutations</h2><p class=\"note\">one per axis: (P t)[.., i, ..] = t[.., p[i], ..] along every dim "
          "the axis names; an index input's values are renumbered.</p>\n<table class=\"summary\"><tr><th>axis</th>"
@@ -329,12 +314,10 @@ std::string output_heatmap(const OutputComparison& o, const TensorSpec* spec, co
     const Eigen::Index rows = kept.size() == 2 ? a.shape[kept[0]] : 1;
     const Eigen::Index cols = kept.empty() ? 1 : a.shape[kept.back()];
     if (rows * cols != static_cast<Eigen::Index>(a.values.size()) || rows * cols == 0) return "";
-    Counterexample ce;
-    ce.lhs = Mat<double>(rows, cols);
-    ce.rhs = Mat<double>(rows, cols);
+    Mat<double> lhs(rows, cols), rhs(rows, cols);
     for (Eigen::Index i = 0; i < rows * cols; ++i) {  // row-major: squeezing dims of size 1 keeps the order
-        ce.lhs(i / cols, i % cols) = a.values[static_cast<std::size_t>(i)];
-        ce.rhs(i / cols, i % cols) = b.values[static_cast<std::size_t>(i)];
+        lhs(i / cols, i % cols) = a.values[static_cast<std::size_t>(i)];
+        rhs(i / cols, i % cols) = b.values[static_cast<std::size_t>(i)];
     }
     HeatmapAxes axes;
     axes.rows = kept.size() == 2 ? dim_label(spec, kept[0]) : "";
@@ -351,14 +334,14 @@ std::string output_heatmap(const OutputComparison& o, const TensorSpec* spec, co
         caption += squeezed.size() == 1 ? " has size 1 and is left out" : " have size 1 and are left out";
         caption += "; the heatmap shows the " + std::to_string(rows) + " x " + std::to_string(cols) + " that remains.</p>\n";
     }
-    return head + caption + heatmap_svg(ce, Property::equivariance, axes) + "\n";
+    return head + caption + heatmap_svg(lhs, rhs, axes) + "\n";
 }
 
-std::string signature_html(const SignatureCounterexample& c, const Signature& sig, const Record& r) {
+std::string signature_html(const Counterexample& c, const Signature& sig, const Record& r) {
     std::ostringstream s;
     const bool twice = answered_twice(r);
-    s << "<h2>" << html_escape(counterexample_heading(r)) << ": " << html_escape(lengths_text(c.lengths)) << "</h2>\n<p>Found at case " << c.case_index
-      << ", " << c.shrink_steps << " shrink steps.</p>\n";
+    s << "<h2>" << html_escape(counterexample_heading(r)) << ": " << html_escape(lengths_text(c.lengths)) << "</h2>\n<p>"
+      << html_escape(found_text(r, c)) << "</p>\n";
     s << (twice ? twice_note_html(r) : axes_html(c));
     for (const TensorSpec& t : sig.inputs)
         if (const auto g = edge_list(t, c))
@@ -454,7 +437,7 @@ std::string checked_html(const Record& r) {
 // A run that held: for each output, the case that came closest to its tolerance, its heatmap drawn (none when no
 // case showed any difference).
 std::string closest_html(const Record& r) {
-    if (!r.checked || !r.signature || r.signature_counterexample) return "";
+    if (!r.checked || !r.signature || r.counterexample) return "";
     std::ostringstream s;
     for (std::size_t k = 0; k < r.checked->outputs.size(); ++k) {
         const OutputCheck& o = r.checked->outputs[k];
@@ -525,7 +508,6 @@ div.matrices { overflow-x: auto; }
 
 std::string to_html(const Record& r) {
     std::ostringstream s;
-    const SideNames names = shown_sides(r);
     s << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
       << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
       << "<title>permcheck: " << html_escape(headline(r)) << "</title><style>" << kStyle << "</style></head><body>\n";
@@ -535,34 +517,7 @@ std::string to_html(const Record& r) {
       << r.cases << "</td></tr><tr><th>seed</th><td>" << r.seed << "</td></tr></table>\n";
     if (!r.error.empty()) s << "<h2>Error</h2><pre>" << html_escape(r.error) << "</pre>\n";
     s << checked_html(r) << closest_html(r);
-    if (const auto& c = r.counterexample) {
-        const Comparison& cmp = c->comparison;
-        const bool twice = answered_twice(r);
-        s << "<h2>" << html_escape(counterexample_heading(r)) << ": n = " << c->n() << ", d = "
-          << c->d() << "</h2>\n<p>Largest " << html_escape(names.diff) << " = <b>" << text(cmp.max_abs_diff) << "</b>";
-        if (!cmp.shape_mismatch) s << " at position " << cmp.row << ", feature " << cmp.col;
-        s << "; tolerance " << text(cmp.tolerance) << ", margin " << text(cmp.margin()) << ". ";
-        s << (c->confirmed_exactly ? "Confirmed in exact rational arithmetic."
-                                   : "<b>Not</b> confirmed in exact rational arithmetic.")
-          << " Weight seed " << c->weight_seed << ", found at case " << c->case_index << ", " << c->shrink_steps << " shrink steps.</p>\n";
-        if (twice) {
-            s << twice_note_html(r);
-        } else if (r.property == Property::shift) {
-            s << "<h2>Shift</h2><p>Every position index shifted by " << c->shift
-              << "; the permutation plays no part.</p>\n";
-        } else {
-            s << "<h2>Permutation " << html_escape(c->perm.cycles()) << "</h2><p class=\"note\">one-line "
-              << html_escape(one_line_text(c->perm)) << "; an arrow runs from x[p[i]] to (P x)[i].</p>\n"
-              << permutation_svg(c->perm) << "\n";
-        }
-        s << "<h2>Heatmap of " << html_escape(names.diff) << "</h2><p class=\"note\">rows are positions, columns "
-          << "features; white is an exact zero, darker red a larger difference, black a non-finite one.</p>\n"
-          << heatmap_svg(*c, r.property, HeatmapAxes{"position", "feature", "scale", names.diff}) << "\n";
-        s << "<h2>Matrices</h2>\n<div class=\"matrices\">" << matrix_table(c->x, "x")
-          << matrix_table(c->lhs, names.lhs) << matrix_table(c->rhs, names.rhs) << "</div>\n";
-    }
-    if (r.signature_counterexample && r.signature)
-        s << signature_html(*r.signature_counterexample, *r.signature, r);
+    if (r.counterexample && r.signature) s << signature_html(*r.counterexample, *r.signature, r);
     if (r.taps) s << taps_html(*r.taps);
     s << details_html(r);
     if (!r.replay.empty()) s << "<h2>Replay</h2><pre>" << html_escape(r.replay) << "</pre>\n";

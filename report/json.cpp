@@ -2,6 +2,8 @@
 // checked, since a report is untrusted input to `permcheck replay` and the failure database.
 #include "report/report.h"
 
+#include "properties/property.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -37,16 +39,6 @@ double number_from(const json& j, const std::string& field) {
     }
     throw std::invalid_argument("field '" + field + "' must be a number or one of \"NaN\", \"Infinity\", " +
                                 "\"-Infinity\", got " + j.dump());
-}
-
-json matrix(const Mat<double>& m) {
-    json rows = json::array();
-    for (Eigen::Index i = 0; i < m.rows(); ++i) {
-        json row = json::array();
-        for (Eigen::Index j = 0; j < m.cols(); ++j) row.push_back(number(m(i, j)));
-        rows.push_back(std::move(row));
-    }
-    return rows;
 }
 
 Mat<double> matrix_from(const json& j, const std::string& field) {
@@ -246,7 +238,9 @@ json comparison_json(const OutputComparison& o) {
                 {"shape_mismatch", o.shape_mismatch}};
 }
 
-json signature_counterexample_json(const SignatureCounterexample& c, const Signature* s) {
+// The finding by name: lengths, permutations (one-line and cycles), inputs, every output's comparison, the case's
+// place, the property's part; a reference layer's weight seed and exact confirmation (`white_box`).
+json counterexample_json(const Counterexample& c, const Signature* s, bool white_box) {
     json perms = json::object(), cycles = json::object(), inputs = json::object(), outputs = json::object();
     for (const auto& [axis, p] : c.perms) {
         perms[axis] = p.one_line();
@@ -256,12 +250,16 @@ json signature_counterexample_json(const SignatureCounterexample& c, const Signa
     for (const OutputComparison& o : c.outputs) outputs[o.name] = comparison_json(o);
     json j{{"lengths", c.lengths},         {"permutations", perms},   {"cycles", cycles},
            {"axis_at_fault", c.axis_at_fault}, {"inputs", inputs},    {"outputs", outputs},
-           {"case_index", c.case_index},   {"shrink_steps", c.shrink_steps}, {"black_box", true}};
+           {"case_index", c.case_index},   {"shrink_steps", c.shrink_steps}, {"black_box", !white_box}};
     if (c.shift > 0) j["shift"] = c.shift;
     if (c.pads) {
         json filler = json::object();
         for (const auto& [name, t] : c.pads->filler) filler[name] = nested_input(t, s, name);
         j["pads"] = {{"axis", c.pads->axis}, {"slots", c.pads->slots}, {"filler", filler}};
+    }
+    if (white_box) {
+        j["weight_seed"] = c.weight_seed;
+        j["confirmed_exactly"] = c.confirmed_exactly;
     }
     return j;
 }
@@ -334,10 +332,10 @@ OutputComparison comparison_from(const json& j, const TensorSpec& t, const Lengt
     return o;
 }
 
-SignatureCounterexample signature_counterexample_from(const json& j, const Signature& s) {
+Counterexample counterexample_from(const json& j, const Signature& s) {
     const std::string at = "counterexample.";
     if (!j.is_object()) throw std::invalid_argument("field 'counterexample' must be an object or null");
-    SignatureCounterexample c;
+    Counterexample c;
     c.lengths = lengths_from(j, s);
     c.perms = permutations_from(j, s, c.lengths);
     const json& inputs = required(j, "inputs", at);
@@ -355,87 +353,72 @@ SignatureCounterexample signature_counterexample_from(const json& j, const Signa
     c.pads = pads_from(j, s, c.lengths);
     c.case_index = get_or<int>(j, "case_index", -1, at);
     c.shrink_steps = get_or<int>(j, "shrink_steps", 0, at);
+    c.weight_seed = get_or<std::uint64_t>(j, "weight_seed", 0, at);
+    c.confirmed_exactly = get_or<bool>(j, "confirmed_exactly", false, at);
     return c;
 }
 
-// ---- the counterexample ----------------------------------------------------------------------------------
-json counterexample_json(const Counterexample& c) {
-    return json{{"n", c.n()},
-                {"d", c.d()},
-                {"permutation", c.perm.one_line()},
-                {"cycles", c.perm.cycles()},
-                {"x", matrix(c.x)},
-                {"layer_of_permuted", matrix(c.lhs)},
-                {"permuted_layer", matrix(c.rhs)},
-                {"max_abs_diff", number(c.comparison.max_abs_diff)},
-                {"where", {{"position", c.comparison.row}, {"feature", c.comparison.col}}},
-                {"tolerance", number(c.comparison.tolerance)},
-                {"margin", number(c.comparison.margin())},
-                {"shape_mismatch", c.comparison.shape_mismatch},
-                {"case_index", c.case_index},
-                {"shrink_steps", c.shrink_steps},
-                {"weight_seed", c.weight_seed},
-                {"shift", c.shift},
-                {"confirmed_exactly", c.confirmed_exactly},
-                {"black_box", c.black_box}};
-}
-
-// A report with the shorthand's fields: its finding as the one-tensor signature's, the output's width that of the
-// saved answers, the axis's lengths the audit's (details.audit.min_len and max_len) when the report has them.
-void one_tensor_record(Record& r, const Counterexample& c) {
-    const json audit = r.details.is_object() && r.details.contains("audit") ? r.details["audit"] : json::object();
-    const auto length = [&](const char* key, int fallback) {
-        return audit.is_object() && audit.contains(key) && integer_fits<int>(audit[key]) ? audit[key].get<int>() : fallback;
-    };
-    const Output output = r.property == Property::invariance ? Output::pooled : Output::sequence;
-    const int n = static_cast<int>(c.n());
-    Signature s = one_tensor_signature(static_cast<int>(c.d()), output, std::min(length("min_len", 1), n),
-                                       std::max(length("max_len", n), n));
-    s.outputs[0].dims.back().size = static_cast<int>(c.lhs.cols());
-    r.signature = std::move(s);
-    r.signature_counterexample = one_tensor_finding(c, r.property);
-    r.signature_counterexample->replay = r.replay;
-}
-
-Counterexample counterexample_from(const json& j, const Record& r) {
+// ---- reports of earlier versions ----------------------------------------------------------------------------
+// The one-tensor form's own fields (n, d, x, permutation, both sides as matrices, where as position and feature),
+// which reports of the --dim shorthand and of the checks of the layers of one sequence held before every finding was
+// recorded by name: read as the one-tensor signature's finding, input x and output y.
+Counterexample one_tensor_finding(const json& j, const Record& r) {
     const std::string at = "counterexample.";
     if (!j.is_object()) throw std::invalid_argument("field 'counterexample' must be an object or null");
-    Counterexample c;
-    c.layer = r.layer;
-    c.property = r.property;
-    c.dtype = r.dtype;
-    c.seed = r.seed;
-    c.replay = r.replay;
-    c.x = matrix_from(required(j, "x", at), at + "x");
-    c.lhs = matrix_from(required(j, "layer_of_permuted", at), at + "layer_of_permuted");
-    c.rhs = matrix_from(required(j, "permuted_layer", at), at + "permuted_layer");
-    const auto one_line = get_as<std::vector<int>>(j, "permutation", at);
+    const Mat<double> x = matrix_from(required(j, "x", at), at + "x");
+    const Mat<double> lhs = matrix_from(required(j, "layer_of_permuted", at), at + "layer_of_permuted");
+    const Mat<double> rhs = matrix_from(required(j, "permuted_layer", at), at + "permuted_layer");
+    Permutation perm;
     try {
-        c.perm = Permutation(one_line);
+        perm = Permutation(get_as<std::vector<int>>(j, "permutation", at));
     } catch (const std::invalid_argument& e) {
         throw std::invalid_argument("field 'counterexample.permutation': " + std::string(e.what()));
     }
-    if (c.perm.size() != c.x.rows())
-        throw std::invalid_argument("field 'counterexample.permutation' has " + std::to_string(c.perm.size()) +
-                                    " entries but x has " + std::to_string(c.x.rows()) + " rows (positions)");
-    if (j.contains("n") && get_as<long>(j, "n", at) != c.x.rows())
-        throw std::invalid_argument("field 'counterexample.n' disagrees with the rows of x");
-    if (j.contains("d") && get_as<long>(j, "d", at) != c.x.cols())
-        throw std::invalid_argument("field 'counterexample.d' disagrees with the columns of x");
-    c.comparison.holds = false;
-    c.comparison.max_abs_diff = number_from(required(j, "max_abs_diff", at), at + "max_abs_diff");
-    c.comparison.tolerance = number_from(required(j, "tolerance", at), at + "tolerance");
+    if (perm.size() != x.rows())
+        throw std::invalid_argument("field 'counterexample.permutation' has " + std::to_string(perm.size()) +
+                                    " entries but x has " + std::to_string(x.rows()) + " rows (positions)");
+    const bool pooled = properties::one_tensor_output(r.property) == Output::pooled;
+    Counterexample c;
+    c.lengths = {{"n", static_cast<int>(x.rows())}};
+    c.perms = {{"n", perm}};
+    c.inputs = {{"x", tensor_matrix::as_tensor(x)}};
+    OutputComparison y;
+    y.name = "y";
+    y.layer_of_permuted = tensor_matrix::as_tensor(lhs);
+    y.permuted_layer = tensor_matrix::as_tensor(rhs);
+    if (pooled) y.layer_of_permuted.shape = y.permuted_layer.shape = {static_cast<int>(lhs.size())};
+    y.max_abs_diff = number_from(required(j, "max_abs_diff", at), at + "max_abs_diff");
+    y.tolerance = number_from(required(j, "tolerance", at), at + "tolerance");
+    y.shape_mismatch = get_or<bool>(j, "shape_mismatch", false, at);
+    y.holds = false;
     const json& where = required(j, "where", at);
-    c.comparison.row = get_as<Eigen::Index>(where, "position", at + "where.");
-    c.comparison.col = get_as<Eigen::Index>(where, "feature", at + "where.");
-    c.comparison.shape_mismatch = get_or<bool>(j, "shape_mismatch", false, at);
+    const int row = get_as<int>(where, "position", at + "where."), col = get_as<int>(where, "feature", at + "where.");
+    if (!y.shape_mismatch) y.where = pooled ? std::vector<int>{col} : std::vector<int>{row, col};
+    c.outputs.push_back(std::move(y));
+    if (!perm.is_identity()) c.axis_at_fault = std::string(1, 'n');  // not = "n": GCC 12 warns falsely (-Wrestrict) at -O3
     c.case_index = get_or<int>(j, "case_index", -1, at);
     c.shrink_steps = get_or<int>(j, "shrink_steps", 0, at);
     c.weight_seed = get_or<std::uint64_t>(j, "weight_seed", 0, at);
     c.shift = get_or<long>(j, "shift", 0, at);
     c.confirmed_exactly = get_or<bool>(j, "confirmed_exactly", false, at);
-    c.black_box = get_or<bool>(j, "black_box", false, at);
+    c.replay = r.replay;
     return c;
+}
+
+// The one-tensor signature of such a report: the output's width that of the saved answers, the axis's lengths the
+// audit's (details.audit.min_len and max_len) when the report has them. An audit's speaks the shorthand's dialect.
+Signature one_tensor_signature_of(const Record& r, const Counterexample& c) {
+    const json audit = r.details.is_object() && r.details.contains("audit") ? r.details["audit"] : json::object();
+    const auto length = [&](const char* key, int fallback) {
+        return audit.is_object() && audit.contains(key) && integer_fits<int>(audit[key]) ? audit[key].get<int>() : fallback;
+    };
+    const Output output = properties::one_tensor_output(r.property);
+    const int n = c.lengths.at("n");
+    const Tensor& x = c.inputs.at("x");
+    Signature s = one_tensor_signature(x.shape.at(1), output, std::min(length("min_len", 1), n),
+                                       std::max(length("max_len", n), n));
+    s.outputs[0].dims.back().size = c.outputs.at(0).layer_of_permuted.shape.back();
+    return s;
 }
 
 // The weight draw's version, 0 when the report has none. One this permcheck cannot draw is refused: the
@@ -612,21 +595,47 @@ json to_json(const Record& r) {
     j["dtype"] = arithmetic_name(r.dtype);
     j["cases"] = r.cases;
     j["seed"] = r.seed;
-    j["counterexample"] = r.counterexample ? counterexample_json(*r.counterexample) : json(nullptr);
+    j["counterexample"] =
+        r.counterexample ? counterexample_json(*r.counterexample, r.signature ? &*r.signature : nullptr, r.weights > 0)
+                         : json(nullptr);
     if (r.signature) j["signature"] = signature_json(*r.signature);
-    if (r.signature_counterexample)
-        j["counterexample"] = signature_counterexample_json(*r.signature_counterexample, r.signature ? &*r.signature : nullptr);
     j["error"] = r.error;
     j["replay"] = r.replay;
     j["details"] = r.details.is_null() ? json::object() : r.details;
-    const bool white_box = r.counterexample && !r.counterexample->black_box;
-    const int weights = white_box ? r.counterexample->weights : r.weights;
-    if (weights > 0) j["weights"] = weights;
+    if (r.weights > 0) j["weights"] = r.weights;
     if (r.case_draw > 0) j["case_draw"] = r.case_draw;
     if (r.taps) add_taps(j, *r.taps);
     if (r.checked) j["checked"] = checked_json(*r.checked);
     return j;
 }
+
+namespace {
+// A named finding of a reference layer that the verdict table wrote before findings carried their weight seed: the
+// table's check drew case i's weights from seed + i with version 3 of the draw.
+bool table_row_without_weights(const json& c, const Record& r) {
+    return !c.contains("weight_seed") && r.replay.rfind("permcheck --cases", 0) == 0;
+}
+
+void read_counterexample(const json& c, Record& r) {
+    if (!c.is_object()) throw std::invalid_argument("field 'counterexample' must be an object or null");
+    const bool white_box = !get_or<bool>(c, "black_box", false, "counterexample.") || table_row_without_weights(c, r);
+    if (c.contains("x")) {  // the one-tensor form's own fields, as earlier versions wrote them
+        r.counterexample = one_tensor_finding(c, r);
+        if (!r.signature) r.signature = one_tensor_signature_of(r, *r.counterexample);
+        // A check's report written before the draw had versions has no field: its weights are version 1.
+        if (white_box && r.weights == 0) r.weights = kOldestWeightsVersion;
+    } else {
+        if (!r.signature) throw std::invalid_argument("field 'counterexample' holds named inputs but the report has no 'signature'");
+        r.counterexample = counterexample_from(c, *r.signature);
+        r.counterexample->replay = r.replay;
+        if (table_row_without_weights(c, r)) {
+            r.counterexample->weight_seed = r.seed + static_cast<std::uint64_t>(std::max(r.counterexample->case_index, 0));
+            if (r.weights == 0) r.weights = 3;
+        }
+    }
+    if (white_box) r.counterexample->weights = r.weights;
+}
+}  // namespace
 
 Record from_json(const json& j) {
     if (!j.is_object()) throw std::invalid_argument("a report must be a JSON object, got " + std::string(j.type_name()));
@@ -649,22 +658,7 @@ Record from_json(const json& j) {
     }
     r.weights = weights_version(j);
     if (j.contains("signature") && !j["signature"].is_null()) r.signature = signature_from(j["signature"]);
-    const bool named = j.contains("counterexample") && j["counterexample"].is_object() &&
-                       !j["counterexample"].contains("x") && j["counterexample"].contains("inputs");
-    if (named && !r.signature)
-        throw std::invalid_argument("field 'counterexample' holds named inputs but the report has no 'signature'");
-    if (named) {
-        r.signature_counterexample = signature_counterexample_from(j["counterexample"], *r.signature);
-        r.signature_counterexample->replay = r.replay;
-    } else if (j.contains("counterexample") && !j["counterexample"].is_null()) {
-        r.counterexample = counterexample_from(j["counterexample"], r);
-        // A report written before the draw had versions has no field: its weights are version 1.
-        if (!r.counterexample->black_box) r.counterexample->weights = r.weights > 0 ? r.weights : kOldestWeightsVersion;
-        if (r.counterexample->black_box) {  // an audit's, in the shorthand's fields: the one-tensor signature's
-            one_tensor_record(r, *r.counterexample);
-            r.counterexample.reset();
-        }
-    }
+    if (j.contains("counterexample") && !j["counterexample"].is_null()) read_counterexample(j["counterexample"], r);
     // An audit's report written before the case draw had versions (no field, 0 here) drew its cases with version 1.
     r.case_draw = get_or<int>(j, "case_draw", 0);
     if (r.case_draw < 0 || r.case_draw > kCaseDrawVersion)

@@ -12,7 +12,7 @@ namespace {
 
 // A signature audit's counterexample: every axis with its length and permutation, the axis at fault, each
 // output's comparison, then the inputs and both sides of every output.
-std::string signature_section(const SignatureCounterexample& c, const Signature& sig, const Record& r) {
+std::string signature_section(const Counterexample& c, const Signature& sig, const Record& r) {
     std::ostringstream s;
     const bool twice = answered_twice(r);
     s << "\n#### " << counterexample_heading(r) << ": " << lengths_text(c.lengths) << "\n\n";
@@ -34,7 +34,7 @@ std::string signature_section(const SignatureCounterexample& c, const Signature&
           << " | " << (o.shape_mismatch || o.where.empty() ? std::string("shapes differ") : md_code(where_text(o.where)))
           << " | " << text(o.tolerance) << " | " << (o.holds ? "holds" : "**violated**") << " |\n";
     }
-    s << "\nFound at case " << c.case_index << ", " << c.shrink_steps << " shrink steps.\n\n";
+    s << "\n" << found_text(r, c) << "\n\n";
     s << "<details><summary>inputs and outputs</summary>\n\n```text\n";
     for (const auto& [name, t] : c.inputs) s << name << " = " << tensor_text(t) << "\n";
     for (const OutputComparison& o : c.outputs) {
@@ -117,7 +117,7 @@ std::string checked_section(const Record& r) {
     }
     s << "\nTolerance: " << md_plain(tolerance_text(r)) << "\n";
     // A run that held: the case closest to its tolerance, per output (report.html draws its heatmap).
-    for (const OutputCheck& o : r.checked && !r.signature_counterexample ? r.checked->outputs : std::vector<OutputCheck>{}) {
+    for (const OutputCheck& o : r.checked && !r.counterexample ? r.checked->outputs : std::vector<OutputCheck>{}) {
         if (o.closest_case < 0) continue;
         const OutputComparison& c = o.closest;
         s << "\nClosest to its tolerance, output " << md_code(o.name) << ": ";
@@ -151,7 +151,6 @@ std::string details_section(const Record& r) {
 
 std::string to_markdown(const Record& r) {
     std::ostringstream s;
-    const SideNames names = shown_sides(r);
     s << "### permcheck: " << headline(r) << "\n\n";
     s << "| field | value |\n| --- | --- |\n";
     s << "| verdict | **" << verdict_name(r.verdict) << "** |\n";
@@ -162,32 +161,7 @@ std::string to_markdown(const Record& r) {
     s << "| seed | " << r.seed << " |\n";
     if (!r.error.empty()) s << "\n**Error:**\n\n```text\n" << r.error << "\n```\n";
     s << checked_section(r);
-    if (const auto& c = r.counterexample) {
-        const Comparison& cmp = c->comparison;
-        const bool twice = answered_twice(r);
-        s << "\n#### " << counterexample_heading(r) << ": n = " << c->n()
-          << ", d = " << c->d() << "\n\n";
-        if (twice)
-            s << answered_twice_note(r) << "\n\n";
-        else if (r.property == Property::shift)
-            s << "Every position index shifted by " << c->shift << ".\n\n";
-        else
-            s << "Permutation " << md_code(c->perm.cycles()) << " (one-line " << md_code(one_line_text(c->perm))
-              << ", acting on rows: (P x)[i] = x[p[i]]).\n\n";
-        s << "Largest " << names.diff << " = " << text(cmp.max_abs_diff);
-        if (cmp.shape_mismatch)
-            s << " (the two sides have different shapes)";
-        else
-            s << " at position " << cmp.row << ", feature " << cmp.col;
-        s << "; tolerance " << text(cmp.tolerance) << ", margin " << text(cmp.margin()) << ".\n";
-        s << (c->confirmed_exactly ? "Confirmed in exact rational arithmetic.\n"
-                                   : "**Not** confirmed in exact rational arithmetic.\n");
-        s << "Weight seed " << c->weight_seed << ", found at case " << c->case_index << ", " << c->shrink_steps << " shrink steps.\n\n";
-        s << "<details><summary>matrices</summary>\n\n```text\nx =\n" << matrix_text(c->x) << names.lhs << " =\n"
-          << matrix_text(c->lhs) << names.rhs << " =\n" << matrix_text(c->rhs) << "```\n\n</details>\n";
-    }
-    if (r.signature_counterexample && r.signature)
-        s << signature_section(*r.signature_counterexample, *r.signature, r);
+    if (r.counterexample && r.signature) s << signature_section(*r.counterexample, *r.signature, r);
     if (r.taps) s << taps_section(*r.taps);
     s << details_section(r);
     // An audit served in process replays from Python (permcheck.replay), not from a shell.

@@ -11,12 +11,15 @@ Record record_of(const CheckResult& result, const CheckOptions& opts) {
     r.dtype = result.dtype;
     r.cases = result.cases_run;
     r.seed = opts.seed;
+    r.signature = result.signature;
     r.counterexample = result.counterexample;
-    r.replay = replay_command(result.layer, result.property, opts);
+    r.replay = result.replay;
     r.weights = result.counterexample ? result.counterexample->weights : kWeightsVersion;
-    r.details["check"] = {{"cases", opts.cases},     {"min_len", opts.min_len}, {"max_len", opts.max_len},
-                          {"d", opts.d},             {"evaluations", result.evaluations},
-                          {"expected", result.expected_holds ? "holds" : "violated"}};
+    nlohmann::json& check = r.details["check"];
+    check = {{"cases", opts.cases}, {"axis", result.axis}, {"d", opts.d}, {"evaluations", result.evaluations},
+             {"expected", result.expected_holds ? "holds" : "violated"}};
+    if (opts.min_len) check["min_len"] = *opts.min_len;
+    if (opts.max_len) check["max_len"] = *opts.max_len;
     return r;
 }
 
@@ -32,8 +35,8 @@ Record record_of(const AuditResult& result, const std::string& layer, Property p
     r.replay = replay;
     r.case_draw = kCaseDrawVersion;
     r.signature = result.signature;
-    r.signature_counterexample = result.counterexample;
-    if (r.signature_counterexample) r.signature_counterexample->replay = replay;
+    r.counterexample = result.counterexample;
+    if (r.counterexample) r.counterexample->replay = replay;
     r.error = result.error;
     r.taps = result.taps;
     if (!result.checked.empty()) r.checked = Checked{result.checked, result.axis_lengths, result.tolerance, result.tolerance_widest};

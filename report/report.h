@@ -38,18 +38,14 @@ struct Record {
     Arithmetic dtype = Arithmetic::float64;
     int cases = 0;
     std::uint64_t seed = 0;
+    // The finding by name (the one-tensor forms': input x, output y), with the signature it is shown with.
     std::optional<Counterexample> counterexample;
+    std::optional<Signature> signature;
     std::string error;     // empty unless verdict is error
     std::string replay;    // a command line that re-runs this exact case
     nlohmann::json details = nlohmann::json::object();  // producer-specific extras (audit: command, last request)
     // The version of the weight draw (scalars/weights.h) of a check's layers; 0 for a black box, which has none.
-    // A white-box counterexample's own version (Counterexample::weights) is the one written.
     int weights = 0;
-    // A signature audit (check/signature.h): the signature audited, and its counterexample (counterexample stays
-    // empty). Both written to and read from report.json ("signature", and "counterexample" with "lengths",
-    // "permutations", "inputs" and "outputs").
-    std::optional<Signature> signature;
-    std::optional<SignatureCounterexample> signature_counterexample;
     // The counterexample's taps (check/taps.h), when the audited layer offered them: report.json's "taps",
     // "first_breaking_tap" and "taps_note"; a table in report.md and report.html with the first breaking tap marked.
     std::optional<TapTrace> taps;
@@ -76,7 +72,8 @@ void prepare_directory(const std::filesystem::path& dir);
 // Reads a report.json (or a directory holding one). Throws std::invalid_argument / std::runtime_error.
 Record read(const std::filesystem::path& path);
 
-// The record of a catalog check: holds | violated (interrupted when stopped), its options under details["check"].
+// The record of a reference layer's check: holds | violated (interrupted when stopped), its options under
+// details["check"].
 Record record_of(const CheckResult& result, const CheckOptions& opts);
 // The record of an audit (`permcheck audit`, `permcheck audit-torch`); the caller adds its own details.
 // `property` and `dtype` are the audit's (also when it ended before it ran, e.g. on options it refused).

@@ -9,37 +9,24 @@
 
 namespace permcheck {
 
-FindingWords finding_words(Property p, Verdict v, const SignatureCounterexample& c) {
-    if (v == Verdict::nondeterministic)
-        return {"one input answered twice", {"first answer", "second answer", "|difference|"},
-                {"first answer", "second answer", "|difference|"}};
-    if (v == Verdict::batch_dependent)
-        return {"one input answered in a batched request and alone", {"answer in a batch", "answer alone", "|difference|"},
-                {"answer in a batch", "answer alone", "|difference|"}};
+SideNames sides_of(Property p, Verdict v, bool moves) {
+    if (v == Verdict::nondeterministic) return {"first answer", "second answer", "|first answer - second answer|"};
+    if (v == Verdict::batch_dependent) return {"answer in a batch", "answer alone", "|in a batch - alone|"};
+    return rules_of(p).sides(moves);
+}
+
+FindingWords finding_words(Property p, Verdict v, const Counterexample& c, bool reference_layer) {
+    if (v == Verdict::nondeterministic || v == Verdict::batch_dependent)
+        return {v == Verdict::nondeterministic ? "one input answered twice" : "one input answered in a batched request and alone",
+                sides_of(p, v, true), sides_of(p, v, false), false};
     const PropertyRules& rules = rules_of(p);
-    std::string done = rules.case_text(Case{c.lengths, c.perms, c.inputs, c.shift, c.pads});
+    std::string done = rules.case_text(c);
     if (rules.permutes()) done += " (rows: (P x)[i] = x[p[i]])";
     if (!c.axis_at_fault.empty()) done += "; the axis at fault: " + c.axis_at_fault;
-    return {done, rules.sides(true), rules.sides(false)};
+    return {done, rules.sides(true), rules.sides(false), reference_layer};
 }
 
 namespace {
-
-// A tensor as rows of its last dim, one a line, its values in columns; `keep`: a column each elided row shows
-// (format_row); `width`: each value's (0: the tensor's own column_width).
-void write_tensor(std::ostream& s, const Tensor& t, const std::string& indent, std::size_t keep = kNoColumn,
-                  int width = 0) {
-    if (t.shape.empty()) {
-        s << indent << (t.values.empty() ? 0.0 : t.values[0]) << "\n";
-        return;
-    }
-    const std::size_t last = static_cast<std::size_t>(std::max(t.shape.back(), 0));
-    const std::size_t rows = last == 0 ? 0 : t.size() / last;
-    if (rows == 0) s << indent << "(empty, shape " << index_text(t.shape) << ")\n";
-    if (width == 0) width = column_width(t.values.data(), t.values.size());
-    for (std::size_t r = 0; r < rows; ++r)
-        s << indent << format_row(t.values.data() + r * last, last, width, 6, keep) << "\n";
-}
 
 // ", mask (1 = padding)" or ", index into nodes" after an input's shape; nothing for a real input.
 std::string kind_text(const TensorSpec& spec) {
@@ -68,7 +55,7 @@ std::vector<OutputComparison> in_order(const std::vector<OutputComparison>& outp
 
 }  // namespace
 
-std::string describe(const SignatureCounterexample& c, const Signature& sig, const FindingWords& words) {
+std::string describe(const Counterexample& c, const Signature& sig, const FindingWords& words) {
     std::ostringstream s;
     s << std::setprecision(6) << "  lengths:";
     for (const auto& [axis, len] : c.lengths) s << " " << axis << " = " << len;
@@ -77,7 +64,7 @@ std::string describe(const SignatureCounterexample& c, const Signature& sig, con
         const auto it = c.inputs.find(spec.name);
         if (it == c.inputs.end()) continue;
         s << "  input " << spec.name << " " << index_text(it->second.shape) << kind_text(spec) << " =\n";
-        write_tensor(s, it->second, "    ");
+        s << format_tensor(it->second, "    ");
     }
     for (const OutputComparison& o : in_order(c.outputs, sig)) {
         // The other side: L(x) itself for an output the property leaves where it is, else P L(x).
@@ -94,9 +81,9 @@ std::string describe(const SignatureCounterexample& c, const Signature& sig, con
         // Both sides' columns line up, one under the other.
         const int width = std::max(column_width(o.layer_of_permuted.values.data(), o.layer_of_permuted.values.size()),
                                    column_width(o.permuted_layer.values.data(), o.permuted_layer.values.size()));
-        write_tensor(s, o.layer_of_permuted, "      ", keep, width);
+        s << format_tensor(o.layer_of_permuted, "      ", keep, width);
         s << "    " << rhs << " " << index_text(o.permuted_layer.shape) << " =\n";
-        write_tensor(s, o.permuted_layer, "      ", keep, width);
+        s << format_tensor(o.permuted_layer, "      ", keep, width);
         if (o.shape_mismatch) {
             s << "    the shapes differ\n";
             continue;
@@ -104,46 +91,22 @@ std::string describe(const SignatureCounterexample& c, const Signature& sig, con
         s << "    largest |difference| = " << o.max_abs_diff << " at " << index_text(o.where) << " (tolerance "
           << o.tolerance << ")\n";
     }
-    s << "  case " << c.case_index << ", " << c.shrink_steps << " shrink steps\n";
+    s << "  ";
+    if (words.reference_layer)
+        s << (c.confirmed_exactly ? "confirmed in exact rational arithmetic" : "NOT confirmed in exact arithmetic")
+          << "\n  weight seed " << c.weight_seed << ", ";
+    s << "case " << c.case_index << ", " << c.shrink_steps << " shrink steps\n";
     if (!c.replay.empty()) s << "  replay: " << c.replay << "\n";
     return s.str();
 }
 
-std::string describe(const SignatureCounterexample& c, const Signature& s, Property p, Verdict v) {
+std::string describe(const Counterexample& c, const Signature& s, Property p, Verdict v) {
     return describe(c, s, finding_words(p, v, c));
-}
-
-std::string describe(const Counterexample& c) {
-    std::ostringstream s;
-    const SideNames names = side_names(c.property);
-    s << property_name(c.property) << " violated by " << c.layer << " (" << arithmetic_name(c.dtype) << "), n = " << c.n()
-      << ", d = " << c.d() << "\n";
-    if (c.property == Property::shift)
-        s << "  every position index shifted by " << c.shift << "\n";
-    else
-        s << "  permutation " << c.perm.cycles() << " (rows: (P x)[i] = x[p[i]])\n";
-    // The feature of the largest difference stays in view when the rows are cut (x's too: often the one at fault).
-    const auto keep = static_cast<std::size_t>(c.comparison.col);
-    const int width = column_width({&c.x, &c.lhs, &c.rhs});  // the three matrices' columns line up
-    s << "  x =\n" << format_matrix(c.x, "    ", keep, width);
-    s << "  " << names.lhs << " =\n" << format_matrix(c.lhs, "    ", keep, width);
-    s << "  " << names.rhs << " =\n" << format_matrix(c.rhs, "    ", keep, width);
-    s << std::setprecision(6) << "  largest |difference| = " << c.comparison.max_abs_diff << " at position "
-      << c.comparison.row << ", feature " << c.comparison.col;
-    if (c.comparison.tolerance > 0) s << " (tolerance " << c.comparison.tolerance << ", margin " << c.comparison.margin() << ")";
-    if (!c.black_box)
-        s << "\n  " << (c.confirmed_exactly ? "confirmed in exact rational arithmetic" : "NOT confirmed in exact arithmetic")
-          << "\n  weight seed " << c.weight_seed << ",";
-    else
-        s << "\n ";
-    s << " case " << c.case_index << ", " << c.shrink_steps << " shrink steps\n";
-    if (!c.replay.empty()) s << "  replay: " << c.replay << "\n";
-    return s.str();
 }
 
 std::string describe_finding(const AuditResult& r) {
     if (!r.counterexample) return "";
-    const SignatureCounterexample& c = *r.counterexample;
+    const Counterexample& c = *r.counterexample;
     Signature named;
     if (r.signature) named = *r.signature;
     else

@@ -1,6 +1,6 @@
 // The text of a finding: what the terminal, a failed test and the C++ API show of an audit's or a check's result
 // (the Markdown and HTML views, report/views.cpp, are made of the same record). Written here and nowhere else;
-// the primitives it writes values with (format_row, column_width, format_matrix: check/signature.h,
+// the primitives it writes values with (format_row, column_width, format_tensor: check/signature.h,
 // check/counterexample.h) are the views' too. Part of the public API (<permcheck/audit.h>): no RapidCheck, Boost,
 // GMP or JSON header.
 #pragma once
@@ -19,19 +19,20 @@ namespace permcheck {
 struct FindingWords {
     std::string done;
     SideNames moved, unmoved;
+    bool reference_layer = false;  // a check's: its weight seed, and whether exact arithmetic confirmed it
 };
-FindingWords finding_words(Property p, Verdict v, const SignatureCounterexample& c);
+FindingWords finding_words(Property p, Verdict v, const Counterexample& c, bool reference_layer = false);
+// The two sides of a finding of property p with verdict v, for an output the property moves (`moves`) or leaves where
+// it is: the property's, or the two answers to one input.
+SideNames sides_of(Property p, Verdict v, bool moves);
 
 // A readable multi-line account of a counterexample: its lengths, what was done to it, the inputs in the order of
 // s.inputs (a mask or an index input named as such), every output's two sides in the order of s.outputs, the
 // largest difference, the case and its replay line.
-std::string describe(const SignatureCounterexample& c, const Signature& s, const FindingWords& words);
+std::string describe(const Counterexample& c, const Signature& s, const FindingWords& words);
 // The same in the words of property p and verdict v.
-std::string describe(const SignatureCounterexample& c, const Signature& s, Property p = Property::equivariance,
+std::string describe(const Counterexample& c, const Signature& s, Property p = Property::equivariance,
                      Verdict v = Verdict::violated);
-
-// A check's counterexample (a reference layer's), for the terminal and test failure messages.
-std::string describe(const Counterexample& c);
 
 // The finding of an audit: the verdict, then describe() with the result's signature (without one, inputs by name).
 // Empty without a counterexample.

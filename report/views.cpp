@@ -1,6 +1,7 @@
 #include "report/views.h"
 
 #include "check/signature_case.h"
+#include "properties/property.h"
 
 #include <algorithm>
 #include <map>
@@ -28,15 +29,6 @@ std::string headline(const Record& r) {
     return s;
 }
 
-std::string matrix_text(const Mat<double>& m) {
-    std::ostringstream s;
-    for (Eigen::Index i = 0; i < m.rows(); ++i) {
-        s << "[" << i << "]";
-        for (Eigen::Index j = 0; j < m.cols(); ++j) s << "  " << text(m(i, j));
-        s << "\n";
-    }
-    return s.str();
-}
 
 std::string html_escape(const std::string& in) {
     std::string out;
@@ -122,8 +114,8 @@ std::string where_text(const std::vector<int>& where) {
 std::string cycles_text(const Permutation& p) { return p.is_identity() ? "(identity)" : p.cycles(); }
 
 std::string case_replay(const Record& r) {
-    if (r.counterexample) return "permcheck replay report.json";  // a reference layer's: no program to name
-    if (!r.signature_counterexample) return "";
+    if (r.counterexample && r.weights > 0) return "permcheck replay report.json";  // a reference layer's: no program
+    if (!r.counterexample) return "";
     const auto audit = r.details.find("audit");  // an audit through a program (audit-torch's have none to name)
     if (audit == r.details.end() || !audit->is_object()) return "";
     if (audit->value("served_in_process", false)) return "";  // its replay line names permcheck.replay already
@@ -134,17 +126,9 @@ std::string case_replay(const Record& r) {
     return "permcheck replay report.json --exec " + quoted + "'";
 }
 
-SideNames shown_sides(const Record& r) {
-    if (r.verdict == Verdict::nondeterministic) return {"first answer", "second answer", "|first answer - second answer|"};
-    if (r.verdict == Verdict::batch_dependent) return {"answer in a batch", "answer alone", "|in a batch - alone|"};
-    return side_names(r.property);
-}
+SideNames shown_sides(const Record& r) { return sides_of(r.property, r.verdict, true); }
 
-SideNames output_sides(const Record& r, const TensorSpec* t) {
-    if (answered_twice(r)) return shown_sides(r);
-    if (r.property != Property::equivariance && r.property != Property::invariance) return shown_sides(r);
-    return side_names(t && has_axis(*t) ? Property::equivariance : Property::invariance);
-}
+SideNames output_sides(const Record& r, const TensorSpec* t) { return sides_of(r.property, r.verdict, t && has_axis(*t)); }
 
 bool answered_twice(const Record& r) {
     return r.verdict == Verdict::nondeterministic || r.verdict == Verdict::batch_dependent;
@@ -154,6 +138,14 @@ std::string counterexample_heading(const Record& r) {
     if (r.verdict == Verdict::nondeterministic) return "One input answered twice";
     if (r.verdict == Verdict::batch_dependent) return "One input answered in a batch and alone";
     return "Counterexample";
+}
+
+std::string found_text(const Record& r, const Counterexample& c) {
+    std::string s = "Found at case " + std::to_string(c.case_index) + ", " + std::to_string(c.shrink_steps) + " shrink steps.";
+    if (r.weights > 0)
+        s += " Weight seed " + std::to_string(c.weight_seed) + " (weight draw version " + std::to_string(c.weights) +
+             "); " + (c.confirmed_exactly ? "confirmed" : "NOT confirmed") + " in exact rational arithmetic.";
+    return s;
 }
 
 std::string answered_twice_note(const Record& r) {
@@ -224,7 +216,7 @@ std::vector<CheckedRow> checked_rows(const Record& r) {
     if (!r.signature) return rows;
     const Signature& s = *r.signature;
     const auto lengths = covered_lengths(r);
-    const bool position_property = r.property == Property::shift || r.property == Property::padding;
+    const PropertyRules& rules = rules_of(r.property);
     for (const TensorSpec& t : s.outputs) {
         CheckedRow row;
         row.output = t.name;
@@ -234,14 +226,13 @@ std::vector<CheckedRow> checked_rows(const Record& r) {
         if (r.checked)
             for (const OutputCheck& o : r.checked->outputs)
                 if (o.name == t.name) row.check = &o;
-        if (r.verdict == Verdict::violated && r.signature_counterexample)
-            for (const OutputComparison& o : r.signature_counterexample->outputs)
+        if (r.verdict == Verdict::violated && r.counterexample)
+            for (const OutputComparison& o : r.counterexample->outputs)
                 if (o.name == t.name && !o.holds) row.broke = true;
         const std::size_t first = rows.size();
-        if (position_property) {
+        if (!rules.permutes()) {
             row.axis = "every axis";
-            row.claim = r.property == Property::shift ? "unchanged when every position id moves by the same c"
-                                                      : "unchanged at its real positions when masked pads are inserted";
+            row.claim = rules.output_claim();
             for (const Axis& a : s.axes)
                 row.lengths += (row.lengths.empty() ? "" : "; ") + a.name + " " + lengths_cell(lengths, a.name);
             rows.push_back(row);

@@ -12,7 +12,6 @@ namespace permcheck::report::detail {
 std::string text(double v);                        // six significant digits (report.json keeps every digit)
 std::string one_line_text(const Permutation& p);   // "[1, 0, 2]"
 std::string headline(const Record& r);             // "layer: property verdict (dtype)"
-std::string matrix_text(const Mat<double>& m);
 std::string html_escape(const std::string& in);
 std::string md_code(const std::string& s);         // inline code that survives backticks in the content
 
@@ -43,6 +42,9 @@ bool answered_twice(const Record& r);
 // The heading of the record's counterexample section: "Counterexample", "One input answered twice" or "One input
 // answered in a batch and alone".
 std::string counterexample_heading(const Record& r);
+// "Found at case 2, 8 shrink steps." and, for a reference layer's (a check's record, which has weights), "Weight seed
+// 0 (weight draw version 3); confirmed in exact rational arithmetic."
+std::string found_text(const Record& r, const Counterexample& c);
 // For a record answered twice, the sentence that stands in place of the permutation (plain text); empty otherwise.
 std::string answered_twice_note(const Record& r);
 

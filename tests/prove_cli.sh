@@ -47,7 +47,9 @@ case $case_name in
   ProveSmtExits1OnAWitnessAndPrintsItsSizesWithoutADump)
     prove attention+learned --smt --n 3 --d 2
     expect_exit 1
-    expect_line 'witness (exact witness search): n = 3, d = 2'
+    expect_line '^as expected  attention+learned at n = 3, d = 2'
+    expect_line '^  n witness (exact witness search, Z3 not asked): permutation (0 1) of axis n, output y at'
+    expect_line 'dyadic weights of seed [0-9]*, exact rationals'
     expect_no_line 'case -1'
     ;;
   # `prove --all --smt` covers the rational layers over named inputs, each axis as expected (issue 12).

@@ -4,11 +4,13 @@
 // No process is started here: the subprocess adapter is tests/test_exec_adapter.cpp, the command test_audit_cli.cpp.
 #include "check/audit_engine.h"
 #include "check/blackbox.h"
-#include "check/engine.h"
+#include "check/check.h"
 #include "check/lengths.h"
 #include "check/signature_audit.h"
-#include "tests/support/mutants.h"
+#include "report/text.h"
 #include "tests/support/audit.h"
+#include "tests/support/mutants.h"
+#include "tests/support/sequence.h"
 
 #include <gtest/gtest.h>
 
@@ -678,22 +680,23 @@ TEST(Audit, ShardsTogetherRunExactlyTheUnshardedCases) {
 
 TEST(Audit, CheckAndAuditOfAPlantedBugShrinkToTheSameLengthThroughTheOneShrinker) {
     // The white-box check sees the weights, the audit only the answers; both draw and shrink their cases with
-    // check/case.h, so each planted bug ends at its smallest length, one transposition, either way.
+    // the property's draw and shrinker (properties/), so each planted bug ends at its smallest length, one transposition, either way.
     for (mutants::Kind kind : mutants::all()) {
         const Output output = mutants::output(kind);
-        const LayerFamily subject = mutants::family(kind);
+        const Family subject = mutants::family(kind);
         CheckOptions co;
         co.seed = 3;
         const CheckResult checked =
-            check(subject, output == Output::pooled ? Property::invariance : Property::equivariance, co);
+            check(subject, row_of(subject, output == Output::pooled ? Property::invariance : Property::equivariance), co);
         AuditOptions ao = seeded();
         ao.output = output;
-        const AuditResult audited = audit(seeded_layer<double>(subject, ao.d, 0), ao);  // the weights a check shrinks to
+        const AuditResult audited = audit(test::sequence_layer<double>(subject, ao.d, 0), ao);  // the weights a check shrinks to
         ASSERT_TRUE(checked.counterexample) << mutants::name(kind);
         ASSERT_EQ(audited.verdict, Verdict::violated) << mutants::name(kind) << ": " << audited.detail;
-        EXPECT_EQ(checked.counterexample->n(), mutants::minimal_length(kind)) << describe(*checked.counterexample);
-        EXPECT_EQ(audited.counterexample->lengths.at("n"), checked.counterexample->n()) << finding(audited);
-        EXPECT_EQ(checked.counterexample->perm.moved(), 2) << describe(*checked.counterexample);
+        const Counterexample& c = *checked.counterexample;
+        EXPECT_EQ(c.lengths.at("n"), mutants::minimal_length(kind)) << describe(c, checked.signature);
+        EXPECT_EQ(audited.counterexample->lengths.at("n"), c.lengths.at("n")) << finding(audited);
+        EXPECT_EQ(c.perms.at("n").moved(), 2) << describe(c, checked.signature);
         EXPECT_EQ(audited.counterexample->perms.at("n").moved(), 2) << finding(audited);
     }
 }

@@ -2,6 +2,7 @@
 // and double results stay within the error bound derived in proofs-notes/float-vs-exact.md of the exact one.
 #include "layers/layers.h"
 #include "layers/catalog.h"
+#include "tests/support/sequence.h"
 
 #include <gtest/gtest.h>
 
@@ -164,7 +165,7 @@ Observed observe(const std::string& name, const Mat<Rational>& x, std::uint64_t 
         seen.sigma1 = smallest_sigma(y0);
         const Mat<Rational> y = block.norm1(y0);
         seen.sigma2 = smallest_sigma(Mat<Rational>(y + block.mlp(y)));
-        const Mat<Rational> twin = block(x), built = seeded_layer<Rational>(find_layer(name), kWidth, seed)(x);
+        const Mat<Rational> twin = block(x), built = test::sequence_layer<Rational>(find_layer(name), kWidth, seed)(x);
         if (twin != built) throw std::logic_error("the encoder twin no longer matches the catalog's encoder");
     }
     return seen;
@@ -180,13 +181,13 @@ TYPED_TEST(FloatVersusExact, EveryCatalogLayerStaysWithinTheDerivedBoundOfTheExa
     using F = TypeParam;
     const ErrorModel model(ScalarTraits<F>::unit_roundoff + ScalarTraits<double>::unit_roundoff);
     std::map<std::string, double> worst_ratio;
-    for (const LayerFamily& spec : catalog()) {
+    for (const Family& spec : test::sequence_families()) {
         for (std::uint64_t seed = 1; seed <= 4; ++seed)
             for (Eigen::Index n = 1; n <= 4; ++n) {
                 const Mat<double> xd = dyadic_input(n, seed * 10 + static_cast<std::uint64_t>(n));
                 const Mat<Rational> xq = from_double<Rational>(xd);
-                const Mat<Rational> exact = seeded_layer<Rational>(spec, kWidth, seed)(xq);
-                const Mat<F> approx = seeded_layer<F>(spec, kWidth, seed)(from_double<F>(xd));
+                const Mat<Rational> exact = test::sequence_layer<Rational>(spec, kWidth, seed)(xq);
+                const Mat<F> approx = test::sequence_layer<F>(spec, kWidth, seed)(from_double<F>(xd));
                 ASSERT_EQ(approx.rows(), exact.rows()) << spec.name;
                 ASSERT_EQ(approx.cols(), exact.cols()) << spec.name;
                 const double X = xd.cwiseAbs().maxCoeff();
@@ -228,7 +229,7 @@ TYPED_TEST(FloatVersusExact, DerivedBoundIsSmallAgainstTheOutputMagnitude) {
     using F = TypeParam;
     const ErrorModel model(ScalarTraits<F>::unit_roundoff + ScalarTraits<double>::unit_roundoff);
     std::map<std::string, double> worst;
-    for (const LayerFamily& spec : catalog())
+    for (const Family& spec : test::sequence_families())
         for (std::uint64_t seed = 1; seed <= 4; ++seed)
             for (Eigen::Index n = 1; n <= 4; ++n) {
                 const Mat<double> xd = dyadic_input(n, seed * 10 + static_cast<std::uint64_t>(n));
@@ -263,17 +264,17 @@ TYPED_TEST_SUITE(CatalogInEveryScalar, AllScalars);
 
 TYPED_TEST(CatalogInEveryScalar, EveryLayerRunsWithTheDeclaredShape) {
     using S = TypeParam;
-    for (const LayerFamily& spec : catalog())
+    for (const Family& spec : test::sequence_families())
         for (std::uint64_t seed : {1u, 2u}) {
-            const LayerFn<S> layer = seeded_layer<S>(spec, kWidth, seed);
+            const test::SequenceFn<S> layer = test::sequence_layer<S>(spec, kWidth, seed);
             const Mat<S> y = layer(from_double<S>(dyadic_input(3, seed)));
-            EXPECT_EQ(y.rows(), spec.output == Output::pooled ? 1 : 3) << spec.name;
+            EXPECT_EQ(y.rows(), test::is_pooled(spec) ? 1 : 3) << spec.name;
             EXPECT_EQ(y.cols(), kWidth) << spec.name;
             for (Eigen::Index i = 0; i < y.rows(); ++i)
                 for (Eigen::Index j = 0; j < y.cols(); ++j)
                     EXPECT_TRUE(std::isfinite(sc::to_double<S>(y(i, j)))) << spec.name << " (" << i << ", " << j << ")";
             // Same seed, same weights: a second build gives the identical result.
-            EXPECT_TRUE(y == seeded_layer<S>(spec, kWidth, seed)(from_double<S>(dyadic_input(3, seed))))
+            EXPECT_TRUE(y == test::sequence_layer<S>(spec, kWidth, seed)(from_double<S>(dyadic_input(3, seed))))
                 << spec.name;
         }
 }
@@ -282,9 +283,9 @@ TYPED_TEST(CatalogInEveryScalar, EveryLayerRunsWithTheDeclaredShape) {
 TYPED_TEST(CatalogInEveryScalar, EmptySequenceGivesAnEmptyOutputOrAClearError) {
     using S = TypeParam;
     const Mat<S> empty(0, kWidth);
-    for (const LayerFamily& spec : catalog()) {
-        const LayerFn<S> layer = seeded_layer<S>(spec, kWidth, 1);
-        if (spec.output == Output::sequence) {
+    for (const Family& spec : test::sequence_families()) {
+        const test::SequenceFn<S> layer = test::sequence_layer<S>(spec, kWidth, 1);
+        if (!test::is_pooled(spec)) {
             const Mat<S> y = layer(empty);
             EXPECT_EQ(y.rows(), 0) << spec.name;
             EXPECT_EQ(y.cols(), kWidth) << spec.name;
@@ -302,8 +303,8 @@ TYPED_TEST(CatalogInEveryScalar, EmptySequenceGivesAnEmptyOutputOrAClearError) {
 TYPED_TEST(CatalogInEveryScalar, WrongWidthIsAClearErrorForEveryLayer) {
     using S = TypeParam;
     const Mat<S> narrow = from_double<S>(Mat<double>::Zero(2, kWidth - 1));
-    for (const LayerFamily& spec : catalog()) {
-        const LayerFn<S> layer = seeded_layer<S>(spec, kWidth, 1);
+    for (const Family& spec : test::sequence_families()) {
+        const test::SequenceFn<S> layer = test::sequence_layer<S>(spec, kWidth, 1);
         try {
             layer(narrow);
             ADD_FAILURE() << spec.name << " accepted 3 features where it was built for 4";

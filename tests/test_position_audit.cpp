@@ -192,7 +192,7 @@ TEST(PositionAudit, PaddingLeaksThroughAnUnmaskedMeanAndShrinksToOnePad) {
         EXPECT_EQ(ok.verdict, Verdict::holds) << finding(ok, s);
         const AuditResult r = audit(model(Model::unmasked_mean), s, o);
         ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
-        const SignatureCounterexample& c = *r.counterexample;
+        const Counterexample& c = *r.counterexample;
         ASSERT_TRUE(c.pads);
         EXPECT_EQ(c.pads->slots.size(), 1u) << finding(r, s);
         EXPECT_EQ(c.lengths.at("n"), 1) << finding(r, s);

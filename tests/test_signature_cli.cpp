@@ -217,7 +217,7 @@ namespace {
 
 // A hand-built finding: three nodes, two edges, the edges swapped (the axis at fault), y violated, g holding.
 report::Record graph_record() {
-    SignatureCounterexample c;
+    Counterexample c;
     c.lengths = {{"n", 3}, {"edges", 2}};
     c.perms = {{"n", Permutation::identity(3)}, {"edges", Permutation({1, 0})}};
     c.inputs = graph_inputs(2);
@@ -237,7 +237,7 @@ report::Record graph_record() {
     r.replay = "permcheck audit --exec 'python3 gnn.py' --axis n=1..8 --axis edges=0..16 ...";
     r.details["audit"] = {{"command", "python3 gnn.py"}};
     r.signature = graph_signature();
-    r.signature_counterexample = c;
+    r.counterexample = c;
     return r;
 }
 
@@ -264,8 +264,8 @@ TEST(SignatureReport, JsonHoldsLengthsPermutationsInputsAndOutputsByNameAndRound
     EXPECT_EQ(j["signature"]["inputs"].size(), 4u);
     const report::Record back = report::from_json(json::parse(j.dump()));
     EXPECT_EQ(report::to_json(back), j);
-    ASSERT_TRUE(back.signature_counterexample && back.signature);
-    EXPECT_EQ(back.signature_counterexample->inputs.at("edge_attr").shape, (std::vector<int>{2, 1}));
+    ASSERT_TRUE(back.counterexample && back.signature);
+    EXPECT_EQ(back.counterexample->inputs.at("edge_attr").shape, (std::vector<int>{2, 1}));
     EXPECT_EQ(back.signature->inputs[2].kind, TensorKind::index);
     EXPECT_EQ(back.signature->inputs[2].index_axis, "n");
 }
@@ -346,8 +346,8 @@ TEST(SignatureReport, AnInputAnsweredTwiceIsHeadedByWhatHappened) {
 
 TEST(SignatureReport, AnOutputsHeatmapIsLabelledWithItsDims) {
     report::Record r = graph_record();
-    r.signature_counterexample->outputs[1].holds = false;  // g differs too
-    r.signature_counterexample->outputs[1].permuted_layer.values[1] = 13;
+    r.counterexample->outputs[1].holds = false;  // g differs too
+    r.counterexample->outputs[1].permuted_layer.values[1] = 13;
     const std::string html = report::to_html(r);
     const auto heatmap = [&html](const std::string& output) {
         const auto at = html.find("<h3>Output " + output + ": heatmap");
@@ -389,18 +389,21 @@ TEST(SignatureReport, AnAuditOfTheShorthandIsRecordedAsTheShorthandAndReadsBackA
     r.verdict = Verdict::violated;
     r.layer = "python3 a.py";
     Counterexample c;
-    c.black_box = true;
-    c.x = Mat<double>{{1, 2}, {3, 4}};
-    c.perm = Permutation({1, 0});
-    c.lhs = Mat<double>{{1, 2}, {3, 4}};
-    c.rhs = Mat<double>{{3, 4}, {1, 2.5}};
-    c.comparison.row = 1;
-    c.comparison.col = 1;
-    c.comparison.max_abs_diff = 1.5;
-    c.comparison.holds = false;
+    c.lengths = {{"n", 2}};
+    c.perms = {{"n", Permutation({1, 0})}};
+    c.inputs["x"] = Tensor{{2, 2}, {1, 2, 3, 4}};
+    c.axis_at_fault = "n";
+    OutputComparison y;
+    y.name = "y";
+    y.layer_of_permuted = Tensor{{2, 2}, {1, 2, 3, 4}};
+    y.permuted_layer = Tensor{{2, 2}, {3, 4, 1, 2.5}};
+    y.where = {1, 1};
+    y.max_abs_diff = 1.5;
+    y.holds = false;
+    c.outputs = {y};
     r.signature = one_tensor_signature(2, Output::sequence, 1, 8);
     r.signature->outputs[0].dims[1].size = 2;
-    r.signature_counterexample = one_tensor_finding(c, Property::equivariance);
+    r.counterexample = c;
     const json j = report::to_json(r);
     EXPECT_EQ(j["signature"], json::parse(R"({"one_tensor": {"d": 2, "output": "sequence", "min_len": 1, "max_len": 8,
                                                               "width": 2}})"));
@@ -410,7 +413,7 @@ TEST(SignatureReport, AnAuditOfTheShorthandIsRecordedAsTheShorthandAndReadsBackA
     EXPECT_EQ(j["counterexample"]["outputs"]["y"]["where"], json::parse("[1, 1]"));
     EXPECT_FALSE(j["counterexample"].contains("x")) << "no second form of the same finding";
     const report::Record back = report::from_json(j);
-    ASSERT_TRUE(back.signature_counterexample && back.signature && back.signature->one_tensor);
+    ASSERT_TRUE(back.counterexample && back.signature && back.signature->one_tensor);
     EXPECT_EQ(report::to_json(back), j);
     json old = j;  // as the shorthand's own fields
     old.erase("signature");
@@ -419,9 +422,9 @@ TEST(SignatureReport, AnAuditOfTheShorthandIsRecordedAsTheShorthandAndReadsBackA
                              {"permuted_layer", json::parse("[[3, 4], [1, 2.5]]")}, {"max_abs_diff", 1.5},
                              {"where", {{"position", 1}, {"feature", 1}}}, {"tolerance", 0.0}, {"black_box", true}};
     const report::Record earlier = report::from_json(old);
-    ASSERT_TRUE(earlier.signature && earlier.signature->one_tensor && earlier.signature_counterexample);
-    EXPECT_EQ(earlier.signature_counterexample->inputs.at("x").values, (std::vector<double>{1, 2, 3, 4}));
-    EXPECT_EQ(earlier.signature_counterexample->perms.at("n").one_line(), (std::vector<int>{1, 0}));
+    ASSERT_TRUE(earlier.signature && earlier.signature->one_tensor && earlier.counterexample);
+    EXPECT_EQ(earlier.counterexample->inputs.at("x").values, (std::vector<double>{1, 2, 3, 4}));
+    EXPECT_EQ(earlier.counterexample->perms.at("n").one_line(), (std::vector<int>{1, 0}));
 }
 
 // ---- what a report says was checked -----------------------------------------------------------------------
@@ -556,7 +559,7 @@ TEST(CheckedReport, MarkdownAndHtmlShowATableOfWhatWasCheckedWithTheRowThatBroke
 TEST(CheckedReport, AHoldingReportShowsTheTableAndNoRawJson) {
     report::Record r = checked_record();
     r.verdict = Verdict::holds;
-    r.signature_counterexample.reset();
+    r.counterexample.reset();
     r.checked->outputs[0] = output_check("y", 13, 0.0, 1e-15, 0.0, 1e-16, 1e-15);
     r.details["audit"]["evaluations"] = 26;
     r.details["audit"]["seconds"] = 0.123456789;
@@ -577,7 +580,7 @@ TEST(CheckedReport, AHoldingReportShowsTheTableAndNoRawJson) {
 TEST(CheckedReport, AHoldingReportDrawsTheCaseClosestToItsTolerance) {
     report::Record r = checked_record();
     r.verdict = Verdict::holds;
-    r.signature_counterexample.reset();
+    r.counterexample.reset();
     OutputCheck& g = r.checked->outputs[1];
     g.closest_case = 7;
     g.closest_lengths = {{"n", 3}, {"edges", 2}};
@@ -615,8 +618,8 @@ TEST(CheckedReport, AHoldingReportDrawsTheCaseClosestToItsTolerance) {
 // property says of the layer as a whole.
 TEST(CheckedReport, EachOutputsSidesAreNamedByItsOwnProperty) {
     report::Record r = checked_record();
-    r.signature_counterexample->outputs[1].holds = false;
-    r.signature_counterexample->outputs[1].permuted_layer.values[1] = 13;
+    r.counterexample->outputs[1].holds = false;
+    r.counterexample->outputs[1].permuted_layer.values[1] = 13;
     for (const std::string& view : {report::to_markdown(r), report::to_html(r)}) {
         EXPECT_NE(view.find("g: L(x) = [9, 13]"), std::string::npos) << view;
         EXPECT_EQ(view.find("g: P L(x)"), std::string::npos) << view;
@@ -629,7 +632,7 @@ TEST(CheckedReport, EachOutputsSidesAreNamedByItsOwnProperty) {
 // Every heatmap has a colour scale: its ends' values (0 and the largest difference), one-sided, not symmetric.
 TEST(CheckedReport, EveryHeatmapHasAColourScaleWithItsEnds) {
     report::Record r = checked_record();
-    r.signature_counterexample->outputs[0].permuted_layer.values[5] = 6.123456789;  // y differs by 0.5 and 0.123457
+    r.counterexample->outputs[0].permuted_layer.values[5] = 6.123456789;  // y differs by 0.5 and 0.123457
     const std::string html = report::to_html(r);
     const std::string y = between(html, "<h3>Output y: heatmap", "</svg>");
     ASSERT_FALSE(y.empty()) << html;
@@ -642,13 +645,22 @@ TEST(CheckedReport, EveryHeatmapHasAColourScaleWithItsEnds) {
     report::Record check;
     check.verdict = Verdict::violated;
     check.layer = "causal-attention";
+    check.signature = one_tensor_signature(2, Output::sequence, 1, 8);
     Counterexample c;
-    c.x = Mat<double>{{1, 2}, {3, 4}};
-    c.perm = Permutation({1, 0});
-    c.lhs = Mat<double>{{1, 2}, {3, 4}};
-    c.rhs = Mat<double>{{1, 2}, {3, 4.25}};
-    c.comparison = Comparison{false, 0.25, 1, 1, 1e-15, false};
+    c.lengths = {{"n", 2}};
+    c.perms = {{"n", Permutation({1, 0})}};
+    c.inputs["x"] = Tensor{{2, 2}, {1, 2, 3, 4}};
+    OutputComparison out;
+    out.name = "y";
+    out.layer_of_permuted = Tensor{{2, 2}, {1, 2, 3, 4}};
+    out.permuted_layer = Tensor{{2, 2}, {1, 2, 3, 4.25}};
+    out.where = {1, 1};
+    out.max_abs_diff = 0.25;
+    out.tolerance = 1e-15;
+    out.holds = false;
+    c.outputs = {out};
     check.counterexample = c;
+    check.weights = kWeightsVersion;
     const std::string h = report::to_html(check);
     EXPECT_NE(h.find("<g class=\"scale\" data-min=\"0\" data-max=\"0.25\" data-symmetric=\"false\">"), std::string::npos) << h;
 }
@@ -657,7 +669,7 @@ TEST(CheckedReport, EveryHeatmapHasAColourScaleWithItsEnds) {
 TEST(CheckedReport, AnOutputWithADimOfSizeOneGetsASqueezedHeatmap) {
     report::Record r = checked_record();
     r.signature->outputs[0].dims = {{"", 1}, {"n", 0}, {"", 2}};
-    OutputComparison& y = r.signature_counterexample->outputs[0];
+    OutputComparison& y = r.counterexample->outputs[0];
     y.layer_of_permuted.shape = {1, 3, 2};
     y.permuted_layer.shape = {1, 3, 2};
     y.where = {0, 1, 1};
@@ -690,7 +702,7 @@ TEST(CheckedReport, TheGraphPanelIsSizedToItsGraph) {
     };
     report::Record small = graph_record();  // 3 nodes
     report::Record large = graph_record();
-    SignatureCounterexample& c = *large.signature_counterexample;
+    Counterexample& c = *large.counterexample;
     c.lengths["n"] = 40;
     c.perms["n"] = Permutation::identity(40);
     c.inputs["x"] = Tensor{{40, 2}, std::vector<double>(80, 0.5)};
@@ -969,7 +981,7 @@ for line in sys.stdin:
 TEST(SignatureReport, AnEdgeListOfPairsIsDrawnTooAndANodePermutationMarksTheNodesItMoves) {
     report::Record r = graph_record();
     r.signature->inputs[2].dims = {{"edges", 0}, {"", 2}};
-    SignatureCounterexample& c = *r.signature_counterexample;
+    Counterexample& c = *r.counterexample;
     c.inputs["edge_index"] = Tensor{{2, 2}, {0, 1, 2, 1}};  // the same edges 0 -> 1 and 2 -> 1, as pairs
     c.perms["n"] = Permutation({1, 0, 2});
     c.perms["edges"] = Permutation::identity(2);

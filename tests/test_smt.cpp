@@ -4,9 +4,9 @@
 #include "cli/commands.h"
 #include "layers/layers.h"
 #include "layers/make_family.h"
-#include "proofs/signature_smt.h"
 #include "proofs/smt.h"
 #include "tests/support/process.h"
+#include "tests/support/sequence.h"
 
 #include <gtest/gtest.h>
 
@@ -25,7 +25,6 @@ namespace {
 SmtOptions test_options() {
     SmtOptions o;
     o.timeout_seconds = 3;
-    o.witness_cases = 100;
     return o;
 }
 
@@ -37,11 +36,19 @@ SmtOptions proof_options() {
     return o;
 }
 
+// The catalog's layers of one sequence the theory calls equivariant or invariant (`symmetric`), or not.
 std::vector<std::string> catalog_names(bool symmetric) {
     std::vector<std::string> names;
-    for (const LayerFamily& s : catalog())
-        if (s.expected_symmetric() == symmetric) names.push_back(s.name);
+    for (const Family& f : test::sequence_families())
+        if (f.expected_to_hold(test::is_pooled(f) ? Property::invariance : Property::equivariance) == symmetric)
+            names.push_back(f.name);
     return names;
+}
+
+// A proof's only axis (a layer of one sequence).
+const AxisProof& only_axis(const SmtResult& r) {
+    if (r.axes.size() != 1) throw std::logic_error(r.layer + " has " + std::to_string(r.axes.size()) + " axes");
+    return r.axes.front();
 }
 
 std::string test_name(const testing::TestParamInfo<std::string>& info) {
@@ -102,15 +109,18 @@ TEST(SymbolicScalar, ANonNumeralHasNoDoubleValue) {
 class SymmetricCatalogLayer : public testing::TestWithParam<std::string> {};
 
 TEST_P(SymmetricCatalogLayer, IsProvedForAllRealInputsAndWeights) {
-    const LayerFamily& subject = find_layer(GetParam());
+    const Family& subject = find_layer(GetParam());
     for (const auto& [n, d] : {std::pair{2, 2}, std::pair{3, 2}, std::pair{6, 4}}) {
         const SmtResult r = smt_prove(subject, n, d, proof_options());
-        EXPECT_EQ(r.verdict, SmtVerdict::proved) << describe(r);
-        ASSERT_EQ(r.queries.size(), 2u);
-        for (const SmtQuery& q : r.queries) EXPECT_EQ(q.answer, SmtAnswer::unsat) << q.perm.cycles();
-        EXPECT_FALSE(r.counterexample);
+        const AxisProof& a = only_axis(r);
+        EXPECT_EQ(a.verdict, SmtVerdict::proved) << describe(r);
+        // At length 2 both generators are (0 1), asked once.
+        ASSERT_EQ(a.queries.size(), n == 2 ? 1u : 2u) << describe(r);
+        for (const SmtQuery& q : a.queries) EXPECT_EQ(q.answer, SmtAnswer::unsat) << q.perm.cycles();
+        EXPECT_FALSE(a.witness);
         EXPECT_TRUE(r.as_expected());
-        EXPECT_EQ(r.headline().rfind("proved ", 0), 0u) << r.headline();
+        EXPECT_NE(describe(r).find("n: proved " + std::string(property_adjective(a.property))), std::string::npos)
+            << describe(r);
     }
 }
 
@@ -120,19 +130,21 @@ class AsymmetricCatalogLayer : public testing::TestWithParam<std::string> {};
 
 TEST_P(AsymmetricCatalogLayer, IsNeverProvedAndGetsAnExactWitness) {
     const SmtResult r = smt_prove(find_layer(GetParam()), 4, 2, test_options());
-    EXPECT_NE(r.verdict, SmtVerdict::proved) << describe(r);
-    EXPECT_EQ(r.verdict, SmtVerdict::violated) << describe(r);
-    ASSERT_TRUE(r.counterexample) << describe(r);
-    EXPECT_TRUE(r.counterexample->confirmed_exactly);
-    EXPECT_FALSE(r.counterexample->comparison.holds);
-    EXPECT_EQ(r.counterexample->comparison.tolerance, 0.0);
-    EXPECT_EQ(r.counterexample->n(), 4);
+    const AxisProof& a = only_axis(r);
+    EXPECT_NE(a.verdict, SmtVerdict::proved) << describe(r);
+    EXPECT_EQ(a.verdict, SmtVerdict::violated) << describe(r);
+    ASSERT_TRUE(a.witness) << describe(r);
+    EXPECT_NE(a.witness->lhs, a.witness->rhs) << describe(r);
+    EXPECT_GT(a.witness->max_abs_diff, 0.0) << describe(r);
+    EXPECT_EQ(r.lengths.at("n"), 4);
+    EXPECT_EQ(r.d, 2);
     EXPECT_TRUE(r.as_expected());
-    EXPECT_EQ(r.headline().rfind("not ", 0), 0u) << r.headline();
+    EXPECT_NE(describe(r).find("n: not " + std::string(property_adjective(a.property))), std::string::npos)
+        << describe(r);
     // Cheap evidence first: the exact witness search settles every catalog layer that is not symmetric, so Z3
     // is never asked to spend its timeout on it.
-    EXPECT_EQ(r.witness_source, WitnessSource::exact_search) << describe(r);
-    EXPECT_TRUE(r.queries.empty()) << describe(r);
+    EXPECT_EQ(a.witness->source, WitnessSource::exact_search) << describe(r);
+    EXPECT_TRUE(a.queries.empty()) << describe(r);
 }
 
 INSTANTIATE_TEST_SUITE_P(Smt, AsymmetricCatalogLayer, testing::ValuesIn(catalog_names(false)), test_name);
@@ -142,52 +154,57 @@ TEST(SmtWitness, AZ3ModelOfCausalAttentionIsConfirmedWithTheRealExp) {
     // function, not exp; the witness counts only because the exact evaluation with exp disagrees too. The
     // witness search is switched off, or it would settle the layer before Z3 is asked.
     SmtOptions opts = test_options();
-    opts.witness_cases = 0;
+    opts.witness_search = false;
     opts.timeout_seconds = 300;  // the model takes about 0.6 s of CPU; the limit only guards a loaded machine
     const SmtResult r = smt_prove(find_layer("causal-attention"), 2, 1, opts);
-    ASSERT_EQ(r.verdict, SmtVerdict::violated) << describe(r);
-    ASSERT_EQ(r.witness_source, WitnessSource::z3_model) << describe(r);
-    EXPECT_TRUE(r.queries.front().model_confirmed);
-    EXPECT_EQ(r.witness_weights.size(), 4u);  // wq, wk, wv, wo, each 1 x 1
-    EXPECT_TRUE(r.counterexample->confirmed_exactly);
-    EXPECT_NE(r.counterexample->replay.find("--smt"), std::string::npos);
+    const AxisProof& a = only_axis(r);
+    ASSERT_EQ(a.verdict, SmtVerdict::violated) << describe(r);
+    ASSERT_TRUE(a.witness) << describe(r);
+    ASSERT_EQ(a.witness->source, WitnessSource::z3_model) << describe(r);
+    EXPECT_TRUE(a.queries.front().model_confirmed);
+    EXPECT_EQ(a.witness->weights.size(), 4u);  // wq, wk, wv, wo, each 1 x 1
+    EXPECT_NE(a.witness->lhs, a.witness->rhs);
     // The weights the witness does not need are zeroed, and the witness with the rest still violates exactly.
-    const std::string text = describe_witness(r);
+    const std::string text = describe(r);
     EXPECT_NE(text.find("n = 2, d = 1"), std::string::npos) << text;
-    EXPECT_EQ(text.find("case -1"), std::string::npos) << text;
-    EXPECT_NE(text.find("not listed are 0"), std::string::npos) << text;
-    EXPECT_FALSE(r.counterexample->comparison.holds);
+    EXPECT_NE(text.find("(those not listed are 0)"), std::string::npos) << text;
+    for (std::size_t k = 0; k < a.witness->weights.size(); ++k)
+        EXPECT_EQ(text.find("w" + std::to_string(k) + " = ") != std::string::npos, a.witness->weights[k] != 0) << text;
 }
 
 TEST(SmtWitness, AModelWithManyWeightsShowsOnlyThoseTheWitnessNeeds) {
     // attention+learned at n = 3, d = 2 (issue 14): every weight of the model was printed, the position table's
     // included, though a witness rarely needs them all.
     SmtOptions opts = test_options();
-    opts.witness_cases = 0;
+    opts.witness_search = false;
     opts.timeout_seconds = 300;
     const SmtResult r = smt_prove(find_layer("attention+learned"), 3, 2, opts);
-    ASSERT_EQ(r.witness_source, WitnessSource::z3_model) << describe(r);
+    const AxisProof& a = only_axis(r);
+    ASSERT_TRUE(a.witness) << describe(r);
+    ASSERT_EQ(a.witness->source, WitnessSource::z3_model) << describe(r);
     std::size_t nonzero = 0;
-    for (double w : r.witness_weights) nonzero += w != 0;
-    EXPECT_LT(nonzero, r.witness_weights.size()) << describe(r);
-    EXPECT_FALSE(r.counterexample->comparison.holds);
+    for (double w : a.witness->weights) nonzero += w != 0;
+    EXPECT_LT(nonzero, a.witness->weights.size()) << describe(r);
+    EXPECT_NE(a.witness->lhs, a.witness->rhs);
 }
 
 TEST(SmtWitness, TheWitnessSearchRunsBeforeZ3OnAUsersOwnLayerToo) {
     // A family outside the catalog whose expectation claims symmetry: what runs never depends on that claim,
     // so the witness search still refutes it and Z3 is not asked.
-    LayerFamily liar = make_family("liar", Output::sequence,
-                                   []<class S>(std::type_identity<S>, Eigen::Index, Draw<S>&, long) -> LayerFn<S> {
-        return [](const Mat<S>& x) {
+    const Family liar = make_family("liar", Output::sequence,
+                                    []<class S>(std::type_identity<S>, Eigen::Index, Draw<S>&, long) {
+        return test::SequenceFn<S>([](const Mat<S>& x) {
             Mat<S> y = x;
             for (Eigen::Index j = 0; j < y.cols(); ++j) y(0, j) += S(1);
             return y;
-        };
-    }, {{Property::equivariance, true}});
+        });
+    }, {{Property::equivariance, "n", true}});
     const SmtResult r = smt_prove(liar, 4, 2, test_options());
-    EXPECT_EQ(r.verdict, SmtVerdict::violated) << describe(r);
-    EXPECT_EQ(r.witness_source, WitnessSource::exact_search);
-    EXPECT_TRUE(r.queries.empty());
+    const AxisProof& a = only_axis(r);
+    EXPECT_EQ(a.verdict, SmtVerdict::violated) << describe(r);
+    ASSERT_TRUE(a.witness);
+    EXPECT_EQ(a.witness->source, WitnessSource::exact_search);
+    EXPECT_TRUE(a.queries.empty());
     EXPECT_FALSE(r.as_expected());
 }
 
@@ -225,9 +242,9 @@ template <class S> Mat<S> attention_skipping_last_key(const Attention<S>& a, con
     return y;
 }
 
-LayerFamily mutant_family(Mutant m) {
+Family mutant_family(Mutant m) {
     return make_family(mutant_name(m), Output::sequence,
-                       [m]<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw, long) -> LayerFn<S> {
+                       [m]<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw, long) -> test::SequenceFn<S> {
         const Attention<S> a = Attention<S>::random({d, 1, false}, draw);
         switch (m) {
             case Mutant::marker_at_position_0:
@@ -253,18 +270,19 @@ LayerFamily mutant_family(Mutant m) {
                 };
         }
         throw std::logic_error("unknown mutant");
-    }, {{Property::equivariance, false}});
+    }, {{Property::equivariance, "n", false}});
 }
 
 class PlantedMutant : public testing::TestWithParam<Mutant> {};
 
 TEST_P(PlantedMutant, IsNeverProvedAndGetsAnExactWitness) {
     const SmtResult r = smt_prove(mutant_family(GetParam()), 6, 2, test_options());
-    EXPECT_NE(r.verdict, SmtVerdict::proved) << describe(r);
-    EXPECT_EQ(r.verdict, SmtVerdict::violated) << describe(r);
-    ASSERT_TRUE(r.counterexample) << describe(r);
-    EXPECT_TRUE(r.counterexample->confirmed_exactly);
-    EXPECT_EQ(r.counterexample->n(), 6);
+    const AxisProof& a = only_axis(r);
+    EXPECT_NE(a.verdict, SmtVerdict::proved) << describe(r);
+    EXPECT_EQ(a.verdict, SmtVerdict::violated) << describe(r);
+    ASSERT_TRUE(a.witness) << describe(r);
+    EXPECT_NE(a.witness->lhs, a.witness->rhs) << describe(r);
+    EXPECT_EQ(r.lengths.at("n"), 6);
 }
 
 INSTANTIATE_TEST_SUITE_P(Smt, PlantedMutant,
@@ -279,9 +297,9 @@ INSTANTIATE_TEST_SUITE_P(Smt, PlantedMutant,
 
 TEST(PlantedMutant, LeakFromPosition4IsInvisibleAtFourPositionsSoAProofHoldsOnlyForItsShape) {
     // At n = 4 the leak never fires and the layer is plain attention: a true proof, of that shape only.
-    const LayerFamily leak = mutant_family(Mutant::leak_from_position_4);
-    EXPECT_EQ(smt_prove(leak, 4, 2, proof_options()).verdict, SmtVerdict::proved);
-    EXPECT_NE(smt_prove(leak, 5, 2, test_options()).verdict, SmtVerdict::proved);
+    const Family leak = mutant_family(Mutant::leak_from_position_4);
+    EXPECT_EQ(only_axis(smt_prove(leak, 4, 2, proof_options())).verdict, SmtVerdict::proved);
+    EXPECT_NE(only_axis(smt_prove(leak, 5, 2, test_options())).verdict, SmtVerdict::proved);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -337,7 +355,7 @@ TEST(SmtLibFiles, AnEmittedQueryOfANonEquivariantLayerDoesNotRecheckUnsat) {
     EXPECT_NE(out.str().find("not equivariant"), std::string::npos) << out.str();
     // The witness search settled it before Z3; the query is still written, and says it was not asked.
     EXPECT_NE(out.str().find("not asked"), std::string::npos) << out.str();
-    const auto file = dir / "causal-attention-n2-d1-transposition.smt2";
+    const auto file = dir / "causal-attention-n2-d1-along-n-transposition.smt2";
     ASSERT_TRUE(std::filesystem::exists(file)) << out.str();
     const std::string answer = run("/usr/bin/z3 -T:20 '" + file.string() + "'");
     EXPECT_NE(answer, "unsat\n");
@@ -357,9 +375,10 @@ TEST(ProveSmtCommand, ExitCodesFollowCheck0Proved1Witness3Undecided) {
     req.layers = {"causal-attention"};
     EXPECT_EQ(cli::prove_smt(req, witness), 1) << witness.str();
     // The witness with its sizes and its weight seed; no "case -1", no weight dump.
-    EXPECT_NE(witness.str().find("witness (exact witness search): n = 3, d = 2, permutation"), std::string::npos)
+    EXPECT_NE(witness.str().find("causal-attention at n = 3, d = 2"), std::string::npos) << witness.str();
+    EXPECT_NE(witness.str().find("n witness (exact witness search, Z3 not asked): permutation"), std::string::npos)
         << witness.str();
-    EXPECT_NE(witness.str().find("weight seed"), std::string::npos) << witness.str();
+    EXPECT_NE(witness.str().find("dyadic weights of seed"), std::string::npos) << witness.str();
     EXPECT_EQ(witness.str().find("case -1"), std::string::npos) << witness.str();
 
     // The encoder is equivariant, so no witness exists, and Z3 cannot prove it in a millisecond: undecided.
@@ -418,9 +437,9 @@ TEST(ProveSmtCommand, BadInputIsRejectedWithExitCode2AndSaysWhatWasExpected) {
 // Z3 (proofs-notes/signature-audit.md).
 TEST(SignatureSmt, EveryRationalLayerOverNamedInputsIsProvedOrRefutedAsExpected) {
     int proved_axes = 0, refuted_axes = 0;
-    for (const permcheck::SignatureFamily& f : permcheck::signature_catalog()) {
-        if (!f.rational()) continue;  // an edge_index or max: no symbolic proof
-        const permcheck::SignatureSmtResult r = permcheck::smt_prove_signature(f, 3);
+    for (const permcheck::Family& f : permcheck::catalog()) {
+        if (!f.rational() || f.takes_width()) continue;  // an edge_index or max: no symbolic proof
+        const permcheck::SmtResult r = permcheck::smt_prove(f, 3);
         EXPECT_TRUE(r.as_expected()) << permcheck::describe(r);
         const std::size_t per_generator = r.mask_assignments > 0 ? static_cast<std::size_t>(r.mask_assignments) : 1u;
         for (const permcheck::AxisProof& a : r.axes) {
@@ -446,8 +465,8 @@ TEST(SignatureSmt, EveryRationalLayerOverNamedInputsIsProvedOrRefutedAsExpected)
 // The key-padding mask: one query per generator and per mask assignment that pads no line entirely, 2^n - 1 of
 // them at length n, each a different assignment, all unsat, the mask named in each.
 TEST(SignatureSmt, TheKeyPaddingMaskIsProvedOncePerGeneratorAndMaskAssignment) {
-    const permcheck::SignatureSmtResult r =
-        permcheck::smt_prove_signature(permcheck::find_signature_layer("attention+key-padding-mask"), 3);
+    const permcheck::SmtResult r =
+        permcheck::smt_prove(permcheck::find_layer("attention+key-padding-mask"), 3);
     ASSERT_EQ(r.axes.size(), 1u);
     const permcheck::AxisProof& a = r.axes.front();
     EXPECT_EQ(a.verdict, permcheck::SmtVerdict::proved) << permcheck::describe(r);
@@ -477,8 +496,8 @@ TEST(SignatureSmt, TheKeyPaddingMaskIsProvedOncePerGeneratorAndMaskAssignment) {
 TEST(SignatureSmt, AnUndecidedMaskQueryNamesItsGeneratorAndAssignment) {
     permcheck::SmtOptions hurried;
     hurried.timeout_seconds = 0.001;
-    const permcheck::SignatureSmtResult r =
-        permcheck::smt_prove_signature(permcheck::find_signature_layer("attention+key-padding-mask"), 4, hurried);
+    const permcheck::SmtResult r =
+        permcheck::smt_prove(permcheck::find_layer("attention+key-padding-mask"), 4, 4, hurried);
     const permcheck::AxisProof& a = r.axes.front();
     EXPECT_EQ(a.verdict, permcheck::SmtVerdict::unknown) << permcheck::describe(r);
     ASSERT_FALSE(a.queries.empty()) << permcheck::describe(r);
@@ -516,14 +535,14 @@ struct PlantedHarnessBug {
 // process (after other tests it has run to its limit once in ten runs), so an unknown is tolerated, a proof or an
 // unconfirmed model never. With the witness search, the bug is refuted every time.
 TEST(SignatureSmt, AMaskLeftInPlaceByAPlantedHarnessBugIsNeverProvedAndZ3sModelReplaysAsAWitness) {
-    const permcheck::SignatureFamily& f = permcheck::find_signature_layer("attention+key-padding-mask");
+    const permcheck::Family& f = permcheck::find_layer("attention+key-padding-mask");
     permcheck::SmtOptions z3_alone;
-    z3_alone.witness_cases = 0;
+    z3_alone.witness_search = false;
     z3_alone.timeout_seconds = 30;
-    permcheck::SignatureSmtResult r;
+    permcheck::SmtResult r;
     {
         const PlantedHarnessBug planted(permcheck::test_only::HarnessBug::mask_wrong_axis);
-        r = permcheck::smt_prove_signature(f, 2, z3_alone);
+        r = permcheck::smt_prove(f, 2, 4, z3_alone);
     }
     ASSERT_EQ(r.axes.size(), 1u);
     const permcheck::AxisProof& a = r.axes.front();
@@ -548,25 +567,25 @@ TEST(SignatureSmt, AMaskLeftInPlaceByAPlantedHarnessBugIsNeverProvedAndZ3sModelR
     // With the witness search (the default), the same planted bug is refuted before Z3 is asked.
     {
         const PlantedHarnessBug planted(permcheck::test_only::HarnessBug::mask_wrong_axis);
-        r = permcheck::smt_prove_signature(f, 3);
+        r = permcheck::smt_prove(f, 3);
     }
     EXPECT_EQ(r.axes.front().verdict, permcheck::SmtVerdict::violated) << permcheck::describe(r);
     EXPECT_TRUE(r.axes.front().queries.empty());
     // And without the planted bug every query is unsat.
-    EXPECT_EQ(permcheck::smt_prove_signature(f, 2, z3_alone).axes.front().verdict, permcheck::SmtVerdict::proved);
+    EXPECT_EQ(permcheck::smt_prove(f, 2, 4, z3_alone).axes.front().verdict, permcheck::SmtVerdict::proved);
 }
 
 // An edge_index (discrete) or max aggregation is not a rational function: covered by the verdict table's rows.
 TEST(SignatureSmt, AnEdgeIndexOrMaxAggregationHasNoSymbolicProof) {
     for (const char* name : {"message-passing-max", "message-passing-sum"}) {
         try {
-            permcheck::smt_prove_signature(permcheck::find_signature_layer(name), 3);
+            permcheck::smt_prove(permcheck::find_layer(name), 3);
             ADD_FAILURE() << name << " was not refused";
         } catch (const std::invalid_argument& e) {
             EXPECT_NE(std::string(e.what()).find("no symbolic proof"), std::string::npos) << e.what();
         }
     }
-    EXPECT_THROW(permcheck::smt_prove_signature(permcheck::find_signature_layer("attention+key-padding-mask"), 9),
+    EXPECT_THROW(permcheck::smt_prove(permcheck::find_layer("attention+key-padding-mask"), 9),
                  std::invalid_argument);
 }
 

@@ -228,8 +228,8 @@ Signature lm_tap_signature() {
 }
 
 // Two real tokens, ids 1 and 2 at positions 0 and 1.
-SignatureCounterexample two_real_tokens() {
-    SignatureCounterexample c;
+Counterexample two_real_tokens() {
+    Counterexample c;
     c.lengths = {{"n", 2}};
     c.perms = {{"n", Permutation::identity(2)}};
     c.inputs = {{"ids", tensor({2}, {1, 2})}, {"pos", tensor({2}, {0, 1})}, {"keep", tensor({2}, {1, 1})}};
@@ -239,7 +239,7 @@ SignatureCounterexample two_real_tokens() {
 // Shift: the taps at x against those at x_c, elementwise: the table of positions is the first to break.
 TEST(TapTrace, AShiftCaseNamesTheFirstSubmoduleThatReadsAbsolutePositions) {
     const Signature s = lm_tap_signature();
-    SignatureCounterexample c = two_real_tokens();
+    Counterexample c = two_real_tokens();
     c.shift = 3;
     const TapTrace t = trace_taps(lm_taps, s, c, Property::shift, Arithmetic::float64, 1.0);
     ASSERT_EQ(t.taps.size(), 3u) << describe(t);
@@ -255,7 +255,7 @@ TEST(TapTrace, AShiftCaseNamesTheFirstSubmoduleThatReadsAbsolutePositions) {
 // over the pads breaks while the per-token taps hold.
 TEST(TapTrace, APaddingCaseComparesTheTapsAtTheRealPositions) {
     const Signature s = lm_tap_signature();
-    SignatureCounterexample c = two_real_tokens();
+    Counterexample c = two_real_tokens();
     c.pads = Pads{"n", {1}, {{"ids", tensor({3}, {0, 7, 0})}, {"pos", tensor({3}, {0, 9, 0})}, {"keep", tensor({3}, {0, 0, 0})}}};
     const TapTrace t = trace_taps(lm_taps, s, c, Property::padding, Arithmetic::float64, 1.0);
     ASSERT_EQ(t.taps.size(), 3u) << describe(t);

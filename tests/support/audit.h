@@ -39,7 +39,7 @@ inline std::string finding(const AuditResult& r, const Signature& s) {
 inline std::string finding(const AuditResult& r) { return std::string(verdict_name(r.verdict)) + ": " + r.detail + r.error + "\n" + describe_finding(r); }
 
 // The largest fraction of its tolerance an output of a counterexample came to (> 1: violated).
-inline double margin(const SignatureCounterexample& c) {
+inline double margin(const Counterexample& c) {
     double m = 0.0;
     for (const OutputComparison& o : c.outputs)
         m = std::max(m, o.max_abs_diff == 0.0 ? 0.0 : o.tolerance > 0.0 ? o.max_abs_diff / o.tolerance : 1e300);
@@ -54,7 +54,7 @@ struct MatrixFinding {
     Eigen::Index n() const { return x.rows(); }
 };
 inline MatrixFinding matrices(const AuditResult& r) {
-    const SignatureCounterexample& c = r.counterexample.value();
+    const Counterexample& c = r.counterexample.value();
     const OutputComparison& y = c.outputs.at(0);
     return {tensor_matrix::as_matrix(c.inputs.at("x")), tensor_matrix::as_matrix(y.layer_of_permuted),
             tensor_matrix::as_matrix(y.permuted_layer), c.perms.at("n")};

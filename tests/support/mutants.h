@@ -6,6 +6,7 @@
 #include "layers/make_family.h"
 
 #include <concepts>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -78,7 +79,7 @@ template <class S> bool less(const S& a, const S& b) {
 }  // namespace detail
 
 // The mutant of kind k, single-head attention of width d underneath, weights from `draw`.
-template <class S> LayerFn<S> build(Kind k, Eigen::Index d, Draw<S>& draw) {
+template <class S> std::function<Mat<S>(const Mat<S>&)> build(Kind k, Eigen::Index d, Draw<S>& draw) {
     Attention<S> a = Attention<S>::random({d, 1, false}, draw);
     switch (k) {
         case Kind::scale_at_position_0:
@@ -114,12 +115,12 @@ template <class S> LayerFn<S> build(Kind k, Eigen::Index d, Draw<S>& draw) {
 }
 
 // The mutant of kind k as a layer family, which the theory expects to break its symmetry.
-inline LayerFamily family(Kind k) {
+inline Family family(Kind k) {
     const Property symmetry = output(k) == Output::pooled ? Property::invariance : Property::equivariance;
     return make_family(
         name(k), output(k),
         [k]<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw, long) { return build<S>(k, d, draw); },
-        {{symmetry, false}});
+        {{symmetry, "n", false}});
 }
 
 }  // namespace permcheck::mutants
