@@ -503,9 +503,9 @@ ParsedBatch<R> parsed_items(std::int64_t id, const std::optional<std::string>& e
 }  // namespace
 
 template <class Out, class Parsed>
-std::vector<BatchAnswer<Out>> ExecAdapter::item_answers(Parsed&& b, std::size_t count, std::int64_t id,
+std::vector<Answer<Out>> ExecAdapter::item_answers(Parsed&& b, std::size_t count, std::int64_t id,
                                                         const std::string& what) const {
-    std::vector<BatchAnswer<Out>> out(b.items.size());
+    std::vector<Answer<Out>> out(b.items.size());
     for (std::size_t k = 0; k < b.items.size(); ++k) {
         if (b.items[k].is_error)
             out[k].error = "adapter answered with an error: " + b.items[k].error + " (item " + std::to_string(k) + " of " +
@@ -563,8 +563,8 @@ NamedBatch named_batch(std::int64_t id, const Signature& s, const std::vector<Te
     return b;
 }
 
-std::vector<BatchAnswer<Tensors>> outputs_of(std::vector<BatchAnswer<NamedResponse>>&& answers) {
-    std::vector<BatchAnswer<Tensors>> out(answers.size());
+std::vector<Answer<Tensors>> outputs_of(std::vector<Answer<NamedResponse>>&& answers) {
+    std::vector<Answer<Tensors>> out(answers.size());
     for (std::size_t k = 0; k < answers.size(); ++k) {
         out[k].error = std::move(answers[k].error);
         if (answers[k].value) out[k].value = std::move(answers[k].value->outputs);
@@ -573,16 +573,16 @@ std::vector<BatchAnswer<Tensors>> outputs_of(std::vector<BatchAnswer<NamedRespon
 }
 }  // namespace
 
-std::vector<BatchAnswer<Tensors>> ExecAdapter::operator()(const Signature& s, const std::vector<Tensors>& inputs) {
+std::vector<Answer<Tensors>> ExecAdapter::operator()(const Signature& s, const std::vector<Tensors>& inputs) {
     if (inputs.empty()) return {};
     const std::int64_t id = requests_ + 1;
     const NamedBatch b = named_batch(id, s, inputs, stacked_);
     return outputs_of(item_answers<NamedResponse>(exchange(b.request, b.what, b.parse), b.count, id, b.what));
 }
 
-std::vector<std::vector<BatchAnswer<Tensors>>> ExecAdapter::operator()(const Signature& s,
+std::vector<std::vector<Answer<Tensors>>> ExecAdapter::operator()(const Signature& s,
                                                                        const std::vector<std::vector<Tensors>>& parts) {
-    std::vector<std::vector<BatchAnswer<Tensors>>> out(parts.size());
+    std::vector<std::vector<Answer<Tensors>>> out(parts.size());
     std::vector<NamedBatch> batches;
     std::vector<std::size_t> part_of;  // the part of each request
     for (std::size_t p = 0; p < parts.size(); ++p) {
@@ -591,7 +591,7 @@ std::vector<std::vector<BatchAnswer<Tensors>>> ExecAdapter::operator()(const Sig
             batches.push_back(named_batch(requests_ + 1 + static_cast<std::int64_t>(batches.size()), s, parts[p], stacked_));
             part_of.push_back(p);
         } catch (const std::exception& e) {  // this part alone: its inputs cannot be sent
-            out[p].assign(parts[p].size(), BatchAnswer<Tensors>{std::nullopt, e.what()});
+            out[p].assign(parts[p].size(), Answer<Tensors>{std::nullopt, e.what(), ""});
         }
     }
     std::vector<std::string> requests, whats;
@@ -608,7 +608,7 @@ std::vector<std::vector<BatchAnswer<Tensors>>> ExecAdapter::operator()(const Sig
                      });
     } catch (const AdapterError& e) {  // the parts answered before the failure keep their answers
         for (std::size_t k = 0; k < batches.size(); ++k)
-            if (out[part_of[k]].empty()) out[part_of[k]].assign(batches[k].count, BatchAnswer<Tensors>{std::nullopt, e.what()});
+            if (out[part_of[k]].empty()) out[part_of[k]].assign(batches[k].count, Answer<Tensors>{std::nullopt, e.what(), ""});
     }
     return out;
 }

@@ -1,5 +1,5 @@
 // The subprocess adapter of `permcheck audit --exec`: a program that speaks the line protocol (adapters/protocol.h,
-// docs/audit.md) becomes the NamedBlackBox of a signature (check/signature.h; the one-tensor
+// docs/audit.md) becomes the NamedBlackBox of a signature (cases/signature.h; the one-tensor
 // shorthand's is one_tensor_signature, spoken in its own dialect: {"id","x"} in, {"id","y"} out), with its batched
 // side once the adapter announces batches, and a source of taps after a violation.
 #pragma once
@@ -69,10 +69,10 @@ public:
     Mat<double> operator()(const Mat<double>& x);
     // The batched calls: several inputs of equal lengths in one request (after the adapter announced K: at most
     // K). An item the adapter answered with an error gets that error; a failure of the request throws.
-    std::vector<BatchAnswer<Tensors>> operator()(const Signature& s, const std::vector<Tensors>& inputs);
+    std::vector<Answer<Tensors>> operator()(const Signature& s, const std::vector<Tensors>& inputs);
     // Several such calls at once (part p's answers in element p), their requests pipelined (exchange_all). A part
     // whose inputs cannot be sent, or that a failure of the adapter left unanswered, has that error in every item.
-    std::vector<std::vector<BatchAnswer<Tensors>>> operator()(const Signature& s,
+    std::vector<std::vector<Answer<Tensors>>> operator()(const Signature& s,
                                                               const std::vector<std::vector<Tensors>>& parts);
     int batch_capacity() const { return batch_; }  // the K the adapter announced, 0 before
     bool stacked() const { return stacked_; }       // it announced "stacked": true (a signature's batches go stacked)
@@ -124,7 +124,7 @@ private:
     void note_announcement(const std::string& line);  // learns K and "stacked" from an ordinary answer line
     // A batched answer's items (a ParsedBatch) as BatchAnswers; an item's error answer names its item and request.
     template <class Out, class Parsed>
-    std::vector<BatchAnswer<Out>> item_answers(Parsed&& b, std::size_t count, std::int64_t id, const std::string& what) const;
+    std::vector<Answer<Out>> item_answers(Parsed&& b, std::size_t count, std::int64_t id, const std::string& what) const;
 
     ExecOptions opts_;
     pid_t pid_ = -1;

@@ -3,7 +3,7 @@
 // adapters/protocol.h, which is the protocol's interface.
 #pragma once
 
-#include "check/signature.h"
+#include "cases/signature.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,7 +1,7 @@
 // LibTorch's own layers as black boxes: torch::nn::MultiheadAttention and torch::nn::TransformerEncoderLayer,
 // with no mask, a causal mask or a key padding mask, in eval or train mode, audited in-process by
 // check/blackbox.h; and torch::nn::TransformerDecoderLayer (cross-attention with a memory: equivariant in the
-// targets, invariant to the order of the memory) as a named black box over its signature (check/signature.h). This header names no torch type: only torch_adapter.cpp includes <torch/torch.h>
+// targets, invariant to the order of the memory) as a named black box over its signature (cases/signature.h). This header names no torch type: only torch_adapter.cpp includes <torch/torch.h>
 // (one slow translation unit), and code that includes this header compiles in ordinary time.
 //
 // The key padding mask travels with the input. A padding mask is part of the layer's input: the statement to

@@ -2,7 +2,7 @@
 // and TorchScript files (torch_script.cpp). Internal to permcheck_torch: it includes LibTorch's headers.
 #pragma once
 
-#include "check/vocabulary.h"
+#include "cases/vocabulary.h"
 
 #include <c10/core/ScalarType.h>
 

@@ -1,5 +1,5 @@
 // A TorchScript file (torch.jit.script(module).save(path) in Python) audited in process through LibTorch's
-// torch::jit::load, with no Python at audit time: a named black box (check/signature.h) over the signature the
+// torch::jit::load, with no Python at audit time: a named black box (cases/signature.h) over the signature the
 // user gives. The inputs go to `forward` positionally in the order of the signature's inputs (real inputs in
 // the module's dtype, masks as bool, indices as int64), or by name (`arguments`); `forward` returns one tensor or
 // a tuple (or list) of tensors in the order of the signature's outputs, or that inside one element of what it
@@ -8,7 +8,7 @@
 #pragma once
 
 #include "check/signature_audit.h"
-#include "check/signature.h"
+#include "cases/signature.h"
 
 #include <cstdint>
 #include <optional>

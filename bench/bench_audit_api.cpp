@@ -11,8 +11,8 @@
 #include "layers/token_attention.h"
 #include "check/check.h"
 #include "properties/property.h"
-#include "check/search.h"
-#include "check/signature_case.h"
+#include "cases/search.h"
+#include "cases/signature_case.h"
 #ifdef PERMCHECK_WITH_TORCH
 #include "adapters/torch_adapter.h"
 #endif
@@ -146,7 +146,7 @@ SignatureSubject subject(int which) {
             message_passing_box(edge_width)};
 }
 
-// The inputs the audit evaluates: its cases, drawn as the audit draws them (check/signature_case.h, the same
+// The inputs the audit evaluates: its cases, drawn as the audit draws them (cases/signature_case.h, the same
 // seed and sizes), each with its moved inputs P x.
 std::vector<std::pair<permcheck::Tensors, permcheck::Tensors>> audited_inputs(const permcheck::Signature& s,
                                                                               const permcheck::AuditOptions& o) {

@@ -1,12 +1,24 @@
-// The engine's services that are not templates (check/audit_engine.h).
+// The engine of black-box audits (check/audit_engine.h).
 #include "check/audit_engine.h"
 
+#include "check/evaluator.h"
+#include "cases/search.h"
+
+#include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <utility>
 
 namespace permcheck::engine {
+
+// ------------------------------------------------------------------------------------------ precision, names
 
 int significant_bits(double v) {
     if (v == 0.0) return 0;
@@ -35,9 +47,7 @@ void PrecisionEvidence::add(const PrecisionEvidence& other) {
     rounded = rounded || other.rounded;
 }
 
-Arithmetic PrecisionEvidence::dtype() const {
-    return all_float32 && rounded ? Arithmetic::float32 : Arithmetic::float64;
-}
+Arithmetic PrecisionEvidence::dtype() const { return all_float32 && rounded ? Arithmetic::float32 : Arithmetic::float64; }
 
 DtypeEvidence PrecisionEvidence::evidence() const {
     if (!answered) return DtypeEvidence::no_answer;
@@ -67,6 +77,637 @@ Verdict verdict_of(Outcome k) {
         case Outcome::batch_dependent: return Verdict::batch_dependent;
         default: return Verdict::nondeterministic;
     }
+}
+
+// ------------------------------------------------------------------------------------------------- schedule
+
+Schedule Schedule::of(const AuditOptions& o, Draw draw) {
+    Schedule s;
+    s.draw = std::move(draw);
+    rc::Random random(o.seed);
+    for (int i = 0; i < o.cases; ++i) {
+        const rc::Random case_random = random.split();
+        if (!in_shard(i, o.shard)) continue;
+        s.index.push_back(i);
+        s.randoms.push_back(case_random);
+    }
+    // Spread over the run, since the first cases are the smallest (RapidCheck's size grows with the case index)
+    // and a zero input hides dropout.
+    const std::size_t count = s.size();
+    for (int k = 0; k < o.repeat_checks && count > 0; ++k)
+        s.repeated.insert(std::min(count - 1, static_cast<std::size_t>(k + 1) * count /
+                                                  static_cast<std::size_t>(o.repeat_checks + 1)));
+    return s;
+}
+
+// ------------------------------------------------------------------------------------------------- batching
+
+std::vector<Answer<Tensors>> answer_grouped(const std::vector<Tensors>& inputs, const std::vector<Lengths>& keys,
+                                            std::size_t capacity, const Batching<Tensors>& batching) {
+    std::map<Lengths, std::vector<std::size_t>> groups;
+    for (std::size_t i = 0; i < inputs.size(); ++i) groups[keys[i]].push_back(i);
+    std::vector<std::vector<std::size_t>> members;  // the positions of each call's inputs
+    std::vector<std::vector<Tensors>> parts;
+    for (const auto& group : groups)
+        for (std::size_t start = 0; start < group.second.size(); start += capacity) {
+            const std::size_t end = std::min(group.second.size(), start + capacity);
+            members.emplace_back(group.second.begin() + static_cast<long>(start), group.second.begin() + static_cast<long>(end));
+            parts.emplace_back();
+            for (std::size_t i : members.back()) parts.back().push_back(inputs[i]);
+        }
+    std::vector<std::vector<Answer<Tensors>>> got(parts.size());
+    const auto failed = [&](std::size_t p, const std::string& error) {
+        got[p].assign(parts[p].size(), Answer<Tensors>{std::nullopt, error, ""});
+    };
+    if (batching.call_all) {
+        try {
+            got = batching.call_all(parts);
+            got.resize(parts.size());
+        } catch (const std::exception& e) {
+            got.resize(parts.size());
+            for (std::size_t p = 0; p < parts.size(); ++p) failed(p, e.what());
+        }
+    } else {
+        for (std::size_t p = 0; p < parts.size(); ++p) {
+            try {
+                got[p] = batching.call(parts[p]);
+            } catch (const std::exception& e) {
+                failed(p, e.what());
+            }
+        }
+    }
+    std::vector<Answer<Tensors>> out(inputs.size());
+    for (std::size_t p = 0; p < parts.size(); ++p) {
+        if (got[p].size() != parts[p].size())
+            failed(p, "the batched call answered " + std::to_string(got[p].size()) + " items for " +
+                          std::to_string(parts[p].size()) + " inputs");
+        for (std::size_t k = 0; k < parts[p].size(); ++k) out[members[p][k]] = std::move(got[p][k]);
+    }
+    return out;
+}
+
+std::size_t capacity_of(const Batching<Tensors>& batching) {
+    const int k = batching.call && batching.capacity ? batching.capacity() : 0;
+    return k > 1 ? static_cast<std::size_t>(k) : 1;
+}
+
+// A worker whose black box batches takes this many times the box's capacity of cases at once.
+constexpr std::size_t kBlockPerCapacity = 4;
+
+std::size_t block_size_of(const Batching<Tensors>& batching) {
+    const std::size_t k = capacity_of(batching);
+    return k > 1 ? kBlockPerCapacity * k : 1;
+}
+
+namespace {
+
+bool stop_requested(const AuditOptions& o) { return o.stop_requested && o.stop_requested(); }
+
+// The first failure of the run: its position in the schedule, and the observation that failed or the error of one
+// of its calls (with that call's request).
+struct Failure {
+    std::size_t position = 0;
+    Answer<Observation> found;
+    bool batched = false;  // its evaluations were answered in a batch
+    bool threw() const { return !found.value; }
+    const Observation& observation() const { return *found.value; }
+};
+
+// The answers of a case in a batched request, kept to be compared with its answers alone, and the block of
+// positions [begin, end) whose evaluations were batched with it.
+struct BatchedAnswers {
+    Answers answers;
+    std::size_t begin = 0, end = 0;
+};
+
+// What the run found: the first failure under the dtype it judged with; whether a stop request ended it; the
+// batched answers of the cases to confirm alone, by position.
+struct RunOutcome {
+    std::optional<Failure> failure;
+    Arithmetic dtype = Arithmetic::float64;
+    DtypeEvidence evidence = DtypeEvidence::given;  // what decided the dtype (given: the options')
+    std::vector<OutputCheck> checked;  // under dtype, over the positions up to the failure's (AuditResult::checked)
+    bool interrupted = false;
+    int cases_done = 0;
+    std::map<std::size_t, BatchedAnswers> batched;
+    int confirmation_alone_already = 0;  // positions to confirm that were asked alone in the run itself
+};
+
+// Batching never changes a verdict: of a run whose cases were answered in batches, at least max(8, cases / 10)
+// cases (all of them when fewer) are asked alone and their answers compared with the batched ones (those the run
+// asked alone anyway, before an adapter announced its batches, count as asked alone); so is a failure found in a
+// batch, before it is shrunk (FailureShrink works alone). The cases are spread over the run's lengths: first, in
+// the run's order, a case for each length of each axis not yet among them, then evenly over the run.
+constexpr std::size_t kConfirmAloneAtLeast = 8;
+std::set<std::size_t> confirmation_positions(const Schedule& schedule) {
+    const std::size_t count = schedule.size();
+    const std::size_t r = std::min(count, std::max(kConfirmAloneAtLeast, count / 10));
+    std::set<std::size_t> out;
+    std::set<std::pair<std::size_t, int>> covered;  // (axis, length)
+    for (std::size_t j = 0; j < schedule.lengths.size() && j < count && out.size() < r; ++j)
+        for (std::size_t a = 0; a < schedule.lengths[j].size(); ++a)
+            if (covered.insert({a, schedule.lengths[j][a]}).second) out.insert(j);
+    for (std::size_t k = 0; k < r && out.size() < r; ++k) out.insert(k * count / r);
+    for (std::size_t j = 0; j < count && out.size() < r; ++j) out.insert(j);
+    return out;
+}
+
+// One output's comparison in one case, as judged: all the run keeps of a case for AuditResult::checked.
+struct Judged {
+    double diff = 0.0, tolerance = 0.0;
+    double fraction() const {
+        return diff == 0.0 ? 0.0 : tolerance > 0.0 ? diff / tolerance : std::numeric_limits<double>::infinity();
+    }
+};
+
+// What the positions [0, end) judged under one precision, per output named in `names` (AuditResult::checked).
+std::vector<OutputCheck> checked_over(const std::vector<std::string>& names,
+                                      const std::vector<std::vector<Judged>>& judged, std::size_t end) {
+    std::vector<OutputCheck> out(names.size());
+    for (std::size_t k = 0; k < names.size(); ++k) out[k].name = names[k];
+    for (std::size_t j = 0; j < end && j < judged.size(); ++j)
+        for (std::size_t k = 0; k < judged[j].size() && k < out.size(); ++k) {
+            OutputCheck& o = out[k];
+            const Judged& c = judged[j][k];
+            if (o.cases == 0 || c.diff > o.max_abs_diff) {
+                o.max_abs_diff = c.diff;
+                o.tolerance_at_max = c.tolerance;
+            }
+            o.largest_fraction = std::max(o.largest_fraction, c.fraction());
+            o.min_tolerance = o.cases == 0 ? c.tolerance : std::min(o.min_tolerance, c.tolerance);
+            o.max_tolerance = std::max(o.max_tolerance, c.tolerance);
+            ++o.cases;
+        }
+    return out;
+}
+
+// Workers take cases in order and judge each with every candidate precision's tolerance; once a case fails under
+// the first (loosest), which makes it fail under every candidate, no later case is started. Per candidate the
+// failure with the lowest position wins, and the dtype is inferred from the answers of the cases up to the first
+// candidate's failure, so the outcome does not depend on the number of workers. A stop request ends every worker
+// before its next case. A worker whose evaluator batches (block_size() > 1) takes a block of consecutive positions,
+// has every evaluation of the block answered in batches (ask_block), then judges its cases in order as above.
+class CaseRun {
+public:
+    CaseRun(const Schedule& schedule, const AuditOptions& o)
+        : schedule_(schedule), o_(o), evidence_(schedule.size()), confirm_(confirmation_positions(schedule)) {
+        for (Arithmetic a : candidate_precisions(o)) {
+            candidates_.push_back({a, tolerance_model(a, o.amplification), std::nullopt});
+            judged_.emplace_back(schedule.size());
+            closest_.emplace_back();
+        }
+    }
+
+    void work(Evaluator& ev) {
+        for (;;) {
+            if (stop_requested(o_)) {
+                interrupted_ = true;
+                return;
+            }
+            const std::size_t block = ev.block_size();
+            const std::size_t j = next_.fetch_add(block);
+            if (j >= schedule_.size() || j > lowest_failing_.load()) return;
+            if (block <= 1 ? attempt(ev, j) : attempt_block(ev, j, std::min(schedule_.size(), j + block))) return;
+        }
+    }
+
+    RunOutcome outcome() &&;
+
+private:
+    static constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
+
+    struct CandidatePrecision {  // a precision the layer may compute in, and its first failure
+        Arithmetic dtype;
+        ToleranceModel tolerance;
+        std::optional<Failure> failure;
+    };
+    // The case closest to its tolerance so far for one output under one precision, with both sides.
+    struct Closest {
+        double fraction = 0.0;
+        std::size_t position = none;
+        OutputComparison sides;
+        Lengths lengths;
+    };
+
+    bool attempt(Evaluator& ev, std::size_t j);
+    bool attempt_block(Evaluator& ev, std::size_t begin, std::size_t end);
+    bool conclude(Evaluator& ev, std::size_t j, const Case* c, const Answer<Answers>& asked, int calls,
+                  std::pair<std::size_t, std::size_t> block = {0, 0});
+    std::vector<std::optional<Failure>> judged_under_each(const Evaluator& ev, std::size_t j, const Case& c,
+                                                          const Answers& a, bool batched, std::vector<std::string>& names);
+    void keep_closest(const Evaluator& ev, std::size_t j, const Case& c, const Answers& a);
+    void progress(int calls) {  // under mutex_
+        ++done_;
+        calls_ += calls;
+        if (o_.on_progress) o_.on_progress(AuditProgress{done_, static_cast<int>(schedule_.size()), calls_, false});
+    }
+
+    const Schedule& schedule_;
+    const AuditOptions& o_;
+    std::vector<CandidatePrecision> candidates_;
+    std::vector<PrecisionEvidence> evidence_;
+    std::vector<std::vector<std::vector<Judged>>> judged_;  // per candidate, per position: its outputs' comparisons
+    std::vector<std::string> names_;                        // the outputs in the order judge() compares them
+    std::vector<std::vector<Closest>> closest_;             // per candidate, per output: the case closest to its tolerance
+    std::set<std::size_t> confirm_;  // positions whose batched answers are kept (a batched run's)
+    std::map<std::size_t, BatchedAnswers> batched_;
+    int alone_already_ = 0;
+    std::atomic<std::size_t> next_{0};
+    std::atomic<std::size_t> lowest_failing_{none};  // the lowest position that failed under the first candidate
+    std::atomic<bool> interrupted_{false};
+    std::mutex mutex_;
+    int done_ = 0, calls_ = 0;
+};
+
+RunOutcome CaseRun::outcome() && {
+    RunOutcome out;
+    out.dtype = candidates_[0].dtype;
+    if (!o_.dtype) {
+        PrecisionEvidence all;
+        const std::size_t last = std::min(lowest_failing_.load(), schedule_.size() - 1);
+        for (std::size_t j = 0; j <= last && schedule_.size() > 0; ++j) all.add(evidence_[j]);
+        out.dtype = all.dtype();
+        out.evidence = all.evidence();
+    }
+    for (std::size_t k = 0; k < candidates_.size(); ++k) {
+        if (candidates_[k].dtype != out.dtype) continue;
+        out.failure = std::move(candidates_[k].failure);
+        out.checked = checked_over(names_, judged_[k], out.failure ? out.failure->position + 1 : schedule_.size());
+        // A run that held (or was stopped before a failure): the case closest to its tolerance, per output.
+        for (std::size_t o = 0; o < out.checked.size() && o < closest_[k].size() && !out.failure; ++o) {
+            const Closest& c = closest_[k][o];
+            if (c.position >= schedule_.size()) continue;
+            out.checked[o].closest_case = schedule_.index[c.position];
+            out.checked[o].closest_lengths = c.lengths;
+            out.checked[o].closest = c.sides;
+        }
+    }
+    out.interrupted = interrupted_.load();
+    out.cases_done = done_;
+    out.batched = std::move(batched_);
+    out.confirmation_alone_already = alone_already_;
+    return out;
+}
+
+// Runs case j; true when it failed under the first candidate (the run stops).
+bool CaseRun::attempt(Evaluator& ev, std::size_t j) {
+    const int calls_before = ev.evaluations;
+    std::optional<Case> c;
+    Answer<Answers> asked;
+    try {
+        c = schedule_.at(j);
+        asked.value = ev.ask(*c, schedule_.repeats(j));
+    } catch (const std::exception& e) {
+        asked.error = e.what();
+        asked.request = ev.last_request;
+    }
+    return conclude(ev, j, c ? &*c : nullptr, asked, ev.evaluations - calls_before);
+}
+
+// Runs the cases of positions [begin, end) with their evaluations batched; true when the worker stops.
+bool CaseRun::attempt_block(Evaluator& ev, std::size_t begin, std::size_t end) {
+    const int calls_before = ev.evaluations;
+    std::vector<Case> cases;
+    std::vector<bool> repeats;
+    try {
+        for (std::size_t j = begin; j < end; ++j) {
+            cases.push_back(schedule_.at(j));
+            repeats.push_back(schedule_.repeats(j));
+        }
+    } catch (const std::exception&) {  // a case that cannot be drawn: one at a time, each with its own error
+        for (std::size_t j = begin; j < end; ++j)
+            if (j > lowest_failing_.load() || attempt(ev, j)) return true;
+        return false;
+    }
+    const std::vector<Answer<Answers>> asked = ev.ask_block(cases, repeats);
+    int calls = ev.evaluations - calls_before;  // progress counts them with the block's first case
+    for (std::size_t k = 0; k < cases.size(); ++k) {
+        const std::size_t j = begin + k;
+        if (j > lowest_failing_.load()) return true;
+        if (k > 0 && stop_requested(o_)) {
+            interrupted_ = true;
+            return true;
+        }
+        if (conclude(ev, j, &cases[k], asked[k], calls, {begin, end})) return true;
+        calls = 0;
+    }
+    return false;
+}
+
+// Case j judged with each candidate's tolerance: a failure per candidate it fails under. Keeps what the run records
+// of it (its evidence, each output's difference and tolerance, the outputs' names in `names`).
+std::vector<std::optional<Failure>> CaseRun::judged_under_each(const Evaluator& ev, std::size_t j, const Case& c,
+                                                               const Answers& a, bool batched,
+                                                               std::vector<std::string>& names) {
+    std::vector<std::optional<Failure>> found(candidates_.size());
+    evidence_[j] = a.evidence;  // one writer per position; read after the workers are joined
+    for (std::size_t k = 0; k < candidates_.size(); ++k) {
+        Observation ob = ev.judge(c, a, candidates_[k].tolerance);
+        if (ob.outcome != Outcome::nondeterministic) {  // an input answered twice compared no sides
+            judged_[k][j].clear();  // one writer per position, as evidence_
+            for (const OutputComparison& o : ob.outputs) judged_[k][j].push_back({o.max_abs_diff, o.tolerance});
+            if (names.empty())
+                for (const OutputComparison& o : ob.outputs) names.push_back(o.name);
+        }
+        if (ob.outcome != Outcome::pass) found[k] = Failure{j, {std::move(ob), "", ""}, batched};
+    }
+    return found;
+}
+
+// Judges case j (c) from what it was answered under every candidate precision; true when it failed under the first.
+// `block`: the positions batched with it, when they were; its answers are kept when it is to be confirmed alone.
+bool CaseRun::conclude(Evaluator& ev, std::size_t j, const Case* c, const Answer<Answers>& asked, int calls,
+                       std::pair<std::size_t, std::size_t> block) {
+    const bool batched = block.second > block.first;
+    std::vector<std::optional<Failure>> found(candidates_.size());
+    Answer<Observation> error{std::nullopt, asked.error, asked.request};
+    bool threw = !(asked.value && c);
+    std::vector<std::string> names;  // the outputs judged, named under the lock for checked()
+    if (!threw) {
+        try {
+            found = judged_under_each(ev, j, *c, *asked.value, batched, names);
+        } catch (const std::exception& e) {
+            threw = true;
+            error = {std::nullopt, e.what(), ev.last_request};
+        }
+    }
+    if (threw && stop_requested(o_)) {  // the stop's own error (an adapter killed by it): no finding
+        interrupted_ = true;
+        return true;
+    }
+    if (threw)
+        for (auto& f : found) f = Failure{j, error, false};
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (names_.empty()) names_ = std::move(names);
+    if (!threw) {
+        try {
+            keep_closest(ev, j, *c, *asked.value);
+        } catch (const std::exception&) {  // judged once already: a second judgement that throws keeps nothing
+        }
+    }
+    progress(calls);
+    if (!threw && !found[0] && confirm_.count(j)) {
+        if (batched) batched_[j] = BatchedAnswers{*asked.value, block.first, block.second};
+        else ++alone_already_;
+    }
+    for (std::size_t k = 0; k < candidates_.size(); ++k)
+        if (found[k] && (!candidates_[k].failure || j < candidates_[k].failure->position)) candidates_[k].failure = std::move(found[k]);
+    if (!found[0]) return false;
+    if (j < lowest_failing_.load()) lowest_failing_ = j;
+    return true;
+}
+
+// Case j, judged: where it comes closer to the tolerance than the case kept for an output (of equal fractions the
+// earlier position, so workers change nothing), it is judged again keeping both sides (no call of the layer).
+// Under mutex_.
+void CaseRun::keep_closest(const Evaluator& ev, std::size_t j, const Case& c, const Answers& a) {
+    for (std::size_t k = 0; k < candidates_.size(); ++k) {
+        const std::vector<Judged>& judged = judged_[k][j];
+        if (closest_[k].size() < judged.size()) closest_[k].resize(judged.size());
+        std::optional<Observation> kept;
+        for (std::size_t o = 0; o < judged.size(); ++o) {
+            Closest& best = closest_[k][o];
+            const double f = judged[o].fraction();
+            if (best.position != none && !(f > best.fraction || (f == best.fraction && j < best.position))) continue;
+            if (!kept) kept = ev.judge(c, a, candidates_[k].tolerance, true);
+            if (o >= kept->outputs.size()) continue;
+            best = Closest{f, j, kept->outputs[o], kept->lengths};
+        }
+    }
+}
+
+RunOutcome run_cases(std::vector<Evaluator>& evaluators, const Schedule& schedule, const AuditOptions& o) {
+    CaseRun run(schedule, o);
+    const std::size_t workers = std::min(evaluators.size(), std::max<std::size_t>(schedule.size(), 1));
+    if (workers <= 1) {
+        run.work(evaluators[0]);
+    } else {
+        std::vector<std::thread> threads;
+        for (std::size_t k = 0; k < workers; ++k) threads.emplace_back(&CaseRun::work, &run, std::ref(evaluators[k]));
+        for (std::thread& t : threads) t.join();
+    }
+    return std::move(run).outcome();
+}
+
+// -------------------------------------------------------------------------------------------------- shrink
+
+// A failure shrunk as far as it went: the minimal case and its observation, the shrinks accepted, and whether a stop
+// request ended it early.
+struct Shrunk {
+    Case minimal;
+    Observation observation;
+    int steps = 0;
+    bool interrupted = false;
+};
+
+// Shrinks a failing case with the property's shrinker, keeping the kind of failure (for nondeterminism the input is
+// asked twice and the permutation ignored); nothing when the case, evaluated again, no longer fails that way.
+std::optional<Shrunk> shrink_failure(Evaluator& ev, Outcome kind, const Case& start, const AuditOptions& o) {
+    std::optional<Observation> last;  // the observation of the last failing call: the minimum's (search.h accepts each)
+    const std::function<bool(const Case&)> fails = [&](const Case& c) {
+        if (o.on_progress) o.on_progress(AuditProgress{0, 0, ev.evaluations, true});
+        std::optional<Observation> ob = kind == Outcome::nondeterministic ? ev.twice(c) : ev.observe(c, false);
+        if (!ob || ob->outcome != kind) return false;
+        last = std::move(ob);
+        return true;
+    };
+    if (!fails(start)) return std::nullopt;
+    const ShrinkResult<Case> r =
+        shrink<Case>(ev.shrinkable(start), fails, o.max_shrink_evaluations - 1, [&o] { return stop_requested(o); });
+    return Shrunk{r.minimal.value(), *last, r.steps, r.interrupted};
+}
+
+// Shrinks the first failure on one black box. found() is the latest finding, also when a call throws.
+class FailureShrink {
+public:
+    FailureShrink(Evaluator& ev, const AuditOptions& o, Observation found) : ev_(ev), o_(o), found_(std::move(found)) {}
+
+    // False when a stop request ended it (found() the smallest failure so far).
+    bool run(const Case& failing) {
+        // Both sides again, before shrinking: the failing case is the largest and the likeliest to show
+        // dropout-like nondeterminism, which a small shrunk case may hide.
+        if (found_.outcome == Outcome::violated) reproduce(failing);
+        if (found_.outcome != Outcome::nondeterministic && !shrink_case(failing)) return false;
+        if (found_.outcome != Outcome::nondeterministic) return true;
+        // The input answered twice differently (x, or P x of the failing case), as a case whose permutation the
+        // predicate ignores.
+        if (stop_requested(o_)) return false;
+        const std::optional<Shrunk> s = shrink_failure(ev_, Outcome::nondeterministic, ev_.input_case(found_), o_);
+        return !s || taken(*s);
+    }
+
+    const Observation& found() const { return found_; }
+    int steps() const { return steps_; }
+
+private:
+    void reproduce(const Case& c) {
+        if (auto nd = ev_.reproduce(c, found_)) found_ = *nd;
+    }
+    bool taken(const Shrunk& s) {
+        steps_ += s.steps;
+        found_ = s.observation;
+        return !s.interrupted;
+    }
+    bool shrink_case(const Case& failing) {
+        if (stop_requested(o_)) return false;
+        const std::optional<Shrunk> shrunk = shrink_failure(ev_, found_.outcome, failing, o_);
+        if (!shrunk) {
+            reproduce(failing);  // the failing case, evaluated again, no longer failed: its answers changed
+            return true;
+        }
+        if (!taken(*shrunk)) return false;
+        if (found_.outcome == Outcome::violated) reproduce(shrunk->minimal);
+        return true;
+    }
+
+    Evaluator& ev_;
+    const AuditOptions& o_;
+    Observation found_;
+    int steps_ = 0;
+};
+
+// --------------------------------------------------------------------------------------------------- verdict
+
+// The verdict on a failure of the run: shrunk on the first black box, or an error if shrinking failed. Stopped
+// while shrinking: the failure found is kept, shrunk as far as it got, and its kind named in the detail.
+void judge_failure(AuditResult& result, Evaluator& ev, int case_index, const Case& failing, const Observation& observation,
+                   const AuditOptions& o) {
+    FailureShrink shrinking(ev, o, observation);
+    const auto interrupted = [&] {
+        result.verdict = Verdict::interrupted;
+        result.detail = std::string("interrupted while shrinking a ") + finding_name(shrinking.found().outcome) +
+                        " found at case " + std::to_string(case_index) + "; the counterexample is the smallest found so far";
+        ev.record(result, shrinking.found(), case_index, shrinking.steps());
+    };
+    try {
+        if (!shrinking.run(failing)) return interrupted();
+    } catch (const std::exception& e) {
+        if (stop_requested(o)) return interrupted();  // the stop's own error (an adapter killed while it computed)
+        result.verdict = Verdict::error;
+        result.error = std::string(e.what()) + " (while shrinking a " + finding_name(shrinking.found().outcome) +
+                       " found at case " + std::to_string(case_index) + ")";
+        ev.record(result, shrinking.found(), case_index, 0);
+        return;
+    }
+    const Observation& found = shrinking.found();
+    result.verdict = verdict_of(found.outcome);
+    ev.record(result, found, case_index, shrinking.steps());
+    result.detail = found.outcome == Outcome::violated ? ev.violation_detail(found) : found.detail;
+}
+
+// The failure of a batched run asked alone: a batch_dependent observation when it does not fail the same way alone
+// and the layer answers the same input alone the same way twice (else nothing: the failure is the layer's own, and
+// FailureShrink, which asks alone, shrinks it). Throws what the black box throws alone.
+std::optional<Observation> failure_alone(Evaluator& ev, const Case& failing, const Observation& found) {
+    const Observation alone = ev.observe(failing, found.outcome == Outcome::nondeterministic);
+    if (alone.outcome == found.outcome || ev.twice(failing)) return std::nullopt;
+    std::optional<Observation> diff = found.outcome == Outcome::nondeterministic ? std::optional(found) : ev.reproduce(failing, found);
+    if (diff) diff->outcome = Outcome::batch_dependent;
+    return diff;
+}
+
+// A batched run's confirmation alone, stopped before every answer was compared: interrupted (never the run's
+// verdict on fewer confirmations than promised), the failure found in a batch kept as found.
+void stopped_confirming(AuditResult& result, const Evaluator& ev, const Schedule& schedule, const RunOutcome& run) {
+    result.verdict = Verdict::interrupted;
+    if (run.failure) {
+        const int index = schedule.index[run.failure->position];
+        ev.record(result, run.failure->observation(), index, 0);
+        result.detail = "interrupted while asking alone case " + std::to_string(index) + ", whose " +
+                        finding_name(run.failure->observation().outcome) +
+                        " was found in a batched request: not yet confirmed alone, nor shrunk";
+    } else {
+        result.detail = "interrupted while asking cases of the batched run alone: " +
+                        std::to_string(result.confirmed_alone) + " agreed with their batched answers, fewer than the " +
+                        std::to_string(run.batched.size() + run.confirmation_alone_already) + " that confirm a verdict";
+    }
+    result.last_request = ev.last_request;
+}
+
+// A batched run's verdict confirmed alone (kConfirmAloneAtLeast): the failure, or the kept cases of a run that held.
+// Sets the result's verdict to batch_dependent (or error, when a case alone errs, or interrupted) and returns true
+// when the answers alone disagree with the batched ones or the confirmation could not finish; counts the cases.
+bool confirm_alone(AuditResult& result, Evaluator& ev, const Schedule& schedule, const RunOutcome& run, const AuditOptions& o) {
+    std::string where;
+    const auto found = [&](const Observation& dep, int index) {
+        result.verdict = Verdict::batch_dependent;
+        ev.record(result, dep, index, 0);
+        result.detail = where + ": " + ev.batch_detail(dep);
+        return true;
+    };
+    try {
+        if (run.failure) {
+            if (!run.failure->batched) return false;  // found alone: nothing to confirm
+            const std::size_t j = run.failure->position;
+            where = "case " + std::to_string(schedule.index[j]) + ", the failing one";
+            ++result.confirmed_alone;
+            const std::optional<Observation> dep = failure_alone(ev, schedule.at(j), run.failure->observation());
+            return dep && found(*dep, schedule.index[j]);
+        }
+        result.confirmed_alone += run.confirmation_alone_already;
+        for (const auto& [j, kept] : run.batched) {
+            if (stop_requested(o)) return stopped_confirming(result, ev, schedule, run), true;
+            where = "case " + std::to_string(schedule.index[j]) + " (batched with positions " + std::to_string(kept.begin) +
+                    " to " + std::to_string(kept.end - 1) + " of the run)";
+            const std::optional<Observation> dep = ev.alone(schedule.at(j), kept.answers);
+            ++result.confirmed_alone;
+            if (dep) return found(*dep, schedule.index[j]);
+        }
+    } catch (const std::exception& e) {
+        if (stop_requested(o)) return stopped_confirming(result, ev, schedule, run), true;  // the stop's own error
+        result.verdict = Verdict::error;
+        result.error = std::string(e.what()) + " (" + where + ", asked alone; its answers in a batched request were accepted)";
+        result.last_request = ev.last_request;
+        return true;
+    }
+    return false;
+}
+
+// What the run decided, on the result: its dtype and the evidence for it, what it checked, the cases it ran.
+void take_run(AuditResult& result, const RunOutcome& run, const Schedule& schedule, const AuditOptions& given) {
+    result.dtype = run.dtype;
+    result.dtype_evidence = run.evidence;
+    result.dtype_inferred = !given.dtype.has_value() && run.evidence != DtypeEvidence::no_answer;
+    result.checked = run.checked;
+    result.tolerance = tolerance_model(run.dtype, given.amplification);
+    result.cases = run.failure ? static_cast<int>(run.failure->position) + 1 : static_cast<int>(schedule.size());
+    if (!run.failure && run.interrupted) {
+        result.verdict = Verdict::interrupted;
+        result.cases = run.cases_done;
+        result.detail = "interrupted after " + std::to_string(run.cases_done) + " of " +
+                        std::to_string(schedule.size()) + " cases, none of which failed";
+    }
+}
+
+}  // namespace
+
+AuditResult run_audit(std::vector<Evaluator>& evaluators, const Schedule& schedule, const AuditOptions& given,
+                      AuditResult result, const std::function<void(AuditResult&, std::size_t)>& cover) {
+    const RunOutcome run = run_cases(evaluators, schedule, given);
+    // From here on every comparison uses the dtype the run judged with, as an audit given it would.
+    AuditOptions o = given;
+    o.dtype = run.dtype;
+    for (Evaluator& ev : evaluators) ev.set_dtype(run.dtype);
+    take_run(result, run, schedule, given);
+    cover(result, static_cast<std::size_t>(result.cases));
+    const std::optional<Failure>& failure = run.failure;
+    // A run some of whose cases were answered in batches (an adapter announces them with its first answer).
+    const bool batched = !run.batched.empty() || (failure && failure->batched);
+    Evaluator& first = evaluators[0];
+    if (failure && failure->threw()) {
+        result.verdict = Verdict::error;
+        result.error = failure->found.error;
+        result.last_request = failure->found.request;
+    } else if (batched && (failure || !run.interrupted) && confirm_alone(result, first, schedule, run, o)) {
+        if (result.verdict != Verdict::error) result.last_request = first.last_request;
+    } else {
+        if (failure)
+            judge_failure(result, first, schedule.index[failure->position], schedule.at(failure->position),
+                          failure->observation(), o);
+        result.last_request = first.last_request;
+    }
+    for (const Evaluator& ev : evaluators) result.evaluations += ev.evaluations;
+    return result;
 }
 
 }  // namespace permcheck::engine

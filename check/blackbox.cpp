@@ -96,10 +96,10 @@ AuditResult audit(const std::vector<BatchedBlackBox>& layers, const AuditOptions
             named.many.call = [call = box.many.call, output](const std::vector<Tensors>& inputs) {
                 std::vector<Mat<double>> xs;
                 for (const Tensors& t : inputs) xs.push_back(tensor_matrix::as_matrix(t.at("x")));
-                std::vector<BatchAnswer<Tensors>> out;
-                std::vector<BatchAnswer<Mat<double>>> got = call(xs);
+                std::vector<Answer<Tensors>> out;
+                std::vector<Answer<Mat<double>>> got = call(xs);
                 for (std::size_t k = 0; k < got.size(); ++k) {
-                    out.push_back({std::nullopt, std::move(got[k].error)});
+                    out.push_back({std::nullopt, std::move(got[k].error), ""});
                     if (!got[k].value || k >= xs.size()) continue;
                     try {
                         out.back().value = Tensors{{"y", one_tensor_answer(*got[k].value, output, static_cast<int>(xs[k].rows()))}};

@@ -1,7 +1,7 @@
 // Auditing a layer we did not write, seen only through its answers: the public header of black-box audits (the
 // options, the result, the one-tensor form's black box); the signature form is check/signature_audit.h, and both
 // run on one engine (check/audit_engine.h) with one evaluator (check/signature_audit.cpp): the one-tensor form is
-// the signature one_tensor_signature (check/signature.h) makes of it.
+// the signature one_tensor_signature (cases/signature.h) makes of it.
 //
 // What an audit does (proofs-notes/float-tolerance.md for the tolerance):
 //   - draws cases (input with ties or generic values, permutation) as a check does (check/case.h) for the
@@ -13,14 +13,14 @@
 //   - before calling a difference a violation, evaluates both sides again: a layer that answers the same input
 //     twice differently is `nondeterministic`, never `violated`; the first few inputs are evaluated twice;
 //   - a non-finite output is its own verdict; every failure is shrunk (fewest positions, fewest moved
-//     positions, simplest values) by the check's own shrinker (check/case.h, check/search.h).
+//     positions, simplest values) by the check's own shrinker (check/case.h, cases/search.h).
 //
-// It includes no RapidCheck header (check/signature.h holds the records it shares with the check), so that
+// It includes no RapidCheck header (cases/signature.h holds the records it shares with the check), so that
 // <permcheck/audit.h> does not either; tests/public_headers.sh keeps it so.
 #pragma once
 
-#include "check/comparison.h"
-#include "check/signature.h"
+#include "cases/tolerance_model.h"
+#include "cases/signature.h"
 #include "check/taps.h"
 #include "layers/expectation.h"
 
@@ -39,13 +39,17 @@ namespace permcheck {
 // BlackBox is called from one thread at a time.
 using BlackBox = std::function<Mat<double>(const Mat<double>&)>;
 
-// Batched evaluation, for a black box that takes several inputs per call (an adapter process that announced
-// "batch": K, docs/protocol.md, "Batched requests"). One item of a batched call: its answer, or the error of that item alone
-// (a sentence naming the cause, as an AdapterError's).
-template <class Out> struct BatchAnswer {
+// An answer, or instead the error that came (a sentence naming its cause, as an AdapterError's) and the request it
+// came for: how an error travels from an adapter or a layer to the verdict, an item of a batched call, a case's
+// answers or a case's judgement alike.
+template <class Out> struct Answer {
     std::optional<Out> value;
     std::string error;
+    std::string request;  // as messages name it ("n=2"); empty where the caller knows it
 };
+
+// Batched evaluation, for a black box that takes several inputs per call (an adapter process that announced
+// "batch": K, docs/protocol.md, "Batched requests"), each item an Answer.
 // capacity(): the most inputs one call takes; 0 or 1 while not batched (e.g. before the adapter's first answer
 // announced it; it may grow after any call). call(inputs): inputs of equal shapes, answered in order, one item
 // each; throws (AdapterError or any std::exception) when the call as a whole fails. call_all(parts), optional:
@@ -53,8 +57,8 @@ template <class Out> struct BatchAnswer {
 // of the one before is read), part p's answers in element p; a part whose call failed has that error in every item.
 template <class In> struct Batching {
     std::function<int()> capacity;
-    std::function<std::vector<BatchAnswer<In>>(const std::vector<In>&)> call;
-    std::function<std::vector<std::vector<BatchAnswer<In>>>(const std::vector<std::vector<In>>&)> call_all;
+    std::function<std::vector<Answer<In>>(const std::vector<In>&)> call;
+    std::function<std::vector<std::vector<Answer<In>>>(const std::vector<std::vector<In>>&)> call_all;
 };
 
 // A deterministic split of the cases: case i belongs to shard `index` (1-based) of `count` when
@@ -87,7 +91,7 @@ struct AuditOptions {
     std::optional<Arithmetic> dtype;
     int d = 4;                          // features per position
     int min_len = 1, max_len = 8;       // sequence lengths; shrinking goes toward min_len
-    // Every tenth case is a long one, lengths rising up to long_len (check/lengths.h), so that a layer that mixes
+    // Every tenth case is a long one, lengths rising up to long_len (cases/lengths.h), so that a layer that mixes
     // only inside windows or blocks is seen; 0 (or <= max_len) makes max_len a hard cap.
     int long_len = 256;
     int cases = 100;                    // cases of the whole audit (before sharding)
@@ -130,7 +134,7 @@ const char* dtype_evidence_name(DtypeEvidence e);
 // failure before shrinking; a case answered twice differently judged no output): the largest difference of the two
 // sides (|L(P x) - P L(x)|, or |L(P x) - L(x)| for an output without an axis), the tolerance of the case it was
 // seen in, the largest fraction of its own tolerance any case came to (> 1: that case violated), and the range of
-// the cases' tolerances (each case's own: its lengths and magnitudes, check/compare.h). A running maximum over the
+// the cases' tolerances (each case's own: its lengths and magnitudes, cases/compare.h). A running maximum over the
 // judgements the run makes anyway: no evaluation of its own.
 struct OutputCheck {
     std::string name;
@@ -175,7 +179,7 @@ struct AuditResult {
     // What the run checked of each output, in the signature's order (empty when no case was judged), and the
     // tolerance model of every comparison (the dtype's unit roundoff, the options' amplification) with `widest`,
     // the signature's widest fixed size: a case's tolerance is float_tolerance(model, k, widest, M) with k the sum
-    // of its axes' lengths (plus kPositionRoundingTerms times its largest position id, check/signature_case.h).
+    // of its axes' lengths (plus kPositionRoundingTerms times its largest position id, cases/signature_case.h).
     std::vector<OutputCheck> checked;
     ToleranceModel tolerance;
     int tolerance_widest = 1;

@@ -1,14 +1,15 @@
 // The white-box check of a reference family (check/check.h).
 #include "check/check.h"
 
-#include "check/compare.h"
-#include "check/search.h"
+#include "cases/compare.h"
+#include "cases/search.h"
 
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <sstream>
 
@@ -34,24 +35,24 @@ template <class S> Tensor as_doubles(const NamedTensor<S>& t) {
     return out;
 }
 
+// The check's comparison of one output in scalar S, both sides kept: compare_tensors, the difference of each entry taken in S and
+// rounded once (exact for an exact scalar, where a nonzero difference below the doubles' range counts as the
+// smallest one).
 template <class S>
 OutputComparison compare_output(const TensorSpec& spec, const NamedTensor<S>& lhs, const NamedTensor<S>& rhs,
                                 double tolerance, const std::vector<bool>& ignored) {
-    OutputComparison c{spec.name, as_doubles(lhs), as_doubles(rhs), 0.0, tolerance, {}, true, false};
     if (lhs.shape != rhs.shape || lhs.values.size() != rhs.values.size())
         throw std::logic_error("reference layer: output '" + spec.name + "' changed its shape under the property");
-    std::size_t worst = 0;
+    std::vector<double> diff;
     for (std::size_t e = 0; e < lhs.values.size(); ++e) {
-        if (e < ignored.size() && ignored[e]) continue;
-        const double diff = sc::to_double(S(lhs.values[e] - rhs.values[e]));
-        const bool differs = tolerance == 0.0 ? !(lhs.values[e] == rhs.values[e]) : !(std::abs(diff) <= tolerance);
-        if (differs) c.holds = false;
-        if (std::abs(diff) > c.max_abs_diff || (differs && c.max_abs_diff == 0.0)) {
-            c.max_abs_diff = std::abs(diff);
-            worst = e;
-        }
+        const double d = std::abs(sc::to_double(S(lhs.values[e] - rhs.values[e])));
+        const bool nan = d != d;  // a float evaluation's NaN: a difference that no tolerance covers
+        diff.push_back(nan ? std::numeric_limits<double>::infinity()
+                           : d == 0.0 && !(lhs.values[e] == rhs.values[e]) ? std::numeric_limits<double>::denorm_min() : d);
     }
-    c.where = lhs.values.empty() ? std::vector<int>(lhs.shape.size(), 0) : position_of(worst, lhs.shape);
+    OutputComparison c = compare_tensors(spec.name, as_doubles(lhs), as_doubles(rhs), tolerance, ignored, diff);
+    c.layer_of_permuted = as_doubles(lhs);
+    c.permuted_layer = as_doubles(rhs);
     return c;
 }
 

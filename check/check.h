@@ -1,5 +1,5 @@
 // The white-box check of a reference family (layers/family.h): a row of the verdict table, one property along one
-// axis, in float32, float64 or exact rationals. Cases are the audit's (check/signature_case.h: lengths per axis,
+// axis, in float32, float64 or exact rationals. Cases are the audit's (cases/signature_case.h: lengths per axis,
 // inputs with ties, masks, random graphs, token and position ids), the property's part drawn and transformed by the
 // property's object (properties/), every other axis left alone, and a weight seed per case; both sides are computed
 // in the arithmetic asked for, with the audit's tolerance (zero in exact arithmetic; for a floating evaluation that
@@ -8,7 +8,7 @@
 #pragma once
 
 #include "check/check_result.h"
-#include "check/signature_case.h"
+#include "cases/signature_case.h"
 #include "layers/family.h"
 #include "properties/property.h"
 

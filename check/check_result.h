@@ -3,9 +3,8 @@
 // record read this, not the check.
 #pragma once
 
-#include "check/progress.h"
-#include "check/signature.h"
-#include "check/vocabulary.h"
+#include "cases/signature.h"
+#include "cases/vocabulary.h"
 
 #include <cstdint>
 #include <functional>
@@ -15,7 +14,12 @@
 namespace permcheck {
 
 // Where a check stands, for a progress line: cases done and in all, evaluations so far, shrinking or not.
-using CheckProgress = SearchProgress;
+struct CheckProgress {
+    int cases_done = 0;
+    int cases_total = 0;
+    int evaluations = 0;
+    bool shrinking = false;
+};
 
 struct CheckOptions {
     Arithmetic arithmetic = Arithmetic::float64;  // float32 | float64 | exact

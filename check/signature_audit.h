@@ -1,10 +1,10 @@
-// Auditing a layer with a signature (check/signature.h): several named inputs and outputs over named axes, through
+// Auditing a layer with a signature (cases/signature.h): several named inputs and outputs over named axes, through
 // a NamedBlackBox. The one audit path: the one-tensor form of check/blackbox.h runs here too, as the signature
 // one_tensor_signature makes of it. Public (through <permcheck/audit.h>), so RapidCheck-free.
 #pragma once
 
 #include "check/blackbox.h"
-#include "check/signature.h"
+#include "cases/signature.h"
 
 #include <vector>
 
@@ -18,13 +18,21 @@ struct BatchedNamedBlackBox {
 
 // Audits a layer with a signature. Reads of opts everything but output and d, which the signature replaces. A
 // signature's axes replace min_len, max_len and long_len too: each axis gets the length schedule of
-// check/lengths.h over [min_len, max_len], its max_len a hard cap (the user wrote it). A one_tensor signature's
+// cases/lengths.h over [min_len, max_len], its max_len a hard cap (the user wrote it). A one_tensor signature's
 // axis n gets the shorthand's schedule over its range (one case in ten longer, up to opts.long_len). Throws
 // std::invalid_argument for a bad signature (validate) or bad options.
 AuditResult audit(const NamedBlackBox& layer, const Signature& signature, const AuditOptions& opts);
 AuditResult audit(const std::vector<NamedBlackBox>& layers, const Signature& signature, const AuditOptions& opts);
 // The same with batched sides, as for BatchedBlackBox.
 AuditResult audit(const std::vector<BatchedNamedBlackBox>& layers, const Signature& signature, const AuditOptions& opts);
+
+// The audit of `layer` against `reference`: each case's expected side is made of the reference's answer to x (P
+// L_ref(x) for equivariance, L_ref(x) for an output without the axis, for shift or for padding), the other side of
+// the layer's answer to the property's transformed inputs, so that a layer is judged against another (an oracle, a
+// library's own implementation): with the same layer as reference it is audit(). One case a request, each box called
+// from one thread; a nondeterministic finding is the reference's (its answers to x twice).
+AuditResult audit_against(const NamedBlackBox& layer, const NamedBlackBox& reference, const Signature& signature,
+                          const AuditOptions& opts);
 
 // Throws std::invalid_argument, as audit() does before it asks the layer anything, when the signature is bad or the
 // options do not fit it (a property it cannot take, --padding without padding): callers that start adapters call it
@@ -35,8 +43,8 @@ void validate_audit(const Signature& signature, const AuditOptions& opts);
 // `layer` and judged as the audit judges a case, with the tolerance of opts.dtype (required: float32, float64,
 // float16 or bfloat16) and opts.amplification: L(x) and L(P x), every output compared. With `twice` (the saved
 // finding was nondeterministic) x is answered twice and the permutations play no part. The verdict is holds,
-// violated, non-finite or nondeterministic; signature_counterexample holds the saved case with every output's
-// comparison (with both sides when it fails). Throws std::invalid_argument for a case that does not fit the
+// violated, non-finite or nondeterministic; counterexample holds the saved case with every output's comparison
+// (with both sides when it fails). Throws std::invalid_argument for a case that does not fit the
 // signature, and whatever the layer throws.
 AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, const Counterexample& saved,
                        bool twice, const AuditOptions& opts);

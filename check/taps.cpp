@@ -1,9 +1,9 @@
 // Taps: a counterexample's submodule outputs judged one by one (check/taps.h, proofs-notes/taps.md).
 #include "check/taps.h"
 
-#include "check/compare.h"
+#include "cases/compare.h"
 #include "properties/property.h"
-#include "check/signature_case.h"
+#include "cases/signature_case.h"
 
 #include <algorithm>
 #include <cmath>

@@ -10,7 +10,7 @@
 // Part of the public API's result (AuditResult::taps), so RapidCheck-free (tests/public_headers.sh).
 #pragma once
 
-#include "check/signature.h"
+#include "cases/signature.h"
 
 #include <cstddef>
 #include <functional>
@@ -93,7 +93,7 @@ std::vector<std::string> tap_axes(const std::vector<int>& shape, const Lengths& 
                                   const std::map<std::string, std::optional<std::vector<int>>>& probe_shapes);
 
 // Judges one tap: T(P x) (`at_px`) against T(x) moved along `axes` by `perms`, with the tolerance an output of the
-// signature would get (check/compare.h's float_tolerance over every axis's length plus the widest fixed size,
+// signature would get (cases/compare.h's float_tolerance over every axis's length plus the widest fixed size,
 // the tap's included; the magnitude of both sides and `inputs_magnitude`), its model tolerance_model(dtype,
 // amplification): the audit's dtype, half precisions included (exact: zero tolerance). `positions`: the largest
 // |position id| of the case, whose rounding in rotary angles the tolerance allows for (as an output's); `ignored`:

@@ -6,7 +6,7 @@
 // A model that computes positions itself from the row index tells the listings apart: order by another route.
 #include "cli/commands.h"
 
-#include "check/signature.h"
+#include "cases/signature.h"
 #include "layers/exact_pooling.h"
 #include "layers/layers.h"
 #include "layers/token_attention.h"

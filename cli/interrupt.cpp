@@ -1,6 +1,6 @@
 #include "cli/interrupt.h"
 
-#include "check/search.h"
+#include "check/check_result.h"
 
 #include <csignal>
 #include <cstdio>
@@ -116,7 +116,7 @@ void ProgressLine::audit(const AuditProgress& p) {
     draw(s.str());
 }
 
-void ProgressLine::check(const SearchProgress& p) {
+void ProgressLine::check(const CheckProgress& p) {
     if (p.shrinking) {
         if (!due()) return;
         std::string text = "check: shrinking a failure, ";

@@ -10,7 +10,7 @@
 #include <string>
 
 namespace permcheck {
-struct SearchProgress;  // check/search.h: where a white-box check stands (CheckProgress)
+struct CheckProgress;  // check/check_result.h: where a white-box check stands
 }
 
 namespace permcheck::cli {
@@ -51,7 +51,7 @@ public:
     // "audit: 12/100 cases, 24 calls, 40.1 calls/s, about 2 s left" (or "shrinking a failure, 31 calls").
     void audit(const AuditProgress& p);
     // "check: 12/100 cases, 40.1 cases/s, about 2 s left" (or "check: shrinking a failure, 31 evaluations so far").
-    void check(const SearchProgress& p);
+    void check(const CheckProgress& p);
     // "prove: 3/21 layers, 0.52 layers/s, about 35 s left; now attention": `done` of `total` items.
     void count(const std::string& what, int done, int total, const std::string& unit, const std::string& now);
     // Erases the line, before other output goes to the terminal; the next update draws it again.

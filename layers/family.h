@@ -4,10 +4,10 @@
 // layers through the same factories, so the layer they judge is one and the same.
 //
 // The signature is held as the texts of the audit's flags (`--axis n=1..8`, `--input x:n,{d}`, `--output y:n,{d}`),
-// which check/signature.h parses: one grammar for the command line, the reports and the catalog, and nothing below
+// which cases/signature.h parses: one grammar for the command line, the reports and the catalog, and nothing below
 // check/ needs to know it. "{d}" stands for a width the check chooses (--dim): a family of the layers that take one
 // sequence of n x d (make_family) is written for any d. A tensor of the layer is a shape and its values in row-major
-// order, as check/signature.h's Tensor, in the layer's scalar; a mask holds 0 and 1, an index input integers.
+// order, as cases/signature.h's Tensor, in the layer's scalar; a mask holds 0 and 1, an index input integers.
 //
 // Degree and Symbolic are only declared here: code that checks never calls their factories and so needs neither the
 // degree scalar nor Z3's headers. The factories are filled in the translation unit that defines the family

@@ -18,8 +18,8 @@
 
 #include "layers/catalog.h"
 #include "proofs/witness.h"
-#include "check/signature.h"
-#include "check/vocabulary.h"
+#include "cases/signature.h"
+#include "cases/vocabulary.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -6,7 +6,7 @@
 #pragma once
 
 #include "check/check.h"
-#include "check/signature.h"
+#include "cases/signature.h"
 #include "layers/family.h"
 #include "proofs/certificate.h"
 #include "scalars/degree.h"

@@ -1,6 +1,6 @@
 #include "proofs/smt.h"
 
-#include "check/signature_case.h"
+#include "cases/signature_case.h"
 #include "proofs/certificate.h"
 #include "proofs/identity.h"
 

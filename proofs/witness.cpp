@@ -1,6 +1,6 @@
 #include "proofs/witness.h"
 
-#include "check/signature_case.h"
+#include "cases/signature_case.h"
 
 #include <algorithm>
 #include <iomanip>

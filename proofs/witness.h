@@ -2,8 +2,8 @@
 // describe()'s, so the certificates and the Z3 proofs state a witness in the same words.
 #pragma once
 
-#include "check/permutation.h"
-#include "check/signature.h"
+#include "cases/permutation.h"
+#include "cases/signature.h"
 #include "scalars/scalar.h"
 
 #include <cstddef>

@@ -1,6 +1,6 @@
 // Equivariance: L(P x) = P L(x) along every axis an output has, L(P x) = L(x) for the axes it lacks; a permutation
 // per axis moves every input along that axis (a pairwise input P B P^T, an index input's values renumbered:
-// check/signature.h). With `positions_stay` the position inputs stay where they are while the rest moves: "holds"
+// cases/signature.h). With `positions_stay` the position inputs stay where they are while the rest moves: "holds"
 // then says the layer is a bag of tokens. Along one named axis (a row of the verdict table) the others stay.
 // proofs-notes/equivariance.md, proofs-notes/signature-audit.md.
 #include "properties/equivariance.h"

@@ -1,5 +1,5 @@
 // Padding: pads inserted and masked change nothing at the real positions, L(pad x) = L(x) there. pad x inserts k >= 1
-// pads into one axis (Pads, check/signature.h): at the pads every mask over that axis pads, token ids, reals, index
+// pads into one axis (Pads, cases/signature.h): at the pads every mask over that axis pads, token ids, reals, index
 // rows and the pads' own position ids are the filler's (drawn), pairwise inputs get drawn rows and columns, and
 // index values naming the axis are renumbered to the real positions' new slots; the real positions keep their
 // values, position ids included. L(pad x) is compared at the real positions (real x real for a pairwise output;

@@ -5,9 +5,9 @@
 // (rules_of) and never switch on a property's name. Adding a property: docs/ARCHITECTURE.md ("A new property").
 #pragma once
 
-#include "check/signature.h"
-#include "check/search.h"
-#include "check/signature_case.h"
+#include "cases/signature.h"
+#include "cases/search.h"
+#include "cases/signature_case.h"
 
 #include <rapidcheck.h>
 
@@ -51,7 +51,7 @@ public:
     virtual PropertyArgs checked(const Signature& s, PropertyArgs given) const = 0;
 
     // Each case's lengths over a whole run (before sharding), and the property's part of case `index`, drawn after
-    // its inputs and permutations (check/signature_case.h).
+    // its inputs and permutations (cases/signature_case.h).
     virtual std::vector<Lengths> lengths(const Signature& s, const PropertyArgs& a, int cases, std::uint64_t seed) const;
     virtual void draw(const Signature& s, const PropertyArgs& a, Case& c, const rc::Random& random, int index,
                       int cases) const;

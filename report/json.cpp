@@ -101,7 +101,7 @@ template <class T> T get_or(const json& j, const char* field, T fallback, const 
     return j.contains(field) && !j[field].is_null() ? get_as<T>(j, field, where) : fallback;
 }
 
-// A name field read through its one parser (check/vocabulary.h), with the field named in the error.
+// A name field read through its one parser (cases/vocabulary.h), with the field named in the error.
 template <class Enum, class Parse> Enum named(const json& j, const char* field, Parse parse) {
     const std::string text = get_as<std::string>(j, field);
     try {
@@ -521,52 +521,54 @@ json checked_json(const Checked& c) {
                                {"widest", c.widest}}}};
 }
 
+// One output of "checked.outputs", at `here` ("checked.outputs[k].").
+OutputCheck output_check_from(const json& o, const std::string& here) {
+    if (!o.is_object()) throw std::invalid_argument("field '" + here.substr(0, here.size() - 1) + "' must be an object");
+    OutputCheck out;
+    out.name = get_as<std::string>(o, "name", here);
+    out.cases = get_as<int>(o, "cases", here);
+    if (out.cases < 0) throw std::invalid_argument("field '" + here + "cases' must not be negative");
+    out.max_abs_diff = number_from(required(o, "max_abs_diff", here), here + "max_abs_diff");
+    out.tolerance_at_max = number_from(required(o, "tolerance_at_max", here), here + "tolerance_at_max");
+    out.largest_fraction = number_from(required(o, "largest_fraction_of_tolerance", here),
+                                       here + "largest_fraction_of_tolerance");
+    out.min_tolerance = number_from(required(o, "min_tolerance", here), here + "min_tolerance");
+    out.max_tolerance = number_from(required(o, "max_tolerance", here), here + "max_tolerance");
+    if (!o.contains("closest") || o["closest"].is_null()) return out;
+    // The case closest to its tolerance, of a run that held.
+    const json& k = o["closest"];
+    const std::string at_k = here + "closest.";
+    if (!k.is_object()) throw std::invalid_argument("field '" + here + "closest' must be an object");
+    out.closest_case = get_as<int>(k, "case_index", at_k);
+    if (out.closest_case < 0) throw std::invalid_argument("field '" + at_k + "case_index' must not be negative");
+    const json& lengths = required(k, "lengths", at_k);
+    if (!lengths.is_object()) throw std::invalid_argument("field '" + at_k + "lengths' must be an object of axes");
+    for (auto it = lengths.begin(); it != lengths.end(); ++it) {
+        const int n = get_as<int>(lengths, it.key().c_str(), at_k + "lengths.");
+        if (n < 0) throw std::invalid_argument("field '" + at_k + "lengths." + it.key() + "' must not be negative");
+        out.closest_lengths[it.key()] = n;
+    }
+    OutputComparison& cmp = out.closest;
+    cmp.name = out.name;
+    cmp.layer_of_permuted = tensor_from(required(k, "layer_of_permuted", at_k), at_k + "layer_of_permuted", std::nullopt);
+    cmp.permuted_layer = tensor_from(required(k, "permuted_layer", at_k), at_k + "permuted_layer",
+                                     cmp.layer_of_permuted.shape);
+    cmp.max_abs_diff = number_from(required(k, "max_abs_diff", at_k), at_k + "max_abs_diff");
+    cmp.tolerance = number_from(required(k, "tolerance", at_k), at_k + "tolerance");
+    cmp.where = get_or<std::vector<int>>(k, "where", {}, at_k);
+    cmp.holds = get_or<bool>(k, "holds", true, at_k);
+    cmp.shape_mismatch = get_or<bool>(k, "shape_mismatch", false, at_k);
+    return out;
+}
+
 Checked checked_from(const json& j) {
     const std::string at = "checked.";
     if (!j.is_object()) throw std::invalid_argument("field 'checked' must be an object or null");
     Checked c;
     const json& outputs = required(j, "outputs", at);
     if (!outputs.is_array()) throw std::invalid_argument("field 'checked.outputs' must be an array");
-    for (std::size_t k = 0; k < outputs.size(); ++k) {
-        const json& o = outputs[k];
-        const std::string here = at + "outputs[" + std::to_string(k) + "].";
-        if (!o.is_object()) throw std::invalid_argument("field '" + here.substr(0, here.size() - 1) + "' must be an object");
-        OutputCheck out;
-        out.name = get_as<std::string>(o, "name", here);
-        out.cases = get_as<int>(o, "cases", here);
-        if (out.cases < 0) throw std::invalid_argument("field '" + here + "cases' must not be negative");
-        out.max_abs_diff = number_from(required(o, "max_abs_diff", here), here + "max_abs_diff");
-        out.tolerance_at_max = number_from(required(o, "tolerance_at_max", here), here + "tolerance_at_max");
-        out.largest_fraction = number_from(required(o, "largest_fraction_of_tolerance", here),
-                                           here + "largest_fraction_of_tolerance");
-        out.min_tolerance = number_from(required(o, "min_tolerance", here), here + "min_tolerance");
-        out.max_tolerance = number_from(required(o, "max_tolerance", here), here + "max_tolerance");
-        if (o.contains("closest") && !o["closest"].is_null()) {  // the case closest to its tolerance, of a run that held
-            const json& k = o["closest"];
-            const std::string at_k = here + "closest.";
-            if (!k.is_object()) throw std::invalid_argument("field '" + here + "closest' must be an object");
-            out.closest_case = get_as<int>(k, "case_index", at_k);
-            if (out.closest_case < 0) throw std::invalid_argument("field '" + at_k + "case_index' must not be negative");
-            const json& lengths = required(k, "lengths", at_k);
-            if (!lengths.is_object()) throw std::invalid_argument("field '" + at_k + "lengths' must be an object of axes");
-            for (auto it = lengths.begin(); it != lengths.end(); ++it) {
-                const int n = get_as<int>(lengths, it.key().c_str(), at_k + "lengths.");
-                if (n < 0) throw std::invalid_argument("field '" + at_k + "lengths." + it.key() + "' must not be negative");
-                out.closest_lengths[it.key()] = n;
-            }
-            OutputComparison& cmp = out.closest;
-            cmp.name = out.name;
-            cmp.layer_of_permuted = tensor_from(required(k, "layer_of_permuted", at_k), at_k + "layer_of_permuted", std::nullopt);
-            cmp.permuted_layer = tensor_from(required(k, "permuted_layer", at_k), at_k + "permuted_layer",
-                                             cmp.layer_of_permuted.shape);
-            cmp.max_abs_diff = number_from(required(k, "max_abs_diff", at_k), at_k + "max_abs_diff");
-            cmp.tolerance = number_from(required(k, "tolerance", at_k), at_k + "tolerance");
-            cmp.where = get_or<std::vector<int>>(k, "where", {}, at_k);
-            cmp.holds = get_or<bool>(k, "holds", true, at_k);
-            cmp.shape_mismatch = get_or<bool>(k, "shape_mismatch", false, at_k);
-        }
-        c.outputs.push_back(std::move(out));
-    }
+    for (std::size_t k = 0; k < outputs.size(); ++k)
+        c.outputs.push_back(output_check_from(outputs[k], at + "outputs[" + std::to_string(k) + "]."));
     const json& lengths = required(j, "lengths", at);
     if (!lengths.is_object()) throw std::invalid_argument("field 'checked.lengths' must be an object of axes");
     for (auto it = lengths.begin(); it != lengths.end(); ++it) {

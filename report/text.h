@@ -1,13 +1,13 @@
 // The text of a finding: what the terminal, a failed test and the C++ API show of an audit's or a check's result
 // (the Markdown and HTML views, report/views.cpp, are made of the same record). Written here and nowhere else;
-// the primitives it writes values with (format_row, column_width, format_tensor: check/signature.h,
+// the primitives it writes values with (format_row, column_width, format_tensor: cases/signature.h,
 // check/counterexample.h) are the views' too. Part of the public API (<permcheck/audit.h>): no RapidCheck, Boost,
 // GMP or JSON header.
 #pragma once
 
 #include "check/blackbox.h"
-#include "check/signature.h"
-#include "check/vocabulary.h"
+#include "cases/signature.h"
+#include "cases/vocabulary.h"
 
 #include <string>
 

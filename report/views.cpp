@@ -1,6 +1,6 @@
 #include "report/views.h"
 
-#include "check/signature_case.h"
+#include "cases/signature_case.h"
 #include "properties/property.h"
 
 #include <algorithm>

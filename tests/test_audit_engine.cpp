@@ -1,11 +1,11 @@
-// The audit engine's specification (check/blackbox.h, check/audit_engine.h, check/lengths.h), with in-process
+// The audit engine's specification (check/blackbox.h, check/audit_engine.h, cases/lengths.h), with in-process
 // black boxes only: verdicts and their shrunk counterexamples, the dtype inferred from the answers, half
 // precision, the length schedule, shards and workers, batched black boxes, stop requests and progress.
 // No process is started here: the subprocess adapter is tests/test_exec_adapter.cpp, the command test_audit_cli.cpp.
 #include "check/audit_engine.h"
 #include "check/blackbox.h"
 #include "check/check.h"
-#include "check/lengths.h"
+#include "cases/lengths.h"
 #include "check/signature_audit.h"
 #include "report/text.h"
 #include "tests/support/audit.h"
@@ -702,7 +702,7 @@ TEST(Audit, CheckAndAuditOfAPlantedBugShrinkToTheSameLengthThroughTheOneShrinker
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// The length schedule (check/lengths.h)
+// The length schedule (cases/lengths.h)
 
 // Mixes positions only inside blocks of `block` consecutive positions: a sum over the block, added to each row.
 // Equivariant for every permutation that keeps each row inside its block, so only lengths above `block` show it.
@@ -812,10 +812,10 @@ struct CountedBatch {
         b.many.capacity = [self] { return *self.ones > 0 ? self.k : 0; };
         b.many.call = [self](const std::vector<Mat<double>>& xs) {
             ++*self.batches;
-            std::vector<BatchAnswer<Mat<double>>> out;
+            std::vector<Answer<Mat<double>>> out;
             for (const Mat<double>& x : xs) {
                 if (x.rows() != xs[0].rows() || static_cast<int>(xs.size()) > self.k) *self.mixed = true;
-                BatchAnswer<Mat<double>> a;
+                Answer<Mat<double>> a;
                 try {
                     a.value = self.layer(x);
                 } catch (const std::exception& e) {

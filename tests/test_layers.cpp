@@ -6,7 +6,7 @@
 // arguments derived by hand.
 #include "layers/layers.h"
 #include "layers/catalog.h"
-#include "check/permutation.h"
+#include "cases/permutation.h"
 
 #include <gtest/gtest.h>
 

@@ -4,6 +4,7 @@
 #include "layers/message_passing.h"
 #include "report/text.h"
 #include "tests/support/mutants.h"
+#include "tests/support/search.h"
 #include "tests/support/sequence.h"
 
 #include <gtest/gtest.h>
@@ -71,38 +72,49 @@ TEST(Permutation, RejectsWhatIsNotAPermutation) {
 
 // ------------------------------------------------------------------------------------------------ comparison
 
-// compare() takes a vectorized path for finite float and double matrices; it must report what the entry-by-entry
-// loop reports: verdict, largest difference and its first place in reading order. Small integer values make
-// ties of the largest difference common, where the place is decided by the reading order.
-RC_GTEST_PROP(Comparison, TheVectorizedPathReportsWhatTheEntryByEntryLoopReports, ()) {
+// compare_tensors, the one comparison: the largest difference and its first place in reading order, the verdict
+// within the tolerance, non-finite entries equal only to the same value, ignored entries left out, and an exact
+// difference, when given, in place of the doubles'.
+RC_GTEST_PROP(Comparison, TheLargestDifferenceIsReportedAtItsFirstPlaceInReadingOrder, ()) {
     const int rows = *rc::gen::inRange(1, 7), cols = *rc::gen::inRange(1, 7);
     const auto entries = rc::gen::container<std::vector<int>>(static_cast<std::size_t>(rows * cols),
                                                               rc::gen::inRange(-3, 4));
-    const std::vector<int> a = *entries, b = *entries;
-    Mat<float> lhs(rows, cols), rhs(rows, cols);
-    for (int k = 0; k < rows * cols; ++k) {
-        lhs.data()[k] = static_cast<float>(a[static_cast<std::size_t>(k)]) / 4.0f;
-        rhs.data()[k] = static_cast<float>(b[static_cast<std::size_t>(k)]) / 4.0f;
+    const std::vector<int> a = *entries, b = *entries;  // small integers: ties of the largest difference are common
+    Tensor lhs{{rows, cols}, {}}, rhs{{rows, cols}, {}};
+    for (std::size_t k = 0; k < a.size(); ++k) {
+        lhs.values.push_back(a[k] / 4.0);
+        rhs.values.push_back(b[k] / 4.0);
     }
     const double tolerance = *rc::gen::element(0.0, 0.25, 0.5, 1.0);
-    const Comparison fast = compare<float>(lhs, rhs, tolerance);
-    const Comparison each = detail::compare_each<float>(lhs, rhs, tolerance);
-    RC_ASSERT(fast.holds == each.holds);
-    RC_ASSERT(fast.max_abs_diff == each.max_abs_diff);
-    RC_ASSERT(fast.row == each.row);
-    RC_ASSERT(fast.col == each.col);
+    const OutputComparison c = compare_tensors("y", lhs, rhs, tolerance);
+    double largest = 0.0;
+    std::size_t first = 0;
+    for (std::size_t k = 0; k < a.size(); ++k)
+        if (std::abs(lhs.values[k] - rhs.values[k]) > largest) {
+            largest = std::abs(lhs.values[k] - rhs.values[k]);
+            first = k;
+        }
+    RC_ASSERT(c.max_abs_diff == largest);
+    RC_ASSERT(c.holds == (largest <= tolerance));
+    RC_ASSERT(c.where == (std::vector<int>{static_cast<int>(first) / cols, static_cast<int>(first) % cols}));
 }
 
-TEST(Comparison, MaxAbsIgnoresNaNAndCountsInfinity) {
-    Mat<double> m(2, 2);
-    m << 1, std::nan(""), -3, 2;
-    EXPECT_EQ(max_abs(m), 3.0);
-    m(0, 0) = -std::numeric_limits<double>::infinity();
-    EXPECT_EQ(max_abs(m), std::numeric_limits<double>::infinity());
-    EXPECT_EQ(max_abs(Mat<float>(0, 3)), 0.0);
-    Mat<float> nan(1, 2);
-    nan << std::nanf(""), std::nanf("");
-    EXPECT_EQ(max_abs(nan), 0.0);
+TEST(Comparison, NonFiniteEntriesEqualOnlyThemselvesAndIgnoredOnesAreLeftOut) {
+    const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+    const Tensor a{{4}, {nan, inf, 1.0, 5.0}}, same{{4}, {nan, inf, 1.0, 5.0}}, other{{4}, {nan, -inf, 1.0, 5.0}};
+    EXPECT_TRUE(compare_tensors("y", a, same, 0.0).holds);
+    const OutputComparison c = compare_tensors("y", a, other, 1e-3);
+    EXPECT_FALSE(c.holds);
+    EXPECT_EQ(c.max_abs_diff, inf);
+    EXPECT_EQ(c.where, std::vector<int>{1});
+    EXPECT_TRUE(compare_tensors("y", a, other, 1e-3, {false, true, false, false}).holds);
+    const OutputComparison shapes = compare_tensors("y", a, Tensor{{2, 2}, {nan, inf, 1.0, 5.0}}, 1.0);
+    EXPECT_TRUE(shapes.shape_mismatch);
+    EXPECT_FALSE(shapes.holds);
+    // Two exact values closer than the doubles resolve: their exact difference decides, in place of 0.
+    const OutputComparison exact = compare_tensors("y", same, same, 0.0, {}, {0.0, 0.0, 0x1p-1074, 0.0});
+    EXPECT_FALSE(exact.holds);
+    EXPECT_EQ(exact.where, std::vector<int>{2});
 }
 
 // ------------------------------------------------------------------------------- half precision tolerance
@@ -198,7 +210,7 @@ TEST(PermutationGenerator, ShrinksToASingleTransposition) {
     // Any non-identity permutation "fails": the minimum must move exactly two positions.
     const std::function<bool(const Permutation&)> moves = [](const Permutation& p) { return !p.is_identity(); };
     for (std::uint64_t seed = 1; seed <= 10; ++seed) {
-        const SearchResult<Permutation> r = search<Permutation>(rc::gen::resize(100, gen::permutation(8)), moves, {100, seed});
+        const test::SearchResult<Permutation> r = test::search<Permutation>(rc::gen::resize(100, gen::permutation(8)), moves, {100, seed});
         ASSERT_TRUE(r.minimal) << "seed " << seed;
         EXPECT_EQ(r.minimal->moved(), 2) << r.minimal->cycles();
     }
@@ -207,7 +219,7 @@ TEST(PermutationGenerator, ShrinksToASingleTransposition) {
 TEST(PermutationGenerator, ShrinksTowardFewerMovedPositions) {
     // Fails when position 5 is moved: the minimum is one transposition involving 5.
     const std::function<bool(const Permutation&)> moves5 = [](const Permutation& p) { return p[5] != 5; };
-    const SearchResult<Permutation> r = search<Permutation>(rc::gen::resize(100, gen::permutation(8)), moves5, {200, 3});
+    const test::SearchResult<Permutation> r = test::search<Permutation>(rc::gen::resize(100, gen::permutation(8)), moves5, {200, 3});
     ASSERT_TRUE(r.minimal);
     EXPECT_EQ(r.minimal->moved(), 2);
     EXPECT_NE((*r.minimal)[5], 5);
@@ -329,7 +341,7 @@ TEST(InputGenerator, ValuesShrinkToOneSmallValue) {
     // "some entry is nonzero" is a single small nonzero value, which a palette may repeat.
     const std::function<bool(const Mat<double>&)> nonzero = [](const Mat<double>& x) { return x.cwiseAbs().maxCoeff() > 0; };
     for (std::uint64_t seed = 1; seed <= 10; ++seed) {
-        const SearchResult<Mat<double>> r = search<Mat<double>>(gen::sequence(5, 3), nonzero, {100, seed});
+        const test::SearchResult<Mat<double>> r = test::search<Mat<double>>(gen::sequence(5, 3), nonzero, {100, seed});
         ASSERT_TRUE(r.minimal);
         std::set<double> values;
         for (Eigen::Index i = 0; i < r.minimal->size(); ++i)

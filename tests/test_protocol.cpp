@@ -4,7 +4,7 @@
 // (The tap answer's parser is tested with the taps, tests/test_taps.cpp; the named protocol, test_signature_cli.cpp.)
 #include "adapters/exec_adapter.h"
 #include "adapters/protocol.h"
-#include "check/signature.h"
+#include "cases/signature.h"
 #include "tests/support/stacked.h"
 
 #include <gtest/gtest.h>

@@ -1,10 +1,10 @@
-// Audits of real layer signatures (issue 12): the flag grammar (check/signature.h), the transformation of named
+// Audits of real layer signatures (issue 12): the flag grammar (cases/signature.h), the transformation of named
 // inputs and outputs, the case generator and shrinker per axis, the signature audit on the multi-input reference
 // layers (layers/cross_attention.h, layers/message_passing.h), the harness self-test with planted bugs, and the
 // in-process API (<permcheck/audit.h> audit_signature, <permcheck/gtest.h>).
 #include "check/signature_audit.h"
-#include "check/signature.h"
-#include "check/signature_case.h"
+#include "cases/signature.h"
+#include "cases/signature_case.h"
 #include "layers/cross_attention.h"
 #include "layers/message_passing.h"
 #include "tests/support/audit.h"
@@ -477,13 +477,13 @@ TEST(SignatureAudit, AStopRequestEndsTheAuditAsInterrupted) {
 // Batching never changes a verdict: a batched side that answers otherwise than the layer alone is caught
 
 // The layer with a batched side (16 items a call) whose answers `touch` may change, given the batch's inputs.
-using Touch = std::function<void(const std::vector<Tensors>&, std::vector<BatchAnswer<Tensors>>&)>;
+using Touch = std::function<void(const std::vector<Tensors>&, std::vector<Answer<Tensors>>&)>;
 BatchedNamedBlackBox with_batches(const NamedBlackBox& one, Touch touch) {
     Batching<Tensors> many;
     many.capacity = [] { return 16; };
     many.call = [one, touch](const std::vector<Tensors>& inputs) {
-        std::vector<BatchAnswer<Tensors>> out;
-        for (const Tensors& in : inputs) out.push_back(BatchAnswer<Tensors>{one(in), ""});
+        std::vector<Answer<Tensors>> out;
+        for (const Tensors& in : inputs) out.push_back(Answer<Tensors>{one(in), "", ""});
         touch(inputs, out);
         return out;
     };
@@ -531,7 +531,7 @@ TEST(SignatureAuditBatched, AStopWhileTheCasesAreAskedAloneIsInterruptedNotHolds
 TEST(SignatureAuditBatched, AnItemThatSeesItsBatchIsBatchDependentNotHolds) {
     // A batch statistic (BatchNorm in training mode): every item gets the batch's mean of the first feature, so
     // each case holds within its batch (both sides see the same batch) but no answer is the layer's alone.
-    const Touch batch_mean = [](const std::vector<Tensors>&, std::vector<BatchAnswer<Tensors>>& out) {
+    const Touch batch_mean = [](const std::vector<Tensors>&, std::vector<Answer<Tensors>>& out) {
         double mean = 0;
         for (const auto& a : out) mean += a.value->at("y").values[0] / static_cast<double>(out.size());
         for (auto& a : out)
@@ -552,7 +552,7 @@ TEST(SignatureAuditBatched, AnItemThatSeesItsBatchIsBatchDependentNotHolds) {
 TEST(SignatureAuditBatched, AViolationOnlyABatchShowsIsBatchDependentAndOneTheLayerHasAloneStaysViolated) {
     // Items after the first of a batch get the batch position added to a value: L(P x) and P L(x) sit at
     // different places of their batch, so the case fails batched and holds alone.
-    const Touch by_place = [](const std::vector<Tensors>&, std::vector<BatchAnswer<Tensors>>& out) {
+    const Touch by_place = [](const std::vector<Tensors>&, std::vector<Answer<Tensors>>& out) {
         for (std::size_t k = 0; k < out.size(); ++k) out[k].value->at("y").values[0] += static_cast<double>(k);
     };
     const AuditResult dependent = batched_audit(with_batches(cross_attention(false), by_place), cross_signature());
@@ -744,6 +744,28 @@ TEST(SignatureAudit, DescribeFindingShowsInputsWithTheirKindsAndOutputsInTheSign
                                       {{"x", Tensor{{2, 4}, {0, 0, 0, 0, 1, 1, 1, 1}}}, {"pad", Tensor{{2}, {0, 1}}}});
     EXPECT_NE(describe_finding(shown).find("input pad (2), mask (1 = padding) =\n"), std::string::npos)
         << describe_finding(shown);
+}
+
+// One case evaluated against two black boxes: the expected side from the reference's answer to x. The same layer as
+// its own reference is the plain audit; another layer (other weights) is found out at once, on a small case, and a
+// layer with a position signal against its position-free twin differs where the order matters.
+TEST(SignatureAudit, AgainstAReferenceTheExpectedSideIsTheReferencesAnswer) {
+    const Signature s = cross_signature();
+    const AuditResult same = audit_against(cross_attention(false), cross_attention(false), s, named("itself"));
+    EXPECT_EQ(same.verdict, Verdict::holds) << same.detail;
+    const AuditResult plain = audit(cross_attention(false), s, named("itself"));
+    EXPECT_EQ(same.cases, plain.cases);
+    EXPECT_EQ(same.checked.size(), plain.checked.size());
+    const AuditResult other = audit_against(cross_attention(false), cross_attention(false, 12), s, named("other weights"));
+    ASSERT_EQ(other.verdict, Verdict::violated) << other.detail;
+    ASSERT_TRUE(other.counterexample);
+    EXPECT_EQ(other.counterexample->lengths.at("n"), 1) << finding(other, s);
+    EXPECT_EQ(other.counterexample->lengths.at("m"), 1) << finding(other, s);
+    EXPECT_NE(other.detail.find("output y: L(P x) and P L(x) differ by"), std::string::npos) << other.detail;
+    // The reference's own permutation symmetry is not what is judged: a layer that is equivariant against a
+    // reference that is not (memory positions) differs.
+    const AuditResult twin = audit_against(cross_attention(false), cross_attention(true), s, named("twin"));
+    EXPECT_EQ(twin.verdict, Verdict::violated) << twin.detail;
 }
 
 TEST(SignatureAudit, ReevaluateJudgesASavedCaseAgainAsTheAuditDid) {

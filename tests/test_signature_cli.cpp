@@ -2,7 +2,7 @@
 // what is refused), the report of a signature audit (report.json round trip, report.md, report.html with the
 // graph), and `permcheck audit --axis/--input/--output` run as a subprocess on the example adapters of docs/signatures.md.
 #include "adapters/exec_adapter.h"
-#include "check/compare.h"
+#include "cases/compare.h"
 #include "report/report.h"
 #include "tests/support/process.h"
 

@@ -1,6 +1,6 @@
 // Symbolic proofs with Z3 (issue 8, proofs-notes/smt-proofs.md): every layer the verdict matrix calls
 // equivariant or invariant is proved; no other layer and no planted mutant ever is.
-#include "check/signature.h"
+#include "cases/signature.h"
 #include "cli/commands.h"
 #include "layers/layers.h"
 #include "layers/make_family.h"

@@ -2,7 +2,7 @@
 // by probes (unambiguous when a length equals a feature size), the whole trace over an in-process tap source, the
 // tap answer's parser (adapters/protocol.h) and the report's tap table (report/).
 #include "adapters/exec_adapter.h"
-#include "check/compare.h"
+#include "cases/compare.h"
 #include "check/taps.h"
 #include "report/report.h"
 #include "tests/support/audit.h"

@@ -101,7 +101,7 @@ template <class F> AuditResult audit_callable(F layer, AuditOptions opts) {
 
 // ------------------------------------------------------------------------------------- layers with a signature
 
-// Audits a callable over named tensors (check/signature.h): it takes `const permcheck::Tensors&` (by name; a
+// Audits a callable over named tensors (cases/signature.h): it takes `const permcheck::Tensors&` (by name; a
 // mask holds 0 and 1, an index input integers, all as doubles) and returns Tensors holding every output the
 // signature names. The property follows from the signature: each output equivariant along the axes it has,
 // invariant to the others. opts.output, d, min_len, max_len and long_len are not read (the axes replace them).

@@ -41,7 +41,7 @@ template <class F>
     return audit_as(Output::pooled, layer_expr, layer, opts);
 }
 
-// A layer over named tensors (check/signature.h): EXPECT_EQUIVARIANT(layer, signature[, options]) audits it with
+// A layer over named tensors (cases/signature.h): EXPECT_EQUIVARIANT(layer, signature[, options]) audits it with
 // permcheck::audit_signature, each output equivariant along the axes it has and invariant to the others;
 // EXPECT_INVARIANT(layer, signature[, options]) also requires that no output has an axis.
 struct SignatureOptions {

@@ -13,7 +13,7 @@
 //     vector (VectorXd, RowVectorXd) is answered as one vector, a pooled layer's answer; any other matrix as its
 //     rows, a sequence layer's (n rows, one feature each for an n x 1 answer). Audited with --dim D; or
 //   - a layer over named tensors, callable with `const permcheck::Tensors&` returning permcheck::Tensors
-//     (check/signature.h, the type audit_signature takes: each tensor its shape and its values row-major, a mask
+//     (cases/signature.h, the type audit_signature takes: each tensor its shape and its values row-major, a mask
 //     as 0 and 1, indices, token and position ids as integers, all doubles). Audited with a signature (--axis,
 //     --input, --output): the answer holds every output the request names, by name, in the shape the layer gave.
 //     A one-tensor request reaches it as the input "x" (n x D) and is answered with its output "y".
@@ -32,7 +32,7 @@
 // <permcheck/audit.h> and <permcheck/gtest.h> do not include this header.
 #pragma once
 
-#include "check/signature.h"
+#include "cases/signature.h"
 
 #include <Eigen/Core>
 #include <nlohmann/json.hpp>

@@ -4,8 +4,8 @@
 #pragma once
 
 #include "check/blackbox.h"
-#include "check/signature.h"
-#include "check/vocabulary.h"
+#include "cases/signature.h"
+#include "cases/vocabulary.h"
 #include "report/text.h"
 
 #include <algorithm>

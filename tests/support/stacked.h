@@ -3,7 +3,7 @@
 // the subprocess adapter's (tests/test_exec_adapter.cpp).
 #pragma once
 
-#include "check/signature.h"
+#include "cases/signature.h"
 
 #include <vector>
 

@@ -9,7 +9,7 @@
 #pragma once
 
 #include "scalars/weights.h"
-#include "check/permutation.h"
+#include "cases/permutation.h"
 
 #include <rapidcheck.h>
 #include <rapidcheck/gen/detail/ScaleInteger.h>

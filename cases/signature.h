@@ -10,8 +10,8 @@
 // signature too (one_tensor_signature below): one audit path, with its own wire dialect and report fields.
 #pragma once
 
-#include "check/permutation.h"
-#include "check/vocabulary.h"
+#include "cases/permutation.h"
+#include "cases/vocabulary.h"
 #include "scalars/weights_version.h"
 
 #include <cstddef>
@@ -31,13 +31,13 @@ namespace permcheck {
 struct Axis {
     std::string name;
     int min_len = 1, max_len = 8;
-    // Above max_len: one case in ten a long one, lengths rising up to long_len (check/lengths.h), so that a layer
+    // Above max_len: one case in ten a long one, lengths rising up to long_len (cases/lengths.h), so that a layer
     // that mixes only inside windows or blocks is seen (the --dim shorthand's axis n); 0: max_len is a hard cap.
     // Not a flag: --axis writes hard caps.
     int long_len = 0;
 };
 
-// TensorKind (check/vocabulary.h). float: real values (ties and generic values, as today's inputs); mask:
+// TensorKind (cases/vocabulary.h). float: real values (ties and generic values, as today's inputs); mask:
 // booleans, true = padding (PyTorch's key_padding_mask), never every position of an axis padded; mask=keep: the
 // same with 1 = a real position, 0 = padding, sent as integers; index: integers in [0, length of index_axis),
 // renumbered when their axis moves; token=V: integer ids in [0, V), moved with their dims as data and never
@@ -62,7 +62,7 @@ struct TensorSpec {
 
 // The version of the draw of an audit's cases from its seed, which a report names (as it names the version of the
 // weight draw): 1, the one-tensor shorthand's own draw (before 2026-12-06) and the signature draw of the same
-// version; 2, every audit's cases drawn by the signature draw (check/signature_case.h), the shorthand's too.
+// version; 2, every audit's cases drawn by the signature draw (cases/signature_case.h), the shorthand's too.
 inline constexpr int kCaseDrawVersion = 2;
 
 // The number of positions a position input takes when --input does not say (position, not position=P).
@@ -165,7 +165,7 @@ std::pair<std::size_t, std::size_t> outer_inner(const std::vector<int>& shape, s
 std::vector<int> shape_of(const TensorSpec& t, const Lengths& lengths);
 
 // The inputs after permuting every axis: along every dim named by axis a, (P t)[.., i, ..] = t[.., p_a[i], ..]
-// (the convention of check/permutation.h); every value v of an index input over axis a becomes the new
+// (the convention of cases/permutation.h); every value v of an index input over axis a becomes the new
 // position of v, p_a^-1[v].
 Tensors permute_inputs(const Signature& s, const Permutations& perms, const Tensors& inputs);
 // One output moved the same way along every axis it has; the axes it lacks do not move it (invariance).

@@ -1,4 +1,4 @@
-#include "check/signature.h"
+#include "cases/signature.h"
 
 #include <algorithm>
 #include <atomic>

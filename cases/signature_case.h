@@ -1,7 +1,7 @@
-// The case of a signature audit (check/signature.h), how it is drawn and how it shrinks: the counterpart of
+// The case of a signature audit (cases/signature.h), how it is drawn and how it shrinks: the counterpart of
 // check/case.h for several named inputs over several axes.
 //
-// Drawn: a length per axis (signature_lengths: the length schedule of check/lengths.h per axis, max_len a hard
+// Drawn: a length per axis (signature_lengths: the length schedule of cases/lengths.h per axis, max_len a hard
 // cap, the axes' schedules decorrelated), an independent uniform permutation per axis, real inputs with ties and
 // generic values (gen::Sampler::sequence), masks with a realistic share of padding and never a line of an axis
 // all padded, index inputs as random graphs with repeated edges and self-loops.
@@ -14,10 +14,10 @@
 // nodes are named and can be deleted).
 #pragma once
 
-#include "check/permutation.h"
-#include "check/compare.h"
-#include "check/generators.h"
-#include "check/signature.h"
+#include "cases/permutation.h"
+#include "cases/compare.h"
+#include "cases/generators.h"
+#include "cases/signature.h"
 
 #include <rapidcheck.h>
 
@@ -31,7 +31,7 @@
 
 namespace permcheck {
 
-// The lengths of every case of the whole audit (before sharding): check/lengths.h's schedule per axis, max_len a
+// The lengths of every case of the whole audit (before sharding): cases/lengths.h's schedule per axis, max_len a
 // hard cap; with several axes, lengths 0 and 1 are sent too (the other axes can move). The axes' schedules are
 // drawn independently, so a small length of one axis would meet the others' small movable lengths only by chance
 // (one edge between two nodes): about a fifth of the cases (at most half) are corners, spread over the audit, in
@@ -108,11 +108,13 @@ std::vector<bool> entries_at_padded_slots(const Signature& s, const Tensors& inp
 // (proofs-notes/position-aware-audits.md).
 double largest_position(const Signature& s, const Tensors& inputs);
 
-// a against b entry by entry, as check/compare.h's compare does (non-finite entries equal only the same value):
-// the largest difference, where it is, and whether it is within `tolerance`; both sides are left out. Shapes that
-// differ make an infinite difference (shape_mismatch). The signature audit's comparison, also the taps'.
-// `ignored`: entries (flat, row-major) left out of the comparison, none when empty.
+// a against b entry by entry (a non-finite entry equals only the same value): the largest difference, where it is,
+// and whether it is within `tolerance`; both sides are left out. Shapes that differ make an infinite difference
+// (shape_mismatch). The one comparison of the audit, the taps and the white-box check. `ignored`: entries (flat,
+// row-major) left out of the comparison, none when empty. `exact_diff`: each entry's |a - b| computed exactly and
+// rounded once (the check's in exact arithmetic, where two values closer than the doubles resolve still differ),
+// in place of the difference of the doubles.
 OutputComparison compare_tensors(const std::string& name, const Tensor& a, const Tensor& b, double tolerance,
-                                 const std::vector<bool>& ignored = {});
+                                 const std::vector<bool>& ignored = {}, const std::vector<double>& exact_diff = {});
 
 }  // namespace permcheck

@@ -39,7 +39,7 @@ int exit_code(Verdict v);  // 0 holds; 1 violated, nondeterministic, non-finite,
 enum class PadPlacement { any, left, right };
 const char* pad_placement_name(PadPlacement p);  // any | left | right
 
-// The kind of a signature's input (check/signature.h). real: real values; mask: booleans, true = padding
+// The kind of a signature's input (cases/signature.h). real: real values; mask: booleans, true = padding
 // (PyTorch's key_padding_mask); index: integers naming positions of an axis; token: integer ids of a vocabulary,
 // moved with their axes as data; position: integer position ids along one axis, moved with the tokens as data;
 // mask_keep: a mask of the other polarity, integers 1 = a real position, 0 = padding (the attention_mask of
@@ -62,6 +62,5 @@ struct SideNames {
     const char* rhs;
     const char* diff;
 };
-SideNames side_names(Property p);
 
 }  // namespace permcheck

@@ -1,6 +1,6 @@
-#include "check/signature_case.h"
+#include "cases/signature_case.h"
 
-#include "check/lengths.h"
+#include "cases/lengths.h"
 
 #include <algorithm>
 #include <cmath>
@@ -193,19 +193,19 @@ std::vector<Lengths> corner_schedule(const Signature& s, int cases) {
     return out;
 }
 
-// The per-axis schedules of `cases` cases (check/lengths.h's, decorrelated).
+// The per-axis schedules of `cases` cases (cases/lengths.h's, decorrelated).
 std::vector<Lengths> axis_schedules(const Signature& s, int cases, std::uint64_t seed, bool every_length) {
     std::vector<Lengths> out(static_cast<std::size_t>(std::max(cases, 0)));
     SplitMix64 shuffle(seed ^ 0x5157a7u);
     for (std::size_t a = 0; a < s.axes.size(); ++a) {
         const Axis& axis = s.axes[a];
-        // With one axis, lengths 0 and 1 leave only the identity and are skipped (check/lengths.h). With several,
+        // With one axis, lengths 0 and 1 leave only the identity and are skipped (cases/lengths.h). With several,
         // an empty or single-element axis still makes a case the other axes can fail (a graph without edges),
         // so every length of [min_len, max_len] is in the schedule: audit_lengths over the range shifted by 2.
         const int shift = (every_length || s.axes.size() > 1) && axis.min_len < 2 ? 2 : 0;
         std::vector<int> lengths = audit_lengths({axis.min_len + shift, axis.max_len + shift, shift ? 0 : axis.long_len, cases});
         for (int& len : lengths) len -= shift;
-        // Each axis covers its lengths as check/lengths.h says; the later axes' schedules are shuffled, so that
+        // Each axis covers its lengths as cases/lengths.h says; the later axes' schedules are shuffled, so that
         // axes of the same range do not always have the same length.
         for (std::size_t i = lengths.size(); a > 0 && i > 1; --i) std::swap(lengths[i - 1], lengths[shuffle.below(i)]);
         for (std::size_t i = 0; i < out.size(); ++i) out[i][axis.name] = lengths[i];
@@ -580,7 +580,7 @@ std::string short_number(double v) {
 
 // The two sides are left out (filled in by the caller when the comparison is kept): a passing case copies nothing.
 OutputComparison compare_tensors(const std::string& name, const Tensor& a, const Tensor& b, double tolerance,
-                                 const std::vector<bool>& ignored) {
+                                 const std::vector<bool>& ignored, const std::vector<double>& exact_diff) {
     OutputComparison c{name, {}, {}, 0.0, tolerance, {}, true, false};
     if (a.shape != b.shape || a.values.size() != b.values.size()) {
         c.holds = false;
@@ -593,7 +593,9 @@ OutputComparison compare_tensors(const std::string& name, const Tensor& a, const
         if (e < ignored.size() && ignored[e]) continue;
         const double x = a.values[e], y = b.values[e];
         double diff;
-        if (!std::isfinite(x) || !std::isfinite(y))
+        if (!exact_diff.empty())
+            diff = exact_diff[e];
+        else if (!std::isfinite(x) || !std::isfinite(y))
             diff = (std::isnan(x) && std::isnan(y)) || x == y ? 0.0 : std::numeric_limits<double>::infinity();
         else
             diff = std::abs(x - y);

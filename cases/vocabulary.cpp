@@ -1,4 +1,4 @@
-#include "check/vocabulary.h"
+#include "cases/vocabulary.h"
 
 #include <array>
 #include <stdexcept>
@@ -20,32 +20,39 @@ std::string joined(const std::array<Enum, N>& all, Name name) {
     return out;
 }
 
+// A property's names, in the order of its enumerators (a table, so that no switch on a property's name is needed).
+struct PropertyWords {
+    Property property;
+    const char* name;
+    const char* adjective;
+};
+constexpr std::array<PropertyWords, kProperties.size()> kPropertyWords{{
+    {Property::equivariance, "equivariance", "equivariant"},
+    {Property::invariance, "invariance", "invariant"},
+    {Property::shift, "shift", "shift-invariant"},
+    {Property::reversal, "reversal", "reversal-equivariant"},
+    {Property::causal_prefix, "causal-prefix", "causal"},
+    {Property::padding, "padding", "padding-invariant"},
+}};
+
+const PropertyWords* words_of(Property p) {
+    for (const PropertyWords& w : kPropertyWords)
+        if (w.property == p) return &w;
+    return nullptr;
+}
+
 }  // namespace
 
 const char* property_name(Property p) {
-    switch (p) {
-        case Property::equivariance: return "equivariance";
-        case Property::invariance: return "invariance";
-        case Property::shift: return "shift";
-        case Property::reversal: return "reversal";
-        case Property::causal_prefix: return "causal-prefix";
-        case Property::padding: return "padding";
-    }
-    return "?";
+    const PropertyWords* w = words_of(p);
+    return w ? w->name : "?";
 }
 
 std::string property_names() { return joined(kProperties, property_name); }
 
 const char* property_adjective(Property p) {
-    switch (p) {
-        case Property::equivariance: return "equivariant";
-        case Property::invariance: return "invariant";
-        case Property::shift: return "shift-invariant";
-        case Property::reversal: return "reversal-equivariant";
-        case Property::causal_prefix: return "causal";
-        case Property::padding: return "padding-invariant";
-    }
-    return "?";
+    const PropertyWords* w = words_of(p);
+    return w ? w->adjective : "?";
 }
 
 Property parse_property(const std::string& name) {
@@ -101,18 +108,6 @@ int exit_code(Verdict v) {
         case Verdict::interrupted: return 130;  // what a shell reports for a command stopped by SIGINT (128 + 2)
         default: return 1;
     }
-}
-
-SideNames side_names(Property p) {
-    switch (p) {
-        case Property::shift: return {"L_shifted(x)", "L(x)", "|L_shifted(x) - L(x)|"};
-        case Property::invariance: return {"L(P x)", "L(x)", "|L(P x) - L(x)|"};
-        case Property::causal_prefix: return {"L(P x)[n-1]", "L(x)[n-1]", "|L(P x)[n-1] - L(x)[n-1]|"};
-        case Property::padding: return {"L(pad x)", "L(x)", "|L(pad x) - L(x)|"};
-        case Property::equivariance:
-        case Property::reversal: break;
-    }
-    return {"L(P x)", "P L(x)", "|L(P x) - P L(x)|"};
 }
 
 const char* pad_placement_name(PadPlacement p) {

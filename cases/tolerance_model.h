@@ -1,27 +1,9 @@
-// The outcome of comparing the two sides of a property, and the model of its tolerance, as data: what a
-// counterexample and a report record. A header of its own, apart from check/compare.h (which compares, for every
-// scalar, exact rationals included), so that the public API (<permcheck/audit.h>, through check/counterexample.h)
-// reads no exact-scalar header.
+// The model of a floating comparison's tolerance, as data: what an audit's result and a report record. A header of
+// its own, apart from cases/compare.h (which computes tolerances and knows every scalar, exact rationals included),
+// so that the public API (<permcheck/audit.h>, through check/blackbox.h) reads no exact-scalar header.
 #pragma once
 
-#include <Eigen/Core>
-
-#include <limits>
-
 namespace permcheck {
-
-struct Comparison {
-    bool holds = true;
-    double max_abs_diff = 0.0;  // largest |lhs - rhs| (for exact scalars: the exact difference, rounded once)
-    Eigen::Index row = -1, col = -1;  // where it is; -1 when the shapes differ
-    double tolerance = 0.0;     // 0 for exact comparisons
-    bool shape_mismatch = false;
-    // difference / tolerance: > 1 is a violation. Infinite for exact violations.
-    double margin() const {
-        if (max_abs_diff == 0.0) return 0.0;
-        return tolerance > 0.0 ? max_abs_diff / tolerance : std::numeric_limits<double>::infinity();
-    }
-};
 
 // What the tolerance of a floating comparison is made of. The two sides differ only in the order of the
 // reductions over positions (sums of n terms, in softmax denominators, weighted sums and pooling), each

@@ -1,4 +1,4 @@
-#include "check/lengths.h"
+#include "cases/lengths.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,0 +1,353 @@
+// The evaluator of audits (check/evaluator.h).
+#include "check/evaluator.h"
+
+#include "cases/signature_case.h"
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <cmath>
+
+namespace permcheck::engine {
+
+const PropertyRules& audited_rules(const AuditOptions& o) { return rules_of(o.property.value_or(Property::equivariance)); }
+
+PropertyArgs audited_args(const Signature& s, const AuditOptions& o) {
+    return audited_rules(o).checked(s, PropertyArgs{o.padding_axis, o.padding, o.positions_stay, false});
+}
+
+Evaluator::Evaluator(const BatchedNamedBlackBox& box, std::shared_ptr<const Signature> s, const AuditOptions& o,
+                     Arithmetic dtype, const NamedBlackBox* reference)
+    : box_(box), reference_(reference), s_(std::move(s)), o_(o), widest_(widest_fixed_size(*s_)),
+      rules_(audited_rules(o)), args_(audited_args(*s_, o)),
+      has_positions_(std::any_of(s_->inputs.begin(), s_->inputs.end(),
+                                 [](const TensorSpec& t) { return t.kind == TensorKind::position; })) {
+    set_dtype(dtype);
+}
+
+void Evaluator::set_dtype(Arithmetic dtype) { tolerance_ = tolerance_model(dtype, o_.amplification); }
+
+bool Evaluator::decided_nothing_in(Arithmetic dtype) const {
+    return undecided_.count(tolerance_model(dtype, o_.amplification).unit_roundoff) > 0;
+}
+
+std::size_t Evaluator::block_size() const { return reference_ ? 1 : block_size_of(box_.many); }
+
+Tensors Evaluator::call(Side side, const Tensors& inputs, const Lengths& lengths) {
+    last_request = format_lengths(lengths);
+    ++evaluations;
+    const NamedBlackBox& box = side == Side::reference && reference_ ? *reference_ : box_.one;
+    return checked(box(inputs), lengths);
+}
+
+// The outputs the signature names of an answer, their shapes checked.
+Tensors Evaluator::checked(Tensors answer, const Lengths& lengths) {
+    Tensors outputs;
+    for (const TensorSpec& spec : s_->outputs) {
+        const auto it = answer.find(spec.name);
+        if (it == answer.end())
+            throw AdapterError("the layer's answer to a request of " + last_request + " has no output '" + spec.name +
+                               "' (the signature names " + format_output(spec) + ")");
+        check_shape(spec, it->second, lengths);
+        outputs[spec.name] = std::move(it->second);
+    }
+    return outputs;
+}
+
+// An open size is the one the first answer gave; every later answer must have it.
+void Evaluator::check_open_size(const TensorSpec& spec, std::size_t k, int size, const std::string& in_a_request) {
+    const std::string dim = " in dim " + std::to_string(k);
+    if (size < 1) throw AdapterError("the layer answered output '" + spec.name + "' with size 0" + dim + in_a_request);
+    const auto [it, first] = open_.emplace(std::pair{spec.name, k}, size);
+    if (first || it->second == size) return;
+    throw AdapterError("the layer answered output '" + spec.name + "' with size " + std::to_string(size) + dim +
+                       in_a_request + ", after " + std::to_string(it->second) +
+                       " before; a size the signature leaves open must not depend on the input");
+}
+
+void Evaluator::check_shape(const TensorSpec& spec, const Tensor& t, const Lengths& lengths) {
+    const std::vector<int> want = shape_of(spec, lengths);
+    const std::string m = "the layer answered output '" + spec.name + "' ";
+    const std::string says = " for a request of " + last_request + "; the signature says " + format_output(spec);
+    if (t.shape.size() != want.size())
+        throw AdapterError(m + "with " + std::to_string(t.shape.size()) + " dims" + says);
+    for (std::size_t k = 0; k < want.size(); ++k) {
+        if (spec.dims[k].is_open()) check_open_size(spec, k, t.shape[k], " for a request of " + last_request);
+        if (t.shape[k] == want[k] || spec.dims[k].is_open()) continue;
+        const Dim& d = spec.dims[k];
+        throw AdapterError(m + "with length " + std::to_string(t.shape[k]) + " in dim " + std::to_string(k) + " (" +
+                           (d.is_axis() ? "the axis " + d.axis + ", of length " : std::string("fixed size ")) +
+                           std::to_string(want[k]) + ")" + says);
+    }
+    if (t.values.size() != t.size())
+        throw AdapterError(m + "with " + std::to_string(t.values.size()) + " values for the shape " +
+                           index_text(t.shape) + " (" + std::to_string(t.size()) + ")");
+}
+
+// What L(x) is compared with: the property's transformation (the position inputs put back when they stay).
+Tensors Evaluator::transformed(const Case& c) const { return rules_.transformed(*s_, args_, c); }
+
+// An answer to the transformed inputs as it is compared (a padded answer at its real positions).
+Tensors Evaluator::compared_answer(const Case& c, Tensors answer) const {
+    for (const TensorSpec& spec : s_->outputs) answer[spec.name] = rules_.compared(spec, c, answer.at(spec.name));
+    return answer;
+}
+
+// The transformed inputs' side as messages name it: L(P x), L(x_c) or L(pad x).
+const char* Evaluator::side_name() const { return rules_.sides(true).lhs; }
+
+Answers Evaluator::ask(const Case& c, bool repeat) {
+    Answers a;
+    a.y = call(Side::reference, c.inputs, c.lengths);
+    if (repeat) a.again = call(Side::reference, c.inputs, c.lengths);
+    a.px = transformed(c);
+    a.lhs = call(Side::transformed, a.px, rules_.transformed_lengths(c));
+    finish(c, a);
+    return a;
+}
+
+std::vector<Answer<Answers>> Evaluator::ask_block(const std::vector<Case>& cases, const std::vector<bool>& repeats) {
+    std::vector<Tensors> inputs;
+    std::vector<Lengths> keys;
+    std::vector<Tensors> permuted(cases.size());
+    for (std::size_t k = 0; k < cases.size(); ++k) {
+        permuted[k] = transformed(cases[k]);
+        for (int r = repeats[k] ? 2 : 1; r > 0; --r) {
+            inputs.push_back(cases[k].inputs);
+            keys.push_back(cases[k].lengths);
+        }
+        inputs.push_back(permuted[k]);
+        keys.push_back(rules_.transformed_lengths(cases[k]));
+    }
+    std::vector<Answer<Tensors>> got = answer_grouped(inputs, keys, capacity_of(box_.many), box_.many);
+    evaluations += static_cast<int>(inputs.size());
+    std::vector<Answer<Answers>> out(cases.size());
+    for (std::size_t k = 0, i = 0; k < cases.size(); i += repeats[k] ? 3 : 2, ++k) {
+        try {
+            out[k].value = answers_of(cases[k], got, i, repeats[k], std::move(permuted[k]));
+        } catch (const std::exception& e) {
+            out[k].error = e.what();
+            out[k].request = last_request;
+        }
+    }
+    return out;
+}
+
+// The answers to case c from the batched items got[i..] (L(x), L(x) again when repeated, the transformed side).
+Answers Evaluator::answers_of(const Case& c, std::vector<Answer<Tensors>>& got, std::size_t i, bool repeat, Tensors px) {
+    const auto take = [&](std::size_t at, const Lengths& lengths) {
+        last_request = format_lengths(lengths);
+        if (!got[at].value) throw AdapterError(got[at].error);
+        return checked(std::move(*got[at].value), lengths);
+    };
+    Answers a;
+    a.y = take(i, c.lengths);
+    if (repeat) a.again = take(i + 1, c.lengths);
+    a.px = std::move(px);
+    a.lhs = take(i + (repeat ? 2 : 1), rules_.transformed_lengths(c));
+    finish(c, a);
+    return a;
+}
+
+// After the answers of case c came: the compared side, what they say of their precision, the magnitudes.
+void Evaluator::finish(const Case& c, Answers& a) {
+    a.lhs = compared_answer(c, std::move(a.lhs));
+    for (const Tensors* answer : {&a.y, &a.again, &a.lhs})
+        for (const auto& [name, t] : *answer) a.evidence.add(t.values);
+    a.inputs_magnitude = inputs_magnitude(c.inputs);
+    a.positions = std::max(largest_position(*s_, c.inputs), largest_position(*s_, a.px));
+    largest_shift = std::max(largest_shift, c.shift);
+}
+
+Observation Evaluator::judge(const Case& c, const Answers& a, const ToleranceModel& t, bool keep) const {
+    if (!a.again.empty())
+        if (auto nd = differ(c.lengths, c.inputs, a.y, a.again, "L(x)", t, a.positions)) return *nd;
+    // P x == x (ties): L(P x) answers the very request L(x) answered, so any difference is nondeterminism (of one
+    // black box: against a reference it is what is judged).
+    if (!reference_ && same_values(a.px, c.inputs))
+        if (auto nd = differ(c.lengths, c.inputs, a.y, a.lhs, "x and as P x", t, a.positions)) return *nd;
+    Observation ob;
+    std::vector<Tensor> rhs;
+    const Lengths lengths = rules_.transformed_lengths(c);  // the tolerance is the padded case's
+    for (const TensorSpec& spec : s_->outputs) {
+        const Tensor& lhs = a.lhs.at(spec.name);
+        rhs.push_back(rules_.expected(spec, c, a.y.at(spec.name)));
+        ob.outputs.push_back(compared(spec.name, lhs, rhs.back(), lengths, a.inputs_magnitude, t, a.positions,
+                                      rules_.ignored(*s_, c, spec, lhs.shape)));
+        if (has_positions_) note_undecided(ob.outputs.back(), lhs, rhs.back(), t);
+    }
+    std::string where = non_finite(a.y, "L(x)", c.inputs);
+    if (where.empty()) where = non_finite(a.lhs, side_name(), rules_.compared_layout(c, a.px));
+    const bool holds = std::all_of(ob.outputs.begin(), ob.outputs.end(), [](const OutputComparison& o) { return o.holds; });
+    if (holds && where.empty() && !keep) return ob;  // pass: nothing kept
+    if (!holds || !where.empty()) ob.outcome = where.empty() ? Outcome::violated : Outcome::non_finite;
+    if (!where.empty()) ob.detail = where + " for " + format_lengths(c.lengths);
+    static_cast<Case&>(ob) = c;
+    ob.y = a.y;
+    for (std::size_t k = 0; k < ob.outputs.size(); ++k) {
+        ob.outputs[k].layer_of_permuted = a.lhs.at(ob.outputs[k].name);
+        ob.outputs[k].permuted_layer = std::move(rhs[k]);
+    }
+    return ob;
+}
+
+Observation Evaluator::observe(const Case& c, bool repeat) { return judge(c, ask(c, repeat), tolerance_); }
+
+std::optional<Observation> Evaluator::reproduce(const Case& c, const Observation& seen) {
+    const Tensors px = transformed(c);
+    const Lengths lengths = rules_.transformed_lengths(c);
+    const double positions = std::max(largest_position(*s_, c.inputs), largest_position(*s_, px));
+    const Tensors y = call(Side::reference, c.inputs, c.lengths);
+    const Tensors py = compared_answer(c, call(Side::transformed, px, lengths));
+    Tensors seen_lhs;
+    for (const OutputComparison& o : seen.outputs) seen_lhs[o.name] = o.layer_of_permuted;
+    // Padded: the real positions' answers are compared, as the case was judged.
+    if (auto nd = differ(lengths, px, seen_lhs, py, side_name(), tolerance_, positions)) return nd;
+    return differ(c.lengths, c.inputs, seen.y, y, "L(x)", tolerance_, positions);
+}
+
+std::optional<Observation> Evaluator::alone(const Case& c, const Answers& batched) {
+    const Lengths lengths = rules_.transformed_lengths(c);
+    const Tensors y = call(Side::reference, c.inputs, c.lengths);
+    const Tensors lhs = compared_answer(c, call(Side::transformed, batched.px, lengths));
+    std::optional<Observation> ob = differ(c.lengths, c.inputs, batched.y, y, "L(x)", tolerance_, batched.positions);
+    if (!ob) ob = differ(lengths, batched.px, batched.lhs, lhs, side_name(), tolerance_, batched.positions);
+    if (ob) ob->outcome = Outcome::batch_dependent;
+    return ob;
+}
+
+// "output y to n=2 differs between its batched request and its request alone by 0.3 at (0, 1) (tolerance 1e-06)...".
+std::string Evaluator::batch_detail(const Observation& ob) const {
+    for (const OutputComparison& c : ob.outputs) {
+        if (c.holds) continue;
+        return "output " + c.name + " to " + format_lengths(ob.lengths) +
+               " differs between its batched request and its request alone by " + short_number(c.max_abs_diff) +
+               " at " + index_text(c.where) + " (tolerance " + short_number(c.tolerance) +
+               "): the layer's answer for one item depends on the other items of its batch";
+    }
+    return "its answers in a batch and alone differ";
+}
+
+std::optional<Observation> Evaluator::twice(const Case& c) {
+    const Tensors a = call(Side::reference, c.inputs, c.lengths);
+    const Tensors b = call(Side::reference, c.inputs, c.lengths);
+    return differ(c.lengths, c.inputs, a, b, "x", tolerance_, largest_position(*s_, c.inputs));
+}
+
+Case Evaluator::input_case(const Observation& ob) const {
+    return Case{ob.lengths, properties::identities(ob.lengths), ob.inputs};
+}
+
+rc::Shrinkable<Case> Evaluator::shrinkable(const Case& c) const { return rules_.shrinkable(s_, args_, c); }
+
+void Evaluator::record(AuditResult& result, const Observation& ob, int case_index, int shrink_steps) const {
+    if (result.signature) learned_sizes(*result.signature);
+    Counterexample ce;
+    static_cast<Case&>(ce) = ob;
+    ce.outputs = ob.outputs;
+    ce.case_index = case_index;
+    ce.shrink_steps = shrink_steps;
+    int moved = 0;
+    for (const auto& [axis, p] : ob.perms)
+        if (!p.is_identity()) {
+            ++moved;
+            ce.axis_at_fault = axis;
+        }
+    if (moved != 1) ce.axis_at_fault.clear();
+    result.counterexample = std::move(ce);
+}
+
+void Evaluator::learned_sizes(Signature& s) const {
+    for (TensorSpec& spec : s.outputs)
+        for (std::size_t k = 0; k < spec.dims.size(); ++k)
+            if (const auto it = open_.find({spec.name, k}); spec.dims[k].is_open() && it != open_.end())
+                spec.dims[k].size = it->second;
+}
+
+// A comparison whose tolerance is as large as the outputs it compares decides nothing (rotary angles at large
+// position ids in a low precision): remembered per precision, so that such an audit is undecided, never holds.
+void Evaluator::note_undecided(const OutputComparison& o, const Tensor& a, const Tensor& b, const ToleranceModel& t) const {
+    const double outputs = finite_max_abs(b.values, finite_max_abs(a.values));
+    if (o.holds && outputs > 0.0 && o.tolerance >= outputs) undecided_.insert(t.unit_roundoff);
+}
+
+// real_inputs_magnitude for inputs that are finite (drawn and shrunk by permcheck): no test for infinities, so the
+// loop vectorizes.
+double Evaluator::inputs_magnitude(const Tensors& inputs) const {
+    double m = 0.0;
+    for (const TensorSpec& spec : s_->inputs)
+        if (const std::vector<double>& v = inputs.at(spec.name).values; spec.kind == TensorKind::real && !v.empty())
+            m = std::max(m, Eigen::Map<const Eigen::ArrayXd>(v.data(), static_cast<Eigen::Index>(v.size())).abs().maxCoeff());
+    return m;
+}
+
+// a against b, with the tolerance at these lengths for the magnitude of the inputs and of both sides and the largest
+// position id.
+OutputComparison Evaluator::compared(const std::string& name, const Tensor& a, const Tensor& b, const Lengths& lengths,
+                                     double inputs_magnitude, const ToleranceModel& t, double positions,
+                                     const std::vector<bool>& ignored) const {
+    const double m = finite_max_abs(b.values, finite_max_abs(a.values, inputs_magnitude));
+    return compare_tensors(name, a, b, signature_tolerance(t, lengths, widest_, m, positions), ignored);
+}
+
+std::optional<Observation> Evaluator::differ(const Lengths& lengths, const Tensors& inputs, const Tensors& a,
+                                             const Tensors& b, const char* what, const ToleranceModel& t,
+                                             double positions) const {
+    Observation ob;
+    ob.outcome = Outcome::nondeterministic;
+    const double magnitude = inputs_magnitude(inputs);
+    for (const TensorSpec& spec : s_->outputs) {
+        ob.outputs.push_back(compared(spec.name, a.at(spec.name), b.at(spec.name), lengths, magnitude, t, positions));
+        const OutputComparison& c = ob.outputs.back();
+        if (c.holds || !ob.detail.empty()) continue;
+        ob.detail = "the same input (" + format_lengths(lengths) + "), requested as " + what +
+                    ", was answered twice with different results: output " + spec.name + " differs by " +
+                    short_number(c.max_abs_diff) + " at " + index_text(c.where) + " (tolerance " +
+                    short_number(c.tolerance) + ")";
+    }
+    if (ob.detail.empty()) return std::nullopt;
+    for (OutputComparison& c : ob.outputs) {
+        c.layer_of_permuted = a.at(c.name);
+        c.permuted_layer = b.at(c.name);
+    }
+    ob.lengths = lengths;
+    ob.perms = properties::identities(lengths);
+    ob.inputs = inputs;
+    ob.y = a;
+    return ob;
+}
+
+// Where the first non-finite entry of an answer to `inputs` is, or empty. An entry at a slot the inputs' masks pad
+// is not counted (a padded query that sees no key is NaN in common model code; it is still compared).
+std::string Evaluator::non_finite(const Tensors& answer, const char* side, const Tensors& inputs) const {
+    std::optional<std::map<std::string, std::vector<bool>>> padded;  // found at the first non-finite entry
+    for (const TensorSpec& spec : s_->outputs) {
+        const Tensor& t = answer.at(spec.name);
+        for (std::size_t e = 0; e < t.values.size(); ++e) {
+            if (std::isfinite(t.values[e])) continue;
+            if (!padded) padded = padded_slots(*s_, inputs);
+            if (at_padded_slot(spec, position_of(e, t.shape), *padded)) continue;
+            return std::string(side) + " has a non-finite entry (" + short_number(t.values[e]) + ") in output " +
+                   spec.name + " at " + index_text(position_of(e, t.shape));
+        }
+    }
+    return "";
+}
+
+std::string Evaluator::violation_detail(const Observation& found, bool reproduced) const {
+    for (const OutputComparison& c : found.outputs) {
+        if (c.holds) continue;
+        const bool moves = std::any_of(s_->outputs.begin(), s_->outputs.end(),
+                                       [&](const TensorSpec& t) { return t.name == c.name && has_axis(t); });
+        const SideNames sides = rules_.sides(moves);
+        std::string m = "output " + c.name + ": " + sides.lhs + " and " + sides.rhs + " differ by " +
+                        short_number(c.max_abs_diff) + " at " + index_text(c.where) + " (tolerance " +
+                        short_number(c.tolerance) + "; " + format_lengths(found.lengths) + "; " +
+                        rules_.case_text(found) + ")";
+        if (reproduced) m += "; both sides gave the same answers when evaluated again";
+        return m;
+    }
+    return "";
+}
+
+}  // namespace permcheck::engine

@@ -1,0 +1,119 @@
+// The evaluator the audit engine (check/audit_engine.h) runs on: it asks a named black box for the answers to a case
+// (L(x), again when repeated, and the answer to the property's transformed inputs), checks the outputs the signature
+// names and their shapes, judges the answers with a tolerance, asks again (a reproduction, an input twice, a case
+// alone after a batch), shrinks with the property's shrinker and records a finding. The expected side may come from
+// a second black box, the reference (audit_against, check/signature_audit.h). What is judged, and the tolerance,
+// are in proofs-notes/signature-audit.md. Internal: it includes RapidCheck.
+#pragma once
+
+#include "check/audit_engine.h"
+#include "check/signature_audit.h"
+#include "properties/property.h"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace permcheck::engine {
+
+// What one case showed. For nondeterminism, `inputs` were answered twice: each output's layer_of_permuted and
+// permuted_layer are the first and second answer, and perms are identities.
+struct Observation : Case {
+    Outcome outcome = Outcome::pass;
+    Tensors y;  // L(x), for a second evaluation
+    std::vector<OutputComparison> outputs;
+    std::string detail;
+};
+
+// L(x), L(x) again when repeated (else empty), the transformed inputs and their answer, and what the answers say of
+// their precision.
+struct Answers {
+    Tensors y, again, px, lhs;  // px: the transformed inputs (P x, x_c or pad x); lhs: their answer, as compared
+    PrecisionEvidence evidence;
+    double inputs_magnitude = 0.0;  // the largest finite |value| of the real inputs
+    double positions = 0.0;         // the largest position id of x and px
+};
+
+class Evaluator {
+public:
+    // `reference`, when given, answers x (the expected side) and `box` the transformed inputs; it must outlive the
+    // evaluator. A run against a reference asks one case at a time.
+    Evaluator(const BatchedNamedBlackBox& box, std::shared_ptr<const Signature> s, const AuditOptions& o,
+              Arithmetic dtype, const NamedBlackBox* reference = nullptr);
+
+    int evaluations = 0;     // calls of the black boxes so far
+    std::string last_request;  // the last request, as messages name it ("n=2")
+    long largest_shift = 0;  // the largest shift c asked
+
+    void set_dtype(Arithmetic dtype);  // the precision of every comparison from now on
+    // Whether some case judged in `dtype` had a tolerance as large as its outputs.
+    bool decided_nothing_in(Arithmetic dtype) const;
+    std::size_t block_size() const;  // cases taken at once (1: one case a request)
+
+    Answers ask(const Case& c, bool repeat);  // L(x) (twice when repeated) and the transformed side
+    // ask() for each case, every evaluation sent through the batched side, grouped by lengths.
+    std::vector<Answer<Answers>> ask_block(const std::vector<Case>& cases, const std::vector<bool>& repeats);
+    // `keep`: both sides of every output and the case's lengths kept also when the case passes.
+    Observation judge(const Case& c, const Answers& a, const ToleranceModel& t, bool keep = false) const;
+    Observation observe(const Case& c, bool repeat);  // ask and judge with the current tolerance
+    // Both sides again: a nondeterministic observation when either answer changed.
+    std::optional<Observation> reproduce(const Case& c, const Observation& seen);
+    // The case asked alone, one request each, compared with its answers in a batch: a batch_dependent observation
+    // when they differ (layer_of_permuted the batched answer, permuted_layer the answer alone).
+    std::optional<Observation> alone(const Case& c, const Answers& batched);
+    std::optional<Observation> twice(const Case& c);  // x twice, the permutation ignored
+    Case input_case(const Observation& ob) const;     // the input answered twice, as a case
+    rc::Shrinkable<Case> shrinkable(const Case& c) const;
+
+    // The finding into the result, at its case index and shrink steps.
+    void record(AuditResult& result, const Observation& ob, int case_index, int shrink_steps) const;
+    // A sentence on a violation; `reproduced`: both sides were evaluated again before it was called one.
+    std::string violation_detail(const Observation& found, bool reproduced = true) const;
+    std::string batch_detail(const Observation& ob) const;  // a sentence on a batch_dependent observation
+    // The signature's open sizes as the first answer gave them (those no answer gave stay open).
+    void learned_sizes(Signature& s) const;
+
+private:
+    enum class Side { transformed, reference };  // the box that answers the transformed inputs, or x
+    Tensors call(Side side, const Tensors& inputs, const Lengths& lengths);
+    Tensors checked(Tensors answer, const Lengths& lengths);
+    void check_shape(const TensorSpec& spec, const Tensor& t, const Lengths& lengths);
+    void check_open_size(const TensorSpec& spec, std::size_t k, int size, const std::string& in_a_request);
+    Tensors transformed(const Case& c) const;
+    Tensors compared_answer(const Case& c, Tensors answer) const;
+    std::optional<Observation> differ(const Lengths& lengths, const Tensors& inputs, const Tensors& a, const Tensors& b,
+                                      const char* what, const ToleranceModel& t, double positions) const;
+    const char* side_name() const;
+    void note_undecided(const OutputComparison& o, const Tensor& a, const Tensor& b, const ToleranceModel& t) const;
+    void finish(const Case& c, Answers& a);
+    std::string non_finite(const Tensors& answer, const char* side, const Tensors& inputs) const;
+    Answers answers_of(const Case& c, std::vector<Answer<Tensors>>& got, std::size_t i, bool repeat, Tensors px);
+    double inputs_magnitude(const Tensors& inputs) const;
+    OutputComparison compared(const std::string& name, const Tensor& a, const Tensor& b, const Lengths& lengths,
+                              double inputs_magnitude, const ToleranceModel& t, double positions,
+                              const std::vector<bool>& ignored = {}) const;
+
+    const BatchedNamedBlackBox& box_;
+    const NamedBlackBox* reference_;
+    std::shared_ptr<const Signature> s_;
+    const AuditOptions& o_;
+    ToleranceModel tolerance_;
+    int widest_;  // the widest fixed size (an open one is not counted)
+    const PropertyRules& rules_;
+    PropertyArgs args_;
+    bool has_positions_;  // a position input: its rounding can make a comparison undecidable
+    mutable std::set<double> undecided_;  // the unit roundoffs under which some comparison decided nothing
+    std::map<std::pair<std::string, std::size_t>, int> open_;  // (output, dim) -> the size its first answer gave
+};
+
+// The property an audit judges (equivariance when none is given: each output equivariant along its axes and
+// invariant to the others), the arguments it is asked with, and those completed for a signature (throws
+// std::invalid_argument naming what the signature lacks).
+const PropertyRules& audited_rules(const AuditOptions& o);
+PropertyArgs audited_args(const Signature& s, const AuditOptions& o);
+
+}  // namespace permcheck::engine

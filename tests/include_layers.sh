@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The include rule of docs/ARCHITECTURE.md ("Folders"): each folder includes only the folders below it (and
+# itself). Prints every include that breaks it and exits 1; exits 0 when there is none.
+#   tests/include_layers.sh [SOURCE_DIR]
+set -euo pipefail
+cd "${1:-$(dirname "$0")/..}"
+
+# folder: the folders its files may include, itself first.
+declare -A allowed=(
+  [scalars]="scalars"
+  [io]="io"
+  [layers]="layers scalars"
+  [cases]="cases layers scalars"
+  [properties]="properties cases layers scalars"
+  [check]="check properties cases layers scalars"
+  [proofs]="proofs check properties cases layers scalars"
+  [report]="report check properties cases layers scalars io"
+  [adapters]="adapters check properties cases layers scalars io"
+  [include]="check cases layers scalars report"
+)
+
+broken=0
+for folder in "${!allowed[@]}"; do
+  [ -d "$folder" ] || continue
+  while IFS= read -r line; do
+    file=${line%%:*}
+    target=$(sed -E 's/.*#include "([^"/]+)\/.*/\1/' <<<"$line")
+    ok=0
+    for a in ${allowed[$folder]}; do [ "$target" = "$a" ] && ok=1; done
+    if [ $ok = 0 ]; then
+      echo "$line   <- $folder/ may include only: ${allowed[$folder]}"
+      broken=1
+    fi
+  done < <(grep -rn '^#include "[^"/]*/' "$folder" --include='*.h' --include='*.cpp' || true)
+done
+exit $broken
