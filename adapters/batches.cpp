@@ -38,16 +38,10 @@ std::string item_line(const nlohmann::json& item, std::int64_t id, std::size_t k
     return copy.dump();
 }
 
-// "batch_dims":{"x":0,...}
+// ,"batch_dims":{"x":0,...}
 std::string batch_dims_field(const std::map<std::string, int>& batch_dims) {
-    std::string out = "\"batch_dims\":{";
-    bool first = true;
-    for (const auto& [name, dim] : batch_dims) {
-        if (!first) out += ',';
-        first = false;
-        out += json_string(name) + ":" + std::to_string(dim);
-    }
-    return out + '}';
+    const auto field = [](const auto& dim) { return json_string(dim.first) + ":" + std::to_string(dim.second); };
+    return joined(",\"batch_dims\":{", batch_dims, field, "}");
 }
 
 // The items of a batched answer j (the line `line`), each as an ordinary answer line of request `id`.
@@ -73,8 +67,7 @@ int parse_batch_announcement(std::string_view line) {
     if (k == j.end()) return 0;
     // Any integer >= 1 (an unsigned one past INT64_MAX too); batches are capped by the caller, so a larger one than
     // an int holds means "as many as you like".
-    const bool integer = k->is_number_integer();
-    if (!integer || (k->is_number_unsigned() ? k->get<std::uint64_t>() < 1 : k->get<std::int64_t>() < 1))
+    if (!k->is_number_integer() || (k->is_number_unsigned() ? k->get<std::uint64_t>() < 1 : k->get<std::int64_t>() < 1))
         throw std::invalid_argument("\"batch\" in an answer is " + (k->is_number() ? k->dump() : std::string(k->type_name())) +
                                     "; expected an integer >= 1, the most cases one request may hold (docs/protocol.md, "
                                     "\"Batched requests\")");
@@ -96,17 +89,8 @@ std::map<std::string, int> batch_dims_of(const Signature& s) {
 std::string format_batch_request(std::int64_t id, const std::vector<std::string>& items,
                                  const std::map<std::string, int>& batch_dims) {
     std::string line = "{\"id\":" + std::to_string(id);
-    if (!batch_dims.empty()) {
-        line += ',';
-        line += batch_dims_field(batch_dims);
-    }
-    line += ",\"batch\":[";
-    for (std::size_t k = 0; k < items.size(); ++k) {
-        if (k) line += ',';
-        line += items[k];
-    }
-    line += "]}";
-    return line;
+    if (!batch_dims.empty()) line += batch_dims_field(batch_dims);
+    return line + joined(",\"batch\":[", items, [](const std::string& item) -> const std::string& { return item; }, "]}");
 }
 
 std::vector<std::string> batch_items(std::string_view line, std::size_t count, std::int64_t& id,
@@ -233,7 +217,6 @@ std::string format_stacked_request(std::int64_t id, const Signature& s, const st
         shapes += key;
         append_shape(shapes, x.shape);
     }
-    line += ',';
     line += batch_dims_field(batch_dims);
     line += inputs;
     return line + request_tail(s, shapes);

@@ -23,8 +23,6 @@
 #include <thread>
 #include <unistd.h>
 
-extern char** environ;
-
 namespace permcheck::adapters {
 
 // ---------------------------------------------------------------------------------------------------------
@@ -474,19 +472,19 @@ void ExecAdapter::note_announcement(const std::string& line) {
 
 namespace {
 // The answers of a batched request, each item parsed.
-template <class R> struct ParsedBatch {
+struct ParsedBatch {
     std::int64_t id = 0;
     bool is_error = false;
     std::string error;
-    std::vector<R> items;
+    std::vector<NamedResponse> items;
     bool taps_offered = false;  // some item offered taps (docs/reports.md, "Where symmetry first breaks: taps")
 };
 
 // A batched answer's item lines (or its error), each parsed by parse_item; a protocol error names the item.
-template <class R, class ParseItem>
-ParsedBatch<R> parsed_items(std::int64_t id, const std::optional<std::string>& error,
-                            const std::vector<std::string>& lines, ParseItem parse_item) {
-    ParsedBatch<R> b;
+template <class ParseItem>
+ParsedBatch parsed_items(std::int64_t id, const std::optional<std::string>& error, const std::vector<std::string>& lines,
+                         ParseItem parse_item) {
+    ParsedBatch b;
     b.id = id;
     b.is_error = error.has_value();
     if (error) b.error = *error;
@@ -500,30 +498,28 @@ ParsedBatch<R> parsed_items(std::int64_t id, const std::optional<std::string>& e
     }
     return b;
 }
-}  // namespace
 
-template <class Out, class Parsed>
-std::vector<Answer<Out>> ExecAdapter::item_answers(Parsed&& b, std::size_t count, std::int64_t id,
-                                                        const std::string& what) const {
-    std::vector<Answer<Out>> out(b.items.size());
+// A batched answer's items as each item's outputs; an item's error answer names its item and request.
+std::vector<Answer<Tensors>> item_outputs(ParsedBatch&& b, std::size_t count, std::int64_t id, const std::string& what,
+                                          const std::string& command) {
+    std::vector<Answer<Tensors>> out(b.items.size());
     for (std::size_t k = 0; k < b.items.size(); ++k) {
         if (b.items[k].is_error)
             out[k].error = "adapter answered with an error: " + b.items[k].error + " (item " + std::to_string(k) + " of " +
                            std::to_string(count) + " of request id " + std::to_string(id) + ", " + what +
-                           "); command: " + opts_.command;
+                           "); command: " + command;
         else
-            out[k].value = std::move(b.items[k]);
+            out[k].value = std::move(b.items[k].outputs);
     }
     return out;
 }
 
-namespace {
 // One batched request of a signature: its line (stacked when the adapter takes it so, else item by item), what it
 // holds (for messages), and how its answer line is read into each item's answer.
 struct NamedBatch {
     std::string request, what;
     std::size_t count = 0;
-    std::function<ParsedBatch<NamedResponse>(const std::string&)> parse;
+    std::function<ParsedBatch(const std::string&)> parse;
 };
 
 NamedBatch named_batch(std::int64_t id, const Signature& s, const std::vector<Tensors>& inputs, bool stacked_form) {
@@ -551,25 +547,16 @@ NamedBatch named_batch(std::int64_t id, const Signature& s, const std::vector<Te
         std::optional<std::string> error;
         if (!stacked) {
             const std::vector<std::string> lines = batch_items(line, count, answer_id, error);
-            return parsed_items<NamedResponse>(answer_id, error, lines, parse_item);
+            return parsed_items(answer_id, error, lines, parse_item);
         }
         StackedResponse r = parse_stacked_response(line, expected, count, dims);
         if (r.is_error) error = r.error;
-        ParsedBatch<NamedResponse> parsed = parsed_items<NamedResponse>(r.id, error, r.item_lines, parse_item);
+        ParsedBatch parsed = parsed_items(r.id, error, r.item_lines, parse_item);
         for (Tensors& outputs : r.items) parsed.items.push_back(NamedResponse{r.id, false, "", std::move(outputs), false});
         parsed.taps_offered = parsed.taps_offered || r.taps_offered;
         return parsed;
     };
     return b;
-}
-
-std::vector<Answer<Tensors>> outputs_of(std::vector<Answer<NamedResponse>>&& answers) {
-    std::vector<Answer<Tensors>> out(answers.size());
-    for (std::size_t k = 0; k < answers.size(); ++k) {
-        out[k].error = std::move(answers[k].error);
-        if (answers[k].value) out[k].value = std::move(answers[k].value->outputs);
-    }
-    return out;
 }
 }  // namespace
 
@@ -577,7 +564,7 @@ std::vector<Answer<Tensors>> ExecAdapter::operator()(const Signature& s, const s
     if (inputs.empty()) return {};
     const std::int64_t id = requests_ + 1;
     const NamedBatch b = named_batch(id, s, inputs, stacked_);
-    return outputs_of(item_answers<NamedResponse>(exchange(b.request, b.what, b.parse), b.count, id, b.what));
+    return item_outputs(exchange(b.request, b.what, b.parse), b.count, id, b.what, opts_.command);
 }
 
 std::vector<std::vector<Answer<Tensors>>> ExecAdapter::operator()(const Signature& s,
@@ -602,9 +589,9 @@ std::vector<std::vector<Answer<Tensors>>> ExecAdapter::operator()(const Signatur
     const std::int64_t first = requests_ + 1;
     try {
         exchange_all(requests, whats, [&batches](std::size_t k, const std::string& line) { return batches[k].parse(line); },
-                     [&](std::size_t k, ParsedBatch<NamedResponse>&& answer) {
-                         out[part_of[k]] = outputs_of(item_answers<NamedResponse>(
-                             std::move(answer), batches[k].count, first + static_cast<std::int64_t>(k), batches[k].what));
+                     [&](std::size_t k, ParsedBatch&& answer) {
+                         out[part_of[k]] = item_outputs(std::move(answer), batches[k].count,
+                                                        first + static_cast<std::int64_t>(k), batches[k].what, opts_.command);
                      });
     } catch (const AdapterError& e) {  // the parts answered before the failure keep their answers
         for (std::size_t k = 0; k < batches.size(); ++k)

@@ -79,7 +79,6 @@ public:
     // The taps of one evaluation.
     std::vector<Tap> taps(const Tensors& inputs, const Signature& s);
     bool taps_offered() const { return taps_offered_; }  // some answer offered taps
-    int requests() const { return requests_; }
     pid_t pid() const { return pid_; }
 
 private:
@@ -122,9 +121,6 @@ private:
     void exchange_all(const std::vector<std::string>& requests, const std::vector<std::string>& whats, Parse parse,
                       Done done);
     void note_announcement(const std::string& line);  // learns K and "stacked" from an ordinary answer line
-    // A batched answer's items (a ParsedBatch) as BatchAnswers; an item's error answer names its item and request.
-    template <class Out, class Parsed>
-    std::vector<Answer<Out>> item_answers(Parsed&& b, std::size_t count, std::int64_t id, const std::string& what) const;
 
     ExecOptions opts_;
     pid_t pid_ = -1;

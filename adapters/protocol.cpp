@@ -30,40 +30,19 @@ std::string replace_non_finite_tokens(std::string_view line) {
     bool in_string = false;
     for (std::size_t i = 0; i < line.size();) {
         const char c = line[i];
-        if (in_string) {
-            out += c;
-            if (c == '\\' && i + 1 < line.size()) {
-                out += line[i + 1];
-                i += 2;
-                continue;
-            }
-            if (c == '"') in_string = false;
-            ++i;
-            continue;
-        }
-        if (c == '"') {
-            in_string = true;
-            out += c;
-            ++i;
-            continue;
-        }
-        bool replaced = false;
-        for (std::string_view token : {std::string_view("-Infinity"), std::string_view("Infinity"), std::string_view("NaN")}) {
-            const bool at_boundary = i == 0 || !word_char(line[i - 1]);
-            if (at_boundary && line.substr(i, token.size()) == token &&
-                (i + token.size() == line.size() || !word_char(line[i + token.size()]))) {
-                out += '"';
-                out += kMarker;
-                out += token;
-                out += '"';
-                i += token.size();
-                replaced = true;
-                break;
-            }
-        }
-        if (!replaced) {
-            out += c;
-            ++i;
+        const std::size_t taken = in_string && c == '\\' && i + 1 < line.size() ? 2 : 1;  // an escape: both characters
+        std::string_view token;
+        if (c == '"') in_string = !in_string;
+        else if (!in_string && (i == 0 || !word_char(line[i - 1])))
+            for (std::string_view t : {std::string_view("-Infinity"), std::string_view("Infinity"), std::string_view("NaN")})
+                if (line.substr(i, t.size()) == t && (i + t.size() == line.size() || !word_char(line[i + t.size()])))
+                    token = t;
+        if (token.empty()) {
+            out += line.substr(i, taken);
+            i += taken;
+        } else {
+            out += '"' + std::string(kMarker) + std::string(token) + '"';
+            i += token.size();
         }
     }
     return out;
@@ -256,12 +235,7 @@ void append_nested(std::string& s, const TensorSpec& t, const Tensor& x, std::si
 }
 
 void append_shape(std::string& s, const std::vector<int>& shape) {
-    s += '[';
-    for (std::size_t k = 0; k < shape.size(); ++k) {
-        if (k) s += ',';
-        s += std::to_string(shape[k]);
-    }
-    s += ']';
+    s += joined("[", shape, [](int d) { return std::to_string(d); }, "]");
 }
 
 const Tensor& input_of(const Tensors& inputs, const TensorSpec& t) {
@@ -277,30 +251,18 @@ const Tensor& input_of(const Tensors& inputs, const TensorSpec& t) {
 
 std::string json_string(const std::string& text) { return nlohmann::json(text).dump(); }
 
-// "kinds":{"q":"float","pad":"mask","edge_index":"index"}: every input's kind, so that an adapter knows it even
-// when the values cannot show it (an empty index input).
-std::string kinds_of(const Signature& s) {
-    std::string out = "\"kinds\":{";
-    for (std::size_t k = 0; k < s.inputs.size(); ++k) {
-        if (k) out += ',';
-        out += json_string(s.inputs[k].name) + ":\"" + tensor_kind_name(s.inputs[k].kind) + "\"";
-    }
-    return out + "}";
-}
-
+// "kinds":{"q":"float","pad":"mask","edge_index":"index"} tells an adapter every input's kind even when the values
+// cannot show it (an empty index input).
 std::string request_tail(const Signature& s, const std::string& shapes) {
-    std::string tail = "}," + shapes + "}," + kinds_of(s) + ",\"outputs\":[";
-    for (std::size_t k = 0; k < s.outputs.size(); ++k) {
-        if (k) tail += ',';
-        tail += json_string(s.outputs[k].name);
-    }
-    return tail + "]}";
+    const auto kind = [](const TensorSpec& t) { return json_string(t.name) + ":\"" + tensor_kind_name(t.kind) + "\""; };
+    const auto name = [](const TensorSpec& t) { return json_string(t.name); };
+    return "}," + shapes + "}," + joined("\"kinds\":{", s.inputs, kind, "}") +
+           joined(",\"outputs\":[", s.outputs, name, "]}");
 }
 
 std::string dim_name(const Dim& d) { return d.is_axis() ? "axis " + d.axis : "fixed size " + std::to_string(d.size); }
 
 }  // namespace detail
-using namespace detail;
 
 std::string format_named_request(std::int64_t id, const Signature& s, const Tensors& inputs) {
     std::string line = "{\"id\":" + std::to_string(id) + ",\"inputs\":{";

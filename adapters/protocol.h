@@ -36,8 +36,7 @@ struct Response {
 };
 
 // Parses one answer line (without its newline). Accepts NaN, Infinity and -Infinity outside strings, as
-// Python's json module writes them. A pure function: throws std::invalid_argument saying what is wrong and
-// what was expected; never crashes, whatever the bytes.
+// Python's json module writes them.
 Response parse_response(std::string_view line);
 
 // The request line for x (without the newline), numbers in shortest round-trip form.
@@ -70,10 +69,9 @@ std::vector<ExpectedOutput> expected_outputs(const Signature& s, const Lengths& 
 // std::invalid_argument when two inputs disagree on an axis or an input is missing.
 Lengths lengths_of(const Signature& s, const Tensors& inputs);
 
-// Parses one answer line of a signature audit. Accepts NaN, Infinity and -Infinity outside strings, as
-// Python's json module writes them; outputs not in `expected` are ignored. A pure function: throws
-// std::invalid_argument naming the output, the dim and what was expected (e.g. "output 'y', dim 0 (axis n):
-// 3 entries, expected 4"); never crashes, whatever the bytes.
+// Parses one answer line of a signature audit, non-finite numbers as parse_response does; outputs not in `expected`
+// are ignored. An error names the output, the dim and what was expected ("output 'y', dim 0 (axis n): 3 entries,
+// expected 4").
 NamedResponse parse_named_response(std::string_view line, const std::vector<ExpectedOutput>& expected);
 
 // Batched requests (docs/protocol.md, "Batched requests"). An adapter announces that it takes several cases per request by
@@ -142,8 +140,7 @@ struct TapResponse {
     std::vector<Tap> taps;
     bool taps_offered = false;
 };
-// Parses a tap request's answer line; its outputs are not read. A pure function: throws std::invalid_argument naming
-// the tap and what was expected; never crashes, whatever the bytes.
+// Parses a tap request's answer line (an error names the tap); its outputs are not read.
 TapResponse parse_tap_response(std::string_view line);
 // The request line with "taps": true added.
 std::string with_taps(std::string request_line);

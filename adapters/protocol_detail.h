@@ -44,6 +44,18 @@ void append_shape(std::string& s, const std::vector<int>& shape);
 const Tensor& input_of(const Tensors& inputs, const TensorSpec& t);
 // A JSON string literal of `text`, quotes and escapes included.
 std::string json_string(const std::string& text);
+// open, the texts item(e) of `list` comma-separated, and close: joined("[", shape, to_text, "]") is "[2,8]".
+template <class List, class Item> std::string joined(const char* open, const List& list, Item item, const char* close) {
+    std::string out = open;
+    bool first = true;
+    for (const auto& e : list) {
+        if (!first) out += ',';
+        first = false;
+        out += item(e);
+    }
+    out += close;
+    return out;
+}
 // The end of a signature's request, after its inputs: `shapes` ("\"shapes\":{..." unclosed), the kinds and the
 // outputs' names.
 std::string request_tail(const Signature& s, const std::string& shapes);

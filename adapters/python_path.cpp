@@ -19,14 +19,10 @@ namespace permcheck::adapters {
 
 namespace {
 
-constexpr const char* kAdapterFile = "permcheck_adapter.py";
-
 bool holds_adapter(const std::filesystem::path& dir) {
     std::error_code ec;
-    return !dir.empty() && std::filesystem::is_regular_file(dir / kAdapterFile, ec);
+    return !dir.empty() && std::filesystem::is_regular_file(dir / "permcheck_adapter.py", ec);
 }
-
-}  // namespace
 
 std::string python_adapter_dir() {
     std::error_code ec;
@@ -41,35 +37,21 @@ std::string python_adapter_dir() {
     return {};
 }
 
-std::string prepend_python_path(const std::string& dir, const char* existing) {
-    std::string value = dir;
-    if (existing != nullptr && *existing != '\0') {
-        if (!value.empty()) value += ':';
-        value += existing;
-    }
-    return value;
-}
+}  // namespace
 
 ChildEnvironment::ChildEnvironment() {
     const std::string dir = python_adapter_dir();
     constexpr std::string_view key = "PYTHONPATH=";
     bool replaced = false;
     for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
-        const std::string_view text = *entry;
-        if (!dir.empty() && text.starts_with(key)) {
-            std::string line(key);
-            line += prepend_python_path(dir, *entry + key.size());
-            strings_.push_back(std::move(line));
+        std::string text = *entry;
+        if (!dir.empty() && text.starts_with(key)) {  // dir in front of the value, if it has one
+            text.insert(key.size(), text.size() > key.size() ? dir + ':' : dir);
             replaced = true;
-        } else {
-            strings_.emplace_back(text);
         }
+        strings_.push_back(std::move(text));
     }
-    if (!dir.empty() && !replaced) {
-        std::string line(key);
-        line += dir;
-        strings_.push_back(std::move(line));
-    }
+    if (!dir.empty() && !replaced) strings_.push_back(std::string(key) + dir);
     pointers_.reserve(strings_.size() + 1);
     for (std::string& s : strings_) pointers_.push_back(s.data());
     pointers_.push_back(nullptr);

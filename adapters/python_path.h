@@ -8,17 +8,10 @@
 
 namespace permcheck::adapters {
 
-// The directory holding permcheck_adapter.py: the installed copy next to the running program
-// (<directory of /proc/self/exe>/../share/permcheck/python, as installed) if it is there, else the source
-// tree's python/ directory (the build tree's programs); empty when neither holds the file.
-std::string python_adapter_dir();
-
-// The value of PYTHONPATH with `dir` in front of `existing` (null or empty: `dir` alone). An empty `dir`
-// leaves `existing` as it is.
-std::string prepend_python_path(const std::string& dir, const char* existing);
-
-// The environment for a child process: this process's environment, with PYTHONPATH led by
-// python_adapter_dir() (unchanged when that is empty). Owns its strings; envp() stays valid while it lives.
+// The environment for a child process: this process's environment, with PYTHONPATH led by the directory holding
+// permcheck_adapter.py: the installed copy next to the running program (<directory of /proc/self/exe>/
+// ../share/permcheck/python, as installed) if it is there, else the source tree's python/ directory (the build
+// tree's programs); unchanged when neither holds the file. Owns its strings; envp() stays valid while it lives.
 class ChildEnvironment {
 public:
     ChildEnvironment();

@@ -1,4 +1,3 @@
-// The only translation unit that includes <torch/torch.h> (it alone takes ~20 s to compile).
 #include "adapters/torch_adapter.h"
 
 #include "adapters/torch_dtype.h"
@@ -94,7 +93,8 @@ void validate(const TorchOptions& o) {
                                     torch_mask_name(o.mask));
 }
 
-// An (n, dim) input as (n, 1, dim): sequence first, batch of one. Throws AdapterError for another shape.
+// An (n, dim) input as (n, 1, dim): sequence first, batch of one. Throws AdapterError for another shape (the
+// decoder's inputs; the other layers' x is checked before).
 torch::Tensor to_sequence_first(const Tensor& t, int dim, const char* name, torch::Dtype dtype) {
     if (t.shape.size() != 2 || t.shape[1] != dim)
         throw AdapterError(std::string("the decoder layer has dim ") + std::to_string(dim) + " but its input " + name +
@@ -152,17 +152,14 @@ public:
         if (o.layer == TorchLayer::decoder_layer)
             throw std::invalid_argument("the decoder layer has two inputs (targets and a memory): audit it as a named "
                                         "black box (torch_decoder_black_box)");
-        if (o.layer == TorchLayer::mha) {
+        if (o.layer == TorchLayer::mha)
             mha_ = torch::nn::MultiheadAttention(torch::nn::MultiheadAttentionOptions(o.dim, o.heads).dropout(o.dropout));
-            module_ = mha_.ptr();
-        } else {
-            // dim_feedforward 4 * dim rather than PyTorch's 2048: the property does not depend on it, the time does.
+        else  // dim_feedforward 4 * dim rather than PyTorch's 2048: the property does not depend on it, the time does.
             encoder_ = torch::nn::TransformerEncoderLayer(
                 torch::nn::TransformerEncoderLayerOptions(o.dim, o.heads).dim_feedforward(4 * o.dim).dropout(o.dropout));
-            module_ = encoder_.ptr();
-        }
-        module_->to(dtype_);
-        module_->train(o.train);
+        torch::nn::Module& module = o.layer == TorchLayer::mha ? static_cast<torch::nn::Module&>(*mha_) : *encoder_;
+        module.to(dtype_);
+        module.train(o.train);
     }
 
     Mat<double> operator()(const Mat<double>& x) {
@@ -172,11 +169,7 @@ public:
         torch::NoGradGuard no_grad;
         torch::set_num_threads(1);
         const auto n = x.rows();
-        torch::Tensor input = torch::empty({n, 1, x.cols()}, torch::TensorOptions().dtype(torch::kFloat64));
-        auto acc = input.accessor<double, 3>();
-        for (Eigen::Index i = 0; i < n; ++i)
-            for (Eigen::Index j = 0; j < x.cols(); ++j) acc[i][0][j] = x(i, j);
-        input = input.to(dtype_);
+        const torch::Tensor input = to_sequence_first(tensor_matrix::as_tensor(x), o_.dim, "x", dtype_);
 
         torch::Tensor attn_mask, padding;
         if (o_.mask == TorchMask::causal)  // position i may not attend to j > i
@@ -189,12 +182,9 @@ public:
             out = std::get<0>(mha_->forward(input, input, input, padding, /*need_weights=*/false, attn_mask));
         else
             out = encoder_->forward(input, attn_mask, padding);
-        out = out.to(torch::kFloat64).contiguous();
-        auto res = out.accessor<double, 3>();
-        Mat<double> y(out.size(0), out.size(2));
-        for (Eigen::Index i = 0; i < y.rows(); ++i)
-            for (Eigen::Index j = 0; j < y.cols(); ++j) y(i, j) = res[i][0][j];
-        return y;
+        out = out.to(torch::kFloat64).contiguous();  // (n, 1, dim): its values are the rows of y
+        return Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+            out.data_ptr<double>(), out.size(0), out.size(2));
     }
 
 private:
@@ -218,7 +208,6 @@ private:
     torch::Dtype dtype_ = torch::kFloat64;
     torch::nn::MultiheadAttention mha_{nullptr};
     torch::nn::TransformerEncoderLayer encoder_{nullptr};
-    std::shared_ptr<torch::nn::Module> module_;
 };
 
 }  // namespace

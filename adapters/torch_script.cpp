@@ -1,4 +1,3 @@
-// The one translation unit that includes <torch/script.h> (torch_adapter.cpp includes <torch/torch.h>).
 #include "adapters/torch_script.h"
 
 #include "adapters/torch_dtype.h"
@@ -18,27 +17,17 @@
 namespace permcheck::adapters {
 namespace {
 
-// A LibTorch error's message without its C++ backtrace, on one line.
-std::string message_of(const std::exception& e) {
+// A LibTorch error's message without its C++ backtrace, on one line; or (last_line) only its last line: for an
+// error inside TorchScript, the exception and its message after the tracebacks ("builtins.ValueError: too long",
+// "RuntimeError: mat1 and mat2 shapes cannot be multiplied ...").
+std::string message_of(const std::exception& e, bool last_line = false) {
     const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
     std::string m = c10_error ? c10_error->what_without_backtrace() : e.what();
     while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
-    for (char& c : m)
-        if (c == '\n') c = ' ';
+    if (last_line) return m.substr(m.rfind('\n') + 1);  // npos + 1 is 0: the whole of a one-line message
+    std::replace(m.begin(), m.end(), '\n', ' ');
     return m;
 }
-
-// The last line of a LibTorch error: for an error inside TorchScript, the exception and its message after the
-// tracebacks ("builtins.ValueError: too long", "RuntimeError: mat1 and mat2 shapes cannot be multiplied ...").
-std::string last_line(const std::exception& e) {
-    const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
-    std::string m = c10_error ? c10_error->what_without_backtrace() : e.what();
-    while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
-    const auto cut = m.rfind('\n');
-    return cut == std::string::npos ? m : m.substr(cut + 1);
-}
-
-const char* dtype_name(c10::ScalarType t) { return c10::toString(t); }
 
 torch::jit::Module load_module(const std::string& path) {
     std::error_code ec;
@@ -61,12 +50,17 @@ std::string schema_of(const torch::jit::Method& forward) {
     return s.str();
 }
 
+// Whether an argument is of type Tensor (or Optional[Tensor]).
+bool takes_tensor(const c10::Argument& arg) {
+    c10::TypePtr type = arg.type();
+    if (const auto optional = type->cast<c10::OptionalType>()) type = optional->getElementType();
+    return type->isSubtypeOf(*c10::TensorType::get());
+}
+
 // An input goes to an argument of type Tensor (or Optional[Tensor]).
 void require_tensor(const std::string& path, const torch::jit::Method& forward, const c10::Argument& arg,
                     const TensorSpec& input) {
-    c10::TypePtr type = arg.type();
-    if (const auto optional = type->cast<c10::OptionalType>()) type = optional->getElementType();
-    if (type->isSubtypeOf(*c10::TensorType::get())) return;
+    if (takes_tensor(arg)) return;
     throw std::invalid_argument("forward of " + path + " takes " + arg.name() + " as " + arg.type()->str() +
                                 ", not a tensor, but --input " + input.name + " goes there (inputs go to forward in "
                                 "the order of --input). Its schema: " + schema_of(forward));
@@ -98,12 +92,6 @@ struct Keyword {
     std::string parameter, input;
     int dim = -1;
 };
-
-bool takes_tensor(const c10::Argument& arg) {
-    c10::TypePtr type = arg.type();
-    if (const auto optional = type->cast<c10::OptionalType>()) type = optional->getElementType();
-    return type->isSubtypeOf(*c10::TensorType::get());
-}
 
 // The keyword of one --argument NAME=SOURCE: SOURCE an input, or length:AXIS (the first input dim of that axis).
 Keyword keyword_of(const Signature& s, const std::string& name, const std::string& source) {
@@ -188,7 +176,7 @@ Arithmetic settle_dtype(torch::jit::Module& m, const TorchScriptOptions& o) {
     const auto found = floating_dtype(m);
     if (!found) return Arithmetic::float32;
     if (const auto a = arithmetic_of(*found)) return *a;
-    throw std::invalid_argument(o.path + ": the module's parameters are " + dtype_name(*found) +
+    throw std::invalid_argument(o.path + ": the module's parameters are " + c10::toString(*found) +
                                 "; audit-torch computes in float32, float64, bfloat16 or float16 (--dtype converts "
                                 "the module)");
 }
@@ -245,7 +233,7 @@ public:
         try {
             out = module_.get_method("forward")(std::move(args), kwargs);
         } catch (const std::exception& e) {
-            std::string m = "forward of " + path_ + " failed: " + last_line(e);
+            std::string m = "forward of " + path_ + " failed: " + message_of(e, true);
             if (dtype_ == Arithmetic::float16)
                 m += " (LibTorch 1.13 has no float16 matrix kernels on CPU: audit with --dtype bfloat16, or a "
                      "float16 layer through an adapter that rounds, permcheck audit --exec)";
@@ -328,12 +316,12 @@ Tensor ScriptBox::output_of(const TensorSpec& spec, const c10::IValue& v) const 
     if (!v.isTensor()) throw AdapterError(which + " is a " + v.type()->str() + ", not a tensor");
     const at::Tensor t = v.toTensor();
     if (!t.is_floating_point())
-        throw AdapterError(which + " has dtype " + dtype_name(t.scalar_type()) +
+        throw AdapterError(which + " has dtype " + c10::toString(t.scalar_type()) +
                            "; expected a floating tensor (" + arithmetic_name(dtype_) + " or wider)");
     const c10::ScalarType own = scalar_type_of(dtype_);
     const auto a = arithmetic_of(t.scalar_type());
     if (!a || (t.scalar_type() != own && significand_bits(t.scalar_type()) <= significand_bits(own)))
-        throw AdapterError(which + " has dtype " + dtype_name(t.scalar_type()) + " but the module computes in " +
+        throw AdapterError(which + " has dtype " + c10::toString(t.scalar_type()) + " but the module computes in " +
                            arithmetic_name(dtype_) + ": it would be judged with " + arithmetic_name(dtype_) +
                            "'s tolerance (return " + arithmetic_name(dtype_) + " or a wider float, or audit with "
                            "the --dtype it computes in)");

@@ -14,8 +14,6 @@
 
 namespace permcheck {
 
-// ToleranceModel, what the tolerance of a floating comparison is made of: cases/tolerance_model.h.
-
 // The probabilistic bound's lambda for float16 and bfloat16 (proofs-notes/half-precision-tolerance.md).
 inline constexpr double kHalfLambda = 2.0;
 
@@ -56,7 +54,7 @@ inline ToleranceModel tolerance_model(Arithmetic dtype, double amplification) {
     return t;
 }
 
-// The tolerance model of a reference layer computing in scalar S (check/engine.cpp, check/signature_check.cpp):
+// The tolerance model of a reference layer computing in scalar S (check/check.cpp):
 // tolerance_model of S's arithmetic, float32 for float, float64 for double, exact (zero tolerance) for the exact
 // scalars. long double, which names no arithmetic (it only measures the rounding error of a double evaluation),
 // gets its own unit roundoff and the worst-case gamma.
@@ -69,10 +67,7 @@ template <class S> ToleranceModel tolerance_model_of(double amplification) {
         return tolerance_model(Arithmetic::exact, amplification);
     } else {
         static_assert(std::is_same_v<S, long double>, "a floating scalar of its own precision");
-        ToleranceModel t;
-        t.unit_roundoff = ScalarTraits<S>::unit_roundoff;
-        t.amplification = amplification;
-        return t;
+        return ToleranceModel{ScalarTraits<S>::unit_roundoff, amplification};
     }
 }
 

@@ -59,16 +59,14 @@ public:
     }
     // then(q) acts as "first this, then q": apply(then(q), x) == q.apply(this->apply(x)).
     Permutation then(const Permutation& q) const {
-        require_same_size(q);
+        if (q.size() != size())
+            throw std::invalid_argument("cannot compose permutations of " + std::to_string(size()) + " and " +
+                                        std::to_string(q.size()) + " positions");
         std::vector<int> r(p_.size());
         for (std::size_t i = 0; i < p_.size(); ++i) r[i] = p_[static_cast<std::size_t>(q.p_[i])];
         return Permutation(std::move(r));
     }
-    bool is_identity() const {
-        for (std::size_t i = 0; i < p_.size(); ++i)
-            if (p_[i] != static_cast<int>(i)) return false;
-        return true;
-    }
+    bool is_identity() const { return moved() == 0; }
     int moved() const {
         int m = 0;
         for (std::size_t i = 0; i < p_.size(); ++i) m += p_[i] != static_cast<int>(i);
@@ -76,7 +74,7 @@ public:
     }
 
     // The permutation of the other n-1 rows once input row k, and the row of P x that holds it, are removed:
-    // every other row keeps its source, renumbered. Shrinking uses it to delete a position (check/case.h).
+    // every other row keeps its source, renumbered. Shrinking uses it to delete a position (cases/signature_case.h).
     Permutation without_row(int k) const {
         std::vector<int> q;
         for (int v : p_)
@@ -129,11 +127,6 @@ private:
                                             ": entry " + std::to_string(v) + " is out of range or repeated");
             seen[static_cast<std::size_t>(v)] = true;
         }
-    }
-    void require_same_size(const Permutation& q) const {
-        if (q.size() != size())
-            throw std::invalid_argument("cannot compose permutations of " + std::to_string(size()) + " and " +
-                                        std::to_string(q.size()) + " positions");
     }
 
     std::vector<int> p_;

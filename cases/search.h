@@ -5,9 +5,7 @@
 #include <rapidcheck.h>
 
 #include <algorithm>
-#include <cstdint>
 #include <functional>
-#include <optional>
 #include <utility>
 
 namespace permcheck {

@@ -11,9 +11,6 @@ namespace permcheck {
 
 namespace {
 
-// Longer is possible, but a request of 1024 positions is already a long wait through a subprocess (the
-// one-tensor audit's cap, check/blackbox.cpp).
-constexpr int kMaxAxisLen = 1024;
 constexpr int kMaxFixedSize = 1 << 20;
 // At most this many values in one tensor of one case, at the longest lengths: far beyond any question about order,
 // and within what a request and an answer line of the subprocess protocol carry (64 MB) at shortest round-trip
@@ -145,9 +142,7 @@ TensorSpec parse_input(const std::string& text) {
         "NAME:DIMS[:KIND] (e.g. q:n,8  pad:n:mask  edge_index:2,edges:index=nodes  ids:n:token=50000  pos:n:position)";
     const std::vector<std::string> parts = split(text, ':');
     if (parts.size() < 2 || parts.size() > 3 || !is_name(parts[0])) throw bad_flag("--input", text, expected);
-    TensorSpec t;
-    t.name = parts[0];
-    t.dims = parse_dims("--input", text, parts[1], expected);
+    TensorSpec t{parts[0], parse_dims("--input", text, parts[1], expected), TensorKind::real, ""};
     if (parts.size() == 3) parse_kind(t, text, parts[2], expected);
     return t;
 }
@@ -156,10 +151,7 @@ TensorSpec parse_output(const std::string& text) {
     const std::string expected = "NAME:DIMS with every fixed size written out (e.g. y:n,8  g:4)";
     const std::vector<std::string> parts = split(text, ':');
     if (parts.size() != 2 || !is_name(parts[0])) throw bad_flag("--output", text, expected);
-    TensorSpec t;
-    t.name = parts[0];
-    t.dims = parse_dims("--output", text, parts[1], expected);
-    return t;
+    return {parts[0], parse_dims("--output", text, parts[1], expected), TensorKind::real, ""};
 }
 
 std::string format(const Axis& a) { return a.name + "=" + std::to_string(a.min_len) + ".." + std::to_string(a.max_len); }
@@ -194,23 +186,18 @@ template <class Named> void require_unique(const std::vector<Named>& items, cons
 }
 
 void validate_tensor(const TensorSpec& t, const std::set<std::string>& axes, const char* flag, bool open_allowed = false) {
+    const auto bad = [&](const std::string& why) { return std::invalid_argument(std::string(flag) + " " + t.name + why); };
     for (const Dim& d : t.dims)
         if (!d.is_axis() && !(open_allowed && d.is_open()) && (d.size < 1 || d.size > kMaxFixedSize))
-            throw std::invalid_argument(std::string(flag) + " " + t.name + " has the fixed size " +
-                                        std::to_string(d.size) + "; a fixed size is in [1, " +
-                                        std::to_string(kMaxFixedSize) + "]");
+            throw bad(" has the fixed size " + std::to_string(d.size) + "; a fixed size is in [1, " +
+                      std::to_string(kMaxFixedSize) + "]");
     for (const Dim& d : t.dims)
-        if (d.is_axis() && !axes.count(d.axis))
-            throw std::invalid_argument(std::string(flag) + " " + t.name + " names the axis '" + d.axis +
-                                        "', which no --axis declares");
+        if (d.is_axis() && !axes.count(d.axis)) throw bad(" names the axis '" + d.axis + "', which no --axis declares");
     if (t.kind == TensorKind::index && !axes.count(t.index_axis))
-        throw std::invalid_argument(std::string(flag) + " " + t.name + " is an index into the axis '" + t.index_axis +
-                                    "', which no --axis declares");
-    if (is_mask(t.kind) && !has_axis(t))
-        throw std::invalid_argument(std::string(flag) + " " + t.name +
-                                    " is a mask with no axis dim: a mask pads positions of an axis");
+        throw bad(" is an index into the axis '" + t.index_axis + "', which no --axis declares");
+    if (is_mask(t.kind) && !has_axis(t)) throw bad(" is a mask with no axis dim: a mask pads positions of an axis");
     if ((t.kind == TensorKind::token || t.kind == TensorKind::position) && (t.limit < 1 || t.limit > kMaxKindLimit))
-        throw std::invalid_argument(std::string(flag) + " " + t.name + " needs a V (token=V) or P (position=P) in [1, 2^31)");
+        throw bad(" needs a V (token=V) or P (position=P) in [1, 2^31)");
 }
 
 // A position input lies along exactly one axis, its other dims of size 1, and that axis fits in its P positions.

@@ -26,6 +26,10 @@
 
 namespace permcheck {
 
+// The longest axis (and audit length): longer is possible, but a request of 1024 positions is already a long wait
+// through a subprocess.
+inline constexpr int kMaxAxisLen = 1024;
+
 // A set of positions whose order the layer must not care about. Each case draws a length in
 // [min_len, max_len] (min_len may be 0, e.g. for edges) and a permutation of that length.
 struct Axis {
@@ -36,13 +40,6 @@ struct Axis {
     // Not a flag: --axis writes hard caps.
     int long_len = 0;
 };
-
-// TensorKind (cases/vocabulary.h). float: real values (ties and generic values, as today's inputs); mask:
-// booleans, true = padding (PyTorch's key_padding_mask), never every position of an axis padded; mask=keep: the
-// same with 1 = a real position, 0 = padding, sent as integers; index: integers in [0, length of index_axis),
-// renumbered when their axis moves; token=V: integer ids in [0, V), moved with their dims as data and never
-// renumbered; position[=P]: integer position ids in [0, P) along exactly one axis dim (every other dim of size 1),
-// offset + 0 .. n-1 in a case, moved with the tokens as data.
 
 // One dim of a tensor, outermost first: an axis (its length varies from case to case) or a fixed size.
 struct Dim {
@@ -86,8 +83,8 @@ Signature one_tensor_signature(int d, Output output, int min_len, int max_len, i
 // The one-tensor signature's output as the shorthand names it.
 Output one_tensor_output(const Signature& s);
 
-// The flags' grammar (docs/signatures.md). Each throws std::invalid_argument naming
-// the flag, the text and what was expected.
+// The flags' grammar (docs/signatures.md). Each throws std::invalid_argument naming the flag, the text and what was
+// expected.
 Axis parse_axis(const std::string& text);          // NAME=MIN..MAX
 TensorSpec parse_input(const std::string& text);   // NAME:DIMS[:KIND], KIND float | mask | mask=keep | index=AXIS |
                                                    // token=V | position[=P]

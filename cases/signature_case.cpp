@@ -36,38 +36,51 @@ const Axis& axis_named(const Signature& s, const std::string& name) {
     throw std::invalid_argument("no axis named '" + name + "'");
 }
 
+Tensor zeros(std::vector<int> shape) {
+    Tensor t{std::move(shape), {}};
+    t.values.resize(t.size());
+    return t;
+}
+
 // Real values with ties and generic values, as rows of the last dim (a one-tensor input's rows), drawn in place.
-std::vector<double> draw_real(gen::Sampler& draw, const std::vector<int>& shape, std::size_t size) {
-    if (size == 0) return {};
-    const int last = shape.empty() ? 1 : shape.back();
-    std::vector<double> values(size);
-    draw.sequence_rows(values.data(), static_cast<int>(size) / last, last);
-    return values;
+Tensor draw_real(gen::Sampler& draw, std::vector<int> shape) {
+    Tensor t = zeros(std::move(shape));
+    const int last = t.shape.empty() ? 1 : t.shape.back();
+    if (!t.values.empty()) draw.sequence_rows(t.values.data(), static_cast<int>(t.values.size()) / last, last);
+    return t;
 }
 
 // The value of a mask entry that pads, in the mask's polarity.
 double pad_value(const TensorSpec& spec) { return spec.kind == TensorKind::mask_keep ? 0.0 : 1.0; }
 
-// Unpads one element of every all-padded line along every axis dim (a mask in padding polarity, 1 = padding).
-void keep_a_position(const TensorSpec& spec, Tensor& t, gen::Sampler& draw) {
+// Calls padded(lines, o, r) for every non-empty line (o, r) along an axis dim of t whose entries all equal `pads`,
+// until it returns false; false then.
+template <class F> bool each_padded_line(const TensorSpec& spec, const Tensor& t, double pads, F padded) {
     for (std::size_t k = 0; k < spec.dims.size(); ++k) {
         if (!spec.dims[k].is_axis()) continue;
         const Lines lines(t.shape, k);
-        if (lines.len == 0) continue;
-        for (std::size_t o = 0; o < lines.outer; ++o)
+        for (std::size_t o = 0; o < lines.outer && lines.len > 0; ++o)
             for (std::size_t r = 0; r < lines.inner; ++r) {
                 bool all = true;
-                for (std::size_t i = 0; i < lines.len && all; ++i) all = t.values[lines.at(o, i, r)] != 0.0;
-                if (all) t.values[lines.at(o, static_cast<std::size_t>(draw.uniform(0, static_cast<int>(lines.len))), r)] = 0.0;
+                for (std::size_t i = 0; i < lines.len && all; ++i) all = t.values[lines.at(o, i, r)] == pads;
+                if (all && !padded(lines, o, r)) return false;
             }
     }
+    return true;
+}
+
+// Unpads one element of every all-padded line along every axis dim (a mask in padding polarity, 1 = padding).
+void keep_a_position(const TensorSpec& spec, Tensor& t, gen::Sampler& draw) {
+    each_padded_line(spec, t, 1.0, [&](const Lines& lines, std::size_t o, std::size_t r) {
+        t.values[lines.at(o, static_cast<std::size_t>(draw.uniform(0, static_cast<int>(lines.len))), r)] = 0.0;
+        return true;
+    });
 }
 
 // A quarter of the masks pad nothing, a quarter pad a suffix of their first axis (PyTorch's usual batch
 // padding), half pad each position with probability 1/2; then no line is left all padded.
 Tensor draw_mask(gen::Sampler& draw, const TensorSpec& spec, std::vector<int> shape) {
-    Tensor t{std::move(shape), {}};
-    t.values.assign(t.size(), 0.0);
+    Tensor t = zeros(std::move(shape));
     const int mode = draw.uniform(0, 4);
     const std::size_t k = *first_axis_dim(spec);
     const Lines lines(t.shape, k);
@@ -88,8 +101,7 @@ Tensor draw_mask(gen::Sampler& draw, const TensorSpec& spec, std::vector<int> sh
 // Ids with repeats, as a sentence has: a few distinct ids (at most the vocabulary), each entry one of them, and
 // id 0 among them now and then (the shrink target).
 Tensor draw_tokens(gen::Sampler& draw, const TensorSpec& spec, std::vector<int> shape) {
-    Tensor t{std::move(shape), {}};
-    t.values.resize(t.size());
+    Tensor t = zeros(std::move(shape));
     if (t.values.empty()) return t;
     const int distinct = draw.uniform(1, static_cast<int>(std::min<std::size_t>(t.values.size(), 8)) + 1);
     std::vector<double> ids;
@@ -105,8 +117,7 @@ Tensor draw_tokens(gen::Sampler& draw, const TensorSpec& spec, std::vector<int> 
 Tensor draw_positions(gen::Sampler& draw, const TensorSpec& spec, std::vector<int> shape, int n) {
     const int room = spec.limit - n;
     const long offset = room > 0 && draw.uniform(0, 4) == 0 ? draw.uniform(1, room + 1) : 0;
-    Tensor t{std::move(shape), {}};
-    t.values.resize(t.size());
+    Tensor t = zeros(std::move(shape));
     for (std::size_t i = 0; i < t.values.size(); ++i) t.values[i] = static_cast<double>(offset + static_cast<long>(i));
     return t;
 }
@@ -114,8 +125,7 @@ Tensor draw_positions(gen::Sampler& draw, const TensorSpec& spec, std::vector<in
 // Values uniform over the index axis; along the input's first axis dim (the edges), a quarter of the slices
 // repeat an earlier one (repeated edges) and an eighth are self-loops (every value of the slice the same).
 Tensor draw_index(gen::Sampler& draw, const TensorSpec& spec, std::vector<int> shape, int targets) {
-    Tensor t{std::move(shape), {}};
-    t.values.resize(t.size());
+    Tensor t = zeros(std::move(shape));
     if (t.values.empty()) return t;
     for (double& v : t.values) v = draw.uniform(0, targets);
     const std::optional<std::size_t> k = first_axis_dim(spec);
@@ -132,10 +142,6 @@ Tensor draw_index(gen::Sampler& draw, const TensorSpec& spec, std::vector<int> s
     }
     return t;
 }
-
-}  // namespace
-
-namespace {
 
 // A small length (0 or 1) of one axis, to be sent while the other axes move.
 struct Corner {
@@ -230,10 +236,8 @@ std::vector<Lengths> signature_lengths(const Signature& s, int cases, std::uint6
     }
     for (Lengths& l : out)
         for (const TensorSpec& t : s.inputs)
-            if (t.kind == TensorKind::index && l[t.index_axis] == 0) {
-                const std::vector<int> shape = shape_of(t, l);
-                if (Tensor{shape, {}}.size() > 0) l[t.index_axis] = 1;
-            }
+            if (t.kind == TensorKind::index && l[t.index_axis] == 0 && Tensor{shape_of(t, l), {}}.size() > 0)
+                l[t.index_axis] = 1;
     return out;
 }
 
@@ -253,11 +257,7 @@ Case draw_signature_case(const Signature& s, const Lengths& lengths, const rc::R
             case TensorKind::position:
                 c.inputs[spec.name] = draw_positions(draw, spec, std::move(shape), lengths.at(position_axis(spec)));
                 break;
-            case TensorKind::real: {
-                Tensor t{std::move(shape), {}};
-                t.values = draw_real(draw, t.shape, t.size());
-                c.inputs[spec.name] = std::move(t);
-            }
+            case TensorKind::real: c.inputs[spec.name] = draw_real(draw, std::move(shape));
         }
     }
     std::vector<std::string> movable;
@@ -274,30 +274,11 @@ Case draw_signature_case(const Signature& s, const Lengths& lengths, const rc::R
 }
 
 bool masks_keep_a_position(const Signature& s, const Tensors& inputs) {
-    for (const TensorSpec& spec : s.inputs) {
-        if (!is_mask(spec.kind)) continue;
-        const double pads = pad_value(spec);
-        const Tensor& t = inputs.at(spec.name);
-        for (std::size_t k = 0; k < spec.dims.size(); ++k) {
-            if (!spec.dims[k].is_axis()) continue;
-            const Lines lines(t.shape, k);
-            for (std::size_t o = 0; o < lines.outer && lines.len > 0; ++o)
-                for (std::size_t r = 0; r < lines.inner; ++r) {
-                    bool all = true;
-                    for (std::size_t i = 0; i < lines.len && all; ++i) all = t.values[lines.at(o, i, r)] == pads;
-                    if (all) return false;
-                }
-        }
-    }
-    return true;
+    const auto none = [](const Lines&, std::size_t, std::size_t) { return false; };
+    return std::all_of(s.inputs.begin(), s.inputs.end(), [&](const TensorSpec& spec) {
+        return !is_mask(spec.kind) || each_padded_line(spec, inputs.at(spec.name), pad_value(spec), none);
+    });
 }
-
-namespace {
-// A shorter sequence's position ids: from the same offset, one apart (a deleted token's successors move up).
-void relay_positions(Tensor& t, double offset) {
-    for (std::size_t i = 0; i < t.values.size(); ++i) t.values[i] = offset + static_cast<double>(i);
-}
-}  // namespace
 
 void delete_along(Tensor& t, std::size_t k, const std::set<int>& gone) {
     const Lines lines(t.shape, k);
@@ -363,8 +344,10 @@ void apply_deletions(const Signature& s, Case& c, const Deletions& del) {
         for (auto k = gone.rbegin(); k != gone.rend(); ++k) c.perms[axis] = c.perms[axis].without_row(*k);
         c.lengths[axis] -= static_cast<int>(gone.size());
     }
+    // A shorter sequence's position ids: from the same offset, one apart (a deleted token's successors move up).
     for (const TensorSpec& spec : s.inputs)
-        if (spec.kind == TensorKind::position) relay_positions(c.inputs.at(spec.name), offsets[spec.name]);
+        if (std::vector<double>& v = c.inputs.at(spec.name).values; spec.kind == TensorKind::position)
+            for (std::size_t i = 0; i < v.size(); ++i) v[i] = offsets[spec.name] + static_cast<double>(i);
 }
 
 }  // namespace
@@ -477,10 +460,8 @@ rc::Seq<Case> signature_case_shrinks(const std::shared_ptr<const Signature>& s, 
         std::optional<Case> smaller = without_elements(*s, *shared, b.axis, positions);
         return smaller ? rc::Maybe<Case>(std::move(*smaller)) : rc::Maybe<Case>();
     });
-    std::vector<std::string> axes;
-    for (const Axis& a : s->axes) axes.push_back(a.name);
-    auto perms = rc::seq::mapcat(rc::seq::fromContainer(axes), [shared](const std::string& axis) {
-        return rc::seq::map(gen::permutation_shrinks(shared->perms.at(axis)), [shared, axis](Permutation p) {
+    auto perms = rc::seq::mapcat(rc::seq::fromContainer(s->axes), [shared](const Axis& a) {
+        return rc::seq::map(gen::permutation_shrinks(shared->perms.at(a.name)), [shared, axis = a.name](Permutation p) {
             Case fewer = *shared;
             fewer.perms[axis] = std::move(p);
             return fewer;
@@ -531,7 +512,6 @@ void require_case_fits(const Signature& s, const Case& c) {
     }
 }
 
-
 int widest_fixed_size(const Signature& s) {
     int widest = 1;
     for (const auto* list : {&s.inputs, &s.outputs})
@@ -562,6 +542,13 @@ double signature_tolerance(const ToleranceModel& m, const Lengths& lengths, int 
     for (const auto& [axis, len] : lengths) total += len;
     total += static_cast<long>(std::ceil(kPositionRoundingTerms * positions));
     return float_tolerance(m, total, widest, magnitude);
+}
+
+OutputComparison compare_sides(const std::string& name, const Tensor& a, const Tensor& b, const ToleranceModel& m,
+                               const Lengths& lengths, int widest, double inputs_magnitude, double positions,
+                               const std::vector<bool>& ignored) {
+    const double magnitude = finite_max_abs(b.values, finite_max_abs(a.values, inputs_magnitude));
+    return compare_tensors(name, a, b, signature_tolerance(m, lengths, widest, magnitude, positions), ignored);
 }
 
 double real_inputs_magnitude(const Signature& s, const Tensors& inputs) {
@@ -640,18 +627,15 @@ std::map<std::string, std::vector<bool>> padded_slots(const Signature& s, const 
             if (t.dims[d].is_axis()) k = d, ++axes;
         if (axes != 1) continue;
         const Tensor& m = inputs.at(t.name);
-        const auto [outer, inner] = outer_inner(m.shape, k);
-        const auto len = static_cast<std::size_t>(m.shape[k]);
-        std::vector<bool> pads(len, true);
-        for (std::size_t o = 0; o < outer; ++o)
-            for (std::size_t j = 0; j < len; ++j)
-                for (std::size_t i = 0; i < inner; ++i) {
-                    const double v = m.values[(o * len + j) * inner + i];
-                    if ((t.kind == TensorKind::mask) != (v != 0.0)) pads[j] = false;
-                }
+        const Lines lines(m.shape, k);
+        std::vector<bool> pads(lines.len, true);
+        for (std::size_t o = 0; o < lines.outer; ++o)
+            for (std::size_t j = 0; j < lines.len; ++j)
+                for (std::size_t i = 0; i < lines.inner; ++i)
+                    if ((t.kind == TensorKind::mask) != (m.values[lines.at(o, j, i)] != 0.0)) pads[j] = false;
         std::vector<bool>& slots = out[t.dims[k].axis];
-        if (slots.size() != len) slots.assign(len, false);
-        for (std::size_t j = 0; j < len; ++j) slots[j] = slots[j] || pads[j];
+        if (slots.size() != lines.len) slots.assign(lines.len, false);
+        for (std::size_t j = 0; j < lines.len; ++j) slots[j] = slots[j] || pads[j];
     }
     return out;
 }
@@ -680,8 +664,7 @@ std::vector<bool> entries_at_padded_slots(const Signature& s, const Tensors& inp
             any = any || std::find(it->second.begin(), it->second.end(), true) != it->second.end();
         }
     if (!any) return {};
-    std::size_t size = 1;
-    for (int k : shape) size *= static_cast<std::size_t>(k);
+    const std::size_t size = Tensor{shape, {}}.size();
     std::vector<bool> out(size, false);
     std::vector<int> where(shape.size(), 0);
     for (std::size_t e = 0; e < size; advance(where, shape), ++e)

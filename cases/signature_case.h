@@ -1,5 +1,5 @@
-// The case of a signature audit (cases/signature.h), how it is drawn and how it shrinks: the counterpart of
-// check/case.h for several named inputs over several axes.
+// The case of a signature (cases/signature.h): several named inputs over several axes, how it is drawn and how
+// it shrinks.
 //
 // Drawn: a length per axis (signature_lengths: the length schedule of cases/lengths.h per axis, max_len a hard
 // cap, the axes' schedules decorrelated), an independent uniform permutation per axis, real inputs with ties and
@@ -7,8 +7,8 @@
 // all padded, index inputs as random graphs with repeated edges and self-loops.
 //
 // Shrunk: delete elements of any axis (blocks, then single elements; deleting a node deletes the edges that
-// reference it and renumbers the rest; an element of x and the element of P x that holds it go together, the
-// rule of check/case.h's without_position), put back moved elements of any axis's permutation (toward a single
+// reference it and renumbers the rest; an element of x and the element of P x that holds it go together, as
+// Permutation::without_row renumbers), put back moved elements of any axis's permutation (toward a single
 // transposition on one axis, the identity elsewhere), simplify values (floats as gen::value_shrinks, masks
 // toward no padding, index values merged (every v replaced by 0 or v - 1) or one by one toward 0, so that fewer
 // nodes are named and can be deleted).
@@ -82,6 +82,10 @@ std::vector<int> position_of(std::size_t e, const std::vector<int>& shape);
 inline constexpr double kPositionRoundingTerms = 8.0;
 double signature_tolerance(const ToleranceModel& m, const Lengths& lengths, int widest, double magnitude,
                            double positions = 0.0);
+// compare_tensors (below) with the signature_tolerance for the largest finite |value| of a, b and `inputs_magnitude`.
+OutputComparison compare_sides(const std::string& name, const Tensor& a, const Tensor& b, const ToleranceModel& m,
+                               const Lengths& lengths, int widest, double inputs_magnitude, double positions,
+                               const std::vector<bool>& ignored = {});
 // The largest finite |value| of the real inputs (masks and indices are not scaled by the layer).
 double real_inputs_magnitude(const Signature& s, const Tensors& inputs);
 // A difference, a tolerance or a value in the audit's and the taps' messages: three significant digits.

@@ -1,104 +1,93 @@
 #include "cases/vocabulary.h"
 
-#include <array>
 #include <stdexcept>
 
 namespace permcheck {
 
 namespace {
-constexpr std::array kProperties{Property::equivariance, Property::invariance, Property::shift, Property::reversal,
-                                 Property::causal_prefix, Property::padding};
-constexpr std::array kArithmetics{Arithmetic::float32, Arithmetic::float64, Arithmetic::exact, Arithmetic::float16,
-                                  Arithmetic::bfloat16};
-constexpr std::array kVerdicts{Verdict::holds, Verdict::violated, Verdict::nondeterministic, Verdict::non_finite,
-                               Verdict::error, Verdict::interrupted, Verdict::undecided, Verdict::batch_dependent};
 
-template <class Enum, std::size_t N, class Name>
-std::string joined(const std::array<Enum, N>& all, Name name) {
-    std::string out;
-    for (Enum e : all) out += (out.empty() ? "" : ", ") + std::string(name(e));
-    return out;
-}
+// Each word's value and name, in the order of the enumerators (tables, so that no switch on a name is needed).
+template <class Enum> struct Word {
+    Enum value;
+    const char* name;
+};
+constexpr Word<Arithmetic> kArithmetics[]{{Arithmetic::float32, "float32"}, {Arithmetic::float64, "float64"},
+                                          {Arithmetic::exact, "exact"}, {Arithmetic::float16, "float16"},
+                                          {Arithmetic::bfloat16, "bfloat16"}};
+constexpr Word<Verdict> kVerdicts[]{{Verdict::holds, "holds"}, {Verdict::violated, "violated"},
+                                    {Verdict::nondeterministic, "nondeterministic"}, {Verdict::non_finite, "non-finite"},
+                                    {Verdict::error, "error"}, {Verdict::interrupted, "interrupted"},
+                                    {Verdict::undecided, "undecided"}, {Verdict::batch_dependent, "batch-dependent"}};
+constexpr Word<PadPlacement> kPadPlacements[]{
+    {PadPlacement::any, "any"}, {PadPlacement::left, "left"}, {PadPlacement::right, "right"}};
+constexpr Word<TensorKind> kTensorKinds[]{{TensorKind::real, "float"}, {TensorKind::mask, "mask"},
+                                          {TensorKind::index, "index"}, {TensorKind::token, "token"},
+                                          {TensorKind::position, "position"}, {TensorKind::mask_keep, "mask=keep"}};
 
-// A property's names, in the order of its enumerators (a table, so that no switch on a property's name is needed).
+// A property's names and what a layer is when it holds.
 struct PropertyWords {
-    Property property;
+    Property value;
     const char* name;
     const char* adjective;
 };
-constexpr std::array<PropertyWords, kProperties.size()> kPropertyWords{{
+constexpr PropertyWords kPropertyWords[]{
     {Property::equivariance, "equivariance", "equivariant"},
     {Property::invariance, "invariance", "invariant"},
     {Property::shift, "shift", "shift-invariant"},
     {Property::reversal, "reversal", "reversal-equivariant"},
     {Property::causal_prefix, "causal-prefix", "causal"},
     {Property::padding, "padding", "padding-invariant"},
-}};
+};
 
-const PropertyWords* words_of(Property p) {
-    for (const PropertyWords& w : kPropertyWords)
-        if (w.property == p) return &w;
-    return nullptr;
+template <class Table, class Enum> const auto* word_of(const Table& table, Enum e) {
+    for (const auto& w : table)
+        if (w.value == e) return &w;
+    return static_cast<decltype(&table[0])>(nullptr);
+}
+template <class Table, class Enum> const char* name_of(const Table& table, Enum e) {
+    const auto* w = word_of(table, e);
+    return w ? w->name : "?";
+}
+
+// The value named `name`, or std::invalid_argument: "unknown WHAT 'NAME'; VALID" and the names, comma-separated.
+template <class Table>
+auto parse_word(const Table& table, const std::string& name, const char* what, const char* valid) {
+    std::string names;
+    for (const auto& w : table) {
+        if (name == w.name) return w.value;
+        names += (names.empty() ? "" : ", ") + std::string(w.name);
+    }
+    throw std::invalid_argument("unknown " + std::string(what) + " '" + name + "'; " + valid + names);
 }
 
 }  // namespace
 
-const char* property_name(Property p) {
-    const PropertyWords* w = words_of(p);
-    return w ? w->name : "?";
+const char* property_name(Property p) { return name_of(kPropertyWords, p); }
+
+std::vector<Property> all_properties() {
+    std::vector<Property> all;
+    for (const PropertyWords& w : kPropertyWords) all.push_back(w.value);
+    return all;
 }
 
-std::string property_names() { return joined(kProperties, property_name); }
-
 const char* property_adjective(Property p) {
-    const PropertyWords* w = words_of(p);
+    const PropertyWords* w = word_of(kPropertyWords, p);
     return w ? w->adjective : "?";
 }
 
 Property parse_property(const std::string& name) {
-    for (Property p : kProperties)
-        if (name == property_name(p)) return p;
-    throw std::invalid_argument("unknown property '" + name + "'; valid properties: " + property_names());
+    return parse_word(kPropertyWords, name, "property", "valid properties: ");
 }
 
-const char* arithmetic_name(Arithmetic a) {
-    switch (a) {
-        case Arithmetic::float32: return "float32";
-        case Arithmetic::float64: return "float64";
-        case Arithmetic::exact: return "exact";
-        case Arithmetic::float16: return "float16";
-        case Arithmetic::bfloat16: return "bfloat16";
-    }
-    return "?";
-}
+const char* arithmetic_name(Arithmetic a) { return name_of(kArithmetics, a); }
 
 bool is_half(Arithmetic a) { return a == Arithmetic::float16 || a == Arithmetic::bfloat16; }
 
-Arithmetic parse_arithmetic(const std::string& name) {
-    for (Arithmetic a : kArithmetics)
-        if (name == arithmetic_name(a)) return a;
-    throw std::invalid_argument("unknown arithmetic '" + name + "'; valid: " + joined(kArithmetics, arithmetic_name));
-}
+Arithmetic parse_arithmetic(const std::string& name) { return parse_word(kArithmetics, name, "arithmetic", "valid: "); }
 
-const char* verdict_name(Verdict v) {
-    switch (v) {
-        case Verdict::holds: return "holds";
-        case Verdict::violated: return "violated";
-        case Verdict::nondeterministic: return "nondeterministic";
-        case Verdict::non_finite: return "non-finite";
-        case Verdict::error: return "error";
-        case Verdict::interrupted: return "interrupted";
-        case Verdict::undecided: return "undecided";
-        case Verdict::batch_dependent: return "batch-dependent";
-    }
-    return "?";
-}
+const char* verdict_name(Verdict v) { return name_of(kVerdicts, v); }
 
-Verdict parse_verdict(const std::string& name) {
-    for (Verdict v : kVerdicts)
-        if (name == verdict_name(v)) return v;
-    throw std::invalid_argument("unknown verdict '" + name + "'; valid verdicts: " + joined(kVerdicts, verdict_name));
-}
+Verdict parse_verdict(const std::string& name) { return parse_word(kVerdicts, name, "verdict", "valid verdicts: "); }
 
 int exit_code(Verdict v) {
     switch (v) {
@@ -110,25 +99,8 @@ int exit_code(Verdict v) {
     }
 }
 
-const char* pad_placement_name(PadPlacement p) {
-    switch (p) {
-        case PadPlacement::any: return "any";
-        case PadPlacement::left: return "left";
-        case PadPlacement::right: return "right";
-    }
-    return "?";
-}
+const char* pad_placement_name(PadPlacement p) { return name_of(kPadPlacements, p); }
 
-const char* tensor_kind_name(TensorKind k) {
-    switch (k) {
-        case TensorKind::real: return "float";
-        case TensorKind::mask: return "mask";
-        case TensorKind::index: return "index";
-        case TensorKind::token: return "token";
-        case TensorKind::position: return "position";
-        case TensorKind::mask_keep: return "mask=keep";
-    }
-    return "?";
-}
+const char* tensor_kind_name(TensorKind k) { return name_of(kTensorKinds, k); }
 
 }  // namespace permcheck

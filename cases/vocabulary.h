@@ -6,11 +6,12 @@
 #include "layers/expectation.h"
 
 #include <string>
+#include <vector>
 
 namespace permcheck {
 
 // float16 and bfloat16 are the precisions of black boxes only (audits of adapters and TorchScript modules): the
-// reference layers compute in float32, float64 or exact (check/engine.h refuses the half types).
+// reference layers compute in float32, float64 or exact (check/check.h refuses the half types).
 enum class Arithmetic { float32, float64, exact, float16, bfloat16 };
 
 // interrupted: the run was stopped (Ctrl-C, SIGTERM) before it could decide; what it found so far is kept.
@@ -20,9 +21,10 @@ enum class Verdict { holds, violated, nondeterministic, non_finite, error, inter
 
 const char* property_name(Property p);
 Property parse_property(const std::string& name);  // throws std::invalid_argument listing valid names
-std::string property_names();
 // What a layer is when property p holds of it: "equivariant", "invariant", "shift-invariant", ...
 const char* property_adjective(Property p);
+// Every property, in the order of its enumerators (what `permcheck list` and the --property choices show).
+std::vector<Property> all_properties();
 
 const char* arithmetic_name(Arithmetic a);
 Arithmetic parse_arithmetic(const std::string& name);  // float32|float64|exact|float16|bfloat16; throws otherwise

@@ -57,17 +57,7 @@ DtypeEvidence PrecisionEvidence::evidence() const {
 }
 
 std::vector<Arithmetic> candidate_precisions(const AuditOptions& o) {
-    if (o.dtype) return {*o.dtype};
-    return {Arithmetic::float32, Arithmetic::float64};
-}
-
-const char* finding_name(Outcome k) {
-    switch (k) {
-        case Outcome::violated: return "violation";
-        case Outcome::non_finite: return "non-finite output";
-        case Outcome::batch_dependent: return "batch-dependent answer";
-        default: return "nondeterministic answer";
-    }
+    return o.dtype ? std::vector{*o.dtype} : std::vector{Arithmetic::float32, Arithmetic::float64};
 }
 
 Verdict verdict_of(Outcome k) {
@@ -123,8 +113,7 @@ std::vector<Answer<Tensors>> answer_grouped(const std::vector<Tensors>& inputs, 
         try {
             got = batching.call_all(parts);
             got.resize(parts.size());
-        } catch (const std::exception& e) {
-            got.resize(parts.size());
+        } catch (const std::exception& e) {  // got still holds an empty answer per part
             for (std::size_t p = 0; p < parts.size(); ++p) failed(p, e.what());
         }
     } else {
@@ -162,6 +151,15 @@ std::size_t block_size_of(const Batching<Tensors>& batching) {
 namespace {
 
 bool stop_requested(const AuditOptions& o) { return o.stop_requested && o.stop_requested(); }
+
+const char* finding_name(Outcome k) {
+    switch (k) {
+        case Outcome::violated: return "violation";
+        case Outcome::non_finite: return "non-finite output";
+        case Outcome::batch_dependent: return "batch-dependent answer";
+        default: return "nondeterministic answer";
+    }
+}
 
 // The first failure of the run: its position in the schedule, and the observation that failed or the error of one
 // of its calls (with that call's request).
@@ -260,10 +258,7 @@ public:
 
     void work(Evaluator& ev) {
         for (;;) {
-            if (stop_requested(o_)) {
-                interrupted_ = true;
-                return;
-            }
+            if (stopped()) return;
             const std::size_t block = ev.block_size();
             const std::size_t j = next_.fetch_add(block);
             if (j >= schedule_.size() || j > lowest_failing_.load()) return;
@@ -296,6 +291,11 @@ private:
     std::vector<std::optional<Failure>> judged_under_each(const Evaluator& ev, std::size_t j, const Case& c,
                                                           const Answers& a, bool batched, std::vector<std::string>& names);
     void keep_closest(const Evaluator& ev, std::size_t j, const Case& c, const Answers& a);
+    bool stopped() {  // a stop request, which interrupts the run
+        const bool stop = stop_requested(o_);
+        if (stop) interrupted_ = true;
+        return stop;
+    }
     void progress(int calls) {  // under mutex_
         ++done_;
         calls_ += calls;
@@ -384,10 +384,7 @@ bool CaseRun::attempt_block(Evaluator& ev, std::size_t begin, std::size_t end) {
     for (std::size_t k = 0; k < cases.size(); ++k) {
         const std::size_t j = begin + k;
         if (j > lowest_failing_.load()) return true;
-        if (k > 0 && stop_requested(o_)) {
-            interrupted_ = true;
-            return true;
-        }
+        if (k > 0 && stopped()) return true;
         if (conclude(ev, j, &cases[k], asked[k], calls, {begin, end})) return true;
         calls = 0;
     }
@@ -431,10 +428,7 @@ bool CaseRun::conclude(Evaluator& ev, std::size_t j, const Case* c, const Answer
             error = {std::nullopt, e.what(), ev.last_request};
         }
     }
-    if (threw && stop_requested(o_)) {  // the stop's own error (an adapter killed by it): no finding
-        interrupted_ = true;
-        return true;
-    }
+    if (threw && stopped()) return true;  // the stop's own error (an adapter killed by it): no finding
     if (threw)
         for (auto& f : found) f = Failure{j, error, false};
     std::lock_guard<std::mutex> lock(mutex_);
@@ -517,53 +511,46 @@ std::optional<Shrunk> shrink_failure(Evaluator& ev, Outcome kind, const Case& st
     return Shrunk{r.minimal.value(), *last, r.steps, r.interrupted};
 }
 
-// Shrinks the first failure on one black box. found() is the latest finding, also when a call throws.
-class FailureShrink {
-public:
-    FailureShrink(Evaluator& ev, const AuditOptions& o, Observation found) : ev_(ev), o_(o), found_(std::move(found)) {}
+// Shrinks the first failure on one black box. `found` is the latest finding, also when a call throws.
+struct FailureShrink {
+    Evaluator& ev;
+    const AuditOptions& o;
+    Observation found;
+    int steps = 0;
 
-    // False when a stop request ended it (found() the smallest failure so far).
+    // False when a stop request ended it (found the smallest failure so far).
     bool run(const Case& failing) {
         // Both sides again, before shrinking: the failing case is the largest and the likeliest to show
         // dropout-like nondeterminism, which a small shrunk case may hide.
-        if (found_.outcome == Outcome::violated) reproduce(failing);
-        if (found_.outcome != Outcome::nondeterministic && !shrink_case(failing)) return false;
-        if (found_.outcome != Outcome::nondeterministic) return true;
+        if (found.outcome == Outcome::violated) reproduce(failing);
+        if (found.outcome != Outcome::nondeterministic && !shrink_case(failing)) return false;
+        if (found.outcome != Outcome::nondeterministic) return true;
         // The input answered twice differently (x, or P x of the failing case), as a case whose permutation the
         // predicate ignores.
-        if (stop_requested(o_)) return false;
-        const std::optional<Shrunk> s = shrink_failure(ev_, Outcome::nondeterministic, ev_.input_case(found_), o_);
+        if (stop_requested(o)) return false;
+        const Case input{found.lengths, properties::identities(found.lengths), found.inputs};
+        const std::optional<Shrunk> s = shrink_failure(ev, Outcome::nondeterministic, input, o);
         return !s || taken(*s);
     }
-
-    const Observation& found() const { return found_; }
-    int steps() const { return steps_; }
-
-private:
     void reproduce(const Case& c) {
-        if (auto nd = ev_.reproduce(c, found_)) found_ = *nd;
+        if (auto nd = ev.reproduce(c, found)) found = *nd;
     }
     bool taken(const Shrunk& s) {
-        steps_ += s.steps;
-        found_ = s.observation;
+        steps += s.steps;
+        found = s.observation;
         return !s.interrupted;
     }
     bool shrink_case(const Case& failing) {
-        if (stop_requested(o_)) return false;
-        const std::optional<Shrunk> shrunk = shrink_failure(ev_, found_.outcome, failing, o_);
+        if (stop_requested(o)) return false;
+        const std::optional<Shrunk> shrunk = shrink_failure(ev, found.outcome, failing, o);
         if (!shrunk) {
             reproduce(failing);  // the failing case, evaluated again, no longer failed: its answers changed
             return true;
         }
         if (!taken(*shrunk)) return false;
-        if (found_.outcome == Outcome::violated) reproduce(shrunk->minimal);
+        if (found.outcome == Outcome::violated) reproduce(shrunk->minimal);
         return true;
     }
-
-    Evaluator& ev_;
-    const AuditOptions& o_;
-    Observation found_;
-    int steps_ = 0;
 };
 
 // --------------------------------------------------------------------------------------------------- verdict
@@ -572,26 +559,26 @@ private:
 // while shrinking: the failure found is kept, shrunk as far as it got, and its kind named in the detail.
 void judge_failure(AuditResult& result, Evaluator& ev, int case_index, const Case& failing, const Observation& observation,
                    const AuditOptions& o) {
-    FailureShrink shrinking(ev, o, observation);
+    FailureShrink shrinking{ev, o, observation};
     const auto interrupted = [&] {
         result.verdict = Verdict::interrupted;
-        result.detail = std::string("interrupted while shrinking a ") + finding_name(shrinking.found().outcome) +
+        result.detail = std::string("interrupted while shrinking a ") + finding_name(shrinking.found.outcome) +
                         " found at case " + std::to_string(case_index) + "; the counterexample is the smallest found so far";
-        ev.record(result, shrinking.found(), case_index, shrinking.steps());
+        ev.record(result, shrinking.found, case_index, shrinking.steps);
     };
     try {
         if (!shrinking.run(failing)) return interrupted();
     } catch (const std::exception& e) {
         if (stop_requested(o)) return interrupted();  // the stop's own error (an adapter killed while it computed)
         result.verdict = Verdict::error;
-        result.error = std::string(e.what()) + " (while shrinking a " + finding_name(shrinking.found().outcome) +
+        result.error = std::string(e.what()) + " (while shrinking a " + finding_name(shrinking.found.outcome) +
                        " found at case " + std::to_string(case_index) + ")";
-        ev.record(result, shrinking.found(), case_index, 0);
+        ev.record(result, shrinking.found, case_index, 0);
         return;
     }
-    const Observation& found = shrinking.found();
+    const Observation& found = shrinking.found;
     result.verdict = verdict_of(found.outcome);
-    ev.record(result, found, case_index, shrinking.steps());
+    ev.record(result, found, case_index, shrinking.steps);
     result.detail = found.outcome == Outcome::violated ? ev.violation_detail(found) : found.detail;
 }
 

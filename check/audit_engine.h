@@ -21,8 +21,7 @@ namespace permcheck::engine {
 // What a case showed, once judged. batch_dependent: an item's answer in a batched request differs from its answer
 // alone (found only when a batched run's answers are confirmed alone).
 enum class Outcome { pass, violated, non_finite, nondeterministic, batch_dependent };
-const char* finding_name(Outcome k);  // "violation", "non-finite output", "nondeterministic answer", ...
-Verdict verdict_of(Outcome k);        // of a failure: violated, non-finite, nondeterministic or batch-dependent
+Verdict verdict_of(Outcome k);  // of a failure: violated, non-finite, nondeterministic or batch-dependent
 
 // What the values of the answers say of their precision. permcheck's real inputs are short dyadic numbers: k / 2^e
 // with e <= 20 and |k| <= 2^(e + 3) (cases/generators.h, Sampler::value), at most 23 significant bits; masks and

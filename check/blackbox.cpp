@@ -4,18 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <optional>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace permcheck {
-
-namespace {
-// Longer is possible, but a request of 1024 positions is already a long wait through a subprocess.
-constexpr int kMaxAuditLen = 1024;
-}  // namespace
 
 Shard parse_shard(const std::string& text) {
     const auto bad = [&] {
@@ -41,9 +34,9 @@ void validate(const AuditOptions& o) {
     if (o.min_len < 1 || o.max_len < o.min_len)
         fail("sequence lengths must satisfy 1 <= --min-len <= --max-len, got " + std::to_string(o.min_len) + " and " +
              std::to_string(o.max_len));
-    if (o.max_len > kMaxAuditLen) fail("--max-len must be at most " + std::to_string(kMaxAuditLen) + ", got " + std::to_string(o.max_len));
-    if (o.long_len < 0 || o.long_len > kMaxAuditLen)
-        fail("long_len must be between 0 and " + std::to_string(kMaxAuditLen) + ", got " + std::to_string(o.long_len));
+    if (o.max_len > kMaxAxisLen) fail("--max-len must be at most " + std::to_string(kMaxAxisLen) + ", got " + std::to_string(o.max_len));
+    if (o.long_len < 0 || o.long_len > kMaxAxisLen)
+        fail("long_len must be between 0 and " + std::to_string(kMaxAxisLen) + ", got " + std::to_string(o.long_len));
     if (o.cases < 1) fail("--cases must be at least 1, got " + std::to_string(o.cases));
     if (o.shard.count < 1 || o.shard.index < 1 || o.shard.index > o.shard.count)
         fail("the shard must be K/N with 1 <= K <= N, got " + std::to_string(o.shard.index) + "/" +
@@ -79,40 +72,10 @@ const char* dtype_evidence_name(DtypeEvidence e) {
 AuditResult audit(const BlackBox& layer, const AuditOptions& opts) { return audit(std::vector<BlackBox>{layer}, opts); }
 
 AuditResult audit(const std::vector<BlackBox>& layers, const AuditOptions& opts) {
-    std::vector<BatchedBlackBox> boxes;
-    for (const BlackBox& box : layers) boxes.push_back(BatchedBlackBox{box, {}});
-    return audit(boxes, opts);
-}
-
-AuditResult audit(const std::vector<BatchedBlackBox>& layers, const AuditOptions& opts) {
     validate(opts);
-    const Signature s = one_tensor_signature(opts.d, opts.output, opts.min_len, opts.max_len, opts.long_len);
-    std::vector<BatchedNamedBlackBox> boxes;
-    for (const BatchedBlackBox& box : layers) {
-        BatchedNamedBlackBox named{one_tensor_box(box.one, opts.output), {}};
-        if (box.many.call) {
-            const Output output = opts.output;
-            named.many.capacity = box.many.capacity;
-            named.many.call = [call = box.many.call, output](const std::vector<Tensors>& inputs) {
-                std::vector<Mat<double>> xs;
-                for (const Tensors& t : inputs) xs.push_back(tensor_matrix::as_matrix(t.at("x")));
-                std::vector<Answer<Tensors>> out;
-                std::vector<Answer<Mat<double>>> got = call(xs);
-                for (std::size_t k = 0; k < got.size(); ++k) {
-                    out.push_back({std::nullopt, std::move(got[k].error), ""});
-                    if (!got[k].value || k >= xs.size()) continue;
-                    try {
-                        out.back().value = Tensors{{"y", one_tensor_answer(*got[k].value, output, static_cast<int>(xs[k].rows()))}};
-                    } catch (const AdapterError& e) {
-                        out.back().error = e.what();
-                    }
-                }
-                return out;
-            };
-        }
-        boxes.push_back(std::move(named));
-    }
-    return audit(boxes, s, opts);
+    std::vector<NamedBlackBox> boxes;
+    for (const BlackBox& box : layers) boxes.push_back(one_tensor_box(box, opts.output));
+    return audit(boxes, one_tensor_signature(opts.d, opts.output, opts.min_len, opts.max_len, opts.long_len), opts);
 }
 
 }  // namespace permcheck

@@ -1,26 +1,15 @@
-// Auditing a layer we did not write, seen only through its answers: the public header of black-box audits (the
-// options, the result, the one-tensor form's black box); the signature form is check/signature_audit.h, and both
-// run on one engine (check/audit_engine.h) with one evaluator (check/signature_audit.cpp): the one-tensor form is
-// the signature one_tensor_signature (cases/signature.h) makes of it.
-//
-// What an audit does (proofs-notes/float-tolerance.md for the tolerance):
-//   - draws cases (input with ties or generic values, permutation) as a check does (check/case.h) for the
-//     one-tensor form, n in [min_len, max_len] and one case in ten longer; a passing case costs two calls,
-//     L(x) and L(P x);
-//   - compares L(P x) with P L(x) (sequence) or L(x) (pooled) with a tolerance derived from the dtype's unit
-//     roundoff, n, d and the magnitudes, never a fixed allclose; when no dtype is given, it is inferred from
-//     the answers of the cases before any of them is judged (check/audit_engine.h, PrecisionEvidence);
-//   - before calling a difference a violation, evaluates both sides again: a layer that answers the same input
-//     twice differently is `nondeterministic`, never `violated`; the first few inputs are evaluated twice;
-//   - a non-finite output is its own verdict; every failure is shrunk (fewest positions, fewest moved
-//     positions, simplest values) by the check's own shrinker (check/case.h, cases/search.h).
-//
-// It includes no RapidCheck header (cases/signature.h holds the records it shares with the check), so that
-// <permcheck/audit.h> does not either; tests/public_headers.sh keeps it so.
+// Auditing a layer we did not write, seen only through its answers: the options, the result and the one-tensor
+// form's black box. Every audit is a signature audit (check/signature_audit.h) on one engine (check/audit_engine.h):
+// it draws cases as a check does (cases/signature_case.h), compares the property's two sides with a tolerance
+// derived from the dtype's unit roundoff, n, d and the magnitudes (proofs-notes/float-tolerance.md; the dtype
+// inferred from the answers when not given), evaluates a failing case again before calling it a violation (two
+// answers to one input: nondeterministic), and shrinks every failure with the cases' own shrinker.
+// It includes no RapidCheck header, so that <permcheck/audit.h> does not either (tests/public_headers.sh).
 #pragma once
 
 #include "cases/tolerance_model.h"
 #include "cases/signature.h"
+#include "check/check_result.h"
 #include "check/taps.h"
 #include "layers/expectation.h"
 
@@ -69,15 +58,6 @@ struct Shard {
 };
 Shard parse_shard(const std::string& text);  // "K/N" with 1 <= K <= N; throws std::invalid_argument otherwise
 bool in_shard(int case_index, const Shard& shard);
-
-// Where an audit stands, for a progress line: cases of this run done and in all, calls so far, and whether it is
-// shrinking a failure (shrink calls are not cases).
-struct AuditProgress {
-    int cases_done = 0;
-    int cases_total = 0;
-    int calls = 0;
-    bool shrinking = false;
-};
 
 // The default cap on the shrinking of one audit failure, in evaluations of its predicate.
 inline constexpr int kAuditShrinkEvaluations = 500;
@@ -153,7 +133,7 @@ struct OutputCheck {
 
 struct AuditResult {
     Verdict verdict = Verdict::holds;
-    Property property = Property::equivariance;  // equivariance (sequence) | invariance (pooled)
+    Property property = Property::equivariance;  // as recorded: equivariance, invariance, shift or padding
     Arithmetic dtype = Arithmetic::float64;      // the one the comparisons used: float32 | float64 | float16 | bfloat16
     bool dtype_inferred = false;                 // inferred from the answers (some came), not given in the options
     DtypeEvidence dtype_evidence = DtypeEvidence::no_answer;  // what decided dtype (given when the options gave it)
@@ -195,18 +175,6 @@ AuditResult audit(const BlackBox& layer, const AuditOptions& opts);
 // each). The verdict, cases and counterexample are those of one box (the lowest-indexed failing case is the
 // one shrunk); `evaluations` may be higher, since cases already started past a failure are finished.
 AuditResult audit(const std::vector<BlackBox>& layers, const AuditOptions& opts);
-
-// A black box with an optional batched side (`many`, its call empty: not batched). An audit of these sends
-// the evaluations of a block of consecutive cases (L(x), L(P x), the repeats) grouped by length, up to
-// capacity() a call, once capacity() > 1, and judges the cases in order as the unbatched audit does: the same
-// verdict, failing case, dtype and counterexample (shrinking calls `one`). An item's error is that case's error.
-// The one-tensor audits run as the signature audit of one_tensor_signature(d, output, min_len, max_len), the box
-// seen as a NamedBlackBox of x and y (one_tensor_box).
-struct BatchedBlackBox {
-    BlackBox one;
-    Batching<Mat<double>> many;
-};
-AuditResult audit(const std::vector<BatchedBlackBox>& layers, const AuditOptions& opts);
 
 // A one-tensor black box as the named one of its signature: inputs {x: n x d} in, outputs {y} out (n x W, or W
 // for a pooled output), each answer's rows as the layer gave them (the audit checks them).

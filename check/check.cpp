@@ -56,17 +56,6 @@ OutputComparison compare_output(const TensorSpec& spec, const NamedTensor<S>& lh
     return c;
 }
 
-// The entries of t that `pick` selects from an index tensor of t's shape, in the order it gives them: the selections
-// and moves of a property (P y, the real positions of a padded answer, a last row), in any scalar.
-template <class S, class Pick> NamedTensor<S> selected(const NamedTensor<S>& t, const Pick& pick) {
-    Tensor where{t.shape, {}};
-    for (std::size_t k = 0; k < t.values.size(); ++k) where.values.push_back(static_cast<double>(k));
-    const Tensor chosen = pick(where);
-    NamedTensor<S> out{chosen.shape, {}};
-    for (double k : chosen.values) out.values.push_back(t.values[static_cast<std::size_t>(k)]);
-    return out;
-}
-
 template <class S>
 void expect_shape(const Family& f, const TensorSpec& spec, const NamedTensor<S>& y, const Lengths& lengths) {
     if (y.shape != shape_of(spec, lengths))
@@ -92,8 +81,8 @@ Sides<S> sides_of(const Family& family, const Signature& s, const PropertyRules&
     for (const TensorSpec& spec : s.outputs) {
         expect_shape(family, spec, y.at(spec.name), c.lengths);
         expect_shape(family, spec, answer.at(spec.name), lengths);
-        out.lhs.push_back(selected(answer.at(spec.name), [&](const Tensor& w) { return p.compared(spec, c, w); }));
-        out.rhs.push_back(selected(y.at(spec.name), [&](const Tensor& w) { return p.expected(spec, c, w); }));
+        out.lhs.push_back(gathered(answer.at(spec.name), p.compared(spec, c, index_tensor(answer.at(spec.name)))));
+        out.rhs.push_back(gathered(y.at(spec.name), p.expected(spec, c, index_tensor(y.at(spec.name)))));
     }
     return out;
 }
@@ -240,12 +229,10 @@ struct Question {
         return rc::shrinkable::shrinkRecur(start, [this](const Case& k) {
             auto own = rc::seq::map(property.shrinkable(signature, args, k).shrinks(),
                                     [](const rc::Shrinkable<Case>& s) { return s.value(); });
-            std::vector<Case> weights;
-            if (k.weight_seed != 0) {
-                weights.push_back(k);
-                weights.back().weight_seed = 0;
-            }
-            return rc::seq::concat(std::move(own), rc::seq::fromContainer(std::move(weights)));
+            Case unseeded = k;
+            unseeded.weight_seed = 0;
+            return rc::seq::concat(std::move(own),
+                                   k.weight_seed != 0 ? rc::seq::just(std::move(unseeded)) : rc::Seq<Case>());
         });
     }
 };
@@ -264,7 +251,7 @@ std::string replay_line(const Question& q, const Expectation& row) {
     return s.str();
 }
 
-Counterexample recorded(const Question& q, const Case& c, int case_index, int shrink_steps) {
+Counterexample recorded(const Question& q, const Expectation& row, const Case& c, int case_index, int shrink_steps) {
     Counterexample ce;
     static_cast<Case&>(ce) = c;
     ce.outputs = q.compared(c, q.options.arithmetic);
@@ -272,6 +259,7 @@ Counterexample recorded(const Question& q, const Case& c, int case_index, int sh
     ce.case_index = case_index;
     ce.shrink_steps = shrink_steps;
     ce.confirmed_exactly = q.options.arithmetic == Arithmetic::exact || !all_hold(q.compared(c, Arithmetic::exact));
+    ce.replay = replay_line(q, row);
     return ce;
 }
 
@@ -315,8 +303,7 @@ CheckResult check(const Family& family, const Expectation& row, const CheckOptio
         const ShrinkResult<Case> shrunk = shrink(q.shrinkable(c), fails, o.max_shrink_evaluations, o.stop_requested);
         r.holds = false;
         r.interrupted = shrunk.interrupted;
-        r.counterexample = recorded(q, shrunk.minimal.value(), i, shrunk.steps);
-        r.counterexample->replay = r.replay;
+        r.counterexample = recorded(q, row, shrunk.minimal.value(), i, shrunk.steps);
         return r;
     }
     return r;
@@ -333,10 +320,7 @@ std::vector<Case> drawn_cases(const Family& family, const Expectation& row, cons
 
 Counterexample counterexample_at(const Family& family, const Expectation& row, const Case& c, const CheckOptions& opts,
                                  int case_index, int shrink_steps) {
-    const Question q(family, row, opts);
-    Counterexample ce = recorded(q, c, case_index, shrink_steps);
-    ce.replay = replay_line(q, row);
-    return ce;
+    return recorded(Question(family, row, opts), row, c, case_index, shrink_steps);
 }
 
 void keep_freed_memory_for_reuse() {

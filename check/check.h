@@ -51,15 +51,23 @@ template <class S>
 std::vector<OutputComparison> compare_case(const Family& family, const Signature& s, const PropertyRules& p,
                                            const PropertyArgs& args, const Case& c, int d);
 
+// A tensor of t's shape whose values are their own flat indices: moved or selected as t would be, it says where
+// each value of t goes. gathered(t, where) takes t's values at the indices `where` holds, in where's shape.
+template <class S> Tensor index_tensor(const NamedTensor<S>& t) {
+    Tensor where{t.shape, {}};
+    for (std::size_t k = 0; k < t.values.size(); ++k) where.values.push_back(static_cast<double>(k));
+    return where;
+}
+template <class S> NamedTensor<S> gathered(const NamedTensor<S>& t, const Tensor& where) {
+    NamedTensor<S> out{where.shape, {}};
+    for (double k : where.values) out.values.push_back(t.values[static_cast<std::size_t>(k)]);
+    return out;
+}
+
 // P y along the output's axes, in any scalar: y's values moved to where permute_output moves their indices.
 template <class S>
 NamedTensor<S> permuted_output(const TensorSpec& spec, const Permutations& perms, const NamedTensor<S>& y) {
-    Tensor where{y.shape, {}};
-    for (std::size_t k = 0; k < y.values.size(); ++k) where.values.push_back(static_cast<double>(k));
-    const Tensor moved = permute_output(spec, perms, where);
-    NamedTensor<S> out{y.shape, {}};
-    for (double k : moved.values) out.values.push_back(y.values[static_cast<std::size_t>(k)]);
-    return out;
+    return gathered(y, permute_output(spec, perms, index_tensor(y)));
 }
 
 // P x for a signature whose inputs are real or masks, in any scalar (the certificates' inputs): permute_inputs on
@@ -70,17 +78,10 @@ NamedTensors<S> permuted_real_inputs(const Signature& s, const Permutations& per
     for (const TensorSpec& spec : s.inputs) {
         if (spec.kind == TensorKind::index)
             throw std::invalid_argument("input '" + spec.name + "' is an index: its values do not move as positions");
-        const NamedTensor<S>& t = x.at(spec.name);
-        Tensor& w = where[spec.name];
-        w.shape = t.shape;
-        for (std::size_t k = 0; k < t.values.size(); ++k) w.values.push_back(static_cast<double>(k));
+        where[spec.name] = index_tensor(x.at(spec.name));
     }
     NamedTensors<S> out;
-    for (const auto& [name, moved] : permute_inputs(s, perms, where)) {
-        NamedTensor<S>& o = out[name];
-        o.shape = moved.shape;
-        for (double k : moved.values) o.values.push_back(x.at(name).values[static_cast<std::size_t>(k)]);
-    }
+    for (const auto& [name, moved] : permute_inputs(s, perms, where)) out[name] = gathered(x.at(name), moved);
     return out;
 }
 

@@ -13,13 +13,15 @@
 
 namespace permcheck {
 
-// Where a check stands, for a progress line: cases done and in all, evaluations so far, shrinking or not.
-struct CheckProgress {
+// Where a check or an audit stands, for a progress line: cases of this run done and in all, calls of the layer so
+// far, and whether it is shrinking a failure (shrink calls are not cases).
+struct AuditProgress {
     int cases_done = 0;
     int cases_total = 0;
-    int evaluations = 0;
+    int calls = 0;
     bool shrinking = false;
 };
+using CheckProgress = AuditProgress;
 
 struct CheckOptions {
     Arithmetic arithmetic = Arithmetic::float64;  // float32 | float64 | exact

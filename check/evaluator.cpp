@@ -172,8 +172,8 @@ Observation Evaluator::judge(const Case& c, const Answers& a, const ToleranceMod
     for (const TensorSpec& spec : s_->outputs) {
         const Tensor& lhs = a.lhs.at(spec.name);
         rhs.push_back(rules_.expected(spec, c, a.y.at(spec.name)));
-        ob.outputs.push_back(compared(spec.name, lhs, rhs.back(), lengths, a.inputs_magnitude, t, a.positions,
-                                      rules_.ignored(*s_, c, spec, lhs.shape)));
+        ob.outputs.push_back(compare_sides(spec.name, lhs, rhs.back(), t, lengths, widest_, a.inputs_magnitude,
+                                           a.positions, rules_.ignored(*s_, c, spec, lhs.shape)));
         if (has_positions_) note_undecided(ob.outputs.back(), lhs, rhs.back(), t);
     }
     std::string where = non_finite(a.y, "L(x)", c.inputs);
@@ -234,10 +234,6 @@ std::optional<Observation> Evaluator::twice(const Case& c) {
     return differ(c.lengths, c.inputs, a, b, "x", tolerance_, largest_position(*s_, c.inputs));
 }
 
-Case Evaluator::input_case(const Observation& ob) const {
-    return Case{ob.lengths, properties::identities(ob.lengths), ob.inputs};
-}
-
 rc::Shrinkable<Case> Evaluator::shrinkable(const Case& c) const { return rules_.shrinkable(s_, args_, c); }
 
 void Evaluator::record(AuditResult& result, const Observation& ob, int case_index, int shrink_steps) const {
@@ -247,13 +243,9 @@ void Evaluator::record(AuditResult& result, const Observation& ob, int case_inde
     ce.outputs = ob.outputs;
     ce.case_index = case_index;
     ce.shrink_steps = shrink_steps;
-    int moved = 0;
-    for (const auto& [axis, p] : ob.perms)
-        if (!p.is_identity()) {
-            ++moved;
-            ce.axis_at_fault = axis;
-        }
-    if (moved != 1) ce.axis_at_fault.clear();
+    const auto moves = [](const auto& perm) { return !perm.second.is_identity(); };
+    if (std::count_if(ob.perms.begin(), ob.perms.end(), moves) == 1)
+        ce.axis_at_fault = std::find_if(ob.perms.begin(), ob.perms.end(), moves)->first;
     result.counterexample = std::move(ce);
 }
 
@@ -281,15 +273,6 @@ double Evaluator::inputs_magnitude(const Tensors& inputs) const {
     return m;
 }
 
-// a against b, with the tolerance at these lengths for the magnitude of the inputs and of both sides and the largest
-// position id.
-OutputComparison Evaluator::compared(const std::string& name, const Tensor& a, const Tensor& b, const Lengths& lengths,
-                                     double inputs_magnitude, const ToleranceModel& t, double positions,
-                                     const std::vector<bool>& ignored) const {
-    const double m = finite_max_abs(b.values, finite_max_abs(a.values, inputs_magnitude));
-    return compare_tensors(name, a, b, signature_tolerance(t, lengths, widest_, m, positions), ignored);
-}
-
 std::optional<Observation> Evaluator::differ(const Lengths& lengths, const Tensors& inputs, const Tensors& a,
                                              const Tensors& b, const char* what, const ToleranceModel& t,
                                              double positions) const {
@@ -297,7 +280,8 @@ std::optional<Observation> Evaluator::differ(const Lengths& lengths, const Tenso
     ob.outcome = Outcome::nondeterministic;
     const double magnitude = inputs_magnitude(inputs);
     for (const TensorSpec& spec : s_->outputs) {
-        ob.outputs.push_back(compared(spec.name, a.at(spec.name), b.at(spec.name), lengths, magnitude, t, positions));
+        ob.outputs.push_back(
+            compare_sides(spec.name, a.at(spec.name), b.at(spec.name), t, lengths, widest_, magnitude, positions));
         const OutputComparison& c = ob.outputs.back();
         if (c.holds || !ob.detail.empty()) continue;
         ob.detail = "the same input (" + format_lengths(lengths) + "), requested as " + what +

@@ -66,7 +66,6 @@ public:
     // when they differ (layer_of_permuted the batched answer, permuted_layer the answer alone).
     std::optional<Observation> alone(const Case& c, const Answers& batched);
     std::optional<Observation> twice(const Case& c);  // x twice, the permutation ignored
-    Case input_case(const Observation& ob) const;     // the input answered twice, as a case
     rc::Shrinkable<Case> shrinkable(const Case& c) const;
 
     // The finding into the result, at its case index and shrink steps.
@@ -93,9 +92,6 @@ private:
     std::string non_finite(const Tensors& answer, const char* side, const Tensors& inputs) const;
     Answers answers_of(const Case& c, std::vector<Answer<Tensors>>& got, std::size_t i, bool repeat, Tensors px);
     double inputs_magnitude(const Tensors& inputs) const;
-    OutputComparison compared(const std::string& name, const Tensor& a, const Tensor& b, const Lengths& lengths,
-                              double inputs_magnitude, const ToleranceModel& t, double positions,
-                              const std::vector<bool>& ignored = {}) const;
 
     const BatchedNamedBlackBox& box_;
     const NamedBlackBox* reference_;

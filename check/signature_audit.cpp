@@ -14,22 +14,11 @@
 
 namespace permcheck {
 
-namespace {
-
 using engine::audited_args;
 using engine::audited_rules;
 using engine::Evaluator;
 using engine::Observation;
 using engine::Outcome;
-
-// Throws std::invalid_argument unless the saved case carries what its property needs (pads that fit its lengths,
-// a shift of at least 1) and the signature can take the property.
-void validate_saved_case(const Signature& s, const Counterexample& c, const AuditOptions& o) {
-    audited_args(s, o);
-    audited_rules(o).validate_saved(s, c);
-}
-
-}  // namespace
 
 AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, const Counterexample& saved,
                        bool twice, const AuditOptions& opts) {
@@ -37,11 +26,13 @@ AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, c
     if (!opts.dtype || *opts.dtype == Arithmetic::exact)
         throw std::invalid_argument("a saved case is judged again in the dtype it was found in: float32, float64, float16 or bfloat16");
     require_case_fits(signature, saved);
-    validate_saved_case(signature, saved, opts);
+    // The saved case carries what its property needs (pads that fit its lengths, a shift of at least 1), and the
+    // signature can take the property.
+    audited_args(signature, opts);
+    audited_rules(opts).validate_saved(signature, saved);
     const BatchedNamedBlackBox box{layer, {}};
     Evaluator ev(box, std::make_shared<const Signature>(signature), opts, *opts.dtype);
-    const Case& c = saved;
-    std::optional<Observation> ob = twice ? ev.twice(c) : std::optional(ev.observe(c, false));
+    std::optional<Observation> ob = twice ? ev.twice(saved) : std::optional(ev.observe(saved, false));
     AuditResult r;
     r.property = audited_rules(opts).recorded_as(signature, audited_args(signature, opts));
     r.dtype = *opts.dtype;
@@ -104,10 +95,6 @@ void cover(AuditResult& r, const std::vector<Lengths>& lengths, const engine::Sc
         for (const auto& [axis, len] : lengths[static_cast<std::size_t>(schedule.index[j])]) covered[axis].insert(len);
     for (const auto& [axis, set] : covered) r.axis_lengths[axis] = {set.begin(), set.end()};
 }
-
-}  // namespace
-
-namespace {
 
 // The audit of the black boxes (one worker each), the expected side from `reference` when given.
 AuditResult audit_boxes(const std::vector<BatchedNamedBlackBox>& layers, const NamedBlackBox* reference,

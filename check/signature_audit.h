@@ -10,7 +10,10 @@
 
 namespace permcheck {
 
-// A named black box with an optional batched side, as BatchedBlackBox is for one tensor.
+// A named black box with an optional batched side (`many`, its call empty: not batched). An audit of these sends
+// the evaluations of a block of consecutive cases (L(x), L(P x), the repeats) grouped by lengths, up to
+// capacity() a call, once capacity() > 1, and judges the cases in order as the unbatched audit does: the same
+// verdict, failing case, dtype and counterexample (shrinking calls `one`). An item's error is that case's error.
 struct BatchedNamedBlackBox {
     NamedBlackBox one;
     Batching<Tensors> many;
@@ -23,7 +26,7 @@ struct BatchedNamedBlackBox {
 // std::invalid_argument for a bad signature (validate) or bad options.
 AuditResult audit(const NamedBlackBox& layer, const Signature& signature, const AuditOptions& opts);
 AuditResult audit(const std::vector<NamedBlackBox>& layers, const Signature& signature, const AuditOptions& opts);
-// The same with batched sides, as for BatchedBlackBox.
+// The same with batched sides.
 AuditResult audit(const std::vector<BatchedNamedBlackBox>& layers, const Signature& signature, const AuditOptions& opts);
 
 // The audit of `layer` against `reference`: each case's expected side is made of the reference's answer to x (P

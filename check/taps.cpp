@@ -65,6 +65,17 @@ std::string first_break_sentence(const TapTrace& t) {
 
 namespace {
 
+bool all_finite(const std::vector<double>& values) {
+    return std::all_of(values.begin(), values.end(), [](double v) { return std::isfinite(v); });
+}
+
+// A tap as an output of these axes.
+TensorSpec tap_spec(const std::vector<std::string>& axes, const std::string& name = "tap") {
+    TensorSpec spec{name, {}, TensorKind::real, ""};
+    for (std::size_t d = 0; d < axes.size(); ++d) spec.dims.push_back(Dim{axes[d], 0});
+    return spec;
+}
+
 std::string axes_text(const std::vector<std::string>& axes) {
     std::string s;
     for (std::size_t k = 0; k < axes.size(); ++k) {
@@ -96,10 +107,6 @@ std::vector<std::string> axes_changing(std::size_t k, const std::vector<int>& sh
     }
     return out;
 }
-
-}  // namespace
-
-namespace {
 
 // The rows of a table of `count` taps that a view of at most `most` rows shows: all when they fit, else the
 // first few, a window around the first breaking tap and the last few.
@@ -199,14 +206,6 @@ std::vector<std::string> tap_axes(const std::vector<int>& shape, const Lengths& 
     return axes;
 }
 
-namespace {
-
-bool all_finite(const std::vector<double>& values) {
-    return std::all_of(values.begin(), values.end(), [](double v) { return std::isfinite(v); });
-}
-
-}  // namespace
-
 TapComparison judge_tap(const std::string& name, const Tensor& at_x, const Tensor& at_px,
                         const std::vector<std::string>& axes, const Permutations& perms, const Lengths& lengths,
                         int widest_fixed, double inputs_magnitude, Arithmetic dtype, double amplification,
@@ -218,17 +217,12 @@ TapComparison judge_tap(const std::string& name, const Tensor& at_x, const Tenso
         c.note = "its shape is " + shape_text(at_x.shape) + " at x and " + shape_text(at_px.shape) + " at P x";
         return c;
     }
-    TensorSpec spec{name, {}, TensorKind::real, ""};
     int widest = std::max(widest_fixed, 1);
-    for (std::size_t k = 0; k < axes.size(); ++k) {
-        spec.dims.push_back(Dim{axes[k], at_x.shape[k]});
+    for (std::size_t k = 0; k < axes.size(); ++k)
         if (axes[k].empty()) widest = std::max(widest, at_x.shape[k]);
-    }
-    const Tensor rhs = permute_output(spec, perms, at_x);
-    const ToleranceModel model = tolerance_model(dtype, amplification);
-    const double m = finite_max_abs(rhs.values, finite_max_abs(at_px.values, inputs_magnitude));
-    const OutputComparison o =
-        compare_tensors(name, at_px, rhs, signature_tolerance(model, lengths, widest, m, positions), ignored);
+    const Tensor rhs = permute_output(tap_spec(axes, name), perms, at_x);
+    const OutputComparison o = compare_sides(name, at_px, rhs, tolerance_model(dtype, amplification), lengths, widest,
+                                             inputs_magnitude, positions, ignored);
     c.max_abs_diff = o.max_abs_diff;
     c.tolerance = o.tolerance;
     if (!all_finite(at_x.values) || !all_finite(at_px.values)) {
@@ -360,14 +354,9 @@ std::vector<std::string> axes_of(const Tap& t, std::size_t k, const Lengths& len
 }
 
 TapComparison not_comparable(const Tap& t, const std::string& why) {
-    TapComparison c{t.name, t.value.shape, std::vector<std::string>(t.value.shape.size()), TapVerdict::not_comparable,
-                    std::numeric_limits<double>::infinity(), 0.0, why};
-    return c;
+    return {t.name, t.value.shape, std::vector<std::string>(t.value.shape.size()), TapVerdict::not_comparable,
+            std::numeric_limits<double>::infinity(), 0.0, why};
 }
-
-}  // namespace
-
-namespace {
 
 // What the taps at x are compared with: the taps at the transformed inputs (P x, x_c or pad x), a tap there taken as
 // `compared` says (a padded tap at the real positions), under the permutations `perms` (identities for shift and
@@ -379,19 +368,6 @@ struct TapCase {
     Lengths lengths;
     double positions = 0.0;
 };
-
-// A tap as an output of these axes.
-TensorSpec tap_spec(const std::vector<std::string>& axes) {
-    TensorSpec spec{"tap", {}, TensorKind::real, ""};
-    for (std::size_t d = 0; d < axes.size(); ++d) spec.dims.push_back(Dim{axes[d], 0});
-    return spec;
-}
-
-// The tap at the transformed inputs as it is compared with T(x): at the real positions of a padded case along the
-// dims that follow the padded axis.
-Tensor compared_tap(const TapCase& k, const std::vector<std::string>& axes, const Tensor& at_transformed) {
-    return k.property.compared(tap_spec(axes), k.c, at_transformed);
-}
 
 TapTrace trace(const TapSource& source, const Signature& s, const TapCase& k, Arithmetic dtype, double amplification) {
     TapTrace trace;
@@ -418,24 +394,22 @@ TapTrace trace(const TapSource& source, const Signature& s, const TapCase& k, Ar
     const std::string lhs = k.property.sides(true).lhs, at = lhs.substr(2, lhs.find(')') - 2);
     for (std::size_t j = 0; j < at_x.size(); ++j) {
         const Tap& t = at_x[j];
-        if (!t.unusable.empty()) {
-            trace.taps.push_back(not_comparable(t, t.unusable));
-            continue;
-        }
-        if (!match[j]) {
-            trace.taps.push_back(not_comparable(t, unmatched_reason(at_x, at_px, t.name, at)));
-            continue;
-        }
-        const Tap& other = at_px[*match[j]];
-        if (!other.unusable.empty()) {
-            trace.taps.push_back(not_comparable(t, "at " + at + ": " + other.unusable));
+        const Tap* other = match[j] ? &at_px[*match[j]] : nullptr;
+        const std::string why = !t.unusable.empty() ? t.unusable
+                                : !other            ? unmatched_reason(at_x, at_px, t.name, at)
+                                : other->unusable.empty() ? "" : "at " + at + ": " + other->unusable;
+        if (!other || !why.empty()) {
+            trace.taps.push_back(not_comparable(t, why));
             continue;
         }
         try {
+            // The tap at the transformed inputs as it is compared with T(x): at the real positions of a padded case
+            // along the dims that follow the padded axis.
             const std::vector<std::string> axes = axes_of(t, j, k.c.lengths, probes);
-            trace.taps.push_back(judge_tap(t.name, t.value, compared_tap(k, axes, other.value), axes, k.c.perms,
+            const TensorSpec spec = tap_spec(axes);
+            trace.taps.push_back(judge_tap(t.name, t.value, k.property.compared(spec, k.c, other->value), axes, k.c.perms,
                                            k.lengths, widest_fixed_size(s), magnitude, dtype, amplification, k.positions,
-                                           k.property.ignored(s, k.c, tap_spec(axes), t.value.shape)));
+                                           k.property.ignored(s, k.c, spec, t.value.shape)));
         } catch (const std::invalid_argument& e) {
             trace.taps.push_back(not_comparable(t, std::string("which dims follow which axis cannot be told: ") + e.what()));
         }

@@ -1,11 +1,10 @@
 // Where symmetry first breaks: the outputs of a layer's submodules ("taps", e.g. a torch module's forward hooks,
 // in the order the submodules finished) at a counterexample's x and P x (x_c for shift, pad x for padding), each
-// judged as an output is. A tap is
-// expected equivariant along every axis its dims follow and invariant to every axis it lacks; a dim that follows
-// an axis is found from the tap's own declaration ("dims") or from probes: the same case with one axis one
-// element longer, where a dim follows axis a when its size is a's length at x and changes exactly when a's
-// length does (proofs-notes/taps.md). The first tap that breaks the property names the most specific submodule
-// at fault, since a child finishes before its parent.
+// judged as an output is. A tap is expected equivariant along every axis its dims follow and invariant to every
+// axis it lacks; a dim that follows an axis is found from the tap's own declaration ("dims") or from probes: the
+// same case with one axis one element longer, where a dim follows axis a when its size is a's length at x and
+// changes exactly when a's length does (proofs-notes/taps.md). The first tap that breaks the property names the
+// most specific submodule at fault, since a child finishes before its parent.
 //
 // Part of the public API's result (AuditResult::taps), so RapidCheck-free (tests/public_headers.sh).
 #pragma once

@@ -15,27 +15,6 @@
 namespace permcheck::cli {
 namespace {
 
-// "2-8, 13, 19": ascending lengths with their runs joined.
-std::string lengths_text(const std::vector<int>& lengths) {
-    std::ostringstream s;
-    for (std::size_t i = 0; i < lengths.size();) {
-        std::size_t j = i;
-        while (j + 1 < lengths.size() && lengths[j + 1] == lengths[j] + 1) ++j;
-        s << (i ? ", " : "") << lengths[i];
-        if (j > i) s << "-" << lengths[j];
-        i = j + 1;
-    }
-    return s.str();
-}
-
-// "y equivariant along n, invariant to m; g invariant to n, m": what each output of a signature must do.
-std::string signature_claims(const Signature& s) {
-    std::string out;
-    for (const TensorSpec& t : s.outputs)
-        out += (out.empty() ? "" : "; ") + t.name + " " + report::detail::output_claim(t, s);
-    return out;
-}
-
 }  // namespace
 
 bool names_a_tensor(const std::string& output_text) { return output_text.find(':') != std::string::npos; }
@@ -82,23 +61,6 @@ Signature signature_of(const SignatureText& t) {
     return s;
 }
 
-std::string signature_head(const Signature& s, const AuditResult& r) {
-    std::ostringstream head;
-    // An audit that failed before its first call has settled no dtype (a module not loaded, an adapter not started).
-    const bool dtype_known = r.verdict != Verdict::error || r.evaluations > 0;
-    std::string outputs;
-    for (const TensorSpec& t : s.outputs) outputs += (outputs.empty() ? "" : ", ") + t.name;
-    const PropertyRules& rules = rules_of(r.property);
-    if (rules.permutes()) head << signature_claims(s);
-    else head << property_name(r.property) << ": " << outputs << " " << rules.output_claim();
-    head << " (" << (dtype_known ? dtype_text(r) : "");
-    for (std::size_t k = 0; k < s.axes.size(); ++k)
-        head << (k || dtype_known ? ", " : "") << s.axes[k].name << " in [" << s.axes[k].min_len << ", "
-             << s.axes[k].max_len << "]";
-    head << ")";
-    return head.str();
-}
-
 AuditResult run_interruptibly(const std::function<AuditResult(const AuditOptions&)>& run, AuditOptions o,
                               const std::string& program, const AuditFlags& f, const std::string& stopped_note) {
     AuditResult r;
@@ -140,8 +102,8 @@ void add_audit_options(CLI::App& app, AuditFlags& f, const std::string& dtype_he
 
 void add_property_options(CLI::App& app, AuditFlags& f) {
     std::vector<Choice<Property>> properties;
-    for (Property p : {Property::equivariance, Property::invariance, Property::shift, Property::padding})
-        properties.push_back({property_name(p), p});
+    for (Property p : all_properties())
+        if (rules_of(p).audits_black_boxes()) properties.push_back({property_name(p), p});
     CLI::Option* property = add_choice(app, "--property", f.property_flag, properties,
                "equivariance (default: each output equivariant along its axes, invariant to the others; order "
                "enters only through the position inputs, which move with the tokens) | invariance (the same) | "
@@ -205,8 +167,6 @@ DtypeChoice dtype_choice(Arithmetic a) {
     }
     return DtypeChoice::float64;
 }
-
-std::string dtype_text(const AuditResult& r) { return precision_text(r); }
 
 Signature shorthand_signature(const AuditFlags& f, Output output) {
     return one_tensor_signature(f.dim, output, f.min_len, f.max_len, f.max_len_given() ? 0 : AuditOptions{}.long_len);
@@ -281,28 +241,7 @@ report::Record audit_record(const AuditResult& r, const std::string& name, Prope
 
 void print_result(std::ostream& out, std::ostream& err, const std::string& program, const std::string& head,
                   const AuditResult& r, double seconds, const std::string& replay, const Signature* signature) {
-    out << head << " " << verdict_name(r.verdict) << " after " << r.cases << (r.cases == 1 ? " case" : " cases")
-        << ", " << r.evaluations << (r.evaluations == 1 ? " layer call, " : " layer calls, ") << rate_text(seconds) << " s";
-    if (ran_through(r) && seconds > 0 && r.cases > 0) out << " (" << rate_text(r.cases / seconds) << " cases/s)";
-    out << "\n";
-    if (const std::string note = precision_note(r); !note.empty()) out << "  dtype: " << note << "\n";
-    if (!r.axis_lengths.empty()) {
-        out << "  lengths sent:";
-        const char* separator = " ";
-        for (const auto& [axis, lengths] : r.axis_lengths) {
-            out << separator << axis << " " << lengths_text(lengths);
-            separator = "; ";
-        }
-        out << "\n";
-    }
-    if (!r.detail.empty()) out << "  " << r.detail << "\n";
-    if (r.counterexample) {
-        Counterexample shown = *r.counterexample;
-        shown.replay = replay;
-        out << describe(shown, signature && !signature->one_tensor ? *signature : *r.signature,
-                        finding_words(r.property, r.verdict, shown));
-    }
-    if (r.taps) out << describe(*r.taps, kTerminalTapRows);  // the reports list every tap
+    out << audit_summary(head, r, seconds, replay, signature);
     if (r.verdict == Verdict::error && !r.error.empty()) err << program << ": error: " << r.error << "\n";
 }
 

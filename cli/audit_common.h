@@ -60,9 +60,6 @@ std::optional<Arithmetic> requested_dtype(const AuditFlags& f);
 // The --dtype value that asks for `a` (a black box's precision: not exact).
 DtypeChoice dtype_choice(Arithmetic a);
 
-// "float32, inferred from the answers", "float64", "float64, as the answers were short dyadic numbers" or "no
-// answer came, so no precision was inferred": the dtype an audit used, for its header line (precision_text).
-std::string dtype_text(const AuditResult& r);
 // --report DIR: registered last, after the command's own options.
 void add_report_option(CLI::App& app, AuditFlags& f);
 
@@ -82,11 +79,6 @@ void add_signature_options(CLI::App& app, SignatureText& t, const std::string& o
 // The signature the texts describe, checked whole (validate), every output named with its dims, and no tensor
 // larger than a request may carry. Throws std::invalid_argument naming the flag.
 Signature signature_of(const SignatureText& t);
-
-// "y equivariant along n, invariant to m (float32, n in [1, 8], m in [1, 8])": what each output must do (the dtype
-// left out when an error came before the first call); for shift and padding, what they must leave unchanged.
-std::string signature_head(const Signature& s, const AuditResult& r);
-
 
 // Runs `run` with o.stop_requested and o.on_progress set: Ctrl-C or SIGTERM stops it between cases (verdict
 // interrupted, said on stderr with `stopped_note`, e.g. "; the adapters were stopped"), and a progress line is

@@ -223,14 +223,7 @@ void add_taps(const AuditRequest& q, const Form& f, AuditResult& r, const AuditO
 }
 
 std::string head_of(const AuditRequest& q, const Form& f, const AuditResult& r) {
-    std::ostringstream head;
-    head << "audit of " << q.name() << ": ";
-    if (!f.shorthand()) return head.str() + signature_head(f.signature, r);
-    const bool dtype_known = r.verdict != Verdict::error || r.evaluations > 0;  // as signature_head says it
-    head << property_name(property_of(f.signature)) << " (" << (dtype_known ? dtype_text(r) + ", " : "") << "n in ["
-         << q.flags.min_len << ", " << q.flags.max_len << "]" << (q.flags.max_len_given() ? "" : " and one case in ten longer, up to 256")
-         << ", d = " << q.flags.dim << ")";
-    return head.str();
+    return "audit of " + q.name() + ": " + signature_head(f.signature, r);
 }
 
 // One audit through the adapters under Ctrl-C, its taps after a violation, printed when asked.

@@ -168,9 +168,7 @@ void add_check(CLI::App& app, Outcome& outcome) {
     CLI::App* sub = app.add_subcommand("check", "check one reference layer against one property");
     sub->add_option("layer", q->layer, "a reference layer (see `permcheck list`)")->required();
     std::vector<Choice<Property>> properties;
-    for (Property p : {Property::equivariance, Property::invariance, Property::shift, Property::reversal,
-                       Property::causal_prefix, Property::padding})
-        properties.push_back({property_name(p), p});
+    for (Property p : all_properties()) properties.push_back({property_name(p), p});
     add_choice(*sub, "--property", q->property, properties,
                "equivariance | invariance | shift | reversal | causal-prefix | padding (default: the layer's first row)")
         ->default_str("");

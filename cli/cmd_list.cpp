@@ -33,8 +33,7 @@ int list() {
         std::printf("  %-36s %s\n      rows: %s\n      signature: %s\n", f.name.c_str(), f.description.c_str(),
                     rows_text(f).c_str(), signature_text(f).c_str());
     std::printf("\n{d} is the width --dim chooses (4 unless given).\n\nproperties (--property P):\n");
-    for (Property p : {Property::equivariance, Property::invariance, Property::shift, Property::reversal,
-                       Property::causal_prefix, Property::padding})
+    for (Property p : all_properties())
         std::printf("  %-15s %s\n", property_name(p), rules_of(p).meaning());
     std::printf("\ndtypes (--dtype): float32, float64 (tolerance from the unit roundoff), exact (rationals, zero "
                 "tolerance); audits also take float16 and bfloat16\n");

@@ -3,6 +3,7 @@
 #include "cli/options.h"
 
 #include "adapters/exec_adapter.h"
+#include "layers/catalog.h"
 #include "report/failure_db.h"
 #include "report/text.h"
 #include "report/report.h"

@@ -1,6 +1,7 @@
 #include "cli/interrupt.h"
 
 #include "check/check_result.h"
+#include "report/text.h"
 
 #include <csignal>
 #include <cstdio>
@@ -91,17 +92,6 @@ std::string time_left(double seconds, int done, int total) {
 }
 }  // namespace
 
-std::string rate_text(double per_second) {
-    std::ostringstream s;
-    if (per_second >= 100) {
-        s << static_cast<long long>(per_second + 0.5);
-    } else {
-        s.precision(3);
-        s << per_second;
-    }
-    return s.str();
-}
-
 void ProgressLine::audit(const AuditProgress& p) {
     if (!due()) return;
     const double seconds = this->seconds();
@@ -117,15 +107,8 @@ void ProgressLine::audit(const AuditProgress& p) {
 }
 
 void ProgressLine::check(const CheckProgress& p) {
-    if (p.shrinking) {
-        if (!due()) return;
-        std::string text = "check: shrinking a failure, ";
-        text += std::to_string(p.evaluations);
-        text += " evaluations so far";
-        draw(text);
-        return;
-    }
-    count("check", p.cases_done, p.cases_total, "cases", "");
+    if (!p.shrinking) count("check", p.cases_done, p.cases_total, "cases", "");
+    else if (due()) draw("check: shrinking a failure, " + std::to_string(p.calls) + " evaluations so far");
 }
 
 void ProgressLine::count(const std::string& what, int done, int total, const std::string& unit,

@@ -9,18 +9,10 @@
 #include <chrono>
 #include <string>
 
-namespace permcheck {
-struct CheckProgress;  // check/check_result.h: where a white-box check stands
-}
-
 namespace permcheck::cli {
 
 // Whether progress may be drawn on stderr: only on a terminal, never in a pipe or CI.
 bool progress_enabled();
-
-// A time or a rate as a reader takes it in: three significant digits ("0.0465", "40.1"), whole from 100 on
-// ("18200").
-std::string rate_text(double v);
 
 // Installs the SIGINT and SIGTERM handlers for its lifetime and restores the previous ones after. A SIGINT that
 // was ignored when the program started (a background job of a shell without job control) stays ignored.

@@ -10,6 +10,30 @@
 
 namespace permcheck {
 
+// Row-wise softmax of scores over the keys visible(i, j) lets row i see; its weights on the others are 0, and a row
+// that sees no key is all 0.
+template <class S, class Visible> Mat<S> softmax_over(const Mat<S>& s, const Visible& visible) {
+    Mat<S> a = Mat<S>::Zero(s.rows(), s.cols());
+    for (Eigen::Index i = 0; i < s.rows(); ++i) {
+        S shift = S(0);
+        bool any = false;
+        for (Eigen::Index j = 0; j < s.cols(); ++j)
+            if (visible(i, j)) {
+                if constexpr (ScalarTraits<S>::shift_softmax) shift = any ? sc::max(shift, s(i, j)) : s(i, j);
+                any = true;
+            }
+        if (!any) continue;
+        S total = S(0);
+        for (Eigen::Index j = 0; j < s.cols(); ++j)
+            if (visible(i, j)) {
+                a(i, j) = sc::exp<S>(s(i, j) - shift);
+                total += a(i, j);
+            }
+        for (Eigen::Index j = 0; j < s.cols(); ++j) a(i, j) /= total;
+    }
+    return a;
+}
+
 struct AttentionShape {
     Eigen::Index d = 4;      // model width
     Eigen::Index heads = 1;  // d must be a multiple of heads
@@ -87,8 +111,7 @@ template <class S> struct Attention {
             const Mat<S> v = x * wv.middleCols(h * w, w);
             concat.middleCols(h * w, w) = weights * v;
         }
-        Mat<S> y = concat * wo;
-        return y;
+        return concat * wo;
     }
 };
 

@@ -200,33 +200,24 @@ template <class S> LayerFn<S> attention_over(const AttentionInputs& how, Draw<S>
 }
 
 void add_named_attention(std::vector<Family>& c) {
+    const auto add = [&c](const char* name, const char* description, std::vector<std::string> axes,
+                          std::vector<std::string> inputs, std::vector<Expectation> e, const AttentionInputs& how) {
+        Family text = described(name, description, std::move(axes), std::move(inputs), {"y:n,4"}, std::move(e));
+        c.push_back(named_family<true>(std::move(text), [how]<class S>(std::type_identity<S>, Draw<S>& draw) {
+            return attention_over<S>(how, draw);
+        }));
+    };
     const std::vector<Expectation> cross{{Property::equivariance, "n", true}, {Property::invariance, "m", true}};
-    c.push_back(named_family<true>(described("cross-attention", "queries n x 4 attend over a memory m x 4",
-                                             {"n=1..6", "m=1..6"}, {"q:n,4", "mem:m,4"}, {"y:n,4"}, cross),
-                                   []<class S>(std::type_identity<S>, Draw<S>& draw) {
-                                       return attention_over<S>({.memory = true}, draw);
-                                   }));
+    add("cross-attention", "queries n x 4 attend over a memory m x 4", {"n=1..6", "m=1..6"}, {"q:n,4", "mem:m,4"},
+        cross, {.memory = true});
     std::vector<Expectation> positions = cross;
     positions[1].holds = false;
-    c.push_back(named_family<true>(described("cross-attention+memory-positions",
-                                             "cross-attention with a sinusoidal position signal on the memory",
-                                             {"n=1..6", "m=1..6"}, {"q:n,4", "mem:m,4"}, {"y:n,4"}, positions),
-                                   []<class S>(std::type_identity<S>, Draw<S>& draw) {
-                                       return attention_over<S>({.memory = true, .memory_positions = true}, draw);
-                                   }));
-    c.push_back(named_family<true>(described("attention+key-padding-mask",
-                                             "self-attention with a key-padding mask that moves with the tokens",
-                                             {"n=1..6"}, {"x:n,4", "pad:n:mask"}, {"y:n,4"},
-                                             {{Property::equivariance, "n", true}}),
-                                   []<class S>(std::type_identity<S>, Draw<S>& draw) {
-                                       return attention_over<S>({.mask = true}, draw);
-                                   }));
-    c.push_back(named_family<true>(described("attention+pairwise-bias", "self-attention with an n x n score bias, P B P^T",
-                                             {"n=1..6"}, {"x:n,4", "bias:n,n"}, {"y:n,4"},
-                                             {{Property::equivariance, "n", true}}),
-                                   []<class S>(std::type_identity<S>, Draw<S>& draw) {
-                                       return attention_over<S>({.bias = true}, draw);
-                                   }));
+    add("cross-attention+memory-positions", "cross-attention with a sinusoidal position signal on the memory",
+        {"n=1..6", "m=1..6"}, {"q:n,4", "mem:m,4"}, positions, {.memory = true, .memory_positions = true});
+    add("attention+key-padding-mask", "self-attention with a key-padding mask that moves with the tokens", {"n=1..6"},
+        {"x:n,4", "pad:n:mask"}, {{Property::equivariance, "n", true}}, {.mask = true});
+    add("attention+pairwise-bias", "self-attention with an n x n score bias, P B P^T", {"n=1..6"},
+        {"x:n,4", "bias:n,n"}, {{Property::equivariance, "n", true}}, {.bias = true});
 }
 
 struct GraphDesign {
@@ -324,15 +315,10 @@ struct PositionVerdicts {
     bool equivariance = true, shift = true, padding = true;
 };
 
-template <class S> std::vector<long> as_positions(const NamedTensor<S>& t) {
-    std::vector<long> out;
-    for (const S& v : t.values) out.push_back(static_cast<long>(sc::to_double(v)));
-    return out;
-}
-
-template <class S> std::vector<int> as_ids(const NamedTensor<S>& t) {
-    std::vector<int> out;
-    for (const S& v : t.values) out.push_back(static_cast<int>(sc::to_double(v)));
+// The values of an integer input (token or position ids) as T.
+template <class T, class S> std::vector<T> as_integers(const NamedTensor<S>& t) {
+    std::vector<T> out;
+    for (const S& v : t.values) out.push_back(static_cast<T>(sc::to_double(v)));
     return out;
 }
 
@@ -348,8 +334,8 @@ Family over_ids(std::string name, std::string description, const TokenAttentionD
                                    [how, pooled]<class S>(std::type_identity<S>, Draw<S>& draw) {
                                        return [a = TokenAttention<S>::random(how, kVocabulary, kPositions, kWidth, draw),
                                                pooled](const NamedTensors<S>& in) {
-                                           const Mat<S> y = a(as_ids(in.at("ids")), as_positions(in.at("pos")),
-                                                              as_mask(in.at("keep"), true));
+                                           const Mat<S> y = a(as_integers<int>(in.at("ids")),
+                                                              as_integers<long>(in.at("pos")), as_mask(in.at("keep"), true));
                                            return NamedTensors<S>{{pooled ? "g" : "y", as_tensor<S>(y, pooled)}};
                                        };
                                    });

@@ -10,38 +10,14 @@
 // the mask and the bias move with it (proofs-notes/signature-audit.md).
 #pragma once
 
-#include "layers/position.h"
+#include "layers/attention.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace permcheck {
-
-// Row-wise softmax of scores (n x m) over the keys that are not padded; a row's weights on padded keys are 0.
-// At least one key must be unpadded.
-template <class S> Mat<S> masked_softmax(const Mat<S>& s, const std::vector<bool>& padded) {
-    Mat<S> a = Mat<S>::Zero(s.rows(), s.cols());
-    for (Eigen::Index i = 0; i < s.rows(); ++i) {
-        S shift = S(0);
-        bool first = true;
-        if constexpr (ScalarTraits<S>::shift_softmax)
-            for (Eigen::Index j = 0; j < s.cols(); ++j)
-                if (!padded[static_cast<std::size_t>(j)]) {
-                    shift = first ? s(i, j) : sc::max(shift, s(i, j));
-                    first = false;
-                }
-        S total = S(0);
-        for (Eigen::Index j = 0; j < s.cols(); ++j)
-            if (!padded[static_cast<std::size_t>(j)]) {
-                a(i, j) = sc::exp<S>(s(i, j) - shift);
-                total += a(i, j);
-            }
-        if (total == S(0)) throw std::invalid_argument("attention over a memory whose every position is padded");
-        for (Eigen::Index j = 0; j < s.cols(); ++j) a(i, j) /= total;
-    }
-    return a;
-}
 
 template <class S> struct CrossAttention {
     Mat<S> wq, wk, wv, wo;  // d x d each
@@ -72,10 +48,13 @@ template <class S> struct CrossAttention {
         Mat<S> s = (q * wq) * k.transpose();
         s *= sc::from_double<S>(1.0 / std::sqrt(static_cast<double>(d)));
         if (bias.size() > 0) s += bias;
-        const Mat<S> weights = masked_softmax(s, padded);
+        const auto keys = padded.begin() + memory.rows();
+        if (q.rows() > 0 && std::find(padded.begin(), keys, false) == keys)
+            throw std::invalid_argument("attention over a memory whose every position is padded");
+        const auto unpadded = [&padded](Eigen::Index, Eigen::Index j) { return !padded[static_cast<std::size_t>(j)]; };
+        const Mat<S> weights = softmax_over(s, unpadded);
         const Mat<S> v = mem * wv;
-        Mat<S> y = weights * v * wo;
-        return y;
+        return weights * v * wo;
     }
 };
 

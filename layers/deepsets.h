@@ -10,9 +10,7 @@ template <class S> struct DeepSets {
     Mlp<S> phi, rho;
 
     static DeepSets random(Eigen::Index d_in, Eigen::Index hidden, Eigen::Index d_out, Draw<S>& draw) {
-        Mlp<S> p = Mlp<S>::random(d_in, hidden, hidden, draw);
-        Mlp<S> r = Mlp<S>::random(hidden, hidden, d_out, draw);
-        return {std::move(p), std::move(r)};
+        return {Mlp<S>::random(d_in, hidden, hidden, draw), Mlp<S>::random(hidden, hidden, d_out, draw)};
     }
     Mat<S> operator()(const Mat<S>& x) const { return rho(pool(phi(x), Pool::sum)); }
 };

@@ -38,9 +38,7 @@ template <class S> struct Mlp {
     Linear<S> first, second;
 
     static Mlp random(Eigen::Index d_in, Eigen::Index hidden, Eigen::Index d_out, Draw<S>& draw) {
-        Linear<S> a = Linear<S>::random(d_in, hidden, draw);
-        Linear<S> b = Linear<S>::random(hidden, d_out, draw);
-        return {std::move(a), std::move(b)};
+        return {Linear<S>::random(d_in, hidden, draw), Linear<S>::random(hidden, d_out, draw)};
     }
     Mat<S> operator()(const Mat<S>& x) const { return second(relu(first(x))); }
 };

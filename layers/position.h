@@ -63,10 +63,7 @@ template <class S> struct AbsolutePosition {
                                     std::to_string(d));
         return table.block(offset, 0, n, d);
     }
-    Mat<S> operator()(const Mat<S>& x) const {
-        Mat<S> y = x + signal(x.rows(), x.cols());
-        return y;
-    }
+    Mat<S> operator()(const Mat<S>& x) const { return x + signal(x.rows(), x.cols()); }
 };
 
 // Rotary embedding with rational rotations. Each feature pair i turns by a fixed angle theta_i per position,

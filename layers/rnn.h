@@ -15,9 +15,7 @@ template <class S> struct ElmanRnn {
     Mat<S> bias;  // 1 x hidden
 
     static ElmanRnn random(Eigen::Index d_in, Eigen::Index hidden, Draw<S>& draw) {
-        Mat<S> a = draw_matrix(d_in, hidden, draw);
-        Mat<S> b = draw_matrix(hidden, hidden, draw);
-        return {std::move(a), std::move(b), draw_matrix(1, hidden, draw)};
+        return {draw_matrix(d_in, hidden, draw), draw_matrix(hidden, hidden, draw), draw_matrix(1, hidden, draw)};
     }
 
     // All states, one row per step.

@@ -7,7 +7,7 @@
 #pragma once
 
 #include "layers/embedding.h"
-#include "layers/position.h"
+#include "layers/attention.h"
 
 #include <stdexcept>
 #include <string>
@@ -79,7 +79,8 @@ template <class S> struct TokenAttention {
         s *= sc::from_double<S>(1.0 / std::sqrt(static_cast<double>(x.cols())));
         if (design.signal == IdSignal::alibi || design.signal == IdSignal::t5) s += bias.at(positions, 0, 1);
         const Mat<S> v = x * wv;
-        Mat<S> y = softmax(s, positions, padded) * v * wo;
+        const auto sees = [&](Eigen::Index i, Eigen::Index j) { return visible(i, j, positions, padded); };
+        Mat<S> y = softmax_over(s, sees) * v * wo;
         if (design.readout == Readout::sequence) return y;
         return pooled(y, padded);
     }
@@ -102,28 +103,6 @@ private:
         if (design.causal == CausalBy::index) return j <= i;
         if (design.causal == CausalBy::position) return positions[uj] <= positions[ui];
         return true;
-    }
-
-    Mat<S> softmax(const Mat<S>& s, const std::vector<long>& positions, const std::vector<bool>& padded) const {
-        Mat<S> a = Mat<S>::Zero(s.rows(), s.cols());
-        for (Eigen::Index i = 0; i < s.rows(); ++i) {
-            S shift = S(0);
-            bool any = false;
-            for (Eigen::Index j = 0; j < s.cols(); ++j)
-                if (visible(i, j, positions, padded)) {
-                    if constexpr (ScalarTraits<S>::shift_softmax) shift = any ? sc::max(shift, s(i, j)) : s(i, j);
-                    any = true;
-                }
-            if (!any) continue;
-            S total = S(0);
-            for (Eigen::Index j = 0; j < s.cols(); ++j)
-                if (visible(i, j, positions, padded)) {
-                    a(i, j) = sc::exp<S>(s(i, j) - shift);
-                    total += a(i, j);
-                }
-            for (Eigen::Index j = 0; j < s.cols(); ++j) a(i, j) /= total;
-        }
-        return a;
     }
 
     Mat<S> pooled(const Mat<S>& y, const std::vector<bool>& padded) const {

@@ -35,6 +35,14 @@ struct Shape {
     NamedSubject subject(const Tensors& m) const { return NamedSubject{family, s, lengths, m, d}; }
 };
 
+// D' the largest over the mask assignments. Throws NotRational for a piecewise layer.
+DegreeBound most_degree(const Shape& shape) {
+    DegreeBound most;
+    for (const Tensors& m : shape.masks)
+        if (const DegreeBound d = identity::degree_of(shape.subject(m)); d.total() > most.total()) most = d;
+    return most;
+}
+
 AxisCertificate* axis_of(Certificate& c, const std::string& axis) {
     const auto a = std::ranges::find(c.axes, axis, &AxisCertificate::axis);
     return a == c.axes.end() ? nullptr : &*a;
@@ -54,13 +62,12 @@ bool schwartz_zippel_point(Certificate& c, const NamedSubject& subject, SplitMix
             a.conclusive = true;
             a.method = Method::schwartz_zippel;
             a.witness = Witness{.source = WitnessSource::standin_point, .axis = m.axis, .perm = m.g, .output = e.output,
-                                .entry = e.k, .difference = identity::as_rational(RationalStandin(l - r))};
+                                .entry = e.k, .difference = Rational(RationalStandin(l - r).backend().data())};
         });
-        return true;
     };
     try {
         Draw<RationalStandin> draw = uniform_integers(rng, c.set_bits);
-        identity::each_identity<RationalStandin>(subject, draw, draw, visit, settled);
+        identity::each_identity<RationalStandin>(subject, draw, visit, settled);
     } catch (const NotRational&) {
         throw;
     } catch (const std::exception& e) {
@@ -75,10 +82,7 @@ bool schwartz_zippel_point(Certificate& c, const NamedSubject& subject, SplitMix
 // inner layer). Throws NotRational for a piecewise layer.
 void schwartz_zippel(Certificate& c, const Shape& shape, const CertificateOptions& o) {
     c.mask_assignments = shape.masks.size() > 1 || !shape.masks.front().empty() ? static_cast<int>(shape.masks.size()) : 0;
-    for (const Tensors& m : shape.masks) {
-        const DegreeBound d = identity::degree_of(shape.subject(m));
-        if (d.total() > c.degree.total()) c.degree = d;
-    }
+    c.degree = most_degree(shape);
     const double union_log2 = std::log2(static_cast<double>(shape.masks.size()));
     c.trials = o.trials;
     c.set_bits = set_bits_for(c.degree.total(), o.trials, o.target_log2 - static_cast<int>(std::ceil(union_log2)));
@@ -121,9 +125,7 @@ bool not_a_composition(Certificate& c, const Shape& shape, const CertificateOpti
         const NamedTensors<Rational> y = pooled(x), z = sequence(x);
         const Mat<Rational> left = as_matrix(y.at(shape.s.outputs.at(0).name));
         const Mat<Rational> right = pool(as_matrix(z.at(signature_of(inner, shape.d).outputs.at(0).name)), how);
-        bool same = left.rows() == right.rows() && left.cols() == right.cols();
-        for (Eigen::Index e = 0; same && e < left.size(); ++e) same = left(e / left.cols(), e % left.cols()) == right(e / left.cols(), e % left.cols());
-        if (!same) {
+        if (left.rows() != right.rows() || left.cols() != right.cols() || left != right) {
             c.note = "'" + shape.family.name + "' is not built as " + pool_name(how) + " pooling of '" + inner.name + "'";
             for (AxisCertificate& ax : c.axes) ax.conclusive = ax.holds = false;
             return true;
@@ -245,11 +247,7 @@ std::map<std::string, Witness> exact_witnesses(const Family& f, const Signature&
 }
 
 DegreeBound degree_bound(const Family& family, const CertificateOptions& opts) {
-    const Shape shape(family, opts);
-    DegreeBound most;
-    for (const Tensors& m : shape.masks)
-        if (const DegreeBound d = identity::degree_of(shape.subject(m)); d.total() > most.total()) most = d;
-    return most;
+    return most_degree(Shape(family, opts));
 }
 
 int set_bits_for(long long degree_total, int trials, int target_log2) {

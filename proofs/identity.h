@@ -2,7 +2,7 @@
 // certificates and the Z3 proofs share them. A subject is a layer family at one shape and one mask assignment
 // (NamedSubject): it builds its layer from a draw, draws its input, lists its generator moves (each generator of
 // each axis on that axis alone), moves an input, gives the expected side and pairs up the entries of two sides.
-// The degree bound, the Schwartz-Zippel points and the exact witness search are written once over it.
+// The degree bound, the Schwartz-Zippel points and the Z3 queries are written once over it.
 #pragma once
 
 #include "check/check.h"
@@ -16,8 +16,6 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
-#include <utility>
 #include <vector>
 
 namespace permcheck::identity {
@@ -49,31 +47,15 @@ inline double log2_bound(long long degree_total, int bits, int trials) {
     if (degree_total <= 0) return -std::numeric_limits<double>::infinity();
     return trials * (std::log2(static_cast<double>(degree_total)) - bits);
 }
-// Exactly, from either rational type.
-template <class S> Rational as_rational(const S& v) {
-    if constexpr (std::is_same_v<S, Rational>) return v;
-    else return Rational(v.backend().data());
-}
-// For each generator move of `subject` that `skip` does not refuse: visit(move, x, L(move x), expected side) until
-// visit returns false. The layer is built from `weights` first, then x drawn from `inputs`.
-inline constexpr auto no_skip = [](const auto&) { return false; };
-template <class S, class Subject, class Visit, class Skip = decltype(no_skip)>
-void each_identity(const Subject& subject, Draw<S>& weights, Draw<S>& inputs, Visit&& visit,
-                   const Skip& skip = no_skip) {
-    const auto layer = subject.template layer<S>(weights);
-    const auto x = subject.template input<S>(inputs);
+// For each generator move of `subject` that `skip` does not refuse: visit(move, x, L(move x), expected side). The
+// layer is built from `draw` first, then x drawn from it.
+template <class S, class Subject, class Visit, class Skip>
+void each_identity(const Subject& subject, Draw<S>& draw, Visit&& visit, const Skip& skip) {
+    const auto layer = subject.template layer<S>(draw);
+    const auto x = subject.template input<S>(draw);
     const auto lx = layer(x);
-    for (const auto& m : subject.moves()) {
-        if (skip(m)) continue;
-        if (!visit(m, x, layer(subject.moved(m, x)), subject.expected(m, lx))) return;
-    }
-}
-
-// L(m x), then what it must equal.
-template <class Subject, class Layer, class Move, class X>
-auto sides(const Subject& subject, const Layer& layer, const Move& m, const X& x) {
-    auto lhs = layer(subject.moved(m, x));
-    return std::pair{std::move(lhs), subject.expected(m, layer(x))};
+    for (const auto& m : subject.moves())
+        if (!skip(m)) visit(m, x, layer(subject.moved(m, x)), subject.expected(m, lx));
 }
 
 // D: the largest numerator degree of an entry of L(g x) - g L(x) over every move; the divisors met on the way.
@@ -81,12 +63,12 @@ template <class Subject> DegreeBound degree_of(const Subject& subject) {
     DivisorRecord record;
     Draw<Degree> variable = [] { return Degree::variable(); };
     long long numerator = 0;
-    each_identity<Degree>(subject, variable, variable, [&](const auto&, const auto&, const auto& lhs, const auto& rhs) {
+    const auto visit = [&](const auto&, const auto&, const auto& lhs, const auto& rhs) {
         subject.each_pair(lhs, rhs, [&](const auto&, const Degree& a, const Degree& b) {
             numerator = std::max(numerator, Degree(a - b).numerator_degree());
         });
-        return true;
-    });
+    };
+    each_identity<Degree>(subject, variable, visit, [](const auto&) { return false; });
     return {numerator, record.total_degree(), record.count()};
 }
 

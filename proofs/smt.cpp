@@ -7,8 +7,6 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
-
-#include <iomanip>
 #include <sstream>
 #include <stdexcept>
 
@@ -23,22 +21,20 @@ const char* answer_name(SmtAnswer a) {
     return "?";
 }
 
-namespace detail {
-void describe_answer(std::ostream& s, const std::string& head, const SmtQuery& q) {
-    s << head << ": " << (q.asked ? answer_name(q.answer) : "not asked");
-    if (!q.reason_unknown.empty()) s << " (" << q.reason_unknown << ")";
-    if (q.answer == SmtAnswer::sat) s << (q.model_confirmed ? ", model confirmed" : ", model not confirmed");
-    if (q.asked) s << ", Z3 " << q.seconds << " s (CPU " << q.cpu_seconds << " s)";
-    s << "\n";
-}
+namespace {
+using identity::NamedMove;
+using identity::NamedSubject;
 
-// Appended, not prefix + ...: GCC 12 at -O3 warns falsely (-Wrestrict) on a literal + std::string.
+// "w3": the name of symbolic constant k with this prefix. Appended, not prefix + ...: GCC 12 at -O3 warns falsely
+// (-Wrestrict) on a literal + std::string.
 std::string constant_name(const std::string& prefix, std::size_t k) {
     std::string name = prefix;
     name += std::to_string(k);
     return name;
 }
 
+// Exact values replaying a model's `values` in order from `next` on; throws std::logic_error when `layer` draws
+// more values exactly than it did symbolically.
 Draw<Rational> replay_draw(const std::vector<double>& values, std::size_t& next, const std::string& layer) {
     return [&values, &next, layer] {
         if (next >= values.size())
@@ -48,11 +44,6 @@ Draw<Rational> replay_draw(const std::vector<double>& values, std::size_t& next,
         return Rational(values[next++]);
     };
 }
-}  // namespace detail
-
-namespace {
-using identity::NamedMove;
-using identity::NamedSubject;
 
 // The family on symbolic weights w0, w1, ... and real inputs <name>_0, <name>_1, ... (row-major); the masks are
 // set per assignment (identity::with_masks).
@@ -64,12 +55,12 @@ struct SymbolicLayer {
 
 SymbolicLayer symbolic_layer(const Family& f, const Signature& s, const Lengths& lengths, int d) {
     std::size_t drawn = 0;
-    Draw<Symbolic> draw = [&drawn] { return symbolic_constant(detail::constant_name("w", drawn++)); };
+    Draw<Symbolic> draw = [&drawn] { return symbolic_constant(constant_name("w", drawn++)); };
     SymbolicLayer l{f.symbolic(draw, d, 0), {}, {}};
     l.reals = identity::real_inputs<Symbolic>(s, lengths, [&l](const TensorSpec& t, std::size_t k) {
-        return l.constants.emplace_back(symbolic_constant(detail::constant_name(t.name + "_", k)));
+        return l.constants.emplace_back(symbolic_constant(constant_name(t.name + "_", k)));
     });
-    for (std::size_t k = 0; k < drawn; ++k) l.constants.push_back(symbolic_constant(detail::constant_name("w", k)));
+    for (std::size_t k = 0; k < drawn; ++k) l.constants.push_back(symbolic_constant(constant_name("w", k)));
     return l;
 }
 
@@ -101,9 +92,20 @@ std::vector<QueryPoint> query_points(const Family& f, const Signature& s, const 
     return points;
 }
 
-// The first entry where the exact sides differ, into w; false when they agree.
-bool first_difference(Witness& w, const NamedSubject& subject, const NamedTensors<Rational>& lhs,
-                      const NamedTensors<Rational>& rhs) {
+// The exact evaluation of the subject at an input and weights, with the real exp, sqrt and tanh (ScalarTraits<Rational>):
+// the first entry where the two sides differ into w; false when they agree, or the values overflow the real exp.
+bool violates(Witness& w, const QueryPoint& at, const NamedTensors<Rational>& x, const std::vector<double>& weights) {
+    const NamedSubject& subject = at.subject;
+    std::size_t next = 0;
+    Draw<Rational> draw = replay_draw(weights, next, subject.family.name);
+    NamedTensors<Rational> lhs, rhs;
+    try {
+        const LayerFn<Rational> layer = subject.family.exact(draw, subject.d, 0);
+        lhs = layer(subject.moved(at.move, x));
+        rhs = subject.expected(at.move, layer(x));
+    } catch (const std::domain_error&) {
+        return false;  // the model's values overflow the real exp (computed in double): not a usable witness
+    }
     bool found = false;
     subject.each_pair(lhs, rhs, [&](const NamedSubject::Entry& e, const Rational& l, const Rational& r) {
         if (found || l == r) return;
@@ -116,20 +118,6 @@ bool first_difference(Witness& w, const NamedSubject& subject, const NamedTensor
     return found;
 }
 
-// The exact evaluation of the subject at an input and weights, with the real exp, sqrt and tanh (ScalarTraits<Rational>):
-// the first entry where the two sides differ into w; false when they agree, or the values overflow the real exp.
-bool violates(Witness& w, const QueryPoint& at, const NamedTensors<Rational>& x, const std::vector<double>& weights) {
-    const NamedSubject& subject = at.subject;
-    std::size_t next = 0;
-    Draw<Rational> draw = detail::replay_draw(weights, next, subject.family.name);
-    try {
-        const auto [lhs, rhs] = identity::sides(subject, subject.family.exact(draw, subject.d, 0), at.move, x);
-        return first_difference(w, subject, lhs, rhs);
-    } catch (const std::domain_error&) {
-        return false;  // the model's values overflow the real exp (computed in double): not a usable witness
-    }
-}
-
 // A sat model (the real inputs in the order of the signature, then the weights, each rounded to a double) evaluated
 // in exact rational arithmetic, exp the exact value of std::exp of the double: the witness when the two sides differ
 // there, each weight then zeroed in turn and kept zero when the violation survives (one exact evaluation per weight),
@@ -137,7 +125,7 @@ bool violates(Witness& w, const QueryPoint& at, const NamedTensors<Rational>& x,
 std::optional<Witness> confirm_model(const QueryPoint& at, const std::vector<double>& model) {
     const NamedSubject& subject = at.subject;
     std::size_t next = 0;
-    Draw<Rational> draw = detail::replay_draw(model, next, subject.family.name);
+    Draw<Rational> draw = replay_draw(model, next, subject.family.name);
     const NamedTensors<Rational> x = subject.input<Rational>(draw);
     Witness w{WitnessSource::z3_model, at.move.axis, at.move.g, assignment_label(subject.masks)};
     for (std::size_t from = 0; const TensorSpec& t : subject.s.inputs) {
@@ -159,30 +147,46 @@ std::optional<Witness> confirm_model(const QueryPoint& at, const std::vector<dou
     return w;
 }
 
-// The axis's queries in turn (detail::ask_in_turn), none asked when a witness already refuted the axis; a sat
-// answer's model, confirmed, refutes it.
-void prove_axis(AxisProof& a, const SymbolicLayer& l, const std::vector<QueryPoint>& points,
-                const SmtOptions& opts) {
-    const auto ask = [&](const QueryPoint& at, bool asked) {
+// The axis's queries (its generators at every mask assignment) in turn, until one is not unsat: no proof is possible
+// then, and the rest's timeouts would buy nothing; with keep_smtlib the rest are built for their SMT-LIB text but not
+// asked, and so is every query when a witness already refuted the axis. A query asks whether some entry of the two
+// sides differs, every entry kept, equal ones too, so that its SMT-LIB text states the whole claim. A sat answer's
+// model, confirmed, refutes the axis; every query asked and unsat proves it.
+void prove_axis(AxisProof& a, const SymbolicLayer& l, const std::vector<QueryPoint>& points, const SmtOptions& opts) {
+    bool settled = a.witness.has_value();
+    bool open = !settled;  // every query so far unsat
+    for (const QueryPoint& at : points) {
+        if (!open && !opts.keep_smtlib) break;
         const NamedTensors<Symbolic> x = identity::with_masks(l.reals, at.subject.masks);
-        // L(x) before L(g x), not identity::sides: Z3 numbers the terms in the order they are made, and the emitted
-        // files show the numbers.
+        // L(x) before L(g x): Z3 numbers the terms in the order they are made, and the emitted files show the numbers.
         const NamedTensors<Symbolic> lx = l.layer(x);
         const NamedTensors<Symbolic> lhs = l.layer(at.subject.moved(at.move, x));
         const NamedTensors<Symbolic> rhs = at.subject.expected(at.move, lx);
+        z3::expr_vector differs(smt_context());
+        at.subject.each_pair(lhs, rhs, [&](const auto&, const Symbolic& left, const Symbolic& right) {
+            differs.push_back(left.expr() != right.expr());
+        });
+        z3::solver solver(smt_context());
+        solver.add(differs.empty() ? smt_context().bool_val(false) : z3::mk_or(differs));
+        SmtQuery q{at.move.g, open};
+        if (opts.keep_smtlib) q.smtlib = solver.to_smt2();
         std::optional<std::vector<double>> model;
-        SmtQuery q = detail::run_query(at.subject, lhs, rhs, l.constants, at.move.g, asked, opts, model);
+        if (open) model = detail::check_isolated(solver, l.constants, opts.timeout_seconds, opts.stop_requested, q);
+        else q.reason_unknown = settled ? "a witness settled it" : "an earlier query was not unsat";
         q.assignment = assignment_label(at.subject.masks);
-        if (q.answer != SmtAnswer::sat || !model) return q;
-        std::optional<Witness> w = confirm_model(at, *model);
-        q.model_confirmed = w.has_value();
-        if (w) {
-            a.witness = std::move(w);
-            a.verdict = SmtVerdict::violated;
+        if (q.answer == SmtAnswer::sat && model) {
+            std::optional<Witness> w = confirm_model(at, *model);
+            q.model_confirmed = w.has_value();
+            if (w) {
+                a.witness = std::move(w);
+                a.verdict = SmtVerdict::violated;
+            }
         }
-        return q;
-    };
-    if (detail::ask_in_turn(points, a.witness.has_value(), opts, a.queries, ask)) a.verdict = SmtVerdict::proved;
+        settled = settled || q.model_confirmed;
+        open = open && q.answer == SmtAnswer::unsat;
+        a.queries.push_back(std::move(q));
+    }
+    if (open && !points.empty()) a.verdict = SmtVerdict::proved;
 }
 
 // One generator's queries: one line each without masks; with masks one line for the assignments answered unsat,
@@ -204,9 +208,13 @@ void describe_generator(std::ostream& s, const AxisProof& a, const Permutation& 
           << (unsat == 1 ? "" : "s") << ", Z3 " << seconds << " s (CPU " << cpu << " s) in all\n";
     for (const SmtQuery& q : a.queries) {
         if (!(q.perm == g) || summarized(q)) continue;
-        std::string head = "  " + a.axis + " " + q.perm.cycles();
-        if (!q.assignment.empty()) head += " masks " + q.assignment;
-        detail::describe_answer(s, head, q);
+        s << "  " << a.axis << " " << q.perm.cycles();
+        if (!q.assignment.empty()) s << " masks " << q.assignment;
+        s << ": " << (q.asked ? answer_name(q.answer) : "not asked");
+        if (!q.reason_unknown.empty()) s << " (" << q.reason_unknown << ")";
+        if (q.answer == SmtAnswer::sat) s << (q.model_confirmed ? ", model confirmed" : ", model not confirmed");
+        if (q.asked) s << ", Z3 " << q.seconds << " s (CPU " << q.cpu_seconds << " s)";
+        s << "\n";
     }
 }
 
@@ -236,10 +244,7 @@ SmtResult smt_prove(const Family& family, int length, int d, const SmtOptions& o
     for (const Expectation& e : family.expectations) {
         const PropertyRules& rules = rules_of(e.property);
         if (!rules.decided_by_generators()) continue;
-        AxisProof a;
-        a.axis = e.axis;
-        a.property = rules.recorded_as(s, rules.checked(s, {e.axis, PadPlacement::any, false, true}));
-        a.expected_holds = e.holds;
+        AxisProof a{e.axis, rules.recorded_as(s, rules.checked(s, {e.axis, PadPlacement::any, false, true})), e.holds};
         if (const auto w = witnesses.find(e.axis); w != witnesses.end()) {
             a.verdict = SmtVerdict::violated;
             a.witness = w->second;

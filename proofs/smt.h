@@ -21,7 +21,6 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
-#include <ostream>
 #include <string>
 #include <vector>
 
@@ -73,9 +72,9 @@ struct AxisProof {
     SmtVerdict verdict = SmtVerdict::unknown;
     // The axis's generators in order (with masks, each generator over every mask assignment), until one is not
     // unsat; with SmtOptions::keep_smtlib every query, those not sent to Z3 marked `asked = false`.
-    std::vector<SmtQuery> queries;
+    std::vector<SmtQuery> queries{};
     // When the exact witness search or a confirmed Z3 model (source z3_model) refuted the axis.
-    std::optional<Witness> witness;
+    std::optional<Witness> witness{};
     bool as_expected() const { return verdict == (expected_holds ? SmtVerdict::proved : SmtVerdict::violated); }
 };
 
@@ -105,54 +104,6 @@ namespace detail {
 std::optional<std::vector<double>> check_isolated(const z3::solver& solver, const std::vector<Symbolic>& constants,
                                                   double timeout_seconds, const std::function<bool()>& stop,
                                                   SmtQuery& q);
-
-// What the proofs of one-tensor layers and of layers over named inputs share.
-// The query for `perm` of "some entry of the two sides differs", paired up by the subject (proofs/identity.h):
-// every entry kept, equal ones too, so that its SMT-LIB text (kept with keep_smtlib) states the whole claim.
-// Sent to Z3 only when `asked`, and then on sat the model's values of `constants` in `model`.
-template <class Subject, class Sides>
-SmtQuery run_query(const Subject& subject, const Sides& lhs, const Sides& rhs, const std::vector<Symbolic>& constants,
-                   const Permutation& perm, bool asked, const SmtOptions& opts,
-                   std::optional<std::vector<double>>& model) {
-    z3::expr_vector differs(smt_context());
-    subject.each_pair(lhs, rhs, [&](const auto&, const Symbolic& a, const Symbolic& b) {
-        differs.push_back(a.expr() != b.expr());
-    });
-    z3::solver solver(smt_context());
-    solver.add(differs.empty() ? smt_context().bool_val(false) : z3::mk_or(differs));
-    SmtQuery q{perm, asked};
-    if (opts.keep_smtlib) q.smtlib = solver.to_smt2();
-    if (asked) model = check_isolated(solver, constants, opts.timeout_seconds, opts.stop_requested, q);
-    return q;
-}
-// A query's line in an account: `head` (its indent and permutation), then "unsat, Z3 0.12 s (CPU 0.1 s)", "sat,
-// model confirmed, ...".
-void describe_answer(std::ostream& s, const std::string& head, const SmtQuery& q);
-// "w3": the name of symbolic constant k with this prefix.
-std::string constant_name(const std::string& prefix, std::size_t k);
-// Exact values replaying a model's `values` in order from `next` on; throws std::logic_error when `layer` draws
-// more values exactly than it did symbolically.
-Draw<Rational> replay_draw(const std::vector<double>& values, std::size_t& next, const std::string& layer);
-
-// A proof's queries (a layer's generators; an axis's generators at every mask assignment) in turn, until one is not
-// unsat: no proof is possible then, and the rest's timeouts would buy nothing; with keep_smtlib the rest are built
-// for their SMT-LIB text but not asked. `settled`: a witness already refutes the claim, so nothing is asked.
-// ask(point, asked) returns the point's query, model_confirmed when its model became a witness. True when every
-// query was asked and unsat.
-template <class Point, class Ask>
-bool ask_in_turn(const std::vector<Point>& points, bool settled, const SmtOptions& opts, std::vector<SmtQuery>& queries,
-                 Ask&& ask) {
-    bool open = !settled;  // every query so far unsat
-    for (const Point& p : points) {
-        if (!open && !opts.keep_smtlib) break;
-        SmtQuery q = ask(p, open);
-        if (!q.asked) q.reason_unknown = settled ? "a witness settled it" : "an earlier query was not unsat";
-        settled = settled || q.model_confirmed;
-        open = open && q.answer == SmtAnswer::unsat;
-        queries.push_back(std::move(q));
-    }
-    return open && !points.empty();
-}
 }  // namespace detail
 
 }  // namespace permcheck

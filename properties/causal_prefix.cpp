@@ -4,6 +4,7 @@
 // proofs-notes/causal-attention.md.
 #include "properties/equivariance.h"
 
+#include <algorithm>
 #include <set>
 
 namespace permcheck {
@@ -27,8 +28,11 @@ Case fixed_last(Case c, const std::string& axis) {
     return c;
 }
 
-// The entries of t at the last element of `axis` along every dim that follows it.
-Tensor last_along(const TensorSpec& spec, const Tensor& t, const std::string& axis) {
+// The entries of t at the last element of the output's axis (its first axis dim: a reference layer's sequence output
+// has one) along every dim that follows it.
+Tensor last_along(const TensorSpec& spec, const Tensor& t) {
+    const auto first = std::find_if(spec.dims.begin(), spec.dims.end(), [](const Dim& d) { return d.is_axis(); });
+    const std::string axis = first == spec.dims.end() ? "" : first->axis;
     Tensor out = t;
     for (std::size_t k = 0; k < spec.dims.size() && k < out.shape.size(); ++k)
         if (spec.dims[k].axis == axis && out.shape[k] > 0) {
@@ -39,40 +43,26 @@ Tensor last_along(const TensorSpec& spec, const Tensor& t, const std::string& ax
     return out;
 }
 
-class CausalPrefix : public Equivariance {
+class CausalPrefix : public OneAxisEquivariance {
 public:
     Property id() const override { return Property::causal_prefix; }
     SideNames sides(bool) const override { return {"L(P x)[n-1]", "L(x)[n-1]", "|L(P x)[n-1] - L(x)[n-1]|"}; }
     const char* meaning() const override {
         return "reordering the positions before the last leaves the last output alone";
     }
-    bool decided_by_generators() const override { return false; }  // one permutation, or a subgroup of its own
-    PropertyArgs checked(const Signature& s, PropertyArgs a) const override {
-        if (!a.white_box) properties::reference_layers_only(id());
-        a.axis = properties::one_axis(s, a.axis, property_name(id()));
-        return a;
-    }
     void draw(const Signature&, const PropertyArgs& a, Case& c, const rc::Random&, int, int) const override {
         c = fixed_last(std::move(c), a.axis);
     }
     Tensor compared(const TensorSpec& t, const Case&, const Tensor& answer) const override {
-        return last_along(t, answer, sequence_axis(t));
+        return last_along(t, answer);
     }
     Tensor expected(const TensorSpec& t, const Case&, const Tensor& y) const override {
-        return last_along(t, y, sequence_axis(t));
+        return last_along(t, y);
     }
     rc::Shrinkable<Case> shrinkable(const std::shared_ptr<const Signature>& s, const PropertyArgs& a, Case c) const override {
         return rc::shrinkable::shrinkRecur(std::move(c), [s, axis = a.axis](const Case& k) {
             return rc::seq::map(signature_case_shrinks(s, k), [axis](Case m) { return fixed_last(std::move(m), axis); });
         });
-    }
-
-private:
-    // The output's axis dim (a reference layer's sequence output has one).
-    static std::string sequence_axis(const TensorSpec& t) {
-        for (const Dim& d : t.dims)
-            if (d.is_axis()) return d.axis;
-        return "";
     }
 };
 

@@ -35,6 +35,15 @@ void Equivariance::draw(const Signature&, const PropertyArgs& a, Case& c, const 
         if (axis != a.axis) p = Permutation::identity(p.size());
 }
 
+PropertyArgs OneAxisEquivariance::checked(const Signature& s, PropertyArgs a) const {
+    if (!a.white_box)
+        throw std::invalid_argument(std::string("--property ") + property_name(id()) +
+                                    " is a property of the reference layers (permcheck check); audits take "
+                                    "equivariance (invariance for outputs without an axis), shift or padding");
+    a.axis = properties::one_axis(s, a.axis, property_name(id()));
+    return a;
+}
+
 Tensors Equivariance::transformed(const Signature& s, const PropertyArgs& a, const Case& c) const {
     Tensors px = permute_inputs(s, c.perms, c.inputs);
     if (a.positions_stay)

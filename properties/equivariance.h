@@ -25,4 +25,13 @@ public:
     bool positions_may_stay() const override { return true; }
 };
 
+// A permuting property of the reference layers only, along one axis, whose permutations are one or a subgroup of
+// their own (reversal, causal prefix): the generators of the symmetric group decide nothing of it.
+class OneAxisEquivariance : public Equivariance {
+public:
+    bool decided_by_generators() const override { return false; }
+    bool audits_black_boxes() const override { return false; }
+    PropertyArgs checked(const Signature& s, PropertyArgs a) const override;
+};
+
 }  // namespace permcheck

@@ -135,14 +135,10 @@ std::optional<Case> without_real(const Signature& s, const Case& c, int r) {
 
 rc::Seq<Case> padding_shrinks(const std::shared_ptr<const Signature>& s, const Case& c) {
     const auto shared = std::make_shared<const Case>(c);
-    std::vector<std::size_t> pads(c.pads->slots.size());
-    for (std::size_t i = 0; i < pads.size(); ++i) pads[i] = i;
-    std::vector<int> reals(static_cast<std::size_t>(c.lengths.at(c.pads->axis)));
-    for (std::size_t r = 0; r < reals.size(); ++r) reals[r] = static_cast<int>(r);
     const auto maybe = [](std::optional<Case> k) { return k ? rc::Maybe<Case>(std::move(*k)) : rc::Maybe<Case>(); };
-    auto fewer_pads = rc::seq::mapMaybe(rc::seq::fromContainer(pads),
+    auto fewer_pads = rc::seq::mapMaybe(rc::seq::range<std::size_t>(0, c.pads->slots.size()),
                                         [s, shared, maybe](std::size_t i) { return maybe(without_pad(*s, *shared, i)); });
-    auto fewer_reals = rc::seq::mapMaybe(rc::seq::fromContainer(reals),
+    auto fewer_reals = rc::seq::mapMaybe(rc::seq::range<int>(0, c.lengths.at(c.pads->axis)),
                                          [s, shared, maybe](int r) { return maybe(without_real(*s, *shared, r)); });
     auto simpler = rc::seq::filter(signature_case_shrinks(s, c),
                                    [shared](const Case& k) { return k.lengths == shared->lengths; });

@@ -51,12 +51,6 @@ std::string one_axis(const Signature& s, const std::string& given, const std::st
     return s.axes.front().name;
 }
 
-void reference_layers_only(Property p) {
-    throw std::invalid_argument(std::string("--property ") + property_name(p) +
-                                " is a property of the reference layers (permcheck check); audits take "
-                                "equivariance (invariance for outputs without an axis), shift or padding");
-}
-
 Output one_tensor_output(Property p) { return p == Property::invariance ? Output::pooled : Output::sequence; }
 
 }  // namespace properties

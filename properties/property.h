@@ -93,6 +93,8 @@ public:
     // The options a run of it may take: where pads go (--padding, --padding-axis), and the position inputs left in
     // place while the rest moves (--keep-positions).
     virtual bool places_pads() const { return false; }
+    // Whether an audit of a black box may ask for it (reversal and causal-prefix are the reference layers').
+    virtual bool audits_black_boxes() const { return true; }
     virtual bool positions_may_stay() const { return false; }
 
     // Throws std::invalid_argument unless a saved case (a report's) carries what the property needs.
@@ -113,11 +115,9 @@ const PropertyRules& causal_prefix_rules();
 namespace properties {
 // The identity on every axis of the case.
 Permutations identities(const Lengths& lengths);
-// The one axis of s that `given` names or, when it is empty, the signature's only axis; `flag` names the option in
+// The one axis of s that `given` names or, when it is empty, the signature's only axis; `property` is named in
 // the message when neither settles it.
 std::string one_axis(const Signature& s, const std::string& given, const std::string& property);
-// Throws the sentence a black-box audit reads for a property of the reference layers only.
-void reference_layers_only(Property p);
 // The output of the one-tensor form a report of property p recorded before reports held signatures: pooled (y:d)
 // for invariance, the sequence (y:n,d) otherwise.
 Output one_tensor_output(Property p);

@@ -14,16 +14,10 @@ Case reversed(Case c, const std::string& axis) {
     return c;
 }
 
-class Reversal : public Equivariance {
+class Reversal : public OneAxisEquivariance {
 public:
     Property id() const override { return Property::reversal; }
     const char* meaning() const override { return "L(R x) = R L(x) for the reversal R"; }
-    bool decided_by_generators() const override { return false; }  // one permutation, or a subgroup of its own
-    PropertyArgs checked(const Signature& s, PropertyArgs a) const override {
-        if (!a.white_box) properties::reference_layers_only(id());
-        a.axis = properties::one_axis(s, a.axis, property_name(id()));
-        return a;
-    }
     void draw(const Signature&, const PropertyArgs& a, Case& c, const rc::Random&, int, int) const override {
         c = reversed(std::move(c), a.axis);
     }

@@ -53,10 +53,6 @@ std::optional<Counterexample> load(const std::filesystem::path& entry, const Fam
     return r.counterexample;
 }
 
-bool fails(const Counterexample& c) {
-    return std::any_of(c.outputs.begin(), c.outputs.end(), [](const OutputComparison& o) { return !o.holds; });
-}
-
 }  // namespace
 
 CheckRun check_with_db(const Family& family, const Expectation& row, const CheckOptions& opts, const FailureDb& db,
@@ -66,7 +62,7 @@ CheckRun check_with_db(const Family& family, const Expectation& row, const Check
         run.entry = db_entry(db, family, row, opts.arithmetic);
         if (const std::optional<Counterexample> stored = load(run.entry, family, row, opts, notes)) {
             Counterexample again = counterexample_at(family, row, *stored, opts, 0, 0);
-            if (fails(again)) {
+            if (std::ranges::any_of(again.outputs, [](const OutputComparison& o) { return !o.holds; })) {
                 CheckResult& r = run.result;
                 r = labelled(family, row, opts);
                 r.holds = false;

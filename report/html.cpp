@@ -14,14 +14,8 @@
 namespace permcheck::report {
 
 using namespace detail;
-using nlohmann::json;
 
 namespace {
-
-// For a layer that answered one input twice (nondeterministic, batch-dependent), in place of the permutation.
-std::string twice_note_html(const Record& r) {
-    return "<p class=\"note\">" + html_escape(answered_twice_note(r)) + "</p>\n";
-}
 
 // An arrowhead for marker-end="url(#ID)", filled with `colour`.
 std::string arrowhead(const std::string& id, const char* colour) {
@@ -112,11 +106,7 @@ void scale_svg(std::ostringstream& s, double x, double y, double largest, bool n
 }
 
 // The heatmap of |a - b| of two matrices (an output's two sides, its dims of size 1 squeezed).
-std::string heatmap_svg(const Mat<double>& a, const Mat<double>& b, const HeatmapAxes& axes = {}) {
-    if (a.rows() != b.rows() || a.cols() != b.cols())
-        return "<p class=\"note\">The two sides have different shapes (" + std::to_string(a.rows()) + "x" +
-               std::to_string(a.cols()) + " and " + std::to_string(b.rows()) + "x" + std::to_string(b.cols()) +
-               "): no heatmap.</p>";
+std::string heatmap_svg(const Mat<double>& a, const Mat<double>& b, const HeatmapAxes& axes) {
     Mat<double> diff(a.rows(), a.cols());
     double largest = 0.0;
     bool non_finite = false;
@@ -145,10 +135,9 @@ std::string heatmap_svg(const Mat<double>& a, const Mat<double>& b, const Heatma
         s << "<text x=\"" << left + cell * static_cast<double>(j) + cell / 2 << "\" y=\"" << top - 6
           << "\" text-anchor=\"middle\" class=\"label\">" << j << "</text>";
     for (Eigen::Index i = 0; i < a.rows(); ++i) {
-        const std::string row_label = std::to_string(i);
         if ((labels || a.rows() == 1) && !axes.rows.empty())
             s << "<text x=\"" << left - 8 << "\" y=\"" << top + cell * static_cast<double>(i) + cell / 2 + 4
-              << "\" text-anchor=\"end\" class=\"label\">" << html_escape(row_label) << "</text>";
+              << "\" text-anchor=\"end\" class=\"label\">" << i << "</text>";
         for (Eigen::Index j = 0; j < a.cols(); ++j)
             s << "<rect class=\"cell\" x=\"" << left + cell * static_cast<double>(j) << "\" y=\""
               << top + cell * static_cast<double>(i) << "\" width=\"" << cell << "\" height=\"" << cell
@@ -160,7 +149,6 @@ std::string heatmap_svg(const Mat<double>& a, const Mat<double>& b, const Heatma
     s << "</svg>";
     return s.str();
 }
-
 
 // ---- a signature audit ------------------------------------------------------------------------------------
 
@@ -319,11 +307,8 @@ std::string output_heatmap(const OutputComparison& o, const TensorSpec* spec, co
         lhs(i / cols, i % cols) = a.values[static_cast<std::size_t>(i)];
         rhs(i / cols, i % cols) = b.values[static_cast<std::size_t>(i)];
     }
-    HeatmapAxes axes;
-    axes.rows = kept.size() == 2 ? dim_label(spec, kept[0]) : "";
-    axes.cols = kept.empty() ? "value" : dim_label(spec, kept.back());
-    axes.id = id;
-    axes.diff = sides.diff;
+    const HeatmapAxes axes{kept.size() == 2 ? dim_label(spec, kept[0]) : "",
+                           kept.empty() ? "value" : dim_label(spec, kept.back()), id, sides.diff};
     std::string caption;
     if (!squeezed.empty()) {
         caption = "<p class=\"note squeezed\">squeezed: ";
@@ -339,10 +324,9 @@ std::string output_heatmap(const OutputComparison& o, const TensorSpec* spec, co
 
 std::string signature_html(const Counterexample& c, const Signature& sig, const Record& r) {
     std::ostringstream s;
-    const bool twice = answered_twice(r);
     s << "<h2>" << html_escape(counterexample_heading(r)) << ": " << html_escape(lengths_text(c.lengths)) << "</h2>\n<p>"
       << html_escape(found_text(r, c)) << "</p>\n";
-    s << (twice ? twice_note_html(r) : axes_html(c));
+    s << (answered_twice(r) ? "<p class=\"note\">" + html_escape(answered_twice_note(r)) + "</p>\n" : axes_html(c));
     for (const TensorSpec& t : sig.inputs)
         if (const auto g = edge_list(t, c))
             s << "<h2>Graph " << html_escape(t.name) << "</h2><p class=\"note\">" << g->nodes << (g->nodes == 1 ? " node, " : " nodes, ")
@@ -360,9 +344,8 @@ std::string signature_html(const Counterexample& c, const Signature& sig, const 
     }
     s << "</table>\n";
     for (std::size_t k = 0; k < c.outputs.size(); ++k) {
-        const OutputComparison& o = c.outputs[k];
-        const TensorSpec* t = spec_named(sig.outputs, o.name);
-        s << output_heatmap(o, t, output_sides(r, t), "scale-" + std::to_string(k));
+        const TensorSpec* t = spec_named(sig.outputs, c.outputs[k].name);
+        s << output_heatmap(c.outputs[k], t, output_sides(r, t), "scale-" + std::to_string(k));
     }
     s << "<h2>Inputs and outputs</h2>\n<div class=\"matrices\">";
     for (const auto& [name, t] : c.inputs) s << tensor_pre(name, t);
@@ -385,11 +368,10 @@ std::string taps_html(const TapTrace& t) {
     for (std::size_t k = 0; k < t.taps.size(); ++k) {
         const TapComparison& c = t.taps[k];
         const bool first = static_cast<int>(k) == t.first_breaking;
-        const std::string shape = where_text(c.shape), axes = axes_text(c.axes);
         s << "<tr" << (first ? " class=\"first-break\"" : "") << "><td>" << k + 1 << (first ? " &#9664; first break" : "")
-          << "</td><td><code>" << html_escape(c.name) << "</code></td><td>" << shape << "</td><td>" << html_escape(axes)
-          << "</td><td>" << tap_verdict_name(c.verdict) << "</td><td>" << text(c.max_abs_diff) << "</td><td>"
-          << text(c.tolerance) << "</td><td>" << html_escape(c.note) << "</td></tr>\n";
+          << "</td><td><code>" << html_escape(c.name) << "</code></td><td>" << where_text(c.shape) << "</td><td>"
+          << html_escape(axes_text(c.axes)) << "</td><td>" << tap_verdict_name(c.verdict) << "</td><td>"
+          << text(c.max_abs_diff) << "</td><td>" << text(c.tolerance) << "</td><td>" << html_escape(c.note) << "</td></tr>\n";
     }
     s << "</table>\n";
     if (!t.note.empty()) s << "<p class=\"note\">" << html_escape(t.note) << "</p>\n";

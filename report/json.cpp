@@ -162,7 +162,7 @@ void read_nested(const json& j, const std::vector<int>& shape, std::size_t dim, 
     for (std::size_t k = 0; k < j.size(); ++k) read_nested(j[k], shape, dim + 1, field + "[" + std::to_string(k) + "]", values);
 }
 
-// Nested arrays of the given shape, or (shape empty and `infer`) of the shape they show.
+// Nested arrays of the given shape, or (without one) of the shape they show.
 Tensor tensor_from(const json& j, const std::string& field, std::optional<std::vector<int>> shape) {
     Tensor t;
     t.shape = shape ? *shape : inferred_shape(j);
@@ -316,19 +316,24 @@ Permutations permutations_from(const json& j, const Signature& s, const Lengths&
     return out;
 }
 
-OutputComparison comparison_from(const json& j, const TensorSpec& t, const Lengths& lengths, const std::string& at) {
-    if (!j.is_object()) throw std::invalid_argument("field '" + at + "' must be an object");
+// An output's comparison at `at` ("counterexample.outputs.y."): both sides of `shape` unless they differ (without one,
+// of the shape they show). The case closest to its tolerance of a run that held (`closest`): both sides of one shape,
+// the tolerance required, holding unless it says otherwise.
+OutputComparison comparison_from(const json& j, const std::string& name, const std::string& at,
+                                 std::optional<std::vector<int>> shape, bool closest = false) {
+    if (!j.is_object()) throw std::invalid_argument("field '" + at.substr(0, at.size() - 1) + "' must be an object");
     OutputComparison o;
-    o.name = t.name;
-    o.shape_mismatch = get_or<bool>(j, "shape_mismatch", false, at + ".");
-    std::optional<std::vector<int>> shape;
-    if (!o.shape_mismatch) shape = shape_of(t, lengths);
-    o.layer_of_permuted = tensor_from(required(j, "layer_of_permuted", at + "."), at + ".layer_of_permuted", shape);
-    o.permuted_layer = tensor_from(required(j, "permuted_layer", at + "."), at + ".permuted_layer", shape);
-    o.max_abs_diff = number_from(required(j, "max_abs_diff", at + "."), at + ".max_abs_diff");
-    o.tolerance = j.contains("tolerance") ? number_from(j["tolerance"], at + ".tolerance") : 0.0;
-    o.where = get_or<std::vector<int>>(j, "where", {}, at + ".");
-    o.holds = get_or<bool>(j, "holds", false, at + ".");
+    o.name = name;
+    o.shape_mismatch = get_or<bool>(j, "shape_mismatch", false, at);
+    if (o.shape_mismatch) shape.reset();
+    o.layer_of_permuted = tensor_from(required(j, "layer_of_permuted", at), at + "layer_of_permuted", shape);
+    if (closest) shape = o.layer_of_permuted.shape;
+    o.permuted_layer = tensor_from(required(j, "permuted_layer", at), at + "permuted_layer", shape);
+    o.max_abs_diff = number_from(required(j, "max_abs_diff", at), at + "max_abs_diff");
+    const bool tolerance = closest || j.contains("tolerance");
+    o.tolerance = tolerance ? number_from(required(j, "tolerance", at), at + "tolerance") : 0.0;
+    o.where = get_or<std::vector<int>>(j, "where", {}, at);
+    o.holds = get_or<bool>(j, "holds", closest, at);
     return o;
 }
 
@@ -347,7 +352,8 @@ Counterexample counterexample_from(const json& j, const Signature& s) {
                                        shape_of(t, c.lengths));
     for (const TensorSpec& t : s.outputs)
         if (outputs.contains(t.name))
-            c.outputs.push_back(comparison_from(outputs[t.name], t, c.lengths, at + "outputs." + t.name));
+            c.outputs.push_back(
+                comparison_from(outputs[t.name], t.name, at + "outputs." + t.name + ".", shape_of(t, c.lengths)));
     c.axis_at_fault = get_or<std::string>(j, "axis_at_fault", "", at);
     c.shift = get_or<long>(j, "shift", 0, at);
     c.pads = pads_from(j, s, c.lengths);
@@ -495,7 +501,7 @@ TapTrace taps_from(const json& j) {
 // (every number at full precision; the views show six digits).
 json checked_json(const Checked& c) {
     json outputs = json::array();
-    for (const OutputCheck& o : c.outputs)
+    for (const OutputCheck& o : c.outputs) {
         outputs.push_back({{"name", o.name},
                            {"cases", o.cases},
                            {"max_abs_diff", number(o.max_abs_diff)},
@@ -503,13 +509,10 @@ json checked_json(const Checked& c) {
                            {"largest_fraction_of_tolerance", number(o.largest_fraction)},
                            {"min_tolerance", number(o.min_tolerance)},
                            {"max_tolerance", number(o.max_tolerance)}});
-    for (std::size_t k = 0; k < c.outputs.size(); ++k) {
-        const OutputCheck& o = c.outputs[k];
         if (o.closest_case < 0) continue;
-        json closest = comparison_json(o.closest);
+        json& closest = outputs.back()["closest"] = comparison_json(o.closest);
         closest["case_index"] = o.closest_case;
         closest["lengths"] = o.closest_lengths;
-        outputs[k]["closest"] = std::move(closest);
     }
     const ToleranceModel& t = c.tolerance;
     return json{{"outputs", outputs},
@@ -548,16 +551,7 @@ OutputCheck output_check_from(const json& o, const std::string& here) {
         if (n < 0) throw std::invalid_argument("field '" + at_k + "lengths." + it.key() + "' must not be negative");
         out.closest_lengths[it.key()] = n;
     }
-    OutputComparison& cmp = out.closest;
-    cmp.name = out.name;
-    cmp.layer_of_permuted = tensor_from(required(k, "layer_of_permuted", at_k), at_k + "layer_of_permuted", std::nullopt);
-    cmp.permuted_layer = tensor_from(required(k, "permuted_layer", at_k), at_k + "permuted_layer",
-                                     cmp.layer_of_permuted.shape);
-    cmp.max_abs_diff = number_from(required(k, "max_abs_diff", at_k), at_k + "max_abs_diff");
-    cmp.tolerance = number_from(required(k, "tolerance", at_k), at_k + "tolerance");
-    cmp.where = get_or<std::vector<int>>(k, "where", {}, at_k);
-    cmp.holds = get_or<bool>(k, "holds", true, at_k);
-    cmp.shape_mismatch = get_or<bool>(k, "shape_mismatch", false, at_k);
+    out.closest = comparison_from(k, out.name, at_k, std::nullopt, true);
     return out;
 }
 

@@ -6,7 +6,6 @@
 namespace permcheck::report {
 
 using namespace detail;
-using nlohmann::json;
 
 namespace {
 
@@ -14,9 +13,8 @@ namespace {
 // output's comparison, then the inputs and both sides of every output.
 std::string signature_section(const Counterexample& c, const Signature& sig, const Record& r) {
     std::ostringstream s;
-    const bool twice = answered_twice(r);
     s << "\n#### " << counterexample_heading(r) << ": " << lengths_text(c.lengths) << "\n\n";
-    if (twice) {
+    if (answered_twice(r)) {
         s << answered_twice_note(r) << "\n";
     } else {
         s << "| axis | length | permutation | one-line |\n| --- | --- | --- | --- |\n";
@@ -80,11 +78,10 @@ std::string taps_section(const TapTrace& t) {
     for (std::size_t k = 0; k < t.taps.size(); ++k) {
         const TapComparison& c = t.taps[k];
         const bool first = static_cast<int>(k) == t.first_breaking;
-        const std::string shape = where_text(c.shape), axes = axes_text(c.axes);
         s << "| " << k + 1 << (first ? " ◀ first break" : "") << " | " << md_code(cell(printable_tap_name(c.name)))
-          << " | " << shape << " | "
-          << axes << " | " << (c.verdict == TapVerdict::holds ? std::string("holds")
-                                           : std::string("**").append(tap_verdict_name(c.verdict)).append("**"))
+          << " | " << where_text(c.shape) << " | " << axes_text(c.axes) << " | "
+          << (c.verdict == TapVerdict::holds ? std::string("holds")
+                                             : std::string("**").append(tap_verdict_name(c.verdict)).append("**"))
           << " | " << text(c.max_abs_diff) << " | " << text(c.tolerance) << " | " << cell(c.note) << " |\n";
     }
     if (!t.note.empty()) s << "\n" << md_plain(printable_tap_name(t.note)) << "\n";

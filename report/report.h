@@ -1,6 +1,6 @@
 // Reports: one record, several views, one file each: JSON (json.cpp), Markdown (markdown.cpp), HTML
 // (html.cpp); written atomically and read back within bounds (files.cpp). The text view of a counterexample is
-// describe() (check/), which the terminal and the C++ API share.
+// describe() (report/text.h), which the terminal and the C++ API share.
 // The JSON schema "permcheck.report/1" is documented in docs/reports.md.
 #pragma once
 

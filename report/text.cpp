@@ -4,6 +4,7 @@
 #include "properties/property.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <sstream>
 
@@ -74,7 +75,11 @@ std::string describe(const Counterexample& c, const Signature& sig, const Findin
         const std::size_t width_of_names = std::max(lhs.size(), rhs.size());  // the shapes after both sides line up
         lhs.resize(width_of_names, ' ');
         rhs.resize(width_of_names, ' ');
-        s << "  output " << o.name << (o.holds ? " (agrees)" : " (DIFFERS)") << ":\n    " << lhs << " "
+        const auto finite = [](const Tensor& t) {
+            return std::all_of(t.values.begin(), t.values.end(), [](double v) { return std::isfinite(v); });
+        };
+        const bool non_finite = !finite(o.layer_of_permuted) || !finite(o.permuted_layer);
+        s << "  output " << o.name << (non_finite ? " (NON-FINITE)" : o.holds ? " (agrees)" : " (DIFFERS)") << ":\n    " << lhs << " "
           << index_text(o.layer_of_permuted.shape) << " =\n";
         // The column of the largest difference stays in view when the rows are cut.
         const std::size_t keep = o.where.empty() ? kNoColumn : static_cast<std::size_t>(o.where.back());
@@ -84,8 +89,8 @@ std::string describe(const Counterexample& c, const Signature& sig, const Findin
         s << format_tensor(o.layer_of_permuted, "      ", keep, width);
         s << "    " << rhs << " " << index_text(o.permuted_layer.shape) << " =\n";
         s << format_tensor(o.permuted_layer, "      ", keep, width);
-        if (o.shape_mismatch) {
-            s << "    the shapes differ\n";
+        if (o.shape_mismatch || non_finite) {
+            s << (o.shape_mismatch ? "    the shapes differ\n" : "    a side holds NaN or infinity: no difference is taken\n");
             continue;
         }
         s << "    largest |difference| = " << o.max_abs_diff << " at " << index_text(o.where) << " (tolerance "
@@ -199,6 +204,105 @@ std::string explain(const AuditResult& r, const Signature& signature, const Audi
       << ", .cases = " << o.cases << ", .seed = " << o.seed << "} with the signature" << signature_flags(signature)
       << " finds the same case again\n";
     return s.str();
+}
+
+std::string output_claim(const TensorSpec& t, const Signature& s) {
+    std::string along, to;
+    for (const Axis& a : s.axes) {
+        const bool has = std::any_of(t.dims.begin(), t.dims.end(), [&a](const Dim& d) { return d.axis == a.name; });
+        std::string& list = has ? along : to;
+        if (!list.empty()) list += ", ";
+        list += a.name;
+    }
+    std::string claim = along.empty() ? "" : "equivariant along " + along;
+    if (!along.empty() && !to.empty()) claim += ", ";
+    if (!to.empty()) claim += "invariant to " + to;
+    return claim;
+}
+
+namespace {
+
+// "2-8, 13, 19": ascending lengths with their runs joined.
+std::string lengths_text(const std::vector<int>& lengths) {
+    std::ostringstream s;
+    for (std::size_t i = 0; i < lengths.size();) {
+        std::size_t j = i;
+        while (j + 1 < lengths.size() && lengths[j + 1] == lengths[j] + 1) ++j;
+        s << (i ? ", " : "") << lengths[i];
+        if (j > i) s << "-" << lengths[j];
+        i = j + 1;
+    }
+    return s.str();
+}
+
+// "y equivariant along n, invariant to m; g invariant to n, m": what each output of a signature must do.
+std::string signature_claims(const Signature& s) {
+    std::string out;
+    for (const TensorSpec& t : s.outputs)
+        out += (out.empty() ? "" : "; ") + t.name + " " + output_claim(t, s);
+    return out;
+}
+
+}  // namespace
+
+std::string signature_head(const Signature& s, const AuditResult& r) {
+    std::ostringstream head;
+    // An audit that failed before its first call has settled no dtype (a module not loaded, an adapter not started).
+    const bool dtype_known = r.verdict != Verdict::error || r.evaluations > 0;
+    std::string outputs;
+    for (const TensorSpec& t : s.outputs) outputs += (outputs.empty() ? "" : ", ") + t.name;
+    const PropertyRules& rules = rules_of(r.property);
+    if (s.one_tensor) head << property_name(rules.recorded_as(s, {}));  // the shorthand: its property, n and d
+    else if (rules.permutes()) head << signature_claims(s);
+    else head << property_name(r.property) << ": " << outputs << " " << rules.output_claim();
+    head << " (" << (dtype_known ? precision_text(r) : "");
+    for (std::size_t k = 0; k < s.axes.size(); ++k)
+        head << (k || dtype_known ? ", " : "") << s.axes[k].name << " in [" << s.axes[k].min_len << ", "
+             << s.axes[k].max_len << "]";
+    if (s.one_tensor && s.axes[0].long_len > 0) head << " and one case in ten longer, up to " << s.axes[0].long_len;
+    if (s.one_tensor) head << ", d = " << s.inputs.at(0).dims.at(1).size;
+    head << ")";
+    return head.str();
+}
+
+std::string rate_text(double per_second) {
+    std::ostringstream s;
+    if (per_second >= 100) {
+        s << static_cast<long long>(per_second + 0.5);
+    } else {
+        s.precision(3);
+        s << per_second;
+    }
+    return s.str();
+}
+
+std::string audit_summary(const std::string& head, const AuditResult& r, double seconds, const std::string& replay,
+                          const Signature* signature) {
+    const bool ran_through = r.verdict == Verdict::holds || r.verdict == Verdict::undecided;
+    std::ostringstream out;
+    out << head << " " << verdict_name(r.verdict) << " after " << r.cases << (r.cases == 1 ? " case" : " cases")
+        << ", " << r.evaluations << (r.evaluations == 1 ? " layer call, " : " layer calls, ") << rate_text(seconds) << " s";
+    if (ran_through && seconds > 0 && r.cases > 0) out << " (" << rate_text(r.cases / seconds) << " cases/s)";
+    out << "\n";
+    if (const std::string note = precision_note(r); !note.empty()) out << "  dtype: " << note << "\n";
+    if (!r.axis_lengths.empty()) {
+        out << "  lengths sent:";
+        const char* separator = " ";
+        for (const auto& [axis, lengths] : r.axis_lengths) {
+            out << separator << axis << " " << lengths_text(lengths);
+            separator = "; ";
+        }
+        out << "\n";
+    }
+    if (!r.detail.empty()) out << "  " << r.detail << "\n";
+    if (r.counterexample) {
+        Counterexample shown = *r.counterexample;
+        shown.replay = replay;
+        out << describe(shown, signature && !signature->one_tensor ? *signature : *r.signature,
+                        finding_words(r.property, r.verdict, shown));
+    }
+    if (r.taps) out << describe(*r.taps, kTerminalTapRows);  // the reports list every tap
+    return out.str();
 }
 
 }  // namespace permcheck

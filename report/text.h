@@ -1,7 +1,6 @@
 // The text of a finding: what the terminal, a failed test and the C++ API show of an audit's or a check's result
 // (the Markdown and HTML views, report/views.cpp, are made of the same record). Written here and nowhere else;
-// the primitives it writes values with (format_row, column_width, format_tensor: cases/signature.h,
-// check/counterexample.h) are the views' too. Part of the public API (<permcheck/audit.h>): no RapidCheck, Boost,
+// the primitives it writes values with (format_row, column_width, format_tensor: cases/signature.h) are the views' too. Part of the public API (<permcheck/audit.h>): no RapidCheck, Boost,
 // GMP or JSON header.
 #pragma once
 
@@ -61,5 +60,19 @@ std::string shell_word(const std::string& s);
 // A readable account of a signature audit's result: the verdict, what was found, the shrunk counterexample and
 // the options that find it again.
 std::string explain(const AuditResult& r, const Signature& signature, const AuditOptions& o);
+
+// "equivariant along n, invariant to m": what an output of signature s must do under a permutation of every axis.
+std::string output_claim(const TensorSpec& t, const Signature& s);
+// "y equivariant along n, invariant to m (float32, n in [1, 8], m in [1, 8])": what each output must do (the dtype
+// left out when an error came before the first call), what shift and padding leave unchanged, the shorthand's d.
+std::string signature_head(const Signature& s, const AuditResult& r);
+// A time or a rate as a reader takes it in: three significant digits ("0.0465", "40.1"), whole from 100 on
+// ("18200").
+std::string rate_text(double v);
+// What a command prints of an audit's result: `head` ("audit of NAME: PROPERTY ...") and the verdict line, the
+// dtype note, the lengths sent, the finding, the counterexample with `replay` as its replay line (with `signature`
+// when given: the lengths and permutation of every axis, the axis at fault) and the taps.
+std::string audit_summary(const std::string& head, const AuditResult& r, double seconds, const std::string& replay,
+                          const Signature* signature = nullptr);
 
 }  // namespace permcheck

@@ -4,10 +4,9 @@
 #include "properties/property.h"
 
 #include <algorithm>
-#include <map>
-#include <cstdio>
 #include <cmath>
-#include <sstream>
+#include <cstdio>
+#include <map>
 
 namespace permcheck::report::detail {
 
@@ -24,11 +23,9 @@ std::string text(double v) {
 std::string one_line_text(const Permutation& p) { return where_text(p.one_line()); }
 
 std::string headline(const Record& r) {
-    std::string s = r.layer + ": " + property_name(r.property) + " " + verdict_name(r.verdict);
-    s += " (" + std::string(arithmetic_name(r.dtype)) + ")";
-    return s;
+    return r.layer + ": " + property_name(r.property) + " " + verdict_name(r.verdict) + " (" +
+           arithmetic_name(r.dtype) + ")";
 }
-
 
 std::string html_escape(const std::string& in) {
     std::string out;
@@ -45,13 +42,19 @@ std::string html_escape(const std::string& in) {
     return out;
 }
 
-// Markdown inline code that survives backticks in the content.
 std::string md_code(const std::string& s) {
     const std::string fence = s.find('`') == std::string::npos ? "`" : "`` ";
     return fence + s + (fence == "`" ? "`" : " ``");
 }
 
 namespace {
+// item(x) of every x of `list`, comma-separated.
+template <class List, class Item> std::string joined(const List& list, Item item) {
+    std::string s;
+    for (const auto& x : list) s += (s.empty() ? "" : ", ") + item(x);
+    return s;
+}
+
 void append_tensor(std::string& s, const Tensor& t, std::size_t dim, std::size_t& at) {
     if (dim == t.shape.size()) {
         s += at < t.values.size() ? text(t.values[at++]) : std::string("?");
@@ -74,26 +77,7 @@ std::string tensor_text(const Tensor& t) {
 }
 
 std::string lengths_text(const Lengths& lengths) {
-    std::string s;
-    for (const auto& [axis, n] : lengths) {
-        if (!s.empty()) s += ", ";
-        s += axis + " = " + std::to_string(n);
-    }
-    return s;
-}
-
-std::string output_claim(const TensorSpec& t, const Signature& s) {
-    std::string along, to;
-    for (const Axis& a : s.axes) {
-        const bool has = std::any_of(t.dims.begin(), t.dims.end(), [&a](const Dim& d) { return d.axis == a.name; });
-        std::string& list = has ? along : to;
-        if (!list.empty()) list += ", ";
-        list += a.name;
-    }
-    std::string claim = along.empty() ? "" : "equivariant along " + along;
-    if (!along.empty() && !to.empty()) claim += ", ";
-    if (!to.empty()) claim += "invariant to " + to;
-    return claim;
+    return joined(lengths, [](const auto& axis_n) { return axis_n.first + " = " + std::to_string(axis_n.second); });
 }
 
 const TensorSpec* spec_named(const std::vector<TensorSpec>& specs, const std::string& name) {
@@ -103,12 +87,7 @@ const TensorSpec* spec_named(const std::vector<TensorSpec>& specs, const std::st
 }
 
 std::string where_text(const std::vector<int>& where) {
-    std::string s = "[";
-    for (std::size_t k = 0; k < where.size(); ++k) {
-        if (k) s += ", ";
-        s += std::to_string(where[k]);
-    }
-    return s + "]";
+    return "[" + joined(where, [](int k) { return std::to_string(k); }) + "]";
 }
 
 std::string cycles_text(const Permutation& p) { return p.is_identity() ? "(identity)" : p.cycles(); }
@@ -121,12 +100,8 @@ std::string case_replay(const Record& r) {
     if (audit->value("served_in_process", false)) return "";  // its replay line names permcheck.replay already
     const auto command = audit->find("command");
     if (command == audit->end() || !command->is_string()) return "";
-    std::string quoted = "'";
-    for (char c : command->get<std::string>()) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return "permcheck replay report.json --exec " + quoted + "'";
+    return "permcheck replay report.json --exec " + shell_quote(command->get<std::string>());
 }
-
-SideNames shown_sides(const Record& r) { return sides_of(r.property, r.verdict, true); }
 
 SideNames output_sides(const Record& r, const TensorSpec* t) { return sides_of(r.property, r.verdict, t && has_axis(*t)); }
 
@@ -157,6 +132,11 @@ std::string answered_twice_note(const Record& r) {
     return "";
 }
 
+namespace {
+
+using nlohmann::json;
+
+// "0..8, 13, 19": ascending lengths with their runs joined.
 std::string runs_text(const std::vector<int>& lengths) {
     std::string s;
     for (std::size_t i = 0; i < lengths.size();) {
@@ -168,10 +148,6 @@ std::string runs_text(const std::vector<int>& lengths) {
     }
     return s;
 }
-
-namespace {
-
-using nlohmann::json;
 
 // The lengths per axis the record holds: its "checked", or an older report's details.audit (axis_lengths, or the
 // one-tensor form's lengths of its one axis).
@@ -308,12 +284,7 @@ std::vector<std::pair<std::string, std::string>> detail_lines(const Record& r) {
 }
 
 std::string axes_text(const std::vector<std::string>& axes) {
-    std::string s;
-    for (std::size_t k = 0; k < axes.size(); ++k) {
-        if (k) s += ", ";
-        s += axes[k].empty() ? std::string("-") : axes[k];
-    }
-    return s;
+    return joined(axes, [](const std::string& a) { return a.empty() ? std::string("-") : a; });
 }
 
 }  // namespace permcheck::report::detail

@@ -16,11 +16,9 @@ std::string html_escape(const std::string& in);
 std::string md_code(const std::string& s);         // inline code that survives backticks in the content
 
 // A signature audit's pieces: a tensor as nested arrays ("[[1, 2], [3, 4]]", a scalar as a number); the lengths
-// ("n = 2, m = 2"); what an output must do ("equivariant along n, invariant to m"); a spec by name (nullptr if
-// none); a permutation's cycles, "(identity)" for one that moves nothing.
+// ("n = 2, m = 2"); a spec by name (nullptr if none); a permutation's cycles, "(identity)" for one that moves nothing.
 std::string tensor_text(const Tensor& t);
 std::string lengths_text(const Lengths& lengths);
-std::string output_claim(const TensorSpec& t, const Signature& s);
 const TensorSpec* spec_named(const std::vector<TensorSpec>& specs, const std::string& name);
 std::string cycles_text(const Permutation& p);
 std::string where_text(const std::vector<int>& where);  // "[1, 2]": one index per dim
@@ -30,11 +28,9 @@ std::string axes_text(const std::vector<std::string>& axes);  // a tap's axes, "
 // audited command as --exec for an audit (replay never takes the program from a report); empty when nothing
 // can (no counterexample, or a black box without a command, e.g. a LibTorch module).
 std::string case_replay(const Record& r);
-// What the record's two matrices are: "first answer" / "second answer" for a nondeterministic layer (one
-// input answered twice), else the property's sides.
-SideNames shown_sides(const Record& r);
 // The sides of one output of a signature audit: an output without an axis is invariant, L(P x) against L(x), whatever
-// the record's property says of the layer as a whole (a nondeterministic or batch-dependent record's as shown_sides).
+// the record's property says of the layer as a whole; "first answer" / "second answer" for a nondeterministic or
+// batch-dependent record (one input answered twice).
 SideNames output_sides(const Record& r, const TensorSpec* t);
 // A record whose counterexample is one input answered twice (nondeterministic, or batch-dependent: in a batched
 // request and alone), where no permutation plays a part.
@@ -49,8 +45,6 @@ std::string found_text(const Record& r, const Counterexample& c);
 std::string answered_twice_note(const Record& r);
 
 // ---- what was checked -------------------------------------------------------------------------------------
-// "0..8, 13, 19": ascending lengths with their runs joined.
-std::string runs_text(const std::vector<int>& lengths);
 // One row of the table "What was checked": an output and an axis (equivariant along it or invariant to it), or,
 // for the shift and padding properties, an output and what must not change it. The output's own cells (its cases,
 // differences and tolerances) are those of its first row; `check` is null when the report does not record them.

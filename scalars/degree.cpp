@@ -27,6 +27,13 @@ long long degree_of(const std::vector<Degree::Factor>& factors) {
     return d;
 }
 
+// The divisors, each once.
+std::vector<std::pair<std::uint64_t, long long>> distinct(std::vector<std::pair<std::uint64_t, long long>> d) {
+    std::sort(d.begin(), d.end());
+    d.erase(std::unique(d.begin(), d.end()), d.end());
+    return d;
+}
+
 // Merges two sorted factor lists, combining the powers of a shared factor with `combine`.
 template <class Combine>
 std::vector<Degree::Factor> merge(const std::vector<Degree::Factor>& a, const std::vector<Degree::Factor>& b,
@@ -55,13 +62,16 @@ Degree Degree::constant(const Rational& v) {
     return c;
 }
 
-Degree Degree::variable() {
-    Degree x;
-    x.value_.reset();
-    x.num_ = 1;
-    x.id_ = fresh_id();
-    return x;
+Degree Degree::polynomial(long long num, std::vector<Factor> den) {
+    Degree r;
+    r.value_.reset();
+    r.num_ = num;
+    r.den_ = std::move(den);
+    r.id_ = fresh_id();
+    return r;
 }
+
+Degree Degree::variable() { return polynomial(1, {}); }
 
 const Rational& Degree::value() const {
     if (!value_) throw NotRational("a value that depends on the layer's variables has no numeric value");
@@ -86,24 +96,18 @@ Degree operator+(const Degree& a, const Degree& b) {
     if (a.is_zero()) return b.with_fresh_id();
     if (b.is_zero()) return a.with_fresh_id();
     // p_a / q_a + p_b / q_b = (p_a (L / q_a) + p_b (L / q_b)) / L, L the least common multiple of the factor lists.
-    Degree r;
-    r.value_.reset();
-    r.den_ = merge(a.den_, b.den_, [](long long x, long long y) { return std::max(x, y); });
-    const long long lcm = degree_of(r.den_);
-    r.num_ = std::max(checked_add(a.num_, lcm - degree_of(a.den_)), checked_add(b.num_, lcm - degree_of(b.den_)));
-    r.id_ = Degree::fresh_id();
-    return r;
+    std::vector<Degree::Factor> den = merge(a.den_, b.den_, [](long long x, long long y) { return std::max(x, y); });
+    const long long lcm = degree_of(den);
+    const long long num =
+        std::max(checked_add(a.num_, lcm - degree_of(a.den_)), checked_add(b.num_, lcm - degree_of(b.den_)));
+    return Degree::polynomial(num, std::move(den));
 }
 
 Degree operator*(const Degree& a, const Degree& b) {
     if (a.value_ && b.value_) return Degree::constant(*a.value_ * *b.value_);
     if (a.is_zero() || b.is_zero()) return Degree(0);
-    Degree r;
-    r.value_.reset();
-    r.num_ = checked_add(a.num_, b.num_);
-    r.den_ = merge(a.den_, b.den_, [](long long x, long long y) { return checked_add(x, y); });
-    r.id_ = Degree::fresh_id();
-    return r;
+    return Degree::polynomial(checked_add(a.num_, b.num_),
+                              merge(a.den_, b.den_, [](long long x, long long y) { return checked_add(x, y); }));
 }
 
 Degree operator/(const Degree& a, const Degree& b) {
@@ -115,13 +119,9 @@ Degree operator/(const Degree& a, const Degree& b) {
     if (current_record) current_record->add(b.id_, b.num_);
     if (a.is_zero()) return Degree(0);
     // (p_a / q_a) / (p_b / q_b) = (p_a q_b) / (q_a p_b).
-    Degree r;
-    r.value_.reset();
-    r.num_ = checked_add(a.num_, degree_of(b.den_));
-    r.den_ = merge(a.den_, std::vector<Degree::Factor>{{b.id_, b.num_, 1}},
-                   [](long long x, long long y) { return checked_add(x, y); });
-    r.id_ = Degree::fresh_id();
-    return r;
+    return Degree::polynomial(checked_add(a.num_, degree_of(b.den_)),
+                              merge(a.den_, std::vector<Degree::Factor>{{b.id_, b.num_, 1}},
+                                    [](long long x, long long y) { return checked_add(x, y); }));
 }
 
 bool operator==(const Degree& a, const Degree& b) {
@@ -140,18 +140,11 @@ DivisorRecord::~DivisorRecord() { current_record = previous_; }
 
 void DivisorRecord::add(std::uint64_t id, long long degree) { divisors_.emplace_back(id, degree); }
 
-std::size_t DivisorRecord::count() const {
-    std::vector<std::pair<std::uint64_t, long long>> d = divisors_;
-    std::sort(d.begin(), d.end());
-    return static_cast<std::size_t>(std::unique(d.begin(), d.end()) - d.begin());
-}
+std::size_t DivisorRecord::count() const { return distinct(divisors_).size(); }
 
 long long DivisorRecord::total_degree() const {
-    std::vector<std::pair<std::uint64_t, long long>> d = divisors_;
-    std::sort(d.begin(), d.end());
-    d.erase(std::unique(d.begin(), d.end()), d.end());
     long long total = 0;
-    for (const auto& [id, degree] : d) total = checked_add(total, degree);
+    for (const auto& [id, degree] : distinct(divisors_)) total = checked_add(total, degree);
     return total;
 }
 

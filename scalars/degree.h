@@ -40,14 +40,12 @@ public:
     static Degree constant(const Rational& v);
     static Degree variable();
 
-    bool is_constant() const { return value_.has_value(); }
     bool is_zero() const { return value_ && *value_ == 0; }
     const Rational& value() const;  // constants only
 
     // An upper bound on the degree of the numerator; -1 for the zero polynomial.
     long long numerator_degree() const { return is_zero() ? -1 : num_; }
     long long denominator_degree() const;
-    const std::vector<Factor>& denominator() const { return den_; }
 
     Degree operator-() const;
     Degree& operator+=(const Degree& b) { return *this = *this + b; }
@@ -63,7 +61,6 @@ public:
     // Constants compare by value. Values that depend on variables are equal only to themselves (Eigen asks
     // `alpha == 1` of constants only) and cannot be ordered: ordering them throws NotRational.
     friend bool operator==(const Degree& a, const Degree& b);
-    friend bool operator!=(const Degree& a, const Degree& b) { return !(a == b); }
     friend bool operator<(const Degree& a, const Degree& b);
     friend bool operator>(const Degree& a, const Degree& b) { return b < a; }
     friend bool operator<=(const Degree& a, const Degree& b) { return !(b < a); }
@@ -71,6 +68,7 @@ public:
 
 private:
     static std::uint64_t fresh_id();
+    static Degree polynomial(long long num, std::vector<Factor> den);  // a value that depends on variables, fresh id
     Degree with_fresh_id() const;
 
     std::uint64_t id_ = 0;  // names this value's numerator polynomial when it is used as a divisor

@@ -73,14 +73,6 @@ Symbolic operator-(const Symbolic& a) {
 
 Symbolic symbolic_constant(const std::string& name) { return Symbolic(smt_context().real_const(name.c_str())); }
 
-Mat<Symbolic> symbolic_matrix(const std::string& prefix, Eigen::Index rows, Eigen::Index cols) {
-    Mat<Symbolic> m(rows, cols);
-    for (Eigen::Index i = 0; i < rows; ++i)
-        for (Eigen::Index j = 0; j < cols; ++j)
-            m(i, j) = symbolic_constant(prefix + "_" + std::to_string(i) + "_" + std::to_string(j));
-    return m;
-}
-
 namespace detail {
 Symbolic apply(Uninterpreted f, const Symbolic& v) {
     World& w = world();

@@ -43,7 +43,6 @@ public:
     // Structural equality of the terms (z3::eq), not equality of the reals they denote: Eigen's products ask
     // "is this factor 1?" only to take shortcuts, for which "the same term" is the right, cheap answer.
     friend bool operator==(const Symbolic& a, const Symbolic& b) { return z3::eq(a.e_, b.e_); }
-    friend bool operator!=(const Symbolic& a, const Symbolic& b) { return !z3::eq(a.e_, b.e_); }
 
 private:
     z3::expr e_;
@@ -51,8 +50,6 @@ private:
 
 // A fresh real constant of that name (the same name gives the same constant within a context).
 Symbolic symbolic_constant(const std::string& name);
-// An n x d matrix of fresh constants named prefix_i_j.
-Mat<Symbolic> symbolic_matrix(const std::string& prefix, Eigen::Index rows, Eigen::Index cols);
 
 namespace detail {
 enum class Uninterpreted { exp, sqrt, tanh, relu };

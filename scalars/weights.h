@@ -31,15 +31,6 @@ public:
     }
     // Uniform in [0, bound), bound > 0. The modulo bias is irrelevant for weights.
     std::uint64_t below(std::uint64_t bound) { return next() % bound; }
-    // The word the (ahead + 1)-th call of next() from here returns, without drawing it; skip(k) draws k words.
-    // With them a caller that draws a varying number of words can compute every candidate without a branch.
-    std::uint64_t peek(std::uint64_t ahead) const {
-        std::uint64_t z = state_ + (ahead + 1) * 0x9e3779b97f4a7c15ULL;
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        return z ^ (z >> 31);
-    }
-    void skip(std::uint64_t count) { state_ += count * 0x9e3779b97f4a7c15ULL; }
 
 private:
     std::uint64_t state_;

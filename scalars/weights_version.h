@@ -1,5 +1,5 @@
 // The version of the weight draw (scalars/weights.h) that a record names, apart from the draw itself, which
-// computes in every scalar: the public API (<permcheck/audit.h>, through check/counterexample.h) reads this
+// computes in every scalar: the public API (<permcheck/audit.h>, through report/text.h) reads this
 // header and no exact-scalar one.
 #pragma once
 

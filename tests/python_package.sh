@@ -50,7 +50,7 @@ check_run() {
   grep -q "1 failed, 1 passed" "$out" || { cat "$out"; fail "$label: not one failed and one passed"; }
   grep -q "FAILED tests/test_few_lines.py::test_learned_position" "$out" || { cat "$out"; fail "$label: the learned test did not fail"; }
   grep -q "AssertionError: audit of LearnedPosition: equivariance (float32" "$out" || { cat "$out"; fail "$label: no assertion message"; }
-  grep -q "shrunk counterexample: n = 2; permuted: n by (0 1)" "$out" || { cat "$out"; fail "$label: no shrunk counterexample"; }
+  grep -qF "permutations n (0 1) (rows: (P x)[i] = x[p[i]]); the axis at fault: n" "$out" && grep -q "lengths: n = 2" "$out" || { cat "$out"; fail "$label: no shrunk counterexample"; }
   grep -q "permcheck audits" "$out" || { cat "$out"; fail "$label: no permcheck summary section"; }
   grep -q "test_symmetric: audit of Symmetric: equivariance (float32.* holds after 100 cases" "$out" \
     || { cat "$out"; fail "$label: no summary line of the holding audit"; }

@@ -802,22 +802,27 @@ struct CountedBatch {
     std::shared_ptr<int> ones = std::make_shared<int>(0), batches = std::make_shared<int>(0);
     std::shared_ptr<bool> mixed = std::make_shared<bool>(false);
 
-    BatchedBlackBox box() const {
-        BatchedBlackBox b;
+    // The layer as the named box of its one-tensor signature, its batched side answering each input in turn.
+    BatchedNamedBlackBox box(Output output = Output::sequence) const {
+        BatchedNamedBlackBox b;
         const CountedBatch self = *this;
-        b.one = [self](const Mat<double>& x) {
-            ++*self.ones;
-            return self.layer(x);
-        };
+        b.one = one_tensor_box(
+            [self](const Mat<double>& x) {
+                ++*self.ones;
+                return self.layer(x);
+            },
+            output);
         b.many.capacity = [self] { return *self.ones > 0 ? self.k : 0; };
-        b.many.call = [self](const std::vector<Mat<double>>& xs) {
+        b.many.call = [self, output](const std::vector<Tensors>& inputs) {
             ++*self.batches;
-            std::vector<Answer<Mat<double>>> out;
-            for (const Mat<double>& x : xs) {
-                if (x.rows() != xs[0].rows() || static_cast<int>(xs.size()) > self.k) *self.mixed = true;
-                Answer<Mat<double>> a;
+            std::vector<Answer<Tensors>> out;
+            for (const Tensors& in : inputs) {
+                const Mat<double> x = tensor_matrix::as_matrix(in.at("x"));
+                if (in.at("x").shape != inputs[0].at("x").shape || static_cast<int>(inputs.size()) > self.k)
+                    *self.mixed = true;
+                Answer<Tensors> a;
                 try {
-                    a.value = self.layer(x);
+                    a.value = Tensors{{"y", one_tensor_answer(self.layer(x), output, static_cast<int>(x.rows()))}};
                 } catch (const std::exception& e) {
                     a.error = e.what();
                 }
@@ -828,6 +833,12 @@ struct CountedBatch {
         return b;
     }
 };
+
+// An audit of the batched box, as audit(BlackBox) audits the one-tensor form: the signature of its shorthand.
+AuditResult audit_batched(const CountedBatch& counted, const AuditOptions& o) {
+    return audit(std::vector<BatchedNamedBlackBox>{counted.box(o.output)},
+                 one_tensor_signature(o.d, o.output, o.min_len, o.max_len, o.long_len), o);
+}
 
 TEST(AuditBatched, SameVerdictCasesAndCounterexampleAsOneCaseACall) {
     int found = 0;
@@ -840,7 +851,7 @@ TEST(AuditBatched, SameVerdictCasesAndCounterexampleAsOneCaseACall) {
                                   BlackBox(argmax_first_index), BlackBox(centered_float32)}) {
         const AuditResult one = audit(layer, seeded(300));
         const CountedBatch counted{layer, 8};
-        const AuditResult batched = audit(std::vector<BatchedBlackBox>{counted.box()}, seeded(300));
+        const AuditResult batched = audit_batched(counted, seeded(300));
         EXPECT_EQ(one.verdict, batched.verdict);
         EXPECT_EQ(one.cases, batched.cases);
         EXPECT_EQ(one.dtype, batched.dtype);
@@ -858,7 +869,7 @@ TEST(AuditBatched, SameVerdictCasesAndCounterexampleAsOneCaseACall) {
 
 TEST(AuditBatched, ABlackBoxThatNeverAnnouncesIsCalledOneCaseAtATime) {
     CountedBatch counted{identity_layer, 0};
-    const AuditResult r = audit(std::vector<BatchedBlackBox>{counted.box()}, seeded(50));
+    const AuditResult r = audit_batched(counted, seeded(50));
     EXPECT_EQ(r.verdict, Verdict::holds);
     EXPECT_EQ(*counted.batches, 0);
     EXPECT_EQ(*counted.ones, r.evaluations);
@@ -870,7 +881,7 @@ TEST(AuditBatched, AnItemsErrorIsThatCasesErrorWithItsRequest) {
         return x;
     };
     const AuditResult one = audit(picky, seeded());
-    const AuditResult batched = audit(std::vector<BatchedBlackBox>{CountedBatch{picky, 8}.box()}, seeded());
+    const AuditResult batched = audit_batched(CountedBatch{picky, 8}, seeded());
     EXPECT_EQ(batched.verdict, Verdict::error);
     EXPECT_EQ(batched.error, "no n=5 here");
     EXPECT_EQ(batched.last_request, "n=5");
@@ -884,7 +895,7 @@ TEST(AuditBatched, AStopRequestEndsTheRunBetweenTheCasesOfABlock) {
     o.on_progress = [&](const AuditProgress& p) { done = p.cases_done; };
     o.stop_requested = [&] { return done >= 20; };
     CountedBatch counted{identity_layer, 64};
-    const AuditResult r = audit(std::vector<BatchedBlackBox>{counted.box()}, o);
+    const AuditResult r = audit_batched(counted, o);
     EXPECT_EQ(r.verdict, Verdict::interrupted);
     EXPECT_EQ(r.cases, 20) << "stopped after the 20th case, in the middle of a block of 256";
     EXPECT_EQ(*counted.batches > 0, true);

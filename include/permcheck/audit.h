@@ -12,11 +12,11 @@
 // Output::pooled: invariance L(P x) = L(x)), as any dense Eigen matrix, vector or expression. A callable that
 // takes MatrixXf computes in float: it is audited with the float32 tolerance whatever opts.dtype says, since a
 // float64 tolerance would call float rounding a violation. Any other callable is audited in opts.dtype, or, when
-// that is empty (the default), in the dtype its answers show (check/audit_engine.h).
+// that is empty (the default), in the dtype its answers show.
 //
 // Why a header of its own, spelled <permcheck/...>: users include it next to their own headers, so its name
 // must be namespaced (as <rapidcheck/gtest.h> is), and it must read the same in this tree and in an installed
-// prefix. It builds only on check/blackbox.h, check/signature_audit.h and check/explain.h (explain(),
+// prefix. It builds only on check/blackbox.h, check/signature_audit.h and report/text.h (explain(),
 // replay_hint(), signature_flags(), compiled into the library), which include no RapidCheck, Boost or GMP header
 // (tests/public_headers.sh), so that a user's test file compiles in about the time of <gtest/gtest.h> and
 // <Eigen/Dense> alone (bench/consumer_compile_time.sh); the GoogleTest macros are in <permcheck/gtest.h>.
@@ -97,7 +97,7 @@ template <class F> AuditResult audit_callable(F layer, AuditOptions opts) {
     return audit(black_box(std::move(layer), opts.output), opts);
 }
 
-// replay_hint(opts) and explain(result, opts), a result as text: check/explain.h.
+// replay_hint(opts) and explain(result, opts), a result as text: report/text.h.
 
 // ------------------------------------------------------------------------------------- layers with a signature
 
@@ -121,6 +121,6 @@ template <class F> AuditResult audit_callable(F layer, const Signature& signatur
     return audit_signature(std::move(layer), signature, std::move(opts));
 }
 
-// signature_flags(signature) and explain(result, signature, opts): check/explain.h.
+// signature_flags(signature) and explain(result, signature, opts): report/text.h.
 
 }  // namespace permcheck

@@ -19,7 +19,7 @@
 //     A one-tensor request reaches it as the input "x" (n x D) and is answered with its output "y".
 // A one-tensor layer also answers a named request of one input of two dims and one output.
 //
-// serve() answers each request line of stdin with one line on stdout, in order (README, "The protocol"), until end
+// serve() answers each request line of stdin with one line on stdout, in order (docs/protocol.md), until end
 // of input or until permcheck closes the pipe, and returns 0. Batched requests: the first answer announces
 // "batch": options.batch (256 unless set; 1 or less announces nothing), and a batch is answered item by item, one
 // call of the layer each. A request that cannot be answered (a line that is not JSON, a ragged array, a shape that
@@ -46,8 +46,6 @@
 #include <exception>
 #include <functional>
 #include <iostream>
-#include <istream>
-#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -124,17 +122,17 @@ inline void write_nested(std::string& out, const std::vector<int>& shape, const 
     out += ']';
 }
 
-inline void write_tensor(std::string& out, const std::string& name, const Tensor& t) {
-    std::size_t count = 1;
-    for (int s : t.shape) {
+// A tensor's JSON text, once its values are checked against its shape.
+inline std::string tensor_text(const std::string& name, const Tensor& t) {
+    for (int s : t.shape)
         if (s < 0) throw BadRequest("the layer's output '" + name + "' has a negative dim");
-        count *= static_cast<std::size_t>(s);
-    }
-    if (count != t.values.size())
+    if (t.size() != t.values.size())
         throw BadRequest("the layer's output '" + name + "' has " + std::to_string(t.values.size()) +
-                         " values for its shape of " + std::to_string(count));
+                         " values for its shape of " + std::to_string(t.size()));
+    std::string out;
     std::size_t next = 0;
     write_nested(out, t.shape, t.values, 0, next);
+    return out;
 }
 
 // A one-tensor answer: a compile-time vector as one vector, any other matrix as its rows.
@@ -143,29 +141,10 @@ template <class R> std::string matrix_answer(const R& answer) {
     static_assert(std::is_base_of_v<Eigen::DenseBase<Plain>, Plain>,
                   "a one-tensor layer must return an Eigen matrix, vector or expression (n rows, or one vector "
                   "when pooled)");
-    const Eigen::MatrixXd y = answer.template cast<double>();
-    std::string out;
-    if constexpr (Plain::ColsAtCompileTime == 1 || Plain::RowsAtCompileTime == 1) {
-        out += '[';
-        for (Eigen::Index k = 0; k < y.size(); ++k) {
-            if (k > 0) out += ',';
-            write_number(out, y.data()[k]);  // one row or one column: storage order is the vector's order
-        }
-        out += ']';
-    } else {
-        out += '[';
-        for (Eigen::Index i = 0; i < y.rows(); ++i) {
-            if (i > 0) out += ',';
-            out += '[';
-            for (Eigen::Index j = 0; j < y.cols(); ++j) {
-                if (j > 0) out += ',';
-                write_number(out, y(i, j));
-            }
-            out += ']';
-        }
-        out += ']';
-    }
-    return out;
+    Tensor y = tensor_matrix::as_tensor(answer.template cast<double>());
+    if constexpr (Plain::ColsAtCompileTime == 1 || Plain::RowsAtCompileTime == 1)
+        y.shape = {static_cast<int>(y.values.size())};
+    return tensor_text("y", y);
 }
 
 // ------------------------------------------------------------------------------------------------ reading JSON
@@ -259,15 +238,6 @@ inline Eigen::MatrixXd rows_of(const json& x) {
     return m;
 }
 
-inline Tensor tensor_of(const Eigen::MatrixXd& m) {
-    Tensor t;
-    t.shape = {static_cast<int>(m.rows()), static_cast<int>(m.cols())};
-    t.values.reserve(static_cast<std::size_t>(m.size()));
-    for (Eigen::Index i = 0; i < m.rows(); ++i)
-        for (Eigen::Index j = 0; j < m.cols(); ++j) t.values.push_back(m(i, j));
-    return t;
-}
-
 // ------------------------------------------------------------------------------------------------ the server
 
 template <class F> class Server {
@@ -293,8 +263,7 @@ public:
 
 private:
     static std::string id_of(const json& request) {
-        if (!request.is_object() || !request.contains("id")) return "null";
-        return request["id"].dump();
+        return request.is_object() && request.contains("id") ? request["id"].dump() : "null";
     }
 
     static std::string error_answer(const std::string& id, const std::string& message) {
@@ -328,10 +297,8 @@ private:
         const json& items = request["batch"];
         if (!items.is_array()) return error_answer(id, "\"batch\" must be a list of request objects");
         std::string out = "{\"id\":" + id + ",\"batch\":[";
-        bool first = true;
         for (const json& item : items) {
-            if (!first) out += ',';
-            first = false;
+            if (out.back() != '[') out += ',';  // after the first answer
             out += answer_of(item, false);
         }
         return out + "]}";
@@ -340,7 +307,7 @@ private:
     std::string one_tensor_answer(const json& x) {
         const Eigen::MatrixXd m = rows_of(x);
         if constexpr (named<F>) {
-            const Tensors outputs = std::invoke(layer_, Tensors{{"x", tensor_of(m)}});
+            const Tensors outputs = std::invoke(layer_, Tensors{{"x", tensor_matrix::as_tensor(m)}});
             return output_value(outputs, "y");
         } else {
             return matrix_call(m);
@@ -362,14 +329,10 @@ private:
             if (inputs.size() != 1 || names.size() != 1 || inputs.begin()->second.shape.size() != 2)
                 throw BadRequest("this adapter serves a one-tensor layer (an Eigen matrix in, one out): audit it with "
                                  "--dim D, or with one input of two dims and one output");
-            const Tensor& t = inputs.begin()->second;
-            Eigen::MatrixXd m(t.shape[0], t.shape[1]);
-            for (Eigen::Index i = 0; i < m.rows(); ++i)
-                for (Eigen::Index j = 0; j < m.cols(); ++j) m(i, j) = t.values[static_cast<std::size_t>(i * m.cols() + j)];
             std::string out = "{";  // appends: GCC 12 at -O3 warns falsely (-Wrestrict) on "{" + a temporary
             out += quoted(names[0]);
             out += ':';
-            out += matrix_call(m);
+            out += matrix_call(tensor_matrix::as_matrix(inputs.begin()->second));
             return out + "}";
         }
     }
@@ -393,9 +356,7 @@ private:
             throw BadRequest("the layer returned no output '" + name + "' (it returned " +
                              (given.empty() ? std::string("none") : given) + ")");
         }
-        std::string out;
-        write_tensor(out, name, it->second);
-        return out;
+        return tensor_text(name, it->second);
     }
 
     const F& layer_;
@@ -424,13 +385,14 @@ template <class F> int serve(const F& layer, const ServeOptions& options = {}) {
                   "returning permcheck::Tensors");
     serve_detail::Server<F> server(layer, options.batch);
     std::istream& in = options.input ? *options.input : std::cin;
-    if (options.output) {
+    // Answers every request line with `write`, until the input ends or write fails.
+    const auto answer_all = [&](const auto& write) {
         std::string line;
-        while (std::getline(in, line)) {
-            if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-            *options.output << server.answer_line(line) << '\n' << std::flush;
-            if (!*options.output) break;
-        }
+        while (std::getline(in, line))
+            if (line.find_first_not_of(" \t\r") != std::string::npos && !write(server.answer_line(line) + "\n")) break;
+    };
+    if (options.output) {
+        answer_all([&](const std::string& answer) { return static_cast<bool>(*options.output << answer << std::flush); });
         return 0;
     }
     // Claim stdout: answers go to a duplicate of descriptor 1, and descriptor 1 itself to stderr meanwhile, so
@@ -442,11 +404,7 @@ template <class F> int serve(const F& layer, const ServeOptions& options = {}) {
     const bool claimed = answers >= 0 && ::dup2(STDERR_FILENO, STDOUT_FILENO) >= 0;
     const int fd = claimed ? answers : STDOUT_FILENO;
     const auto previous_sigpipe = std::signal(SIGPIPE, SIG_IGN);
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-        if (!serve_detail::write_all(fd, server.answer_line(line) + "\n")) break;  // permcheck closed the pipe
-    }
+    answer_all([fd](const std::string& answer) { return serve_detail::write_all(fd, answer); });  // false: pipe closed
     std::signal(SIGPIPE, previous_sigpipe);
     std::cout.flush();
     std::fflush(stdout);

@@ -165,26 +165,15 @@ class Result:
         return "Result(%s %s%s)" % (self.property, self.verdict, ", report=%r" % self.report if self.report else "")
 
     def explanation(self):
-        """A few lines a person reads: the verdict, the shrunk counterexample, the report and how to replay it."""
-        lines = [self.summary]
-        c = self.counterexample
-        if c is not None:
-            shrunk = "counterexample" if self.verdict == "batch-dependent" else "shrunk counterexample"
-            lines.append("  %s: %s" % (shrunk, _case_text(c, self.property, self.verdict)))
-            for name, value in c.inputs.items():
-                lines.extend(_value_lines("    input %s = " % name, _plain(value)))
-            shown = c.failing() if self.verdict != "non-finite" else list(c.outputs.values())
-            for comparison in shown[:3]:
-                lines.extend(_comparison_lines(comparison, self.property, self.verdict))
-            if self.first_breaking_tap:
-                lines.append("  symmetry first breaks at submodule %r (every tap before it holds)"
-                             % self.first_breaking_tap)
-        elif self.error:
+        """The lines an assertion shows: what permcheck printed of the audit (its verdict line, the shrunk
+        counterexample with both sides and the replay line, where symmetry first breaks), the error of an audit
+        that failed, and the report directory. The text is the binary's own: it is written in one place."""
+        lines = [line for line in self.output.splitlines() if line.strip() and not line.startswith("report written to ")]
+        lines = lines or [self.summary]
+        if self.counterexample is None and self.error:
             lines.append("  %s" % self.error)
         if self.report:
             lines.append("  report: %s" % self.report)
-            if c is not None:
-                lines.append("  replay: permcheck.replay(%r, layer)" % self.report)
         return "\n".join(lines)
 
 
@@ -256,153 +245,6 @@ def _summary_line(output):
         if line.startswith("audit of "):
             return line.strip()
     return ""
-
-
-def _case_text(c, prop, verdict):
-    lengths = ", ".join("%s = %d" % (a, n) for a, n in c.lengths.items())
-    if verdict == "nondeterministic":
-        return "%s; the same input answered twice, differently" % lengths
-    if verdict == "batch-dependent":
-        return "%s; the same input answered differently in a batched request and alone" % lengths
-    if verdict == "non-finite":
-        return "%s; the layer answered with NaN or infinity" % lengths
-    if prop == "shift":
-        return "%s, positions shifted by %s" % (lengths, c.shift)
-    if prop == "padding" and c.pads:
-        return "%s, %d pad(s) at slot(s) %s of axis %s" % (lengths, len(c.pads.get("slots", [])),
-                                                          c.pads.get("slots"), c.pads.get("axis"))
-    perms = ", ".join("%s by %s" % (a, c.cycles.get(a) or p) for a, p in c.permutations.items())
-    return "%s; permuted: %s" % (lengths, perms or "none")
-
-
-def _sides(prop, verdict):
-    """The names of a comparison's two sides, as permcheck's own report names them."""
-    if verdict == "nondeterministic":
-        return "first answer", "second answer"
-    if verdict == "batch-dependent":
-        return "in a batch", "alone"
-    return {"shift": ("L(x_c)", "L(x)"), "padding": ("L(pad x)", "L(x)")}.get(prop, ("L(P x)", "P L(x)"))
-
-
-def _comparison_lines(comparison, prop, verdict):
-    left, right = _sides(prop, verdict)
-    if comparison.shape_mismatch:
-        return ["    output %s: the two sides have different shapes" % comparison.name]
-    where = list(comparison.where or [])
-    head = ("    output %s:" % comparison.name if verdict == "non-finite" else
-            "    output %s: max |%s - %s| = %.6g at %s (tolerance %.3g)" % (
-                comparison.name, left, right, comparison.max_abs_diff or 0.0, where, comparison.tolerance or 0.0))
-    # The two sides in one column width, so that their rows line up when they take a line each.
-    sides = [_plain(comparison.layer_of_permuted), _plain(comparison.permuted_layer)]
-    width = max([len(_number(x)) for side in sides for x in _protocol._leaves(side)] or [0])
-    return ([head] + _value_lines("      %s = " % left, sides[0], where, width)
-            + _value_lines("      %s = " % right, sides[1], where, width))
-
-
-# How the explanation shows values, as the terminal does: 6 significant digits; a list of more than _ROW_VALUES
-# items as its first and last _ROW_EDGE, with the shape after the value (the row and column of the largest
-# difference stay in view, with their indices); a value whose one-line form passes _LINE_WIDTH characters with one
-# innermost row a line, nested as torch prints a tensor, its columns lined up. report.json keeps every value at
-# full precision.
-_ROW_VALUES, _ROW_EDGE, _LINE_WIDTH = 8, 3, 100
-
-
-def _short(value, keep=None):
-    """A tensor or nested list on one line, as the explanation shows it: "[0.1, 0.2, 0.3, ..., 0.9] (50 values)"."""
-    value = _plain(value)
-    return _one_line(value, keep, 0) + _shape_note(value)
-
-
-def _plain(value):
-    return value.tolist() if hasattr(value, "tolist") else value
-
-
-def _number(x):
-    return "%.6g" % x if isinstance(x, float) else str(x)
-
-
-def _elided(value):
-    return isinstance(value, list) and (len(value) > _ROW_VALUES or any(_elided(v) for v in value))
-
-
-def _shape_note(value):
-    """" (50 values)" or " (shape 1 x 20 x 50)" after a value some of whose lists are cut; "" otherwise."""
-    if not _elided(value):
-        return ""
-    shape = _protocol._shape_of(value)
-    return " (%d values)" % shape[0] if len(shape) == 1 else " (shape %s)" % " x ".join(map(str, shape))
-
-
-def _shown(items, keep=None):
-    """The indices of a list shown, None for an elision: all of a short list; the first and last _ROW_EDGE of a
-    long one, and `keep` between them when the cut would hide it."""
-    n = len(items)
-    if n <= _ROW_VALUES:
-        return list(range(n))
-    middle = [None]
-    if keep is not None and _ROW_EDGE <= keep < n - _ROW_EDGE:
-        middle = ([None] if keep > _ROW_EDGE else []) + [keep] + ([None] if keep < n - _ROW_EDGE - 1 else [])
-    return list(range(_ROW_EDGE)) + middle + list(range(n - _ROW_EDGE, n))
-
-
-def _hidden(items, i):
-    """Whether item i of a list stands between elisions (shown with its index)."""
-    return len(items) > _ROW_VALUES and _ROW_EDGE <= i < len(items) - _ROW_EDGE
-
-
-def _one_line(value, keep, width):
-    """A value on one line, each number padded to `width`; a kept index the cut would hide as "44: 4.5"."""
-    if not isinstance(value, list):
-        return _number(value).rjust(width)
-    nested = any(isinstance(v, list) for v in value)
-    parts = []
-    for i in _shown(value, None if nested else keep):
-        if i is None:
-            parts.append("...")
-        elif nested:
-            parts.append(_one_line(value[i], keep, width))
-        else:
-            text = _number(value[i]).rjust(width)
-            parts.append("%d: %s" % (i, text.strip()) if _hidden(value, i) else text)
-    return "[" + ", ".join(parts) + "]"
-
-
-def _block(value, keep, keep_row, width):
-    """A list of lists as lines, one innermost row a line, nested as torch prints a tensor."""
-    rows = not any(isinstance(x, list) for v in value for x in v)  # value is a matrix: its items are the rows
-    lines = []
-    shown = _shown(value, keep_row if rows else None)
-    for k, i in enumerate(shown):
-        if i is None:
-            child = ["..."]
-        elif rows:
-            child = [("%d: " % i if _hidden(value, i) else "") + _one_line(value[i], keep, width)]
-        else:
-            child = _block(value[i], keep, keep_row, width)
-        if k + 1 < len(shown):
-            child[-1] += ","
-        lines.extend(child)
-    lines = ["[" + lines[0]] + [" " + line for line in lines[1:]]
-    lines[-1] += "]"
-    return lines
-
-
-def _value_lines(prefix, value, where=None, width=0):
-    """`prefix` and the value on one line when it fits, else `prefix` alone and the value below it, one innermost
-    row a line, indented two more than the prefix and lined up in columns of `width` characters (at least each
-    value's own). `where`: the index of the largest difference, whose row and column stay in view."""
-    where = list(where or [])
-    keep = where[-1] if where else None
-    keep_row = where[-2] if len(where) >= 2 else None
-    note = _shape_note(value)
-    line = _one_line(value, keep, 0) + note
-    if len(prefix) + len(line) <= _LINE_WIDTH or len(_protocol._shape_of(value)) < 2 or not all(value):
-        return [prefix + line]
-    width = max([width] + [len(_number(x)) for x in _protocol._leaves(value)])
-    indent = " " * (len(prefix) - len(prefix.lstrip()) + 2)
-    lines = _block(value, keep, keep_row, width)
-    lines[-1] += note
-    return [prefix.rstrip()] + [indent + line for line in lines]
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -61,21 +61,18 @@ def test_a_learned_position_embedding_fails_with_the_shrunk_counterexample():
         permcheck.assert_equivariant(LearnedPosition(), dim=8)
     message = str(caught.value)
     assert "violated" in message
-    assert "shrunk counterexample: n = 2; permuted: n by (0 1)" in message
-    assert "input x = [[0, 0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 0, 0]]" in message
-    assert "output y: max |L(P x) - P L(x)|" in message
-    # Both sides are 2 x 8, too wide for a line: one row a line, nested as torch prints a tensor, in columns as wide
-    # as the widest value of both sides.
+    # The assertion shows what the binary printed: the shrunk case, both sides in lined-up columns, the replay.
+    assert "lengths: n = 2\n  permutations n (0 1)" in message, message
+    assert "  input x (2, 8) =\n" + ("    [" + " ".join(["        0"] * 8) + "]\n") * 2 in message, message
+    assert "  output y (DIFFERS):" in message, message
     rows = []
     for side in ("L(P x)", "P L(x)"):
-        lines = message.split("      %s =\n" % side)[1].splitlines()[:2]
-        assert lines[0].startswith("        [[") and lines[1].startswith("         [") and lines[1].endswith("]]"), message
-        rows += lines
-    assert all(len(r.strip(" [],").split(", ")) == 8 for r in rows), message
-    assert len({tuple(i for i, ch in enumerate(r) if ch == ",")[:7] for r in rows}) == 1, message
-    report = message.split("report: ")[1].split("\n")[0]
+        rows += message.split("    %s (2, 8) =\n" % side)[1].splitlines()[:2]
+    assert all(r.startswith("      [") and r.endswith("]") and len(r.strip(" []").split()) == 8 for r in rows), message
+    assert len({len(r) for r in rows}) == 1, message
+    report = message.split("  report: ")[1].split("\n")[0]
     assert os.path.isfile(os.path.join(report, "report.json"))
-    assert "permcheck.replay(%r, layer)" % report in message
+    assert 'permcheck.replay("%s", layer)' % report in message
 
 
 def test_a_wide_counterexample_is_elided_keeping_the_largest_difference_in_view():
@@ -84,89 +81,16 @@ def test_a_wide_counterexample_is_elided_keeping_the_largest_difference_in_view(
     with pytest.raises(AssertionError) as caught:
         permcheck.assert_equivariant(LearnedPosition(d=50), dim=50)
     message = str(caught.value)
-    row, col = (int(v) for v in re.search(r"max \|L\(P x\) - P L\(x\)\| = \S+ at \[(\d+), (\d+)\]", message).groups())
-    side = message.split("      L(P x) =\n")[1].split("      P L(x) =")[0].splitlines()
-    n = int(re.search(r"shrunk counterexample: n = (\d+)", message).group(1))
-    assert side[n - 1].endswith("]] (shape %d x 50)" % n), message
-    lines = side[:n]
-    if 3 <= col < 47:
-        assert "..., %d: " % col in lines[row], message
+    row, col = (int(v) for v in re.search(r"largest \|difference\| = \S+ at \((\d+), (\d+)\)", message).groups())
+    n = int(re.search(r"lengths: n = (\d+)", message).group(1))
+    lines = message.split("    L(P x) (%d, 50) =\n" % n)[1].splitlines()[:n]
     for line in lines:
-        cells = line.strip(" [],").split("]")[0].split(", ")
-        assert len(cells) in (7, 8, 9), message  # 3, "...", 3; or 3, "...", "col: v", "...", 3
-        for cell in cells:
-            value = cell.strip().split(": ")[-1]
-            assert value == "..." or math.isfinite(float(value)), message
-
-
-def test_the_result_holds_the_counterexample_as_tensors():
-    module = LearnedPosition()
-    result = permcheck.audit(module, dim=8)
-    assert result.verdict == "violated" and not result
-    c = result.counterexample
-    assert c.lengths == {"n": 2} and c.permutations == {"n": [1, 0]} and c.axis_at_fault == "n"
-    assert isinstance(c.inputs["x"], torch.Tensor) and tuple(c.inputs["x"].shape) == (2, 8)
-    y = c.outputs["y"]
-    assert not y.holds and y.max_abs_diff > y.tolerance
-    # The two sides are the layer's own answers: L(P x) and P L(x), recomputed here.
-    x = c.inputs["x"].to(torch.float32)
-    with torch.no_grad():
-        assert torch.allclose(y.layer_of_permuted.to(torch.float32), module(x[[1, 0]]))
-        assert torch.allclose(y.permuted_layer.to(torch.float32), module(x)[[1, 0]])
-    record = json.load(open(os.path.join(result.report, "report.json")))
-    assert record["verdict"] == "violated" and record["details"]["audit"]["served_in_process"] is True
-    markdown = open(os.path.join(result.report, "report.md")).read()
-    assert "permcheck.replay(" in markdown and "--exec" not in markdown
-
-
-def test_replay_runs_the_saved_counterexample_in_process():
-    module = LearnedPosition()
-    result = permcheck.audit(module, dim=8)
-    still = permcheck.replay(result.report, module)
-    assert not still and still.exit_code == 1
-    fixed = permcheck.replay(result.report, Symmetric())
-    assert fixed and fixed.exit_code == 0
-    with pytest.raises(permcheck.AuditError, match="cannot read the report"):
-        permcheck.replay(os.path.join(result.report, "missing"), module)
-
-
-def test_taps_name_the_submodule_where_symmetry_first_breaks():
-    model = torch.nn.Sequential(torch.nn.Linear(8, 8), LearnedPosition(), torch.nn.Linear(8, 8))
-    with pytest.raises(AssertionError, match="symmetry first breaks at submodule '1'"):
-        permcheck.assert_equivariant(model, dim=8)
-    assert permcheck.audit(model, dim=8, taps=False).first_breaking_tap is None
-
-
-class NestedPart(torch.nn.Module):
-    def forward(self, x):  # a nested tensor, as TransformerEncoder's fast path makes inside its layers
-        return torch.nested.nested_tensor([x[: x.shape[0] // 2 + 1], x])
-
-
-class Flags(torch.nn.Module):
-    def forward(self, x):
-        return x > 0, x.argmax(-1), {"rows": x.shape[0], "sum": x.sum(-1)}
-
-
-class TapsOfEveryKind(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.nested, self.flags, self.leak = NestedPart(), Flags(), LearnedPosition()
-
-    def forward(self, x):
-        self.nested(x)
-        self.flags(x)
-        return self.leak(x)
-
-
-def test_taps_of_every_kind_are_judged_or_listed_never_a_crash():
-    result = permcheck.audit(TapsOfEveryKind(), dim=8)
-    assert result.verdict == "violated"
-    taps = {t["name"]: t for t in result.record["taps"]}
-    assert taps["nested"]["verdict"] == "not comparable" and "nested tensor" in taps["nested"]["note"]
-    assert taps["flags[0]"]["verdict"] == "holds" and taps["flags[1]"]["verdict"] == "holds"  # bool, int64
-    assert taps["flags[2].sum"]["verdict"] == "holds"
-    assert result.first_breaking_tap == "leak"
-    assert "Traceback" not in result.output + result.stderr
+        assert line.endswith("] (50 values)"), message
+        cells = line.strip().split("]")[0].strip("[").split()
+        values = [c for c in cells if c != "..." and not c.endswith(":")]
+        assert len(values) in (6, 7) and all(math.isfinite(float(v)) for v in values), message
+    if 3 <= col < 47:
+        assert "... %d: " % col in lines[row], message
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -259,7 +183,7 @@ class Positions(torch.nn.Module):
 def test_shift_invariance_of_position_ids():
     sig = dict(axes=["n=1..8"], inputs=["ids:n:token=50", "pos:n:position"], outputs=["y:n,8"], cases=40)
     permcheck.assert_shift_invariant(Positions(relative=True), **sig)
-    with pytest.raises(AssertionError, match="positions shifted by 1") as caught:
+    with pytest.raises(AssertionError, match=r"every position id \+ 1") as caught:
         permcheck.assert_shift_invariant(Positions(relative=False), **sig)
     assert "L(x_c)" in str(caught.value)
     c = permcheck.audit(Positions(relative=False), property="shift", **sig).counterexample
@@ -287,10 +211,10 @@ def test_an_item_that_sees_its_batch_is_batch_dependent():
         assert result.exit_code == 1 and result.record["details"]["audit"]["confirmed_alone"] >= 1
     # One case per request, the layer's statistics are its own: it holds.
     assert permcheck.audit(BatchStatistics(), batch=None, **sig).verdict == "holds"
-    with pytest.raises(AssertionError, match="answered differently in a batched request and alone") as caught:
+    with pytest.raises(AssertionError, match="differs between its batched request and its request alone") as caught:
         permcheck.assert_equivariant(BatchStatistics(), **sig)
-    assert re.search(r"in a batch = ?\n? *\[\[", str(caught.value)), str(caught.value)
-    assert re.search(r"alone = ?\n? *\[\[", str(caught.value)), str(caught.value)
+    assert re.search(r"answer in a batch \(.*\) =\n *\[", str(caught.value)), str(caught.value)
+    assert re.search(r"answer alone *\(.*\) =\n *\[", str(caught.value)), str(caught.value)
 
 
 def test_an_encoder_fast_path_that_drops_rows_alone_is_an_error_for_every_seed():
@@ -313,14 +237,14 @@ def test_a_nondeterministic_layer_fails_showing_both_answers():
     with pytest.raises(AssertionError) as caught:
         permcheck.assert_equivariant(lambda x: x + torch.rand_like(x), dim=4, cases=20)
     message = str(caught.value)
-    assert "nondeterministic" in message and "answered twice, differently" in message
-    assert re.search(r"first answer = ?\n? *\[\[", message) and re.search(r"second answer = ?\n? *\[\[", message), message
+    assert "nondeterministic" in message and "was answered twice with different results" in message
+    assert re.search(r"first answer *\(.*\) =\n *\[", message) and re.search(r"second answer \(.*\) =\n *\[", message), message
 
 
 def test_a_non_finite_answer_fails():
     with pytest.raises(AssertionError, match="non-finite") as caught:
         permcheck.assert_equivariant(lambda x: x / 0.0, dim=4, cases=20)
-    assert "NaN or infinity" in str(caught.value)
+    assert "has a non-finite entry (nan)" in str(caught.value) and "(NON-FINITE)" in str(caught.value)
 
 
 def test_an_exception_in_the_layer_is_an_audit_error_naming_it():
