@@ -4,6 +4,7 @@
 #include "cli/commands.h"
 #include "cli/interrupt.h"
 #include "cli/options.h"
+#include "layers/catalog.h"
 
 #include "report/failure_db.h"
 #include "report/text.h"

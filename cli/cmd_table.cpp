@@ -2,6 +2,7 @@
 #include "cli/commands.h"
 #include "cli/interrupt.h"
 #include "cli/options.h"
+#include "layers/catalog.h"
 
 #include "check/check.h"
 #include "report/report.h"
