@@ -199,8 +199,16 @@ struct Pads {
     Tensors filler;
 };
 
+// Where a case's sequence axis is cut: ascending positions in (0, n) of `axis`. The causal property's one cut k keeps
+// the prefix [0, k).
+struct Cuts {
+    std::string axis;
+    std::vector<int> at;
+};
+
 // One case of a check or an audit: a length and a permutation per axis, the inputs x, and the property's part (the
-// shift property's c, the padding property's pads: their permutations are identities); a reference layer's weight
+// shift property's c, the padding property's pads, the causal property's cut: their permutations are identities);
+// a reference layer's weight
 // seed and the version of its weight draw (a black box has neither: 0 and the current version).
 struct Case {
     Lengths lengths;
@@ -210,6 +218,7 @@ struct Case {
     std::optional<Pads> pads = std::nullopt;  // the padding property's pads
     std::uint64_t weight_seed = 0;
     int weights = kWeightsVersion;  // how weight_seed draws the weights (scalars/weights_version.h); a report's own
+    std::optional<Cuts> cuts = std::nullopt;  // the causal property's cut
 };
 
 // A finding: its case, shrunk, and every output's two sides and their comparison, in the signature's order. A
@@ -236,6 +245,7 @@ enum class HarnessBug {
     shift_tokens,               // the shift property adds c to the token ids too
     pads_unmasked,              // padding inserts pads without padding their masks
     pads_move_positions,        // padding gives the real tokens new position ids (their slots) instead of their own
+    cut_keeps_later,            // causal's prefix [0, k) holds position k, a later token, in place of k - 1
 };
 HarnessBug planted_harness_bug();
 void plant_harness_bug(HarnessBug bug);

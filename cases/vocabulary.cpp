@@ -35,8 +35,9 @@ constexpr PropertyWords kPropertyWords[]{
     {Property::invariance, "invariance", "invariant"},
     {Property::shift, "shift", "shift-invariant"},
     {Property::reversal, "reversal", "reversal-equivariant"},
-    {Property::causal_prefix, "causal-prefix", "causal"},
+    {Property::causal_prefix, "causal-prefix", "blind to the order of its prefix"},
     {Property::padding, "padding", "padding-invariant"},
+    {Property::causal, "causal", "causal"},
 };
 
 template <class Table, class Enum> const auto* word_of(const Table& table, Enum e) {

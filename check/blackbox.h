@@ -81,11 +81,14 @@ struct AuditOptions {
     double amplification = 1.0;         // the layer's worst-case growth of a rounding error (ToleranceModel)
     int max_shrink_evaluations = kAuditShrinkEvaluations;  // a cap on the shrinking of one failure (each costs 2 calls)
     // A signature audit's property (properties/): empty or equivariance (each output equivariant along
-    // its axes, invariant to the others), shift (position inputs + c change nothing) or padding (masked pads change
-    // nothing at the real positions), with where the pads go and along which axis (empty: the masks' one axis).
+    // its axes, invariant to the others), shift (position inputs + c change nothing), padding (masked pads change
+    // nothing at the real positions), with where the pads go and along which axis (empty: the masks' one axis), or
+    // causal (cutting the sequence after k positions leaves the first k outputs alone) along `causal_axis` (empty:
+    // the signature's one axis).
     std::optional<Property> property;
     PadPlacement padding = PadPlacement::any;
     std::string padding_axis;
+    std::string causal_axis;
     // Equivariance with the position inputs left where they are while every other input moves: "holds" then means
     // the layer is a bag of tokens (order reaches it by no route), "violated" that it sees order.
     bool positions_stay = false;

@@ -13,7 +13,9 @@ namespace permcheck::engine {
 const PropertyRules& audited_rules(const AuditOptions& o) { return rules_of(o.property.value_or(Property::equivariance)); }
 
 PropertyArgs audited_args(const Signature& s, const AuditOptions& o) {
-    return audited_rules(o).checked(s, PropertyArgs{o.padding_axis, o.padding, o.positions_stay, false});
+    const PropertyRules& rules = audited_rules(o);
+    const std::string& axis = rules.cuts_sequence() ? o.causal_axis : o.padding_axis;
+    return rules.checked(s, PropertyArgs{axis, o.padding, o.positions_stay, false});
 }
 
 Evaluator::Evaluator(const BatchedNamedBlackBox& box, std::shared_ptr<const Signature> s, const AuditOptions& o,

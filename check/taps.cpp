@@ -404,12 +404,15 @@ TapTrace trace(const TapSource& source, const Signature& s, const TapCase& k, Ar
         }
         try {
             // The tap at the transformed inputs as it is compared with T(x): at the real positions of a padded case
-            // along the dims that follow the padded axis.
+            // along the dims that follow the padded axis. The tap at x as the property expects it: moved by the
+            // permutations (judge_tap), or, for a property that moves nothing, what it makes of it (a causal
+            // case's prefix).
             const std::vector<std::string> axes = axes_of(t, j, k.c.lengths, probes);
             const TensorSpec spec = tap_spec(axes);
-            trace.taps.push_back(judge_tap(t.name, t.value, k.property.compared(spec, k.c, other->value), axes, k.c.perms,
+            const Tensor at_x = k.property.permutes() ? t.value : k.property.expected(spec, k.c, t.value);
+            trace.taps.push_back(judge_tap(t.name, at_x, k.property.compared(spec, k.c, other->value), axes, k.c.perms,
                                            k.lengths, widest_fixed_size(s), magnitude, dtype, amplification, k.positions,
-                                           k.property.ignored(s, k.c, spec, t.value.shape)));
+                                           k.property.ignored(s, k.c, spec, at_x.shape)));
         } catch (const std::invalid_argument& e) {
             trace.taps.push_back(not_comparable(t, std::string("which dims follow which axis cannot be told: ") + e.what()));
         }
@@ -435,6 +438,7 @@ TapTrace trace_taps(const TapSource& source, const Signature& s, const Counterex
     PropertyArgs args;
     args.positions_stay = positions_stay;
     if (c.pads) args.axis = c.pads->axis;
+    if (c.cuts) args.axis = c.cuts->axis;
     k.transformed = k.property.transformed(s, args, k.c);
     k.lengths = k.property.transformed_lengths(k.c);
     k.positions = std::max(largest_position(s, c.inputs), largest_position(s, k.transformed));

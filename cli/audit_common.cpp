@@ -108,7 +108,8 @@ void add_property_options(CLI::App& app, AuditFlags& f) {
                "equivariance (default: each output equivariant along its axes, invariant to the others; order "
                "enters only through the position inputs, which move with the tokens) | invariance (the same) | "
                "shift (every position input + c changes nothing: a relative encoding) | padding (masked pads "
-               "change nothing at the real positions)",
+               "change nothing at the real positions) | causal (cutting the sequence after k positions leaves the "
+               "first k outputs unchanged: no output sees a later token)",
                " (reversal and causal-prefix are the reference layers', permcheck check)")
         ->default_str("");
     f.padding_option = add_choice(app, "--padding", f.padding,
@@ -117,6 +118,8 @@ void add_property_options(CLI::App& app, AuditFlags& f) {
                                   "left (before the real positions) or right (after them)");
     app.add_option("--padding-axis", f.padding_axis,
                    "with --property padding: the axis to pad, when masks lie along several (default: the masks' axis)");
+    app.add_option("--causal-axis", f.causal_axis,
+                   "with --property causal (or --profile): the sequence axis (default: the signature's one axis)");
     app.add_flag("--keep-positions", f.keep_positions,
                  "equivariance with the position inputs left in place while the tokens move: holds when the layer is a "
                  "bag of tokens, violated when it sees order (the profile's order-aware row)");
@@ -129,6 +132,8 @@ void add_property_options(CLI::App& app, AuditFlags& f) {
         const bool pads = f.property && rules_of(*f.property).places_pads();
         if (!pads && f.padding_option->count() > 0) throw BadOption("--padding goes with --property padding");
         if (!pads && !f.padding_axis.empty()) throw BadOption("--padding-axis goes with --property padding");
+        if (!f.causal_axis.empty() && !f.profile && !(f.property && rules_of(*f.property).cuts_sequence()))
+            throw BadOption("--causal-axis goes with --property causal (or --profile)");
         if (f.keep_positions && f.property && !rules_of(*f.property).positions_may_stay())
             throw BadOption("--keep-positions goes with equivariance, not --property " + std::string(property_name(*f.property)));
         if (f.profile && (f.property || f.keep_positions))
@@ -185,6 +190,7 @@ AuditOptions audit_options(const AuditFlags& f) {
     o.padding = f.padding;
     o.positions_stay = f.keep_positions;
     o.padding_axis = f.padding_axis;
+    o.causal_axis = f.causal_axis;
     return o;
 }
 
@@ -202,6 +208,7 @@ std::string replay_tail(const AuditFlags& f, const AuditResult& r, bool lengths)
         s << " --padding " << pad_placement_name(f.padding);
         if (!f.padding_axis.empty()) s << " --padding-axis " << shell_word(f.padding_axis);
     }
+    if (p && rules_of(*p).cuts_sequence() && !f.causal_axis.empty()) s << " --causal-axis " << shell_word(f.causal_axis);
     return s.str();
 }
 

@@ -38,13 +38,14 @@ struct AuditFlags {
     std::optional<Property> property;  // set once parsing is complete, from property_flag when --property was given
     PadPlacement padding = PadPlacement::any;
     std::string padding_axis;
+    std::string causal_axis;  // --causal-axis, with --property causal
     bool keep_positions = false;  // --keep-positions: position inputs stay in place while the tokens move
     bool profile = false;
     Property property_flag = Property::equivariance;
     CLI::Option* padding_option = nullptr;
 };
 
-// --property, --padding, --padding-axis, --keep-positions and --profile; their combinations are checked once
+// --property, --padding, --padding-axis, --causal-axis, --keep-positions and --profile; their combinations are checked once
 // parsing is complete (--padding or --padding-axis without --property padding, --profile with --property or
 // --keep-positions: bad options).
 void add_property_options(CLI::App& app, AuditFlags& f);

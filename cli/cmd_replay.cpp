@@ -66,6 +66,7 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, double a
     const PropertyRules& rules = rules_of(r.property);
     if (!rules.permutes()) o.property = r.property;
     if (saved.pads) o.padding_axis = saved.pads->axis;
+    if (saved.cuts) o.causal_axis = saved.cuts->axis;
     for (const char* key : {"audit", "audit_torch"})  // the profile's order-aware row: positions stayed in place
         if (r.details.contains(key) && r.details[key].value("keep_positions", false)) o.positions_stay = true;
     // The saved inputs were answered twice differently (nondeterministic), or differently in a batch and alone

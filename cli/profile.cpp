@@ -15,19 +15,37 @@ bool has_kind(const Signature& s, bool (*is)(TensorKind)) {
 }
 bool is_position(TensorKind k) { return k == TensorKind::position; }
 
-// What a row's verdict says, in words: the order-aware row's "holds" is a bag of tokens.
-std::string meaning(const ProfileRow& row, Verdict v) {
-    if (v == Verdict::error || v == Verdict::interrupted || v == Verdict::undecided) return "";
+bool decided(Verdict v) { return v != Verdict::error && v != Verdict::interrupted && v != Verdict::undecided; }
+
+// What a row's verdict says, in words: the order-aware row's "holds" is a bag of tokens; order by another route than
+// the position inputs, in a layer the causal row found causal, is its causal mask by row index.
+std::string meaning(const ProfileRow& row, Verdict v, std::optional<Verdict> causal) {
+    if (!decided(v)) return "";
     const bool holds = v == Verdict::holds;
     if (row.keep_positions) return holds ? "a bag of tokens: order reaches it by no route" : "order-aware";
+    if (!row.property && !holds && causal == Verdict::holds)
+        return "order by row index: a causal mask by row index is order the position ids do not carry (what a "
+               "causal model does)";
     return rules_of(row.property.value_or(Property::equivariance)).verdict_meaning(holds);  // none: equivariance
+}
+
+// Whether the signature allows the causal property (a sequence axis, given or the only one, an output along it).
+bool causal_applies(const Signature& s, const std::string& axis) {
+    try {
+        causal_rules().checked(s, PropertyArgs{axis});
+        return true;
+    } catch (const std::invalid_argument&) {
+        return false;
+    }
 }
 
 }  // namespace
 
-std::vector<ProfileRow> profile_rows(const Signature& s) {
+std::vector<ProfileRow> profile_rows(const Signature& s, const std::string& causal_axis) {
     const bool positions = has_kind(s, is_position);
     std::vector<ProfileRow> rows;
+    if (causal_applies(s, causal_axis))
+        rows.push_back({"causal", "causal (no output sees a later token)", Property::causal, PadPlacement::any, false});
     rows.push_back({"order-through-positions",
                     positions ? "order only through the position inputs" : "equivariance (no position input)",
                     std::nullopt, PadPlacement::any, false});
@@ -49,7 +67,8 @@ int run_profile(const std::string& program, const std::string& name, const Signa
     std::cout << "profile of " << name << ":\n";
     std::printf("  %-44s %-16s %6s  %s\n", "row", "verdict", "cases", "what it says");
     int code = 0;
-    for (const ProfileRow& row : profile_rows(s)) {
+    std::optional<Verdict> causal;  // the causal row's verdict, which the order row's words read
+    for (const ProfileRow& row : profile_rows(s, flags.causal_axis)) {
         AuditFlags f = flags;
         f.profile = false;
         f.property = row.property;
@@ -58,14 +77,15 @@ int run_profile(const std::string& program, const std::string& name, const Signa
         if (!dir.empty()) f.report_dir = (dir / row.id).string();
         RowRun run = run_row(f);
         const Verdict v = run.result.verdict;
-        std::printf("  %-44s %-16s %6d  %s\n", row.title.c_str(), verdict_name(v), run.result.cases,
-                    meaning(row, v).c_str());
+        if (row.property == Property::causal) causal = v;
+        const std::string said = meaning(row, v, causal);
+        std::printf("  %-44s %-16s %6d  %s\n", row.title.c_str(), verdict_name(v), run.result.cases, said.c_str());
         std::fflush(stdout);
         if (v == Verdict::error) std::printf("      error: %s\n", run.result.error.c_str());
         if (v != Verdict::holds && !run.record.replay.empty()) std::printf("      replay: %s\n", run.record.replay.c_str());
         if (finish(program, f, run.record, 0) != 0 || v == Verdict::error) code = 2;
         listed.push_back({{"row", row.id}, {"title", row.title}, {"verdict", verdict_name(v)},
-                          {"exit_code", exit_code(v)}, {"cases", run.result.cases}, {"meaning", meaning(row, v)},
+                          {"exit_code", exit_code(v)}, {"cases", run.result.cases}, {"meaning", said},
                           {"report", dir.empty() ? "" : row.id + "/report.json"}, {"replay", run.record.replay}});
         if (v == Verdict::interrupted) {
             code = 130;

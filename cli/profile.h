@@ -21,10 +21,11 @@ struct ProfileRow {
     bool keep_positions = false;
 };
 
-// The rows that apply: order only through the position inputs (equivariance; plain equivariance without a position
-// input), order-aware at all (--keep-positions) and relative (shift) with a position input, padding left, right and
-// any with a mask.
-std::vector<ProfileRow> profile_rows(const Signature& s);
+// The rows that apply: causal when the signature has a sequence axis (`causal_axis`, or its one axis) that an output
+// lies along, order only through the position inputs (equivariance; plain equivariance without a position input),
+// order-aware at all (--keep-positions) and relative (shift) with a position input, padding left, right and any
+// with a mask.
+std::vector<ProfileRow> profile_rows(const Signature& s, const std::string& causal_axis = "");
 
 // One row's run, its flags those of the profile with the row's property: its result and its report record.
 struct RowRun {

@@ -3,7 +3,8 @@
 #                     [OUTPUT sequence|pooled] [DTYPE infer|float32|float64] [CASES <n>] [SEED <s>]
 #                     [MIN_LEN <n>] [MAX_LEN <n>] [TIMEOUT <seconds per request>]
 #                     [STARTUP_TIMEOUT <seconds for the first answer>] [JOBS <n>] [REPORT <dir>]
-#                     [PROPERTY equivariance|invariance|shift|padding] [PADDING left|right|any] [PADDING_AXIS <axis>])
+#                     [PROPERTY equivariance|invariance|shift|padding|causal] [PADDING left|right|any]
+#                     [PADDING_AXIS <axis>] [CAUSAL_AXIS <axis>])
 # or, for a layer with several inputs, its signature instead of DIM, MIN_LEN and MAX_LEN:
 # permcheck_add_audit(NAME <test> COMMAND <adapter command words...>
 #                     AXIS <NAME=MIN..MAX>... INPUT <NAME:DIMS[:KIND]>... OUTPUT <NAME:DIMS>... [other options])
@@ -38,12 +39,12 @@ endfunction()
 
 function(permcheck_add_audit)
   cmake_parse_arguments(PARSE_ARGV 0 arg ""
-    "NAME;DIM;EXPECT;DTYPE;CASES;SEED;MIN_LEN;MAX_LEN;TIMEOUT;STARTUP_TIMEOUT;JOBS;REPORT;PROPERTY;PADDING;PADDING_AXIS"
+    "NAME;DIM;EXPECT;DTYPE;CASES;SEED;MIN_LEN;MAX_LEN;TIMEOUT;STARTUP_TIMEOUT;JOBS;REPORT;PROPERTY;PADDING;PADDING_AXIS;CAUSAL_AXIS"
     "COMMAND;AXIS;INPUT;OUTPUT")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "permcheck_add_audit: unknown arguments '${arg_UNPARSED_ARGUMENTS}' (expected NAME, COMMAND, "
                         "DIM, EXPECT, OUTPUT, DTYPE, CASES, SEED, MIN_LEN, MAX_LEN, TIMEOUT, STARTUP_TIMEOUT, JOBS, "
-                        "REPORT, AXIS, INPUT, PROPERTY, PADDING, PADDING_AXIS)")
+                        "REPORT, AXIS, INPUT, PROPERTY, PADDING, PADDING_AXIS, CAUSAL_AXIS)")
   endif()
   set(signature FALSE)
   if(arg_AXIS OR arg_INPUT)
@@ -70,8 +71,8 @@ function(permcheck_add_audit)
     message(FATAL_ERROR "permcheck_add_audit(${arg_NAME}): EXPECT must be holds, violated, nondeterministic, "
                         "non-finite, undecided or batch-dependent, got '${arg_EXPECT}'")
   endif()
-  if(DEFINED arg_PROPERTY AND NOT arg_PROPERTY MATCHES "^(equivariance|invariance|shift|padding)$")
-    message(FATAL_ERROR "permcheck_add_audit(${arg_NAME}): PROPERTY must be equivariance, invariance, shift or padding "
+  if(DEFINED arg_PROPERTY AND NOT arg_PROPERTY MATCHES "^(equivariance|invariance|shift|padding|causal)$")
+    message(FATAL_ERROR "permcheck_add_audit(${arg_NAME}): PROPERTY must be equivariance, invariance, shift, padding or causal "
                         "(reversal and causal-prefix are the reference layers'), got '${arg_PROPERTY}'")
   endif()
   foreach(output IN LISTS arg_OUTPUT)
@@ -121,7 +122,7 @@ function(permcheck_add_audit)
       list(APPEND audit_args --${flag} "${value}")
     endforeach()
   endforeach()
-  foreach(option DTYPE CASES SEED MIN_LEN MAX_LEN TIMEOUT STARTUP_TIMEOUT JOBS PROPERTY PADDING PADDING_AXIS)
+  foreach(option DTYPE CASES SEED MIN_LEN MAX_LEN TIMEOUT STARTUP_TIMEOUT JOBS PROPERTY PADDING PADDING_AXIS CAUSAL_AXIS)
     if(DEFINED arg_${option})
       string(TOLOWER "${option}" flag)
       string(REPLACE "_" "-" flag "${flag}")

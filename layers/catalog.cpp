@@ -6,6 +6,7 @@
 #include "layers/token_attention.h"
 #include "layers/make_family.h"
 
+#include <optional>
 #include <stdexcept>
 
 namespace permcheck {
@@ -18,6 +19,7 @@ struct Theory {
     bool reversal_symmetric = false;  // relative layers whose bias is symmetric in the offset (ALiBi)
     bool absolute = false;            // an absolute position signal: shifting every position changes the output
     bool causal = false;              // causal mask, no position signal: output i ignores the order before i
+    std::optional<bool> cut = std::nullopt;  // the causal property's row: whether no output sees a later token
 };
 
 std::vector<Expectation> expectations_of(Output output, const Theory& t) {
@@ -29,6 +31,7 @@ std::vector<Expectation> expectations_of(Output output, const Theory& t) {
     }
     if (t.absolute) e.push_back({Property::shift, "n", false});
     if (t.causal) e.push_back({Property::causal_prefix, "n", true});
+    if (t.cut) e.push_back({Property::causal, "n", *t.cut});
     return e;
 }
 
@@ -98,7 +101,7 @@ void add_per_position(std::vector<Family>& c) {
                        []<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw, long) {
                            return Linear<S>::random(d, d, draw);
                        }));
-    c.push_back(family("mlp", "two-layer perceptron with ReLU, per position", Output::sequence, {},
+    c.push_back(family("mlp", "two-layer perceptron with ReLU, per position", Output::sequence, {.cut = true},
                        []<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw, long) {
                            return Mlp<S>::random(d, 2 * d, d, draw);
                        }));
@@ -113,7 +116,7 @@ void add_attention(std::vector<Family>& c, const Family& attn, const Family& sin
     c.push_back(attn);
     c.push_back(attention("mha", "two-head self-attention", {.heads = 2}, {}));
     c.push_back(attention("causal-attention", "self-attention with a causal mask, no position signal",
-                          {.causal = true}, {.symmetric = false, .causal = true}));
+                          {.causal = true}, {.symmetric = false, .causal = true, .cut = true}));
     c.push_back(family("encoder", "post-norm encoder block: attention, residual, LayerNorm, MLP", Output::sequence, {},
                        []<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw, long) {
                            return EncoderBlock<S>::random({d, 1, false}, draw);
@@ -124,7 +127,7 @@ void add_attention(std::vector<Family>& c, const Family& attn, const Family& sin
                           {.signal = Signal::learned}, {.symmetric = false, .absolute = true}));
     const Theory relative{.symmetric = false, .relative = true};
     c.push_back(attention("attention+rope", "attention with rotary position embedding on queries and keys",
-                          {.signal = Signal::rope}, relative));
+                          {.signal = Signal::rope}, {.symmetric = false, .relative = true, .cut = false}));
     c.push_back(attention("attention+alibi", "attention with ALiBi linear distance bias on the scores",
                           {.signal = Signal::alibi}, {.symmetric = false, .relative = true, .reversal_symmetric = true}));
     c.push_back(attention("attention+t5", "attention with T5 bucketed relative bias on the scores",
@@ -132,7 +135,7 @@ void add_attention(std::vector<Family>& c, const Family& attn, const Family& sin
 }
 
 void add_recurrent_and_pooled(std::vector<Family>& c, const Family& attn, const Family& sinusoidal) {
-    c.push_back(family("rnn", "Elman RNN (tanh), every step's state", Output::sequence, {.symmetric = false},
+    c.push_back(family("rnn", "Elman RNN (tanh), every step's state", Output::sequence, {.symmetric = false, .cut = true},
                        []<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw, long) {
                            return ElmanRnn<S>::random(d, d, draw);
                        }));
@@ -156,7 +159,7 @@ void add_recurrent_and_pooled(std::vector<Family>& c, const Family& attn, const 
 
 void add_sequence_layers(std::vector<Family>& c) {
     // The inner layers of the pooled ones, which are rows of their own too.
-    const Family attn = attention("attention", "single-head scaled dot-product self-attention", {}, {});
+    const Family attn = attention("attention", "single-head scaled dot-product self-attention", {}, {.cut = false});
     const Family sinusoidal = attention("attention+sinusoidal", "sinusoidal position signal added, then attention",
                                         {.signal = Signal::sinusoidal}, {.symmetric = false, .absolute = true});
     add_per_position(c);
@@ -313,6 +316,7 @@ constexpr Eigen::Index kVocabulary = 8, kPositions = 64;
 
 struct PositionVerdicts {
     bool equivariance = true, shift = true, padding = true;
+    std::optional<bool> causal = std::nullopt;  // the causal property's row, where the table has one
 };
 
 // The values of an integer input (token or position ids) as T.
@@ -330,6 +334,7 @@ Family over_ids(std::string name, std::string description, const TokenAttentionD
                              "keep:n:mask=keep"},
                             {pooled ? "g:4" : "y:n,4"},
                             {{along, "n", v.equivariance}, {Property::shift, "n", v.shift}, {Property::padding, "n", v.padding}});
+    if (v.causal) text.expectations.push_back({Property::causal, "n", *v.causal});
     return named_family<false>(std::move(text),
                                    [how, pooled]<class S>(std::type_identity<S>, Draw<S>& draw) {
                                        return [a = TokenAttention<S>::random(how, kVocabulary, kPositions, kWidth, draw),
@@ -345,7 +350,7 @@ void add_named_positions(std::vector<Family>& c) {
     const char* lm = "token embedding and one attention head, ";
     const auto row = [&](const char* name, const std::string& what, const TokenAttentionDesign& how,
                          const PositionVerdicts& v) { c.push_back(over_ids(name, lm + what, how, v)); };
-    row("tokens+rope", "RoPE at the position ids", {}, {});
+    row("tokens+rope", "RoPE at the position ids", {}, {.causal = false});
     row("tokens+alibi", "ALiBi bias of the position ids", {.signal = IdSignal::alibi}, {});
     row("tokens+t5", "T5 bucketed bias of the position ids", {.signal = IdSignal::t5}, {});
     row("tokens+learned", "a learned table row per position id added", {.signal = IdSignal::learned}, {.shift = false});
@@ -354,9 +359,9 @@ void add_named_positions(std::vector<Family>& c) {
     row("tokens+rope-by-index", "RoPE at the row index, the position ids ignored", {.signal = IdSignal::rope_by_index},
         {.equivariance = false, .padding = false});
     row("tokens+rope+causal-by-index", "RoPE at the position ids, causal by row index",
-        {.causal = CausalBy::index}, {.equivariance = false});
+        {.causal = CausalBy::index}, {.equivariance = false, .causal = true});
     row("tokens+rope+causal-by-position", "RoPE at the position ids, causal by position id",
-        {.causal = CausalBy::position}, {});
+        {.causal = CausalBy::position}, {.causal = true});
     row("tokens+rope+mask-ignored", "RoPE at the position ids, the mask ignored", {.mask_ignored = true},
         {.padding = false});
     row("tokens+rope-masked-mean", "RoPE, then the mean over the kept tokens", {.readout = Readout::masked_mean}, {});

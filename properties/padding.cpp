@@ -15,10 +15,6 @@ namespace permcheck {
 
 namespace {
 
-bool along(const TensorSpec& t, const std::string& axis) {
-    return std::any_of(t.dims.begin(), t.dims.end(), [&](const Dim& d) { return d.axis == axis; });
-}
-
 // The slots of a padded axis: which are pads, and where each real position went.
 struct SlotMap {
     std::vector<bool> pad;
@@ -57,7 +53,7 @@ Tensor padded_input(const TensorSpec& spec, const Tensor& x, const Tensor& fille
         }
         v = x.values[flat_index(src, x.shape)];
         if (spec.kind == TensorKind::index && spec.index_axis == p.axis) v = m.slot_of[static_cast<std::size_t>(v)];
-        if (spec.kind == TensorKind::position && bug == test_only::HarnessBug::pads_move_positions && along(spec, p.axis))
+        if (spec.kind == TensorKind::position && bug == test_only::HarnessBug::pads_move_positions && properties::along(spec, p.axis))
             v = x.values.front() + slot;
     }
     return out;
@@ -65,7 +61,7 @@ Tensor padded_input(const TensorSpec& spec, const Tensor& x, const Tensor& fille
 
 // The entries of a padded answer at the real positions along every dim of the padded axis.
 Tensor unpadded(const TensorSpec& spec, const Tensor& answer, const Pads& p, const SlotMap& m) {
-    if (!along(spec, p.axis) || answer.shape.size() != spec.dims.size()) return answer;
+    if (!properties::along(spec, p.axis) || answer.shape.size() != spec.dims.size()) return answer;
     Tensor out{answer.shape, {}};
     for (std::size_t k = 0; k < spec.dims.size(); ++k)
         if (spec.dims[k].axis == p.axis) out.shape[k] = static_cast<int>(m.slot_of.size());

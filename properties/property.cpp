@@ -1,6 +1,7 @@
 // What every property shares, and the one map from a property to its object.
 #include "properties/property.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace permcheck {
@@ -29,11 +30,16 @@ const PropertyRules& rules_of(Property p) {
         case Property::padding: return padding_rules();
         case Property::reversal: return reversal_rules();
         case Property::causal_prefix: return causal_prefix_rules();
+        case Property::causal: return causal_rules();
     }
     throw std::invalid_argument("no such property");
 }
 
 namespace properties {
+
+bool along(const TensorSpec& t, const std::string& axis) {
+    return std::any_of(t.dims.begin(), t.dims.end(), [&](const Dim& d) { return d.axis == axis; });
+}
 
 Permutations identities(const Lengths& lengths) {
     Permutations perms;

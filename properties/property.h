@@ -19,7 +19,7 @@
 namespace permcheck {
 
 // What a run asks of a property besides the case: the axis it acts along (padding: the padded axis, --padding-axis;
-// reversal and causal-prefix: the sequence axis; empty: found by checked()), where pads go, whether the position
+// reversal, causal-prefix and causal: the sequence axis, --causal-axis; empty: found by checked()), where pads go, whether the position
 // inputs stay where they are while the rest moves (equivariance: --keep-positions), and whether the layer is a
 // reference family (white box), which takes a position offset and may be asked what no black box can be.
 struct PropertyArgs {
@@ -96,6 +96,10 @@ public:
     // Whether an audit of a black box may ask for it (reversal and causal-prefix are the reference layers').
     virtual bool audits_black_boxes() const { return true; }
     virtual bool positions_may_stay() const { return false; }
+    // Whether it cuts the sequence axis (--causal-axis names it: causal), and whether it judges outputs that have no
+    // axis (causal does not: they have no position to be causal at).
+    virtual bool cuts_sequence() const { return false; }
+    virtual bool judges_outputs_without_axes() const { return true; }
 
     // Throws std::invalid_argument unless a saved case (a report's) carries what the property needs.
     virtual void validate_saved(const Signature&, const Case&) const {}
@@ -110,9 +114,12 @@ const PropertyRules& shift_rules();
 const PropertyRules& padding_rules();
 const PropertyRules& reversal_rules();
 const PropertyRules& causal_prefix_rules();
+const PropertyRules& causal_rules();
 
 // What every property shares.
 namespace properties {
+// Whether some dim of t is `axis`.
+bool along(const TensorSpec& t, const std::string& axis);
 // The identity on every axis of the case.
 Permutations identities(const Lengths& lengths);
 // The one axis of s that `given` names or, when it is empty, the signature's only axis; `property` is named in

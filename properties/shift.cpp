@@ -1,7 +1,8 @@
 // Shift: every position id + c changes nothing, L(x_c) = L(x): the encoding sees only offsets (RoPE, ALiBi, a
 // relative bias). x_c is x with c >= 1 added to every position input, everything else unchanged; a reference layer
 // that numbers its positions itself is built with its positions starting at c (offset()). c grows with the case
-// index, log-uniform from 1 up to the room the position ids leave, and shrinks toward 1.
+// index, log-uniform from 1 up to the room the position ids leave (cases 1 and 2 near that room's top), and shrinks
+// toward 1.
 // proofs-notes/position-aware-audits.md, proofs-notes/relative-position.md.
 #include "properties/property.h"
 
@@ -16,6 +17,10 @@ namespace {
 // The largest offset of a reference layer that numbers its own positions (no position input): a learned table of
 // 128 rows keeps room for 64 positions.
 constexpr long kMaxOffset = 64;
+
+// Cases 1 .. kFarCases shift to within an eighth of the room's top: rotary phases computed in a low precision go
+// wrong only far out (bfloat16 past a few thousand), and a short audit's log-uniform rise would not get there.
+constexpr int kFarCases = 2;
 
 // The room a shift has: P - (the largest position id + 1), over every position input; kMaxOffset without one.
 long shift_room(const Signature& s, const Tensors& inputs) {
@@ -89,6 +94,10 @@ public:
         if (room < 1) {
             positions_from_zero(s, c);
             room = std::max(1L, shift_room(s, c.inputs));
+        }
+        if (index >= 1 && index <= kFarCases) {  // near the top of the range, whatever the number of cases
+            c.shift = std::max(1L, room - draw.uniform(0, static_cast<int>(std::min<long>(room / 8, 1L << 30)) + 1));
+            return;
         }
         const double top = std::pow(static_cast<double>(room), static_cast<double>(index + 1) / std::max(cases, 1));
         const double u = draw.uniform(0, 1 << 20) / static_cast<double>(1 << 20);

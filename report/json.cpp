@@ -257,6 +257,7 @@ json counterexample_json(const Counterexample& c, const Signature* s, bool white
         for (const auto& [name, t] : c.pads->filler) filler[name] = nested_input(t, s, name);
         j["pads"] = {{"axis", c.pads->axis}, {"slots", c.pads->slots}, {"filler", filler}};
     }
+    if (c.cuts) j["cuts"] = {{"axis", c.cuts->axis}, {"at", c.cuts->at}};
     if (white_box) {
         j["weight_seed"] = c.weight_seed;
         j["confirmed_exactly"] = c.confirmed_exactly;
@@ -279,6 +280,17 @@ std::optional<Pads> pads_from(const json& j, const Signature& s, const Lengths& 
         pads.filler[t.name] = tensor_from(required(filler, t.name.c_str(), at + "filler."), at + "filler." + t.name,
                                           shape_of(t, padded));
     return pads;
+}
+
+// The causal property's cut.
+std::optional<Cuts> cuts_from(const json& j, const Lengths& lengths) {
+    const std::string at = "counterexample.cuts.";
+    if (!j.contains("cuts") || j["cuts"].is_null()) return std::nullopt;
+    const json& cuts = j["cuts"];
+    if (!cuts.is_object()) throw std::invalid_argument("field 'counterexample.cuts' must be an object");
+    Cuts c{get_as<std::string>(cuts, "axis", at), get_as<std::vector<int>>(cuts, "at", at)};
+    if (!lengths.count(c.axis)) throw std::invalid_argument("field 'counterexample.cuts.axis' names no axis");
+    return c;
 }
 
 std::map<std::string, int> lengths_from(const json& j, const Signature& s) {
@@ -350,10 +362,14 @@ Counterexample counterexample_from(const json& j, const Signature& s) {
     for (const TensorSpec& t : s.inputs)
         c.inputs[t.name] = tensor_from(required(inputs, t.name.c_str(), at + "inputs."), at + "inputs." + t.name,
                                        shape_of(t, c.lengths));
+    c.cuts = cuts_from(j, c.lengths);
+    Lengths compared = c.lengths;  // a causal case compares its prefix [0, k)
+    if (c.cuts && c.cuts->at.size() == 1 && c.cuts->at[0] >= 0 && c.cuts->at[0] <= compared[c.cuts->axis])
+        compared[c.cuts->axis] = c.cuts->at[0];
     for (const TensorSpec& t : s.outputs)
         if (outputs.contains(t.name))
             c.outputs.push_back(
-                comparison_from(outputs[t.name], t.name, at + "outputs." + t.name + ".", shape_of(t, c.lengths)));
+                comparison_from(outputs[t.name], t.name, at + "outputs." + t.name + ".", shape_of(t, compared)));
     c.axis_at_fault = get_or<std::string>(j, "axis_at_fault", "", at);
     c.shift = get_or<long>(j, "shift", 0, at);
     c.pads = pads_from(j, s, c.lengths);

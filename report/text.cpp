@@ -249,9 +249,10 @@ std::string signature_head(const Signature& s, const AuditResult& r) {
     std::ostringstream head;
     // An audit that failed before its first call has settled no dtype (a module not loaded, an adapter not started).
     const bool dtype_known = r.verdict != Verdict::error || r.evaluations > 0;
-    std::string outputs;
-    for (const TensorSpec& t : s.outputs) outputs += (outputs.empty() ? "" : ", ") + t.name;
     const PropertyRules& rules = rules_of(r.property);
+    std::string outputs;
+    for (const TensorSpec& t : s.outputs)
+        if (rules.judges_outputs_without_axes() || has_axis(t)) outputs += (outputs.empty() ? "" : ", ") + t.name;
     if (s.one_tensor) head << property_name(rules.recorded_as(s, {}));  // the shorthand: its property, n and d
     else if (rules.permutes()) head << signature_claims(s);
     else head << property_name(r.property) << ": " << outputs << " " << rules.output_claim();

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Position-aware audits through the Python helper (examples/adapters/positions.py, torch modules fed int64 ids,
-# position ids and a keep mask): every property found violated and shrunk (the smallest c, the fewest pads) and
+# position ids and a keep mask): every property found violated and shrunk (the smallest c, the fewest pads, two
+# tokens cut after one) and
 # found holding, bad combinations of flags refused, the profile's exit code and its rows, a saved case replayed.
 #   position_audit.sh PERMCHECK
 set -euo pipefail
@@ -49,6 +50,21 @@ grep -q "taps\|symmetry" "$work/out.txt" || { cat "$work/out.txt"; fail "rope-no
 grep -q "embed .* holds" "$work/out.txt" || { cat "$work/out.txt"; fail "rope-nomask padding: the embedding's tap at the real positions does not hold"; }
 "$permcheck" replay "$work/last/report.json" --exec "/usr/bin/python3 $model rope-nomask" > /dev/null && fail "replay of a leak held"
 "$permcheck" replay "$work/last/report.json" --exec "/usr/bin/python3 $model rope" > /dev/null || fail "replay on the masked model failed"
+expect 1 rope --property causal              # bidirectional: output 0 sees token 1
+[ "$(field "d['counterexample']['lengths']['n']")" = 2 ] || fail "rope causal: not shrunk to two tokens"
+[ "$(field "d['counterexample']['cuts']['at']")" = "[1]" ] || fail "rope causal: not shrunk to the cut k = 1"
+grep -q "cut n after k = 1 of 2 positions" "$work/out.txt" || { cat "$work/out.txt"; fail "rope causal: the cut is not shown"; }
+set +e
+"$permcheck" replay "$work/last/report.json" --exec "/usr/bin/python3 $model rope" > "$work/replay.txt" 2>&1
+got=$?
+set -e
+[ "$got" = 1 ] || { cat "$work/replay.txt"; fail "the replay of a non-causal model exited $got, expected 1 (still fails)"; }
+"$permcheck" replay "$work/last/report.json" --exec "/usr/bin/python3 $model rope-causal" > "$work/replay.txt" 2>&1 \
+  || { cat "$work/replay.txt"; fail "replay on the causal model failed"; }
+expect 0 rope-causal --property causal
+expect 0 rope-causal --property padding --padding left   # empty queries attend uniformly: padding, not compared
+expect 2 rope --causal-axis n                # --causal-axis without --property causal
+expect 2 rope --property causal --causal-axis m
 expect 2 rope --padding left                 # --padding without --property padding
 expect 2 rope --property reversal
 expect 2 rope --profile --property shift
@@ -64,17 +80,25 @@ set -e
 rm -rf "$work/profile"
 "$permcheck" audit --exec "/usr/bin/python3 $model learned" "${sig[@]}" --cases 40 --profile --report "$work/profile" > "$work/out.txt" \
   || { cat "$work/out.txt"; fail "the profile did not exit 0"; }
-for row in order-through-positions order-aware relative padding-left padding-right padding-any; do
+for row in causal order-through-positions order-aware relative padding-left padding-right padding-any; do
   [ -f "$work/profile/$row/report.json" ] || fail "no report for the profile row $row"
 done
 /usr/bin/python3 - "$work/profile/profile.json" <<'PY'
 import json, sys
 rows = {r["row"]: r["verdict"] for r in json.load(open(sys.argv[1]))["rows"]}
-want = {"order-through-positions": "holds", "order-aware": "violated", "relative": "violated",
+want = {"causal": "violated", "order-through-positions": "holds", "order-aware": "violated", "relative": "violated",
         "padding-left": "holds", "padding-right": "holds", "padding-any": "holds"}
 assert rows == want, rows
 PY
 echo "ok: profile"
+# A causal model's profile: the causal row holds, and the order row says why equivariance fails (the causal mask by
+# row index is order the ids do not carry), never just "order by another route".
+"$permcheck" audit --exec "/usr/bin/python3 $model rope-causal" "${sig[@]}" --cases 30 --profile > "$work/out.txt" \
+  || { cat "$work/out.txt"; fail "the causal model's profile did not exit 0"; }
+grep -q "causal (no output sees a later token) *holds" "$work/out.txt" || { cat "$work/out.txt"; fail "causal row"; }
+grep -q "order only through the position inputs *violated .*a causal mask by row index" "$work/out.txt" \
+  || { cat "$work/out.txt"; fail "the order row does not name the causal mask"; }
+echo "ok: causal profile"
 
 # The user docs' examples of these flags (docs/positions.md) run, with the exit codes they show, in the doc test
 # (tests/doc_test.py).

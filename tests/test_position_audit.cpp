@@ -1,5 +1,6 @@
-// Position-aware audits (properties/shift.cpp, properties/padding.cpp): the input kinds token, position and mask=keep; the properties
-// shift and padding, found violated and shrunk (the smallest c, the fewest pads) and found holding; order only
+// Position-aware audits (properties/shift.cpp, properties/padding.cpp, properties/causal.cpp): the input kinds token,
+// position and mask=keep; the properties shift, padding and causal, found violated and shrunk (the smallest c, the
+// fewest pads, two tokens cut after one) and found holding; order only
 // through the position ids (equivariance with the ids moving) and order-aware at all (positions_stay); the
 // undecided verdict; and the harness self-test: planted bugs in these transformations are caught.
 #include "properties/property.h"
@@ -41,6 +42,8 @@ enum class Model {
     by_index,       // each token scaled by 1 + 0.01 i: order from the slots, not from the ids
     masked_mean,    // pooled: the mean embedding of the kept tokens
     unmasked_mean,  // pooled: the mean embedding of every token, pads included
+    causal,         // relative, over the kept tokens j <= i only; a query that sees no kept token averages every
+                    // token, later ones included (a score mask of the lowest float: what libraries answer)
 };
 
 NamedBlackBox model(Model m) {
@@ -63,11 +66,14 @@ NamedBlackBox model(Model m) {
         std::vector<double> y(static_cast<std::size_t>(3 * n), 0.0);
         for (int i = 0; i < n; ++i) {
             const auto at = static_cast<std::size_t>(i);
-            if (m == Model::relative) {
+            if (m == Model::relative || m == Model::causal) {
+                const int seen = m == Model::causal ? i + 1 : n;
+                double kept = 0;
+                for (int j = 0; j < seen; ++j) kept += keep[static_cast<std::size_t>(j)];
                 double total = 0;
-                for (int j = 0; j < n; ++j) {
+                for (int j = 0; j < (kept > 0 ? seen : n); ++j) {
                     const auto k = static_cast<std::size_t>(j);
-                    const double w = keep[k] * std::exp(-0.3 * std::abs(pos[at] - pos[k]));
+                    const double w = (kept > 0 ? keep[k] : 1.0) * std::exp(-0.3 * std::abs(pos[at] - pos[k]));
                     for (int f = 0; f < 3; ++f) y[3 * at + static_cast<std::size_t>(f)] += w * embed(ids[k])[static_cast<std::size_t>(f)];
                     total += w;
                 }
@@ -169,6 +175,15 @@ TEST(PositionAudit, AnAbsoluteModelFailsShiftAtOneShiftedTokenAndARelativeOneHol
         EXPECT_GT(ok.largest_shift, 8) << "the shifts rise toward the room the 64 position ids leave";
         EXPECT_LT(ok.largest_shift, 64);
     }
+}
+
+TEST(PositionAudit, AShortShiftAuditReachesTheTopOfThePositionRangeEarly) {
+    const Signature s = lm_signature(false, 4096);
+    AuditOptions o = with(Property::shift);
+    o.cases = 3;
+    const AuditResult r = audit(model(Model::relative), s, o);
+    ASSERT_EQ(r.verdict, Verdict::holds) << finding(r, s);
+    EXPECT_GE(r.largest_shift, 4096 - 4096 / 8 - 8) << "three cases, one of them within an eighth of the top";
 }
 
 TEST(PositionAudit, ShiftAndPaddingRefuseASignatureThatCannotTakeThem) {
@@ -322,6 +337,45 @@ TEST(PositionAudit, PaddingComparesTheRealTokensNotTheSlotsXsOwnMaskPads) {
     EXPECT_EQ(leaks.verdict, Verdict::violated) << finding(leaks, s);
 }
 
+TEST(CausalAudit, ABidirectionalModelSeesTheNextTokenAtTwoTokensCutAfterOne) {
+    const Signature s = lm_signature();
+    const AuditResult r = audit(model(Model::relative), s, with(Property::causal));
+    ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
+    EXPECT_EQ(r.property, Property::causal);
+    const Counterexample& c = *r.counterexample;
+    ASSERT_TRUE(c.cuts) << finding(r, s);
+    EXPECT_EQ(c.cuts->axis, "n");
+    EXPECT_EQ(c.lengths.at("n"), 2) << finding(r, s);
+    EXPECT_EQ(c.cuts->at, std::vector<int>{1}) << finding(r, s);
+    ASSERT_EQ(c.outputs.size(), 1u);
+    EXPECT_EQ(c.outputs[0].layer_of_permuted.shape, (std::vector<int>{1, 3})) << "L(x[:1]): one position";
+    EXPECT_EQ(c.outputs[0].permuted_layer.shape, (std::vector<int>{1, 3})) << "L(x)[:1]";
+    for (const auto& [axis, p] : c.perms) EXPECT_TRUE(p.is_identity());
+}
+
+TEST(CausalAudit, CausalAndPerPositionModelsHoldWhateverTheMasksPad) {
+    const Signature s = lm_signature();
+    for (Model m : {Model::causal, Model::absolute, Model::by_index}) {
+        const AuditResult r = audit(model(m), s, with(Property::causal));
+        EXPECT_EQ(r.verdict, Verdict::holds) << static_cast<int>(m) << "\n" << finding(r, s);
+    }
+}
+
+TEST(CausalAudit, RefusesASignatureWithoutAnOutputAlongTheAxisOrWithAnIndexIntoIt) {
+    EXPECT_THROW(audit(model(Model::masked_mean), lm_signature(true), with(Property::causal)), std::invalid_argument);
+    Signature graph;
+    graph.axes = {parse_axis("n=1..6"), parse_axis("e=0..6")};
+    graph.inputs = {parse_input("x:n,2"), parse_input("src:e:index=n")};
+    graph.outputs = {parse_output("y:n,2")};
+    const NamedBlackBox copy = [](const Tensors& in) { return Tensors{{"y", in.at("x")}}; };
+    AuditOptions o = with(Property::causal);
+    EXPECT_THROW(audit(copy, graph, o), std::invalid_argument) << "two axes: --causal-axis names one";
+    o.causal_axis = "n";
+    EXPECT_THROW(audit(copy, graph, o), std::invalid_argument) << "src names positions of n";
+    o.causal_axis = "m";
+    EXPECT_THROW(audit(model(Model::causal), lm_signature(), o), std::invalid_argument) << "no axis m";
+}
+
 // The harness checks itself: each planted bug makes a layer that holds fail.
 struct PlantedBug {
     test_only::HarnessBug bug;
@@ -334,7 +388,8 @@ TEST(PositionHarness, EachPlantedBugInTheTransformationsIsCaught) {
     for (const PlantedBug& p : {PlantedBug{test_only::HarnessBug::positions_kept, Model::absolute, std::nullopt, false},
                                 PlantedBug{test_only::HarnessBug::shift_tokens, Model::relative, Property::shift, false},
                                 PlantedBug{test_only::HarnessBug::pads_unmasked, Model::masked_mean, Property::padding, true},
-                                PlantedBug{test_only::HarnessBug::pads_move_positions, Model::absolute, Property::padding, false}}) {
+                                PlantedBug{test_only::HarnessBug::pads_move_positions, Model::absolute, Property::padding, false},
+                                PlantedBug{test_only::HarnessBug::cut_keeps_later, Model::causal, Property::causal, false}}) {
         const Signature s = lm_signature(p.pooled);
         ASSERT_EQ(audit(model(p.model), s, with(p.property)).verdict, Verdict::holds);
         test_only::plant_harness_bug(p.bug);
@@ -344,16 +399,17 @@ TEST(PositionHarness, EachPlantedBugInTheTransformationsIsCaught) {
     }
 }
 
-TEST(PositionAudit, ASavedShiftOrPaddingCaseIsJudgedAgainAsItWasFound) {
+TEST(PositionAudit, ASavedShiftPaddingOrCausalCaseIsJudgedAgainAsItWasFound) {
     for (const auto& [m, p, pooled] : {std::tuple{Model::absolute, Property::shift, false},
-                                       std::tuple{Model::unmasked_mean, Property::padding, true}}) {
+                                       std::tuple{Model::unmasked_mean, Property::padding, true},
+                                       std::tuple{Model::relative, Property::causal, false}}) {
         const Signature s = lm_signature(pooled);
         const AuditResult r = audit(model(m), s, with(p));
         ASSERT_EQ(r.verdict, Verdict::violated);
         AuditOptions o = with(p);
         o.dtype = r.dtype;
         EXPECT_EQ(reevaluate(model(m), s, *r.counterexample, false, o).verdict, Verdict::violated);
-        const Model fixed = p == Property::shift ? Model::relative : Model::masked_mean;
+        const Model fixed = p == Property::shift ? Model::relative : p == Property::causal ? Model::causal : Model::masked_mean;
         EXPECT_EQ(reevaluate(model(fixed), s, *r.counterexample, false, o).verdict, Verdict::holds);
     }
 }

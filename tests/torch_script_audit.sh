@@ -7,7 +7,8 @@
 # say; the built-in decoder-layer holds (and with a causal mask on its targets is violated). In bfloat16
 # (--dtype bfloat16, or a module saved in bfloat16) the encoder holds and the position embedding is violated with
 # n = 2; float16, which LibTorch 1.13 cannot multiply on CPU, is refused or fails naming why. Over token ids,
-# position ids and a keep mask, shift and padding are found holding and violated (the smallest c, one pad).
+# position ids and a keep mask, shift, padding and causal are found holding and violated (the smallest c, one pad,
+# two tokens cut after one).
 # Library modules with no wrapper: nn.MultiheadAttention and torchaudio's Conformer through --argument (forward's
 # parameter names, length:AXIS) and --output-index (an element of a tuple, a key of a dict), and their errors.
 #   torch_script_audit.sh PERMCHECK
@@ -117,7 +118,11 @@ class Ids(nn.Module):  # forward(ids, pos, keep): token ids, position ids, atten
         if self.kind != "learned":
             q, k = rotate(q, pos), rotate(k, pos)
         s = q @ k.transpose(0, 1) / 8 ** 0.5
-        if self.kind != "rope-nomask":
+        if self.kind == "rope-causal":  # a causal mask by row index and the keep mask; an empty row is uniform
+            n = ids.shape[0]
+            allowed = torch.ones(n, n, dtype=torch.bool).tril() & (keep.unsqueeze(0) != 0)
+            s = s.masked_fill(~allowed, -1e9)
+        elif self.kind != "rope-nomask":
             s = s.masked_fill(keep.unsqueeze(0) == 0, float("-inf"))
         return s.softmax(-1) @ self.v(h)
 
@@ -141,6 +146,7 @@ torch.jit.script(torchaudio.models.Conformer(input_dim=8, num_heads=2, ffn_dim=1
 torch.jit.script(Lengths()).save(f"{out}/lengths.pt")
 torch.jit.script(Named()).save(f"{out}/named.pt")
 for name, module in [("rope", Ids("rope")), ("learned", Ids("learned")), ("ropenomask", Ids("rope-nomask")),
+                     ("ropecausal", Ids("rope-causal")),
                      ("encoder", Encoder()), ("setpool", SetPool()), ("posembed", PosEmbed()), ("dropout", Dropout()),
                      ("argmax", Argmax()), ("summix", SumMix()), ("summixleak", SumMixLeak()),
                      ("lowoutput", LowOutput())]:
@@ -197,6 +203,13 @@ run 1 nomask_padding ropenomask.pt "${ids[@]}" --property padding --cases 60 --r
 k=$(/usr/bin/python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["counterexample"]["pads"]["slots"]))' \
     "$work/pads/report.json") || fail "nomask_padding: report.json has no pads"
 [[ $k == 1 ]] || fail "nomask_padding: shrunk to $k pads, expected 1"
+# causal: the bidirectional head sees the next token (two tokens, cut after one); the causal one holds.
+run 1 rope_causal rope.pt "${ids[@]}" --property causal --cases 60 --report "$work/causal"
+c=$(/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["counterexample"]; print(d["lengths"]["n"], d["cuts"]["at"])' \
+    "$work/causal/report.json") || fail "rope_causal: report.json has no cut"
+[[ $c == "2 [1]" ]] || fail "rope_causal: shrunk to n, k = $c, expected 2 [1]"
+run 0 ropecausal_causal ropecausal.pt "${ids[@]}" --property causal --cases 60
+says ropecausal_causal out "holds after 60 cases"
 run 0 rope_profile rope.pt "${ids[@]}" --profile --cases 30 --report "$work/profile"
 [[ -f $work/profile/profile.json ]] || fail "rope_profile: no profile.json"
 

@@ -12,6 +12,8 @@ Every model takes forward(ids, pos, keep): token ids (int64, n), position ids (i
     alibi          ALiBi: a bias -slope * |i - j| from the position ids (relative)
     rope-arange    rotary embeddings from arange(n), ignoring the position ids (order by another route)
     rope-nomask    rope without the key mask (padding leaks)
+    rope-causal    rope with a causal mask by row index, combined with the key mask as decoders do (a query
+                   that sees no real key attends uniformly): causal
 
 Audit with, for example:
     permcheck audit --exec "python3 examples/adapters/positions.py rope float32" --dtype float32 \\
@@ -65,7 +67,11 @@ class Layer(torch.nn.Module):
         scores = q @ k.T / math.sqrt(D)
         if self.model == "alibi":
             scores = scores - 0.5 * (pos[:, None] - pos[None, :]).abs().to(scores.dtype)
-        if self.model != "rope-nomask":
+        if self.model == "rope-causal":
+            n = len(ids)
+            allowed = torch.ones(n, n, dtype=torch.bool).tril() & (keep[None, :] != 0)
+            scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
+        elif self.model != "rope-nomask":
             scores = scores.masked_fill(keep[None, :] == 0, float("-inf"))
         return {"y": scores.softmax(dim=-1) @ v}
 

@@ -18,7 +18,8 @@ from permcheck._audit import (AuditError, Comparison, Counterexample, PermcheckN
                               audit, find_binary, replay)
 from permcheck._protocol import serve
 
-__all__ = ["audit", "replay", "assert_equivariant", "assert_shift_invariant", "assert_padding_invariant", "serve",
+__all__ = ["audit", "replay", "assert_equivariant", "assert_shift_invariant", "assert_padding_invariant",
+           "assert_causal", "serve",
            "Result", "Counterexample", "Comparison", "ReplayResult", "AuditError", "PermcheckNotFound",
            "find_binary"]
 
@@ -58,3 +59,11 @@ def assert_padding_invariant(layer, **audit_options):
     otherwise."""
     __tracebackhide__ = True
     return _asserted(audit(layer, property="padding", **audit_options))
+
+
+def assert_causal(layer, **audit_options):
+    """Audit that no output sees a later token: the sequence cut after k positions leaves the first k outputs
+    unchanged (`causal_axis=` names the sequence axis when the signature has several); as assert_equivariant
+    otherwise."""
+    __tracebackhide__ = True
+    return _asserted(audit(layer, property="causal", **audit_options))

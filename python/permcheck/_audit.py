@@ -32,9 +32,9 @@ __all__ = ["audit", "replay", "Result", "Counterexample", "Comparison", "ReplayR
 _OPTIONS = {
     "timeout": "--timeout", "startup_timeout": "--startup-timeout", "jobs": "--jobs", "max_len": "--max-len",
     "min_len": "--min-len", "amplification": "--amplification", "shard": "--shard", "padding": "--padding",
-    "padding_axis": "--padding-axis", "keep_positions": "--keep-positions",
+    "padding_axis": "--padding-axis", "keep_positions": "--keep-positions", "causal_axis": "--causal-axis",
 }
-_PROPERTIES = ("equivariance", "shift", "padding")
+_PROPERTIES = ("equivariance", "shift", "padding", "causal")
 _FAILURES = ("violated", "nondeterministic", "non-finite", "batch-dependent")
 
 
@@ -102,7 +102,9 @@ class Comparison:
 
 class Counterexample:
     """The shrunk counterexample: lengths per axis, the permutation of each axis (one-line form: position k of
-    the permuted input holds row permutations[axis][k]), the inputs as tensors, and each output's comparison."""
+    the permuted input holds row permutations[axis][k]), the inputs as tensors, and each output's comparison;
+    the property's part: `shift` (c), `pads` ({"axis", "slots", "filler"}) or `cuts` ({"axis", "at": [k]}: the
+    causal property's cut, the first k positions kept)."""
 
     def __init__(self, j, to_tensor, kinds=None):
         self.lengths = dict(j.get("lengths") or {})
@@ -115,6 +117,7 @@ class Counterexample:
         self.outputs = {name: Comparison(name, v, to_tensor) for name, v in (j.get("outputs") or {}).items()}
         self.shift = j.get("shift")
         self.pads = j.get("pads")
+        self.cuts = j.get("cuts")
 
     def failing(self):
         """The outputs that do not hold, largest difference first."""
@@ -130,7 +133,7 @@ class Result:
 
     verdict         holds | violated | nondeterministic | non-finite | batch-dependent | error | undecided |
                     interrupted
-    property        equivariance | shift | padding
+    property        equivariance | invariance | shift | padding | causal
     counterexample  the shrunk Counterexample, or None
     first_breaking_tap  the submodule (its name in named_modules()) where symmetry first breaks, or None
     report          the report directory (kept for a verdict other than holds when no `report` was given;
@@ -442,7 +445,8 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property="eq
                            "pad:n:mask"], outputs=["y:n,8"]; or dim=D for one input x:n,D (outputs then
                            "sequence" or "pooled").
     property               "equivariance" (each output judged along its axes: a pooled output is invariant),
-                           "shift" or "padding" (position-aware audits).
+                           "shift" or "padding" (position-aware audits), "causal" (no output sees a later
+                           token: `causal_axis` names the sequence axis when there are several).
     dtype                  the precision judged, which the layer computes in: a module's own by default. A
                            function receives tensors of it; without one, float64 tensors when the program
                            imported torch (judged as float64), else nested lists (precision inferred from
@@ -453,7 +457,8 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property="eq
     arguments, output      how forward is called (serve's): {parameter: input or "length:AXIS"} and the one
                            element of a tuple or dict answer.
     options                those of `permcheck audit`: timeout, startup_timeout, jobs (threads here), max_len,
-                           min_len, amplification, shard, padding, padding_axis, keep_positions.
+                           min_len, amplification, shard, padding, padding_axis, keep_positions,
+                           causal_axis.
     """
     binary = find_binary()
     flags = _flags(axes, inputs, outputs, dim, property, cases, seed, options)

@@ -59,10 +59,13 @@ otherwise or returns several values:
                                                     parameter of forward, each value an input of the signature or
                                                     length:AXIS (an int64 tensor holding the axis's length once
                                                     per item of the request: [n], or [n] * K for K stacked cases);
-                                                    inputs no value names are passed under their own names
+                                                    inputs no value names are passed under their own names;
+                                                    a value that is not a string is a constant, passed as it is
+                                                    ({"use_cache": False})
     arguments=["x", "length:n"]                     the same, passed positionally in that order
-    output=0, output="last_hidden_state"            the element of a tuple (or list) answer, or the key of a dict
-                                                    answer, that answers the request (before the rules below)
+    output=0, output="last_hidden_state"            the element of a tuple (or list) answer, the key of a dict
+                                                    answer, or the attribute of another object (a dataclass),
+                                                    that answers the request (before the rules below)
     length:AXIS needs the dims of the inputs: serve(..., inputs=["x:n,8"]) in the --input grammar (permcheck.audit
     passes its own).
 
@@ -81,6 +84,7 @@ without a traceback, when permcheck closes the pipe or on Ctrl-C.
 
 import array
 import base64
+import dataclasses
 import json
 import os
 import sys
@@ -116,7 +120,8 @@ def serve(layer, dtype=None, *, kinds=None, taps=True, stdin=None, stdout=None, 
     arguments
             {forward's parameter: input name or "length:AXIS"}, or a list of them passed positionally: see the
             module docstring.
-    output  an index (a tuple or list answer) or a key (a dict answer): the one value that answers.
+    output  an index (a tuple or list answer), a key (a dict answer) or an attribute (a dataclass or another
+            object): the one value that answers.
     inputs  the signature's inputs in permcheck's --input grammar ("x:n,8"), needed by "length:AXIS" only.
     stdin, stdout
             text streams to read requests from and write answers to; by default the process's own, with
@@ -405,9 +410,11 @@ class _Call:
             raise ValueError("arguments must be a dict {forward parameter: input or length:AXIS} or a list of "
                              "them, got %s" % type(arguments).__name__)
         sources = list(arguments.values()) if isinstance(arguments, dict) else list(arguments or [])
+        sources = [source for source in sources if isinstance(source, str)]  # others are constants, passed as they are
         for source in sources:
-            if not isinstance(source, str) or not source:
-                raise ValueError("each source in arguments is an input name or length:AXIS, got %r" % (source,))
+            if not source:
+                raise ValueError("each source in arguments is an input name, length:AXIS or a constant (not a "
+                                 "string), got an empty string")
         if output is not None and (isinstance(output, bool) or not isinstance(output, (int, str))):
             raise ValueError("output must be an index or a key, got %r" % (output,))
         self.arguments, self.output = arguments, output
@@ -426,6 +433,8 @@ class _Call:
         raise ValueError("length:%s: no input has an axis %s (inputs: %s)" % (axis, axis, ", ".join(self.dims)))
 
     def value(self, source, inputs, torch, items):
+        if not isinstance(source, str):  # a constant, such as use_cache=False
+            return source
         if source.startswith("length:"):
             name, dim = self.axis_place(source[len("length:"):])
             length = _length_of(inputs[name], dim)
@@ -446,7 +455,7 @@ class _Call:
             else:
                 kwargs = dict(inputs)
         elif isinstance(self.arguments, dict):
-            named = set(s for s in self.arguments.values() if not s.startswith("length:"))
+            named = set(s for s in self.arguments.values() if isinstance(s, str) and not s.startswith("length:"))
             kwargs = {name: value for name, value in inputs.items() if name not in named}
             for parameter, source in self.arguments.items():
                 kwargs[parameter] = self.value(source, inputs, torch, items)
@@ -465,11 +474,16 @@ class _Call:
         try:
             return result[self.output]
         except (IndexError, KeyError, TypeError):
-            raise ValueError("output=%r: the layer returned %s, which has no element %r"
-                             % (self.output, _describe(result), self.output)) from None
+            pass
+        if isinstance(self.output, str) and hasattr(result, self.output):  # a dataclass or another object
+            return getattr(result, self.output)
+        raise ValueError("output=%r: the layer returned %s, which has no element or attribute %r"
+                         % (self.output, _describe(result), self.output))
 
 
 def _describe(result):
+    if dataclasses.is_dataclass(result) and not isinstance(result, type):
+        return "a %s of fields %s" % (type(result).__name__, ", ".join(f.name for f in dataclasses.fields(result)))
     if isinstance(result, dict):
         return "a dict of keys %s" % ", ".join(map(repr, result))
     if isinstance(result, (tuple, list)):

@@ -1,0 +1,80 @@
+"""A small decoder LM written as Hugging Face models are (input_ids, attention_mask 1 = real, position_ids from
+attention_mask.cumsum when not given, RoPE at the position ids, a causal mask combined with the padding mask, a
+dataclass answer), asked a decoder's questions, one call each.
+
+    PERMCHECK_BIN=build/permcheck PYTHONPATH=python /usr/bin/python3 -m pytest examples/pytest/test_decoder_lm.py
+"""
+import dataclasses
+import math
+
+import torch
+from torch import nn
+
+import permcheck
+
+VOCAB, D = 50, 8
+
+
+@dataclasses.dataclass
+class DecoderOutput:
+    last_hidden_state: torch.Tensor
+
+
+def rotate(x, position_ids):
+    """Rotary embedding of x (batch, n, D) at the position ids (batch, n)."""
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, D, 2, dtype=torch.float32) / D))
+    angles = position_ids.to(torch.float32)[..., None] * inv_freq
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).flatten(-2)
+
+
+class TinyDecoder(nn.Module):
+    def __init__(self, causal=True):
+        super().__init__()
+        torch.manual_seed(0)
+        self.causal = causal
+        self.embed = nn.Embedding(VOCAB, D)
+        self.q, self.k, self.v = (nn.Linear(D, D, bias=False) for _ in range(3))
+
+    def forward(self, input_ids, attention_mask=None, position_ids=None):
+        n = input_ids.shape[-1]
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        if position_ids is None:
+            position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
+        h = self.embed(input_ids)
+        q, k, v = rotate(self.q(h), position_ids), rotate(self.k(h), position_ids), self.v(h)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(D)
+        allowed = attention_mask[:, None, :].bool()
+        if self.causal:
+            allowed = allowed & torch.ones(n, n, dtype=torch.bool).tril()
+        scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
+        return DecoderOutput(scores.softmax(dim=-1) @ v)
+
+
+LM = dict(axes=["n=1..8"], outputs=["h:1,n,8"], output="last_hidden_state",
+          inputs=["input_ids:1,n:token=50", "attention_mask:1,n:mask=keep", "position_ids:1,n:position"],
+          arguments={"input_ids": "input_ids", "attention_mask": "attention_mask", "position_ids": "position_ids"})
+# Without position_ids: the model numbers the tokens itself from attention_mask.cumsum.
+LM_OWN_POSITIONS = dict(axes=["n=1..8"], outputs=["h:1,n,8"], output="last_hidden_state",
+                        inputs=["input_ids:1,n:token=50", "attention_mask:1,n:mask=keep"])
+
+
+def test_no_output_sees_a_later_token():
+    permcheck.assert_causal(TinyDecoder(), **LM)
+
+
+def test_a_decoder_without_its_causal_mask_is_caught_at_two_tokens():
+    result = permcheck.audit(TinyDecoder(causal=False), property="causal", **LM)
+    assert result.verdict == "violated"
+    assert result.counterexample.lengths == {"n": 2}
+    assert result.counterexample.cuts == {"axis": "n", "at": [1]}
+
+
+def test_the_encoding_is_relative():
+    permcheck.assert_shift_invariant(TinyDecoder(), **LM)
+
+
+def test_left_padding_changes_no_real_token():
+    permcheck.assert_padding_invariant(TinyDecoder(), padding="left", **LM_OWN_POSITIONS)

@@ -1,0 +1,166 @@
+// Causal: no output sees a later token. The sequence cut after k positions (1 <= k < n) leaves the first k outputs
+// alone, L(x[:k]) = L(x)[:k]: every input along the sequence axis is truncated to its first k positions (masks,
+// token ids, position ids and reals; a pairwise input in both dims), every output along the axis compared at
+// [0, k), outputs without the axis not compared. Slots the case's own masks pad are left out (a query that sees no
+// key attends uniformly, later keys included). A failure shrinks to the shortest sequence, then the smallest k: a
+// layer that sees the next token shrinks to n = 2, k = 1. proofs-notes/causality.md.
+#include "properties/property.h"
+
+#include <algorithm>
+#include <set>
+
+namespace permcheck {
+
+namespace {
+
+// t with every dim of `axis` cut to its first k entries; `later`: the k-th entry is position k, a later token, in
+// place of k - 1 (a planted harness bug).
+Tensor prefix(const TensorSpec& spec, Tensor t, const std::string& axis, int k, bool later = false) {
+    for (std::size_t d = 0; d < spec.dims.size() && d < t.shape.size(); ++d)
+        if (spec.dims[d].axis == axis && t.shape[d] > k) {
+            std::set<int> gone;
+            for (int i = k; i < t.shape[d]; ++i) gone.insert(i);
+            if (later) {
+                gone.erase(k);
+                gone.insert(k - 1);
+            }
+            delete_along(t, d, gone);
+        }
+    return t;
+}
+
+// The case's inputs cut to the prefix [0, k).
+Tensors cut_inputs(const Signature& s, const Tensors& inputs, const std::string& axis, int k) {
+    const bool later = test_only::planted_harness_bug() == test_only::HarnessBug::cut_keeps_later;
+    Tensors out;
+    for (const TensorSpec& t : s.inputs) out[t.name] = prefix(t, inputs.at(t.name), axis, k, later);
+    return out;
+}
+
+int cut_of(const Case& c) { return c.cuts && !c.cuts->at.empty() ? c.cuts->at.front() : 0; }
+
+Case with_cut(Case c, const std::string& axis, int k) {
+    c.cuts = Cuts{axis, {k}};
+    return c;
+}
+
+// One step: a shorter sequence (its cut moved inside it), then a smaller cut.
+rc::Seq<Case> causal_shrinks(const std::shared_ptr<const Signature>& s, const Case& c) {
+    const std::string axis = c.cuts->axis;
+    const int k = cut_of(c);
+    auto shorter = rc::seq::mapMaybe(signature_case_shrinks(s, c), [axis, k](Case m) {
+        const int n = m.lengths.at(axis);
+        if (n < 2) return rc::Maybe<Case>();
+        m.perms = properties::identities(m.lengths);
+        return rc::Maybe<Case>(with_cut(std::move(m), axis, std::min(k, n - 1)));
+    });
+    std::vector<Case> smaller_cut;
+    for (int to : std::set<int>{1, k / 2, k - 1})
+        if (to >= 1 && to < k) smaller_cut.push_back(with_cut(c, axis, to));
+    return rc::seq::concat(std::move(shorter), rc::seq::fromContainer(std::move(smaller_cut)));
+}
+
+class Causal : public PropertyRules {
+public:
+    Property id() const override { return Property::causal; }
+    SideNames sides(bool) const override { return {"L(x[:k])", "L(x)[:k]", "|L(x[:k]) - L(x)[:k]|"}; }
+    const char* meaning() const override {
+        return "no output sees a later token: cutting the sequence after k positions leaves the first k outputs unchanged";
+    }
+    std::string case_text(const Case& c) const override {
+        if (!c.cuts) return "no cut";
+        return "cut " + c.cuts->axis + " after k = " + std::to_string(cut_of(c)) + " of " +
+               std::to_string(c.lengths.at(c.cuts->axis)) + " positions";
+    }
+    bool permutes() const override { return false; }
+    bool cuts_sequence() const override { return true; }
+    bool judges_outputs_without_axes() const override { return false; }
+    const char* output_claim() const override { return "unchanged at its first k positions when the sequence is cut after k"; }
+    std::string compared_text() const override { return "L(x[:k]) against the first k positions of L(x)"; }
+    const char* verdict_meaning(bool holds) const override { return holds ? "causal" : "sees later tokens"; }
+
+    PropertyArgs checked(const Signature& s, PropertyArgs a) const override {
+        if (a.pads != PadPlacement::any) throw std::invalid_argument("--padding goes with --property padding");
+        a.axis = properties::one_axis(s, a.axis, "causal");
+        for (const TensorSpec& t : s.inputs)
+            if (t.kind == TensorKind::index && t.index_axis == a.axis)
+                throw std::invalid_argument("--property causal: the index input " + t.name + " names positions of " +
+                                            a.axis + ", which a cut would leave dangling");
+        if (std::none_of(s.outputs.begin(), s.outputs.end(), [&](const TensorSpec& t) { return properties::along(t, a.axis); }))
+            throw std::invalid_argument("--property causal compares the outputs along " + a.axis +
+                                        ", and no output has that axis");
+        for (const Axis& x : s.axes)
+            if (x.name == a.axis && x.max_len < 2)
+                throw std::invalid_argument("--property causal: the axis " + x.name + "=" + std::to_string(x.min_len) +
+                                            ".." + std::to_string(x.max_len) + " leaves no room for a cut (MAX >= 2)");
+        return a;
+    }
+
+    // Every length with the sequence axis at 2 or more (room for a cut).
+    std::vector<Lengths> lengths(const Signature& s, const PropertyArgs& a, int cases, std::uint64_t seed) const override {
+        Signature room = s;
+        for (Axis& x : room.axes)
+            if (x.name == a.axis) x.min_len = std::max(x.min_len, 2);
+        return signature_lengths(room, cases, seed, true);
+    }
+
+    // k uniform in [1, n - 1], moved up to the first cut whose prefix keeps a real position when the masks pad the
+    // start (left padding).
+    void draw(const Signature& s, const PropertyArgs& a, Case& c, const rc::Random& random, int, int) const override {
+        rc::Random own(random);
+        own.split();
+        gen::Sampler draw(own.split(), 100);
+        c.perms = properties::identities(c.lengths);
+        const int n = c.lengths.at(a.axis);
+        int k = draw.uniform(1, std::max(n, 2));
+        while (k + 1 < n && !masks_keep_a_position(s, cut_inputs(s, c.inputs, a.axis, k))) ++k;
+        c.cuts = Cuts{a.axis, {k}};
+    }
+
+    Tensors transformed(const Signature& s, const PropertyArgs&, const Case& c) const override {
+        if (!c.cuts) throw std::invalid_argument("a causal case without its cut");
+        return cut_inputs(s, c.inputs, c.cuts->axis, cut_of(c));
+    }
+    Lengths transformed_lengths(const Case& c) const override {
+        Lengths l = c.lengths;
+        if (c.cuts) l[c.cuts->axis] = cut_of(c);
+        return l;
+    }
+    Tensor expected(const TensorSpec& t, const Case& c, const Tensor& y) const override {
+        return c.cuts ? prefix(t, y, c.cuts->axis, cut_of(c)) : y;
+    }
+    // Outputs without the sequence axis, and the slots the prefix's masks pad.
+    std::vector<bool> ignored(const Signature& s, const Case& c, const TensorSpec& output,
+                              const std::vector<int>& shape) const override {
+        if (!c.cuts) return {};
+        if (!properties::along(output, c.cuts->axis)) {
+            std::size_t size = 1;
+            for (int d : shape) size *= static_cast<std::size_t>(std::max(d, 0));
+            return std::vector<bool>(size, true);
+        }
+        return entries_at_padded_slots(s, cut_inputs(s, c.inputs, c.cuts->axis, cut_of(c)), output, shape);
+    }
+
+    rc::Shrinkable<Case> shrinkable(const std::shared_ptr<const Signature>& s, const PropertyArgs&, Case c) const override {
+        if (!c.cuts) return shrinkable_signature_case(s, std::move(c));  // an input answered twice: no cut
+        return rc::shrinkable::shrinkRecur(std::move(c), [s](const Case& k) { return causal_shrinks(s, k); });
+    }
+    void validate_saved(const Signature& s, const Case& c) const override {
+        if (!c.cuts || c.cuts->at.size() != 1) throw std::invalid_argument("the saved causal case has no cut");
+        const auto n = c.lengths.find(c.cuts->axis);
+        if (n == c.lengths.end() || std::none_of(s.axes.begin(), s.axes.end(), [&](const Axis& x) { return x.name == c.cuts->axis; }))
+            throw std::invalid_argument("the saved cut names no axis of the signature");
+        if (cut_of(c) < 1 || cut_of(c) >= n->second)
+            throw std::invalid_argument("the saved cut k = " + std::to_string(cut_of(c)) + " is not in [1, n - 1] for n = " +
+                                        std::to_string(n->second));
+    }
+};
+
+}  // namespace
+
+const PropertyRules& causal_rules() {
+    static const Causal rules;
+    return rules;
+}
+
+}  // namespace permcheck
