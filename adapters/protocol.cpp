@@ -215,6 +215,7 @@ void append_value(std::string& s, const TensorSpec& t, double v) {
         case TensorKind::index:
         case TensorKind::token:
         case TensorKind::position:
+        case TensorKind::segment:
         case TensorKind::mask_keep: s += std::to_string(static_cast<long long>(v)); return;
         case TensorKind::real: append_real(s, v); return;
     }

@@ -202,6 +202,7 @@ at::Tensor to_torch(const TensorSpec& spec, const Tensor& t, c10::ScalarType rea
         case TensorKind::index:
         case TensorKind::token:
         case TensorKind::position:
+        case TensorKind::segment:
         case TensorKind::mask_keep: return x.to(torch::kInt64);
     }
     return x;

@@ -4,7 +4,8 @@
 // callable: cross-attention at n = m = 64, d = 64 and message passing at 64 nodes, 256 edges, d = 64.
 // Issue 22: the same for the shift and padding audits of a language-model block over token ids, position ids and a
 // keep mask (RoPE at the position ids, n = 64, d = 64): the floor is the two calls a case must make, L(x) and
-// L(x_c) or L(pad x).
+// L(x_c) or L(pad x). Issue 38: the causal and packing audits of the same block, causal by row index (within each
+// packed sequence, for packing): the floor L(x) and L(x[:k]), or L(pack) and L(s_j).
 #include <permcheck/audit.h>
 #include "layers/cross_attention.h"
 #include "layers/message_passing.h"
@@ -214,9 +215,9 @@ BENCHMARK(BM_SignatureAudit)->Arg(0)->Arg(1)->Arg(2)->ArgName("subject")->UseMan
 
 // ------------------------------------------------------------------------ position-aware audits (issue 22)
 
-permcheck::NamedBlackBox token_attention_box() {
+permcheck::NamedBlackBox token_attention_box(const permcheck::TokenAttentionDesign& design) {
     permcheck::Draw<double> draw = permcheck::dyadic_draw<double>(3);
-    const auto layer = permcheck::TokenAttention<double>::random({}, 1000, 4096, kWidth, draw);
+    const auto layer = permcheck::TokenAttention<double>::random(design, 1000, 4096, kWidth, draw);
     return [layer](const permcheck::Tensors& in) {
         std::vector<int> ids;
         std::vector<long> positions;
@@ -228,16 +229,26 @@ permcheck::NamedBlackBox token_attention_box() {
     };
 }
 
-// 0: shift at n = 64; 1: padding, 63 tokens and one pad anywhere.
+// 0: shift at n = 64; 1: padding, 63 tokens and one pad anywhere; 2: causal at n = 64; 3: packing, 64 tokens.
+constexpr permcheck::Property kPositionProperties[] = {permcheck::Property::shift, permcheck::Property::padding,
+                                                       permcheck::Property::causal, permcheck::Property::packing};
+
 permcheck::Signature position_signature(int which) {
-    return signature_of({which == 0 ? "n=64..64" : "n=63..64"}, {"ids:n:token=1000", "pos:n:position", "keep:n:mask=keep"},
+    return signature_of({which == 1 ? "n=63..64" : "n=64..64"}, {"ids:n:token=1000", "pos:n:position", "keep:n:mask=keep"},
                         {"y:n,64"});
 }
 
 permcheck::AuditOptions position_options(int which) {
     permcheck::AuditOptions o = signature_options();
-    o.property = which == 0 ? permcheck::Property::shift : permcheck::Property::padding;
+    o.property = kPositionProperties[which];
     return o;
+}
+
+// The block each audit holds for: RoPE at the position ids; causal by row index, or within each packed sequence.
+permcheck::TokenAttentionDesign position_design(int which) {
+    if (which == 2) return {.causal = permcheck::CausalBy::index};
+    if (which == 3) return {.causal = permcheck::CausalBy::packed};
+    return {};
 }
 
 // The inputs a shift or padding audit evaluates, drawn as the audit draws them (properties/): each case's
@@ -265,10 +276,11 @@ void BM_PositionAudit(benchmark::State& state) {
     const int which = static_cast<int>(state.range(0));
     const permcheck::Signature s = position_signature(which);
     const permcheck::AuditOptions o = position_options(which);
-    against_floor(state, token_attention_box(), s, o, position_inputs(s, o));
+    against_floor(state, token_attention_box(position_design(which)), s, o, position_inputs(s, o));
 }
-// property: 0 shift (n = 64), 1 padding (63 tokens, one pad), of RoPE at the position ids with d = 64.
-BENCHMARK(BM_PositionAudit)->Arg(0)->Arg(1)->ArgName("property")->UseManualTime()->Unit(benchmark::kMillisecond);
+// property: 0 shift (n = 64), 1 padding (63 tokens, one pad), 2 causal (n = 64), 3 packing (64 tokens), of RoPE at
+// the position ids with d = 64.
+BENCHMARK(BM_PositionAudit)->Arg(0)->Arg(1)->Arg(2)->Arg(3)->ArgName("property")->UseManualTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -111,12 +111,16 @@ void parse_kind(TensorSpec& t, const std::string& text, const std::string& kind,
         t.limit = kind_limit(text, value, expected);
         return;
     }
+    if (kind == tensor_kind_name(TensorKind::segment)) {
+        t.kind = TensorKind::segment;
+        return;
+    }
     if (is(TensorKind::position)) {
         t.kind = TensorKind::position;
         t.limit = eq == std::string::npos ? kDefaultPositions : kind_limit(text, value, expected);
         return;
     }
-    throw bad_flag("--input", text, expected + "; KIND is float, mask, mask=keep, index=AXIS, token=V or position[=P], not '" +
+    throw bad_flag("--input", text, expected + "; KIND is float, mask, mask=keep, index=AXIS, token=V, position[=P] or segment, not '" +
                                         kind + "'");
 }
 
@@ -204,10 +208,13 @@ void validate_tensor(const TensorSpec& t, const std::set<std::string>& axes, con
 void validate_position(const Signature& s, const TensorSpec& t) {
     const auto axes = std::count_if(t.dims.begin(), t.dims.end(), [](const Dim& d) { return d.is_axis(); });
     const bool ones = std::all_of(t.dims.begin(), t.dims.end(), [](const Dim& d) { return d.is_axis() || d.size == 1; });
+    const bool segment = t.kind == TensorKind::segment;
     if (axes != 1 || !ones)
-        throw std::invalid_argument("--input " + format_input(t) +
-                                    ": a position input lies along exactly one axis, every other dim of size 1 "
-                                    "(e.g. pos:n:position or pos:1,n:position)");
+        throw std::invalid_argument("--input " + format_input(t) + (segment ? ": a segment input" : ": a position input") +
+                                    " lies along exactly one axis, every other dim of size 1 " +
+                                    (segment ? "(e.g. doc:n:segment or doc:1,n:segment)"
+                                             : "(e.g. pos:n:position or pos:1,n:position)"));
+    if (segment) return;
     const std::string& axis = position_axis(t);
     for (const Axis& a : s.axes)
         if (a.name == axis && a.max_len > t.limit)
@@ -269,7 +276,7 @@ void validate(const Signature& s) {
     }
     for (const TensorSpec& t : s.inputs) {
         validate_tensor(t, axes, "--input");
-        if (t.kind == TensorKind::position) validate_position(s, t);
+        if (t.kind == TensorKind::position || t.kind == TensorKind::segment) validate_position(s, t);
     }
     for (const TensorSpec& t : s.outputs) {
         if (t.kind != TensorKind::real)
@@ -339,7 +346,7 @@ bool has_position_input(const Signature& s) {
 const std::string& position_axis(const TensorSpec& t) {
     for (const Dim& d : t.dims)
         if (d.is_axis()) return d.axis;
-    throw std::invalid_argument("the position input " + t.name + " has no axis dim");
+    throw std::invalid_argument("the position or segment input " + t.name + " has no axis dim");
 }
 
 std::pair<std::size_t, std::size_t> outer_inner(const std::vector<int>& shape, std::size_t k) {

@@ -87,7 +87,7 @@ Output one_tensor_output(const Signature& s);
 // expected.
 Axis parse_axis(const std::string& text);          // NAME=MIN..MAX
 TensorSpec parse_input(const std::string& text);   // NAME:DIMS[:KIND], KIND float | mask | mask=keep | index=AXIS |
-                                                   // token=V | position[=P]
+                                                   // token=V | position[=P] | segment
 TensorSpec parse_output(const std::string& text);  // NAME:DIMS (real)
 // The same texts back, for replay lines: parse_axis(format(a)) == a.
 std::string format(const Axis& a);
@@ -200,10 +200,20 @@ struct Pads {
 };
 
 // Where a case's sequence axis is cut: ascending positions in (0, n) of `axis`. The causal property's one cut k keeps
-// the prefix [0, k).
+// the prefix [0, k); the packing property's cuts end its packed sequences but the last, and `piece` is the sequence
+// run alone (0 the first).
 struct Cuts {
     std::string axis;
     std::vector<int> at;
+    int piece = -1;
+    // The positions [first, second) compared in a sequence of n: the causal prefix [0, at[0]), or the packed
+    // sequence `piece`; {0, n} when the cuts say neither.
+    std::pair<int, int> span(int n) const {
+        if (piece < 0) return {0, at.empty() ? n : at.front()};
+        if (static_cast<std::size_t>(piece) > at.size()) return {0, n};
+        const auto p = static_cast<std::size_t>(piece);
+        return {p == 0 ? 0 : at[p - 1], p == at.size() ? n : at[p]};
+    }
 };
 
 // One case of a check or an audit: a length and a permutation per axis, the inputs x, and the property's part (the
@@ -218,7 +228,7 @@ struct Case {
     std::optional<Pads> pads = std::nullopt;  // the padding property's pads
     std::uint64_t weight_seed = 0;
     int weights = kWeightsVersion;  // how weight_seed draws the weights (scalars/weights_version.h); a report's own
-    std::optional<Cuts> cuts = std::nullopt;  // the causal property's cut
+    std::optional<Cuts> cuts = std::nullopt;  // the causal property's cut, the packing property's sequences
 };
 
 // A finding: its case, shrunk, and every output's two sides and their comparison, in the signature's order. A
@@ -246,6 +256,7 @@ enum class HarnessBug {
     pads_unmasked,              // padding inserts pads without padding their masks
     pads_move_positions,        // padding gives the real tokens new position ids (their slots) instead of their own
     cut_keeps_later,            // causal's prefix [0, k) holds position k, a later token, in place of k - 1
+    packing_without_restart,    // packing numbers the packed row's positions 0 .. n-1 instead of from 0 in each sequence
 };
 HarnessBug planted_harness_bug();
 void plant_harness_bug(HarnessBug bug);

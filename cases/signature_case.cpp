@@ -257,6 +257,12 @@ Case draw_signature_case(const Signature& s, const Lengths& lengths, const rc::R
             case TensorKind::position:
                 c.inputs[spec.name] = draw_positions(draw, spec, std::move(shape), lengths.at(position_axis(spec)));
                 break;
+            case TensorKind::segment: {  // one sequence (the packing property numbers its sequences)
+                Tensor t{std::move(shape), {}};
+                t.values.assign(t.size(), 0.0);
+                c.inputs[spec.name] = std::move(t);
+                break;
+            }
             case TensorKind::real: c.inputs[spec.name] = draw_real(draw, std::move(shape));
         }
     }

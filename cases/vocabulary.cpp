@@ -22,7 +22,8 @@ constexpr Word<PadPlacement> kPadPlacements[]{
     {PadPlacement::any, "any"}, {PadPlacement::left, "left"}, {PadPlacement::right, "right"}};
 constexpr Word<TensorKind> kTensorKinds[]{{TensorKind::real, "float"}, {TensorKind::mask, "mask"},
                                           {TensorKind::index, "index"}, {TensorKind::token, "token"},
-                                          {TensorKind::position, "position"}, {TensorKind::mask_keep, "mask=keep"}};
+                                          {TensorKind::position, "position"}, {TensorKind::mask_keep, "mask=keep"},
+                                          {TensorKind::segment, "segment"}};
 
 // A property's names and what a layer is when it holds.
 struct PropertyWords {
@@ -38,6 +39,7 @@ constexpr PropertyWords kPropertyWords[]{
     {Property::causal_prefix, "causal-prefix", "blind to the order of its prefix"},
     {Property::padding, "padding", "padding-invariant"},
     {Property::causal, "causal", "causal"},
+    {Property::packing, "packing", "packing-invariant"},
 };
 
 template <class Table, class Enum> const auto* word_of(const Table& table, Enum e) {

@@ -46,15 +46,17 @@ const char* pad_placement_name(PadPlacement p);  // any | left | right
 // moved with their axes as data; position: integer position ids along one axis, moved with the tokens as data;
 // mask_keep: a mask of the other polarity, integers 1 = a real position, 0 = padding (the attention_mask of
 // common model code).
-enum class TensorKind { real, mask, index, token, position, mask_keep };
-// float | mask | index | token | position | mask=keep: the words of --input's KIND (without an =V, =P or =AXIS
+// segment: integers, the index of the packed sequence each position belongs to (0, 1, ...), along one axis.
+enum class TensorKind { real, mask, index, token, position, mask_keep, segment };
+// float | mask | index | token | position | mask=keep | segment: the words of --input's KIND (without an =V, =P or =AXIS
 // part) and of the "kinds" object of a named request.
 const char* tensor_kind_name(TensorKind k);
 // mask or mask_keep: an input that pads positions.
 inline bool is_mask(TensorKind k) { return k == TensorKind::mask || k == TensorKind::mask_keep; }
 // Every kind but real and mask travels as integers (a mask as booleans).
 inline bool is_integer(TensorKind k) {
-    return k == TensorKind::index || k == TensorKind::token || k == TensorKind::position || k == TensorKind::mask_keep;
+    return k == TensorKind::index || k == TensorKind::token || k == TensorKind::position || k == TensorKind::mask_keep ||
+           k == TensorKind::segment;
 }
 
 // The two sides of a property as a reader sees them, and their difference: "L(P x)", "P L(x)",

@@ -29,10 +29,11 @@ std::string meaning(const ProfileRow& row, Verdict v, std::optional<Verdict> cau
     return rules_of(row.property.value_or(Property::equivariance)).verdict_meaning(holds);  // none: equivariance
 }
 
-// Whether the signature allows the causal property (a sequence axis, given or the only one, an output along it).
-bool causal_applies(const Signature& s, const std::string& axis) {
+// Whether the signature allows a property of the sequence axis (given, or the only one): an output along it, and
+// for packing a position or segment input along it.
+bool applies(const PropertyRules& rules, const Signature& s, const std::string& axis) {
     try {
-        causal_rules().checked(s, PropertyArgs{axis});
+        rules.checked(s, PropertyArgs{axis});
         return true;
     } catch (const std::invalid_argument&) {
         return false;
@@ -44,8 +45,8 @@ bool causal_applies(const Signature& s, const std::string& axis) {
 std::vector<ProfileRow> profile_rows(const Signature& s, const std::string& causal_axis) {
     const bool positions = has_kind(s, is_position);
     std::vector<ProfileRow> rows;
-    if (causal_applies(s, causal_axis))
-        rows.push_back({"causal", "causal (no output sees a later token)", Property::causal, PadPlacement::any, false});
+    if (applies(causal_rules(), s, causal_axis))
+        rows.push_back({"causal", "causal (no output sees a later token)", Property::causal, PadPlacement::any, false, true});
     rows.push_back({"order-through-positions",
                     positions ? "order only through the position inputs" : "equivariance (no position input)",
                     std::nullopt, PadPlacement::any, false});
@@ -57,6 +58,8 @@ std::vector<ProfileRow> profile_rows(const Signature& s, const std::string& caus
         for (PadPlacement p : {PadPlacement::left, PadPlacement::right, PadPlacement::any})
             rows.push_back({std::string("padding-") + pad_placement_name(p),
                             std::string("padding ") + pad_placement_name(p), Property::padding, p, false});
+    if (applies(packing_rules(), s, causal_axis))
+        rows.push_back({"packing", "packed sequences stay apart", Property::packing, PadPlacement::any, false});
     return rows;
 }
 
@@ -77,7 +80,7 @@ int run_profile(const std::string& program, const std::string& name, const Signa
         if (!dir.empty()) f.report_dir = (dir / row.id).string();
         RowRun run = run_row(f);
         const Verdict v = run.result.verdict;
-        if (row.property == Property::causal) causal = v;
+        if (row.explains_order) causal = v;
         const std::string said = meaning(row, v, causal);
         std::printf("  %-44s %-16s %6d  %s\n", row.title.c_str(), verdict_name(v), run.result.cases, said.c_str());
         std::fflush(stdout);

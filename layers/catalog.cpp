@@ -315,8 +315,10 @@ void add_named_graphs(std::vector<Family>& c) {
 constexpr Eigen::Index kVocabulary = 8, kPositions = 64;
 
 struct PositionVerdicts {
-    bool equivariance = true, shift = true, padding = true;
-    std::optional<bool> causal = std::nullopt;  // the causal property's row, where the table has one
+    bool equivariance = true, shift = true;
+    std::optional<bool> padding = true;         // the padding row, where the table has one
+    std::optional<bool> causal = std::nullopt;  // the causal and packing rows, where the table has them
+    std::optional<bool> packing = std::nullopt;
 };
 
 // The values of an integer input (token or position ids) as T.
@@ -333,8 +335,10 @@ Family over_ids(std::string name, std::string description, const TokenAttentionD
                             {"ids:n:token=" + std::to_string(kVocabulary), "pos:n:position=" + std::to_string(kPositions),
                              "keep:n:mask=keep"},
                             {pooled ? "g:4" : "y:n,4"},
-                            {{along, "n", v.equivariance}, {Property::shift, "n", v.shift}, {Property::padding, "n", v.padding}});
+                            {{along, "n", v.equivariance}, {Property::shift, "n", v.shift}});
+    if (v.padding) text.expectations.push_back({Property::padding, "n", *v.padding});
     if (v.causal) text.expectations.push_back({Property::causal, "n", *v.causal});
+    if (v.packing) text.expectations.push_back({Property::packing, "n", *v.packing});
     return named_family<false>(std::move(text),
                                    [how, pooled]<class S>(std::type_identity<S>, Draw<S>& draw) {
                                        return [a = TokenAttention<S>::random(how, kVocabulary, kPositions, kWidth, draw),
@@ -350,7 +354,7 @@ void add_named_positions(std::vector<Family>& c) {
     const char* lm = "token embedding and one attention head, ";
     const auto row = [&](const char* name, const std::string& what, const TokenAttentionDesign& how,
                          const PositionVerdicts& v) { c.push_back(over_ids(name, lm + what, how, v)); };
-    row("tokens+rope", "RoPE at the position ids", {}, {.causal = false});
+    row("tokens+rope", "RoPE at the position ids", {}, {.causal = false, .packing = false});
     row("tokens+alibi", "ALiBi bias of the position ids", {.signal = IdSignal::alibi}, {});
     row("tokens+t5", "T5 bucketed bias of the position ids", {.signal = IdSignal::t5}, {});
     row("tokens+learned", "a learned table row per position id added", {.signal = IdSignal::learned}, {.shift = false});
@@ -359,9 +363,13 @@ void add_named_positions(std::vector<Family>& c) {
     row("tokens+rope-by-index", "RoPE at the row index, the position ids ignored", {.signal = IdSignal::rope_by_index},
         {.equivariance = false, .padding = false});
     row("tokens+rope+causal-by-index", "RoPE at the position ids, causal by row index",
-        {.causal = CausalBy::index}, {.equivariance = false, .causal = true});
+        {.causal = CausalBy::index}, {.equivariance = false, .causal = true, .packing = false});
     row("tokens+rope+causal-by-position", "RoPE at the position ids, causal by position id",
-        {.causal = CausalBy::position}, {.causal = true});
+        {.causal = CausalBy::position}, {.causal = true, .packing = false});
+    // Packed sequences apart by the position restart; a pad's own position id 0 would start a sequence too, so no
+    // padding row.
+    row("tokens+rope+packed", "RoPE at the position ids, causal within each packed sequence (from position id 0)",
+        {.causal = CausalBy::packed}, {.equivariance = false, .padding = std::nullopt, .causal = true, .packing = true});
     row("tokens+rope+mask-ignored", "RoPE at the position ids, the mask ignored", {.mask_ignored = true},
         {.padding = false});
     row("tokens+rope-masked-mean", "RoPE, then the mean over the kept tokens", {.readout = Readout::masked_mean}, {});

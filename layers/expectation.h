@@ -14,6 +14,7 @@ enum class Property {
     causal_prefix,     // P fixes the last position: L(P x)[n-1] = L(x)[n-1]
     padding,           // pads inserted, masked: the outputs at the real positions unchanged
     causal,            // the sequence cut after k positions: the first k outputs unchanged, L(x[:k]) = L(x)[:k]
+    packing,           // sequences packed into one row: each one's outputs its own run's, L(s_j) = L(pack)[s_j]
 };
 
 // What a layer answers: n rows, one per position (a sequence layer), or one vector (a pooled layer).

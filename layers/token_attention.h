@@ -23,7 +23,9 @@ enum class IdSignal {
     learned,        // a learned table row per position id, added to the embedding
     sinusoidal,     // the sinusoidal signal of each position id, added to the embedding
 };
-enum class CausalBy { none, index, position };  // key j visible to query i when j <= i, or pos_j <= pos_i
+// Key j visible to query i when j <= i, or pos_j <= pos_i; packed: j <= i in the same packed sequence (no position id
+// 0 in (j, i]: a sequence starts where its position id is 0).
+enum class CausalBy { none, index, position, packed };
 enum class Readout {
     sequence,     // a row per token
     masked_mean,  // the mean over the real tokens
@@ -102,6 +104,11 @@ private:
         if (padded[uj] && !design.mask_ignored) return false;
         if (design.causal == CausalBy::index) return j <= i;
         if (design.causal == CausalBy::position) return positions[uj] <= positions[ui];
+        if (design.causal == CausalBy::packed) {
+            for (std::size_t k = uj + 1; k <= ui; ++k)
+                if (positions[k] == 0) return false;
+            return j <= i;
+        }
         return true;
     }
 

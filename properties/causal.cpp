@@ -13,27 +13,18 @@ namespace permcheck {
 
 namespace {
 
-// t with every dim of `axis` cut to its first k entries; `later`: the k-th entry is position k, a later token, in
-// place of k - 1 (a planted harness bug).
-Tensor prefix(const TensorSpec& spec, Tensor t, const std::string& axis, int k, bool later = false) {
-    for (std::size_t d = 0; d < spec.dims.size() && d < t.shape.size(); ++d)
-        if (spec.dims[d].axis == axis && t.shape[d] > k) {
-            std::set<int> gone;
-            for (int i = k; i < t.shape[d]; ++i) gone.insert(i);
-            if (later) {
-                gone.erase(k);
-                gone.insert(k - 1);
-            }
-            delete_along(t, d, gone);
-        }
-    return t;
-}
-
-// The case's inputs cut to the prefix [0, k).
+// The case's inputs cut to the prefix [0, k) (a planted harness bug keeps position k, a later token, in place of
+// k - 1).
 Tensors cut_inputs(const Signature& s, const Tensors& inputs, const std::string& axis, int k) {
-    const bool later = test_only::planted_harness_bug() == test_only::HarnessBug::cut_keeps_later;
+    if (test_only::planted_harness_bug() != test_only::HarnessBug::cut_keeps_later)
+        return properties::span_of(s, inputs, axis, 0, k);
     Tensors out;
-    for (const TensorSpec& t : s.inputs) out[t.name] = prefix(t, inputs.at(t.name), axis, k, later);
+    for (const TensorSpec& t : s.inputs) {
+        const Tensor& x = inputs.at(t.name);
+        std::set<int> gone{k - 1};
+        for (int i = k + 1; i < kMaxAxisLen; ++i) gone.insert(i);
+        out[t.name] = properties::without_along(t, x, axis, gone);
+    }
     return out;
 }
 
@@ -82,17 +73,7 @@ public:
     PropertyArgs checked(const Signature& s, PropertyArgs a) const override {
         if (a.pads != PadPlacement::any) throw std::invalid_argument("--padding goes with --property padding");
         a.axis = properties::one_axis(s, a.axis, "causal");
-        for (const TensorSpec& t : s.inputs)
-            if (t.kind == TensorKind::index && t.index_axis == a.axis)
-                throw std::invalid_argument("--property causal: the index input " + t.name + " names positions of " +
-                                            a.axis + ", which a cut would leave dangling");
-        if (std::none_of(s.outputs.begin(), s.outputs.end(), [&](const TensorSpec& t) { return properties::along(t, a.axis); }))
-            throw std::invalid_argument("--property causal compares the outputs along " + a.axis +
-                                        ", and no output has that axis");
-        for (const Axis& x : s.axes)
-            if (x.name == a.axis && x.max_len < 2)
-                throw std::invalid_argument("--property causal: the axis " + x.name + "=" + std::to_string(x.min_len) +
-                                            ".." + std::to_string(x.max_len) + " leaves no room for a cut (MAX >= 2)");
+        properties::require_sequence_axis(s, a.axis, "causal");
         return a;
     }
 
@@ -127,18 +108,13 @@ public:
         return l;
     }
     Tensor expected(const TensorSpec& t, const Case& c, const Tensor& y) const override {
-        return c.cuts ? prefix(t, y, c.cuts->axis, cut_of(c)) : y;
+        return c.cuts ? properties::span_along(t, y, c.cuts->axis, 0, cut_of(c)) : y;
     }
     // Outputs without the sequence axis, and the slots the prefix's masks pad.
     std::vector<bool> ignored(const Signature& s, const Case& c, const TensorSpec& output,
                               const std::vector<int>& shape) const override {
         if (!c.cuts) return {};
-        if (!properties::along(output, c.cuts->axis)) {
-            std::size_t size = 1;
-            for (int d : shape) size *= static_cast<std::size_t>(std::max(d, 0));
-            return std::vector<bool>(size, true);
-        }
-        return entries_at_padded_slots(s, cut_inputs(s, c.inputs, c.cuts->axis, cut_of(c)), output, shape);
+        return properties::ignored_off_axis(s, cut_inputs(s, c.inputs, c.cuts->axis, cut_of(c)), c.cuts->axis, output, shape);
     }
 
     rc::Shrinkable<Case> shrinkable(const std::shared_ptr<const Signature>& s, const PropertyArgs&, Case c) const override {

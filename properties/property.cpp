@@ -31,6 +31,7 @@ const PropertyRules& rules_of(Property p) {
         case Property::reversal: return reversal_rules();
         case Property::causal_prefix: return causal_prefix_rules();
         case Property::causal: return causal_rules();
+        case Property::packing: return packing_rules();
     }
     throw std::invalid_argument("no such property");
 }
@@ -39,6 +40,55 @@ namespace properties {
 
 bool along(const TensorSpec& t, const std::string& axis) {
     return std::any_of(t.dims.begin(), t.dims.end(), [&](const Dim& d) { return d.axis == axis; });
+}
+
+Tensor without_along(const TensorSpec& spec, Tensor t, const std::string& axis, const std::set<int>& gone) {
+    for (std::size_t d = 0; d < spec.dims.size() && d < t.shape.size(); ++d)
+        if (spec.dims[d].axis == axis) {
+            std::set<int> here;
+            for (int i : gone)
+                if (i >= 0 && i < t.shape[d]) here.insert(i);
+            delete_along(t, d, here);
+        }
+    return t;
+}
+
+Tensor span_along(const TensorSpec& spec, const Tensor& t, const std::string& axis, int first, int end) {
+    int n = 0;
+    for (std::size_t d = 0; d < spec.dims.size() && d < t.shape.size(); ++d)
+        if (spec.dims[d].axis == axis) n = std::max(n, t.shape[d]);
+    std::set<int> gone;
+    for (int i = 0; i < n; ++i)
+        if (i < first || i >= end) gone.insert(i);
+    return without_along(spec, t, axis, gone);
+}
+
+Tensors span_of(const Signature& s, const Tensors& inputs, const std::string& axis, int first, int end) {
+    Tensors out;
+    for (const TensorSpec& t : s.inputs) out[t.name] = span_along(t, inputs.at(t.name), axis, first, end);
+    return out;
+}
+
+void require_sequence_axis(const Signature& s, const std::string& axis, const std::string& property) {
+    for (const TensorSpec& t : s.inputs)
+        if (t.kind == TensorKind::index && t.index_axis == axis)
+            throw std::invalid_argument("--property " + property + ": the index input " + t.name + " names positions of " +
+                                        axis + ", which a cut would leave dangling");
+    if (std::none_of(s.outputs.begin(), s.outputs.end(), [&](const TensorSpec& t) { return along(t, axis); }))
+        throw std::invalid_argument("--property " + property + " compares the outputs along " + axis +
+                                    ", and no output has that axis");
+    for (const Axis& x : s.axes)
+        if (x.name == axis && x.max_len < 2)
+            throw std::invalid_argument("--property " + property + ": the axis " + x.name + "=" + std::to_string(x.min_len) +
+                                        ".." + std::to_string(x.max_len) + " leaves no room for a cut (MAX >= 2)");
+}
+
+std::vector<bool> ignored_off_axis(const Signature& s, const Tensors& layout, const std::string& axis,
+                                   const TensorSpec& output, const std::vector<int>& shape) {
+    if (along(output, axis)) return entries_at_padded_slots(s, layout, output, shape);
+    std::size_t size = 1;
+    for (int d : shape) size *= static_cast<std::size_t>(std::max(d, 0));
+    return std::vector<bool>(size, true);
 }
 
 Permutations identities(const Lengths& lengths) {

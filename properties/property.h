@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -96,8 +97,8 @@ public:
     // Whether an audit of a black box may ask for it (reversal and causal-prefix are the reference layers').
     virtual bool audits_black_boxes() const { return true; }
     virtual bool positions_may_stay() const { return false; }
-    // Whether it cuts the sequence axis (--causal-axis names it: causal), and whether it judges outputs that have no
-    // axis (causal does not: they have no position to be causal at).
+    // Whether it cuts the sequence axis (--causal-axis names it: causal, packing), and whether it judges outputs that
+    // have no axis (causal and packing do not: they have no position to be causal at, no sequence of their own).
     virtual bool cuts_sequence() const { return false; }
     virtual bool judges_outputs_without_axes() const { return true; }
 
@@ -115,11 +116,23 @@ const PropertyRules& padding_rules();
 const PropertyRules& reversal_rules();
 const PropertyRules& causal_prefix_rules();
 const PropertyRules& causal_rules();
+const PropertyRules& packing_rules();
 
 // What every property shares.
 namespace properties {
 // Whether some dim of t is `axis`.
 bool along(const TensorSpec& t, const std::string& axis);
+// t without the positions `gone` along every dim of `axis`.
+Tensor without_along(const TensorSpec& spec, Tensor t, const std::string& axis, const std::set<int>& gone);
+// t at the positions [first, end) along every dim of `axis`.
+Tensor span_along(const TensorSpec& spec, const Tensor& t, const std::string& axis, int first, int end);
+// Every input at the positions [first, end) of `axis`.
+Tensors span_of(const Signature& s, const Tensors& inputs, const std::string& axis, int first, int end);
+// What causal and packing refuse: no output along the axis, an index input naming its positions.
+void require_sequence_axis(const Signature& s, const std::string& axis, const std::string& property);
+// Outputs without `axis` left out whole; along it, the slots the masks of `layout` pad.
+std::vector<bool> ignored_off_axis(const Signature& s, const Tensors& layout, const std::string& axis,
+                                   const TensorSpec& output, const std::vector<int>& shape);
 // The identity on every axis of the case.
 Permutations identities(const Lengths& lengths);
 // The one axis of s that `given` names or, when it is empty, the signature's only axis; `property` is named in

@@ -257,7 +257,10 @@ json counterexample_json(const Counterexample& c, const Signature* s, bool white
         for (const auto& [name, t] : c.pads->filler) filler[name] = nested_input(t, s, name);
         j["pads"] = {{"axis", c.pads->axis}, {"slots", c.pads->slots}, {"filler", filler}};
     }
-    if (c.cuts) j["cuts"] = {{"axis", c.cuts->axis}, {"at", c.cuts->at}};
+    if (c.cuts) {
+        j["cuts"] = {{"axis", c.cuts->axis}, {"at", c.cuts->at}};
+        if (c.cuts->piece >= 0) j["cuts"]["piece"] = c.cuts->piece;
+    }
     if (white_box) {
         j["weight_seed"] = c.weight_seed;
         j["confirmed_exactly"] = c.confirmed_exactly;
@@ -282,13 +285,13 @@ std::optional<Pads> pads_from(const json& j, const Signature& s, const Lengths& 
     return pads;
 }
 
-// The causal property's cut.
+// The causal property's cut, the packing property's sequences.
 std::optional<Cuts> cuts_from(const json& j, const Lengths& lengths) {
     const std::string at = "counterexample.cuts.";
     if (!j.contains("cuts") || j["cuts"].is_null()) return std::nullopt;
     const json& cuts = j["cuts"];
     if (!cuts.is_object()) throw std::invalid_argument("field 'counterexample.cuts' must be an object");
-    Cuts c{get_as<std::string>(cuts, "axis", at), get_as<std::vector<int>>(cuts, "at", at)};
+    Cuts c{get_as<std::string>(cuts, "axis", at), get_as<std::vector<int>>(cuts, "at", at), get_or<int>(cuts, "piece", -1, at)};
     if (!lengths.count(c.axis)) throw std::invalid_argument("field 'counterexample.cuts.axis' names no axis");
     return c;
 }
@@ -363,9 +366,11 @@ Counterexample counterexample_from(const json& j, const Signature& s) {
         c.inputs[t.name] = tensor_from(required(inputs, t.name.c_str(), at + "inputs."), at + "inputs." + t.name,
                                        shape_of(t, c.lengths));
     c.cuts = cuts_from(j, c.lengths);
-    Lengths compared = c.lengths;  // a causal case compares its prefix [0, k)
-    if (c.cuts && c.cuts->at.size() == 1 && c.cuts->at[0] >= 0 && c.cuts->at[0] <= compared[c.cuts->axis])
-        compared[c.cuts->axis] = c.cuts->at[0];
+    Lengths compared = c.lengths;  // a causal case compares its prefix, a packing case one packed sequence
+    if (c.cuts) {
+        const auto [first, end] = c.cuts->span(compared[c.cuts->axis]);
+        if (0 <= first && first <= end && end <= compared[c.cuts->axis]) compared[c.cuts->axis] = end - first;
+    }
     for (const TensorSpec& t : s.outputs)
         if (outputs.contains(t.name))
             c.outputs.push_back(

@@ -38,6 +38,7 @@ std::string kind_text(const TensorSpec& spec) {
         case TensorKind::index: return ", index into " + spec.index_axis;
         case TensorKind::token: return ", token ids in [0, " + std::to_string(spec.limit) + ")";
         case TensorKind::position: return ", position ids along " + position_axis(spec);
+        case TensorKind::segment: return ", the packed sequence of each position along " + position_axis(spec);
     }
     return "";
 }

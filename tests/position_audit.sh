@@ -63,6 +63,12 @@ set -e
   || { cat "$work/replay.txt"; fail "replay on the causal model failed"; }
 expect 0 rope-causal --property causal
 expect 0 rope-causal --property padding --padding left   # empty queries attend uniformly: padding, not compared
+expect 1 rope-causal --property packing      # no block mask: the second sequence sees the first
+[ "$(field "d['counterexample']['lengths']['n']")" = 2 ] || fail "rope-causal packing: not shrunk to two tokens"
+[ "$(field "d['counterexample']['cuts']['at'], d['counterexample']['cuts']['piece']")" = "([1], 1)" ] \
+  || fail "rope-causal packing: not shrunk to two one-token sequences, the second alone"
+expect 0 rope-packed --property packing
+expect 0 rope-packed --property causal
 expect 2 rope --causal-axis n                # --causal-axis without --property causal
 expect 2 rope --property causal --causal-axis m
 expect 2 rope --padding left                 # --padding without --property padding
@@ -80,14 +86,14 @@ set -e
 rm -rf "$work/profile"
 "$permcheck" audit --exec "/usr/bin/python3 $model learned" "${sig[@]}" --cases 40 --profile --report "$work/profile" > "$work/out.txt" \
   || { cat "$work/out.txt"; fail "the profile did not exit 0"; }
-for row in causal order-through-positions order-aware relative padding-left padding-right padding-any; do
+for row in causal order-through-positions order-aware relative padding-left padding-right padding-any packing; do
   [ -f "$work/profile/$row/report.json" ] || fail "no report for the profile row $row"
 done
 /usr/bin/python3 - "$work/profile/profile.json" <<'PY'
 import json, sys
 rows = {r["row"]: r["verdict"] for r in json.load(open(sys.argv[1]))["rows"]}
 want = {"causal": "violated", "order-through-positions": "holds", "order-aware": "violated", "relative": "violated",
-        "padding-left": "holds", "padding-right": "holds", "padding-any": "holds"}
+        "padding-left": "holds", "padding-right": "holds", "padding-any": "holds", "packing": "violated"}
 assert rows == want, rows
 PY
 echo "ok: profile"

@@ -44,6 +44,7 @@ enum class Model {
     unmasked_mean,  // pooled: the mean embedding of every token, pads included
     causal,         // relative, over the kept tokens j <= i only; a query that sees no kept token averages every
                     // token, later ones included (a score mask of the lowest float: what libraries answer)
+    packed,         // causal, within the packed sequence of i only: a sequence starts where its position id is 0
 };
 
 NamedBlackBox model(Model m) {
@@ -66,12 +67,15 @@ NamedBlackBox model(Model m) {
         std::vector<double> y(static_cast<std::size_t>(3 * n), 0.0);
         for (int i = 0; i < n; ++i) {
             const auto at = static_cast<std::size_t>(i);
-            if (m == Model::relative || m == Model::causal) {
-                const int seen = m == Model::causal ? i + 1 : n;
+            if (m == Model::relative || m == Model::causal || m == Model::packed) {
+                const int seen = m == Model::relative ? n : i + 1;
+                int start = 0;  // where i's packed sequence starts
+                for (int j = 0; j <= i && m == Model::packed; ++j)
+                    if (pos[static_cast<std::size_t>(j)] == 0) start = j;
                 double kept = 0;
-                for (int j = 0; j < seen; ++j) kept += keep[static_cast<std::size_t>(j)];
+                for (int j = start; j < seen; ++j) kept += keep[static_cast<std::size_t>(j)];
                 double total = 0;
-                for (int j = 0; j < (kept > 0 ? seen : n); ++j) {
+                for (int j = kept > 0 ? start : 0; j < (kept > 0 ? seen : n); ++j) {
                     const auto k = static_cast<std::size_t>(j);
                     const double w = (kept > 0 ? keep[k] : 1.0) * std::exp(-0.3 * std::abs(pos[at] - pos[k]));
                     for (int f = 0; f < 3; ++f) y[3 * at + static_cast<std::size_t>(f)] += w * embed(ids[k])[static_cast<std::size_t>(f)];
@@ -376,6 +380,43 @@ TEST(CausalAudit, RefusesASignatureWithoutAnOutputAlongTheAxisOrWithAnIndexIntoI
     EXPECT_THROW(audit(model(Model::causal), lm_signature(), o), std::invalid_argument) << "no axis m";
 }
 
+TEST(PackingAudit, ACausalModelWithoutABlockMaskLeaksAcrossTwoOneTokenSequences) {
+    const Signature s = lm_signature();
+    const AuditResult r = audit(model(Model::causal), s, with(Property::packing));
+    ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
+    EXPECT_EQ(r.property, Property::packing);
+    const Counterexample& c = *r.counterexample;
+    ASSERT_TRUE(c.cuts) << finding(r, s);
+    EXPECT_EQ(c.lengths.at("n"), 2) << finding(r, s);
+    EXPECT_EQ(c.cuts->at, std::vector<int>{1}) << finding(r, s);
+    EXPECT_EQ(c.cuts->piece, 1) << "the second sequence sees the first: " << finding(r, s);
+    EXPECT_EQ(c.inputs.at("pos").values, (std::vector<double>{0, 0})) << "each sequence's ids start at 0";
+}
+
+TEST(PackingAudit, ABlockMaskByPositionRestartHoldsAndOrderByRowIndexLeaks) {
+    const Signature s = lm_signature();
+    for (Model m : {Model::packed, Model::absolute}) {
+        const AuditResult r = audit(model(m), s, with(Property::packing));
+        EXPECT_EQ(r.verdict, Verdict::holds) << static_cast<int>(m) << "\n" << finding(r, s);
+    }
+    // Bidirectional across sequences; scaled by the row index, which packing moves (not by the position ids).
+    for (Model m : {Model::relative, Model::by_index})
+        EXPECT_EQ(audit(model(m), s, with(Property::packing)).verdict, Verdict::violated) << static_cast<int>(m);
+}
+
+TEST(PackingAudit, RefusesASignatureThatCannotTellWhereASequenceStarts) {
+    Signature s;
+    s.axes = {parse_axis("n=1..8")};
+    s.inputs = {parse_input("ids:n:token=50"), parse_input("keep:n:mask=keep")};
+    s.outputs = {parse_output("y:n,3")};
+    const NamedBlackBox copy = [](const Tensors& in) { return Tensors{{"y", Tensor{{static_cast<int>(in.at("ids").values.size()), 3}, std::vector<double>(3 * in.at("ids").values.size(), 0.0)}}}; };
+    EXPECT_THROW(audit(copy, s, with(Property::packing)), std::invalid_argument) << "neither a position nor a segment input";
+    s.inputs.push_back(parse_input("doc:n:segment"));
+    EXPECT_EQ(audit(copy, s, with(Property::packing)).verdict, Verdict::holds) << "a segment input tells it";
+    s.inputs.push_back(parse_input("bias:n,n"));
+    EXPECT_THROW(audit(copy, s, with(Property::packing)), std::invalid_argument) << "a pairwise input over n";
+}
+
 // The harness checks itself: each planted bug makes a layer that holds fail.
 struct PlantedBug {
     test_only::HarnessBug bug;
@@ -389,7 +430,8 @@ TEST(PositionHarness, EachPlantedBugInTheTransformationsIsCaught) {
                                 PlantedBug{test_only::HarnessBug::shift_tokens, Model::relative, Property::shift, false},
                                 PlantedBug{test_only::HarnessBug::pads_unmasked, Model::masked_mean, Property::padding, true},
                                 PlantedBug{test_only::HarnessBug::pads_move_positions, Model::absolute, Property::padding, false},
-                                PlantedBug{test_only::HarnessBug::cut_keeps_later, Model::causal, Property::causal, false}}) {
+                                PlantedBug{test_only::HarnessBug::cut_keeps_later, Model::causal, Property::causal, false},
+                                PlantedBug{test_only::HarnessBug::packing_without_restart, Model::packed, Property::packing, false}}) {
         const Signature s = lm_signature(p.pooled);
         ASSERT_EQ(audit(model(p.model), s, with(p.property)).verdict, Verdict::holds);
         test_only::plant_harness_bug(p.bug);
@@ -402,14 +444,18 @@ TEST(PositionHarness, EachPlantedBugInTheTransformationsIsCaught) {
 TEST(PositionAudit, ASavedShiftPaddingOrCausalCaseIsJudgedAgainAsItWasFound) {
     for (const auto& [m, p, pooled] : {std::tuple{Model::absolute, Property::shift, false},
                                        std::tuple{Model::unmasked_mean, Property::padding, true},
-                                       std::tuple{Model::relative, Property::causal, false}}) {
+                                       std::tuple{Model::relative, Property::causal, false},
+                                       std::tuple{Model::causal, Property::packing, false}}) {
         const Signature s = lm_signature(pooled);
         const AuditResult r = audit(model(m), s, with(p));
         ASSERT_EQ(r.verdict, Verdict::violated);
         AuditOptions o = with(p);
         o.dtype = r.dtype;
         EXPECT_EQ(reevaluate(model(m), s, *r.counterexample, false, o).verdict, Verdict::violated);
-        const Model fixed = p == Property::shift ? Model::relative : p == Property::causal ? Model::causal : Model::masked_mean;
+        const Model fixed = p == Property::shift     ? Model::relative
+                            : p == Property::causal  ? Model::causal
+                            : p == Property::packing ? Model::packed
+                                                     : Model::masked_mean;
         EXPECT_EQ(reevaluate(model(fixed), s, *r.counterexample, false, o).verdict, Verdict::holds);
     }
 }

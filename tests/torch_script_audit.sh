@@ -7,8 +7,8 @@
 # say; the built-in decoder-layer holds (and with a causal mask on its targets is violated). In bfloat16
 # (--dtype bfloat16, or a module saved in bfloat16) the encoder holds and the position embedding is violated with
 # n = 2; float16, which LibTorch 1.13 cannot multiply on CPU, is refused or fails naming why. Over token ids,
-# position ids and a keep mask, shift, padding and causal are found holding and violated (the smallest c, one pad,
-# two tokens cut after one).
+# position ids and a keep mask, shift, padding, causal and packing are found holding and violated (the smallest c,
+# one pad, two tokens cut after one, two one-token sequences).
 # Library modules with no wrapper: nn.MultiheadAttention and torchaudio's Conformer through --argument (forward's
 # parameter names, length:AXIS) and --output-index (an element of a tuple, a key of a dict), and their errors.
 #   torch_script_audit.sh PERMCHECK
@@ -118,9 +118,12 @@ class Ids(nn.Module):  # forward(ids, pos, keep): token ids, position ids, atten
         if self.kind != "learned":
             q, k = rotate(q, pos), rotate(k, pos)
         s = q @ k.transpose(0, 1) / 8 ** 0.5
-        if self.kind == "rope-causal":  # a causal mask by row index and the keep mask; an empty row is uniform
-            n = ids.shape[0]
+        if self.kind == "rope-causal" or self.kind == "rope-packed":  # causal by row index, the keep mask; an empty
+            n = ids.shape[0]                                          # row is uniform
             allowed = torch.ones(n, n, dtype=torch.bool).tril() & (keep.unsqueeze(0) != 0)
+            if self.kind == "rope-packed":  # within each packed sequence: a sequence starts where its position id is 0
+                sequence = (pos == 0).cumsum(0)
+                allowed = allowed & (sequence.unsqueeze(1) == sequence.unsqueeze(0))
             s = s.masked_fill(~allowed, -1e9)
         elif self.kind != "rope-nomask":
             s = s.masked_fill(keep.unsqueeze(0) == 0, float("-inf"))
@@ -146,7 +149,7 @@ torch.jit.script(torchaudio.models.Conformer(input_dim=8, num_heads=2, ffn_dim=1
 torch.jit.script(Lengths()).save(f"{out}/lengths.pt")
 torch.jit.script(Named()).save(f"{out}/named.pt")
 for name, module in [("rope", Ids("rope")), ("learned", Ids("learned")), ("ropenomask", Ids("rope-nomask")),
-                     ("ropecausal", Ids("rope-causal")),
+                     ("ropecausal", Ids("rope-causal")), ("ropepacked", Ids("rope-packed")),
                      ("encoder", Encoder()), ("setpool", SetPool()), ("posembed", PosEmbed()), ("dropout", Dropout()),
                      ("argmax", Argmax()), ("summix", SumMix()), ("summixleak", SumMixLeak()),
                      ("lowoutput", LowOutput())]:
@@ -210,6 +213,12 @@ c=$(/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["counte
 [[ $c == "2 [1]" ]] || fail "rope_causal: shrunk to n, k = $c, expected 2 [1]"
 run 0 ropecausal_causal ropecausal.pt "${ids[@]}" --property causal --cases 60
 says ropecausal_causal out "holds after 60 cases"
+# packing: without a block mask the second sequence sees the first (two one-token sequences); with it, apart.
+run 1 ropecausal_packing ropecausal.pt "${ids[@]}" --property packing --cases 60 --report "$work/packing"
+c=$(/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["counterexample"]; print(d["lengths"]["n"], d["cuts"]["at"], d["cuts"]["piece"])' \
+    "$work/packing/report.json") || fail "ropecausal_packing: report.json has no packing"
+[[ $c == "2 [1] 1" ]] || fail "ropecausal_packing: shrunk to n, ends, piece = $c, expected 2 [1] 1"
+run 0 ropepacked_packing ropepacked.pt "${ids[@]}" --property packing --cases 60
 run 0 rope_profile rope.pt "${ids[@]}" --profile --cases 30 --report "$work/profile"
 [[ -f $work/profile/profile.json ]] || fail "rope_profile: no profile.json"
 

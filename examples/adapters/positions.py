@@ -13,7 +13,8 @@ Every model takes forward(ids, pos, keep): token ids (int64, n), position ids (i
     rope-arange    rotary embeddings from arange(n), ignoring the position ids (order by another route)
     rope-nomask    rope without the key mask (padding leaks)
     rope-causal    rope with a causal mask by row index, combined with the key mask as decoders do (a query
-                   that sees no real key attends uniformly): causal
+                   that sees no real key attends uniformly): causal; packed sequences see each other
+    rope-packed    rope-causal within each packed sequence only (a sequence starts where its position id is 0)
 
 Audit with, for example:
     permcheck audit --exec "python3 examples/adapters/positions.py rope float32" --dtype float32 \\
@@ -67,9 +68,12 @@ class Layer(torch.nn.Module):
         scores = q @ k.T / math.sqrt(D)
         if self.model == "alibi":
             scores = scores - 0.5 * (pos[:, None] - pos[None, :]).abs().to(scores.dtype)
-        if self.model == "rope-causal":
+        if self.model in ("rope-causal", "rope-packed"):
             n = len(ids)
             allowed = torch.ones(n, n, dtype=torch.bool).tril() & (keep[None, :] != 0)
+            if self.model == "rope-packed":  # the same sequence: as many position ids 0 up to i as up to j
+                sequence = (pos == 0).cumsum(0)
+                allowed = allowed & (sequence[:, None] == sequence[None, :])
             scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
         elif self.model != "rope-nomask":
             scores = scores.masked_fill(keep[None, :] == 0, float("-inf"))

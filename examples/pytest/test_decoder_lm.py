@@ -30,14 +30,17 @@ def rotate(x, position_ids):
 
 
 class TinyDecoder(nn.Module):
-    def __init__(self, causal=True):
+    """causal: the causal mask by row index; packed: attention only within a packed sequence, which starts where its
+    position id is 0, or as segment_ids say when they are given."""
+
+    def __init__(self, causal=True, packed=False):
         super().__init__()
         torch.manual_seed(0)
-        self.causal = causal
+        self.causal, self.packed = causal, packed
         self.embed = nn.Embedding(VOCAB, D)
         self.q, self.k, self.v = (nn.Linear(D, D, bias=False) for _ in range(3))
 
-    def forward(self, input_ids, attention_mask=None, position_ids=None):
+    def forward(self, input_ids, attention_mask=None, position_ids=None, segment_ids=None):
         n = input_ids.shape[-1]
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
@@ -49,6 +52,10 @@ class TinyDecoder(nn.Module):
         allowed = attention_mask[:, None, :].bool()
         if self.causal:
             allowed = allowed & torch.ones(n, n, dtype=torch.bool).tril()
+        if self.packed:
+            if segment_ids is None:
+                segment_ids = (position_ids == 0).cumsum(-1)
+            allowed = allowed & (segment_ids[:, :, None] == segment_ids[:, None, :])
         scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
         return DecoderOutput(scores.softmax(dim=-1) @ v)
 
@@ -78,3 +85,25 @@ def test_the_encoding_is_relative():
 
 def test_left_padding_changes_no_real_token():
     permcheck.assert_padding_invariant(TinyDecoder(), padding="left", **LM_OWN_POSITIONS)
+
+
+def test_packed_sequences_stay_apart():
+    permcheck.assert_packing_invariant(TinyDecoder(packed=True), **LM)  # apart where the position ids restart
+    by_segment = dict(LM, inputs=LM["inputs"] + ["segment_ids:1,n:segment"],
+                      arguments=dict(LM["arguments"], segment_ids="segment_ids"))
+    permcheck.assert_packing_invariant(TinyDecoder(packed=True), **by_segment)
+
+
+def test_packed_sequences_without_a_block_mask_are_caught_at_two_one_token_sequences():
+    result = permcheck.audit(TinyDecoder(), property="packing", **LM)
+    assert result.verdict == "violated"
+    assert result.counterexample.lengths == {"n": 2}
+    assert result.counterexample.cuts == {"axis": "n", "at": [1], "piece": 1}
+
+
+def test_the_profile_of_a_decoder_names_its_causal_mask():
+    rows = {row["row"]: row for row in permcheck.profile(TinyDecoder(), cases=30, **LM)}
+    assert {name: row["verdict"] for name, row in rows.items()} == {
+        "causal": "holds", "order-through-positions": "violated", "order-aware": "violated", "relative": "holds",
+        "padding-left": "holds", "padding-right": "holds", "padding-any": "holds", "packing": "violated"}
+    assert "a causal mask by row index" in rows["order-through-positions"]["meaning"]

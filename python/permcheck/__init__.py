@@ -15,11 +15,11 @@ through $PERMCHECK_BIN, beside the installed package, or on PATH. `serve` is the
 """
 
 from permcheck._audit import (AuditError, Comparison, Counterexample, PermcheckNotFound, ReplayResult, Result,
-                              audit, find_binary, replay)
+                              audit, find_binary, profile, replay)
 from permcheck._protocol import serve
 
-__all__ = ["audit", "replay", "assert_equivariant", "assert_shift_invariant", "assert_padding_invariant",
-           "assert_causal", "serve",
+__all__ = ["audit", "profile", "replay", "assert_equivariant", "assert_shift_invariant", "assert_padding_invariant",
+           "assert_causal", "assert_packing_invariant", "serve",
            "Result", "Counterexample", "Comparison", "ReplayResult", "AuditError", "PermcheckNotFound",
            "find_binary"]
 
@@ -67,3 +67,11 @@ def assert_causal(layer, **audit_options):
     otherwise."""
     __tracebackhide__ = True
     return _asserted(audit(layer, property="causal", **audit_options))
+
+
+def assert_packing_invariant(layer, **audit_options):
+    """Audit that sequences packed into one row stay apart: each packed sequence's outputs equal its own run's
+    (position ids restart at 0 in each sequence; a `segment` input numbers the sequences); as assert_equivariant
+    otherwise."""
+    __tracebackhide__ = True
+    return _asserted(audit(layer, property="packing", **audit_options))

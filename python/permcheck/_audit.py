@@ -25,7 +25,7 @@ import threading
 
 from permcheck import _protocol
 
-__all__ = ["audit", "replay", "Result", "Counterexample", "Comparison", "ReplayResult", "AuditError",
+__all__ = ["audit", "profile", "replay", "Result", "Counterexample", "Comparison", "ReplayResult", "AuditError",
            "PermcheckNotFound", "find_binary"]
 
 # The options of `permcheck audit` that audit() passes on (keyword: flag). True gives a flag alone.
@@ -34,7 +34,7 @@ _OPTIONS = {
     "min_len": "--min-len", "amplification": "--amplification", "shard": "--shard", "padding": "--padding",
     "padding_axis": "--padding-axis", "keep_positions": "--keep-positions", "causal_axis": "--causal-axis",
 }
-_PROPERTIES = ("equivariance", "shift", "padding", "causal")
+_PROPERTIES = ("equivariance", "shift", "padding", "causal", "packing")
 _FAILURES = ("violated", "nondeterministic", "non-finite", "batch-dependent")
 
 
@@ -133,7 +133,7 @@ class Result:
 
     verdict         holds | violated | nondeterministic | non-finite | batch-dependent | error | undecided |
                     interrupted
-    property        equivariance | invariance | shift | padding | causal
+    property        equivariance | invariance | shift | padding | causal | packing
     counterexample  the shrunk Counterexample, or None
     first_breaking_tap  the submodule (its name in named_modules()) where symmetry first breaks, or None
     report          the report directory (kept for a verdict other than holds when no `report` was given;
@@ -446,7 +446,8 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property="eq
                            "sequence" or "pooled").
     property               "equivariance" (each output judged along its axes: a pooled output is invariant),
                            "shift" or "padding" (position-aware audits), "causal" (no output sees a later
-                           token: `causal_axis` names the sequence axis when there are several).
+                           token) or "packing" (packed sequences stay apart): `causal_axis` names the
+                           sequence axis of these two when there are several.
     dtype                  the precision judged, which the layer computes in: a module's own by default. A
                            function receives tensors of it; without one, float64 tensors when the program
                            imported torch (judged as float64), else nested lists (precision inferred from
@@ -462,22 +463,14 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property="eq
     """
     binary = find_binary()
     flags = _flags(axes, inputs, outputs, dim, property, cases, seed, options)
-    call = _protocol._Call(arguments, output, inputs if dim is None else ["x:n,%d" % int(dim)])
-    prepared = _Prepared(layer, dtype)
     name = _layer_name(layer)
     own_report = report is None
     if own_report:  # the pytest plugin's --permcheck-reports DIR names one; else a temporary directory
         directory = _report_directory(name) or tempfile.mkdtemp(prefix="permcheck-report-")
     else:
         directory = os.fspath(report)
-    try:
-        make_server = lambda: _protocol._Server(prepared.layer, prepared.dtype, kinds, taps=taps, batch=batch,
-                                                stacked=True, call=call, convert=False)
-        arguments_ = (["audit", "--connect", "{socket}", "--name", name, "--dtype", prepared.dtype_name] + flags +
-                      ["--report", directory])
-        code, out, err = _run(binary, arguments_, make_server)
-    finally:
-        prepared.restore()
+    code, out, err = _served(binary, layer, name, flags + ["--report", directory], dtype, arguments, output,
+                             inputs if dim is None else ["x:n,%d" % int(dim)], kinds, taps, batch)
     record = _read_record(directory)
     if record is None:
         if own_report:
@@ -489,6 +482,44 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property="eq
         result.report = None
     _notify(result)
     return result
+
+
+def _served(binary, layer, name, flags, dtype, arguments, output, inputs, kinds, taps, batch):
+    """`permcheck audit` with `flags`, the layer served from this process: (code, out, err)."""
+    call = _protocol._Call(arguments, output, inputs)
+    prepared = _Prepared(layer, dtype)
+    try:
+        make_server = lambda: _protocol._Server(prepared.layer, prepared.dtype, kinds, taps=taps, batch=batch,
+                                                stacked=True, call=call, convert=False)
+        return _run(binary, ["audit", "--connect", "{socket}", "--name", name, "--dtype", prepared.dtype_name] + flags,
+                    make_server)
+    finally:
+        prepared.restore()
+
+
+def profile(layer, *, axes=None, inputs=None, outputs=None, dim=None, dtype=None, cases=100, seed=1, report=None,
+            arguments=None, output=None, kinds=None, batch=256, taps=True, **options):
+    """Every question that applies to `layer`, a row each, as `permcheck audit --profile` asks them: causal,
+    order only through the position inputs, order-aware at all, relative, padding left/right/any, packing.
+    Takes audit()'s arguments (but `property`); returns the rows, each a dict: row (its id), title, verdict,
+    cases, meaning (what the verdict says, in words), report (the row's report.json, a path) and replay. Every
+    row's report is kept under `report`, by default a new temporary directory. Raises AuditError when the
+    profile could not run (a bad option, a layer that cannot be served)."""
+    binary = find_binary()
+    flags = _flags(axes, inputs, outputs, dim, "equivariance", cases, seed, options)
+    name = _layer_name(layer)
+    directory = os.fspath(report) if report is not None else tempfile.mkdtemp(prefix="permcheck-profile-")
+    code, out, err = _served(binary, layer, name, flags + ["--profile", "--report", directory], dtype, arguments,
+                             output, inputs if dim is None else ["x:n,%d" % int(dim)], kinds, taps, batch)
+    try:
+        with open(os.path.join(directory, "profile.json")) as f:
+            rows = json.load(f)["rows"]
+    except (OSError, ValueError, KeyError):
+        raise AuditError("the profile of %s did not run (exit %s): %s" % (name, code, (err or out).strip())) from None
+    for row in rows:
+        if row.get("report"):
+            row["report"] = os.path.join(directory, row["report"])
+    return rows
 
 
 def replay(report, layer, *, dtype=None, arguments=None, output=None, kinds=None, timeout=30):

@@ -29,7 +29,8 @@ Named form (`permcheck audit --axis ... --input ... --output ...`):
     JSON booleans are a mask (torch.bool), JSON integers an index (torch.int64), numbers with a fraction or an
     exponent real values (the float dtype). A `kinds` object in the request ({"edge_index": "index"}), or the
     `kinds` argument of serve(), names the kind where the values cannot, e.g. an empty index input. Token ids
-    ("token"), position ids ("position") and a mask of 1 = keep ("mask=keep") are int64 tensors for a module and
+    ("token"), position ids ("position"), sequence indices ("segment") and a mask of 1 = keep ("mask=keep") are
+    int64 tensors for a module and
     lists of ints for a function; a mask ("mask", True = padding) stays torch.bool.
 
 Taps (where symmetry first breaks), both forms, for a torch module unless serve(..., taps=False):
@@ -92,10 +93,10 @@ import traceback
 
 __all__ = ["serve"]
 
-_KINDS = ("float", "mask", "index", "token", "position", "mask=keep")
+_KINDS = ("float", "mask", "index", "token", "position", "mask=keep", "segment")
 # The kinds that reach a torch module as int64: index, token ids, position ids, and a mask=keep (1 = a real
 # position, 0 = padding: the attention_mask of common model code). A mask is torch.bool, a float the float dtype.
-_INTEGER_KINDS = ("index", "token", "position", "mask=keep")
+_INTEGER_KINDS = ("index", "token", "position", "mask=keep", "segment")
 
 
 def serve(layer, dtype=None, *, kinds=None, taps=True, stdin=None, stdout=None, batch=256, stacked=True,
