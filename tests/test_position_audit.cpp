@@ -365,6 +365,44 @@ TEST(CausalAudit, CausalAndPerPositionModelsHoldWhateverTheMasksPad) {
     }
 }
 
+// Over a query axis n and a memory m: y_i = x_i + (the sum of bias[i][j] over j <= i, or over every j) + the mean
+// of the memory, and a pooled g = the sum of every x (not causal, never compared).
+NamedBlackBox biased(bool causal) {
+    return [causal](const Tensors& in) {
+        const Tensor& x = in.at("x");
+        const Tensor& bias = in.at("bias");
+        const Tensor& mem = in.at("mem");
+        const int n = x.shape[0];
+        double memory = 0, all = 0;
+        for (double v : mem.values) memory += v / static_cast<double>(mem.values.size());
+        for (double v : x.values) all += v;
+        Tensor y{{n}, std::vector<double>(static_cast<std::size_t>(n), 0.0)};
+        for (int i = 0; i < n; ++i) {
+            double b = 0;
+            for (int j = 0; j < (causal ? i + 1 : n); ++j) b += bias.values[static_cast<std::size_t>(i * n + j)];
+            y.values[static_cast<std::size_t>(i)] = x.values[static_cast<std::size_t>(i)] + b + memory;
+        }
+        return Tensors{{"y", y}, {"g", Tensor{{1}, {all}}}};
+    };
+}
+
+TEST(CausalAudit, APairwiseInputIsCutInBothDimsAndTheOtherAxisIsLeftWhole) {
+    Signature s;
+    s.axes = {parse_axis("n=1..6"), parse_axis("m=1..4")};
+    s.inputs = {parse_input("x:n"), parse_input("bias:n,n"), parse_input("mem:m")};
+    s.outputs = {parse_output("y:n"), parse_output("g:1")};
+    AuditOptions o = with(Property::causal);
+    o.causal_axis = "n";
+    const AuditResult ok = audit(biased(true), s, o);
+    EXPECT_EQ(ok.verdict, Verdict::holds) << finding(ok, s);
+    const AuditResult r = audit(biased(false), s, o);
+    ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
+    EXPECT_EQ(r.counterexample->lengths.at("n"), 2) << finding(r, s);
+    EXPECT_EQ(r.counterexample->cuts->at, std::vector<int>{1}) << finding(r, s);
+    o.causal_axis = "m";
+    EXPECT_THROW(audit(biased(true), s, o), std::invalid_argument) << "no output lies along m";
+}
+
 TEST(CausalAudit, RefusesASignatureWithoutAnOutputAlongTheAxisOrWithAnIndexIntoIt) {
     EXPECT_THROW(audit(model(Model::masked_mean), lm_signature(true), with(Property::causal)), std::invalid_argument);
     Signature graph;

@@ -40,10 +40,13 @@ class TinyDecoder(nn.Module):
         self.embed = nn.Embedding(VOCAB, D)
         self.q, self.k, self.v = (nn.Linear(D, D, bias=False) for _ in range(3))
 
-    def forward(self, input_ids, attention_mask=None, position_ids=None, segment_ids=None):
+    def forward(self, input_ids, attention_mask=None, position_ids=None, segment_ids=None, cache_position=None,
+                use_cache=False):
         n = input_ids.shape[-1]
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
+        if position_ids is None and cache_position is not None:  # as HF models number the tokens they are given
+            position_ids = cache_position.unsqueeze(0)
         if position_ids is None:
             position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
         h = self.embed(input_ids)
@@ -107,3 +110,9 @@ def test_the_profile_of_a_decoder_names_its_causal_mask():
         "causal": "holds", "order-through-positions": "violated", "order-aware": "violated", "relative": "holds",
         "padding-left": "holds", "padding-right": "holds", "padding-any": "holds", "packing": "violated"}
     assert "a causal mask by row index" in rows["order-through-positions"]["meaning"]
+
+
+def test_cache_position_and_constants_come_from_the_arguments():
+    numbered = dict(LM_OWN_POSITIONS, arguments={"input_ids": "input_ids", "attention_mask": "attention_mask",
+                                                 "cache_position": "arange:n", "use_cache": False})
+    permcheck.assert_causal(TinyDecoder(), **numbered)

@@ -59,7 +59,10 @@ otherwise or returns several values:
     arguments={"src": "x", "lengths": "length:n"}   forward(src=<input x>, lengths=<int64 tensor>): each key a
                                                     parameter of forward, each value an input of the signature or
                                                     length:AXIS (an int64 tensor holding the axis's length once
-                                                    per item of the request: [n], or [n] * K for K stacked cases);
+                                                    per item of the request: [n], or [n] * K for K stacked cases),
+                                                    offset:AXIS (a 0-d int64 tensor, the first position of what
+                                                    the call receives: 0) or arange:AXIS (an int64 vector of its
+                                                    positions, 0 .. n-1: HF's cache_position);
                                                     inputs no value names are passed under their own names;
                                                     a value that is not a string is a constant, passed as it is
                                                     ({"use_cache": False})
@@ -421,24 +424,29 @@ class _Call:
         self.arguments, self.output = arguments, output
         self.dims = _input_dims(inputs)  # {input: [axis name or None per dim]}
         for source in sources:
-            if source.startswith("length:"):
-                self.axis_place(source[len("length:"):])  # refused now, not at the first request
+            if _derived(source):
+                self.axis_place(source.split(":", 1)[1], source)  # refused now, not at the first request
 
-    def axis_place(self, axis):
+    def axis_place(self, axis, source):
         """(input, dim) where the axis first occurs among the inputs' dims."""
         if self.dims is None:
-            raise ValueError("length:%s needs the inputs' dims: pass inputs=[...] in the --input grammar" % axis)
+            raise ValueError("%s needs the inputs' dims: pass inputs=[...] in the --input grammar" % source)
         for name, dims in self.dims.items():
             if axis in dims:
                 return name, dims.index(axis)
-        raise ValueError("length:%s: no input has an axis %s (inputs: %s)" % (axis, axis, ", ".join(self.dims)))
+        raise ValueError("%s: no input has an axis %s (inputs: %s)" % (source, axis, ", ".join(self.dims)))
 
     def value(self, source, inputs, torch, items):
         if not isinstance(source, str):  # a constant, such as use_cache=False
             return source
-        if source.startswith("length:"):
-            name, dim = self.axis_place(source[len("length:"):])
+        if _derived(source):
+            kind, axis = source.split(":", 1)
+            name, dim = self.axis_place(axis, source)
             length = _length_of(inputs[name], dim)
+            if kind == "offset":  # the first position of what the call receives: 0 outside a chunked call
+                return 0 if torch is None else torch.tensor(0, dtype=torch.int64)
+            if kind == "arange":  # its absolute positions (HF's cache_position)
+                return list(range(length)) if torch is None else torch.arange(length, dtype=torch.int64)
             if torch is None:
                 return [length] * items
             return torch.full((items,), length, dtype=torch.int64)
@@ -456,7 +464,7 @@ class _Call:
             else:
                 kwargs = dict(inputs)
         elif isinstance(self.arguments, dict):
-            named = set(s for s in self.arguments.values() if isinstance(s, str) and not s.startswith("length:"))
+            named = set(s for s in self.arguments.values() if isinstance(s, str) and not _derived(s))
             kwargs = {name: value for name, value in inputs.items() if name not in named}
             for parameter, source in self.arguments.items():
                 kwargs[parameter] = self.value(source, inputs, torch, items)
@@ -480,6 +488,12 @@ class _Call:
             return getattr(result, self.output)
         raise ValueError("output=%r: the layer returned %s, which has no element or attribute %r"
                          % (self.output, _describe(result), self.output))
+
+
+def _derived(source):
+    """Whether an arguments source is made from the request rather than named: length:AXIS, offset:AXIS or
+    arange:AXIS (not a constant, which is not a string)."""
+    return isinstance(source, str) and source.split(":", 1)[0] in ("length", "offset", "arange") and ":" in source
 
 
 def _describe(result):
