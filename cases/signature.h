@@ -201,20 +201,29 @@ struct Pads {
 
 // Where a case's sequence axis is cut: ascending positions in (0, n) of `axis`. The causal property's one cut k keeps
 // the prefix [0, k); the packing property's cuts end its packed sequences but the last, and `piece` is the sequence
-// run alone (0 the first).
+// run alone (0 the first); the incremental property's (`chunked`) end its chunks but the last.
 struct Cuts {
     std::string axis;
     std::vector<int> at;
     int piece = -1;
+    bool chunked = false;
     // The positions [first, second) compared in a sequence of n: the causal prefix [0, at[0]), or the packed
-    // sequence `piece`; {0, n} when the cuts say neither.
+    // sequence `piece`; {0, n} for chunks, or when the cuts say neither.
     std::pair<int, int> span(int n) const {
+        if (chunked) return {0, n};
         if (piece < 0) return {0, at.empty() ? n : at.front()};
         if (static_cast<std::size_t>(piece) > at.size()) return {0, n};
         const auto p = static_cast<std::size_t>(piece);
         return {p == 0 ? 0 : at[p - 1], p == at.size() ? n : at[p]};
     }
 };
+
+// A chunked request (the incremental property): besides the signature's inputs, an entry named kChunksInput + AXIS
+// whose values are the ends of the chunks along AXIS (ascending, the last the axis's length); a layer that decoded the
+// request chunk by chunk, in order, answers besides its outputs an entry named kChunkedAnswer (an adapter says
+// "chunked": true). No name of a signature starts with '#'.
+inline const std::string kChunksInput = "#chunks:";
+inline const std::string kChunkedAnswer = "#chunked";
 
 // One case of a check or an audit: a length and a permutation per axis, the inputs x, and the property's part (the
 // shift property's c, the padding property's pads, the causal property's cut: their permutations are identities);
@@ -257,6 +266,7 @@ enum class HarnessBug {
     pads_move_positions,        // padding gives the real tokens new position ids (their slots) instead of their own
     cut_keeps_later,            // causal's prefix [0, k) holds position k, a later token, in place of k - 1
     packing_without_restart,    // packing numbers the packed row's positions 0 .. n-1 instead of from 0 in each sequence
+    chunks_repeat_a_position,   // a ChunkStep's chunks after the first start one position early (its first output dropped)
 };
 HarnessBug planted_harness_bug();
 void plant_harness_bug(HarnessBug bug);

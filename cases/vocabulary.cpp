@@ -40,6 +40,7 @@ constexpr PropertyWords kPropertyWords[]{
     {Property::padding, "padding", "padding-invariant"},
     {Property::causal, "causal", "causal"},
     {Property::packing, "packing", "packing-invariant"},
+    {Property::incremental, "incremental", "incremental-consistent"},
 };
 
 template <class Table, class Enum> const auto* word_of(const Table& table, Enum e) {

@@ -33,13 +33,21 @@ bool Evaluator::decided_nothing_in(Arithmetic dtype) const {
     return undecided_.count(tolerance_model(dtype, o_.amplification).unit_roundoff) > 0;
 }
 
-std::size_t Evaluator::block_size() const { return reference_ ? 1 : block_size_of(box_.many); }
+std::size_t Evaluator::block_size() const {
+    return reference_ || rules_.chunks_calls() ? 1 : block_size_of(box_.many);  // a chunked request goes alone
+}
 
 Tensors Evaluator::call(Side side, const Tensors& inputs, const Lengths& lengths) {
     last_request = format_lengths(lengths);
     ++evaluations;
     const NamedBlackBox& box = side == Side::reference && reference_ ? *reference_ : box_.one;
-    return checked(box(inputs), lengths);
+    Tensors answer = box(inputs);
+    if (side == Side::transformed && rules_.chunks_calls() && !answer.count(kChunkedAnswer))
+        throw AdapterError("the layer answered a request of " + last_request +
+                           " in chunks as if it were one pass: it does not decode in chunks (an adapter answers "
+                           "\"chunked\": true, as permcheck.serve does for a module with its cache= route; in C++, "
+                           "audit a chunked_black_box of a ChunkStep)");
+    return checked(std::move(answer), lengths);
 }
 
 // The outputs the signature names of an answer, their shapes checked.

@@ -6,6 +6,8 @@
 #include "check/blackbox.h"
 #include "cases/signature.h"
 
+#include <any>
+#include <functional>
 #include <vector>
 
 namespace permcheck {
@@ -36,6 +38,16 @@ AuditResult audit(const std::vector<BatchedNamedBlackBox>& layers, const Signatu
 // from one thread; a nondeterministic finding is the reference's (its answers to x twice).
 AuditResult audit_against(const NamedBlackBox& layer, const NamedBlackBox& reference, const Signature& signature,
                           const AuditOptions& opts);
+
+// A layer that decodes in chunks (the incremental property): `state` is empty (std::any{}) at the start of a
+// sequence; step answers one chunk's inputs (every input along the axis cut to the chunk) with that chunk's
+// outputs, and keeps what the next chunk needs in `state` (a key-value cache); `offset` is the chunk's first
+// position.
+using ChunkStep = std::function<Tensors(std::any& state, const Tensors& chunk, int offset)>;
+// The black box of a ChunkStep: a request without chunks is one step from an empty state; a chunked request (the
+// incremental property's, cases/signature.h) runs its chunks in order from an empty state, concatenates their
+// outputs along the axis (an output without it: the last chunk's) and says it did (kChunkedAnswer).
+NamedBlackBox chunked_black_box(ChunkStep step, const Signature& signature);
 
 // Throws std::invalid_argument, as audit() does before it asks the layer anything, when the signature is bad or the
 // options do not fit it (a property it cannot take, --padding without padding): callers that start adapters call it

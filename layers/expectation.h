@@ -15,6 +15,7 @@ enum class Property {
     padding,           // pads inserted, masked: the outputs at the real positions unchanged
     causal,            // the sequence cut after k positions: the first k outputs unchanged, L(x[:k]) = L(x)[:k]
     packing,           // sequences packed into one row: each one's outputs its own run's, L(s_j) = L(pack)[s_j]
+    incremental,       // the sequence decoded in chunks, a cache carried between them: the one-pass outputs
 };
 
 // What a layer answers: n rows, one per position (a sequence layer), or one vector (a pooled layer).

@@ -32,6 +32,7 @@ const PropertyRules& rules_of(Property p) {
         case Property::causal_prefix: return causal_prefix_rules();
         case Property::causal: return causal_rules();
         case Property::packing: return packing_rules();
+        case Property::incremental: return incremental_rules();
     }
     throw std::invalid_argument("no such property");
 }

@@ -101,6 +101,9 @@ public:
     // have no axis (causal and packing do not: they have no position to be causal at, no sequence of their own).
     virtual bool cuts_sequence() const { return false; }
     virtual bool judges_outputs_without_axes() const { return true; }
+    // Whether its transformed call is one chunked request (kChunksInput, cases/signature.h): answered only by a
+    // layer that decodes in chunks (kChunkedAnswer), one case a request.
+    virtual bool chunks_calls() const { return false; }
 
     // Throws std::invalid_argument unless a saved case (a report's) carries what the property needs.
     virtual void validate_saved(const Signature&, const Case&) const {}
@@ -117,6 +120,7 @@ const PropertyRules& reversal_rules();
 const PropertyRules& causal_prefix_rules();
 const PropertyRules& causal_rules();
 const PropertyRules& packing_rules();
+const PropertyRules& incremental_rules();
 
 // What every property shares.
 namespace properties {

@@ -260,6 +260,7 @@ json counterexample_json(const Counterexample& c, const Signature* s, bool white
     if (c.cuts) {
         j["cuts"] = {{"axis", c.cuts->axis}, {"at", c.cuts->at}};
         if (c.cuts->piece >= 0) j["cuts"]["piece"] = c.cuts->piece;
+        if (c.cuts->chunked) j["cuts"]["chunked"] = true;
     }
     if (white_box) {
         j["weight_seed"] = c.weight_seed;
@@ -291,7 +292,8 @@ std::optional<Cuts> cuts_from(const json& j, const Lengths& lengths) {
     if (!j.contains("cuts") || j["cuts"].is_null()) return std::nullopt;
     const json& cuts = j["cuts"];
     if (!cuts.is_object()) throw std::invalid_argument("field 'counterexample.cuts' must be an object");
-    Cuts c{get_as<std::string>(cuts, "axis", at), get_as<std::vector<int>>(cuts, "at", at), get_or<int>(cuts, "piece", -1, at)};
+    Cuts c{get_as<std::string>(cuts, "axis", at), get_as<std::vector<int>>(cuts, "at", at), get_or<int>(cuts, "piece", -1, at),
+           get_or<bool>(cuts, "chunked", false, at)};
     if (!lengths.count(c.axis)) throw std::invalid_argument("field 'counterexample.cuts.axis' names no axis");
     return c;
 }

@@ -455,6 +455,70 @@ TEST(PackingAudit, RefusesASignatureThatCannotTellWhereASequenceStarts) {
     EXPECT_THROW(audit(copy, s, with(Property::packing)), std::invalid_argument) << "a pairwise input over n";
 }
 
+// A causal layer that decodes in chunks with a cache of the rows it has seen and their positions: y_i is the
+// average of x_j over j <= i, weighted exp(-0.3 |p_i - p_j|), the positions p numbered by the layer itself from the
+// chunk's offset, or (a cache whose positions restart) from 0 in every chunk.
+struct Seen {
+    std::vector<double> x, positions;
+};
+ChunkStep cached_attention(bool restart) {
+    return [restart](std::any& state, const Tensors& chunk, int offset) {
+        if (!state.has_value()) state = Seen{};
+        Seen& seen = std::any_cast<Seen&>(state);
+        const Tensor& x = chunk.at("x");
+        const int n = x.shape[0], before = static_cast<int>(seen.positions.size());
+        for (int i = 0; i < n; ++i) {
+            seen.x.push_back(x.values[static_cast<std::size_t>(2 * i)]);
+            seen.x.push_back(x.values[static_cast<std::size_t>(2 * i + 1)]);
+            seen.positions.push_back(restart ? i : offset + i);
+        }
+        Tensor y{{n, 2}, std::vector<double>(static_cast<std::size_t>(2 * n), 0.0)};
+        for (int i = 0; i < n; ++i) {
+            const auto g = static_cast<std::size_t>(before + i);
+            double total = 0;
+            for (std::size_t j = 0; j <= g; ++j) {
+                const double w = std::exp(-0.3 * std::abs(seen.positions[g] - seen.positions[j]));
+                for (std::size_t f = 0; f < 2; ++f) y.values[static_cast<std::size_t>(2 * i) + f] += w * seen.x[2 * j + f];
+                total += w;
+            }
+            for (std::size_t f = 0; f < 2; ++f) y.values[static_cast<std::size_t>(2 * i) + f] /= total;
+        }
+        return Tensors{{"y", y}};
+    };
+}
+
+Signature sequence_signature() {
+    Signature s;
+    s.axes = {parse_axis("n=1..8")};
+    s.inputs = {parse_input("x:n,2")};
+    s.outputs = {parse_output("y:n,2")};
+    return s;
+}
+
+TEST(IncrementalAudit, ACacheWithPositionsRightHoldsAndOneThatRestartsFailsAtTwoChunks) {
+    const Signature s = sequence_signature();
+    const AuditResult ok = audit(chunked_black_box(cached_attention(false), s), s, with(Property::incremental));
+    EXPECT_EQ(ok.verdict, Verdict::holds) << finding(ok, s);
+    const AuditResult r = audit(chunked_black_box(cached_attention(true), s), s, with(Property::incremental));
+    ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
+    const Counterexample& c = *r.counterexample;
+    ASSERT_TRUE(c.cuts && c.cuts->chunked) << finding(r, s);
+    EXPECT_EQ(c.cuts->at.size(), 1u) << "two chunks: " << finding(r, s);
+    EXPECT_EQ(c.lengths.at("n"), 2) << finding(r, s);
+}
+
+TEST(IncrementalAudit, ALayerThatDoesNotDecodeInChunksIsAnErrorNeverAPass) {
+    const Signature s = sequence_signature();
+    const NamedBlackBox one_pass = [](const Tensors& in) { return Tensors{{"y", in.at("x")}}; };
+    const AuditResult r = audit(one_pass, s, with(Property::incremental));
+    EXPECT_EQ(r.verdict, Verdict::error);
+    EXPECT_NE(r.error.find("does not decode in chunks"), std::string::npos) << r.error;
+    EXPECT_THROW(audit(chunked_black_box(cached_attention(false), lm_signature(true)), lm_signature(true),
+                       with(Property::incremental)),
+                 std::invalid_argument)
+        << "no output along n";
+}
+
 // The harness checks itself: each planted bug makes a layer that holds fail.
 struct PlantedBug {
     test_only::HarnessBug bug;
@@ -477,6 +541,16 @@ TEST(PositionHarness, EachPlantedBugInTheTransformationsIsCaught) {
         test_only::plant_harness_bug(test_only::HarnessBug::none);
         EXPECT_EQ(r.verdict, Verdict::violated) << static_cast<int>(p.bug) << "\n" << finding(r, s);
     }
+}
+
+TEST(IncrementalHarness, ChunksThatRepeatAPositionAreCaught) {
+    const Signature s = sequence_signature();
+    const NamedBlackBox layer = chunked_black_box(cached_attention(false), s);
+    ASSERT_EQ(audit(layer, s, with(Property::incremental)).verdict, Verdict::holds);
+    test_only::plant_harness_bug(test_only::HarnessBug::chunks_repeat_a_position);
+    const AuditResult r = audit(layer, s, with(Property::incremental));
+    test_only::plant_harness_bug(test_only::HarnessBug::none);
+    EXPECT_EQ(r.verdict, Verdict::violated) << finding(r, s);
 }
 
 TEST(PositionAudit, ASavedShiftPaddingOrCausalCaseIsJudgedAgainAsItWasFound) {
