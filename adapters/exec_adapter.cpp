@@ -2,6 +2,8 @@
 
 #include "adapters/python_path.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -401,9 +403,39 @@ namespace {
 // A request as messages name it: the signature's lengths, "m=2, n=3".
 std::string request_what(const Signature& s, const Tensors& inputs) { return format_lengths(lengths_of(s, inputs)); }
 
-// An ordinary request line of the signature's dialect: the one-tensor form's {"id","x"}, or named inputs.
+// The chunking of a chunked request (kChunksInput, cases/signature.h) as its "chunks" object: the axis, the ends of
+// the chunks and the dim of every input and output along the axis; empty for an ordinary request.
+std::string chunks_field(const Signature& s, const Tensors& inputs) {
+    const auto it = inputs.lower_bound(kChunksInput);
+    if (it == inputs.end() || it->first.rfind(kChunksInput, 0) != 0) return "";
+    const std::string axis = it->first.substr(kChunksInput.size());
+    nlohmann::json ends = nlohmann::json::array(), dims_in = nlohmann::json::object(), dims_out = nlohmann::json::object();
+    for (double e : it->second.values) ends.push_back(static_cast<long long>(e));
+    const auto dims_of = [&axis](const std::vector<TensorSpec>& specs, nlohmann::json& into) {
+        for (const TensorSpec& t : specs)
+            for (std::size_t k = 0; k < t.dims.size(); ++k)
+                if (t.dims[k].axis == axis) {
+                    into[t.name] = k;
+                    break;
+                }
+    };
+    dims_of(s.inputs, dims_in);
+    dims_of(s.outputs, dims_out);
+    return ",\"chunks\":" + nlohmann::json{{"axis", axis}, {"ends", ends}, {"inputs", dims_in}, {"outputs", dims_out}}.dump();
+}
+
+// An ordinary request line of the signature's dialect: the one-tensor form's {"id","x"}, or named inputs; a chunked
+// request carries its "chunks".
 std::string request_line(std::int64_t id, const Signature& s, const Tensors& inputs) {
-    return s.one_tensor ? format_request(id, tensor_matrix::as_matrix(inputs.at("x"))) : format_named_request(id, s, inputs);
+    std::string line = s.one_tensor ? format_request(id, tensor_matrix::as_matrix(inputs.at("x"))) : format_named_request(id, s, inputs);
+    if (const std::string chunks = chunks_field(s, inputs); !chunks.empty()) line.insert(line.size() - 1, chunks);
+    return line;
+}
+
+// Whether an answer line says its request was decoded in chunks ("chunked": true).
+bool answered_in_chunks(const std::string& line) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    return j.is_object() && j.contains("chunked") && j["chunked"].is_boolean() && j["chunked"].get<bool>();
 }
 
 // A one-tensor answer line to a request of n positions as a named one: y as the tensor of its output, its rows
@@ -437,9 +469,12 @@ Tensors ExecAdapter::operator()(const Signature& s, const Tensors& inputs) {
     const Lengths lengths = lengths_of(s, inputs);
     const std::vector<ExpectedOutput> expected = expected_of(s, inputs);
     const std::string request = request_line(requests_ + 1, s, inputs) + "\n";
-    return exchange(request, format_lengths(lengths), [this, &s, &expected, &lengths](const std::string& line) {
+    const bool chunked = !chunks_field(s, inputs).empty();
+    return exchange(request, format_lengths(lengths), [this, &s, &expected, &lengths, chunked](const std::string& line) {
                note_announcement(line);
-               return answer_of(line, s, expected, lengths);
+               NamedResponse r = answer_of(line, s, expected, lengths);
+               if (chunked && !r.is_error && answered_in_chunks(line)) r.outputs[kChunkedAnswer] = Tensor{};
+               return r;
            }).outputs;
 }
 

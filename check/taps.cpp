@@ -435,6 +435,11 @@ TapTrace trace_taps(const TapSource& source, const Signature& s, const Lengths& 
 TapTrace trace_taps(const TapSource& source, const Signature& s, const Counterexample& c, Property p,
                     Arithmetic dtype, double amplification, bool positions_stay) {
     TapCase k{rules_of(p), c, {}, {}, 0.0};
+    if (k.property.chunks_calls()) {  // a chunked request's taps would be the last chunk's alone
+        TapTrace none;
+        none.note = "taps are not traced for a layer decoded in chunks";
+        return none;
+    }
     PropertyArgs args;
     args.positions_stay = positions_stay;
     if (c.pads) args.axis = c.pads->axis;

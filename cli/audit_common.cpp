@@ -110,7 +110,8 @@ void add_property_options(CLI::App& app, AuditFlags& f) {
                "shift (every position input + c changes nothing: a relative encoding) | padding (masked pads "
                "change nothing at the real positions) | causal (cutting the sequence after k positions leaves the "
                "first k outputs unchanged: no output sees a later token) | packing (sequences packed into one row "
-               "give each its own outputs)",
+               "give each its own outputs) | incremental (decoding in chunks, a cache carried between them, gives "
+               "the one-pass outputs; the adapter must decode chunked requests)",
                " (reversal and causal-prefix are the reference layers', permcheck check)")
         ->default_str("");
     f.padding_option = add_choice(app, "--padding", f.padding,
@@ -120,8 +121,8 @@ void add_property_options(CLI::App& app, AuditFlags& f) {
     app.add_option("--padding-axis", f.padding_axis,
                    "with --property padding: the axis to pad, when masks lie along several (default: the masks' axis)");
     app.add_option("--causal-axis", f.causal_axis,
-                   "with --property causal or packing (or --profile): the sequence axis (default: the signature's one "
-                   "axis)");
+                   "with --property causal, packing or incremental (or --profile): the sequence axis (default: the "
+                   "signature's one axis)");
     app.add_flag("--keep-positions", f.keep_positions,
                  "equivariance with the position inputs left in place while the tokens move: holds when the layer is a "
                  "bag of tokens, violated when it sees order (the profile's order-aware row)");
@@ -135,7 +136,7 @@ void add_property_options(CLI::App& app, AuditFlags& f) {
         if (!pads && f.padding_option->count() > 0) throw BadOption("--padding goes with --property padding");
         if (!pads && !f.padding_axis.empty()) throw BadOption("--padding-axis goes with --property padding");
         if (!f.causal_axis.empty() && !f.profile && !(f.property && rules_of(*f.property).cuts_sequence()))
-            throw BadOption("--causal-axis goes with --property causal or packing (or --profile)");
+            throw BadOption("--causal-axis goes with --property causal, packing or incremental (or --profile)");
         if (f.keep_positions && f.property && !rules_of(*f.property).positions_may_stay())
             throw BadOption("--keep-positions goes with equivariance, not --property " + std::string(property_name(*f.property)));
         if (f.profile && (f.property || f.keep_positions))

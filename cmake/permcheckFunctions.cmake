@@ -3,7 +3,8 @@
 #                     [OUTPUT sequence|pooled] [DTYPE infer|float32|float64] [CASES <n>] [SEED <s>]
 #                     [MIN_LEN <n>] [MAX_LEN <n>] [TIMEOUT <seconds per request>]
 #                     [STARTUP_TIMEOUT <seconds for the first answer>] [JOBS <n>] [REPORT <dir>]
-#                     [PROPERTY equivariance|invariance|shift|padding|causal|packing] [PADDING left|right|any]
+#                     [PROPERTY equivariance|invariance|shift|padding|causal|packing|incremental]
+#                     [PADDING left|right|any]
 #                     [PADDING_AXIS <axis>] [CAUSAL_AXIS <axis>])
 # or, for a layer with several inputs, its signature instead of DIM, MIN_LEN and MAX_LEN:
 # permcheck_add_audit(NAME <test> COMMAND <adapter command words...>
@@ -71,8 +72,8 @@ function(permcheck_add_audit)
     message(FATAL_ERROR "permcheck_add_audit(${arg_NAME}): EXPECT must be holds, violated, nondeterministic, "
                         "non-finite, undecided or batch-dependent, got '${arg_EXPECT}'")
   endif()
-  if(DEFINED arg_PROPERTY AND NOT arg_PROPERTY MATCHES "^(equivariance|invariance|shift|padding|causal|packing)$")
-    message(FATAL_ERROR "permcheck_add_audit(${arg_NAME}): PROPERTY must be equivariance, invariance, shift, padding, causal or packing "
+  if(DEFINED arg_PROPERTY AND NOT arg_PROPERTY MATCHES "^(equivariance|invariance|shift|padding|causal|packing|incremental)$")
+    message(FATAL_ERROR "permcheck_add_audit(${arg_NAME}): PROPERTY must be equivariance, invariance, shift, padding, causal, packing or incremental "
                         "(reversal and causal-prefix are the reference layers'), got '${arg_PROPERTY}'")
   endif()
   foreach(output IN LISTS arg_OUTPUT)

@@ -2,6 +2,7 @@
 // requests, its error answers (never a stop), and the exactness of its numbers; tests/serve_cpp.sh audits the
 // examples through `permcheck audit --exec`.
 #include <permcheck/serve.h>
+#include <permcheck/audit.h>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -97,6 +98,35 @@ TEST(Serve, ANamedLayerGetsAOneTensorRequestAsXAndAOneTensorLayerANamedRequestOf
                                       "{\"id\":3,\"inputs\":{\"a\":[1],\"b\":[2]},\"outputs\":[\"out\"]}\n");
     EXPECT_EQ(json::parse(lines[0])["outputs"], json::parse("{\"out\":[[2,4]]}"));
     EXPECT_NE(json::parse(lines[1])["error"].get<std::string>().find("one-tensor layer"), std::string::npos);
+}
+
+// A running sum over x:n, decoded in chunks: the state is the sum so far.
+permcheck::Tensors running_sum(std::any& state, const permcheck::Tensors& chunk, int) {
+    double sum = state.has_value() ? std::any_cast<double>(state) : 0.0;
+    permcheck::Tensor y = chunk.at("x");
+    for (double& v : y.values) v = sum += v;
+    state = sum;
+    return permcheck::Tensors{{"y", y}};
+}
+
+TEST(Serve, AChunkStepAnswersAChunkedRequestInChunksAndSaysSo) {
+    permcheck::Signature s;
+    s.axes = {permcheck::parse_axis("n=1..8")};
+    s.inputs = {permcheck::parse_input("x:n")};
+    s.outputs = {permcheck::parse_output("y:n")};
+    const permcheck::NamedBlackBox layer = permcheck::chunked_black_box(running_sum, s);
+    const std::string x = "\"inputs\":{\"x\":[1,2,3]},\"shapes\":{\"x\":[3]},\"outputs\":[\"y\"]";
+    const auto lines = answers(layer, "{\"id\":1," + x + ",\"chunks\":{\"axis\":\"n\",\"ends\":[1,3]}}\n{\"id\":2," + x + "}\n");
+    ASSERT_EQ(lines.size(), 2u);
+    const json chunked = json::parse(lines[0]), one_pass = json::parse(lines[1]);
+    EXPECT_EQ(chunked["outputs"]["y"], json::parse("[1,3,6]")) << lines[0];
+    EXPECT_EQ(chunked["chunked"], true) << lines[0];
+    EXPECT_EQ(one_pass["outputs"]["y"], json::parse("[1,3,6]")) << lines[1];
+    EXPECT_FALSE(one_pass.contains("chunked")) << lines[1];
+    // A layer that does not decode in chunks never says it did.
+    const permcheck::NamedBlackBox plain = [](const permcheck::Tensors& in) { return permcheck::Tensors{{"y", in.at("x")}}; };
+    EXPECT_FALSE(json::parse(answers(plain, "{\"id\":1," + x + ",\"chunks\":{\"axis\":\"n\",\"ends\":[1,3]}}\n")[0])
+                     .contains("chunked"));
 }
 
 TEST(Serve, WhatCannotBeAnsweredGetsAnErrorAnswerWithItsIdAndServingGoesOn) {

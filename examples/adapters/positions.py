@@ -15,6 +15,10 @@ Every model takes forward(ids, pos, keep): token ids (int64, n), position ids (i
     rope-causal    rope with a causal mask by row index, combined with the key mask as decoders do (a query
                    that sees no real key attends uniformly): causal; packed sequences see each other
     rope-packed    rope-causal within each packed sequence only (a sequence starts where its position id is 0)
+    rope-cached    rope-causal that decodes in chunks: forward(ids, pos, keep, past) takes the keys and values of
+                   the tokens before (keep then covers them too) and returns them as "past"
+    rope-cached-restart
+                   rope-cached whose new tokens are rotated at 0, 1, ... instead of at their position ids
 
 Audit with, for example:
     permcheck audit --exec "python3 examples/adapters/positions.py rope float32" --dtype float32 \\
@@ -53,7 +57,9 @@ class Layer(torch.nn.Module):
         self.v = torch.nn.Linear(D, D, bias=False)
         self.table = torch.nn.Embedding(TABLE, D)
 
-    def forward(self, ids, pos, keep):
+    def forward(self, ids, pos, keep, past=None):
+        if self.model.startswith("rope-cached"):
+            return self.cached(ids, pos, keep, past)
         h = self.embed(ids)
         if self.model == "learned":
             h = h + self.table(pos)
@@ -79,8 +85,23 @@ class Layer(torch.nn.Module):
             scores = scores.masked_fill(keep[None, :] == 0, float("-inf"))
         return {"y": scores.softmax(dim=-1) @ v}
 
+    def cached(self, ids, pos, keep, past):
+        """Causal attention over the cached keys and this chunk's; keep covers both."""
+        n, before = len(ids), 0 if past is None else past[0].shape[0]
+        where = torch.arange(n) if self.model == "rope-cached-restart" else pos
+        h = self.embed(ids)
+        q, k, v = rotate(self.q(h), where), rotate(self.k(h), where), self.v(h)
+        if past is not None:
+            k, v = torch.cat([past[0], k]), torch.cat([past[1], v])
+        scores = q @ k.T / math.sqrt(D)
+        allowed = torch.ones(n, before + n, dtype=torch.bool).tril(diagonal=before) & (keep[None, :] != 0)
+        scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
+        return {"y": scores.softmax(dim=-1) @ v, "past": (k, v)}
+
 
 if __name__ == "__main__":
     torch.manual_seed(0)
     dtype = getattr(torch, sys.argv[2]) if len(sys.argv) > 2 else torch.float64
-    serve(Layer(sys.argv[1]).to(dtype).eval(), dtype=dtype)
+    cached = sys.argv[1].startswith("rope-cached")
+    serve(Layer(sys.argv[1]).to(dtype).eval(), dtype=dtype, cache="past" if cached else None,
+          cumulative=["keep"] if cached else None)

@@ -18,6 +18,7 @@ VOCAB, D = 50, 8
 @dataclasses.dataclass
 class DecoderOutput:
     last_hidden_state: torch.Tensor
+    past_key_values: tuple = None
 
 
 def rotate(x, position_ids):
@@ -31,36 +32,43 @@ def rotate(x, position_ids):
 
 class TinyDecoder(nn.Module):
     """causal: the causal mask by row index; packed: attention only within a packed sequence, which starts where its
-    position id is 0, or as segment_ids say when they are given."""
+    position id is 0, or as segment_ids say when they are given. past_key_values: the keys and values of the
+    tokens before (a tuple of two tensors), and the attention_mask then covers them too, as in HF's cached decoding;
+    restart: a bug, the new tokens' positions start at 0 instead of after the cache."""
 
-    def __init__(self, causal=True, packed=False):
+    def __init__(self, causal=True, packed=False, restart=False):
         super().__init__()
         torch.manual_seed(0)
-        self.causal, self.packed = causal, packed
+        self.causal, self.packed, self.restart = causal, packed, restart
         self.embed = nn.Embedding(VOCAB, D)
         self.q, self.k, self.v = (nn.Linear(D, D, bias=False) for _ in range(3))
 
     def forward(self, input_ids, attention_mask=None, position_ids=None, segment_ids=None, cache_position=None,
-                use_cache=False):
+                use_cache=False, past_key_values=None):
         n = input_ids.shape[-1]
+        past = 0 if past_key_values is None else past_key_values[0].shape[1]
         if attention_mask is None:
-            attention_mask = torch.ones_like(input_ids)
+            attention_mask = torch.ones(input_ids.shape[0], past + n, dtype=torch.int64)
         if position_ids is None and cache_position is not None:  # as HF models number the tokens they are given
             position_ids = cache_position.unsqueeze(0)
         if position_ids is None:
-            position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
+            position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)[:, -n:]
+            if self.restart:
+                position_ids = position_ids - position_ids[:, :1]
         h = self.embed(input_ids)
         q, k, v = rotate(self.q(h), position_ids), rotate(self.k(h), position_ids), self.v(h)
+        if past_key_values is not None:
+            k, v = torch.cat([past_key_values[0], k], dim=1), torch.cat([past_key_values[1], v], dim=1)
         scores = q @ k.transpose(-1, -2) / math.sqrt(D)
         allowed = attention_mask[:, None, :].bool()
         if self.causal:
-            allowed = allowed & torch.ones(n, n, dtype=torch.bool).tril()
+            allowed = allowed & torch.ones(n, past + n, dtype=torch.bool).tril(diagonal=past)
         if self.packed:
             if segment_ids is None:
                 segment_ids = (position_ids == 0).cumsum(-1)
             allowed = allowed & (segment_ids[:, :, None] == segment_ids[:, None, :])
         scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
-        return DecoderOutput(scores.softmax(dim=-1) @ v)
+        return DecoderOutput(scores.softmax(dim=-1) @ v, (k, v))
 
 
 LM = dict(axes=["n=1..8"], outputs=["h:1,n,8"], output="last_hidden_state",
@@ -116,3 +124,51 @@ def test_cache_position_and_constants_come_from_the_arguments():
     numbered = dict(LM_OWN_POSITIONS, arguments={"input_ids": "input_ids", "attention_mask": "attention_mask",
                                                  "cache_position": "arange:n", "use_cache": False})
     permcheck.assert_causal(TinyDecoder(), **numbered)
+
+
+CACHED = dict(LM_OWN_POSITIONS, cache="past_key_values", cumulative=["attention_mask"])
+
+
+def test_cached_decoding_gives_the_one_pass_outputs():
+    permcheck.assert_incremental(TinyDecoder(), **CACHED)
+
+
+def test_new_tokens_numbered_from_0_after_a_cache_are_caught_at_two_chunks():
+    result = permcheck.audit(TinyDecoder(restart=True), property="incremental", **CACHED)
+    assert result.verdict == "violated"
+    assert len(result.counterexample.cuts["at"]) == 1 and result.counterexample.cuts["chunked"]
+
+
+class StartPos(nn.Module):
+    """The reference Llama code's style: the module keeps its own key-value cache, written at start_pos."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.embed = nn.Embedding(VOCAB, D)
+        self.q, self.k, self.v = (nn.Linear(D, D, bias=False) for _ in range(3))
+        self.register_buffer("keys", torch.zeros(1, 64, D))
+        self.register_buffer("values", torch.zeros(1, 64, D))
+
+    def forward(self, tokens, start_pos):
+        n, start = tokens.shape[-1], int(start_pos)
+        positions = torch.arange(start, start + n)[None, :]
+        h = self.embed(tokens)
+        self.keys[:, start:start + n] = rotate(self.k(h), positions)
+        self.values[:, start:start + n] = self.v(h)
+        keys, values = self.keys[:, :start + n], self.values[:, :start + n]
+        scores = rotate(self.q(h), positions) @ keys.transpose(-1, -2) / math.sqrt(D)
+        scores = scores.masked_fill(~torch.ones(n, start + n, dtype=torch.bool).tril(diagonal=start), float("-inf"))
+        return scores.softmax(dim=-1) @ values
+
+
+def test_a_module_that_keeps_its_own_cache_decodes_in_chunks():
+    permcheck.assert_incremental(StartPos(), axes=["n=1..8"], inputs=["tokens:1,n:token=50"], outputs=["h:1,n,8"],
+                                 arguments={"tokens": "tokens", "start_pos": "offset:n"})
+
+
+def test_a_cached_decoding_finding_replays_on_the_fix():
+    found = permcheck.audit(TinyDecoder(restart=True), property="incremental", **CACHED)
+    route = dict(cache="past_key_values", cumulative=["attention_mask"], output="last_hidden_state")
+    assert not permcheck.replay(found.report, TinyDecoder(restart=True), **route)
+    assert permcheck.replay(found.report, TinyDecoder(), **route)

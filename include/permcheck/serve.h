@@ -16,7 +16,9 @@
 //     (cases/signature.h, the type audit_signature takes: each tensor its shape and its values row-major, a mask
 //     as 0 and 1, indices, token and position ids as integers, all doubles). Audited with a signature (--axis,
 //     --input, --output): the answer holds every output the request names, by name, in the shape the layer gave.
-//     A one-tensor request reaches it as the input "x" (n x D) and is answered with its output "y".
+//     A one-tensor request reaches it as the input "x" (n x D) and is answered with its output "y". A layer that
+//     decodes in chunks (the incremental property) is served as permcheck::chunked_black_box(step, signature)
+//     (<permcheck/audit.h>): a chunked request reaches it with its chunking, and its answer says "chunked".
 // A one-tensor layer also answers a named request of one input of two dims and one output.
 //
 // serve() answers each request line of stdin with one line on stdout, in order (docs/protocol.md), until end
@@ -282,7 +284,11 @@ private:
                 throw BadRequest(std::string("a request is a JSON object, got ") + request.type_name());
             if (request.contains("stacked"))
                 throw BadRequest("a stacked request, which this adapter never announced (it answers batches item by item)");
-            if (request.contains("inputs")) return head + "\"outputs\":" + named_answer(request) + "}";
+            if (request.contains("inputs")) {
+                bool chunked = false;
+                const std::string outputs = named_answer(request, chunked);
+                return head + "\"outputs\":" + outputs + (chunked ? ",\"chunked\":true}" : "}");
+            }
             if (request.contains("x")) return head + "\"y\":" + one_tensor_answer(request["x"]) + "}";
             throw BadRequest("a request holds \"x\" (one tensor) or \"inputs\" (named inputs); this one holds neither");
         } catch (const std::exception& e) {
@@ -314,11 +320,23 @@ private:
         }
     }
 
-    std::string named_answer(const json& request) {
+    // A chunked request (the incremental property) reaches a layer over named tensors as its inputs and the entry
+    // kChunksInput + AXIS holding the chunks' ends; `chunked` tells whether it answered in chunks (kChunkedAnswer:
+    // a chunked_black_box of a ChunkStep, <permcheck/audit.h>).
+    std::string named_answer(const json& request, bool& chunked) {
         const std::vector<std::string> names = output_names(request);
-        const Tensors inputs = named_inputs(request);
+        Tensors inputs = named_inputs(request);
+        if (request.contains("chunks")) {
+            const json& c = request["chunks"];
+            if (!c.is_object() || !c.contains("axis") || !c["axis"].is_string() || !c.contains("ends") || !c["ends"].is_array())
+                throw BadRequest("\"chunks\" must be an object {\"axis\": NAME, \"ends\": [...]}");
+            Tensor ends{{static_cast<int>(c["ends"].size())}, {}};
+            for (const json& e : c["ends"]) ends.values.push_back(number(e, "\"chunks\".\"ends\""));
+            inputs[kChunksInput + c["axis"].get<std::string>()] = std::move(ends);
+        }
         if constexpr (named<F>) {
             const Tensors outputs = std::invoke(layer_, inputs);
+            chunked = outputs.count(kChunkedAnswer) > 0;
             std::string out = "{";
             for (std::size_t k = 0; k < names.size(); ++k) {
                 if (k > 0) out += ',';

@@ -19,7 +19,7 @@ from permcheck._audit import (AuditError, Comparison, Counterexample, PermcheckN
 from permcheck._protocol import serve
 
 __all__ = ["audit", "profile", "replay", "assert_equivariant", "assert_shift_invariant", "assert_padding_invariant",
-           "assert_causal", "assert_packing_invariant", "serve",
+           "assert_causal", "assert_packing_invariant", "assert_incremental", "serve",
            "Result", "Counterexample", "Comparison", "ReplayResult", "AuditError", "PermcheckNotFound",
            "find_binary"]
 
@@ -75,3 +75,12 @@ def assert_packing_invariant(layer, **audit_options):
     otherwise."""
     __tracebackhide__ = True
     return _asserted(audit(layer, property="packing", **audit_options))
+
+
+def assert_incremental(layer, **audit_options):
+    """Audit that decoding in chunks, a cache carried between them, gives the one-pass outputs: `cache=` names
+    the argument and answer element that carry the cache ("past_key_values", or ("kv", 1)), `cumulative=` the
+    inputs handed from position 0 (["attention_mask"]); without `cache` the layer keeps its own. As
+    assert_equivariant otherwise."""
+    __tracebackhide__ = True
+    return _asserted(audit(layer, property="incremental", **audit_options))

@@ -34,7 +34,7 @@ _OPTIONS = {
     "min_len": "--min-len", "amplification": "--amplification", "shard": "--shard", "padding": "--padding",
     "padding_axis": "--padding-axis", "keep_positions": "--keep-positions", "causal_axis": "--causal-axis",
 }
-_PROPERTIES = ("equivariance", "shift", "padding", "causal", "packing")
+_PROPERTIES = ("equivariance", "shift", "padding", "causal", "packing", "incremental")
 _FAILURES = ("violated", "nondeterministic", "non-finite", "batch-dependent")
 
 
@@ -437,7 +437,7 @@ def _run(binary, arguments, make_server):
 
 def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property="equivariance", dtype=None,
           cases=100, seed=1, report=None, arguments=None, output=None, kinds=None, batch=256, taps=True,
-          **options):
+          cache=None, cumulative=None, **options):
     """Audit `layer` (a torch.nn.Module, TorchScript included, or a function) for `property`, served from this
     process. Returns a Result; never raises for a verdict (see assert_equivariant for that).
 
@@ -446,8 +446,9 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property="eq
                            "sequence" or "pooled").
     property               "equivariance" (each output judged along its axes: a pooled output is invariant),
                            "shift" or "padding" (position-aware audits), "causal" (no output sees a later
-                           token) or "packing" (packed sequences stay apart): `causal_axis` names the
-                           sequence axis of these two when there are several.
+                           token), "packing" (packed sequences stay apart) or "incremental" (decoding in
+                           chunks, a cache carried between them, gives the one-pass outputs):
+                           `causal_axis` names the sequence axis of these when there are several.
     dtype                  the precision judged, which the layer computes in: a module's own by default. A
                            function receives tensors of it; without one, float64 tensors when the program
                            imported torch (judged as float64), else nested lists (precision inferred from
@@ -455,8 +456,13 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property="eq
                            copy, and its training modes are restored after the audit (it is audited in eval).
     report                 a directory for the report (report.json, report.md, report.html); by default a
                            temporary one, kept (and named in the result) unless the property holds.
-    arguments, output      how forward is called (serve's): {parameter: input or "length:AXIS"} and the one
-                           element of a tuple or dict answer.
+    arguments, output      how forward is called (serve's): {parameter: input, "length:AXIS",
+                           "offset:AXIS", "arange:AXIS" or a constant} and the one element of a tuple, key
+                           of a dict or attribute of an object that answers.
+    cache, cumulative      for "incremental" (serve's): the argument and answer element that carry the cache
+                           from one chunk to the next ("past_key_values", or ("kv", 1) for a tuple answer;
+                           without it the layer keeps its own), and the inputs a chunk receives from
+                           position 0 (["attention_mask"]).
     options                those of `permcheck audit`: timeout, startup_timeout, jobs (threads here), max_len,
                            min_len, amplification, shard, padding, padding_axis, keep_positions,
                            causal_axis.
@@ -469,8 +475,8 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property="eq
         directory = _report_directory(name) or tempfile.mkdtemp(prefix="permcheck-report-")
     else:
         directory = os.fspath(report)
-    code, out, err = _served(binary, layer, name, flags + ["--report", directory], dtype, arguments, output,
-                             inputs if dim is None else ["x:n,%d" % int(dim)], kinds, taps, batch)
+    call = _protocol._Call(arguments, output, inputs if dim is None else ["x:n,%d" % int(dim)], cache, cumulative)
+    code, out, err = _served(binary, layer, name, flags + ["--report", directory], dtype, call, kinds, taps, batch)
     record = _read_record(directory)
     if record is None:
         if own_report:
@@ -484,9 +490,8 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property="eq
     return result
 
 
-def _served(binary, layer, name, flags, dtype, arguments, output, inputs, kinds, taps, batch):
+def _served(binary, layer, name, flags, dtype, call, kinds, taps, batch):
     """`permcheck audit` with `flags`, the layer served from this process: (code, out, err)."""
-    call = _protocol._Call(arguments, output, inputs)
     prepared = _Prepared(layer, dtype)
     try:
         make_server = lambda: _protocol._Server(prepared.layer, prepared.dtype, kinds, taps=taps, batch=batch,
@@ -498,9 +503,10 @@ def _served(binary, layer, name, flags, dtype, arguments, output, inputs, kinds,
 
 
 def profile(layer, *, axes=None, inputs=None, outputs=None, dim=None, dtype=None, cases=100, seed=1, report=None,
-            arguments=None, output=None, kinds=None, batch=256, taps=True, **options):
+            arguments=None, output=None, kinds=None, batch=256, taps=True, cache=None, cumulative=None, **options):
     """Every question that applies to `layer`, a row each, as `permcheck audit --profile` asks them: causal,
     order only through the position inputs, order-aware at all, relative, padding left/right/any, packing.
+    With `cache` (a cache route, as audit() takes it) a last row asks "incremental" too.
     Takes audit()'s arguments (but `property`); returns the rows, each a dict: row (its id), title, verdict,
     cases, meaning (what the verdict says, in words), report (the row's report.json, a path) and replay. Every
     row's report is kept under `report`, by default a new temporary directory. Raises AuditError when the
@@ -509,8 +515,9 @@ def profile(layer, *, axes=None, inputs=None, outputs=None, dim=None, dtype=None
     flags = _flags(axes, inputs, outputs, dim, "equivariance", cases, seed, options)
     name = _layer_name(layer)
     directory = os.fspath(report) if report is not None else tempfile.mkdtemp(prefix="permcheck-profile-")
-    code, out, err = _served(binary, layer, name, flags + ["--profile", "--report", directory], dtype, arguments,
-                             output, inputs if dim is None else ["x:n,%d" % int(dim)], kinds, taps, batch)
+    call = _protocol._Call(arguments, output, inputs if dim is None else ["x:n,%d" % int(dim)], cache, cumulative)
+    code, out, err = _served(binary, layer, name, flags + ["--profile", "--report", directory], dtype, call, kinds,
+                             taps, batch)
     try:
         with open(os.path.join(directory, "profile.json")) as f:
             rows = json.load(f)["rows"]
@@ -519,12 +526,24 @@ def profile(layer, *, axes=None, inputs=None, outputs=None, dim=None, dtype=None
     for row in rows:
         if row.get("report"):
             row["report"] = os.path.join(directory, row["report"])
+    if cache is not None:  # a cache route: cached decoding against one pass, a row of its own
+        result = audit(layer, axes=axes, inputs=inputs, outputs=outputs, dim=dim, property="incremental",
+                       dtype=dtype, cases=cases, seed=seed, report=os.path.join(directory, "incremental"),
+                       arguments=arguments, output=output, kinds=kinds, batch=batch, taps=taps, cache=cache,
+                       cumulative=cumulative, **options)
+        rows.append({"row": "incremental", "title": "cached decoding equals one pass", "verdict": result.verdict,
+                     "cases": result.cases, "meaning": {"holds": "cache consistent",
+                                                        "violated": "cached decoding differs"}.get(result.verdict, ""),
+                     "report": os.path.join(directory, "incremental", "report.json"),
+                     "replay": result.record.get("replay", "")})
     return rows
 
 
-def replay(report, layer, *, dtype=None, arguments=None, output=None, kinds=None, timeout=30):
+def replay(report, layer, *, dtype=None, arguments=None, output=None, kinds=None, timeout=30, cache=None,
+           cumulative=None):
     """Run the counterexample saved in `report` (a report directory or its report.json) against `layer` in
-    this process. Returns a ReplayResult: bool() is True when the property now holds on the saved case."""
+    this process (an incremental one with its `cache` and `cumulative`, as audited). Returns a ReplayResult:
+    bool() is True when the property now holds on the saved case."""
     binary = find_binary()
     path = os.fspath(report)
     file = os.path.join(path, "report.json") if os.path.isdir(path) else path
@@ -535,7 +554,7 @@ def replay(report, layer, *, dtype=None, arguments=None, output=None, kinds=None
         raise AuditError("cannot read the report %s: %s" % (file, error)) from None
     signature = record.get("signature") or {}
     inputs = signature.get("inputs") if isinstance(signature, dict) else None
-    call = _protocol._Call(arguments, output, inputs if isinstance(inputs, list) and inputs else None)
+    call = _protocol._Call(arguments, output, inputs if isinstance(inputs, list) and inputs else None, cache, cumulative)
     saved = record.get("dtype")
     prepared = _Prepared(layer, dtype if dtype is not None else (saved if saved in ("float32", "float64",
                                                                                    "float16", "bfloat16") else None))

@@ -103,7 +103,7 @@ _INTEGER_KINDS = ("index", "token", "position", "mask=keep", "segment")
 
 
 def serve(layer, dtype=None, *, kinds=None, taps=True, stdin=None, stdout=None, batch=256, stacked=True,
-          arguments=None, output=None, inputs=None):
+          arguments=None, output=None, inputs=None, cache=None, cumulative=None):
     """Answer permcheck's requests with `layer` until end of input.
 
     layer   a callable (a function of named inputs, see the module docstring) or a torch.nn.Module, which is
@@ -127,12 +127,20 @@ def serve(layer, dtype=None, *, kinds=None, taps=True, stdin=None, stdout=None, 
     output  an index (a tuple or list answer), a key (a dict answer) or an attribute (a dataclass or another
             object): the one value that answers.
     inputs  the signature's inputs in permcheck's --input grammar ("x:n,8"), needed by "length:AXIS" only.
+    cache   how a chunked request (the incremental property) carries the layer's cache from one chunk to the next:
+            "past_key_values" (the keyword argument that takes it, and the key or attribute of the answer that
+            returns it) or ("kv", 1) (an argument name and the index of the answer's tuple). The first chunk gets
+            no cache. Without it the layer keeps its own (a start_pos style cache): the chunks are called in
+            order and nothing is passed.
+    cumulative
+            the inputs a chunk receives from position 0 to its end (HF's attention_mask in cached decoding);
+            the others hold the chunk's positions only.
     stdin, stdout
             text streams to read requests from and write answers to; by default the process's own, with
             stdout claimed for answers as the module docstring says.
     """
     server = _Server(layer, dtype, kinds, taps=taps, batch=batch, stacked=stacked,
-                     call=_Call(arguments, output, inputs))
+                     call=_Call(arguments, output, inputs, cache, cumulative))
     requests = stdin if stdin is not None else sys.stdin
     answers, restore = (stdout, None) if stdout is not None else _claim_stdout()
     saved_stdout = sys.stdout
@@ -222,6 +230,9 @@ class _Server:
                 if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
                     raise ValueError('"outputs" must be a non-empty list of output names')
                 inputs = _named_inputs(request, self.torch, self.dtype, self.kinds)
+                if "chunks" in request:  # the incremental property: the chunks in order, a cache carried between
+                    result = self.call.chunked(self.layer, self.torch, inputs, request["chunks"], names)
+                    return {"id": request_id, "outputs": _outputs(result, names), "chunked": True}
                 result = self.call(self.layer, self.torch, inputs, 1)
                 return {"id": request_id, "outputs": _outputs(result, names)}
             if "x" in request:
@@ -409,7 +420,15 @@ class _Call:
     """How the layer is called: the request's inputs as forward's arguments (serve's `arguments`), and the one
     value of its result that answers (serve's `output`)."""
 
-    def __init__(self, arguments, output, inputs):
+    def __init__(self, arguments, output, inputs, cache=None, cumulative=None):
+        if cache is not None and not isinstance(cache, str) and not (
+                isinstance(cache, (tuple, list)) and len(cache) == 2 and isinstance(cache[0], str)
+                and isinstance(cache[1], (int, str)) and not isinstance(cache[1], bool)):
+            raise ValueError('cache is "NAME" (an argument, and the key or attribute of the answer that returns the '
+                             'cache) or ("NAME", INDEX) (an argument and the index of the answer\'s tuple), got %r'
+                             % (cache,))
+        self.cache = None if cache is None else (cache, cache) if isinstance(cache, str) else tuple(cache)
+        self.cumulative = set(_as_names(cumulative, "cumulative"))
         if arguments is not None and not isinstance(arguments, (dict, list, tuple)):
             raise ValueError("arguments must be a dict {forward parameter: input or length:AXIS} or a list of "
                              "them, got %s" % type(arguments).__name__)
@@ -436,17 +455,18 @@ class _Call:
                 return name, dims.index(axis)
         raise ValueError("%s: no input has an axis %s (inputs: %s)" % (source, axis, ", ".join(self.dims)))
 
-    def value(self, source, inputs, torch, items):
+    def value(self, source, inputs, torch, items, chunk=None):
         if not isinstance(source, str):  # a constant, such as use_cache=False
             return source
         if _derived(source):
             kind, axis = source.split(":", 1)
             name, dim = self.axis_place(axis, source)
-            length = _length_of(inputs[name], dim)
+            first, end = chunk if chunk is not None else (0, _length_of(inputs[name], dim))
+            length = end - first
             if kind == "offset":  # the first position of what the call receives: 0 outside a chunked call
-                return 0 if torch is None else torch.tensor(0, dtype=torch.int64)
+                return first if torch is None else torch.tensor(first, dtype=torch.int64)
             if kind == "arange":  # its absolute positions (HF's cache_position)
-                return list(range(length)) if torch is None else torch.arange(length, dtype=torch.int64)
+                return list(range(first, end)) if torch is None else torch.arange(first, end, dtype=torch.int64)
             if torch is None:
                 return [length] * items
             return torch.full((items,), length, dtype=torch.int64)
@@ -457,6 +477,43 @@ class _Call:
 
     def __call__(self, layer, torch, inputs, items, one_tensor=False):
         """The layer's answer to one request's inputs ({name: value}), `items` cases in it."""
+        return self.selected(self.raw(layer, torch, inputs, items, one_tensor))
+
+    def chunked(self, layer, torch, inputs, chunks, names):
+        """The answer to a chunked request: the layer called on each chunk in order (every input along the axis
+        cut to the chunk, a cumulative one from 0), the cache of each answer handed to the next call, the
+        outputs joined along the axis (an output without it: the last chunk's)."""
+        if not isinstance(chunks, dict) or not isinstance(chunks.get("ends"), list) or not chunks["ends"]:
+            raise ValueError('"chunks" must be an object {"axis", "ends", "inputs", "outputs"}')
+        in_dims, out_dims = chunks.get("inputs") or {}, chunks.get("outputs") or {}
+        state, parts, first = None, {name: [] for name in names}, 0
+        for end in chunks["ends"]:
+            piece = {name: value if in_dims.get(name) is None
+                     else _cut(value, in_dims[name], 0 if name in self.cumulative else first, end, torch)
+                     for name, value in inputs.items()}
+            raw = self.raw(layer, torch, piece, 1, chunk=(first, end), state=state, chunked=True)
+            if self.cache is not None:
+                state = self.cache_of(raw)
+            for name, value in _named_results(self.selected(raw), names).items():
+                parts[name].append(value)
+            first = end
+        return {name: _joined(parts[name], out_dims.get(name), torch) for name in names}
+
+    def cache_of(self, raw):
+        """The cache an answer returns (cache's key, attribute or tuple index)."""
+        key = self.cache[1]
+        try:
+            return raw[key]
+        except (IndexError, KeyError, TypeError):
+            pass
+        if isinstance(key, str) and hasattr(raw, key):
+            return getattr(raw, key)
+        raise ValueError("cache=%r: the layer returned %s, which has no element or attribute %r holding the cache"
+                         % (self.cache, _describe(raw), key))
+
+    def raw(self, layer, torch, inputs, items, one_tensor=False, chunk=None, state=None, chunked=False):
+        """The layer's whole result (before `output` picks from it); in a chunked call `chunk` is (first, end) and
+        `state` the cache the previous chunk returned (None: the first chunk, which gets none)."""
         args, kwargs = [], {}
         if self.arguments is None:
             if one_tensor:
@@ -467,15 +524,15 @@ class _Call:
             named = set(s for s in self.arguments.values() if isinstance(s, str) and not _derived(s))
             kwargs = {name: value for name, value in inputs.items() if name not in named}
             for parameter, source in self.arguments.items():
-                kwargs[parameter] = self.value(source, inputs, torch, items)
+                kwargs[parameter] = self.value(source, inputs, torch, items, chunk)
         else:
-            args = [self.value(source, inputs, torch, items) for source in self.arguments]
+            args = [self.value(source, inputs, torch, items, chunk) for source in self.arguments]
+        if chunked and self.cache is not None and state is not None:
+            kwargs[self.cache[0]] = state
         if torch is None:
-            result = layer(*args, **kwargs)
-        else:
-            with torch.no_grad():
-                result = layer(*args, **kwargs)
-        return self.selected(result)
+            return layer(*args, **kwargs)
+        with torch.no_grad():
+            return layer(*args, **kwargs)
 
     def selected(self, result):
         if self.output is None:
@@ -488,6 +545,36 @@ class _Call:
             return getattr(result, self.output)
         raise ValueError("output=%r: the layer returned %s, which has no element or attribute %r"
                          % (self.output, _describe(result), self.output))
+
+
+def _as_names(names, what):
+    """A list of input names (one name alone is a list of one)."""
+    if names is None:
+        return []
+    names = [names] if isinstance(names, str) else list(names)
+    if not all(isinstance(n, str) for n in names):
+        raise ValueError("%s is a list of input names, got %r" % (what, names))
+    return names
+
+
+def _cut(value, dim, first, end, torch):
+    """value's entries [first, end) along dim (a tensor, or nested lists)."""
+    if torch is not None and hasattr(value, "narrow"):
+        return value.narrow(dim, first, end - first)
+    if dim == 0:
+        return value[first:end]
+    return [_cut(v, dim - 1, first, end, torch) for v in value]
+
+
+def _joined(parts, dim, torch):
+    """The chunks' answers joined along dim (None: the last chunk's)."""
+    if dim is None:
+        return parts[-1]
+    if torch is not None and all(hasattr(p, "narrow") for p in parts):
+        return torch.cat(parts, dim)
+    if dim == 0:
+        return [v for p in parts for v in p]
+    return [_joined([p[i] for p in parts], dim - 1, torch) for i in range(len(parts[0]))]
 
 
 def _derived(source):
