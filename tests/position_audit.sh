@@ -69,6 +69,13 @@ expect 1 rope-causal --property packing      # no block mask: the second sequenc
   || fail "rope-causal packing: not shrunk to two one-token sequences, the second alone"
 expect 0 rope-packed --property packing
 expect 0 rope-packed --property causal
+expect 0 rope-cached --property incremental  # a cache of keys and values, the mask cumulative
+expect 1 rope-cached-restart --property incremental   # new tokens rotated from 0: found at two chunks
+[ "$(field "len(d['counterexample']['cuts']['at']), d['counterexample']['cuts']['chunked'], d['counterexample']['lengths']['n']")" = "(1, True, 2)" ] \
+  || fail "rope-cached-restart: not shrunk to two chunks of two tokens"
+"$permcheck" replay "$work/last/report.json" --exec "/usr/bin/python3 $model rope-cached" > "$work/replay.txt" 2>&1 \
+  || { cat "$work/replay.txt"; fail "the cached model's replay of the restart finding failed"; }
+expect 1 rope-causal --property incremental  # no cache: the second chunk sees nothing before it
 expect 2 rope --causal-axis n                # --causal-axis without --property causal
 expect 2 rope --property causal --causal-axis m
 expect 2 rope --padding left                 # --padding without --property padding
