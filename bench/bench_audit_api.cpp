@@ -5,7 +5,9 @@
 // Issue 22: the same for the shift and padding audits of a language-model block over token ids, position ids and a
 // keep mask (RoPE at the position ids, n = 64, d = 64): the floor is the two calls a case must make, L(x) and
 // L(x_c) or L(pad x). Issue 38: the causal and packing audits of the same block, causal by row index (within each
-// packed sequence, for packing): the floor L(x) and L(x[:k]), or L(pack) and L(s_j).
+// packed sequence, for packing): the floor L(x) and L(x[:k]), or L(pack) and L(s_j); and the incremental audit of
+// the causal block decoding in chunks (a ChunkStep whose state is the prefix so far): the floor L(x) and the
+// chunked call, every chunk's step.
 #include <permcheck/audit.h>
 #include "layers/cross_attention.h"
 #include "layers/message_passing.h"
@@ -229,9 +231,11 @@ permcheck::NamedBlackBox token_attention_box(const permcheck::TokenAttentionDesi
     };
 }
 
-// 0: shift at n = 64; 1: padding, 63 tokens and one pad anywhere; 2: causal at n = 64; 3: packing, 64 tokens.
+// 0: shift at n = 64; 1: padding, 63 tokens and one pad anywhere; 2: causal at n = 64; 3: packing, 64 tokens;
+// 4: incremental, 64 tokens in chunks.
 constexpr permcheck::Property kPositionProperties[] = {permcheck::Property::shift, permcheck::Property::padding,
-                                                       permcheck::Property::causal, permcheck::Property::packing};
+                                                       permcheck::Property::causal, permcheck::Property::packing,
+                                                       permcheck::Property::incremental};
 
 permcheck::Signature position_signature(int which) {
     return signature_of({which == 1 ? "n=63..64" : "n=64..64"}, {"ids:n:token=1000", "pos:n:position", "keep:n:mask=keep"},
@@ -246,9 +250,30 @@ permcheck::AuditOptions position_options(int which) {
 
 // The block each audit holds for: RoPE at the position ids; causal by row index, or within each packed sequence.
 permcheck::TokenAttentionDesign position_design(int which) {
-    if (which == 2) return {.causal = permcheck::CausalBy::index};
+    if (which == 2 || which == 4) return {.causal = permcheck::CausalBy::index};
     if (which == 3) return {.causal = permcheck::CausalBy::packed};
     return {};
+}
+
+// `box`, a causal layer, decoding in chunks: its state the inputs so far, each chunk answered with the rows of the
+// prefix that ends with it (a faithful cache, if not a fast one).
+permcheck::NamedBlackBox decoding_in_chunks(const permcheck::NamedBlackBox& box, const permcheck::Signature& s) {
+    return permcheck::chunked_black_box(
+        [box](std::any& state, const permcheck::Tensors& chunk, int) {
+            if (!state.has_value()) state = permcheck::Tensors{};
+            auto& prefix = std::any_cast<permcheck::Tensors&>(state);
+            for (const auto& [name, t] : chunk) {
+                permcheck::Tensor& p = prefix[name];
+                p.values.insert(p.values.end(), t.values.begin(), t.values.end());
+                p.shape = {static_cast<int>(p.values.size())};
+            }
+            permcheck::Tensor y = box(prefix).at("y");
+            const int rows = chunk.at("ids").shape[0], width = y.shape[1];
+            y.values.erase(y.values.begin(), y.values.end() - static_cast<std::ptrdiff_t>(rows * width));
+            y.shape = {rows, width};
+            return permcheck::Tensors{{"y", y}};
+        },
+        s);
 }
 
 // The inputs a shift or padding audit evaluates, drawn as the audit draws them (properties/): each case's
@@ -276,11 +301,12 @@ void BM_PositionAudit(benchmark::State& state) {
     const int which = static_cast<int>(state.range(0));
     const permcheck::Signature s = position_signature(which);
     const permcheck::AuditOptions o = position_options(which);
-    against_floor(state, token_attention_box(position_design(which)), s, o, position_inputs(s, o));
+    const permcheck::NamedBlackBox box = token_attention_box(position_design(which));
+    against_floor(state, which == 4 ? decoding_in_chunks(box, s) : box, s, o, position_inputs(s, o));
 }
-// property: 0 shift (n = 64), 1 padding (63 tokens, one pad), 2 causal (n = 64), 3 packing (64 tokens), of RoPE at
-// the position ids with d = 64.
-BENCHMARK(BM_PositionAudit)->Arg(0)->Arg(1)->Arg(2)->Arg(3)->ArgName("property")->UseManualTime()->Unit(benchmark::kMillisecond);
+// property: 0 shift (n = 64), 1 padding (63 tokens, one pad), 2 causal (n = 64), 3 packing (64 tokens), 4
+// incremental (64 tokens in chunks), of RoPE at the position ids with d = 64.
+BENCHMARK(BM_PositionAudit)->Arg(0)->Arg(1)->Arg(2)->Arg(3)->Arg(4)->ArgName("property")->UseManualTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -55,6 +55,22 @@ Tensor without_along(const TensorSpec& spec, Tensor t, const std::string& axis, 
 }
 
 Tensor span_along(const TensorSpec& spec, const Tensor& t, const std::string& axis, int first, int end) {
+    const auto along_axis = [&](const Dim& d) { return d.axis == axis; };
+    if (std::count_if(spec.dims.begin(), spec.dims.end(), along_axis) == 1 && spec.dims.size() == t.shape.size()) {
+        // One dim along the axis: a copy of the runs [first, end) (the common case, and an audit's every case).
+        const auto k = static_cast<std::size_t>(std::find_if(spec.dims.begin(), spec.dims.end(), along_axis) - spec.dims.begin());
+        first = std::clamp(first, 0, t.shape[k]);
+        end = std::clamp(end, first, t.shape[k]);
+        Tensor out{t.shape, {}};
+        out.shape[k] = end - first;
+        const auto [outer, inner] = outer_inner(t.shape, k);
+        out.values.reserve(outer * static_cast<std::size_t>(end - first) * inner);
+        for (std::size_t o = 0; o < outer; ++o) {
+            const auto from = t.values.begin() + static_cast<std::ptrdiff_t>((o * static_cast<std::size_t>(t.shape[k]) + static_cast<std::size_t>(first)) * inner);
+            out.values.insert(out.values.end(), from, from + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(end - first) * inner));
+        }
+        return out;
+    }
     int n = 0;
     for (std::size_t d = 0; d < spec.dims.size() && d < t.shape.size(); ++d)
         if (spec.dims[d].axis == axis) n = std::max(n, t.shape[d]);
