@@ -240,6 +240,12 @@ struct Case {
     std::optional<Cuts> cuts = std::nullopt;  // the causal property's cut, the packing property's sequences
 };
 
+// A request of a layer: its lengths and inputs (a history-dependent finding's earlier request).
+struct PriorRequest {
+    Lengths lengths;
+    Tensors inputs;
+};
+
 // A finding: its case, shrunk, and every output's two sides and their comparison, in the signature's order. A
 // nondeterministic (batch-dependent) finding: the perms are identities, and the two sides of each output are the
 // first and second answer to x (its answer in a batch and alone). Every view (text, JSON, Markdown, HTML) is made
@@ -250,6 +256,9 @@ struct Counterexample : Case {
     int case_index = -1, shrink_steps = 0;
     std::string replay;          // a command line that re-runs the check or audit
     bool confirmed_exactly = false;  // a reference layer's: the same case violates in exact rational arithmetic too
+    // A history-dependent finding (the two sides: x asked alone, x asked after this request), when a request was
+    // found that changes the answer to x.
+    std::optional<PriorRequest> asked_before = std::nullopt;
 };
 
 namespace test_only {  // not "testing": users write using namespace permcheck beside GoogleTest's ::testing

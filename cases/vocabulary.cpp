@@ -17,7 +17,8 @@ constexpr Word<Arithmetic> kArithmetics[]{{Arithmetic::float32, "float32"}, {Ari
 constexpr Word<Verdict> kVerdicts[]{{Verdict::holds, "holds"}, {Verdict::violated, "violated"},
                                     {Verdict::nondeterministic, "nondeterministic"}, {Verdict::non_finite, "non-finite"},
                                     {Verdict::error, "error"}, {Verdict::interrupted, "interrupted"},
-                                    {Verdict::undecided, "undecided"}, {Verdict::batch_dependent, "batch-dependent"}};
+                                    {Verdict::undecided, "undecided"}, {Verdict::batch_dependent, "batch-dependent"},
+                                    {Verdict::history_dependent, "history-dependent"}};
 constexpr Word<PadPlacement> kPadPlacements[]{
     {PadPlacement::any, "any"}, {PadPlacement::left, "left"}, {PadPlacement::right, "right"}};
 constexpr Word<TensorKind> kTensorKinds[]{{TensorKind::real, "float"}, {TensorKind::mask, "mask"},

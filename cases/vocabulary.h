@@ -17,7 +17,10 @@ enum class Arithmetic { float32, float64, exact, float16, bfloat16 };
 // interrupted: the run was stopped (Ctrl-C, SIGTERM) before it could decide; what it found so far is kept.
 // undecided: no case failed, but the tolerance some case needed (its position ids' rounding) was as large as its
 // outputs, so "holds" would say nothing.
-enum class Verdict { holds, violated, nondeterministic, non_finite, error, interrupted, undecided, batch_dependent };
+// history_dependent: the same input answered differently after other requests, and alike when asked twice in a row
+// (a cache never reset, a stale rotary table): state kept between calls, not randomness.
+enum class Verdict { holds, violated, nondeterministic, non_finite, error, interrupted, undecided, batch_dependent,
+                     history_dependent };
 
 const char* property_name(Property p);
 Property parse_property(const std::string& name);  // throws std::invalid_argument listing valid names
@@ -31,9 +34,10 @@ Arithmetic parse_arithmetic(const std::string& name);  // float32|float64|exact|
 bool is_half(Arithmetic a);  // float16 or bfloat16
 
 const char* verdict_name(Verdict v);  // holds | violated | nondeterministic | non-finite | error | interrupted | undecided |
-                                      // batch-dependent
+                                      // batch-dependent | history-dependent
 Verdict parse_verdict(const std::string& name);  // throws std::invalid_argument listing valid names
-int exit_code(Verdict v);  // 0 holds; 1 violated, nondeterministic, non-finite, batch-dependent; 2 error; 3 undecided;
+int exit_code(Verdict v);  // 0 holds; 1 violated, nondeterministic, non-finite, batch-dependent, history-dependent; 2 error;
+                           // 3 undecided;
                            // 130 interrupted
 
 // Where the padding property puts its pads: anywhere (each pad at a random slot), before the real positions or

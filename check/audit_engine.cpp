@@ -65,6 +65,7 @@ Verdict verdict_of(Outcome k) {
         case Outcome::violated: return Verdict::violated;
         case Outcome::non_finite: return Verdict::non_finite;
         case Outcome::batch_dependent: return Verdict::batch_dependent;
+        case Outcome::history_dependent: return Verdict::history_dependent;
         default: return Verdict::nondeterministic;
     }
 }
@@ -157,6 +158,7 @@ const char* finding_name(Outcome k) {
         case Outcome::violated: return "violation";
         case Outcome::non_finite: return "non-finite output";
         case Outcome::batch_dependent: return "batch-dependent answer";
+        case Outcome::history_dependent: return "history-dependent answer";
         default: return "nondeterministic answer";
     }
 }
@@ -530,7 +532,11 @@ struct FailureShrink {
         if (stop_requested(o)) return false;
         const Case input{found.lengths, properties::identities(found.lengths), found.inputs};
         const std::optional<Shrunk> s = shrink_failure(ev, Outcome::nondeterministic, input, o);
-        return !s || taken(*s);
+        if (s && !taken(*s)) return false;
+        // Answered alike twice in a row: state kept from other requests, not randomness.
+        const Case shrunk{found.lengths, properties::identities(found.lengths), found.inputs};
+        if (std::optional<Observation> h = ev.history(shrunk)) found = *h;
+        return true;
     }
     void reproduce(const Case& c) {
         if (auto nd = ev.reproduce(c, found)) found = *nd;

@@ -20,7 +20,8 @@ namespace permcheck::engine {
 
 // What a case showed, once judged. batch_dependent: an item's answer in a batched request differs from its answer
 // alone (found only when a batched run's answers are confirmed alone).
-enum class Outcome { pass, violated, non_finite, nondeterministic, batch_dependent };
+// history_dependent: one input answered differently after other requests, alike when asked twice in a row.
+enum class Outcome { pass, violated, non_finite, nondeterministic, batch_dependent, history_dependent };
 Verdict verdict_of(Outcome k);  // of a failure: violated, non-finite, nondeterministic or batch-dependent
 
 // What the values of the answers say of their precision. permcheck's real inputs are short dyadic numbers: k / 2^e

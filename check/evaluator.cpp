@@ -41,6 +41,7 @@ Tensors Evaluator::call(Side side, const Tensors& inputs, const Lengths& lengths
     last_request = format_lengths(lengths);
     ++evaluations;
     const NamedBlackBox& box = side == Side::reference && reference_ ? *reference_ : box_.one;
+    if (side == Side::reference) remember(inputs, lengths);
     Tensors answer = box(inputs);
     if (side == Side::transformed && rules_.chunks_calls() && !answer.count(kChunkedAnswer))
         throw AdapterError("the layer answered a request of " + last_request +
@@ -116,6 +117,50 @@ Answers Evaluator::ask(const Case& c, bool repeat) {
     return a;
 }
 
+// The requests of x kept for history(): the last kRecentRequests distinct ones.
+void Evaluator::remember(const Tensors& inputs, const Lengths& lengths) {
+    constexpr std::size_t kRecentRequests = 4;
+    if (!recent_.empty() && same_values(recent_.back().inputs, inputs)) return;
+    recent_.push_back({lengths, inputs});
+    if (recent_.size() > kRecentRequests) recent_.erase(recent_.begin());
+}
+
+std::optional<Observation> Evaluator::history(const Case& input) {
+    constexpr int kPairs = 3;  // dropout on a tiny input may answer alike once by chance, hardly three times
+    for (int k = 0; k < kPairs; ++k)
+        if (twice(input)) return std::nullopt;  // answered differently in a row: nondeterministic
+    const std::vector<PriorRequest> earlier = recent_;  // the calls below add to it
+    for (auto it = earlier.rbegin(); it != earlier.rend(); ++it) {
+        if (same_values(it->inputs, input.inputs)) continue;
+        std::optional<Observation> d = asked_after(input, *it);
+        if (!d) continue;
+        // The same change again, to the value: state, not chance.
+        const std::optional<Observation> again = asked_after(input, *it);
+        const auto same_after = [&] {
+            for (std::size_t k = 0; k < d->outputs.size(); ++k)
+                if (again->outputs[k].permuted_layer.values != d->outputs[k].permuted_layer.values) return false;
+            return true;
+        };
+        if (again && same_after()) return d;
+    }
+    return std::nullopt;  // no request found that changes the answer the same way twice: nondeterministic
+}
+
+std::optional<Observation> Evaluator::asked_after(const Case& input, const PriorRequest& earlier) {
+    const Tensors first = call(Side::reference, input.inputs, input.lengths);
+    call(Side::reference, earlier.inputs, earlier.lengths);
+    const Tensors after = call(Side::reference, input.inputs, input.lengths);
+    std::optional<Observation> d =
+        differ(input.lengths, input.inputs, first, after, "x", tolerance_, largest_position(*s_, input.inputs));
+    if (!d) return d;
+    d->outcome = Outcome::history_dependent;
+    d->detail = "the same input (" + format_lengths(input.lengths) + ") was answered alike twice in a row, and "
+                "differently after a request of " + format_lengths(earlier.lengths) + ": " +
+                d->detail.substr(d->detail.find("output "));
+    d->asked_before = earlier;
+    return d;
+}
+
 std::vector<Answer<Answers>> Evaluator::ask_block(const std::vector<Case>& cases, const std::vector<bool>& repeats) {
     std::vector<Tensors> inputs;
     std::vector<Lengths> keys;
@@ -126,6 +171,7 @@ std::vector<Answer<Answers>> Evaluator::ask_block(const std::vector<Case>& cases
             inputs.push_back(cases[k].inputs);
             keys.push_back(cases[k].lengths);
         }
+        remember(cases[k].inputs, cases[k].lengths);
         inputs.push_back(permuted[k]);
         keys.push_back(rules_.transformed_lengths(cases[k]));
     }
@@ -251,6 +297,7 @@ void Evaluator::record(AuditResult& result, const Observation& ob, int case_inde
     Counterexample ce;
     static_cast<Case&>(ce) = ob;
     ce.outputs = ob.outputs;
+    ce.asked_before = ob.asked_before;
     ce.case_index = case_index;
     ce.shrink_steps = shrink_steps;
     const auto moves = [](const auto& perm) { return !perm.second.is_identity(); };

@@ -27,6 +27,7 @@ struct Observation : Case {
     Tensors y;  // L(x), for a second evaluation
     std::vector<OutputComparison> outputs;
     std::string detail;
+    std::optional<PriorRequest> asked_before;  // history-dependent: the request after which x's answer changed
 };
 
 // L(x), L(x) again when repeated (else empty), the transformed inputs and their answer, and what the answers say of
@@ -66,6 +67,13 @@ public:
     // when they differ (layer_of_permuted the batched answer, permuted_layer the answer alone).
     std::optional<Observation> alone(const Case& c, const Answers& batched);
     std::optional<Observation> twice(const Case& c);  // x twice, the permutation ignored
+    // A nondeterministic finding's input asked again: history-dependent when it is answered alike in three pairs
+    // of asks in a row and one of the recent requests, asked before it, changes its answer the same way twice (the
+    // observation names that request); nothing otherwise (nondeterministic, as found).
+    std::optional<Observation> history(const Case& input);
+    // x, then `earlier`, then x again: a history-dependent observation naming `earlier` when the two answers to x
+    // differ (a report's saved finding replays so).
+    std::optional<Observation> asked_after(const Case& input, const PriorRequest& earlier);
     rc::Shrinkable<Case> shrinkable(const Case& c) const;
 
     // The finding into the result, at its case index and shrink steps.
@@ -104,6 +112,8 @@ private:
     bool has_positions_;  // a position input: its rounding can make a comparison undecidable
     mutable std::set<double> undecided_;  // the unit roundoffs under which some comparison decided nothing
     std::map<std::pair<std::string, std::size_t>, int> open_;  // (output, dim) -> the size its first answer gave
+    std::vector<PriorRequest> recent_;  // the last few distinct requests of x (the earlier requests history() tries)
+    void remember(const Tensors& inputs, const Lengths& lengths);
 };
 
 // The property an audit judges (equivariance when none is given: each output equivariant along its axes and

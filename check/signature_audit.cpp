@@ -33,7 +33,9 @@ AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, c
     audited_rules(opts).validate_saved(signature, saved);
     const BatchedNamedBlackBox box{layer, {}};
     Evaluator ev(box, std::make_shared<const Signature>(signature), opts, *opts.dtype);
-    std::optional<Observation> ob = twice ? ev.twice(saved) : std::optional(ev.observe(saved, false));
+    std::optional<Observation> ob = twice                ? ev.twice(saved)
+                                    : saved.asked_before ? ev.asked_after(saved, *saved.asked_before)
+                                                         : std::optional(ev.observe(saved, false));
     AuditResult r;
     r.property = audited_rules(opts).recorded_as(signature, audited_args(signature, opts));
     r.dtype = *opts.dtype;

@@ -57,8 +57,9 @@ void validate_audit(const Signature& signature, const AuditOptions& opts);
 // A saved case (its lengths, permutations and inputs x, e.g. read back from report.json) evaluated again through
 // `layer` and judged as the audit judges a case, with the tolerance of opts.dtype (required: float32, float64,
 // float16 or bfloat16) and opts.amplification: L(x) and L(P x), every output compared. With `twice` (the saved
-// finding was nondeterministic) x is answered twice and the permutations play no part. The verdict is holds,
-// violated, non-finite or nondeterministic; counterexample holds the saved case with every output's comparison
+// finding was nondeterministic) x is answered twice and the permutations play no part; a history-dependent finding's
+// x is answered, then its earlier request, then x again. The verdict is holds, violated, non-finite,
+// nondeterministic or history-dependent; counterexample holds the saved case with every output's comparison
 // (with both sides when it fails). Throws std::invalid_argument for a case that does not fit the
 // signature, and whatever the layer throws.
 AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, const Counterexample& saved,

@@ -339,7 +339,7 @@ void add_audit(CLI::App& app, Outcome& outcome) {
         "features per position, one output y), or a signature: --axis NAME=MIN..MAX, --input NAME:DIMS[:KIND] and\n"
         "--output NAME:DIMS, each repeatable, e.g. --axis n=1..8 --axis m=1..8 --input q:n,8 --input mem:m,8\n"
         "--output y:n,8. The two cannot be mixed. --output serves both: a value with ':' is NAME:DIMS.\n"
-        "Exit status: 0 holds; 1 violated, nondeterministic, non-finite or batch-dependent (an item's answer in a\n"
+        "Exit status: 0 holds; 1 violated, nondeterministic, non-finite, history-dependent or batch-dependent (an item's answer in a\n"
         "batched request differs from its answer alone; the counterexample printed and reported); 2 error (the adapter could not start, crashed, timed out or broke the protocol; or bad options);\n"
         "3 undecided (the tolerance position ids need was as large as the outputs). With --profile: 0 when every\n"
         "row ran to a verdict, whatever the verdicts; 2 when a row erred or an option was bad.\n"

@@ -75,8 +75,11 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, double a
     const bool twice = r.verdict == Verdict::nondeterministic || batch;
     const AuditResult now = reevaluate(adapters::exec_named_black_box(eo, *r.signature), *r.signature, saved, twice, o);
     const bool holds = now.verdict == Verdict::holds;
+    const bool history = r.verdict == Verdict::history_dependent && saved.asked_before;
     std::cout << (holds ? "now holds: " : "still fails: ")
-              << (twice ? std::string("two answers to the saved inputs") : rules.compared_text())
+              << (twice     ? std::string("two answers to the saved inputs")
+                  : history ? std::string("the saved inputs answered alone and after the saved earlier request")
+                            : rules.compared_text())
               << " of the saved case (" << format_lengths(saved.lengths) << "; permutations "
               << format_permutations(saved.perms) << "; " << arithmetic_name(r.dtype) << ") through "
               << q.through() << "\n";

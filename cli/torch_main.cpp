@@ -295,7 +295,7 @@ int main(int argc, char** argv) {
     app.name(kProgram);
     Request q;
     add_options(app, q);
-    app.footer("Exit status: 0 holds; 1 violated, nondeterministic, non-finite or batch-dependent; 2 error or bad options; "
+    app.footer("Exit status: 0 holds; 1 violated, nondeterministic, non-finite, batch-dependent or history-dependent; 2 error or bad options; "
                "3 undecided.");
     try {
         app.parse(argc, argv);

@@ -1,5 +1,5 @@
 # permcheck_add_audit(NAME <test> COMMAND <adapter command words...> DIM <d>
-#                     [EXPECT holds|violated|nondeterministic|non-finite|undecided|batch-dependent]
+#                     [EXPECT holds|violated|nondeterministic|non-finite|undecided|batch-dependent|history-dependent]
 #                     [OUTPUT sequence|pooled] [DTYPE infer|float32|float64] [CASES <n>] [SEED <s>]
 #                     [MIN_LEN <n>] [MAX_LEN <n>] [TIMEOUT <seconds per request>]
 #                     [STARTUP_TIMEOUT <seconds for the first answer>] [JOBS <n>] [REPORT <dir>]
@@ -68,9 +68,9 @@ function(permcheck_add_audit)
                           "signature, ... AXIS n=1..8 INPUT x:n,8 OUTPUT y:n,8")
     endif()
   endforeach()
-  if(DEFINED arg_EXPECT AND NOT arg_EXPECT MATCHES "^(holds|violated|nondeterministic|non-finite|undecided|batch-dependent)$")
+  if(DEFINED arg_EXPECT AND NOT arg_EXPECT MATCHES "^(holds|violated|nondeterministic|non-finite|undecided|batch-dependent|history-dependent)$")
     message(FATAL_ERROR "permcheck_add_audit(${arg_NAME}): EXPECT must be holds, violated, nondeterministic, "
-                        "non-finite, undecided or batch-dependent, got '${arg_EXPECT}'")
+                        "non-finite, undecided, batch-dependent or history-dependent, got '${arg_EXPECT}'")
   endif()
   if(DEFINED arg_PROPERTY AND NOT arg_PROPERTY MATCHES "^(equivariance|invariance|shift|padding|causal|packing|incremental)$")
     message(FATAL_ERROR "permcheck_add_audit(${arg_NAME}): PROPERTY must be equivariance, invariance, shift, padding, causal, packing or incremental "

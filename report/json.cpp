@@ -257,6 +257,11 @@ json counterexample_json(const Counterexample& c, const Signature* s, bool white
         for (const auto& [name, t] : c.pads->filler) filler[name] = nested_input(t, s, name);
         j["pads"] = {{"axis", c.pads->axis}, {"slots", c.pads->slots}, {"filler", filler}};
     }
+    if (c.asked_before) {
+        json earlier = json::object();
+        for (const auto& [name, t] : c.asked_before->inputs) earlier[name] = nested_input(t, s, name);
+        j["asked_before"] = {{"lengths", c.asked_before->lengths}, {"inputs", earlier}};
+    }
     if (c.cuts) {
         j["cuts"] = {{"axis", c.cuts->axis}, {"at", c.cuts->at}};
         if (c.cuts->piece >= 0) j["cuts"]["piece"] = c.cuts->piece;
@@ -284,6 +289,23 @@ std::optional<Pads> pads_from(const json& j, const Signature& s, const Lengths& 
         pads.filler[t.name] = tensor_from(required(filler, t.name.c_str(), at + "filler."), at + "filler." + t.name,
                                           shape_of(t, padded));
     return pads;
+}
+
+std::map<std::string, int> lengths_from(const json& j, const Signature& s);
+
+// A history-dependent finding's earlier request: its lengths and inputs, in the shapes they give.
+std::optional<PriorRequest> asked_before_from(const json& j, const Signature& s) {
+    const std::string at = "counterexample.asked_before.";
+    if (!j.contains("asked_before") || j["asked_before"].is_null()) return std::nullopt;
+    const json& a = j["asked_before"];
+    if (!a.is_object()) throw std::invalid_argument("field 'counterexample.asked_before' must be an object");
+    PriorRequest r;
+    r.lengths = lengths_from(a, s);
+    const json& inputs = required(a, "inputs", at);
+    for (const TensorSpec& t : s.inputs)
+        r.inputs[t.name] = tensor_from(required(inputs, t.name.c_str(), at + "inputs."), at + "inputs." + t.name,
+                                       shape_of(t, r.lengths));
+    return r;
 }
 
 // The causal property's cut, the packing property's sequences.
@@ -368,6 +390,7 @@ Counterexample counterexample_from(const json& j, const Signature& s) {
         c.inputs[t.name] = tensor_from(required(inputs, t.name.c_str(), at + "inputs."), at + "inputs." + t.name,
                                        shape_of(t, c.lengths));
     c.cuts = cuts_from(j, c.lengths);
+    c.asked_before = asked_before_from(j, s);
     Lengths compared = c.lengths;  // a causal case compares its prefix, a packing case one packed sequence
     if (c.cuts) {
         const auto [first, end] = c.cuts->span(compared[c.cuts->axis]);

@@ -13,10 +13,16 @@ namespace permcheck {
 SideNames sides_of(Property p, Verdict v, bool moves) {
     if (v == Verdict::nondeterministic) return {"first answer", "second answer", "|first answer - second answer|"};
     if (v == Verdict::batch_dependent) return {"answer in a batch", "answer alone", "|in a batch - alone|"};
+    if (v == Verdict::history_dependent) return {"first answer", "answer after", "|first answer - answer after|"};
     return rules_of(p).sides(moves);
 }
 
 FindingWords finding_words(Property p, Verdict v, const Counterexample& c, bool reference_layer) {
+    if (v == Verdict::history_dependent)
+        return {c.asked_before ? "one input answered, then answered again after the request of " +
+                                     format_lengths(c.asked_before->lengths) + " below"
+                               : std::string("one input answered alike twice in a row, differently after other requests"),
+                sides_of(p, v, true), sides_of(p, v, false), false};
     if (v == Verdict::nondeterministic || v == Verdict::batch_dependent)
         return {v == Verdict::nondeterministic ? "one input answered twice" : "one input answered in a batched request and alone",
                 sides_of(p, v, true), sides_of(p, v, false), false};
@@ -67,6 +73,12 @@ std::string describe(const Counterexample& c, const Signature& sig, const Findin
         if (it == c.inputs.end()) continue;
         s << "  input " << spec.name << " " << index_text(it->second.shape) << kind_text(spec) << " =\n";
         s << format_tensor(it->second, "    ");
+    }
+    if (c.asked_before) {  // the request after which the answer changed
+        s << "  the request before the answer after (" << format_lengths(c.asked_before->lengths) << "):\n";
+        for (const TensorSpec& spec : sig.inputs)
+            if (const auto it = c.asked_before->inputs.find(spec.name); it != c.asked_before->inputs.end())
+                s << "    input " << spec.name << " " << index_text(it->second.shape) << " =\n" << format_tensor(it->second, "      ");
     }
     for (const OutputComparison& o : in_order(c.outputs, sig)) {
         // The other side: L(x) itself for an output the property leaves where it is, else P L(x).

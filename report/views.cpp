@@ -106,12 +106,14 @@ std::string case_replay(const Record& r) {
 SideNames output_sides(const Record& r, const TensorSpec* t) { return sides_of(r.property, r.verdict, t && has_axis(*t)); }
 
 bool answered_twice(const Record& r) {
-    return r.verdict == Verdict::nondeterministic || r.verdict == Verdict::batch_dependent;
+    return r.verdict == Verdict::nondeterministic || r.verdict == Verdict::batch_dependent ||
+           r.verdict == Verdict::history_dependent;
 }
 
 std::string counterexample_heading(const Record& r) {
     if (r.verdict == Verdict::nondeterministic) return "One input answered twice";
     if (r.verdict == Verdict::batch_dependent) return "One input answered in a batch and alone";
+    if (r.verdict == Verdict::history_dependent) return "One input answered alone and after another request";
     return "Counterexample";
 }
 
@@ -129,6 +131,9 @@ std::string answered_twice_note(const Record& r) {
     if (r.verdict == Verdict::batch_dependent)
         return "The layer answered the same input x differently in a batched request and alone; no permutation plays "
                "a part.";
+    if (r.verdict == Verdict::history_dependent)
+        return "The layer answered the same input x alike twice in a row, and differently after another request: it "
+               "keeps state between calls (a cache never reset); no permutation plays a part.";
     return "";
 }
 

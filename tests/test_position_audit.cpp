@@ -543,6 +543,36 @@ TEST(PositionHarness, EachPlantedBugInTheTransformationsIsCaught) {
     }
 }
 
+// A layer with a stale table: each answer is scaled by the length of the request before it (a rotary table built
+// for the last length and not rebuilt), so two asks in a row agree and an ask after another length does not.
+NamedBlackBox stale_table() {
+    auto last = std::make_shared<int>(0);
+    return [last](const Tensors& in) {
+        Tensor y = in.at("x");
+        for (double& v : y.values) v *= 1.0 + 0.125 * *last;
+        *last = y.shape[0];
+        return Tensors{{"y", y}};
+    };
+}
+
+TEST(HistoryDependence, AStaleTableIsHistoryDependentAndTheEarlierRequestIsNamed) {
+    const Signature s = sequence_signature();
+    const AuditResult r = audit(stale_table(), s, with(std::nullopt));
+    ASSERT_EQ(r.verdict, Verdict::history_dependent) << finding(r, s);
+    EXPECT_EQ(exit_code(r.verdict), 1);
+    ASSERT_TRUE(r.counterexample && r.counterexample->asked_before) << finding(r, s);
+    EXPECT_NE(r.counterexample->asked_before->lengths.at("n"), r.counterexample->lengths.at("n")) << finding(r, s);
+    EXPECT_NE(r.detail.find("alike twice in a row"), std::string::npos) << r.detail;
+    // A layer that differs even when asked twice in a row stays nondeterministic.
+    auto calls = std::make_shared<int>(0);
+    const NamedBlackBox drifting = [calls](const Tensors& in) {
+        Tensor y = in.at("x");
+        for (double& v : y.values) v += ++*calls;
+        return Tensors{{"y", y}};
+    };
+    EXPECT_EQ(audit(drifting, s, with(std::nullopt)).verdict, Verdict::nondeterministic);
+}
+
 TEST(IncrementalHarness, ChunksThatRepeatAPositionAreCaught) {
     const Signature s = sequence_signature();
     const NamedBlackBox layer = chunked_black_box(cached_attention(false), s);

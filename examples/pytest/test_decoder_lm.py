@@ -172,3 +172,8 @@ def test_a_cached_decoding_finding_replays_on_the_fix():
     route = dict(cache="past_key_values", cumulative=["attention_mask"], output="last_hidden_state")
     assert not permcheck.replay(found.report, TinyDecoder(restart=True), **route)
     assert permcheck.replay(found.report, TinyDecoder(), **route)
+
+
+def test_a_module_that_keeps_its_own_cache_is_never_interleaved_across_jobs():
+    permcheck.assert_incremental(StartPos(), axes=["n=1..8"], inputs=["tokens:1,n:token=50"], outputs=["h:1,n,8"],
+                                 arguments={"tokens": "tokens", "start_pos": "offset:n"}, jobs=2)

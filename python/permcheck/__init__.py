@@ -41,7 +41,8 @@ def _asserted(result):
 def assert_equivariant(layer, **audit_options):
     """Audit `layer` for permutation equivariance (each output along its axes; an output without an axis must be
     invariant to it, so a pooled output is an invariance check). Raises AssertionError for violated,
-    nondeterministic, non-finite and batch-dependent, with the shrunk counterexample and the report path;
+    nondeterministic, non-finite, batch-dependent and history-dependent, with the shrunk counterexample and the
+    report path;
     AuditError when the audit erred. Takes audit()'s arguments; returns the Result."""
     __tracebackhide__ = True
     return _asserted(audit(layer, property="equivariance", **audit_options))

@@ -35,7 +35,7 @@ _OPTIONS = {
     "padding_axis": "--padding-axis", "keep_positions": "--keep-positions", "causal_axis": "--causal-axis",
 }
 _PROPERTIES = ("equivariance", "shift", "padding", "causal", "packing", "incremental")
-_FAILURES = ("violated", "nondeterministic", "non-finite", "batch-dependent")
+_FAILURES = ("violated", "nondeterministic", "non-finite", "batch-dependent", "history-dependent")
 
 
 class AuditError(Exception):
@@ -131,7 +131,8 @@ class Counterexample:
 class Result:
     """An audit's outcome. bool(result) is True when the property holds.
 
-    verdict         holds | violated | nondeterministic | non-finite | batch-dependent | error | undecided |
+    verdict         holds | violated | nondeterministic | non-finite | batch-dependent | history-dependent |
+                    error | undecided |
                     interrupted
     property        equivariance | invariance | shift | padding | causal | packing
     counterexample  the shrunk Counterexample, or None
@@ -476,6 +477,7 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property="eq
     else:
         directory = os.fspath(report)
     call = _protocol._Call(arguments, output, inputs if dim is None else ["x:n,%d" % int(dim)], cache, cumulative)
+    call.serial = property == "incremental" and cache is None  # the layer keeps its own cache: one call at a time
     code, out, err = _served(binary, layer, name, flags + ["--report", directory], dtype, call, kinds, taps, batch)
     record = _read_record(directory)
     if record is None:

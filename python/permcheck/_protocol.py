@@ -88,10 +88,12 @@ without a traceback, when permcheck closes the pipe or on Ctrl-C.
 
 import array
 import base64
+import contextlib
 import dataclasses
 import json
 import os
 import sys
+import threading
 import traceback
 
 __all__ = ["serve"]
@@ -428,6 +430,8 @@ class _Call:
                              'cache) or ("NAME", INDEX) (an argument and the index of the answer\'s tuple), got %r'
                              % (cache,))
         self.cache = None if cache is None else (cache, cache) if isinstance(cache, str) else tuple(cache)
+        self.exclusive = _Exclusive()  # a chunked request has the layer alone (it may keep its own cache)
+        self.serial = False  # every call has the layer alone: a layer that keeps its own cache (no `cache`)
         self.cumulative = set(_as_names(cumulative, "cumulative"))
         if arguments is not None and not isinstance(arguments, (dict, list, tuple)):
             raise ValueError("arguments must be a dict {forward parameter: input or length:AXIS} or a list of "
@@ -477,7 +481,8 @@ class _Call:
 
     def __call__(self, layer, torch, inputs, items, one_tensor=False):
         """The layer's answer to one request's inputs ({name: value}), `items` cases in it."""
-        return self.selected(self.raw(layer, torch, inputs, items, one_tensor))
+        with self.exclusive.alone() if self.serial else self.exclusive.shared():
+            return self.selected(self.raw(layer, torch, inputs, items, one_tensor))
 
     def chunked(self, layer, torch, inputs, chunks, names):
         """The answer to a chunked request: the layer called on each chunk in order (every input along the axis
@@ -485,6 +490,10 @@ class _Call:
         outputs joined along the axis (an output without it: the last chunk's)."""
         if not isinstance(chunks, dict) or not isinstance(chunks.get("ends"), list) or not chunks["ends"]:
             raise ValueError('"chunks" must be an object {"axis", "ends", "inputs", "outputs"}')
+        with self.exclusive.alone():  # no other call between two chunks of a layer that keeps its own cache
+            return self._chunks(layer, torch, inputs, chunks, names)
+
+    def _chunks(self, layer, torch, inputs, chunks, names):
         in_dims, out_dims = chunks.get("inputs") or {}, chunks.get("outputs") or {}
         state, parts, first = None, {name: [] for name in names}, 0
         for end in chunks["ends"]:
@@ -545,6 +554,39 @@ class _Call:
             return getattr(result, self.output)
         raise ValueError("output=%r: the layer returned %s, which has no element or attribute %r"
                          % (self.output, _describe(result), self.output))
+
+
+class _Exclusive:
+    """Calls of the layer share it (several connections answer on threads of their own); a chunked request has it
+    alone, so that a layer keeping its own cache decodes one sequence's chunks with no other call between them."""
+
+    def __init__(self):
+        self._changed = threading.Condition()
+        self._sharing, self._alone = 0, False
+
+    @contextlib.contextmanager
+    def shared(self):
+        with self._changed:
+            self._changed.wait_for(lambda: not self._alone)
+            self._sharing += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._sharing -= 1
+                self._changed.notify_all()
+
+    @contextlib.contextmanager
+    def alone(self):
+        with self._changed:
+            self._changed.wait_for(lambda: not self._alone and self._sharing == 0)
+            self._alone = True
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._alone = False
+                self._changed.notify_all()
 
 
 def _as_names(names, what):
