@@ -563,6 +563,12 @@ TEST(HistoryDependence, AStaleTableIsHistoryDependentAndTheEarlierRequestIsNamed
     ASSERT_TRUE(r.counterexample && r.counterexample->asked_before) << finding(r, s);
     EXPECT_NE(r.counterexample->asked_before->lengths.at("n"), r.counterexample->lengths.at("n")) << finding(r, s);
     EXPECT_NE(r.detail.find("alike twice in a row"), std::string::npos) << r.detail;
+    // Replayed: x, the earlier request, x again; a layer without the stale table holds.
+    AuditOptions o = with(std::nullopt);
+    o.dtype = r.dtype;
+    EXPECT_EQ(reevaluate(stale_table(), s, *r.counterexample, false, o).verdict, Verdict::history_dependent);
+    const NamedBlackBox fresh = [](const Tensors& in) { return Tensors{{"y", in.at("x")}}; };
+    EXPECT_EQ(reevaluate(fresh, s, *r.counterexample, false, o).verdict, Verdict::holds);
     // A layer that differs even when asked twice in a row stays nondeterministic.
     auto calls = std::make_shared<int>(0);
     const NamedBlackBox drifting = [calls](const Tensors& in) {
