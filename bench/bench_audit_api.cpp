@@ -154,7 +154,7 @@ SignatureSubject subject(int which) {
 std::vector<std::pair<permcheck::Tensors, permcheck::Tensors>> audited_inputs(const permcheck::Signature& s,
                                                                               const permcheck::AuditOptions& o) {
     std::vector<std::pair<permcheck::Tensors, permcheck::Tensors>> out;
-    const std::vector<permcheck::Lengths> lengths = permcheck::signature_lengths(s, o.cases, o.seed);
+    const permcheck::LengthSchedule lengths = permcheck::signature_lengths(s, o.cases, o.seed);
     rc::Random random(o.seed);
     for (int i = 0; i < o.cases; ++i) {
         const permcheck::Case c = permcheck::draw_signature_case(s, lengths[static_cast<std::size_t>(i)], random.split(),
@@ -283,7 +283,7 @@ std::vector<std::pair<permcheck::Tensors, permcheck::Tensors>> position_inputs(c
     std::vector<std::pair<permcheck::Tensors, permcheck::Tensors>> out;
     const permcheck::PropertyRules& p = permcheck::rules_of(*o.property);
     const permcheck::PropertyArgs args = p.checked(s, {});
-    const std::vector<permcheck::Lengths> lengths = p.lengths(s, args, o.cases, o.seed);
+    const permcheck::LengthSchedule lengths = p.lengths(s, args, o.cases, o.seed);
     rc::Random random(o.seed);
     for (int i = 0; i < o.cases; ++i) {
         const rc::Random own = random.split();

@@ -182,26 +182,25 @@ std::optional<Lengths> corner_lengths(const Signature& s, const Corner& c, int k
     return l;
 }
 
-// The corner cases of an audit of `cases` cases: every corner at step 0, then every corner at step 1, and so on,
-// about a fifth of the cases (at most half of them).
-std::vector<Lengths> corner_schedule(const Signature& s, int cases) {
+// The usable corners and how many corner cases there are: every corner at step 0, then every corner at step 1,
+// and so on, about a fifth of the cases (at most half of them). Whether a corner is usable does not depend on its
+// step (the other axes are then at lengths >= 1 whenever they can be), so corner case j is usable corner
+// j mod U at step j / U.
+std::pair<std::vector<Corner>, std::size_t> corner_plan(const Signature& s, int cases) {
     const std::vector<Corner> corners = corners_of(s);
-    std::vector<Lengths> out;
-    if (corners.empty() || cases < 2) return out;
+    if (corners.empty() || cases < 2) return {{}, 0};
     const int groups = static_cast<int>(corners.size());
     const int steps = std::max(1, cases / (5 * groups));
     const auto most = static_cast<std::size_t>(std::min(groups * steps, cases / 2));
-    for (int k = 0; k < steps && out.size() < most; ++k)
-        for (const Corner& c : corners) {
-            std::optional<Lengths> l = corner_lengths(s, c, k);
-            if (l && out.size() < most) out.push_back(std::move(*l));
-        }
-    return out;
+    std::vector<Corner> usable;
+    for (const Corner& c : corners)
+        if (corner_lengths(s, c, 0)) usable.push_back(c);
+    return {usable, std::min(usable.size() * static_cast<std::size_t>(steps), most)};
 }
 
-// The per-axis schedules of `cases` cases (cases/lengths.h's, decorrelated).
-std::vector<Lengths> axis_schedules(const Signature& s, int cases, std::uint64_t seed, bool every_length) {
-    std::vector<Lengths> out(static_cast<std::size_t>(std::max(cases, 0)));
+// The per-axis schedules of `cases` cases (cases/lengths.h's, decorrelated), one vector of lengths per axis.
+std::vector<std::vector<int>> axis_schedules(const Signature& s, int cases, std::uint64_t seed, bool every_length) {
+    std::vector<std::vector<int>> out;
     SplitMix64 shuffle(seed ^ 0x5157a7u);
     for (std::size_t a = 0; a < s.axes.size(); ++a) {
         const Axis& axis = s.axes[a];
@@ -214,31 +213,45 @@ std::vector<Lengths> axis_schedules(const Signature& s, int cases, std::uint64_t
         // Each axis covers its lengths as cases/lengths.h says; the later axes' schedules are shuffled, so that
         // axes of the same range do not always have the same length.
         for (std::size_t i = lengths.size(); a > 0 && i > 1; --i) std::swap(lengths[i - 1], lengths[shuffle.below(i)]);
-        for (std::size_t i = 0; i < out.size(); ++i) out[i][axis.name] = lengths[i];
+        lengths.resize(static_cast<std::size_t>(std::max(cases, 0)));
+        out.push_back(std::move(lengths));
     }
     return out;
 }
 
 }  // namespace
 
-std::vector<Lengths> signature_lengths(const Signature& s, int cases, std::uint64_t seed, bool every_length) {
-    const std::vector<Lengths> corners = corner_schedule(s, cases);
-    const std::vector<Lengths> drawn =
-        axis_schedules(s, cases - static_cast<int>(corners.size()), seed, every_length);
+LengthSchedule::LengthSchedule(const Signature& s, int cases, std::uint64_t seed, bool every_length)
+    : signature_(std::make_shared<const Signature>(s)) {
+    auto [corners, count] = corner_plan(s, cases);
+    for (const Corner& c : corners) corners_.emplace_back(c.axis, c.len);
+    drawn_ = axis_schedules(s, cases - static_cast<int>(count), seed, every_length);
     // Corner j at slot (2j + 1) N / 2C of the N cases: spread over the audit, so that every shard and every
     // stretch of it has some.
-    std::vector<Lengths> out;
-    out.reserve(drawn.size() + corners.size());
-    const std::size_t n = drawn.size() + corners.size(), c = corners.size();
-    for (std::size_t i = 0, j = 0, d = 0; i < n; ++i) {
-        if (j < c && i == (2 * j + 1) * n / (2 * c)) out.push_back(corners[j++]);
-        else out.push_back(drawn[d++]);
+    size_ = static_cast<std::size_t>(std::max(cases, 0));
+    for (std::size_t j = 0; j < count; ++j) corner_slots_.push_back((2 * j + 1) * size_ / (2 * count));
+}
+
+Lengths LengthSchedule::operator[](std::size_t i) const {
+    if (i >= size_) throw std::out_of_range("case " + std::to_string(i) + " of a schedule of " + std::to_string(size_));
+    const Signature& s = *signature_;
+    const auto slot = std::lower_bound(corner_slots_.begin(), corner_slots_.end(), i);
+    const auto before = static_cast<std::size_t>(slot - corner_slots_.begin());
+    Lengths l;
+    if (slot != corner_slots_.end() && *slot == i) {
+        const auto& [axis, len] = corners_[before % corners_.size()];
+        l = *corner_lengths(s, Corner{axis, len}, static_cast<int>(before / corners_.size()));
+    } else {
+        for (std::size_t a = 0; a < s.axes.size(); ++a) l[s.axes[a].name] = drawn_[a][i - before];
     }
-    for (Lengths& l : out)
-        for (const TensorSpec& t : s.inputs)
-            if (t.kind == TensorKind::index && l[t.index_axis] == 0 && Tensor{shape_of(t, l), {}}.size() > 0)
-                l[t.index_axis] = 1;
-    return out;
+    for (const TensorSpec& t : s.inputs)
+        if (t.kind == TensorKind::index && l[t.index_axis] == 0 && Tensor{shape_of(t, l), {}}.size() > 0)
+            l[t.index_axis] = 1;
+    return l;
+}
+
+LengthSchedule signature_lengths(const Signature& s, int cases, std::uint64_t seed, bool every_length) {
+    return LengthSchedule(s, cases, seed, every_length);
 }
 
 Case draw_signature_case(const Signature& s, const Lengths& lengths, const rc::Random& random, int size) {

@@ -41,7 +41,22 @@ namespace permcheck {
 // and the input would not be empty, the index axis gets length 1.
 // `every_length`: lengths 0 and 1 are sent even with one axis (the shift and padding properties, which permute
 // nothing: one token shifted already tells an absolute position embedding).
-std::vector<Lengths> signature_lengths(const Signature& s, int cases, std::uint64_t seed, bool every_length = false);
+// The schedule keeps one length per case and axis and makes a case's Lengths when asked, so that a check of a
+// million cases starts at once.
+class LengthSchedule {
+public:
+    LengthSchedule(const Signature& s, int cases, std::uint64_t seed, bool every_length);
+    std::size_t size() const { return size_; }
+    Lengths operator[](std::size_t i) const;  // case i's lengths; std::out_of_range past the end
+
+private:
+    std::shared_ptr<const Signature> signature_;
+    std::vector<std::vector<int>> drawn_;                // per axis, the lengths of the cases that are not corners
+    std::vector<std::pair<std::size_t, int>> corners_;  // (axis, small length) of each usable corner
+    std::vector<std::size_t> corner_slots_;             // ascending: the cases that are corners
+    std::size_t size_ = 0;
+};
+LengthSchedule signature_lengths(const Signature& s, int cases, std::uint64_t seed, bool every_length = false);
 
 // One case at the given lengths, drawn from `random` at the RapidCheck size `size`. When every permutation
 // came out as the identity, a random axis of length >= 2 gets a transposition instead (an identity everywhere

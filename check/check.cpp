@@ -218,7 +218,7 @@ struct Question {
     }
     bool fails(const Case& c) const { return !moves_nothing(c) && !all_hold(compared(c, options.arithmetic)); }
 
-    Case drawn(const std::vector<Lengths>& lengths, int i, const rc::Random& random) const {
+    Case drawn(const LengthSchedule& lengths, int i, const rc::Random& random) const {
         Case c = draw_signature_case(*signature, lengths[static_cast<std::size_t>(i)], random, size_for_case(i, options.cases));
         property.draw(*signature, args, c, random, i, options.cases);
         c.weight_seed = options.seed + static_cast<std::uint64_t>(i);
@@ -281,7 +281,7 @@ CheckResult labelled(const Family& family, const Expectation& row, const CheckOp
 CheckResult check(const Family& family, const Expectation& row, const CheckOptions& o) {
     const Question q(family, row, o);
     CheckResult r = labelled(family, row, o);
-    const std::vector<Lengths> lengths = q.property.lengths(*q.signature, q.args, o.cases, o.seed);
+    const LengthSchedule lengths = q.property.lengths(*q.signature, q.args, o.cases, o.seed);
     const auto progress = [&](bool shrinking) {
         if (o.on_progress) o.on_progress(CheckProgress{r.cases_run, o.cases, r.evaluations, shrinking});
     };
@@ -311,7 +311,7 @@ CheckResult check(const Family& family, const Expectation& row, const CheckOptio
 
 std::vector<Case> drawn_cases(const Family& family, const Expectation& row, const CheckOptions& o) {
     const Question q(family, row, o);
-    const std::vector<Lengths> lengths = q.property.lengths(*q.signature, q.args, o.cases, o.seed);
+    const LengthSchedule lengths = q.property.lengths(*q.signature, q.args, o.cases, o.seed);
     rc::Random random(o.seed);
     std::vector<Case> out;
     for (int i = 0; i < o.cases; ++i) out.push_back(q.drawn(lengths, i, random.split()));

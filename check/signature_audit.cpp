@@ -83,7 +83,7 @@ void validate_audit(const Signature& s, const AuditOptions& given) {
 namespace {
 
 // Case i drawn when it is run, at the lengths given it (`lengths` outlives the schedule).
-engine::Schedule::Draw case_draw(const Signature& s, const AuditOptions& o, const std::vector<Lengths>& lengths) {
+engine::Schedule::Draw case_draw(const Signature& s, const AuditOptions& o, const LengthSchedule& lengths) {
     return [&s, &lengths, cases = o.cases, &rules = audited_rules(o), args = audited_args(s, o)](int i, const rc::Random& random) {
         Case c = draw_signature_case(s, lengths[static_cast<std::size_t>(i)], random, size_for_case(i, cases));
         rules.draw(s, args, c, random, i, cases);
@@ -92,7 +92,7 @@ engine::Schedule::Draw case_draw(const Signature& s, const AuditOptions& o, cons
 }
 
 // What the first `count` cases of the schedule covered per axis, ascending, each once.
-void cover(AuditResult& r, const std::vector<Lengths>& lengths, const engine::Schedule& schedule, std::size_t count) {
+void cover(AuditResult& r, const LengthSchedule& lengths, const engine::Schedule& schedule, std::size_t count) {
     std::map<std::string, std::set<int>> covered;
     for (std::size_t j = 0; j < count && j < schedule.size(); ++j)
         for (const auto& [axis, len] : lengths[static_cast<std::size_t>(schedule.index[j])]) covered[axis].insert(len);
@@ -105,7 +105,7 @@ AuditResult audit_boxes(const std::vector<BatchedNamedBlackBox>& layers, const N
     validate_audit(signature, given);
     if (layers.empty()) throw std::invalid_argument("an audit needs at least one black box");
     const auto shared = std::make_shared<const Signature>(signature);
-    const std::vector<Lengths> lengths = audited_rules(given).lengths(*shared, audited_args(*shared, given), given.cases, given.seed);
+    const LengthSchedule lengths = audited_rules(given).lengths(*shared, audited_args(*shared, given), given.cases, given.seed);
     auto schedule = engine::Schedule::of(given, case_draw(*shared, given, lengths));
     for (int i : schedule.index) {
         schedule.lengths.emplace_back();

@@ -105,7 +105,7 @@ public:
         return a;
     }
 
-    std::vector<Lengths> lengths(const Signature& s, const PropertyArgs& a, int cases, std::uint64_t seed) const override {
+    LengthSchedule lengths(const Signature& s, const PropertyArgs& a, int cases, std::uint64_t seed) const override {
         Signature room = s;
         for (Axis& x : room.axes)
             if (x.name == a.axis) x.min_len = std::max(x.min_len, 2);

@@ -192,7 +192,7 @@ public:
     }
 
     // Every length, the padded axis one short of its MAX (room for a pad).
-    std::vector<Lengths> lengths(const Signature& s, const PropertyArgs& a, int cases, std::uint64_t seed) const override {
+    LengthSchedule lengths(const Signature& s, const PropertyArgs& a, int cases, std::uint64_t seed) const override {
         Signature room = s;
         for (Axis& x : room.axes)
             if (x.name == a.axis) x.max_len -= 1;

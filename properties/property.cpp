@@ -6,7 +6,7 @@
 
 namespace permcheck {
 
-std::vector<Lengths> PropertyRules::lengths(const Signature& s, const PropertyArgs&, int cases, std::uint64_t seed) const {
+LengthSchedule PropertyRules::lengths(const Signature& s, const PropertyArgs&, int cases, std::uint64_t seed) const {
     return signature_lengths(s, cases, seed);
 }
 

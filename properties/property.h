@@ -53,7 +53,7 @@ public:
 
     // Each case's lengths over a whole run (before sharding), and the property's part of case `index`, drawn after
     // its inputs and permutations (cases/signature_case.h).
-    virtual std::vector<Lengths> lengths(const Signature& s, const PropertyArgs& a, int cases, std::uint64_t seed) const;
+    virtual LengthSchedule lengths(const Signature& s, const PropertyArgs& a, int cases, std::uint64_t seed) const;
     virtual void draw(const Signature& s, const PropertyArgs& a, Case& c, const rc::Random& random, int index,
                       int cases) const;
 

@@ -80,7 +80,7 @@ public:
     }
 
     // Every length, n = 1 included: one token shifted already tells an absolute position embedding.
-    std::vector<Lengths> lengths(const Signature& s, const PropertyArgs&, int cases, std::uint64_t seed) const override {
+    LengthSchedule lengths(const Signature& s, const PropertyArgs&, int cases, std::uint64_t seed) const override {
         return signature_lengths(s, cases, seed, true);
     }
 
