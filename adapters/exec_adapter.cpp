@@ -349,6 +349,11 @@ template <class R> void ExecAdapter::accept(const R& r, std::int64_t id) {
     if (r.id != id)
         fail("adapter answered id " + std::to_string(r.id) + " to request id " + std::to_string(id) +
              "; answers come one per request, in order");
+    if constexpr (requires { r.raised; })
+        if (r.is_error && r.raised) {  // the layer raised decoding in chunks; the adapter serves on
+            ++answered_;
+            throw LayerRaised("the layer raised: " + r.error);
+        }
     if (r.is_error) fail("adapter answered with an error: " + r.error);
     if (r.taps_offered) {
         taps_offered_ = true;
@@ -442,7 +447,7 @@ bool answered_in_chunks(const std::string& line) {
 // checked in the shorthand's words.
 NamedResponse one_tensor_response(std::string_view line, Output output, int n) {
     Response r = parse_response(line);
-    NamedResponse named{r.id, r.is_error, std::move(r.error), {}, r.taps_offered};
+    NamedResponse named{r.id, r.is_error, std::move(r.error), {}, r.taps_offered, r.raised};
     if (!r.is_error) named.outputs["y"] = one_tensor_answer(r.y, output, n);
     return named;
 }
@@ -474,6 +479,7 @@ Tensors ExecAdapter::operator()(const Signature& s, const Tensors& inputs) {
                note_announcement(line);
                NamedResponse r = answer_of(line, s, expected, lengths);
                if (chunked && !r.is_error && answered_in_chunks(line)) r.outputs[kChunkedAnswer] = Tensor{};
+               r.raised = r.raised && chunked;  // only a chunked request's error can be the layer's finding
                return r;
            }).outputs;
 }

@@ -33,6 +33,7 @@ struct Response {
     Mat<double> y;
     bool vector = false;
     bool taps_offered = false;  // the answer says "taps_offered": true (check/taps.h)
+    bool raised = false;        // as NamedResponse::raised
 };
 
 // Parses one answer line (without its newline). Accepts NaN, Infinity and -Infinity outside strings, as
@@ -56,6 +57,7 @@ struct NamedResponse {
     std::string error;
     Tensors outputs;  // by name; only the names of `expected`, each with its expected shape
     bool taps_offered = false;
+    bool raised = false;  // an error answer marked "raised": true: the layer raised (LayerRaised), not the adapter
 };
 
 // The shape each output must have, by name, with the text that names each dim in a message ("axis n").

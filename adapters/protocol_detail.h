@@ -33,6 +33,10 @@ template <class R> bool read_head(R& r, const nlohmann::json& j, std::string_vie
     if (!error) return false;
     r.is_error = true;
     r.error = *error;
+    if constexpr (requires { r.raised; }) {
+        const auto raised = j.find("raised");
+        r.raised = raised != j.end() && raised->is_boolean() && raised->template get<bool>();
+    }
     return true;
 }
 

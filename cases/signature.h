@@ -174,6 +174,14 @@ struct AdapterError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// What a black box throws when the layer itself raised while decoding a chunked request (the incremental
+// property), the box still able to answer: an adapter's error answer marked "raised": true, or a ChunkStep that
+// threw. Where the one-pass request was answered, the incremental property calls it a violation, the message its
+// finding; anywhere else it is an AdapterError like any other.
+struct LayerRaised : AdapterError {
+    using AdapterError::AdapterError;
+};
+
 // The layer under audit: named inputs in, named outputs out (every output the signature names; others are
 // ignored). Throws AdapterError or any std::exception when it cannot answer.
 using NamedBlackBox = std::function<Tensors(const Tensors& inputs)>;
@@ -218,12 +226,8 @@ struct Cuts {
     }
 };
 
-// A chunked request (the incremental property): besides the signature's inputs, an entry named kChunksInput + AXIS
-// whose values are the ends of the chunks along AXIS (ascending, the last the axis's length); a layer that decoded the
-// request chunk by chunk, in order, answers besides its outputs an entry named kChunkedAnswer (an adapter says
-// "chunked": true). No name of a signature starts with '#'.
-inline const std::string kChunksInput = "#chunks:";
-inline const std::string kChunkedAnswer = "#chunked";
+// A chunked request (the incremental property) carries kChunksInput + AXIS, and a layer that decoded it in chunks
+// answers kChunkedAnswer besides its outputs (layers/expectation.h, where the reference layers read them).
 
 // One case of a check or an audit: a length and a permutation per axis, the inputs x, and the property's part (the
 // shift property's c, the padding property's pads, the causal property's cut: their permutations are identities);
@@ -259,6 +263,9 @@ struct Counterexample : Case {
     // A history-dependent finding (the two sides: x asked alone, x asked after this request), when a request was
     // found that changes the answer to x.
     std::optional<PriorRequest> asked_before = std::nullopt;
+    // What the layer raised answering the transformed side (a chunked request: LayerRaised) where x was answered:
+    // the finding itself, with no outputs compared.
+    std::string raised;
 };
 
 namespace test_only {  // not "testing": users write using namespace permcheck beside GoogleTest's ::testing

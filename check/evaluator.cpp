@@ -51,6 +51,18 @@ Tensors Evaluator::call(Side side, const Tensors& inputs, const Lengths& lengths
     return checked(std::move(answer), lengths);
 }
 
+// The answer to the transformed inputs; where the layer raised decoding them in chunks (LayerRaised, the incremental
+// property's finding), what it raised goes to `raised` and the answer is empty.
+Tensors Evaluator::transformed_answer(const Tensors& px, const Lengths& lengths, std::string& raised) {
+    try {
+        return call(Side::transformed, px, lengths);
+    } catch (const LayerRaised& e) {
+        if (!rules_.chunks_calls()) throw;
+        raised = e.what();
+        return {};
+    }
+}
+
 // The outputs the signature names of an answer, their shapes checked.
 Tensors Evaluator::checked(Tensors answer, const Lengths& lengths) {
     Tensors outputs;
@@ -112,7 +124,7 @@ Answers Evaluator::ask(const Case& c, bool repeat) {
     a.y = call(Side::reference, c.inputs, c.lengths);
     if (repeat) a.again = call(Side::reference, c.inputs, c.lengths);
     a.px = transformed(c);
-    a.lhs = call(Side::transformed, a.px, rules_.transformed_lengths(c));
+    a.lhs = transformed_answer(a.px, rules_.transformed_lengths(c), a.raised);
     finish(c, a);
     return a;
 }
@@ -207,7 +219,7 @@ Answers Evaluator::answers_of(const Case& c, std::vector<Answer<Tensors>>& got, 
 
 // After the answers of case c came: the compared side, what they say of their precision, the magnitudes.
 void Evaluator::finish(const Case& c, Answers& a) {
-    a.lhs = compared_answer(c, std::move(a.lhs));
+    if (a.raised.empty()) a.lhs = compared_answer(c, std::move(a.lhs));
     for (const Tensors* answer : {&a.y, &a.again, &a.lhs})
         for (const auto& [name, t] : *answer) a.evidence.add(t.values);
     a.inputs_magnitude = inputs_magnitude(c.inputs);
@@ -223,6 +235,13 @@ Observation Evaluator::judge(const Case& c, const Answers& a, const ToleranceMod
     if (!reference_ && same_values(a.px, c.inputs))
         if (auto nd = differ(c.lengths, c.inputs, a.y, a.lhs, "x and as P x", t, a.positions)) return *nd;
     Observation ob;
+    if (!a.raised.empty()) {  // x answered, its transformed side raised: the finding is what it raised
+        static_cast<Case&>(ob) = c;
+        ob.outcome = Outcome::violated;
+        ob.raised = a.raised;
+        ob.y = a.y;
+        return ob;
+    }
     std::vector<Tensor> rhs;
     const Lengths lengths = rules_.transformed_lengths(c);  // the tolerance is the padded case's
     for (const TensorSpec& spec : s_->outputs) {
@@ -254,7 +273,20 @@ std::optional<Observation> Evaluator::reproduce(const Case& c, const Observation
     const Lengths lengths = rules_.transformed_lengths(c);
     const double positions = std::max(largest_position(*s_, c.inputs), largest_position(*s_, px));
     const Tensors y = call(Side::reference, c.inputs, c.lengths);
-    const Tensors py = compared_answer(c, call(Side::transformed, px, lengths));
+    std::string raised;
+    Tensors py = transformed_answer(px, lengths, raised);
+    if (raised.empty() != seen.raised.empty()) {  // raised once, answered once
+        Observation ob;
+        static_cast<Case&>(ob) = c;
+        ob.outcome = Outcome::nondeterministic;
+        ob.y = y;
+        ob.raised = raised.empty() ? seen.raised : raised;
+        ob.detail = "the same request of " + format_lengths(lengths) + ", as " + side_name() +
+                    ", raised once and was answered once: " + ob.raised;
+        return ob;
+    }
+    if (!raised.empty()) return differ(c.lengths, c.inputs, seen.y, y, "L(x)", tolerance_, positions);
+    py = compared_answer(c, std::move(py));
     Tensors seen_lhs;
     for (const OutputComparison& o : seen.outputs) seen_lhs[o.name] = o.layer_of_permuted;
     // Padded: the real positions' answers are compared, as the case was judged.
@@ -298,6 +330,7 @@ void Evaluator::record(AuditResult& result, const Observation& ob, int case_inde
     static_cast<Case&>(ce) = ob;
     ce.outputs = ob.outputs;
     ce.asked_before = ob.asked_before;
+    ce.raised = ob.raised;
     ce.case_index = case_index;
     ce.shrink_steps = shrink_steps;
     const auto moves = [](const auto& perm) { return !perm.second.is_identity(); };
@@ -376,6 +409,12 @@ std::string Evaluator::non_finite(const Tensors& answer, const char* side, const
 }
 
 std::string Evaluator::violation_detail(const Observation& found, bool reproduced) const {
+    if (!found.raised.empty()) {
+        const SideNames sides = rules_.sides(true);
+        return std::string(sides.lhs) + " raised where " + sides.rhs + " was answered (" + format_lengths(found.lengths) +
+               "; " + rules_.case_text(found) + "): " + found.raised +
+               (reproduced ? "; it raised again when asked again" : "");
+    }
     for (const OutputComparison& c : found.outputs) {
         if (c.holds) continue;
         const bool moves = std::any_of(s_->outputs.begin(), s_->outputs.end(),

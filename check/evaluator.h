@@ -28,6 +28,7 @@ struct Observation : Case {
     std::vector<OutputComparison> outputs;
     std::string detail;
     std::optional<PriorRequest> asked_before;  // history-dependent: the request after which x's answer changed
+    std::string raised;  // what the transformed side raised (Counterexample::raised); no outputs compared
 };
 
 // L(x), L(x) again when repeated (else empty), the transformed inputs and their answer, and what the answers say of
@@ -37,6 +38,7 @@ struct Answers {
     PrecisionEvidence evidence;
     double inputs_magnitude = 0.0;  // the largest finite |value| of the real inputs
     double positions = 0.0;         // the largest position id of x and px
+    std::string raised;             // what the layer raised instead of answering px (then lhs is empty)
 };
 
 class Evaluator {
@@ -87,6 +89,7 @@ public:
 private:
     enum class Side { transformed, reference };  // the box that answers the transformed inputs, or x
     Tensors call(Side side, const Tensors& inputs, const Lengths& lengths);
+    Tensors transformed_answer(const Tensors& px, const Lengths& lengths, std::string& raised);
     Tensors checked(Tensors answer, const Lengths& lengths);
     void check_shape(const TensorSpec& spec, const Tensor& t, const Lengths& lengths);
     void check_open_size(const TensorSpec& spec, std::size_t k, int size, const std::string& in_a_request);

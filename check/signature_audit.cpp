@@ -172,6 +172,12 @@ std::optional<std::pair<std::string, std::vector<int>>> chunking_of(const Tensor
     return std::pair{it->first.substr(kChunksInput.size()), ends};
 }
 
+// "chunk 2 of 3, positions 2 to 4"
+std::string chunk_text(std::size_t k, std::size_t count, int from, int end) {
+    return "chunk " + std::to_string(k + 1) + " of " + std::to_string(count) + ", positions " + std::to_string(from) +
+           (end - from > 1 ? " to " + std::to_string(end - 1) : "");
+}
+
 }  // namespace
 
 NamedBlackBox chunked_black_box(ChunkStep step, const Signature& signature) {
@@ -184,9 +190,15 @@ NamedBlackBox chunked_black_box(ChunkStep step, const Signature& signature) {
         const int early = test_only::planted_harness_bug() == test_only::HarnessBug::chunks_repeat_a_position ? 1 : 0;
         std::map<std::string, std::vector<Tensor>> parts;
         int first = 0;
-        for (int end : ends) {
+        for (std::size_t k = 0; k < ends.size(); ++k) {
+            const int end = ends[k];
             const int from = first > 0 ? first - early : first;
-            Tensors answer = step(state, properties::span_of(s, inputs, axis, from, end), from);
+            Tensors answer;
+            try {
+                answer = step(state, properties::span_of(s, inputs, axis, from, end), from);
+            } catch (const std::exception& e) {  // the layer's own: a finding where one step from empty answers
+                throw LayerRaised(std::string(e.what()) + " (" + chunk_text(k, ends.size(), from, end) + ")");
+            }
             for (const TensorSpec& t : s.outputs) {
                 Tensor& y = answer.at(t.name);
                 if (from < first) y = properties::span_along(t, y, axis, first - from, end - from);

@@ -46,7 +46,8 @@ AuditResult audit_against(const NamedBlackBox& layer, const NamedBlackBox& refer
 using ChunkStep = std::function<Tensors(std::any& state, const Tensors& chunk, int offset)>;
 // The black box of a ChunkStep: a request without chunks is one step from an empty state; a chunked request (the
 // incremental property's, cases/signature.h) runs its chunks in order from an empty state, concatenates their
-// outputs along the axis (an output without it: the last chunk's) and says it did (kChunkedAnswer).
+// outputs along the axis (an output without it: the last chunk's) and says it did (kChunkedAnswer). A step that
+// throws on a chunk is the layer's finding: LayerRaised, naming the chunk.
 NamedBlackBox chunked_black_box(ChunkStep step, const Signature& signature);
 
 // Throws std::invalid_argument, as audit() does before it asks the layer anything, when the signature is bad or the

@@ -1,5 +1,6 @@
 #include "layers/catalog.h"
 
+#include "layers/cached_attention.h"
 #include "layers/cross_attention.h"
 #include "layers/layers.h"
 #include "layers/message_passing.h"
@@ -377,12 +378,45 @@ void add_named_positions(std::vector<Family>& c) {
         {.readout = Readout::mean_all}, {.padding = false});
 }
 
+// Decoders that number their tokens themselves and decode in chunks with a key-value cache, over token ids and a
+// keep mask: causal, order by the row index (not equivariant), and decoding in chunks equal to one pass when the
+// cache keeps the positions right (layers/cached_attention.h). A chunked request (kChunksInput) is decoded chunk by
+// chunk; any other request is one chunk.
+Family cached(std::string name, std::string description, const CachedDesign& how, bool incremental) {
+    Family text = described(std::move(name), "token embedding and one causal attention head with a key-value cache, " +
+                                                 std::move(description),
+                            {"n=1..6"}, {"ids:n:token=" + std::to_string(kVocabulary), "keep:n:mask=keep"}, {"y:n,4"},
+                            {{Property::equivariance, "n", false}, {Property::causal, "n", true},
+                             {Property::incremental, "n", incremental}});
+    return named_family<false>(std::move(text), [how]<class S>(std::type_identity<S>, Draw<S>& draw) {
+        return [a = CachedAttention<S>::random(how, kVocabulary, kWidth, draw)](const NamedTensors<S>& in) {
+            const std::vector<int> ids = as_integers<int>(in.at("ids"));
+            const auto chunks = in.find(kChunksInput + "n");
+            const std::vector<int> ends = chunks == in.end() ? std::vector<int>{static_cast<int>(ids.size())}
+                                                             : as_integers<int>(chunks->second);
+            return NamedTensors<S>{{"y", as_tensor<S>(a(ids, as_mask(in.at("keep"), true), ends))}};
+        };
+    });
+}
+
+void add_cached_decoders(std::vector<Family>& c) {
+    c.push_back(cached("cached-rope", "RoPE at the positions it numbers, after the cache in a chunk", {}, true));
+    c.push_back(cached("cached-rope-restart", "RoPE at the positions it numbers, from 0 in every chunk (the bug)",
+                       {.restart = true}, false));
+    c.push_back(cached("cached-alibi", "ALiBi at the positions it numbers, over the cached keys too",
+                       {.signal = CachedSignal::alibi}, true));
+    c.push_back(cached("cached-alibi-by-query-length",
+                       "ALiBi sized by the query length: over the chunk's own keys only (the bug)",
+                       {.signal = CachedSignal::alibi, .bias_by_query_length = true}, false));
+}
+
 std::vector<Family> make_catalog() {
     std::vector<Family> c;
     add_sequence_layers(c);
     add_named_attention(c);
     add_named_graphs(c);
     add_named_positions(c);
+    add_cached_decoders(c);
     return c;
 }
 }  // namespace

@@ -18,6 +18,13 @@ enum class Property {
     incremental,       // the sequence decoded in chunks, a cache carried between them: the one-pass outputs
 };
 
+// A chunked request (the incremental property): besides the signature's inputs, an entry named kChunksInput + AXIS
+// whose values are the ends of the chunks along AXIS (ascending, the last the axis's length); a layer that decoded the
+// request chunk by chunk, in order, answers besides its outputs an entry named kChunkedAnswer (an adapter says
+// "chunked": true). No name of a signature starts with '#'.
+inline const std::string kChunksInput = "#chunks:";
+inline const std::string kChunkedAnswer = "#chunked";
+
 // What a layer answers: n rows, one per position (a sequence layer), or one vector (a pooled layer).
 enum class Output { sequence, pooled };
 

@@ -3,7 +3,8 @@
 // layer is called on the chunks in order, starting with no cache, and the outputs of every chunk, concatenated
 // along the axis, must equal those of one call on the whole sequence (a causal layer's prefix runs equal it). The
 // chunked call is one request (kChunksInput, cases/signature.h) that only a layer decoding in chunks answers (an
-// adapter's "chunked": true, a C++ ChunkStep): a layer that ignores the chunking is an error, never a pass.
+// adapter's "chunked": true, a C++ ChunkStep, a reference layer with a cache, layers/cached_attention.h): a layer
+// that ignores the chunking is an error, never a pass.
 // Outputs without the axis are not compared, nor slots the case's masks pad. Shrunk to the fewest chunks, then the
 // shortest sequence: a cache whose positions restart at every chunk is shown at two chunks.
 // proofs-notes/incremental.md.
@@ -92,9 +93,6 @@ public:
     const char* verdict_meaning(bool holds) const override { return holds ? "cache consistent" : "cached decoding differs"; }
 
     PropertyArgs checked(const Signature& s, PropertyArgs a) const override {
-        if (a.white_box)
-            throw std::invalid_argument("--property incremental is a property of layers that decode in chunks (an "
-                                        "audit of an adapter or a C++ ChunkStep); the reference layers do not");
         if (a.pads != PadPlacement::any) throw std::invalid_argument("--padding goes with --property padding");
         a.axis = properties::one_axis(s, a.axis, "incremental");
         properties::require_sequence_axis(s, a.axis, "incremental");

@@ -262,6 +262,7 @@ json counterexample_json(const Counterexample& c, const Signature* s, bool white
         for (const auto& [name, t] : c.asked_before->inputs) earlier[name] = nested_input(t, s, name);
         j["asked_before"] = {{"lengths", c.asked_before->lengths}, {"inputs", earlier}};
     }
+    if (!c.raised.empty()) j["raised"] = c.raised;
     if (c.cuts) {
         j["cuts"] = {{"axis", c.cuts->axis}, {"at", c.cuts->at}};
         if (c.cuts->piece >= 0) j["cuts"]["piece"] = c.cuts->piece;
@@ -391,6 +392,7 @@ Counterexample counterexample_from(const json& j, const Signature& s) {
                                        shape_of(t, c.lengths));
     c.cuts = cuts_from(j, c.lengths);
     c.asked_before = asked_before_from(j, s);
+    if (j.contains("raised") && !j["raised"].is_null()) c.raised = get_as<std::string>(j, "raised", at);
     Lengths compared = c.lengths;  // a causal case compares its prefix, a packing case one packed sequence
     if (c.cuts) {
         const auto [first, end] = c.cuts->span(compared[c.cuts->axis]);

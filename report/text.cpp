@@ -80,6 +80,8 @@ std::string describe(const Counterexample& c, const Signature& sig, const Findin
             if (const auto it = c.asked_before->inputs.find(spec.name); it != c.asked_before->inputs.end())
                 s << "    input " << spec.name << " " << index_text(it->second.shape) << " =\n" << format_tensor(it->second, "      ");
     }
+    if (!c.raised.empty())  // the finding is what the transformed side raised; no output compared
+        s << "  " << words.moved.lhs << " RAISED:\n    " << c.raised << "\n";
     for (const OutputComparison& o : in_order(c.outputs, sig)) {
         // The other side: L(x) itself for an output the property leaves where it is, else P L(x).
         const auto spec = std::find_if(sig.outputs.begin(), sig.outputs.end(), [&o](const TensorSpec& t) { return t.name == o.name; });

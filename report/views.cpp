@@ -117,11 +117,19 @@ std::string counterexample_heading(const Record& r) {
     return "Counterexample";
 }
 
+std::string raised_text(const Record& r, const Counterexample& c) {
+    const SideNames sides = rules_of(r.property).sides(true);
+    if (r.verdict != Verdict::violated)  // nondeterministic: asked again, it answered (or the other way round)
+        return std::string("The same request as ") + sides.lhs + " raised once and was answered once: " + c.raised;
+    return std::string(sides.lhs) + " raised where " + sides.rhs + " was answered: " + c.raised;
+}
+
 std::string found_text(const Record& r, const Counterexample& c) {
     std::string s = "Found at case " + std::to_string(c.case_index) + ", " + std::to_string(c.shrink_steps) + " shrink steps.";
     if (r.weights > 0)
         s += " Weight seed " + std::to_string(c.weight_seed) + " (weight draw version " + std::to_string(c.weights) +
              "); " + (c.confirmed_exactly ? "confirmed" : "NOT confirmed") + " in exact rational arithmetic.";
+    if (!c.raised.empty()) s += " " + raised_text(r, c);
     return s;
 }
 

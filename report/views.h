@@ -41,6 +41,8 @@ std::string counterexample_heading(const Record& r);
 // "Found at case 2, 8 shrink steps." and, for a reference layer's (a check's record, which has weights), "Weight seed
 // 0 (weight draw version 3); confirmed in exact rational arithmetic."
 std::string found_text(const Record& r, const Counterexample& c);
+// What the transformed side raised instead of answering (Counterexample::raised), as a sentence.
+std::string raised_text(const Record& r, const Counterexample& c);
 // For a record answered twice, the sentence that stands in place of the permutation (plain text); empty otherwise.
 std::string answered_twice_note(const Record& r);
 

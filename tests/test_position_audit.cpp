@@ -5,6 +5,7 @@
 // undecided verdict; and the harness self-test: planted bugs in these transformations are caught.
 #include "properties/property.h"
 #include "check/signature_audit.h"
+#include "report/report.h"
 #include "tests/support/audit.h"
 
 #include <gtest/gtest.h>
@@ -517,6 +518,42 @@ TEST(IncrementalAudit, ALayerThatDoesNotDecodeInChunksIsAnErrorNeverAPass) {
                        with(Property::incremental)),
                  std::invalid_argument)
         << "no output along n";
+}
+
+// A cached path that takes one new token at a time (a decode-only kernel) and throws for a longer chunk after the
+// first: the exception is the finding, shrunk to a one-token prefill and a two-token chunk; the one pass is answered.
+TEST(IncrementalAudit, AChunkThatRaisesWhereOnePassAnswersIsAViolationNamingTheChunk) {
+    const Signature s = sequence_signature();
+    const ChunkStep right = cached_attention(false);
+    const ChunkStep one_token_steps = [right](std::any& state, const Tensors& chunk, int offset) {
+        if (offset > 0 && chunk.at("x").shape[0] > 1) throw std::runtime_error("the decode path takes one token");
+        return right(state, chunk, offset);
+    };
+    const AuditResult r = audit(chunked_black_box(one_token_steps, s), s, with(Property::incremental));
+    ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
+    const Counterexample& c = *r.counterexample;
+    EXPECT_EQ(c.raised, "the decode path takes one token (chunk 2 of 2, positions 1 to 2)") << finding(r, s);
+    EXPECT_TRUE(c.outputs.empty()) << "nothing compared: " << finding(r, s);
+    EXPECT_EQ(c.lengths.at("n"), 3) << finding(r, s);
+    ASSERT_TRUE(c.cuts) << finding(r, s);
+    EXPECT_EQ(c.cuts->at, std::vector<int>{1}) << finding(r, s);
+    EXPECT_NE(r.detail.find("L(x in chunks) raised where L(x) was answered"), std::string::npos) << r.detail;
+    EXPECT_NE(finding(r, s).find("RAISED:\n    the decode path takes one token"), std::string::npos) << finding(r, s);
+    // The report keeps it; judged again, the layer still raises and the fix holds.
+    const report::Record record = report::record_of(r, "one-token-steps", Property::incremental, r.dtype, 3, "");
+    const Counterexample back = report::from_json(report::to_json(record)).counterexample.value();
+    EXPECT_EQ(back.raised, c.raised);
+    EXPECT_NE(report::to_markdown(record).find("L(x in chunks) raised where L(x) was answered: the decode"),
+              std::string::npos);
+    AuditOptions o = with(Property::incremental);
+    o.dtype = r.dtype;
+    EXPECT_EQ(reevaluate(chunked_black_box(one_token_steps, s), s, back, false, o).verdict, Verdict::violated);
+    EXPECT_EQ(reevaluate(chunked_black_box(right, s), s, back, false, o).verdict, Verdict::holds);
+    // A layer that raises in one pass too is an error of the audit, not a finding.
+    const ChunkStep always = [](std::any&, const Tensors&, int) -> Tensors { throw std::runtime_error("no weights"); };
+    const AuditResult e = audit(chunked_black_box(always, s), s, with(Property::incremental));
+    EXPECT_EQ(e.verdict, Verdict::error);
+    EXPECT_NE(e.error.find("no weights"), std::string::npos) << e.error;
 }
 
 // The harness checks itself: each planted bug makes a layer that holds fail.

@@ -127,6 +127,17 @@ TEST(Serve, AChunkStepAnswersAChunkedRequestInChunksAndSaysSo) {
     const permcheck::NamedBlackBox plain = [](const permcheck::Tensors& in) { return permcheck::Tensors{{"y", in.at("x")}}; };
     EXPECT_FALSE(json::parse(answers(plain, "{\"id\":1," + x + ",\"chunks\":{\"axis\":\"n\",\"ends\":[1,3]}}\n")[0])
                      .contains("chunked"));
+    // A step that throws on a chunk: the layer raised ("raised": true, the chunk named), and serving goes on.
+    const permcheck::ChunkStep one_token_steps = [](std::any& state, const permcheck::Tensors& chunk, int offset) {
+        if (offset > 0 && chunk.at("x").shape[0] > 1) throw std::runtime_error("one token at a time");
+        return running_sum(state, chunk, offset);
+    };
+    const auto raised = answers(permcheck::chunked_black_box(one_token_steps, s),
+                                "{\"id\":1," + x + ",\"chunks\":{\"axis\":\"n\",\"ends\":[1,3]}}\n{\"id\":2," + x + "}\n");
+    ASSERT_EQ(raised.size(), 2u);
+    EXPECT_EQ(json::parse(raised[0])["raised"], true) << raised[0];
+    EXPECT_EQ(json::parse(raised[0])["error"], "one token at a time (chunk 2 of 2, positions 1 to 2)") << raised[0];
+    EXPECT_EQ(json::parse(raised[1])["outputs"]["y"], json::parse("[1,3,6]")) << raised[1];
 }
 
 TEST(Serve, WhatCannotBeAnsweredGetsAnErrorAnswerWithItsIdAndServingGoesOn) {

@@ -151,6 +151,10 @@ TEST(NamedProtocol, AnswerIsReadInTheShapeAskedForWithPythonsNonFiniteTokens) {
     const adapters::NamedResponse err = adapters::parse_named_response(R"({"id":5,"error":"no weights"})", expected);
     EXPECT_TRUE(err.is_error);
     EXPECT_EQ(err.error, "no weights");
+    EXPECT_FALSE(err.raised);
+    EXPECT_TRUE(adapters::parse_named_response(R"({"id":5,"error":"shape","raised":true})", expected).raised)
+        << "the layer raised decoding in chunks";
+    EXPECT_FALSE(adapters::parse_named_response(R"({"id":5,"error":"shape","raised":1})", expected).raised);
     const auto none = adapters::expected_outputs(graph_signature(), {{"n", 0}, {"edges", 0}});
     EXPECT_EQ(adapters::parse_named_response(R"({"id":1,"outputs":{"y":[],"g":[1,2]}})", none).outputs.at("y").shape,
               (std::vector<int>{0, 2}));

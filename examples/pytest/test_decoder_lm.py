@@ -34,12 +34,13 @@ class TinyDecoder(nn.Module):
     """causal: the causal mask by row index; packed: attention only within a packed sequence, which starts where its
     position id is 0, or as segment_ids say when they are given. past_key_values: the keys and values of the
     tokens before (a tuple of two tensors), and the attention_mask then covers them too, as in HF's cached decoding;
-    restart: a bug, the new tokens' positions start at 0 instead of after the cache."""
+    restart: a bug, the new tokens' positions start at 0 instead of after the cache; one_token_steps: a cached path
+    that takes one new token at a time and raises for more (as a decode-only kernel does)."""
 
-    def __init__(self, causal=True, packed=False, restart=False):
+    def __init__(self, causal=True, packed=False, restart=False, one_token_steps=False):
         super().__init__()
         torch.manual_seed(0)
-        self.causal, self.packed, self.restart = causal, packed, restart
+        self.causal, self.packed, self.restart, self.one_token_steps = causal, packed, restart, one_token_steps
         self.embed = nn.Embedding(VOCAB, D)
         self.q, self.k, self.v = (nn.Linear(D, D, bias=False) for _ in range(3))
 
@@ -47,6 +48,8 @@ class TinyDecoder(nn.Module):
                 use_cache=False, past_key_values=None):
         n = input_ids.shape[-1]
         past = 0 if past_key_values is None else past_key_values[0].shape[1]
+        if self.one_token_steps and past and n > 1:
+            raise RuntimeError("the decode path takes one new token at a time, got %d" % n)
         if attention_mask is None:
             attention_mask = torch.ones(input_ids.shape[0], past + n, dtype=torch.int64)
         if position_ids is None and cache_position is not None:  # as HF models number the tokens they are given
@@ -137,6 +140,15 @@ def test_new_tokens_numbered_from_0_after_a_cache_are_caught_at_two_chunks():
     result = permcheck.audit(TinyDecoder(restart=True), property="incremental", **CACHED)
     assert result.verdict == "violated"
     assert len(result.counterexample.cuts["at"]) == 1 and result.counterexample.cuts["chunked"]
+
+
+def test_a_cached_path_that_raises_where_one_pass_answers_is_a_finding():
+    result = permcheck.audit(TinyDecoder(one_token_steps=True), property="incremental", **CACHED)
+    assert result.verdict == "violated"  # the exception is the finding, not an error of the audit
+    assert result.counterexample.lengths == {"n": 3} and result.counterexample.cuts["at"] == [1]
+    assert "one new token at a time, got 2 (chunk 2 of 2, positions 1 to 2)" in result.counterexample.raised
+    miswired = dict(CACHED, cache="kv_cache")  # a route the layer does not take: the set-up's error
+    assert permcheck.audit(TinyDecoder(), property="incremental", **miswired).verdict == "error"
 
 
 class StartPos(nn.Module):

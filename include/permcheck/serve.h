@@ -291,6 +291,9 @@ private:
             }
             if (request.contains("x")) return head + "\"y\":" + one_tensor_answer(request["x"]) + "}";
             throw BadRequest("a request holds \"x\" (one tensor) or \"inputs\" (named inputs); this one holds neither");
+        } catch (const LayerRaised& e) {  // the layer raised decoding in chunks: the incremental property's finding
+            std::string out = error_answer(id, e.what());
+            return out.insert(out.size() - 1, ",\"raised\":true");
         } catch (const std::exception& e) {
             return error_answer(id, e.what());
         } catch (...) {

@@ -104,7 +104,8 @@ class Counterexample:
     """The shrunk counterexample: lengths per axis, the permutation of each axis (one-line form: position k of
     the permuted input holds row permutations[axis][k]), the inputs as tensors, and each output's comparison;
     the property's part: `shift` (c), `pads` ({"axis", "slots", "filler"}) or `cuts` ({"axis", "at": [k]}: the
-    causal property's cut, the first k positions kept)."""
+    causal property's cut, the first k positions kept); `raised`: what the layer raised decoding in chunks where one
+    pass answered (the incremental property's finding, no output compared), else None."""
 
     def __init__(self, j, to_tensor, kinds=None):
         self.lengths = dict(j.get("lengths") or {})
@@ -118,6 +119,7 @@ class Counterexample:
         self.shift = j.get("shift")
         self.pads = j.get("pads")
         self.cuts = j.get("cuts")
+        self.raised = j.get("raised")
 
     def failing(self):
         """The outputs that do not hold, largest difference first."""

@@ -244,6 +244,11 @@ class _Server:
                 result = self.call(self.layer, self.torch, {"x": x}, 1, one_tensor=True)
                 return {"id": request_id, "y": _outputs(result, ["y"])["y"]}
             raise ValueError('a request holds "x" (one tensor) or "inputs" (named inputs); this one holds neither')
+        except _ChunkRaised as raised:  # the layer's own exception decoding in chunks: a finding, not an error
+            answer = _error_answer(request_id, raised.__cause__)
+            answer["error"] += " (%s)" % raised.where
+            answer["raised"] = True
+            return answer
         except Exception as error:  # an answer, not a crash: permcheck reports it with the request
             return _error_answer(request_id, error)
 
@@ -496,11 +501,18 @@ class _Call:
     def _chunks(self, layer, torch, inputs, chunks, names):
         in_dims, out_dims = chunks.get("inputs") or {}, chunks.get("outputs") or {}
         state, parts, first = None, {name: [] for name in names}, 0
-        for end in chunks["ends"]:
+        for k, end in enumerate(chunks["ends"]):
             piece = {name: value if in_dims.get(name) is None
                      else _cut(value, in_dims[name], 0 if name in self.cumulative else first, end, torch)
                      for name, value in inputs.items()}
-            raw = self.raw(layer, torch, piece, 1, chunk=(first, end), state=state, chunked=True)
+            try:
+                raw = self.raw(layer, torch, piece, 1, chunk=(first, end), state=state, chunked=True)
+            except Exception as error:
+                if _miswired(error):  # the call's arguments, not the layer: an error of the audit's set-up
+                    raise
+                where = "chunk %d of %d, positions %d%s" % (k + 1, len(chunks["ends"]), first,
+                                                            " to %d" % (end - 1) if end - first > 1 else "")
+                raise _ChunkRaised(where) from error
             if self.cache is not None:
                 state = self.cache_of(raw)
             for name, value in _named_results(self.selected(raw), names).items():
@@ -755,6 +767,24 @@ def _json_value(value):
         return value
     raise TypeError("cannot send a %s as an output; return a tensor, a nested list or a number"
                     % type(value).__name__)
+
+
+class _ChunkRaised(Exception):
+    """The layer raised calling one chunk of a chunked request (its cause): the incremental property's finding,
+    answered with "raised": true; `where` names the chunk."""
+
+    def __init__(self, where):
+        super().__init__(where)
+        self.where = where
+
+
+def _miswired(error):
+    """Whether an exception of a call says its arguments do not fit the layer's signature (a cache= or arguments=
+    route the layer does not take), which is the set-up's error, not the layer's finding."""
+    text = str(error)
+    return isinstance(error, TypeError) and any(
+        words in text for words in ("unexpected keyword argument", "got multiple values for argument",
+                                    "required positional argument", "positional arguments but"))
 
 
 def _last_line(error):
