@@ -79,10 +79,7 @@ public:
 
     // Every length with the sequence axis at 2 or more (room for a cut).
     LengthSchedule lengths(const Signature& s, const PropertyArgs& a, int cases, std::uint64_t seed) const override {
-        Signature room = s;
-        for (Axis& x : room.axes)
-            if (x.name == a.axis) x.min_len = std::max(x.min_len, 2);
-        return signature_lengths(room, cases, seed, true);
+        return properties::lengths_with_room_to_cut(s, a.axis, cases, seed);
     }
 
     // k uniform in [1, n - 1], moved up to the first cut whose prefix keeps a real position when the masks pad the

@@ -104,10 +104,7 @@ public:
     }
 
     LengthSchedule lengths(const Signature& s, const PropertyArgs& a, int cases, std::uint64_t seed) const override {
-        Signature room = s;
-        for (Axis& x : room.axes)
-            if (x.name == a.axis) x.min_len = std::max(x.min_len, 2);
-        return signature_lengths(room, cases, seed, true);
+        return properties::lengths_with_room_to_cut(s, a.axis, cases, seed);
     }
 
     // Even cases: a prefill and multi-token chunks (m in [2, min(n, 4)], the ends distinct); odd cases: a prefill,
@@ -122,14 +119,7 @@ public:
             const int steps = draw.uniform(1, std::min(n - 1, kMostSteps) + 1);
             for (int e = n - steps; e < n; ++e) at.push_back(e);
         } else {
-            const int m = n < 2 ? 1 : draw.uniform(2, std::min(n, 4) + 1);
-            std::vector<int> ends(static_cast<std::size_t>(std::max(n - 1, 0)));
-            for (std::size_t j = 0; j < ends.size(); ++j) ends[j] = static_cast<int>(j) + 1;
-            for (int j = 0; j + 1 < m; ++j)
-                std::swap(ends[static_cast<std::size_t>(j)], ends[static_cast<std::size_t>(draw.uniform(j, n - 1))]);
-            ends.resize(static_cast<std::size_t>(m - 1));
-            std::sort(ends.begin(), ends.end());
-            at = std::move(ends);
+            at = properties::distinct_ends(draw, n, n < 2 ? 1 : draw.uniform(2, std::min(n, 4) + 1));
         }
         c = with_chunks(std::move(c), a.axis, std::move(at));
     }

@@ -144,10 +144,7 @@ public:
 
     // Every length with the sequence axis at 2 or more (room for two sequences).
     LengthSchedule lengths(const Signature& s, const PropertyArgs& a, int cases, std::uint64_t seed) const override {
-        Signature room = s;
-        for (Axis& x : room.axes)
-            if (x.name == a.axis) x.min_len = std::max(x.min_len, 2);
-        return signature_lengths(room, cases, seed, true);
+        return properties::lengths_with_room_to_cut(s, a.axis, cases, seed);
     }
 
     // m in [2, min(n, 4)] sequences, their ends distinct positions of (0, n), the piece run alone uniform.
@@ -157,12 +154,7 @@ public:
         gen::Sampler draw(own.split(), 100);
         const int n = c.lengths.at(a.axis);
         const int m = n < 2 ? 1 : draw.uniform(2, std::min(n, 4) + 1);
-        std::vector<int> ends(static_cast<std::size_t>(std::max(n - 1, 0)));
-        for (std::size_t j = 0; j < ends.size(); ++j) ends[j] = static_cast<int>(j) + 1;
-        for (int j = 0; j + 1 < m; ++j)  // a partial Fisher-Yates: m - 1 distinct ends
-            std::swap(ends[static_cast<std::size_t>(j)], ends[static_cast<std::size_t>(draw.uniform(j, n - 1))]);
-        ends.resize(static_cast<std::size_t>(m - 1));
-        std::sort(ends.begin(), ends.end());
+        std::vector<int> ends = properties::distinct_ends(draw, n, m);
         c.cuts = Cuts{a.axis, {}, -1};
         c = with_sequences(s, std::move(c), std::move(ends), draw.uniform(0, m));
     }

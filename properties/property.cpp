@@ -114,6 +114,23 @@ Permutations identities(const Lengths& lengths) {
     return perms;
 }
 
+LengthSchedule lengths_with_room_to_cut(const Signature& s, const std::string& axis, int cases, std::uint64_t seed) {
+    Signature room = s;
+    for (Axis& x : room.axes)
+        if (x.name == axis) x.min_len = std::max(x.min_len, 2);
+    return signature_lengths(room, cases, seed, true);
+}
+
+std::vector<int> distinct_ends(gen::Sampler& draw, int n, int m) {
+    std::vector<int> ends(static_cast<std::size_t>(std::max(n - 1, 0)));
+    for (std::size_t j = 0; j < ends.size(); ++j) ends[j] = static_cast<int>(j) + 1;
+    for (int j = 0; j + 1 < m; ++j)
+        std::swap(ends[static_cast<std::size_t>(j)], ends[static_cast<std::size_t>(draw.uniform(j, n - 1))]);
+    ends.resize(static_cast<std::size_t>(std::max(m - 1, 0)));
+    std::sort(ends.begin(), ends.end());
+    return ends;
+}
+
 std::string one_axis(const Signature& s, const std::string& given, const std::string& property) {
     for (const Axis& a : s.axes)
         if (a.name == given) return given;

@@ -139,6 +139,12 @@ std::vector<bool> ignored_off_axis(const Signature& s, const Tensors& layout, co
                                    const TensorSpec& output, const std::vector<int>& shape);
 // The identity on every axis of the case.
 Permutations identities(const Lengths& lengths);
+// The lengths of a property that cuts the sequence `axis` (causal, packing, incremental): every length of each
+// axis, 0 and 1 included, but `axis` at 2 or more.
+LengthSchedule lengths_with_room_to_cut(const Signature& s, const std::string& axis, int cases, std::uint64_t seed);
+// m - 1 distinct ends in (0, n), ascending (a partial Fisher-Yates over 1 .. n-1): where m pieces of a sequence of n
+// positions end, the last at n.
+std::vector<int> distinct_ends(gen::Sampler& draw, int n, int m);
 // The one axis of s that `given` names or, when it is empty, the signature's only axis; `property` is named in
 // the message when neither settles it.
 std::string one_axis(const Signature& s, const std::string& given, const std::string& property);
