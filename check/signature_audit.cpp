@@ -185,7 +185,8 @@ NamedBlackBox chunked_black_box(ChunkStep step, const Signature& signature) {
         const auto chunking = chunking_of(inputs);
         std::any state;
         if (!chunking) return step(state, inputs, 0);
-        const auto& [axis, ends] = *chunking;
+        const std::string& axis = chunking->first;  // named, not bound: a lambda below captures it
+        const std::vector<int>& ends = chunking->second;
         // A planted harness bug: each chunk after the first starts one position early, its first output dropped.
         const int early = test_only::planted_harness_bug() == test_only::HarnessBug::chunks_repeat_a_position ? 1 : 0;
         std::map<std::string, std::vector<Tensor>> parts;

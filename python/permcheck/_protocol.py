@@ -188,6 +188,7 @@ class _Server:
         self.offers_taps = bool(taps) and self.is_module
         # What the first ordinary answer announces ({} when nothing: one case per request).
         self.announcement = {}
+        self.raised_before = set()  # what chunks raised so far: a shrink raises it again, its traceback shown once
         if batch is not None and batch > 1:
             self.announcement["batch"] = int(batch)
             if self.is_module and stacked:
@@ -245,7 +246,9 @@ class _Server:
                 return {"id": request_id, "y": _outputs(result, ["y"])["y"]}
             raise ValueError('a request holds "x" (one tensor) or "inputs" (named inputs); this one holds neither')
         except _ChunkRaised as raised:  # the layer's own exception decoding in chunks: a finding, not an error
-            answer = _error_answer(request_id, raised.__cause__)
+            said = _last_line(raised.__cause__)
+            answer = _error_answer(request_id, raised.__cause__, traceback_shown=said not in self.raised_before)
+            self.raised_before.add(said)
             answer["error"] += " (%s)" % raised.where
             answer["raised"] = True
             return answer
@@ -364,9 +367,10 @@ class _Server:
         return _element_type(self.torch, self.dtype, kind)
 
 
-def _error_answer(request_id, error):
+def _error_answer(request_id, error, traceback_shown=True):
     """The error answer to a request, its traceback on stderr (call it while handling `error`)."""
-    traceback.print_exc(file=sys.stderr)
+    if traceback_shown:
+        traceback.print_exc(file=sys.stderr)
     return {"id": request_id, "error": _last_line(error)}
 
 
