@@ -350,7 +350,7 @@ template <class R> void ExecAdapter::accept(const R& r, std::int64_t id) {
         fail("adapter answered id " + std::to_string(r.id) + " to request id " + std::to_string(id) +
              "; answers come one per request, in order");
     if constexpr (requires { r.raised; })
-        if (r.is_error && r.raised) {  // the layer raised decoding in chunks; the adapter serves on
+        if (r.is_error && r.raised) {  // the layer itself raised (not the adapter); the adapter serves on
             ++answered_;
             throw LayerRaised("the layer raised: " + r.error);
         }
@@ -479,7 +479,6 @@ Tensors ExecAdapter::operator()(const Signature& s, const Tensors& inputs) {
                note_announcement(line);
                NamedResponse r = answer_of(line, s, expected, lengths);
                if (chunked && !r.is_error && answered_in_chunks(line)) r.outputs[kChunkedAnswer] = Tensor{};
-               r.raised = r.raised && chunked;  // only a chunked request's error can be the layer's finding
                return r;
            }).outputs;
 }

@@ -238,7 +238,7 @@ public:
             if (dtype_ == Arithmetic::float16)
                 m += " (LibTorch 1.13 has no float16 matrix kernels on CPU: audit with --dtype bfloat16, or a "
                      "float16 layer through an adapter that rounds, permcheck audit --exec)";
-            throw AdapterError(m);
+            throw LayerRaised(m);  // the module's own: a finding against a reference, else an error
         }
         return outputs_of(selected(out));
     }

@@ -263,9 +263,11 @@ struct Counterexample : Case {
     // A history-dependent finding (the two sides: x asked alone, x asked after this request), when a request was
     // found that changes the answer to x.
     std::optional<PriorRequest> asked_before = std::nullopt;
-    // What the layer raised answering the transformed side (a chunked request: LayerRaised) where x was answered:
-    // the finding itself, with no outputs compared.
+    // What the layer raised answering the transformed side (a chunked request: LayerRaised) where x was answered,
+    // or, with raised_by_reference, what a reference raised answering x where the layer answered (agreement): the
+    // finding itself, with no outputs compared.
     std::string raised;
+    bool raised_by_reference = false;
 };
 
 namespace test_only {  // not "testing": users write using namespace permcheck beside GoogleTest's ::testing

@@ -235,6 +235,11 @@ LengthSchedule::LengthSchedule(const Signature& s, int cases, std::uint64_t seed
 Lengths LengthSchedule::operator[](std::size_t i) const {
     if (i >= size_) throw std::out_of_range("case " + std::to_string(i) + " of a schedule of " + std::to_string(size_));
     const Signature& s = *signature_;
+    if (i >= longest_first_ && i < longest_end_) {
+        Lengths l;
+        for (const Axis& a : s.axes) l[a.name] = a.max_len;
+        return l;
+    }
     const auto slot = std::lower_bound(corner_slots_.begin(), corner_slots_.end(), i);
     const auto before = static_cast<std::size_t>(slot - corner_slots_.begin());
     Lengths l;
@@ -248,6 +253,11 @@ Lengths LengthSchedule::operator[](std::size_t i) const {
         if (t.kind == TensorKind::index && l[t.index_axis] == 0 && Tensor{shape_of(t, l), {}}.size() > 0)
             l[t.index_axis] = 1;
     return l;
+}
+
+void LengthSchedule::longest_at(std::size_t first, std::size_t count) {
+    longest_first_ = std::min(first, size_);
+    longest_end_ = std::min(first + count, size_);
 }
 
 LengthSchedule signature_lengths(const Signature& s, int cases, std::uint64_t seed, bool every_length) {

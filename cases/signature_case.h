@@ -48,12 +48,15 @@ public:
     LengthSchedule(const Signature& s, int cases, std::uint64_t seed, bool every_length);
     std::size_t size() const { return size_; }
     Lengths operator[](std::size_t i) const;  // case i's lengths; std::out_of_range past the end
+    // Cases [first, first + count) (those the schedule has) take every axis at its largest length.
+    void longest_at(std::size_t first, std::size_t count);
 
 private:
     std::shared_ptr<const Signature> signature_;
     std::vector<std::vector<int>> drawn_;                // per axis, the lengths of the cases that are not corners
     std::vector<std::pair<std::size_t, int>> corners_;  // (axis, small length) of each usable corner
     std::vector<std::size_t> corner_slots_;             // ascending: the cases that are corners
+    std::size_t longest_first_ = 0, longest_end_ = 0;   // the cases at every axis's largest length
     std::size_t size_ = 0;
 };
 LengthSchedule signature_lengths(const Signature& s, int cases, std::uint64_t seed, bool every_length = false);

@@ -42,6 +42,7 @@ constexpr PropertyWords kPropertyWords[]{
     {Property::causal, "causal", "causal"},
     {Property::packing, "packing", "packing-invariant"},
     {Property::incremental, "incremental", "incremental-consistent"},
+    {Property::agreement, "agreement", "in agreement with the reference"},
 };
 
 template <class Table, class Enum> const auto* word_of(const Table& table, Enum e) {

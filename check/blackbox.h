@@ -92,6 +92,9 @@ struct AuditOptions {
     // Equivariance with the position inputs left where they are while every other input moves: "holds" then means
     // the layer is a bag of tokens (order reaches it by no route), "violated" that it sees order.
     bool positions_stay = false;
+    // The slots the inputs' masks pad left out of every comparison (by default they are compared: a fast path's NaN
+    // at a fully masked row against a reference's 0 is a disagreement).
+    bool skip_padded = false;
     // Asked between cases and between shrink steps: true stops the audit with the verdict `interrupted`, which
     // keeps the cases run and any failure found (shrunk as far as it got). The engine reads no signal itself: a
     // program that wants Ctrl-C to stop an audit sets a flag in its handler and returns it here.

@@ -19,7 +19,7 @@ PropertyArgs audited_args(const Signature& s, const AuditOptions& o) {
 }
 
 Evaluator::Evaluator(const BatchedNamedBlackBox& box, std::shared_ptr<const Signature> s, const AuditOptions& o,
-                     Arithmetic dtype, const NamedBlackBox* reference)
+                     Arithmetic dtype, const BatchedNamedBlackBox* reference)
     : box_(box), reference_(reference), s_(std::move(s)), o_(o), widest_(widest_fixed_size(*s_)),
       rules_(audited_rules(o)), args_(audited_args(*s_, o)),
       has_positions_(std::any_of(s_->inputs.begin(), s_->inputs.end(),
@@ -34,13 +34,14 @@ bool Evaluator::decided_nothing_in(Arithmetic dtype) const {
 }
 
 std::size_t Evaluator::block_size() const {
-    return reference_ || rules_.chunks_calls() ? 1 : block_size_of(box_.many);  // a chunked request goes alone
+    if (rules_.chunks_calls()) return 1;  // a chunked request goes alone
+    return std::max(block_size_of(box_.many), reference_ ? block_size_of(reference_->many) : 1);
 }
 
 Tensors Evaluator::call(Side side, const Tensors& inputs, const Lengths& lengths) {
     last_request = format_lengths(lengths);
     ++evaluations;
-    const NamedBlackBox& box = side == Side::reference && reference_ ? *reference_ : box_.one;
+    const NamedBlackBox& box = side == Side::reference && reference_ ? reference_->one : box_.one;
     if (side == Side::reference) remember(inputs, lengths);
     Tensors answer = box(inputs);
     if (side == Side::transformed && rules_.chunks_calls() && !answer.count(kChunkedAnswer))
@@ -51,17 +52,41 @@ Tensors Evaluator::call(Side side, const Tensors& inputs, const Lengths& lengths
     return checked(std::move(answer), lengths);
 }
 
-// The answer to the transformed inputs; where the layer raised decoding them in chunks (LayerRaised, the incremental
-// property's finding), what it raised goes to `raised` and the answer is empty.
+// The answer to the transformed inputs; where the layer raised (LayerRaised) and the property makes that a finding
+// (decoding in chunks, or against a reference), what it raised goes to `raised` and the answer is empty.
 Tensors Evaluator::transformed_answer(const Tensors& px, const Lengths& lengths, std::string& raised) {
     try {
         return call(Side::transformed, px, lengths);
     } catch (const LayerRaised& e) {
-        if (!rules_.chunks_calls()) throw;
+        if (!rules_.raising_is_finding()) throw;
         raised = e.what();
         return {};
     }
 }
+
+// The answer to x, the expected side's; where a reference raised and the property makes that a finding (agreement),
+// what it raised goes to `raised` and the answer is empty.
+Tensors Evaluator::reference_answer(const Tensors& x, const Lengths& lengths, std::string& raised) {
+    try {
+        return call(Side::reference, x, lengths);
+    } catch (const LayerRaised& e) {
+        if (!reference_ || !rules_.raising_is_finding()) throw;
+        const std::string said = e.what(), prefix = "the layer raised: ";
+        raised = "the reference raised: " + (said.rfind(prefix, 0) == 0 ? said.substr(prefix.size()) : said);
+        return {};
+    }
+}
+
+// Both sides raised on one input: it is outside what either answers, a case that tests nothing (an error naming both).
+void Evaluator::both_raised(const Answers& a, const Lengths& lengths) const {
+    if (a.raised.empty() || a.reference_raised.empty()) return;
+    throw AdapterError("the layer and the reference both raised on the same input (" + format_lengths(lengths) +
+                       "): " + a.raised + "; " + a.reference_raised +
+                       " (the signature asks for inputs neither answers)");
+}
+
+// The side that answers x, as messages name it: L(x), or R(x) against a reference.
+const char* Evaluator::x_side() const { return reference_ ? "R(x)" : "L(x)"; }
 
 // The outputs the signature names of an answer, their shapes checked.
 Tensors Evaluator::checked(Tensors answer, const Lengths& lengths) {
@@ -121,10 +146,11 @@ const char* Evaluator::side_name() const { return rules_.sides(true).lhs; }
 
 Answers Evaluator::ask(const Case& c, bool repeat) {
     Answers a;
-    a.y = call(Side::reference, c.inputs, c.lengths);
-    if (repeat) a.again = call(Side::reference, c.inputs, c.lengths);
+    a.y = reference_answer(c.inputs, c.lengths, a.reference_raised);
+    if (repeat && a.reference_raised.empty()) a.again = call(Side::reference, c.inputs, c.lengths);
     a.px = transformed(c);
     a.lhs = transformed_answer(a.px, rules_.transformed_lengths(c), a.raised);
+    both_raised(a, c.lengths);
     finish(c, a);
     return a;
 }
@@ -173,53 +199,88 @@ std::optional<Observation> Evaluator::asked_after(const Case& input, const Prior
     return d;
 }
 
+namespace {
+
+// The inputs answered by one side: grouped and batched when it batches, else one call each (an error an item's).
+std::vector<Answer<Tensors>> answered_by(const BatchedNamedBlackBox& box, const std::vector<Tensors>& inputs,
+                                         const std::vector<Lengths>& keys) {
+    if (capacity_of(box.many) > 1) return answer_grouped(inputs, keys, capacity_of(box.many), box.many);
+    std::vector<Answer<Tensors>> got(inputs.size());
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        try {
+            got[i].value = box.one(inputs[i]);
+        } catch (const std::exception& e) {
+            got[i].error = e.what();
+        }
+    }
+    return got;
+}
+
+}  // namespace
+
 std::vector<Answer<Answers>> Evaluator::ask_block(const std::vector<Case>& cases, const std::vector<bool>& repeats) {
-    std::vector<Tensors> inputs;
-    std::vector<Lengths> keys;
+    // Without a reference one box answers every request of the block, x and the transformed inputs alike, so that
+    // its batches are as full as they can be; against a reference each side answers its own.
+    std::vector<Tensors> inputs, theirs;  // the box's, the reference's
+    std::vector<Lengths> keys, their_keys;
     std::vector<Tensors> permuted(cases.size());
     for (std::size_t k = 0; k < cases.size(); ++k) {
         permuted[k] = transformed(cases[k]);
         for (int r = repeats[k] ? 2 : 1; r > 0; --r) {
-            inputs.push_back(cases[k].inputs);
-            keys.push_back(cases[k].lengths);
+            (reference_ ? theirs : inputs).push_back(cases[k].inputs);
+            (reference_ ? their_keys : keys).push_back(cases[k].lengths);
         }
         remember(cases[k].inputs, cases[k].lengths);
         inputs.push_back(permuted[k]);
         keys.push_back(rules_.transformed_lengths(cases[k]));
     }
-    std::vector<Answer<Tensors>> got = answer_grouped(inputs, keys, capacity_of(box_.many), box_.many);
-    evaluations += static_cast<int>(inputs.size());
+    std::vector<Answer<Tensors>> got = answered_by(box_, inputs, keys);
+    std::vector<Answer<Tensors>> reference_got;
+    if (reference_) reference_got = answered_by(*reference_, theirs, their_keys);
+    std::vector<Answer<Tensors>>& their = reference_ ? reference_got : got;
+    evaluations += static_cast<int>(inputs.size() + theirs.size());
     std::vector<Answer<Answers>> out(cases.size());
-    for (std::size_t k = 0, i = 0; k < cases.size(); i += repeats[k] ? 3 : 2, ++k) {
+    for (std::size_t k = 0, i = 0, j = 0; k < cases.size(); ++k) {
+        const std::size_t asks = repeats[k] ? 2 : 1;
         try {
-            out[k].value = answers_of(cases[k], got, i, repeats[k], std::move(permuted[k]));
+            out[k].value = reference_ ? answers_of(cases[k], their, j, got[i], repeats[k], std::move(permuted[k]))
+                                      : answers_of(cases[k], got, i, got[i + asks], repeats[k], std::move(permuted[k]));
         } catch (const std::exception& e) {
-            out[k].error = e.what();
-            out[k].request = last_request;
+            try {  // asked alone, where what a side raises is the property's finding (a batch's item keeps only text)
+                if (!rules_.raising_is_finding()) throw;
+                out[k].value = ask(cases[k], repeats[k]);
+            } catch (const std::exception& alone) {
+                out[k].error = alone.what();
+                out[k].request = last_request;
+            }
         }
+        i += reference_ ? 1 : asks + 1;
+        j += reference_ ? asks : 0;
     }
     return out;
 }
 
-// The answers to case c from the batched items got[i..] (L(x), L(x) again when repeated, the transformed side).
-Answers Evaluator::answers_of(const Case& c, std::vector<Answer<Tensors>>& got, std::size_t i, bool repeat, Tensors px) {
-    const auto take = [&](std::size_t at, const Lengths& lengths) {
+// The answers to case c from the batched items: x's from got[i..] (L(x), again when repeated), the transformed
+// side's `lhs`.
+Answers Evaluator::answers_of(const Case& c, std::vector<Answer<Tensors>>& got, std::size_t i, Answer<Tensors>& lhs,
+                              bool repeat, Tensors px) {
+    const auto take = [&](Answer<Tensors>& item, const Lengths& lengths) {
         last_request = format_lengths(lengths);
-        if (!got[at].value) throw AdapterError(got[at].error);
-        return checked(std::move(*got[at].value), lengths);
+        if (!item.value) throw AdapterError(item.error);
+        return checked(std::move(*item.value), lengths);
     };
     Answers a;
-    a.y = take(i, c.lengths);
-    if (repeat) a.again = take(i + 1, c.lengths);
+    a.y = take(got[i], c.lengths);
+    if (repeat) a.again = take(got[i + 1], c.lengths);
     a.px = std::move(px);
-    a.lhs = take(i + (repeat ? 2 : 1), rules_.transformed_lengths(c));
+    a.lhs = take(lhs, rules_.transformed_lengths(c));
     finish(c, a);
     return a;
 }
 
 // After the answers of case c came: the compared side, what they say of their precision, the magnitudes.
 void Evaluator::finish(const Case& c, Answers& a) {
-    if (a.raised.empty()) a.lhs = compared_answer(c, std::move(a.lhs));
+    if (a.raised.empty() && a.reference_raised.empty()) a.lhs = compared_answer(c, std::move(a.lhs));
     for (const Tensors* answer : {&a.y, &a.again, &a.lhs})
         for (const auto& [name, t] : *answer) a.evidence.add(t.values);
     a.inputs_magnitude = inputs_magnitude(c.inputs);
@@ -229,17 +290,18 @@ void Evaluator::finish(const Case& c, Answers& a) {
 
 Observation Evaluator::judge(const Case& c, const Answers& a, const ToleranceModel& t, bool keep) const {
     if (!a.again.empty())
-        if (auto nd = differ(c.lengths, c.inputs, a.y, a.again, "L(x)", t, a.positions)) return *nd;
+        if (auto nd = differ(c.lengths, c.inputs, a.y, a.again, x_side(), t, a.positions)) return *nd;
     // P x == x (ties): L(P x) answers the very request L(x) answered, so any difference is nondeterminism (of one
     // black box: against a reference it is what is judged).
     if (!reference_ && same_values(a.px, c.inputs))
         if (auto nd = differ(c.lengths, c.inputs, a.y, a.lhs, "x and as P x", t, a.positions)) return *nd;
     Observation ob;
-    if (!a.raised.empty()) {  // x answered, its transformed side raised: the finding is what it raised
+    if (!a.raised.empty() || !a.reference_raised.empty()) {  // one side raised, the other answered: what it raised
         static_cast<Case&>(ob) = c;
         ob.outcome = Outcome::violated;
-        ob.raised = a.raised;
-        ob.y = a.y;
+        ob.reference_raised = !a.reference_raised.empty();
+        ob.raised = ob.reference_raised ? a.reference_raised : a.raised;
+        ob.y = ob.reference_raised ? a.lhs : a.y;
         return ob;
     }
     std::vector<Tensor> rhs;
@@ -248,11 +310,12 @@ Observation Evaluator::judge(const Case& c, const Answers& a, const ToleranceMod
         const Tensor& lhs = a.lhs.at(spec.name);
         rhs.push_back(rules_.expected(spec, c, a.y.at(spec.name)));
         ob.outputs.push_back(compare_sides(spec.name, lhs, rhs.back(), t, lengths, widest_, a.inputs_magnitude,
-                                           a.positions, rules_.ignored(*s_, c, spec, lhs.shape)));
+                                           a.positions, ignored(c, a.px, spec, lhs.shape)));
         if (has_positions_) note_undecided(ob.outputs.back(), lhs, rhs.back(), t);
     }
-    std::string where = non_finite(a.y, "L(x)", c.inputs);
-    if (where.empty()) where = non_finite(a.lhs, side_name(), rules_.compared_layout(c, a.px));
+    std::string where;  // where a non-finite entry is, when that is a finding of its own
+    if (rules_.flags_non_finite()) where = non_finite(a.y, x_side(), c.inputs);
+    if (where.empty() && rules_.flags_non_finite()) where = non_finite(a.lhs, side_name(), rules_.compared_layout(c, a.px));
     const bool holds = std::all_of(ob.outputs.begin(), ob.outputs.end(), [](const OutputComparison& o) { return o.holds; });
     if (holds && where.empty() && !keep) return ob;  // pass: nothing kept
     if (!holds || !where.empty()) ob.outcome = where.empty() ? Outcome::violated : Outcome::non_finite;
@@ -266,39 +329,63 @@ Observation Evaluator::judge(const Case& c, const Answers& a, const ToleranceMod
     return ob;
 }
 
+// The entries of a compared output left out: the property's, and with skip_padded the slots the masks pad.
+std::vector<bool> Evaluator::ignored(const Case& c, const Tensors& px, const TensorSpec& spec,
+                                     const std::vector<int>& shape) const {
+    std::vector<bool> out = rules_.ignored(*s_, c, spec, shape);
+    if (!o_.skip_padded) return out;
+    const std::vector<bool> padded = entries_at_padded_slots(*s_, rules_.compared_layout(c, px), spec, shape);
+    if (out.empty()) return padded;
+    for (std::size_t e = 0; e < out.size() && e < padded.size(); ++e) out[e] = out[e] || padded[e];
+    return out;
+}
+
 Observation Evaluator::observe(const Case& c, bool repeat) { return judge(c, ask(c, repeat), tolerance_); }
 
 std::optional<Observation> Evaluator::reproduce(const Case& c, const Observation& seen) {
     const Tensors px = transformed(c);
     const Lengths lengths = rules_.transformed_lengths(c);
     const double positions = std::max(largest_position(*s_, c.inputs), largest_position(*s_, px));
-    const Tensors y = call(Side::reference, c.inputs, c.lengths);
-    std::string raised;
+    std::string their_raised, raised;
+    const Tensors y = reference_answer(c.inputs, c.lengths, their_raised);
     Tensors py = transformed_answer(px, lengths, raised);
-    if (raised.empty() != seen.raised.empty()) {  // raised once, answered once
-        Observation ob;
-        static_cast<Case&>(ob) = c;
-        ob.outcome = Outcome::nondeterministic;
-        ob.y = y;
-        ob.raised = raised.empty() ? seen.raised : raised;
-        ob.detail = "the same request of " + format_lengths(lengths) + ", as " + side_name() +
-                    ", raised once and was answered once: " + ob.raised;
-        return ob;
+    Answers again;
+    again.raised = raised;
+    again.reference_raised = their_raised;
+    both_raised(again, lengths);
+    const bool now_layer = !raised.empty(), now_reference = !their_raised.empty();
+    if (now_layer || now_reference || !seen.raised.empty()) {
+        const bool same = !seen.raised.empty() && (seen.reference_raised ? now_reference : now_layer);
+        if (!same) {  // a side raised once and answered once
+            Observation ob;
+            static_cast<Case&>(ob) = c;
+            ob.outcome = Outcome::nondeterministic;
+            ob.reference_raised = seen.raised.empty() ? now_reference : seen.reference_raised;
+            ob.raised = !seen.raised.empty() ? seen.raised : now_layer ? raised : their_raised;
+            ob.y = now_reference ? py : y;
+            ob.detail = "the same request of " + format_lengths(lengths) + ", as " +
+                        (ob.reference_raised ? x_side() : side_name()) + ", raised once and was answered once: " +
+                        ob.raised;
+            return ob;
+        }
+        // The same side raised again: the other side's answer, asked again, must be the same.
+        if (seen.reference_raised)
+            return differ(lengths, px, seen.y, compared_answer(c, std::move(py)), side_name(), tolerance_, positions);
+        return differ(c.lengths, c.inputs, seen.y, y, x_side(), tolerance_, positions);
     }
-    if (!raised.empty()) return differ(c.lengths, c.inputs, seen.y, y, "L(x)", tolerance_, positions);
     py = compared_answer(c, std::move(py));
     Tensors seen_lhs;
     for (const OutputComparison& o : seen.outputs) seen_lhs[o.name] = o.layer_of_permuted;
     // Padded: the real positions' answers are compared, as the case was judged.
     if (auto nd = differ(lengths, px, seen_lhs, py, side_name(), tolerance_, positions)) return nd;
-    return differ(c.lengths, c.inputs, seen.y, y, "L(x)", tolerance_, positions);
+    return differ(c.lengths, c.inputs, seen.y, y, x_side(), tolerance_, positions);
 }
 
 std::optional<Observation> Evaluator::alone(const Case& c, const Answers& batched) {
     const Lengths lengths = rules_.transformed_lengths(c);
     const Tensors y = call(Side::reference, c.inputs, c.lengths);
     const Tensors lhs = compared_answer(c, call(Side::transformed, batched.px, lengths));
-    std::optional<Observation> ob = differ(c.lengths, c.inputs, batched.y, y, "L(x)", tolerance_, batched.positions);
+    std::optional<Observation> ob = differ(c.lengths, c.inputs, batched.y, y, x_side(), tolerance_, batched.positions);
     if (!ob) ob = differ(lengths, batched.px, batched.lhs, lhs, side_name(), tolerance_, batched.positions);
     if (ob) ob->outcome = Outcome::batch_dependent;
     return ob;
@@ -319,7 +406,12 @@ std::string Evaluator::batch_detail(const Observation& ob) const {
 std::optional<Observation> Evaluator::twice(const Case& c) {
     const Tensors a = call(Side::reference, c.inputs, c.lengths);
     const Tensors b = call(Side::reference, c.inputs, c.lengths);
-    return differ(c.lengths, c.inputs, a, b, "x", tolerance_, largest_position(*s_, c.inputs));
+    const double positions = largest_position(*s_, c.inputs);
+    std::optional<Observation> ob = differ(c.lengths, c.inputs, a, b, reference_ ? "R(x)" : "x", tolerance_, positions);
+    if (ob || !reference_ || rules_.chunks_calls()) return ob;
+    // Against a reference the layer answers x too (agreement's transformed side is x): asked twice as well.
+    const Tensors l = call(Side::transformed, c.inputs, c.lengths), m = call(Side::transformed, c.inputs, c.lengths);
+    return differ(c.lengths, c.inputs, l, m, side_name(), tolerance_, positions);
 }
 
 rc::Shrinkable<Case> Evaluator::shrinkable(const Case& c) const { return rules_.shrinkable(s_, args_, c); }
@@ -331,6 +423,7 @@ void Evaluator::record(AuditResult& result, const Observation& ob, int case_inde
     ce.outputs = ob.outputs;
     ce.asked_before = ob.asked_before;
     ce.raised = ob.raised;
+    ce.raised_by_reference = ob.reference_raised;
     ce.case_index = case_index;
     ce.shrink_steps = shrink_steps;
     const auto moves = [](const auto& perm) { return !perm.second.is_identity(); };
@@ -411,7 +504,9 @@ std::string Evaluator::non_finite(const Tensors& answer, const char* side, const
 std::string Evaluator::violation_detail(const Observation& found, bool reproduced) const {
     if (!found.raised.empty()) {
         const SideNames sides = rules_.sides(true);
-        return std::string(sides.lhs) + " raised where " + sides.rhs + " was answered (" + format_lengths(found.lengths) +
+        const bool theirs = found.reference_raised;
+        return std::string(theirs ? sides.rhs : sides.lhs) + " raised where " + (theirs ? sides.lhs : sides.rhs) +
+               " was answered (" + format_lengths(found.lengths) +
                "; " + rules_.case_text(found) + "): " + found.raised +
                (reproduced ? "; it raised again when asked again" : "");
     }

@@ -28,7 +28,8 @@ struct Observation : Case {
     std::vector<OutputComparison> outputs;
     std::string detail;
     std::optional<PriorRequest> asked_before;  // history-dependent: the request after which x's answer changed
-    std::string raised;  // what the transformed side raised (Counterexample::raised); no outputs compared
+    std::string raised;  // what a side raised where the other answered (Counterexample::raised); no outputs compared
+    bool reference_raised = false;  // the reference raised (R(x)), not the layer
 };
 
 // L(x), L(x) again when repeated (else empty), the transformed inputs and their answer, and what the answers say of
@@ -39,14 +40,15 @@ struct Answers {
     double inputs_magnitude = 0.0;  // the largest finite |value| of the real inputs
     double positions = 0.0;         // the largest position id of x and px
     std::string raised;             // what the layer raised instead of answering px (then lhs is empty)
+    std::string reference_raised;   // what the reference raised instead of answering x (then y is empty)
 };
 
 class Evaluator {
 public:
     // `reference`, when given, answers x (the expected side) and `box` the transformed inputs; it must outlive the
-    // evaluator. A run against a reference asks one case at a time.
+    // evaluator. Each side is batched as its box allows.
     Evaluator(const BatchedNamedBlackBox& box, std::shared_ptr<const Signature> s, const AuditOptions& o,
-              Arithmetic dtype, const NamedBlackBox* reference = nullptr);
+              Arithmetic dtype, const BatchedNamedBlackBox* reference = nullptr);
 
     int evaluations = 0;     // calls of the black boxes so far
     std::string last_request;  // the last request, as messages name it ("n=2")
@@ -68,7 +70,7 @@ public:
     // The case asked alone, one request each, compared with its answers in a batch: a batch_dependent observation
     // when they differ (layer_of_permuted the batched answer, permuted_layer the answer alone).
     std::optional<Observation> alone(const Case& c, const Answers& batched);
-    std::optional<Observation> twice(const Case& c);  // x twice, the permutation ignored
+    std::optional<Observation> twice(const Case& c);  // x twice (and to the layer too against a reference)
     // A nondeterministic finding's input asked again: history-dependent when it is answered alike in three pairs
     // of asks in a row and one of the recent requests, asked before it, changes its answer the same way twice (the
     // observation names that request); nothing otherwise (nondeterministic, as found).
@@ -90,6 +92,9 @@ private:
     enum class Side { transformed, reference };  // the box that answers the transformed inputs, or x
     Tensors call(Side side, const Tensors& inputs, const Lengths& lengths);
     Tensors transformed_answer(const Tensors& px, const Lengths& lengths, std::string& raised);
+    Tensors reference_answer(const Tensors& x, const Lengths& lengths, std::string& raised);
+    void both_raised(const Answers& a, const Lengths& lengths) const;
+    const char* x_side() const;
     Tensors checked(Tensors answer, const Lengths& lengths);
     void check_shape(const TensorSpec& spec, const Tensor& t, const Lengths& lengths);
     void check_open_size(const TensorSpec& spec, std::size_t k, int size, const std::string& in_a_request);
@@ -101,11 +106,13 @@ private:
     void note_undecided(const OutputComparison& o, const Tensor& a, const Tensor& b, const ToleranceModel& t) const;
     void finish(const Case& c, Answers& a);
     std::string non_finite(const Tensors& answer, const char* side, const Tensors& inputs) const;
-    Answers answers_of(const Case& c, std::vector<Answer<Tensors>>& got, std::size_t i, bool repeat, Tensors px);
+    Answers answers_of(const Case& c, std::vector<Answer<Tensors>>& got, std::size_t i, Answer<Tensors>& lhs,
+                       bool repeat, Tensors px);
+    std::vector<bool> ignored(const Case& c, const Tensors& px, const TensorSpec& spec, const std::vector<int>& shape) const;
     double inputs_magnitude(const Tensors& inputs) const;
 
     const BatchedNamedBlackBox& box_;
-    const NamedBlackBox* reference_;
+    const BatchedNamedBlackBox* reference_;
     std::shared_ptr<const Signature> s_;
     const AuditOptions& o_;
     ToleranceModel tolerance_;

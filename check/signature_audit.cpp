@@ -22,7 +22,7 @@ using engine::Observation;
 using engine::Outcome;
 
 AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, const Counterexample& saved,
-                       bool twice, const AuditOptions& opts) {
+                       bool twice, const AuditOptions& opts, const NamedBlackBox* reference) {
     validate(signature);
     if (!opts.dtype || *opts.dtype == Arithmetic::exact)
         throw std::invalid_argument("a saved case is judged again in the dtype it was found in: float32, float64, float16 or bfloat16");
@@ -31,8 +31,11 @@ AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, c
     // signature can take the property.
     audited_args(signature, opts);
     audited_rules(opts).validate_saved(signature, saved);
+    require_reference(opts, reference != nullptr);
     const BatchedNamedBlackBox box{layer, {}};
-    Evaluator ev(box, std::make_shared<const Signature>(signature), opts, *opts.dtype);
+    const std::optional<BatchedNamedBlackBox> theirs =
+        reference ? std::optional(BatchedNamedBlackBox{*reference, {}}) : std::nullopt;
+    Evaluator ev(box, std::make_shared<const Signature>(signature), opts, *opts.dtype, theirs ? &*theirs : nullptr);
     std::optional<Observation> ob = twice                ? ev.twice(saved)
                                     : saved.asked_before ? ev.asked_after(saved, *saved.asked_before)
                                                          : std::optional(ev.observe(saved, false));
@@ -54,6 +57,14 @@ AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, c
     r.evaluations = ev.evaluations;
     r.last_request = ev.last_request;
     return r;
+}
+
+void require_reference(const AuditOptions& opts, bool given) {
+    if (audited_rules(opts).needs_reference() && !given)
+        throw std::invalid_argument(std::string("--property ") + property_name(audited_rules(opts).id()) +
+                                    " compares the layer with a reference implementation, and none was given "
+                                    "(permcheck audit --reference-exec CMD; in Python reference=; in C++ "
+                                    "audit_signature(layer, reference, signature, options))");
 }
 
 AuditResult audit(const NamedBlackBox& layer, const Signature& signature, const AuditOptions& opts) {
@@ -100,10 +111,16 @@ void cover(AuditResult& r, const LengthSchedule& lengths, const engine::Schedule
 }
 
 // The audit of the black boxes (one worker each), the expected side from `reference` when given.
-AuditResult audit_boxes(const std::vector<BatchedNamedBlackBox>& layers, const NamedBlackBox* reference,
-                        const Signature& signature, const AuditOptions& given) {
+AuditResult audit_boxes(const std::vector<BatchedNamedBlackBox>& layers,
+                        const std::vector<BatchedNamedBlackBox>* references, const Signature& signature,
+                        const AuditOptions& given) {
     validate_audit(signature, given);
+    require_reference(given, references != nullptr);
     if (layers.empty()) throw std::invalid_argument("an audit needs at least one black box");
+    if (references && references->size() != layers.size())
+        throw std::invalid_argument("an audit against a reference needs one reference box per layer box (each "
+                                    "worker asks its own), got " + std::to_string(references->size()) + " for " +
+                                    std::to_string(layers.size()));
     const auto shared = std::make_shared<const Signature>(signature);
     const LengthSchedule lengths = audited_rules(given).lengths(*shared, audited_args(*shared, given), given.cases, given.seed);
     auto schedule = engine::Schedule::of(given, case_draw(*shared, given, lengths));
@@ -112,8 +129,9 @@ AuditResult audit_boxes(const std::vector<BatchedNamedBlackBox>& layers, const N
         for (const auto& [axis, len] : lengths[static_cast<std::size_t>(i)]) schedule.lengths.back().push_back(len);
     }
     std::vector<Evaluator> evaluators;
-    for (const BatchedNamedBlackBox& box : layers)
-        evaluators.emplace_back(box, shared, given, engine::candidate_precisions(given)[0], reference);
+    for (std::size_t k = 0; k < layers.size(); ++k)
+        evaluators.emplace_back(layers[k], shared, given, engine::candidate_precisions(given)[0],
+                                references ? &(*references)[k] : nullptr);
     AuditResult labelled;
     labelled.property = audited_rules(given).recorded_as(signature, audited_args(signature, given));
     labelled.signature = signature;
@@ -141,9 +159,15 @@ AuditResult audit(const std::vector<BatchedNamedBlackBox>& layers, const Signatu
     return audit_boxes(layers, nullptr, signature, given);
 }
 
+AuditResult audit(const std::vector<BatchedNamedBlackBox>& layers, const std::vector<BatchedNamedBlackBox>& references,
+                  const Signature& signature, const AuditOptions& given) {
+    return audit_boxes(layers, &references, signature, given);
+}
+
 AuditResult audit_against(const NamedBlackBox& layer, const NamedBlackBox& reference, const Signature& signature,
                           const AuditOptions& opts) {
-    return audit_boxes({BatchedNamedBlackBox{layer, {}}}, &reference, signature, opts);
+    const std::vector<BatchedNamedBlackBox> references{BatchedNamedBlackBox{reference, {}}};
+    return audit_boxes({BatchedNamedBlackBox{layer, {}}}, &references, signature, opts);
 }
 
 namespace {

@@ -34,10 +34,17 @@ AuditResult audit(const std::vector<BatchedNamedBlackBox>& layers, const Signatu
 // The audit of `layer` against `reference`: each case's expected side is made of the reference's answer to x (P
 // L_ref(x) for equivariance, L_ref(x) for an output without the axis, for shift or for padding), the other side of
 // the layer's answer to the property's transformed inputs, so that a layer is judged against another (an oracle, a
-// library's own implementation): with the same layer as reference it is audit(). One case a request, each box called
-// from one thread; a nondeterministic finding is the reference's (its answers to x twice).
+// library's own implementation): with the same layer as reference it is audit(). With the agreement property
+// (opts.property), which transforms nothing, it asks whether the two answer every input alike, L(x) = R(x): what one
+// side raises (LayerRaised) where the other answers is the finding, and an answer that changes when asked again is
+// named nondeterministic (the side that changed), never a disagreement. The property needs a reference: audit()
+// refuses it (std::invalid_argument).
 AuditResult audit_against(const NamedBlackBox& layer, const NamedBlackBox& reference, const Signature& signature,
                           const AuditOptions& opts);
+// The same with batched sides, one worker per layer box, references[k] the reference of layers[k] (the same count;
+// each side batched as its box allows).
+AuditResult audit(const std::vector<BatchedNamedBlackBox>& layers, const std::vector<BatchedNamedBlackBox>& references,
+                  const Signature& signature, const AuditOptions& opts);
 
 // A layer that decodes in chunks (the incremental property): `state` is empty (std::any{}) at the start of a
 // sequence; step answers one chunk's inputs (every input along the axis cut to the chunk) with that chunk's
@@ -54,6 +61,9 @@ NamedBlackBox chunked_black_box(ChunkStep step, const Signature& signature);
 // options do not fit it (a property it cannot take, --padding without padding): callers that start adapters call it
 // first.
 void validate_audit(const Signature& signature, const AuditOptions& opts);
+// Throws std::invalid_argument when the audited property needs a reference implementation (agreement) and `given`
+// is false.
+void require_reference(const AuditOptions& opts, bool given);
 
 // A saved case (its lengths, permutations and inputs x, e.g. read back from report.json) evaluated again through
 // `layer` and judged as the audit judges a case, with the tolerance of opts.dtype (required: float32, float64,
@@ -63,7 +73,8 @@ void validate_audit(const Signature& signature, const AuditOptions& opts);
 // nondeterministic or history-dependent; counterexample holds the saved case with every output's comparison
 // (with both sides when it fails). Throws std::invalid_argument for a case that does not fit the
 // signature, and whatever the layer throws.
+// With a reference (the agreement property requires one), x is the reference's to answer, as audit_against asks.
 AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, const Counterexample& saved,
-                       bool twice, const AuditOptions& opts);
+                       bool twice, const AuditOptions& opts, const NamedBlackBox* reference = nullptr);
 
 }  // namespace permcheck

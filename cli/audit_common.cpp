@@ -111,7 +111,8 @@ void add_property_options(CLI::App& app, AuditFlags& f) {
                "change nothing at the real positions) | causal (cutting the sequence after k positions leaves the "
                "first k outputs unchanged: no output sees a later token) | packing (sequences packed into one row "
                "give each its own outputs) | incremental (decoding in chunks, a cache carried between them, gives "
-               "the one-pass outputs; the adapter must decode chunked requests)",
+               "the one-pass outputs; the adapter must decode chunked requests) | agreement (the layer and a "
+               "reference implementation of yours answer every input alike; with --reference-exec)",
                " (reversal and causal-prefix are the reference layers', permcheck check)")
         ->default_str("");
     f.padding_option = add_choice(app, "--padding", f.padding,
@@ -126,6 +127,9 @@ void add_property_options(CLI::App& app, AuditFlags& f) {
     app.add_flag("--keep-positions", f.keep_positions,
                  "equivariance with the position inputs left in place while the tokens move: holds when the layer is a "
                  "bag of tokens, violated when it sees order (the profile's order-aware row)");
+    app.add_flag("--skip-padded", f.skip_padded,
+                 "leave the slots the masks pad out of every comparison (by default they are compared: with --property "
+                 "agreement, a NaN at a fully masked row against the reference's 0 is a disagreement)");
     app.add_flag("--profile", f.profile,
                  "run every property that applies (order through the position inputs, order-aware at all, relative, "
                  "padding left/right/any), a row each with its own report DIR/<row>/; exit 0 when every row ran to "
@@ -142,6 +146,15 @@ void add_property_options(CLI::App& app, AuditFlags& f) {
         if (f.profile && (f.property || f.keep_positions))
             throw BadOption("--profile runs every property: it takes neither --property nor --keep-positions");
     });
+}
+
+void check_reference(const AuditFlags& f, const std::string& flag) {
+    const bool wanted = f.property && rules_of(*f.property).needs_reference();
+    if (f.reference && !wanted && !f.profile)
+        throw std::invalid_argument(flag + " goes with --property agreement (or --profile, which adds its row)");
+    if (wanted && !f.reference)
+        throw std::invalid_argument("--property agreement compares the layer with a reference implementation: give "
+                                    "it with " + flag);
 }
 
 Property audited_property(const Signature& s, const AuditFlags& f) {
@@ -194,7 +207,22 @@ AuditOptions audit_options(const AuditFlags& f) {
     o.positions_stay = f.keep_positions;
     o.padding_axis = f.padding_axis;
     o.causal_axis = f.causal_axis;
+    o.skip_padded = f.skip_padded;
     return o;
+}
+
+Arithmetic coarser(Arithmetic a, Arithmetic b) {
+    const auto rank = [](Arithmetic x) {  // by unit roundoff: exact 0, float64 2^-53, float32 2^-24, float16 2^-11,
+        switch (x) {                      // bfloat16 2^-8
+            case Arithmetic::exact: return 0;
+            case Arithmetic::float64: return 1;
+            case Arithmetic::float32: return 2;
+            case Arithmetic::float16: return 3;
+            case Arithmetic::bfloat16: return 4;
+        }
+        return 0;
+    };
+    return rank(a) >= rank(b) ? a : b;
 }
 
 std::string replay_tail(const AuditFlags& f, const AuditResult& r, bool lengths) {
@@ -207,6 +235,7 @@ std::string replay_tail(const AuditFlags& f, const AuditResult& r, bool lengths)
     const std::optional<Property> p = f.property;
     if (p && !rules_of(*p).permutes()) s << " --property " << property_name(*p);
     if (f.keep_positions) s << " --keep-positions";
+    if (f.skip_padded) s << " --skip-padded";
     if (p && rules_of(*p).places_pads()) {
         s << " --padding " << pad_placement_name(f.padding);
         if (!f.padding_axis.empty()) s << " --padding-axis " << shell_word(f.padding_axis);

@@ -40,6 +40,8 @@ struct AuditFlags {
     std::string padding_axis;
     std::string causal_axis;  // --causal-axis, with --property causal
     bool keep_positions = false;  // --keep-positions: position inputs stay in place while the tokens move
+    bool skip_padded = false;     // --skip-padded: the slots the masks pad are not compared
+    bool reference = false;       // a reference implementation was given (--reference-exec, --reference): agreement
     bool profile = false;
     Property property_flag = Property::equivariance;
     CLI::Option* padding_option = nullptr;
@@ -49,6 +51,9 @@ struct AuditFlags {
 // parsing is complete (--padding or --padding-axis without --property padding, --profile with --property or
 // --keep-positions: bad options).
 void add_property_options(CLI::App& app, AuditFlags& f);
+// Throws std::invalid_argument when a reference was given (`flag` names how) without --property agreement or
+// --profile, or agreement was asked for without one.
+void check_reference(const AuditFlags& f, const std::string& flag);
 // The property the flags ask for, or the signature's own (property_of) when they ask for none.
 Property audited_property(const Signature& s, const AuditFlags& f);
 
@@ -58,6 +63,8 @@ void add_audit_options(CLI::App& app, AuditFlags& f, const std::string& dtype_he
 
 // The dtype asked for; empty when it is to be inferred.
 std::optional<Arithmetic> requested_dtype(const AuditFlags& f);
+// Of two precisions, the coarser (the larger unit roundoff): what a comparison of their answers is judged at.
+Arithmetic coarser(Arithmetic a, Arithmetic b);
 // The --dtype value that asks for `a` (a black box's precision: not exact).
 DtypeChoice dtype_choice(Arithmetic a);
 

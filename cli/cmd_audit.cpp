@@ -8,6 +8,7 @@
 #include "cli/options.h"
 
 #include "adapters/exec_adapter.h"
+#include "properties/property.h"
 #include "report/report.h"
 
 #include <algorithm>
@@ -32,6 +33,13 @@ struct AuditRequest {
     std::string command;
     std::string socket;  // --connect: a serving process's Unix socket instead of a command
     std::string label;   // --name: the layer's name in the output and the report
+    // The reference implementation (--reference-exec, --reference-connect, --reference-name): the agreement
+    // property's second black box.
+    std::string reference_command, reference_socket, reference_label;
+    std::string reference_name() const {
+        if (!reference_label.empty()) return reference_label;
+        return reference_socket.empty() ? reference_command : "the served reference";
+    }
     // The layer's name: --name, else the command (or, connected, "the served layer").
     std::string name() const {
         if (!label.empty()) return label;
@@ -129,6 +137,9 @@ AuditOptions options_of(const AuditRequest& q, const Form& f) {
     if (!q.command.empty() && !q.socket.empty())
         throw std::invalid_argument("--exec and --connect cannot both be given: the layer is a program's, or served "
                                     "by the process that listens on the socket");
+    if (!q.reference_command.empty() && !q.reference_socket.empty())
+        throw std::invalid_argument("--reference-exec and --reference-connect cannot both be given");
+    check_reference(q.flags, "--reference-exec");
     AuditOptions o = audit_options(q.flags);
     o.name = q.name();
     o.output = f.output;
@@ -144,11 +155,14 @@ std::string replay_of(const AuditRequest& q, const Form& f, const AuditResult& r
     std::ostringstream s;
     if (!q.socket.empty()) {  // the layer lives in the process that served it: no shell line can reach it
         s << "permcheck.replay(" << python_string(q.flags.report_dir.empty() ? "REPORT" : q.flags.report_dir)
-          << ", layer)  # in Python, with the layer that was audited: an audit served in process has no shell "
-             "replay line";
+          << (q.flags.property && rules_of(*q.flags.property).needs_reference() ? ", layer, reference=reference)"
+                                                                                 : ", layer)")
+          << "  # in Python, with the layer that was audited: an audit served in process has no shell replay line";
         return s.str();
     }
     s << "permcheck audit --exec " << shell_quote(q.command);
+    if (q.flags.property && rules_of(*q.flags.property).needs_reference())
+        s << " --reference-exec " << shell_quote(q.reference_command);
     if (!f.shorthand())
         s << signature_flags(f.signature) << replay_tail(q.flags, r, /*lengths=*/false);
     else
@@ -172,6 +186,7 @@ report::Record record_of(const AuditRequest& q, const Form& f, const AuditResult
     if (r.largest_shift > 0) details["largest_shift"] = r.largest_shift;
     if (q.flags.keep_positions) details["keep_positions"] = true;
     if (!q.socket.empty()) details["served_in_process"] = true;
+    if (q.flags.reference) details["reference"] = q.reference_name();
     return audit_record(r, q.name(), audited_property(f.signature, q.flags), q.flags, replay_of(q, f, r), "audit",
                         std::move(details), seconds, &f.signature);
 }
@@ -195,7 +210,14 @@ AuditResult run_boxes(const AuditRequest& q, const Form& f, const AuditOptions& 
         const long long processes = std::min<long long>(q.jobs, std::max(1LL, shard_cases));
         std::vector<BatchedNamedBlackBox> boxes;  // batched once an adapter announces it takes several cases
         for (long long k = 0; k < processes; ++k) boxes.push_back(adapters::exec_batched_named_black_box(eo, f.signature));
-        return audit(boxes, f.signature, opts);
+        if (!opts.property || !rules_of(*opts.property).needs_reference()) return audit(boxes, f.signature, opts);
+        adapters::ExecOptions theirs = exec_options(q, opts);  // the reference's processes, one per worker
+        theirs.command = q.reference_command;
+        theirs.socket_path = q.reference_socket;
+        std::vector<BatchedNamedBlackBox> references;
+        for (long long k = 0; k < processes; ++k)
+            references.push_back(adapters::exec_batched_named_black_box(theirs, f.signature));
+        return audit(boxes, references, f.signature, opts);
     } catch (const std::exception& e) {
         return error_result(e.what());
     }
@@ -207,6 +229,7 @@ AuditResult run_boxes(const AuditRequest& q, const Form& f, const AuditOptions& 
 // counterexample kept: a tap table cut short would blame the wrong submodule.
 void add_taps(const AuditRequest& q, const Form& f, AuditResult& r, const AuditOptions& o) {
     if ((r.verdict != Verdict::violated && r.verdict != Verdict::non_finite) || !*q.taps_offered) return;
+    if (rules_of(r.property).needs_reference()) return;  // both sides answered x: no submodule breaks a symmetry
     if (!r.counterexample) return;
     const Signature& s = r.signature ? *r.signature : f.signature;  // the one-tensor form's width as answered
     // Each submodule's output at x against its output at the property's transformed inputs (P x, x_c or pad x).
@@ -223,7 +246,8 @@ void add_taps(const AuditRequest& q, const Form& f, AuditResult& r, const AuditO
 }
 
 std::string head_of(const AuditRequest& q, const Form& f, const AuditResult& r) {
-    return "audit of " + q.name() + ": " + signature_head(f.signature, r);
+    const std::string against = rules_of(r.property).needs_reference() ? " against " + q.reference_name() : "";
+    return "audit of " + q.name() + against + ": " + signature_head(f.signature, r);
 }
 
 // One audit through the adapters under Ctrl-C, its taps after a violation, printed when asked.
@@ -300,6 +324,15 @@ void add_options(CLI::App& sub, AuditRequest& q) {
                        "(how the Python package audits a layer in its own process)");
     exec->excludes(connect);
     sub.add_option("--name", q.label, "the layer's name in the output and the report (default: the command)");
+    CLI::Option* reference =
+        sub.add_option("--reference-exec", q.reference_command,
+                       "with --property agreement (or --profile): the reference implementation the layer must agree "
+                       "with, an adapter command as --exec's (its own processes, one per job)");
+    CLI::Option* reference_connect = sub.add_option(
+        "--reference-connect", q.reference_socket, "instead of --reference-exec: the Unix socket the reference is served on");
+    reference->excludes(reference_connect);
+    sub.add_option("--reference-name", q.reference_label,
+                   "the reference's name in the output and the report (default: its command)");
     q.dim_option = sub.add_option(kAuditDim.flag, q.flags.dim,
                                   "features per position of the requests (the shorthand: one axis n, input x:n,D, "
                                   "output y; required unless --axis/--input describe the signature)")
@@ -351,7 +384,10 @@ void add_audit(CLI::App& app, Outcome& outcome) {
                                message);
         };
     });
-    sub->callback([q, &outcome] { outcome.exit_code = run_audit(*q); });
+    sub->callback([q, &outcome] {
+        q->flags.reference = !q->reference_command.empty() || !q->reference_socket.empty();
+        outcome.exit_code = run_audit(*q);
+    });
 }
 
 }  // namespace permcheck::cli

@@ -15,6 +15,7 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <optional>
 
 namespace permcheck::cli {
 namespace {
@@ -25,6 +26,7 @@ struct ReplayRequest {
     std::string socket;  // --connect: instead, a serving process's Unix socket (the Python package's replay)
     // What the saved case goes through, for messages.
     std::string through() const { return socket.empty() ? exec : "the layer served at " + socket; }
+    std::string reference_exec, reference_socket;  // an agreement report's reference implementation
     double timeout = 30;
     double startup_timeout = 120;
 };
@@ -73,7 +75,18 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, double a
     // (batch-dependent: a replay sends one request at a time, so it asks them alone twice).
     const bool batch = r.verdict == Verdict::batch_dependent;
     const bool twice = r.verdict == Verdict::nondeterministic || batch;
-    const AuditResult now = reevaluate(adapters::exec_named_black_box(eo, *r.signature), *r.signature, saved, twice, o);
+    std::optional<NamedBlackBox> reference;
+    if (rules.needs_reference()) {
+        if (q.reference_exec.empty() && q.reference_socket.empty())
+            throw std::invalid_argument(q.file + " holds a disagreement with a reference implementation; name the "
+                                        "reference too: --reference-exec \"COMMAND\"");
+        adapters::ExecOptions theirs = eo;
+        theirs.command = q.reference_exec;
+        theirs.socket_path = q.reference_socket;
+        reference = adapters::exec_named_black_box(theirs, *r.signature);
+    }
+    const AuditResult now = reevaluate(adapters::exec_named_black_box(eo, *r.signature), *r.signature, saved, twice, o,
+                                       reference ? &*reference : nullptr);
     const bool holds = now.verdict == Verdict::holds;
     const bool history = r.verdict == Verdict::history_dependent && saved.asked_before;
     std::cout << (holds ? "now holds: " : "still fails: ")
@@ -242,6 +255,11 @@ void add_replay(CLI::App& app, Outcome& outcome) {
                     "instead of --exec: the Unix socket of a process that serves the layer (the Python package's "
                     "permcheck.replay)")
         ->excludes("--exec");
+    sub->add_option("--reference-exec", q->reference_exec,
+                    "for a report of --property agreement: the reference implementation's adapter");
+    sub->add_option("--reference-connect", q->reference_socket,
+                    "instead of --reference-exec: the Unix socket of a process that serves the reference")
+        ->excludes("--reference-exec");
     add_ranged(*sub, kTimeout, q->timeout, "with --exec: seconds one request may take");
     add_ranged(*sub, kStartupTimeout, q->startup_timeout,
                "with --exec: seconds the adapter may take for its first answer (start-up, e.g. import torch)");

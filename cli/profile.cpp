@@ -42,7 +42,7 @@ bool applies(const PropertyRules& rules, const Signature& s, const std::string& 
 
 }  // namespace
 
-std::vector<ProfileRow> profile_rows(const Signature& s, const std::string& causal_axis) {
+std::vector<ProfileRow> profile_rows(const Signature& s, const std::string& causal_axis, bool reference) {
     const bool positions = has_kind(s, is_position);
     std::vector<ProfileRow> rows;
     if (applies(causal_rules(), s, causal_axis))
@@ -60,6 +60,8 @@ std::vector<ProfileRow> profile_rows(const Signature& s, const std::string& caus
                             std::string("padding ") + pad_placement_name(p), Property::padding, p, false});
     if (applies(packing_rules(), s, causal_axis))
         rows.push_back({"packing", "packed sequences stay apart", Property::packing, PadPlacement::any, false});
+    if (reference)
+        rows.push_back({"agreement", "agrees with the reference", Property::agreement, PadPlacement::any, false});
     return rows;
 }
 
@@ -71,7 +73,7 @@ int run_profile(const std::string& program, const std::string& name, const Signa
     std::printf("  %-44s %-16s %6s  %s\n", "row", "verdict", "cases", "what it says");
     int code = 0;
     std::optional<Verdict> causal;  // the causal row's verdict, which the order row's words read
-    for (const ProfileRow& row : profile_rows(s, flags.causal_axis)) {
+    for (const ProfileRow& row : profile_rows(s, flags.causal_axis, flags.reference)) {
         AuditFlags f = flags;
         f.profile = false;
         f.property = row.property;

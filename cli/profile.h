@@ -25,8 +25,9 @@ struct ProfileRow {
 // The rows that apply: causal when the signature has a sequence axis (`causal_axis`, or its one axis) that an output
 // lies along, order only through the position inputs (equivariance; plain equivariance without a position input),
 // order-aware at all (--keep-positions) and relative (shift) with a position input, padding left, right and any
-// with a mask, and packing when a position or segment input lies along the sequence axis.
-std::vector<ProfileRow> profile_rows(const Signature& s, const std::string& causal_axis = "");
+// with a mask, packing when a position or segment input lies along the sequence axis, and agreement when a
+// reference implementation was given.
+std::vector<ProfileRow> profile_rows(const Signature& s, const std::string& causal_axis = "", bool reference = false);
 
 // One row's run, its flags those of the profile with the row's property: its result and its report record.
 struct RowRun {

@@ -8,6 +8,7 @@
 
 #include "adapters/torch_adapter.h"
 #include "adapters/torch_script.h"
+#include "properties/property.h"
 #include "report/report.h"
 
 #include <CLI/CLI.hpp>
@@ -37,6 +38,7 @@ struct Request {
     CLI::Option* min_len_option = nullptr;
     CLI::Option* dtype_option = nullptr;
     std::string schema;            // a file's forward, once loaded
+    std::string reference;         // --reference FILE: a TorchScript reference implementation (agreement)
 };
 
 // What the command audits: a built-in module over one input x (the shorthand), or the decoder layer or a
@@ -113,6 +115,8 @@ std::string replay_of(const Request& q, const Plan& p, const AuditResult& r) {
         s << shell_word(q.target) << signature_flags(*p.signature);
         for (const std::string& a : q.arguments) s << " --argument " << shell_word(a);
         if (!q.output_index.empty()) s << " --output-index " << shell_word(q.output_index);
+        if (q.flags.property && rules_of(*q.flags.property).needs_reference())
+            s << " --reference " << shell_word(q.reference);
         s << (q.torch.train ? " --train" : "")
           << replay_tail(q.flags, r, /*lengths=*/false);
         return s.str();
@@ -141,6 +145,7 @@ report::Record record_of(const Request& q, const Plan& p, const AuditResult& r, 
         details = {{"file", q.target}, {"forward", q.schema}, {"train", q.torch.train}};
     if (!p.layer && !q.arguments.empty()) details["arguments"] = q.arguments;
     if (!p.layer && !q.output_index.empty()) details["output_index"] = q.output_index;
+    if (!q.reference.empty()) details["reference"] = q.reference;
     const Property property = p.signature ? audited_property(*p.signature, q.flags) : Property::equivariance;
     if (r.largest_shift > 0) details["largest_shift"] = r.largest_shift;
     return audit_record(r, name_of(q, p), property, q.flags, replay_of(q, p, r), "audit_torch", std::move(details),
@@ -149,9 +154,9 @@ report::Record record_of(const Request& q, const Plan& p, const AuditResult& r, 
 
 // Loads the file (throwing std::invalid_argument when it cannot serve) and settles the dtype: the module's own
 // unless --dtype was given, written into the flags so that the record and the replay line name it.
-adapters::TorchScriptModule load_file(Request& q, const Plan& p) {
+adapters::TorchScriptModule load_file(Request& q, const Plan& p, const std::string& path) {
     adapters::TorchScriptOptions so;
-    so.path = q.target;
+    so.path = path;
     so.signature = *p.signature;
     if (given(q.dtype_option)) so.dtype = requested_dtype(q.flags);
     so.train = q.torch.train;
@@ -162,6 +167,7 @@ adapters::TorchScriptModule load_file(Request& q, const Plan& p) {
     so.output = q.output_index;
     so.seed = q.flags.seed;
     adapters::TorchScriptModule m = adapters::load_torch_script(so);
+    if (path != q.target) return m;  // the reference's
     q.flags.dtype = dtype_choice(m.dtype);
     q.schema = m.schema;
     return m;
@@ -171,8 +177,15 @@ adapters::TorchScriptModule load_file(Request& q, const Plan& p) {
 AuditResult audit_of(Request& q, const Plan& p) {
     AuditOptions o = audit_options(q.flags);
     o.name = name_of(q, p);
+    if (!p.layer && o.property && rules_of(*o.property).needs_reference()) {
+        const adapters::TorchScriptModule m = load_file(q, p, q.target), ref = load_file(q, p, q.reference);
+        o.dtype = coarser(m.dtype, ref.dtype);  // judged at the coarser of the two precisions
+        q.flags.dtype = dtype_choice(*o.dtype);
+        return run_interruptibly([&](const AuditOptions& a) { return audit_against(m.box, ref.box, *p.signature, a); },
+                                 o, kProgram, q.flags);
+    }
     if (!p.layer) {
-        const adapters::TorchScriptModule m = load_file(q, p);
+        const adapters::TorchScriptModule m = load_file(q, p, q.target);
         o.dtype = m.dtype;
         return run_interruptibly([&](const AuditOptions& a) { return audit(m.box, *p.signature, a); }, o, kProgram,
                                  q.flags);
@@ -184,7 +197,8 @@ AuditResult audit_of(Request& q, const Plan& p) {
 }
 
 std::string head_of(const Request& q, const Plan& p, const AuditResult& r) {
-    std::string head = "audit of " + name_of(q, p) + ": ";
+    const bool against = rules_of(r.property).needs_reference();
+    std::string head = "audit of " + name_of(q, p) + (against ? " against " + q.reference : "") + ": ";
     if (p.signature && !p.signature->one_tensor) return head + signature_head(*p.signature, r);
     return head + property_name(Property::equivariance);
 }
@@ -213,6 +227,10 @@ int run(Request q) {
     Plan p;
     try {
         p = plan_of(q);
+        q.flags.reference = !q.reference.empty();
+        if (q.flags.reference && p.layer)
+            throw std::invalid_argument("--reference FILE goes with a TorchScript FILE audited over a signature");
+        check_reference(q.flags, "--reference FILE");
         if (!q.flags.profile) validate_audit(*p.signature, audit_options(q.flags));  // before the module loads
     } catch (const std::invalid_argument& e) {
         std::cerr << kProgram << ": " << e.what() << "\n";
@@ -281,6 +299,11 @@ void add_options(CLI::App& app, Request& q) {
                    "the end: nn.MultiheadAttention returns (output, weights): 0) or a key of a dict; the outputs are "
                    "read from it as from forward's result")
         ->type_name("I|KEY");
+    app.add_option("--reference", q.reference,
+                   "FILE: with --property agreement (or --profile): a TorchScript reference implementation the module "
+                   "must agree with, called as the module is (the same signature, --argument and --output-index); "
+                   "judged at the coarser of the two modules' precisions unless --dtype is given")
+        ->type_name("REF_FILE");
     q.dtype_option = app.get_option("--dtype");
     q.min_len_option = app.get_option("--min-len");
     add_property_options(app, q.flags);

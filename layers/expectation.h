@@ -16,6 +16,7 @@ enum class Property {
     causal,            // the sequence cut after k positions: the first k outputs unchanged, L(x[:k]) = L(x)[:k]
     packing,           // sequences packed into one row: each one's outputs its own run's, L(s_j) = L(pack)[s_j]
     incremental,       // the sequence decoded in chunks, a cache carried between them: the one-pass outputs
+    agreement,         // the layer and a reference implementation answer the same input alike: L(x) = R(x)
 };
 
 // A chunked request (the incremental property): besides the signature's inputs, an entry named kChunksInput + AXIS

@@ -33,6 +33,7 @@ const PropertyRules& rules_of(Property p) {
         case Property::causal: return causal_rules();
         case Property::packing: return packing_rules();
         case Property::incremental: return incremental_rules();
+        case Property::agreement: return agreement_rules();
     }
     throw std::invalid_argument("no such property");
 }

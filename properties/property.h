@@ -105,6 +105,16 @@ public:
     // layer that decodes in chunks (kChunkedAnswer), one case a request.
     virtual bool chunks_calls() const { return false; }
 
+    // Whether it compares the layer with a second black box, a reference implementation (agreement): an audit of it
+    // needs one (audit_against, check/signature_audit.h) and its taps compare nothing.
+    virtual bool needs_reference() const { return false; }
+    // Whether what the layer raises on the transformed inputs where x was answered (LayerRaised) is the finding,
+    // not an error: a chunked request's (incremental), or either side's against a reference (agreement).
+    virtual bool raising_is_finding() const { return chunks_calls(); }
+    // Whether a non-finite entry of an answer is a finding of its own (non-finite); agreement compares them, NaN
+    // equal only to NaN.
+    virtual bool flags_non_finite() const { return true; }
+
     // Throws std::invalid_argument unless a saved case (a report's) carries what the property needs.
     virtual void validate_saved(const Signature&, const Case&) const {}
 };
@@ -121,6 +131,7 @@ const PropertyRules& causal_prefix_rules();
 const PropertyRules& causal_rules();
 const PropertyRules& packing_rules();
 const PropertyRules& incremental_rules();
+const PropertyRules& agreement_rules();
 
 // What every property shares.
 namespace properties {

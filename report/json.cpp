@@ -263,6 +263,7 @@ json counterexample_json(const Counterexample& c, const Signature* s, bool white
         j["asked_before"] = {{"lengths", c.asked_before->lengths}, {"inputs", earlier}};
     }
     if (!c.raised.empty()) j["raised"] = c.raised;
+    if (c.raised_by_reference) j["raised_by_reference"] = true;
     if (c.cuts) {
         j["cuts"] = {{"axis", c.cuts->axis}, {"at", c.cuts->at}};
         if (c.cuts->piece >= 0) j["cuts"]["piece"] = c.cuts->piece;
@@ -393,6 +394,7 @@ Counterexample counterexample_from(const json& j, const Signature& s) {
     c.cuts = cuts_from(j, c.lengths);
     c.asked_before = asked_before_from(j, s);
     if (j.contains("raised") && !j["raised"].is_null()) c.raised = get_as<std::string>(j, "raised", at);
+    if (j.contains("raised_by_reference")) c.raised_by_reference = get_as<bool>(j, "raised_by_reference", at);
     Lengths compared = c.lengths;  // a causal case compares its prefix, a packing case one packed sequence
     if (c.cuts) {
         const auto [first, end] = c.cuts->span(compared[c.cuts->axis]);

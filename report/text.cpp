@@ -80,8 +80,8 @@ std::string describe(const Counterexample& c, const Signature& sig, const Findin
             if (const auto it = c.asked_before->inputs.find(spec.name); it != c.asked_before->inputs.end())
                 s << "    input " << spec.name << " " << index_text(it->second.shape) << " =\n" << format_tensor(it->second, "      ");
     }
-    if (!c.raised.empty())  // the finding is what the transformed side raised; no output compared
-        s << "  " << words.moved.lhs << " RAISED:\n    " << c.raised << "\n";
+    if (!c.raised.empty())  // the finding is what one side raised; no output compared
+        s << "  " << (c.raised_by_reference ? words.moved.rhs : words.moved.lhs) << " RAISED:\n    " << c.raised << "\n";
     for (const OutputComparison& o : in_order(c.outputs, sig)) {
         // The other side: L(x) itself for an output the property leaves where it is, else P L(x).
         const auto spec = std::find_if(sig.outputs.begin(), sig.outputs.end(), [&o](const TensorSpec& t) { return t.name == o.name; });
@@ -170,6 +170,7 @@ std::string replay_hint(const AuditOptions& o) {
 }
 
 std::string explain(const AuditResult& r, const AuditOptions& given) {
+    if (r.signature && !r.signature->one_tensor) return explain(r, *r.signature, given);  // a signature audit's
     AuditOptions o = given;
     o.dtype = r.dtype;  // the dtype used (a MatrixXf callable's float32, or the inferred one), for the hint
     std::ostringstream s;
@@ -208,6 +209,49 @@ std::string signature_flags(const Signature& s) {
     return out;
 }
 
+namespace {
+
+// A C++ string literal of s.
+std::string cpp_string(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) out += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+    return out + "\"";
+}
+
+// An enumerator's C++ name from its written name ("causal-prefix": causal_prefix).
+std::string identifier(std::string name) {
+    std::replace(name.begin(), name.end(), '-', '_');
+    return name;
+}
+
+}  // namespace
+
+std::string replay_hint(const AuditResult& r, const Signature& signature, const AuditOptions& o) {
+    std::ostringstream s;
+    s << "const permcheck::Signature signature{{";
+    for (std::size_t k = 0; k < signature.axes.size(); ++k)
+        s << (k ? ", " : "") << "permcheck::parse_axis(" << cpp_string(format(signature.axes[k])) << ")";
+    s << "}, {";
+    for (std::size_t k = 0; k < signature.inputs.size(); ++k)
+        s << (k ? ", " : "") << "permcheck::parse_input(" << cpp_string(format_input(signature.inputs[k])) << ")";
+    s << "}, {";
+    for (std::size_t k = 0; k < signature.outputs.size(); ++k)
+        s << (k ? ", " : "") << "permcheck::parse_output(" << cpp_string(format_output(signature.outputs[k])) << ")";
+    s << "}};\n        const permcheck::AuditOptions options{.dtype = permcheck::Arithmetic::" << arithmetic_name(r.dtype)
+      << ", .cases = " << o.cases << ", .seed = " << o.seed;
+    if (o.shard.count != 1) s << ", .shard = {" << o.shard.index << ", " << o.shard.count << "}";
+    if (o.amplification != 1.0) s << ", .amplification = " << o.amplification;
+    if (o.property) s << ", .property = permcheck::Property::" << identifier(property_name(*o.property));
+    if (o.padding != PadPlacement::any) s << ", .padding = permcheck::PadPlacement::" << pad_placement_name(o.padding);
+    if (!o.padding_axis.empty()) s << ", .padding_axis = " << cpp_string(o.padding_axis);
+    if (!o.causal_axis.empty()) s << ", .causal_axis = " << cpp_string(o.causal_axis);
+    if (o.positions_stay) s << ", .positions_stay = true";
+    if (o.skip_padded) s << ", .skip_padded = true";
+    s << "};\n        permcheck::audit_signature(" << (o.property && rules_of(*o.property).needs_reference() ? "layer, reference" : "layer")
+      << ", signature, options) finds the same case again";
+    return s.str();
+}
+
 std::string explain(const AuditResult& r, const Signature& signature, const AuditOptions& o) {
     std::ostringstream s;
     s << o.name << ": " << verdict_name(r.verdict) << " after " << r.cases << (r.cases == 1 ? " case" : " cases")
@@ -215,9 +259,7 @@ std::string explain(const AuditResult& r, const Signature& signature, const Audi
     if (!r.detail.empty()) s << "  " << r.detail << "\n";
     if (!r.error.empty()) s << "  error: " << r.error << (r.last_request.empty() ? "" : "; last request: " + r.last_request) << "\n";
     if (r.counterexample) s << describe(*r.counterexample, signature, finding_words(r.property, r.verdict, *r.counterexample));
-    s << "  replay: permcheck::AuditOptions{.dtype = permcheck::Arithmetic::" << arithmetic_name(r.dtype)
-      << ", .cases = " << o.cases << ", .seed = " << o.seed << "} with the signature" << signature_flags(signature)
-      << " finds the same case again\n";
+    s << "  replay (C++):\n        " << replay_hint(r, signature, o) << "\n";
     return s.str();
 }
 

@@ -59,7 +59,12 @@ std::string shell_quote(const std::string& s);
 std::string shell_word(const std::string& s);
 // A readable account of a signature audit's result: the verdict, what was found, the shrunk counterexample and
 // the options that find it again.
+// explain(r, o) on a signature audit's result is this one, with the signature the result carries.
 std::string explain(const AuditResult& r, const Signature& signature, const AuditOptions& o);
+// The C++ that finds a signature audit's case again: the signature, the options the audit used (its property and
+// every option of it, the dtype it judged in) and the call, which compiles as pasted where `layer` (and, for
+// agreement, `reference`) are the callables audited.
+std::string replay_hint(const AuditResult& r, const Signature& signature, const AuditOptions& o);
 
 // "equivariant along n, invariant to m": what an output of signature s must do under a permutation of every axis.
 std::string output_claim(const TensorSpec& t, const Signature& s);

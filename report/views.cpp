@@ -119,9 +119,11 @@ std::string counterexample_heading(const Record& r) {
 
 std::string raised_text(const Record& r, const Counterexample& c) {
     const SideNames sides = rules_of(r.property).sides(true);
+    const std::string raiser = c.raised_by_reference ? sides.rhs : sides.lhs;
+    const std::string other = c.raised_by_reference ? sides.lhs : sides.rhs;
     if (r.verdict != Verdict::violated)  // nondeterministic: asked again, it answered (or the other way round)
-        return std::string("The same request as ") + sides.lhs + " raised once and was answered once: " + c.raised;
-    return std::string(sides.lhs) + " raised where " + sides.rhs + " was answered: " + c.raised;
+        return "The same request as " + raiser + " raised once and was answered once: " + c.raised;
+    return raiser + " raised where " + other + " was answered: " + c.raised;
 }
 
 std::string found_text(const Record& r, const Counterexample& c) {

@@ -770,6 +770,156 @@ TEST(SignatureAudit, AgainstAReferenceTheExpectedSideIsTheReferencesAnswer) {
     EXPECT_EQ(twin.verdict, Verdict::violated) << twin.detail;
 }
 
+// The agreement property: a layer and a reference implementation of one signature, every input answered alike.
+// The layers below are windowed sums along n, y[i] = the sum of x[j] over i - w <= j <= i, with a mask whose padded
+// positions a fast path answers with NaN (a query that sees no key) where the reference answers 0.
+Signature window_signature(int max_len = 8) {
+    return Signature{{parse_axis("n=1.." + std::to_string(max_len))}, {parse_input("x:n,2"), parse_input("pad:n:mask")},
+                     {parse_output("y:n,2")}};
+}
+
+// `nan_at_pads`: NaN at the padded positions (else 0); `raise_past`: throws on a sequence longer than that.
+NamedBlackBox window_sum(int w, bool nan_at_pads = false, int raise_past = 1 << 20) {
+    return [=](const Tensors& in) {
+        const Tensor& x = in.at("x");
+        const Tensor& pad = in.at("pad");
+        const int n = x.shape[0];
+        if (n > raise_past) throw LayerRaised("IndexError: the window runs off a table of " + std::to_string(raise_past));
+        Tensor y{{n, 2}, std::vector<double>(static_cast<std::size_t>(2 * n), 0.0)};
+        for (int i = 0; i < n; ++i)
+            for (int k = 0; k < 2; ++k) {
+                double& out = y.values[static_cast<std::size_t>(2 * i + k)];
+                if (pad.values[static_cast<std::size_t>(i)] != 0.0) {
+                    out = nan_at_pads ? std::numeric_limits<double>::quiet_NaN() : 0.0;
+                    continue;
+                }
+                for (int j = std::max(0, i - w); j <= i; ++j)
+                    if (pad.values[static_cast<std::size_t>(j)] == 0.0) out += x.values[static_cast<std::size_t>(2 * j + k)];
+            }
+        return Tensors{{"y", y}};
+    };
+}
+
+AuditOptions agreement(const std::string& name) {
+    AuditOptions o = named(name);
+    o.property = Property::agreement;
+    return o;
+}
+
+TEST(Agreement, TheSameFunctionAgreesAndAWindowOffByOneIsShownAtTheShortestLengthThatShowsIt) {
+    const Signature s = window_signature();
+    const AuditResult same = audit_against(window_sum(3), window_sum(3), s, agreement("window 3"));
+    EXPECT_EQ(same.verdict, Verdict::holds) << same.detail;
+    EXPECT_EQ(same.property, Property::agreement);
+    // Window 4 against 3 differs only where a position sees 5 back: n >= 5, met by the first cases at the axis's
+    // longest, and shrunk to n = 5 (no shorter sequence shows it).
+    const AuditResult off = audit_against(window_sum(4), window_sum(3), s, agreement("window 4"));
+    ASSERT_EQ(off.verdict, Verdict::violated) << off.detail;
+    ASSERT_TRUE(off.counterexample);
+    // The longest sequence within the first cases: a three-case audit covers n = 8.
+    AuditOptions three = agreement("window 3, three cases");
+    three.cases = 3;
+    const AuditResult short_run = audit_against(window_sum(3), window_sum(3), s, three);
+    ASSERT_EQ(short_run.verdict, Verdict::holds) << short_run.detail;
+    EXPECT_EQ(short_run.axis_lengths.at("n").back(), 8);
+    EXPECT_EQ(off.counterexample->lengths.at("n"), 5) << finding(off, s);
+    EXPECT_NE(off.detail.find("output y: L(x) and R(x) differ by"), std::string::npos) << off.detail;
+    EXPECT_NE(off.detail.find("the same input to both"), std::string::npos) << off.detail;
+    const std::string text = describe(*off.counterexample, s, finding_words(off.property, off.verdict, *off.counterexample));
+    EXPECT_NE(text.find("R(x)"), std::string::npos) << text;
+}
+
+TEST(Agreement, ASideThatRaisesWhereTheOtherAnswersIsTheFindingAndBothRaisingIsAnError) {
+    const Signature s = window_signature();
+    const AuditResult layer = audit_against(window_sum(3, false, 6), window_sum(3), s, agreement("raises past 6"));
+    ASSERT_EQ(layer.verdict, Verdict::violated) << layer.detail;
+    ASSERT_TRUE(layer.counterexample);
+    EXPECT_EQ(layer.counterexample->lengths.at("n"), 7) << finding(layer, s);
+    EXPECT_NE(layer.counterexample->raised.find("IndexError"), std::string::npos) << layer.counterexample->raised;
+    EXPECT_FALSE(layer.counterexample->raised_by_reference);
+    EXPECT_NE(layer.detail.find("L(x) raised where R(x) was answered"), std::string::npos) << layer.detail;
+    const AuditResult reference = audit_against(window_sum(3), window_sum(3, false, 6), s, agreement("reference raises"));
+    ASSERT_EQ(reference.verdict, Verdict::violated) << reference.detail;
+    EXPECT_TRUE(reference.counterexample->raised_by_reference);
+    EXPECT_NE(reference.counterexample->raised.find("the reference raised: IndexError"), std::string::npos)
+        << reference.counterexample->raised;
+    EXPECT_NE(reference.detail.find("R(x) raised where L(x) was answered"), std::string::npos) << reference.detail;
+    const AuditResult both = audit_against(window_sum(3, false, 6), window_sum(3, false, 6), s, agreement("both"));
+    EXPECT_EQ(both.verdict, Verdict::error);
+    EXPECT_NE(both.error.find("both raised on the same input"), std::string::npos) << both.error;
+    // Raising is no finding of an equivariance audit: an error, as before.
+    const NamedBlackBox identity = [](const Tensors& in) {
+        if (in.at("x").shape[0] > 6) throw LayerRaised("IndexError: too long");
+        return Tensors{{"y", in.at("x")}};
+    };
+    const AuditResult plain = audit(identity, s, named("raises"));
+    EXPECT_EQ(plain.verdict, Verdict::error) << plain.detail;
+    EXPECT_NE(plain.error.find("IndexError: too long"), std::string::npos) << plain.error;
+}
+
+TEST(Agreement, PaddedSlotsAreComparedByDefaultNanEqualOnlyToNanAndSkipPaddedLeavesThemOut) {
+    const Signature s = window_signature();
+    const AuditResult nan = audit_against(window_sum(3, true), window_sum(3), s, agreement("NaN at pads"));
+    ASSERT_EQ(nan.verdict, Verdict::violated) << nan.detail;
+    AuditOptions skip = agreement("NaN at pads, pads skipped");
+    skip.skip_padded = true;
+    EXPECT_EQ(audit_against(window_sum(3, true), window_sum(3), s, skip).verdict, Verdict::holds);
+    // NaN against NaN agrees: no non-finite verdict of its own.
+    const AuditResult both = audit_against(window_sum(3, true), window_sum(3, true), s, agreement("NaN both"));
+    EXPECT_EQ(both.verdict, Verdict::holds) << both.detail;
+}
+
+TEST(Agreement, AnAnswerThatChangesWhenAskedAgainIsNondeterministicNeverADisagreement) {
+    const Signature s = window_signature();
+    auto calls = std::make_shared<int>(0);
+    const NamedBlackBox noisy = [calls, inner = window_sum(3)](const Tensors& in) {
+        Tensors out = inner(in);
+        out.at("y").values[0] += 1e-3 * (++*calls % 7);  // another answer at almost every call
+        return out;
+    };
+    const AuditResult layer = audit_against(noisy, window_sum(3), s, agreement("noisy"));
+    EXPECT_EQ(layer.verdict, Verdict::nondeterministic) << layer.detail;
+    const AuditResult reference = audit_against(window_sum(3), noisy, s, agreement("noisy reference"));
+    EXPECT_EQ(reference.verdict, Verdict::nondeterministic) << reference.detail;
+    EXPECT_NE(reference.detail.find("R(x)"), std::string::npos) << reference.detail;
+}
+
+TEST(Agreement, EachSideIsBatchedAsItsBoxAllowsWithTheUnbatchedVerdictAndCase) {
+    const Signature s = window_signature();
+    auto calls = std::make_shared<int>(0);
+    const auto batched = [calls](NamedBlackBox one) {
+        BatchedNamedBlackBox b{one, {}};
+        b.many.capacity = [] { return 4; };
+        b.many.call = [calls, one](const std::vector<Tensors>& items) {
+            ++*calls;
+            std::vector<Answer<Tensors>> out;
+            for (const Tensors& t : items) out.push_back({one(t), "", ""});
+            return out;
+        };
+        return b;
+    };
+    const AuditOptions o = agreement("window 4, batched");
+    const AuditResult plain = audit_against(window_sum(4), window_sum(3), s, o);
+    const AuditResult both = audit({batched(window_sum(4))}, {batched(window_sum(3))}, s, o);
+    EXPECT_GT(*calls, 0);
+    ASSERT_EQ(both.verdict, plain.verdict) << both.detail;
+    EXPECT_EQ(both.counterexample->case_index, plain.counterexample->case_index);
+    EXPECT_EQ(both.counterexample->lengths, plain.counterexample->lengths);
+    const AuditResult one_side = audit({batched(window_sum(3, false, 6))}, {BatchedNamedBlackBox{window_sum(3), {}}}, s,
+                                       agreement("raises past 6, batched"));
+    ASSERT_EQ(one_side.verdict, Verdict::violated) << one_side.detail;
+    EXPECT_NE(one_side.counterexample->raised.find("IndexError"), std::string::npos);
+}
+
+TEST(Agreement, WithoutAReferenceTheAuditIsRefusedWithWhatToGive) {
+    try {
+        audit(window_sum(3), window_signature(), agreement("alone"));
+        FAIL() << "an agreement audit without a reference ran";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("reference implementation"), std::string::npos) << e.what();
+    }
+}
+
 TEST(SignatureAudit, ReevaluateJudgesASavedCaseAgainAsTheAuditDid) {
     const Signature s = cross_signature();
     const AuditResult found = audit(cross_attention(true), s, named("memory positions"));

@@ -116,6 +116,37 @@ template <class F> AuditResult audit_signature(F layer, const Signature& signatu
                   "const permcheck::Tensors& and return permcheck::Tensors");
     return audit(NamedBlackBox(std::move(layer)), signature, opts);
 }
+// A callable over named tensors as a black box whose own exceptions (any std::exception) are the layer's: LayerRaised,
+// which a property that makes raising a finding (agreement, incremental) judges, and every other reads as an error.
+template <class F> NamedBlackBox raising_box(F layer) {
+    static_assert(std::is_invocable_r_v<Tensors, const F&, const Tensors&>,
+                  "a layer with a signature must be callable (through a const call operator) with "
+                  "const permcheck::Tensors& and return permcheck::Tensors");
+    return [layer = std::move(layer)](const Tensors& inputs) -> Tensors {
+        try {
+            return layer(inputs);
+        } catch (const LayerRaised&) {
+            throw;
+        } catch (const std::exception& e) {
+            throw LayerRaised(e.what());
+        }
+    };
+}
+
+// Audits `layer` against `reference`, a second implementation of the same signature (yours: an eager original, a
+// port's source): with opts.property = Property::agreement (the default here when none is set) the two must answer
+// every input alike, within the tolerance of opts.dtype (inferred from both sides' answers when not set: the coarser
+// rounding seen decides); what one raises where the other answers
+// is the finding, and an answer that changes when asked again is `nondeterministic`, never a disagreement. With
+// another property, the expected side of each case is made of the reference's answers (audit_against).
+//
+//   permcheck::AuditResult r = permcheck::audit_signature(my_kernel, eager_reference, s, {});
+template <class F, class R>
+AuditResult audit_signature(F layer, R reference, const Signature& signature, AuditOptions opts) {
+    if (!opts.property) opts.property = Property::agreement;
+    return audit_against(raising_box(std::move(layer)), raising_box(std::move(reference)), signature, opts);
+}
+
 // The same, under the name of the one-tensor API.
 template <class F> AuditResult audit_callable(F layer, const Signature& signature, AuditOptions opts) {
     return audit_signature(std::move(layer), signature, std::move(opts));

@@ -9,6 +9,9 @@
 // set by the macro. Any verdict but `holds` fails the test, with the verdict, the shrunk counterexample
 // (describe()) and the options that replay it. ASSERT_* stop the test; EXPECT_* continue. Pass the layer as
 // a name or a parenthesized expression: a top-level comma (a lambda's capture list) splits macro arguments.
+// A layer over named tensors takes its signature: EXPECT_EQUIVARIANT(layer, signature[, options]),
+// EXPECT_INVARIANT(layer, signature[, options]), EXPECT_HOLDS(layer, property, signature[, options]) for any property,
+// and EXPECT_AGREE(layer, reference, signature[, options]) for a reference implementation (each with its ASSERT_).
 #pragma once
 
 #include "audit.h"
@@ -78,6 +81,34 @@ template <class F>
     return audit_signature_as(true, layer_expr, layer, so);
 }
 
+// Any property of a layer over named tensors: EXPECT_HOLDS(layer, property, signature[, options]) audits it for
+// `property` (Property::shift, padding, causal, packing, incremental, ...; options.property is set by the macro).
+template <class F>
+::testing::AssertionResult holds(const char* layer_expr, const char*, const char*, const F& layer, Property property,
+                                 SignatureOptions so) {
+    if (so.options.name == AuditOptions{}.name) so.options.name = layer_expr;
+    so.options.property = property;
+    const AuditResult r = audit_signature(layer, so.signature, so.options);
+    if (r.verdict == Verdict::holds) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "expected " << layer_expr << " to be " << property_adjective(property)
+                                         << " over its signature" << signature_flags(so.signature)
+                                         << ", but the audit says: " << explain(r, so.signature, so.options);
+}
+
+// A layer and a reference implementation of the same signature: EXPECT_AGREE(layer, reference, signature[, options])
+// audits them for agreement (audit_signature(layer, reference, ...), <permcheck/audit.h>).
+template <class F, class R>
+::testing::AssertionResult agree(const char* layer_expr, const char* reference_expr, const char*, const F& layer,
+                                 const R& reference, SignatureOptions so) {
+    if (so.options.name == AuditOptions{}.name) so.options.name = layer_expr;
+    so.options.property = Property::agreement;
+    const AuditResult r = audit_signature(layer, reference, so.signature, so.options);
+    if (r.verdict == Verdict::holds) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "expected " << layer_expr << " to agree with " << reference_expr
+                                         << " over the signature" << signature_flags(so.signature)
+                                         << ", but the audit says: " << explain(r, so.signature, so.options);
+}
+
 }  // namespace permcheck::testing
 
 #define EXPECT_EQUIVARIANT(layer, ...) \
@@ -88,3 +119,11 @@ template <class F>
     EXPECT_PRED_FORMAT2(::permcheck::testing::invariant, layer, ::permcheck::testing::options_or_default(__VA_ARGS__))
 #define ASSERT_INVARIANT(layer, ...) \
     ASSERT_PRED_FORMAT2(::permcheck::testing::invariant, layer, ::permcheck::testing::options_or_default(__VA_ARGS__))
+#define EXPECT_HOLDS(layer, property, ...) \
+    EXPECT_PRED_FORMAT3(::permcheck::testing::holds, layer, property, ::permcheck::testing::options_or_default(__VA_ARGS__))
+#define ASSERT_HOLDS(layer, property, ...) \
+    ASSERT_PRED_FORMAT3(::permcheck::testing::holds, layer, property, ::permcheck::testing::options_or_default(__VA_ARGS__))
+#define EXPECT_AGREE(layer, reference, ...) \
+    EXPECT_PRED_FORMAT3(::permcheck::testing::agree, layer, reference, ::permcheck::testing::options_or_default(__VA_ARGS__))
+#define ASSERT_AGREE(layer, reference, ...) \
+    ASSERT_PRED_FORMAT3(::permcheck::testing::agree, layer, reference, ::permcheck::testing::options_or_default(__VA_ARGS__))

@@ -291,7 +291,7 @@ private:
             }
             if (request.contains("x")) return head + "\"y\":" + one_tensor_answer(request["x"]) + "}";
             throw BadRequest("a request holds \"x\" (one tensor) or \"inputs\" (named inputs); this one holds neither");
-        } catch (const LayerRaised& e) {  // the layer raised decoding in chunks: the incremental property's finding
+        } catch (const LayerRaised& e) {  // the layer itself raised: a finding in chunks or against a reference
             std::string out = error_answer(id, e.what());
             return out.insert(out.size() - 1, ",\"raised\":true");
         } catch (const std::exception& e) {
@@ -338,7 +338,14 @@ private:
             inputs[kChunksInput + c["axis"].get<std::string>()] = std::move(ends);
         }
         if constexpr (named<F>) {
-            const Tensors outputs = std::invoke(layer_, inputs);
+            Tensors outputs;
+            try {
+                outputs = std::invoke(layer_, inputs);
+            } catch (const LayerRaised&) {
+                throw;
+            } catch (const std::exception& e) {  // the layer's own exception: "raised" (a finding against a reference)
+                throw LayerRaised(e.what());
+            }
             chunked = outputs.count(kChunkedAnswer) > 0;
             std::string out = "{";
             for (std::size_t k = 0; k < names.size(); ++k) {

@@ -19,7 +19,7 @@ from permcheck._audit import (AuditError, Comparison, Counterexample, PermcheckN
 from permcheck._protocol import serve
 
 __all__ = ["audit", "profile", "replay", "assert_equivariant", "assert_shift_invariant", "assert_padding_invariant",
-           "assert_causal", "assert_packing_invariant", "assert_incremental", "serve",
+           "assert_causal", "assert_packing_invariant", "assert_incremental", "assert_agree", "serve",
            "Result", "Counterexample", "Comparison", "ReplayResult", "AuditError", "PermcheckNotFound",
            "find_binary"]
 
@@ -76,6 +76,16 @@ def assert_packing_invariant(layer, **audit_options):
     otherwise."""
     __tracebackhide__ = True
     return _asserted(audit(layer, property="packing", **audit_options))
+
+
+def assert_agree(layer, reference, **audit_options):
+    """Audit that `layer` and `reference` (a reference implementation of the same signature: an eager original,
+    the code a kernel was ported from) answer every input alike, within the tolerance of the coarser precision of
+    the two (`judge_as=` names it); what one raises where the other answers fails too. `reference_arguments=`,
+    `reference_output=` and `reference_dtype=` where the reference is called or runs differently. As
+    assert_equivariant otherwise."""
+    __tracebackhide__ = True
+    return _asserted(audit(layer, reference=reference, property="agreement", **audit_options))
 
 
 def assert_incremental(layer, **audit_options):

@@ -33,8 +33,11 @@ _OPTIONS = {
     "timeout": "--timeout", "startup_timeout": "--startup-timeout", "jobs": "--jobs", "max_len": "--max-len",
     "min_len": "--min-len", "amplification": "--amplification", "shard": "--shard", "padding": "--padding",
     "padding_axis": "--padding-axis", "keep_positions": "--keep-positions", "causal_axis": "--causal-axis",
+    "skip_padded": "--skip-padded",
 }
-_PROPERTIES = ("equivariance", "shift", "padding", "causal", "packing", "incremental")
+_PROPERTIES = ("equivariance", "shift", "padding", "causal", "packing", "incremental", "agreement")
+# The precisions, coarsest last: a comparison of two sides is judged at the coarser.
+_COARSENESS = ("float64", "float32", "float16", "bfloat16")
 _FAILURES = ("violated", "nondeterministic", "non-finite", "batch-dependent", "history-dependent")
 
 
@@ -417,11 +420,14 @@ def _flags(axes, inputs, outputs, dim, prop, cases, seed, options):
     return flags
 
 
-def _run(binary, arguments, make_server):
-    """permcheck run with `arguments` (which hold {socket}) while a socket server answers it: (code, out, err)."""
+def _run(binary, arguments, make_server, make_reference=None):
+    """permcheck run with `arguments` (which hold {socket}, and {reference} with make_reference) while socket
+    servers answer it: (code, out, err)."""
     server = _SocketServer(make_server)
+    reference = _SocketServer(make_reference) if make_reference is not None else None
     try:
-        command = [binary] + [a.replace("{socket}", server.path) for a in arguments]
+        command = [binary] + [a.replace("{socket}", server.path).replace("{reference}", reference.path if reference
+                                                                           else "{reference}") for a in arguments]
         try:
             process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                        stderr=subprocess.PIPE, text=True)
@@ -436,11 +442,14 @@ def _run(binary, arguments, make_server):
         return process.returncode, out, err
     finally:
         server.close()
+        if reference is not None:
+            reference.close()
 
 
-def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property="equivariance", dtype=None,
+def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property=None, dtype=None,
           cases=100, seed=1, report=None, arguments=None, output=None, kinds=None, batch=256, taps=True,
-          cache=None, cumulative=None, **options):
+          cache=None, cumulative=None, reference=None, reference_arguments=None, reference_output=None,
+          reference_dtype=None, judge_as=None, **options):
     """Audit `layer` (a torch.nn.Module, TorchScript included, or a function) for `property`, served from this
     process. Returns a Result; never raises for a verdict (see assert_equivariant for that).
 
@@ -451,7 +460,9 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property="eq
                            "shift" or "padding" (position-aware audits), "causal" (no output sees a later
                            token), "packing" (packed sequences stay apart) or "incremental" (decoding in
                            chunks, a cache carried between them, gives the one-pass outputs):
-                           `causal_axis` names the sequence axis of these when there are several.
+                           `causal_axis` names the sequence axis of these when there are several; or
+                           "agreement" (the default with `reference`: the layer and the reference answer
+                           every input alike).
     dtype                  the precision judged, which the layer computes in: a module's own by default. A
                            function receives tensors of it; without one, float64 tensors when the program
                            imported torch (judged as float64), else nested lists (precision inferred from
@@ -466,11 +477,26 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property="eq
                            from one chunk to the next ("past_key_values", or ("kv", 1) for a tuple answer;
                            without it the layer keeps its own), and the inputs a chunk receives from
                            position 0 (["attention_mask"]).
+    reference              a reference implementation of the same signature (a module or a function: an
+                           eager original, the code a kernel was ported from), served beside the layer for
+                           "agreement": what one side raises where the other answers is the finding.
+                           reference_arguments, reference_output: its `arguments` and `output` where its
+                           forward differs (by default the layer's). reference_dtype: the precision it runs in
+                           (by default `dtype`, else its own).
+    judge_as               the precision the comparison is judged at ("float32", ...): by default the coarser
+                           of the two sides' (the layer's alone without a reference). A float64 model whose
+                           library computes its softmax in float32 is judged as float32.
     options                those of `permcheck audit`: timeout, startup_timeout, jobs (threads here), max_len,
                            min_len, amplification, shard, padding, padding_axis, keep_positions,
-                           causal_axis.
+                           causal_axis, skip_padded (the slots the masks pad are not compared).
     """
     binary = find_binary()
+    if property is None:
+        property = "agreement" if reference is not None else "equivariance"
+    if property == "agreement" and reference is None:
+        raise TypeError('property="agreement" compares the layer with a reference implementation: pass reference=')
+    if reference is not None and property != "agreement":
+        raise TypeError('reference= goes with property="agreement", got property=%r' % (property,))
     flags = _flags(axes, inputs, outputs, dim, property, cases, seed, options)
     name = _layer_name(layer)
     own_report = report is None
@@ -478,9 +504,13 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property="eq
         directory = _report_directory(name) or tempfile.mkdtemp(prefix="permcheck-report-")
     else:
         directory = os.fspath(report)
-    call = _protocol._Call(arguments, output, inputs if dim is None else ["x:n,%d" % int(dim)], cache, cumulative)
+    signature_inputs = inputs if dim is None else ["x:n,%d" % int(dim)]
+    call = _protocol._Call(arguments, output, signature_inputs, cache, cumulative)
     call.serial = property == "incremental" and cache is None  # the layer keeps its own cache: one call at a time
-    code, out, err = _served(binary, layer, name, flags + ["--report", directory], dtype, call, kinds, taps, batch)
+    against = _against(reference, reference_arguments, reference_output, reference_dtype, judge_as, arguments,
+                       output, dtype, signature_inputs)
+    code, out, err = _served(binary, layer, name, flags + ["--report", directory], dtype, call, kinds, taps, batch,
+                             against)
     record = _read_record(directory)
     if record is None:
         if own_report:
@@ -494,23 +524,69 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property="eq
     return result
 
 
-def _served(binary, layer, name, flags, dtype, call, kinds, taps, batch):
-    """`permcheck audit` with `flags`, the layer served from this process: (code, out, err)."""
+class _Against:
+    """A reference implementation served beside the layer (`layer` None: only a precision to judge at), its
+    dtype and call, and the precision the comparison is judged at when given."""
+
+    def __init__(self, layer, dtype, call, judge_as):
+        self.layer, self.dtype, self.call, self.judge_as = layer, dtype, call, judge_as
+        if judge_as is not None and judge_as not in _COARSENESS:
+            raise ValueError("judge_as is one of %s, got %r" % (", ".join(_COARSENESS), judge_as))
+
+
+def _against(reference, reference_arguments, reference_output, reference_dtype, judge_as, arguments, output, dtype,
+             inputs):
+    """The reference served beside the layer, called as the layer is unless told otherwise; None without a reference
+    and without a precision to judge at."""
+    if reference is None and judge_as is None:
+        return None
+    call = None
+    if reference is not None:
+        call = _protocol._Call(arguments if reference_arguments is None else reference_arguments,
+                               output if reference_output is None else reference_output, inputs, None, None)
+    return _Against(reference, reference_dtype if reference_dtype is not None else dtype, call, judge_as)
+
+
+def _judged(layer_dtype, reference_dtype):
+    """The precision two sides' comparison is judged at: the coarser of theirs; "infer" when either is inferred."""
+    if "infer" in (layer_dtype, reference_dtype):
+        return "infer"
+    return max(layer_dtype, reference_dtype, key=lambda d: _COARSENESS.index(d) if d in _COARSENESS else -1)
+
+
+def _served(binary, layer, name, flags, dtype, call, kinds, taps, batch, against=None):
+    """`permcheck audit` with `flags`, the layer (and a reference, `against`) served from this process:
+    (code, out, err)."""
     prepared = _Prepared(layer, dtype)
+    theirs = _Prepared(against.layer, against.dtype) if against is not None and against.layer is not None else None
     try:
         make_server = lambda: _protocol._Server(prepared.layer, prepared.dtype, kinds, taps=taps, batch=batch,
                                                 stacked=True, call=call, convert=False)
-        return _run(binary, ["audit", "--connect", "{socket}", "--name", name, "--dtype", prepared.dtype_name] + flags,
-                    make_server)
+        judged = prepared.dtype_name
+        make_reference, more = None, []
+        if theirs is not None:
+            make_reference = lambda: _protocol._Server(theirs.layer, theirs.dtype, kinds, taps=False, batch=batch,
+                                                       stacked=True, call=against.call, convert=False)
+            judged = _judged(prepared.dtype_name, theirs.dtype_name)
+            more = ["--reference-connect", "{reference}", "--reference-name", _layer_name(against.layer)]
+        if against is not None and against.judge_as is not None:
+            judged = against.judge_as
+        return _run(binary, ["audit", "--connect", "{socket}", "--name", name, "--dtype", judged] + more + flags,
+                    make_server, make_reference)
     finally:
         prepared.restore()
+        if theirs is not None:
+            theirs.restore()
 
 
 def profile(layer, *, axes=None, inputs=None, outputs=None, dim=None, dtype=None, cases=100, seed=1, report=None,
-            arguments=None, output=None, kinds=None, batch=256, taps=True, cache=None, cumulative=None, **options):
+            arguments=None, output=None, kinds=None, batch=256, taps=True, cache=None, cumulative=None,
+            reference=None, reference_arguments=None, reference_output=None, reference_dtype=None, judge_as=None,
+            **options):
     """Every question that applies to `layer`, a row each, as `permcheck audit --profile` asks them: causal,
     order only through the position inputs, order-aware at all, relative, padding left/right/any, packing.
-    With `cache` (a cache route, as audit() takes it) a last row asks "incremental" too.
+    With `cache` (a cache route, as audit() takes it) a last row asks "incremental" too; with `reference` (and
+    its reference_* arguments, as audit() takes them) a row asks "agreement".
     Takes audit()'s arguments (but `property`); returns the rows, each a dict: row (its id), title, verdict,
     cases, meaning (what the verdict says, in words), report (the row's report.json, a path) and replay. Every
     row's report is kept under `report`, by default a new temporary directory. Raises AuditError when the
@@ -519,9 +595,12 @@ def profile(layer, *, axes=None, inputs=None, outputs=None, dim=None, dtype=None
     flags = _flags(axes, inputs, outputs, dim, "equivariance", cases, seed, options)
     name = _layer_name(layer)
     directory = os.fspath(report) if report is not None else tempfile.mkdtemp(prefix="permcheck-profile-")
-    call = _protocol._Call(arguments, output, inputs if dim is None else ["x:n,%d" % int(dim)], cache, cumulative)
+    signature_inputs = inputs if dim is None else ["x:n,%d" % int(dim)]
+    call = _protocol._Call(arguments, output, signature_inputs, cache, cumulative)
+    against = _against(reference, reference_arguments, reference_output, reference_dtype, judge_as, arguments,
+                       output, dtype, signature_inputs)
     code, out, err = _served(binary, layer, name, flags + ["--profile", "--report", directory], dtype, call, kinds,
-                             taps, batch)
+                             taps, batch, against)
     try:
         with open(os.path.join(directory, "profile.json")) as f:
             rows = json.load(f)["rows"]
@@ -544,10 +623,11 @@ def profile(layer, *, axes=None, inputs=None, outputs=None, dim=None, dtype=None
 
 
 def replay(report, layer, *, dtype=None, arguments=None, output=None, kinds=None, timeout=30, cache=None,
-           cumulative=None):
+           cumulative=None, reference=None, reference_arguments=None, reference_output=None, reference_dtype=None):
     """Run the counterexample saved in `report` (a report directory or its report.json) against `layer` in
-    this process (an incremental one with its `cache` and `cumulative`, as audited). Returns a ReplayResult:
-    bool() is True when the property now holds on the saved case."""
+    this process (an incremental one with its `cache` and `cumulative`, an agreement one against its
+    `reference`, as audited). Returns a ReplayResult: bool() is True when the property now holds on the saved
+    case."""
     binary = find_binary()
     path = os.fspath(report)
     file = os.path.join(path, "report.json") if os.path.isdir(path) else path
@@ -558,16 +638,30 @@ def replay(report, layer, *, dtype=None, arguments=None, output=None, kinds=None
         raise AuditError("cannot read the report %s: %s" % (file, error)) from None
     signature = record.get("signature") or {}
     inputs = signature.get("inputs") if isinstance(signature, dict) else None
-    call = _protocol._Call(arguments, output, inputs if isinstance(inputs, list) and inputs else None, cache, cumulative)
+    call_inputs = inputs if isinstance(inputs, list) and inputs else None
+    call = _protocol._Call(arguments, output, call_inputs, cache, cumulative)
     saved = record.get("dtype")
     prepared = _Prepared(layer, dtype if dtype is not None else (saved if saved in ("float32", "float64",
                                                                                    "float16", "bfloat16") else None))
+    theirs = None
+    if reference is not None:
+        theirs = _Prepared(reference, reference_dtype if reference_dtype is not None else dtype)
     try:
         make_server = lambda: _protocol._Server(prepared.layer, prepared.dtype, kinds, taps=False, batch=None,
                                                 stacked=False, call=call, convert=False)
-        code, out, err = _run(binary, ["replay", file, "--connect", "{socket}", "--timeout", str(timeout)], make_server)
+        make_reference, more = None, []
+        if theirs is not None:
+            their_call = _protocol._Call(arguments if reference_arguments is None else reference_arguments,
+                                         output if reference_output is None else reference_output, call_inputs)
+            make_reference = lambda: _protocol._Server(theirs.layer, theirs.dtype, kinds, taps=False, batch=None,
+                                                       stacked=False, call=their_call, convert=False)
+            more = ["--reference-connect", "{reference}"]
+        code, out, err = _run(binary, ["replay", file, "--connect", "{socket}", "--timeout", str(timeout)] + more,
+                              make_server, make_reference)
     finally:
         prepared.restore()
+        if theirs is not None:
+            theirs.restore()
     if code not in (0, 1):
         raise AuditError("the replay of %s did not run: %s" % (file, (err.strip() or out.strip())))
     return ReplayResult(code, out, err)

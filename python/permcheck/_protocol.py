@@ -245,11 +245,12 @@ class _Server:
                 result = self.call(self.layer, self.torch, {"x": x}, 1, one_tensor=True)
                 return {"id": request_id, "y": _outputs(result, ["y"])["y"]}
             raise ValueError('a request holds "x" (one tensor) or "inputs" (named inputs); this one holds neither')
-        except _ChunkRaised as raised:  # the layer's own exception decoding in chunks: a finding, not an error
-            said = _last_line(raised.__cause__)
-            answer = _error_answer(request_id, raised.__cause__, traceback_shown=said not in self.raised_before)
+        except (_ChunkRaised, _Raised) as raised:  # the layer's own exception: a finding in chunks or against a reference
+            said = _last_line(raised)
+            answer = _error_answer(request_id, raised, traceback_shown=said not in self.raised_before)
             self.raised_before.add(said)
-            answer["error"] += " (%s)" % raised.where
+            if isinstance(raised, _ChunkRaised):
+                answer["error"] += " (%s)" % raised.where
             answer["raised"] = True
             return answer
         except Exception as error:  # an answer, not a crash: permcheck reports it with the request
@@ -360,7 +361,10 @@ class _Server:
             return {"outputs": _outputs(self.call(self.layer, self.torch, inputs, 1), names)}
         except Exception as error:
             traceback.print_exc(file=sys.stderr)
-            return {"error": _last_line(error)}
+            answer = {"error": _last_line(error)}
+            if isinstance(error, _Raised):
+                answer["raised"] = True
+            return answer
 
     def element_type(self, kind):
         """The torch dtype of an input of that kind: the float dtype, bool for a mask, int64 for the integer kinds."""
@@ -511,12 +515,10 @@ class _Call:
                      for name, value in inputs.items()}
             try:
                 raw = self.raw(layer, torch, piece, 1, chunk=(first, end), state=state, chunked=True)
-            except Exception as error:
-                if _miswired(error):  # the call's arguments, not the layer: an error of the audit's set-up
-                    raise
+            except _Raised as error:
                 where = "chunk %d of %d, positions %d%s" % (k + 1, len(chunks["ends"]), first,
                                                             " to %d" % (end - 1) if end - first > 1 else "")
-                raise _ChunkRaised(where) from error
+                raise _ChunkRaised(where) from error.__cause__
             if self.cache is not None:
                 state = self.cache_of(raw)
             for name, value in _named_results(self.selected(raw), names).items():
@@ -554,10 +556,15 @@ class _Call:
             args = [self.value(source, inputs, torch, items, chunk) for source in self.arguments]
         if chunked and self.cache is not None and state is not None:
             kwargs[self.cache[0]] = state
-        if torch is None:
-            return layer(*args, **kwargs)
-        with torch.no_grad():
-            return layer(*args, **kwargs)
+        try:
+            if torch is None:
+                return layer(*args, **kwargs)
+            with torch.no_grad():
+                return layer(*args, **kwargs)
+        except Exception as error:
+            if _miswired(error):  # the call's arguments, not the layer: an error of the audit's set-up
+                raise
+            raise _Raised() from error
 
     def selected(self, result):
         if self.output is None:
@@ -773,6 +780,11 @@ def _json_value(value):
                     % type(value).__name__)
 
 
+class _Raised(Exception):
+    """The layer's own call raised (its cause): answered with "raised": true, which permcheck reads as the layer's
+    finding where the property makes it one (decoding in chunks, agreement with a reference), else as an error."""
+
+
 class _ChunkRaised(Exception):
     """The layer raised calling one chunk of a chunked request (its cause): the incremental property's finding,
     answered with "raised": true; `where` names the chunk."""
@@ -792,6 +804,8 @@ def _miswired(error):
 
 
 def _last_line(error):
+    if isinstance(error, (_Raised, _ChunkRaised)) and error.__cause__ is not None:
+        error = error.__cause__
     lines = traceback.format_exception_only(type(error), error)
     return (lines[-1].strip() if lines else type(error).__name__) or type(error).__name__
 
