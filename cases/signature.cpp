@@ -324,6 +324,12 @@ Mat<double> tensor_matrix::as_matrix(const Tensor& t) {
     return Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(t.values.data(), rows, cols);
 }
 
+std::vector<bool> tensor_matrix::as_mask(const Tensor& t) {
+    std::vector<bool> out(t.values.size());
+    for (std::size_t e = 0; e < t.values.size(); ++e) out[e] = t.values[e] != 0.0;
+    return out;
+}
+
 Tensor one_tensor_answer(const Mat<double>& y, Output output, int n) {
     const bool sequence = output == Output::sequence;
     if (sequence ? y.rows() != n : y.rows() != 1) {

@@ -142,9 +142,12 @@ int column_width(const double* values, std::size_t count, int precision = 6);
 // A matrix as a tensor of its shape (row-major), and a tensor of one or two dims as a matrix (one dim: one row). In
 // a namespace of their own, so that argument-dependent lookup never finds them for a user's functions of the same
 // names over permcheck::Tensor.
+// A matrix as a tensor of two dims (rows x cols, row-major) and back: a tensor of one dim is a 1 x n row, of none
+// a 1 x 1 matrix; more dims: std::invalid_argument. A mask (or mask=keep) input's 0/1 values as bools, row-major.
 namespace tensor_matrix {
 Tensor as_tensor(const Mat<double>& m);
 Mat<double> as_matrix(const Tensor& t);
+std::vector<bool> as_mask(const Tensor& t);
 }  // namespace tensor_matrix
 // A one-tensor layer's answer y to a request of n positions as its output tensor: n x W for a sequence output, the
 // vector W for a pooled one; throws AdapterError (below) in the shorthand's words for another number of

@@ -139,7 +139,6 @@ AuditOptions options_of(const AuditRequest& q, const Form& f) {
                                     "by the process that listens on the socket");
     if (!q.reference_command.empty() && !q.reference_socket.empty())
         throw std::invalid_argument("--reference-exec and --reference-connect cannot both be given");
-    check_reference(q.flags, "--reference-exec");
     AuditOptions o = audit_options(q.flags);
     o.name = q.name();
     o.output = f.output;
@@ -276,6 +275,7 @@ int run_audit(const AuditRequest& q) {
     try {
         form = form_of(q);
         opts = options_of(q, form);
+        check_reference(q.flags, "--reference-exec");  // the command's flags; a profile's rows each take one property
         if (!q.flags.profile) validate_audit(form.signature, opts);  // before any adapter starts
     } catch (const std::invalid_argument& e) {
         std::cerr << program << ": " << e.what() << "\n";

@@ -247,8 +247,9 @@ std::string replay_hint(const AuditResult& r, const Signature& signature, const 
     if (!o.causal_axis.empty()) s << ", .causal_axis = " << cpp_string(o.causal_axis);
     if (o.positions_stay) s << ", .positions_stay = true";
     if (o.skip_padded) s << ", .skip_padded = true";
-    s << "};\n        permcheck::audit_signature(" << (o.property && rules_of(*o.property).needs_reference() ? "layer, reference" : "layer")
-      << ", signature, options) finds the same case again";
+    s << "};\n        const permcheck::AuditResult again = permcheck::audit_signature("
+      << (o.property && rules_of(*o.property).needs_reference() ? "layer, reference" : "layer")
+      << ", signature, options);  // finds the same case again";
     return s.str();
 }
 

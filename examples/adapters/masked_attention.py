@@ -4,7 +4,9 @@
 The mask is an input like x (pad[j] true: position j is padding, as PyTorch's key_padding_mask), so permcheck
 moves it with the tokens and the layer is equivariant: L(P x, P pad) = P L(x, pad). --fixed-padding ignores
 which positions the mask names and pads the last k instead (k = how many it names), the mistake of a harness
-that pads "the end": then the mask does not move with the tokens, and permcheck finds it.
+that pads "the end": then the mask does not move with the tokens, and permcheck finds it. --no-scale drops the
+1/sqrt(d) of the scores, as a kernel port may: still equivariant, but it no longer agrees with the original (the
+agreement property, against this adapter without the flag as the reference implementation).
 
     {"id": 7, "inputs": {"x": [[...], ...], "pad": [false, true, false]}, "shapes": {"x": [3, 8], "pad": [3]},
      "outputs": ["y"]}                                  ->  {"id": 7, "outputs": {"y": [[...], ...]}}
@@ -12,6 +14,9 @@ that pads "the end": then the mask does not move with the tokens, and permcheck 
     permcheck audit --exec "/usr/bin/python3 examples/adapters/masked_attention.py" \\
         --axis n=1..8 --input x:n,8 --input pad:n:mask --output y:n,8                              # holds
     permcheck audit --exec "/usr/bin/python3 examples/adapters/masked_attention.py --fixed-padding" \\
+        --axis n=1..8 --input x:n,8 --input pad:n:mask --output y:n,8                              # violated
+    permcheck audit --exec "/usr/bin/python3 examples/adapters/masked_attention.py --no-scale" \
+        --reference-exec "/usr/bin/python3 examples/adapters/masked_attention.py" --property agreement \
         --axis n=1..8 --input x:n,8 --input pad:n:mask --output y:n,8                              # violated
 """
 import argparse
@@ -30,11 +35,11 @@ def matmul(x, w):
     return [[sum(row[k] * w[k][j] for k in range(len(w))) for j in range(len(w[0]))] for row in x]
 
 
-def masked_attention(x, pad, wq, wk, wv):
+def masked_attention(x, pad, wq, wk, wv, scaled=True):
     """Every query attends to the keys that are not padding (permcheck never pads every position)."""
     q, k, v = matmul(x, wq), matmul(x, wk), matmul(x, wv)
     keys = [j for j in range(len(x)) if not pad[j]]
-    scale = 1.0 / math.sqrt(len(x[0]))
+    scale = 1.0 / math.sqrt(len(x[0])) if scaled else 1.0
     out = []
     for qi in q:
         scores = [scale * sum(a * b for a, b in zip(qi, k[j])) for j in keys]
@@ -49,6 +54,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fixed-padding", action="store_true",
                         help="pad the last k positions, whatever the mask names: the mask no longer moves")
+    parser.add_argument("--no-scale", action="store_true", help="leave out the scores' 1/sqrt(d), as a port may")
     parser.add_argument("--seed", type=int, default=0, help="seed of the weights")
     args = parser.parse_args()
 
@@ -63,7 +69,7 @@ def main():
             if args.fixed_padding:
                 padded = sum(1 for p in pad if p)
                 pad = [j >= n - padded for j in range(n)]
-            y = masked_attention(x, pad, *cache[d])
+            y = masked_attention(x, pad, *cache[d], scaled=not args.no_scale)
             answer = {"id": request["id"], "outputs": {"y": y}}
         except Exception as e:  # an answer, not a crash: permcheck reports it with the request
             answer = {"id": request["id"], "error": repr(e)}

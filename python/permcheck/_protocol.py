@@ -372,8 +372,12 @@ class _Server:
 
 
 def _error_answer(request_id, error, traceback_shown=True):
-    """The error answer to a request, its traceback on stderr (call it while handling `error`)."""
-    if traceback_shown:
+    """The error answer to a request, its traceback on stderr (call it while handling `error`): the layer's own
+    exception's, where the layer raised."""
+    if traceback_shown and isinstance(error, (_Raised, _ChunkRaised)) and error.__cause__ is not None:
+        cause = error.__cause__
+        traceback.print_exception(type(cause), cause, cause.__traceback__, file=sys.stderr)
+    elif traceback_shown:
         traceback.print_exc(file=sys.stderr)
     return {"id": request_id, "error": _last_line(error)}
 

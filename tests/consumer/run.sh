@@ -44,6 +44,27 @@ cmake -S "$source" -B "$work/build" -DCMAKE_PREFIX_PATH="$prefix" "$@" >/dev/nul
 cmake --build "$work/build" -j2
 ctest --test-dir "$work/build" --output-on-failure
 
+# The C++ replay hint explain() printed for a padding audit, pasted into a program as a user would: it compiles
+# against the installed package and finds the same case (verdict, case index, length).
+mkdir -p "$work/hint"
+PERMCHECK_HINT_FILE="$work/hint/hint.txt" "$work/build/consumer_tests" \
+  --gtest_filter='ConsumerKernel.ThePaddingAuditsReplayHintIsWritten' >/dev/null
+expect=$(sed -n 's|^// expect: ||p' "$work/hint/hint.txt")
+{ echo '#include "masked_kernel.h"'; echo '#include <cstdio>'; echo 'int main() {'
+  echo '    const auto layer = consumer::pads_in_the_denominator;'
+  grep -v '^// expect: ' "$work/hint/hint.txt"
+  echo '    std::printf("%s %d %d\n", permcheck::verdict_name(again.verdict), again.counterexample->case_index,'
+  echo '                again.counterexample->lengths.at("n"));'; echo '}'; } >"$work/hint/hint.cpp"
+printf '%s\n' 'cmake_minimum_required(VERSION 3.25)' 'project(permcheck_hint LANGUAGES CXX)' \
+  'find_package(permcheck 0.1 CONFIG REQUIRED)' 'add_executable(hint hint.cpp)' \
+  "target_include_directories(hint PRIVATE \"$source\")" 'target_link_libraries(hint PRIVATE permcheck::permcheck)' \
+  >"$work/hint/CMakeLists.txt"
+cmake -S "$work/hint" -B "$work/hint/build" -DCMAKE_PREFIX_PATH="$prefix" "$@" >/dev/null
+cmake --build "$work/hint/build" >/dev/null || { cat "$work/hint/hint.cpp" >&2; fail "the replay hint does not compile"; }
+got=$("$work/hint/build/hint")
+[[ $got == "violated $expect" ]] || { cat "$work/hint/hint.cpp" >&2; fail "the replay hint found '$got', not 'violated $expect'"; }
+echo "run.sh: the C++ replay hint of a padding audit compiles and finds the same case ($got)"
+
 # The package search confined to the prefix: the cli component configures and runs; the api component, which
 # needs Eigen, must not (or the confinement hides nothing and proves nothing).
 confined=(-DCMAKE_FIND_ROOT_PATH="$prefix" -DCMAKE_PREFIX_PATH=/ -DCMAKE_FIND_ROOT_PATH_MODE_PACKAGE=ONLY
