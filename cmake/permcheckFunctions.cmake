@@ -3,9 +3,10 @@
 #                     [OUTPUT sequence|pooled] [DTYPE infer|float32|float64] [CASES <n>] [SEED <s>]
 #                     [MIN_LEN <n>] [MAX_LEN <n>] [TIMEOUT <seconds per request>]
 #                     [STARTUP_TIMEOUT <seconds for the first answer>] [JOBS <n>] [REPORT <dir>]
-#                     [PROPERTY equivariance|invariance|shift|padding|causal|packing|incremental]
+#                     [PROPERTY equivariance|invariance|shift|padding|causal|packing|incremental|agreement]
 #                     [PADDING left|right|any]
-#                     [PADDING_AXIS <axis>] [CAUSAL_AXIS <axis>])
+#                     [PADDING_AXIS <axis>] [CAUSAL_AXIS <axis>] [SKIP_PADDED]
+#                     [REFERENCE <reference implementation's adapter command words...>])
 # or, for a layer with several inputs, its signature instead of DIM, MIN_LEN and MAX_LEN:
 # permcheck_add_audit(NAME <test> COMMAND <adapter command words...>
 #                     AXIS <NAME=MIN..MAX>... INPUT <NAME:DIMS[:KIND]>... OUTPUT <NAME:DIMS>... [other options])
@@ -20,6 +21,9 @@
 #     evaluated when the build system is generated, inside the word's shell quotes: its value may hold spaces,
 #     not a single quote.
 # ctest runs what the build made: build the adapter target (`cmake --build`) before ctest, as for any test program.
+# REFERENCE names a reference implementation's adapter the same way (--reference-exec): PROPERTY is then agreement
+# (the default with REFERENCE), the layer and the reference answering every input alike; SKIP_PADDED leaves the
+# slots the masks pad out of the comparison.
 # The adapter speaks permcheck's line protocol. Without EXPECT the test passes when the verdict is `holds` (exit 0) and fails on anything else. With
 # EXPECT it passes only when the audit ends with that verdict: the verdict is read from the report's
 # report.json, and the exit code must be that verdict's (exit 1 alone covers three verdicts, and an error is
@@ -38,14 +42,45 @@ function(_permcheck_shell_word word out)
   endif()
 endfunction()
 
+# The adapter command's words as one shell command line (a first word naming an executable target is its file).
+function(_permcheck_command_line out)
+  set(words "")
+  set(first TRUE)
+  foreach(word IN LISTS ARGN)
+    # add_test()'s rule: a first word that names an executable target is its file. The permcheck command is the
+    # test's command here, so the adapter's word has to be resolved by hand.
+    if(first AND TARGET "${word}")
+      get_target_property(type "${word}" TYPE)
+      if(type STREQUAL "EXECUTABLE")
+        set(word "$<TARGET_FILE:${word}>")
+      endif()
+    endif()
+    set(first FALSE)
+    _permcheck_shell_word("${word}" quoted)
+    list(APPEND words "${quoted}")
+  endforeach()
+  list(JOIN words " " line)
+  set(${out} "${line}" PARENT_SCOPE)
+endfunction()
+
 function(permcheck_add_audit)
-  cmake_parse_arguments(PARSE_ARGV 0 arg ""
+  cmake_parse_arguments(PARSE_ARGV 0 arg "SKIP_PADDED"
     "NAME;DIM;EXPECT;DTYPE;CASES;SEED;MIN_LEN;MAX_LEN;TIMEOUT;STARTUP_TIMEOUT;JOBS;REPORT;PROPERTY;PADDING;PADDING_AXIS;CAUSAL_AXIS"
-    "COMMAND;AXIS;INPUT;OUTPUT")
+    "COMMAND;AXIS;INPUT;OUTPUT;REFERENCE")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "permcheck_add_audit: unknown arguments '${arg_UNPARSED_ARGUMENTS}' (expected NAME, COMMAND, "
                         "DIM, EXPECT, OUTPUT, DTYPE, CASES, SEED, MIN_LEN, MAX_LEN, TIMEOUT, STARTUP_TIMEOUT, JOBS, "
-                        "REPORT, AXIS, INPUT, PROPERTY, PADDING, PADDING_AXIS, CAUSAL_AXIS)")
+                        "REPORT, AXIS, INPUT, PROPERTY, PADDING, PADDING_AXIS, CAUSAL_AXIS, SKIP_PADDED, REFERENCE)")
+  endif()
+  if(arg_REFERENCE AND NOT DEFINED arg_PROPERTY)
+    set(arg_PROPERTY agreement)
+  endif()
+  if(arg_REFERENCE AND NOT arg_PROPERTY STREQUAL "agreement")
+    message(FATAL_ERROR "permcheck_add_audit(${arg_NAME}): REFERENCE goes with PROPERTY agreement, got '${arg_PROPERTY}'")
+  endif()
+  if(arg_PROPERTY STREQUAL "agreement" AND NOT arg_REFERENCE)
+    message(FATAL_ERROR "permcheck_add_audit(${arg_NAME}): PROPERTY agreement needs the REFERENCE implementation's "
+                        "adapter command")
   endif()
   set(signature FALSE)
   if(arg_AXIS OR arg_INPUT)
@@ -72,8 +107,8 @@ function(permcheck_add_audit)
     message(FATAL_ERROR "permcheck_add_audit(${arg_NAME}): EXPECT must be holds, violated, nondeterministic, "
                         "non-finite, undecided, batch-dependent or history-dependent, got '${arg_EXPECT}'")
   endif()
-  if(DEFINED arg_PROPERTY AND NOT arg_PROPERTY MATCHES "^(equivariance|invariance|shift|padding|causal|packing|incremental)$")
-    message(FATAL_ERROR "permcheck_add_audit(${arg_NAME}): PROPERTY must be equivariance, invariance, shift, padding, causal, packing or incremental "
+  if(DEFINED arg_PROPERTY AND NOT arg_PROPERTY MATCHES "^(equivariance|invariance|shift|padding|causal|packing|incremental|agreement)$")
+    message(FATAL_ERROR "permcheck_add_audit(${arg_NAME}): PROPERTY must be equivariance, invariance, shift, padding, causal, packing, incremental or agreement "
                         "(reversal and causal-prefix are the reference layers'), got '${arg_PROPERTY}'")
   endif()
   foreach(output IN LISTS arg_OUTPUT)
@@ -97,23 +132,15 @@ function(permcheck_add_audit)
   if(NOT arg_REPORT)
     set(arg_REPORT "${CMAKE_CURRENT_BINARY_DIR}/permcheck-reports/${arg_NAME}")
   endif()
-  set(words "")
-  set(first TRUE)
-  foreach(word IN LISTS arg_COMMAND)
-    # add_test()'s rule: a first word that names an executable target is its file. The permcheck command is the
-    # test's command here, so the adapter's word has to be resolved by hand.
-    if(first AND TARGET "${word}")
-      get_target_property(type "${word}" TYPE)
-      if(type STREQUAL "EXECUTABLE")
-        set(word "$<TARGET_FILE:${word}>")
-      endif()
-    endif()
-    set(first FALSE)
-    _permcheck_shell_word("${word}" quoted)
-    list(APPEND words "${quoted}")
-  endforeach()
-  list(JOIN words " " adapter)
+  _permcheck_command_line(adapter ${arg_COMMAND})
   set(audit_args --exec "${adapter}" --report "${arg_REPORT}")
+  if(arg_REFERENCE)
+    _permcheck_command_line(reference ${arg_REFERENCE})
+    list(APPEND audit_args --reference-exec "${reference}")
+  endif()
+  if(arg_SKIP_PADDED)
+    list(APPEND audit_args --skip-padded)
+  endif()
   if(DEFINED arg_DIM)
     list(APPEND audit_args --dim "${arg_DIM}")
   endif()
