@@ -28,7 +28,7 @@ int significant_bits(double v) {
     return 64 - std::countl_zero(bits) - std::countr_zero(bits);
 }
 
-void PrecisionEvidence::add(const double* values, std::size_t count) {
+void SideEvidence::add(const double* values, std::size_t count) {
     answered = true;
     constexpr double float32_max = static_cast<double>(std::numeric_limits<float>::max());
     for (std::size_t k = 0; k < count && all_float32; ++k) {  // a value that is not float32 decides: float64
@@ -40,16 +40,32 @@ void PrecisionEvidence::add(const double* values, std::size_t count) {
     }
 }
 
-void PrecisionEvidence::add(const PrecisionEvidence& other) {
+void SideEvidence::add(const SideEvidence& other) {
     answered = answered || other.answered;
     any_finite = any_finite || other.any_finite;
     all_float32 = all_float32 && other.all_float32;
     rounded = rounded || other.rounded;
 }
 
-Arithmetic PrecisionEvidence::dtype() const { return all_float32 && rounded ? Arithmetic::float32 : Arithmetic::float64; }
+Arithmetic SideEvidence::dtype() const { return all_float32 && rounded ? Arithmetic::float32 : Arithmetic::float64; }
+
+void PrecisionEvidence::add(const PrecisionEvidence& other) {
+    SideEvidence::add(other);
+    reference.add(other.reference);
+}
+
+// The coarser side's: float32 when either side's answers show float32 rounding.
+Arithmetic PrecisionEvidence::dtype() const {
+    return SideEvidence::dtype() == Arithmetic::float32 || reference.dtype() == Arithmetic::float32 ? Arithmetic::float32
+                                                                                                      : Arithmetic::float64;
+}
 
 DtypeEvidence PrecisionEvidence::evidence() const {
+    if (reference.answered && (reference.dtype() == Arithmetic::float32 || !answered)) return reference.evidence();
+    return SideEvidence::evidence();
+}
+
+DtypeEvidence SideEvidence::evidence() const {
     if (!answered) return DtypeEvidence::no_answer;
     if (!all_float32) return DtypeEvidence::not_float32;
     if (rounded) return DtypeEvidence::float32_rounding;

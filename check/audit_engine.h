@@ -38,17 +38,28 @@ Verdict verdict_of(Outcome k);  // of a failure: violated, non-finite, nondeterm
 // One rounded entry anywhere decides. An audit that infers its dtype judges every case with each candidate
 // precision's tolerance up to the first that fails even with float32's, then decides from all their answers, so
 // the verdict is that of an audit given that dtype (the replay line names it).
+// Against a reference implementation (agreement) the two sides' answers are weighed apart and the coarser
+// precision decides: a float32 kernel against a float64 original is judged as float32.
 int significant_bits(double v);  // of a finite v: 0 for zero, 1 for a power of two, up to 53
-struct PrecisionEvidence {
+struct SideEvidence {
     bool answered = false;      // some answer was added (possibly without a finite entry)
     bool any_finite = false;
     bool all_float32 = true;    // every finite entry is a float32 value
     bool rounded = false;       // some float32 value has more than kShortDyadicBits significant bits
     void add(const double* values, std::size_t count);
     void add(const std::vector<double>& values) { add(values.data(), values.size()); }
-    void add(const PrecisionEvidence& other);
+    void add(const SideEvidence& other);
     Arithmetic dtype() const;
     DtypeEvidence evidence() const;  // which of the rules above decided (no_answer when nothing was added)
+};
+// The layer's answers (every answer, without a reference) and a reference's.
+struct PrecisionEvidence : SideEvidence {
+    SideEvidence reference;
+    void add(const double* values, std::size_t count) { SideEvidence::add(values, count); }
+    void add(const std::vector<double>& values) { SideEvidence::add(values); }
+    void add(const PrecisionEvidence& other);
+    Arithmetic dtype() const;
+    DtypeEvidence evidence() const;
 };
 
 // The precisions a run judges each case with: the given dtype, or, when it is inferred, float32 (the looser,

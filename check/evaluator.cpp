@@ -281,8 +281,9 @@ Answers Evaluator::answers_of(const Case& c, std::vector<Answer<Tensors>>& got, 
 // After the answers of case c came: the compared side, what they say of their precision, the magnitudes.
 void Evaluator::finish(const Case& c, Answers& a) {
     if (a.raised.empty() && a.reference_raised.empty()) a.lhs = compared_answer(c, std::move(a.lhs));
-    for (const Tensors* answer : {&a.y, &a.again, &a.lhs})
-        for (const auto& [name, t] : *answer) a.evidence.add(t.values);
+    for (const Tensors* answer : {&a.y, &a.again, &a.lhs})  // against a reference, x's answers are the reference's
+        for (const auto& [name, t] : *answer)
+            (reference_ && answer != &a.lhs ? a.evidence.reference : static_cast<SideEvidence&>(a.evidence)).add(t.values);
     a.inputs_magnitude = inputs_magnitude(c.inputs);
     a.positions = std::max(largest_position(*s_, c.inputs), largest_position(*s_, a.px));
     largest_shift = std::max(largest_shift, c.shift);

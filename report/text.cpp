@@ -255,7 +255,8 @@ std::string replay_hint(const AuditResult& r, const Signature& signature, const 
 
 std::string explain(const AuditResult& r, const Signature& signature, const AuditOptions& o) {
     std::ostringstream s;
-    s << o.name << ": " << verdict_name(r.verdict) << " after " << r.cases << (r.cases == 1 ? " case" : " cases")
+    s << o.name << ": " << property_name(r.property) << " " << verdict_name(r.verdict) << " after " << r.cases
+      << (r.cases == 1 ? " case" : " cases")
       << " (" << r.evaluations << (r.evaluations == 1 ? " layer call, " : " layer calls, ") << precision_text(r) << ")\n";
     if (!r.detail.empty()) s << "  " << r.detail << "\n";
     if (!r.error.empty()) s << "  error: " << r.error << (r.last_request.empty() ? "" : "; last request: " + r.last_request) << "\n";

@@ -911,6 +911,25 @@ TEST(Agreement, EachSideIsBatchedAsItsBoxAllowsWithTheUnbatchedVerdictAndCase) {
     EXPECT_NE(one_side.counterexample->raised.find("IndexError"), std::string::npos);
 }
 
+// A float32 kernel against a float64 original: the precision inferred is the coarser side's, float32, where the
+// answers of both together would say float64 (the original's are not float32 values).
+TEST(Agreement, TheInferredPrecisionIsTheCoarserSides) {
+    const auto thirds = [](bool single) {
+        return NamedBlackBox([single, inner = window_sum(3)](const Tensors& in) {
+            Tensors out = inner(in);
+            for (double& v : out.at("y").values) v = single ? static_cast<double>(static_cast<float>(v / 3.0)) : v / 3.0;
+            return out;
+        });
+    };
+    const AuditResult r = audit_against(thirds(true), thirds(false), window_signature(), agreement("float32 kernel"));
+    EXPECT_EQ(r.verdict, Verdict::holds) << r.detail;
+    EXPECT_EQ(r.dtype, Arithmetic::float32);
+    EXPECT_TRUE(r.dtype_inferred);
+    AuditOptions strict = agreement("float32 kernel judged as float64");
+    strict.dtype = Arithmetic::float64;
+    EXPECT_EQ(audit_against(thirds(true), thirds(false), window_signature(), strict).verdict, Verdict::violated);
+}
+
 TEST(Agreement, WithoutAReferenceTheAuditIsRefusedWithWhatToGive) {
     try {
         audit(window_sum(3), window_signature(), agreement("alone"));
