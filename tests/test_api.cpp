@@ -299,8 +299,15 @@ TEST(AuditSignature, AMemoryPositionLeakIsViolatedWithTheMemoryAxisAtFault) {
     const std::string text = permcheck::explain(r, cross_signature(), o);
     EXPECT_NE(text.find("the axis at fault: m"), std::string::npos) << text;
     EXPECT_NE(text.find("m (0 1)"), std::string::npos) << text;
-    EXPECT_NE(text.find("--axis n=1..8 --axis m=1..8 --input q:n,4 --input mem:m,4 --output y:n,4"), std::string::npos)
+    // The replay hint is C++ with the signature and the options: what compiles when pasted (tests/consumer/run.sh
+    // compiles one).
+    EXPECT_NE(text.find("{{permcheck::parse_axis(\"n=1..8\"), permcheck::parse_axis(\"m=1..8\")}, "
+                        "{permcheck::parse_input(\"q:n,4\"), permcheck::parse_input(\"mem:m,4\")}, "
+                        "{permcheck::parse_output(\"y:n,4\")}}"),
+              std::string::npos)
         << text;
+    EXPECT_NE(text.find("permcheck::audit_signature(layer, signature, options);"), std::string::npos) << text;
+    EXPECT_EQ(permcheck::explain(r, o), text) << "explain(r, opts) of a signature audit's result";
     EXPECT_NE(permcheck::describe_finding(r).find("the axis at fault: m"), std::string::npos);
 }
 

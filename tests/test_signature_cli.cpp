@@ -828,6 +828,36 @@ TEST(SignatureAudit, MaskedSelfAttentionHoldsAndAMaskThatDoesNotMoveIsViolated) 
     expect_shrunk_to(broken, "n", 2);
 }
 
+// Against a reference implementation (--property agreement): the same adapter agrees; without the score's scale it
+// disagrees, its report names the reference, and the replay line with both commands finds the same case; a
+// reference without the property, or the property without a reference, is refused before anything runs.
+TEST(SignatureAudit, AgreementWithAReferenceImplementationThroughTwoAdapters) {
+    const permcheck::test::Scratch scratch("signature-agreement");
+    const std::string reference = " --property agreement --reference-exec " + exec_of("masked_attention.py");
+    const Audit holds = permcheck_run(scratch, masked_attention("masked_attention.py") + reference);
+    EXPECT_EQ(holds.run.exit_code, 0) << holds.all();
+    EXPECT_NE(holds.run.out.find("agreement: y equal to the reference's answer"), std::string::npos) << holds.all();
+    const Audit broken = permcheck_run(scratch, masked_attention("masked_attention.py --no-scale") + reference, true);
+    ASSERT_EQ(broken.run.exit_code, 1) << broken.all();
+    EXPECT_EQ(broken.report.value("property", ""), "agreement");
+    EXPECT_NE(broken.report["details"]["audit"].value("reference", "").find("masked_attention.py"), std::string::npos);
+    EXPECT_NE(broken.run.out.find("L(x) and R(x) differ by"), std::string::npos) << broken.all();
+    const std::string replay = broken.report.value("replay", "");
+    EXPECT_NE(replay.find("--reference-exec "), std::string::npos) << replay;
+    const permcheck::test::Run again = permcheck::test::run_shell(
+        permcheck::test::shell_quote(PERMCHECK_BIN) + replay.substr(std::string("permcheck").size()) + " --report again",
+        scratch.dir());
+    EXPECT_EQ(again.exit_code, 1) << permcheck::test::show(again);
+    const json back = json::parse(permcheck::test::slurp(scratch.dir() / "again" / "report.json"));
+    EXPECT_EQ(back["counterexample"], broken.report["counterexample"]);
+    const Audit alone = permcheck_run(scratch, masked_attention("masked_attention.py") + " --property agreement", true);
+    EXPECT_EQ(alone.run.exit_code, 2) << alone.all();
+    EXPECT_NE(alone.run.err.find("give it with --reference-exec"), std::string::npos) << alone.all();
+    const Audit stray = permcheck_run(scratch, masked_attention("masked_attention.py") + " --reference-exec true", true);
+    EXPECT_EQ(stray.run.exit_code, 2) << stray.all();
+    EXPECT_NE(stray.run.err.find("--reference-exec goes with --property agreement"), std::string::npos) << stray.all();
+}
+
 TEST(SignatureAudit, MessagePassingHoldsAndEachBrokenAggregatorIsViolatedOnItsOwnAxis) {
     const permcheck::test::Scratch scratch("signature-graph");
     for (const char* aggr : {"sum", "mean", "max"}) {

@@ -142,7 +142,10 @@ class ServedFunction(unittest.TestCase):
         ])
         self.assertEqual(code, 0)
         self.assertEqual([a["id"] for a in answers], [30, 31, 32, 33, 34, 35, None, 36])
-        self.assertEqual(answers[0], {"id": 30, "error": "ValueError: boom at 99"})
+        # The layer's own exception is marked as the layer's ("raised"); what the answer or the call got wrong is not.
+        self.assertEqual(answers[0], {"id": 30, "error": "ValueError: boom at 99", "raised": True})
+        for k in (1, 2, 3, 4, 5, 6, 7):
+            self.assertNotIn("raised", answers[k])
         self.assertIn("asks for 2 outputs (y, g)", answers[1]["error"])
         self.assertIn("tuple of 2 values", answers[2]["error"])
         self.assertIn("without the output(s) z", answers[3]["error"])
@@ -455,7 +458,7 @@ class BatchedFunction(unittest.TestCase):
         self.assertEqual(code, 0)
         self.assertEqual(answers[0], {"id": 1, "y": [[2.0]], "batch": 4})
         self.assertEqual(answers[1], {"id": 2, "y": [[6.0]]}, "announced once")
-        self.assertEqual(answers[2], {"id": 3, "batch": [{"y": [[1.0, 2.0]]}, {"error": "ValueError: boom at 99"},
+        self.assertEqual(answers[2], {"id": 3, "batch": [{"y": [[1.0, 2.0]]}, {"error": "ValueError: boom at 99", "raised": True},
                                                           {"y": [[4.0, 6.0]]}]})
 
     def test_batch_none_or_1_announces_nothing(self):
@@ -512,7 +515,7 @@ class BatchedModule(unittest.TestCase):
             {"id": 1, "batch_dims": {"x": 0, "y": 0}, "batch": [named(x, [1, 1, 2]) for x in xs]}])
         self.assertEqual(code, 0, err)
         self.assertEqual(answers[0], {"id": 1, "batch": [{"outputs": {"y": [[[2.0, 4.0]]]}},
-                                                          {"error": "ValueError: boom at 99"},
+                                                          {"error": "ValueError: boom at 99", "raised": True},
                                                           {"outputs": {"y": [[[6.0, 1.0]]]}}]})
         self.assertIn("answering item by item", err)
 
@@ -578,7 +581,7 @@ class StackedModule(unittest.TestCase):
         answers, _, err, code = run(RAISING_SCRIPT, [stacked_request(1, xs, [1, 1, 2], 0)])
         self.assertEqual(code, 0, err)
         self.assertEqual(answers[0], {"id": 1, "batch": [{"outputs": {"y": [[[2.0, 4.0]]]}},
-                                                          {"error": "ValueError: boom at 99"},
+                                                          {"error": "ValueError: boom at 99", "raised": True},
                                                           {"outputs": {"y": [[[6.0, 1.0]]]}}]})
         self.assertIn("answering item by item", err)
 

@@ -303,3 +303,24 @@ def test_a_report_directory_given_is_kept(tmp_path):
     result = permcheck.audit(Symmetric(), dim=8, cases=20, report=tmp_path / "kept")
     assert result.holds and result.report == str(tmp_path / "kept")
     assert json.load(open(tmp_path / "kept" / "report.json"))["verdict"] == "holds"
+
+
+def test_agreement_needs_a_reference_and_a_reference_needs_agreement():
+    with pytest.raises(TypeError, match="pass reference="):
+        permcheck.audit(Symmetric(), dim=8, property="agreement")
+    with pytest.raises(TypeError, match='goes with property="agreement"'):
+        permcheck.audit(Symmetric(), dim=8, property="shift", reference=Symmetric())
+    with pytest.raises(ValueError, match="judge_as is one of"):
+        permcheck.audit(Symmetric(), dim=8, reference=Symmetric(), judge_as="float8")
+
+
+def test_a_module_agrees_with_a_copy_of_itself_and_not_with_other_weights():
+    torch.manual_seed(0)
+    first, second = Symmetric(), Symmetric()
+    copy = Symmetric()
+    copy.load_state_dict(first.state_dict())
+    assert permcheck.assert_agree(first, copy, dim=8).property == "agreement"
+    result = permcheck.audit(first, reference=second, dim=8)
+    assert result.verdict == "violated", result.explanation()
+    assert result.counterexample.lengths["n"] == 1  # any input shows other weights: the shortest
+
