@@ -434,6 +434,7 @@ std::string chunks_field(const Signature& s, const Tensors& inputs) {
 std::string request_line(std::int64_t id, const Signature& s, const Tensors& inputs) {
     std::string line = s.one_tensor ? format_request(id, tensor_matrix::as_matrix(inputs.at("x"))) : format_named_request(id, s, inputs);
     if (const std::string chunks = chunks_field(s, inputs); !chunks.empty()) line.insert(line.size() - 1, chunks);
+    if (const std::string lengths = lengths_field(inputs); !lengths.empty()) line.insert(line.size() - 1, lengths);
     return line;
 }
 
@@ -574,7 +575,10 @@ NamedBatch named_batch(std::int64_t id, const Signature& s, const std::vector<Te
     const std::map<std::string, int> dims = s.one_tensor ? std::map<std::string, int>{} : batch_dims_of(s);
     const bool stacked = stacked_form && !dims.empty();
     if (stacked) {
-        b.request = format_stacked_request(id, s, inputs, dims) + "\n";
+        b.request = format_stacked_request(id, s, inputs, dims);
+        if (const std::string lengths = lengths_field(inputs.front()); !lengths.empty())
+            b.request.insert(b.request.size() - 1, lengths);  // every item has the same lengths
+        b.request += "\n";
     } else {
         std::vector<std::string> items;
         for (const Tensors& x : inputs) items.push_back(batch_item(request_line(0, s, x)));

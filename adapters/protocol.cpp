@@ -296,7 +296,16 @@ Lengths lengths_of(const Signature& s, const Tensors& inputs) {
                                             std::to_string(it->second));
         }
     }
+    for (auto it = inputs.lower_bound(kLengthInput); it != inputs.end() && it->first.rfind(kLengthInput, 0) == 0; ++it)
+        if (it->second.values.size() == 1) lengths[it->first.substr(kLengthInput.size())] = static_cast<int>(it->second.values[0]);
     return lengths;
+}
+
+std::string lengths_field(const Tensors& inputs) {
+    nlohmann::json lengths = nlohmann::json::object();
+    for (auto it = inputs.lower_bound(kLengthInput); it != inputs.end() && it->first.rfind(kLengthInput, 0) == 0; ++it)
+        if (it->second.values.size() == 1) lengths[it->first.substr(kLengthInput.size())] = static_cast<int>(it->second.values[0]);
+    return lengths.empty() ? "" : ",\"lengths\":" + lengths.dump();
 }
 
 std::vector<ExpectedOutput> expected_outputs(const Signature& s, const Lengths& lengths) {

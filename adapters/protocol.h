@@ -70,6 +70,9 @@ std::vector<ExpectedOutput> expected_outputs(const Signature& s, const Lengths& 
 // The axes' lengths that a set of inputs shows (each input's shape read through its dims). Throws
 // std::invalid_argument when two inputs disagree on an axis or an input is missing.
 Lengths lengths_of(const Signature& s, const Tensors& inputs);
+// The request field of the free axes' lengths the inputs carry (kLengthInput entries, cases/signature.h),
+// ",\"lengths\":{\"graphs\":3}", or empty when they carry none.
+std::string lengths_field(const Tensors& inputs);
 
 // Parses one answer line of a signature audit, non-finite numbers as parse_response does; outputs not in `expected`
 // are ignored. An error names the output, the dim and what was expected ("output 'y', dim 0 (axis n): 3 entries,

@@ -11,7 +11,8 @@ namespace permcheck::adapters {
 // float32, float64, bfloat16 and float16 to their torch types; exact (which no torch audit offers) to float64.
 inline c10::ScalarType scalar_type_of(Arithmetic a) {
     switch (a) {
-        case Arithmetic::float32: return c10::kFloat;
+        case Arithmetic::float32:
+        case Arithmetic::tf32: return c10::kFloat;  // float32 storage; a GPU's matrix products round to TF32
         case Arithmetic::bfloat16: return c10::kBFloat16;
         case Arithmetic::float16: return c10::kHalf;
         case Arithmetic::float64:

@@ -50,6 +50,9 @@ inline ToleranceModel tolerance_model(Arithmetic dtype, double amplification) {
         case Arithmetic::exact: break;
         case Arithmetic::float16: t.unit_roundoff = 0x1p-11; t.lambda = kHalfLambda; break;
         case Arithmetic::bfloat16: t.unit_roundoff = 0x1p-8; t.lambda = kHalfLambda; break;
+        // TensorFloat-32: products of inputs rounded to 10 mantissa bits, sums in float32; judged as float16 is
+        // (the same unit roundoff), with the probabilistic bound.
+        case Arithmetic::tf32: t.unit_roundoff = 0x1p-11; t.lambda = kHalfLambda; break;
     }
     return t;
 }

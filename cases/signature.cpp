@@ -283,14 +283,48 @@ void validate(const Signature& s) {
             throw std::invalid_argument("--output " + t.name + " must be real: outputs are compared as numbers");
         validate_tensor(t, axes, "--output", true);
     }
+    // An axis moves an input it is a dim of, or an index input whose values name its positions (PyG's `batch`
+    // vector, batch:nodes:index=graphs: a permutation of the graphs renumbers it).
     for (const Axis& a : s.axes) {
         const bool used = std::any_of(s.inputs.begin(), s.inputs.end(), [&](const TensorSpec& t) {
-            return std::any_of(t.dims.begin(), t.dims.end(), [&](const Dim& d) { return d.axis == a.name; });
+            return (t.kind == TensorKind::index && t.index_axis == a.name) ||
+                   std::any_of(t.dims.begin(), t.dims.end(), [&](const Dim& d) { return d.axis == a.name; });
         });
-        if (!used) throw std::invalid_argument("the axis '" + a.name + "' is a dim of no --input: nothing would move");
+        if (!used)
+            throw std::invalid_argument("the axis '" + a.name + "' is a dim of no --input, and no index input names "
+                                        "its positions: nothing would move");
     }
     for (const TensorSpec& t : s.inputs) require_small_enough(s, t, "--input", format_input(t));
     for (const TensorSpec& t : s.outputs) require_small_enough(s, t, "--output", format_output(t));
+}
+
+std::vector<std::string> free_axes(const Signature& s) {
+    std::vector<std::string> out;
+    for (const Axis& a : s.axes)
+        if (std::none_of(s.inputs.begin(), s.inputs.end(), [&a](const TensorSpec& t) {
+                return std::any_of(t.dims.begin(), t.dims.end(), [&a](const Dim& d) { return d.axis == a.name; });
+            }))
+            out.push_back(a.name);
+    return out;
+}
+
+Tensors with_free_lengths(const Signature& s, Tensors inputs, const Lengths& lengths) {
+    for (const std::string& axis : free_axes(s))
+        if (const auto it = lengths.find(axis); it != lengths.end())
+            inputs[kLengthInput + axis] = Tensor{{}, {static_cast<double>(it->second)}};
+    return inputs;
+}
+
+bool covers_free_axes(const Signature& s, const Tensors& inputs, const Lengths& lengths) {
+    for (const std::string& axis : free_axes(s))
+        for (const TensorSpec& t : s.inputs) {
+            if (t.kind != TensorKind::index || t.index_axis != axis) continue;
+            std::vector<bool> named(static_cast<std::size_t>(lengths.at(axis)), false);
+            for (double v : inputs.at(t.name).values)
+                if (v >= 0 && v < static_cast<double>(named.size())) named[static_cast<std::size_t>(v)] = true;
+            if (std::find(named.begin(), named.end(), false) != named.end()) return false;
+        }
+    return true;
 }
 
 bool has_axis(const TensorSpec& t) {

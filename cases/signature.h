@@ -232,6 +232,18 @@ struct Cuts {
 // A chunked request (the incremental property) carries kChunksInput + AXIS, and a layer that decoded it in chunks
 // answers kChunkedAnswer besides its outputs (layers/expectation.h, where the reference layers read them).
 
+// A free axis is one that no input has as a dim, named only by the values of index inputs (PyG's `batch` vector,
+// batch:nodes:index=graphs, over the graphs of a batch). Nothing in the inputs' shapes says its length, so the
+// inputs a layer is asked carry it as an entry kLengthInput + AXIS, a tensor of one value (an adapter's request:
+// "lengths", docs/protocol.md). An index input over a free axis names every one of its positions (each graph has a
+// node): its draw and its shrinks keep it so, as a batch of graphs is.
+inline const std::string kLengthInput = "#length:";
+std::vector<std::string> free_axes(const Signature& s);
+// inputs with the entry kLengthInput + AXIS of each free axis of s, at its length in `lengths`.
+Tensors with_free_lengths(const Signature& s, Tensors inputs, const Lengths& lengths);
+// Whether every index input over a free axis names each of its positions.
+bool covers_free_axes(const Signature& s, const Tensors& inputs, const Lengths& lengths);
+
 // One case of a check or an audit: a length and a permutation per axis, the inputs x, and the property's part (the
 // shift property's c, the padding property's pads, the causal property's cut: their permutations are identities);
 // a reference layer's weight

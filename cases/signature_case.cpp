@@ -3,6 +3,7 @@
 #include "cases/lengths.h"
 
 #include <algorithm>
+#include <numeric>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -124,6 +125,19 @@ Tensor draw_positions(gen::Sampler& draw, const TensorSpec& spec, std::vector<in
 
 // Values uniform over the index axis; along the input's first axis dim (the edges), a quarter of the slices
 // repeat an earlier one (repeated edges) and an eighth are self-loops (every value of the slice the same).
+// An index input over a free axis (cases/signature.h) with each of the axis's `targets` positions at a distinct
+// random entry, where it has as many entries (a batch vector in which every graph has a node).
+void name_every_position(gen::Sampler& draw, Tensor& t, int targets) {
+    if (targets < 1 || t.values.size() < static_cast<std::size_t>(targets)) return;
+    std::vector<std::size_t> slots(t.values.size());
+    std::iota(slots.begin(), slots.end(), std::size_t{0});
+    for (int k = 0; k < targets; ++k) {  // a partial Fisher-Yates: slot k's entry names position k
+        const auto pick = static_cast<std::size_t>(draw.uniform(k, static_cast<int>(slots.size())));
+        std::swap(slots[static_cast<std::size_t>(k)], slots[pick]);
+        t.values[slots[static_cast<std::size_t>(k)]] = k;
+    }
+}
+
 Tensor draw_index(gen::Sampler& draw, const TensorSpec& spec, std::vector<int> shape, int targets) {
     Tensor t = zeros(std::move(shape));
     if (t.values.empty()) return t;
@@ -235,15 +249,12 @@ LengthSchedule::LengthSchedule(const Signature& s, int cases, std::uint64_t seed
 Lengths LengthSchedule::operator[](std::size_t i) const {
     if (i >= size_) throw std::out_of_range("case " + std::to_string(i) + " of a schedule of " + std::to_string(size_));
     const Signature& s = *signature_;
-    if (i >= longest_first_ && i < longest_end_) {
-        Lengths l;
-        for (const Axis& a : s.axes) l[a.name] = a.max_len;
-        return l;
-    }
     const auto slot = std::lower_bound(corner_slots_.begin(), corner_slots_.end(), i);
     const auto before = static_cast<std::size_t>(slot - corner_slots_.begin());
     Lengths l;
-    if (slot != corner_slots_.end() && *slot == i) {
+    if (i >= longest_first_ && i < longest_end_) {
+        for (const Axis& a : s.axes) l[a.name] = a.max_len;
+    } else if (slot != corner_slots_.end() && *slot == i) {
         const auto& [axis, len] = corners_[before % corners_.size()];
         l = *corner_lengths(s, Corner{axis, len}, static_cast<int>(before / corners_.size()));
     } else {
@@ -252,6 +263,13 @@ Lengths LengthSchedule::operator[](std::size_t i) const {
     for (const TensorSpec& t : s.inputs)
         if (t.kind == TensorKind::index && l[t.index_axis] == 0 && Tensor{shape_of(t, l), {}}.size() > 0)
             l[t.index_axis] = 1;
+    // A free axis no longer than the entries of an index input naming it, so that each of its positions is named
+    // (a batch of graphs has no more graphs than nodes), unless its MIN asks for more.
+    for (const std::string& axis : free_axes(s))
+        for (const TensorSpec& t : s.inputs)
+            if (t.kind == TensorKind::index && t.index_axis == axis)
+                l[axis] = std::max(axis_named(s, axis).min_len,
+                                   std::min(l[axis], static_cast<int>(Tensor{shape_of(t, l), {}}.size())));
     return l;
 }
 
@@ -289,6 +307,10 @@ Case draw_signature_case(const Signature& s, const Lengths& lengths, const rc::R
             case TensorKind::real: c.inputs[spec.name] = draw_real(draw, std::move(shape));
         }
     }
+    for (const std::string& axis : free_axes(s))
+        for (const TensorSpec& spec : s.inputs)
+            if (spec.kind == TensorKind::index && spec.index_axis == axis)
+                name_every_position(draw, c.inputs[spec.name], lengths.at(axis));
     std::vector<std::string> movable;
     for (const Axis& a : s.axes) {
         c.perms[a.name] = draw.permutation(lengths.at(a.name));
@@ -510,8 +532,11 @@ rc::Seq<Case> signature_case_shrinks(const std::shared_ptr<const Signature>& s, 
     });
     auto merges = rc::seq::map(rc::seq::fromContainer(index_merges(*s, c)),
                                [s, shared](const Merge& m) { return merged(*s, *shared, m); });
-    return rc::seq::concat(std::move(deletions), std::move(perms), std::move(merges),
-                           rc::seq::fromContainer(offset_shrinks(*s, c)), std::move(values));
+    rc::Seq<Case> all = rc::seq::concat(std::move(deletions), std::move(perms), std::move(merges),
+                                        rc::seq::fromContainer(offset_shrinks(*s, c)), std::move(values));
+    if (free_axes(*s).empty()) return all;
+    // A batch vector keeps naming every graph: no shrink leaves a graph without a node.
+    return rc::seq::filter(std::move(all), [s](const Case& k) { return covers_free_axes(*s, k.inputs, k.lengths); });
 }
 
 rc::Shrinkable<Case> shrinkable_signature_case(const std::shared_ptr<const Signature>& s, Case c) {

@@ -13,7 +13,7 @@ template <class Enum> struct Word {
 };
 constexpr Word<Arithmetic> kArithmetics[]{{Arithmetic::float32, "float32"}, {Arithmetic::float64, "float64"},
                                           {Arithmetic::exact, "exact"}, {Arithmetic::float16, "float16"},
-                                          {Arithmetic::bfloat16, "bfloat16"}};
+                                          {Arithmetic::bfloat16, "bfloat16"}, {Arithmetic::tf32, "tf32"}};
 constexpr Word<Verdict> kVerdicts[]{{Verdict::holds, "holds"}, {Verdict::violated, "violated"},
                                     {Verdict::nondeterministic, "nondeterministic"}, {Verdict::non_finite, "non-finite"},
                                     {Verdict::error, "error"}, {Verdict::interrupted, "interrupted"},

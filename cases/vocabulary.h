@@ -10,9 +10,10 @@
 
 namespace permcheck {
 
-// float16 and bfloat16 are the precisions of black boxes only (audits of adapters and TorchScript modules): the
-// reference layers compute in float32, float64 or exact (check/check.h refuses the half types).
-enum class Arithmetic { float32, float64, exact, float16, bfloat16 };
+// float16, bfloat16 and tf32 are the precisions of black boxes only (audits of adapters and TorchScript modules): the
+// reference layers compute in float32, float64 or exact (check/check.h refuses the others). tf32 is float32 whose
+// matrix products round their inputs to 10 bits of mantissa (a GPU's TensorFloat-32 mode), accumulating in float32.
+enum class Arithmetic { float32, float64, exact, float16, bfloat16, tf32 };
 
 // interrupted: the run was stopped (Ctrl-C, SIGTERM) before it could decide; what it found so far is kept.
 // undecided: no case failed, but the tolerance some case needed (its position ids' rounding) was as large as its

@@ -188,7 +188,8 @@ template <class F> auto in_arithmetic(Arithmetic arithmetic, F&& f) {
         case Arithmetic::float64: return f(double{});
         case Arithmetic::exact: return f(Rational{});
         case Arithmetic::float16:
-        case Arithmetic::bfloat16: break;
+        case Arithmetic::bfloat16:
+        case Arithmetic::tf32: break;
     }
     throw std::invalid_argument(std::string("the reference layers compute in float32, float64 or exact, not ") +
                                 arithmetic_name(arithmetic) + " (half precision is for audits of black boxes)");

@@ -23,7 +23,8 @@ Evaluator::Evaluator(const BatchedNamedBlackBox& box, std::shared_ptr<const Sign
     : box_(box), reference_(reference), s_(std::move(s)), o_(o), widest_(widest_fixed_size(*s_)),
       rules_(audited_rules(o)), args_(audited_args(*s_, o)),
       has_positions_(std::any_of(s_->inputs.begin(), s_->inputs.end(),
-                                 [](const TensorSpec& t) { return t.kind == TensorKind::position; })) {
+                                 [](const TensorSpec& t) { return t.kind == TensorKind::position; })),
+      has_free_axes_(!free_axes(*s_).empty()) {
     set_dtype(dtype);
 }
 
@@ -43,13 +44,18 @@ Tensors Evaluator::call(Side side, const Tensors& inputs, const Lengths& lengths
     ++evaluations;
     const NamedBlackBox& box = side == Side::reference && reference_ ? reference_->one : box_.one;
     if (side == Side::reference) remember(inputs, lengths);
-    Tensors answer = box(inputs);
+    Tensors answer = asked(box, inputs, lengths);
     if (side == Side::transformed && rules_.chunks_calls() && !answer.count(kChunkedAnswer))
         throw AdapterError("the layer answered a request of " + last_request +
                            " in chunks as if it were one pass: it does not decode in chunks (an adapter answers "
                            "\"chunked\": true, as permcheck.serve does for a module with its cache= route; in C++, "
                            "audit a chunked_black_box of a ChunkStep)");
     return checked(std::move(answer), lengths);
+}
+
+// The box's answer to inputs of these lengths, a free axis's length carried with them (kLengthInput).
+Tensors Evaluator::asked(const NamedBlackBox& box, const Tensors& inputs, const Lengths& lengths) const {
+    return has_free_axes_ ? box(with_free_lengths(*s_, inputs, lengths)) : box(inputs);
 }
 
 // The answer to the transformed inputs; where the layer raised (LayerRaised) and the property makes that a finding
@@ -233,6 +239,11 @@ std::vector<Answer<Answers>> Evaluator::ask_block(const std::vector<Case>& cases
         remember(cases[k].inputs, cases[k].lengths);
         inputs.push_back(permuted[k]);
         keys.push_back(rules_.transformed_lengths(cases[k]));
+    }
+    if (has_free_axes_) {  // a free axis's length travels with the inputs
+        for (std::size_t k = 0; k < inputs.size(); ++k) inputs[k] = with_free_lengths(*s_, std::move(inputs[k]), keys[k]);
+        for (std::size_t k = 0; k < theirs.size(); ++k)
+            theirs[k] = with_free_lengths(*s_, std::move(theirs[k]), their_keys[k]);
     }
     std::vector<Answer<Tensors>> got = answered_by(box_, inputs, keys);
     std::vector<Answer<Tensors>> reference_got;

@@ -91,6 +91,7 @@ public:
 private:
     enum class Side { transformed, reference };  // the box that answers the transformed inputs, or x
     Tensors call(Side side, const Tensors& inputs, const Lengths& lengths);
+    Tensors asked(const NamedBlackBox& box, const Tensors& inputs, const Lengths& lengths) const;
     Tensors transformed_answer(const Tensors& px, const Lengths& lengths, std::string& raised);
     Tensors reference_answer(const Tensors& x, const Lengths& lengths, std::string& raised);
     void both_raised(const Answers& a, const Lengths& lengths) const;
@@ -120,6 +121,7 @@ private:
     const PropertyRules& rules_;
     PropertyArgs args_;
     bool has_positions_;  // a position input: its rounding can make a comparison undecidable
+    bool has_free_axes_;  // an axis no input has as a dim: its length travels with the inputs (kLengthInput)
     mutable std::set<double> undecided_;  // the unit roundoffs under which some comparison decided nothing
     std::map<std::pair<std::string, std::size_t>, int> open_;  // (output, dim) -> the size its first answer gave
     std::vector<PriorRequest> recent_;  // the last few distinct requests of x (the earlier requests history() tries)

@@ -373,8 +373,8 @@ TapTrace trace(const TapSource& source, const Signature& s, const TapCase& k, Ar
     TapTrace trace;
     std::vector<Tap> at_x, at_px;
     try {
-        at_x = source(k.c.inputs);
-        at_px = source(k.transformed);
+        at_x = source(with_free_lengths(s, k.c.inputs, k.c.lengths));  // a free axis's length travels with them
+        at_px = source(with_free_lengths(s, k.transformed, k.lengths));
     } catch (const NoTapsOffered& e) {
         trace.offered = false;
         trace.note = e.what();

@@ -80,7 +80,7 @@ AuditResult run_interruptibly(const std::function<AuditResult(const AuditOptions
 
 void add_audit_options(CLI::App& app, AuditFlags& f, const std::string& dtype_help, const std::string& seed_help) {
     std::vector<Choice<DtypeChoice>> choices;
-    for (Arithmetic a : {Arithmetic::float32, Arithmetic::float64, Arithmetic::float16, Arithmetic::bfloat16})
+    for (Arithmetic a : {Arithmetic::float32, Arithmetic::float64, Arithmetic::float16, Arithmetic::bfloat16, Arithmetic::tf32})
         choices.push_back({arithmetic_name(a), dtype_choice(a)});
     if (f.dtype == DtypeChoice::infer) choices.insert(choices.begin(), {"infer", DtypeChoice::infer, " (from the answers)"});
     add_choice(app, "--dtype", f.dtype, choices, dtype_help, " (the precision the layer computes in)");
@@ -173,6 +173,7 @@ std::optional<Arithmetic> requested_dtype(const AuditFlags& f) {
         case DtypeChoice::float64: return Arithmetic::float64;
         case DtypeChoice::float16: return Arithmetic::float16;
         case DtypeChoice::bfloat16: return Arithmetic::bfloat16;
+        case DtypeChoice::tf32: return Arithmetic::tf32;
         case DtypeChoice::infer: break;
     }
     return std::nullopt;
@@ -183,6 +184,7 @@ DtypeChoice dtype_choice(Arithmetic a) {
         case Arithmetic::float32: return DtypeChoice::float32;
         case Arithmetic::float16: return DtypeChoice::float16;
         case Arithmetic::bfloat16: return DtypeChoice::bfloat16;
+        case Arithmetic::tf32: return DtypeChoice::tf32;
         case Arithmetic::float64:
         case Arithmetic::exact: break;
     }
@@ -212,11 +214,12 @@ AuditOptions audit_options(const AuditFlags& f) {
 }
 
 Arithmetic coarser(Arithmetic a, Arithmetic b) {
-    const auto rank = [](Arithmetic x) {  // by unit roundoff: exact 0, float64 2^-53, float32 2^-24, float16 2^-11,
-        switch (x) {                      // bfloat16 2^-8
+    const auto rank = [](Arithmetic x) {  // by unit roundoff: exact 0, float64 2^-53, float32 2^-24, float16 and
+        switch (x) {                      // tf32 2^-11, bfloat16 2^-8
             case Arithmetic::exact: return 0;
             case Arithmetic::float64: return 1;
             case Arithmetic::float32: return 2;
+            case Arithmetic::tf32:
             case Arithmetic::float16: return 3;
             case Arithmetic::bfloat16: return 4;
         }

@@ -19,8 +19,8 @@
 namespace permcheck::cli {
 
 // --dtype's values: `audit` infers the dtype from the answers by default; `audit-torch` sets the module's.
-// float16 and bfloat16 are only ever given, never inferred.
-enum class DtypeChoice { infer, float32, float64, float16, bfloat16 };
+// float16, bfloat16 and tf32 are only ever given, never inferred.
+enum class DtypeChoice { infer, float32, float64, float16, bfloat16, tf32 };
 
 // True when the option was given on the command line.
 inline bool given(const CLI::Option* o) { return o != nullptr && o->count() > 0; }

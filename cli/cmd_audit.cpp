@@ -36,6 +36,7 @@ struct AuditRequest {
     // The reference implementation (--reference-exec, --reference-connect, --reference-name): the agreement
     // property's second black box.
     std::string reference_command, reference_socket, reference_label;
+    std::string device;  // --device: where the served layer runs (a label: the report and the verdict line say it)
     std::string reference_name() const {
         if (!reference_label.empty()) return reference_label;
         return reference_socket.empty() ? reference_command : "the served reference";
@@ -186,6 +187,7 @@ report::Record record_of(const AuditRequest& q, const Form& f, const AuditResult
     if (q.flags.keep_positions) details["keep_positions"] = true;
     if (!q.socket.empty()) details["served_in_process"] = true;
     if (q.flags.reference) details["reference"] = q.reference_name();
+    if (!q.device.empty()) details["device"] = q.device;
     return audit_record(r, q.name(), audited_property(f.signature, q.flags), q.flags, replay_of(q, f, r), "audit",
                         std::move(details), seconds, &f.signature);
 }
@@ -246,7 +248,8 @@ void add_taps(const AuditRequest& q, const Form& f, AuditResult& r, const AuditO
 
 std::string head_of(const AuditRequest& q, const Form& f, const AuditResult& r) {
     const std::string against = rules_of(r.property).needs_reference() ? " against " + q.reference_name() : "";
-    return "audit of " + q.name() + against + ": " + signature_head(f.signature, r);
+    const std::string on = q.device.empty() ? "" : " on " + q.device;
+    return "audit of " + q.name() + on + against + ": " + signature_head(f.signature, r);
 }
 
 // One audit through the adapters under Ctrl-C, its taps after a violation, printed when asked.
@@ -331,6 +334,9 @@ void add_options(CLI::App& sub, AuditRequest& q) {
     CLI::Option* reference_connect = sub.add_option(
         "--reference-connect", q.reference_socket, "instead of --reference-exec: the Unix socket the reference is served on");
     reference->excludes(reference_connect);
+    sub.add_option("--device", q.device,
+                   "where the layer runs (cuda:0, ...), as the process that serves it says: a label that the verdict "
+                   "line and the report carry (the Python package gives it)");
     sub.add_option("--reference-name", q.reference_label,
                    "the reference's name in the output and the report (default: its command)");
     q.dim_option = sub.add_option(kAuditDim.flag, q.flags.dim,
@@ -339,13 +345,14 @@ void add_options(CLI::App& sub, AuditRequest& q) {
                        ->check(in_range(kAuditDim));
     add_signature_options(sub, q);
     add_audit_options(sub, q.flags,
-                      "infer | float32 | float64 | float16 | bfloat16: the precision the layer computes in (sets the "
+                      "infer | float32 | float64 | float16 | bfloat16 | tf32: the precision the layer computes in (sets the "
                       "tolerance; the adapter is not told it); infer: float32 when some answer shows float32 rounding "
                       "(a float32 value of more than " + std::to_string(kShortDyadicBits) + " significant bits) and "
                       "every answer is a float32 value; else float64, also when every value is a short dyadic number "
                       "(at most " + std::to_string(kShortDyadicBits) + " significant bits, as "
                       "exact arithmetic on the requests' values gives in any precision), said so; never a half "
-                      "precision: give it",
+                      "precision or tf32 (float32 whose matrix products round their inputs to 10 bits of mantissa, a "
+                      "GPU's TensorFloat-32): give it",
                       "seed of the random search");
     q.min_len_option = sub.get_option(kAuditMinLen.flag);
     add_property_options(sub, q.flags);

@@ -36,7 +36,7 @@ int list() {
     for (Property p : all_properties())
         std::printf("  %-15s %s\n", property_name(p), rules_of(p).meaning());
     std::printf("\ndtypes (--dtype): float32, float64 (tolerance from the unit roundoff), exact (rationals, zero "
-                "tolerance); audits also take float16 and bfloat16\n");
+                "tolerance); audits also take float16, bfloat16 and tf32 (float32 with TensorFloat-32 matrix products)\n");
     return 0;
 }
 

@@ -337,7 +337,7 @@ std::string signature_html(const Counterexample& c, const Signature& sig, const 
       << "</th><th>where</th><th>tolerance</th><th></th></tr>";
     for (const OutputComparison& o : c.outputs) {
         const TensorSpec* t = spec_named(sig.outputs, o.name);
-        s << "<tr><td>" << html_escape(o.name) << "</td><td>" << html_escape(t ? output_claim(*t, sig) : "")
+        s << "<tr><td>" << html_escape(o.name) << "</td><td>" << html_escape(t ? claim_text(r, *t, sig) : "")
           << "</td><td>" << text(o.max_abs_diff) << "</td><td>"
           << (o.shape_mismatch || o.where.empty() ? "shapes differ" : where_text(o.where)) << "</td><td>"
           << text(o.tolerance) << "</td><td>" << (o.holds ? "holds" : "<b>violated</b>") << "</td></tr>";
@@ -385,8 +385,7 @@ std::string checked_html(const Record& r) {
     const std::vector<CheckedRow> rows = checked_rows(r);
     if (rows.empty()) return "";
     std::ostringstream s;
-    s << "<h2>What was checked</h2>\n<p class=\"note\">Each case draws a length for every axis and permutes every axis "
-         "at once; an output's two sides are compared once a case, so its numbers are over all its axes together.";
+    s << "<h2>What was checked</h2>\n<p class=\"note\">" << html_escape(checked_intro(r));
     if (r.checked && (r.verdict == Verdict::violated || r.verdict == Verdict::non_finite))
         s << " The failing case counts, as it was found (before shrinking).";
     if (!r.checked) s << " This report does not record the differences and tolerances of the run.";

@@ -28,7 +28,7 @@ std::string signature_section(const Counterexample& c, const Signature& sig, con
     s << "\n| output | must be | largest difference | where | tolerance | |\n| --- | --- | --- | --- | --- | --- |\n";
     for (const OutputComparison& o : c.outputs) {
         const TensorSpec* t = spec_named(sig.outputs, o.name);
-        s << "| " << md_code(o.name) << " | " << (t ? output_claim(*t, sig) : "") << " | " << text(o.max_abs_diff)
+        s << "| " << md_code(o.name) << " | " << (t ? claim_text(r, *t, sig) : "") << " | " << text(o.max_abs_diff)
           << " | " << (o.shape_mismatch || o.where.empty() ? std::string("shapes differ") : md_code(where_text(o.where)))
           << " | " << text(o.tolerance) << " | " << (o.holds ? "holds" : "**violated**") << " |\n";
     }
@@ -94,8 +94,7 @@ std::string checked_section(const Record& r) {
     const std::vector<CheckedRow> rows = checked_rows(r);
     if (rows.empty()) return "";
     std::ostringstream s;
-    s << "\n#### What was checked\n\nEach case draws a length for every axis and permutes every axis at once; an "
-         "output's two sides are compared once a case, so its numbers are over all its axes together.";
+    s << "\n#### What was checked\n\n" << checked_intro(r);
     if (r.checked && (r.verdict == Verdict::violated || r.verdict == Verdict::non_finite))
         s << " The failing case counts, as it was found (before shrinking).";
     if (!r.checked) s << " This report does not record the differences and tolerances of the run.";

@@ -126,6 +126,19 @@ std::string raised_text(const Record& r, const Counterexample& c) {
     return raiser + " raised where " + other + " was answered: " + c.raised;
 }
 
+std::string claim_text(const Record& r, const TensorSpec& t, const Signature& sig) {
+    const PropertyRules& rules = rules_of(r.property);
+    return rules.permutes() ? output_claim(t, sig) : rules.output_claim();
+}
+
+std::string checked_intro(const Record& r) {
+    if (!rules_of(r.property).permutes())
+        return "Each case draws a length for every axis and applies the property's transformation (" +
+               rules_of(r.property).compared_text() + "); an output's two sides are compared once a case.";
+    return "Each case draws a length for every axis and permutes every axis at once; an output's two sides are "
+           "compared once a case, so its numbers are over all its axes together.";
+}
+
 std::string found_text(const Record& r, const Counterexample& c) {
     std::string s = "Found at case " + std::to_string(c.case_index) + ", " + std::to_string(c.shrink_steps) + " shrink steps.";
     if (r.weights > 0)

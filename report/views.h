@@ -43,6 +43,11 @@ std::string counterexample_heading(const Record& r);
 std::string found_text(const Record& r, const Counterexample& c);
 // What the transformed side raised instead of answering (Counterexample::raised), as a sentence.
 std::string raised_text(const Record& r, const Counterexample& c);
+// What an output must do under the record's property: "equivariant along n" (a permuting property, per axis), or
+// the property's own claim ("equal to the reference's answer to the same input").
+std::string claim_text(const Record& r, const TensorSpec& t, const Signature& sig);
+// The sentence that opens "What was checked": how a case is drawn and what it compares.
+std::string checked_intro(const Record& r);
 // For a record answered twice, the sentence that stands in place of the permutation (plain text); empty otherwise.
 std::string answered_twice_note(const Record& r);
 

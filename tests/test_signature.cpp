@@ -939,6 +939,59 @@ TEST(Agreement, WithoutAReferenceTheAuditIsRefusedWithWhatToGive) {
     }
 }
 
+// A batch of graphs as PyG holds one: node features, a `batch` vector naming each node's graph, one output row per
+// graph. The axis graphs is a dim of no input: a permutation of it renumbers the batch vector and moves the rows.
+Signature graph_batch_signature() {
+    return Signature{{parse_axis("nodes=1..8"), parse_axis("graphs=1..4")},
+                     {parse_input("x:nodes,3"), parse_input("batch:nodes:index=graphs")},
+                     {parse_output("g:graphs,3")}};
+}
+
+// The mean of each graph's nodes (global_mean_pool); `count_from_max`: the number of graphs read as max(batch) + 1,
+// as PyG does without `size`, else from the length the request carries; `order_aware`: graph k's row + k.
+NamedBlackBox mean_pool(bool count_from_max, bool order_aware = false) {
+    return [=](const Tensors& in) {
+        const Tensor& x = in.at("x");
+        const Tensor& batch = in.at("batch");
+        int graphs = 0;
+        if (count_from_max)
+            for (double b : batch.values) graphs = std::max(graphs, static_cast<int>(b) + 1);
+        else
+            graphs = static_cast<int>(in.at(kLengthInput + "graphs").values.at(0));
+        Tensor g{{graphs, 3}, std::vector<double>(static_cast<std::size_t>(3 * graphs), 0.0)};
+        std::vector<double> count(static_cast<std::size_t>(graphs), 0.0);
+        for (std::size_t v = 0; v < batch.values.size(); ++v) {
+            const auto k = static_cast<std::size_t>(batch.values[v]);
+            count[k] += 1;
+            for (std::size_t c = 0; c < 3; ++c) g.values[3 * k + c] += x.values[3 * v + c];
+        }
+        for (std::size_t k = 0; k < count.size(); ++k)
+            for (std::size_t c = 0; c < 3; ++c)
+                g.values[3 * k + c] = g.values[3 * k + c] / std::max(count[k], 1.0) + (order_aware ? static_cast<double>(k) : 0.0);
+        return Tensors{{"g", g}};
+    };
+}
+
+TEST(SignatureAudit, AGraphBatchMovesTheGraphsOnlyTheBatchVectorNames) {
+    const Signature s = graph_batch_signature();
+    EXPECT_NO_THROW(validate(s));
+    EXPECT_EQ(free_axes(s), std::vector<std::string>{"graphs"});
+    const AuditResult carried = audit(mean_pool(false), s, named("mean pool, the number of graphs carried"));
+    EXPECT_EQ(carried.verdict, Verdict::holds) << carried.detail << carried.error;
+    EXPECT_EQ(carried.axis_lengths.at("graphs").back(), 4);
+    // Every graph has a node in every case and every shrink, so max(batch) + 1 is the number of graphs.
+    const AuditResult counted = audit(mean_pool(true), s, named("mean pool, max(batch) + 1 graphs"));
+    EXPECT_EQ(counted.verdict, Verdict::holds) << counted.detail << counted.error;
+    const AuditResult aware = audit(mean_pool(true, true), s, named("a readout that sees the graphs' order"));
+    ASSERT_EQ(aware.verdict, Verdict::violated) << aware.detail << aware.error;
+    EXPECT_EQ(aware.counterexample->axis_at_fault, "graphs") << finding(aware, s);
+    EXPECT_EQ(aware.counterexample->lengths.at("graphs"), 2) << finding(aware, s);
+    EXPECT_TRUE(covers_free_axes(s, aware.counterexample->inputs, aware.counterexample->lengths));
+    // An axis that nothing names still moves nothing.
+    const Signature idle{{parse_axis("n=1..4"), parse_axis("m=1..4")}, {parse_input("x:n,2")}, {parse_output("y:n,2")}};
+    EXPECT_THROW(validate(idle), std::invalid_argument);
+}
+
 TEST(SignatureAudit, ReevaluateJudgesASavedCaseAgainAsTheAuditDid) {
     const Signature s = cross_signature();
     const AuditResult found = audit(cross_attention(true), s, named("memory positions"));

@@ -207,6 +207,16 @@ inline Tensors named_inputs(const json& request) {
         flatten(values, t.shape, 0, t.values, name);
         out.emplace(name, std::move(t));
     }
+    // The lengths of axes no input has as a dim (a batch vector's graphs): entries kLengthInput + AXIS.
+    if (request.contains("lengths")) {
+        const json& lengths = request["lengths"];
+        if (!lengths.is_object()) throw BadRequest("\"lengths\" must be an object of axis lengths");
+        for (const auto& [axis, n] : lengths.items()) {
+            if (!n.is_number_integer() || n.get<long long>() < 0)
+                throw BadRequest("\"lengths\"." + axis + " must be a length (an integer >= 0)");
+            out[kLengthInput + axis] = Tensor{{}, {static_cast<double>(n.get<long long>())}};
+        }
+    }
     return out;
 }
 

@@ -37,7 +37,7 @@ _OPTIONS = {
 }
 _PROPERTIES = ("equivariance", "shift", "padding", "causal", "packing", "incremental", "agreement")
 # The precisions, coarsest last: a comparison of two sides is judged at the coarser.
-_COARSENESS = ("float64", "float32", "float16", "bfloat16")
+_COARSENESS = ("float64", "float32", "tf32", "float16", "bfloat16")
 _FAILURES = ("violated", "nondeterministic", "non-finite", "batch-dependent", "history-dependent")
 
 
@@ -162,6 +162,7 @@ class Result:
         tap = record.get("first_breaking_tap")  # the submodule where symmetry first breaks, when taps located it
         self.first_breaking_tap = tap if isinstance(tap, str) and tap else None
         self.summary = _summary_line(output) or "%s: %s %s" % (layer_name, self.property, self.verdict)
+        self.hint = None  # a sentence on what to do (a nondeterministic torch module: deterministic algorithms)
 
     @property
     def holds(self):
@@ -181,6 +182,8 @@ class Result:
         lines = lines or [self.summary]
         if self.counterexample is None and self.error:
             lines.append("  %s" % self.error)
+        if self.hint:
+            lines.append("  hint: %s" % self.hint)
         if self.report:
             lines.append("  report: %s" % self.report)
         return "\n".join(lines)
@@ -449,7 +452,7 @@ def _run(binary, arguments, make_server, make_reference=None):
 def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property=None, dtype=None,
           cases=100, seed=1, report=None, arguments=None, output=None, kinds=None, batch=256, taps=True,
           cache=None, cumulative=None, reference=None, reference_arguments=None, reference_output=None,
-          reference_dtype=None, judge_as=None, **options):
+          reference_dtype=None, judge_as=None, device=None, **options):
     """Audit `layer` (a torch.nn.Module, TorchScript included, or a function) for `property`, served from this
     process. Returns a Result; never raises for a verdict (see assert_equivariant for that).
 
@@ -483,9 +486,14 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property=Non
                            reference_arguments, reference_output: its `arguments` and `output` where its
                            forward differs (by default the layer's). reference_dtype: the precision it runs in
                            (by default `dtype`, else its own).
-    judge_as               the precision the comparison is judged at ("float32", ...): by default the coarser
-                           of the two sides' (the layer's alone without a reference). A float64 model whose
-                           library computes its softmax in float32 is judged as float32.
+    judge_as               the precision the comparison is judged at ("float32", "tf32", ...): by default the
+                           coarser of the two sides' (the layer's alone without a reference). A float64 model
+                           whose library computes its softmax in float32 is judged as float32.
+    device                 where the inputs are made ("cuda:0"): by default a module's own (its first
+                           parameter's or buffer's), the CPU for a function; answers come back to the CPU. A
+                           float32 module on a GPU that allows TF32 (torch.backends.cuda.matmul.allow_tf32,
+                           torch.backends.cudnn.allow_tf32) is judged as tf32 (10 bits of mantissa in its
+                           matrix products); the verdict line and the report name the device.
     options                those of `permcheck audit`: timeout, startup_timeout, jobs (threads here), max_len,
                            min_len, amplification, shard, padding, padding_axis, keep_positions,
                            causal_axis, skip_padded (the slots the masks pad are not compared).
@@ -510,13 +518,17 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property=Non
     against = _against(reference, reference_arguments, reference_output, reference_dtype, judge_as, arguments,
                        output, dtype, signature_inputs)
     code, out, err = _served(binary, layer, name, flags + ["--report", directory], dtype, call, kinds, taps, batch,
-                             against)
+                             against, device)
     record = _read_record(directory)
     if record is None:
         if own_report:
             shutil.rmtree(directory, ignore_errors=True)
         raise PermcheckNotFound(_no_report(binary, code, err.strip() or out.strip()))
     result = Result(record, out, err, directory, code, name)
+    torch = sys.modules.get("torch")
+    if result.verdict == "nondeterministic" and torch is not None and isinstance(layer, torch.nn.Module):
+        result.hint = ("torch.use_deterministic_algorithms(True) makes the kernels whose answers differ on a re-ask "
+                       "repeatable (scatter atomics, some attention backends on a GPU), or says which cannot be")
     if own_report and result.holds:
         shutil.rmtree(directory, ignore_errors=True)
         result.report = None
@@ -554,21 +566,34 @@ def _judged(layer_dtype, reference_dtype):
     return max(layer_dtype, reference_dtype, key=lambda d: _COARSENESS.index(d) if d in _COARSENESS else -1)
 
 
-def _served(binary, layer, name, flags, dtype, call, kinds, taps, batch, against=None):
+def _placed(prepared, device):
+    """Where a prepared layer's inputs are made, and its precision as judged there: a float32 module on a GPU that
+    allows TF32 computes its matrix products in tf32. (None, its dtype) without torch."""
+    torch = prepared.torch
+    if torch is None or prepared.dtype is None:
+        return None, prepared.dtype_name
+    placed = _protocol._resolve_device(torch, prepared.layer if prepared.is_module else None, device)
+    tf32 = placed.type == "cuda" and (torch.backends.cuda.matmul.allow_tf32 or torch.backends.cudnn.allow_tf32)
+    return placed, "tf32" if tf32 and prepared.dtype_name == "float32" else prepared.dtype_name
+
+
+def _served(binary, layer, name, flags, dtype, call, kinds, taps, batch, against=None, device=None):
     """`permcheck audit` with `flags`, the layer (and a reference, `against`) served from this process:
     (code, out, err)."""
     prepared = _Prepared(layer, dtype)
     theirs = _Prepared(against.layer, against.dtype) if against is not None and against.layer is not None else None
     try:
         make_server = lambda: _protocol._Server(prepared.layer, prepared.dtype, kinds, taps=taps, batch=batch,
-                                                stacked=True, call=call, convert=False)
-        judged = prepared.dtype_name
+                                                stacked=True, call=call, convert=False, device=device)
+        placed, judged = _placed(prepared, device)
         make_reference, more = None, []
+        if placed is not None and (device is not None or placed.type != "cpu"):
+            more += ["--device", str(placed)]
         if theirs is not None:
             make_reference = lambda: _protocol._Server(theirs.layer, theirs.dtype, kinds, taps=False, batch=batch,
-                                                       stacked=True, call=against.call, convert=False)
-            judged = _judged(prepared.dtype_name, theirs.dtype_name)
-            more = ["--reference-connect", "{reference}", "--reference-name", _layer_name(against.layer)]
+                                                       stacked=True, call=against.call, convert=False, device=device)
+            judged = _judged(judged, _placed(theirs, device)[1])
+            more += ["--reference-connect", "{reference}", "--reference-name", _layer_name(against.layer)]
         if against is not None and against.judge_as is not None:
             judged = against.judge_as
         return _run(binary, ["audit", "--connect", "{socket}", "--name", name, "--dtype", judged] + more + flags,
@@ -582,7 +607,7 @@ def _served(binary, layer, name, flags, dtype, call, kinds, taps, batch, against
 def profile(layer, *, axes=None, inputs=None, outputs=None, dim=None, dtype=None, cases=100, seed=1, report=None,
             arguments=None, output=None, kinds=None, batch=256, taps=True, cache=None, cumulative=None,
             reference=None, reference_arguments=None, reference_output=None, reference_dtype=None, judge_as=None,
-            **options):
+            device=None, **options):
     """Every question that applies to `layer`, a row each, as `permcheck audit --profile` asks them: causal,
     order only through the position inputs, order-aware at all, relative, padding left/right/any, packing.
     With `cache` (a cache route, as audit() takes it) a last row asks "incremental" too; with `reference` (and
@@ -600,7 +625,7 @@ def profile(layer, *, axes=None, inputs=None, outputs=None, dim=None, dtype=None
     against = _against(reference, reference_arguments, reference_output, reference_dtype, judge_as, arguments,
                        output, dtype, signature_inputs)
     code, out, err = _served(binary, layer, name, flags + ["--profile", "--report", directory], dtype, call, kinds,
-                             taps, batch, against)
+                             taps, batch, against, device)
     try:
         with open(os.path.join(directory, "profile.json")) as f:
             rows = json.load(f)["rows"]
@@ -613,7 +638,7 @@ def profile(layer, *, axes=None, inputs=None, outputs=None, dim=None, dtype=None
         result = audit(layer, axes=axes, inputs=inputs, outputs=outputs, dim=dim, property="incremental",
                        dtype=dtype, cases=cases, seed=seed, report=os.path.join(directory, "incremental"),
                        arguments=arguments, output=output, kinds=kinds, batch=batch, taps=taps, cache=cache,
-                       cumulative=cumulative, **options)
+                       cumulative=cumulative, device=device, **options)
         rows.append({"row": "incremental", "title": "cached decoding equals one pass", "verdict": result.verdict,
                      "cases": result.cases, "meaning": {"holds": "cache consistent",
                                                         "violated": "cached decoding differs"}.get(result.verdict, ""),
@@ -623,7 +648,8 @@ def profile(layer, *, axes=None, inputs=None, outputs=None, dim=None, dtype=None
 
 
 def replay(report, layer, *, dtype=None, arguments=None, output=None, kinds=None, timeout=30, cache=None,
-           cumulative=None, reference=None, reference_arguments=None, reference_output=None, reference_dtype=None):
+           cumulative=None, reference=None, reference_arguments=None, reference_output=None, reference_dtype=None,
+           device=None):
     """Run the counterexample saved in `report` (a report directory or its report.json) against `layer` in
     this process (an incremental one with its `cache` and `cumulative`, an agreement one against its
     `reference`, as audited). Returns a ReplayResult: bool() is True when the property now holds on the saved
@@ -641,20 +667,21 @@ def replay(report, layer, *, dtype=None, arguments=None, output=None, kinds=None
     call_inputs = inputs if isinstance(inputs, list) and inputs else None
     call = _protocol._Call(arguments, output, call_inputs, cache, cumulative)
     saved = record.get("dtype")
-    prepared = _Prepared(layer, dtype if dtype is not None else (saved if saved in ("float32", "float64",
-                                                                                   "float16", "bfloat16") else None))
+    served = {"tf32": "float32"}.get(saved, saved)  # a tf32 audit's module computes in float32
+    prepared = _Prepared(layer, dtype if dtype is not None else (served if served in ("float32", "float64",
+                                                                                     "float16", "bfloat16") else None))
     theirs = None
     if reference is not None:
         theirs = _Prepared(reference, reference_dtype if reference_dtype is not None else dtype)
     try:
         make_server = lambda: _protocol._Server(prepared.layer, prepared.dtype, kinds, taps=False, batch=None,
-                                                stacked=False, call=call, convert=False)
+                                                stacked=False, call=call, convert=False, device=device)
         make_reference, more = None, []
         if theirs is not None:
             their_call = _protocol._Call(arguments if reference_arguments is None else reference_arguments,
                                          output if reference_output is None else reference_output, call_inputs)
             make_reference = lambda: _protocol._Server(theirs.layer, theirs.dtype, kinds, taps=False, batch=None,
-                                                       stacked=False, call=their_call, convert=False)
+                                                       stacked=False, call=their_call, convert=False, device=device)
             more = ["--reference-connect", "{reference}"]
         code, out, err = _run(binary, ["replay", file, "--connect", "{socket}", "--timeout", str(timeout)] + more,
                               make_server, make_reference)

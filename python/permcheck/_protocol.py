@@ -105,7 +105,7 @@ _INTEGER_KINDS = ("index", "token", "position", "mask=keep", "segment")
 
 
 def serve(layer, dtype=None, *, kinds=None, taps=True, stdin=None, stdout=None, batch=256, stacked=True,
-          arguments=None, output=None, inputs=None, cache=None, cumulative=None):
+          arguments=None, output=None, inputs=None, cache=None, cumulative=None, device=None):
     """Answer permcheck's requests with `layer` until end of input.
 
     layer   a callable (a function of named inputs, see the module docstring) or a torch.nn.Module, which is
@@ -137,12 +137,14 @@ def serve(layer, dtype=None, *, kinds=None, taps=True, stdin=None, stdout=None, 
     cumulative
             the inputs a chunk receives from position 0 to its end (HF's attention_mask in cached decoding);
             the others hold the chunk's positions only.
+    device  where the inputs are made ("cuda:0", a torch.device): by default a module's own (its first parameter's
+            or buffer's), the CPU for a function. Answers are brought back to the CPU.
     stdin, stdout
             text streams to read requests from and write answers to; by default the process's own, with
             stdout claimed for answers as the module docstring says.
     """
     server = _Server(layer, dtype, kinds, taps=taps, batch=batch, stacked=stacked,
-                     call=_Call(arguments, output, inputs, cache, cumulative))
+                     call=_Call(arguments, output, inputs, cache, cumulative), device=device)
     requests = stdin if stdin is not None else sys.stdin
     answers, restore = (stdout, None) if stdout is not None else _claim_stdout()
     saved_stdout = sys.stdout
@@ -168,7 +170,7 @@ class _Server:
     object ("stacked", "batch", "taps"), never on its text: input names live inside "inputs", "shapes" and
     "kinds", output names in "outputs", so an input or output may be called batch, stacked, taps, shapes or id."""
 
-    def __init__(self, layer, dtype, kinds, *, taps, batch, stacked, call=None, convert=True):
+    def __init__(self, layer, dtype, kinds, *, taps, batch, stacked, call=None, convert=True, device=None):
         self.call = call if call is not None else _Call(None, None, None)
         self.kinds = dict(kinds or {})
         for name, kind in self.kinds.items():
@@ -185,6 +187,9 @@ class _Server:
         if self.is_module and convert:
             layer.eval()
         self.layer, self.dtype = layer, dtype
+        # Where the inputs are made: the given device, else a module's own; answers come back to the CPU.
+        self.device = _resolve_device(torch, layer if self.is_module else None, device) if torch is not None else None
+        self.call.device = self.device
         self.offers_taps = bool(taps) and self.is_module
         # What the first ordinary answer announces ({} when nothing: one case per request).
         self.announcement = {}
@@ -232,7 +237,7 @@ class _Server:
                 names = request.get("outputs")
                 if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
                     raise ValueError('"outputs" must be a non-empty list of output names')
-                inputs = _named_inputs(request, self.torch, self.dtype, self.kinds)
+                inputs = _named_inputs(request, self.torch, self.dtype, self.kinds, self.device)
                 if "chunks" in request:  # the incremental property: the chunks in order, a cache carried between
                     result = self.call.chunked(self.layer, self.torch, inputs, request["chunks"], names)
                     return {"id": request_id, "outputs": _outputs(result, names), "chunked": True}
@@ -241,7 +246,7 @@ class _Server:
             if "x" in request:
                 x = request["x"]
                 if self.torch is not None:
-                    x = self.torch.tensor(x, dtype=self.dtype)
+                    x = self.torch.tensor(x, dtype=self.dtype, device=self.device)
                 result = self.call(self.layer, self.torch, {"x": x}, 1, one_tensor=True)
                 return {"id": request_id, "y": _outputs(result, ["y"])["y"]}
             raise ValueError('a request holds "x" (one tensor) or "inputs" (named inputs); this one holds neither')
@@ -309,8 +314,10 @@ class _Server:
             shape = list(first["shapes"][name])
             element = self.element_type(_kind(declared.get(name), values))
             # (count, *shape) with shape[dim] == 1: drop that dim and put the items there.
-            stacked = torch.tensor([item["inputs"][name] for item in items], dtype=element).reshape([count] + shape)
+            stacked = torch.tensor([item["inputs"][name] for item in items], dtype=element,
+                                   device=self.device).reshape([count] + shape)
             inputs[name] = stacked.squeeze(dim + 1).movedim(0, dim)
+        inputs.update(_lengths_of(first))  # the items of a batch have the same lengths
         outputs = _named_results(self.call(self.layer, torch, inputs, count), names)
         parts = {}
         for name in names:
@@ -339,7 +346,9 @@ class _Server:
             inputs = {}
             for name, text in request["inputs"].items():
                 element = self.element_type(_kind(declared.get(name), []))
-                inputs[name] = _from_base64(self.torch, text, request["shapes"][name]).to(element)
+                inputs[name] = _from_base64(self.torch, text, request["shapes"][name]).to(self.device, element)
+            lengths = _lengths_of(request)
+            inputs.update(lengths)
             try:
                 outputs = _named_results(self.call(self.layer, self.torch, inputs, count), names)
                 encoded, shapes = {}, {}
@@ -350,7 +359,8 @@ class _Server:
             except Exception:  # each item on its own, so that each gets its own answer or error
                 traceback.print_exc(file=sys.stderr)
                 print("permcheck_adapter: the stacked forward pass failed; answering item by item", file=sys.stderr)
-            items = [{n: t.narrow(dims[n], k, 1) for n, t in inputs.items()} for k in range(count)]
+            items = [dict({n: t.narrow(dims[n], k, 1) for n, t in inputs.items() if n not in lengths}, **lengths)
+                     for k in range(count)]
             return {"id": request_id, "batch": [self.item_answer(names, item) for item in items]}
         except Exception as error:
             return _error_answer(request_id, error)
@@ -448,6 +458,7 @@ class _Call:
                              % (cache,))
         self.cache = None if cache is None else (cache, cache) if isinstance(cache, str) else tuple(cache)
         self.exclusive = _Exclusive()  # a chunked request has the layer alone (it may keep its own cache)
+        self.device = None  # where derived inputs (length:AXIS, ...) are made: the server's device
         self.serial = False  # every call has the layer alone: a layer that keeps its own cache (no `cache`)
         self.cumulative = set(_as_names(cumulative, "cumulative"))
         if arguments is not None and not isinstance(arguments, (dict, list, tuple)):
@@ -463,8 +474,9 @@ class _Call:
             raise ValueError("output must be an index or a key, got %r" % (output,))
         self.arguments, self.output = arguments, output
         self.dims = _input_dims(inputs)  # {input: [axis name or None per dim]}
+        self.free = _free_axes(inputs, self.dims)  # axes only an index input names: their lengths come with a request
         for source in sources:
-            if _derived(source):
+            if _derived(source) and source.split(":", 1)[1] not in self.free:
                 self.axis_place(source.split(":", 1)[1], source)  # refused now, not at the first request
 
     def axis_place(self, axis, source):
@@ -481,16 +493,22 @@ class _Call:
             return source
         if _derived(source):
             kind, axis = source.split(":", 1)
-            name, dim = self.axis_place(axis, source)
-            first, end = chunk if chunk is not None else (0, _length_of(inputs[name], dim))
+            if axis in self.free:  # a batch vector's graphs: the request says how many
+                if _LENGTH + axis not in inputs:
+                    raise ValueError("%s: the request gives no length of the axis %s" % (source, axis))
+                first, end = 0, int(inputs[_LENGTH + axis])
+            else:
+                name, dim = self.axis_place(axis, source)
+                first, end = chunk if chunk is not None else (0, _length_of(inputs[name], dim))
             length = end - first
             if kind == "offset":  # the first position of what the call receives: 0 outside a chunked call
-                return first if torch is None else torch.tensor(first, dtype=torch.int64)
+                return first if torch is None else torch.tensor(first, dtype=torch.int64, device=self.device)
             if kind == "arange":  # its absolute positions (HF's cache_position)
-                return list(range(first, end)) if torch is None else torch.arange(first, end, dtype=torch.int64)
+                return list(range(first, end)) if torch is None else torch.arange(first, end, dtype=torch.int64,
+                                                                                  device=self.device)
             if torch is None:
                 return [length] * items
-            return torch.full((items,), length, dtype=torch.int64)
+            return torch.full((items,), length, dtype=torch.int64, device=self.device)
         if source not in inputs:
             raise ValueError("arguments names the input %r, which the request does not hold (it holds %s)"
                              % (source, ", ".join(inputs)))
@@ -546,14 +564,15 @@ class _Call:
         """The layer's whole result (before `output` picks from it); in a chunked call `chunk` is (first, end) and
         `state` the cache the previous chunk returned (None: the first chunk, which gets none)."""
         args, kwargs = [], {}
+        tensors = {name: value for name, value in inputs.items() if not name.startswith(_LENGTH)}
         if self.arguments is None:
             if one_tensor:
                 args = [inputs["x"]]
             else:
-                kwargs = dict(inputs)
+                kwargs = tensors
         elif isinstance(self.arguments, dict):
             named = set(s for s in self.arguments.values() if isinstance(s, str) and not _derived(s))
-            kwargs = {name: value for name, value in inputs.items() if name not in named}
+            kwargs = {name: value for name, value in tensors.items() if name not in named}
             for parameter, source in self.arguments.items():
                 kwargs[parameter] = self.value(source, inputs, torch, items, chunk)
         else:
@@ -686,8 +705,45 @@ def _input_dims(inputs):
     return dims
 
 
-def _named_inputs(request, torch, dtype, kinds):
-    """The request's inputs by name: nested lists, or tensors of their kind's dtype and of the given shapes."""
+def _resolve_device(torch, module, device):
+    """The device inputs are made on: `device` when given, else a module's first parameter's or buffer's, else
+    the CPU."""
+    if device is not None:
+        return torch.device(device)
+    if module is not None:
+        for tensor in list(module.parameters())[:1] + list(module.buffers())[:1]:
+            return tensor.device
+    return torch.device("cpu")
+
+
+_LENGTH = "#length:"  # an input name no signature has: the length of a free axis, from the request's "lengths"
+
+
+def _free_axes(texts, dims):
+    """The axes that only an index input names ("batch:nodes:index=graphs" with no input over graphs)."""
+    if texts is None or dims is None:
+        return set()
+    named = set()
+    for text in [texts] if isinstance(texts, str) else texts:
+        parts = str(text).split(":")
+        if len(parts) >= 3 and parts[2].startswith("index="):
+            named.add(parts[2][len("index="):])
+    return {axis for axis in named if not any(axis in d for d in dims.values())}
+
+
+def _lengths_of(request):
+    """{_LENGTH + axis: length} of the request's free axes ("lengths": {"graphs": 3})."""
+    lengths = request.get("lengths") if isinstance(request, dict) else None
+    if lengths is None:
+        return {}
+    if not isinstance(lengths, dict) or not all(isinstance(v, int) and v >= 0 for v in lengths.values()):
+        raise ValueError('"lengths" must be an object of axis lengths (integers >= 0)')
+    return {_LENGTH + axis: n for axis, n in lengths.items()}
+
+
+def _named_inputs(request, torch, dtype, kinds, device=None):
+    """The request's inputs by name: nested lists, or tensors of their kind's dtype and of the given shapes (and the
+    lengths of its free axes under _LENGTH + axis)."""
     inputs, shapes = request["inputs"], request.get("shapes") or {}
     declared = dict(request.get("kinds") or {})
     declared.update(kinds)
@@ -702,7 +758,8 @@ def _named_inputs(request, torch, dtype, kinds):
         if shape is None:
             shape = _shape_of(values)
         element = _element_type(torch, dtype, _kind(declared.get(name), values))
-        out[name] = torch.tensor(values, dtype=element).reshape(shape)
+        out[name] = torch.tensor(values, dtype=element, device=device).reshape(shape)
+    out.update(_lengths_of(request))
     return out
 
 

@@ -324,3 +324,105 @@ def test_a_module_agrees_with_a_copy_of_itself_and_not_with_other_weights():
     assert result.verdict == "violated", result.explanation()
     assert result.counterexample.lengths["n"] == 1  # any input shows other weights: the shortest
 
+
+
+class GlobalMeanPool(torch.nn.Module):
+    """PyG's global_mean_pool over a batch of graphs, in plain torch: the mean of each graph's nodes after a linear
+    map. Without `size` the number of graphs is batch.max() + 1, as PyG reads it."""
+
+    def __init__(self, order_aware=False):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 8)
+        self.order_aware = order_aware
+
+    def forward(self, x, batch, size=None):
+        graphs = int(size[0]) if size is not None else int(batch.max()) + 1
+        h = self.lin(x)
+        total = torch.zeros(graphs, h.shape[1], dtype=h.dtype).index_add_(0, batch, h)
+        count = torch.zeros(graphs, dtype=h.dtype).index_add_(0, batch, torch.ones_like(batch, dtype=h.dtype))
+        g = total / count.clamp(min=1)[:, None]
+        return g + torch.arange(graphs, dtype=h.dtype)[:, None] if self.order_aware else g
+
+
+GRAPHS = dict(axes=["nodes=1..8", "graphs=1..4"], inputs=["x:nodes,4", "batch:nodes:index=graphs"],
+              outputs=["g:graphs,8"])
+
+
+def test_a_readout_over_a_batch_of_graphs_moves_the_graphs_the_batch_vector_names():
+    permcheck.assert_equivariant(GlobalMeanPool(), **GRAPHS)  # the number of graphs from batch.max() + 1
+    permcheck.assert_equivariant(GlobalMeanPool(), **GRAPHS, arguments={"x": "x", "batch": "batch",
+                                                                       "size": "length:graphs"})
+    result = permcheck.audit(GlobalMeanPool(order_aware=True), **GRAPHS)
+    assert result.verdict == "violated", result.explanation()
+    assert result.counterexample.axis_at_fault == "graphs"
+    assert result.counterexample.lengths["graphs"] == 2
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Devices, TF32, nondeterministic kernels (on the CPU: the GPU run is the device check's)
+
+class DeviceStrict(torch.nn.Module):
+    """Raises, as PyTorch does, unless its input is on its parameters' device."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        if x.device != self.lin.weight.device:
+            raise RuntimeError("Expected all tensors to be on the same device, but found %s and %s"
+                               % (x.device, self.lin.weight.device))
+        return self.lin(x) + x.mean(0, keepdim=True)
+
+
+def test_inputs_are_made_on_the_modules_device_inferred_or_given():
+    permcheck.assert_equivariant(DeviceStrict(), dim=8)  # inferred: its parameters' device
+    given = permcheck.assert_equivariant(DeviceStrict(), dim=8, device="cpu")
+    assert " on cpu" in given.summary and given.record["details"]["audit"]["device"] == "cpu"
+    elsewhere = permcheck.audit(DeviceStrict(), dim=8, device="meta")  # inputs where the weights are not
+    assert elsewhere.verdict == "error" and "same device" in elsewhere.error, elsewhere.explanation()
+
+
+def tf32(t):
+    """t's float32 values rounded to TensorFloat-32's 10 bits of mantissa (to nearest, ties away), as a GPU's
+    tensor cores round the inputs of a matrix product."""
+    bits = t.contiguous().view(torch.int32)
+    return ((bits + 0x1000) & ~0x1FFF).view(torch.float32)
+
+
+class SmallAttention(torch.nn.Module):
+    def __init__(self, emulate_tf32=False):
+        super().__init__()
+        torch.manual_seed(0)
+        self.q, self.k = torch.nn.Linear(8, 8), torch.nn.Linear(8, 8)
+        self.round = tf32 if emulate_tf32 else (lambda t: t)
+
+    def forward(self, x):
+        q, k = self.q(x), self.k(x)
+        scores = self.round(q) @ self.round(k).T / 8 ** 0.5
+        return self.round(scores.softmax(-1)) @ self.round(x)
+
+
+def test_tf32_emulated_on_the_cpu_holds_judged_as_tf32_and_is_flagged_judged_as_float32():
+    emulated, plain = SmallAttention(emulate_tf32=True), SmallAttention()
+    held = permcheck.assert_agree(emulated, plain, dim=8, judge_as="tf32")
+    assert held.dtype == "tf32" and "tf32" in held.summary
+    strict = permcheck.audit(emulated, reference=plain, dim=8, judge_as="float32")
+    assert strict.verdict == "violated", strict.explanation()
+
+
+class Jitter(torch.nn.Module):
+    """A kernel whose answers vary on a re-ask (as atomics on a GPU do), by a little."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.lin(x) + 1e-3 * torch.rand_like(x)
+
+
+def test_a_kernel_whose_answers_vary_is_nondeterministic_with_the_hint():
+    result = permcheck.audit(Jitter(), dim=8)
+    assert result.verdict == "nondeterministic", result.explanation()
+    assert "torch.use_deterministic_algorithms(True)" in result.explanation()
