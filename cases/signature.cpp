@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <iomanip>
+#include <numeric>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -101,10 +102,23 @@ void parse_kind(TensorSpec& t, const std::string& text, const std::string& kind,
         t.kind = TensorKind::mask_keep;
         return;
     }
-    if (is(TensorKind::index) && is_name(value)) {
-        t.kind = TensorKind::index;
-        t.index_axis = value;
-        return;
+    if (is(TensorKind::index)) {
+        // index=AXIS or index=AXIS,sorted[=ROW]
+        const auto comma = value.find(',');
+        const std::string axis = value.substr(0, comma), order = comma == std::string::npos ? "" : value.substr(comma + 1);
+        const bool digits = order.size() > 7 && order.size() <= 14 &&
+                            std::all_of(order.begin() + 7, order.end(), [](char c) { return c >= '0' && c <= '9'; });
+        const bool sorted = order == "sorted" || (order.rfind("sorted=", 0) == 0 && digits);
+        if (is_name(axis) && (comma == std::string::npos || sorted)) {
+            t.kind = TensorKind::index;
+            t.index_axis = axis;
+            if (sorted) t.sorted_row = order == "sorted" ? 0 : std::stoi(order.substr(7));
+            return;
+        }
+        if (is_name(axis))
+            throw bad_flag("--input", text, expected + "; after index=AXIS only ',sorted' or ',sorted=ROW' (ROW a row "
+                                                       "number: the input kept in ascending order of that row), not '" +
+                                                       order + "'");
     }
     if (is(TensorKind::token) && eq != std::string::npos) {
         t.kind = TensorKind::token;
@@ -170,6 +184,8 @@ std::string format_input(const TensorSpec& t) {
     if (t.kind == TensorKind::index) {
         out += '=';
         out += t.index_axis;
+        if (t.sorted_row == 0) out += ",sorted";
+        if (t.sorted_row > 0) out += ",sorted=" + std::to_string(t.sorted_row);
     }
     if (t.kind == TensorKind::token || (t.kind == TensorKind::position && t.limit != kDefaultPositions)) {
         out += '=';
@@ -257,6 +273,39 @@ Output one_tensor_output(const Signature& s) {
     return s.outputs.at(0).dims.size() == 2 ? Output::sequence : Output::pooled;
 }
 
+namespace {
+
+// A sorted index input runs along one axis, other than the one it names, its ROW one of its rows; one sorted input an
+// axis; and an order puts them all in order (sorted_inputs).
+void validate_sorted(const Signature& s) {
+    std::set<std::string> along;
+    for (const TensorSpec& t : s.inputs) {
+        if (t.sorted_row < 0) continue;
+        const std::string flag = "--input " + format_input(t);
+        if (t.kind != TensorKind::index) throw std::invalid_argument(flag + ": only an index input is kept sorted");
+        const auto axes = std::count_if(t.dims.begin(), t.dims.end(), [](const Dim& d) { return d.is_axis(); });
+        if (axes != 1)
+            throw std::invalid_argument(flag + ": a sorted index input runs along exactly one axis (its other dims "
+                                               "fixed sizes), the axis its order is kept along");
+        const std::string& axis = sorted_axis(t);
+        if (axis == t.index_axis)
+            throw std::invalid_argument(flag + ": a sorted index input cannot name the positions of the axis it runs "
+                                               "along (sorting it would move what it names)");
+        long rows = 1;
+        for (const Dim& d : t.dims) rows *= d.is_axis() ? 1 : d.size;
+        if (t.sorted_row >= rows)
+            throw std::invalid_argument(flag + ": its rows are 0.." + std::to_string(rows - 1) +
+                                        " (one per entry at a position of " + axis + "), not " +
+                                        std::to_string(t.sorted_row));
+        if (!along.insert(axis).second)
+            throw std::invalid_argument(flag + ": another sorted index input runs along " + axis +
+                                        "; one order per axis can be kept");
+    }
+    sorted_inputs(s);
+}
+
+}  // namespace
+
 void validate(const Signature& s) {
     if (s.axes.empty()) throw std::invalid_argument("a signature needs at least one --axis");
     if (s.inputs.empty()) throw std::invalid_argument("a signature needs at least one --input");
@@ -296,6 +345,7 @@ void validate(const Signature& s) {
     }
     for (const TensorSpec& t : s.inputs) require_small_enough(s, t, "--input", format_input(t));
     for (const TensorSpec& t : s.outputs) require_small_enough(s, t, "--output", format_output(t));
+    validate_sorted(s);
 }
 
 std::vector<std::string> free_axes(const Signature& s) {
@@ -313,6 +363,49 @@ Tensors with_free_lengths(const Signature& s, Tensors inputs, const Lengths& len
         if (const auto it = lengths.find(axis); it != lengths.end())
             inputs[kLengthInput + axis] = Tensor{{}, {static_cast<double>(it->second)}};
     return inputs;
+}
+
+const std::string& sorted_axis(const TensorSpec& t) {
+    for (const Dim& d : t.dims)
+        if (d.is_axis()) return d.axis;
+    throw std::invalid_argument("--input " + format_input(t) + " runs along no axis");
+}
+
+std::vector<const TensorSpec*> sorted_inputs(const Signature& s) {
+    std::vector<const TensorSpec*> left, order;
+    for (const TensorSpec& t : s.inputs)
+        if (t.sorted_row >= 0) left.push_back(&t);
+    // Kahn's order: an input goes once no input left runs along the axis its values name.
+    while (!left.empty()) {
+        const auto ready = std::find_if(left.begin(), left.end(), [&](const TensorSpec* t) {
+            return std::none_of(left.begin(), left.end(),
+                                [&](const TensorSpec* u) { return u != t && sorted_axis(*u) == t->index_axis; });
+        });
+        if (ready == left.end()) {
+            std::string names;
+            for (const TensorSpec* t : left) names += (names.empty() ? "" : ", ") + format_input(*t);
+            throw std::invalid_argument("the sorted index inputs " + names + " name each other's axes in a cycle: "
+                                        "no order puts them all in order");
+        }
+        order.push_back(*ready);
+        left.erase(ready);
+    }
+    return order;
+}
+
+Permutation sorting_permutation(const TensorSpec& spec, const Tensor& t) {
+    std::size_t k = 0;
+    while (!spec.dims[k].is_axis()) ++k;
+    const std::size_t inner = outer_inner(t.shape, k).second;
+    const std::size_t len = static_cast<std::size_t>(t.shape[k]);
+    const std::size_t row = static_cast<std::size_t>(spec.sorted_row), o = row / inner, in = row % inner;
+    std::vector<int> order(len);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+        return t.values[(o * len + static_cast<std::size_t>(a)) * inner + in] <
+               t.values[(o * len + static_cast<std::size_t>(b)) * inner + in];
+    });
+    return Permutation(std::move(order));
 }
 
 bool covers_free_axes(const Signature& s, const Tensors& inputs, const Lengths& lengths) {
@@ -465,6 +558,12 @@ void renumber(Tensor& t, const Permutation& p, bool with_p) {
 }
 
 }  // namespace
+
+Permutations identities(const Lengths& lengths) {
+    Permutations perms;
+    for (const auto& [axis, len] : lengths) perms[axis] = Permutation::identity(len);
+    return perms;
+}
 
 Tensors permute_inputs(const Signature& s, const Permutations& perms, const Tensors& inputs) {
     const test_only::HarnessBug bug = planted.load();

@@ -55,6 +55,12 @@ struct TensorSpec {
     TensorKind kind = TensorKind::real;
     std::string index_axis;  // kind index: the axis whose positions the values name
     int limit = 0;           // token: V, the vocabulary's size; position: P, the model's number of positions
+    // kind index, `index=AXIS,sorted[=ROW]`: the input is kept in ascending order of row ROW (-1: not sorted) along
+    // its one axis dim, as library code requires of an edge list or a batch vector (PyG's aggregations, pooling).
+    // The rows are the input's entries at one position of that axis, in row-major order of its other dims
+    // (edge_index:2,edges: row 0 the sources, row 1 the targets). Every case is put in that order, and a
+    // permutation's sort moves every input along the axis with it (settle_sorted, cases/signature_case.h).
+    int sorted_row = -1;
 };
 
 // The version of the draw of an audit's cases from its seed, which a report names (as it names the version of the
@@ -87,7 +93,7 @@ Output one_tensor_output(const Signature& s);
 // expected.
 Axis parse_axis(const std::string& text);          // NAME=MIN..MAX
 TensorSpec parse_input(const std::string& text);   // NAME:DIMS[:KIND], KIND float | mask | mask=keep | index=AXIS |
-                                                   // token=V | position[=P] | segment
+                                                   // index=AXIS,sorted[=ROW] | token=V | position[=P] | segment
 TensorSpec parse_output(const std::string& text);  // NAME:DIMS (real)
 // The same texts back, for replay lines: parse_axis(format(a)) == a.
 std::string format(const Axis& a);
@@ -95,7 +101,8 @@ std::string format_input(const TensorSpec& t);
 std::string format_output(const TensorSpec& t);
 // Throws std::invalid_argument unless: names are unique (axes, inputs and outputs each), every axis a dim or
 // an index names is declared, every axis appears in some input, an index input is integer-valued over a
-// declared axis, a mask has at least one axis dim, there is at least one input and one output,
+// declared axis (a sorted one runs along exactly one axis, not the one it names, its ROW is one of its rows, no two
+// sorted inputs run along one axis and none name each other's axes in a cycle), a mask has at least one axis dim, there is at least one input and one output,
 // 0 <= min_len <= max_len, every fixed size is in [1, 2^20] (or open, in a one-tensor signature's output), a
 // token's V is in [1, 2^31), a position input has one axis dim (its others of size 1) and a P of at least that
 // axis's max_len, and no tensor holds more than 2^22 values at the longest lengths (every axis at its max_len).
@@ -163,6 +170,9 @@ std::pair<std::size_t, std::size_t> outer_inner(const std::vector<int>& shape, s
 
 // The shape a spec has at the given lengths.
 std::vector<int> shape_of(const TensorSpec& t, const Lengths& lengths);
+
+// The identity on every axis of these lengths.
+Permutations identities(const Lengths& lengths);
 
 // The inputs after permuting every axis: along every dim named by axis a, (P t)[.., i, ..] = t[.., p_a[i], ..]
 // (the convention of cases/permutation.h); every value v of an index input over axis a becomes the new
@@ -244,6 +254,15 @@ Tensors with_free_lengths(const Signature& s, Tensors inputs, const Lengths& len
 // Whether every index input over a free axis names each of its positions.
 bool covers_free_axes(const Signature& s, const Tensors& inputs, const Lengths& lengths);
 
+// The sorted index inputs (TensorSpec::sorted_row) in the order they are put in order: one whose values name the
+// axis another runs along after that other (edge_index, whose values name nodes, after a batch vector along nodes).
+std::vector<const TensorSpec*> sorted_inputs(const Signature& s);
+// The one axis a sorted input runs along.
+const std::string& sorted_axis(const TensorSpec& t);
+// The stable order of t's positions along its axis by row t.sorted_row: position i of the sorted input is position
+// order[i] of t (ties in t's order), a permutation in the convention of cases/permutation.h.
+Permutation sorting_permutation(const TensorSpec& spec, const Tensor& t);
+
 // One case of a check or an audit: a length and a permutation per axis, the inputs x, and the property's part (the
 // shift property's c, the padding property's pads, the causal property's cut: their permutations are identities);
 // a reference layer's weight
@@ -283,6 +302,11 @@ struct Counterexample : Case {
     // finding itself, with no outputs compared.
     std::string raised;
     bool raised_by_reference = false;
+    // The inputs the transformed side was asked, at their lengths (P x with every index renumbered and every sorted
+    // input re-sorted, x_c, pad x, the prefix of a cut; x itself for agreement and for a nondeterministic finding),
+    // what a reproduction sends; empty for a chunked request and for a report that did not record them.
+    Lengths transformed_lengths;
+    Tensors transformed;
 };
 
 namespace test_only {  // not "testing": users write using namespace permcheck beside GoogleTest's ::testing

@@ -324,6 +324,45 @@ Case draw_signature_case(const Signature& s, const Lengths& lengths, const rc::R
     return c;
 }
 
+void settle_sorted(const Signature& s, Case& c) {
+    const std::vector<const TensorSpec*> sorted = sorted_inputs(s);
+    if (sorted.empty()) return;
+    for (const TensorSpec* t : sorted) {
+        const Permutation order = sorting_permutation(*t, c.inputs.at(t->name));
+        if (order.is_identity()) continue;
+        Permutations moved = identities(c.lengths);
+        moved[sorted_axis(*t)] = order;
+        c.inputs = permute_inputs(s, moved, c.inputs);
+    }
+    for (const TensorSpec* t : sorted) {
+        const Permutation order = sorting_permutation(*t, permute_inputs(s, c.perms, c.inputs).at(t->name));
+        Permutation& p = c.perms.at(sorted_axis(*t));
+        p = p.then(order);
+    }
+}
+
+bool same_case(const Case& a, const Case& b) {
+    const bool pads = a.pads.has_value() == b.pads.has_value() &&
+                      (!a.pads || (a.pads->axis == b.pads->axis && a.pads->slots == b.pads->slots &&
+                                   same_values(a.pads->filler, b.pads->filler)));
+    const bool cuts = a.cuts.has_value() == b.cuts.has_value() &&
+                      (!a.cuts || (a.cuts->axis == b.cuts->axis && a.cuts->at == b.cuts->at &&
+                                   a.cuts->piece == b.cuts->piece && a.cuts->chunked == b.cuts->chunked));
+    return a.lengths == b.lengths && a.perms == b.perms && same_values(a.inputs, b.inputs) && a.shift == b.shift &&
+           a.weight_seed == b.weight_seed && a.weights == b.weights && pads && cuts;
+}
+
+rc::Shrinkable<Case> settled_shrinkable(const std::shared_ptr<const Signature>& s, const rc::Shrinkable<Case>& k) {
+    if (sorted_inputs(*s).empty()) return k;
+    auto value = std::make_shared<Case>(k.value());
+    settle_sorted(*s, *value);
+    return rc::shrinkable::lambda([value] { return *value; }, [s, k, value] {
+        auto settled = rc::seq::map(k.shrinks(), [s](const rc::Shrinkable<Case>& m) { return settled_shrinkable(s, m); });
+        return rc::seq::filter(std::move(settled),
+                               [value](const rc::Shrinkable<Case>& m) { return !same_case(m.value(), *value); });
+    });
+}
+
 bool masks_keep_a_position(const Signature& s, const Tensors& inputs) {
     const auto none = [](const Lines&, std::size_t, std::size_t) { return false; };
     return std::all_of(s.inputs.begin(), s.inputs.end(), [&](const TensorSpec& spec) {
@@ -564,6 +603,12 @@ void require_case_fits(const Signature& s, const Case& c) {
                 throw std::invalid_argument("the saved " + std::string(tensor_kind_name(t.kind)) + " input '" + t.name +
                                             "' holds " + short_number(v) + ", not an integer in [0, " + std::to_string(targets) + ")");
     }
+    Case in_order = c;
+    settle_sorted(s, in_order);
+    if (!same_case(in_order, c))
+        for (const TensorSpec* t : sorted_inputs(s))
+            throw std::invalid_argument("the saved case does not keep the input " + format_input(*t) +
+                                        " in order, in x or after its permutations (P x)");
 }
 
 int widest_fixed_size(const Signature& s) {

@@ -66,6 +66,16 @@ LengthSchedule signature_lengths(const Signature& s, int cases, std::uint64_t se
 // cannot show a violation).
 Case draw_signature_case(const Signature& s, const Lengths& lengths, const rc::Random& random, int size);
 
+// A case with sorted index inputs (TensorSpec::sorted_row) put in order, in sorted_inputs' order: x sorted along each
+// such input's axis (every input along it moved with it, every index into it renumbered: the same graph, numbered in
+// order), then each permutation of such an axis followed by the stable sort of the permuted input, so that P x is in
+// order too and its ties keep the order the permutation gives them. The permutation it leaves moves everything along
+// the axis, edge features with their edges, outputs with their positions. Idempotent; a case without sorted inputs
+// is left as it is.
+void settle_sorted(const Signature& s, Case& c);
+// Whether two cases are the same case (lengths, permutations, inputs and every property's part).
+bool same_case(const Case& a, const Case& b);
+
 // c without the elements `positions` of `axis`, and without what depends on them (the elements of the axes an
 // index input runs along whose values name a deleted element); nothing when that would take an axis below its
 // min_len, leave a mask line all padded, or delete an element an index input without an axis dim names.
@@ -82,6 +92,10 @@ void delete_along(Tensor& t, std::size_t k, const std::set<int>& gone);
 
 // True when no line of a mask along any of its axis dims is all padding.
 bool masks_keep_a_position(const Signature& s, const Tensors& inputs);
+
+// A drawn case or a shrink has its sorted inputs put in order (settle_sorted) before it is asked; a shrink that comes
+// out the same case as the one it shrinks is dropped.
+rc::Shrinkable<Case> settled_shrinkable(const std::shared_ptr<const Signature>& s, const rc::Shrinkable<Case>& k);
 
 // The shrinks of a case, one step: deletions, permutations put back, index and token merges, position offsets,
 // simpler values (the padding and shift properties build theirs on these, properties/).

@@ -546,11 +546,11 @@ struct FailureShrink {
         // The input answered twice differently (x, or P x of the failing case), as a case whose permutation the
         // predicate ignores.
         if (stop_requested(o)) return false;
-        const Case input{found.lengths, properties::identities(found.lengths), found.inputs};
+        const Case input{found.lengths, identities(found.lengths), found.inputs};
         const std::optional<Shrunk> s = shrink_failure(ev, Outcome::nondeterministic, input, o);
         if (s && !taken(*s)) return false;
         // Answered alike twice in a row: state kept from other requests, not randomness.
-        const Case shrunk{found.lengths, properties::identities(found.lengths), found.inputs};
+        const Case shrunk{found.lengths, identities(found.lengths), found.inputs};
         if (std::optional<Observation> h = ev.history(shrunk)) found = *h;
         return true;
     }

@@ -89,6 +89,9 @@ struct AuditOptions {
     PadPlacement padding = PadPlacement::any;
     std::string padding_axis;
     std::string causal_axis;
+    // Equivariance or invariance along this axis alone: every other axis stays where it is (an axis a sorted index
+    // input runs along moves only as its re-sort says, cases/signature.h); empty: every axis moves.
+    std::string along;
     // Equivariance with the position inputs left where they are while every other input moves: "holds" then means
     // the layer is a bag of tokens (order reaches it by no route), "violated" that it sees order.
     bool positions_stay = false;

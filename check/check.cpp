@@ -220,15 +220,14 @@ struct Question {
     bool fails(const Case& c) const { return !moves_nothing(c) && !all_hold(compared(c, options.arithmetic)); }
 
     Case drawn(const LengthSchedule& lengths, int i, const rc::Random& random) const {
-        Case c = draw_signature_case(*signature, lengths[static_cast<std::size_t>(i)], random, size_for_case(i, options.cases));
-        property.draw(*signature, args, c, random, i, options.cases);
+        Case c = draw_case(property, *signature, args, lengths[static_cast<std::size_t>(i)], random, i, options.cases);
         c.weight_seed = options.seed + static_cast<std::uint64_t>(i);
         return c;
     }
     // The property's shrinks, then the weights' seed toward 0.
     rc::Shrinkable<Case> shrinkable(const Case& start) const {
         return rc::shrinkable::shrinkRecur(start, [this](const Case& k) {
-            auto own = rc::seq::map(property.shrinkable(signature, args, k).shrinks(),
+            auto own = rc::seq::map(shrinkable_case(property, signature, args, k).shrinks(),
                                     [](const rc::Shrinkable<Case>& s) { return s.value(); });
             Case unseeded = k;
             unseeded.weight_seed = 0;

@@ -14,7 +14,12 @@ const PropertyRules& audited_rules(const AuditOptions& o) { return rules_of(o.pr
 
 PropertyArgs audited_args(const Signature& s, const AuditOptions& o) {
     const PropertyRules& rules = audited_rules(o);
-    const std::string& axis = rules.cuts_sequence() ? o.causal_axis : o.padding_axis;
+    if (!o.along.empty() && (!rules.permutes() || rules.needs_reference()))
+        throw std::invalid_argument("along (--along) goes with equivariance or invariance, not --property " +
+                                    std::string(property_name(rules.id())));
+    if (!o.along.empty() && !o.padding_axis.empty())
+        throw std::invalid_argument("along (--along) and padding_axis (--padding-axis) do not go together");
+    const std::string& axis = rules.cuts_sequence() ? o.causal_axis : !o.along.empty() ? o.along : o.padding_axis;
     return rules.checked(s, PropertyArgs{axis, o.padding, o.positions_stay, false});
 }
 
@@ -426,7 +431,7 @@ std::optional<Observation> Evaluator::twice(const Case& c) {
     return differ(c.lengths, c.inputs, l, m, side_name(), tolerance_, positions);
 }
 
-rc::Shrinkable<Case> Evaluator::shrinkable(const Case& c) const { return rules_.shrinkable(s_, args_, c); }
+rc::Shrinkable<Case> Evaluator::shrinkable(const Case& c) const { return shrinkable_case(rules_, s_, args_, c); }
 
 void Evaluator::record(AuditResult& result, const Observation& ob, int case_index, int shrink_steps) const {
     if (result.signature) learned_sizes(*result.signature);
@@ -436,6 +441,11 @@ void Evaluator::record(AuditResult& result, const Observation& ob, int case_inde
     ce.asked_before = ob.asked_before;
     ce.raised = ob.raised;
     ce.raised_by_reference = ob.reference_raised;
+    if (!rules_.chunks_calls()) {
+        ce.transformed_lengths = rules_.transformed_lengths(ob);
+        for (const auto& [name, t] : rules_.transformed(*s_, args_, ob))
+            if (!name.starts_with(kLengthInput)) ce.transformed[name] = t;
+    }
     ce.case_index = case_index;
     ce.shrink_steps = shrink_steps;
     const auto moves = [](const auto& perm) { return !perm.second.is_identity(); };
@@ -490,7 +500,7 @@ std::optional<Observation> Evaluator::differ(const Lengths& lengths, const Tenso
         c.permuted_layer = b.at(c.name);
     }
     ob.lengths = lengths;
-    ob.perms = properties::identities(lengths);
+    ob.perms = identities(lengths);
     ob.inputs = inputs;
     ob.y = a;
     return ob;

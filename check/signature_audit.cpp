@@ -96,9 +96,7 @@ namespace {
 // Case i drawn when it is run, at the lengths given it (`lengths` outlives the schedule).
 engine::Schedule::Draw case_draw(const Signature& s, const AuditOptions& o, const LengthSchedule& lengths) {
     return [&s, &lengths, cases = o.cases, &rules = audited_rules(o), args = audited_args(s, o)](int i, const rc::Random& random) {
-        Case c = draw_signature_case(s, lengths[static_cast<std::size_t>(i)], random, size_for_case(i, cases));
-        rules.draw(s, args, c, random, i, cases);
-        return c;
+        return draw_case(rules, s, args, lengths[static_cast<std::size_t>(i)], random, i, cases);
     };
 }
 

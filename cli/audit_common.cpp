@@ -33,6 +33,9 @@ void add_signature_options(CLI::App& app, SignatureText& t, const std::string& o
                    "mask: booleans, true = padding (key_padding_mask); "
                    "mask=keep: integers, 1 = a real position, 0 = padding (attention_mask); "
                    "index=AXIS: integers naming positions of AXIS, renumbered when AXIS moves (an edge list); "
+                   "index=AXIS,sorted[=ROW]: the same, kept in ascending order of row ROW (default 0) along its axis "
+                   "as library code requires (edge_index:2,edges:index=nodes,sorted=1 by target), every case re-sorted "
+                   "stably after its permutation, the inputs along that axis moved with the sort; "
                    "token=V: integer ids in [0, V), moved with their dims, never renumbered (input_ids); "
                    "position[=P]: integer position ids offset+0..n-1 along one axis, P positions (default 4096), "
                    "moved with the tokens (position_ids)")
@@ -124,6 +127,10 @@ void add_property_options(CLI::App& app, AuditFlags& f) {
     app.add_option("--causal-axis", f.causal_axis,
                    "with --property causal, packing or incremental (or --profile): the sequence axis (default: the "
                    "signature's one axis)");
+    app.add_option("--along", f.along,
+                   "equivariance (or invariance) along this axis alone, every other axis left in place (an axis a "
+                   "sorted index input runs along moves only as its re-sort says: --along nodes keeps each "
+                   "neighbourhood's edges in their order); default: every axis moves");
     app.add_flag("--keep-positions", f.keep_positions,
                  "equivariance with the position inputs left in place while the tokens move: holds when the layer is a "
                  "bag of tokens, violated when it sees order (the profile's order-aware row)");
@@ -141,6 +148,9 @@ void add_property_options(CLI::App& app, AuditFlags& f) {
         if (!pads && !f.padding_axis.empty()) throw BadOption("--padding-axis goes with --property padding");
         if (!f.causal_axis.empty() && !f.profile && !(f.property && rules_of(*f.property).cuts_sequence()))
             throw BadOption("--causal-axis goes with --property causal, packing or incremental (or --profile)");
+        if (!f.along.empty() && (f.profile || (f.property && !rules_of(*f.property).positions_may_stay())))
+            throw BadOption("--along goes with equivariance, not " +
+                            (f.profile ? std::string("--profile") : "--property " + std::string(property_name(*f.property))));
         if (f.keep_positions && f.property && !rules_of(*f.property).positions_may_stay())
             throw BadOption("--keep-positions goes with equivariance, not --property " + std::string(property_name(*f.property)));
         if (f.profile && (f.property || f.keep_positions))
@@ -209,6 +219,7 @@ AuditOptions audit_options(const AuditFlags& f) {
     o.positions_stay = f.keep_positions;
     o.padding_axis = f.padding_axis;
     o.causal_axis = f.causal_axis;
+    o.along = f.along;
     o.skip_padded = f.skip_padded;
     return o;
 }
@@ -238,6 +249,7 @@ std::string replay_tail(const AuditFlags& f, const AuditResult& r, bool lengths)
     const std::optional<Property> p = f.property;
     if (p && !rules_of(*p).permutes()) s << " --property " << property_name(*p);
     if (f.keep_positions) s << " --keep-positions";
+    if (!f.along.empty()) s << " --along " << shell_word(f.along);
     if (f.skip_padded) s << " --skip-padded";
     if (p && rules_of(*p).places_pads()) {
         s << " --padding " << pad_placement_name(f.padding);

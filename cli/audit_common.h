@@ -39,6 +39,7 @@ struct AuditFlags {
     PadPlacement padding = PadPlacement::any;
     std::string padding_axis;
     std::string causal_axis;  // --causal-axis, with --property causal
+    std::string along;        // --along: equivariance along this axis alone
     bool keep_positions = false;  // --keep-positions: position inputs stay in place while the tokens move
     bool skip_padded = false;     // --skip-padded: the slots the masks pad are not compared
     bool reference = false;       // a reference implementation was given (--reference-exec, --reference): agreement

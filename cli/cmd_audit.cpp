@@ -185,6 +185,7 @@ report::Record record_of(const AuditRequest& q, const Form& f, const AuditResult
     if (f.shorthand()) details["output"] = output_name(f.output);
     if (r.largest_shift > 0) details["largest_shift"] = r.largest_shift;
     if (q.flags.keep_positions) details["keep_positions"] = true;
+    if (!q.flags.along.empty()) details["along"] = q.flags.along;
     if (!q.socket.empty()) details["served_in_process"] = true;
     if (q.flags.reference) details["reference"] = q.reference_name();
     if (!q.device.empty()) details["device"] = q.device;

@@ -49,7 +49,7 @@ public:
         return l;
     }
     void draw(const Signature&, const PropertyArgs&, Case& c, const rc::Random&, int, int) const override {
-        c.perms = properties::identities(c.lengths);
+        c.perms = identities(c.lengths);
     }
 
     Tensors transformed(const Signature&, const PropertyArgs&, const Case& c) const override { return c.inputs; }

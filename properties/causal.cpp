@@ -42,7 +42,7 @@ rc::Seq<Case> causal_shrinks(const std::shared_ptr<const Signature>& s, const Ca
     auto shorter = rc::seq::mapMaybe(signature_case_shrinks(s, c), [axis, k](Case m) {
         const int n = m.lengths.at(axis);
         if (n < 2) return rc::Maybe<Case>();
-        m.perms = properties::identities(m.lengths);
+        m.perms = identities(m.lengths);
         return rc::Maybe<Case>(with_cut(std::move(m), axis, std::min(k, n - 1)));
     });
     std::vector<Case> smaller_cut;
@@ -88,7 +88,7 @@ public:
         rc::Random own(random);
         own.split();
         gen::Sampler draw(own.split(), 100);
-        c.perms = properties::identities(c.lengths);
+        c.perms = identities(c.lengths);
         const int n = c.lengths.at(a.axis);
         int k = draw.uniform(1, std::max(n, 2));
         while (k + 1 < n && !masks_keep_a_position(s, cut_inputs(s, c.inputs, a.axis, k))) ++k;

@@ -41,6 +41,7 @@ PropertyArgs OneAxisEquivariance::checked(const Signature& s, PropertyArgs a) co
                                     " is a property of the reference layers (permcheck check); audits take "
                                     "equivariance (invariance for outputs without an axis), shift or padding");
     a.axis = properties::one_axis(s, a.axis, property_name(id()));
+    properties::refuse_sorted_along(s, "", property_name(id()), "this property moves positions in a fixed pattern");
     return a;
 }
 

@@ -29,7 +29,7 @@ Tensor chunk_ends(const Cuts& c, int n) {
 
 Case with_chunks(Case c, const std::string& axis, std::vector<int> at) {
     c.cuts = Cuts{axis, std::move(at), -1, true};
-    c.perms = properties::identities(c.lengths);
+    c.perms = identities(c.lengths);
     return c;
 }
 

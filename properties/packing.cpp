@@ -43,7 +43,7 @@ void number_sequences(const Signature& s, Case& c) {
 Case with_sequences(const Signature& s, Case c, std::vector<int> at, int piece) {
     c.cuts->at = std::move(at);
     c.cuts->piece = piece;
-    c.perms = properties::identities(c.lengths);
+    c.perms = identities(c.lengths);
     number_sequences(s, c);
     return c;
 }

@@ -183,6 +183,7 @@ public:
 
     PropertyArgs checked(const Signature& s, PropertyArgs a) const override {
         a.axis = masked_axis(s, a.axis);
+        properties::refuse_sorted_along(s, a.axis, "padding", "a pad inserted into it would break its order");
         for (const Axis& x : s.axes)
             if (x.name == a.axis && (x.max_len < 2 || x.max_len <= x.min_len))
                 throw std::invalid_argument("--property padding: the axis " + x.name + "=" + std::to_string(x.min_len) +
@@ -207,7 +208,7 @@ public:
         rc::Random own(random);
         own.split();
         gen::Sampler draw(own.split(), size);
-        c.perms = properties::identities(c.lengths);
+        c.perms = identities(c.lengths);
         const int n = c.lengths.at(a.axis);
         int max_len = n + 1;
         for (const Axis& x : s.axes)

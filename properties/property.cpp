@@ -17,6 +17,19 @@ rc::Shrinkable<Case> PropertyRules::shrinkable(const std::shared_ptr<const Signa
     return shrinkable_signature_case(s, std::move(c));
 }
 
+Case draw_case(const PropertyRules& rules, const Signature& s, const PropertyArgs& a, const Lengths& lengths,
+               const rc::Random& random, int index, int cases) {
+    Case c = draw_signature_case(s, lengths, random, size_for_case(index, cases));
+    rules.draw(s, a, c, random, index, cases);
+    settle_sorted(s, c);
+    return c;
+}
+
+rc::Shrinkable<Case> shrinkable_case(const PropertyRules& rules, const std::shared_ptr<const Signature>& s,
+                                     const PropertyArgs& a, Case c) {
+    return settled_shrinkable(s, rules.shrinkable(s, a, std::move(c)));
+}
+
 std::string PropertyRules::compared_text() const {
     const SideNames s = sides(true);
     return std::string(s.lhs) + " against " + s.rhs;
@@ -109,10 +122,11 @@ std::vector<bool> ignored_off_axis(const Signature& s, const Tensors& layout, co
     return std::vector<bool>(size, true);
 }
 
-Permutations identities(const Lengths& lengths) {
-    Permutations perms;
-    for (const auto& [axis, len] : lengths) perms[axis] = Permutation::identity(len);
-    return perms;
+void refuse_sorted_along(const Signature& s, const std::string& axis, const std::string& property, const char* why) {
+    for (const TensorSpec& t : s.inputs)
+        if (t.sorted_row >= 0 && (axis.empty() || sorted_axis(t) == axis))
+            throw std::invalid_argument("--property " + property + ": the input " + format_input(t) +
+                                        " is kept sorted along " + sorted_axis(t) + ", and " + why);
 }
 
 LengthSchedule lengths_with_room_to_cut(const Signature& s, const std::string& axis, int cases, std::uint64_t seed) {

@@ -122,6 +122,14 @@ public:
 // The object of each property (a static of its own file).
 const PropertyRules& rules_of(Property p);
 
+// Case `index` of a run of `cases` at its lengths: its inputs and permutations (draw_signature_case), the property's
+// part, and its sorted index inputs put in order (settle_sorted), the one draw of every run.
+Case draw_case(const PropertyRules& rules, const Signature& s, const PropertyArgs& a, const Lengths& lengths,
+               const rc::Random& random, int index, int cases);
+// The property's shrinks of a failing case, each with its sorted index inputs in order (settled_shrinkable).
+rc::Shrinkable<Case> shrinkable_case(const PropertyRules& rules, const std::shared_ptr<const Signature>& s,
+                                     const PropertyArgs& a, Case c);
+
 const PropertyRules& equivariance_rules();
 const PropertyRules& invariance_rules();
 const PropertyRules& shift_rules();
@@ -145,11 +153,12 @@ Tensor span_along(const TensorSpec& spec, const Tensor& t, const std::string& ax
 Tensors span_of(const Signature& s, const Tensors& inputs, const std::string& axis, int first, int end);
 // What causal and packing refuse: no output along the axis, an index input naming its positions.
 void require_sequence_axis(const Signature& s, const std::string& axis, const std::string& property);
+// What a property that reorders or inserts along `axis` refuses: a sorted index input along it (its order would not
+// survive), named with `property` and why.
+void refuse_sorted_along(const Signature& s, const std::string& axis, const std::string& property, const char* why);
 // Outputs without `axis` left out whole; along it, the slots the masks of `layout` pad.
 std::vector<bool> ignored_off_axis(const Signature& s, const Tensors& layout, const std::string& axis,
                                    const TensorSpec& output, const std::vector<int>& shape);
-// The identity on every axis of the case.
-Permutations identities(const Lengths& lengths);
 // The lengths of a property that cuts the sequence `axis` (causal, packing, incremental): every length of each
 // axis, 0 and 1 included, but `axis` at 2 or more.
 LengthSchedule lengths_with_room_to_cut(const Signature& s, const std::string& axis, int cases, std::uint64_t seed);

@@ -89,7 +89,7 @@ public:
         rc::Random own(random);
         own.split();
         gen::Sampler draw(own.split(), 100);
-        c.perms = properties::identities(c.lengths);
+        c.perms = identities(c.lengths);
         long room = shift_room(s, c.inputs);
         if (room < 1) {
             positions_from_zero(s, c);

@@ -264,6 +264,11 @@ json counterexample_json(const Counterexample& c, const Signature* s, bool white
     }
     if (!c.raised.empty()) j["raised"] = c.raised;
     if (c.raised_by_reference) j["raised_by_reference"] = true;
+    if (!c.transformed.empty()) {
+        json transformed = json::object();
+        for (const auto& [name, t] : c.transformed) transformed[name] = nested_input(t, s, name);
+        j["transformed"] = {{"lengths", c.transformed_lengths}, {"inputs", transformed}};
+    }
     if (c.cuts) {
         j["cuts"] = {{"axis", c.cuts->axis}, {"at", c.cuts->at}};
         if (c.cuts->piece >= 0) j["cuts"]["piece"] = c.cuts->piece;
@@ -395,6 +400,19 @@ Counterexample counterexample_from(const json& j, const Signature& s) {
     c.asked_before = asked_before_from(j, s);
     if (j.contains("raised") && !j["raised"].is_null()) c.raised = get_as<std::string>(j, "raised", at);
     if (j.contains("raised_by_reference")) c.raised_by_reference = get_as<bool>(j, "raised_by_reference", at);
+    if (j.contains("transformed")) {
+        const json& t = j["transformed"];
+        c.transformed_lengths = get_or<Lengths>(t, "lengths", {}, at + "transformed.");
+        for (const Axis& a : s.axes)
+            if (!c.transformed_lengths.count(a.name) || c.transformed_lengths.at(a.name) < 0)
+                throw std::invalid_argument("field 'counterexample.transformed.lengths' has no length of the axis " +
+                                            a.name);
+        const json& inputs = required(t, "inputs", at + "transformed.");
+        for (const TensorSpec& spec : s.inputs)
+            if (inputs.contains(spec.name))
+                c.transformed[spec.name] = tensor_from(inputs[spec.name], at + "transformed.inputs." + spec.name,
+                                                       shape_of(spec, c.transformed_lengths));
+    }
     Lengths compared = c.lengths;  // a causal case compares its prefix, a packing case one packed sequence
     if (c.cuts) {
         const auto [first, end] = c.cuts->span(compared[c.cuts->axis]);

@@ -245,6 +245,7 @@ std::string replay_hint(const AuditResult& r, const Signature& signature, const 
     if (o.padding != PadPlacement::any) s << ", .padding = permcheck::PadPlacement::" << pad_placement_name(o.padding);
     if (!o.padding_axis.empty()) s << ", .padding_axis = " << cpp_string(o.padding_axis);
     if (!o.causal_axis.empty()) s << ", .causal_axis = " << cpp_string(o.causal_axis);
+    if (!o.along.empty()) s << ", .along = " << cpp_string(o.along);
     if (o.positions_stay) s << ", .positions_stay = true";
     if (o.skip_padded) s << ", .skip_padded = true";
     s << "};\n        const permcheck::AuditResult again = permcheck::audit_signature("

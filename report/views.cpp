@@ -135,6 +135,11 @@ std::string checked_intro(const Record& r) {
     if (!rules_of(r.property).permutes())
         return "Each case draws a length for every axis and applies the property's transformation (" +
                rules_of(r.property).compared_text() + "); an output's two sides are compared once a case.";
+    for (const char* key : {"audit", "audit_torch"})
+        if (r.details.contains(key) && r.details[key].contains("along"))
+            return "Each case draws a length for every axis and permutes " + r.details[key]["along"].get<std::string>() +
+                   " alone, every other axis in place (one a sorted index input runs along moves only as its re-sort "
+                   "says); an output's two sides are compared once a case.";
     return "Each case draws a length for every axis and permutes every axis at once; an output's two sides are "
            "compared once a case, so its numbers are over all its axes together.";
 }

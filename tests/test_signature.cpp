@@ -992,6 +992,144 @@ TEST(SignatureAudit, AGraphBatchMovesTheGraphsOnlyTheBatchVectorNames) {
     EXPECT_THROW(validate(idle), std::invalid_argument);
 }
 
+// A graph with a batch vector kept sorted (PyG's batch) and an edge list kept sorted by target (PyG's aggregations'
+// index): x:nodes,2, w:edges (an edge weight), batch:nodes:index=graphs,sorted, edge_index:2,edges:index=nodes,sorted=1.
+Signature sorted_graph_signature() {
+    return Signature{{parse_axis("nodes=1..6"), parse_axis("edges=0..8"), parse_axis("graphs=1..3")},
+                     {parse_input("x:nodes,2"), parse_input("w:edges"), parse_input("batch:nodes:index=graphs,sorted"),
+                      parse_input("edge_index:2,edges:index=nodes,sorted=1")},
+                     {parse_output("y:nodes,2"), parse_output("m:edges,2"), parse_output("g:graphs,2")}};
+}
+
+bool ascending(const std::vector<double>& v, std::size_t first, std::size_t count) {
+    for (std::size_t i = first + 1; i < first + count; ++i)
+        if (v[i] < v[i - 1]) return false;
+    return true;
+}
+
+// An aggregation that, as library code does, raises unless its index is sorted: y[v] sums w[e] x[src] over the edges
+// into v, each times its rank among them when `ranked` (an LSTM-like order dependence within a neighbourhood); the
+// message m[e] = w[e] (x[src] - x[dst]) of every edge; g sums y over each graph, the batch vector required sorted.
+NamedBlackBox sorted_aggregation(bool ranked) {
+    return [ranked](const Tensors& in) {
+        const Tensor& x = in.at("x");
+        const Tensor& w = in.at("w");
+        const Tensor& batch = in.at("batch");
+        const Tensor& ei = in.at("edge_index");
+        const std::size_t n = batch.values.size(), e = w.values.size();
+        if (!ascending(ei.values, e, e)) throw std::runtime_error("the 'index' tensor is not sorted");
+        if (!ascending(batch.values, 0, n)) throw std::runtime_error("the batch vector is not sorted");
+        const int graphs = static_cast<int>(in.at(kLengthInput + "graphs").values.at(0));
+        Tensor y{{static_cast<int>(n), 2}, std::vector<double>(2 * n, 0.0)};
+        Tensor m{{static_cast<int>(e), 2}, std::vector<double>(2 * e, 0.0)};
+        Tensor g{{graphs, 2}, std::vector<double>(2 * static_cast<std::size_t>(graphs), 0.0)};
+        std::vector<double> rank(n, 0.0);
+        for (std::size_t k = 0; k < e; ++k) {
+            const auto src = static_cast<std::size_t>(ei.values[k]), dst = static_cast<std::size_t>(ei.values[e + k]);
+            const double r = ranked ? ++rank[dst] : 1.0;
+            for (std::size_t c = 0; c < 2; ++c) {
+                y.values[2 * dst + c] += r * w.values[k] * x.values[2 * src + c];
+                m.values[2 * k + c] = w.values[k] * (x.values[2 * src + c] - x.values[2 * dst + c]);
+            }
+        }
+        for (std::size_t v = 0; v < n; ++v)
+            for (std::size_t c = 0; c < 2; ++c) g.values[2 * static_cast<std::size_t>(batch.values[v]) + c] += y.values[2 * v + c];
+        return Tensors{{"y", y}, {"m", m}, {"g", g}};
+    };
+}
+
+TEST(SignatureAudit, ASortedIndexInputIsKeptInOrderAndItsSortMovesWhatLiesAlongIt) {
+    // The grammar: index=AXIS,sorted[=ROW], read back as written.
+    const TensorSpec by_target = parse_input("edge_index:2,edges:index=nodes,sorted=1");
+    EXPECT_EQ(by_target.sorted_row, 1);
+    EXPECT_EQ(format_input(by_target), "edge_index:2,edges:index=nodes,sorted=1");
+    EXPECT_EQ(parse_input("batch:nodes:index=graphs,sorted").sorted_row, 0);
+    EXPECT_EQ(format_input(parse_input("batch:nodes:index=graphs,sorted=0")), "batch:nodes:index=graphs,sorted");
+    EXPECT_EQ(parse_input("edge_index:2,edges:index=nodes").sorted_row, -1);
+    for (const char* bad : {"e:2,edges:index=nodes,sortd", "e:2,edges:index=nodes,sorted=x", "e:2,edges:index=nodes,",
+                            "x:n:mask,sorted"})
+        EXPECT_THROW(parse_input(bad), std::invalid_argument) << bad;
+    const Signature s = sorted_graph_signature();
+    ASSERT_NO_THROW(validate(s));
+    ASSERT_EQ(sorted_inputs(s).size(), 2u);
+    EXPECT_EQ(sorted_inputs(s)[0]->name, "batch") << "edge_index names nodes, along which batch is kept: batch first";
+    const auto refused = [&](std::vector<std::string> inputs) {
+        Signature t{{parse_axis("nodes=1..4"), parse_axis("edges=0..4"), parse_axis("graphs=1..2")}, {}, {parse_output("y:nodes")}};
+        for (const std::string& i : inputs) t.inputs.push_back(parse_input(i));
+        EXPECT_THROW(validate(t), std::invalid_argument) << ::testing::PrintToString(inputs);
+    };
+    refused({"x:nodes", "e:2,edges:index=nodes,sorted=2"});                       // no row 2
+    refused({"x:nodes", "e:edges,edges:index=nodes,sorted"});                     // along two axes
+    refused({"x:nodes", "p:nodes:index=nodes,sorted"});                           // names its own axis
+    refused({"x:nodes", "a:edges:index=nodes,sorted", "b:edges:index=nodes,sorted"});  // two orders of one axis
+    refused({"x:nodes", "a:edges:index=nodes,sorted", "b:nodes:index=edges,sorted"});  // a cycle
+
+    // Every case the audit asks is in order (the box raises otherwise), and its sort moves the edge weights, the
+    // messages and the nodes with it: a sum aggregation holds with every axis moving.
+    const AuditResult sum = audit(sorted_aggregation(false), s, named("a sum over sorted edges"));
+    EXPECT_EQ(sum.verdict, Verdict::holds) << sum.detail << sum.error;
+    // Without the qualifier the permuted edge lists come unsorted, and the layer raises.
+    Signature unsorted = s;
+    for (TensorSpec& t : unsorted.inputs) t.sorted_row = -1;
+    const AuditResult raised = audit(sorted_aggregation(false), unsorted, named("a sum over unsorted edges"));
+    EXPECT_EQ(raised.verdict, Verdict::error);
+    EXPECT_NE(raised.error.find("not sorted"), std::string::npos) << raised.error;
+
+    // An order within a neighbourhood: along the nodes alone the sort keeps each neighbourhood's edges in the order x
+    // gives them (what the library's users run) and it holds; along the edges (or every axis) it is violated at two
+    // edges into one node.
+    AuditOptions nodes = named("a ranked aggregation, along the nodes");
+    nodes.along = "nodes";
+    const AuditResult canonical = audit(sorted_aggregation(true), s, nodes);
+    EXPECT_EQ(canonical.verdict, Verdict::holds) << canonical.detail << canonical.error;
+    for (const char* along : {"edges", ""}) {
+        AuditOptions o = named(std::string("a ranked aggregation, along ") + along);
+        o.along = along;
+        const AuditResult ranked = audit(sorted_aggregation(true), s, o);
+        ASSERT_EQ(ranked.verdict, Verdict::violated) << along << ranked.detail << ranked.error;
+        const Counterexample& c = *ranked.counterexample;
+        EXPECT_EQ(c.lengths.at("edges"), 2) << finding(ranked, s);
+        EXPECT_EQ(c.axis_at_fault, "edges") << finding(ranked, s);
+        const Tensor& ei = c.inputs.at("edge_index");
+        EXPECT_EQ(ei.values[2], ei.values[3]) << "both edges into one node: " << finding(ranked, s);
+        const Tensors px = permute_inputs(s, c.perms, c.inputs);
+        EXPECT_TRUE(ascending(px.at("edge_index").values, 2, 2)) << "P x in order: " << finding(ranked, s);
+        EXPECT_TRUE(ascending(px.at("batch").values, 0, px.at("batch").values.size())) << finding(ranked, s);
+        EXPECT_NO_THROW(require_case_fits(s, Case{c.lengths, c.perms, c.inputs}));
+    }
+    // settle_sorted puts a hand-made case in order and is idempotent: the edges (0 -> 1, 1 -> 0, 1 -> 1) sorted by
+    // target are (1 -> 0, 0 -> 1, 1 -> 1), their weights with them; swapping the two nodes makes them (0 -> 1, 1 -> 0,
+    // 0 -> 0), which the edges' permutation sorts to (1 -> 0, 0 -> 0, 0 -> 1). A saved case out of order is refused.
+    Case c{{{"nodes", 2}, {"edges", 3}, {"graphs", 1}},
+           {{"nodes", Permutation::transposition(2, 0, 1)}, {"edges", Permutation::identity(3)}, {"graphs", Permutation::identity(1)}},
+           {{"x", tensor({2, 2}, {1, 2, 3, 4})}, {"w", tensor({3}, {10, 20, 30})}, {"batch", tensor({2}, {0, 0})},
+            {"edge_index", tensor({2, 3}, {0, 1, 1, 1, 0, 1})}}};
+    EXPECT_THROW(require_case_fits(s, c), std::invalid_argument);
+    settle_sorted(s, c);
+    EXPECT_EQ(c.inputs.at("edge_index").values, (std::vector<double>{1, 0, 1, 0, 1, 1}));
+    EXPECT_EQ(c.inputs.at("w").values, (std::vector<double>{20, 10, 30})) << "the weights move with their edges";
+    EXPECT_EQ(c.perms.at("edges"), Permutation(std::vector<int>{1, 2, 0}));
+    EXPECT_EQ(permute_inputs(s, c.perms, c.inputs).at("edge_index").values, (std::vector<double>{1, 0, 0, 0, 0, 1}));
+    EXPECT_NO_THROW(require_case_fits(s, c));
+    const Case again = [&] {
+        Case k = c;
+        settle_sorted(s, k);
+        return k;
+    }();
+    EXPECT_TRUE(same_case(again, c));
+    // A property that inserts along the sorted axis refuses it.
+    Signature padded = s;
+    padded.inputs.push_back(parse_input("pad:edges:mask"));
+    AuditOptions pads = named("pads");
+    pads.property = Property::padding;
+    pads.padding_axis = "edges";
+    EXPECT_THROW(audit(sorted_aggregation(false), padded, pads), std::invalid_argument);
+    AuditOptions shifted = named("along with a property that moves no axis");
+    shifted.property = Property::agreement;
+    shifted.along = "nodes";
+    EXPECT_THROW(audit(sorted_aggregation(false), s, shifted), std::invalid_argument);
+}
+
 TEST(SignatureAudit, ReevaluateJudgesASavedCaseAgainAsTheAuditDid) {
     const Signature s = cross_signature();
     const AuditResult found = audit(cross_attention(true), s, named("memory positions"));

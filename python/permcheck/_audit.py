@@ -23,7 +23,7 @@ import sys
 import tempfile
 import threading
 
-from permcheck import _protocol
+from permcheck import _protocol, _repro
 
 __all__ = ["audit", "profile", "replay", "Result", "Counterexample", "Comparison", "ReplayResult", "AuditError",
            "PermcheckNotFound", "find_binary"]
@@ -33,7 +33,7 @@ _OPTIONS = {
     "timeout": "--timeout", "startup_timeout": "--startup-timeout", "jobs": "--jobs", "max_len": "--max-len",
     "min_len": "--min-len", "amplification": "--amplification", "shard": "--shard", "padding": "--padding",
     "padding_axis": "--padding-axis", "keep_positions": "--keep-positions", "causal_axis": "--causal-axis",
-    "skip_padded": "--skip-padded",
+    "skip_padded": "--skip-padded", "along": "--along",
 }
 _PROPERTIES = ("equivariance", "shift", "padding", "causal", "packing", "incremental", "agreement")
 # The precisions, coarsest last: a comparison of two sides is judged at the coarser.
@@ -145,6 +145,8 @@ class Result:
     report          the report directory (kept for a verdict other than holds when no `report` was given;
                     None for a holding audit without `report`)
     summary         permcheck's verdict line;  output: all it printed;  record: report.json as a dict
+    repro           repro.py in the report directory: the finding reproduced without permcheck (python3 and
+                    torch alone), or None where none was written
     """
 
     def __init__(self, record, output, stderr, report, exit_code, layer_name):
@@ -163,6 +165,7 @@ class Result:
         self.first_breaking_tap = tap if isinstance(tap, str) and tap else None
         self.summary = _summary_line(output) or "%s: %s %s" % (layer_name, self.property, self.verdict)
         self.hint = None  # a sentence on what to do (a nondeterministic torch module: deterministic algorithms)
+        self.repro = None  # repro.py beside the report, a reproduction without permcheck
 
     @property
     def holds(self):
@@ -184,6 +187,8 @@ class Result:
             lines.append("  %s" % self.error)
         if self.hint:
             lines.append("  hint: %s" % self.hint)
+        if self.repro:
+            lines.append("  reproduce without permcheck: python3 %s" % self.repro)
         if self.report:
             lines.append("  report: %s" % self.report)
         return "\n".join(lines)
@@ -496,7 +501,8 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property=Non
                            matrix products); the verdict line and the report name the device.
     options                those of `permcheck audit`: timeout, startup_timeout, jobs (threads here), max_len,
                            min_len, amplification, shard, padding, padding_axis, keep_positions,
-                           causal_axis, skip_padded (the slots the masks pad are not compared).
+                           causal_axis, skip_padded (the slots the masks pad are not compared), along
+                           (equivariance along that axis alone, the others left in place).
     """
     binary = find_binary()
     if property is None:
@@ -525,6 +531,8 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property=Non
             shutil.rmtree(directory, ignore_errors=True)
         raise PermcheckNotFound(_no_report(binary, code, err.strip() or out.strip()))
     result = Result(record, out, err, directory, code, name)
+    if not result.holds:
+        result.repro = _written_repro(directory, record, layer, dtype, call, reference, against)
     torch = sys.modules.get("torch")
     if result.verdict == "nondeterministic" and torch is not None and isinstance(layer, torch.nn.Module):
         result.hint = ("torch.use_deterministic_algorithms(True) makes the kernels whose answers differ on a re-ask "
@@ -534,6 +542,20 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property=Non
         result.report = None
     _notify(result)
     return result
+
+
+def _written_repro(directory, record, layer, dtype, call, reference, against):
+    """repro.py beside a report that found something (a reproduction without permcheck), named in report.md and
+    report.html; None where none is written (the finding or the property has none yet, or writing it failed)."""
+    try:
+        path = _repro.write(directory, record, layer, dtype, call, reference,
+                            against.call if against is not None else None)
+    except Exception as error:  # the verdict stands without it: say why on stderr
+        sys.stderr.write("permcheck: no repro.py written: %s\n" % error)
+        return None
+    if path is not None:
+        _repro.name_in_reports(directory)
+    return path
 
 
 class _Against:

@@ -727,7 +727,7 @@ def _free_axes(texts, dims):
     for text in [texts] if isinstance(texts, str) else texts:
         parts = str(text).split(":")
         if len(parts) >= 3 and parts[2].startswith("index="):
-            named.add(parts[2][len("index="):])
+            named.add(parts[2][len("index="):].split(",")[0])  # index=AXIS or index=AXIS,sorted[=ROW]
     return {axis for axis in named if not any(axis in d for d in dims.values())}
 
 

@@ -358,6 +358,44 @@ def test_a_readout_over_a_batch_of_graphs_moves_the_graphs_the_batch_vector_name
     assert result.counterexample.lengths["graphs"] == 2
 
 
+class LSTMAggregation(torch.nn.Module):
+    """PyG's LSTMAggregation as its users meet it, in plain torch: each node's incoming messages read in order by an
+    LSTM, the edge list required sorted by target ("Can not perform aggregation since the 'index' tensor is not
+    sorted")."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(4, 4, batch_first=True)
+
+    def forward(self, x, edge_index):
+        src, dst = edge_index[0], edge_index[1]
+        if dst.numel() > 1 and not bool((dst[1:] >= dst[:-1]).all()):
+            raise ValueError("Can not perform aggregation since the 'index' tensor is not sorted")
+        out = torch.zeros_like(x)
+        for v in range(x.shape[0]):
+            neighbours = x[src[dst == v]]
+            if len(neighbours):
+                out[v] = self.lstm(neighbours[None])[0][0, -1]
+        return out
+
+
+def test_an_edge_list_kept_sorted_asks_what_the_librarys_users_run():
+    layer = LSTMAggregation().double()
+    sorted_edges = dict(axes=["nodes=1..5", "edges=0..8"], inputs=["x:nodes,4", "edge_index:2,edges:index=nodes,sorted=1"],
+                        outputs=["y:nodes,4"], cases=40)
+    # Along the nodes, each neighbourhood keeps its edges in the order the input gives them: equivariant.
+    permcheck.assert_equivariant(layer, **sorted_edges, along="nodes")
+    # Along the edges, the order within a neighbourhood changes: the LSTM reads it.
+    within = permcheck.audit(layer, **sorted_edges, along="edges")
+    assert within.verdict == "violated", within.explanation()
+    assert within.counterexample.lengths["edges"] == 2
+    assert within.record["details"]["audit"]["along"] == "edges"
+    # Without the qualifier a permutation unsorts the edges and the layer raises.
+    unsorted = dict(sorted_edges, inputs=["x:nodes,4", "edge_index:2,edges:index=nodes"])
+    raised = permcheck.audit(layer, **unsorted)
+    assert raised.verdict == "error" and "not sorted" in raised.error
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Devices, TF32, nondeterministic kernels (on the CPU: the GPU run is the device check's)
 
