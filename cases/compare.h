@@ -34,10 +34,13 @@ inline double relative_bound(const ToleranceModel& m, double k) {
 
 // tol = safety * amplification * gamma(n + d) * M, M = the largest magnitude among input and both sides
 // (gamma~(n + d, lambda) for the half precisions).
+// A tolerance below the smallest normal double is 0: M is then 0 (every value compared is 0, so the two sides are
+// equal exactly) or below 2^-1022, where no layer's rounding lives; a subnormal tolerance would only be printed as
+// a meaningless 7e-314.
 inline double float_tolerance(const ToleranceModel& m, Eigen::Index n, Eigen::Index d, double magnitude) {
     if (m.unit_roundoff == 0.0) return 0.0;
-    const double floor = std::numeric_limits<double>::min();
-    return m.safety * m.amplification * relative_bound(m, static_cast<double>(n + d)) * std::max(magnitude, floor);
+    const double tol = m.safety * m.amplification * relative_bound(m, static_cast<double>(n + d)) * magnitude;
+    return tol < std::numeric_limits<double>::min() ? 0.0 : tol;
 }
 
 // The tolerance model of a black box computing in `dtype` (exact: zero tolerance).

@@ -134,6 +134,11 @@ void add_property_options(CLI::App& app, AuditFlags& f) {
     app.add_flag("--keep-positions", f.keep_positions,
                  "equivariance with the position inputs left in place while the tokens move: holds when the layer is a "
                  "bag of tokens, violated when it sees order (the profile's order-aware row)");
+    app.add_option("--dtype-source", f.dtype_source,
+                   "what chose --dtype, as the report's dtype_evidence says: given (you did; the default), module "
+                   "(the served module's own dtype) or default (a function's float64 tensors); the Python package "
+                   "passes it")
+        ->check(CLI::IsMember({"given", "module", "default"}));
     app.add_flag("--skip-padded", f.skip_padded,
                  "leave the slots the masks pad out of every comparison (by default they are compared: with --property "
                  "agreement, a NaN at a fully masked row against the reference's 0 is a disagreement)");
@@ -283,7 +288,10 @@ report::Record audit_record(const AuditResult& r, const std::string& name, Prope
     details["axis_lengths"] = r.axis_lengths;
     details["dtype_inferred"] = r.dtype_inferred;
     // What decided the dtype: "given", or the rule of check/audit_engine.h (PrecisionEvidence) that did.
-    details["dtype_evidence"] = dtype_evidence_name(requested_dtype(f) ? DtypeEvidence::given : r.dtype_evidence);
+    details["dtype_evidence"] = !requested_dtype(f)          ? dtype_evidence_name(r.dtype_evidence)
+                                : f.dtype_source == "module"  ? "the module's dtype"
+                                : f.dtype_source == "default" ? "the default for a function (float64 tensors)"
+                                                              : dtype_evidence_name(DtypeEvidence::given);
     details["evaluations"] = r.evaluations;
     details["confirmed_alone"] = r.confirmed_alone;  // cases of a batched run asked again one request each
     details["seconds"] = seconds;

@@ -42,6 +42,7 @@ struct AuditFlags {
     std::string along;        // --along: equivariance along this axis alone
     bool keep_positions = false;  // --keep-positions: position inputs stay in place while the tokens move
     bool skip_padded = false;     // --skip-padded: the slots the masks pad are not compared
+    std::string dtype_source = "given";  // --dtype-source: what chose --dtype (given, module, default)
     bool reference = false;       // a reference implementation was given (--reference-exec, --reference): agreement
     bool profile = false;
     Property property_flag = Property::equivariance;

@@ -349,6 +349,7 @@ std::string signature_html(const Counterexample& c, const Signature& sig, const 
     }
     s << "<h2>Inputs and outputs</h2>\n<div class=\"matrices\">";
     for (const auto& [name, t] : c.inputs) s << tensor_pre(name, t);
+    for (const auto& [label, t] : transformed_shown(r, c)) s << tensor_pre(label, *t);
     for (const OutputComparison& o : c.outputs) {
         const SideNames names = output_sides(r, spec_named(sig.outputs, o.name));
         s << tensor_pre(o.name + ": " + names.lhs, o.layer_of_permuted) << tensor_pre(o.name + ": " + names.rhs, o.permuted_layer);

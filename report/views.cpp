@@ -105,6 +105,20 @@ std::string case_replay(const Record& r) {
 
 SideNames output_sides(const Record& r, const TensorSpec* t) { return sides_of(r.property, r.verdict, t && has_axis(*t)); }
 
+std::vector<std::pair<std::string, const Tensor*>> transformed_shown(const Record& r, const Counterexample& c) {
+    std::vector<std::pair<std::string, const Tensor*>> shown;
+    const std::string lhs = sides_of(r.property, r.verdict, true).lhs;  // "L(P x)"
+    if (answered_twice(r) || lhs.size() < 4 || lhs.rfind("L(", 0) != 0) return shown;
+    const std::string side = lhs.substr(2, lhs.size() - 3);              // "P x"
+    if (side == "x") return shown;
+    for (const auto& [name, t] : c.transformed) {
+        const auto x = c.inputs.find(name);
+        if (x == c.inputs.end() || x->second.shape != t.shape || x->second.values != t.values)
+            shown.emplace_back(side + ": " + name, &t);
+    }
+    return shown;
+}
+
 bool answered_twice(const Record& r) {
     return r.verdict == Verdict::nondeterministic || r.verdict == Verdict::batch_dependent ||
            r.verdict == Verdict::history_dependent;

@@ -35,6 +35,10 @@ SideNames output_sides(const Record& r, const TensorSpec* t);
 // A record whose counterexample is one input answered twice (nondeterministic, or batch-dependent: in a batched
 // request and alone), where no permutation plays a part.
 bool answered_twice(const Record& r);
+// The inputs of the transformed side a view shows beside x, each labelled "P x: edge_index" ("x_c: pos", "pad x:
+// mask"): those that differ from x's, every index input already renumbered; none for a finding answered twice or
+// when the transformed side is x itself (agreement), or a report that did not record them.
+std::vector<std::pair<std::string, const Tensor*>> transformed_shown(const Record& r, const Counterexample& c);
 // The heading of the record's counterexample section: "Counterexample", "One input answered twice" or "One input
 // answered in a batch and alone".
 std::string counterexample_heading(const Record& r);

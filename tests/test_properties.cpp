@@ -163,6 +163,9 @@ TEST(HalfTolerance, LeavesTheFloat32AndFloat64TolerancesAsTheyWere) {
             EXPECT_EQ(float_tolerance(m, n, 8, 2.5), 4.0 * 3.0 * gamma(static_cast<double>(n + 8), u) * 2.5);
     }
     EXPECT_EQ(float_tolerance(tolerance_model(Arithmetic::exact, 1.0), 8, 8, 1.0), 0.0);
+    // Every value 0: the two sides are equal exactly, and the tolerance is 0, not a subnormal number.
+    EXPECT_EQ(float_tolerance(tolerance_model(Arithmetic::float32, 1.0), 8, 8, 0.0), 0.0);
+    EXPECT_GE(float_tolerance(tolerance_model(Arithmetic::float64, 1.0), 8, 8, 1e-280), std::numeric_limits<double>::min());
 }
 
 // The white-box checks take their model from the same map (issue 21): a reference layer's scalar names its

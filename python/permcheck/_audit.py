@@ -618,6 +618,8 @@ def _served(binary, layer, name, flags, dtype, call, kinds, taps, batch, against
             more += ["--reference-connect", "{reference}", "--reference-name", _layer_name(against.layer)]
         if against is not None and against.judge_as is not None:
             judged = against.judge_as
+        elif dtype is None and judged != "infer":  # the report says what chose it: not the user
+            more += ["--dtype-source", "module" if prepared.is_module else "default"]
         return _run(binary, ["audit", "--connect", "{socket}", "--name", name, "--dtype", judged] + more + flags,
                     make_server, make_reference)
     finally:

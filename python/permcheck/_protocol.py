@@ -193,7 +193,7 @@ class _Server:
         self.offers_taps = bool(taps) and self.is_module
         # What the first ordinary answer announces ({} when nothing: one case per request).
         self.announcement = {}
-        self.raised_before = set()  # what chunks raised so far: a shrink raises it again, its traceback shown once
+        self.exceptions = _Exceptions()  # what the layer raised: the first traceback shown, the rest counted
         if batch is not None and batch > 1:
             self.announcement["batch"] = int(batch)
             if self.is_module and stacked:
@@ -201,18 +201,21 @@ class _Server:
 
     def answer_all(self, requests, answers):
         """Answers every request line of the text stream `requests` on `answers`, one line each, in order."""
-        for line in requests:
-            if not line.strip():
-                continue
-            answers.write(json.dumps(self.answer_line(line)) + "\n")
-            answers.flush()
+        try:
+            for line in requests:
+                if not line.strip():
+                    continue
+                answers.write(json.dumps(self.answer_line(line)) + "\n")
+                answers.flush()
+        finally:
+            self.exceptions.summarise()
 
     def answer_line(self, line):
         """The answer object to one request line."""
         try:
             request = json.loads(line)
         except ValueError as error:
-            return _error_answer(None, error)
+            return _error_answer(None, error, self.exceptions)
         if isinstance(request, dict) and "stacked" in request:
             return self.answer_stacked(request)
         if isinstance(request, dict) and "batch" in request:
@@ -251,15 +254,13 @@ class _Server:
                 return {"id": request_id, "y": _outputs(result, ["y"])["y"]}
             raise ValueError('a request holds "x" (one tensor) or "inputs" (named inputs); this one holds neither')
         except (_ChunkRaised, _Raised) as raised:  # the layer's own exception: a finding in chunks or against a reference
-            said = _last_line(raised)
-            answer = _error_answer(request_id, raised, traceback_shown=said not in self.raised_before)
-            self.raised_before.add(said)
+            answer = _error_answer(request_id, raised, self.exceptions)
             if isinstance(raised, _ChunkRaised):
                 answer["error"] += " (%s)" % raised.where
             answer["raised"] = True
             return answer
         except Exception as error:  # an answer, not a crash: permcheck reports it with the request
-            return _error_answer(request_id, error)
+            return _error_answer(request_id, error, self.exceptions)
 
     def answer_with_taps(self, request):
         """answer(), offering taps, and with them when the request asks ("taps": true)."""
@@ -289,10 +290,8 @@ class _Server:
             if self.is_module and dims and len(items) > 1:
                 try:
                     return {"id": request_id, "batch": self.stacked_items(items, dims)}
-                except Exception:  # each item on its own, so that each gets its own answer or error
-                    traceback.print_exc(file=sys.stderr)
-                    print("permcheck_adapter: the stacked forward pass failed; answering item by item",
-                          file=sys.stderr)
+                except Exception as error:  # each item on its own, so that each gets its own answer or error
+                    self.exceptions.show(error, "the stacked forward pass failed; answering item by item")
             answers = []
             for item in items:
                 answer = self.answer(item)
@@ -356,21 +355,20 @@ class _Server:
                     value = _batch_dim_checked(outputs[name], name, dims[name], count)
                     encoded[name], shapes[name] = _to_base64(self.torch, value), list(value.shape)
                 return {"id": request_id, "outputs": encoded, "shapes": shapes}
-            except Exception:  # each item on its own, so that each gets its own answer or error
-                traceback.print_exc(file=sys.stderr)
-                print("permcheck_adapter: the stacked forward pass failed; answering item by item", file=sys.stderr)
+            except Exception as error:  # each item on its own, so that each gets its own answer or error
+                self.exceptions.show(error, "the stacked forward pass failed; answering item by item")
             items = [dict({n: t.narrow(dims[n], k, 1) for n, t in inputs.items() if n not in lengths}, **lengths)
                      for k in range(count)]
             return {"id": request_id, "batch": [self.item_answer(names, item) for item in items]}
         except Exception as error:
-            return _error_answer(request_id, error)
+            return _error_answer(request_id, error, self.exceptions)
 
     def item_answer(self, names, inputs):
         """One item's answer object (without id): its outputs, or its error."""
         try:
             return {"outputs": _outputs(self.call(self.layer, self.torch, inputs, 1), names)}
         except Exception as error:
-            traceback.print_exc(file=sys.stderr)
+            self.exceptions.show(error)
             answer = {"error": _last_line(error)}
             if isinstance(error, _Raised):
                 answer["raised"] = True
@@ -381,15 +379,38 @@ class _Server:
         return _element_type(self.torch, self.dtype, kind)
 
 
-def _error_answer(request_id, error, traceback_shown=True):
-    """The error answer to a request, its traceback on stderr (call it while handling `error`): the layer's own
-    exception's, where the layer raised."""
-    if traceback_shown and isinstance(error, (_Raised, _ChunkRaised)) and error.__cause__ is not None:
-        cause = error.__cause__
-        traceback.print_exception(type(cause), cause, cause.__traceback__, file=sys.stderr)
-    elif traceback_shown:
-        traceback.print_exc(file=sys.stderr)
+def _error_answer(request_id, error, exceptions=None):
+    """The error answer to a request, the exception shown on stderr as `exceptions` shows it (by default its whole
+    traceback): the layer's own exception's, where the layer raised."""
+    (exceptions or _Exceptions()).show(error)
     return {"id": request_id, "error": _last_line(error)}
+
+
+class _Exceptions:
+    """What a server's layer raised, on stderr: the first exception's traceback in full, each later exception of
+    another kind in one line, a repeat not at all; at the end (summarise) the count. An audit that raises on every
+    case prints one traceback, not hundreds, and a different crash among them is still named."""
+
+    def __init__(self):
+        self.seen, self.count = set(), 0
+
+    def show(self, error, then=None):
+        self.count += 1
+        cause = error.__cause__ if isinstance(error, (_Raised, _ChunkRaised)) and error.__cause__ is not None else error
+        said = _last_line(cause)
+        if said not in self.seen:
+            if not self.seen:
+                traceback.print_exception(type(cause), cause, cause.__traceback__, file=sys.stderr)
+            else:
+                print("permcheck_adapter: another exception (traceback not shown): %s" % said, file=sys.stderr)
+            self.seen.add(said)
+            if then:
+                print("permcheck_adapter: %s" % then, file=sys.stderr)
+
+    def summarise(self):
+        if self.count > 1:
+            print("permcheck_adapter: %d exceptions in all, %d different; the first one's traceback is above"
+                  % (self.count, len(self.seen)), file=sys.stderr)
 
 
 def _batch_dim_checked(value, name, dim, count):

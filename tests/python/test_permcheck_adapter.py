@@ -139,9 +139,10 @@ class ServedFunction(unittest.TestCase):
             {"id": 35, "z": 1},
             "not json",
             {"id": 36, "x": [[1.0]]},
+            {"id": 37, "x": [[99, 1]]},  # 30 again
         ])
         self.assertEqual(code, 0)
-        self.assertEqual([a["id"] for a in answers], [30, 31, 32, 33, 34, 35, None, 36])
+        self.assertEqual([a["id"] for a in answers], [30, 31, 32, 33, 34, 35, None, 36, 37])
         # The layer's own exception is marked as the layer's ("raised"); what the answer or the call got wrong is not.
         self.assertEqual(answers[0], {"id": 30, "error": "ValueError: boom at 99", "raised": True})
         for k in (1, 2, 3, 4, 5, 6, 7):
@@ -154,8 +155,13 @@ class ServedFunction(unittest.TestCase):
         self.assertIn('"x" (one tensor) or "inputs"', answers[5]["error"])
         self.assertIn("JSONDecodeError", answers[6]["error"])
         self.assertEqual(answers[7], {"id": 36, "y": [[2.0]]})
-        self.assertIn("Traceback", err)  # the whole traceback goes to stderr
+        # The first exception's whole traceback goes to stderr, each later one of another kind in a line, a repeat
+        # not at all, then the count.
+        self.assertEqual(err.count("Traceback"), 1, err)
         self.assertIn("raise ValueError(\"boom at 99\")", err)
+        self.assertEqual(err.count("another exception (traceback not shown)"), 6, err)
+        self.assertEqual(err.count("boom at 99"), 2, err)  # the traceback's raise line and its last line
+        self.assertIn("permcheck_adapter: 8 exceptions in all, 7 different", err)
 
     def test_stdout_carries_only_answers_and_user_prints_go_to_stderr(self):
         script = """

@@ -107,7 +107,14 @@ def test_an_equivariance_finding_reproduces_with_every_index_renumbered(layers, 
     assert result.repro == os.path.join(result.report, "repro.py")
     assert "reproduce without permcheck: python3 %s" % result.repro in result.explanation()
     with open(os.path.join(result.report, "report.md")) as f:
-        assert "**Reproduce without permcheck:** `python3 repro.py`" in f.read().split("\n")[2]
+        md = f.read()
+    assert "**Reproduce without permcheck:** `python3 repro.py`" in md.split("\n")[2]
+    # The transformed side's inputs: recorded in report.json, shown in report.md where they differ from x's.
+    case = result.record["counterexample"]
+    assert case["transformed"]["lengths"] == case["lengths"]
+    for name, values in case["transformed"]["inputs"].items():
+        assert ("\nP x: %s = " % name in md) == (values != case["inputs"][name]), md
+    assert result.record["details"]["audit"]["dtype_evidence"] == "the module's dtype"  # no dtype was given
     with open(os.path.join(result.report, "report.html")) as f:
         assert "Reproduce without permcheck:</b> <code>python3 repro.py</code>" in f.read()
     code, said = run_alone(result.repro, tmp_path)
@@ -120,22 +127,19 @@ def test_an_equivariance_finding_reproduces_with_every_index_renumbered(layers, 
     assert "fixed" in said
 
 
-def test_a_nondeterministic_finding_asks_x_again(layers, tmp_path):
-    result = permcheck.audit(layers.Jitter(True), dim=4, report=tmp_path / "jitter")
-    assert result.verdict == "nondeterministic"
-    code, said = run_alone(result.repro, tmp_path)
-    assert code == 1 and "ask 2 of x differs from ask 1" in said, said
-    swapped(result, layers.Jitter(False))
-    assert run_alone(result.repro, tmp_path)[0] == 0
-
-
-def test_a_shift_finding_asks_x_c(layers, tmp_path):
-    result = permcheck.audit(layers.Absolute(True), axes=["n=1..6"], inputs=["x:n,4", "pos:n:position"],
-                             outputs=["y:n,4"], property="shift", dtype="float64", report=tmp_path / "shift")
-    assert result.verdict == "violated"
-    code, said = run_alone(result.repro, tmp_path)
-    assert code == 1 and "L(x_c) and L(x) differ by" in said, said
-    swapped(result, layers.Absolute(False))
+@pytest.mark.parametrize("make, audited, verdict, said", [
+    ("Jitter", dict(dim=4), "nondeterministic", "ask 2 of x differs from ask 1"),
+    ("Absolute", dict(axes=["n=1..6"], inputs=["x:n,4", "pos:n:position"], outputs=["y:n,4"], property="shift",
+                      dtype="float64"), "violated", "L(x_c) and L(x) differ by"),
+])
+def test_a_nondeterministic_or_shift_finding_reproduces(layers, tmp_path, make, audited, verdict, said):
+    """A nondeterministic finding asks x several times; a shift finding asks x_c."""
+    cls = getattr(layers, make)
+    result = permcheck.audit(cls(True), report=tmp_path / make, **audited)
+    assert result.verdict == verdict
+    code, out = run_alone(result.repro, tmp_path)
+    assert code == 1 and said in out, out
+    swapped(result, cls(False))
     assert run_alone(result.repro, tmp_path)[0] == 0
 
 
