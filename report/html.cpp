@@ -76,6 +76,7 @@ std::string cell_colour(double v, double largest) {
 struct HeatmapAxes {
     std::string rows = "position", cols = "feature";
     std::string id = "scale", diff = "|difference|";
+    double scale_top = 0.0;  // the scale reaches at least this: a holding case's tolerance, so rounding is pale
 };
 
 // The heatmap's colour scale: a bar from the lightest tint to dark red with its two ends' values (0 and the largest
@@ -119,6 +120,7 @@ std::string heatmap_svg(const Mat<double>& a, const Mat<double>& b, const Heatma
             if (std::isfinite(diff(i, j))) largest = std::max(largest, diff(i, j));
             else non_finite = true;
         }
+    largest = std::max(largest, axes.scale_top);
     const double cell = std::clamp(560.0 / std::max<double>(1.0, static_cast<double>(std::max(a.rows(), a.cols()))),
                                    8.0, 48.0);
     const double left = 110, top = 40;
@@ -280,6 +282,7 @@ std::string axes_html(const Counterexample& c) {
 // A dim of an output as the heatmap labels it: its axis's name, or "dim k" for a fixed size.
 std::string dim_label(const TensorSpec* t, std::size_t k) {
     if (t && k < t->dims.size() && t->dims[k].is_axis()) return t->dims[k].axis;
+    if (t && k + 1 == t->dims.size()) return "feature";  // an output's last dim, a fixed size: its features
     return "dim " + std::to_string(k);
 }
 
@@ -307,8 +310,10 @@ std::string output_heatmap(const OutputComparison& o, const TensorSpec* spec, co
         lhs(i / cols, i % cols) = a.values[static_cast<std::size_t>(i)];
         rhs(i / cols, i % cols) = b.values[static_cast<std::size_t>(i)];
     }
+    // A holding case's scale runs up to its tolerance: rounding within it is drawn pale, not in a violation's red.
     const HeatmapAxes axes{kept.size() == 2 ? dim_label(spec, kept[0]) : "",
-                           kept.empty() ? "value" : dim_label(spec, kept.back()), id, sides.diff};
+                           kept.empty() ? "value" : dim_label(spec, kept.back()), id, sides.diff,
+                           o.holds ? o.tolerance : 0.0};
     std::string caption;
     if (!squeezed.empty()) {
         caption = "<p class=\"note squeezed\">squeezed: ";

@@ -35,6 +35,27 @@ FindingWords finding_words(Property p, Verdict v, const Counterexample& c, bool 
 
 namespace {
 
+// The entries beyond the tolerance that the cut rows hide (a row of more than kTerminalRowValues shows its first and
+// last three values and the column `keep`): counted, the first few named, so that no difference hides in a "...".
+std::string hidden_differences(const OutputComparison& o, std::size_t keep) {
+    const std::vector<int>& shape = o.layer_of_permuted.shape;
+    if (shape.empty() || o.permuted_layer.shape != shape) return "";
+    const std::size_t last = static_cast<std::size_t>(std::max(shape.back(), 0)), ends = 3;
+    if (last <= kTerminalRowValues) return "";
+    std::vector<std::string> hidden;
+    for (std::size_t e = 0; e < o.layer_of_permuted.values.size(); ++e) {
+        const std::size_t column = e % last;
+        if (column < ends || column >= last - ends || column == keep) continue;
+        if (std::abs(o.layer_of_permuted.values[e] - o.permuted_layer.values[e]) > o.tolerance)
+            hidden.push_back(index_text(position_of(e, shape)));
+    }
+    if (hidden.empty()) return "";
+    std::string out = "    " + std::to_string(hidden.size()) + " more entr" + (hidden.size() == 1 ? "y" : "ies") +
+                      " beyond the tolerance in the columns the rows cut: ";
+    for (std::size_t k = 0; k < hidden.size() && k < 4; ++k) out += (k ? ", " : "") + hidden[k];
+    return out + (hidden.size() > 4 ? ", ...\n" : "\n");
+}
+
 // ", mask (1 = padding)" or ", index into nodes" after an input's shape; nothing for a real input.
 std::string kind_text(const TensorSpec& spec) {
     switch (spec.kind) {
@@ -110,6 +131,7 @@ std::string describe(const Counterexample& c, const Signature& sig, const Findin
         }
         s << "    largest |difference| = " << o.max_abs_diff << " at " << index_text(o.where) << " (tolerance "
           << o.tolerance << ")\n";
+        s << hidden_differences(o, keep);
     }
     s << "  ";
     if (words.reference_layer)

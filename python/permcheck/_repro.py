@@ -246,6 +246,7 @@ def _data(record, call, reference_call):
         "permutations": c.get("permutations", {}),
         "tolerance": tolerances,
         "dtype": record.get("dtype", "float64"),
+        "device": ((record.get("details") or {}).get("audit") or {}).get("device") or "cpu",
         "one_tensor": "one_tensor" in record["signature"],
     }
     calls = {"layer": {"arguments": call.arguments, "output": call.output}}
@@ -295,7 +296,7 @@ def tensors(values, lengths):
         shape = [lengths[d] if not d.isdigit() else int(d) for d in spec["dims"]]
         kind = spec["kind"]
         dtype = torch.int64 if kind in INTEGER_KINDS else torch.bool if kind == "mask" else DTYPE
-        out[name] = torch.tensor(values[name], dtype=torch.float64).to(dtype).reshape(shape)
+        out[name] = torch.tensor(values[name], dtype=torch.float64).to(dtype).reshape(shape).to(DEVICE)
     return out
 
 
@@ -318,7 +319,7 @@ def call(which, inputs, lengths):
         if kind in ("length", "offset", "arange") and axis:
             n = length_of(inputs, lengths, axis)
             return {"length": torch.full((1,), n, dtype=torch.int64), "offset": torch.tensor(0),
-                    "arange": torch.arange(n)}[kind]
+                    "arange": torch.arange(n)}[kind].to(DEVICE)
         return inputs[source]
 
     if arguments is None and CASE["one_tensor"]:
@@ -356,6 +357,15 @@ def moved(name, y):
             y = y.index_select(dim, torch.tensor(CASE["permutations"][axis], dtype=torch.int64))
     return y
 
+
+# Where the audit ran it (a GPU's kernels may be what is at fault); the CPU when that device is not here.
+DEVICE = CASE["device"] if CASE["device"] == "cpu" or torch.cuda.is_available() else "cpu"
+if DEVICE != CASE["device"]:
+    print("the audit ran on %%s, which this machine lacks: running on the CPU" %% CASE["device"])
+torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = CASE["dtype"] == "tf32"
+for which in CALLS:
+    if hasattr(globals()[which], "to"):
+        globals()[which] = globals()[which].to(DEVICE)
 
 x = tensors(CASE["x"], CASE["lengths"])
 failures = []

@@ -93,6 +93,29 @@ def test_a_wide_counterexample_is_elided_keeping_the_largest_difference_in_view(
         assert "... %d: " % col in lines[row], message
 
 
+class TwoLeakyFeatures(torch.nn.Module):
+    """Adds each position's index to feature 10 and twice it to feature 20: two columns in the cut middle differ."""
+
+    def forward(self, x):
+        n = torch.arange(x.shape[0], dtype=x.dtype)
+        y = x.clone()
+        y[:, 10] += n
+        y[:, 20] += 2 * n
+        return y
+
+
+def test_an_elided_row_counts_the_differences_it_hides():
+    with pytest.raises(AssertionError) as caught:
+        permcheck.assert_equivariant(TwoLeakyFeatures(), dim=50)
+    message = str(caught.value)
+    assert re.search(r"largest \|difference\| = \S+ at \(\d+, 20\)", message), message
+    hidden = re.search(r"(\d+) more entr(?:y|ies) beyond the tolerance in the columns the rows cut: (.*)", message)
+    assert hidden, message
+    n = int(re.search(r"lengths: n = (\d+)", message).group(1))
+    named = re.findall(r"\((\d+), (\d+)\)", hidden.group(2))
+    assert 1 <= int(hidden.group(1)) <= n and named and all(col == "10" for _, col in named), message
+
+
 # ---------------------------------------------------------------------------------------------------------
 # The user's module is never modified
 
