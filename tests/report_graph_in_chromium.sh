@@ -156,7 +156,9 @@ expected = {n for n, o in outputs.items() if o["closest"]["max_abs_diff"] > 0}
 assert expected, f"no output showed a rounding difference in 100 cases: {outputs}"
 assert set(drawn) == expected, (drawn.keys(), expected)
 for name, scale in drawn.items():
-    assert scale["data-max"] == "%.6g" % outputs[name]["closest"]["max_abs_diff"], (name, scale, outputs[name]["closest"])
+    # A holding case's scale runs up to its tolerance (its rounding drawn pale, not in a violation's red).
+    closest = outputs[name]["closest"]
+    assert scale["data-max"] == "%.6g" % max(closest["max_abs_diff"], closest["tolerance"]), (name, scale, closest)
     assert outputs[name]["closest"]["max_abs_diff"] / outputs[name]["closest"]["tolerance"] == \
         outputs[name]["largest_fraction_of_tolerance"], outputs[name]
 
