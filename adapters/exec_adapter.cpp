@@ -429,15 +429,6 @@ std::string chunks_field(const Signature& s, const Tensors& inputs) {
     return ",\"chunks\":" + nlohmann::json{{"axis", axis}, {"ends", ends}, {"inputs", dims_in}, {"outputs", dims_out}}.dump();
 }
 
-// An ordinary request line of the signature's dialect: the one-tensor form's {"id","x"}, or named inputs; a chunked
-// request carries its "chunks".
-std::string request_line(std::int64_t id, const Signature& s, const Tensors& inputs) {
-    std::string line = s.one_tensor ? format_request(id, tensor_matrix::as_matrix(inputs.at("x"))) : format_named_request(id, s, inputs);
-    if (const std::string chunks = chunks_field(s, inputs); !chunks.empty()) line.insert(line.size() - 1, chunks);
-    if (const std::string lengths = lengths_field(inputs); !lengths.empty()) line.insert(line.size() - 1, lengths);
-    return line;
-}
-
 // Whether an answer line says its request was decoded in chunks ("chunked": true).
 bool answered_in_chunks(const std::string& line) {
     const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
@@ -465,6 +456,13 @@ std::vector<ExpectedOutput> expected_of(const Signature& s, const Tensors& input
     return s.one_tensor ? std::vector<ExpectedOutput>{} : expected_outputs(s, lengths_of(s, inputs));
 }
 }  // namespace
+
+std::string request_line(std::int64_t id, const Signature& s, const Tensors& inputs) {
+    std::string line = s.one_tensor ? format_request(id, tensor_matrix::as_matrix(inputs.at("x"))) : format_named_request(id, s, inputs);
+    if (const std::string chunks = chunks_field(s, inputs); !chunks.empty()) line.insert(line.size() - 1, chunks);
+    if (const std::string lengths = lengths_field(inputs); !lengths.empty()) line.insert(line.size() - 1, lengths);
+    return line;
+}
 
 Mat<double> ExecAdapter::operator()(const Mat<double>& x) {
     const Signature s = one_tensor_signature(static_cast<int>(x.cols()), Output::sequence, 1, 1);

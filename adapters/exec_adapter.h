@@ -147,4 +147,8 @@ BatchedNamedBlackBox exec_batched_named_black_box(const ExecOptions& opts, const
 // adapter is ever sent a tap request it did not ask for.
 TapSource exec_tap_source(const ExecOptions& opts, const Signature& s);
 
+// The request line (without its newline) of request `id` that asks the adapter for these inputs: the one-tensor
+// form's {"id","x"}, or named inputs, with a chunked request's "chunks" and a free axis's "lengths" (kLengthInput).
+std::string request_line(std::int64_t id, const Signature& s, const Tensors& inputs);
+
 }  // namespace permcheck::adapters

@@ -209,6 +209,12 @@ struct OutputComparison {
     std::vector<int> where;    // empty when the two shapes differ
     bool holds = true;
     bool shape_mismatch = false;
+    // How a reproduction without permcheck compares it (repro.py): the flat index, in the transformed side's
+    // answer, of each entry of layer_of_permuted; in L(x)'s answer, of each entry of permuted_layer; the flat indices
+    // of layer_of_permuted left out; the two sides' names ("L(P x)", "P L(x)"). Recorded for a finding's compared
+    // outputs only (`sides` empty otherwise).
+    std::vector<int> compared_from{}, expected_from{}, ignored_at{};
+    std::vector<std::string> sides{};
 };
 
 // What a case of the padding property inserts: k pads into the axis `axis` of the inputs, at `slots` (ascending,

@@ -446,12 +446,44 @@ void Evaluator::record(AuditResult& result, const Observation& ob, int case_inde
         for (const auto& [name, t] : rules_.transformed(*s_, args_, ob))
             if (!name.starts_with(kLengthInput)) ce.transformed[name] = t;
     }
+    plan_repro(ce);
     ce.case_index = case_index;
     ce.shrink_steps = shrink_steps;
     const auto moves = [](const auto& perm) { return !perm.second.is_identity(); };
     if (std::count_if(ob.perms.begin(), ob.perms.end(), moves) == 1)
         ce.axis_at_fault = std::find_if(ob.perms.begin(), ob.perms.end(), moves)->first;
     result.counterexample = std::move(ce);
+}
+
+// How a reproduction without permcheck compares each output (repro.py): the property's compared() and expected()
+// applied to the answers' own flat indices (they only pick and move entries) say where each compared entry comes
+// from; the entries left out and the two sides' names go with them. Not for a side that raised (nothing compared).
+void Evaluator::plan_repro(Counterexample& ce) const {
+    if (!ce.raised.empty()) return;
+    Signature s = *s_;
+    learned_sizes(s);
+    const auto indices = [](std::vector<int> shape) {
+        Tensor t{std::move(shape), {}};
+        t.values.resize(t.size());
+        for (std::size_t e = 0; e < t.values.size(); ++e) t.values[e] = static_cast<double>(e);
+        return t;
+    };
+    const auto as_ints = [](const std::vector<double>& v) { return std::vector<int>(v.begin(), v.end()); };
+    const Tensors px = transformed(ce);
+    const Lengths lengths = rules_.transformed_lengths(ce);
+    for (OutputComparison& o : ce.outputs) {
+        const auto spec = std::find_if(s.outputs.begin(), s.outputs.end(), [&](const TensorSpec& t) { return t.name == o.name; });
+        if (spec == s.outputs.end()) continue;
+        const Tensor lhs = rules_.compared(*spec, ce, indices(shape_of(*spec, lengths)));
+        o.compared_from = as_ints(lhs.values);
+        o.expected_from = as_ints(rules_.expected(*spec, ce, indices(shape_of(*spec, ce.lengths))).values);
+        const std::vector<bool> left = ignored(ce, px, *spec, lhs.shape);
+        o.ignored_at.clear();
+        for (std::size_t e = 0; e < left.size(); ++e)
+            if (left[e]) o.ignored_at.push_back(static_cast<int>(e));
+        const SideNames names = rules_.sides(has_axis(*spec));
+        o.sides = {names.lhs, names.rhs};
+    }
 }
 
 void Evaluator::learned_sizes(Signature& s) const {

@@ -87,6 +87,7 @@ public:
     std::string batch_detail(const Observation& ob) const;  // a sentence on a batch_dependent observation
     // The signature's open sizes as the first answer gave them (those no answer gave stay open).
     void learned_sizes(Signature& s) const;
+    void plan_repro(Counterexample& ce) const;
 
 private:
     enum class Side { transformed, reference };  // the box that answers the transformed inputs, or x

@@ -325,6 +325,9 @@ int finish(const std::string& program, const AuditFlags& f, const report::Record
         report::write(f.report_dir, record);
         std::cout << "report written to " << (std::filesystem::path(f.report_dir) / "report.{json,md,html}").string()
                   << "\n";
+        if (!record.repro.empty())
+            std::cout << "reproduce without permcheck: python3 " << (std::filesystem::path(f.report_dir) / record.repro).string()
+                      << "\n";
     } catch (const std::exception& e) {
         std::cerr << program << ": cannot write the report: " << e.what() << "\n";
         return 2;

@@ -8,12 +8,15 @@
 #include "cli/options.h"
 
 #include "adapters/exec_adapter.h"
+#include "check/evaluator.h"
 #include "properties/property.h"
+#include "report/repro.h"
 #include "report/report.h"
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -247,6 +250,43 @@ void add_taps(const AuditRequest& q, const Form& f, AuditResult& r, const AuditO
     if (trace.offered) r.taps = std::move(trace);
 }
 
+// repro.py beside the report of an adapter program's finding (report/repro.h; a served layer's is the Python
+// package's to write), named by the record. Where none can be written stderr says why, and the report stands
+// without it.
+void add_repro(const AuditRequest& q, const Form& form, const AuditOptions& opts, const AuditResult& r,
+               report::Record& record) {
+    if (q.flags.report_dir.empty() || q.command.empty() || !r.counterexample) return;
+    const bool against = rules_of(r.property).needs_reference();
+    if (against && q.reference_command.empty()) return;  // a served reference: no command to ask
+    if (const std::string refused = report::repro_refused(record); !refused.empty()) {
+        if (r.verdict == Verdict::violated || r.verdict == Verdict::non_finite || r.verdict == Verdict::nondeterministic)
+            std::cerr << "permcheck audit: no repro.py written: " << refused << "\n";
+        return;
+    }
+    try {
+        const Signature& s = form.signature;
+        const Counterexample& c = *r.counterexample;
+        const bool free = !free_axes(s).empty();
+        const auto asked = [&](const Tensors& inputs, const Lengths& lengths) {
+            return free ? with_free_lengths(s, inputs, lengths) : inputs;
+        };
+        report::AdapterRepro a{.command = q.command,
+                               .reference_command = against ? q.reference_command : "",
+                               .directory = std::filesystem::current_path().string(),
+                               .x_request = adapters::request_line(1, s, asked(c.inputs, c.lengths)),
+                               .transformed_request = ""};
+        if (r.verdict != Verdict::nondeterministic && !against) {
+            const PropertyRules& rules = engine::audited_rules(opts);
+            a.transformed_request = adapters::request_line(
+                2, s, asked(rules.transformed(s, engine::audited_args(s, opts), c), rules.transformed_lengths(c)));
+        }
+        report::write_adapter_repro(q.flags.report_dir, record, a);
+        record.repro = "repro.py";
+    } catch (const std::exception& e) {
+        std::cerr << "permcheck audit: no repro.py written: " << e.what() << "\n";
+    }
+}
+
 std::string head_of(const AuditRequest& q, const Form& f, const AuditResult& r) {
     const std::string against = rules_of(r.property).needs_reference() ? " against " + q.reference_name() : "";
     const std::string on = q.device.empty() ? "" : " on " + q.device;
@@ -303,7 +343,8 @@ int run_audit(const AuditRequest& q) {
                 return RowRun{error_result(e.what()), record_of(row, form, error_result(e.what()), 0.0)};
             }
         });
-    const RowRun run = run_once(q, form, opts, /*print=*/true);
+    RowRun run = run_once(q, form, opts, /*print=*/true);
+    add_repro(q, form, opts, run.result, run.record);
     return finish(program, q.flags, run.record, exit_code(run.result.verdict));
 }
 

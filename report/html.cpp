@@ -500,6 +500,9 @@ std::string to_html(const Record& r) {
       << "<title>permcheck: " << html_escape(headline(r)) << "</title><style>" << kStyle << "</style></head><body>\n";
     s << "<h1>permcheck: " << html_escape(r.layer) << " &mdash; " << property_name(r.property) << " <span class=\"verdict "
       << verdict_name(r.verdict) << "\">" << verdict_name(r.verdict) << "</span></h1>\n";
+    if (!r.repro.empty())
+        s << "<p class=\"note\"><b>Reproduce without permcheck:</b> <code>python3 " << html_escape(r.repro)
+          << "</code> (beside this report; it exits 1 while the bug is there).</p>\n";
     s << "<table class=\"summary\"><tr><th>dtype</th><td>" << arithmetic_name(r.dtype) << "</td></tr><tr><th>cases</th><td>"
       << r.cases << "</td></tr><tr><th>seed</th><td>" << r.seed << "</td></tr></table>\n";
     if (!r.error.empty()) s << "<h2>Error</h2><pre>" << html_escape(r.error) << "</pre>\n";

@@ -229,13 +229,17 @@ Signature signature_from(const json& j) {
 }
 
 json comparison_json(const OutputComparison& o) {
-    return json{{"layer_of_permuted", nested(o.layer_of_permuted)},
-                {"permuted_layer", nested(o.permuted_layer)},
-                {"max_abs_diff", number(o.max_abs_diff)},
-                {"where", o.where},
-                {"tolerance", number(o.tolerance)},
-                {"holds", o.holds},
-                {"shape_mismatch", o.shape_mismatch}};
+    json j{{"layer_of_permuted", nested(o.layer_of_permuted)},
+           {"permuted_layer", nested(o.permuted_layer)},
+           {"max_abs_diff", number(o.max_abs_diff)},
+           {"where", o.where},
+           {"tolerance", number(o.tolerance)},
+           {"holds", o.holds},
+           {"shape_mismatch", o.shape_mismatch}};
+    if (!o.sides.empty())
+        j["repro"] = {{"compared_from", o.compared_from}, {"expected_from", o.expected_from}, {"ignored", o.ignored_at},
+                      {"sides", o.sides}, {"shape", o.layer_of_permuted.shape}};
+    return j;
 }
 
 // The finding by name: lengths, permutations (one-line and cycles), inputs, every output's comparison, the case's
@@ -380,6 +384,16 @@ OutputComparison comparison_from(const json& j, const std::string& name, const s
     o.tolerance = tolerance ? number_from(required(j, "tolerance", at), at + "tolerance") : 0.0;
     o.where = get_or<std::vector<int>>(j, "where", {}, at);
     o.holds = get_or<bool>(j, "holds", closest, at);
+    if (j.contains("repro")) {
+        const json& plan = j["repro"];
+        const std::string in = at + "repro.";
+        if (!plan.is_object()) throw std::invalid_argument("field '" + in.substr(0, in.size() - 1) + "' must be an object");
+        o.compared_from = get_as<std::vector<int>>(plan, "compared_from", in);
+        o.expected_from = get_as<std::vector<int>>(plan, "expected_from", in);
+        o.ignored_at = get_or<std::vector<int>>(plan, "ignored", {}, in);
+        o.sides = get_as<std::vector<std::string>>(plan, "sides", in);
+        if (o.sides.size() != 2) throw std::invalid_argument("field '" + in + "sides' must name the two sides");
+    }
     return o;
 }
 
@@ -665,6 +679,7 @@ json to_json(const Record& r) {
     if (r.signature) j["signature"] = signature_json(*r.signature);
     j["error"] = r.error;
     j["replay"] = r.replay;
+    if (!r.repro.empty()) j["repro"] = r.repro;
     j["details"] = r.details.is_null() ? json::object() : r.details;
     if (r.weights > 0) j["weights"] = r.weights;
     if (r.case_draw > 0) j["case_draw"] = r.case_draw;
@@ -716,6 +731,7 @@ Record from_json(const json& j) {
     r.seed = get_as<std::uint64_t>(j, "seed");
     r.error = get_or<std::string>(j, "error", "");
     r.replay = get_or<std::string>(j, "replay", "");
+    r.repro = get_or<std::string>(j, "repro", "");
     if (j.contains("details") && !j["details"].is_null()) {
         if (!j["details"].is_object()) throw std::invalid_argument("field 'details' must be an object");
         r.details = j["details"];

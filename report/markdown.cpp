@@ -149,6 +149,9 @@ std::string details_section(const Record& r) {
 std::string to_markdown(const Record& r) {
     std::ostringstream s;
     s << "### permcheck: " << headline(r) << "\n\n";
+    if (!r.repro.empty())
+        s << "**Reproduce without permcheck:** `python3 " << r.repro << "` (beside this report; it exits 1 while the "
+          << "bug is there).\n\n";
     s << "| field | value |\n| --- | --- |\n";
     s << "| verdict | **" << verdict_name(r.verdict) << "** |\n";
     s << "| layer | " << md_code(r.layer) << " |\n";

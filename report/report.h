@@ -43,6 +43,9 @@ struct Record {
     std::optional<Signature> signature;
     std::string error;     // empty unless verdict is error
     std::string replay;    // a command line that re-runs this exact case
+    // The reproduction without permcheck beside report.json ("repro.py", report/repro.h), named first in report.md
+    // and report.html; empty when none was written.
+    std::string repro;
     nlohmann::json details = nlohmann::json::object();  // producer-specific extras (audit: command, last request)
     // The version of the weight draw (scalars/weights.h) of a check's layers; 0 for a black box, which has none.
     int weights = 0;

@@ -15,28 +15,27 @@ import sys
 # asks for the one line that builds it.
 MODULE_CAP_BYTES = 256 * 1024 * 1024
 
-# Findings a repro is written for, by property: the transformed side against L(x) moved as the property says.
-_PERMUTING = ("equivariance", "invariance")
-_COMPARED = _PERMUTING + ("shift", "agreement")
 _FINDINGS = ("violated", "non-finite", "nondeterministic")
 _ASKS = 5  # a nondeterministic finding: how many times the repro asks x
+_COMPARE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "repro_compare.py")
 
 
 def supported(record):
     """Whether a repro can be written for this report's finding (and why not, when not)."""
-    verdict, prop = record.get("verdict"), record.get("property")
+    verdict = record.get("verdict")
     if verdict not in _FINDINGS:
         return False, "the verdict %s is not a finding a repro reproduces" % verdict
     c = record.get("counterexample")
     if not c or not record.get("signature"):
         return False, "the report holds no counterexample of a signature"
     if verdict == "nondeterministic":
-        return True, ""
+        return (False, "a request asked before x changes its answer: the repro would need that history") \
+            if c.get("asked_before") else (True, "")
     if c.get("raised"):
         return False, "the finding is an exception, not a comparison"
-    if prop not in _COMPARED:
-        return False, "repro.py is not written for the %s property yet" % prop
-    if "transformed" not in c:
+    if not all("repro" in o for o in c.get("outputs", {}).values()):
+        return False, "the report does not say how its outputs are compared"
+    if "transformed" not in c and not (c.get("cuts") or {}).get("chunked"):
         return False, "the report did not record the transformed inputs"
     return True, ""
 
@@ -60,6 +59,7 @@ def write(directory, record, layer, dtype, call, reference=None, reference_call=
     agreement = record.get("property") == "agreement"
     parts.append(_data(record, call, reference_call if agreement else None))
     parts.append(_BODY)
+    parts.append(compare_text())
     path = os.path.join(directory, "repro.py")
     with open(path, "w") as f:
         f.write("\n".join(parts))
@@ -67,7 +67,16 @@ def write(directory, record, layer, dtype, call, reference=None, reference_call=
 
 
 def name_in_reports(directory):
-    """report.md and report.html name the repro first, under their title."""
+    """report.json names the repro ("repro": "repro.py"), and report.md and report.html name it first, under their
+    title, as permcheck writes them for an adapter program's finding."""
+    record_path = os.path.join(directory, "report.json")
+    if os.path.exists(record_path):
+        with open(record_path) as f:
+            record = json.load(f)
+        record["repro"] = "repro.py"
+        with open(record_path, "w") as f:
+            json.dump(record, f, indent=2)
+            f.write("\n")
     md = os.path.join(directory, "report.md")
     if os.path.exists(md):
         with open(md) as f:
@@ -222,41 +231,65 @@ def _one_line(layer):
 
 
 def _data(record, call, reference_call):
-    """The case as literals: the signature, x, the transformed inputs, the permutations, the tolerances and how
-    forward is called."""
+    """The case as literals: the signature, x, the transformed inputs, how each output is compared (the flat index
+    of every compared entry in each side's answer, report.json's plan), the tolerances and how forward is called."""
     c = record["counterexample"]
     signature = _signature(record["signature"])
-    outputs = {}
-    for text in signature["outputs"]:
-        name, dims = text.split(":")[0], text.split(":")[1].split(",")
-        outputs[name] = [d if not d.isdigit() else None for d in dims]
     inputs = {}
     for text in signature["inputs"]:
         parts = text.split(":")
         kind = parts[2] if len(parts) > 2 else "float"
         inputs[parts[0]] = {"dims": parts[1].split(","), "kind": kind.split("=")[0] if kind != "mask=keep" else kind}
-    tolerances = {name: o.get("tolerance", 0.0) for name, o in c.get("outputs", {}).items()}
+    compare = {}
+    for name, o in c.get("outputs", {}).items():
+        if "repro" in o:
+            compare[name] = dict(o["repro"], tolerance=o.get("tolerance", 0.0))
     transformed = c.get("transformed", {})
     data = {
-        "property": record.get("property"), "verdict": record.get("verdict"),
-        "inputs": inputs, "outputs": outputs,
+        "property": record.get("property"), "verdict": record.get("verdict"), "asks": _ASKS,
+        "inputs": inputs, "outputs": [text.split(":")[0] for text in signature["outputs"]],
         "lengths": c.get("lengths", {}), "x": c.get("inputs", {}),
         "transformed_lengths": transformed.get("lengths", c.get("lengths", {})),
-        "transformed": transformed.get("inputs", {}),
-        "permutations": c.get("permutations", {}),
-        "tolerance": tolerances,
+        "transformed": transformed.get("inputs", c.get("inputs", {})),
+        "chunks": _chunks(signature, c),
+        "compare": compare,
         "dtype": record.get("dtype", "float64"),
         "device": ((record.get("details") or {}).get("audit") or {}).get("device") or "cpu",
         "one_tensor": "one_tensor" in record["signature"],
     }
-    calls = {"layer": {"arguments": call.arguments, "output": call.output}}
+    calls = {"layer": _how(call)}
     if reference_call is not None:
-        calls["reference"] = {"arguments": reference_call.arguments, "output": reference_call.output}
+        calls["reference"] = _how(reference_call)
     return ("# The case (report.json's counterexample): the signature, x, the inputs the transformed side was asked\n"
-            "# (every index input already renumbered), the permutations ((P t)[i] = t[p[i]] along each axis), each\n"
-            "# output's tolerance, and how forward is called (arguments: {parameter: input}; output: the element\n"
-            "# of the answer that answers).\n"
+            "# (every index input already renumbered; a chunked request's chunks), how each output is compared\n"
+            "# (compared_from / expected_from: the flat index of each compared entry in the transformed side's answer\n"
+            "# and in L(x)'s; ignored: entries left out), and how forward is called (arguments: {parameter: input};\n"
+            "# output: the element of the answer that answers; cache and cumulative: how chunks are decoded).\n"
             "CASE = %s\nCALLS = %s\n" % (_literal(data), _literal(calls)))
+
+
+def _how(call):
+    return {"arguments": call.arguments, "output": call.output, "cache": list(call.cache) if call.cache else None,
+            "cumulative": sorted(call.cumulative)}
+
+
+def _chunks(signature, c):
+    """The chunking of an incremental case, as its chunked request says it: the axis, the ends of the chunks, and
+    the dim of every input and output along the axis; None for another property."""
+    cuts = c.get("cuts") or {}
+    if not cuts.get("chunked"):
+        return None
+    axis = cuts["axis"]
+
+    def dims(texts):
+        out = {}
+        for text in texts:
+            name, shape = text.split(":")[0], text.split(":")[1].split(",")
+            if axis in shape:
+                out[name] = shape.index(axis)
+        return out
+    return {"axis": axis, "ends": list(cuts["at"]) + [c["lengths"][axis]], "inputs": dims(signature["inputs"]),
+            "outputs": dims(signature["outputs"])}
 
 
 def _signature(recorded):
@@ -307,8 +340,9 @@ def length_of(inputs, lengths, axis):
     return lengths[axis]
 
 
-def call(which, inputs, lengths):
-    """Calls the layer (or the reference) as the audit did: every output by name."""
+def called(which, inputs, lengths, chunk=None, state=None):
+    """The layer's (or the reference's) whole result, called as the audit did; in a chunk, (first, end) of its
+    positions, and the cache the previous chunk returned."""
     how = CALLS[which]
     arguments, layer = how["arguments"], globals()[which]
 
@@ -317,9 +351,10 @@ def call(which, inputs, lengths):
             return source
         kind, _, axis = source.partition(":")
         if kind in ("length", "offset", "arange") and axis:
-            n = length_of(inputs, lengths, axis)
-            return {"length": torch.full((1,), n, dtype=torch.int64), "offset": torch.tensor(0),
-                    "arange": torch.arange(n)}[kind].to(DEVICE)
+            first, end = chunk if chunk is not None else (0, length_of(inputs, lengths, axis))
+            return {"length": lambda: torch.full((1,), end - first, dtype=torch.int64),
+                    "offset": lambda: torch.tensor(first),
+                    "arange": lambda: torch.arange(first, end)}[kind]().to(DEVICE)
         return inputs[source]
 
     if arguments is None and CASE["one_tensor"]:
@@ -333,83 +368,76 @@ def call(which, inputs, lengths):
         args = []
     else:
         args, kwargs = [value(source) for source in arguments], {}
+    if how["cache"] and state is not None:
+        kwargs[how["cache"][0]] = state
     with torch.no_grad():
-        result = layer(*args, **kwargs)
-    if how["output"] is not None:
-        try:
-            result = result[how["output"]]
-        except (IndexError, KeyError, TypeError):
-            result = getattr(result, how["output"])
-    names = list(CASE["outputs"])
+        return layer(*args, **kwargs)
+
+
+def element(result, key):
+    try:
+        return result[key]
+    except (IndexError, KeyError, TypeError):
+        return getattr(result, key)
+
+
+def named(which, result):
+    """The outputs of a result by name, as tensors."""
+    if CALLS[which]["output"] is not None:
+        result = element(result, CALLS[which]["output"])
+    names = CASE["outputs"]
     if isinstance(result, dict):
-        return {n: result[n].detach().cpu().double() for n in names}
+        return {n: result[n] for n in names}
     if isinstance(result, tuple):
-        return {n: v.detach().cpu().double() for n, v in zip(names, result)}
-    return {names[0]: result.detach().cpu().double()}
+        return dict(zip(names, result))
+    return {names[0]: result}
 
 
-def moved(name, y):
-    """An output of L(x) moved as the property says: along each axis it has, by that axis's permutation."""
-    if CASE["property"] not in ("equivariance", "invariance"):
-        return y
-    for dim, axis in enumerate(CASE["outputs"][name]):
-        if axis is not None and axis in CASE["permutations"]:
-            y = y.index_select(dim, torch.tensor(CASE["permutations"][axis], dtype=torch.int64))
-    return y
+def decoded(which, inputs, lengths):
+    """The answer of decoding in chunks, as the audit's chunked request asked: the layer called on each chunk in
+    order (every input cut to the chunk, a cumulative one from position 0), each answer's cache handed to the next
+    call, the outputs joined along the axis (an output without it: the last chunk's)."""
+    chunks, how = CASE["chunks"], CALLS[which]
+    state, parts, first = None, {name: [] for name in CASE["outputs"]}, 0
+    for end in chunks["ends"]:
+        piece = {}
+        for name, value in inputs.items():
+            dim = chunks["inputs"].get(name)
+            start = 0 if name in how["cumulative"] else first
+            piece[name] = value if dim is None else value.narrow(dim, start, end - start)
+        result = called(which, piece, lengths, chunk=(first, end), state=state)
+        if how["cache"]:
+            state = element(result, how["cache"][1])
+        for name, value in named(which, result).items():
+            parts[name].append(value)
+        first = end
+    return {name: torch.cat(values, chunks["outputs"][name]) if name in chunks["outputs"] else values[-1]
+            for name, values in parts.items()}
+
+
+def ask(which, side):
+    """The answer to x or to the transformed inputs, each output as (shape, flat list of numbers)."""
+    values, lengths = (CASE["x"], CASE["lengths"]) if side == "x" else (CASE["transformed"], CASE["transformed_lengths"])
+    inputs = tensors(values, lengths)
+    if side == "transformed" and CASE["chunks"]:
+        answer = decoded(which, inputs, lengths)
+    else:
+        answer = named(which, called(which, inputs, lengths))
+    return {name: (list(t.shape), t.detach().cpu().double().reshape(-1).tolist()) for name, t in answer.items()}
 
 
 # Where the audit ran it (a GPU's kernels may be what is at fault); the CPU when that device is not here.
 DEVICE = CASE["device"] if CASE["device"] == "cpu" or torch.cuda.is_available() else "cpu"
 if DEVICE != CASE["device"]:
-    print("the audit ran on %%s, which this machine lacks: running on the CPU" %% CASE["device"])
+    print("the audit ran on %s, which this machine lacks: running on the CPU" % CASE["device"])
 torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = CASE["dtype"] == "tf32"
 for which in CALLS:
     if hasattr(globals()[which], "to"):
         globals()[which] = globals()[which].to(DEVICE)
+'''
 
-x = tensors(CASE["x"], CASE["lengths"])
-failures = []
-if CASE["verdict"] == "nondeterministic":
-    first = call("layer", x, CASE["lengths"])
-    for ask in range(2, %(asks)d + 1):
-        again = call("layer", x, CASE["lengths"])
-        for name in first:
-            same = torch.equal(first[name].isnan(), again[name].isnan()) and torch.equal(
-                first[name].nan_to_num(0.0), again[name].nan_to_num(0.0))
-            if not same:
-                diff = (first[name] - again[name]).abs().nan_to_num(float("inf")).max().item()
-                failures.append("output %%s: ask %%d of x differs from ask 1 by %%g" %% (name, ask, diff))
-else:
-    agreement = CASE["property"] == "agreement"
-    lhs_name = "L(x)" if agreement else {"shift": "L(x_c)"}.get(CASE["property"], "L(P x)")
-    lhs = call("layer", tensors(CASE["transformed"], CASE["transformed_lengths"]) if not agreement else x,
-               CASE["transformed_lengths"])
-    rhs = call("reference", x, CASE["lengths"]) if agreement else call("layer", x, CASE["lengths"])
-    for name in CASE["outputs"]:
-        expected = rhs[name] if agreement else moved(name, rhs[name])
-        moves = any(a is not None and a in CASE["permutations"] for a in CASE["outputs"][name])
-        rhs_name = "R(x)" if agreement else "P L(x)" if CASE["property"] in ("equivariance", "invariance") and moves \
-            else "L(x)"
-        got = lhs[name]
-        if got.shape != expected.shape:
-            failures.append("output %%s: %%s has shape %%s, %%s has %%s" %% (name, lhs_name, tuple(got.shape),
-                                                                         rhs_name, tuple(expected.shape)))
-            continue
-        if not (got.isfinite().all() and expected.isfinite().all()):
-            if not agreement or not torch.equal(got.isnan(), expected.isnan()):
-                failures.append("output %%s: a non-finite entry (%%s or %%s)" %% (name, lhs_name, rhs_name))
-                continue
-        diff = (got - expected).nan_to_num(0.0).abs()
-        worst = diff.max().item() if diff.numel() else 0.0
-        tolerance = CASE["tolerance"].get(name, 0.0)
-        where = tuple(int(i) for i in torch.nonzero(diff == worst)[0]) if diff.numel() else ()
-        print("output %%s: %%s and %%s differ by %%g at %%s (tolerance %%g)" %% (name, lhs_name, rhs_name, worst, where,
-                                                                           tolerance))
-        if worst > tolerance:
-            failures.append("output %%s: %%s and %%s differ by %%g > %%g" %% (name, lhs_name, rhs_name, worst, tolerance))
 
-for failure in failures:
-    print(failure)
-print("the bug is there" if failures else "reproduces no longer: fixed")
-assert not failures, "; ".join(failures)
-''' % dict(asks=_ASKS)
+def compare_text():
+    """The comparison every repro.py shares (repro_compare.py, beside this file)."""
+    with open(_COMPARE) as f:
+        return f.read()

@@ -18,6 +18,9 @@ import permcheck
 # The layers under test live in a module of their own that does not import permcheck, as a user's model code does:
 # the repro loads the pickled module by reference to it.
 LAYERS = textwrap.dedent('''
+    import dataclasses
+    import math
+
     import torch
 
 
@@ -68,7 +71,64 @@ LAYERS = textwrap.dedent('''
 
         def forward(self, x):
             return self.lin(x) / (4.0 if self.wrong else 2.0)
+
+
+    @dataclasses.dataclass
+    class DecoderOutput:
+        last_hidden_state: torch.Tensor
+        past_key_values: tuple = None
+
+
+    def rotate(x, position_ids):
+        inv_freq = 1.0 / (10000 ** (torch.arange(0, 8, 2, dtype=torch.float64) / 8))
+        angles = position_ids.to(torch.float64)[..., None] * inv_freq
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        return torch.stack([x1 * angles.cos() - x2 * angles.sin(), x1 * angles.sin() + x2 * angles.cos()],
+                           dim=-1).flatten(-2)
+
+
+    class Decoder(torch.nn.Module):
+        """A decoder as Hugging Face writes one (input_ids, attention_mask 1 = real, position_ids from the mask
+        when not given, RoPE, past_key_values), fixed unless told of a bug: `bug` is "no causal mask", "no block
+        mask" (packed sequences see each other), "restart" (positions from 0 after a cache), "mask ignored"."""
+
+        def __init__(self, bug=None):
+            super().__init__()
+            torch.manual_seed(0)
+            self.bug = bug
+            self.embed = torch.nn.Embedding(50, 8)
+            self.q, self.k, self.v = (torch.nn.Linear(8, 8, bias=False) for _ in range(3))
+
+        def forward(self, input_ids, attention_mask=None, position_ids=None, past_key_values=None):
+            n = input_ids.shape[-1]
+            past = 0 if past_key_values is None else past_key_values[0].shape[1]
+            if attention_mask is None or self.bug == "mask ignored":
+                attention_mask = torch.ones(input_ids.shape[0], past + n, dtype=torch.int64)
+            if position_ids is None:
+                position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)[:, -n:]
+                if self.bug == "restart":
+                    position_ids = position_ids - position_ids[:, :1]
+            h = self.embed(input_ids).double()
+            q, k, v = rotate(self.q.double()(h), position_ids), rotate(self.k.double()(h), position_ids), self.v.double()(h)
+            if past_key_values is not None:
+                k, v = torch.cat([past_key_values[0], k], dim=1), torch.cat([past_key_values[1], v], dim=1)
+            scores = q @ k.transpose(-1, -2) / math.sqrt(8)
+            allowed = attention_mask[:, None, :].bool()
+            if self.bug != "no causal mask":
+                allowed = allowed & torch.ones(n, past + n, dtype=torch.bool).tril(diagonal=past)
+            if self.bug != "no block mask":
+                segments = (position_ids == 0).cumsum(-1)
+                allowed = allowed & (segments[:, :, None] == segments[:, None, :])
+            scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
+            return DecoderOutput(scores.softmax(dim=-1) @ v, (k, v))
 ''')
+
+# The decoder's signature: with its position ids, and without them (it numbers its tokens from the mask).
+LM = dict(axes=["n=1..8"], outputs=["h:1,n,8"], output="last_hidden_state",
+          inputs=["input_ids:1,n:token=50", "attention_mask:1,n:mask=keep", "position_ids:1,n:position"],
+          arguments={"input_ids": "input_ids", "attention_mask": "attention_mask", "position_ids": "position_ids"})
+LM_OWN_POSITIONS = dict(axes=["n=1..8"], outputs=["h:1,n,8"], output="last_hidden_state",
+                        inputs=["input_ids:1,n:token=50", "attention_mask:1,n:mask=keep"])
 
 
 @pytest.fixture
@@ -190,3 +250,65 @@ def test_no_repro_for_a_verdict_that_holds_or_an_error(layers, tmp_path):
                            report=tmp_path / "held")
     assert held.verdict == "holds" and held.repro is None
     assert not os.path.exists(tmp_path / "held" / "repro.py")
+
+
+@pytest.mark.parametrize("bug, audited, said", [
+    ("no causal mask", dict(LM, property="causal"), "L(x[:k]) and L(x)[:k] differ by"),
+    ("no block mask", dict(LM, property="packing"), "differ by"),
+    ("mask ignored", dict(LM_OWN_POSITIONS, property="padding", padding="left"), "differ by"),
+    ("restart", dict(LM_OWN_POSITIONS, property="incremental", cache="past_key_values",
+                     cumulative=["attention_mask"]), "differ by"),
+])
+def test_a_decoder_finding_reproduces_and_its_fixed_twin_passes(layers, tmp_path, bug, audited, said):
+    """Each decoder property: the truncated, packed, padded or chunked inputs written out (or the chunking), the
+    comparison as the property makes it (the prefix, the one sequence, the real positions)."""
+    result = permcheck.audit(layers.Decoder(bug), report=tmp_path / "decoder", **audited)
+    assert result.verdict == "violated", result.explanation()
+    assert result.repro, result.explanation()
+    code, out = run_alone(result.repro, tmp_path)
+    assert code == 1 and said in out and "the bug is there" in out, out
+    swapped(result, layers.Decoder())
+    code, out = run_alone(result.repro, tmp_path)
+    assert code == 0 and "fixed" in out, out
+
+
+ADAPTER = textwrap.dedent('''
+    import sys
+
+    from permcheck_adapter import serve
+
+    import repro_layers
+
+    bug = sys.argv[1] if len(sys.argv) > 1 else None
+    serve(repro_layers.Decoder(bug), output="last_hidden_state", inputs=%r, cache="past_key_values",
+          cumulative=["attention_mask"])
+''')
+
+
+@pytest.mark.parametrize("bug, prop", [("restart", "incremental"), ("no causal mask", "causal")])
+def test_an_adapter_programs_finding_reproduces_with_the_standard_library(layers, tmp_path, bug, prop):
+    """--exec: requests.jsonl and a repro.py that sends them to the adapter command; the adapter's helper copied
+    beside it, so that an adapter written with serve runs where permcheck is not installed."""
+    code_dir = tmp_path / "code"
+    (code_dir / "adapter.py").write_text(ADAPTER % LM_OWN_POSITIONS["inputs"])
+    report = tmp_path / "adapter-report"
+    signature = ["--axis", "n=1..8", "--input", "input_ids:1,n:token=50", "--input", "attention_mask:1,n:mask=keep",
+                 "--output", "h:1,n,8"]
+    env = dict(os.environ, PYTHONPATH=os.path.abspath("python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([os.environ.get("PERMCHECK_BIN", "permcheck"), "audit", "--exec",
+                           "/usr/bin/python3 adapter.py '%s'" % bug] + signature + ["--property", prop, "--report",
+                          str(report)], cwd=code_dir, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "reproduce without permcheck: python3 %s" % (report / "repro.py") in done.stdout, done.stdout
+    for name in ("repro.py", "requests.jsonl", "permcheck_adapter.py"):
+        assert (report / name).exists(), name
+    with open(report / "requests.jsonl") as f:
+        assert len(f.read().splitlines()) == 2
+    with open(report / "report.md") as f:
+        assert "**Reproduce without permcheck:** `python3 repro.py`" in f.read().split("\n")[2]
+    code, out = run_alone(str(report / "repro.py"), tmp_path)
+    assert code == 1 and "the bug is there" in out, out
+    fixed = subprocess.run(["/usr/bin/python3", str(report / "repro.py"), "/usr/bin/python3 adapter.py"],
+                           env={"PATH": "/usr/bin:/bin", "HOME": "/tmp"}, cwd=tmp_path, capture_output=True,
+                           text=True, timeout=120)
+    assert fixed.returncode == 0 and "fixed" in fixed.stdout, fixed.stdout + fixed.stderr
