@@ -230,7 +230,7 @@ void ExecAdapter::fail(const std::string& cause) {
     failure_ = cause + " after " + std::to_string(requests_) + (requests_ == 1 ? " request" : " requests") +
                " (" + std::to_string(answered_) + " answered); last request: " +
                (last_request_.empty() ? "none" : last_request_) +
-               (connected() ? "; socket: " + opts_.socket_path : "; command: " + opts_.command);
+               (connected() ? std::string() : "; command: " + opts_.command);  // a socket's path says nothing
     stop();
     throw AdapterError(failure_);
 }
@@ -336,6 +336,8 @@ std::string ExecAdapter::limit_text() const {
 template <class Parse> auto ExecAdapter::parse_answer(const std::string& line, Parse parse) {
     try {
         return parse(line);
+    } catch (const AnswerShapeError& e) {  // the layer's answer, in its terms
+        fail(e.what());
     } catch (const std::invalid_argument& e) {
         // The hint only when the line is no JSON object: a log line on stdout, not a malformed answer.
         const std::size_t start = line.find_first_not_of(" \t");

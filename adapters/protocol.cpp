@@ -348,6 +348,41 @@ void read_nested(const nlohmann::json& v, const ExpectedOutput& e, std::size_t d
 
 constexpr const char* kNamedAnswer = "{\"id\": N, \"outputs\": {\"NAME\": [...], ...}}";
 
+// Throws AnswerShapeError when v is a well-formed tensor (arrays nested evenly down to numbers) of another shape than
+// e's; returns when it has e's shape, or is not well formed (read_nested then names where the protocol breaks).
+void refuse_another_shape(const nlohmann::json& v, const ExpectedOutput& e) {
+    ExpectedOutput as_given{e.name, {}, {}};
+    for (const nlohmann::json* at = &v; at->is_array(); at = &(*at)[0]) {
+        as_given.shape.push_back(static_cast<int>(at->size()));
+        as_given.dim_names.push_back("dim " + std::to_string(as_given.shape.size() - 1));
+        if (at->empty()) {  // the dims below an empty one cannot be seen: as the signature says
+            for (std::size_t k = as_given.shape.size(); k < e.shape.size(); ++k) {
+                as_given.shape.push_back(e.shape[k]);
+                as_given.dim_names.push_back("dim " + std::to_string(k));
+            }
+            break;
+        }
+    }
+    if (as_given.shape == e.shape) return;
+    try {
+        std::vector<double> values;
+        read_nested(v, as_given, 0, "", values);
+    } catch (const std::invalid_argument&) {
+        return;  // not a tensor at all
+    }
+    std::string said = "the layer answered output '" + e.name + "' with shape " + index_text(as_given.shape);
+    if (as_given.shape.size() != e.shape.size())
+        throw AnswerShapeError(said + ", " + std::to_string(as_given.shape.size()) + " dims where the signature says " +
+                               std::to_string(e.shape.size()) + ": " + index_text(e.shape));
+    std::size_t k = 0;
+    while (as_given.shape[k] == e.shape[k]) ++k;
+    const bool axis = e.dim_names[k].rfind("axis ", 0) == 0;
+    throw AnswerShapeError(said + " where the signature says " + index_text(e.shape) + ": dim " + std::to_string(k) + ", " +
+                           (axis ? "the " + e.dim_names[k] + ", has " + std::to_string(as_given.shape[k]) + " of its " +
+                                       std::to_string(e.shape[k]) + " positions"
+                                 : "of " + e.dim_names[k] + ", has " + std::to_string(as_given.shape[k])));
+}
+
 }  // namespace
 
 NamedResponse parse_named_response(std::string_view line, const std::vector<ExpectedOutput>& expected) {
@@ -368,6 +403,7 @@ NamedResponse parse_named_response(std::string_view line, const std::vector<Expe
             throw std::invalid_argument("the answer has no output '" + e.name + "' (it has " +
                                         std::to_string(outputs->size()) + " outputs); every output the request names "
                                         "is expected");
+        refuse_another_shape(*v, e);
         Tensor t;
         t.shape = e.shape;
         read_nested(*v, e, 0, "", t.values);

@@ -67,6 +67,12 @@ struct ExpectedOutput {
     std::vector<std::string> dim_names;  // "axis n" or "fixed size 8", one per dim
 };
 std::vector<ExpectedOutput> expected_outputs(const Signature& s, const Lengths& lengths);
+// An answer whose output is a well-formed tensor of another shape than the signature says: the layer's answer, not
+// a breach of the protocol, said in the layer's terms ("the layer answered output 'y' with shape (1, 1, 8) where
+// the signature says (1, 2, 8): dim 1, the axis n, has 1 of its 2 positions").
+struct AnswerShapeError : std::invalid_argument {
+    using std::invalid_argument::invalid_argument;
+};
 // The axes' lengths that a set of inputs shows (each input's shape read through its dims). Throws
 // std::invalid_argument when two inputs disagree on an axis or an input is missing.
 Lengths lengths_of(const Signature& s, const Tensors& inputs);

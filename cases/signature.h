@@ -313,6 +313,9 @@ struct Counterexample : Case {
     // what a reproduction sends; empty for a chunked request and for a report that did not record them.
     Lengths transformed_lengths;
     Tensors transformed;
+    // The case the layer erred on (verdict error: it raised, or answered what no comparison can take), recorded so
+    // that the report shows it and a replay sends it again; nothing was compared.
+    bool erred = false;
 };
 
 namespace test_only {  // not "testing": users write using namespace permcheck beside GoogleTest's ::testing

@@ -690,6 +690,27 @@ void take_run(AuditResult& result, const RunOutcome& run, const Schedule& schedu
 
 }  // namespace
 
+namespace {
+
+// What is out of the ordinary in a case the layer erred on, in words ("no edges", "attention_mask all padding"):
+// the audit draws such inputs on purpose, and the error names them with the input.
+std::string unusual(const Signature& s, const Case& c) {
+    std::string said;
+    const auto add = [&said](const std::string& what) { said += (said.empty() ? "" : ", ") + what; };
+    for (const auto& [axis, n] : c.lengths)
+        if (n == 0) add("no " + axis);
+    for (const TensorSpec& t : s.inputs) {
+        const auto it = c.inputs.find(t.name);
+        if (!is_mask(t.kind) || it == c.inputs.end() || it->second.values.empty()) continue;
+        const double real = t.kind == TensorKind::mask_keep ? 1.0 : 0.0;
+        if (std::none_of(it->second.values.begin(), it->second.values.end(), [real](double v) { return v == real; }))
+            add(t.name + " all padding");
+    }
+    return said;
+}
+
+}  // namespace
+
 AuditResult run_audit(std::vector<Evaluator>& evaluators, const Schedule& schedule, const AuditOptions& given,
                       AuditResult result, const std::function<void(AuditResult&, std::size_t)>& cover) {
     const RunOutcome run = run_cases(evaluators, schedule, given);
@@ -707,6 +728,17 @@ AuditResult run_audit(std::vector<Evaluator>& evaluators, const Schedule& schedu
         result.verdict = Verdict::error;
         result.error = failure->found.error;
         result.last_request = failure->found.request;
+        try {  // the case it erred on, to show and to send again; one that could not be drawn erred before any request
+            Observation erred;
+            static_cast<Case&>(erred) = schedule.at(failure->position);
+            first.record(result, erred, static_cast<int>(schedule.index[failure->position]), 0);
+            result.counterexample->erred = true;
+            result.counterexample->axis_at_fault.clear();  // nothing was found at fault
+            if (const std::string what = unusual(first.signature(), erred); !what.empty())
+                result.error += " (the case it erred on has " + what + ")";
+        } catch (const std::exception&) {
+            result.counterexample.reset();
+        }
     } else if (batched && (failure || !run.interrupted) && confirm_alone(result, first, schedule, run, o)) {
         if (result.verdict != Verdict::error) result.last_request = first.last_request;
     } else {

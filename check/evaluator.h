@@ -88,6 +88,7 @@ public:
     // The signature's open sizes as the first answer gave them (those no answer gave stay open).
     void learned_sizes(Signature& s) const;
     void plan_repro(Counterexample& ce) const;
+    const Signature& signature() const { return *s_; }
 
 private:
     enum class Side { transformed, reference };  // the box that answers the transformed inputs, or x

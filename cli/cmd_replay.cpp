@@ -25,7 +25,7 @@ struct ReplayRequest {
     std::string exec;  // the program that answers for an audited layer; never taken from the report
     std::string socket;  // --connect: instead, a serving process's Unix socket (the Python package's replay)
     // What the saved case goes through, for messages.
-    std::string through() const { return socket.empty() ? exec : "the layer served at " + socket; }
+    std::string through() const { return socket.empty() ? exec : "the served layer"; }  // a socket's path says nothing
     std::string reference_exec, reference_socket;  // an agreement report's reference implementation
     double timeout = 30;
     double startup_timeout = 120;
@@ -85,8 +85,23 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, double a
         theirs.socket_path = q.reference_socket;
         reference = adapters::exec_named_black_box(theirs, *r.signature);
     }
-    const AuditResult now = reevaluate(adapters::exec_named_black_box(eo, *r.signature), *r.signature, saved, twice, o,
-                                       reference ? &*reference : nullptr);
+    const auto again = [&] {
+        return reevaluate(adapters::exec_named_black_box(eo, *r.signature), *r.signature, saved, twice, o,
+                          reference ? &*reference : nullptr);
+    };
+    AuditResult now;
+    if (!saved.erred) now = again();
+    else {  // the case the layer erred on: does it still?
+        try {
+            now = again();
+        } catch (const std::exception& e) {
+            std::cout << "still errs: the saved case the layer erred on (" << format_lengths(saved.lengths) << ") through "
+                      << q.through() << ": " << e.what() << "\n";
+            return 1;  // what the report found, found again
+        }
+        std::cout << "answered now: the saved case the layer erred on (" << format_lengths(saved.lengths)
+                  << "), judged:\n";
+    }
     const bool holds = now.verdict == Verdict::holds;
     const bool history = r.verdict == Verdict::history_dependent && saved.asked_before;
     std::cout << (holds ? "now holds: " : "still fails: ")
@@ -110,8 +125,12 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, double a
         std::cout << "  output " << c.name << ": ";
         if (c.shape_mismatch) std::cout << "the two sides have different shapes\n";
         else
+        {
             std::cout << "differ by " << c.max_abs_diff << (c.holds ? " within" : " beyond") << " the tolerance "
-                      << c.tolerance << " (saved: " << was << ")\n";
+                      << c.tolerance;
+            if (!std::isnan(was)) std::cout << " (saved: " << was << ")";  // an erred case saved no difference
+            std::cout << "\n";
+        }
     }
     if (now.counterexample->outputs.empty()) std::cout << "  every output agrees within its tolerance\n";
     // A violation is the lines above; a non-finite or a second, different answer is said in words.

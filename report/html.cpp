@@ -338,8 +338,9 @@ std::string signature_html(const Counterexample& c, const Signature& sig, const 
               << g->edges << (g->edges == 1 ? " directed edge" : " directed edges")
               << " (source &#8594; target, labelled e0, e1, ...) of the input x; red: moved by the permutation of "
               << html_escape(t.index_axis) << " or of the edges.</p>\n" << graph_svg(*g, c) << "\n";
-    s << "<h2>Outputs</h2>\n<table class=\"summary\"><tr><th>output</th><th>must be</th><th>largest difference"
-      << "</th><th>where</th><th>tolerance</th><th></th></tr>";
+    if (!c.outputs.empty())
+        s << "<h2>Outputs</h2>\n<table class=\"summary\"><tr><th>output</th><th>must be</th><th>largest difference"
+          << "</th><th>where</th><th>tolerance</th><th></th></tr>";
     for (const OutputComparison& o : c.outputs) {
         const TensorSpec* t = spec_named(sig.outputs, o.name);
         s << "<tr><td>" << html_escape(o.name) << "</td><td>" << html_escape(t ? claim_text(r, *t, sig) : "")
@@ -347,7 +348,7 @@ std::string signature_html(const Counterexample& c, const Signature& sig, const 
           << (o.shape_mismatch || o.where.empty() ? "shapes differ" : where_text(o.where)) << "</td><td>"
           << text(o.tolerance) << "</td><td>" << (o.holds ? "holds" : "<b>violated</b>") << "</td></tr>";
     }
-    s << "</table>\n";
+    if (!c.outputs.empty()) s << "</table>\n";
     for (std::size_t k = 0; k < c.outputs.size(); ++k) {
         const TensorSpec* t = spec_named(sig.outputs, c.outputs[k].name);
         s << output_heatmap(c.outputs[k], t, output_sides(r, t), "scale-" + std::to_string(k));

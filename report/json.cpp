@@ -267,6 +267,7 @@ json counterexample_json(const Counterexample& c, const Signature* s, bool white
         j["asked_before"] = {{"lengths", c.asked_before->lengths}, {"inputs", earlier}};
     }
     if (!c.raised.empty()) j["raised"] = c.raised;
+    if (c.erred) j["erred"] = true;
     if (c.raised_by_reference) j["raised_by_reference"] = true;
     if (!c.transformed.empty()) {
         json transformed = json::object();
@@ -414,6 +415,7 @@ Counterexample counterexample_from(const json& j, const Signature& s) {
     c.asked_before = asked_before_from(j, s);
     if (j.contains("raised") && !j["raised"].is_null()) c.raised = get_as<std::string>(j, "raised", at);
     if (j.contains("raised_by_reference")) c.raised_by_reference = get_as<bool>(j, "raised_by_reference", at);
+    if (j.contains("erred")) c.erred = get_as<bool>(j, "erred", at);
     if (j.contains("transformed")) {
         const json& t = j["transformed"];
         c.transformed_lengths = get_or<Lengths>(t, "lengths", {}, at + "transformed.");

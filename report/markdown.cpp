@@ -25,7 +25,8 @@ std::string signature_section(const Counterexample& c, const Signature& sig, con
              "renumbered.\n";
     }
     if (!c.axis_at_fault.empty()) s << "The axis at fault: **" << c.axis_at_fault << "** (the only axis permuted).\n";
-    s << "\n| output | must be | largest difference | where | tolerance | |\n| --- | --- | --- | --- | --- | --- |\n";
+    if (!c.outputs.empty())
+        s << "\n| output | must be | largest difference | where | tolerance | |\n| --- | --- | --- | --- | --- | --- |\n";
     for (const OutputComparison& o : c.outputs) {
         const TensorSpec* t = spec_named(sig.outputs, o.name);
         s << "| " << md_code(o.name) << " | " << (t ? claim_text(r, *t, sig) : "") << " | " << text(o.max_abs_diff)

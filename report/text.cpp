@@ -137,7 +137,10 @@ std::string describe(const Counterexample& c, const Signature& sig, const Findin
     if (words.reference_layer)
         s << (c.confirmed_exactly ? "confirmed in exact rational arithmetic" : "NOT confirmed in exact arithmetic")
           << "\n  weight seed " << c.weight_seed << ", ";
-    s << "case " << c.case_index << ", " << c.shrink_steps << " shrink steps\n";
+    if (c.erred)
+        s << "case " << c.case_index << ": the layer erred on it, nothing was compared; a replay of the report sends it "
+          << "again\n";
+    else s << "case " << c.case_index << ", " << c.shrink_steps << " shrink steps\n";
     if (!c.replay.empty()) s << "  replay: " << c.replay << "\n";
     return s.str();
 }

@@ -125,6 +125,7 @@ bool answered_twice(const Record& r) {
 }
 
 std::string counterexample_heading(const Record& r) {
+    if (r.counterexample && r.counterexample->erred) return "The case the layer erred on";
     if (r.verdict == Verdict::nondeterministic) return "One input answered twice";
     if (r.verdict == Verdict::batch_dependent) return "One input answered in a batch and alone";
     if (r.verdict == Verdict::history_dependent) return "One input answered alone and after another request";
@@ -159,6 +160,9 @@ std::string checked_intro(const Record& r) {
 }
 
 std::string found_text(const Record& r, const Counterexample& c) {
+    if (c.erred)
+        return "Case " + std::to_string(c.case_index) + ": the layer erred on it (the error above), nothing was compared; "
+               "a replay of this report sends it again.";
     std::string s = "Found at case " + std::to_string(c.case_index) + ", " + std::to_string(c.shrink_steps) + " shrink steps.";
     if (r.weights > 0)
         s += " Weight seed " + std::to_string(c.weight_seed) + " (weight draw version " + std::to_string(c.weights) +

@@ -165,14 +165,18 @@ TEST(NamedProtocol, AWrongShapeIsRefusedNamingTheOutputAndTheDim) {
     const auto message = [&](const std::string& line) {
         return refusal([&] { adapters::parse_named_response(line, expected); });
     };
-    EXPECT_NE(message(R"({"id":1,"outputs":{"y":[[1,2],[3,4]],"g":[1,2]}})").find("output 'y', dim 0 (axis n): 2 entries, expected 3"),
-              std::string::npos) << message(R"({"id":1,"outputs":{"y":[[1,2],[3,4]],"g":[1,2]}})");
+    // A well-formed tensor of another shape is the layer's answer, said in its terms; a ragged one breaks the protocol.
+    const std::string shorter = message(R"({"id":1,"outputs":{"y":[[1,2],[3,4]],"g":[1,2]}})");
+    EXPECT_NE(shorter.find("the layer answered output 'y' with shape (2, 2) where the signature says (3, 2): dim 0, the "
+                           "axis n, has 2 of its 3 positions"), std::string::npos) << shorter;
     const std::string inner = message(R"({"id":1,"outputs":{"y":[[1,2],[3,4],[5]],"g":[1,2]}})");
     EXPECT_NE(inner.find("output 'y', dim 1 (fixed size 2) at [2]: 1 entries, expected 2"), std::string::npos) << inner;
     EXPECT_NE(message(R"({"id":1,"outputs":{"y":[[1,2],[3,4],[5,6]]}})").find("no output 'g'"), std::string::npos);
     EXPECT_NE(message(R"({"id":1,"outputs":{"y":[[1,2],[3,4],[5,6]],"g":[1,"2"]}})").find("output 'g' holds string"),
               std::string::npos);
-    EXPECT_NE(message(R"({"id":1,"outputs":{"y":[[1,2],[3,4],[5,6]],"g":7}})").find("output 'g', dim 0"), std::string::npos);
+    EXPECT_NE(message(R"({"id":1,"outputs":{"y":[[1,2],[3,4],[5,6]],"g":7}})")
+                  .find("the layer answered output 'g' with shape (), 0 dims where the signature says 1: (2)"),
+              std::string::npos);
     EXPECT_NE(message(R"({"id":1,"y":[[1]]})").find("neither \"outputs\" nor \"error\""), std::string::npos);
     EXPECT_NE(message(R"({"id":1,"outputs":[1]})").find("not an object"), std::string::npos);
     EXPECT_NE(message("log: loading weights").find("not JSON"), std::string::npos);
@@ -209,9 +213,11 @@ for line in sys.stdin:
             continue;
         }
         EXPECT_NE(m.find("last request: id 1, edges=2, n=3"), std::string::npos) << m;
-        EXPECT_NE(m.find(std::string(mode) == "short" ? "output 'y', dim 0 (axis n): 2 entries, expected 3"
+        EXPECT_NE(m.find(std::string(mode) == "short" ? "the layer answered output 'y' with shape (2, 2) where the "
+                                                        "signature says (3, 2): dim 0, the axis n, has 2 of its 3 positions"
                                                       : "exited with status 3"),
                   std::string::npos) << m;
+        EXPECT_EQ(m.find("broke the protocol"), std::string::npos) << m;
     }
 }
 
@@ -957,9 +963,52 @@ TEST(SignatureAudit, AnAnswerOfAnotherShapeThanTheSignatureSaysIsAnErrorNamingTh
                                   /*report=*/true);
     EXPECT_EQ(a.run.exit_code, 2) << a.all();
     EXPECT_EQ(a.report.value("verdict", ""), "error") << a.all();
-    EXPECT_NE(a.report.value("error", "").find("output 'y', dim 1 (fixed size 9) at [0]: 8 entries, expected 9"),
+    EXPECT_NE(a.report.value("error", "").find(", 9): dim 1, of fixed size 9, has 8"),
               std::string::npos) << a.report.value("error", "");
     EXPECT_NE(a.report.value("error", "").find("last request: id 1, m="), std::string::npos) << a.report.value("error", "");
+}
+
+// An error's report records the case the layer erred on (what is unusual about it named in the error), and its
+// replay sends that case again: "still errs" through the same adapter, a judgement through a fixed one.
+TEST(SignatureAudit, AnErrorReportsTheCaseItErredOnAndItsReplaySendsItAgain) {
+    const permcheck::test::Scratch scratch("signature-erred");
+    scratch.write("adapter.py", R"(import json, sys
+fixed = len(sys.argv) > 1
+for line in sys.stdin:
+    r = json.loads(line)
+    x, edges = r["inputs"]["x"], r["shapes"]["edge_index"][1]
+    if edges == 0 and not fixed:
+        print(json.dumps({"id": r["id"], "error": "ValueError: no edges to aggregate", "raised": True}), flush=True)
+    else:
+        print(json.dumps({"id": r["id"], "outputs": {"y": x}}), flush=True)
+)");
+    const std::string signature = " --axis nodes=1..4 --axis edges=0..4 --input x:nodes,2 "
+                                  "--input edge_index:2,edges:index=nodes --output y:nodes,2";
+    const Audit a = permcheck_run(scratch, "audit --exec '/usr/bin/python3 adapter.py'" + signature, true);
+    EXPECT_EQ(a.run.exit_code, 2) << a.all();
+    EXPECT_EQ(a.report.value("verdict", ""), "error") << a.all();
+    EXPECT_NE(a.report.value("error", "").find("no edges to aggregate"), std::string::npos) << a.all();
+    EXPECT_NE(a.report.value("error", "").find("(the case it erred on has no edges)"), std::string::npos) << a.all();
+    const json& c = a.report["counterexample"];
+    ASSERT_TRUE(c.is_object()) << a.all();
+    EXPECT_TRUE(c.value("erred", false));
+    EXPECT_EQ(c["lengths"].value("edges", -1), 0);
+    EXPECT_TRUE(c["inputs"].contains("x"));
+    EXPECT_NE(a.run.out.find("the layer erred on it, nothing was compared"), std::string::npos) << a.all();
+    const std::string md = permcheck::test::slurp(scratch.dir() / "out" / "report.md");
+    EXPECT_NE(md.find("#### The case the layer erred on: "), std::string::npos) << md;
+    const auto replay = [&](const std::string& command) {
+        return permcheck::test::run_shell(permcheck::test::shell_quote(PERMCHECK_BIN) + " replay out --exec " +
+                                              permcheck::test::shell_quote(command), scratch.dir());
+    };
+    const permcheck::test::Run still = replay("/usr/bin/python3 adapter.py");
+    EXPECT_EQ(still.exit_code, 1) << permcheck::test::show(still);
+    EXPECT_NE(still.out.find("still errs: the saved case the layer erred on (edges=0"), std::string::npos)
+        << permcheck::test::show(still);
+    const permcheck::test::Run fixed = replay("/usr/bin/python3 adapter.py fixed");
+    EXPECT_EQ(fixed.exit_code, 0) << permcheck::test::show(fixed);
+    EXPECT_NE(fixed.out.find("answered now: the saved case the layer erred on"), std::string::npos)
+        << permcheck::test::show(fixed);
 }
 
 TEST(SignatureAudit, JobsGiveTheSameVerdictAndCounterexample) {
@@ -990,7 +1039,8 @@ TEST(NamedProtocol, APairwiseInputAndABatchDimNestInTheOrderOfTheirDims) {
     EXPECT_EQ(r.outputs.at("y").shape, (std::vector<int>{1, 2, 2}));
     EXPECT_EQ(r.outputs.at("y").values, (std::vector<double>{1, 2, 3, 4}));
     const std::string batchless = refusal([&] { adapters::parse_named_response(R"({"id":2,"outputs":{"y":[[1,2],[3,4]]}})", expected); });
-    EXPECT_NE(batchless.find("output 'y', dim 0 (fixed size 1): 2 entries, expected 1"), std::string::npos) << batchless;
+    EXPECT_NE(batchless.find("the layer answered output 'y' with shape (2, 2), 2 dims where the signature says 3: (1, 2, 2)"),
+              std::string::npos) << batchless;
 }
 
 TEST(SignatureAudit, NaNInAnAnswerIsTheVerdictNonFinite) {

@@ -312,3 +312,31 @@ def test_an_adapter_programs_finding_reproduces_with_the_standard_library(layers
                            env={"PATH": "/usr/bin:/bin", "HOME": "/tmp"}, cwd=tmp_path, capture_output=True,
                            text=True, timeout=120)
     assert fixed.returncode == 0 and "fixed" in fixed.stdout, fixed.stdout + fixed.stderr
+
+
+class NoEdges(torch.nn.Module):
+    """Raises on a graph without edges (an aggregation that takes the max over none), unless `fixed`."""
+
+    def __init__(self, fixed=False):
+        super().__init__()
+        self.fixed = fixed
+
+    def forward(self, x, edge_index):
+        if edge_index.shape[1] == 0 and not self.fixed:
+            raise ValueError("no edges to aggregate")
+        return x
+
+
+def test_an_error_report_names_the_input_it_erred_on_and_its_replay_sends_it_again(tmp_path):
+    graph = dict(axes=["nodes=1..4", "edges=0..4"], inputs=["x:nodes,3", "edge_index:2,edges:index=nodes"],
+                 outputs=["y:nodes,3"])
+    result = permcheck.audit(NoEdges(), report=tmp_path / "erred", **graph)
+    assert result.verdict == "error"
+    assert "no edges to aggregate" in result.error and "(the case it erred on has no edges)" in result.error
+    assert result.counterexample is not None and result.counterexample.lengths["edges"] == 0
+    assert result.record["counterexample"]["erred"] is True
+    assert "socket" not in result.error and "/tmp/permcheck-" not in result.explanation()
+    still = permcheck.replay(result.report, NoEdges())
+    assert not still and "still errs: the saved case the layer erred on (edges=0" in still.output, still.output
+    now = permcheck.replay(result.report, NoEdges(fixed=True))
+    assert now and "answered now" in now.output, now.output
