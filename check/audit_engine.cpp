@@ -633,11 +633,46 @@ void stopped_confirming(AuditResult& result, const Evaluator& ev, const Schedule
     result.last_request = ev.last_request;
 }
 
+// What is out of the ordinary in a case the layer erred on, in words ("no edges", "attention_mask all padding"):
+// the audit draws such inputs on purpose, and the error names them with the input.
+std::string unusual(const Signature& s, const Case& c) {
+    std::string said;
+    const auto add = [&said](const std::string& what) { said += (said.empty() ? "" : ", ") + what; };
+    for (const auto& [axis, n] : c.lengths)
+        if (n == 0) add("no " + axis);
+    for (const TensorSpec& t : s.inputs) {
+        const auto it = c.inputs.find(t.name);
+        if (!is_mask(t.kind) || it == c.inputs.end() || it->second.values.empty()) continue;
+        const double real = t.kind == TensorKind::mask_keep ? 1.0 : 0.0;
+        if (std::none_of(it->second.values.begin(), it->second.values.end(), [real](double v) { return v == real; }))
+            add(t.name + " all padding");
+    }
+    return said;
+}
+
+// The case at `position` the layer erred on, recorded in the error's result (Counterexample::erred) so that the
+// report shows it and a replay sends it again, with what is unusual about it named in the error. A case that could
+// not be drawn erred before any request: nothing is recorded.
+void record_erred(AuditResult& result, const Evaluator& ev, const Schedule& schedule, std::size_t position) {
+    try {
+        Observation erred;
+        static_cast<Case&>(erred) = schedule.at(position);
+        ev.record(result, erred, static_cast<int>(schedule.index[position]), 0);
+        result.counterexample->erred = true;
+        result.counterexample->axis_at_fault.clear();  // nothing was found at fault
+        if (const std::string what = unusual(ev.signature(), erred); !what.empty())
+            result.error += " (the case it erred on has " + what + ")";
+    } catch (const std::exception&) {
+        result.counterexample.reset();
+    }
+}
+
 // A batched run's verdict confirmed alone (kConfirmAloneAtLeast): the failure, or the kept cases of a run that held.
 // Sets the result's verdict to batch_dependent (or error, when a case alone errs, or interrupted) and returns true
 // when the answers alone disagree with the batched ones or the confirmation could not finish; counts the cases.
 bool confirm_alone(AuditResult& result, Evaluator& ev, const Schedule& schedule, const RunOutcome& run, const AuditOptions& o) {
     std::string where;
+    std::optional<std::size_t> asking;  // the position asked alone
     const auto found = [&](const Observation& dep, int index) {
         result.verdict = Verdict::batch_dependent;
         ev.record(result, dep, index, 0);
@@ -650,6 +685,7 @@ bool confirm_alone(AuditResult& result, Evaluator& ev, const Schedule& schedule,
             const std::size_t j = run.failure->position;
             where = "case " + std::to_string(schedule.index[j]) + ", the failing one";
             ++result.confirmed_alone;
+            asking = j;
             const std::optional<Observation> dep = failure_alone(ev, schedule.at(j), run.failure->observation());
             return dep && found(*dep, schedule.index[j]);
         }
@@ -658,6 +694,7 @@ bool confirm_alone(AuditResult& result, Evaluator& ev, const Schedule& schedule,
             if (stop_requested(o)) return stopped_confirming(result, ev, schedule, run), true;
             where = "case " + std::to_string(schedule.index[j]) + " (batched with positions " + std::to_string(kept.begin) +
                     " to " + std::to_string(kept.end - 1) + " of the run)";
+            asking = j;
             const std::optional<Observation> dep = ev.alone(schedule.at(j), kept.answers);
             ++result.confirmed_alone;
             if (dep) return found(*dep, schedule.index[j]);
@@ -667,6 +704,7 @@ bool confirm_alone(AuditResult& result, Evaluator& ev, const Schedule& schedule,
         result.verdict = Verdict::error;
         result.error = std::string(e.what()) + " (" + where + ", asked alone; its answers in a batched request were accepted)";
         result.last_request = ev.last_request;
+        if (asking) record_erred(result, ev, schedule, *asking);
         return true;
     }
     return false;
@@ -690,26 +728,6 @@ void take_run(AuditResult& result, const RunOutcome& run, const Schedule& schedu
 
 }  // namespace
 
-namespace {
-
-// What is out of the ordinary in a case the layer erred on, in words ("no edges", "attention_mask all padding"):
-// the audit draws such inputs on purpose, and the error names them with the input.
-std::string unusual(const Signature& s, const Case& c) {
-    std::string said;
-    const auto add = [&said](const std::string& what) { said += (said.empty() ? "" : ", ") + what; };
-    for (const auto& [axis, n] : c.lengths)
-        if (n == 0) add("no " + axis);
-    for (const TensorSpec& t : s.inputs) {
-        const auto it = c.inputs.find(t.name);
-        if (!is_mask(t.kind) || it == c.inputs.end() || it->second.values.empty()) continue;
-        const double real = t.kind == TensorKind::mask_keep ? 1.0 : 0.0;
-        if (std::none_of(it->second.values.begin(), it->second.values.end(), [real](double v) { return v == real; }))
-            add(t.name + " all padding");
-    }
-    return said;
-}
-
-}  // namespace
 
 AuditResult run_audit(std::vector<Evaluator>& evaluators, const Schedule& schedule, const AuditOptions& given,
                       AuditResult result, const std::function<void(AuditResult&, std::size_t)>& cover) {
@@ -728,17 +746,7 @@ AuditResult run_audit(std::vector<Evaluator>& evaluators, const Schedule& schedu
         result.verdict = Verdict::error;
         result.error = failure->found.error;
         result.last_request = failure->found.request;
-        try {  // the case it erred on, to show and to send again; one that could not be drawn erred before any request
-            Observation erred;
-            static_cast<Case&>(erred) = schedule.at(failure->position);
-            first.record(result, erred, static_cast<int>(schedule.index[failure->position]), 0);
-            result.counterexample->erred = true;
-            result.counterexample->axis_at_fault.clear();  // nothing was found at fault
-            if (const std::string what = unusual(first.signature(), erred); !what.empty())
-                result.error += " (the case it erred on has " + what + ")";
-        } catch (const std::exception&) {
-            result.counterexample.reset();
-        }
+        record_erred(result, first, schedule, failure->position);
     } else if (batched && (failure || !run.interrupted) && confirm_alone(result, first, schedule, run, o)) {
         if (result.verdict != Verdict::error) result.last_request = first.last_request;
     } else {

@@ -183,8 +183,8 @@ class Result:
         that failed, and the report directory. The text is the binary's own: it is written in one place."""
         lines = [line for line in self.output.splitlines() if line.strip() and not line.startswith("report written to ")]
         lines = lines or [self.summary]
-        if self.counterexample is None and self.error:
-            lines.append("  %s" % self.error)
+        if self.error and self.error not in self.output:  # under the verdict line, before the case it erred on
+            lines.insert(1, "  %s" % self.error)
         if self.hint:
             lines.append("  hint: %s" % self.hint)
         if self.repro:

@@ -250,7 +250,11 @@ def test_an_encoder_fast_path_that_drops_rows_alone_is_an_error_for_every_seed()
     for seed in range(1, 6):
         result = permcheck.audit(encoder, seed=seed, **sig)
         assert result.verdict == "error", result.explanation()
-        assert "output 'y'" in result.error and "expected" in result.error, result.error
+        # The module's answer in its terms, not a breach of the protocol; the case it erred on recorded.
+        assert "the layer answered output 'y' with shape (1, " in result.error, result.error
+        assert "the axis n, has" in result.error and "broke the protocol" not in result.error, result.error
+        assert result.record["counterexample"]["erred"] is True, result.record
+        assert "the layer erred on it" in result.explanation(), result.explanation()
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -276,7 +280,8 @@ def test_an_exception_in_the_layer_is_an_audit_error_naming_it():
     with pytest.raises(permcheck.AuditError, match="ValueError: layer exploded") as caught:
         permcheck.assert_equivariant(layer, dim=4)
     assert caught.value.result.verdict == "error"
-    assert "replay" not in str(caught.value)  # nothing to replay
+    assert "permcheck.replay(" in str(caught.value)  # the case it erred on, to send again
+    assert caught.value.result.record["counterexample"]["erred"] is True
 
 
 def test_a_slow_layer_ends_the_audit_with_error_at_its_timeout():
