@@ -486,7 +486,9 @@ Tensors ExecAdapter::operator()(const Signature& s, const Tensors& inputs) {
 
 std::vector<Tap> ExecAdapter::taps(const Tensors& inputs, const Signature& s) {
     const std::string request = request_line(requests_ + 1, s, inputs);
-    return exchange(with_taps(request) + "\n", request_what(s, inputs) + ", taps", parse_tap_response).taps;
+    TapResponse r = exchange(with_taps(request) + "\n", request_what(s, inputs) + ", taps", parse_tap_response);
+    if (r.taps.empty() && !r.none_because.empty()) throw NoTapsAnswered(r.none_because);
+    return std::move(r.taps);
 }
 
 NamedBlackBox exec_named_black_box(const ExecOptions& opts, const Signature& s) {

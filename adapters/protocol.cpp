@@ -477,6 +477,8 @@ TapResponse parse_tap_response(std::string_view line) {
         throw std::invalid_argument("the answer to a tap request has no \"taps\" array: " + excerpt(line) +
                                     "; expected " + kTapAnswer);
     for (std::size_t k = 0; k < taps->size(); ++k) r.taps.push_back(tap_of((*taps)[k], k));
+    if (const auto none = j.find("taps_none"); none != j.end() && none->is_string() && r.taps.empty())
+        r.none_because = none->get<std::string>().substr(0, 500);
     return r;
 }
 

@@ -150,6 +150,7 @@ struct TapResponse {
     std::string error;
     std::vector<Tap> taps;
     bool taps_offered = false;
+    std::string none_because;  // "taps_none": why "taps" is empty ("the module has no submodules"), when said
 };
 // Parses a tap request's answer line (an error names the tap); its outputs are not read.
 TapResponse parse_tap_response(std::string_view line);

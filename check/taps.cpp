@@ -379,6 +379,9 @@ TapTrace trace(const TapSource& source, const Signature& s, const TapCase& k, Ar
         trace.offered = false;
         trace.note = e.what();
         return trace;
+    } catch (const NoTapsAnswered& e) {
+        trace.note = e.what();
+        return trace;
     } catch (const std::exception& e) {
         trace.note = std::string("the tap request failed: ") + e.what();
         return trace;

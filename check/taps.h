@@ -64,6 +64,10 @@ struct TapTrace {
 struct NoTapsOffered : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
+// What a TapSource throws when the layer answered no taps and said why ("the module has no submodules"): the note.
+struct NoTapsAnswered : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
 
 // The trace as text for the terminal and the C++ API: one line per tap (its number, name, shape, the axis of each
 // dim, verdict, largest difference and tolerance), the first breaking tap marked with '>', then

@@ -168,15 +168,16 @@ struct EdgeList {
     }
 };
 
-std::optional<EdgeList> edge_list(const TensorSpec& t, const Counterexample& c) {
+// The edge list `t` among `inputs` at `lengths` (x's, or the transformed side's), when it is one to draw.
+std::optional<EdgeList> edge_list(const TensorSpec& t, const Tensors& inputs, const Lengths& lengths) {
     if (t.kind != TensorKind::index || t.dims.size() != 2) return std::nullopt;
     const Dim& a = t.dims[0];
     const Dim& b = t.dims[1];
     const bool outer = !a.is_axis() && a.size == 2 && b.is_axis();
     const bool inner = a.is_axis() && !b.is_axis() && b.size == 2;
-    const auto values = c.inputs.find(t.name);
-    const auto nodes = c.lengths.find(t.index_axis);
-    if (!(outer || inner) || values == c.inputs.end() || nodes == c.lengths.end()) return std::nullopt;
+    const auto values = inputs.find(t.name);
+    const auto nodes = lengths.find(t.index_axis);
+    if (!(outer || inner) || values == inputs.end() || nodes == lengths.end()) return std::nullopt;
     EdgeList g{&t, nodes->second, values->second.shape[outer ? 1 : 0], outer, &values->second};
     if (values->second.values.size() != 2 * static_cast<std::size_t>(g.edges) || g.nodes > 64) return std::nullopt;
     for (double v : values->second.values)
@@ -190,23 +191,24 @@ bool moved_in(const Permutations& perms, const std::string& axis, int i) {
 }
 
 // One directed edge: a curve from source to target (the k-th of the same pair bends further, so repeated edges
-// stay apart), or a loop out of the node for a self-loop (the k-th turned further round). Returns where its
-// label goes.
+// stay apart), or a loop for a self-loop, turned away from the circle's centre (cx, cy) into the margin, where no
+// other edge runs (the k-th turned further round). Returns where its label goes: beyond a loop's far end.
 std::pair<double, double> edge_path(std::ostringstream& s, const std::vector<std::pair<double, double>>& at, int from,
-                                    int to, int k) {
+                                    int to, int k, double cx, double cy) {
     const double r = 14;
     // Plain variables, not structured bindings: clang 14 (the fuzzers' compiler) cannot capture a binding.
     const double x0 = at[static_cast<std::size_t>(from)].first, y0 = at[static_cast<std::size_t>(from)].second;
     const double x1 = at[static_cast<std::size_t>(to)].first, y1 = at[static_cast<std::size_t>(to)].second;
     if (from == to) {
-        const double a = -1.5707963 + (k % 2 ? 1 : -1) * ((k + 1) / 2) * 0.9, reach = 48 + 6 * (k / 2);
+        const double outward = std::hypot(x0 - cx, y0 - cy) < 1 ? -1.5707963 : std::atan2(y0 - cy, x0 - cx);
+        const double a = outward + (k % 2 ? 1 : -1) * ((k + 1) / 2) * 0.9, reach = 44 + 6 * (k / 2);
         const auto point = [&](double angle, double dist) { return std::pair{x0 + dist * std::cos(angle), y0 + dist * std::sin(angle)}; };
         const auto [sx, sy] = point(a - 0.4, r);
         const auto [c1x, c1y] = point(a - 0.45, reach);
         const auto [c2x, c2y] = point(a + 0.45, reach);
         const auto [ex, ey] = point(a + 0.4, r + 3);
         s << "M" << sx << "," << sy << " C" << c1x << "," << c1y << " " << c2x << "," << c2y << " " << ex << "," << ey;
-        return point(a, reach * 0.8 + 8);
+        return point(a, reach + 6);  // the loop's far end is at about 0.75 reach
     }
     const double dx = x1 - x0, dy = y1 - y0, len = std::max(1.0, std::hypot(dx, dy));
     const double ux = dx / len, uy = dy / len, bend = 14.0 * (k + 1);
@@ -222,7 +224,16 @@ std::pair<double, double> edge_path(std::ostringstream& s, const std::vector<std
 // panel and 40 are not cramped.
 double graph_radius(int nodes) { return nodes <= 1 ? 0.0 : std::max(60.0, 48.0 * nodes / (2 * 3.14159265358979)); }
 
-std::string graph_svg(const EdgeList& g, const Counterexample& c) {
+// Whether edge e of g is one the case moves: the edges' permutation moves it, or the nodes' permutation renumbers
+// one of its ends (a node it moves).
+bool edge_moved(const EdgeList& g, const Counterexample& c, const std::string& edge_axis, int e) {
+    const auto [from, to] = g.edge(e);
+    return moved_in(c.perms, edge_axis, e) || moved_in(c.perms, g.spec->index_axis, from) ||
+           moved_in(c.perms, g.spec->index_axis, to);
+}
+
+// `after`: the graph of the transformed side (P x), its node i x's node p[i], its edges renumbered and reordered.
+std::string graph_svg(const EdgeList& g, const Counterexample& c, bool after) {
     const double radius = graph_radius(g.nodes), size = 2 * (radius + 70), centre = size / 2;
     std::vector<std::pair<double, double>> at;
     for (int i = 0; i < g.nodes; ++i) {
@@ -233,14 +244,14 @@ std::string graph_svg(const EdgeList& g, const Counterexample& c) {
     std::ostringstream s;
     s << "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"graph\" width=\"" << size << "\" height=\"" << size
       << "\" viewBox=\"0 0 " << size << " " << size << "\" role=\"img\" aria-label=\"graph of "
-      << html_escape(g.spec->name) << "\"><defs>" << arrowhead("edge-head-moved", "#b3261e")
+      << html_escape(g.spec->name) << (after ? " in P x" : " in x") << "\"><defs>" << arrowhead("edge-head-moved", "#b3261e")
       << arrowhead("edge-head-fixed", "#4a5a70") << "</defs>";
     std::map<std::pair<int, int>, int> seen;
     for (int e = 0; e < g.edges; ++e) {
         const auto [from, to] = g.edge(e);
-        const bool moved = moved_in(c.perms, edge_axis, e);
+        const bool moved = edge_moved(g, c, edge_axis, e);
         s << "<path class=\"edge " << (moved ? "moved" : "fixed") << "\" fill=\"none\" d=\"";
-        const auto [lx, ly] = edge_path(s, at, from, to, seen[{from, to}]++);
+        const auto [lx, ly] = edge_path(s, at, from, to, seen[{from, to}]++, centre, centre);
         s << "\" marker-end=\"url(#edge-head-" << (moved ? "moved" : "fixed") << ")\"><title>edge " << e << ": " << from
           << " &#8594; " << to << (moved ? " (moved)" : "") << "</title></path><text class=\"elabel\" x=\"" << lx
           << "\" y=\"" << ly + 4 << "\" text-anchor=\"middle\">e" << e << "</text>";
@@ -333,11 +344,21 @@ std::string signature_html(const Counterexample& c, const Signature& sig, const 
       << html_escape(found_text(r, c)) << "</p>\n";
     s << (answered_twice(r) ? "<p class=\"note\">" + html_escape(answered_twice_note(r)) + "</p>\n" : axes_html(c));
     for (const TensorSpec& t : sig.inputs)
-        if (const auto g = edge_list(t, c))
+        if (const auto g = edge_list(t, c.inputs, c.lengths)) {
             s << "<h2>Graph " << html_escape(t.name) << "</h2><p class=\"note\">" << g->nodes << (g->nodes == 1 ? " node, " : " nodes, ")
               << g->edges << (g->edges == 1 ? " directed edge" : " directed edges")
-              << " (source &#8594; target, labelled e0, e1, ...) of the input x; red: moved by the permutation of "
-              << html_escape(t.index_axis) << " or of the edges.</p>\n" << graph_svg(*g, c) << "\n";
+              << " (source &#8594; target, labelled e0, e1, ...); red: a node the permutation of "
+              << html_escape(t.index_axis) << " moves, an edge the permutation of the edges moves or whose ends it "
+              << "renumbers.</p>\n<div class=\"graphs\"><figure>" << graph_svg(*g, c, false)
+              << "<figcaption>x</figcaption></figure>";
+            const bool permuted = std::any_of(c.perms.begin(), c.perms.end(),
+                                              [](const auto& p) { return !p.second.is_identity(); });
+            const auto after = permuted ? edge_list(t, c.transformed, c.transformed_lengths) : std::nullopt;
+            if (after && after->nodes == g->nodes)
+                s << "<figure>" << graph_svg(*after, c, true) << "<figcaption>P x: node i is x's node p[i], every edge "
+                  << "renumbered</figcaption></figure>";
+            s << "</div>\n";
+        }
     if (!c.outputs.empty())
         s << "<h2>Outputs</h2>\n<table class=\"summary\"><tr><th>output</th><th>must be</th><th>largest difference"
           << "</th><th>where</th><th>tolerance</th><th></th></tr>";
@@ -486,7 +507,9 @@ table.checked td, table.checked th { border: 1px solid #ddd; padding: .15em .5em
 table.checked td.number { text-align: right; font-family: monospace; }
 tr.broke td { background: #f9dedc; }
 tr.first-break td { background: #f9dedc; font-weight: bold; }
-svg text.elabel { font: 11px monospace; fill: #555; }
+svg text.elabel { font: 11px monospace; fill: #555; paint-order: stroke; stroke: #fff; stroke-width: 3px; }
+div.graphs { display: flex; flex-wrap: wrap; gap: 1.5em; } div.graphs figure { margin: 0; }
+div.graphs figcaption { text-align: center; color: #555; }
 pre { background: #f4f4f4; padding: .6em; overflow-x: auto; }
 div.matrices { overflow-x: auto; }
 .note { color: #555; }

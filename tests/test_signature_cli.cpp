@@ -1069,10 +1069,21 @@ TEST(SignatureReport, AnEdgeListOfPairsIsDrawnTooAndANodePermutationMarksTheNode
     c.perms["edges"] = Permutation::identity(2);
     c.axis_at_fault = "n";
     const std::string html = report::to_html(r);
-    EXPECT_NE(html.find("edge 0: 0 &#8594; 1</title>"), std::string::npos);
-    EXPECT_NE(html.find("edge 1: 2 &#8594; 1</title>"), std::string::npos);
+    // The edges' order was left alone, but the node swap renumbers an end of each: both are drawn as moved.
+    EXPECT_NE(html.find("edge 0: 0 &#8594; 1 (moved)</title>"), std::string::npos);
+    EXPECT_NE(html.find("edge 1: 2 &#8594; 1 (moved)</title>"), std::string::npos);
     EXPECT_NE(html.find("<title>node 0 (moved)</title>"), std::string::npos);
     EXPECT_NE(html.find("<title>node 1 (moved)</title>"), std::string::npos);
     EXPECT_NE(html.find("<title>node 2</title>"), std::string::npos);
-    EXPECT_EQ(html.find("<path class=\"edge moved\""), std::string::npos) << "the edges' order was left alone";
+    EXPECT_EQ(html.find("aria-label=\"graph of edge_index in P x\""), std::string::npos)
+        << "a record without the transformed inputs draws x's graph alone";
+    c.inputs["edge_index"] = Tensor{{2, 2}, {2, 2, 2, 2}};  // two self-loops at node 2, away from the swap
+    const std::string apart = report::to_html(r);
+    EXPECT_EQ(apart.find("<path class=\"edge moved\""), std::string::npos) << "no edge touches a moved node";
+    c.transformed_lengths = c.lengths;
+    c.transformed["edge_index"] = Tensor{{2, 2}, {2, 2, 2, 2}};  // P x: the same loops
+    const std::string both = report::to_html(r);
+    EXPECT_NE(both.find("aria-label=\"graph of edge_index in x\""), std::string::npos);
+    EXPECT_NE(both.find("aria-label=\"graph of edge_index in P x\""), std::string::npos) << "drawn after the permutation";
+    EXPECT_NE(both.find("P x: node i is x's node p[i]"), std::string::npos);
 }

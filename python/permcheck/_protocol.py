@@ -269,6 +269,10 @@ class _Server:
                 answer = self.answer(request)
             if "error" not in answer:
                 answer["taps"] = recorder.taps
+                if not recorder.taps:  # why there are none, in the module's terms
+                    children = len(list(self.layer.children())) if hasattr(self.layer, "children") else 0
+                    answer["taps_none"] = ("the module has no submodules" if not children else
+                                           "none of the module's %d submodules ran" % children)
         else:
             answer = self.answer(request)
         if "error" not in answer:  # an error answer is only the error
