@@ -73,6 +73,29 @@ LAYERS = textwrap.dedent('''
             return self.lin(x) / (4.0 if self.wrong else 2.0)
 
 
+    class Pooled(torch.nn.Module):
+        """A sum over the positions, each weighted by its index when `leak` (a pooled output that sees order)."""
+
+        def __init__(self, leak):
+            super().__init__()
+            self.leak = leak
+
+        def forward(self, x):
+            weights = torch.arange(1, x.shape[0] + 1, dtype=x.dtype) if self.leak else torch.ones(x.shape[0])
+            return (x * weights[:, None]).sum(0)
+
+
+    class Ratio(torch.nn.Module):
+        """x divided by how far its first row is from its last when `bad` (0 / 0 for one position)."""
+
+        def __init__(self, bad):
+            super().__init__()
+            self.bad = bad
+
+        def forward(self, x):
+            return x / (x[:1] - x[-1:]).abs().sum() if self.bad else x
+
+
     @dataclasses.dataclass
     class DecoderOutput:
         last_hidden_state: torch.Tensor
@@ -191,12 +214,18 @@ def test_an_equivariance_finding_reproduces_with_every_index_renumbered(layers, 
     ("Jitter", dict(dim=4), "nondeterministic", "ask 2 of x differs from ask 1"),
     ("Absolute", dict(axes=["n=1..6"], inputs=["x:n,4", "pos:n:position"], outputs=["y:n,4"], property="shift",
                       dtype="float64"), "violated", "L(x_c) and L(x) differ by"),
+    ("Pooled", dict(dim=4, outputs="pooled"), "violated", "L(P x) and L(x) differ by"),
+    ("Ratio", dict(dim=4), "non-finite", "a non-finite entry"),
 ])
-def test_a_nondeterministic_or_shift_finding_reproduces(layers, tmp_path, make, audited, verdict, said):
-    """A nondeterministic finding asks x several times; a shift finding asks x_c."""
+def test_a_nondeterministic_shift_invariance_or_non_finite_finding_reproduces(layers, tmp_path, make, audited, verdict,
+                                                                              said):
+    """A nondeterministic finding asks x several times; a shift finding asks x_c; a pooled output is compared
+    with L(x) itself; a non-finite answer fails the repro as it failed the audit."""
     cls = getattr(layers, make)
     result = permcheck.audit(cls(True), report=tmp_path / make, **audited)
     assert result.verdict == verdict
+    if make == "Pooled":  # the assertion names an invariant output's right side L(x), never P L(x)
+        assert "L(P x) and L(x) differ by" in result.explanation() and "P L(x)" not in result.explanation()
     code, out = run_alone(result.repro, tmp_path)
     assert code == 1 and said in out, out
     swapped(result, cls(False))
