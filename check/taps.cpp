@@ -253,15 +253,38 @@ Tensor append_along(const Tensor& t, std::size_t k) {
     return out;
 }
 
-// The inputs with axis a one element longer (every dim a names, a pairwise input along both).
-Tensors lengthened(const Signature& s, const Tensors& inputs, const std::string& a) {
+// The inputs with axis a one element longer (every dim a names, a pairwise input along both). `elsewhere`: the
+// appended entries of an index input name the next position of the axis they index (v + 1, modulo its length)
+// instead of repeating the last slice's, so that a new edge lands on another node.
+Tensors lengthened(const Signature& s, const Tensors& inputs, const Lengths& lengths, const std::string& a,
+                   bool elsewhere = false) {
     Tensors out = inputs;
     for (const TensorSpec& spec : s.inputs) {
         Tensor& t = out.at(spec.name);
-        for (std::size_t k = 0; k < spec.dims.size(); ++k)
-            if (spec.dims[k].axis == a) t = append_along(t, k);
+        for (std::size_t k = 0; k < spec.dims.size(); ++k) {
+            if (spec.dims[k].axis != a) continue;
+            const int len = t.shape[k];
+            t = append_along(t, k);
+            const auto named = lengths.find(spec.index_axis);
+            if (!elsewhere || spec.kind != TensorKind::index || named == lengths.end() || named->second < 2) continue;
+            const auto [outer, inner] = outer_inner(t.shape, k);
+            for (std::size_t o = 0; o < outer; ++o)
+                for (std::size_t i = 0; i < inner; ++i) {
+                    double& v = t.values[(o * static_cast<std::size_t>(len + 1) + static_cast<std::size_t>(len)) * inner + i];
+                    v = std::fmod(v + 1, named->second);
+                }
+        }
     }
     return out;
+}
+
+// Whether lengthening axis a may also be done elsewhere (an index input along it, naming an axis of 2 or more).
+bool lengthens_elsewhere(const Signature& s, const Lengths& lengths, const std::string& a) {
+    return std::any_of(s.inputs.begin(), s.inputs.end(), [&](const TensorSpec& t) {
+        const auto named = lengths.find(t.index_axis);
+        return t.kind == TensorKind::index && named != lengths.end() && named->second >= 2 &&
+               std::any_of(t.dims.begin(), t.dims.end(), [&](const Dim& d) { return d.axis == a; });
+    });
 }
 
 // Which tap of another answer each tap at x is: the one at its position when both answers name their taps in the
@@ -301,19 +324,34 @@ std::string unmatched_reason(const std::vector<Tap>& at_x, const std::vector<Tap
 // Per axis, the taps' shapes at x with that axis one longer (nullopt where the probe failed, said in `note`, or
 // where a tap at x has no match in it: match_taps); no probe at all when every tap declares its dims.
 using ProbeShapes = std::vector<std::optional<std::vector<int>>>;  // one per tap at x
+// A dim that grows with an axis only as the values happen to fall (the largest in-degree of a graph whose edges
+// all point at one node grows with each edge appended there) is told apart by a second probe whose appended index
+// entries name other positions: a dim follows the axis only when it grows in both.
 std::map<std::string, std::optional<ProbeShapes>> probe(const TapSource& source, const Signature& s,
-                                                        const Tensors& inputs, const std::vector<Tap>& taps,
-                                                        std::string& note) {
+                                                        const Tensors& inputs, const Lengths& lengths,
+                                                        const std::vector<Tap>& taps, std::string& note) {
     std::map<std::string, std::optional<ProbeShapes>> out;
     if (std::all_of(taps.begin(), taps.end(), [](const Tap& t) { return t.dims.has_value() || !t.unusable.empty(); }))
         return out;
+    const auto shapes_at = [&](const Tensors& asked) {
+        const std::vector<Tap> longer = source(asked);
+        const std::vector<std::optional<std::size_t>> match = match_taps(taps, longer);
+        ProbeShapes shapes(taps.size());
+        for (std::size_t k = 0; k < taps.size(); ++k)
+            if (match[k]) shapes[k] = longer[*match[k]].value.shape;
+        return shapes;
+    };
     for (const Axis& a : s.axes) {
         try {
-            const std::vector<Tap> longer = source(lengthened(s, inputs, a.name));
-            const std::vector<std::optional<std::size_t>> match = match_taps(taps, longer);
-            ProbeShapes shapes(taps.size());
-            for (std::size_t k = 0; k < taps.size(); ++k)
-                if (match[k]) shapes[k] = longer[*match[k]].value.shape;
+            ProbeShapes shapes = shapes_at(lengthened(s, inputs, lengths, a.name));
+            if (lengthens_elsewhere(s, lengths, a.name)) {
+                const ProbeShapes other = shapes_at(lengthened(s, inputs, lengths, a.name, /*elsewhere=*/true));
+                for (std::size_t k = 0; k < taps.size(); ++k) {
+                    if (!shapes[k] || !other[k] || shapes[k]->size() != other[k]->size()) continue;
+                    for (std::size_t d = 0; d < shapes[k]->size(); ++d)
+                        if ((*shapes[k])[d] != (*other[k])[d]) (*shapes[k])[d] = taps[k].value.shape[d];  // by chance
+                }
+            }
             out[a.name] = std::move(shapes);
         } catch (const std::exception& e) {
             out[a.name] = std::nullopt;
@@ -390,7 +428,7 @@ TapTrace trace(const TapSource& source, const Signature& s, const TapCase& k, Ar
         trace.note = "the adapter answered no taps";
         return trace;
     }
-    const auto probes = probe(source, s, k.c.inputs, at_x, trace.note);
+    const auto probes = probe(source, s, k.c.inputs, k.c.lengths, at_x, trace.note);
     const std::vector<std::optional<std::size_t>> match = match_taps(at_x, at_px);
     const double magnitude = real_inputs_magnitude(s, k.c.inputs);
     // "P x", "x_c", "pad x": the argument of the transformed side's name.

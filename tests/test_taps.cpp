@@ -296,6 +296,40 @@ TEST(TapTrace, DeclaredDimsNeedNoProbeAndABadDeclarationIsNotComparable) {
               "symmetry first breaks at c (tap 3 of 3); every tap before it holds but 1 that could not be compared");
 }
 
+// A tap of each node's incoming rows, (nodes, largest in-degree, d): when every edge of the case points at one node,
+// the largest in-degree equals the edge count and grows with an edge appended there; the second probe appends one
+// at another node, and the dim is labelled by no axis (it follows none), nodes' dim by nodes.
+TEST(TapTrace, ADimThatGrowsWithAnAxisOnlyAsTheValuesFallIsLabelledByNoAxis) {
+    Signature s;
+    s.axes = {{"nodes", 1, 4}, {"edges", 0, 4}};
+    s.inputs = {{"x", {{"nodes", 0}, {"", 1}}, TensorKind::real, ""},
+                {"edge_index", {{"", 2}, {"edges", 0}}, TensorKind::index, "nodes"}};
+    s.outputs = {{"y", {{"nodes", 0}, {"", 1}}, TensorKind::real, ""}};
+    const TapSource incoming = [](const Tensors& in) {
+        const Tensor& x = in.at("x");
+        const Tensor& e = in.at("edge_index");
+        const int nodes = x.shape[0], edges = e.shape[1];
+        std::vector<int> degree(static_cast<std::size_t>(nodes), 0);
+        for (int k = 0; k < edges; ++k) ++degree[static_cast<std::size_t>(e.values[static_cast<std::size_t>(edges + k)])];
+        const int width = *std::max_element(degree.begin(), degree.end());
+        Tensor slots{{nodes, width, 1}, std::vector<double>(static_cast<std::size_t>(nodes * width), 0.0)};
+        std::vector<int> filled(static_cast<std::size_t>(nodes), 0);
+        for (int k = 0; k < edges; ++k) {
+            const int from = static_cast<int>(e.values[static_cast<std::size_t>(k)]);
+            const int to = static_cast<int>(e.values[static_cast<std::size_t>(edges + k)]);
+            slots.values[static_cast<std::size_t>(to * width + filled[static_cast<std::size_t>(to)]++)] =
+                x.values[static_cast<std::size_t>(from)];
+        }
+        return std::vector<Tap>{Tap{"gather", slots, std::nullopt}};
+    };
+    // Two edges, 0 -> 1 and 1 -> 1: node 1's in-degree 2 is the edge count.
+    const Tensors x{{"x", tensor({2, 1}, {1, 2})}, {"edge_index", tensor({2, 2}, {0, 1, 1, 1})}};
+    const TapTrace t = trace_taps(incoming, s, {{"nodes", 2}, {"edges", 2}},
+                                  {{"nodes", Permutation::identity(2)}, {"edges", kSwap}}, x, Arithmetic::float64, 1.0);
+    ASSERT_EQ(t.taps.size(), 1u) << describe(t);
+    EXPECT_EQ(t.taps[0].axes, (std::vector<std::string>{"nodes", "", ""})) << describe(t);
+}
+
 TEST(TapTrace, ABfloat16AuditsTapsAreJudgedWithBfloat16sTolerance) {
     // A tap with a position-dependent error of bfloat16's size (1e-2 at magnitude 1.01, k = 2 + 2): holds in a
     // bfloat16 audit's trace, breaks in a float64 audit's, where it would be a real position leak.
