@@ -336,8 +336,6 @@ std::string ExecAdapter::limit_text() const {
 template <class Parse> auto ExecAdapter::parse_answer(const std::string& line, Parse parse) {
     try {
         return parse(line);
-    } catch (const AnswerShapeError& e) {  // the layer's answer, in its terms
-        fail(std::string(e.what()) + ";");
     } catch (const std::invalid_argument& e) {
         // The hint only when the line is no JSON object: a log line on stdout, not a malformed answer.
         const std::size_t start = line.find_first_not_of(" \t");

@@ -67,12 +67,7 @@ struct ExpectedOutput {
     std::vector<std::string> dim_names;  // "axis n" or "fixed size 8", one per dim
 };
 std::vector<ExpectedOutput> expected_outputs(const Signature& s, const Lengths& lengths);
-// An answer whose output is a well-formed tensor of another shape than the signature says: the layer's answer, not
-// a breach of the protocol, said in the layer's terms ("the layer answered output 'y' with shape (1, 1, 8) where
-// the signature says (1, 2, 8): dim 1, the axis n, has 1 of its 2 positions").
-struct AnswerShapeError : std::invalid_argument {
-    using std::invalid_argument::invalid_argument;
-};
+
 // The axes' lengths that a set of inputs shows (each input's shape read through its dims). Throws
 // std::invalid_argument when two inputs disagree on an axis or an input is missing.
 Lengths lengths_of(const Signature& s, const Tensors& inputs);
@@ -81,8 +76,9 @@ Lengths lengths_of(const Signature& s, const Tensors& inputs);
 std::string lengths_field(const Tensors& inputs);
 
 // Parses one answer line of a signature audit, non-finite numbers as parse_response does; outputs not in `expected`
-// are ignored. An error names the output, the dim and what was expected ("output 'y', dim 0 (axis n): 3 entries,
-// expected 4").
+// are ignored. An output that is a well-formed tensor of another shape is read in its own shape, for the audit to
+// judge in the layer's terms; a ragged or mistyped one is an error naming the output, the dim and what was expected
+// ("output 'y', dim 1 (fixed size 2) at [2]: 1 entries, expected 2").
 NamedResponse parse_named_response(std::string_view line, const std::vector<ExpectedOutput>& expected);
 
 // Batched requests (docs/protocol.md, "Batched requests"). An adapter announces that it takes several cases per request by

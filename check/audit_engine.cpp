@@ -518,7 +518,12 @@ std::optional<Shrunk> shrink_failure(Evaluator& ev, Outcome kind, const Case& st
     std::optional<Observation> last;  // the observation of the last failing call: the minimum's (search.h accepts each)
     const std::function<bool(const Case&)> fails = [&](const Case& c) {
         if (o.on_progress) o.on_progress(AuditProgress{0, 0, ev.evaluations, true});
-        std::optional<Observation> ob = kind == Outcome::nondeterministic ? ev.twice(c) : ev.observe(c, false);
+        std::optional<Observation> ob;
+        try {
+            ob = kind == Outcome::nondeterministic ? ev.twice(c) : ev.observe(c, false);
+        } catch (const AnswerShape&) {  // x itself answered in another shape: not the failure being shrunk
+            return false;
+        }
         if (!ob || ob->outcome != kind) return false;
         last = std::move(ob);
         return true;

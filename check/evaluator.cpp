@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace permcheck::engine {
 
@@ -44,7 +45,7 @@ std::size_t Evaluator::block_size() const {
     return std::max(block_size_of(box_.many), reference_ ? block_size_of(reference_->many) : 1);
 }
 
-Tensors Evaluator::call(Side side, const Tensors& inputs, const Lengths& lengths) {
+Tensors Evaluator::call(Side side, const Tensors& inputs, const Lengths& lengths, bool check) {
     last_request = format_lengths(lengths);
     ++evaluations;
     const NamedBlackBox& box = side == Side::reference && reference_ ? reference_->one : box_.one;
@@ -55,7 +56,7 @@ Tensors Evaluator::call(Side side, const Tensors& inputs, const Lengths& lengths
                            " in chunks as if it were one pass: it does not decode in chunks (an adapter answers "
                            "\"chunked\": true, as permcheck.serve does for a module with its cache= route; in C++, "
                            "audit a chunked_black_box of a ChunkStep)");
-    return checked(std::move(answer), lengths);
+    return check ? checked(std::move(answer), lengths) : answer;
 }
 
 // The box's answer to inputs of these lengths, a free axis's length carried with them (kLengthInput).
@@ -65,9 +66,11 @@ Tensors Evaluator::asked(const NamedBlackBox& box, const Tensors& inputs, const 
 
 // The answer to the transformed inputs; where the layer raised (LayerRaised) and the property makes that a finding
 // (decoding in chunks, or against a reference), what it raised goes to `raised` and the answer is empty.
-Tensors Evaluator::transformed_answer(const Tensors& px, const Lengths& lengths, std::string& raised) {
+// With `reshaped`, an answer of another shape than the signature says is kept there as the finding (taken_transformed).
+Tensors Evaluator::transformed_answer(const Tensors& px, const Lengths& lengths, std::string& raised, Answers* reshaped) {
     try {
-        return call(Side::transformed, px, lengths);
+        if (!reshaped || reference_) return call(Side::transformed, px, lengths);
+        return taken_transformed(call(Side::transformed, px, lengths, /*check=*/false), lengths, *reshaped);
     } catch (const LayerRaised& e) {
         if (!rules_.raising_is_finding()) throw;
         raised = e.what();
@@ -85,6 +88,29 @@ Tensors Evaluator::reference_answer(const Tensors& x, const Lengths& lengths, st
         const std::string said = e.what(), prefix = "the layer raised: ";
         raised = "the reference raised: " + (said.rfind(prefix, 0) == 0 ? said.substr(prefix.size()) : said);
         return {};
+    }
+}
+
+// The transformed side's answer, its outputs' shapes checked: one of another shape than the signature says, where x's
+// answer had it, is the finding (a readout that counts its graphs from the last batch entry answers another number
+// of them once the nodes move): the outputs are kept as answered, those of another shape named in `a`.
+Tensors Evaluator::taken_transformed(Tensors answer, const Lengths& lengths, Answers& a) {
+    try {
+        return checked(answer, lengths);
+    } catch (const AnswerShape& e) {
+        Tensors outputs;
+        for (const TensorSpec& spec : s_->outputs) {
+            const auto it = answer.find(spec.name);
+            if (it == answer.end()) return checked(std::move(answer), lengths);  // an output missing: the error
+            try {
+                check_shape(spec, it->second, lengths);
+            } catch (const AnswerShape&) {
+                a.reshaped_outputs.insert(spec.name);
+            }
+            outputs[spec.name] = std::move(it->second);
+        }
+        a.reshaped = e.what();
+        return outputs;
     }
 }
 
@@ -124,19 +150,26 @@ void Evaluator::check_open_size(const TensorSpec& spec, std::size_t k, int size,
                        " before; a size the signature leaves open must not depend on the input");
 }
 
+// An output's shape against the signature's at these lengths, said in the layer's terms ("the layer answered output
+// 'y' with shape (1, 1, 8) where the signature says (1, 2, 8): dim 1, the axis n, has 1 of its 2 positions").
 void Evaluator::check_shape(const TensorSpec& spec, const Tensor& t, const Lengths& lengths) {
-    const std::vector<int> want = shape_of(spec, lengths);
-    const std::string m = "the layer answered output '" + spec.name + "' ";
-    const std::string says = " for a request of " + last_request + "; the signature says " + format_output(spec);
+    std::vector<int> want = shape_of(spec, lengths);
+    for (std::size_t k = 0; k < want.size() && k < t.shape.size(); ++k)
+        if (spec.dims[k].is_open()) want[k] = t.shape[k];  // an open size is checked against the first answer's
+    const std::string m = "the layer answered output '" + spec.name + "' with shape " + index_text(t.shape);
+    const std::string request = " (" + format_output(spec) + "), for a request of " + last_request;
     if (t.shape.size() != want.size())
-        throw AdapterError(m + "with " + std::to_string(t.shape.size()) + " dims" + says);
+        throw AnswerShape(m + ", " + std::to_string(t.shape.size()) + " dims where the signature says " +
+                          std::to_string(want.size()) + ": " + index_text(want) + request);
     for (std::size_t k = 0; k < want.size(); ++k) {
         if (spec.dims[k].is_open()) check_open_size(spec, k, t.shape[k], " for a request of " + last_request);
-        if (t.shape[k] == want[k] || spec.dims[k].is_open()) continue;
+        if (t.shape[k] == want[k]) continue;
         const Dim& d = spec.dims[k];
-        throw AdapterError(m + "with length " + std::to_string(t.shape[k]) + " in dim " + std::to_string(k) + " (" +
-                           (d.is_axis() ? "the axis " + d.axis + ", of length " : std::string("fixed size ")) +
-                           std::to_string(want[k]) + ")" + says);
+        throw AnswerShape(m + " where the signature says " + index_text(want) + ": dim " + std::to_string(k) + ", " +
+                          (d.is_axis() ? "the axis " + d.axis + ", has " + std::to_string(t.shape[k]) + " of its " +
+                                             std::to_string(want[k]) + " positions"
+                                       : "of fixed size " + std::to_string(want[k]) + ", has " + std::to_string(t.shape[k])) +
+                          request);
     }
     if (t.values.size() != t.size())
         throw AdapterError(m + "with " + std::to_string(t.values.size()) + " values for the shape " +
@@ -160,7 +193,7 @@ Answers Evaluator::ask(const Case& c, bool repeat) {
     a.y = reference_answer(c.inputs, c.lengths, a.reference_raised);
     if (repeat && a.reference_raised.empty()) a.again = call(Side::reference, c.inputs, c.lengths);
     a.px = transformed(c);
-    a.lhs = transformed_answer(a.px, rules_.transformed_lengths(c), a.raised);
+    a.lhs = transformed_answer(a.px, rules_.transformed_lengths(c), a.raised, &a);
     both_raised(a, c.lengths);
     finish(c, a);
     return a;
@@ -289,14 +322,19 @@ Answers Evaluator::answers_of(const Case& c, std::vector<Answer<Tensors>>& got, 
     a.y = take(got[i], c.lengths);
     if (repeat) a.again = take(got[i + 1], c.lengths);
     a.px = std::move(px);
-    a.lhs = take(lhs, rules_.transformed_lengths(c));
+    if (reference_) a.lhs = take(lhs, rules_.transformed_lengths(c));
+    else {
+        last_request = format_lengths(rules_.transformed_lengths(c));
+        if (!lhs.value) throw AdapterError(lhs.error);
+        a.lhs = taken_transformed(std::move(*lhs.value), rules_.transformed_lengths(c), a);
+    }
     finish(c, a);
     return a;
 }
 
 // After the answers of case c came: the compared side, what they say of their precision, the magnitudes.
 void Evaluator::finish(const Case& c, Answers& a) {
-    if (a.raised.empty() && a.reference_raised.empty()) a.lhs = compared_answer(c, std::move(a.lhs));
+    if (a.raised.empty() && a.reference_raised.empty() && a.reshaped.empty()) a.lhs = compared_answer(c, std::move(a.lhs));
     for (const Tensors* answer : {&a.y, &a.again, &a.lhs})  // against a reference, x's answers are the reference's
         for (const auto& [name, t] : *answer)
             (reference_ && answer != &a.lhs ? a.evidence.reference : static_cast<SideEvidence&>(a.evidence)).add(t.values);
@@ -312,6 +350,7 @@ Observation Evaluator::judge(const Case& c, const Answers& a, const ToleranceMod
     // black box: against a reference it is what is judged).
     if (!reference_ && same_values(a.px, c.inputs))
         if (auto nd = differ(c.lengths, c.inputs, a.y, a.lhs, "x and as P x", t, a.positions)) return *nd;
+    if (!a.reshaped.empty()) return reshaped_observation(c, a, t);
     Observation ob;
     if (!a.raised.empty() || !a.reference_raised.empty()) {  // one side raised, the other answered: what it raised
         static_cast<Case&>(ob) = c;
@@ -346,6 +385,37 @@ Observation Evaluator::judge(const Case& c, const Answers& a, const ToleranceMod
     return ob;
 }
 
+// A case whose transformed side answered an output of another shape than the signature says (x's had it): violated,
+// that output's two sides of different shapes, the others compared as ever.
+Observation Evaluator::reshaped_observation(const Case& c, const Answers& a, const ToleranceModel& t) const {
+    Observation ob;
+    static_cast<Case&>(ob) = c;
+    ob.outcome = Outcome::violated;
+    ob.detail = a.reshaped;
+    ob.y = a.y;
+    const Lengths lengths = rules_.transformed_lengths(c);
+    for (const TensorSpec& spec : s_->outputs) {
+        Tensor rhs = rules_.expected(spec, c, a.y.at(spec.name));
+        const Tensor& got = a.lhs.at(spec.name);
+        if (!a.reshaped_outputs.count(spec.name)) {
+            const Tensor lhs = rules_.compared(spec, c, got);
+            ob.outputs.push_back(compare_sides(spec.name, lhs, rhs, t, lengths, widest_, a.inputs_magnitude, a.positions,
+                                               ignored(c, a.px, spec, lhs.shape)));
+            ob.outputs.back().layer_of_permuted = lhs;
+        } else {
+            OutputComparison o;
+            o.name = spec.name;
+            o.layer_of_permuted = got;
+            o.max_abs_diff = std::numeric_limits<double>::infinity();
+            o.holds = false;
+            o.shape_mismatch = true;
+            ob.outputs.push_back(std::move(o));
+        }
+        ob.outputs.back().permuted_layer = std::move(rhs);
+    }
+    return ob;
+}
+
 // The entries of a compared output left out: the property's, and with skip_padded the slots the masks pad.
 std::vector<bool> Evaluator::ignored(const Case& c, const Tensors& px, const TensorSpec& spec,
                                      const std::vector<int>& shape) const {
@@ -365,7 +435,24 @@ std::optional<Observation> Evaluator::reproduce(const Case& c, const Observation
     const double positions = std::max(largest_position(*s_, c.inputs), largest_position(*s_, px));
     std::string their_raised, raised;
     const Tensors y = reference_answer(c.inputs, c.lengths, their_raised);
-    Tensors py = transformed_answer(px, lengths, raised);
+    Answers reshaped;
+    Tensors py = transformed_answer(px, lengths, raised, &reshaped);
+    const bool was_reshaped = std::any_of(seen.outputs.begin(), seen.outputs.end(),
+                                          [](const OutputComparison& o) { return o.shape_mismatch; });
+    if (!reshaped.reshaped.empty() || was_reshaped) {  // answered another shape: again, the same shape, else not alike
+        bool same = !reshaped.reshaped.empty() && was_reshaped;
+        for (const OutputComparison& o : seen.outputs)
+            if (same && o.shape_mismatch && py.at(o.name).shape != o.layer_of_permuted.shape) same = false;
+        if (same) return differ(c.lengths, c.inputs, seen.y, y, x_side(), tolerance_, positions);
+        Observation ob;
+        static_cast<Case&>(ob) = c;
+        ob.outcome = Outcome::nondeterministic;
+        ob.y = y;
+        ob.detail = "the same request of " + format_lengths(lengths) + ", as " + side_name() +
+                    ", was answered in two shapes" +
+                    (reshaped.reshaped.empty() ? "" : ": " + reshaped.reshaped);
+        return ob;
+    }
     Answers again;
     again.raised = raised;
     again.reference_raised = their_raised;
@@ -573,6 +660,10 @@ std::string Evaluator::violation_detail(const Observation& found, bool reproduce
                         short_number(c.max_abs_diff) + " at " + index_text(c.where) + " (tolerance " +
                         short_number(c.tolerance) + "; " + format_lengths(found.lengths) + "; " +
                         rules_.case_text(found) + ")";
+        if (c.shape_mismatch)  // the transformed side answered another shape (reshaped_observation)
+            m = "output " + c.name + ": " + sides.lhs + " has shape " + index_text(c.layer_of_permuted.shape) + ", " +
+                sides.rhs + " " + index_text(c.permuted_layer.shape) + " (" + format_lengths(found.lengths) + "; " +
+                rules_.case_text(found) + "): the answer's shape changed with the case";
         if (reproduced) m += "; both sides gave the same answers when evaluated again";
         return m;
     }

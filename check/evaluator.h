@@ -34,8 +34,18 @@ struct Observation : Case {
 
 // L(x), L(x) again when repeated (else empty), the transformed inputs and their answer, and what the answers say of
 // their precision.
+// An answer that is a tensor of another shape than the signature says, said in the layer's terms: an error on x's
+// side; on the transformed side, where x's answer had the signature's shape, the finding itself (Answers::reshaped).
+struct AnswerShape : AdapterError {
+    using AdapterError::AdapterError;
+};
+
 struct Answers {
     Tensors y, again, px, lhs;  // px: the transformed inputs (P x, x_c or pad x); lhs: their answer, as compared
+    // The transformed side answered an output of another shape than the signature says (x's had it): the message,
+    // and lhs holds that answer as it came (nothing compared where the shape changed).
+    std::string reshaped;
+    std::set<std::string> reshaped_outputs;
     PrecisionEvidence evidence;
     double inputs_magnitude = 0.0;  // the largest finite |value| of the real inputs
     double positions = 0.0;         // the largest position id of x and px
@@ -92,9 +102,12 @@ public:
 
 private:
     enum class Side { transformed, reference };  // the box that answers the transformed inputs, or x
-    Tensors call(Side side, const Tensors& inputs, const Lengths& lengths);
+    Tensors call(Side side, const Tensors& inputs, const Lengths& lengths, bool check = true);
     Tensors asked(const NamedBlackBox& box, const Tensors& inputs, const Lengths& lengths) const;
-    Tensors transformed_answer(const Tensors& px, const Lengths& lengths, std::string& raised);
+    Tensors transformed_answer(const Tensors& px, const Lengths& lengths, std::string& raised,
+                               Answers* reshaped = nullptr);
+    Tensors taken_transformed(Tensors answer, const Lengths& lengths, Answers& a);
+    Observation reshaped_observation(const Case& c, const Answers& a, const ToleranceModel& t) const;
     Tensors reference_answer(const Tensors& x, const Lengths& lengths, std::string& raised);
     void both_raised(const Answers& a, const Lengths& lengths) const;
     const char* x_side() const;

@@ -310,6 +310,45 @@ TEST(SignatureAudit, EveryHoldingReferenceLayerHoldsForSeveralSeeds) {
         }
 }
 
+// An output whose shape follows the signature for x and not for P x (a readout that sizes its answer from the
+// order of its inputs) is a violation, that output's two sides shown in their shapes; its shape on x's side stays
+// an error. Here the layer drops its last row unless the position ids come in order, which x's do and P x's not.
+TEST(SignatureAudit, AnOutputWhoseShapeChangesOnlyOnTheTransformedSideIsAViolation) {
+    Signature s;
+    s.axes = {parse_axis("n=1..6")};
+    s.inputs = {parse_input("x:n,2"), parse_input("pos:n:position=16")};
+    s.outputs = {parse_output("y:n,2")};
+    validate(s);
+    const NamedBlackBox ordered_only = [](const Tensors& in) {
+        Tensor y = in.at("x");
+        const std::vector<double>& pos = in.at("pos").values;
+        if (!std::is_sorted(pos.begin(), pos.end())) {
+            y.shape[0] -= 1;
+            y.values.resize(y.size());
+        }
+        return Tensors{{"y", y}};
+    };
+    const AuditResult r = audit(ordered_only, s, named("ordered only"));
+    ASSERT_EQ(r.verdict, Verdict::violated) << r.error;
+    ASSERT_TRUE(r.counterexample);
+    const OutputComparison& y = r.counterexample->outputs.at(0);
+    EXPECT_TRUE(y.shape_mismatch);
+    EXPECT_FALSE(y.holds);
+    EXPECT_EQ(y.layer_of_permuted.shape[0] + 1, y.permuted_layer.shape[0]) << "the transformed side's row is missing";
+    EXPECT_EQ(r.counterexample->lengths.at("n"), 2) << "shrunk to the smallest case that reorders the positions";
+    const NamedBlackBox never = [](const Tensors& in) {
+        Tensor y = in.at("x");
+        y.shape[0] += 1;
+        y.values.resize(y.size());
+        return Tensors{{"y", y}};
+    };
+    const AuditResult x_side = audit(never, s, named("never"));
+    EXPECT_EQ(x_side.verdict, Verdict::error);
+    EXPECT_NE(x_side.error.find("the layer answered output 'y' with shape (3, 2) where the signature says (2, 2): dim 0, "
+                                "the axis n, has 3 of its 2 positions"), std::string::npos) << x_side.error;
+    EXPECT_TRUE(x_side.counterexample && x_side.counterexample->erred) << "the case it erred on, recorded";
+}
+
 TEST(SignatureAudit, EveryLengthOfEachAxisIsCoveredWithinItsRange) {
     const AuditResult r = audit(message_passing(Aggregation::sum), graph_signature(), named("graph"));
     ASSERT_EQ(r.verdict, Verdict::holds);
@@ -445,7 +484,7 @@ TEST(SignatureAudit, NondeterminismNonFiniteOutputsAndWrongShapesGetTheirVerdict
     };
     const AuditResult bad = audit(short_rows, s, named("short"));
     EXPECT_EQ(bad.verdict, Verdict::error);
-    EXPECT_NE(bad.error.find("output 'y' with length 2 in dim 1 (fixed size 4)"), std::string::npos) << bad.error;
+    EXPECT_NE(bad.error.find("): dim 1, of fixed size 4, has 2 (y:"), std::string::npos) << bad.error;
     const NamedBlackBox missing = [](const Tensors&) { return Tensors{}; };
     EXPECT_NE(audit(missing, s, named("missing")).error.find("no output 'y'"), std::string::npos);
 }

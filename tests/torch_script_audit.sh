@@ -273,7 +273,7 @@ says arguments err "Its schema: forward("
 says arguments err "Tensor x) -> Tensor"
 
 run 2 shape encoder.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,4
-says shape err "output 'y' with length 8 in dim 2 (fixed size 4)"
+says shape err "): dim 2, of fixed size 4, has 8 (y:1,n,4)"
 run 2 dtype argmax.pt --axis n=1..8 --input x:1,n,8 --output y:1,n
 says dtype err "output 'y' of argmax.pt has dtype Long; expected a floating tensor"
 
