@@ -314,15 +314,23 @@ ADAPTER = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.parametrize("bug, prop", [("restart", "incremental"), ("no causal mask", "causal")])
-def test_an_adapter_programs_finding_reproduces_with_the_standard_library(layers, tmp_path, bug, prop):
+@pytest.mark.parametrize("bug, prop, inputs, flags", [
+    ("restart", "incremental", LM_OWN_POSITIONS["inputs"], []),
+    ("no causal mask", "causal", LM_OWN_POSITIONS["inputs"], []),
+    ("no block mask", "packing", LM["inputs"], []),
+    ("mask ignored", "padding", LM_OWN_POSITIONS["inputs"], ["--padding", "left"]),
+])
+def test_an_adapter_programs_finding_reproduces_with_the_standard_library(layers, tmp_path, bug, prop, inputs, flags):
     """--exec: requests.jsonl and a repro.py that sends them to the adapter command; the adapter's helper copied
-    beside it, so that an adapter written with serve runs where permcheck is not installed."""
+    beside it, so that an adapter written with serve runs where permcheck is not installed; the fixed twin is the
+    same adapter without the bug."""
     code_dir = tmp_path / "code"
-    (code_dir / "adapter.py").write_text(ADAPTER % LM_OWN_POSITIONS["inputs"])
+    (code_dir / "adapter.py").write_text(ADAPTER % inputs)
     report = tmp_path / "adapter-report"
-    signature = ["--axis", "n=1..8", "--input", "input_ids:1,n:token=50", "--input", "attention_mask:1,n:mask=keep",
-                 "--output", "h:1,n,8"]
+    signature = ["--axis", "n=1..8", "--output", "h:1,n,8"]
+    for text in inputs:
+        signature += ["--input", text]
+    signature += flags
     env = dict(os.environ, PYTHONPATH=os.path.abspath("python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
     done = subprocess.run([os.environ.get("PERMCHECK_BIN", "permcheck"), "audit", "--exec",
                            "/usr/bin/python3 adapter.py '%s'" % bug] + signature + ["--property", prop, "--report",
