@@ -1,8 +1,8 @@
 // libFuzzer target: the answer-line parsers of a signature audit (adapters::parse_named_response, and
 // adapters::parse_stacked_response for a stacked batch), which read
 // bytes from programs we did not write. The first byte picks the axis length the answer must match (0 to 3:
-// empty dims included, its low two bits) and the stacked batch's number of items (1 to 3); the rest is the line. Its contract: every expected output in its expected shape, or
-// std::invalid_argument saying what is wrong. Anything else (another exception, a crash, a sanitizer finding, a
+// empty dims included, its low two bits) and the stacked batch's number of items (1 to 3); the rest is the line. Its contract: every expected output whole, in its expected shape or (an
+// ordinary answer) another well-formed one the audit then judges, or std::invalid_argument saying what is wrong. Anything else (another exception, a crash, a sanitizer finding, a
 // hang) is a bug.
 #include "adapters/protocol.h"
 
@@ -31,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             if (r.outputs.size() != expected.size()) __builtin_trap();
             for (const adapters::ExpectedOutput& e : expected) {
                 const Tensor& t = r.outputs.at(e.name);
-                if (t.shape != e.shape || t.values.size() != t.size()) __builtin_trap();
+                if (t.values.size() != t.size()) __builtin_trap();  // its shape, or another it holds whole
             }
         }
     } catch (const std::invalid_argument&) {
