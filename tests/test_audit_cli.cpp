@@ -102,6 +102,23 @@ TEST(AuditCommand, PythonCausalAttentionIsViolatedAndShrunkToTwoPositions) {
     EXPECT_EQ(r.report.value("verdict", ""), "violated") << r.output;
     EXPECT_EQ(r.report["counterexample"]["lengths"]["n"], 2) << r.output;
     EXPECT_NE(r.output.find("permcheck audit --exec"), std::string::npos) << "a replay line";
+    // A reproduction without permcheck beside the report (tests/python/test_repro.py runs it): repro.py, the two
+    // requests (x's, then P x's), the adapter helper; report.json names it, and the output's comparison plan says
+    // where each compared entry of P L(x) comes from in L(P x) and in L(x).
+    const fs::path dir = scratch_dir("causal");
+    EXPECT_NE(r.output.find("reproduce without permcheck: python3 " + (dir / "repro.py").string()), std::string::npos)
+        << r.output;
+    EXPECT_EQ(r.report.value("repro", ""), "repro.py");
+    EXPECT_TRUE(fs::exists(dir / "repro.py") && fs::exists(dir / "permcheck_adapter.py"));
+    std::ifstream requests(dir / "requests.jsonl");
+    std::vector<nlohmann::json> lines;
+    for (std::string line; std::getline(requests, line);) lines.push_back(nlohmann::json::parse(line, nullptr, false));
+    ASSERT_EQ(lines.size(), 2u);
+    EXPECT_EQ(lines[0]["x"].size(), 2u) << "x's request first, at the shrunk length";
+    const nlohmann::json& plan = r.report["counterexample"]["outputs"]["y"]["repro"];
+    EXPECT_EQ(plan["sides"], nlohmann::json({"L(P x)", "P L(x)"})) << plan.dump();
+    EXPECT_EQ(plan["compared_from"], nlohmann::json({0, 1, 2, 3, 4, 5})) << plan.dump();
+    EXPECT_EQ(plan["expected_from"], nlohmann::json({3, 4, 5, 0, 1, 2})) << "the two rows swapped: " << plan.dump();
 }
 
 TEST(AuditCommand, PythonMeanPooledAttentionIsInvariant) {
