@@ -604,6 +604,12 @@ NamedBatch named_batch(std::int64_t id, const Signature& s, const std::vector<Te
 }
 }  // namespace
 
+std::string batch_request_line(std::int64_t id, const Signature& s, const std::vector<Tensors>& items, bool stacked) {
+    std::string line = named_batch(id, s, items, stacked).request;
+    line.pop_back();  // its newline
+    return line;
+}
+
 std::vector<Answer<Tensors>> ExecAdapter::operator()(const Signature& s, const std::vector<Tensors>& inputs) {
     if (inputs.empty()) return {};
     const std::int64_t id = requests_ + 1;
@@ -651,6 +657,7 @@ BatchedNamedBlackBox exec_batched_named_black_box(const ExecOptions& opts, const
     box.many.capacity = [adapter] { return std::min(adapter->batch_capacity(), kMaxBatchItems); };
     box.many.call = [adapter, s](const std::vector<Tensors>& inputs) { return (*adapter)(s, inputs); };
     box.many.call_all = [adapter, s](const std::vector<std::vector<Tensors>>& parts) { return (*adapter)(s, parts); };
+    box.many.stacked = [adapter] { return adapter->stacked(); };
     return box;
 }
 

@@ -150,5 +150,9 @@ TapSource exec_tap_source(const ExecOptions& opts, const Signature& s);
 // The request line (without its newline) of request `id` that asks the adapter for these inputs: the one-tensor
 // form's {"id","x"}, or named inputs, with a chunked request's "chunks" and a free axis's "lengths" (kLengthInput).
 std::string request_line(std::int64_t id, const Signature& s, const Tensors& inputs);
+// The batched request line (without its newline) of request `id` for `items` (each as request_line takes it, of
+// equal lengths): stacked, as an adapter that announced "stacked" is sent it when the signature has batch dims,
+// else item by item. Throws std::invalid_argument when the items differ in lengths.
+std::string batch_request_line(std::int64_t id, const Signature& s, const std::vector<Tensors>& items, bool stacked);
 
 }  // namespace permcheck::adapters

@@ -290,6 +290,20 @@ struct PriorRequest {
     Tensors inputs;
 };
 
+// A batched request that a batch-dependent finding's case was answered in, as it was sent: every item of it (each
+// item's inputs, at `lengths`; a free axis's length not among them), the case's item among them (`at`), which of the
+// case's requests that item was (x's, or the transformed inputs'), whether the reference answered it (agreement's
+// x), and whether it went stacked (docs/protocol.md, "Stacked batches") or item by item. What a reproduction sends
+// again, beside the case's requests alone.
+struct BatchedRequest {
+    bool transformed_side = false;  // the item is the transformed inputs' request, else x's
+    bool by_reference = false;
+    bool stacked = false;
+    Lengths lengths;
+    std::vector<Tensors> items;
+    std::size_t at = 0;
+};
+
 // A finding: its case, shrunk, and every output's two sides and their comparison, in the signature's order. A
 // nondeterministic (batch-dependent) finding: the perms are identities, and the two sides of each output are the
 // first and second answer to x (its answer in a batch and alone). Every view (text, JSON, Markdown, HTML) is made
@@ -316,6 +330,9 @@ struct Counterexample : Case {
     // The case the layer erred on (verdict error: it raised, or answered what no comparison can take), recorded so
     // that the report shows it and a replay sends it again; nothing was compared.
     bool erred = false;
+    // A batch-dependent finding: the batched requests the case's items were answered in (x's, the transformed
+    // inputs'), each as it was sent; empty for another finding and for a report that did not record them.
+    std::vector<BatchedRequest> batches;
 };
 
 namespace test_only {  // not "testing": users write using namespace permcheck beside GoogleTest's ::testing

@@ -110,7 +110,8 @@ Schedule Schedule::of(const AuditOptions& o, Draw draw) {
 // ------------------------------------------------------------------------------------------------- batching
 
 std::vector<Answer<Tensors>> answer_grouped(const std::vector<Tensors>& inputs, const std::vector<Lengths>& keys,
-                                            std::size_t capacity, const Batching<Tensors>& batching) {
+                                            std::size_t capacity, const Batching<Tensors>& batching,
+                                            std::vector<BatchCall>* calls) {
     std::map<Lengths, std::vector<std::size_t>> groups;
     for (std::size_t i = 0; i < inputs.size(); ++i) groups[keys[i]].push_back(i);
     std::vector<std::vector<std::size_t>> members;  // the positions of each call's inputs
@@ -148,6 +149,14 @@ std::vector<Answer<Tensors>> answer_grouped(const std::vector<Tensors>& inputs, 
             failed(p, "the batched call answered " + std::to_string(got[p].size()) + " items for " +
                           std::to_string(parts[p].size()) + " inputs");
         for (std::size_t k = 0; k < parts[p].size(); ++k) out[members[p][k]] = std::move(got[p][k]);
+    }
+    if (calls) {
+        calls->assign(inputs.size(), BatchCall{});
+        const bool stacked = batching.stacked && batching.stacked();
+        for (std::size_t p = 0; p < parts.size(); ++p) {
+            const auto items = std::make_shared<const std::vector<Tensors>>(std::move(parts[p]));
+            for (std::size_t k = 0; k < members[p].size(); ++k) (*calls)[members[p][k]] = BatchCall{items, k, stacked};
+        }
     }
     return out;
 }
@@ -424,7 +433,11 @@ std::vector<std::optional<Failure>> CaseRun::judged_under_each(const Evaluator& 
             if (names.empty())
                 for (const OutputComparison& o : ob.outputs) names.push_back(o.name);
         }
-        if (ob.outcome != Outcome::pass) found[k] = Failure{j, {std::move(ob), "", ""}, batched};
+        if (ob.outcome != Outcome::pass) {
+            ob.x_call = a.x_call;  // a failure found in a batch that is the batch's (failure_alone) records them
+            ob.transformed_call = a.transformed_call;
+            found[k] = Failure{j, {std::move(ob), "", ""}, batched};
+        }
     }
     return found;
 }
@@ -616,7 +629,11 @@ std::optional<Observation> failure_alone(Evaluator& ev, const Case& failing, con
     const Observation alone = ev.observe(failing, found.outcome == Outcome::nondeterministic);
     if (alone.outcome == found.outcome || ev.twice(failing)) return std::nullopt;
     std::optional<Observation> diff = found.outcome == Outcome::nondeterministic ? std::optional(found) : ev.reproduce(failing, found);
-    if (diff) diff->outcome = Outcome::batch_dependent;
+    if (diff) {
+        diff->outcome = Outcome::batch_dependent;
+        diff->x_call = found.x_call;
+        diff->transformed_call = found.transformed_call;
+    }
     return diff;
 }
 

@@ -94,8 +94,10 @@ AuditResult run_audit(std::vector<Evaluator>& evaluators, const Schedule& schedu
 // Inputs answered through a batched side: grouped by their lengths (inputs of one key have equal shapes), each
 // group in calls of at most `capacity` inputs, all of them at once through call_all when the side has it. A call
 // that throws, or answers another number of items than it was given, gives each of its items that error.
+// `calls`, when given, gets the call each input was answered in (BatchCall).
 std::vector<Answer<Tensors>> answer_grouped(const std::vector<Tensors>& inputs, const std::vector<Lengths>& keys,
-                                            std::size_t capacity, const Batching<Tensors>& batching);
+                                            std::size_t capacity, const Batching<Tensors>& batching,
+                                            std::vector<BatchCall>* calls = nullptr);
 // The most inputs a call of the batched side takes (1: not batched), and the cases a worker takes at once: a case
 // asks two or three evaluations, and a block's evaluations are split by lengths.
 std::size_t capacity_of(const Batching<Tensors>& batching);

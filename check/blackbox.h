@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -44,10 +45,20 @@ template <class Out> struct Answer {
 // each; throws (AdapterError or any std::exception) when the call as a whole fails. call_all(parts), optional:
 // the calls of several parts at once (their requests pipelined: an adapter process computes one while the answer
 // of the one before is read), part p's answers in element p; a part whose call failed has that error in every item.
+// stacked(), optional: whether its calls go stacked now (an adapter that announced "stacked"), as a reproduction of
+// a batch-dependent finding sends them again.
 template <class In> struct Batching {
     std::function<int()> capacity;
     std::function<std::vector<Answer<In>>(const std::vector<In>&)> call;
     std::function<std::vector<std::vector<Answer<In>>>(const std::vector<std::vector<In>>&)> call_all;
+    std::function<bool()> stacked;
+};
+
+// The batched call an input was answered in: every input of the call, in order, and that input's place among them.
+struct BatchCall {
+    std::shared_ptr<const std::vector<Tensors>> items;
+    std::size_t at = 0;
+    bool stacked = false;
 };
 
 // A deterministic split of the cases: case i belongs to shard `index` (1-based) of `count` when

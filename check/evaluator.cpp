@@ -246,9 +246,11 @@ std::optional<Observation> Evaluator::asked_after(const Case& input, const Prior
 namespace {
 
 // The inputs answered by one side: grouped and batched when it batches, else one call each (an error an item's).
+// `calls` gets the batched call of each (empty when one call each).
 std::vector<Answer<Tensors>> answered_by(const BatchedNamedBlackBox& box, const std::vector<Tensors>& inputs,
-                                         const std::vector<Lengths>& keys) {
-    if (capacity_of(box.many) > 1) return answer_grouped(inputs, keys, capacity_of(box.many), box.many);
+                                         const std::vector<Lengths>& keys, std::vector<BatchCall>& calls) {
+    calls.clear();
+    if (capacity_of(box.many) > 1) return answer_grouped(inputs, keys, capacity_of(box.many), box.many, &calls);
     std::vector<Answer<Tensors>> got(inputs.size());
     for (std::size_t i = 0; i < inputs.size(); ++i) {
         try {
@@ -283,9 +285,14 @@ std::vector<Answer<Answers>> Evaluator::ask_block(const std::vector<Case>& cases
         for (std::size_t k = 0; k < theirs.size(); ++k)
             theirs[k] = with_free_lengths(*s_, std::move(theirs[k]), their_keys[k]);
     }
-    std::vector<Answer<Tensors>> got = answered_by(box_, inputs, keys);
+    std::vector<BatchCall> calls, their_calls;
+    std::vector<Answer<Tensors>> got = answered_by(box_, inputs, keys, calls);
     std::vector<Answer<Tensors>> reference_got;
-    if (reference_) reference_got = answered_by(*reference_, theirs, their_keys);
+    if (reference_) reference_got = answered_by(*reference_, theirs, their_keys, their_calls);
+    const std::vector<BatchCall>& their_call = reference_ ? their_calls : calls;
+    const auto call_of = [](const std::vector<BatchCall>& in, std::size_t at) {
+        return at < in.size() ? std::optional<BatchCall>(in[at]) : std::nullopt;
+    };
     std::vector<Answer<Tensors>>& their = reference_ ? reference_got : got;
     evaluations += static_cast<int>(inputs.size() + theirs.size());
     std::vector<Answer<Answers>> out(cases.size());
@@ -294,6 +301,8 @@ std::vector<Answer<Answers>> Evaluator::ask_block(const std::vector<Case>& cases
         try {
             out[k].value = reference_ ? answers_of(cases[k], their, j, got[i], repeats[k], std::move(permuted[k]))
                                       : answers_of(cases[k], got, i, got[i + asks], repeats[k], std::move(permuted[k]));
+            out[k].value->x_call = call_of(their_call, reference_ ? j : i);
+            out[k].value->transformed_call = call_of(calls, reference_ ? i : i + asks);
         } catch (const std::exception& e) {
             try {  // asked alone, where what a side raises is the property's finding (a batch's item keeps only text)
                 if (!rules_.raising_is_finding()) throw;
@@ -491,7 +500,11 @@ std::optional<Observation> Evaluator::alone(const Case& c, const Answers& batche
     const Tensors lhs = compared_answer(c, call(Side::transformed, batched.px, lengths));
     std::optional<Observation> ob = differ(c.lengths, c.inputs, batched.y, y, x_side(), tolerance_, batched.positions);
     if (!ob) ob = differ(lengths, batched.px, batched.lhs, lhs, side_name(), tolerance_, batched.positions);
-    if (ob) ob->outcome = Outcome::batch_dependent;
+    if (ob) {
+        ob->outcome = Outcome::batch_dependent;
+        ob->x_call = batched.x_call;
+        ob->transformed_call = batched.transformed_call;
+    }
     return ob;
 }
 
@@ -534,6 +547,30 @@ void Evaluator::record(AuditResult& result, const Observation& ob, int case_inde
             if (!name.starts_with(kLengthInput)) ce.transformed[name] = t;
     }
     plan_repro(ce);
+    if (ob.outcome == Outcome::batch_dependent) {  // the batched requests, as sent, for a reproduction
+        const auto add = [&](const std::optional<BatchCall>& call, bool transformed_side) {
+            if (!call || !call->items) return;
+            std::size_t values = 0;
+            for (const Tensors& item : *call->items)
+                for (const auto& [name, t] : item) values += t.values.size();
+            if (values > kLargestRecordedBatch) return;  // the report would grow by tens of megabytes: not recorded
+            BatchedRequest b{.transformed_side = transformed_side,
+                             .by_reference = reference_ && !transformed_side,
+                             .stacked = call->stacked,
+                             .lengths = transformed_side ? rules_.transformed_lengths(ob) : ob.lengths,
+                             .items = {},
+                             .at = call->at};
+            for (const Tensors& item : *call->items) {
+                Tensors kept;
+                for (const auto& [name, t] : item)
+                    if (!name.starts_with(kLengthInput)) kept[name] = t;
+                b.items.push_back(std::move(kept));
+            }
+            ce.batches.push_back(std::move(b));
+        };
+        add(ob.x_call, false);
+        add(ob.transformed_call, true);
+    }
     ce.case_index = case_index;
     ce.shrink_steps = shrink_steps;
     const auto moves = [](const auto& perm) { return !perm.second.is_identity(); };

@@ -22,6 +22,10 @@ namespace permcheck::engine {
 
 // What one case showed. For nondeterminism, `inputs` were answered twice: each output's layer_of_permuted and
 // permuted_layer are the first and second answer, and perms are identities.
+// The most numbers (all items' inputs together) a batched request may hold to be recorded with a batch-dependent
+// finding (Counterexample::batches): about 20 MB of report.json.
+inline constexpr std::size_t kLargestRecordedBatch = 1'000'000;
+
 struct Observation : Case {
     Outcome outcome = Outcome::pass;
     Tensors y;  // L(x), for a second evaluation
@@ -30,6 +34,9 @@ struct Observation : Case {
     std::optional<PriorRequest> asked_before;  // history-dependent: the request after which x's answer changed
     std::string raised;  // what a side raised where the other answered (Counterexample::raised); no outputs compared
     bool reference_raised = false;  // the reference raised (R(x)), not the layer
+    // The batched calls its x and its transformed inputs were answered in, when they were (a batch-dependent
+    // finding records them: Counterexample::batches).
+    std::optional<BatchCall> x_call, transformed_call;
 };
 
 // L(x), L(x) again when repeated (else empty), the transformed inputs and their answer, and what the answers say of
@@ -51,6 +58,7 @@ struct Answers {
     double positions = 0.0;         // the largest position id of x and px
     std::string raised;             // what the layer raised instead of answering px (then lhs is empty)
     std::string reference_raised;   // what the reference raised instead of answering x (then y is empty)
+    std::optional<BatchCall> x_call, transformed_call;  // the batched calls that answered y and lhs, when batched
 };
 
 class Evaluator {

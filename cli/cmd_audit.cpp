@@ -8,6 +8,7 @@
 #include "cli/options.h"
 
 #include "adapters/exec_adapter.h"
+#include "adapters/protocol.h"
 #include "check/evaluator.h"
 #include "properties/property.h"
 #include "report/repro.h"
@@ -259,7 +260,7 @@ void add_repro(const AuditRequest& q, const Form& form, const AuditOptions& opts
     const bool against = rules_of(r.property).needs_reference();
     if (against && q.reference_command.empty()) return;  // a served reference: no command to ask
     if (const std::string refused = report::repro_refused(record); !refused.empty()) {
-        if (r.verdict == Verdict::violated || r.verdict == Verdict::non_finite || r.verdict == Verdict::nondeterministic)
+        if (exit_code(r.verdict) == 1)  // a finding
             std::cerr << "permcheck audit: no repro.py written: " << refused << "\n";
         return;
     }
@@ -273,12 +274,21 @@ void add_repro(const AuditRequest& q, const Form& form, const AuditOptions& opts
         report::AdapterRepro a{.command = q.command,
                                .reference_command = against ? q.reference_command : "",
                                .directory = std::filesystem::current_path().string(),
-                               .x_request = adapters::request_line(1, s, asked(c.inputs, c.lengths)),
-                               .transformed_request = ""};
-        if (r.verdict != Verdict::nondeterministic && !against) {
-            const PropertyRules& rules = engine::audited_rules(opts);
-            a.transformed_request = adapters::request_line(
-                2, s, asked(rules.transformed(s, engine::audited_args(s, opts), c), rules.transformed_lengths(c)));
+                               .requests = {{"x", adapters::request_line(1, s, asked(c.inputs, c.lengths))}},
+                               .batch_dims = s.one_tensor ? std::map<std::string, int>{} : adapters::batch_dims_of(s)};
+        const PropertyRules& rules = engine::audited_rules(opts);
+        if (r.verdict != Verdict::nondeterministic && r.verdict != Verdict::history_dependent && !against)
+            a.requests.emplace_back("transformed", adapters::request_line(2, s, asked(rules.transformed(
+                                                           s, engine::audited_args(s, opts), c), rules.transformed_lengths(c))));
+        if (c.asked_before)
+            a.requests.emplace_back("before", adapters::request_line(2, s, asked(c.asked_before->inputs,
+                                                                                 c.asked_before->lengths)));
+        for (std::size_t k = 0; k < c.batches.size(); ++k) {
+            const BatchedRequest& b = c.batches[k];
+            std::vector<Tensors> items;
+            for (const Tensors& item : b.items) items.push_back(asked(item, b.lengths));
+            a.requests.emplace_back("batch " + std::to_string(k),
+                                    adapters::batch_request_line(static_cast<std::int64_t>(3 + k), s, items, b.stacked));
         }
         report::write_adapter_repro(q.flags.report_dir, record, a);
         record.repro = "repro.py";

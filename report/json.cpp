@@ -274,6 +274,20 @@ json counterexample_json(const Counterexample& c, const Signature* s, bool white
         for (const auto& [name, t] : c.transformed) transformed[name] = nested_input(t, s, name);
         j["transformed"] = {{"lengths", c.transformed_lengths}, {"inputs", transformed}};
     }
+    if (!c.batches.empty()) {
+        json batches = json::array();
+        for (const BatchedRequest& b : c.batches) {
+            json items = json::array();
+            for (const Tensors& item : b.items) {
+                json one = json::object();
+                for (const auto& [name, t] : item) one[name] = nested_input(t, s, name);
+                items.push_back(std::move(one));
+            }
+            batches.push_back({{"side", b.transformed_side ? "transformed" : "x"}, {"by_reference", b.by_reference},
+                               {"stacked", b.stacked}, {"lengths", b.lengths}, {"at", b.at}, {"items", items}});
+        }
+        j["batches"] = std::move(batches);
+    }
     if (c.cuts) {
         j["cuts"] = {{"axis", c.cuts->axis}, {"at", c.cuts->at}};
         if (c.cuts->piece >= 0) j["cuts"]["piece"] = c.cuts->piece;
@@ -428,6 +442,42 @@ Counterexample counterexample_from(const json& j, const Signature& s) {
             if (inputs.contains(spec.name))
                 c.transformed[spec.name] = tensor_from(inputs[spec.name], at + "transformed.inputs." + spec.name,
                                                        shape_of(spec, c.transformed_lengths));
+    }
+    if (j.contains("batches")) {
+        const json& batches = j["batches"];
+        if (!batches.is_array()) throw std::invalid_argument("field 'counterexample.batches' must be an array");
+        for (std::size_t k = 0; k < batches.size(); ++k) {
+            const std::string in = at + "batches[" + std::to_string(k) + "].";
+            const json& one = batches[k];
+            if (!one.is_object()) throw std::invalid_argument("field '" + in.substr(0, in.size() - 1) + "' must be an object");
+            BatchedRequest b;
+            const std::string side = get_as<std::string>(one, "side", in);
+            if (side != "x" && side != "transformed")
+                throw std::invalid_argument("field '" + in + "side' must be \"x\" or \"transformed\"");
+            b.transformed_side = side == "transformed";
+            b.by_reference = get_or<bool>(one, "by_reference", false, in);
+            b.stacked = get_or<bool>(one, "stacked", false, in);
+            b.lengths = get_as<Lengths>(one, "lengths", in);
+            for (const Axis& a : s.axes)
+                if (!b.lengths.count(a.name) || b.lengths.at(a.name) < 0)
+                    throw std::invalid_argument("field '" + in + "lengths' has no length of the axis " + a.name);
+            const json& items = required(one, "items", in);
+            if (!items.is_array() || items.empty())
+                throw std::invalid_argument("field '" + in + "items' must be an array of the batch's items");
+            for (std::size_t i = 0; i < items.size(); ++i) {
+                const std::string item = in + "items[" + std::to_string(i) + "]";
+                if (!items[i].is_object()) throw std::invalid_argument("field '" + item + "' must be an object");
+                Tensors inputs;
+                for (const TensorSpec& spec : s.inputs)
+                    inputs[spec.name] = tensor_from(required(items[i], spec.name.c_str(), item + "."),
+                                                    item + "." + spec.name, shape_of(spec, b.lengths));
+                b.items.push_back(std::move(inputs));
+            }
+            b.at = get_as<std::size_t>(one, "at", in);
+            if (b.at >= b.items.size())
+                throw std::invalid_argument("field '" + in + "at' must be the place of an item of the batch");
+            c.batches.push_back(std::move(b));
+        }
     }
     Lengths compared = c.lengths;  // a causal case compares its prefix, a packing case one packed sequence
     if (c.cuts) {

@@ -9,7 +9,10 @@
 #include "report/report.h"
 
 #include <filesystem>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace permcheck::report {
 
@@ -17,12 +20,16 @@ struct AdapterRepro {
     std::string command;            // the adapter command, as the audit ran it (/bin/sh -c)
     std::string reference_command;  // the reference's, for agreement; empty otherwise
     std::string directory;          // where the audit ran them (its working directory)
-    // The request lines: x's, and the transformed inputs' (empty for a nondeterministic finding, which asks x alone).
-    std::string x_request, transformed_request;
+    // The request lines, each by the name repro.py asks it by, in the order requests.jsonl holds them: "x", and
+    // (but for a nondeterministic finding, which asks x alone) "transformed"; "before", the request after which x's
+    // answer changed (history-dependent); "batch 0", "batch 1", the batched requests of a batch-dependent finding
+    // (Counterexample::batches, in order), as they were sent.
+    std::vector<std::pair<std::string, std::string>> requests;
+    std::map<std::string, int> batch_dims;  // each input's and output's batch dim (a stacked answer is split on it)
 };
 
-// Why no repro can be written for the record's finding (a verdict that is not one, an exception, a history or a
-// batch it would need); empty when one can.
+// Why no repro can be written for the record's finding (a verdict that is not one, a report that did not record
+// what it would send); empty when one can.
 std::string repro_refused(const Record& r);
 // Writes repro.py, requests.jsonl and permcheck_adapter.py into dir. Throws std::runtime_error on I/O failure.
 void write_adapter_repro(const std::filesystem::path& dir, const Record& r, const AdapterRepro& a);

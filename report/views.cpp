@@ -174,9 +174,18 @@ std::string found_text(const Record& r, const Counterexample& c) {
 std::string answered_twice_note(const Record& r) {
     if (r.verdict == Verdict::nondeterministic)
         return "The layer answered the same input x twice with different results; no permutation plays a part.";
-    if (r.verdict == Verdict::batch_dependent)
-        return "The layer answered the same input x differently in a batched request and alone; no permutation plays "
-               "a part.";
+    if (r.verdict == Verdict::batch_dependent) {
+        std::string s = "The layer answered the same input x differently in a batched request and alone; no permutation "
+                        "plays a part.";
+        if (r.counterexample && !r.counterexample->batches.empty()) {
+            const BatchedRequest& b = r.counterexample->batches.front();
+            s += " Its batched request held " + std::to_string(b.items.size()) + " items" +
+                 (b.stacked ? " (sent stacked)" : "") + ", " + (b.transformed_side ? "the transformed inputs'" : "x's") +
+                 " the one at place " + std::to_string(b.at) +
+                 " (report.json's counterexample.batches holds each batched request whole, as it was sent).";
+        }
+        return s;
+    }
     if (r.verdict == Verdict::history_dependent)
         return "The layer answered the same input x alike twice in a row, and differently after another request: it "
                "keeps state between calls (a cache never reset); no permutation plays a part.";

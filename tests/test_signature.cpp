@@ -7,6 +7,7 @@
 #include "cases/signature_case.h"
 #include "layers/cross_attention.h"
 #include "layers/message_passing.h"
+#include "report/report.h"
 #include "tests/support/audit.h"
 
 #include <gtest/gtest.h>
@@ -588,6 +589,31 @@ TEST(SignatureAuditBatched, AnItemThatSeesItsBatchIsBatchDependentNotHolds) {
     EXPECT_FALSE(y.holds);
     EXPECT_NE(y.layer_of_permuted.values, y.permuted_layer.values) << "both answers shown: in the batch and alone";
     EXPECT_EQ(r.confirmed_alone, 1) << "the first case confirmed alone already disagrees";
+    // The batched requests the case was answered in, as they were sent (what its repro.py sends again): x's and
+    // the transformed inputs', each with the case's own item at `at`; report.json keeps them whole.
+    const Counterexample& c = *r.counterexample;
+    ASSERT_EQ(c.batches.size(), 2u);
+    EXPECT_FALSE(c.batches[0].transformed_side);
+    EXPECT_TRUE(c.batches[1].transformed_side);
+    for (const BatchedRequest& b : c.batches) {
+        EXPECT_GT(b.items.size(), 1u);
+        ASSERT_LT(b.at, b.items.size());
+        EXPECT_EQ(b.lengths, c.lengths);
+        const Tensors& own = b.transformed_side ? c.transformed : c.inputs;
+        for (const auto& [name, t] : own) EXPECT_EQ(b.items[b.at].at(name).values, t.values) << name;
+    }
+    const report::Record back =
+        report::from_json(report::to_json(report::record_of(r, "batch mean", Property::equivariance, r.dtype, 1, "")));
+    ASSERT_TRUE(back.counterexample);
+    ASSERT_EQ(back.counterexample->batches.size(), 2u);
+    for (std::size_t k = 0; k < 2; ++k) {
+        const BatchedRequest &was = c.batches[k], &read = back.counterexample->batches[k];
+        EXPECT_EQ(read.at, was.at);
+        EXPECT_EQ(read.transformed_side, was.transformed_side);
+        ASSERT_EQ(read.items.size(), was.items.size());
+        for (std::size_t i = 0; i < was.items.size(); ++i)
+            for (const auto& [name, t] : was.items[i]) EXPECT_EQ(read.items[i].at(name).values, t.values) << name;
+    }
 }
 
 TEST(SignatureAuditBatched, AViolationOnlyABatchShowsIsBatchDependentAndOneTheLayerHasAloneStaysViolated) {
@@ -599,6 +625,8 @@ TEST(SignatureAuditBatched, AViolationOnlyABatchShowsIsBatchDependentAndOneTheLa
     const AuditResult dependent = batched_audit(with_batches(cross_attention(false), by_place), cross_signature());
     EXPECT_EQ(dependent.verdict, Verdict::batch_dependent) << finding(dependent, cross_signature());
     EXPECT_NE(dependent.detail.find("the failing one"), std::string::npos) << dependent.detail;
+    ASSERT_TRUE(dependent.counterexample);
+    EXPECT_EQ(dependent.counterexample->batches.size(), 2u) << "found in a batch: both of its batched requests kept";
     const AuditResult own = batched_audit(with_batches(cross_attention(true), [](const auto&, auto&) {}), cross_signature());
     EXPECT_EQ(own.verdict, Verdict::violated) << finding(own, cross_signature());
     ASSERT_TRUE(own.counterexample);

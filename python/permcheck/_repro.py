@@ -15,7 +15,7 @@ import sys
 # asks for the one line that builds it.
 MODULE_CAP_BYTES = 256 * 1024 * 1024
 
-_FINDINGS = ("violated", "non-finite", "nondeterministic")
+_FINDINGS = ("violated", "non-finite", "nondeterministic", "batch-dependent", "history-dependent")
 _ASKS = 5  # a nondeterministic finding: how many times the repro asks x
 _COMPARE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "repro_compare.py")
 
@@ -28,11 +28,13 @@ def supported(record):
     c = record.get("counterexample")
     if not c or not record.get("signature"):
         return False, "the report holds no counterexample of a signature"
-    if verdict == "nondeterministic":
-        return (False, "a request asked before x changes its answer: the repro would need that history") \
-            if c.get("asked_before") else (True, "")
-    if c.get("raised"):
-        return False, "the finding is an exception, not a comparison"
+    if verdict == "history-dependent" and not c.get("asked_before"):
+        return False, "the report does not hold the request after which x's answer changed"
+    if verdict == "batch-dependent" and not c.get("batches"):
+        return False, ("the report does not hold the batched requests the case was answered in (a batch of more "
+                       "than a million numbers is not recorded)")
+    if verdict in ("nondeterministic", "history-dependent", "batch-dependent") or c.get("raised"):
+        return True, ""
     if not all("repro" in o for o in c.get("outputs", {}).values()):
         return False, "the report does not say how its outputs are compared"
     if "transformed" not in c and not (c.get("cuts") or {}).get("chunked"):
@@ -245,6 +247,13 @@ def _data(record, call, reference_call):
         if "repro" in o:
             compare[name] = dict(o["repro"], tolerance=o.get("tolerance", 0.0))
     transformed = c.get("transformed", {})
+    against = record.get("property") == "agreement"
+    raised = None
+    if c.get("raised"):  # which side raised: the reference answering x, or the layer answering its side
+        by_reference = bool(c.get("raised_by_reference"))
+        raised = {"which": "reference" if by_reference else "layer",
+                  "side": "x" if by_reference or against else "transformed", "message": c["raised"]}
+    before = c.get("asked_before")
     data = {
         "property": record.get("property"), "verdict": record.get("verdict"), "asks": _ASKS,
         "inputs": inputs, "outputs": [text.split(":")[0] for text in signature["outputs"]],
@@ -253,6 +262,14 @@ def _data(record, call, reference_call):
         "transformed": transformed.get("inputs", c.get("inputs", {})),
         "chunks": _chunks(signature, c),
         "compare": compare,
+        "tolerances": {name: o.get("tolerance", 0.0) for name, o in c.get("outputs", {}).items()},
+        "x_box": "reference" if against else "layer",
+        "raised": raised,
+        "before": {"inputs": before["inputs"], "lengths": before["lengths"]} if before else None,
+        "batches": [{"which": "reference" if b.get("by_reference") else "layer", "side": b["side"], "at": b["at"],
+                     "count": len(b["items"]), "lengths": b["lengths"], "items": b["items"]}
+                    for b in c.get("batches", [])],
+        "batch_dims": _batch_dims(signature),
         "dtype": record.get("dtype", "float64"),
         "device": ((record.get("details") or {}).get("audit") or {}).get("device") or "cpu",
         "one_tensor": "one_tensor" in record["signature"],
@@ -290,6 +307,18 @@ def _chunks(signature, c):
         return out
     return {"axis": axis, "ends": list(cuts["at"]) + [c["lengths"][axis]], "inputs": dims(signature["inputs"]),
             "outputs": dims(signature["outputs"])}
+
+
+def _batch_dims(signature):
+    """Each input's and output's batch dim (its first fixed dim of size 1, which a batch stacks its cases on), when
+    every one has one (as serve runs a batch in one forward pass); else {} (serve runs it item by item)."""
+    dims = {}
+    for text in list(signature["inputs"]) + list(signature["outputs"]):
+        name, shape = text.split(":")[0], text.split(":")[1].split(",")
+        if "1" not in shape:
+            return {}
+        dims[name] = shape.index("1")
+    return dims
 
 
 def _signature(recorded):
@@ -415,15 +444,34 @@ def decoded(which, inputs, lengths):
             for name, values in parts.items()}
 
 
+def as_lists(answer):
+    return {name: (list(t.shape), t.detach().cpu().double().reshape(-1).tolist()) for name, t in answer.items()}
+
+
 def ask(which, side):
-    """The answer to x or to the transformed inputs, each output as (shape, flat list of numbers)."""
-    values, lengths = (CASE["x"], CASE["lengths"]) if side == "x" else (CASE["transformed"], CASE["transformed_lengths"])
+    """The answer to x, to the transformed inputs or to the earlier request, each output as (shape, flat list of
+    numbers)."""
+    values, lengths = {"x": (CASE["x"], CASE["lengths"]),
+                       "transformed": (CASE["transformed"], CASE["transformed_lengths"]),
+                       "before": CASE["before"] and (CASE["before"]["inputs"], CASE["before"]["lengths"])}[side]
     inputs = tensors(values, lengths)
     if side == "transformed" and CASE["chunks"]:
-        answer = decoded(which, inputs, lengths)
-    else:
-        answer = named(which, called(which, inputs, lengths))
-    return {name: (list(t.shape), t.detach().cpu().double().reshape(-1).tolist()) for name, t in answer.items()}
+        return as_lists(decoded(which, inputs, lengths))
+    return as_lists(named(which, called(which, inputs, lengths)))
+
+
+def ask_batch(which, k):
+    """The case's item's answer in the finding's batched request k, asked as the audit's batch was answered: a
+    module's items in one forward pass, stacked on their batch dims; else one call per item, in order."""
+    batch = CASE["batches"][k]
+    items = [tensors(values, batch["lengths"]) for values in batch["items"]]
+    dims = CASE["batch_dims"]
+    if dims and isinstance(globals()[which], torch.nn.Module):
+        stacked = {name: torch.cat([item[name] for item in items], dims[name]) for name in items[0]}
+        answer = named(which, called(which, stacked, batch["lengths"]))
+        return as_lists({name: t.narrow(dims[name], batch["at"], 1) for name, t in answer.items()})
+    answers = [named(which, called(which, item, batch["lengths"])) for item in items]
+    return as_lists(answers[batch["at"]])
 
 
 # Where the audit ran it (a GPU's kernels may be what is at fault); the CPU when that device is not here.

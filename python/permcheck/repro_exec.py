@@ -1,10 +1,13 @@
 # How a repro.py of an adapter program's finding asks, with the Python standard library alone: the adapter command
 # started as the audit started it (/bin/sh -c, in the directory the audit ran in, or beside repro.py when that is
 # gone; permcheck_adapter.py beside repro.py importable), the requests of requests.jsonl sent as JSON lines, each
-# answer read back as {output: (shape, flat list of numbers)}. After the lines that define COMMANDS and DIRECTORY;
-# permcheck copies this text into each repro.py it writes; it is not imported.
+# answer read back as {output: (shape, flat list of numbers)} (a batched request's: the case's item, split from a
+# stacked answer on CASE["batch_dims"]); an error answer raises LayerRaised. After the lines that define COMMANDS,
+# DIRECTORY and CASE; permcheck copies this text into each repro.py it writes; it is not imported.
 import atexit
+import base64
 import itertools
+import struct
 import json
 import os
 import subprocess
@@ -12,7 +15,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 with open(os.path.join(HERE, "requests.jsonl")) as requests:
-    REQUESTS = dict(zip(("x", "transformed"), (json.loads(line) for line in requests if line.strip())))
+    REQUESTS = dict(zip(CASE["requests"], (json.loads(line) for line in requests if line.strip())))
 if len(sys.argv) > 1:  # python3 repro.py "COMMAND": the same requests to another command (a fixed twin)
     COMMANDS["layer"] = sys.argv[1]
 ids = itertools.count(1)
@@ -57,10 +60,10 @@ def flat(value):
     return [len(value)] + parts[0][0], [number for part in parts for number in part[1]]
 
 
-def ask(which, side):
-    """The adapter's answer to x or to the transformed inputs (requests.jsonl's first and second line)."""
+def exchanged(which, name):
+    """The adapter's answer object to request `name` of requests.jsonl."""
     process = started(which)
-    request = dict(REQUESTS[side], id=next(ids))
+    request = dict(REQUESTS[name], id=next(ids))
     process.stdin.write(json.dumps(request) + "\n")
     process.stdin.flush()
     while True:
@@ -69,8 +72,57 @@ def ask(which, side):
             cannot_ask("the adapter %s exited without answering (exit status %s)" % (COMMANDS[which], process.poll()))
         answer = json.loads(line)
         if answer.get("id") == request["id"]:
-            break
-    if "error" in answer:  # not the finding: the adapter could not answer
-        cannot_ask("the adapter answered an error: %s" % answer["error"])
+            return answer
+
+
+def outputs_of(answer):
+    if "error" in answer:  # the layer raised: the finding when it is an exception, else it could not be asked
+        raise LayerRaised(answer["error"])
     outputs = answer["outputs"] if "outputs" in answer else {"y": answer["y"]}
     return {name: flat(outputs[name]) for name in CASE["outputs"]}
+
+
+def ask(which, side):
+    """The adapter's answer to x, to the transformed inputs or to the earlier request (requests.jsonl's lines)."""
+    return outputs_of(exchanged(which, side))
+
+
+def item_of(encoded, shape, dim, at):
+    """Item `at` of a stacked output (base64 of little-endian float64, row-major), split on its batch dim."""
+    raw = base64.b64decode(encoded)
+    values = struct.unpack("<%dd" % (len(raw) // 8), raw)
+    outer = 1
+    for size in shape[:dim]:
+        outer *= size
+    inner = 1
+    for size in shape[dim + 1:]:
+        inner *= size
+    taken = []
+    for o in range(outer):
+        start = (o * shape[dim] + at) * inner
+        taken.extend(values[start:start + inner])
+    return list(shape[:dim]) + [1] + list(shape[dim + 1:]), taken
+
+
+def ask_batch(which, k):
+    """The answer to the case's item in the finding's batched request k, sent as the audit sent it."""
+    batch = CASE["batches"][k]
+    answer = exchanged(which, batch["request"])
+    if "batch" in answer:  # item by item
+        items = answer["batch"]
+        if len(items) != batch["count"]:
+            cannot_ask("the adapter answered %d items to a batch of %d" % (len(items), batch["count"]))
+        return outputs_of(items[batch["at"]])
+    if "error" in answer:
+        raise LayerRaised(answer["error"])
+    if not batch["stacked"]:
+        cannot_ask("the adapter answered a batched request without its items")
+    out = {}
+    for name in CASE["outputs"]:
+        dim = CASE["batch_dims"][name]
+        shape = (answer.get("shapes") or {}).get(name)
+        if shape is None:  # the shapes are optional: the item's, as the signature says, K items on the batch dim
+            shape = list(batch["item_shapes"][name])
+            shape[dim] = batch["count"]
+        out[name] = item_of(answer["outputs"][name], shape, dim, batch["at"])
+    return out

@@ -5,6 +5,7 @@ Run by ctest (PythonReproRunsWithoutPermcheck) with PERMCHECK_BIN and PYTHONPATH
 process with neither (PATH=/usr/bin:/bin, no PYTHONPATH, another working directory), where `import permcheck`
 fails."""
 
+import json
 import os
 import subprocess
 import sys
@@ -96,6 +97,35 @@ LAYERS = textwrap.dedent('''
             return x / (x[:1] - x[-1:]).abs().sum() if self.bad else x
 
 
+    class BatchCentered(torch.nn.Module):
+        """A linear map per position, plus the mean over the batch dim when `shared` (each item sees the others of
+        its batch, as BatchNorm in training mode does); alone, an item is its own mean."""
+
+        def __init__(self, shared):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+            self.shared = shared
+
+        def forward(self, x):
+            y = self.lin(x)
+            return y + y.mean(0, keepdim=True) if self.shared else 2 * y
+
+
+    class StaleTable(torch.nn.Module):
+        """Scales its answer by the length of the request before it when `stale` (a rotary table built for the last
+        length and not rebuilt): two asks in a row agree, an ask after another length does not."""
+
+        def __init__(self, stale):
+            super().__init__()
+            self.stale = stale
+            self.last = 0
+
+        def forward(self, x):
+            y = x * (1 + 0.125 * self.last) if self.stale else x
+            self.last = x.shape[0]
+            return y
+
+
     @dataclasses.dataclass
     class DecoderOutput:
         last_hidden_state: torch.Tensor
@@ -113,7 +143,8 @@ LAYERS = textwrap.dedent('''
     class Decoder(torch.nn.Module):
         """A decoder as Hugging Face writes one (input_ids, attention_mask 1 = real, position_ids from the mask
         when not given, RoPE, past_key_values), fixed unless told of a bug: `bug` is "no causal mask", "no block
-        mask" (packed sequences see each other), "restart" (positions from 0 after a cache), "mask ignored"."""
+        mask" (packed sequences see each other), "restart" (positions from 0 after a cache), "mask ignored",
+        "cache breaks" (raises when given a cache)."""
 
         def __init__(self, bug=None):
             super().__init__()
@@ -125,6 +156,8 @@ LAYERS = textwrap.dedent('''
         def forward(self, input_ids, attention_mask=None, position_ids=None, past_key_values=None):
             n = input_ids.shape[-1]
             past = 0 if past_key_values is None else past_key_values[0].shape[1]
+            if past and self.bug == "cache breaks":
+                raise RuntimeError("the cache holds %d positions, the mask wants %d" % (past, past + n + 1))
             if attention_mask is None or self.bug == "mask ignored":
                 attention_mask = torch.ones(input_ids.shape[0], past + n, dtype=torch.int64)
             if position_ids is None:
@@ -287,6 +320,9 @@ def test_no_repro_for_a_verdict_that_holds_or_an_error(layers, tmp_path):
     ("mask ignored", dict(LM_OWN_POSITIONS, property="padding", padding="left"), "differ by"),
     ("restart", dict(LM_OWN_POSITIONS, property="incremental", cache="past_key_values",
                      cumulative=["attention_mask"]), "differ by"),
+    ("cache breaks", dict(LM_OWN_POSITIONS, property="incremental", cache="past_key_values",
+                          cumulative=["attention_mask"]), "the layer raised answering the transformed inputs: "
+                                                          "the cache holds"),
 ])
 def test_a_decoder_finding_reproduces_and_its_fixed_twin_passes(layers, tmp_path, bug, audited, said):
     """Each decoder property: the truncated, packed, padded or chunked inputs written out (or the chunking), the
@@ -316,6 +352,7 @@ ADAPTER = textwrap.dedent('''
 
 @pytest.mark.parametrize("bug, prop, inputs, flags", [
     ("restart", "incremental", LM_OWN_POSITIONS["inputs"], []),
+    ("cache breaks", "incremental", LM_OWN_POSITIONS["inputs"], []),
     ("no causal mask", "causal", LM_OWN_POSITIONS["inputs"], []),
     ("no block mask", "packing", LM["inputs"], []),
     ("mask ignored", "padding", LM_OWN_POSITIONS["inputs"], ["--padding", "left"]),
@@ -345,6 +382,64 @@ def test_an_adapter_programs_finding_reproduces_with_the_standard_library(layers
         assert "**Reproduce without permcheck:** `python3 repro.py`" in f.read().split("\n")[2]
     code, out = run_alone(str(report / "repro.py"), tmp_path)
     assert code == 1 and "the bug is there" in out, out
+    fixed = subprocess.run(["/usr/bin/python3", str(report / "repro.py"), "/usr/bin/python3 adapter.py"],
+                           env={"PATH": "/usr/bin:/bin", "HOME": "/tmp"}, cwd=tmp_path, capture_output=True,
+                           text=True, timeout=120)
+    assert fixed.returncode == 0 and "fixed" in fixed.stdout, fixed.stdout + fixed.stderr
+
+
+def test_a_batch_dependent_finding_sends_its_batch_again_and_asks_alone(layers, tmp_path):
+    """The case's batched request written out whole (every item of it, the case's place among them) and asked as
+    the audit's batch was, one forward pass over the stacked items; then the case alone."""
+    result = permcheck.audit(layers.BatchCentered(True), axes=["n=1..6"], inputs=["x:1,n,4"], outputs=["y:1,n,4"],
+                             report=tmp_path / "batched")
+    assert result.verdict == "batch-dependent", result.explanation()
+    batches = result.record["counterexample"]["batches"]
+    assert batches and all(len(b["items"]) > 1 and 0 <= b["at"] < len(b["items"]) for b in batches), batches
+    code, out = run_alone(result.repro, tmp_path)
+    assert code == 1 and "answer in the batch (item" in out and "the bug is there" in out, out
+    swapped(result, layers.BatchCentered(False))
+    code, out = run_alone(result.repro, tmp_path)
+    assert code == 0 and "fixed" in out, out
+
+
+def test_a_history_dependent_finding_asks_x_the_earlier_request_and_x_again(layers, tmp_path):
+    result = permcheck.audit(layers.StaleTable(True), dim=4, batch=None, report=tmp_path / "history")
+    assert result.verdict == "history-dependent", result.explanation()
+    code, out = run_alone(result.repro, tmp_path)
+    assert code == 1 and "x asked after the earlier request and x asked first differ by" in out, out
+    swapped(result, layers.StaleTable(False))
+    assert run_alone(result.repro, tmp_path)[0] == 0
+
+
+BATCHED_ADAPTER = textwrap.dedent('''
+    import sys
+
+    from permcheck_adapter import serve
+
+    import repro_layers
+
+    serve(repro_layers.BatchCentered(len(sys.argv) > 1))
+''')
+
+
+def test_an_adapter_programs_batch_dependent_finding_sends_its_stacked_batch_again(layers, tmp_path):
+    """The batched request as the audit sent it (stacked: base64 inputs), the case's item split from the stacked
+    answer with the standard library; then the case alone."""
+    code_dir = tmp_path / "code"
+    (code_dir / "adapter.py").write_text(BATCHED_ADAPTER)
+    report = tmp_path / "adapter-batched"
+    env = dict(os.environ, PYTHONPATH=os.path.abspath("python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([os.environ.get("PERMCHECK_BIN", "permcheck"), "audit", "--exec",
+                           "/usr/bin/python3 adapter.py shared", "--axis", "n=1..6", "--input", "x:1,n,4",
+                           "--output", "y:1,n,4", "--report", str(report)],
+                          cwd=code_dir, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and "batch-dependent" in done.stdout, done.stdout + done.stderr
+    with open(report / "requests.jsonl") as f:
+        lines = [json.loads(line) for line in f.read().splitlines()]
+    assert any(line.get("stacked") for line in lines), [sorted(line) for line in lines]
+    code, out = run_alone(str(report / "repro.py"), tmp_path)
+    assert code == 1 and "answer in the batch (item" in out and "the bug is there" in out, out
     fixed = subprocess.run(["/usr/bin/python3", str(report / "repro.py"), "/usr/bin/python3 adapter.py"],
                            env={"PATH": "/usr/bin:/bin", "HOME": "/tmp"}, cwd=tmp_path, capture_output=True,
                            text=True, timeout=120)
