@@ -348,7 +348,17 @@ int run_audit(const AuditRequest& q) {
             AuditRequest row = q;
             row.flags = f;
             try {
-                return run_once(row, form, options_of(row, form), /*print=*/false);
+                const AuditOptions row_options = options_of(row, form);
+                RowRun run = run_once(row, form, row_options, /*print=*/false);
+                if (!f.report_dir.empty() && run.result.counterexample) {
+                    try {  // the row's own report directory, for its repro.py beside its report
+                        report::prepare_directory(f.report_dir);
+                        add_repro(row, form, row_options, run.result, run.record);
+                    } catch (const std::exception& e) {
+                        std::cerr << program << ": no repro.py written: " << e.what() << "\n";
+                    }
+                }
+                return run;
             } catch (const std::invalid_argument& e) {  // a row the signature cannot take
                 return RowRun{error_result(e.what()), record_of(row, form, error_result(e.what()), 0.0)};
             }

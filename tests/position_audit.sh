@@ -103,6 +103,15 @@ want = {"causal": "violated", "order-through-positions": "holds", "order-aware":
         "padding-left": "holds", "padding-right": "holds", "padding-any": "holds", "packing": "violated"}
 assert rows == want, rows
 PY
+# Each row that found something has its reproduction beside its report, and it reproduces (exit 1).
+for row in causal order-aware relative packing; do
+  [ -f "$work/profile/$row/repro.py" ] || fail "no repro.py for the profile row $row"
+  status=0
+  (cd "$work" && env -i PATH=/usr/bin:/bin /usr/bin/python3 "$work/profile/$row/repro.py" > "$work/repro.txt" 2>&1) \
+    || status=$?
+  [ "$status" -eq 1 ] || { cat "$work/repro.txt"; fail "the repro.py of the profile row $row did not exit 1"; }
+done
+[ ! -e "$work/profile/padding-left/repro.py" ] || fail "a repro.py for a row that holds"
 echo "ok: profile"
 # A causal model's profile: the causal row holds, and the order row says why equivariance fails (the causal mask by
 # row index is order the ids do not carry), never just "order by another route".
