@@ -9,6 +9,7 @@
 #include "adapters/torch_adapter.h"
 #include "adapters/torch_script.h"
 #include "properties/property.h"
+#include "report/repro.h"
 #include "report/report.h"
 
 #include <CLI/CLI.hpp>
@@ -222,6 +223,29 @@ RowRun run_once(Request& q, const Plan& p, bool print) {
     return RowRun{r, record_of(q, p, r, seconds)};
 }
 
+// repro.py beside the report of a TorchScript file's finding (report/repro.h); a built-in module has none (its
+// weights are drawn by LibTorch: `permcheck audit-torch` replays it). Where none can be written stderr says why.
+void add_repro(const Request& q, const Plan& p, const AuditResult& r, report::Record& record) {
+    if (q.flags.report_dir.empty() || p.layer || !r.counterexample) return;
+    if (const std::string refused = report::repro_refused(record); !refused.empty()) {
+        if (exit_code(r.verdict) == 1) std::cerr << kProgram << ": no repro.py written: " << refused << "\n";
+        return;
+    }
+    try {
+        report::prepare_directory(q.flags.report_dir);
+        const bool against = rules_of(r.property).needs_reference();
+        report::write_torch_repro(q.flags.report_dir, record,
+                                  report::TorchRepro{.file = q.target,
+                                                     .reference_file = against ? q.reference : "",
+                                                     .arguments = q.arguments,
+                                                     .output = q.output_index,
+                                                     .train = q.torch.train});
+        record.repro = "repro.py";
+    } catch (const std::exception& e) {
+        std::cerr << kProgram << ": no repro.py written: " << e.what() << "\n";
+    }
+}
+
 int run(Request q) {
     q.torch.dim = q.flags.dim;  // before the plan: the decoder layer's signature has dim features
     q.torch.dtype = requested_dtype(q.flags).value_or(Arithmetic::float64);
@@ -243,9 +267,12 @@ int run(Request q) {
         return run_profile(kProgram, name_of(q, p), *p.signature, q.flags, [&](const AuditFlags& f) {
             Request row = q;
             row.flags = f;
-            return run_once(row, p, /*print=*/false);
+            RowRun run = run_once(row, p, /*print=*/false);
+            add_repro(row, p, run.result, run.record);
+            return run;
         });
-    const RowRun run = run_once(q, p, /*print=*/true);
+    RowRun run = run_once(q, p, /*print=*/true);
+    add_repro(q, p, run.result, run.record);
     return finish(kProgram, q.flags, run.record, exit_code(run.result.verdict));
 }
 

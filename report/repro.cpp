@@ -13,9 +13,9 @@ namespace {
 
 constexpr int kAsks = 5;  // a nondeterministic finding: how many times repro.py asks x
 
-// A JSON object as Python reads it (json.loads, for true, false and null): one key a line.
-std::string case_text(const json& data) {
-    std::string text = "CASE = json.loads(r'''{\n";
+// `name = ` a JSON object as Python reads it (json.loads, for true, false and null): one key a line.
+std::string assigned(const std::string& name, const json& data) {
+    std::string text = name + " = json.loads(r'''{\n";
     std::size_t left = data.size();
     for (const auto& [key, value] : data.items()) {
         std::string line = "  " + json(key).dump() + ": " + value.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -90,6 +90,77 @@ std::string repro_refused(const Record& r) {
     return "";
 }
 
+namespace {
+
+// The docstring's first line names the layer: anything but a raw docstring's closing quotes, or a final backslash.
+std::string docstring_safe(std::string text) {
+    for (std::size_t at = text.find("\"\"\""); at != std::string::npos; at = text.find("\"\"\"", at))
+        text.replace(at, 3, "'''");
+    if (!text.empty() && text.back() == '\\') text += ' ';
+    return text;
+}
+
+// The module a repro.py loads: a copy beside it (NAME.pt) when the file is not larger than kLargestCopiedModule,
+// else the file where the audit read it; the Python expression of its path.
+std::string placed_module(const std::filesystem::path& dir, const std::string& file, const std::string& name) {
+    const std::filesystem::path from = std::filesystem::absolute(file);
+    if (std::filesystem::file_size(from) > kLargestCopiedModule) return python_string(from.string());
+    std::filesystem::copy_file(from, dir / (name + ".pt"), std::filesystem::copy_options::overwrite_existing);
+    return "os.path.join(HERE, " + python_string(name + ".pt") + ")";
+}
+
+}  // namespace
+
+void write_torch_repro(const std::filesystem::path& dir, const Record& r, const TorchRepro& t) {
+    const Counterexample& c = *r.counterexample;
+    const json full = to_json(r);
+    json record = json::object();
+    for (const char* key : {"property", "verdict", "dtype", "signature", "counterexample"})
+        if (full.contains(key)) record[key] = full[key];
+    json how{{"cache", nullptr}, {"cumulative", json::array()}};
+    if (t.arguments.empty()) {
+        how["arguments"] = json::array();  // forward(*inputs), in the signature's order
+        for (const TensorSpec& spec : r.signature->inputs) how["arguments"].push_back(spec.name);
+    } else {
+        how["arguments"] = json::object();
+        for (const std::string& a : t.arguments) how["arguments"][a.substr(0, a.find('='))] = a.substr(a.find('=') + 1);
+    }
+    how["output"] = nullptr;
+    if (!t.output.empty()) {
+        const bool index = t.output.find_first_not_of("-0123456789") == std::string::npos && t.output != "-";
+        how["output"] = index ? json(std::stoll(t.output)) : json(t.output);
+    }
+    json calls{{"layer", how}};
+    if (!t.reference_file.empty()) calls["reference"] = how;
+    const std::string mode = t.train ? "train mode, as --train asked" : "eval mode";
+    std::string text =
+        "#!/usr/bin/env python3\nr\"\"\"Reproduces a finding of permcheck without permcheck: " + docstring_safe(r.layer) +
+        ", " + property_name(r.property) + " " + verdict_name(r.verdict) + ".\n\n"
+        "Run: python3 repro.py   (exits 1 while the bug is there, 0 once it is fixed)\n"
+        "     python3 repro.py OTHER.pt   (another TorchScript file with the same forward: a fixed twin)\n"
+        "The audit's seed " + std::to_string(r.seed) + ", case " + std::to_string(c.case_index) + ", lengths " +
+        format_lengths(c.lengths) + ". module.pt beside it is a copy of " + docstring_safe(t.file) + ", as audited.\n"
+        "\"\"\"\nimport json\nimport os\nimport sys\n\nimport torch\n\n"
+        "HERE = os.path.dirname(os.path.abspath(__file__))\n"
+        "# The finding as report.json records it: the signature, x, the inputs the transformed side was asked (every\n"
+        "# index input already renumbered), how each output is compared.\n" +
+        assigned("RECORD", record) +
+        "AUDITED = getattr(torch, {\"tf32\": \"float32\"}.get(RECORD[\"dtype\"], RECORD[\"dtype\"]))\n\n"
+        "# The module as the audit loaded it (torch.jit.load; " + mode + ", in the audited dtype).\n"
+        "layer = torch.jit.load(sys.argv[1] if len(sys.argv) > 1 else " + placed_module(dir, t.file, "module") +
+        ", map_location=\"cpu\")\n"
+        "layer = layer.to(AUDITED).train(" + (t.train ? "True" : "False") + ")\n";
+    if (!t.reference_file.empty())
+        text += "reference = torch.jit.load(" + placed_module(dir, t.reference_file, "reference") +
+                ", map_location=\"cpu\")\nreference = reference.to(AUDITED).train(" + (t.train ? "True" : "False") + ")\n";
+    text += std::string("\n") + repro_texts::case_of +
+            "\n\nCASE = case_of(RECORD)\n"
+            "# How forward is called (arguments: the inputs in order, or {parameter: input or length:AXIS}; output: the\n"
+            "# element of the result that answers).\n" +
+            assigned("CALLS", calls) + "\n" + repro_texts::torch_call + "\n" + repro_texts::compare;
+    write_atomically(dir / "repro.py", text);
+}
+
 void write_adapter_repro(const std::filesystem::path& dir, const Record& r, const AdapterRepro& a) {
     const Counterexample& c = *r.counterexample;
     json data = finding_data(r, !a.reference_command.empty());
@@ -105,10 +176,7 @@ void write_adapter_repro(const std::filesystem::path& dir, const Record& r, cons
     json commands{{"layer", a.command}};
     if (!a.reference_command.empty()) commands["reference"] = a.reference_command;
 
-    std::string layer = r.layer;  // in a raw docstring: anything but its closing quotes, or a final backslash
-    for (std::size_t at = layer.find("\"\"\""); at != std::string::npos; at = layer.find("\"\"\"", at))
-        layer.replace(at, 3, "'''");
-    if (!layer.empty() && layer.back() == '\\') layer += ' ';
+    const std::string layer = docstring_safe(r.layer);
     std::string text = "#!/usr/bin/env python3\nr\"\"\"Reproduces a finding of permcheck without permcheck: " + layer + ", " +
                        property_name(r.property) + " " + verdict_name(r.verdict) + ".\n\n"
                        "Run: python3 repro.py   (exits 1 while the bug is there, 0 once it is fixed, 2 when the adapter "
@@ -123,7 +191,7 @@ void write_adapter_repro(const std::filesystem::path& dir, const Record& r, cons
                        "DIRECTORY = " + python_string(a.directory) + "\n"
                        "# The finding: how each output is compared (compared_from / expected_from: the flat index of each\n"
                        "# compared entry in the transformed side's answer and in x's; ignored: entries left out).\n" +
-                       case_text(data) + "\n" + repro_texts::exec + "\n" + repro_texts::compare;
+                       assigned("CASE", data) + "\n" + repro_texts::exec + "\n" + repro_texts::compare;
     write_atomically(dir / "requests.jsonl", lines);
     write_atomically(dir / "permcheck_adapter.py",
                      std::string("# permcheck's adapter helper (serve), copied beside repro.py: adapters written with it "

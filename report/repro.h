@@ -8,6 +8,7 @@
 
 #include "report/report.h"
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -34,10 +35,27 @@ std::string repro_refused(const Record& r);
 // Writes repro.py, requests.jsonl and permcheck_adapter.py into dir. Throws std::runtime_error on I/O failure.
 void write_adapter_repro(const std::filesystem::path& dir, const Record& r, const AdapterRepro& a);
 
+// A TorchScript file's finding (`permcheck audit-torch FILE`): repro.py and module.pt, a copy of the file (and
+// reference.pt, the reference's, for agreement), beside report.json. repro.py loads them with torch.jit.load, holds
+// the record's finding (RECORD) and makes its case from it as the Python package does (repro_case.py), calls forward
+// as the audit did and compares as the property does (repro_torch.py, repro_compare.py); `python3 repro.py
+// OTHER.pt` asks another file (a fixed twin). A file above kLargestCopiedModule is loaded from where it was.
+struct TorchRepro {
+    std::string file, reference_file;  // the audited TorchScript file; the reference's (agreement), else empty
+    // How forward is called: --argument NAME=SOURCE (keyword arguments), else every input in the signature's order.
+    std::vector<std::string> arguments;
+    std::string output;  // --output-index: an index of a tuple or list, or a key; empty: the result itself
+    bool train = false;  // --train: train mode (dropout on)
+};
+inline constexpr std::uintmax_t kLargestCopiedModule = 256ull * 1024 * 1024;
+void write_torch_repro(const std::filesystem::path& dir, const Record& r, const TorchRepro& t);
+
 namespace repro_texts {  // the Python package's files, as the build read them (repro_texts.cpp.in)
-extern const char* const compare;   // python/permcheck/repro_compare.py
-extern const char* const exec;      // python/permcheck/repro_exec.py
-extern const char* const protocol;  // python/permcheck/_protocol.py
+extern const char* const compare;     // python/permcheck/repro_compare.py
+extern const char* const exec;        // python/permcheck/repro_exec.py
+extern const char* const protocol;    // python/permcheck/_protocol.py
+extern const char* const case_of;     // python/permcheck/repro_case.py
+extern const char* const torch_call;  // python/permcheck/repro_torch.py
 }  // namespace repro_texts
 
 }  // namespace permcheck::report

@@ -219,6 +219,30 @@ c=$(/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["counte
     "$work/packing/report.json") || fail "ropecausal_packing: report.json has no packing"
 [[ $c == "2 [1] 1" ]] || fail "ropecausal_packing: shrunk to n, ends, piece = $c, expected 2 [1] 1"
 run 0 ropepacked_packing ropepacked.pt "${ids[@]}" --property packing --cases 60
+# Each finding's repro.py, beside its report, reproduces it with python3 and torch alone (no permcheck on PATH):
+# exit 1; given a fixed twin (another TorchScript file with the same forward), exit 0. A nondeterministic one asks x
+# five times in train mode.
+run 1 train_report dropout.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8 --cases 30 --train --report "$work/train"
+# repro REPORT_DIR EXPECTED_EXIT [FILE]: runs its repro.py from another directory (with FILE: that module instead).
+repro() {
+  local rc=0
+  (cd / && env -i PATH=/usr/bin:/bin /usr/bin/python3 "$1/repro.py" ${3:+"$work/$3"}) >"$work/repro.out" 2>&1 || rc=$?
+  [[ $rc == "$2" ]] || fail "$1/repro.py${3:+ $3}: exit $rc, expected $2: $(cat "$work/repro.out")"
+}
+repro "$work/report" 1
+grep -qF "L(P x) and P L(x) differ by" "$work/repro.out" || fail "posembed's repro.py: $(cat "$work/repro.out")"
+[[ -f $work/report/module.pt ]] || fail "posembed: no module.pt beside its repro.py"
+repro "$work/report" 0 encoder.pt
+repro "$work/shift" 1
+repro "$work/shift" 0 rope.pt
+repro "$work/pads" 1
+repro "$work/pads" 0 rope.pt
+repro "$work/causal" 1
+repro "$work/causal" 0 ropecausal.pt
+repro "$work/packing" 1
+repro "$work/packing" 0 ropepacked.pt
+repro "$work/train" 1
+grep -qF "ask 2 of x differs from ask 1" "$work/repro.out" || fail "dropout's repro.py: $(cat "$work/repro.out")"
 run 0 rope_profile rope.pt "${ids[@]}" --profile --cases 30 --report "$work/profile"
 [[ -f $work/profile/profile.json ]] || fail "rope_profile: no profile.json"
 
@@ -241,6 +265,8 @@ replay=$(sed -n 's/^ *replay: permcheck audit-torch //p' "$work/posembed_bf16.ou
 read -ra replay_args <<<"$replay"
 run 1 posembed_bf16_replay "${replay_args[@]}"
 says posembed_bf16_replay out "(bfloat16, n in [1, 8]) violated"
+repro "$work/report_bf16" 1
+repro "$work/report_bf16" 0 encoder.pt
 run 0 mha_bf16 mha --dtype bfloat16
 says mha_bf16 out "MultiheadAttention(dim=8, heads=2, mask=none, eval, bfloat16)"
 run 1 mha_bf16_causal mha --dtype bfloat16 --mask causal
