@@ -365,7 +365,7 @@ std::string signature_html(const Counterexample& c, const Signature& sig, const 
     for (const OutputComparison& o : c.outputs) {
         const TensorSpec* t = spec_named(sig.outputs, o.name);
         s << "<tr><td>" << html_escape(o.name) << "</td><td>" << html_escape(t ? claim_text(r, *t, sig) : "")
-          << "</td><td>" << text(o.max_abs_diff) << "</td><td>"
+          << "</td><td>" << (o.shape_mismatch ? std::string("not taken") : difference_cell(o.max_abs_diff)) << "</td><td>"
           << (o.shape_mismatch || o.where.empty() ? "shapes differ" : where_text(o.where)) << "</td><td>"
           << text(o.tolerance) << "</td><td>" << (o.holds ? "holds" : "<b>violated</b>") << "</td></tr>";
     }
@@ -431,15 +431,20 @@ std::string checked_html(const Record& r) {
             const auto cell = [&](const std::string& v) { s << "<td" << span << " class=\"number\">" << v << "</td>"; };
             cell(c ? std::to_string(c->cases) : "&#8211;");
             s << "<td" << span << ">" << (*row.sides.diff ? html_escape(row.sides.diff) : "&#8211;") << "</td>";
-            cell(c ? text(c->max_abs_diff) : "&#8211;");
+            cell(c ? difference_cell(c->max_abs_diff) : "&#8211;");
             cell(c ? text(c->tolerance_at_max) : "&#8211;");
-            cell(c ? text(c->largest_fraction) : "&#8211;");
+            cell(c ? difference_cell(c->largest_fraction) : "&#8211;");
             cell(c ? text(c->min_tolerance) + " &#8211; " + text(c->max_tolerance) : "&#8211;");
             s << "<td" << span << ">" << (row.broke ? "<b>violated</b> &#9664;" : html_escape(row_result(row))) << "</td>";
         }
         s << "</tr>\n";
     }
-    s << "</table>\n<p class=\"note tolerance\">Tolerance: " << html_escape(tolerance_text(r)) << "</p>\n";
+    s << "</table>\n";
+    if (std::any_of(rows.begin(), rows.end(), [](const CheckedRow& row) {
+            return row.first && row.check && !std::isfinite(row.check->max_abs_diff);
+        }))
+        s << "<p class=\"note\">" << untaken_note << "</p>\n";
+    s << "<p class=\"note tolerance\">Tolerance: " << html_escape(tolerance_text(r)) << "</p>\n";
     return s.str();
 }
 

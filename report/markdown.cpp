@@ -1,6 +1,8 @@
 // The record as Markdown, for a pull-request comment.
 #include "report/views.h"
 
+#include <algorithm>
+#include <cmath>
 #include <sstream>
 
 namespace permcheck::report {
@@ -29,8 +31,8 @@ std::string signature_section(const Counterexample& c, const Signature& sig, con
         s << "\n| output | must be | largest difference | where | tolerance | |\n| --- | --- | --- | --- | --- | --- |\n";
     for (const OutputComparison& o : c.outputs) {
         const TensorSpec* t = spec_named(sig.outputs, o.name);
-        s << "| " << md_code(o.name) << " | " << (t ? claim_text(r, *t, sig) : "") << " | " << text(o.max_abs_diff)
-          << " | " << (o.shape_mismatch || o.where.empty() ? std::string("shapes differ") : md_code(where_text(o.where)))
+        s << "| " << md_code(o.name) << " | " << (t ? claim_text(r, *t, sig) : "") << " | "
+          << (o.shape_mismatch ? std::string("not taken") : difference_cell(o.max_abs_diff)) << " | " << (o.shape_mismatch || o.where.empty() ? std::string("shapes differ") : md_code(where_text(o.where)))
           << " | " << text(o.tolerance) << " | " << (o.holds ? "holds" : "**violated**") << " |\n";
     }
     s << "\n" << found_text(r, c) << "\n\n";
@@ -108,11 +110,15 @@ std::string checked_section(const Record& r) {
         const std::string none = row.first ? "–" : "";
         s << "| " << (row.first ? md_code(row.output) : "") << " | " << md_plain(row.axis) << " | " << row.claim << " | "
           << row.lengths << " | " << (c ? std::to_string(c->cases) : none) << " | "
-          << (!row.first ? "" : *row.sides.diff ? md_code(cell(row.sides.diff)) : none) << " | " << (c ? text(c->max_abs_diff) : none) << " | "
-          << (c ? text(c->tolerance_at_max) : none) << " | " << (c ? text(c->largest_fraction) : none) << " | "
+          << (!row.first ? "" : *row.sides.diff ? md_code(cell(row.sides.diff)) : none) << " | " << (c ? difference_cell(c->max_abs_diff) : none) << " | "
+          << (c ? text(c->tolerance_at_max) : none) << " | " << (c ? difference_cell(c->largest_fraction) : none) << " | "
           << (c ? text(c->min_tolerance) + " – " + text(c->max_tolerance) : none) << " | "
           << (!row.first ? "" : row.broke ? "**violated** ◀" : row_result(row)) << " |\n";
     }
+    if (std::any_of(rows.begin(), rows.end(), [](const CheckedRow& row) {
+            return row.first && row.check && !std::isfinite(row.check->max_abs_diff);
+        }))
+        s << "\n" << untaken_note << "\n";
     s << "\nTolerance: " << md_plain(tolerance_text(r)) << "\n";
     // A run that held: the case closest to its tolerance, per output (report.html draws its heatmap).
     for (const OutputCheck& o : r.checked && !r.counterexample ? r.checked->outputs : std::vector<OutputCheck>{}) {

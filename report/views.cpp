@@ -12,6 +12,8 @@ namespace permcheck::report::detail {
 
 // Six significant digits, for the human views: enough to compare a difference with its tolerance; report.json keeps
 // every digit.
+std::string difference_cell(double v) { return std::isfinite(v) ? text(v) : "not taken"; }
+
 std::string text(double v) {
     if (std::isnan(v)) return "NaN";
     if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";

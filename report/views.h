@@ -10,6 +10,11 @@
 namespace permcheck::report::detail {
 
 std::string text(double v);                        // six significant digits (report.json keeps every digit)
+// A difference (or its fraction of the tolerance) in a table: text(v), or "not taken" where a case's two sides could
+// not be subtracted (they differ in shape, or hold NaN or infinity), which untaken_note says under the table.
+std::string difference_cell(double v);
+inline constexpr const char* untaken_note =
+    "Not taken: a case's two sides could not be subtracted (they differ in shape, or hold NaN or infinity).";
 std::string one_line_text(const Permutation& p);   // "[1, 0, 2]"
 std::string headline(const Record& r);             // "layer: property verdict (dtype)"
 std::string html_escape(const std::string& in);

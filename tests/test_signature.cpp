@@ -8,6 +8,7 @@
 #include "layers/cross_attention.h"
 #include "layers/message_passing.h"
 #include "report/report.h"
+#include "report/views.h"
 #include "tests/support/audit.h"
 
 #include <gtest/gtest.h>
@@ -337,6 +338,10 @@ TEST(SignatureAudit, AnOutputWhoseShapeChangesOnlyOnTheTransformedSideIsAViolati
     EXPECT_FALSE(y.holds);
     EXPECT_EQ(y.layer_of_permuted.shape[0] + 1, y.permuted_layer.shape[0]) << "the transformed side's row is missing";
     EXPECT_EQ(r.counterexample->lengths.at("n"), 2) << "shrunk to the smallest case that reorders the positions";
+    const std::string md = report::to_markdown(report::record_of(r, "ordered only", Property::equivariance, r.dtype, 1, ""));
+    EXPECT_NE(md.find("| not taken | shapes differ |"), std::string::npos) << "no difference of two shapes: " << md;
+    EXPECT_NE(md.find(report::detail::untaken_note), std::string::npos) << md;
+    EXPECT_EQ(md.find("Infinity"), std::string::npos) << md;
     const NamedBlackBox never = [](const Tensors& in) {
         Tensor y = in.at("x");
         y.shape[0] += 1;
