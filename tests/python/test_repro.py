@@ -412,6 +412,56 @@ def test_a_history_dependent_finding_asks_x_the_earlier_request_and_x_again(laye
     assert run_alone(result.repro, tmp_path)[0] == 0
 
 
+# Any layer of repro_layers served by an adapter program: NAME bug | fixed (the same weights either way).
+ANY_ADAPTER = textwrap.dedent('''
+    import sys
+
+    import torch
+    from permcheck_adapter import serve
+
+    import repro_layers
+
+    name, bug = sys.argv[1], sys.argv[2] == "bug"
+    torch.manual_seed(0)
+    serve(getattr(repro_layers, name)(bug), batch=None if name == "StaleTable" else 256)
+''')
+SEQUENCE = ["--axis", "n=1..6", "--input", "x:n,4", "--output", "y:n,4"]
+
+
+@pytest.mark.parametrize("name, flags, verdict, said", [
+    ("Readout", ["--axis", "nodes=1..5", "--axis", "edges=0..6", "--input", "x:nodes,4",
+                 "--input", "edge_index:2,edges:index=nodes", "--output", "y:nodes,4"], "violated",
+     "L(P x) and P L(x) differ by"),
+    ("Absolute", ["--axis", "n=1..6", "--input", "x:n,4", "--input", "pos:n:position", "--output", "y:n,4",
+                  "--property", "shift", "--dtype", "float64"], "violated", "L(x_c) and L(x) differ by"),
+    ("Pooled", ["--dim", "4", "--output", "pooled"], "violated", "L(P x) and L(x) differ by"),
+    ("Ratio", SEQUENCE, "non-finite", "a non-finite entry"),
+    ("Jitter", SEQUENCE, "nondeterministic", "ask 2 of x differs from ask 1"),
+    ("StaleTable", SEQUENCE, "history-dependent", "x asked after the earlier request and x asked first differ by"),
+    ("Scaled", SEQUENCE + ["--property", "agreement", "--reference-exec", "/usr/bin/python3 adapter.py Scaled fixed"],
+     "violated", "L(x) and R(x) differ by"),
+])
+def test_every_finding_of_an_adapter_program_reproduces_and_its_fixed_twin_passes(layers, tmp_path, name, flags,
+                                                                                 verdict, said):
+    """Each property and finding of the in-process tests above, through an adapter program: the requests sent as
+    the audit sent them (x asked five times, or x, the earlier request and x again; R(x) of the reference's own
+    command), and the same requests to the fixed twin's command."""
+    code_dir = tmp_path / "code"
+    (code_dir / "adapter.py").write_text(ANY_ADAPTER)
+    report = tmp_path / "adapter-report"
+    env = dict(os.environ, PYTHONPATH=os.path.abspath("python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([os.environ.get("PERMCHECK_BIN", "permcheck"), "audit", "--exec",
+                           "/usr/bin/python3 adapter.py %s bug" % name] + flags + ["--report", str(report)],
+                          cwd=code_dir, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and " %s" % verdict in done.stdout, done.stdout + done.stderr
+    code, out = run_alone(str(report / "repro.py"), tmp_path)
+    assert code == 1 and said in out and "the bug is there" in out, out
+    fixed = subprocess.run(["/usr/bin/python3", str(report / "repro.py"), "/usr/bin/python3 adapter.py %s fixed" % name],
+                           env={"PATH": "/usr/bin:/bin", "HOME": "/tmp"}, cwd=tmp_path, capture_output=True,
+                           text=True, timeout=120)
+    assert fixed.returncode == 0 and "fixed" in fixed.stdout, fixed.stdout + fixed.stderr
+
+
 BATCHED_ADAPTER = textwrap.dedent('''
     import sys
 
