@@ -16,6 +16,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <sstream>
 
 namespace permcheck::cli {
 namespace {
@@ -54,6 +55,63 @@ double saved_amplification(const ReplayRequest& q, const report::Record& r) {
     return amplification;
 }
 
+// A batch-dependent report that holds its batched requests (Counterexample::batches): each sent again whole, through
+// the program's batched side (stacked when the program announces so), and the case's own request alone; the case's
+// item is compared with its answer alone under each output's saved tolerance. Exit 1 while some output still differs;
+// nothing when the program (a fixed twin, say) announces no batches now: it is never sent one it did not offer.
+std::optional<int> replay_batches(const ReplayRequest& q, const report::Record& r, const adapters::ExecOptions& eo,
+                   const std::optional<adapters::ExecOptions>& theirs) {
+    const Signature& s = *r.signature;
+    const Counterexample& saved = *r.counterexample;
+    const BatchedNamedBlackBox layer = adapters::exec_batched_named_black_box(eo, s);
+    std::optional<BatchedNamedBlackBox> reference;
+    if (theirs) reference = adapters::exec_batched_named_black_box(*theirs, s);
+    const bool free = !free_axes(s).empty();
+    bool differs = false;
+    std::ostringstream said;
+    for (const BatchedRequest& b : saved.batches) {
+        if (b.by_reference && !reference)
+            throw std::invalid_argument(q.file + " holds a batch of the reference implementation; name it too: "
+                                        "--reference-exec \"COMMAND\"");
+        const BatchedNamedBlackBox& box = b.by_reference ? *reference : layer;
+        const auto asked = [&](const Tensors& t) { return free ? with_free_lengths(s, t, b.lengths) : t; };
+        const Tensors alone = box.one(asked(b.transformed_side ? saved.transformed : saved.inputs));
+        if (!box.many.capacity || box.many.capacity() < static_cast<int>(b.items.size())) return std::nullopt;
+        std::vector<Tensors> items;
+        for (const Tensors& item : b.items) items.push_back(asked(item));
+        std::vector<Answer<Tensors>> got = box.many.call(items);
+        if (got.size() != items.size()) throw AdapterError("the batched request was answered with another number of items");
+        if (!got[b.at].value) throw AdapterError(got[b.at].error);
+        const std::string side = b.transformed_side ? "the transformed inputs'" : "x's";
+        for (const OutputComparison& o : saved.outputs) {
+            const Tensor &in_batch = got[b.at].value->at(o.name), &own = alone.at(o.name);
+            said << "  output " << o.name << ": " << side << " answer in its batched request (item " << b.at << " of "
+                 << b.items.size() << ") and alone ";
+            if (in_batch.shape != own.shape) {
+                said << "have different shapes\n";
+                differs = true;
+                continue;
+            }
+            double largest = 0;
+            for (std::size_t k = 0; k < own.values.size(); ++k) {
+                const double a = in_batch.values[k], c = own.values[k];
+                const double gap = a == c || (std::isnan(a) && std::isnan(c)) ? 0.0
+                                   : std::isfinite(a) && std::isfinite(c) ? std::abs(a - c)
+                                                                          : std::numeric_limits<double>::infinity();
+                largest = std::max(largest, gap);
+            }
+            const bool within = largest <= o.tolerance;
+            differs = differs || !within;
+            said << "differ by " << largest << (within ? " within" : " beyond") << " the tolerance " << o.tolerance
+                 << " (saved: " << o.max_abs_diff << ")\n";
+        }
+    }
+    std::cout << (differs ? "still fails: " : "now holds: ") << "the saved case (" << format_lengths(saved.lengths)
+              << "; " << arithmetic_name(r.dtype) << ") answered in its saved batched request" << (saved.batches.size() > 1 ? "s" : "")
+              << ", sent again, and alone through " << q.through() << "\n" << said.str();
+    return differs ? 1 : 0;
+}
+
 // A signature audit's saved case sent through the program again, judged with the report's dtype and
 // amplification; exit 1 still fails, 0 now holds. Throws when the program cannot answer.
 int evaluate_signature(const ReplayRequest& q, const report::Record& r, double amplification) {
@@ -76,15 +134,18 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, double a
     const bool batch = r.verdict == Verdict::batch_dependent;
     const bool twice = r.verdict == Verdict::nondeterministic || batch;
     std::optional<NamedBlackBox> reference;
+    std::optional<adapters::ExecOptions> theirs;
     if (rules.needs_reference()) {
         if (q.reference_exec.empty() && q.reference_socket.empty())
             throw std::invalid_argument(q.file + " holds a disagreement with a reference implementation; name the "
                                         "reference too: --reference-exec \"COMMAND\"");
-        adapters::ExecOptions theirs = eo;
-        theirs.command = q.reference_exec;
-        theirs.socket_path = q.reference_socket;
-        reference = adapters::exec_named_black_box(theirs, *r.signature);
+        theirs = eo;
+        theirs->command = q.reference_exec;
+        theirs->socket_path = q.reference_socket;
     }
+    if (batch && !saved.batches.empty())
+        if (const std::optional<int> code = replay_batches(q, r, eo, theirs)) return *code;
+    if (theirs) reference = adapters::exec_named_black_box(*theirs, *r.signature);
     const auto again = [&] {
         return reevaluate(adapters::exec_named_black_box(eo, *r.signature), *r.signature, saved, twice, o,
                           reference ? &*reference : nullptr);
@@ -117,7 +178,10 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, double a
                   << kCaseDrawVersion << ")\n";
     if (batch)
         std::cout << "  the saved case was batch-dependent (its answer in a batched request differed from its answer "
-                     "alone); a replay sends one request at a time, so it compares two answers alone\n";
+                     "alone); "
+                  << (saved.batches.empty() ? "the report does not hold that request"
+                                            : "the program now takes no batched request of its size")
+                  << ", so the replay compares two answers alone\n";
     for (const OutputComparison& c : now.counterexample->outputs) {
         double was = std::numeric_limits<double>::quiet_NaN();
         for (const OutputComparison& before : saved.outputs)
