@@ -655,13 +655,15 @@ void stopped_confirming(AuditResult& result, const Evaluator& ev, const Schedule
     result.last_request = ev.last_request;
 }
 
-// What is out of the ordinary in a case the layer erred on, in words ("no edges", "attention_mask all padding"):
-// the audit draws such inputs on purpose, and the error names them with the input.
+// What is out of the ordinary in a case the layer erred on, in words ("no edges", "n of length 1", "attention_mask
+// all padding"): the audit draws such inputs on purpose, and the error names them with the input.
 std::string unusual(const Signature& s, const Case& c) {
     std::string said;
     const auto add = [&said](const std::string& what) { said += (said.empty() ? "" : ", ") + what; };
-    for (const auto& [axis, n] : c.lengths)
+    for (const auto& [axis, n] : c.lengths) {
         if (n == 0) add("no " + axis);
+        if (n == 1) add(axis + " of length 1");  // one token, one node: a softmax or a norm over a single entry
+    }
     for (const TensorSpec& t : s.inputs) {
         const auto it = c.inputs.find(t.name);
         if (!is_mask(t.kind) || it == c.inputs.end() || it->second.values.empty()) continue;

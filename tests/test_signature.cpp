@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -353,6 +354,25 @@ TEST(SignatureAudit, AnOutputWhoseShapeChangesOnlyOnTheTransformedSideIsAViolati
     EXPECT_NE(x_side.error.find("the layer answered output 'y' with shape (3, 2) where the signature says (2, 2): dim 0, "
                                 "the axis n, has 3 of its 2 positions"), std::string::npos) << x_side.error;
     EXPECT_TRUE(x_side.counterexample && x_side.counterexample->erred) << "the case it erred on, recorded";
+}
+
+// An error on an input of a kind the audit draws on purpose names that input: here one token (a length of 1, drawn
+// where another axis is permuted).
+TEST(SignatureAudit, AnErrorOnAnInputTheAuditDrawsOnPurposeNamesIt) {
+    Signature s;
+    s.axes = {parse_axis("n=1..6"), parse_axis("m=1..4")};
+    s.inputs = {parse_input("x:n,2"), parse_input("mem:m,2")};
+    s.outputs = {parse_output("y:n,2")};
+    validate(s);
+    const NamedBlackBox one_token = [](const Tensors& in) {
+        if (in.at("x").shape[0] == 1) throw std::runtime_error("softmax over one entry");
+        return Tensors{{"y", in.at("x")}};
+    };
+    const AuditResult short_one = audit(one_token, s, named("one token"));
+    ASSERT_EQ(short_one.verdict, Verdict::error);
+    EXPECT_NE(short_one.error.find("(the case it erred on has n of length 1"), std::string::npos) << short_one.error;
+    ASSERT_TRUE(short_one.counterexample && short_one.counterexample->erred);
+    EXPECT_EQ(short_one.counterexample->lengths.at("n"), 1);
 }
 
 TEST(SignatureAudit, EveryLengthOfEachAxisIsCoveredWithinItsRange) {

@@ -990,7 +990,7 @@ for line in sys.stdin:
     EXPECT_EQ(a.run.exit_code, 2) << a.all();
     EXPECT_EQ(a.report.value("verdict", ""), "error") << a.all();
     EXPECT_NE(a.report.value("error", "").find("no edges to aggregate"), std::string::npos) << a.all();
-    EXPECT_NE(a.report.value("error", "").find("(the case it erred on has no edges)"), std::string::npos) << a.all();
+    EXPECT_NE(a.report.value("error", "").find("(the case it erred on has no edges"), std::string::npos) << a.all();
     const json& c = a.report["counterexample"];
     ASSERT_TRUE(c.is_object()) << a.all();
     EXPECT_TRUE(c.value("erred", false));
