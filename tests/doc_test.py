@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Runs the shell examples of the user docs (README.md, docs/*.md) and checks what they print.
 
     doc_test.py --source SOURCE_DIR --build BUILD_DIR [--torch] [--update] FILE.md...
@@ -20,7 +20,7 @@ block is treated, one directive per comment or several separated by "; ":
                                         blocks with placeholders a reader fills in, and output blocks.
     <!-- doc-test: exit N -->          the block's last command must exit N, every command before it 0
     <!-- doc-test: needs torch -->     runs only with --torch (a build with permcheck-torch, which implies
-                                        /usr/bin/python3 sees torch); with --torch, it must pass like any other
+                                        python3 sees torch); with --torch, it must pass like any other
 A ```sh block with no marker must exit 0, and so must every command in it: a command that fails anywhere in a
 block (bash's ERR trap: not the tests of if/while/&&/||) fails the test, with the block's file:line and the
 command. A block that ends the session (`exit`) fails it too.

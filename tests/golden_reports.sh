@@ -6,7 +6,7 @@
 set -u
 bin=$1
 src=$2
-py=/usr/bin/python3
+py=python3
 dir="$src/tests/golden/reports"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT

@@ -17,8 +17,8 @@ cd "$work" || exit 1
 unset PYTHONPATH
 fail() { echo "half_precision_audit.sh: $*" >&2; exit 1; }
 
-/usr/bin/python3 -c 'import numpy' 2>"$work/import.err" ||
-  fail "/usr/bin/python3 cannot import numpy (install python3-numpy): $(cat "$work/import.err")"
+python3 -c 'import numpy' 2>"$work/import.err" ||
+  fail "python3 cannot import numpy (install python3-numpy): $(cat "$work/import.err")"
 
 cat >"$work/attention16.py" <<'EOF'
 import sys
@@ -61,7 +61,7 @@ says() {
   grep -qF -- "$3" "$work/$1.$2" || fail "$1: its std$2 does not say '$3': $(cat "$work/$1.out" "$work/$1.err")"
 }
 
-adapter="/usr/bin/python3 $work/attention16.py"
+adapter="python3 $work/attention16.py"
 run 0 holds audit --exec "$adapter" --dim 4 --dtype float16 --max-len 48 --cases 100
 says holds out "equivariance (float16, n in [1, 48], d = 4) holds after 100 cases"
 run 1 float32 audit --exec "$adapter" --dim 4 --dtype float32 --max-len 48 --cases 100
@@ -70,7 +70,7 @@ run 1 leak audit --exec "$adapter 0.25" --dim 4 --dtype float16 --cases 100 --re
 says leak out "violated"
 says leak out "n = 2"
 says leak out "--dtype float16"
-dtype=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["dtype"])' "$work/report/report.json") ||
+dtype=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["dtype"])' "$work/report/report.json") ||
   fail "leak: report.json unreadable"
 [[ $dtype == float16 ]] || fail "leak: report.json says dtype $dtype, expected float16"
 run 1 replay replay "$work/report" --exec "$adapter 0.25"
@@ -80,8 +80,8 @@ says bad err "--dtype"
 says bad err "float16"
 # bfloat16 through the same adapter with a real module: serve(module, dtype="bfloat16") converts PyTorch's
 # TransformerEncoderLayer; it holds under --dtype bfloat16, and after a learned position embedding it is violated
-# with n = 2 (skipped, saying why, when /usr/bin/python3 cannot import torch).
-if /usr/bin/python3 -c 'import torch' 2>"$work/torch.err"; then
+# with n = 2 (skipped, saying why, when python3 cannot import torch).
+if python3 -c 'import torch' 2>"$work/torch.err"; then
   cat >"$work/encoder_bf16.py" <<'EOF'
 import sys
 import torch
@@ -104,12 +104,12 @@ torch.manual_seed(0)
 torch.set_num_threads(1)
 serve(Encoder(len(sys.argv) > 1), dtype="bfloat16")
 EOF
-  run 0 encoder_bf16 audit --exec "/usr/bin/python3 $work/encoder_bf16.py" --dim 8 --dtype bfloat16 --cases 100
+  run 0 encoder_bf16 audit --exec "python3 $work/encoder_bf16.py" --dim 8 --dtype bfloat16 --cases 100
   says encoder_bf16 out "equivariance (bfloat16, n in [1, 8] and one case in ten longer, up to 256, d = 8) holds"
-  run 1 posembed_bf16 audit --exec "/usr/bin/python3 $work/encoder_bf16.py position" --dim 8 --dtype bfloat16
+  run 1 posembed_bf16 audit --exec "python3 $work/encoder_bf16.py position" --dim 8 --dtype bfloat16
   says posembed_bf16 out "lengths: n = 2"
   says posembed_bf16 out "input x (2, 8) ="
 else
-  echo "skipping the bfloat16 TransformerEncoderLayer: /usr/bin/python3 cannot import torch: $(tail -1 "$work/torch.err")"
+  echo "skipping the bfloat16 TransformerEncoderLayer: python3 cannot import torch: $(tail -1 "$work/torch.err")"
 fi
 echo "half_precision_audit.sh: float16 through a rounding adapter and a bfloat16 encoder hold; position signals are violated"

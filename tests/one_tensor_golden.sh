@@ -9,7 +9,7 @@
 set -u
 bin=$1
 src=$2
-py=/usr/bin/python3
+py=python3
 record="$py $src/tests/adapters/record.py"
 fault="$py $src/tests/adapters/fault.py"
 work=$(mktemp -d)

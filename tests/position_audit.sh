@@ -11,7 +11,7 @@ root="$(dirname "$here")"
 model="$root/examples/adapters/positions.py"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-/usr/bin/python3 -c 'import torch' || { echo "position_audit.sh: /usr/bin/python3 cannot import torch (python3-torch)"; exit 1; }
+python3 -c 'import torch' || { echo "position_audit.sh: python3 cannot import torch (python3-torch)"; exit 1; }
 sig=(--axis n=1..8 --input ids:n:token=50 --input pos:n:position --input keep:n:mask=keep --output y:n,8)
 fail() { echo "FAIL: $*"; exit 1; }
 
@@ -20,13 +20,13 @@ expect() {
   local want="$1" name="$2"; shift 2
   rm -rf "$work/last"
   set +e
-  "$permcheck" audit --exec "/usr/bin/python3 $model $name" "${sig[@]}" --cases 60 --report "$work/last" "$@" > "$work/out.txt" 2>&1
+  "$permcheck" audit --exec "python3 $model $name" "${sig[@]}" --cases 60 --report "$work/last" "$@" > "$work/out.txt" 2>&1
   local got=$?
   set -e
   [ "$got" = "$want" ] || { cat "$work/out.txt"; fail "$name $* exited $got, expected $want"; }
   echo "ok: $name $* -> $got"
 }
-field() { /usr/bin/python3 -c "import json,sys; d=json.load(open('$work/last/report.json')); print(eval(sys.argv[1]))" "$1"; }
+field() { python3 -c "import json,sys; d=json.load(open('$work/last/report.json')); print(eval(sys.argv[1]))" "$1"; }
 
 expect 0 rope
 expect 1 rope-arange                         # order by another route than the position ids
@@ -48,18 +48,18 @@ expect 1 rope-nomask --property padding --padding right
 [ "$(field "len(d['counterexample']['pads']['slots'])")" = 1 ] || fail "rope-nomask: not shrunk to one pad"
 grep -q "taps\|symmetry" "$work/out.txt" || { cat "$work/out.txt"; fail "rope-nomask padding: no tap table"; }
 grep -q "embed .* holds" "$work/out.txt" || { cat "$work/out.txt"; fail "rope-nomask padding: the embedding's tap at the real positions does not hold"; }
-"$permcheck" replay "$work/last/report.json" --exec "/usr/bin/python3 $model rope-nomask" > /dev/null && fail "replay of a leak held"
-"$permcheck" replay "$work/last/report.json" --exec "/usr/bin/python3 $model rope" > /dev/null || fail "replay on the masked model failed"
+"$permcheck" replay "$work/last/report.json" --exec "python3 $model rope-nomask" > /dev/null && fail "replay of a leak held"
+"$permcheck" replay "$work/last/report.json" --exec "python3 $model rope" > /dev/null || fail "replay on the masked model failed"
 expect 1 rope --property causal              # bidirectional: output 0 sees token 1
 [ "$(field "d['counterexample']['lengths']['n']")" = 2 ] || fail "rope causal: not shrunk to two tokens"
 [ "$(field "d['counterexample']['cuts']['at']")" = "[1]" ] || fail "rope causal: not shrunk to the cut k = 1"
 grep -q "cut n after k = 1 of 2 positions" "$work/out.txt" || { cat "$work/out.txt"; fail "rope causal: the cut is not shown"; }
 set +e
-"$permcheck" replay "$work/last/report.json" --exec "/usr/bin/python3 $model rope" > "$work/replay.txt" 2>&1
+"$permcheck" replay "$work/last/report.json" --exec "python3 $model rope" > "$work/replay.txt" 2>&1
 got=$?
 set -e
 [ "$got" = 1 ] || { cat "$work/replay.txt"; fail "the replay of a non-causal model exited $got, expected 1 (still fails)"; }
-"$permcheck" replay "$work/last/report.json" --exec "/usr/bin/python3 $model rope-causal" > "$work/replay.txt" 2>&1 \
+"$permcheck" replay "$work/last/report.json" --exec "python3 $model rope-causal" > "$work/replay.txt" 2>&1 \
   || { cat "$work/replay.txt"; fail "replay on the causal model failed"; }
 expect 0 rope-causal --property causal
 expect 0 rope-causal --property padding --padding left   # empty queries attend uniformly: padding, not compared
@@ -73,7 +73,7 @@ expect 0 rope-cached --property incremental  # a cache of keys and values, the m
 expect 1 rope-cached-restart --property incremental   # new tokens rotated from 0: found at two chunks
 [ "$(field "len(d['counterexample']['cuts']['at']), d['counterexample']['cuts']['chunked'], d['counterexample']['lengths']['n']")" = "(1, True, 2)" ] \
   || fail "rope-cached-restart: not shrunk to two chunks of two tokens"
-"$permcheck" replay "$work/last/report.json" --exec "/usr/bin/python3 $model rope-cached" > "$work/replay.txt" 2>&1 \
+"$permcheck" replay "$work/last/report.json" --exec "python3 $model rope-cached" > "$work/replay.txt" 2>&1 \
   || { cat "$work/replay.txt"; fail "the cached model's replay of the restart finding failed"; }
 expect 1 rope-causal --property incremental  # no cache: the second chunk sees nothing before it
 expect 2 rope --causal-axis n                # --causal-axis without --property causal
@@ -91,12 +91,12 @@ set -e
 
 # The profile: every row to a verdict, exit 0; one report directory a row and profile.json.
 rm -rf "$work/profile"
-"$permcheck" audit --exec "/usr/bin/python3 $model learned" "${sig[@]}" --cases 40 --profile --report "$work/profile" > "$work/out.txt" \
+"$permcheck" audit --exec "python3 $model learned" "${sig[@]}" --cases 40 --profile --report "$work/profile" > "$work/out.txt" \
   || { cat "$work/out.txt"; fail "the profile did not exit 0"; }
 for row in causal order-through-positions order-aware relative padding-left padding-right padding-any packing; do
   [ -f "$work/profile/$row/report.json" ] || fail "no report for the profile row $row"
 done
-/usr/bin/python3 - "$work/profile/profile.json" <<'PY'
+python3 - "$work/profile/profile.json" <<'PY'
 import json, sys
 rows = {r["row"]: r["verdict"] for r in json.load(open(sys.argv[1]))["rows"]}
 want = {"causal": "violated", "order-through-positions": "holds", "order-aware": "violated", "relative": "violated",
@@ -107,7 +107,7 @@ PY
 for row in causal order-aware relative packing; do
   [ -f "$work/profile/$row/repro.py" ] || fail "no repro.py for the profile row $row"
   status=0
-  (cd "$work" && env -i PATH=/usr/bin:/bin /usr/bin/python3 "$work/profile/$row/repro.py" > "$work/repro.txt" 2>&1) \
+  (cd "$work" && env -i PATH="$(dirname "$(command -v python3)"):/usr/bin:/bin" python3 "$work/profile/$row/repro.py" > "$work/repro.txt" 2>&1) \
     || status=$?
   [ "$status" -eq 1 ] || { cat "$work/repro.txt"; fail "the repro.py of the profile row $row did not exit 1"; }
 done
@@ -115,7 +115,7 @@ done
 echo "ok: profile"
 # A causal model's profile: the causal row holds, and the order row says why equivariance fails (the causal mask by
 # row index is order the ids do not carry), never just "order by another route".
-"$permcheck" audit --exec "/usr/bin/python3 $model rope-causal" "${sig[@]}" --cases 30 --profile > "$work/out.txt" \
+"$permcheck" audit --exec "python3 $model rope-causal" "${sig[@]}" --cases 30 --profile > "$work/out.txt" \
   || { cat "$work/out.txt"; fail "the causal model's profile did not exit 0"; }
 grep -q "causal (no output sees a later token) *holds" "$work/out.txt" || { cat "$work/out.txt"; fail "causal row"; }
 grep -q "order only through the position inputs *violated .*a causal mask by row index" "$work/out.txt" \

@@ -3,7 +3,7 @@
 # with no protocol code, and no PYTHONPATH set here: permcheck must put the adapter's directory there itself.
 #   python_adapter_audit.sh PERMCHECK_BINARY
 # An equivariant function holds (exit 0), a function with a position leak is violated (exit 1), so do they with an
-# input named batch and an output named stacked, and a module wrapping torch.nn.MultiheadAttention holds (skipped, saying why, when /usr/bin/python3 cannot import torch).
+# input named batch and an output named stacked, and a module wrapping torch.nn.MultiheadAttention holds (skipped, saying why, when python3 cannot import torch).
 set -uo pipefail
 permcheck=$1
 work=$(mktemp -d)
@@ -15,7 +15,7 @@ failed=0
 audit() {  # audit EXPECTED_EXIT FILE [permcheck options...]
   local expected=$1 file=$2
   shift 2
-  "$permcheck" audit --exec "/usr/bin/python3 $work/$file" "$@" >"$work/out.txt" 2>&1
+  "$permcheck" audit --exec "python3 $work/$file" "$@" >"$work/out.txt" 2>&1
   local code=$?
   if [[ $code -ne $expected ]]; then
     echo "FAIL: audit of $file exited $code, expected $expected" >&2
@@ -72,7 +72,7 @@ sed -i 's/^serve(layer)$//' "$work/extra/users_module.py"
 printf '%s\n' "import users_module" "from permcheck_adapter import serve" "serve(users_module.layer)" >"$work/own_path.py"
 PYTHONPATH=$work/extra audit 0 own_path.py --dim 3
 
-if /usr/bin/python3 -c "import torch" 2>"$work/torch.txt"; then
+if python3 -c "import torch" 2>"$work/torch.txt"; then
   cat >"$work/mha.py" <<'EOF'
 import torch
 from permcheck_adapter import serve
@@ -90,6 +90,6 @@ serve(SelfAttention(), dtype=torch.float32)
 EOF
   audit 0 mha.py --dim 4
 else
-  echo "skipping the torch.nn.MultiheadAttention audit: /usr/bin/python3 cannot import torch: $(tail -1 "$work/torch.txt")"
+  echo "skipping the torch.nn.MultiheadAttention audit: python3 cannot import torch: $(tail -1 "$work/torch.txt")"
 fi
 exit $failed

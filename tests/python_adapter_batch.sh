@@ -12,8 +12,8 @@
 #   python_adapter_batch.sh PERMCHECK_BINARY
 set -uo pipefail
 permcheck=$1
-if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
-  echo "FAIL: /usr/bin/python3 cannot import torch (Debian's python3-torch), which this test needs" >&2
+if ! python3 -c "import torch" 2>/dev/null; then
+  echo "FAIL: python3 cannot import torch (Debian's python3-torch), which this test needs" >&2
   exit 1
 fi
 work=$(mktemp -d)
@@ -52,7 +52,7 @@ run() {  # run NAME BATCH [env...] -- permcheck options: the audit's output (the
   local envs=()
   while [[ $1 != -- ]]; do envs+=("$1"); shift; done
   shift
-  env "${envs[@]}" PERMCHECK_BATCH="$batch" "$permcheck" audit --exec "/usr/bin/python3 $work/encoder.py" --seed 11 \
+  env "${envs[@]}" PERMCHECK_BATCH="$batch" "$permcheck" audit --exec "python3 $work/encoder.py" --seed 11 \
     "$@" >"$work/$name-$batch.raw" 2>"$work/$name-$batch.err"
   echo $? >"$work/$name-$batch.code"
   # The timing ("..., 3.2 s (150 cases/s)", a violated run without the rate) and the layer-call count (batched runs

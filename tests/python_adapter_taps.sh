@@ -16,8 +16,8 @@ cd "$work" || exit 1
 unset PYTHONPATH
 fail() { echo "python_adapter_taps.sh: $*" >&2; [[ -f "$work/out.txt" ]] && cat "$work/out.txt" >&2; exit 1; }
 
-/usr/bin/python3 -c 'import torch' 2>"$work/import.err" ||
-  fail "/usr/bin/python3 cannot import torch (install python3-torch: scripts/install-deps --test): $(cat "$work/import.err")"
+python3 -c 'import torch' 2>"$work/import.err" ||
+  fail "python3 cannot import torch (install python3-torch: scripts/install-deps --test): $(cat "$work/import.err")"
 
 cat >"$work/stack.py" <<'EOF'
 import os
@@ -71,7 +71,7 @@ EOF
 audit() {  # audit EXPECTED_EXIT ARGS_OF_STACK_PY -- PERMCHECK_OPTIONS...
   local expected=$1 args=$2
   shift 3
-  "$permcheck" audit --exec "/usr/bin/python3 $work/stack.py $args" --cases 40 "$@" >"$work/out.txt" 2>&1
+  "$permcheck" audit --exec "python3 $work/stack.py $args" --cases 40 "$@" >"$work/out.txt" 2>&1
   local code=$?
   [[ $code -eq $expected ]] || fail "audit of stack.py $args $* exited $code, expected $expected"
 }
@@ -83,7 +83,7 @@ check_table() {  # check_table REPORT_DIR AXES_OF_AN_(n,d)_TAP AXES_OF_THE_PAIRW
     grep -qE "^ {4} +$k  blocks\.0[a-z.]*  .* holds, largest difference" "$work/out.txt" || fail "tap $k does not hold"
   done
   grep -qE "^  > +4  blocks\.1  .* violated, largest difference" "$work/out.txt" || fail "tap 4 is not marked violated"
-  /usr/bin/python3 - "$1" "$2" "$3" <<'PY' || fail "report $1 lacks the tap table"
+  python3 - "$1" "$2" "$3" <<'PY' || fail "report $1 lacks the tap table"
 import json, sys
 directory, nd_axes, pair_axes = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
 r = json.load(open(directory + "/report.json"))
@@ -118,11 +118,11 @@ grep -q "n = 4" "$work/out.txt" || fail "the counterexample is not at n = 4"
 STARTS=$work/starts_off.txt audit 1 --no-taps -- --dim 4 --report "$work/off"
 [[ $(wc -l <"$work/starts_off.txt") -eq 1 ]] || fail "an adapter that offers no taps got a tap process"
 grep -q "symmetry first breaks\|taps of the counterexample" "$work/out.txt" && fail "serve(..., taps=False) gave a tap table"
-/usr/bin/python3 -c 'import json, sys; assert "taps" not in json.load(open(sys.argv[1]))' "$work/off/report.json" ||
+python3 -c 'import json, sys; assert "taps" not in json.load(open(sys.argv[1]))' "$work/off/report.json" ||
   fail "report.json has taps without an offer"
 # Without the embedding the stack holds: taps serve violations only, so there is no table.
 audit 0 --no-position -- --dim 4 --report "$work/holds"
 grep -q "taps" "$work/out.txt" && fail "a holding audit printed taps"
-/usr/bin/python3 -c 'import json, sys; assert "taps" not in json.load(open(sys.argv[1]))' "$work/holds/report.json" ||
+python3 -c 'import json, sys; assert "taps" not in json.load(open(sys.argv[1]))' "$work/holds/report.json" ||
   fail "report.json of a holding audit has taps"
 echo "ok: $sentence"

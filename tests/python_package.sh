@@ -16,7 +16,7 @@ permcheck="$1"; build="$2"; source="$3"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-/usr/bin/python3 -c 'import torch, pytest' || fail "/usr/bin/python3 cannot import torch and pytest (python3-torch, python3-pytest)"
+python3 -c 'import torch, pytest' || fail "python3 cannot import torch and pytest (python3-torch, python3-pytest)"
 
 mkdir "$work/tests"
 cat > "$work/tests/test_few_lines.py" <<'EOF'
@@ -70,7 +70,7 @@ pytest_in() {
 }
 
 # 1. The build tree, reports kept.
-PERMCHECK_BIN="$permcheck" PYTHONPATH="$source/python" pytest_in "$work" /usr/bin/python3 \
+PERMCHECK_BIN="$permcheck" PYTHONPATH="$source/python" pytest_in "$work" python3 \
   -p permcheck.pytest_plugin --permcheck-reports "$work/reports"
 check_run "build tree"
 kept="$work/reports/tests_test_few_lines.py_test_learned_position"
@@ -82,7 +82,7 @@ grep -q "permcheck.replay(" "$kept/report.md" || fail "report.md does not name p
 
 # 1b. The examples, from the build tree.
 (cd "$source/examples/pytest" && PERMCHECK_BIN="$permcheck" PYTHONPATH="$source/python" \
-   /usr/bin/python3 -m pytest -p no:cacheprovider -p permcheck.pytest_plugin -q .) > "$work/out.txt" 2>&1 \
+   python3 -m pytest -p no:cacheprovider -p permcheck.pytest_plugin -q .) > "$work/out.txt" 2>&1 \
   || { cat "$work/out.txt"; fail "examples/pytest failed"; }
 grep -q "30 passed" "$work/out.txt" || { cat "$work/out.txt"; fail "examples/pytest: not 30 passed"; }
 echo "ok: examples/pytest"
@@ -92,9 +92,9 @@ cmake --install "$build" --prefix "$work/prefix" > "$work/install.txt" 2>&1 || {
 [ -f "$work/prefix/share/permcheck/python/permcheck/__init__.py" ] || fail "the package is not installed in share/permcheck/python"
 [ -f "$work/prefix/share/permcheck/python/permcheck/pytest_plugin.py" ] || fail "the plugin is not installed"
 [ ! -e "$work/prefix/share/permcheck/python/permcheck/__pycache__" ] || fail "__pycache__ was installed"
-PATH=/usr/bin:/bin PYTHONPATH="$work/prefix/share/permcheck/python" pytest_in "$work" /usr/bin/python3 -p permcheck.pytest_plugin
+PATH="$(dirname "$(command -v python3)"):/usr/bin:/bin" PYTHONPATH="$work/prefix/share/permcheck/python" pytest_in "$work" python3 -p permcheck.pytest_plugin
 check_run "installed prefix"
-PATH=/usr/bin:/bin PYTHONPATH="$work/prefix/share/permcheck/python" /usr/bin/python3 -c \
+PATH="$(dirname "$(command -v python3)"):/usr/bin:/bin" PYTHONPATH="$work/prefix/share/permcheck/python" python3 -c \
   "import permcheck; assert permcheck.find_binary() == '$work/prefix/bin/permcheck', permcheck.find_binary()" \
   || fail "the installed package does not find the binary beside it"
 
@@ -102,7 +102,7 @@ PATH=/usr/bin:/bin PYTHONPATH="$work/prefix/share/permcheck/python" /usr/bin/pyt
 before="$(cd "$source/python" && find . -path '*/__pycache__' -prune -o -print | LC_ALL=C sort | md5sum)"
 cp -r "$source/python" "$work/python-copy"
 rm -rf "$work/python-copy/permcheck/__pycache__"
-/usr/bin/python3 -m venv --system-site-packages "$work/venv" || fail "python3 -m venv failed (python3-venv)"
+python3 -m venv --system-site-packages "$work/venv" || fail "python3 -m venv failed (python3-venv)"
 "$work/venv/bin/pip" install --no-index --no-build-isolation --disable-pip-version-check -q "$work/python-copy" \
   > "$work/pip.txt" 2>&1 || { cat "$work/pip.txt"; fail "pip install failed (python3-pip, python3-setuptools, python3-wheel)"; }
 after="$(cd "$source/python" && find . -path '*/__pycache__' -prune -o -print | LC_ALL=C sort | md5sum)"

@@ -20,14 +20,14 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 
 status=0
-"$bin" audit --exec "/usr/bin/python3 $source/examples/adapters/message_passing.py --edge-order" \
+"$bin" audit --exec "python3 $source/examples/adapters/message_passing.py --edge-order" \
     --axis nodes=1..8 --axis edges=0..16 --input x:nodes,4 \
     --input edge_index:2,edges:index=nodes --input edge_attr:edges,3 --output y:nodes,4 --output g:4 \
     --report out >audit.txt || status=$?
 [ "$status" -eq 1 ] || { echo "expected exit 1 (violated) from the audit, got $status"; cat audit.txt; exit 1; }
-nodes=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["counterexample"]["lengths"]["nodes"])' out/report.json)
+nodes=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["counterexample"]["lengths"]["nodes"])' out/report.json)
 status=0
-"$bin" audit --exec "/usr/bin/python3 $source/examples/adapters/message_passing.py" \
+"$bin" audit --exec "python3 $source/examples/adapters/message_passing.py" \
     --axis nodes=1..8 --axis edges=0..16 --input x:nodes,4 \
     --input edge_index:2,edges:index=nodes --input edge_attr:edges,3 --output y:nodes,4 --output g:4 \
     --report holds >holds.txt || status=$?
@@ -50,7 +50,7 @@ browse holds --dump-dom >holds.html
 grep -q '<svg xmlns="http://www.w3.org/2000/svg" class="graph"' dom.html || { echo "no graph <svg> in the DOM"; exit 1; }
 # The graph before (x) and after (P x) the permutation: each with every node, and red exactly the edges the
 # permutation of the edges moves or whose ends the permutation of the nodes renumbers, counted from report.json.
-/usr/bin/python3 - out/report.json dom.html <<'PY'
+python3 - out/report.json dom.html <<'PY'
 import json, re, sys
 c = json.load(open(sys.argv[1]))["counterexample"]
 dom = open(sys.argv[2]).read()
@@ -68,7 +68,7 @@ for svg, edge_index in zip(graphs, (c["inputs"]["edge_index"], c["transformed"][
 print(f"two graphs of {nodes} nodes, {moved(c['inputs']['edge_index'])} moved edges each")
 PY
 
-/usr/bin/python3 - "$work/shot.png" <<'PY'
+python3 - "$work/shot.png" <<'PY'
 import sys
 from PIL import Image
 img = Image.open(sys.argv[1]).convert("RGB")
@@ -79,7 +79,7 @@ assert red > 200, f"only {red} red pixels: the moved edges were not drawn"
 print(f"screenshot {img.size}, {len(colours)} colours, {red} red pixels")
 PY
 # The table of what was checked, in the DOM Chromium built from each report, against the report's own report.json.
-/usr/bin/python3 - "$work" <<'PY'
+python3 - "$work" <<'PY'
 import html.parser, json, re, sys
 work = sys.argv[1]
 
@@ -198,7 +198,7 @@ grep -q '<rect class="scale-bar"' dom.html || { echo "no colour scale bar in the
 # whose green falls steadily from light to dark (the gradient); neither the heatmap's cells nor anti-aliased red
 # lines make one.
 for shot in shot.png holds.png; do
-/usr/bin/python3 - "$work/$shot" <<'PY'
+python3 - "$work/$shot" <<'PY'
 import sys
 from PIL import Image
 img = Image.open(sys.argv[1]).convert("RGB")

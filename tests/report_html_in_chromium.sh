@@ -32,7 +32,7 @@ grep -q '<g class="scale" data-min="0" data-max="[0-9.e+-]*" data-symmetric="fal
   { echo "no colour scale with its ends under the heatmap"; exit 1; }
 grep -q '<rect class="scale-bar"' dom.html || { echo "no colour scale bar in the DOM"; exit 1; }
 
-/usr/bin/python3 - "$work/shot.png" <<'EOF'
+python3 - "$work/shot.png" <<'EOF'
 import sys
 from PIL import Image
 img = Image.open(sys.argv[1]).convert("RGB")

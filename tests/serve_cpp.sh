@@ -20,14 +20,14 @@ audit() {
   rm -rf "$work/report"
   "$permcheck" audit "$@" --report "$work/report" >"$work/out" 2>&1 || rc=$?
   local verdict
-  verdict=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["verdict"])' "$work/report/report.json") ||
+  verdict=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["verdict"])' "$work/report/report.json") ||
     { cat "$work/out" >&2; fail "no report for: $*"; }
   [[ $rc == "$want_rc" && $verdict == "$want" ]] ||
     { cat "$work/out" >&2; fail "expected $want (exit $want_rc), got $verdict (exit $rc): permcheck audit $*"; }
   echo "serve_cpp.sh: $want (exit $rc): $*"
 }
 field() {  # a field of the last report, by a Python expression over j
-  /usr/bin/python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$work/report/report.json" "$1"
+  python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$work/report/report.json" "$1"
 }
 
 audit 0 holds --exec "$one" --dim 4 --cases 60
@@ -43,7 +43,7 @@ audit 1 violated --exec "$named --memory-positions" "${signature[@]}"
 grep -q "permutations m (" "$work/out" || { cat "$work/out" >&2; fail "the memory's axis m was not permuted in the finding"; }
 
 # Malformed requests: one error answer each, with the request's id (null when there is none to read).
-deep=$(/usr/bin/python3 -c 'print("[" * 100000 + "]" * 100000)')
+deep=$(python3 -c 'print("[" * 100000 + "]" * 100000)')
 {
   echo '{"id":1,"x":[[1,2],[3]]}'
   echo 'not json'
@@ -62,7 +62,7 @@ deep=$(/usr/bin/python3 -c 'print("[" * 100000 + "]" * 100000)')
 rc=0
 "$one" <"$work/requests" >"$work/answers" 2>"$work/errors" || rc=$?
 [[ $rc == 0 ]] || { cat "$work/errors" >&2; fail "the adapter exited with $rc on malformed requests"; }
-/usr/bin/python3 - "$work/answers" <<'PY' || fail "the answers to malformed requests are wrong (above)"
+python3 - "$work/answers" <<'PY' || fail "the answers to malformed requests are wrong (above)"
 import json, sys
 answers = [json.loads(line) for line in open(sys.argv[1])]
 want_ids = [1, None, None, 4, 5, 6, 7, 8, None, None, 11, 12, 13]

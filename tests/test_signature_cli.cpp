@@ -106,7 +106,7 @@ TEST(NamedProtocol, ThePythonAdapterReadsAnAllZeroRealInputAsFloatAndAnEmptyInde
            "          tuple(edge_index.shape) == (2, 0), edge_attr.dtype == torch.float64]\n"
            "    return [1.0 if k else 0.0 for k in ok], [0.0, 0.0]\n"
            "serve(probe, dtype=torch.float64)\n";
-    const permcheck::test::Run run = permcheck::test::run_shell("/usr/bin/python3 probe.py < request.jsonl", scratch.dir());
+    const permcheck::test::Run run = permcheck::test::run_shell("python3 probe.py < request.jsonl", scratch.dir());
     ASSERT_EQ(run.exit_code, 0) << permcheck::test::show(run);
     const json answer = json::parse(run.out, nullptr, false);
     EXPECT_EQ(answer["outputs"]["y"], json::parse("[1.0, 1.0, 1.0, 1.0, 1.0]")) << permcheck::test::show(run);
@@ -199,7 +199,7 @@ for line in sys.stdin:
 )");
     for (const char* mode : {"ragged", "exit", "fine", "short"}) {
         adapters::ExecOptions eo;
-        eo.command = "/usr/bin/python3 " + script.string() + " " + mode;
+        eo.command = "python3 " + script.string() + " " + mode;
         const NamedBlackBox box = adapters::exec_named_black_box(eo, graph_signature());
         const std::string m = [&] {
             try {
@@ -737,7 +737,7 @@ struct Audit {
 const std::string kExamples = std::string(PERMCHECK_SOURCE_DIR) + "/examples/adapters/";
 
 std::string exec_of(const std::string& adapter) {
-    return permcheck::test::shell_quote("/usr/bin/python3 " + kExamples + adapter);
+    return permcheck::test::shell_quote("python3 " + kExamples + adapter);
 }
 
 // `permcheck ARGS` in a scratch directory; with `report`, also --report out, read back.
@@ -986,7 +986,7 @@ for line in sys.stdin:
 )");
     const std::string signature = " --axis nodes=1..4 --axis edges=0..4 --input x:nodes,2 "
                                   "--input edge_index:2,edges:index=nodes --output y:nodes,2";
-    const Audit a = permcheck_run(scratch, "audit --exec '/usr/bin/python3 adapter.py'" + signature, true);
+    const Audit a = permcheck_run(scratch, "audit --exec 'python3 adapter.py'" + signature, true);
     EXPECT_EQ(a.run.exit_code, 2) << a.all();
     EXPECT_EQ(a.report.value("verdict", ""), "error") << a.all();
     EXPECT_NE(a.report.value("error", "").find("no edges to aggregate"), std::string::npos) << a.all();
@@ -1003,11 +1003,11 @@ for line in sys.stdin:
         return permcheck::test::run_shell(permcheck::test::shell_quote(PERMCHECK_BIN) + " replay out --exec " +
                                               permcheck::test::shell_quote(command), scratch.dir());
     };
-    const permcheck::test::Run still = replay("/usr/bin/python3 adapter.py");
+    const permcheck::test::Run still = replay("python3 adapter.py");
     EXPECT_EQ(still.exit_code, 1) << permcheck::test::show(still);
     EXPECT_NE(still.out.find("still errs: the saved case the layer erred on (edges=0"), std::string::npos)
         << permcheck::test::show(still);
-    const permcheck::test::Run fixed = replay("/usr/bin/python3 adapter.py fixed");
+    const permcheck::test::Run fixed = replay("python3 adapter.py fixed");
     EXPECT_EQ(fixed.exit_code, 0) << permcheck::test::show(fixed);
     EXPECT_NE(fixed.out.find("answered now: the saved case the layer erred on"), std::string::npos)
         << permcheck::test::show(fixed);
@@ -1053,7 +1053,7 @@ for line in sys.stdin:
     print(json.dumps({"id": r["id"], "outputs": {"y": [[float("nan"), 0.0]] * n}}), flush=True)
 )");
     const Audit a = permcheck_run(scratch,
-                                  "audit --exec " + permcheck::test::shell_quote("/usr/bin/python3 " + script.string()) +
+                                  "audit --exec " + permcheck::test::shell_quote("python3 " + script.string()) +
                                       " --axis n=1..4 --input q:n,2 --output y:n,2",
                                   /*report=*/true);
     EXPECT_EQ(a.run.exit_code, 1) << a.all();

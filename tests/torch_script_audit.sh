@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `permcheck audit-torch FILE.pt` (issue 13, item 1): TorchScript files written here by /usr/bin/python3 (the
+# `permcheck audit-torch FILE.pt` (issue 13, item 1): TorchScript files written here by python3 (the
 # interpreter that sees Debian's python3-torch) with torch.jit.script(module).save(path), audited in process
 # with no Python at audit time. The two examples of docs/torch.md hold; a learned position embedding is violated with
 # n = 2; a file that is not TorchScript, a forward with another number of arguments, an output of the wrong
@@ -18,8 +18,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "torch_script_audit.sh: $*" >&2; exit 1; }
 
-/usr/bin/python3 -c 'import torch' 2>"$work/import.err" ||
-  fail "/usr/bin/python3 cannot import torch (install python3-torch: scripts/install-deps --test): $(cat "$work/import.err")"
+python3 -c 'import torch' 2>"$work/import.err" ||
+  fail "python3 cannot import torch (install python3-torch: scripts/install-deps --test): $(cat "$work/import.err")"
 
 cat >"$work/make_models.py" <<'EOF'
 import sys
@@ -157,7 +157,7 @@ for name, module in [("rope", Ids("rope")), ("learned", Ids("learned")), ("ropen
 torch.save(Encoder().state_dict(), f"{out}/state_dict.pt")  # a zip archive, but not TorchScript
 torch.jit.script(Encoder().to(torch.bfloat16)).save(f"{out}/encoder_bf16.pt")  # parameters in bfloat16
 EOF
-/usr/bin/python3 "$work/make_models.py" "$work" 2>"$work/make.err" || fail "writing the models failed: $(cat "$work/make.err")"
+python3 "$work/make_models.py" "$work" 2>"$work/make.err" || fail "writing the models failed: $(cat "$work/make.err")"
 
 # run EXPECTED_EXIT NAME ARGS...: runs permcheck audit-torch in $work, its stdout and stderr in $work/NAME.{out,err}.
 run() {
@@ -186,7 +186,7 @@ says train out "nondeterministic"
 run 1 posembed posembed.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8 --report "$work/report"
 says posembed out "violated"
 says posembed out "replay: permcheck audit-torch posembed.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8 --dtype float32"
-n=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["counterexample"]["lengths"]["n"])' \
+n=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["counterexample"]["lengths"]["n"])' \
     "$work/report/report.json") || fail "posembed: report.json has no counterexample.lengths.n"
 [[ $n == 2 ]] || fail "posembed: the shrunk counterexample has n = $n, expected 2"
 
@@ -198,24 +198,24 @@ run 0 rope_shift rope.pt "${ids[@]}" --property shift --cases 60
 says rope_shift out "holds after 60 cases"
 run 0 rope_padding rope.pt "${ids[@]}" --property padding --cases 60
 run 1 learned_shift learned.pt "${ids[@]}" --property shift --cases 60 --report "$work/shift"
-c=$(/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["counterexample"]; print(d["shift"], d["lengths"]["n"])' \
+c=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["counterexample"]; print(d["shift"], d["lengths"]["n"])' \
     "$work/shift/report.json") || fail "learned_shift: report.json has no counterexample"
 [[ $c == "1 1" ]] || fail "learned_shift: shrunk to c, n = $c, expected 1 1"
 says learned_shift out "--property shift"
 run 1 nomask_padding ropenomask.pt "${ids[@]}" --property padding --cases 60 --report "$work/pads"
-k=$(/usr/bin/python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["counterexample"]["pads"]["slots"]))' \
+k=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["counterexample"]["pads"]["slots"]))' \
     "$work/pads/report.json") || fail "nomask_padding: report.json has no pads"
 [[ $k == 1 ]] || fail "nomask_padding: shrunk to $k pads, expected 1"
 # causal: the bidirectional head sees the next token (two tokens, cut after one); the causal one holds.
 run 1 rope_causal rope.pt "${ids[@]}" --property causal --cases 60 --report "$work/causal"
-c=$(/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["counterexample"]; print(d["lengths"]["n"], d["cuts"]["at"])' \
+c=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["counterexample"]; print(d["lengths"]["n"], d["cuts"]["at"])' \
     "$work/causal/report.json") || fail "rope_causal: report.json has no cut"
 [[ $c == "2 [1]" ]] || fail "rope_causal: shrunk to n, k = $c, expected 2 [1]"
 run 0 ropecausal_causal ropecausal.pt "${ids[@]}" --property causal --cases 60
 says ropecausal_causal out "holds after 60 cases"
 # packing: without a block mask the second sequence sees the first (two one-token sequences); with it, apart.
 run 1 ropecausal_packing ropecausal.pt "${ids[@]}" --property packing --cases 60 --report "$work/packing"
-c=$(/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["counterexample"]; print(d["lengths"]["n"], d["cuts"]["at"], d["cuts"]["piece"])' \
+c=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["counterexample"]; print(d["lengths"]["n"], d["cuts"]["at"], d["cuts"]["piece"])' \
     "$work/packing/report.json") || fail "ropecausal_packing: report.json has no packing"
 [[ $c == "2 [1] 1" ]] || fail "ropecausal_packing: shrunk to n, ends, piece = $c, expected 2 [1] 1"
 run 0 ropepacked_packing ropepacked.pt "${ids[@]}" --property packing --cases 60
@@ -226,7 +226,7 @@ run 1 train_report dropout.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8 --c
 # repro REPORT_DIR EXPECTED_EXIT [FILE]: runs its repro.py from another directory (with FILE: that module instead).
 repro() {
   local rc=0
-  (cd / && env -i PATH=/usr/bin:/bin /usr/bin/python3 "$1/repro.py" ${3:+"$work/$3"}) >"$work/repro.out" 2>&1 || rc=$?
+  (cd / && env -i PATH="$(dirname "$(command -v python3)"):/usr/bin:/bin" python3 "$1/repro.py" ${3:+"$work/$3"}) >"$work/repro.out" 2>&1 || rc=$?
   [[ $rc == "$2" ]] || fail "$1/repro.py${3:+ $3}: exit $rc, expected $2: $(cat "$work/repro.out")"
 }
 repro "$work/report" 1
@@ -257,7 +257,7 @@ run 1 posembed_bf16 posembed.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8 -
   --report "$work/report_bf16"
 says posembed_bf16 out "violated"
 says posembed_bf16 out "replay: permcheck audit-torch posembed.pt --axis n=1..8 --input x:1,n,8 --output y:1,n,8 --dtype bfloat16"
-read -r n dtype < <(/usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["counterexample"]["lengths"]["n"], r["dtype"])' \
+read -r n dtype < <(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["counterexample"]["lengths"]["n"], r["dtype"])' \
     "$work/report_bf16/report.json") || fail "posembed_bf16: report.json has no counterexample.lengths.n or dtype"
 [[ $n == 2 && $dtype == bfloat16 ]] || fail "posembed_bf16: report.json says n = $n, dtype $dtype; expected 2, bfloat16"
 # The replay line, run as printed, finds the same violation in bfloat16.

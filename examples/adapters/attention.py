@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """A complete permcheck adapter in plain Python: single-head self-attention, optionally causal or mean-pooled.
 
 permcheck starts this program once and writes one JSON request per line on its stdin:
@@ -9,9 +9,9 @@ and reads one answer per line on its stdout, in order:
     {"id": 7, "error": "what went wrong"}
 Logs go to stderr; stdout carries only answers. The program exits at end of input.
 
-    permcheck audit --exec "/usr/bin/python3 examples/adapters/attention.py" --dim 4                      # holds
-    permcheck audit --exec "/usr/bin/python3 examples/adapters/attention.py --causal" --dim 4             # violated
-    permcheck audit --exec "/usr/bin/python3 examples/adapters/attention.py --pool mean" --dim 4 --output pooled
+    permcheck audit --exec "python3 examples/adapters/attention.py" --dim 4                      # holds
+    permcheck audit --exec "python3 examples/adapters/attention.py --causal" --dim 4             # violated
+    permcheck audit --exec "python3 examples/adapters/attention.py --pool mean" --dim 4 --output pooled
 """
 import argparse
 import json

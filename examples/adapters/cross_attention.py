@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """A permcheck adapter in plain Python for a signature audit: cross-attention, queries q read a memory mem.
 
 Equivariant in the queries (permuting q permutes y), invariant to the order of the memory (permuting mem leaves y
@@ -11,9 +11,9 @@ permcheck writes one request per line on stdin, every input as nested arrays in 
 and reads one answer per line on stdout, in order:
     {"id": 7, "outputs": {"y": [[...], ...]}}          or  {"id": 7, "error": "what went wrong"}
 
-    permcheck audit --exec "/usr/bin/python3 examples/adapters/cross_attention.py" \\
+    permcheck audit --exec "python3 examples/adapters/cross_attention.py" \\
         --axis n=1..8 --axis m=1..8 --input q:n,8 --input mem:m,8 --output y:n,8                  # holds
-    permcheck audit --exec "/usr/bin/python3 examples/adapters/cross_attention.py --memory-positions" \\
+    permcheck audit --exec "python3 examples/adapters/cross_attention.py --memory-positions" \\
         --axis n=1..8 --axis m=1..8 --input q:n,8 --input mem:m,8 --output y:n,8                  # violated, m = 2
 """
 import argparse

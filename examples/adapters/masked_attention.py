@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """A permcheck adapter in plain Python for a signature audit: self-attention with a key padding mask.
 
 The mask is an input like x (pad[j] true: position j is padding, as PyTorch's key_padding_mask), so permcheck
@@ -11,12 +11,12 @@ agreement property, against this adapter without the flag as the reference imple
     {"id": 7, "inputs": {"x": [[...], ...], "pad": [false, true, false]}, "shapes": {"x": [3, 8], "pad": [3]},
      "outputs": ["y"]}                                  ->  {"id": 7, "outputs": {"y": [[...], ...]}}
 
-    permcheck audit --exec "/usr/bin/python3 examples/adapters/masked_attention.py" \\
+    permcheck audit --exec "python3 examples/adapters/masked_attention.py" \\
         --axis n=1..8 --input x:n,8 --input pad:n:mask --output y:n,8                              # holds
-    permcheck audit --exec "/usr/bin/python3 examples/adapters/masked_attention.py --fixed-padding" \\
+    permcheck audit --exec "python3 examples/adapters/masked_attention.py --fixed-padding" \\
         --axis n=1..8 --input x:n,8 --input pad:n:mask --output y:n,8                              # violated
-    permcheck audit --exec "/usr/bin/python3 examples/adapters/masked_attention.py --no-scale" \
-        --reference-exec "/usr/bin/python3 examples/adapters/masked_attention.py" --property agreement \
+    permcheck audit --exec "python3 examples/adapters/masked_attention.py --no-scale" \
+        --reference-exec "python3 examples/adapters/masked_attention.py" --property agreement \
         --axis n=1..8 --input x:n,8 --input pad:n:mask --output y:n,8                              # violated
 """
 import argparse

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """A permcheck adapter in plain Python for a signature audit: message passing over a graph, with a readout.
 
 Inputs: node features x (nodes x d), edge_index (2 x edges: row 0 the source, row 1 the target of each edge, as
@@ -17,7 +17,7 @@ is invariant to both. Two broken variants, each caught by permcheck:
      "shapes": {"x": [3, 4], "edge_index": [2, 2], "edge_attr": [2, 3]}, "outputs": ["y", "g"]}
         ->  {"id": 7, "outputs": {"y": [[...], ...], "g": [...]}}
 
-    permcheck audit --exec "/usr/bin/python3 examples/adapters/message_passing.py" \\
+    permcheck audit --exec "python3 examples/adapters/message_passing.py" \\
         --axis nodes=1..8 --axis edges=0..16 --input x:nodes,4 \\
         --input edge_index:2,edges:index=nodes --input edge_attr:edges,3 --output y:nodes,4 --output g:4   # holds
     ... message_passing.py --node-index" ...     # violated: nodes, shrunk to 2 nodes

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Small causal-LM-like torch layers with a position signal, for position-aware audits.
 
     positions.py MODEL [DTYPE]

@@ -1,13 +1,13 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """A permcheck adapter for PyTorch's own torch.nn.MultiheadAttention (Debian's python3-torch).
 
 Protocol as in attention.py next to this file. By default the layer runs in eval mode without a mask, and is
 permutation-equivariant: the audit must say `holds`. --causal adds a causal mask (the audit must say
 `violated`); --train leaves dropout on (the audit must say `nondeterministic`, never `violated`).
 
-    permcheck audit --exec "/usr/bin/python3 examples/adapters/torch_mha.py" --dim 8 --dtype float32
-    permcheck audit --exec "/usr/bin/python3 examples/adapters/torch_mha.py --causal" --dim 8 --dtype float32
-    permcheck audit --exec "/usr/bin/python3 examples/adapters/torch_mha.py --train" --dim 8 --dtype float32
+    permcheck audit --exec "python3 examples/adapters/torch_mha.py" --dim 8 --dtype float32
+    permcheck audit --exec "python3 examples/adapters/torch_mha.py --causal" --dim 8 --dtype float32
+    permcheck audit --exec "python3 examples/adapters/torch_mha.py --train" --dim 8 --dtype float32
 """
 import argparse
 import json

@@ -2,7 +2,7 @@
 attention_mask.cumsum when not given, RoPE at the position ids, a causal mask combined with the padding mask, a
 dataclass answer), asked a decoder's questions, one call each.
 
-    PERMCHECK_BIN=build/permcheck PYTHONPATH=python /usr/bin/python3 -m pytest examples/pytest/test_decoder_lm.py
+    PERMCHECK_BIN=build/permcheck PYTHONPATH=python python3 -m pytest examples/pytest/test_decoder_lm.py
 """
 import dataclasses
 import math

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Adapters that misbehave on purpose, one MODE each, for tests/test_exec_adapter.cpp and
 tests/test_audit_cli.cpp (and the ctest scripts that audit through it).
 

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Records every request line it reads (to FILE, one line each, as read) and answers it: the golden tests of the
 one-tensor shorthand's request stream (tests/golden/).
 

@@ -33,7 +33,7 @@ adapter=$(realpath "$prefix")/share/permcheck/python/permcheck_adapter.py
 [[ -f $adapter ]] || fail "permcheck_adapter.py is not installed"
 printf '%s\n' "import sys" "import permcheck_adapter" "print(permcheck_adapter.__file__, file=sys.stderr)" \
   "permcheck_adapter.serve(lambda x: x)" >"$work/served.py"
-if ! (unset PYTHONPATH; cd "$work" && "$prefix/bin/permcheck" audit --exec "/usr/bin/python3 $work/served.py" \
+if ! (unset PYTHONPATH; cd "$work" && "$prefix/bin/permcheck" audit --exec "python3 $work/served.py" \
         --dim 2 --cases 5 >/dev/null 2>"$work/served.err"); then
   cat "$work/served.err" >&2
   fail "the installed permcheck did not audit a layer served by permcheck_adapter"

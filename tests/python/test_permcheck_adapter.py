@@ -1,9 +1,9 @@
 """Tests of python/permcheck_adapter.py: request lines of both forms fed to a served function and a served torch
 module, each in a child process of its own, as permcheck runs it (its real stdin, stdout and stderr).
 
-    /usr/bin/python3 tests/python/test_permcheck_adapter.py PYTHON_DIR
+    python3 tests/python/test_permcheck_adapter.py PYTHON_DIR
 
-PYTHON_DIR is the directory holding permcheck_adapter.py. Run with /usr/bin/python3, the interpreter that sees
+PYTHON_DIR is the directory holding permcheck_adapter.py. Run with python3, the interpreter that sees
 Debian's python3-torch; the torch tests are skipped, saying why, only when `import torch` fails.
 """
 import base64

@@ -1,6 +1,6 @@
 """Tests of the Python package permcheck (python/permcheck/): audits served from this process over a Unix socket.
 
-    PERMCHECK_BIN=build/permcheck PYTHONPATH=python /usr/bin/python3 -m pytest tests/python/test_permcheck_package.py
+    PERMCHECK_BIN=build/permcheck PYTHONPATH=python python3 -m pytest tests/python/test_permcheck_package.py
 
 Every layer is defined here, in the test process: a symmetric module holds, one with a learned position table is
 violated and its shrunk counterexample is in the assertion message; the user's module is left as it was; the

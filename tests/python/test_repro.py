@@ -2,7 +2,7 @@
 the bug is there and 0 once the saved module is swapped for its fixed twin.
 
 Run by ctest (PythonReproRunsWithoutPermcheck) with PERMCHECK_BIN and PYTHONPATH=python; each repro.py runs in a
-process with neither (PATH=/usr/bin:/bin, no PYTHONPATH, another working directory), where `import permcheck`
+process with neither (PATH: the project Python's directory and /usr/bin:/bin; no PYTHONPATH; another working directory), where `import permcheck`
 fails."""
 
 import json
@@ -15,6 +15,9 @@ import pytest
 import torch
 
 import permcheck
+
+# A process without permcheck: the project's Python (torch 2.x) and the system's tools, nothing of the build.
+ALONE_PATH = os.path.dirname(sys.executable) + ":/usr/bin:/bin"
 
 # The layers under test live in a module of their own that does not import permcheck, as a user's model code does:
 # the repro loads the pickled module by reference to it.
@@ -203,10 +206,10 @@ def layers(tmp_path, monkeypatch):
 
 def run_alone(repro, cwd):
     """repro.py in a process without permcheck: (exit code, output)."""
-    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp"), "PYTHONDONTWRITEBYTECODE": "1"}
-    absent = subprocess.run(["/usr/bin/python3", "-c", "import permcheck"], env=env, cwd=cwd, capture_output=True)
+    env = {"PATH": ALONE_PATH, "HOME": os.environ.get("HOME", "/tmp"), "PYTHONDONTWRITEBYTECODE": "1"}
+    absent = subprocess.run(["python3", "-c", "import permcheck"], env=env, cwd=cwd, capture_output=True)
     assert absent.returncode != 0, "permcheck must not be importable where the repro runs"
-    done = subprocess.run(["/usr/bin/python3", repro], env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(["python3", repro], env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
     return done.returncode, done.stdout + done.stderr
 
 
@@ -370,7 +373,7 @@ def test_an_adapter_programs_finding_reproduces_with_the_standard_library(layers
     signature += flags
     env = dict(os.environ, PYTHONPATH=os.path.abspath("python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
     done = subprocess.run([os.environ.get("PERMCHECK_BIN", "permcheck"), "audit", "--exec",
-                           "/usr/bin/python3 adapter.py '%s'" % bug] + signature + ["--property", prop, "--report",
+                           "python3 adapter.py '%s'" % bug] + signature + ["--property", prop, "--report",
                           str(report)], cwd=code_dir, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "reproduce without permcheck: python3 %s" % (report / "repro.py") in done.stdout, done.stdout
@@ -382,8 +385,8 @@ def test_an_adapter_programs_finding_reproduces_with_the_standard_library(layers
         assert "**Reproduce without permcheck:** `python3 repro.py`" in f.read().split("\n")[2]
     code, out = run_alone(str(report / "repro.py"), tmp_path)
     assert code == 1 and "the bug is there" in out, out
-    fixed = subprocess.run(["/usr/bin/python3", str(report / "repro.py"), "/usr/bin/python3 adapter.py"],
-                           env={"PATH": "/usr/bin:/bin", "HOME": "/tmp"}, cwd=tmp_path, capture_output=True,
+    fixed = subprocess.run(["python3", str(report / "repro.py"), "python3 adapter.py"],
+                           env={"PATH": ALONE_PATH, "HOME": "/tmp"}, cwd=tmp_path, capture_output=True,
                            text=True, timeout=120)
     assert fixed.returncode == 0 and "fixed" in fixed.stdout, fixed.stdout + fixed.stderr
 
@@ -438,7 +441,7 @@ SEQUENCE = ["--axis", "n=1..6", "--input", "x:n,4", "--output", "y:n,4"]
     ("Ratio", SEQUENCE, "non-finite", "a non-finite entry"),
     ("Jitter", SEQUENCE, "nondeterministic", "ask 2 of x differs from ask 1"),
     ("StaleTable", SEQUENCE, "history-dependent", "x asked after the earlier request and x asked first differ by"),
-    ("Scaled", SEQUENCE + ["--property", "agreement", "--reference-exec", "/usr/bin/python3 adapter.py Scaled fixed"],
+    ("Scaled", SEQUENCE + ["--property", "agreement", "--reference-exec", "python3 adapter.py Scaled fixed"],
      "violated", "L(x) and R(x) differ by"),
 ])
 def test_every_finding_of_an_adapter_program_reproduces_and_its_fixed_twin_passes(layers, tmp_path, name, flags,
@@ -451,13 +454,13 @@ def test_every_finding_of_an_adapter_program_reproduces_and_its_fixed_twin_passe
     report = tmp_path / "adapter-report"
     env = dict(os.environ, PYTHONPATH=os.path.abspath("python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
     done = subprocess.run([os.environ.get("PERMCHECK_BIN", "permcheck"), "audit", "--exec",
-                           "/usr/bin/python3 adapter.py %s bug" % name] + flags + ["--report", str(report)],
+                           "python3 adapter.py %s bug" % name] + flags + ["--report", str(report)],
                           cwd=code_dir, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1 and " %s" % verdict in done.stdout, done.stdout + done.stderr
     code, out = run_alone(str(report / "repro.py"), tmp_path)
     assert code == 1 and said in out and "the bug is there" in out, out
-    fixed = subprocess.run(["/usr/bin/python3", str(report / "repro.py"), "/usr/bin/python3 adapter.py %s fixed" % name],
-                           env={"PATH": "/usr/bin:/bin", "HOME": "/tmp"}, cwd=tmp_path, capture_output=True,
+    fixed = subprocess.run(["python3", str(report / "repro.py"), "python3 adapter.py %s fixed" % name],
+                           env={"PATH": ALONE_PATH, "HOME": "/tmp"}, cwd=tmp_path, capture_output=True,
                            text=True, timeout=120)
     assert fixed.returncode == 0 and "fixed" in fixed.stdout, fixed.stdout + fixed.stderr
 
@@ -481,7 +484,7 @@ def test_an_adapter_programs_batch_dependent_finding_sends_its_stacked_batch_aga
     report = tmp_path / "adapter-batched"
     env = dict(os.environ, PYTHONPATH=os.path.abspath("python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
     done = subprocess.run([os.environ.get("PERMCHECK_BIN", "permcheck"), "audit", "--exec",
-                           "/usr/bin/python3 adapter.py shared", "--axis", "n=1..6", "--input", "x:1,n,4",
+                           "python3 adapter.py shared", "--axis", "n=1..6", "--input", "x:1,n,4",
                            "--output", "y:1,n,4", "--report", str(report)],
                           cwd=code_dir, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1 and "batch-dependent" in done.stdout, done.stdout + done.stderr
@@ -490,8 +493,8 @@ def test_an_adapter_programs_batch_dependent_finding_sends_its_stacked_batch_aga
     assert any(line.get("stacked") for line in lines), [sorted(line) for line in lines]
     code, out = run_alone(str(report / "repro.py"), tmp_path)
     assert code == 1 and "answer in the batch (item" in out and "the bug is there" in out, out
-    fixed = subprocess.run(["/usr/bin/python3", str(report / "repro.py"), "/usr/bin/python3 adapter.py"],
-                           env={"PATH": "/usr/bin:/bin", "HOME": "/tmp"}, cwd=tmp_path, capture_output=True,
+    fixed = subprocess.run(["python3", str(report / "repro.py"), "python3 adapter.py"],
+                           env={"PATH": ALONE_PATH, "HOME": "/tmp"}, cwd=tmp_path, capture_output=True,
                            text=True, timeout=120)
     assert fixed.returncode == 0 and "fixed" in fixed.stdout, fixed.stdout + fixed.stderr
 

@@ -1,4 +1,4 @@
-// The programs the audit tests run as adapters: /usr/bin/python3 with the example adapters of examples/adapters/
+// The programs the audit tests run as adapters: python3 with the example adapters of examples/adapters/
 // and the fault adapter tests/adapters/fault.py (one misbehaviour per mode: hang, crash, garbage, batched,
 // stacked, ...). For test programs built with PERMCHECK_SOURCE_DIR (tests/CMakeLists.txt).
 #pragma once
@@ -7,7 +7,7 @@
 
 namespace permcheck::test {
 
-inline const std::string kPython = "/usr/bin/python3";
+inline const std::string kPython = "python3";
 inline const std::string kSource = PERMCHECK_SOURCE_DIR;
 inline const std::string kFault = kPython + " " + kSource + "/tests/adapters/fault.py";
 
