@@ -1,6 +1,6 @@
 """Benchmark: permcheck.audit from a pytest test against the hand-written in-process loop it replaces.
 
-    PERMCHECK_BIN=build/permcheck PYTHONPATH=python python3 -m pytest -s -q bench/bench_python_audit.py
+    PERMCHECK_BIN=build/permcheck PYTHONPATH=python .venv/bin/python3 -m pytest -s -q bench/bench_python_audit.py
 
 (bench/run runs it and adds its rows to the table.) The layer: torch.nn.TransformerEncoderLayer(d_model=8,
 nhead=2, dim_feedforward=16, dropout=0.0), batch_first False, in eval, 100 cases on n = 1..8 that hold.

@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# float16 through an adapter (issue 13, item 5): LibTorch 1.13 has no float16 matrix kernels on CPU, so the
-# float16 lane is tested with a numpy layer served by python/permcheck_adapter.py that rounds every product,
+# float16 through an adapter (issue 13, item 5): the float16 lane is tested with a numpy layer served by python/permcheck_adapter.py that rounds every product,
 # partial sum and quotient to float16, summing in position order (so a permutation changes the rounding).
 # `permcheck audit --exec ... --dtype float16` holds on its softmax self-attention; the same layer is violated
 # under the float32 tolerance (the rounding is real, and the float16 verdict means something); the layer plus a
@@ -18,7 +17,7 @@ unset PYTHONPATH
 fail() { echo "half_precision_audit.sh: $*" >&2; exit 1; }
 
 python3 -c 'import numpy' 2>"$work/import.err" ||
-  fail "python3 cannot import numpy (install python3-numpy): $(cat "$work/import.err")"
+  fail "python3 cannot import numpy (the project's Python environment, .venv/: scripts/install-deps --test): $(cat "$work/import.err")"
 
 cat >"$work/attention16.py" <<'EOF'
 import sys

@@ -11,7 +11,7 @@ root="$(dirname "$here")"
 model="$root/examples/adapters/positions.py"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-python3 -c 'import torch' || { echo "position_audit.sh: python3 cannot import torch (python3-torch)"; exit 1; }
+python3 -c 'import torch' || { echo "position_audit.sh: python3 cannot import torch (the project's Python environment, .venv/: scripts/install-deps --test)"; exit 1; }
 sig=(--axis n=1..8 --input ids:n:token=50 --input pos:n:position --input keep:n:mask=keep --output y:n,8)
 fail() { echo "FAIL: $*"; exit 1; }
 

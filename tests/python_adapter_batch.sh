@@ -13,7 +13,7 @@
 set -uo pipefail
 permcheck=$1
 if ! python3 -c "import torch" 2>/dev/null; then
-  echo "FAIL: python3 cannot import torch (Debian's python3-torch), which this test needs" >&2
+  echo "FAIL: python3 cannot import torch (the project's Python environment, .venv/: scripts/install-deps --test), which this test needs" >&2
   exit 1
 fi
 work=$(mktemp -d)

@@ -17,7 +17,7 @@ unset PYTHONPATH
 fail() { echo "python_adapter_taps.sh: $*" >&2; [[ -f "$work/out.txt" ]] && cat "$work/out.txt" >&2; exit 1; }
 
 python3 -c 'import torch' 2>"$work/import.err" ||
-  fail "python3 cannot import torch (install python3-torch: scripts/install-deps --test): $(cat "$work/import.err")"
+  fail "python3 cannot import torch (the project's Python environment, .venv/: scripts/install-deps --test): $(cat "$work/import.err")"
 
 cat >"$work/stack.py" <<'EOF'
 import os

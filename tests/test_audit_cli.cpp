@@ -466,7 +466,7 @@ TEST(AuditCommand, ShardsSplitTheCases) {
     EXPECT_EQ(total, 31);
 }
 
-// PyTorch's own layer, through the example adapter (Debian's python3-torch).
+// PyTorch's own layer, through the example adapter (torch from the project's Python environment).
 TEST(AuditCommand, TorchMultiheadAttentionVerdicts) {
     const std::string mha = kPython + " " + kSource + "/examples/adapters/torch_mha.py --dim 4";
     const std::string args = "--dim 4 --dtype float32 --cases 60 --timeout 120";

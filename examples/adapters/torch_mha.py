@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A permcheck adapter for PyTorch's own torch.nn.MultiheadAttention (Debian's python3-torch).
+"""A permcheck adapter for PyTorch's own torch.nn.MultiheadAttention (any torch 2.x).
 
 Protocol as in attention.py next to this file. By default the layer runs in eval mode without a mask, and is
 permutation-equivariant: the audit must say `holds`. --causal adds a causal mask (the audit must say

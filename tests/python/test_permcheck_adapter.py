@@ -3,8 +3,8 @@ module, each in a child process of its own, as permcheck runs it (its real stdin
 
     python3 tests/python/test_permcheck_adapter.py PYTHON_DIR
 
-PYTHON_DIR is the directory holding permcheck_adapter.py. Run with python3, the interpreter that sees
-Debian's python3-torch; the torch tests are skipped, saying why, only when `import torch` fails.
+PYTHON_DIR is the directory holding permcheck_adapter.py. Run with the python3 of
+the project's Python environment (.venv/, torch 2.x); every test runs, the torch ones included: a Python without torch fails them.
 """
 import base64
 import json
@@ -21,11 +21,7 @@ import unittest
 
 ADAPTER_DIR = None  # set from argv in __main__
 
-try:
-    import torch  # noqa: F401
-    TORCH_MISSING = None
-except Exception as e:  # ImportError, or a broken installation
-    TORCH_MISSING = "import torch failed: %s" % e
+import torch  # noqa: F401  (the torch tests need it: without it this file fails, never skips)
 
 
 def start(script):
@@ -276,7 +272,6 @@ MHA_SCRIPT = """
 """
 
 
-@unittest.skipIf(TORCH_MISSING is not None, TORCH_MISSING)
 class ServedModule(unittest.TestCase):
     def test_one_tensor_form_gives_the_module_an_n_by_d_tensor_in_eval_mode_under_no_grad(self):
         answers, _, err, code = run(MODULE_SCRIPT, [{"id": 1, "x": [[0.5, -1], [2, 0.25], [0, 0]]}])
@@ -475,7 +470,6 @@ class BatchedFunction(unittest.TestCase):
             self.assertEqual(answers[0], {"id": 1, "y": [[2.0]]}, arg)
 
 
-@unittest.skipIf(TORCH_MISSING is not None, TORCH_MISSING)
 class BatchedModule(unittest.TestCase):
     def items(self, count, n, batch_dim):
         return random_items(count, n, batch_dim)
@@ -541,7 +535,6 @@ def unstacked(answer, name, batch_dim):
     return [t.tolist() for t in stacked.split(1, dim=batch_dim)]
 
 
-@unittest.skipIf(TORCH_MISSING is not None, TORCH_MISSING)
 class StackedModule(unittest.TestCase):
     def run_with(self, env, script, requests):
         old = os.environ.copy()
@@ -637,7 +630,6 @@ TAPS_SCRIPT = """
 """
 
 
-@unittest.skipIf(TORCH_MISSING is not None, TORCH_MISSING)
 class ServedModuleTaps(unittest.TestCase):
     def test_taps_in_finishing_order_tuples_flattened_copies_kept_repeated_calls_numbered(self):
         x = [[1.0, 2.0], [3.0, 4.0]]
@@ -739,7 +731,6 @@ class ReservedNames(unittest.TestCase):
                     {"id": 5, "y": doubled(x)},
                 ], err)
 
-    @unittest.skipIf(TORCH_MISSING is not None, TORCH_MISSING)
     def test_a_module_serves_them_plain_with_taps_batched_and_stacked(self):
         x = self.X
         xs = [[x], [[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]]]  # two items of shape (1, 2, 3), stacked on dim 0
@@ -788,6 +779,4 @@ if __name__ == "__main__":
     if len(sys.argv) < 2 or not os.path.isfile(os.path.join(sys.argv[1], "permcheck_adapter.py")):
         sys.exit("usage: test_permcheck_adapter.py DIRECTORY_OF_permcheck_adapter.py [unittest arguments]")
     ADAPTER_DIR = os.path.abspath(sys.argv.pop(1))
-    if TORCH_MISSING is not None:
-        print("skipping the torch module tests: %s (interpreter %s)" % (TORCH_MISSING, sys.executable))
     unittest.main(verbosity=2)
