@@ -5,10 +5,17 @@
 #   1. from the build tree (PYTHONPATH=python, PERMCHECK_BIN=the built binary), with --permcheck-reports;
 #   2. from an installed prefix (cmake --install; PYTHONPATH=PREFIX/share/permcheck/python, the binary found
 #      beside the package, nothing on PATH);
-#   3. through `pip install` of a copy of python/ into a venv that sees Debian's packages (the plugin loaded by
-#      its entry point, the binary on PATH), offline, leaving python/ as it was;
-# and examples/pytest/ from the build tree.
+#   3. through `pip install .` of the repository into a new venv (scikit-build-core builds the command into the
+#      venv's bin/; the plugin loaded by its entry point; no PERMCHECK_BIN, nothing of the build on PATH, not even
+#      the venv's bin/), leaving the source tree as it was;
+# and examples/pytest/ from the build tree. Every form says the same version: `permcheck --version`, the CMake
+# package (permcheckConfigVersion.cmake), permcheck.__version__ and pip's metadata, all CMakeLists.txt's
+# project(VERSION).
 #   python_package.sh PERMCHECK BUILD_DIR SOURCE_DIR
+# The venv sees the project venv's packages (torch, pytest, scikit-build-core) through a .pth file naming its
+# site-packages: nothing reinstalled, nothing downloaded. pip builds with --no-build-isolation (that pinned
+# scikit-build-core, offline) in BUILD_DIR/python-wheel, kept between runs: the first run compiles the command's
+# sources once more (the wheel's build is configured apart: tests off, SKBUILD), a later run only what changed.
 set -euo pipefail
 unset PERMCHECK_BIN
 export PYTHONDONTWRITEBYTECODE=1  # nothing written into the source tree
@@ -98,17 +105,70 @@ PATH="$(dirname "$(command -v python3)"):/usr/bin:/bin" PYTHONPATH="$work/prefix
   "import permcheck; assert permcheck.find_binary() == '$work/prefix/bin/permcheck', permcheck.find_binary()" \
   || fail "the installed package does not find the binary beside it"
 
-# 3. pip, offline, into a venv that sees Debian's torch, pytest, setuptools and wheel, from a copy of python/.
-before="$(cd "$source/python" && find . -path '*/__pycache__' -prune -o -print | LC_ALL=C sort | md5sum)"
-cp -r "$source/python" "$work/python-copy"
-rm -rf "$work/python-copy/permcheck/__pycache__"
-python3 -m venv --system-site-packages "$work/venv" || fail "python3 -m venv failed (python3-venv)"
-"$work/venv/bin/pip" install --no-index --no-build-isolation --disable-pip-version-check -q "$work/python-copy" \
-  > "$work/pip.txt" 2>&1 || { cat "$work/pip.txt"; fail "pip install failed (python3-pip, python3-setuptools, python3-wheel)"; }
-after="$(cd "$source/python" && find . -path '*/__pycache__' -prune -o -print | LC_ALL=C sort | md5sum)"
-[ "$before" = "$after" ] || fail "pip install wrote into python/"
-"$work/venv/bin/python" -c "import permcheck, os; assert '$work/venv' in permcheck.__file__, permcheck.__file__" \
-  || fail "the venv does not import its installed permcheck"
-# No -p: the entry point loads the plugin. The binary from PATH.
-PATH="$work/prefix/bin:/usr/bin:/bin" PYTHONPATH= pytest_in "$work" "$work/venv/bin/python"
-check_run "pip install in a venv"
+# The version, set once in CMakeLists.txt: what every form below must say.
+version="$(sed -nE 's/^project\(permcheck[[:space:]]+VERSION[[:space:]]+([0-9]+\.[0-9]+\.[0-9]+).*/\1/p' "$source/CMakeLists.txt")"
+[ -n "$version" ] || fail "no project(permcheck VERSION x.y.z) in CMakeLists.txt"
+# same_version WHAT GOT
+same_version() { [ "$2" = "$version" ] || fail "$1 says '$2', CMakeLists.txt's project(VERSION) is $version"; }
+same_version "the build tree's permcheck --version" "$("$permcheck" --version | sed -n 's/^permcheck //p')"
+same_version "the source tree's permcheck.__version__" \
+  "$(PYTHONPATH="$source/python" python3 -c 'import permcheck; print(permcheck.__version__)')"
+same_version "the installed permcheck --version" "$("$work/prefix/bin/permcheck" --version | sed -n 's/^permcheck //p')"
+same_version "the installed prefix's permcheck.__version__" \
+  "$(PYTHONPATH="$work/prefix/share/permcheck/python" python3 -c 'import permcheck; print(permcheck.__version__)')"
+config_version="$(find "$work/prefix" -name permcheckConfigVersion.cmake | head -1)"
+[ -n "$config_version" ] || fail "the installed prefix has no permcheckConfigVersion.cmake"
+same_version "permcheckConfigVersion.cmake" "$(sed -n 's/^set(PACKAGE_VERSION "\(.*\)")$/\1/p' "$config_version")"
+echo "ok: one version ($version): both commands, the CMake package, the source tree's and the prefix's package"
+
+# 3. pip install . of the repository into a new venv, the core built by scikit-build-core.
+before="$(cd "$source" && find . -path ./.git -prune -o -path ./build -prune -o -path ./build-\* -prune \
+            -o -path ./.venv -prune -o -path '*/__pycache__' -prune -o -print | LC_ALL=C sort | md5sum)"
+python3 -m venv --without-pip "$work/venv" || fail "python3 -m venv failed (python3-venv)"
+project_site="$(python3 -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"
+venv_site="$("$work/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"
+echo "$project_site" > "$venv_site/permcheck-test-project-packages.pth"
+"$work/venv/bin/python" -c 'import torch, pytest, scikit_build_core' \
+  || fail "the new venv does not see torch, pytest and scikit-build-core through $project_site"
+"$work/venv/bin/python" -c 'import permcheck' 2>/dev/null && fail "the project's Python already has a permcheck: pip install it elsewhere"
+start=$SECONDS
+PATH="$(dirname "$(command -v python3)"):/usr/bin:/bin" python3 -m pip --python "$work/venv/bin/python" install \
+  --no-index --no-build-isolation --disable-pip-version-check -q -C build-dir="$build/python-wheel" "$source" \
+  > "$work/pip.txt" 2>&1 || { cat "$work/pip.txt"; fail "pip install . failed"; }
+echo "pip install . took $((SECONDS - start)) s"
+after="$(cd "$source" && find . -path ./.git -prune -o -path ./build -prune -o -path ./build-\* -prune \
+           -o -path ./.venv -prune -o -path '*/__pycache__' -prune -o -print | LC_ALL=C sort | md5sum)"
+[ "$before" = "$after" ] || fail "pip install . wrote into the source tree"
+[ -x "$work/venv/bin/permcheck" ] || fail "pip install . did not put the permcheck command in the venv's bin/"
+same_version "the pip-installed permcheck --version" "$("$work/venv/bin/permcheck" --version | sed -n 's/^permcheck //p')"
+same_version "the pip-installed permcheck.__version__" \
+  "$(cd "$work" && "$work/venv/bin/python" -c 'import permcheck; print(permcheck.__version__)')"
+same_version "pip's metadata (importlib.metadata)" \
+  "$(cd "$work" && "$work/venv/bin/python" -c 'import importlib.metadata as m; print(m.version("permcheck"))')"
+venv_files="$(cd "$work" && "$work/venv/bin/python" -c '
+import importlib.metadata as m
+print("\n".join(str(f) for f in m.files("permcheck")))')"
+for wanted in permcheck/__init__.py permcheck/pytest_plugin.py permcheck/_version.py permcheck_adapter.py; do
+  grep -qx "$wanted" <<< "$venv_files" || fail "the wheel does not hold $wanted"
+done
+grep -qE '(^|/)(include|lib)/|\.a$|\.cmake$|\.h$' <<< "$venv_files" \
+  && fail "the wheel holds more than the command and the Python files: $(grep -E '(^|/)(include|lib)/|\.a$|\.cmake$|\.h$' <<< "$venv_files" | head -3)"
+(cd "$work" && PATH=/usr/bin:/bin "$work/venv/bin/python" -c "
+import permcheck, permcheck_adapter
+assert permcheck.__file__.startswith('$work/venv/'), permcheck.__file__
+assert permcheck_adapter.__file__.startswith('$work/venv/'), permcheck_adapter.__file__
+assert permcheck.find_binary() == '$work/venv/bin/permcheck', permcheck.find_binary()") \
+  || fail "the venv does not import its installed permcheck, or does not find its command with nothing on PATH"
+# No -p: the entry point loads the plugin. Nothing of the build or the venv on PATH, no PYTHONPATH.
+PATH=/usr/bin:/bin PYTHONPATH= pytest_in "$work" "$work/venv/bin/python"
+check_run "pip install . in a new venv"
+# The wheel's command runs an adapter program written with permcheck_adapter (the venv's Python imports it from
+# its site-packages), with nothing on PYTHONPATH.
+cat > "$work/identity_adapter.py" <<'PY'
+from permcheck_adapter import serve
+serve(lambda x: x)
+PY
+(cd "$work" && PATH="$work/venv/bin:/usr/bin:/bin" PYTHONPATH= permcheck audit --exec "python identity_adapter.py" \
+   --dim 4 --cases 20) > "$work/exec.txt" 2>&1 || { cat "$work/exec.txt"; fail "the pip-installed permcheck audit --exec failed"; }
+grep -q "holds after 20 cases" "$work/exec.txt" || { cat "$work/exec.txt"; fail "audit --exec through the venv: no holding verdict"; }
+echo "ok: the pip-installed permcheck audit --exec serves permcheck_adapter from the venv"
