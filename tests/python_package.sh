@@ -15,7 +15,7 @@
 # The venv sees the project venv's packages (torch, pytest, scikit-build-core) through a .pth file naming its
 # site-packages: nothing reinstalled, nothing downloaded. pip builds with --no-build-isolation (that pinned
 # scikit-build-core, offline) in BUILD_DIR-python-wheel, a sibling of the build tree kept between runs, with the
-# build tree's CMake, generator and ccache cache (CMakeLists.txt): the wheel's build is configured apart (tests off,
+# build tree's CMake, compiler, generator and ccache cache (CMakeLists.txt): the wheel's build is configured apart (tests off,
 # SKBUILD), but its compiles are the build tree's, so they come from the cache where the build tree compiled
 # through ccache; only the sources whose definitions differ in a wheel compile again. Without ccache the first run
 # compiles the command's sources once more, and a later run what changed.
@@ -137,12 +137,14 @@ echo "$project_site" > "$venv_site/permcheck-test-project-packages.pth"
 wheel_build="$(cd "$build" && pwd)-python-wheel"
 generator="$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' "$build/CMakeCache.txt")"
 cmake_dir="$(dirname "$(sed -n 's/^CMAKE_COMMAND:INTERNAL=//p' "$build/CMakeCache.txt")")"  # the same CMake
+compiler="$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")"  # and compiler (ccache hashes its name)
 ccache_dir="$(sed -n 's/^PERMCHECK_CCACHE_DIR:PATH=//p' "$build/CMakeCache.txt")"
 export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}"
 start=$SECONDS
 PATH="$(dirname "$(command -v python3)"):$cmake_dir:/usr/bin:/bin" CMAKE_GENERATOR="$generator" \
   python3 -m pip --python "$work/venv/bin/python" install --no-index --no-build-isolation --disable-pip-version-check \
-  -q -C build-dir="$wheel_build" ${ccache_dir:+-C cmake.define.PERMCHECK_CCACHE_DIR="$ccache_dir"} "$source" \
+  -q -C build-dir="$wheel_build" -C cmake.define.CMAKE_CXX_COMPILER="$compiler" \
+  ${ccache_dir:+-C cmake.define.PERMCHECK_CCACHE_DIR="$ccache_dir"} "$source" \
   > "$work/pip.txt" 2>&1 || { cat "$work/pip.txt"; fail "pip install . failed"; }
 echo "pip install . took $((SECONDS - start)) s (build in $wheel_build, generator $generator, ccache ${ccache_dir:-none})"
 after="$(cd "$source" && find . -path ./.git -prune -o -path ./build -prune -o -path ./build-\* -prune \
