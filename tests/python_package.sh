@@ -7,7 +7,7 @@
 #      beside the package, nothing on PATH);
 #   3. through `pip install .` of the repository into a new venv (scikit-build-core builds the command into the
 #      venv's bin/; the plugin loaded by its entry point; no PERMCHECK_BIN, nothing of the build on PATH, not even
-#      the venv's bin/), leaving the source tree as it was;
+#      the venv's bin/), leaving the source tree as it was; and `pip install -e .` into another venv;
 # and examples/pytest/ from the build tree. Every form says the same version: `permcheck --version`, the CMake
 # package (permcheckConfigVersion.cmake), permcheck.__version__ and pip's metadata, all CMakeLists.txt's
 # project(VERSION).
@@ -127,25 +127,36 @@ echo "ok: one version ($version): both commands, the CMake package, the source t
 # 3. pip install . of the repository into a new venv, the core built by scikit-build-core.
 before="$(cd "$source" && find . -path ./.git -prune -o -path ./build -prune -o -path ./build-\* -prune \
             -o -path ./.venv -prune -o -path '*/__pycache__' -prune -o -print | LC_ALL=C sort | md5sum)"
-python3 -m venv --without-pip "$work/venv" || fail "python3 -m venv failed (python3-venv)"
-project_site="$(python3 -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"
-venv_site="$("$work/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"
-echo "$project_site" > "$venv_site/permcheck-test-project-packages.pth"
-"$work/venv/bin/python" -c 'import torch, pytest, scikit_build_core' \
-  || fail "the new venv does not see torch, pytest and scikit-build-core through $project_site"
-"$work/venv/bin/python" -c 'import permcheck' 2>/dev/null && fail "the project's Python already has a permcheck: pip install it elsewhere"
+# new_venv DIR: a venv without pip that sees the project venv's packages (a .pth file), and no permcheck.
+new_venv() {
+  python3 -m venv --without-pip "$1" || fail "python3 -m venv failed (python3-venv)"
+  local project_site venv_site
+  project_site="$(python3 -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"
+  venv_site="$("$1/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"
+  echo "$project_site" > "$venv_site/permcheck-test-project-packages.pth"
+  "$1/bin/python" -c 'import torch, pytest, scikit_build_core' \
+    || fail "the new venv does not see torch, pytest and scikit-build-core through $project_site"
+  ! "$1/bin/python" -c 'import permcheck' 2>/dev/null \
+    || fail "the project's Python already has a permcheck: pip install it elsewhere"
+}
+new_venv "$work/venv"
 wheel_build="$(cd "$build" && pwd)-python-wheel"
 generator="$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' "$build/CMakeCache.txt")"
 cmake_dir="$(dirname "$(sed -n 's/^CMAKE_COMMAND:INTERNAL=//p' "$build/CMakeCache.txt")")"  # the same CMake
 compiler="$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")"  # and compiler (ccache hashes its name)
 ccache_dir="$(sed -n 's/^PERMCHECK_CCACHE_DIR:PATH=//p' "$build/CMakeCache.txt")"
 export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}"
+# pip_install VENV ARGS...: pip install, offline, into VENV, built as said above.
+pip_install() {
+  local venv="$1"; shift
+  PATH="$(dirname "$(command -v python3)"):$cmake_dir:/usr/bin:/bin" CMAKE_GENERATOR="$generator" \
+    python3 -m pip --python "$venv/bin/python" install --no-index --no-build-isolation --disable-pip-version-check \
+    -q -C build-dir="$wheel_build" -C cmake.define.CMAKE_CXX_COMPILER="$compiler" \
+    ${ccache_dir:+-C cmake.define.PERMCHECK_CCACHE_DIR="$ccache_dir"} "$@" > "$work/pip.txt" 2>&1 \
+    || { cat "$work/pip.txt"; fail "pip install $* failed"; }
+}
 start=$SECONDS
-PATH="$(dirname "$(command -v python3)"):$cmake_dir:/usr/bin:/bin" CMAKE_GENERATOR="$generator" \
-  python3 -m pip --python "$work/venv/bin/python" install --no-index --no-build-isolation --disable-pip-version-check \
-  -q -C build-dir="$wheel_build" -C cmake.define.CMAKE_CXX_COMPILER="$compiler" \
-  ${ccache_dir:+-C cmake.define.PERMCHECK_CCACHE_DIR="$ccache_dir"} "$source" \
-  > "$work/pip.txt" 2>&1 || { cat "$work/pip.txt"; fail "pip install . failed"; }
+pip_install "$work/venv" "$source"
 echo "pip install . took $((SECONDS - start)) s (build in $wheel_build, generator $generator, ccache ${ccache_dir:-none})"
 after="$(cd "$source" && find . -path ./.git -prune -o -path ./build -prune -o -path ./build-\* -prune \
            -o -path ./.venv -prune -o -path '*/__pycache__' -prune -o -print | LC_ALL=C sort | md5sum)"
@@ -183,3 +194,21 @@ PY
    --dim 4 --cases 20) > "$work/exec.txt" 2>&1 || { cat "$work/exec.txt"; fail "the pip-installed permcheck audit --exec failed"; }
 grep -q "holds after 20 cases" "$work/exec.txt" || { cat "$work/exec.txt"; fail "audit --exec through the venv: no holding verdict"; }
 echo "ok: the pip-installed permcheck audit --exec serves permcheck_adapter from the venv"
+
+# pip install -e . (scikit-build-core's editable mode) into another venv: the same build, so no compile; the
+# command installed all the same, the package imported from the source tree.
+new_venv "$work/venv-editable"
+pip_install "$work/venv-editable" -e "$source"
+same_version "the editable install's permcheck --version" \
+  "$("$work/venv-editable/bin/permcheck" --version | sed -n 's/^permcheck //p')"
+(cd "$work" && PATH=/usr/bin:/bin "$work/venv-editable/bin/python" -c "
+import permcheck, permcheck_adapter
+assert permcheck.__file__ == '$source/python/permcheck/__init__.py', permcheck.__file__
+assert permcheck_adapter.__file__ == '$source/python/permcheck_adapter.py', permcheck_adapter.__file__
+assert permcheck.__version__ == '$version', permcheck.__version__
+assert permcheck.find_binary() == '$work/venv-editable/bin/permcheck', permcheck.find_binary()") \
+  || fail "the editable install does not import permcheck from the source tree, or does not find its command"
+after="$(cd "$source" && find . -path ./.git -prune -o -path ./build -prune -o -path ./build-\* -prune \
+           -o -path ./.venv -prune -o -path '*/__pycache__' -prune -o -print | LC_ALL=C sort | md5sum)"
+[ "$before" = "$after" ] || fail "pip install -e . wrote into the source tree"
+echo "ok: pip install -e . in another venv"
