@@ -7,7 +7,8 @@
 extern char** environ;
 
 // Both set by adapters/CMakeLists.txt: the install's data directory relative to its program directory, and the
-// source tree's python/ directory.
+// source tree's python/ directory; both empty in the command a wheel holds (`pip install .`), whose Python finds
+// permcheck_adapter in its site-packages.
 #ifndef PERMCHECK_PYTHON_INSTALL_RELDIR
 #define PERMCHECK_PYTHON_INSTALL_RELDIR "../share/permcheck/python"
 #endif
@@ -27,7 +28,7 @@ bool holds_adapter(const std::filesystem::path& dir) {
 std::string python_adapter_dir() {
     std::error_code ec;
     const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-    if (!ec) {
+    if (!ec && std::string_view(PERMCHECK_PYTHON_INSTALL_RELDIR).size() > 0) {  // empty in a wheel's command
         const std::filesystem::path installed =
             (self.parent_path() / PERMCHECK_PYTHON_INSTALL_RELDIR).lexically_normal();
         if (holds_adapter(installed)) return installed.string();

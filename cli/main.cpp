@@ -7,6 +7,10 @@
 #include <cstdio>
 #include <exception>
 
+#ifndef PERMCHECK_VERSION
+#error "PERMCHECK_VERSION is set by cli/CMakeLists.txt"
+#endif
+
 int main(int argc, char** argv) {
     using namespace permcheck::cli;
     permcheck::keep_freed_memory_for_reuse();
@@ -14,6 +18,8 @@ int main(int argc, char** argv) {
     permcheck::adapters::adopt_adapter_orphans();  // every process of a stopped adapter's group reaped
     CLI::App app{"permcheck: proves what sequence layers do with token order"};
     app.require_subcommand(0, 1);
+    // The project's version (CMakeLists.txt's project(VERSION), the one place it is set; cli/CMakeLists.txt).
+    app.set_version_flag("--version", "permcheck " PERMCHECK_VERSION, "Print the version and exit");
     Outcome outcome;
     add_table(app, outcome);
     add_prove(app, outcome);

@@ -19,6 +19,10 @@ block is treated, one directive per comment or several separated by "; ":
     <!-- doc-test: skip: REASON -->    not run; the reason is required. Only for the README's set-up commands,
                                         blocks with placeholders a reader fills in, and output blocks.
     <!-- doc-test: exit N -->          the block's last command must exit N, every command before it 0
+    <!-- doc-test: pip-installed -->   runs as after `pip install .`, which the doc test does not do: the block
+                                        runs with PYTHONPATH=python (the package and permcheck_adapter, from the
+                                        scratch copy) and PYTEST_PLUGINS=permcheck.pytest_plugin (what the
+                                        package's entry point does), the command from BUILD_DIR on PATH as ever
 A ```sh block with no marker must exit 0, and so must every command in it: a command that fails anywhere in a
 block (bash's ERR trap: not the tests of if/while/&&/||) fails the test, with the block's file:line and the
 command. A block that ends the session (`exit`) fails it too.
@@ -124,8 +128,10 @@ def parse_directives(path, line, text, block, problems):
         words = directive.split()
         if len(words) == 2 and words[0] == "exit" and words[1].isdigit():
             block.directives["exit"] = int(words[1])
+        elif words == ["pip-installed"]:
+            block.directives["pip-installed"] = True
         else:
-            problems.append("%s:%d: unknown doc-test directive %r (skip: REASON, exit N)"
+            problems.append("%s:%d: unknown doc-test directive %r (skip: REASON, exit N, pip-installed)"
                             % (path, line, directive.strip()))
 
 
@@ -287,8 +293,12 @@ def run_file(blocks, args, work):
         body = os.path.join(work, "block%d.sh" % index)
         with open(body, "w", encoding="utf-8") as f:
             f.write("\n".join(block.body) + "\n")
+        # pip-installed: the two variables for this block alone (an assignment before `source` does not stay).
+        installed = "PYTHONPATH=%s PYTEST_PLUGINS=permcheck.pytest_plugin " % shq(os.path.join(root, "python")) \
+            if block.directives.get("pip-installed") else ""
         script += ["__doc_block=%d" % index,
-                   "source %s > %s 2>&1 < /dev/null" % (shq(body), shq(os.path.join(work, "out%d" % index))),
+                   "%ssource %s > %s 2>&1 < /dev/null" % (installed, shq(body),
+                                                          shq(os.path.join(work, "out%d" % index))),
                    "echo $? > %s" % shq(os.path.join(work, "rc%d" % index))]
         ran.append((index, block))
     with open(driver, "w", encoding="utf-8") as f:

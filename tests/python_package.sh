@@ -5,10 +5,21 @@
 #   1. from the build tree (PYTHONPATH=python, PERMCHECK_BIN=the built binary), with --permcheck-reports;
 #   2. from an installed prefix (cmake --install; PYTHONPATH=PREFIX/share/permcheck/python, the binary found
 #      beside the package, nothing on PATH);
-#   3. through `pip install` of a copy of python/ into a venv that sees Debian's packages (the plugin loaded by
-#      its entry point, the binary on PATH), offline, leaving python/ as it was;
-# and examples/pytest/ from the build tree.
+#   3. through `pip install .` of the repository into a new venv (scikit-build-core builds the command into the
+#      venv's bin/; the plugin loaded by its entry point; no PERMCHECK_BIN, nothing of the build on PATH, not even
+#      the venv's bin/), leaving the source tree as it was; and `pip install -e .` into another venv;
+# and examples/pytest/ from the build tree. Every form says the same version: `permcheck --version`, the CMake
+# package (permcheckConfigVersion.cmake), permcheck.__version__ and pip's metadata, all CMakeLists.txt's
+# project(VERSION).
 #   python_package.sh PERMCHECK BUILD_DIR SOURCE_DIR
+# The venv sees the project venv's packages (torch, pytest, scikit-build-core) through a .pth file naming its
+# site-packages: nothing reinstalled, nothing downloaded. pip builds with --no-build-isolation (that pinned
+# scikit-build-core, offline) in BUILD_DIR-python-wheel, a sibling of the build tree kept between runs, with the
+# build tree's CMake, compiler, generator and ccache cache (CMakeLists.txt): the wheel's build is configured apart
+# (tests off, SKBUILD), but its compile commands, relative to their folders, are the build tree's, so they come
+# from the cache where the build tree compiled through ccache; only the sources whose definitions differ in a wheel
+# compile again (pip install . took 20 s so, against 596 s compiling the command's sources, on a busy two-core
+# machine). Without ccache the first run compiles them once more, and a later run what changed.
 set -euo pipefail
 unset PERMCHECK_BIN
 export PYTHONDONTWRITEBYTECODE=1  # nothing written into the source tree
@@ -16,7 +27,7 @@ permcheck="$1"; build="$2"; source="$3"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-python3 -c 'import torch, pytest' || fail "python3 cannot import torch and pytest (python3-torch, python3-pytest)"
+python3 -c 'import torch, pytest' || fail "python3 cannot import torch and pytest (scripts/install-deps --test makes .venv/)"
 
 mkdir "$work/tests"
 cat > "$work/tests/test_few_lines.py" <<'EOF'
@@ -98,17 +109,107 @@ PATH="$(dirname "$(command -v python3)"):/usr/bin:/bin" PYTHONPATH="$work/prefix
   "import permcheck; assert permcheck.find_binary() == '$work/prefix/bin/permcheck', permcheck.find_binary()" \
   || fail "the installed package does not find the binary beside it"
 
-# 3. pip, offline, into a venv that sees Debian's torch, pytest, setuptools and wheel, from a copy of python/.
-before="$(cd "$source/python" && find . -path '*/__pycache__' -prune -o -print | LC_ALL=C sort | md5sum)"
-cp -r "$source/python" "$work/python-copy"
-rm -rf "$work/python-copy/permcheck/__pycache__"
-python3 -m venv --system-site-packages "$work/venv" || fail "python3 -m venv failed (python3-venv)"
-"$work/venv/bin/pip" install --no-index --no-build-isolation --disable-pip-version-check -q "$work/python-copy" \
-  > "$work/pip.txt" 2>&1 || { cat "$work/pip.txt"; fail "pip install failed (python3-pip, python3-setuptools, python3-wheel)"; }
-after="$(cd "$source/python" && find . -path '*/__pycache__' -prune -o -print | LC_ALL=C sort | md5sum)"
-[ "$before" = "$after" ] || fail "pip install wrote into python/"
-"$work/venv/bin/python" -c "import permcheck, os; assert '$work/venv' in permcheck.__file__, permcheck.__file__" \
-  || fail "the venv does not import its installed permcheck"
-# No -p: the entry point loads the plugin. The binary from PATH.
-PATH="$work/prefix/bin:/usr/bin:/bin" PYTHONPATH= pytest_in "$work" "$work/venv/bin/python"
-check_run "pip install in a venv"
+# The version, set once in CMakeLists.txt: what every form below must say.
+version="$(sed -nE 's/^project\(permcheck[[:space:]]+VERSION[[:space:]]+([0-9]+\.[0-9]+\.[0-9]+).*/\1/p' "$source/CMakeLists.txt")"
+[ -n "$version" ] || fail "no project(permcheck VERSION x.y.z) in CMakeLists.txt"
+# same_version WHAT GOT
+same_version() { [ "$2" = "$version" ] || fail "$1 says '$2', CMakeLists.txt's project(VERSION) is $version"; }
+same_version "the build tree's permcheck --version" "$("$permcheck" --version | sed -n 's/^permcheck //p')"
+same_version "the source tree's permcheck.__version__" \
+  "$(PYTHONPATH="$source/python" python3 -c 'import permcheck; print(permcheck.__version__)')"
+same_version "the installed permcheck --version" "$("$work/prefix/bin/permcheck" --version | sed -n 's/^permcheck //p')"
+same_version "the installed prefix's permcheck.__version__" \
+  "$(PYTHONPATH="$work/prefix/share/permcheck/python" python3 -c 'import permcheck; print(permcheck.__version__)')"
+config_version="$(find "$work/prefix" -name permcheckConfigVersion.cmake | head -1)"
+[ -n "$config_version" ] || fail "the installed prefix has no permcheckConfigVersion.cmake"
+same_version "permcheckConfigVersion.cmake" "$(sed -n 's/^set(PACKAGE_VERSION "\(.*\)")$/\1/p' "$config_version")"
+echo "ok: one version ($version): both commands, the CMake package, the source tree's and the prefix's package"
+
+# 3. pip install . of the repository into a new venv, the core built by scikit-build-core.
+before="$(cd "$source" && find . -path ./.git -prune -o -path ./build -prune -o -path ./build-\* -prune \
+            -o -path ./.venv -prune -o -path '*/__pycache__' -prune -o -print | LC_ALL=C sort | md5sum)"
+# new_venv DIR: a venv without pip that sees the project venv's packages (a .pth file), and no permcheck.
+new_venv() {
+  python3 -m venv --without-pip "$1" || fail "python3 -m venv failed (python3-venv)"
+  local project_site venv_site
+  project_site="$(python3 -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"
+  venv_site="$("$1/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"
+  echo "$project_site" > "$venv_site/permcheck-test-project-packages.pth"
+  "$1/bin/python" -c 'import torch, pytest, scikit_build_core' \
+    || fail "the new venv does not see torch, pytest and scikit-build-core through $project_site"
+  ! "$1/bin/python" -c 'import permcheck' 2>/dev/null \
+    || fail "the project's Python already has a permcheck: pip install it elsewhere"
+}
+new_venv "$work/venv"
+wheel_build="$(cd "$build" && pwd)-python-wheel"
+generator="$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' "$build/CMakeCache.txt")"
+cmake_dir="$(dirname "$(sed -n 's/^CMAKE_COMMAND:INTERNAL=//p' "$build/CMakeCache.txt")")"  # the same CMake
+compiler="$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")"  # and compiler (ccache hashes its name)
+ccache_dir="$(sed -n 's/^PERMCHECK_CCACHE_DIR:PATH=//p' "$build/CMakeCache.txt")"
+export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}"
+# pip_install VENV ARGS...: pip install, offline, into VENV, built as said above.
+pip_install() {
+  local venv="$1"; shift
+  PATH="$(dirname "$(command -v python3)"):$cmake_dir:/usr/bin:/bin" CMAKE_GENERATOR="$generator" \
+    python3 -m pip --python "$venv/bin/python" install --no-index --no-build-isolation --disable-pip-version-check \
+    -q -C build-dir="$wheel_build" -C cmake.define.CMAKE_CXX_COMPILER="$compiler" \
+    ${ccache_dir:+-C cmake.define.PERMCHECK_CCACHE_DIR="$ccache_dir"} "$@" > "$work/pip.txt" 2>&1 \
+    || { cat "$work/pip.txt"; fail "pip install $* failed"; }
+}
+start=$SECONDS
+pip_install "$work/venv" "$source"
+echo "pip install . took $((SECONDS - start)) s (build in $wheel_build, generator $generator, ccache ${ccache_dir:-none})"
+after="$(cd "$source" && find . -path ./.git -prune -o -path ./build -prune -o -path ./build-\* -prune \
+           -o -path ./.venv -prune -o -path '*/__pycache__' -prune -o -print | LC_ALL=C sort | md5sum)"
+[ "$before" = "$after" ] || fail "pip install . wrote into the source tree"
+[ -x "$work/venv/bin/permcheck" ] || fail "pip install . did not put the permcheck command in the venv's bin/"
+same_version "the pip-installed permcheck --version" "$("$work/venv/bin/permcheck" --version | sed -n 's/^permcheck //p')"
+same_version "the pip-installed permcheck.__version__" \
+  "$(cd "$work" && "$work/venv/bin/python" -c 'import permcheck; print(permcheck.__version__)')"
+same_version "pip's metadata (importlib.metadata)" \
+  "$(cd "$work" && "$work/venv/bin/python" -c 'import importlib.metadata as m; print(m.version("permcheck"))')"
+venv_files="$(cd "$work" && "$work/venv/bin/python" -c '
+import importlib.metadata as m
+print("\n".join(str(f) for f in m.files("permcheck")))')"
+for wanted in permcheck/__init__.py permcheck/pytest_plugin.py permcheck/_version.py permcheck_adapter.py; do
+  grep -qx "$wanted" <<< "$venv_files" || fail "the wheel does not hold $wanted"
+done
+grep -qE '(^|/)(include|lib)/|\.a$|\.cmake$|\.h$' <<< "$venv_files" \
+  && fail "the wheel holds more than the command and the Python files: $(grep -E '(^|/)(include|lib)/|\.a$|\.cmake$|\.h$' <<< "$venv_files" | head -3)"
+(cd "$work" && PATH=/usr/bin:/bin "$work/venv/bin/python" -c "
+import permcheck, permcheck_adapter
+assert permcheck.__file__.startswith('$work/venv/'), permcheck.__file__
+assert permcheck_adapter.__file__.startswith('$work/venv/'), permcheck_adapter.__file__
+assert permcheck.find_binary() == '$work/venv/bin/permcheck', permcheck.find_binary()") \
+  || fail "the venv does not import its installed permcheck, or does not find its command with nothing on PATH"
+# No -p: the entry point loads the plugin. Nothing of the build or the venv on PATH, no PYTHONPATH.
+PATH=/usr/bin:/bin PYTHONPATH= pytest_in "$work" "$work/venv/bin/python"
+check_run "pip install . in a new venv"
+# The wheel's command runs an adapter program written with permcheck_adapter (the venv's Python imports it from
+# its site-packages), with nothing on PYTHONPATH.
+cat > "$work/identity_adapter.py" <<'PY'
+from permcheck_adapter import serve
+serve(lambda x: x)
+PY
+(cd "$work" && PATH="$work/venv/bin:/usr/bin:/bin" PYTHONPATH= permcheck audit --exec "python identity_adapter.py" \
+   --dim 4 --cases 20) > "$work/exec.txt" 2>&1 || { cat "$work/exec.txt"; fail "the pip-installed permcheck audit --exec failed"; }
+grep -q "holds after 20 cases" "$work/exec.txt" || { cat "$work/exec.txt"; fail "audit --exec through the venv: no holding verdict"; }
+echo "ok: the pip-installed permcheck audit --exec serves permcheck_adapter from the venv"
+
+# pip install -e . (scikit-build-core's editable mode) into another venv: the same build, so no compile; the
+# command installed all the same, the package imported from the source tree.
+new_venv "$work/venv-editable"
+pip_install "$work/venv-editable" -e "$source"
+same_version "the editable install's permcheck --version" \
+  "$("$work/venv-editable/bin/permcheck" --version | sed -n 's/^permcheck //p')"
+(cd "$work" && PATH=/usr/bin:/bin "$work/venv-editable/bin/python" -c "
+import permcheck, permcheck_adapter
+assert permcheck.__file__ == '$source/python/permcheck/__init__.py', permcheck.__file__
+assert permcheck_adapter.__file__ == '$source/python/permcheck_adapter.py', permcheck_adapter.__file__
+assert permcheck.__version__ == '$version', permcheck.__version__
+assert permcheck.find_binary() == '$work/venv-editable/bin/permcheck', permcheck.find_binary()") \
+  || fail "the editable install does not import permcheck from the source tree, or does not find its command"
+after="$(cd "$source" && find . -path ./.git -prune -o -path ./build -prune -o -path ./build-\* -prune \
+           -o -path ./.venv -prune -o -path '*/__pycache__' -prune -o -print | LC_ALL=C sort | md5sum)"
+[ "$before" = "$after" ] || fail "pip install -e . wrote into the source tree"
+echo "ok: pip install -e . in another venv"

@@ -10,7 +10,8 @@
 
 The layer (a torch.nn.Module, TorchScript included, or a function) is served from this process over a Unix
 socket that the `permcheck` binary connects to: no adapter script, no second `import torch`. The binary is found
-through $PERMCHECK_BIN, beside the installed package, or on PATH. `serve` is the adapter side of `permcheck audit
+through $PERMCHECK_BIN, beside the installed package, in the environment's scripts directory (where `pip install`
+puts it), or on PATH. `serve` is the adapter side of `permcheck audit
 --exec` (the module permcheck_adapter is the same function).
 """
 
@@ -23,7 +24,29 @@ __all__ = ["audit", "profile", "replay", "assert_equivariant", "assert_shift_inv
            "Result", "Counterexample", "Comparison", "ReplayResult", "AuditError", "PermcheckNotFound",
            "find_binary"]
 
-__version__ = "0.9.0"
+
+def _version():
+    """The project's version, set in one place, CMakeLists.txt's project(permcheck VERSION ...): an installed
+    package (pip, cmake --install) has it in the generated permcheck/_version.py; run from the source tree
+    (PYTHONPATH=python) it reads CMakeLists.txt beside python/; elsewhere "0+unknown"."""
+    try:
+        from permcheck._version import version
+        return version
+    except ImportError:
+        pass
+    import os
+    import re
+    cmakelists = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "CMakeLists.txt")
+    try:
+        with open(cmakelists, encoding="utf-8") as f:
+            found = re.search(r"project\(permcheck\s+VERSION\s+([0-9]+\.[0-9]+\.[0-9]+)", f.read())
+    except OSError:
+        found = None
+    # A copy of the package outside both (vendored by hand) still imports; it does not know its version.
+    return found.group(1) if found else "0+unknown"
+
+
+__version__ = _version()
 
 
 def _asserted(result):

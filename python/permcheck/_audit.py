@@ -20,6 +20,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
 
@@ -59,8 +60,9 @@ class PermcheckNotFound(RuntimeError):
 
 def find_binary():
     """The permcheck binary: $PERMCHECK_BIN, else the one installed beside this package (PREFIX/bin/permcheck
-    for PREFIX/share/permcheck/python/permcheck), else `permcheck` on PATH. Raises PermcheckNotFound saying
-    what to install."""
+    for PREFIX/share/permcheck/python/permcheck), else the one `pip install` put in the scripts directory of the
+    running Python's environment (VENV/bin/permcheck, also looked for beside sys.executable), else `permcheck` on
+    PATH. Raises PermcheckNotFound saying what to install."""
     given = os.environ.get("PERMCHECK_BIN")
     if given:
         if os.path.isfile(given) and os.access(given, os.X_OK):
@@ -71,11 +73,16 @@ def find_binary():
     beside = os.path.normpath(os.path.join(here, "..", "..", "..", "..", "bin", "permcheck"))
     if os.path.isfile(beside) and os.access(beside, os.X_OK):
         return beside
+    for scripts in (sysconfig.get_path("scripts"), os.path.dirname(os.path.abspath(sys.executable))):
+        candidate = os.path.join(scripts, "permcheck") if scripts else ""
+        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
     found = shutil.which("permcheck")
     if found:
         return found
     raise PermcheckNotFound(
-        "the permcheck binary was not found: set PERMCHECK_BIN to it, or put it on PATH. It is built by "
+        "the permcheck binary was not found: `pip install .` in a permcheck checkout installs it with this "
+        "package; otherwise set PERMCHECK_BIN to it, or put it on PATH. It is built by "
         "`cmake -S . -B build && cmake --build build --target permcheck` in a permcheck checkout (the binary is "
         "build/permcheck) and installed by `cmake --install build --prefix PREFIX` (PREFIX/bin/permcheck, found "
         "beside this package when it is PREFIX/share/permcheck/python's)")

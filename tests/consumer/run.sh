@@ -56,7 +56,7 @@ expect=$(sed -n 's|^// expect: ||p' "$work/hint/hint.txt")
   echo '    std::printf("%s %d %d\n", permcheck::verdict_name(again.verdict), again.counterexample->case_index,'
   echo '                again.counterexample->lengths.at("n"));'; echo '}'; } >"$work/hint/hint.cpp"
 printf '%s\n' 'cmake_minimum_required(VERSION 3.25)' 'project(permcheck_hint LANGUAGES CXX)' \
-  'find_package(permcheck 0.1 CONFIG REQUIRED)' 'add_executable(hint hint.cpp)' \
+  'find_package(permcheck 0.9 CONFIG REQUIRED)' 'add_executable(hint hint.cpp)' \
   "target_include_directories(hint PRIVATE \"$source\")" 'target_link_libraries(hint PRIVATE permcheck::permcheck)' \
   >"$work/hint/CMakeLists.txt"
 cmake -S "$work/hint" -B "$work/hint/build" -DCMAKE_PREFIX_PATH="$prefix" "$@" >/dev/null

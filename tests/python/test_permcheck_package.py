@@ -313,6 +313,23 @@ def test_a_missing_binary_says_what_to_install(monkeypatch, tmp_path):
         permcheck.audit(Symmetric(), dim=8)
 
 
+def test_the_binary_pip_installed_is_found_in_the_scripts_directory(monkeypatch, tmp_path):
+    scripts = tmp_path / "venv" / "bin"
+    scripts.mkdir(parents=True)
+    fake = scripts / "permcheck"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.delenv("PERMCHECK_BIN", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(permcheck._audit, "__file__", str(tmp_path / "permcheck" / "_audit.py"))
+    monkeypatch.setattr(permcheck._audit.sysconfig, "get_path",
+                        lambda name, *a, **k: str(scripts) if name == "scripts" else None)
+    assert permcheck.find_binary() == str(fake)
+    fake.chmod(0o644)  # not executable: not taken
+    with pytest.raises(permcheck.PermcheckNotFound, match="pip install"):
+        permcheck.find_binary()
+
+
 def test_a_crashing_binary_is_reported(monkeypatch, tmp_path):
     fake = tmp_path / "permcheck"
     fake.write_text("#!/bin/sh\necho 'segmentation fault' >&2\nexit 139\n")
