@@ -245,14 +245,14 @@ struct Python {
 
 Python python_of() {
     if (const char* env = std::getenv("PERMCHECK_PYTHON"); env != nullptr && *env != '\0')
-        return {env, "PERMCHECK_PYTHON"};
+        return {env, "set by PERMCHECK_PYTHON"};
     std::error_code ec;
     const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
     if (!ec) {
         const std::filesystem::path beside = self.parent_path() / "python3";
         if (::access(beside.c_str(), X_OK) == 0) return {beside.string(), "beside " + self.string()};
     }
-    return {"python3", "on PATH"};
+    return {"python3", "first on PATH"};
 }
 
 // The server's command line for the model (a file, or a built-in), every word quoted for /bin/sh -c.
@@ -326,7 +326,7 @@ std::string output_of(const std::string& command, int& status) {
 nlohmann::json describe(const Python& py, const Request& q, const Plan& p, const std::string& file) {
     int status = 0;
     const std::string out = output_of(server_command(py, q, p, file, /*describe=*/true), status);
-    const std::string which = py.path + " (the Python " + py.chosen_by + ")";
+    const std::string which = py.path + " (" + py.chosen_by + ")";
     const std::string fix = "audit-torch serves the model through the Python torch of your environment: install "
                             "torch 2.x into that Python (" + shell_quote(py.path) + " -m pip install torch), or set "
                             "PERMCHECK_PYTHON to a Python that has it";
@@ -342,7 +342,8 @@ nlohmann::json describe(const Python& py, const Request& q, const Plan& p, const
                                         : "cannot run " + which + "; " + fix);
     }
     if (d.contains("error")) {
-        if (d.value("no_torch", false)) throw std::invalid_argument(d["error"].get<std::string>() + "; " + fix);
+        if (d.value("no_torch", false))
+            throw std::invalid_argument(which + " " + d.value("reason", "cannot import torch") + "; " + fix);
         throw std::invalid_argument(d["error"].get<std::string>());
     }
     return d;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs the shell examples of the user docs (README.md, docs/*.md) and checks what they print.
 
-    doc_test.py --source SOURCE_DIR --build BUILD_DIR [--torch] [--update] FILE.md...
+    doc_test.py --source SOURCE_DIR --build BUILD_DIR [--update] FILE.md...
 
 What runs. Every fenced block opened with ```sh, in file order, in ONE bash session per file (a later block may
 use a file or a variable an earlier block made). The session starts in a fresh scratch directory that looks like
@@ -19,8 +19,8 @@ block is treated, one directive per comment or several separated by "; ":
     <!-- doc-test: skip: REASON -->    not run; the reason is required. Only for the README's set-up commands,
                                         blocks with placeholders a reader fills in, and output blocks.
     <!-- doc-test: exit N -->          the block's last command must exit N, every command before it 0
-    <!-- doc-test: needs torch -->     runs only with --torch (a build with permcheck-torch, which implies
-                                        python3 sees torch); with --torch, it must pass like any other
+    <!-- doc-test: needs torch -->     a marker for the reader: the block needs torch in the python3 first on
+                                        PATH (the tests' environment has it); it runs and must pass like any other
 A ```sh block with no marker must exit 0, and so must every command in it: a command that fails anywhere in a
 block (bash's ERR trap: not the tests of if/while/&&/||) fails the test, with the block's file:line and the
 command. A block that ends the session (`exit`) fails it too.
@@ -392,8 +392,7 @@ def check_file(path, args, problems):
     for block in blocks:
         if block.lang != "sh":
             continue
-        torch_wanted = "torch" in block.directives.get("needs", ())
-        (skipped if "skip" in block.directives or (torch_wanted and not args.torch) else runnable).append(block)
+        (skipped if "skip" in block.directives else runnable).append(block)
     replacements = []
     with tempfile.TemporaryDirectory(prefix="permcheck-doc-test-") as work:
         results, root = run_file(runnable, args, work)
@@ -401,7 +400,7 @@ def check_file(path, args, problems):
         for block in runnable:
             judge(path, block, results.get(block), mask_list, root, args, problems, replacements)
     for block in skipped:
-        reason = block.directives.get("skip") or "needs torch: run without --torch (no permcheck-torch here)"
+        reason = block.directives.get("skip")
         print("skip %s:%d: `%s` (%s)" % (path, block.line, command_text(block), reason))
     if replacements:
         for shown, new in sorted(replacements, key=lambda r: -r[0].line):
@@ -414,7 +413,6 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--source", required=True, help="the repository root")
     parser.add_argument("--build", required=True, help="the build directory (put first on PATH)")
-    parser.add_argument("--torch", action="store_true", help="run the blocks marked `needs torch` too")
     parser.add_argument("--update", action="store_true", help="rewrite the shown outputs from a real run")
     parser.add_argument("--timeout", type=int, default=240, help="seconds for all the blocks of one file")
     parser.add_argument("files", nargs="+")

@@ -311,10 +311,10 @@ def _import_torch():
     try:
         import torch
     except Exception as error:  # ImportError, or a broken install raising anything at import
-        raise Refused("%s cannot import torch (%s)" % (sys.executable, _one_line(error)))
+        raise Refused("cannot import torch (%s)" % _one_line(error))
     major = torch.__version__.split(".", 1)[0]
     if not major.isdigit() or int(major) < 2:
-        raise Refused("%s has torch %s; audit-torch needs torch 2.x" % (sys.executable, torch.__version__))
+        raise Refused("has torch %s, and audit-torch needs torch 2.x" % torch.__version__)
     return torch
 
 
@@ -324,9 +324,10 @@ def main(argv=None):
         torch = _import_torch()
     except Refused as refused:
         if args.describe:
-            print(json.dumps({"error": str(refused), "no_torch": True, "python": sys.executable}))
+            print(json.dumps({"error": "%s %s" % (sys.executable, refused), "reason": str(refused),
+                              "no_torch": True, "python": sys.executable}))
             return 0
-        print("permcheck._torch_serve: %s" % refused, file=sys.stderr)
+        print("permcheck._torch_serve: %s %s" % (sys.executable, refused), file=sys.stderr)
         return 2
     # One thread: answers that do not depend on the machine's core count, and no oversubscription beside the
     # audit's other adapter processes.
