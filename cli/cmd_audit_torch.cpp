@@ -377,8 +377,11 @@ void narrow(Request& q, Signature& s, const nlohmann::json& axes) {
             fixed = fixed || is_static;
         }
         if (axis.min_len == given_lo && axis.max_len == given_hi) continue;
-        q.narrowed.push_back(axis.name + " narrowed to " + range_text(axis.min_len, axis.max_len) + " by the export's " +
-                             (fixed ? "static dims" : "dynamic dims"));
+        if (fixed && axis.min_len == axis.max_len)  // a static dim: the one length the export was traced at
+            q.narrowed.push_back(axis.name + " fixed to " + std::to_string(axis.min_len) + " by the export's static dims");
+        else
+            q.narrowed.push_back(axis.name + " narrowed to " + range_text(axis.min_len, axis.max_len) +
+                                 " by the export's " + (fixed ? "static and dynamic dims" : "dynamic dims"));
     }
 }
 
@@ -471,19 +474,20 @@ void add_repro(const Request& q, const Plan& p, const AuditResult& r, report::Re
 // exported program allows. Throws std::invalid_argument with the sentence to print.
 void prepare(Request& q, Plan& p, const Python& py) {
     q.described = describe(py, q, p, q.target);
+    // The reference (agreement) loads before the audit, and its export's dims narrow the axes too: both sides are
+    // asked every input.
+    const nlohmann::json ref = q.flags.reference ? describe(py, q, p, q.reference) : nlohmann::json::object();
     if (!p.layer && !given(q.dtype_option)) {
         std::string dtype = q.described.value("dtype", "float32");
-        if (q.flags.reference) {  // judged at the coarser of the two precisions
-            const nlohmann::json ref = describe(py, q, p, q.reference);
-            const Arithmetic a = coarser(parse_arithmetic(dtype), parse_arithmetic(ref.value("dtype", "float32")));
-            dtype = arithmetic_name(a);
-        }
+        if (q.flags.reference)  // judged at the coarser of the two precisions
+            dtype = arithmetic_name(coarser(parse_arithmetic(dtype), parse_arithmetic(ref.value("dtype", "float32"))));
         q.flags.dtype = dtype_choice(parse_arithmetic(dtype));
         q.flags.dtype_source = "module";
-    } else if (q.flags.reference) {
-        describe(py, q, p, q.reference);  // that it loads, before the audit
     }
-    if (!p.layer && q.described.contains("axes")) narrow(q, *p.signature, q.described["axes"]);
+    if (p.layer) return;
+    nlohmann::json axes = q.described.value("axes", nlohmann::json::array());
+    for (const nlohmann::json& a : ref.value("axes", nlohmann::json::array())) axes.push_back(a);
+    narrow(q, *p.signature, axes);
 }
 
 int run(Request q) {

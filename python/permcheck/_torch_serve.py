@@ -192,8 +192,30 @@ def load_file(torch, args):
     dtype = _settle_dtype(torch, module, args.dtype, args.file)
     user_inputs = list(program.graph_signature.user_inputs)
     forward = "forward(%s)" % ", ".join(user_inputs)
-    return module, {"kind": "export", "dtype": dtype, "forward": forward,
-                    "axes": _export_axes(torch, program, user_inputs, args)}
+    return _by_position(program, module, user_inputs), {
+        "kind": "export", "dtype": dtype, "forward": forward, "axes": _export_axes(torch, program, user_inputs, args)}
+
+
+def _by_position(program, module, user_inputs):
+    """The exported module, called as it was exported: an exported program checks that its keyword arguments are
+    the ones it was traced with, so a keyword (--argument NAME=SOURCE) that names an input traced positionally
+    goes to its place among the positional arguments instead."""
+    try:
+        spec = program.call_spec.in_spec  # (args, kwargs); child() since torch 2.x's TreeSpec has it
+        kwargs_spec = spec.child(1) if hasattr(spec, "child") else spec.children_specs[1]
+        traced_keywords = set(kwargs_spec.context or [])
+    except (AttributeError, IndexError, TypeError):  # another pytree layout: call as asked
+        return module
+
+    def call(*args, **kwargs):
+        if args or not kwargs or set(kwargs) <= traced_keywords:
+            return module(*args, **kwargs)
+        positional = [name for name in user_inputs if name not in traced_keywords]
+        missing = [name for name in positional if name not in kwargs]
+        if missing:  # forward's own error names what is wrong
+            return module(**kwargs)
+        return module(*[kwargs.pop(name) for name in positional], **kwargs)
+    return call
 
 
 def _export_axes(torch, program, user_inputs, args):
@@ -355,6 +377,7 @@ def main(argv=None):
         if args.output_index is not None:
             text = args.output_index
             output = int(text) if text.lstrip("-").isdigit() else text
+    # A function, not the module: each case of a batch is then one call (see the module docstring).
     call = layer if not isinstance(layer, torch.nn.Module) else (lambda *a, **k: layer(*a, **k))
     serve(call, dtype=getattr(torch, description["dtype"]), taps=False, arguments=arguments, output=output,
           inputs=args.input or None)
