@@ -3,7 +3,8 @@
 # venv under ctest). Files written here by that torch 2.x: a TorchScript file (torch.jit.save) and an exported
 # program (torch.export.save, .pt2) of the same attention head hold (exit 0); a learned position table is violated
 # (exit 1) in both forms. The export's dynamic dim (2..32) narrows --axis n=1..8 to 2..8, said on the verdict line
-# and in the report; an --axis that misses it is refused naming the dim and both ranges. An AOTInductor package
+# and in the report; a static dim fixes n to its length; an --axis that misses it is refused naming the dim and both
+# ranges. An AOTInductor package
 # (built by hand with the layout torch._inductor.aoti_compile_and_package writes: compiling one takes minutes
 # here), a torch.save state dict and a text file are refused with a sentence (exit 2). A Python without torch
 # (PERMCHECK_PYTHON: a bare venv) ends `error` naming the interpreter and how to fix it. The built-in torch.nn
@@ -60,6 +61,8 @@ for name, cls in (("head", Head), ("pos", PosHead)):
             m.pos.zero_()
         torch.export.save(torch.export.export(m, (x,), dynamic_shapes=n), "%s/pos_fixed.pt2" % out)
         torch.jit.save(torch.jit.script(m), "%s/pos_fixed.pt" % out)
+# Exported with no dynamic dim: n is static, 5.
+torch.export.save(torch.export.export(Head().eval(), (x,)), "%s/static.pt2" % out)
 torch.save(Head().state_dict(), "%s/weights.pt" % out)
 # An AOTInductor package's layout (what aoti_compile_and_package writes), its compiled library a stand-in.
 with zipfile.ZipFile("%s/compiled.pt2" % out, "w") as z:
@@ -104,6 +107,12 @@ expect export_violated out "violated"
 # The export allows n in 2..32: --axis n=40..50 does not reach it.
 run no_overlap 2 "$work/head.pt2" --axis n=40..50 --input x:1,n,8 --output y:1,n,8
 expect no_overlap err "the export's dynamic dim 1 of x (axis n) allows 2..32, which --axis n=40..50 does not reach"
+
+# A static dim fixes its axis; a keyword argument reaches an input exported positionally; --train is refused.
+run static 0 "$work/static.pt2" "${sig[@]}" --argument x=x --cases 5
+expect static out "(n fixed to 5 by the export's static dims): y equivariant along n (float32, n in [5, 5]) holds"
+run static_train 2 "$work/static.pt2" "${sig[@]}" --train
+expect static_train err "--train does not apply to an exported program"
 
 # repro.py of the exported program's finding: 1 with the bug, 0 with the fixed twin.
 [[ -f "$work/pos_report/repro.py" ]] || fail "no repro.py beside the finding's report: $(cat "$work/export_violated.err")"
