@@ -49,6 +49,15 @@ class PosHead(nn.Module):  # the same after a learned position table: violated
         return self.head(x + self.pos[: x.size(1)])
 
 
+class Low(nn.Module):  # a float32 module whose output is bfloat16
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.lin(x).to(torch.bfloat16)
+
+
 out = sys.argv[1]
 x = torch.randn(1, 5, 8)
 n = {"x": {1: torch.export.Dim("n", min=2, max=32)}}
@@ -63,6 +72,7 @@ for name, cls in (("head", Head), ("pos", PosHead)):
         torch.jit.save(torch.jit.script(m), "%s/pos_fixed.pt" % out)
 # Exported with no dynamic dim: n is static, 5.
 torch.export.save(torch.export.export(Head().eval(), (x,)), "%s/static.pt2" % out)
+torch.jit.save(torch.jit.script(Low()), "%s/low.pt" % out)
 torch.save(Head().state_dict(), "%s/weights.pt" % out)
 # An AOTInductor package's layout (what aoti_compile_and_package writes), its compiled library a stand-in.
 with zipfile.ZipFile("%s/compiled.pt2" % out, "w") as z:
@@ -127,6 +137,10 @@ rc=0; python3 "$work/script_report/repro.py" >"$work/repro_s.out" 2>&1 || rc=$?
 [[ $rc == 1 ]] || fail "TorchScript repro.py exited $rc, expected 1: $(cat "$work/repro_s.out")"
 rc=0; python3 "$work/script_report/repro.py" "$work/pos_fixed.pt" >"$work/repro_sf.out" 2>&1 || rc=$?
 [[ $rc == 0 ]] || fail "TorchScript repro.py with the fixed twin exited $rc, expected 0: $(cat "$work/repro_sf.out")"
+
+# An output less precise than the module computes in would be judged with the wrong tolerance: an error.
+run low 2 "$work/low.pt" "${sig[@]}" --cases 5
+expect low err "an output of $work/low.pt is bfloat16 but the module computes in float32"
 
 # Files refused, by content: an AOTInductor package, a state dict, a text file.
 run aoti 2 "$work/compiled.pt2" "${sig[@]}"

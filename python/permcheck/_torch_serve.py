@@ -133,7 +133,8 @@ def _input_names(inputs):
 
 
 def _check_schema(schema, args, path):
-    """forward's parameters against the inputs (positional) or the --argument names, as LibTorch checked them."""
+    """forward's parameters against the inputs (positional) or the --argument names, before any request: an error
+    naming the parameter and printing the schema beats a failed first case."""
     params = schema.arguments[1:]  # self aside
     text = str(schema)
     if args.argument:
@@ -320,6 +321,38 @@ def load_builtin(torch, args):
     return layer, {"kind": "builtin", "dtype": dtype_name, "forward": type(module).__name__, "axes": []}
 
 
+def _precision_checked(torch, call, dtype_name, output, path):
+    """`call`, refusing an answering output less precise than the module computes in: a float32 module's bfloat16
+    output would be judged with float32's tolerance, and its rounding called a violation."""
+    own = getattr(torch, dtype_name)
+    bits = {torch.bfloat16: 8, torch.float16: 11, torch.float32: 24, torch.float64: 53}
+
+    def check(value):
+        if isinstance(value, torch.Tensor):
+            if value.is_floating_point() and value.dtype != own and bits.get(value.dtype, 0) <= bits[own]:
+                raise ValueError("an output of %s is %s but the module computes in %s: it would be judged with %s's "
+                                 "tolerance (return %s or a wider float, or audit with the --dtype it computes in)"
+                                 % (path, str(value.dtype).replace("torch.", ""), dtype_name, dtype_name, dtype_name))
+        elif isinstance(value, (tuple, list)):
+            for v in value:
+                check(v)
+        elif isinstance(value, dict):
+            for v in value.values():
+                check(v)
+
+    def checked(*args, **kwargs):
+        result = call(*args, **kwargs)
+        answering = result
+        if output is not None:
+            try:
+                answering = result[output]
+            except (IndexError, KeyError, TypeError):
+                return result  # serve's own error names what --output-index found
+        check(answering)
+        return result
+    return checked
+
+
 # ---------------------------------------------------------------------------------------------------------
 
 
@@ -379,6 +412,8 @@ def main(argv=None):
             output = int(text) if text.lstrip("-").isdigit() else text
     # A function, not the module: each case of a batch is then one call (see the module docstring).
     call = layer if not isinstance(layer, torch.nn.Module) else (lambda *a, **k: layer(*a, **k))
+    if args.file:
+        call = _precision_checked(torch, call, description["dtype"], output, args.file)
     serve(call, dtype=getattr(torch, description["dtype"]), taps=False, arguments=arguments, output=output,
           inputs=args.input or None)
     return 0
