@@ -104,6 +104,8 @@ struct Request {
     CLI::Option* min_len_option = nullptr;
     CLI::Option* dtype_option = nullptr;
     std::string reference;  // --reference FILE: a saved reference implementation (agreement)
+    double timeout = 120;          // --timeout: seconds one request may take (a large model's long case included)
+    double startup_timeout = 300;  // --startup-timeout: the server's first answer (import torch, load the model)
     // What the server said of the model (--describe): its kind, forward, torch version, the interpreter.
     nlohmann::json described = nlohmann::json::object();
     std::vector<std::string> narrowed;  // "n narrowed to 2..8 by the export's dynamic dims"
@@ -387,9 +389,11 @@ void narrow(Request& q, Signature& s, const nlohmann::json& axes) {
 
 // ---- the audit
 
-adapters::ExecOptions exec_options(const std::string& command, const AuditOptions& o) {
+adapters::ExecOptions exec_options(const Request& q, const std::string& command, const AuditOptions& o) {
     adapters::ExecOptions e;
     e.command = command;
+    e.timeout_seconds = q.timeout;
+    e.startup_timeout_seconds = q.startup_timeout;
     e.stop_requested = o.stop_requested;
     return e;
 }
@@ -406,10 +410,10 @@ AuditResult audit_of(const Request& q, const Plan& p, const Python& py) {
         [&](const AuditOptions& a) {
             try {  // the adapters live in this scope: stopped and reaped before the report is written
                 const std::vector<BatchedNamedBlackBox> boxes{adapters::exec_batched_named_black_box(
-                    exec_options(mine, a), *p.signature)};
+                    exec_options(q, mine, a), *p.signature)};
                 if (!against) return audit(boxes, *p.signature, a);
                 const std::vector<BatchedNamedBlackBox> references{adapters::exec_batched_named_black_box(
-                    exec_options(theirs, a), *p.signature)};
+                    exec_options(q, theirs, a), *p.signature)};
                 return audit(boxes, references, *p.signature, a);
             } catch (const std::exception& e) {
                 return error_result(e.what());
@@ -582,6 +586,9 @@ void add_options(CLI::App& app, Request& q) {
     q.dtype_option = app.get_option("--dtype");
     q.min_len_option = app.get_option("--min-len");
     add_property_options(app, q.flags);
+    add_ranged(app, kTimeout, q.timeout, "seconds one request to the Python server may take");
+    add_ranged(app, kStartupTimeout, q.startup_timeout,
+               "seconds the Python server may take for its first answer (import torch, load the model)");
     add_report_option(app, q.flags);
 }
 
