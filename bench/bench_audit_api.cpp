@@ -1,5 +1,5 @@
-// Issue 6: throughput of in-process audits, in cases per second: a C++ layer through <permcheck/audit.h>, and
-// LibTorch's MultiheadAttention through adapters/torch_adapter.h. A passing case costs two layer calls.
+// Issue 6: throughput of in-process audits, in cases per second: a C++ layer through <permcheck/audit.h>. A passing
+// case costs two layer calls.
 // Issue 12: the per-case cost of a signature audit (several named inputs) against its floor, two calls of the
 // callable: cross-attention at n = m = 64, d = 64 and message passing at 64 nodes, 256 edges, d = 64.
 // Issue 22: the same for the shift and padding audits of a language-model block over token ids, position ids and a
@@ -16,9 +16,6 @@
 #include "properties/property.h"
 #include "cases/search.h"
 #include "cases/signature_case.h"
-#ifdef PERMCHECK_WITH_TORCH
-#include "adapters/torch_adapter.h"
-#endif
 
 #include <benchmark/benchmark.h>
 
@@ -67,21 +64,6 @@ void BM_AuditCallableEigenAttention(benchmark::State& state) {
 }
 BENCHMARK(BM_AuditCallableEigenAttention)->Arg(100)->Unit(benchmark::kMillisecond);
 
-#ifdef PERMCHECK_WITH_TORCH
-void BM_AuditTorchMultiheadAttention(benchmark::State& state) {
-    const int cases = static_cast<int>(state.range(0));
-    permcheck::adapters::TorchOptions t;
-    t.dim = 8;
-    t.heads = 2;
-    t.dtype = state.range(1) == 32 ? permcheck::Arithmetic::float32 : permcheck::Arithmetic::float64;
-    const permcheck::BlackBox box = permcheck::adapters::torch_black_box(t);
-    permcheck::AuditOptions o = options(cases);
-    o.dtype = t.dtype;
-    for (auto _ : state) report(state, permcheck::audit(box, o));
-    state.counters["cases/s"] = benchmark::Counter(static_cast<double>(cases) * state.iterations(), benchmark::Counter::kIsRate);
-}
-BENCHMARK(BM_AuditTorchMultiheadAttention)->Args({100, 64})->Args({100, 32})->Unit(benchmark::kMillisecond);
-#endif
 
 // ---------------------------------------------------------------------------------- signature audits (issue 12)
 

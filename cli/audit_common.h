@@ -1,4 +1,4 @@
-// What `permcheck audit` (cmd_audit.cpp) and `permcheck audit-torch` (torch_main.cpp, a program of its own)
+// What `permcheck audit` (cmd_audit.cpp) and `permcheck audit-torch` (cmd_audit_torch.cpp)
 // share: the options of every audit, a signature's flags (--axis, --input, --output NAME:DIMS), the replay
 // line's common part, the report record, the run under Ctrl-C with its progress line, the printed result and
 // the report's writing. Compiled into both programs.

@@ -48,11 +48,6 @@ install(EXPORT permcheckTargets NAMESPACE permcheck:: DESTINATION ${PERMCHECK_CM
 # dependency. Installed binaries carry no debug information (`cmake --install --strip` strips them further).
 set_target_properties(permcheck PROPERTIES EXPORT_NAME cli)
 install(TARGETS permcheck EXPORT permcheckCliTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-# OPTIONAL: a tree built by the README's first command (--target permcheck) has no permcheck-torch yet, and its
-# package is complete without it (`audit-torch` then says which command builds it).
-if(TARGET permcheck-torch)
-  install(TARGETS permcheck-torch RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} OPTIONAL)
-endif()
 install(EXPORT permcheckCliTargets NAMESPACE permcheck:: DESTINATION ${PERMCHECK_CMAKE_DIR})
 # The ready Python adapter, where the installed command finds it (adapters/python_path.cpp) and puts it on the
 # PYTHONPATH of the programs `permcheck audit --exec` runs.

@@ -133,26 +133,36 @@ void write_torch_repro(const std::filesystem::path& dir, const Record& r, const 
     json calls{{"layer", how}};
     if (!t.reference_file.empty()) calls["reference"] = how;
     const std::string mode = t.train ? "train mode, as --train asked" : "eval mode";
+    const std::string written_with = t.torch_version.empty() ? "torch 2.x" : "torch " + t.torch_version;
     std::string text =
         "#!/usr/bin/env python3\nr\"\"\"Reproduces a finding of permcheck without permcheck: " + docstring_safe(r.layer) +
         ", " + property_name(r.property) + " " + verdict_name(r.verdict) + ".\n\n"
         "Run: python3 repro.py   (exits 1 while the bug is there, 0 once it is fixed)\n"
-        "     python3 repro.py OTHER.pt   (another TorchScript file with the same forward: a fixed twin)\n"
+        "     python3 repro.py OTHER.pt   (another saved model with the same forward: a fixed twin)\n"
         "The audit's seed " + std::to_string(r.seed) + ", case " + std::to_string(c.case_index) + ", lengths " +
         format_lengths(c.lengths) + ". module.pt beside it is a copy of " + docstring_safe(t.file) + ", as audited.\n"
-        "\"\"\"\nimport json\nimport os\nimport sys\n\nimport torch\n\n"
+        "Written with " + docstring_safe(written_with) + "; it runs on any later torch 2.x.\n"
+        "\"\"\"\nimport json\nimport os\nimport sys\nimport zipfile\n\nimport torch\n\n"
         "HERE = os.path.dirname(os.path.abspath(__file__))\n"
         "# The finding as report.json records it: the signature, x, the inputs the transformed side was asked (every\n"
         "# index input already renumbered), how each output is compared.\n" +
         assigned("RECORD", record) +
-        "AUDITED = getattr(torch, {\"tf32\": \"float32\"}.get(RECORD[\"dtype\"], RECORD[\"dtype\"]))\n\n"
-        "# The module as the audit loaded it (torch.jit.load; " + mode + ", in the audited dtype).\n"
-        "layer = torch.jit.load(sys.argv[1] if len(sys.argv) > 1 else " + placed_module(dir, t.file, "module") +
-        ", map_location=\"cpu\")\n"
-        "layer = layer.to(AUDITED).train(" + (t.train ? "True" : "False") + ")\n";
+        "AUDITED = getattr(torch, {\"tf32\": \"float32\"}.get(RECORD[\"dtype\"], RECORD[\"dtype\"]))\n\n\n"
+        "def load(path, train):\n"
+        "    \"\"\"The saved model as the audit loaded it, told apart by content: a TorchScript archive (code/ in the\n"
+        "    zip) with torch.jit.load, else a torch.export program with torch.export.load(path).module(), whose mode\n"
+        "    was fixed when it was exported.\"\"\"\n"
+        "    with zipfile.ZipFile(path) as z:\n"
+        "        script = any(n.split(\"/\", 1)[-1].startswith(\"code/\") for n in z.namelist())\n"
+        "    if script:\n"
+        "        return torch.jit.load(path, map_location=\"cpu\").to(AUDITED).train(train)\n"
+        "    return torch.export.load(path).module().to(AUDITED)\n\n\n"
+        "# The module as the audit loaded it (" + mode + ", in the audited dtype).\n"
+        "layer = load(sys.argv[1] if len(sys.argv) > 1 else " + placed_module(dir, t.file, "module") + ", " +
+        (t.train ? "True" : "False") + ")\n";
     if (!t.reference_file.empty())
-        text += "reference = torch.jit.load(" + placed_module(dir, t.reference_file, "reference") +
-                ", map_location=\"cpu\")\nreference = reference.to(AUDITED).train(" + (t.train ? "True" : "False") + ")\n";
+        text += "reference = load(" + placed_module(dir, t.reference_file, "reference") + ", " +
+                (t.train ? "True" : "False") + ")\n";
     text += std::string("\n") + repro_texts::case_of +
             "\n\nCASE = case_of(RECORD)\n"
             "# How forward is called (arguments: the inputs in order, or {parameter: input or length:AXIS}; output: the\n"

@@ -46,6 +46,7 @@ struct TorchRepro {
     std::vector<std::string> arguments;
     std::string output;  // --output-index: an index of a tuple or list, or a key; empty: the result itself
     bool train = false;  // --train: train mode (dropout on)
+    std::string torch_version;  // the torch that served the audit (repro.py names it; any later 2.x runs it)
 };
 inline constexpr std::uintmax_t kLargestCopiedModule = 256ull * 1024 * 1024;
 void write_torch_repro(const std::filesystem::path& dir, const Record& r, const TorchRepro& t);

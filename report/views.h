@@ -31,7 +31,7 @@ std::string axes_text(const std::vector<std::string>& axes);  // a tap's axes, "
 
 // The command that re-evaluates the record's saved case as written: `permcheck replay report.json`, with the
 // audited command as --exec for an audit (replay never takes the program from a report); empty when nothing
-// can (no counterexample, or a black box without a command, e.g. a LibTorch module).
+// can (no counterexample, or a black box without a command, e.g. a layer audited in process through the C++ API).
 std::string case_replay(const Record& r);
 // The sides of one output of a signature audit: an output without an axis is invariant, L(P x) against L(x), whatever
 // the record's property says of the layer as a whole; "first answer" / "second answer" for a nondeterministic or

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `permcheck audit-torch` (issue 14, item 3): a progress line under a pseudo-terminal (script); Ctrl-C exits 130
+# `permcheck audit-torch` (issue 14, item 3), served by the Python torch first on PATH: a progress line under a pseudo-terminal (script); Ctrl-C exits 130
 # with a sentence that says what was interrupted, and with --report a report.json whose verdict is `interrupted`
 # with the cases run.
 #   interrupt_torch.sh PERMCHECK
@@ -14,10 +14,16 @@ script -qec "env -u CI $permcheck audit-torch mha --cases 30" /dev/null >"$work/
   fail "audit-torch under a pseudo-terminal failed: $(cat "$work/pty.log")"
 grep -q "audit: [0-9]*/30 cases, [0-9]* calls" "$work/pty.log" || fail "no progress line on a terminal: $(cat "$work/pty.log")"
 
-# audit-torch execs permcheck-torch in the same process: the job's pid is the audit's.
 "$permcheck" audit-torch encoder-layer --cases 1000000 --report "$work/report" >"$work/out" 2>"$work/err" &
 job=$!
-sleep 4  # LibTorch takes a moment to load; then a few cases
+# The audit starts once its Python server is up (after the describing run, which ends with --describe): wait for
+# the server, then a few cases. A Ctrl-C before would find no audit to stop.
+for _ in $(seq 120); do
+  pgrep -f -- "_torch_serve --builtin encoder-layer .*--seed 1$" >/dev/null && break
+  kill -0 "$job" 2>/dev/null || break
+  sleep 0.5
+done
+sleep 3
 kill -0 "$job" 2>/dev/null || fail "the audit ended before it was interrupted: $(cat "$work/out" "$work/err")"
 kill -INT "$job"
 rc=0

@@ -588,22 +588,6 @@ TEST_F(Cli, AWriteRemovesTheTemporaryFilesOfAKilledRunAndKeepsThoseOfRunningOnes
                                                     "report.html", "report.json", "report.md"}));
 }
 
-TEST_F(Cli, AuditTorchWithoutPermcheckTorchSaysWhichCommandsBuildItAndHelpStillAnswers) {
-    // A permcheck with no permcheck-torch beside it, outside its build tree: an installation without it.
-    fs::copy_file(PERMCHECK_BIN, dir / "permcheck");
-    const permcheck::test::Run help = permcheck::test::run_shell(quote((dir / "permcheck").string()) + " audit-torch --help", dir);
-    EXPECT_EQ(help.exit_code, 0) << help.err;
-    EXPECT_NE(help.out.find("Usage: permcheck audit-torch LAYER|FILE.pt [options]"), std::string::npos) << help.out;
-    EXPECT_NE(help.out.find("This installation has none"), std::string::npos) << help.out;
-    EXPECT_NE(help.out.find("--target permcheck-torch"), std::string::npos) << help.out;
-    const permcheck::test::Run audit = permcheck::test::run_shell(quote((dir / "permcheck").string()) + " audit-torch m.pt", dir);
-    EXPECT_EQ(audit.exit_code, 2);
-    EXPECT_NE(audit.err.find("permcheck audit-torch: " + (dir / "permcheck-torch").string() + " was not found"),
-              std::string::npos)
-        << audit.err;
-    EXPECT_NE(audit.err.find("scripts/install-deps' --test"), std::string::npos) << audit.err;
-}
-
 // ---- the weight draw's version (scalars/weights.h) ---------------------------------------------------------
 
 // A violated check's record whose case draws its weights with version 1 (one 64-bit word per weight).
