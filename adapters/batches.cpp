@@ -332,4 +332,22 @@ StackedResponse parse_stacked_response(std::string_view line, const std::vector<
     return r;
 }
 
+std::string batch_request_line(std::int64_t id, const Signature& s, const std::vector<Tensors>& items, bool stacked,
+                               bool one_tensor) {
+    const std::string first = format_lengths(lengths_of(s, items.at(0)));
+    for (const Tensors& x : items)
+        if (format_lengths(lengths_of(s, x)) != first)
+            throw std::invalid_argument("the items of a batched request differ in lengths");
+    const std::map<std::string, int> dims = one_tensor ? std::map<std::string, int>{} : batch_dims_of(s);
+    if (stacked && !dims.empty()) {
+        std::string line = format_stacked_request(id, s, items, dims);
+        if (const std::string lengths = lengths_field(items.front()); !lengths.empty())
+            line.insert(line.size() - 1, lengths);  // every item has the same lengths
+        return line;
+    }
+    std::vector<std::string> lines;
+    for (const Tensors& x : items) lines.push_back(batch_item(request_line(0, s, x, one_tensor)));
+    return format_batch_request(id, lines, dims);
+}
+
 }  // namespace permcheck::adapters

@@ -1,3 +1,6 @@
+// The adapter process of `permcheck audit --exec` (adapters/exec_adapter.h): starting, stopping and reaping it, its
+// pipes or socket under time limits, and its calls (one, batched, pipelined, taps); the lines it writes and reads are
+// the protocol's (adapters/protocol.h).
 #include "adapters/exec_adapter.h"
 
 #include "adapters/python_path.h"
@@ -408,82 +411,30 @@ namespace {
 // A request as messages name it: the signature's lengths, "m=2, n=3".
 std::string request_what(const Signature& s, const Tensors& inputs) { return format_lengths(lengths_of(s, inputs)); }
 
-// The chunking of a chunked request (kChunksInput, cases/signature.h) as its "chunks" object: the axis, the ends of
-// the chunks and the dim of every input and output along the axis; empty for an ordinary request.
-std::string chunks_field(const Signature& s, const Tensors& inputs) {
-    const auto it = inputs.lower_bound(kChunksInput);
-    if (it == inputs.end() || it->first.rfind(kChunksInput, 0) != 0) return "";
-    const std::string axis = it->first.substr(kChunksInput.size());
-    nlohmann::json ends = nlohmann::json::array(), dims_in = nlohmann::json::object(), dims_out = nlohmann::json::object();
-    for (double e : it->second.values) ends.push_back(static_cast<long long>(e));
-    const auto dims_of = [&axis](const std::vector<TensorSpec>& specs, nlohmann::json& into) {
-        for (const TensorSpec& t : specs)
-            for (std::size_t k = 0; k < t.dims.size(); ++k)
-                if (t.dims[k].axis == axis) {
-                    into[t.name] = k;
-                    break;
-                }
-    };
-    dims_of(s.inputs, dims_in);
-    dims_of(s.outputs, dims_out);
-    return ",\"chunks\":" + nlohmann::json{{"axis", axis}, {"ends", ends}, {"inputs", dims_in}, {"outputs", dims_out}}.dump();
-}
-
-// Whether an answer line says its request was decoded in chunks ("chunked": true).
-bool answered_in_chunks(const std::string& line) {
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    return j.is_object() && j.contains("chunked") && j["chunked"].is_boolean() && j["chunked"].get<bool>();
-}
-
-// A one-tensor answer line to a request of n positions as a named one: y as the tensor of its output, its rows
-// checked in the shorthand's words.
-NamedResponse one_tensor_response(std::string_view line, Output output, int n) {
-    Response r = parse_response(line);
-    NamedResponse named{r.id, r.is_error, std::move(r.error), {}, r.taps_offered, r.raised};
-    if (!r.is_error) named.outputs["y"] = one_tensor_answer(r.y, output, n);
-    return named;
-}
-
-// An ordinary answer line of the signature's dialect, to a request of these lengths.
-NamedResponse answer_of(std::string_view line, const Signature& s, const std::vector<ExpectedOutput>& expected,
-                        const Lengths& lengths) {
-    return s.one_tensor ? one_tensor_response(line, one_tensor_output(s), lengths.at("n"))
-                        : parse_named_response(line, expected);
-}
-
-// What the one-tensor form expects: nothing the line parser checks (the audit checks y's rows and width).
-std::vector<ExpectedOutput> expected_of(const Signature& s, const Tensors& inputs) {
-    return s.one_tensor ? std::vector<ExpectedOutput>{} : expected_outputs(s, lengths_of(s, inputs));
-}
 }  // namespace
-
-std::string request_line(std::int64_t id, const Signature& s, const Tensors& inputs) {
-    std::string line = s.one_tensor ? format_request(id, tensor_matrix::as_matrix(inputs.at("x"))) : format_named_request(id, s, inputs);
-    if (const std::string chunks = chunks_field(s, inputs); !chunks.empty()) line.insert(line.size() - 1, chunks);
-    if (const std::string lengths = lengths_field(inputs); !lengths.empty()) line.insert(line.size() - 1, lengths);
-    return line;
-}
 
 Mat<double> ExecAdapter::operator()(const Mat<double>& x) {
     const Signature s = one_tensor_signature(static_cast<int>(x.cols()), Output::sequence, 1, 1);
-    return tensor_matrix::as_matrix((*this)(s, Tensors{{"x", tensor_matrix::as_tensor(x)}}).at("y"));
+    return tensor_matrix::as_matrix(call(s, Tensors{{"x", tensor_matrix::as_tensor(x)}}, true).at("y"));
 }
 
-Tensors ExecAdapter::operator()(const Signature& s, const Tensors& inputs) {
+Tensors ExecAdapter::operator()(const Signature& s, const Tensors& inputs) { return call(s, inputs, opts_.one_tensor); }
+
+Tensors ExecAdapter::call(const Signature& s, const Tensors& inputs, bool one_tensor) {
     const Lengths lengths = lengths_of(s, inputs);
-    const std::vector<ExpectedOutput> expected = expected_of(s, inputs);
-    const std::string request = request_line(requests_ + 1, s, inputs) + "\n";
+    const std::vector<ExpectedOutput> expected = expected_answer(s, inputs, one_tensor);
+    const std::string request = request_line(requests_ + 1, s, inputs, one_tensor) + "\n";
     const bool chunked = !chunks_field(s, inputs).empty();
-    return exchange(request, format_lengths(lengths), [this, &s, &expected, &lengths, chunked](const std::string& line) {
+    return exchange(request, format_lengths(lengths), [&, chunked](const std::string& line) {
                note_announcement(line);
-               NamedResponse r = answer_of(line, s, expected, lengths);
+               NamedResponse r = read_answer(line, s, expected, lengths, one_tensor);
                if (chunked && !r.is_error && answered_in_chunks(line)) r.outputs[kChunkedAnswer] = Tensor{};
                return r;
            }).outputs;
 }
 
 std::vector<Tap> ExecAdapter::taps(const Tensors& inputs, const Signature& s) {
-    const std::string request = request_line(requests_ + 1, s, inputs);
+    const std::string request = request_line(requests_ + 1, s, inputs, opts_.one_tensor);
     TapResponse r = exchange(with_taps(request) + "\n", request_what(s, inputs) + ", taps", parse_tap_response);
     if (r.taps.empty() && !r.none_because.empty()) throw NoTapsAnswered(r.none_because);
     return std::move(r.taps);
@@ -563,30 +514,19 @@ struct NamedBatch {
     std::function<ParsedBatch(const std::string&)> parse;
 };
 
-NamedBatch named_batch(std::int64_t id, const Signature& s, const std::vector<Tensors>& inputs, bool stacked_form) {
+NamedBatch named_batch(std::int64_t id, const Signature& s, const std::vector<Tensors>& inputs, bool stacked_form,
+                       bool one_tensor) {
     NamedBatch b;
     b.count = inputs.size();
-    const std::string first = request_what(s, inputs.at(0));
-    b.what = std::to_string(inputs.size()) + " items of " + first;
-    for (const Tensors& x : inputs)
-        if (request_what(s, x) != first)
-            throw std::invalid_argument("the items of a batched request differ in lengths");
+    b.what = std::to_string(inputs.size()) + " items of " + request_what(s, inputs.at(0));
+    b.request = batch_request_line(id, s, inputs, stacked_form, one_tensor) + "\n";
     // The one-tensor form has no batch dim: its batches are items, never stacked.
-    const std::map<std::string, int> dims = s.one_tensor ? std::map<std::string, int>{} : batch_dims_of(s);
+    const std::map<std::string, int> dims = one_tensor ? std::map<std::string, int>{} : batch_dims_of(s);
     const bool stacked = stacked_form && !dims.empty();
-    if (stacked) {
-        b.request = format_stacked_request(id, s, inputs, dims);
-        if (const std::string lengths = lengths_field(inputs.front()); !lengths.empty())
-            b.request.insert(b.request.size() - 1, lengths);  // every item has the same lengths
-        b.request += "\n";
-    } else {
-        std::vector<std::string> items;
-        for (const Tensors& x : inputs) items.push_back(batch_item(request_line(0, s, x)));
-        b.request = format_batch_request(id, items, dims) + "\n";
-    }
-    const std::vector<ExpectedOutput> expected = expected_of(s, inputs.at(0));
-    b.parse = [expected, dims, stacked, s, count = b.count, lengths = lengths_of(s, inputs.at(0))](const std::string& line) {
-        const auto parse_item = [&](const std::string& l) { return answer_of(l, s, expected, lengths); };
+    const std::vector<ExpectedOutput> expected = expected_answer(s, inputs.at(0), one_tensor);
+    b.parse = [expected, dims, stacked, s, one_tensor, count = b.count,
+               lengths = lengths_of(s, inputs.at(0))](const std::string& line) {
+        const auto parse_item = [&](const std::string& l) { return read_answer(l, s, expected, lengths, one_tensor); };
         std::int64_t answer_id = 0;
         std::optional<std::string> error;
         if (!stacked) {
@@ -604,16 +544,10 @@ NamedBatch named_batch(std::int64_t id, const Signature& s, const std::vector<Te
 }
 }  // namespace
 
-std::string batch_request_line(std::int64_t id, const Signature& s, const std::vector<Tensors>& items, bool stacked) {
-    std::string line = named_batch(id, s, items, stacked).request;
-    line.pop_back();  // its newline
-    return line;
-}
-
 std::vector<Answer<Tensors>> ExecAdapter::operator()(const Signature& s, const std::vector<Tensors>& inputs) {
     if (inputs.empty()) return {};
     const std::int64_t id = requests_ + 1;
-    const NamedBatch b = named_batch(id, s, inputs, stacked_);
+    const NamedBatch b = named_batch(id, s, inputs, stacked_, opts_.one_tensor);
     return item_outputs(exchange(b.request, b.what, b.parse), b.count, id, b.what, opts_.command);
 }
 
@@ -625,7 +559,8 @@ std::vector<std::vector<Answer<Tensors>>> ExecAdapter::operator()(const Signatur
     for (std::size_t p = 0; p < parts.size(); ++p) {
         if (parts[p].empty()) continue;
         try {
-            batches.push_back(named_batch(requests_ + 1 + static_cast<std::int64_t>(batches.size()), s, parts[p], stacked_));
+            batches.push_back(named_batch(requests_ + 1 + static_cast<std::int64_t>(batches.size()), s, parts[p], stacked_,
+                                          opts_.one_tensor));
             part_of.push_back(p);
         } catch (const std::exception& e) {  // this part alone: its inputs cannot be sent
             out[p].assign(parts[p].size(), Answer<Tensors>{std::nullopt, e.what(), ""});

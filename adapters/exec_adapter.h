@@ -1,7 +1,7 @@
 // The subprocess adapter of `permcheck audit --exec`: a program that speaks the line protocol (adapters/protocol.h,
-// docs/audit.md) becomes the NamedBlackBox of a signature (cases/signature.h; the one-tensor
-// shorthand's is one_tensor_signature, spoken in its own dialect: {"id","x"} in, {"id","y"} out), with its batched
-// side once the adapter announces batches, and a source of taps after a violation.
+// docs/audit.md) becomes the NamedBlackBox of a signature (cases/signature.h; with ExecOptions::one_tensor, the
+// one-tensor form's signature, one_tensor_signature, spoken in that form's dialect: {"id","x"} in, {"id","y"} out),
+// with its batched side once the adapter announces batches, and a source of taps after a violation.
 #pragma once
 
 #include "adapters/protocol.h"
@@ -40,6 +40,9 @@ struct ExecOptions {
     // a stop (Ctrl-C, SIGTERM) never waits out a --timeout. The caller tells that error from the layer's by asking
     // its own stop flag.
     std::function<bool()> stop_requested{};
+    // The layer is the one-tensor form's (its signature one_tensor_signature's, check/blackbox.h): its requests and
+    // answers are that form's lines ({"id","x"} in, {"id","y"} out), never stacked. Set by the edge that converted it.
+    bool one_tensor = false;
 };
 
 // SIGKILL to the process group of every adapter process still running. Async-signal-safe (atomic loads and
@@ -63,9 +66,9 @@ public:
     ExecAdapter& operator=(const ExecAdapter&) = delete;
 
     // An audit's call: every input of `s` in, every output of `s` back, each of the shape the inputs' lengths give
-    // it (a one_tensor signature's y as the adapter answered it: the audit checks its rows and width).
+    // it (the one-tensor form's y as the adapter answered it, its rows checked by one_tensor_answer).
     Tensors operator()(const Signature& s, const Tensors& inputs);
-    // The one-tensor form's call: x (n x d) in, y as the adapter answered it.
+    // The one-tensor form's call, in its dialect whatever the options say: x (n x d) in, y as the adapter answered it.
     Mat<double> operator()(const Mat<double>& x);
     // The batched calls: several inputs of equal lengths in one request (after the adapter announced K: at most
     // K). An item the adapter answered with an error gets that error; a failure of the request throws.
@@ -121,6 +124,7 @@ private:
     void exchange_all(const std::vector<std::string>& requests, const std::vector<std::string>& whats, Parse parse,
                       Done done);
     void note_announcement(const std::string& line);  // learns K and "stacked" from an ordinary answer line
+    Tensors call(const Signature& s, const Tensors& inputs, bool one_tensor);  // operator(), in the dialect given
 
     ExecOptions opts_;
     pid_t pid_ = -1;
@@ -146,13 +150,5 @@ BatchedNamedBlackBox exec_batched_named_black_box(const ExecOptions& opts, const
 // sends a plain request first and throws NoTapsOffered (check/taps.h) when that answer does not offer them, so no
 // adapter is ever sent a tap request it did not ask for.
 TapSource exec_tap_source(const ExecOptions& opts, const Signature& s);
-
-// The request line (without its newline) of request `id` that asks the adapter for these inputs: the one-tensor
-// form's {"id","x"}, or named inputs, with a chunked request's "chunks" and a free axis's "lengths" (kLengthInput).
-std::string request_line(std::int64_t id, const Signature& s, const Tensors& inputs);
-// The batched request line (without its newline) of request `id` for `items` (each as request_line takes it, of
-// equal lengths): stacked, as an adapter that announced "stacked" is sent it when the signature has batch dims,
-// else item by item. Throws std::invalid_argument when the items differ in lengths.
-std::string batch_request_line(std::int64_t id, const Signature& s, const std::vector<Tensors>& items, bool stacked);
 
 }  // namespace permcheck::adapters

@@ -153,10 +153,10 @@ Mat<double> rows_of(const nlohmann::json& y) {
 }  // namespace detail
 using namespace detail;
 
-Response parse_response(std::string_view line) {
+NamedResponse parse_response(std::string_view line) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     const nlohmann::json j = answer_object(line);
-    Response r;
+    NamedResponse r;
     if (read_head(r, j, line, "the id of the request it answers")) return r;
     const auto y = j.find("y");
     if (y == j.end())
@@ -165,8 +165,9 @@ Response parse_response(std::string_view line) {
         throw std::invalid_argument("\"y\" is " + std::string(y->type_name()) +
                                     ", not an array; expected [[...], ...] (one row per position) or [...] (pooled)");
     if (y->empty()) throw std::invalid_argument("\"y\" is an empty array; expected at least one number");
-    r.vector = !(*y)[0].is_array();
-    r.y = r.vector ? vector_of(*y) : rows_of(*y);
+    const bool vector = !(*y)[0].is_array();
+    Tensor& out = r.outputs["y"] = tensor_matrix::as_tensor(vector ? vector_of(*y) : rows_of(*y));
+    if (vector) out.shape = {out.shape.back()};
     return r;
 }
 
@@ -473,6 +474,56 @@ std::string with_taps(std::string request_line) {
     if (end == std::string::npos) throw std::invalid_argument("a request line is a JSON object");
     request_line.insert(end, ",\"taps\":true");
     return request_line;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// A call's lines, in either dialect
+
+std::string request_line(std::int64_t id, const Signature& s, const Tensors& inputs, bool one_tensor) {
+    std::string line = one_tensor ? format_request(id, tensor_matrix::as_matrix(inputs.at("x"))) : format_named_request(id, s, inputs);
+    if (const std::string chunks = chunks_field(s, inputs); !chunks.empty()) line.insert(line.size() - 1, chunks);
+    if (const std::string lengths = lengths_field(inputs); !lengths.empty()) line.insert(line.size() - 1, lengths);
+    return line;
+}
+
+// The chunking of a chunked request (kChunksInput) as its "chunks" field: the axis, the ends of
+// the chunks and the dim of every input and output along the axis; empty for an ordinary request.
+std::string chunks_field(const Signature& s, const Tensors& inputs) {
+    const auto it = inputs.lower_bound(kChunksInput);
+    if (it == inputs.end() || it->first.rfind(kChunksInput, 0) != 0) return "";
+    const std::string axis = it->first.substr(kChunksInput.size());
+    nlohmann::json ends = nlohmann::json::array(), dims_in = nlohmann::json::object(), dims_out = nlohmann::json::object();
+    for (double e : it->second.values) ends.push_back(static_cast<long long>(e));
+    const auto dims_of = [&axis](const std::vector<TensorSpec>& specs, nlohmann::json& into) {
+        for (const TensorSpec& t : specs)
+            for (std::size_t k = 0; k < t.dims.size(); ++k)
+                if (t.dims[k].axis == axis) {
+                    into[t.name] = k;
+                    break;
+                }
+    };
+    dims_of(s.inputs, dims_in);
+    dims_of(s.outputs, dims_out);
+    return ",\"chunks\":" + nlohmann::json{{"axis", axis}, {"ends", ends}, {"inputs", dims_in}, {"outputs", dims_out}}.dump();
+}
+
+// Whether an answer line says its request was decoded in chunks ("chunked": true).
+bool answered_in_chunks(const std::string& line) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    return j.is_object() && j.contains("chunked") && j["chunked"].is_boolean() && j["chunked"].get<bool>();
+}
+
+std::vector<ExpectedOutput> expected_answer(const Signature& s, const Tensors& inputs, bool one_tensor) {
+    return one_tensor ? std::vector<ExpectedOutput>{} : expected_outputs(s, lengths_of(s, inputs));
+}
+
+NamedResponse read_answer(std::string_view line, const Signature& s, const std::vector<ExpectedOutput>& expected,
+                          const Lengths& lengths, bool one_tensor) {
+    if (!one_tensor) return parse_named_response(line, expected);
+    NamedResponse r = parse_response(line);
+    if (!r.is_error)
+        r.outputs["y"] = one_tensor_answer(tensor_matrix::as_matrix(r.outputs.at("y")), one_tensor_output(s), lengths.at("n"));
+    return r;
 }
 
 }  // namespace permcheck::adapters

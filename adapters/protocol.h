@@ -24,22 +24,6 @@
 
 namespace permcheck::adapters {
 
-// One answer line, parsed. `vector` is true when y was one flat array (a pooled layer's answer): y is then
-// one row.
-struct Response {
-    std::int64_t id = 0;
-    bool is_error = false;
-    std::string error;  // the adapter's own message when is_error
-    Mat<double> y;
-    bool vector = false;
-    bool taps_offered = false;  // the answer says "taps_offered": true (check/taps.h)
-    bool raised = false;        // as NamedResponse::raised
-};
-
-// Parses one answer line (without its newline). Accepts NaN, Infinity and -Infinity outside strings, as
-// Python's json module writes them.
-Response parse_response(std::string_view line);
-
 // The request line for x (without the newline), numbers in shortest round-trip form.
 std::string format_request(std::int64_t id, const Mat<double>& x);
 
@@ -56,9 +40,14 @@ struct NamedResponse {
     bool is_error = false;
     std::string error;
     Tensors outputs;  // by name; only the names of `expected`, each with its expected shape
-    bool taps_offered = false;
+    bool taps_offered = false;  // the answer says "taps_offered": true (check/taps.h)
     bool raised = false;  // an error answer marked "raised": true: the layer raised (LayerRaised), not the adapter
 };
+
+// Parses one answer line of the one-tensor form (without its newline): its y as the output "y", rows (n x W) or
+// one flat array (the vector W: a pooled layer's answer). Accepts NaN, Infinity and -Infinity outside strings, as
+// Python's json module writes them.
+NamedResponse parse_response(std::string_view line);
 
 // The shape each output must have, by name, with the text that names each dim in a message ("axis n").
 struct ExpectedOutput {
@@ -152,6 +141,28 @@ struct TapResponse {
 TapResponse parse_tap_response(std::string_view line);
 // The request line with "taps": true added.
 std::string with_taps(std::string request_line);
+
+// ---- a call's lines, in the signature's dialect or (`one_tensor`) the one-tensor form's (one_tensor_signature,
+// check/blackbox.h: {"id","x"} in, {"id","y"} out, never stacked)
+// The request line (without its newline) of request `id` that asks the adapter for these inputs: the one-tensor
+// form's {"id","x"}, or named inputs, with a chunked request's "chunks" and a free axis's "lengths" (kLengthInput).
+std::string request_line(std::int64_t id, const Signature& s, const Tensors& inputs, bool one_tensor);
+// The batched request line (without its newline) of request `id` for `items` (each as request_line takes it, of
+// equal lengths): stacked, as an adapter that announced "stacked" is sent it when the signature has batch dims (the
+// one-tensor form has none), else item by item. Throws std::invalid_argument when the items differ in lengths.
+std::string batch_request_line(std::int64_t id, const Signature& s, const std::vector<Tensors>& items, bool stacked,
+                               bool one_tensor);
+// The chunking of a chunked request (kChunksInput, layers/expectation.h) as its "chunks" field: the axis, the ends of
+// the chunks and the dim of every input and output along the axis; empty for an ordinary request.
+std::string chunks_field(const Signature& s, const Tensors& inputs);
+// Whether an answer line says its request was decoded in chunks ("chunked": true).
+bool answered_in_chunks(const std::string& line);
+// What an answer to these inputs must hold (expected_outputs); the one-tensor form's: nothing the line parser checks.
+std::vector<ExpectedOutput> expected_answer(const Signature& s, const Tensors& inputs, bool one_tensor);
+// An ordinary answer line to a request of these lengths, read in its dialect: parse_named_response, or the
+// one-tensor form's y as the output y, its rows checked in that form's words (one_tensor_answer).
+NamedResponse read_answer(std::string_view line, const Signature& s, const std::vector<ExpectedOutput>& expected,
+                          const Lengths& lengths, bool one_tensor);
 
 // The most items one batched request holds, whatever K the adapter announced.
 inline constexpr int kMaxBatchItems = 1024;

@@ -208,6 +208,7 @@ void BM_AuditExec(benchmark::State& state) {
     const AuditOptions o = audit_options();
     adapters::ExecOptions eo;
     eo.command = PERMCHECK_ECHO_ADAPTER;
+    eo.one_tensor = true;
     const Signature s = one_tensor_signature(o.d, o.output, o.min_len, o.max_len);  // the --dim shorthand's
     std::vector<NamedBlackBox> boxes;
     for (int k = 0; k < jobs; ++k) boxes.push_back(adapters::exec_named_black_box(eo, s));

@@ -6,8 +6,8 @@
 //   - equivariant along each axis the output has: L(P x) = P L(x) along that axis;
 //   - invariant to each axis it lacks: the permutation of that axis leaves the output alone.
 //
-// Part of the public API, so RapidCheck-free (tests/public_headers.sh). The one-tensor form (`--dim D`) is a
-// signature too (one_tensor_signature below): one audit path, with its own wire dialect and report fields.
+// Part of the public API, so RapidCheck-free (tests/public_headers.sh). The one-tensor form (`--dim D`) is converted
+// into a signature where it enters (one_tensor_signature, check/blackbox.h): nothing here knows it.
 #pragma once
 
 #include "cases/permutation.h"
@@ -29,6 +29,9 @@ namespace permcheck {
 // The longest axis (and audit length): longer is possible, but a request of 1024 positions is already a long wait
 // through a subprocess.
 inline constexpr int kMaxAxisLen = 1024;
+// The largest fixed size of a dim, and the largest V of token=V and P of position=P (an id fits an int32).
+inline constexpr int kMaxFixedSize = 1 << 20;
+inline constexpr long long kMaxKindLimit = (1LL << 31) - 1;
 
 // A set of positions whose order the layer must not care about. Each case draws a length in
 // [min_len, max_len] (min_len may be 0, e.g. for edges) and a permutation of that length.
@@ -44,7 +47,7 @@ struct Axis {
 // One dim of a tensor, outermost first: an axis (its length varies from case to case) or a fixed size.
 struct Dim {
     std::string axis;  // empty: a fixed size
-    int size = 0;      // the fixed size (ignored for an axis); 0 in a one-tensor signature's output: open
+    int size = 0;      // the fixed size (ignored for an axis); 0 in an output: open (the one-tensor form's width)
     bool is_axis() const { return !axis.empty(); }
     bool is_open() const { return axis.empty() && size == 0; }  // a size learned from the layer's first answer
 };
@@ -75,19 +78,7 @@ struct Signature {
     std::vector<Axis> axes;
     std::vector<TensorSpec> inputs;
     std::vector<TensorSpec> outputs;
-    // The one-tensor shorthand (`--dim D`, one_tensor_signature), read only where the shorthand is parsed, spoken
-    // or read back: its requests and answers are in the one-tensor dialect ({"id","x"} in, {"id","y"} out,
-    // adapters/protocol.h), and a report records the signature as the shorthand (report/json.cpp). Set only by
-    // one_tensor_signature.
-    bool one_tensor = false;
 };
-
-// The shorthand `--dim D [--output sequence|pooled] [--min-len --max-len]` as a signature: axis n=MIN..MAX (its
-// long cases up to long_len), input x:n,D, output y:n,W (sequence) or y:W (pooled), W open: learned from the first
-// answer, and every later answer must have it.
-Signature one_tensor_signature(int d, Output output, int min_len, int max_len, int long_len = 0);
-// The one-tensor signature's output as the shorthand names it.
-Output one_tensor_output(const Signature& s);
 
 // The flags' grammar (docs/signatures.md). Each throws std::invalid_argument naming the flag, the text and what was
 // expected.
@@ -103,7 +94,7 @@ std::string format_output(const TensorSpec& t);
 // an index names is declared, every axis appears in some input, an index input is integer-valued over a
 // declared axis (a sorted one runs along exactly one axis, not the one it names, its ROW is one of its rows, no two
 // sorted inputs run along one axis and none name each other's axes in a cycle), a mask has at least one axis dim, there is at least one input and one output,
-// 0 <= min_len <= max_len, every fixed size is in [1, 2^20] (or open, in a one-tensor signature's output), a
+// 0 <= min_len <= max_len, every fixed size is in [1, 2^20] (or open, in an output), a
 // token's V is in [1, 2^31), a position input has one axis dim (its others of size 1) and a P of at least that
 // axis's max_len, and no tensor holds more than 2^22 values at the longest lengths (every axis at its max_len).
 void validate(const Signature& s);
@@ -156,10 +147,6 @@ Tensor as_tensor(const Mat<double>& m);
 Mat<double> as_matrix(const Tensor& t);
 std::vector<bool> as_mask(const Tensor& t);
 }  // namespace tensor_matrix
-// A one-tensor layer's answer y to a request of n positions as its output tensor: n x W for a sequence output, the
-// vector W for a pooled one; throws AdapterError (below) in the shorthand's words for another number of
-// rows.
-Tensor one_tensor_answer(const Mat<double>& y, Output output, int n);
 
 // The axis a position input lies along (its one axis dim).
 const std::string& position_axis(const TensorSpec& t);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,6 +51,35 @@ void validate(const AuditOptions& o) {
         fail("max_shrink_evaluations must be >= 1, got " + std::to_string(o.max_shrink_evaluations));
 }
 
+Signature one_tensor_signature(int d, Output output, int min_len, int max_len, int long_len) {
+    Signature s;
+    s.axes.push_back(Axis{"n", min_len, max_len, long_len > max_len ? long_len : 0});
+    s.inputs.push_back(TensorSpec{"x", {Dim{"n", 0}, Dim{"", d}}, TensorKind::real, ""});
+    std::vector<Dim> y{Dim{"", 0}};
+    if (output == Output::sequence) y.insert(y.begin(), Dim{"n", 0});
+    s.outputs.push_back(TensorSpec{"y", y, TensorKind::real, ""});
+    return s;
+}
+
+Output one_tensor_output(const Signature& s) {
+    return s.outputs.at(0).dims.size() == 2 ? Output::sequence : Output::pooled;
+}
+
+Tensor one_tensor_answer(const Mat<double>& y, Output output, int n) {
+    const bool sequence = output == Output::sequence;
+    if (sequence ? y.rows() != n : y.rows() != 1) {
+        const std::string answered = "the layer answered " + std::to_string(y.rows()) + (y.rows() == 1 ? " row" : " rows") +
+                                     " for a request of n=" + std::to_string(n);
+        if (sequence)
+            throw AdapterError(answered + "; a sequence layer answers one row per position (a pooled layer: --output pooled)");
+        throw AdapterError(answered + "; a pooled layer answers one vector");
+    }
+    if (y.cols() < 1) throw AdapterError("the layer answered rows of width 0 for a request of n=" + std::to_string(n));
+    Tensor t = tensor_matrix::as_tensor(y);
+    if (!sequence) t.shape = {static_cast<int>(y.cols())};
+    return t;
+}
+
 NamedBlackBox one_tensor_box(BlackBox layer, Output output) {
     return [layer = std::move(layer), output](const Tensors& inputs) {
         const Mat<double> x = tensor_matrix::as_matrix(inputs.at("x"));
@@ -71,11 +101,25 @@ const char* dtype_evidence_name(DtypeEvidence e) {
 
 AuditResult audit(const BlackBox& layer, const AuditOptions& opts) { return audit(std::vector<BlackBox>{layer}, opts); }
 
+std::string replay_hint(const AuditOptions& o) {
+    std::ostringstream s;
+    s << "permcheck::AuditOptions{.output = permcheck::Output::" << (o.output == Output::pooled ? "pooled" : "sequence");
+    if (o.dtype) s << ", .dtype = permcheck::Arithmetic::" << arithmetic_name(*o.dtype);
+    s << ", .d = " << o.d << ", .min_len = " << o.min_len
+      << ", .max_len = " << o.max_len << ", .cases = " << o.cases << ", .seed = " << o.seed
+      << "} finds the same case again";
+    return s.str();
+}
+
 AuditResult audit(const std::vector<BlackBox>& layers, const AuditOptions& opts) {
     validate(opts);
     std::vector<NamedBlackBox> boxes;
     for (const BlackBox& box : layers) boxes.push_back(one_tensor_box(box, opts.output));
-    return audit(boxes, one_tensor_signature(opts.d, opts.output, opts.min_len, opts.max_len, opts.long_len), opts);
+    AuditResult r = audit(boxes, one_tensor_signature(opts.d, opts.output, opts.min_len, opts.max_len, opts.long_len), opts);
+    AuditOptions used = opts;
+    used.dtype = r.dtype;  // the dtype used (a MatrixXf callable's float32, or the inferred one), for the hint
+    r.replay = replay_hint(used);
+    return r;
 }
 
 }  // namespace permcheck

@@ -1,5 +1,7 @@
-// Auditing a layer we did not write, seen only through its answers: the options, the result and the one-tensor
-// form's black box. Every audit is a signature audit (check/signature_audit.h) on one engine (check/audit_engine.h):
+// Auditing a layer we did not write, seen only through its answers: the options, the result, and the one-tensor
+// form's entry (one_tensor_signature, one_tensor_answer, one_tensor_box, audit(BlackBox), replay_hint(AuditOptions)):
+// the public API's, the command line's, the adapters' and the old reports' conversion of that form into a signature,
+// so that the engine, cases/, properties/ and the report's views see only signatures. Every audit is a signature audit (check/signature_audit.h) on one engine (check/audit_engine.h):
 // it draws cases as a check does (cases/signature_case.h), compares the property's two sides with a tolerance
 // derived from the dtype's unit roundoff, n, d and the magnitudes (proofs-notes/float-tolerance.md; the dtype
 // inferred from the answers when not given), evaluates a failing case again before calling it a violation (two
@@ -186,6 +188,9 @@ struct AuditResult {
     // The counterexample's taps (check/taps.h): set by a caller that asked the layer for them after a violation or a
     // non-finite output (`permcheck audit` does when the adapter offers taps); the audit itself never does.
     std::optional<TapTrace> taps;
+    // The line that finds the case again, when the entry that converted the layer's form gave one (the one-tensor
+    // form's AuditOptions, replay_hint below): explain() shows the finding with it instead of the signature's C++.
+    std::string replay;
 };
 
 // Audits one black box.
@@ -196,8 +201,20 @@ AuditResult audit(const BlackBox& layer, const AuditOptions& opts);
 // one shrunk); `evaluations` may be higher, since cases already started past a failure are finished.
 AuditResult audit(const std::vector<BlackBox>& layers, const AuditOptions& opts);
 
+// The one-tensor form `--dim D [--output sequence|pooled] [--min-len --max-len]` as a signature: axis n=MIN..MAX (its
+// long cases up to long_len), input x:n,D, output y:n,W (sequence) or y:W (pooled), W open: learned from the first
+// answer, and every later answer must have it.
+Signature one_tensor_signature(int d, Output output, int min_len, int max_len, int long_len = 0);
+// The one-tensor signature's output as the form names it.
+Output one_tensor_output(const Signature& s);
+// A one-tensor layer's answer y to a request of n positions as its output tensor: n x W for a sequence output, the
+// vector W for a pooled one; throws AdapterError in the form's words for another number of rows.
+Tensor one_tensor_answer(const Mat<double>& y, Output output, int n);
 // A one-tensor black box as the named one of its signature: inputs {x: n x d} in, outputs {y} out (n x W, or W
-// for a pooled output), each answer's rows as the layer gave them (the audit checks them).
+// for a pooled output), each answer's rows checked by one_tensor_answer.
 NamedBlackBox one_tensor_box(BlackBox layer, Output output);
+// The options of a one-tensor audit as the C++ that finds its case again (AuditResult::replay, with the dtype the
+// audit used).
+std::string replay_hint(const AuditOptions& o);
 
 }  // namespace permcheck

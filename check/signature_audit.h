@@ -23,8 +23,8 @@ struct BatchedNamedBlackBox {
 
 // Audits a layer with a signature. Reads of opts everything but output and d, which the signature replaces. A
 // signature's axes replace min_len, max_len and long_len too: each axis gets the length schedule of
-// cases/lengths.h over [min_len, max_len], its max_len a hard cap (the user wrote it). A one_tensor signature's
-// axis n gets the shorthand's schedule over its range (one case in ten longer, up to opts.long_len). Throws
+// cases/lengths.h over [min_len, max_len], its max_len a hard cap (the user wrote it), unless the axis has a long_len
+// (one_tensor_signature's n): one case in ten longer, up to it. Throws
 // std::invalid_argument for a bad signature (validate) or bad options.
 AuditResult audit(const NamedBlackBox& layer, const Signature& signature, const AuditOptions& opts);
 AuditResult audit(const std::vector<NamedBlackBox>& layers, const Signature& signature, const AuditOptions& opts);

@@ -210,6 +210,18 @@ Signature shorthand_signature(const AuditFlags& f, Output output) {
     return one_tensor_signature(f.dim, output, f.min_len, f.max_len, f.max_len_given() ? 0 : AuditOptions{}.long_len);
 }
 
+std::string shorthand_head(const Signature& s, const AuditResult& r) {
+    // An audit that failed before its first call has settled no dtype (an adapter not started).
+    const bool dtype_known = r.verdict != Verdict::error || r.evaluations > 0;
+    const Axis& n = s.axes.at(0);
+    std::ostringstream head;
+    head << property_name(rules_of(r.property).recorded_as(s, {})) << " ("
+         << (dtype_known ? precision_text(r) + ", " : "") << "n in [" << n.min_len << ", " << n.max_len << "]";
+    if (n.long_len > 0) head << " and one case in ten longer, up to " << n.long_len;
+    head << ", d = " << s.inputs.at(0).dims.at(1).size << ")";
+    return head.str();
+}
+
 AuditOptions audit_options(const AuditFlags& f) {
     AuditOptions o;
     o.dtype = requested_dtype(f);
@@ -274,9 +286,9 @@ report::Record audit_record(const AuditResult& r, const std::string& name, Prope
                             const AuditFlags& f, const std::string& replay, const std::string& key,
                             nlohmann::json details, double seconds, const Signature* signature) {
     report::Record rec = report::record_of(r, name, property, requested_dtype(f).value_or(r.dtype), f.seed, replay);
-    // The one-tensor form's signature as the audit learned it (its output's width); a signature as the user gave it.
-    const bool one_tensor = (signature && signature->one_tensor) || (!signature && r.signature && r.signature->one_tensor);
-    if (signature && !one_tensor) {
+    // A signature as the user gave it; the one-tensor form's as the audit learned it (its output's width).
+    rec.one_tensor = signature == nullptr;
+    if (signature) {
         rec.signature = *signature;
         details["signature"] = report::signature_json(*signature);
     } else {

@@ -101,6 +101,9 @@ AuditOptions audit_options(const AuditFlags& f);
 // The --dim shorthand's signature: axis n over [--min-len, --max-len], one case in ten longer (up to 256) unless
 // --max-len was given (a hard cap).
 Signature shorthand_signature(const AuditFlags& f, Output output);
+// What the verdict line says the shorthand's audit (signature s) checked: "equivariance (float64, n in [1, 8] and one
+// case in ten longer, up to 256, d = 4)", the dtype left out when an error came before the first call.
+std::string shorthand_head(const Signature& s, const AuditResult& r);
 
 // " --dtype float64 --min-len 1 --max-len 8 --cases 100 --seed 1": the part of both replay lines after the
 // command's own options. It names the dtype the audit used (r.dtype), so a replay judges with the same
@@ -111,14 +114,15 @@ std::string replay_tail(const AuditFlags& f, const AuditResult& r, bool lengths 
 // The report record: report::record_of, and under details[key] the command's details plus those of every
 // audit (dim, lengths, evaluations, timing, finding). With a signature: the signature in the record (and as
 // flags under details[key].signature), the lengths per axis instead of dim and lengths, and the signature's
-// counterexample.
+// counterexample; without one (the shorthand), the result's signature recorded as the one-tensor form's.
 report::Record audit_record(const AuditResult& r, const std::string& name, Property property,
                             const AuditFlags& f, const std::string& replay, const std::string& key,
                             nlohmann::json details, double seconds, const Signature* signature = nullptr);
 
 // The verdict line after `head` ("audit of NAME: PROPERTY ..."), the finding, the counterexample with its
 // replay line on out, and an error on err prefixed with `program`. A signature audit's counterexample is shown
-// with its signature (the lengths and permutation of every axis, the axis at fault).
+// with its signature (the lengths and permutation of every axis, the axis at fault); without one (the shorthand),
+// with the result's.
 void print_result(std::ostream& out, std::ostream& err, const std::string& program, const std::string& head,
                   const AuditResult& r, double seconds, const std::string& replay,
                   const Signature* signature = nullptr);

@@ -63,11 +63,11 @@ struct AuditRequest {
     std::shared_ptr<std::atomic<bool>> taps_offered = std::make_shared<std::atomic<bool>>(false);
 };
 
-// The layer's description: the shorthand (one axis n, input x, output y: a one_tensor signature) or a signature.
+// The layer's description: the shorthand (one axis n, input x, output y: one_tensor_signature's) or a signature.
 struct Form {
     Output output = Output::sequence;  // the shorthand's
     Signature signature;
-    bool shorthand() const { return signature.one_tensor; }
+    bool shorthand = false;  // the signature is the shorthand's: spoken in its dialect, recorded and shown as it
 };
 
 const char* output_name(Output o) { return o == Output::pooled ? "pooled" : "sequence"; }
@@ -106,7 +106,7 @@ Signature signature_of(const AuditRequest& q) {
 
 // The shorthand with this output: --dim, --min-len and --max-len's one-tensor signature.
 Form shorthand_form(const AuditRequest& q, Output output) {
-    return Form{output, shorthand_signature(q.flags, output)};
+    return Form{output, shorthand_signature(q.flags, output), true};
 }
 
 // Which form the flags describe; throws std::invalid_argument for a mix or an incomplete description.
@@ -167,7 +167,7 @@ std::string replay_of(const AuditRequest& q, const Form& f, const AuditResult& r
     s << "permcheck audit --exec " << shell_quote(q.command);
     if (q.flags.property && rules_of(*q.flags.property).needs_reference())
         s << " --reference-exec " << shell_quote(q.reference_command);
-    if (!f.shorthand())
+    if (!f.shorthand)
         s << signature_flags(f.signature) << replay_tail(q.flags, r, /*lengths=*/false);
     else
         s << " --dim " << q.flags.dim << " --output " << output_name(f.output) << replay_tail(q.flags, r);
@@ -186,7 +186,7 @@ report::Record record_of(const AuditRequest& q, const Form& f, const AuditResult
                               {"startup_timeout_seconds", q.startup_timeout},
                               {"amplification", q.amplification},
                               {"last_request", r.last_request}};
-    if (f.shorthand()) details["output"] = output_name(f.output);
+    if (f.shorthand) details["output"] = output_name(f.output);
     if (r.largest_shift > 0) details["largest_shift"] = r.largest_shift;
     if (q.flags.keep_positions) details["keep_positions"] = true;
     if (!q.flags.along.empty()) details["along"] = q.flags.along;
@@ -194,30 +194,31 @@ report::Record record_of(const AuditRequest& q, const Form& f, const AuditResult
     if (q.flags.reference) details["reference"] = q.reference_name();
     if (!q.device.empty()) details["device"] = q.device;
     return audit_record(r, q.name(), audited_property(f.signature, q.flags), q.flags, replay_of(q, f, r), "audit",
-                        std::move(details), seconds, &f.signature);
+                        std::move(details), seconds, f.shorthand ? nullptr : &f.signature);
 }
 
 // The adapter processes' options: the command, its time limits, and the audit's stop flag (a stop ends a
 // request in flight, not only the run between cases).
-adapters::ExecOptions exec_options(const AuditRequest& q, const AuditOptions& o) {
+adapters::ExecOptions exec_options(const AuditRequest& q, const Form& f, const AuditOptions& o) {
     return {.command = q.command,
             .socket_path = q.socket,
             .timeout_seconds = q.timeout,
             .startup_timeout_seconds = q.startup_timeout,
-            .stop_requested = o.stop_requested};
+            .stop_requested = o.stop_requested,
+            .one_tensor = f.shorthand};
 }
 
 AuditResult run_boxes(const AuditRequest& q, const Form& f, const AuditOptions& opts) {
     // The adapters live in this scope: they are stopped and reaped before the report is written.
     try {
-        adapters::ExecOptions eo = exec_options(q, opts);
+        adapters::ExecOptions eo = exec_options(q, f, opts);
         eo.taps_offered = q.taps_offered;
         const long long shard_cases = (q.flags.cases + opts.shard.count - opts.shard.index) / opts.shard.count;
         const long long processes = std::min<long long>(q.jobs, std::max(1LL, shard_cases));
         std::vector<BatchedNamedBlackBox> boxes;  // batched once an adapter announces it takes several cases
         for (long long k = 0; k < processes; ++k) boxes.push_back(adapters::exec_batched_named_black_box(eo, f.signature));
         if (!opts.property || !rules_of(*opts.property).needs_reference()) return audit(boxes, f.signature, opts);
-        adapters::ExecOptions theirs = exec_options(q, opts);  // the reference's processes, one per worker
+        adapters::ExecOptions theirs = exec_options(q, f, opts);  // the reference's processes, one per worker
         theirs.command = q.reference_command;
         theirs.socket_path = q.reference_socket;
         std::vector<BatchedNamedBlackBox> references;
@@ -239,7 +240,7 @@ void add_taps(const AuditRequest& q, const Form& f, AuditResult& r, const AuditO
     if (!r.counterexample) return;
     const Signature& s = r.signature ? *r.signature : f.signature;  // the one-tensor form's width as answered
     // Each submodule's output at x against its output at the property's transformed inputs (P x, x_c or pad x).
-    TapTrace trace = trace_taps(adapters::exec_tap_source(exec_options(q, o), s), s, *r.counterexample,
+    TapTrace trace = trace_taps(adapters::exec_tap_source(exec_options(q, f, o), s), s, *r.counterexample,
                                 r.property, r.dtype, q.amplification, q.flags.keep_positions);
     if (o.stop_requested && o.stop_requested()) {
         r.detail = "interrupted while the taps of the " + std::string(verdict_name(r.verdict)) +
@@ -271,24 +272,28 @@ void add_repro(const AuditRequest& q, const Form& form, const AuditOptions& opts
         const auto asked = [&](const Tensors& inputs, const Lengths& lengths) {
             return free ? with_free_lengths(s, inputs, lengths) : inputs;
         };
+        const auto request = [&](std::int64_t id, const Tensors& inputs) {
+            return adapters::request_line(id, s, inputs, form.shorthand);
+        };
         report::AdapterRepro a{.command = q.command,
                                .reference_command = against ? q.reference_command : "",
                                .directory = std::filesystem::current_path().string(),
-                               .requests = {{"x", adapters::request_line(1, s, asked(c.inputs, c.lengths))}},
-                               .batch_dims = s.one_tensor ? std::map<std::string, int>{} : adapters::batch_dims_of(s)};
+                               .requests = {{"x", request(1, asked(c.inputs, c.lengths))}},
+                               .batch_dims = form.shorthand ? std::map<std::string, int>{} : adapters::batch_dims_of(s)};
         const PropertyRules& rules = engine::audited_rules(opts);
         if (r.verdict != Verdict::nondeterministic && r.verdict != Verdict::history_dependent && !against)
-            a.requests.emplace_back("transformed", adapters::request_line(2, s, asked(rules.transformed(
+            a.requests.emplace_back("transformed", request(2, asked(rules.transformed(
                                                            s, engine::audited_args(s, opts), c), rules.transformed_lengths(c))));
         if (c.asked_before)
-            a.requests.emplace_back("before", adapters::request_line(2, s, asked(c.asked_before->inputs,
+            a.requests.emplace_back("before", request(2, asked(c.asked_before->inputs,
                                                                                  c.asked_before->lengths)));
         for (std::size_t k = 0; k < c.batches.size(); ++k) {
             const BatchedRequest& b = c.batches[k];
             std::vector<Tensors> items;
             for (const Tensors& item : b.items) items.push_back(asked(item, b.lengths));
             a.requests.emplace_back("batch " + std::to_string(k),
-                                    adapters::batch_request_line(static_cast<std::int64_t>(3 + k), s, items, b.stacked));
+                                    adapters::batch_request_line(static_cast<std::int64_t>(3 + k), s, items, b.stacked,
+                                                                         form.shorthand));
         }
         report::write_adapter_repro(q.flags.report_dir, record, a);
         record.repro = "repro.py";
@@ -300,7 +305,8 @@ void add_repro(const AuditRequest& q, const Form& form, const AuditOptions& opts
 std::string head_of(const AuditRequest& q, const Form& f, const AuditResult& r) {
     const std::string against = rules_of(r.property).needs_reference() ? " against " + q.reference_name() : "";
     const std::string on = q.device.empty() ? "" : " on " + q.device;
-    return "audit of " + q.name() + on + against + ": " + signature_head(f.signature, r);
+    return "audit of " + q.name() + on + against + ": " +
+           (f.shorthand ? shorthand_head(f.signature, r) : signature_head(f.signature, r));
 }
 
 // One audit through the adapters under Ctrl-C, its taps after a violation, printed when asked.
@@ -318,7 +324,7 @@ RowRun run_once(const AuditRequest& q, const Form& form, const AuditOptions& opt
     name_last_request(r);
     if (print)
         print_result(std::cout, std::cerr, "permcheck audit", head_of(q, form, r), r, seconds, replay_of(q, form, r),
-                     &form.signature);
+                     form.shorthand ? nullptr : &form.signature);
     return RowRun{r, record_of(q, form, r, seconds)};
 }
 

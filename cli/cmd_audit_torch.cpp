@@ -116,6 +116,7 @@ struct Request {
 struct Plan {
     std::optional<TorchLayer> layer;  // empty: a file
     std::optional<Signature> signature;
+    bool shorthand = false;  // the signature is the one-tensor shorthand's (mha, the encoder layer)
 };
 
 // The decoder layer's signature: targets n and memory m, each in [min_len, max_len]; y equivariant in n,
@@ -168,8 +169,10 @@ Plan plan_of(const Request& q) {
     if (!p.layer) p.signature = signature_of(q.signature);
     else if (*p.layer == TorchLayer::decoder_layer)
         p.signature = decoder_signature(q.flags.dim, q.flags.min_len, q.flags.max_len);
-    else  // mha and the encoder layer: the one-tensor shorthand's signature
+    else {  // mha and the encoder layer: the one-tensor shorthand's signature
         p.signature = shorthand_signature(q.flags, Output::sequence);
+        p.shorthand = true;
+    }
     return p;
 }
 
@@ -178,7 +181,7 @@ Plan plan_or_default(const Request& q) {
     try {
         return plan_of(q);
     } catch (const std::exception&) {
-        return Plan{TorchLayer::mha, std::nullopt};
+        return Plan{TorchLayer::mha, std::nullopt, true};
     }
 }
 
@@ -234,7 +237,7 @@ report::Record record_of(const Request& q, const Plan& p, const AuditResult& r, 
     const Property property = p.signature ? audited_property(*p.signature, q.flags) : Property::equivariance;
     if (r.largest_shift > 0) details["largest_shift"] = r.largest_shift;
     return audit_record(r, name_of(q, p), property, q.flags, replay_of(q, p, r), "audit_torch", std::move(details),
-                        seconds, p.signature ? &*p.signature : nullptr);
+                        seconds, p.signature && !p.shorthand ? &*p.signature : nullptr);
 }
 
 // ---- the Python that serves the model
@@ -389,9 +392,10 @@ void narrow(Request& q, Signature& s, const nlohmann::json& axes) {
 
 // ---- the audit
 
-adapters::ExecOptions exec_options(const Request& q, const std::string& command, const AuditOptions& o) {
+adapters::ExecOptions exec_options(const Request& q, const Plan& p, const std::string& command, const AuditOptions& o) {
     adapters::ExecOptions e;
     e.command = command;
+    e.one_tensor = p.shorthand;
     e.timeout_seconds = q.timeout;
     e.startup_timeout_seconds = q.startup_timeout;
     e.stop_requested = o.stop_requested;
@@ -410,10 +414,10 @@ AuditResult audit_of(const Request& q, const Plan& p, const Python& py) {
         [&](const AuditOptions& a) {
             try {  // the adapters live in this scope: stopped and reaped before the report is written
                 const std::vector<BatchedNamedBlackBox> boxes{adapters::exec_batched_named_black_box(
-                    exec_options(q, mine, a), *p.signature)};
+                    exec_options(q, p, mine, a), *p.signature)};
                 if (!against) return audit(boxes, *p.signature, a);
                 const std::vector<BatchedNamedBlackBox> references{adapters::exec_batched_named_black_box(
-                    exec_options(q, theirs, a), *p.signature)};
+                    exec_options(q, p, theirs, a), *p.signature)};
                 return audit(boxes, references, *p.signature, a);
             } catch (const std::exception& e) {
                 return error_result(e.what());
@@ -428,7 +432,7 @@ std::string head_of(const Request& q, const Plan& p, const AuditResult& r) {
     for (const std::string& n : q.narrowed) narrowed += (narrowed.empty() ? " (" : "; ") + n;
     if (!narrowed.empty()) narrowed += ")";
     std::string head = "audit of " + name_of(q, p) + narrowed + (against ? " against " + q.reference : "") + ": ";
-    if (p.signature && !p.signature->one_tensor) return head + signature_head(*p.signature, r);
+    if (p.signature && !p.shorthand) return head + signature_head(*p.signature, r);
     return head + property_name(Property::equivariance);
 }
 
@@ -445,7 +449,7 @@ RowRun run_once(const Request& q, const Plan& p, const Python& py, bool print) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (print)
         print_result(std::cout, std::cerr, kProgram, head_of(q, p, r), r, seconds, replay_of(q, p, r),
-                     p.signature ? &*p.signature : nullptr);
+                     p.signature && !p.shorthand ? &*p.signature : nullptr);
     return RowRun{r, record_of(q, p, r, seconds)};
 }
 

@@ -122,7 +122,8 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, double a
     const adapters::ExecOptions eo{.command = q.exec,
                                    .socket_path = q.socket,
                                    .timeout_seconds = q.timeout,
-                                   .startup_timeout_seconds = q.startup_timeout};
+                                   .startup_timeout_seconds = q.startup_timeout,
+                                   .one_tensor = r.one_tensor};
     const PropertyRules& rules = rules_of(r.property);
     if (!rules.permutes()) o.property = r.property;
     if (saved.pads) o.padding_axis = saved.pads->axis;

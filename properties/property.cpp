@@ -156,8 +156,6 @@ std::string one_axis(const Signature& s, const std::string& given, const std::st
     return s.axes.front().name;
 }
 
-Output one_tensor_output(Property p) { return p == Property::invariance ? Output::pooled : Output::sequence; }
-
 }  // namespace properties
 
 }  // namespace permcheck

@@ -168,9 +168,6 @@ std::vector<int> distinct_ends(gen::Sampler& draw, int n, int m);
 // The one axis of s that `given` names or, when it is empty, the signature's only axis; `property` is named in
 // the message when neither settles it.
 std::string one_axis(const Signature& s, const std::string& given, const std::string& property);
-// The output of the one-tensor form a report of property p recorded before reports held signatures: pooled (y:d)
-// for invariance, the sequence (y:n,d) otherwise.
-Output one_tensor_output(Property p);
 }  // namespace properties
 
 }  // namespace permcheck

@@ -2,7 +2,7 @@
 // checked, since a report is untrusted input to `permcheck replay` and the failure database.
 #include "report/report.h"
 
-#include "properties/property.h"
+#include "report/json_fields.h"
 
 #include <algorithm>
 #include <cmath>
@@ -15,101 +15,7 @@
 
 namespace permcheck::report {
 
-using nlohmann::json;
-
 namespace {
-
-// ---- numbers ---------------------------------------------------------------------------------------------
-// JSON has no NaN or infinity; they are written as the strings "NaN", "Infinity" and "-Infinity" (the names
-// JavaScript and Python's json module use). Finite numbers are written by nlohmann's shortest round-trip
-// formatting, so every double reads back bit for bit.
-json number(double v) {
-    if (std::isnan(v)) return "NaN";
-    if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
-    return v;
-}
-
-double number_from(const json& j, const std::string& field) {
-    if (j.is_number()) return j.get<double>();
-    if (j.is_string()) {
-        const std::string s = j.get<std::string>();
-        if (s == "NaN") return std::numeric_limits<double>::quiet_NaN();
-        if (s == "Infinity") return std::numeric_limits<double>::infinity();
-        if (s == "-Infinity") return -std::numeric_limits<double>::infinity();
-    }
-    throw std::invalid_argument("field '" + field + "' must be a number or one of \"NaN\", \"Infinity\", " +
-                                "\"-Infinity\", got " + j.dump());
-}
-
-Mat<double> matrix_from(const json& j, const std::string& field) {
-    if (!j.is_array()) throw std::invalid_argument("field '" + field + "' must be an array of rows");
-    const auto rows = static_cast<Eigen::Index>(j.size());
-    const Eigen::Index cols = rows == 0 ? 0 : (j[0].is_array() ? static_cast<Eigen::Index>(j[0].size()) : -1);
-    Mat<double> m(rows, std::max<Eigen::Index>(cols, 0));
-    for (Eigen::Index i = 0; i < rows; ++i) {
-        const json& row = j[static_cast<std::size_t>(i)];
-        if (!row.is_array() || static_cast<Eigen::Index>(row.size()) != cols)
-            throw std::invalid_argument("field '" + field + "': row " + std::to_string(i) +
-                                        " must be an array of " + std::to_string(cols) + " numbers, like row 0");
-        for (Eigen::Index c = 0; c < cols; ++c)
-            m(i, c) = number_from(row[static_cast<std::size_t>(c)],
-                                  field + "[" + std::to_string(i) + "][" + std::to_string(c) + "]");
-    }
-    return m;
-}
-
-const json& required(const json& j, const char* field, const std::string& where = "") {
-    const auto it = j.find(field);
-    if (it == j.end()) throw std::invalid_argument("missing field '" + where + field + "'");
-    return *it;
-}
-
-// Whether v is an integer that T holds: get<T>() would wrap an out-of-range integer silently, and convert a
-// float outside T's range with undefined behaviour (found by fuzz/fuzz_report).
-template <class T> bool integer_fits(const json& v) {
-    if (v.is_number_unsigned()) return v.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max());
-    if (!v.is_number_integer()) return false;
-    const std::int64_t x = v.get<std::int64_t>();
-    if (x >= 0) return static_cast<std::uint64_t>(x) <= static_cast<std::uint64_t>(std::numeric_limits<T>::max());
-    return std::is_signed_v<T> && x >= static_cast<std::int64_t>(std::numeric_limits<T>::min());
-}
-template <class T> struct is_integer_vector : std::false_type {};
-template <class E> struct is_integer_vector<std::vector<E>> : std::is_integral<E> {};
-
-template <class T> T get_as(const json& j, const char* field, const std::string& where = "") {
-    const json& v = required(j, field, where);
-    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-        if (v.is_number() && !integer_fits<T>(v))
-            throw std::invalid_argument("field '" + where + field + "' must be an integer in [" +
-                                        std::to_string(std::numeric_limits<T>::min()) + ", " +
-                                        std::to_string(std::numeric_limits<T>::max()) + "], got " + v.dump());
-    } else if constexpr (is_integer_vector<T>::value) {
-        if (v.is_array())
-            for (const json& e : v)
-                if (e.is_number() && !integer_fits<typename T::value_type>(e))
-                    throw std::invalid_argument("field '" + where + field + "' must hold integers in range, got " +
-                                                e.dump());
-    }
-    try {
-        return v.get<T>();
-    } catch (const json::exception&) {
-        throw std::invalid_argument("field '" + where + field + "' has the wrong type: " + v.dump());
-    }
-}
-
-template <class T> T get_or(const json& j, const char* field, T fallback, const std::string& where = "") {
-    return j.contains(field) && !j[field].is_null() ? get_as<T>(j, field, where) : fallback;
-}
-
-// A name field read through its one parser (cases/vocabulary.h), with the field named in the error.
-template <class Enum, class Parse> Enum named(const json& j, const char* field, Parse parse) {
-    const std::string text = get_as<std::string>(j, field);
-    try {
-        return parse(text);
-    } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument("field '" + std::string(field) + "': " + e.what());
-    }
-}
 
 // ---- tensors and signatures ------------------------------------------------------------------------------
 // A tensor as nested arrays in the order of its dims (a scalar as a bare number), row-major.
@@ -170,38 +76,12 @@ Tensor tensor_from(const json& j, const std::string& field, std::optional<std::v
     return t;
 }
 
-// The --dim shorthand's signature, as report.json's "signature" holds it: {"one_tensor": {"d", "output", "min_len",
-// "max_len", "width"}}, its width 0 while no answer gave it.
-json one_tensor_json(const Signature& s) {
-    const Output output = one_tensor_output(s);
-    const Axis& n = s.axes.at(0);
-    return json{{"d", s.inputs.at(0).dims.at(1).size}, {"output", output == Output::pooled ? "pooled" : "sequence"},
-                {"min_len", n.min_len}, {"max_len", n.max_len}, {"width", s.outputs.at(0).dims.back().size}};
-}
-
-Signature one_tensor_from(const json& j) {
-    const std::string at = "signature.one_tensor.";
-    if (!j.is_object()) throw std::invalid_argument("field 'signature.one_tensor' must be an object");
-    const std::string output = get_as<std::string>(j, "output", at);
-    if (output != "sequence" && output != "pooled")
-        throw std::invalid_argument("field '" + at + "output' must be sequence or pooled, got '" + output + "'");
-    Signature s = one_tensor_signature(get_as<int>(j, "d", at), output == "pooled" ? Output::pooled : Output::sequence,
-                                       get_as<int>(j, "min_len", at), get_as<int>(j, "max_len", at));
-    const int width = get_as<int>(j, "width", at);
-    if (width < 0) throw std::invalid_argument("field '" + at + "width' must not be negative");
-    s.outputs[0].dims.back().size = width;
-    try {
-        validate(s);
-    } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument("field 'signature.one_tensor': " + std::string(e.what()));
-    }
-    return s;
-}
-
-// The signature as its flags' texts, each read by its parser, the whole validated; or the --dim shorthand's.
-Signature signature_from(const json& j) {
+// The signature as its flags' texts, each read by its parser, the whole validated; or the --dim shorthand's
+// (`one_tensor` set).
+Signature signature_from(const json& j, bool& one_tensor) {
     if (!j.is_object()) throw std::invalid_argument("field 'signature' must be an object");
-    if (j.contains("one_tensor")) return one_tensor_from(j["one_tensor"]);
+    one_tensor = j.contains("one_tensor");
+    if (one_tensor) return one_tensor_from(j["one_tensor"]);
     Signature s;
     const auto texts = [&j](const char* field, auto parse, auto& into) {
         const json& list = required(j, field, "signature.");
@@ -498,69 +378,6 @@ Counterexample counterexample_from(const json& j, const Signature& s) {
     return c;
 }
 
-// ---- reports of earlier versions ----------------------------------------------------------------------------
-// The one-tensor form's own fields (n, d, x, permutation, both sides as matrices, where as position and feature),
-// which reports of the --dim shorthand and of the checks of the layers of one sequence held before every finding was
-// recorded by name: read as the one-tensor signature's finding, input x and output y.
-Counterexample one_tensor_finding(const json& j, const Record& r) {
-    const std::string at = "counterexample.";
-    if (!j.is_object()) throw std::invalid_argument("field 'counterexample' must be an object or null");
-    const Mat<double> x = matrix_from(required(j, "x", at), at + "x");
-    const Mat<double> lhs = matrix_from(required(j, "layer_of_permuted", at), at + "layer_of_permuted");
-    const Mat<double> rhs = matrix_from(required(j, "permuted_layer", at), at + "permuted_layer");
-    Permutation perm;
-    try {
-        perm = Permutation(get_as<std::vector<int>>(j, "permutation", at));
-    } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument("field 'counterexample.permutation': " + std::string(e.what()));
-    }
-    if (perm.size() != x.rows())
-        throw std::invalid_argument("field 'counterexample.permutation' has " + std::to_string(perm.size()) +
-                                    " entries but x has " + std::to_string(x.rows()) + " rows (positions)");
-    const bool pooled = properties::one_tensor_output(r.property) == Output::pooled;
-    Counterexample c;
-    c.lengths = {{"n", static_cast<int>(x.rows())}};
-    c.perms = {{"n", perm}};
-    c.inputs = {{"x", tensor_matrix::as_tensor(x)}};
-    OutputComparison y;
-    y.name = "y";
-    y.layer_of_permuted = tensor_matrix::as_tensor(lhs);
-    y.permuted_layer = tensor_matrix::as_tensor(rhs);
-    if (pooled) y.layer_of_permuted.shape = y.permuted_layer.shape = {static_cast<int>(lhs.size())};
-    y.max_abs_diff = number_from(required(j, "max_abs_diff", at), at + "max_abs_diff");
-    y.tolerance = number_from(required(j, "tolerance", at), at + "tolerance");
-    y.shape_mismatch = get_or<bool>(j, "shape_mismatch", false, at);
-    y.holds = false;
-    const json& where = required(j, "where", at);
-    const int row = get_as<int>(where, "position", at + "where."), col = get_as<int>(where, "feature", at + "where.");
-    if (!y.shape_mismatch) y.where = pooled ? std::vector<int>{col} : std::vector<int>{row, col};
-    c.outputs.push_back(std::move(y));
-    if (!perm.is_identity()) c.axis_at_fault = std::string(1, 'n');  // not = "n": GCC 12 warns falsely (-Wrestrict) at -O3
-    c.case_index = get_or<int>(j, "case_index", -1, at);
-    c.shrink_steps = get_or<int>(j, "shrink_steps", 0, at);
-    c.weight_seed = get_or<std::uint64_t>(j, "weight_seed", 0, at);
-    c.shift = get_or<long>(j, "shift", 0, at);
-    c.confirmed_exactly = get_or<bool>(j, "confirmed_exactly", false, at);
-    c.replay = r.replay;
-    return c;
-}
-
-// The one-tensor signature of such a report: the output's width that of the saved answers, the axis's lengths the
-// audit's (details.audit.min_len and max_len) when the report has them. An audit's speaks the shorthand's dialect.
-Signature one_tensor_signature_of(const Record& r, const Counterexample& c) {
-    const json audit = r.details.is_object() && r.details.contains("audit") ? r.details["audit"] : json::object();
-    const auto length = [&](const char* key, int fallback) {
-        return audit.is_object() && audit.contains(key) && integer_fits<int>(audit[key]) ? audit[key].get<int>() : fallback;
-    };
-    const Output output = properties::one_tensor_output(r.property);
-    const int n = c.lengths.at("n");
-    const Tensor& x = c.inputs.at("x");
-    Signature s = one_tensor_signature(x.shape.at(1), output, std::min(length("min_len", 1), n),
-                                       std::max(length("max_len", n), n));
-    s.outputs[0].dims.back().size = c.outputs.at(0).layer_of_permuted.shape.back();
-    return s;
-}
-
 // The weight draw's version, 0 when the report has none. One this permcheck cannot draw is refused: the
 // counterexample's layer would get other weights than it was found with, and the replay would mean nothing.
 int weights_version(const json& j) {
@@ -577,7 +394,6 @@ int weights_version(const json& j) {
 
 // ---- JSON ------------------------------------------------------------------------------------------------
 json signature_json(const Signature& s) {
-    if (s.one_tensor) return json{{"one_tensor", one_tensor_json(s)}};
     json axes = json::array(), inputs = json::array(), outputs = json::array();
     for (const Axis& a : s.axes) axes.push_back(format(a));
     for (const TensorSpec& t : s.inputs) inputs.push_back(format_input(t));
@@ -728,7 +544,7 @@ json to_json(const Record& r) {
     j["counterexample"] =
         r.counterexample ? counterexample_json(*r.counterexample, r.signature ? &*r.signature : nullptr, r.weights > 0)
                          : json(nullptr);
-    if (r.signature) j["signature"] = signature_json(*r.signature);
+    if (r.signature) j["signature"] = r.one_tensor ? json{{"one_tensor", one_tensor_json(*r.signature)}} : signature_json(*r.signature);
     j["error"] = r.error;
     j["replay"] = r.replay;
     if (!r.repro.empty()) j["repro"] = r.repro;
@@ -741,18 +557,15 @@ json to_json(const Record& r) {
 }
 
 namespace {
-// A named finding of a reference layer that the verdict table wrote before findings carried their weight seed: the
-// table's check drew case i's weights from seed + i with version 3 of the draw.
-bool table_row_without_weights(const json& c, const Record& r) {
-    return !c.contains("weight_seed") && r.replay.rfind("permcheck --cases", 0) == 0;
-}
-
 void read_counterexample(const json& c, Record& r) {
     if (!c.is_object()) throw std::invalid_argument("field 'counterexample' must be an object or null");
     const bool white_box = !get_or<bool>(c, "black_box", false, "counterexample.") || table_row_without_weights(c, r);
     if (c.contains("x")) {  // the one-tensor form's own fields, as earlier versions wrote them
         r.counterexample = one_tensor_finding(c, r);
-        if (!r.signature) r.signature = one_tensor_signature_of(r, *r.counterexample);
+        if (!r.signature) {
+            r.signature = one_tensor_signature_of(r, *r.counterexample);
+            r.one_tensor = true;
+        }
         // A check's report written before the draw had versions has no field: its weights are version 1.
         if (white_box && r.weights == 0) r.weights = kOldestWeightsVersion;
     } else {
@@ -789,7 +602,7 @@ Record from_json(const json& j) {
         r.details = j["details"];
     }
     r.weights = weights_version(j);
-    if (j.contains("signature") && !j["signature"].is_null()) r.signature = signature_from(j["signature"]);
+    if (j.contains("signature") && !j["signature"].is_null()) r.signature = signature_from(j["signature"], r.one_tensor);
     if (j.contains("counterexample") && !j["counterexample"].is_null()) read_counterexample(j["counterexample"], r);
     // An audit's report written before the case draw had versions (no field, 0 here) drew its cases with version 1.
     r.case_draw = get_or<int>(j, "case_draw", 0);

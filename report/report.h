@@ -41,6 +41,9 @@ struct Record {
     // The finding by name (the one-tensor forms': input x, output y), with the signature it is shown with.
     std::optional<Counterexample> counterexample;
     std::optional<Signature> signature;
+    // The signature is the one-tensor form's (check/blackbox.h), set where that form is known (the command line's
+    // --dim, a report that recorded it): report.json records it as that form, and a replay speaks its dialect.
+    bool one_tensor = false;
     std::string error;     // empty unless verdict is error
     std::string replay;    // a command line that re-runs this exact case
     // The reproduction without permcheck beside report.json ("repro.py", report/repro.h), named first in report.md

@@ -184,36 +184,6 @@ std::string precision_note(const AuditResult& r) {
            ": judged as float64, the stricter tolerance; give --dtype float32 for a layer that computes in float32";
 }
 
-std::string replay_hint(const AuditOptions& o) {
-    std::ostringstream s;
-    s << "permcheck::AuditOptions{.output = permcheck::Output::" << (o.output == Output::pooled ? "pooled" : "sequence");
-    if (o.dtype) s << ", .dtype = permcheck::Arithmetic::" << arithmetic_name(*o.dtype);
-    s << ", .d = " << o.d << ", .min_len = " << o.min_len
-      << ", .max_len = " << o.max_len << ", .cases = " << o.cases << ", .seed = " << o.seed
-      << "} finds the same case again";
-    return s.str();
-}
-
-std::string explain(const AuditResult& r, const AuditOptions& given) {
-    if (r.signature && !r.signature->one_tensor) return explain(r, *r.signature, given);  // a signature audit's
-    AuditOptions o = given;
-    o.dtype = r.dtype;  // the dtype used (a MatrixXf callable's float32, or the inferred one), for the hint
-    std::ostringstream s;
-    s << o.name << ": " << property_name(r.property) << " " << verdict_name(r.verdict) << " after "
-      << r.cases << (r.cases == 1 ? " case" : " cases") << " (" << r.evaluations
-      << (r.evaluations == 1 ? " layer call, " : " layer calls, ") << precision_text(r) << ")\n";
-    if (!r.detail.empty()) s << "  " << r.detail << "\n";
-    if (!r.error.empty()) s << "  error: " << r.error << (r.last_request.empty() ? "" : "; last request: " + r.last_request) << "\n";
-    if (r.counterexample) {
-        AuditResult shown = r;
-        if (shown.counterexample->replay.empty()) shown.counterexample->replay = replay_hint(o);
-        s << describe_finding(shown);
-    } else {
-        s << "  replay: " << replay_hint(o) << "\n";
-    }
-    return s.str();
-}
-
 std::string shell_quote(const std::string& s) {
     std::string out = "'";
     for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -286,10 +256,18 @@ std::string explain(const AuditResult& r, const Signature& signature, const Audi
       << " (" << r.evaluations << (r.evaluations == 1 ? " layer call, " : " layer calls, ") << precision_text(r) << ")\n";
     if (!r.detail.empty()) s << "  " << r.detail << "\n";
     if (!r.error.empty()) s << "  error: " << r.error << (r.last_request.empty() ? "" : "; last request: " + r.last_request) << "\n";
+    if (!r.replay.empty()) {  // the line of the entry that converted the layer's form, in the finding
+        if (!r.counterexample) return s.str() + "  replay: " + r.replay + "\n";
+        AuditResult shown = r;
+        if (shown.counterexample->replay.empty()) shown.counterexample->replay = r.replay;
+        return s.str() + describe_finding(shown);
+    }
     if (r.counterexample) s << describe(*r.counterexample, signature, finding_words(r.property, r.verdict, *r.counterexample));
     s << "  replay (C++):\n        " << replay_hint(r, signature, o) << "\n";
     return s.str();
 }
+
+std::string explain(const AuditResult& r, const AuditOptions& o) { return explain(r, r.signature.value_or(Signature{}), o); }
 
 std::string output_claim(const TensorSpec& t, const Signature& s) {
     std::string along, to;
@@ -338,15 +316,12 @@ std::string signature_head(const Signature& s, const AuditResult& r) {
     std::string outputs;
     for (const TensorSpec& t : s.outputs)
         if (rules.judges_outputs_without_axes() || has_axis(t)) outputs += (outputs.empty() ? "" : ", ") + t.name;
-    if (s.one_tensor) head << property_name(rules.recorded_as(s, {}));  // the shorthand: its property, n and d
-    else if (rules.permutes()) head << signature_claims(s);
+    if (rules.permutes()) head << signature_claims(s);
     else head << property_name(r.property) << ": " << outputs << " " << rules.output_claim();
     head << " (" << (dtype_known ? precision_text(r) : "");
     for (std::size_t k = 0; k < s.axes.size(); ++k)
         head << (k || dtype_known ? ", " : "") << s.axes[k].name << " in [" << s.axes[k].min_len << ", "
              << s.axes[k].max_len << "]";
-    if (s.one_tensor && s.axes[0].long_len > 0) head << " and one case in ten longer, up to " << s.axes[0].long_len;
-    if (s.one_tensor) head << ", d = " << s.inputs.at(0).dims.at(1).size;
     head << ")";
     return head.str();
 }
@@ -384,7 +359,7 @@ std::string audit_summary(const std::string& head, const AuditResult& r, double 
     if (r.counterexample) {
         Counterexample shown = *r.counterexample;
         shown.replay = replay;
-        out << describe(shown, signature && !signature->one_tensor ? *signature : *r.signature,
+        out << describe(shown, signature ? *signature : *r.signature,
                         finding_words(r.property, r.verdict, shown));
     }
     if (r.taps) out << describe(*r.taps, kTerminalTapRows);  // the reports list every tap

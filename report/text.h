@@ -45,22 +45,18 @@ std::string precision_text(const AuditResult& r);
 // as float64 and what to give instead; empty otherwise.
 std::string precision_note(const AuditResult& r);
 
-// The options a result came from, as the line a failing test prints so it can be run again; explain() fills in
-// the dtype the audit used, so the hint judges as the audit did.
-std::string replay_hint(const AuditOptions& o);
-// A readable account of a result: the verdict, what was found, and the shrunk counterexample.
-std::string explain(const AuditResult& r, const AuditOptions& given);
-
 // " --axis n=1..8 --input x:n,8 --output y:n,8": the signature as the command line writes it, each text as the
 // parser reads it, quoted for the shell where it must be.
 std::string signature_flags(const Signature& s);
 // A word of a shell command line: quoted unless it holds only characters the shell leaves alone.
 std::string shell_quote(const std::string& s);
 std::string shell_word(const std::string& s);
-// A readable account of a signature audit's result: the verdict, what was found, the shrunk counterexample and
-// the options that find it again.
-// explain(r, o) on a signature audit's result is this one, with the signature the result carries.
+// A readable account of an audit's result: the verdict, what was found, the shrunk counterexample and what finds it
+// again: the line the result carries (AuditResult::replay: the one-tensor form's options, check/blackbox.h), else
+// the signature's C++ (replay_hint below).
 std::string explain(const AuditResult& r, const Signature& signature, const AuditOptions& o);
+// The same with the signature the result carries.
+std::string explain(const AuditResult& r, const AuditOptions& o);
 // The C++ that finds a signature audit's case again: the signature, the options the audit used (its property and
 // every option of it, the dtype it judged in) and the call, which compiles as pasted where `layer` (and, for
 // agreement, `reference`) are the callables audited.
@@ -69,7 +65,7 @@ std::string replay_hint(const AuditResult& r, const Signature& signature, const 
 // "equivariant along n, invariant to m": what an output of signature s must do under a permutation of every axis.
 std::string output_claim(const TensorSpec& t, const Signature& s);
 // "y equivariant along n, invariant to m (float32, n in [1, 8], m in [1, 8])": what each output must do (the dtype
-// left out when an error came before the first call), what shift and padding leave unchanged, the shorthand's d.
+// left out when an error came before the first call), what shift and padding leave unchanged.
 std::string signature_head(const Signature& s, const AuditResult& r);
 // A time or a rate as a reader takes it in: three significant digits ("0.0465", "40.1"), whole from 100 on
 // ("18200").

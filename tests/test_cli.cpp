@@ -452,6 +452,7 @@ Record sample_record() {
     r.seed = 18446744073709551615ull;  // the largest seed must survive
     r.signature = permcheck::one_tensor_signature(2, permcheck::Output::sequence, 1, 8);
     r.signature->outputs[0].dims.back().size = 2;  // the width, as a check knows it and an audit learns it
+    r.one_tensor = true;
     permcheck::Counterexample c;
     c.lengths = {{"n", 3}};
     c.perms = {{"n", permcheck::Permutation({2, 0, 1})}};

@@ -149,6 +149,7 @@ TEST(ExecAdapter, AStackedAdapterGetsEachBatchAsOneStackedRequest) {
 TEST(ExecAdapter, AnAnnouncedBatchIsLearntFromTheFirstAnswerAndItemErrorsStayItems) {
     adapters::ExecOptions eo;
     eo.command = kFault + " batched 16";
+    eo.one_tensor = true;  // the one-tensor form's signature, spoken in its dialect
     adapters::ExecAdapter adapter(eo);
     EXPECT_EQ(adapter.batch_capacity(), 0) << "nothing is known before the first answer";
     adapter(Mat<double>::Ones(2, 2));
@@ -172,6 +173,7 @@ TEST(ExecAdapter, AnAnnouncedBatchIsLearntFromTheFirstAnswerAndItemErrorsStayIte
 TEST(ExecAdapter, ABatchedAnswerWithTooFewItemsIsAProtocolError) {
     adapters::ExecOptions eo;
     eo.command = kFault + " batched-short 8";
+    eo.one_tensor = true;  // the one-tensor form's signature, spoken in its dialect
     adapters::ExecAdapter adapter(eo);
     adapter(Mat<double>::Ones(2, 2));
     try {
@@ -192,6 +194,7 @@ TEST(ExecAdapter, ABatchedAnswerWithTooFewItemsIsAProtocolError) {
 TEST(AuditBatched, AViolationOnlyTheBatchedAnswersShowIsFoundThroughTheAdapter) {
     adapters::ExecOptions eo;
     eo.command = kFault + " batched 32";
+    eo.one_tensor = true;  // the one-tensor form's signature, spoken in its dialect
     int progress_calls = 0;
     AuditOptions o = seeded(200);
     o.on_progress = [&](const AuditProgress& p) { progress_calls += p.shrinking ? 0 : 1; };

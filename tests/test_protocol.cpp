@@ -34,23 +34,25 @@ using test::stacked_signature;
 
 using adapters::parse_response;
 
+// The one-tensor form's answer y, as a matrix (a pooled vector: one row).
+Mat<double> y_of(const adapters::NamedResponse& r) { return tensor_matrix::as_matrix(r.outputs.at("y")); }
+
 TEST(ExecProtocol, ParsesRowsAndPooledVectors) {
     const auto rows = parse_response(R"({"id": 7, "y": [[0.5, -1.0], [2.0, 0.25]]})");
     EXPECT_EQ(rows.id, 7);
-    EXPECT_FALSE(rows.vector);
-    ASSERT_EQ(rows.y.rows(), 2);
-    EXPECT_EQ(rows.y(1, 1), 0.25);
+    EXPECT_EQ(rows.outputs.at("y").shape, (std::vector<int>{2, 2}));
+    EXPECT_EQ(y_of(rows)(1, 1), 0.25);
     const auto pooled = parse_response(R"({"id": 8, "y": [1, 2, 3]})");
-    EXPECT_TRUE(pooled.vector);
-    EXPECT_EQ(pooled.y.rows(), 1);
-    EXPECT_EQ(pooled.y.cols(), 3);
+    EXPECT_EQ(pooled.outputs.at("y").shape, (std::vector<int>{3})) << "one flat array: a vector";
+    EXPECT_EQ(y_of(pooled).rows(), 1);
+    EXPECT_EQ(y_of(pooled).cols(), 3);
 }
 
 TEST(ExecProtocol, AcceptsPythonsNonFiniteTokensOutsideStringsOnly) {
-    const auto r = parse_response(R"({"id": 1, "y": [NaN, Infinity, -Infinity, 1.5]})");
-    EXPECT_TRUE(std::isnan(r.y(0, 0)));
-    EXPECT_EQ(r.y(0, 1), std::numeric_limits<double>::infinity());
-    EXPECT_EQ(r.y(0, 2), -std::numeric_limits<double>::infinity());
+    const Mat<double> y = y_of(parse_response(R"({"id": 1, "y": [NaN, Infinity, -Infinity, 1.5]})"));
+    EXPECT_TRUE(std::isnan(y(0, 0)));
+    EXPECT_EQ(y(0, 1), std::numeric_limits<double>::infinity());
+    EXPECT_EQ(y(0, 2), -std::numeric_limits<double>::infinity());
     const auto e = parse_response(R"({"id": 1, "error": "saw NaN and \"Infinity\""})");
     EXPECT_TRUE(e.is_error);
     EXPECT_EQ(e.error, "saw NaN and \"Infinity\"");
@@ -138,11 +140,11 @@ TEST(ExecProtocol, BatchedAnswersAreCountedAndEachItemIsAnOrdinaryAnswer) {
     EXPECT_EQ(id, 4);
     EXPECT_FALSE(error);
     ASSERT_EQ(items.size(), 3u);
-    EXPECT_EQ(parse_response(items[0]).y(0, 0), 1.5);
+    EXPECT_EQ(y_of(parse_response(items[0]))(0, 0), 1.5);
     EXPECT_EQ(parse_response(items[0]).id, 4);
     EXPECT_TRUE(parse_response(items[1]).is_error);
     EXPECT_EQ(parse_response(items[1]).error, "boom");
-    EXPECT_TRUE(std::isnan(parse_response(items[2]).y(0, 0))) << "NaN survives the item's round trip";
+    EXPECT_TRUE(std::isnan(y_of(parse_response(items[2]))(0, 0))) << "NaN survives the item's round trip";
     adapters::batch_items(R"({"id": 5, "error": "out of memory"})", 3, id, error);
     EXPECT_EQ(error.value_or(""), "out of memory") << "an error for the whole request";
     const std::pair<std::string, const char*> bad[] = {

@@ -409,6 +409,7 @@ TEST(SignatureReport, AnAuditOfTheShorthandIsRecordedAsTheShorthandAndReadsBackA
     c.outputs = {y};
     r.signature = one_tensor_signature(2, Output::sequence, 1, 8);
     r.signature->outputs[0].dims[1].size = 2;
+    r.one_tensor = true;  // as the command line records the shorthand
     r.counterexample = c;
     const json j = report::to_json(r);
     EXPECT_EQ(j["signature"], json::parse(R"({"one_tensor": {"d": 2, "output": "sequence", "min_len": 1, "max_len": 8,
@@ -419,7 +420,7 @@ TEST(SignatureReport, AnAuditOfTheShorthandIsRecordedAsTheShorthandAndReadsBackA
     EXPECT_EQ(j["counterexample"]["outputs"]["y"]["where"], json::parse("[1, 1]"));
     EXPECT_FALSE(j["counterexample"].contains("x")) << "no second form of the same finding";
     const report::Record back = report::from_json(j);
-    ASSERT_TRUE(back.counterexample && back.signature && back.signature->one_tensor);
+    ASSERT_TRUE(back.counterexample && back.signature && back.one_tensor);
     EXPECT_EQ(report::to_json(back), j);
     json old = j;  // as the shorthand's own fields
     old.erase("signature");
@@ -428,7 +429,7 @@ TEST(SignatureReport, AnAuditOfTheShorthandIsRecordedAsTheShorthandAndReadsBackA
                              {"permuted_layer", json::parse("[[3, 4], [1, 2.5]]")}, {"max_abs_diff", 1.5},
                              {"where", {{"position", 1}, {"feature", 1}}}, {"tolerance", 0.0}, {"black_box", true}};
     const report::Record earlier = report::from_json(old);
-    ASSERT_TRUE(earlier.signature && earlier.signature->one_tensor && earlier.counterexample);
+    ASSERT_TRUE(earlier.signature && earlier.one_tensor && earlier.counterexample);
     EXPECT_EQ(earlier.counterexample->inputs.at("x").values, (std::vector<double>{1, 2, 3, 4}));
     EXPECT_EQ(earlier.counterexample->perms.at("n").one_line(), (std::vector<int>{1, 0}));
 }

@@ -97,7 +97,8 @@ template <class F> AuditResult audit_callable(F layer, AuditOptions opts) {
     return audit(black_box(std::move(layer), opts.output), opts);
 }
 
-// replay_hint(opts) and explain(result, opts), a result as text: report/text.h.
+// replay_hint(opts): check/blackbox.h (every result of audit_callable carries it, AuditResult::replay); explain(result,
+// opts), a result as text: report/text.h.
 
 // ------------------------------------------------------------------------------------- layers with a signature
 
