@@ -29,7 +29,7 @@ Mat<double> matrix_from(const json& j, const std::string& field) {
 
 // The output of the one-tensor form a report of property p recorded before reports held signatures: pooled (y:d)
 // for invariance, the sequence (y:n,d) otherwise.
-Output recorded_output(Property p) { return p == Property::invariance ? Output::pooled : Output::sequence; }
+Output recorded_output(Property p) { return p == Property{"invariance"} ? Output::pooled : Output::sequence; }
 
 }  // namespace
 
