@@ -10,9 +10,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     try {
-        const permcheck::adapters::Response r =
+        const permcheck::adapters::NamedResponse r =
             permcheck::adapters::parse_response(std::string_view(reinterpret_cast<const char*>(data), size));
-        if (!r.is_error && r.y.size() == 0) __builtin_trap();  // an accepted answer holds at least one number
+        if (!r.is_error && r.outputs.at("y").values.empty()) __builtin_trap();  // an accepted answer holds at least one number
     } catch (const std::invalid_argument&) {
     }
     try {

@@ -210,8 +210,8 @@ TEST(FuzzInputs, EveryAnswerLineParsesOrIsRefusedWithInvalidArgument) {
     for (const fs::path& f : files) {
         const std::string line = slurp(f);
         try {
-            const adapters::Response r = adapters::parse_response(line);
-            EXPECT_TRUE(r.is_error || r.y.size() > 0) << f;
+            const adapters::NamedResponse r = adapters::parse_response(line);
+            EXPECT_TRUE(r.is_error || !r.outputs.at("y").values.empty()) << f;
         } catch (const std::invalid_argument& e) {
             EXPECT_GT(std::string(e.what()).size(), 10u) << f;
         }
