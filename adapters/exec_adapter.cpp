@@ -407,12 +407,6 @@ void ExecAdapter::exchange_all(const std::vector<std::string>& requests, const s
     }
 }
 
-namespace {
-// A request as messages name it: the signature's lengths, "m=2, n=3".
-std::string request_what(const Signature& s, const Tensors& inputs) { return format_lengths(lengths_of(s, inputs)); }
-
-}  // namespace
-
 Mat<double> ExecAdapter::operator()(const Mat<double>& x) {
     const Signature s = one_tensor_signature(static_cast<int>(x.cols()), Output::sequence, 1, 1);
     return tensor_matrix::as_matrix(call(s, Tensors{{"x", tensor_matrix::as_tensor(x)}}, true).at("y"));
@@ -435,7 +429,7 @@ Tensors ExecAdapter::call(const Signature& s, const Tensors& inputs, bool one_te
 
 std::vector<Tap> ExecAdapter::taps(const Tensors& inputs, const Signature& s) {
     const std::string request = request_line(requests_ + 1, s, inputs, opts_.one_tensor);
-    TapResponse r = exchange(with_taps(request) + "\n", request_what(s, inputs) + ", taps", parse_tap_response);
+    TapResponse r = exchange(with_taps(request) + "\n", format_lengths(lengths_of(s, inputs)) + ", taps", parse_tap_response);
     if (r.taps.empty() && !r.none_because.empty()) throw NoTapsAnswered(r.none_because);
     return std::move(r.taps);
 }
@@ -518,7 +512,7 @@ NamedBatch named_batch(std::int64_t id, const Signature& s, const std::vector<Te
                        bool one_tensor) {
     NamedBatch b;
     b.count = inputs.size();
-    b.what = std::to_string(inputs.size()) + " items of " + request_what(s, inputs.at(0));
+    b.what = std::to_string(inputs.size()) + " items of " + format_lengths(lengths_of(s, inputs.at(0)));
     b.request = batch_request_line(id, s, inputs, stacked_form, one_tensor) + "\n";
     // The one-tensor form has no batch dim: its batches are items, never stacked.
     const std::map<std::string, int> dims = one_tensor ? std::map<std::string, int>{} : batch_dims_of(s);
