@@ -486,8 +486,6 @@ std::string request_line(std::int64_t id, const Signature& s, const Tensors& inp
     return line;
 }
 
-// The chunking of a chunked request (kChunksInput) as its "chunks" field: the axis, the ends of
-// the chunks and the dim of every input and output along the axis; empty for an ordinary request.
 std::string chunks_field(const Signature& s, const Tensors& inputs) {
     const auto it = inputs.lower_bound(kChunksInput);
     if (it == inputs.end() || it->first.rfind(kChunksInput, 0) != 0) return "";
@@ -507,7 +505,6 @@ std::string chunks_field(const Signature& s, const Tensors& inputs) {
     return ",\"chunks\":" + nlohmann::json{{"axis", axis}, {"ends", ends}, {"inputs", dims_in}, {"outputs", dims_out}}.dump();
 }
 
-// Whether an answer line says its request was decoded in chunks ("chunked": true).
 bool answered_in_chunks(const std::string& line) {
     const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     return j.is_object() && j.contains("chunked") && j["chunked"].is_boolean() && j["chunked"].get<bool>();

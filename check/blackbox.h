@@ -1,8 +1,8 @@
 // Auditing a layer we did not write, seen only through its answers: the options, the result, and the one-tensor
-// form's entry (one_tensor_signature, one_tensor_answer, one_tensor_box, audit(BlackBox), replay_hint(AuditOptions)):
-// the public API's, the command line's, the adapters' and the old reports' conversion of that form into a signature,
-// so that the engine, cases/, properties/ and the report's views see only signatures. Every audit is a signature audit (check/signature_audit.h) on one engine (check/audit_engine.h):
-// it draws cases as a check does (cases/signature_case.h), compares the property's two sides with a tolerance
+// form's entry (one_tensor_signature, one_tensor_answer, one_tensor_box, audit(BlackBox), replay_hint(AuditOptions)),
+// where the API, the command line, the adapters and old reports convert that form into a signature, so that the
+// engine, cases/, properties/ and the report's views see only signatures. Every audit is a signature audit
+// (check/signature_audit.h) on one engine (check/audit_engine.h): it draws cases as a check does (cases/signature_case.h), compares the property's two sides with a tolerance
 // derived from the dtype's unit roundoff, n, d and the magnitudes (proofs-notes/float-tolerance.md; the dtype
 // inferred from the answers when not given), evaluates a failing case again before calling it a violation (two
 // answers to one input: nondeterministic), and shrinks every failure with the cases' own shrinker.

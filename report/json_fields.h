@@ -93,15 +93,10 @@ template <class Enum, class Parse> Enum named(const json& j, const char* field, 
 }
 
 // ---- the one-tensor form and reports of earlier versions (report/json_old.cpp) -------------------------------
-// The --dim shorthand's signature as report.json's "signature" holds it ({"one_tensor": {...}}), written and read.
 json one_tensor_json(const Signature& s);
 Signature one_tensor_from(const json& j);
-// A counterexample in the one-tensor form's own fields, as earlier versions wrote them, read as the one-tensor
-// signature's finding; and that signature (one_tensor_signature_of).
 Counterexample one_tensor_finding(const json& j, const Record& r);
 Signature one_tensor_signature_of(const Record& r, const Counterexample& c);
-// Whether a named finding of a reference layer is a verdict table's row written before findings carried their weight
-// seed (its weights drawn from seed + case index, version 3 of the draw).
 bool table_row_without_weights(const json& c, const Record& r);
 
 }  // namespace permcheck::report
