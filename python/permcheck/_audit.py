@@ -13,6 +13,7 @@ returns, and its answer is dropped; audit() returns as soon as permcheck has end
 """
 
 import copy
+import functools
 import json
 import os
 import re
@@ -28,19 +29,6 @@ from permcheck import _protocol, _repro
 
 __all__ = ["audit", "profile", "replay", "Result", "Counterexample", "Comparison", "ReplayResult", "AuditError",
            "PermcheckNotFound", "find_binary"]
-
-# The options of `permcheck audit` that audit() passes on (keyword: flag). True gives a flag alone.
-_OPTIONS = {
-    "timeout": "--timeout", "startup_timeout": "--startup-timeout", "jobs": "--jobs", "max_len": "--max-len",
-    "min_len": "--min-len", "amplification": "--amplification", "shard": "--shard", "padding": "--padding",
-    "padding_axis": "--padding-axis", "keep_positions": "--keep-positions", "causal_axis": "--causal-axis",
-    "skip_padded": "--skip-padded", "along": "--along",
-}
-_PROPERTIES = ("equivariance", "shift", "padding", "causal", "packing", "incremental", "agreement")
-# The precisions, coarsest last: a comparison of two sides is judged at the coarser.
-_COARSENESS = ("float64", "float32", "tf32", "float16", "bfloat16")
-_FAILURES = ("violated", "nondeterministic", "non-finite", "batch-dependent", "history-dependent")
-
 
 class AuditError(Exception):
     """The audit could not reach a verdict (verdict `error`, or `undecided`): the message names the cause.
@@ -86,6 +74,50 @@ def find_binary():
         "`cmake -S . -B build && cmake --build build --target permcheck` in a permcheck checkout (the binary is "
         "build/permcheck) and installed by `cmake --install build --prefix PREFIX` (PREFIX/bin/permcheck, found "
         "beside this package when it is PREFIX/share/permcheck/python's)")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# What the binary says: its vocabulary (permcheck describe --json), asked once per binary
+
+class _Vocabulary:
+    """The properties and their options, the verdicts, the input kinds and the precisions of one permcheck binary,
+    as `permcheck describe --json` prints them (docs/reference.md, "describe --json"). The package holds no copy."""
+
+    def __init__(self, described):
+        self.properties = {p["name"]: p for p in described["properties"]}
+        self.default = described["properties"][0]["name"]  # the binary's without --property
+        self.audited = [p["name"] for p in described["properties"] if p["audits_black_boxes"]]
+        self.with_reference = next(p for p in described["properties"] if p["needs_reference"])["name"]
+        self.chunking = next(p for p in described["properties"] if p["chunks_calls"])["name"]
+        self.general = {o["keyword"]: o for o in described["options"]}
+        self.precisions = tuple(described["precisions"])  # finest first
+        self.failures = tuple(v["word"] for v in described["verdicts"] if v["failure"])
+        self.integer_kinds = tuple(k["name"] for k in described["tensor_kinds"] if k["integer"])
+
+    def options(self, prop=None):
+        """{keyword: option} of an audit of `prop` (every property's with None), the general ones first."""
+        out = dict(self.general)
+        for p in [self.properties[prop]] if prop is not None else self.properties.values():
+            out.update((o["keyword"], o) for o in p["options"])
+        return out
+
+
+@functools.lru_cache(maxsize=None)
+def _described(binary, modified):
+    try:
+        done = subprocess.run([binary, "describe", "--json"], stdin=subprocess.DEVNULL, capture_output=True,
+                              text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError) as error:
+        raise PermcheckNotFound("cannot run %s describe --json: %s" % (binary, error)) from None
+    try:
+        return _Vocabulary(json.loads(done.stdout))
+    except (ValueError, KeyError, TypeError, StopIteration):
+        raise PermcheckNotFound(_no_report(binary, done.returncode, done.stderr.strip(), "describe --json")) from None
+
+
+def _vocabulary(binary):
+    """What `binary describe --json` says, asked once per binary path and modification time."""
+    return _described(binary, os.stat(binary).st_mtime_ns)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -156,7 +188,7 @@ class Result:
                     torch alone), or None where none was written
     """
 
-    def __init__(self, record, output, stderr, report, exit_code, layer_name):
+    def __init__(self, record, output, stderr, report, exit_code, layer_name, integer_kinds=()):
         self.record, self.output, self.stderr, self.report, self.exit_code = record, output, stderr, report, exit_code
         self.layer = layer_name
         self.verdict = record.get("verdict", "error")
@@ -164,7 +196,7 @@ class Result:
         self.dtype = record.get("dtype")
         self.error = record.get("error") or ""
         self.cases = record.get("cases")
-        to_tensor = _tensor_maker()
+        to_tensor = _tensor_maker(integer_kinds)
         c = record.get("counterexample")
         kinds = _input_kinds(record.get("signature"))
         self.counterexample = Counterexample(c, to_tensor, kinds) if isinstance(c, dict) else None
@@ -219,9 +251,9 @@ class ReplayResult:
                                      "error %d" % self.exit_code)
 
 
-def _tensor_maker():
-    """JSON values to tensors (when the program imported torch): a mask as torch.bool, the integer kinds as
-    int64, the rest float64; nested lists without torch."""
+def _tensor_maker(integer_kinds):
+    """JSON values to tensors (when the program imported torch): a mask as torch.bool, the integer kinds (the
+    binary's) as int64, the rest float64; nested lists without torch."""
     torch = sys.modules.get("torch")
     if torch is None:
         return lambda v, kind=None: v
@@ -232,7 +264,7 @@ def _tensor_maker():
         try:
             if kind == "mask":
                 return torch.tensor(v, dtype=torch.float64) != 0
-            if kind in _protocol._INTEGER_KINDS:
+            if kind in integer_kinds:
                 return torch.tensor(v, dtype=torch.float64).to(torch.int64)
             return torch.tensor(v, dtype=_json_dtype(torch, v))
         except (TypeError, ValueError, RuntimeError):
@@ -400,7 +432,7 @@ def _capped(axis, min_len, max_len):
     return "%s=%d..%d" % (name, low, high)
 
 
-def _flags(axes, inputs, outputs, dim, prop, cases, seed, options):
+def _flags(vocabulary, axes, inputs, outputs, dim, prop, cases, seed, options):
     if dim is not None:
         if axes or inputs:
             raise TypeError("dim=D is the one-tensor form (input x:n,D); it cannot be mixed with axes/inputs")
@@ -421,17 +453,25 @@ def _flags(axes, inputs, outputs, dim, prop, cases, seed, options):
         for flag, values in (("--axis", axes), ("--input", inputs), ("--output", outputs)):
             for text in _as_list(values, flag[2:] + "s"):
                 flags += [flag, text]
-    if prop not in _PROPERTIES:
-        raise ValueError("property is one of %s, got %r" % (", ".join(_PROPERTIES), prop))
-    if prop != "equivariance":
-        flags += ["--property", prop]
-    flags += ["--cases", str(int(cases)), "--seed", str(int(seed))]
+    return flags + _property_flags(vocabulary, prop, options) + ["--cases", str(int(cases)), "--seed", str(int(seed))]
+
+
+def _property_flags(vocabulary, prop, options):
+    """--property and the options the binary declares for it (or for every property), keyword by keyword: True
+    gives a flag alone, None and False nothing. A keyword the binary does not know is a TypeError naming those it
+    does; another property's option goes to the binary, whose message says which property it goes with."""
+    if prop not in vocabulary.audited:
+        raise ValueError("property is one of %s, got %r" % (", ".join(vocabulary.audited), prop))
+    flags = ["--property", prop] if prop != vocabulary.default else []
+    known, every = vocabulary.options(prop), vocabulary.options()
     for key, value in options.items():
-        if key not in _OPTIONS:
-            raise TypeError("audit() got an unknown option %r; the options are %s" % (key, ", ".join(_OPTIONS)))
+        if key not in every:
+            raise TypeError("audit() got an unknown option %r; the options of property=%r are %s (and of the other "
+                            "properties %s), as this permcheck binary declares them (permcheck describe --json)"
+                            % (key, prop, ", ".join(known), ", ".join(k for k in every if k not in known) or "none"))
         if value is None or value is False:
             continue
-        flags += [_OPTIONS[key]] if value is True else [_OPTIONS[key], str(value)]
+        flags += [every[key]["flag"]] if value is True else [every[key]["flag"], str(value)]
     return flags
 
 
@@ -512,13 +552,9 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property=Non
                            (equivariance along that axis alone, the others left in place).
     """
     binary = find_binary()
-    if property is None:
-        property = "agreement" if reference is not None else "equivariance"
-    if property == "agreement" and reference is None:
-        raise TypeError('property="agreement" compares the layer with a reference implementation: pass reference=')
-    if reference is not None and property != "agreement":
-        raise TypeError('reference= goes with property="agreement", got property=%r' % (property,))
-    flags = _flags(axes, inputs, outputs, dim, property, cases, seed, options)
+    vocabulary = _vocabulary(binary)
+    property = _property(vocabulary, property, reference)
+    flags = _flags(vocabulary, axes, inputs, outputs, dim, property, cases, seed, options)
     name = _layer_name(layer)
     own_report = report is None
     if own_report:  # the pytest plugin's --permcheck-reports DIR names one; else a temporary directory
@@ -527,9 +563,10 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property=Non
         directory = os.fspath(report)
     signature_inputs = inputs if dim is None else ["x:n,%d" % int(dim)]
     call = _protocol._Call(arguments, output, signature_inputs, cache, cumulative)
-    call.serial = property == "incremental" and cache is None  # the layer keeps its own cache: one call at a time
-    against = _against(reference, reference_arguments, reference_output, reference_dtype, judge_as, arguments,
-                       output, dtype, signature_inputs)
+    # A layer that decodes in chunks keeping its own cache (no `cache`) is called one call at a time.
+    call.serial = vocabulary.properties[property]["chunks_calls"] and cache is None
+    against = _against(vocabulary, reference, reference_arguments, reference_output, reference_dtype, judge_as,
+                       arguments, output, dtype, signature_inputs)
     code, out, err = _served(binary, layer, name, flags + ["--report", directory], dtype, call, kinds, taps, batch,
                              against, device)
     record = _read_record(directory)
@@ -537,9 +574,10 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property=Non
         if own_report:
             shutil.rmtree(directory, ignore_errors=True)
         raise PermcheckNotFound(_no_report(binary, code, err.strip() or out.strip()))
-    result = Result(record, out, err, directory, code, name)
+    result = Result(record, out, err, directory, code, name, vocabulary.integer_kinds)
     if not result.holds:
-        result.repro = _written_repro(directory, record, layer, dtype, call, reference, against)
+        result.repro = _written_repro(directory, record, layer, dtype, call, reference, against, vocabulary,
+                                      vocabulary.properties[property]["needs_reference"])
     torch = sys.modules.get("torch")
     if result.verdict == "nondeterministic" and torch is not None and isinstance(layer, torch.nn.Module):
         result.hint = ("torch.use_deterministic_algorithms(True) makes the kernels whose answers differ on a re-ask "
@@ -551,11 +589,24 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property=Non
     return result
 
 
-def _written_repro(directory, record, layer, dtype, call, reference, against):
+def _property(vocabulary, prop, reference):
+    """The property audited: as given, else the one that needs a reference when there is one, else the binary's
+    default; TypeError when a reference is missing or has no place."""
+    if prop is None:
+        prop = vocabulary.with_reference if reference is not None else vocabulary.default
+    needs = vocabulary.properties.get(prop, {}).get("needs_reference", False)
+    if needs and reference is None:
+        raise TypeError('property="%s" compares the layer with a reference implementation: pass reference=' % prop)
+    if reference is not None and not needs:
+        raise TypeError('reference= goes with property="%s", got property=%r' % (vocabulary.with_reference, prop))
+    return prop
+
+
+def _written_repro(directory, record, layer, dtype, call, reference, against, vocabulary, with_reference):
     """repro.py beside a report that found something (a reproduction without permcheck), named in report.md and
     report.html; None where none is written (the finding or the property has none yet, or writing it failed)."""
     try:
-        path = _repro.write(directory, record, layer, dtype, call, reference,
+        path = _repro.write(directory, record, layer, dtype, call, vocabulary.failures, with_reference, reference,
                             against.call if against is not None else None)
     except Exception as error:  # the verdict stands without it: say why on stderr
         sys.stderr.write("permcheck: no repro.py written: %s\n" % error)
@@ -569,14 +620,14 @@ class _Against:
     """A reference implementation served beside the layer (`layer` None: only a precision to judge at), its
     dtype and call, and the precision the comparison is judged at when given."""
 
-    def __init__(self, layer, dtype, call, judge_as):
-        self.layer, self.dtype, self.call, self.judge_as = layer, dtype, call, judge_as
-        if judge_as is not None and judge_as not in _COARSENESS:
-            raise ValueError("judge_as is one of %s, got %r" % (", ".join(_COARSENESS), judge_as))
+    def __init__(self, layer, dtype, call, judge_as, precisions):
+        self.layer, self.dtype, self.call, self.judge_as, self.precisions = layer, dtype, call, judge_as, precisions
+        if judge_as is not None and judge_as not in precisions:
+            raise ValueError("judge_as is one of %s, got %r" % (", ".join(precisions), judge_as))
 
 
-def _against(reference, reference_arguments, reference_output, reference_dtype, judge_as, arguments, output, dtype,
-             inputs):
+def _against(vocabulary, reference, reference_arguments, reference_output, reference_dtype, judge_as, arguments,
+             output, dtype, inputs):
     """The reference served beside the layer, called as the layer is unless told otherwise; None without a reference
     and without a precision to judge at."""
     if reference is None and judge_as is None:
@@ -585,14 +636,16 @@ def _against(reference, reference_arguments, reference_output, reference_dtype, 
     if reference is not None:
         call = _protocol._Call(arguments if reference_arguments is None else reference_arguments,
                                output if reference_output is None else reference_output, inputs, None, None)
-    return _Against(reference, reference_dtype if reference_dtype is not None else dtype, call, judge_as)
+    return _Against(reference, reference_dtype if reference_dtype is not None else dtype, call, judge_as,
+                    vocabulary.precisions)
 
 
-def _judged(layer_dtype, reference_dtype):
-    """The precision two sides' comparison is judged at: the coarser of theirs; "infer" when either is inferred."""
+def _judged(layer_dtype, reference_dtype, precisions):
+    """The precision two sides' comparison is judged at: the coarser of theirs (`precisions`: finest first, the
+    binary's); "infer" when either is inferred."""
     if "infer" in (layer_dtype, reference_dtype):
         return "infer"
-    return max(layer_dtype, reference_dtype, key=lambda d: _COARSENESS.index(d) if d in _COARSENESS else -1)
+    return max(layer_dtype, reference_dtype, key=lambda d: precisions.index(d) if d in precisions else -1)
 
 
 def _placed(prepared, device):
@@ -621,7 +674,7 @@ def _served(binary, layer, name, flags, dtype, call, kinds, taps, batch, against
         if theirs is not None:
             make_reference = lambda: _protocol._Server(theirs.layer, theirs.dtype, kinds, taps=False, batch=batch,
                                                        stacked=True, call=against.call, convert=False, device=device)
-            judged = _judged(judged, _placed(theirs, device)[1])
+            judged = _judged(judged, _placed(theirs, device)[1], against.precisions)
             more += ["--reference-connect", "{reference}", "--reference-name", _layer_name(against.layer)]
         if against is not None and against.judge_as is not None:
             judged = against.judge_as
@@ -648,13 +701,14 @@ def profile(layer, *, axes=None, inputs=None, outputs=None, dim=None, dtype=None
     row's report is kept under `report`, by default a new temporary directory. Raises AuditError when the
     profile could not run (a bad option, a layer that cannot be served)."""
     binary = find_binary()
-    flags = _flags(axes, inputs, outputs, dim, "equivariance", cases, seed, options)
+    vocabulary = _vocabulary(binary)
+    flags = _flags(vocabulary, axes, inputs, outputs, dim, vocabulary.default, cases, seed, options)
     name = _layer_name(layer)
     directory = os.fspath(report) if report is not None else tempfile.mkdtemp(prefix="permcheck-profile-")
     signature_inputs = inputs if dim is None else ["x:n,%d" % int(dim)]
     call = _protocol._Call(arguments, output, signature_inputs, cache, cumulative)
-    against = _against(reference, reference_arguments, reference_output, reference_dtype, judge_as, arguments,
-                       output, dtype, signature_inputs)
+    against = _against(vocabulary, reference, reference_arguments, reference_output, reference_dtype, judge_as,
+                       arguments, output, dtype, signature_inputs)
     code, out, err = _served(binary, layer, name, flags + ["--profile", "--report", directory], dtype, call, kinds,
                              taps, batch, against, device)
     try:
@@ -666,16 +720,21 @@ def profile(layer, *, axes=None, inputs=None, outputs=None, dim=None, dtype=None
         if row.get("report"):
             row["report"] = os.path.join(directory, row["report"])
     if cache is not None:  # a cache route: cached decoding against one pass, a row of its own
-        result = audit(layer, axes=axes, inputs=inputs, outputs=outputs, dim=dim, property="incremental",
-                       dtype=dtype, cases=cases, seed=seed, report=os.path.join(directory, "incremental"),
-                       arguments=arguments, output=output, kinds=kinds, batch=batch, taps=taps, cache=cache,
-                       cumulative=cumulative, device=device, **options)
-        rows.append({"row": "incremental", "title": "cached decoding equals one pass", "verdict": result.verdict,
-                     "cases": result.cases, "meaning": {"holds": "cache consistent",
-                                                        "violated": "cached decoding differs"}.get(result.verdict, ""),
-                     "report": os.path.join(directory, "incremental", "report.json"),
-                     "replay": result.record.get("replay", "")})
+        rows.append(_chunked_row(vocabulary, layer, directory, dict(
+            axes=axes, inputs=inputs, outputs=outputs, dim=dim, dtype=dtype, cases=cases, seed=seed,
+            arguments=arguments, output=output, kinds=kinds, batch=batch, taps=taps, cache=cache,
+            cumulative=cumulative, device=device, **options)))
     return rows
+
+
+def _chunked_row(vocabulary, layer, directory, arguments):
+    """The profile's row of the property that decodes in chunks (the binary's), audited with the cache route."""
+    prop = vocabulary.chunking
+    result = audit(layer, property=prop, report=os.path.join(directory, prop), **arguments)
+    said = vocabulary.properties[prop]["verdicts"]
+    return {"row": prop, "title": "cached decoding equals one pass", "verdict": result.verdict, "cases": result.cases,
+            "meaning": {"holds": said["holds"], "violated": said["fails"]}.get(result.verdict, ""),
+            "report": os.path.join(directory, prop, "report.json"), "replay": result.record.get("replay", "")}
 
 
 def replay(report, layer, *, dtype=None, arguments=None, output=None, kinds=None, timeout=30, cache=None,
@@ -725,11 +784,12 @@ def replay(report, layer, *, dtype=None, arguments=None, output=None, kinds=None
     return ReplayResult(code, out, err)
 
 
-def _no_report(binary, code, said):
+def _no_report(binary, code, said, what=None):
     ended = "was killed by signal %d" % -code if code < 0 else "ended with status %d" % code
-    return ("%s %s and wrote no report: %s\nThe binary is broken or older than this package: rebuild it (cmake "
+    wrote = "printed no vocabulary (%s)" % what if what else "wrote no report"
+    return ("%s %s and %s: %s\nThe binary is broken or older than this package: rebuild it (cmake "
             "--build build --target permcheck) or reinstall it (cmake --install build --prefix PREFIX), or point "
-            "PERMCHECK_BIN at a working one" % (binary, ended, said or "(it printed nothing)"))
+            "PERMCHECK_BIN at a working one" % (binary, ended, wrote, said or "(it printed nothing)"))
 
 
 def _read_record(directory):

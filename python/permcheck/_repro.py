@@ -17,14 +17,14 @@ from . import repro_case
 # asks for the one line that builds it.
 MODULE_CAP_BYTES = 256 * 1024 * 1024
 
-_FINDINGS = ("violated", "non-finite", "nondeterministic", "batch-dependent", "history-dependent")
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def supported(record):
-    """Whether a repro can be written for this report's finding (and why not, when not)."""
+def supported(record, findings):
+    """Whether a repro can be written for this report's finding (and why not, when not); `findings`: the verdicts
+    that are failures (the binary's)."""
     verdict = record.get("verdict")
-    if verdict not in _FINDINGS:
+    if verdict not in findings:
         return False, "the verdict %s is not a finding a repro reproduces" % verdict
     c = record.get("counterexample")
     if not c or not record.get("signature"):
@@ -43,24 +43,26 @@ def supported(record):
     return True, ""
 
 
-def write(directory, record, layer, dtype, call, reference=None, reference_call=None):
+def write(directory, record, layer, dtype, call, findings, against, reference=None, reference_call=None):
     """Writes repro.py (and module.pt or state_dict.pt, reference.pt) into `directory` for the report's finding;
-    returns its path, or None (with the reason in the record's view) when none can be written."""
-    ok, _ = supported(record)
+    returns its path, or None (with the reason in the record's view) when none can be written. `findings`: the
+    verdicts that are failures; `against`: whether the property compares the layer with a reference (the binary
+    says both)."""
+    ok, _ = supported(record, findings)
     if not ok:
         return None
     torch = sys.modules.get("torch")
     is_module = torch is not None and isinstance(layer, torch.nn.Module)
     if not is_module and not callable(layer):
         return None
-    if record.get("property") == "agreement" and reference is None and record["verdict"] != "nondeterministic":
+    if against and reference is None and record["verdict"] != "nondeterministic":
         return None
     parts = [_header(record, layer, torch)]
     parts.append(_loaded("layer", layer, dtype, directory, torch))
-    if record.get("property") == "agreement" and reference is not None:
+    if against and reference is not None:
         parts.append(_loaded("reference", reference, dtype, directory, torch))
-    agreement = record.get("property") == "agreement"
-    parts.append(_data(record, call, reference_call if agreement else None))
+    parts.append(_data(record, call, reference_call if against else None, against))
+    parts.append(_text("_calls.py"))
     parts.append(_text("repro_torch.py"))
     parts.append(_text("repro_compare.py"))
     path = os.path.join(directory, "repro.py")
@@ -233,7 +235,7 @@ def _one_line(layer):
     return "%s.%s:" % (getattr(layer, "__module__", "?"), getattr(layer, "__qualname__", repr(layer)))
 
 
-def _data(record, call, reference_call):
+def _data(record, call, reference_call, against):
     """The case as literals (repro_case.py: x, the transformed inputs, how each output is compared, the tolerances)
     and how forward is called."""
     calls = {"layer": _how(call)}
@@ -244,7 +246,7 @@ def _data(record, call, reference_call):
             "# (compared_from / expected_from: the flat index of each compared entry in the transformed side's answer\n"
             "# and in L(x)'s; ignored: entries left out), and how forward is called (arguments: {parameter: input};\n"
             "# output: the element of the answer that answers; cache and cumulative: how chunks are decoded).\n"
-            "CASE = %s\nCALLS = %s\n" % (repro_case.literal(repro_case.case_of(record)), repro_case.literal(calls)))
+            "CASE = %s\nCALLS = %s\n" % (repro_case.literal(repro_case.case_of(record, against)), repro_case.literal(calls)))
 
 
 def _how(call):
