@@ -546,21 +546,21 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property=Non
                            float32 module on a GPU that allows TF32 (torch.backends.cuda.matmul.allow_tf32,
                            torch.backends.cudnn.allow_tf32) is judged as tf32 (10 bits of mantissa in its
                            matrix products); the verdict line and the report name the device.
-    options                those of `permcheck audit`: timeout, startup_timeout, jobs (threads here), max_len,
-                           min_len, amplification, shard, padding, padding_axis, keep_positions,
-                           causal_axis, skip_padded (the slots the masks pad are not compared), along
-                           (equivariance along that axis alone, the others left in place).
+    options                the options the binary declares (`permcheck describe --json`), by their keywords:
+                           every property's timeout, startup_timeout, jobs (threads here), max_len, min_len,
+                           amplification, shard, skip_padded (the slots the masks pad are not compared); and
+                           the property's own: padding, padding_axis (padding), keep_positions, along
+                           (equivariance along that axis alone, the others left in place), causal_axis
+                           (causal, packing, incremental). An unknown keyword is a TypeError naming them.
     """
     binary = find_binary()
     vocabulary = _vocabulary(binary)
     property = _property(vocabulary, property, reference)
     flags = _flags(vocabulary, axes, inputs, outputs, dim, property, cases, seed, options)
     name = _layer_name(layer)
-    own_report = report is None
-    if own_report:  # the pytest plugin's --permcheck-reports DIR names one; else a temporary directory
-        directory = _report_directory(name) or tempfile.mkdtemp(prefix="permcheck-report-")
-    else:
-        directory = os.fspath(report)
+    own_report = report is None  # the pytest plugin's --permcheck-reports DIR names one; else a temporary directory
+    directory = (_report_directory(name) or tempfile.mkdtemp(prefix="permcheck-report-")) if own_report else \
+        os.fspath(report)
     signature_inputs = inputs if dim is None else ["x:n,%d" % int(dim)]
     call = _protocol._Call(arguments, output, signature_inputs, cache, cumulative)
     # A layer that decodes in chunks keeping its own cache (no `cache`) is called one call at a time.
@@ -578,12 +578,17 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property=Non
     if not result.holds:
         result.repro = _written_repro(directory, record, layer, dtype, call, reference, against, vocabulary,
                                       vocabulary.properties[property]["needs_reference"])
+    return _settled(result, layer, own_report)
+
+
+def _settled(result, layer, own_report):
+    """The result with its hint, its temporary report removed when it holds, told to the listeners."""
     torch = sys.modules.get("torch")
     if result.verdict == "nondeterministic" and torch is not None and isinstance(layer, torch.nn.Module):
         result.hint = ("torch.use_deterministic_algorithms(True) makes the kernels whose answers differ on a re-ask "
                        "repeatable (scatter atomics, some attention backends on a GPU), or says which cannot be")
     if own_report and result.holds:
-        shutil.rmtree(directory, ignore_errors=True)
+        shutil.rmtree(result.report, ignore_errors=True)
         result.report = None
     _notify(result)
     return result

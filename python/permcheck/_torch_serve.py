@@ -258,7 +258,8 @@ def _export_axes(torch, program, user_inputs, args):
 # The built-in torch.nn modules
 
 
-def load_builtin(torch, args):
+def _builtin_checked(args):
+    """Refused unless the built-in module's options fit together."""
     if args.dim < 1 or args.dim > 4096:
         raise Refused("--dim must be between 1 and 4096, got %d" % args.dim)
     if args.heads < 1 or args.dim % args.heads != 0:
@@ -267,6 +268,10 @@ def load_builtin(torch, args):
         raise Refused("--dropout must be in [0, 1), got %g" % args.dropout)
     if args.builtin == "decoder-layer" and args.mask not in ("none", "causal"):
         raise Refused("the decoder layer takes --mask none or causal (on its targets), got %s" % args.mask)
+
+
+def load_builtin(torch, args):
+    _builtin_checked(args)
     dtype_name = args.dtype or "float64"
     dtype = getattr(torch, dtype_name)
     torch.manual_seed(args.seed)
