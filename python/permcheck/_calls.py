@@ -10,15 +10,22 @@ import dataclasses
 import threading
 
 def _named_results(result, names):
-    """The layer's result by output name, as _outputs reads it, before any conversion."""
+    """The layer's result by output name, before any conversion: a dict by name, a tuple in the request's order, a
+    single value the one output."""
     if isinstance(result, dict):
+        missing = [n for n in names if n not in result]
+        if missing:
+            raise ValueError("the layer returned a dict without the output(s) %s (it has %s)"
+                             % (", ".join(missing), ", ".join(map(str, result)) or "no keys"))
         return {n: result[n] for n in names}
     if isinstance(result, tuple):
         if len(result) != len(names):
-            raise ValueError("the layer returned %d values for %d outputs" % (len(result), len(names)))
+            raise ValueError("the layer returned a tuple of %d values; the request asks for %d output(s): %s"
+                             % (len(result), len(names), ", ".join(names)))
         return dict(zip(names, result))
     if len(names) != 1:
-        raise ValueError("the layer returned one value for %d outputs" % len(names))
+        raise ValueError("the layer returned one value; the request asks for %d outputs (%s): return a tuple "
+                         "in that order or a dict by name" % (len(names), ", ".join(names)))
     return {names[0]: result}
 
 

@@ -545,21 +545,7 @@ def _shape_of(values):
 
 def _outputs(result, names):
     """The layer's result as {name: JSON value} for the named outputs."""
-    if isinstance(result, dict):
-        missing = [n for n in names if n not in result]
-        if missing:
-            raise ValueError("the layer returned a dict without the output(s) %s (it has %s)"
-                             % (", ".join(missing), ", ".join(map(str, result)) or "no keys"))
-        return {n: _json_value(result[n]) for n in names}
-    if isinstance(result, tuple):
-        if len(result) != len(names):
-            raise ValueError("the layer returned a tuple of %d values; the request asks for %d output(s): %s"
-                             % (len(result), len(names), ", ".join(names)))
-        return {n: _json_value(v) for n, v in zip(names, result)}
-    if len(names) != 1:
-        raise ValueError("the layer returned one value; the request asks for %d outputs (%s): return a tuple "
-                         "in that order or a dict by name" % (len(names), ", ".join(names)))
-    return {names[0]: _json_value(result)}
+    return {n: _json_value(v) for n, v in _named_results(result, names).items()}
 
 
 def _json_value(value):
