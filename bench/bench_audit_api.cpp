@@ -215,9 +215,9 @@ permcheck::NamedBlackBox token_attention_box(const permcheck::TokenAttentionDesi
 
 // 0: shift at n = 64; 1: padding, 63 tokens and one pad anywhere; 2: causal at n = 64; 3: packing, 64 tokens;
 // 4: incremental, 64 tokens in chunks.
-constexpr permcheck::Property kPositionProperties[] = {permcheck::Property::shift, permcheck::Property::padding,
-                                                       permcheck::Property::causal, permcheck::Property::packing,
-                                                       permcheck::Property::incremental};
+const permcheck::Property kPositionProperties[] = {permcheck::Property{"shift"}, permcheck::Property{"padding"},
+                                                       permcheck::Property{"causal"}, permcheck::Property{"packing"},
+                                                       permcheck::Property{"incremental"}};
 
 permcheck::Signature position_signature(int which) {
     return signature_of({which == 1 ? "n=63..64" : "n=64..64"}, {"ids:n:token=1000", "pos:n:position", "keep:n:mask=keep"},

@@ -67,7 +67,7 @@ template <class S> void BM_CheckAttention(benchmark::State& state, int cases, do
     o.d = static_cast<int>(state.range(1));
     o.seed = 7;
     const Family& spec = find_layer("attention");
-    const Expectation& row = row_of(spec, Property::equivariance);
+    const Expectation& row = row_of(spec, Property{"equivariance"});
 
     // The floor runs on the very cases the check draws (drawn_cases: its seed and sizes), each with its own layer,
     // so values (and the cost of exp, of GMP on their sizes) are alike. Drawing them and their weights happens here,
@@ -130,7 +130,7 @@ void BM_Shrink(benchmark::State& state, const Family& subject, Arithmetic arithm
     CheckOptions o;  // the defaults of `permcheck check`: n in [1, 8], d = 4
     o.arithmetic = arithmetic;
     o.seed = 1;
-    const Expectation& row = row_of(subject, Property::equivariance);
+    const Expectation& row = row_of(subject, Property{"equivariance"});
     const Signature sig = signature_of(subject, o);
     const PropertyRules& rules = rules_of(row.property);
     const PropertyArgs args = rules.checked(sig, {row.axis, PadPlacement::any, false, true});

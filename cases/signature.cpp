@@ -425,7 +425,7 @@ bool has_axis(const TensorSpec& t) {
 }
 
 Property property_of(const Signature& s) {
-    return std::any_of(s.outputs.begin(), s.outputs.end(), has_axis) ? Property::equivariance : Property::invariance;
+    return std::any_of(s.outputs.begin(), s.outputs.end(), has_axis) ? Property{"equivariance"} : Property{"invariance"};
 }
 
 // ------------------------------------------------------------------------------------------------- tensors

@@ -282,6 +282,9 @@ struct Case {
     std::uint64_t weight_seed = 0;
     int weights = kWeightsVersion;  // how weight_seed draws the weights (scalars/weights_version.h); a report's own
     std::optional<Cuts> cuts = std::nullopt;  // the causal property's cut, the packing property's sequences
+    // A property's own numbers for the case, by name (the window property's "at", "left", "right", "axis", "seed"):
+    // drawn, shrunk, read and described by that property alone; report.json keeps them as counterexample.part.
+    std::map<std::string, long> part = {};
 };
 
 // A request of a layer: its lengths and inputs (a history-dependent finding's earlier request).

@@ -349,7 +349,7 @@ bool same_case(const Case& a, const Case& b) {
                       (!a.cuts || (a.cuts->axis == b.cuts->axis && a.cuts->at == b.cuts->at &&
                                    a.cuts->piece == b.cuts->piece && a.cuts->chunked == b.cuts->chunked));
     return a.lengths == b.lengths && a.perms == b.perms && same_values(a.inputs, b.inputs) && a.shift == b.shift &&
-           a.weight_seed == b.weight_seed && a.weights == b.weights && pads && cuts;
+           a.weight_seed == b.weight_seed && a.weights == b.weights && pads && cuts && a.part == b.part;
 }
 
 rc::Shrinkable<Case> settled_shrinkable(const std::shared_ptr<const Signature>& s, const rc::Shrinkable<Case>& k) {

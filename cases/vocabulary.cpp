@@ -26,25 +26,6 @@ constexpr Word<TensorKind> kTensorKinds[]{{TensorKind::real, "float"}, {TensorKi
                                           {TensorKind::position, "position"}, {TensorKind::mask_keep, "mask=keep"},
                                           {TensorKind::segment, "segment"}};
 
-// A property's names and what a layer is when it holds.
-struct PropertyWords {
-    Property value;
-    const char* name;
-    const char* adjective;
-};
-constexpr PropertyWords kPropertyWords[]{
-    {Property::equivariance, "equivariance", "equivariant"},
-    {Property::invariance, "invariance", "invariant"},
-    {Property::shift, "shift", "shift-invariant"},
-    {Property::reversal, "reversal", "reversal-equivariant"},
-    {Property::causal_prefix, "causal-prefix", "blind to the order of its prefix"},
-    {Property::padding, "padding", "padding-invariant"},
-    {Property::causal, "causal", "causal"},
-    {Property::packing, "packing", "packing-invariant"},
-    {Property::incremental, "incremental", "incremental-consistent"},
-    {Property::agreement, "agreement", "in agreement with the reference"},
-};
-
 template <class Table, class Enum> const auto* word_of(const Table& table, Enum e) {
     for (const auto& w : table)
         if (w.value == e) return &w;
@@ -68,22 +49,6 @@ auto parse_word(const Table& table, const std::string& name, const char* what, c
 
 }  // namespace
 
-const char* property_name(Property p) { return name_of(kPropertyWords, p); }
-
-std::vector<Property> all_properties() {
-    std::vector<Property> all;
-    for (const PropertyWords& w : kPropertyWords) all.push_back(w.value);
-    return all;
-}
-
-const char* property_adjective(Property p) {
-    const PropertyWords* w = word_of(kPropertyWords, p);
-    return w ? w->adjective : "?";
-}
-
-Property parse_property(const std::string& name) {
-    return parse_word(kPropertyWords, name, "property", "valid properties: ");
-}
 
 const char* arithmetic_name(Arithmetic a) { return name_of(kArithmetics, a); }
 

@@ -1,6 +1,7 @@
-// The words every record speaks: which property, in which arithmetic, with which verdict. Inside the program
-// they are enums; their names are produced and parsed here and nowhere else (the command line and the JSON
-// reports call these functions), and so is the text that says which side of a property is which.
+// The words every record speaks: in which arithmetic, with which verdict, of which kind of tensor. Inside the
+// program they are enums; their names are produced and parsed here and nowhere else (the command line and the JSON
+// reports call these functions), and so is the text that says which side of a property is which. A property is
+// named by its written name (layers/expectation.h); which properties exist is properties/registry.cpp's.
 #pragma once
 
 #include "layers/expectation.h"
@@ -23,12 +24,6 @@ enum class Arithmetic { float32, float64, exact, float16, bfloat16, tf32 };
 enum class Verdict { holds, violated, nondeterministic, non_finite, error, interrupted, undecided, batch_dependent,
                      history_dependent };
 
-const char* property_name(Property p);
-Property parse_property(const std::string& name);  // throws std::invalid_argument listing valid names
-// What a layer is when property p holds of it: "equivariant", "invariant", "shift-invariant", ...
-const char* property_adjective(Property p);
-// Every property, in the order of its enumerators (what `permcheck list` and the --property choices show).
-std::vector<Property> all_properties();
 
 const char* arithmetic_name(Arithmetic a);
 Arithmetic parse_arithmetic(const std::string& name);  // float32|float64|exact|float16|bfloat16; throws otherwise

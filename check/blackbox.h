@@ -106,6 +106,9 @@ struct AuditOptions {
     // Equivariance with the position inputs left where they are while every other input moves: "holds" then means
     // the layer is a bag of tokens (order reaches it by no route), "violated" that it sees order.
     bool positions_stay = false;
+    // The values of the options the property declares (properties/property.h, PropertyRules::options), by keyword:
+    // {"window", "3"} for --window 3. The property reads and checks them.
+    std::map<std::string, std::string> settings;
     // The slots the inputs' masks pad left out of every comparison (by default they are compared: a fast path's NaN
     // at a fully masked row against a reference's 0 is a disagreement).
     bool skip_padded = false;
@@ -153,7 +156,7 @@ struct OutputCheck {
 
 struct AuditResult {
     Verdict verdict = Verdict::holds;
-    Property property = Property::equivariance;  // as recorded: equivariance, invariance, shift or padding
+    Property property = Property{"equivariance"};  // as recorded: equivariance, invariance, shift or padding
     Arithmetic dtype = Arithmetic::float64;      // the one the comparisons used: float32 | float64 | float16 | bfloat16
     bool dtype_inferred = false;                 // inferred from the answers (some came), not given in the options
     DtypeEvidence dtype_evidence = DtypeEvidence::no_answer;  // what decided dtype (given when the options gave it)

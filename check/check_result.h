@@ -41,7 +41,7 @@ struct CheckOptions {
 
 struct CheckResult {
     std::string layer;
-    Property property = Property::equivariance;  // as recorded: equivariance or invariance along the axis, or the row's
+    Property property = Property{"equivariance"};  // as recorded: equivariance or invariance along the axis, or the row's
     std::string axis;                             // the axis the row permutes, shifts or pads
     Arithmetic dtype = Arithmetic::float64;
     bool expected_holds = true;

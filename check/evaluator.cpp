@@ -11,7 +11,7 @@
 
 namespace permcheck::engine {
 
-const PropertyRules& audited_rules(const AuditOptions& o) { return rules_of(o.property.value_or(Property::equivariance)); }
+const PropertyRules& audited_rules(const AuditOptions& o) { return rules_of(o.property.value_or(Property{"equivariance"})); }
 
 PropertyArgs audited_args(const Signature& s, const AuditOptions& o) {
     const PropertyRules& rules = audited_rules(o);
@@ -20,8 +20,14 @@ PropertyArgs audited_args(const Signature& s, const AuditOptions& o) {
                                     std::string(property_name(rules.id())));
     if (!o.along.empty() && !o.padding_axis.empty())
         throw std::invalid_argument("along (--along) and padding_axis (--padding-axis) do not go together");
-    const std::string& axis = rules.cuts_sequence() ? o.causal_axis : !o.along.empty() ? o.along : o.padding_axis;
-    return rules.checked(s, PropertyArgs{axis, o.padding, o.positions_stay, false});
+    const std::string& axis = rules.along_sequence() ? o.causal_axis : !o.along.empty() ? o.along : o.padding_axis;
+    for (const auto& [keyword, value] : o.settings) {
+        const std::vector<PropertyOption> declared = rules.options();
+        if (std::none_of(declared.begin(), declared.end(), [&](const PropertyOption& d) { return keyword == d.keyword; }))
+            throw std::invalid_argument("the setting '" + keyword + "' is no option of --property " +
+                                        std::string(rules.name()));
+    }
+    return rules.checked(s, PropertyArgs{axis, o.padding, o.positions_stay, false, o.settings});
 }
 
 Evaluator::Evaluator(const BatchedNamedBlackBox& box, std::shared_ptr<const Signature> s, const AuditOptions& o,

@@ -9,11 +9,60 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <set>
 #include <sstream>
 #include <vector>
 
 namespace permcheck::cli {
 namespace {
+
+// --property's help: each property a black box may be audited for, with its claim.
+std::string property_help() {
+    std::string help;
+    for (const PropertyRules* p : registered_properties())
+        if (p->audits_black_boxes())
+            help += (help.empty() ? "" : " | ") + std::string(p->name()) + " (" + p->meaning() + ")";
+    return help + "; default: equivariance";
+}
+
+bool declares(const PropertyRules& p, const std::string& keyword) {
+    for (const PropertyOption& o : p.options())
+        if (keyword == o.keyword) return true;
+    return false;
+}
+// The flag of a declared option, and the properties that declare it ("window", "causal or packing").
+std::string flag_of(const std::string& keyword) {
+    for (const PropertyRules* p : registered_properties())
+        for (const PropertyOption& o : p->options())
+            if (keyword == o.keyword) return o.flag;
+    return keyword;
+}
+std::string declaring(const std::string& keyword) {
+    std::vector<std::string> names;
+    for (const PropertyRules* p : registered_properties())
+        if (declares(*p, keyword)) names.push_back(p->name());
+    std::string out;
+    for (std::size_t k = 0; k < names.size(); ++k)
+        out += (k == 0 ? "" : k + 1 == names.size() ? " or " : ", ") + names[k];
+    return out;
+}
+
+// The options the properties declare, each flag once, its value kept in f.settings under its keyword.
+void add_declared_options(CLI::App& app, AuditFlags& f) {
+    std::set<std::string> added;
+    for (const PropertyRules* p : registered_properties())
+        for (const PropertyOption& o : p->options()) {
+            if (!added.insert(o.flag).second) continue;
+            const std::string keyword = o.keyword, help = "with --property " + declaring(keyword) + ": " + o.help;
+            if (*o.value == '\0')
+                app.add_flag_callback(o.flag, [&f, keyword] { f.settings[keyword] = "true"; }, help);
+            else
+                app.add_option_function<std::string>(o.flag, [&f, keyword](const std::string& v) { f.settings[keyword] = v; },
+                                                     help)
+                    ->type_name(o.value)
+                    ->allow_extra_args(false);
+        }
+}
 
 }  // namespace
 
@@ -104,19 +153,12 @@ void add_audit_options(CLI::App& app, AuditFlags& f, const std::string& dtype_he
 }
 
 void add_property_options(CLI::App& app, AuditFlags& f) {
-    std::vector<Choice<Property>> properties;
-    for (Property p : all_properties())
-        if (rules_of(p).audits_black_boxes()) properties.push_back({property_name(p), p});
+    std::vector<Choice<int>> properties;  // a registered property's index
+    for (std::size_t k = 0; k < registered_properties().size(); ++k)
+        if (registered_properties()[k]->audits_black_boxes())
+            properties.push_back({registered_properties()[k]->name(), static_cast<int>(k)});
     CLI::Option* property = add_choice(app, "--property", f.property_flag, properties,
-               "equivariance (default: each output equivariant along its axes, invariant to the others; order "
-               "enters only through the position inputs, which move with the tokens) | invariance (the same) | "
-               "shift (every position input + c changes nothing: a relative encoding) | padding (masked pads "
-               "change nothing at the real positions) | causal (cutting the sequence after k positions leaves the "
-               "first k outputs unchanged: no output sees a later token) | packing (sequences packed into one row "
-               "give each its own outputs) | incremental (decoding in chunks, a cache carried between them, gives "
-               "the one-pass outputs; the adapter must decode chunked requests) | agreement (the layer and a "
-               "reference implementation of yours answer every input alike; with --reference-exec)",
-               " (reversal and causal-prefix are the reference layers', permcheck check)")
+               property_help(), " (reversal and causal-prefix are the reference layers', permcheck check)")
         ->default_str("");
     f.padding_option = add_choice(app, "--padding", f.padding,
                                   {{"any", PadPlacement::any}, {"left", PadPlacement::left}, {"right", PadPlacement::right}},
@@ -134,6 +176,7 @@ void add_property_options(CLI::App& app, AuditFlags& f) {
     app.add_flag("--keep-positions", f.keep_positions,
                  "equivariance with the position inputs left in place while the tokens move: holds when the layer is a "
                  "bag of tokens, violated when it sees order (the profile's order-aware row)");
+    add_declared_options(app, f);
     app.add_option("--dtype-source", f.dtype_source,
                    "what chose --dtype, as the report's dtype_evidence says: given (you did; the default), module "
                    "(the served module's own dtype) or default (a function's float64 tensors); the Python package "
@@ -147,17 +190,20 @@ void add_property_options(CLI::App& app, AuditFlags& f) {
                  "padding left/right/any), a row each with its own report DIR/<row>/; exit 0 when every row ran to "
                  "a verdict");
     app.parse_complete_callback([&f, property] {
-        if (property->count() > 0) f.property = f.property_flag;
+        if (property->count() > 0) f.property = registered_properties().at(static_cast<std::size_t>(f.property_flag))->id();
         const bool pads = f.property && rules_of(*f.property).places_pads();
         if (!pads && f.padding_option->count() > 0) throw BadOption("--padding goes with --property padding");
         if (!pads && !f.padding_axis.empty()) throw BadOption("--padding-axis goes with --property padding");
-        if (!f.causal_axis.empty() && !f.profile && !(f.property && rules_of(*f.property).cuts_sequence()))
+        if (!f.causal_axis.empty() && !f.profile && !(f.property && rules_of(*f.property).along_sequence()))
             throw BadOption("--causal-axis goes with --property causal, packing or incremental (or --profile)");
         if (!f.along.empty() && (f.profile || (f.property && !rules_of(*f.property).positions_may_stay())))
             throw BadOption("--along goes with equivariance, not " +
                             (f.profile ? std::string("--profile") : "--property " + std::string(property_name(*f.property))));
         if (f.keep_positions && f.property && !rules_of(*f.property).positions_may_stay())
             throw BadOption("--keep-positions goes with equivariance, not --property " + std::string(property_name(*f.property)));
+        for (const auto& [keyword, value] : f.settings)
+            if (!f.property || !declares(rules_of(*f.property), keyword))
+                throw BadOption(flag_of(keyword) + " goes with --property " + declaring(keyword));
         if (f.profile && (f.property || f.keep_positions))
             throw BadOption("--profile runs every property: it takes neither --property nor --keep-positions");
     });
@@ -226,6 +272,7 @@ AuditOptions audit_options(const AuditFlags& f) {
     o.causal_axis = f.causal_axis;
     o.along = f.along;
     o.skip_padded = f.skip_padded;
+    o.settings = f.settings;
     return o;
 }
 
@@ -260,7 +307,9 @@ std::string replay_tail(const AuditFlags& f, const AuditResult& r, bool lengths)
         s << " --padding " << pad_placement_name(f.padding);
         if (!f.padding_axis.empty()) s << " --padding-axis " << shell_word(f.padding_axis);
     }
-    if (p && rules_of(*p).cuts_sequence() && !f.causal_axis.empty()) s << " --causal-axis " << shell_word(f.causal_axis);
+    if (p && rules_of(*p).along_sequence() && !f.causal_axis.empty()) s << " --causal-axis " << shell_word(f.causal_axis);
+    for (const auto& [keyword, value] : f.settings)
+        s << " " << flag_of(keyword) << (value == "true" ? "" : " " + shell_word(value));
     return s.str();
 }
 
@@ -285,6 +334,7 @@ report::Record audit_record(const AuditResult& r, const std::string& name, Prope
         details["max_len"] = f.max_len;
         details["max_len_is_cap"] = f.max_len_given();
     }
+    if (!f.settings.empty()) details["settings"] = f.settings;  // the property's declared options, as given
     details["axis_lengths"] = r.axis_lengths;
     details["dtype_inferred"] = r.dtype_inferred;
     // What decided the dtype: "given", or the rule of check/audit_engine.h (PrecisionEvidence) that did.

@@ -13,6 +13,7 @@
 #include <functional>
 #include <optional>
 #include <ostream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -45,7 +46,9 @@ struct AuditFlags {
     std::string dtype_source = "given";  // --dtype-source: what chose --dtype (given, module, default)
     bool reference = false;       // a reference implementation was given (--reference-exec, --reference): agreement
     bool profile = false;
-    Property property_flag = Property::equivariance;
+    // The values of the options the properties declare (PropertyRules::options), by keyword, as given.
+    std::map<std::string, std::string> settings;
+    int property_flag = 0;  // --property as given: its index among the registered properties
     CLI::Option* padding_option = nullptr;
 };
 

@@ -231,7 +231,7 @@ report::Record record_of(const Request& q, const Plan& p, const AuditResult& r, 
     if (!q.reference.empty()) details["reference"] = q.reference;
     if (q.flags.keep_positions) details["keep_positions"] = true;
     if (!q.flags.along.empty()) details["along"] = q.flags.along;
-    const Property property = p.signature ? audited_property(*p.signature, q.flags) : Property::equivariance;
+    const Property property = p.signature ? audited_property(*p.signature, q.flags) : Property{"equivariance"};
     if (r.largest_shift > 0) details["largest_shift"] = r.largest_shift;
     return audit_record(r, name_of(q, p), property, q.flags, replay_of(q, p, r), "audit_torch", std::move(details),
                         seconds, p.signature ? &*p.signature : nullptr);
@@ -429,7 +429,7 @@ std::string head_of(const Request& q, const Plan& p, const AuditResult& r) {
     if (!narrowed.empty()) narrowed += ")";
     std::string head = "audit of " + name_of(q, p) + narrowed + (against ? " against " + q.reference : "") + ": ";
     if (p.signature && !p.signature->one_tensor) return head + signature_head(*p.signature, r);
-    return head + property_name(Property::equivariance);
+    return head + property_name(Property{"equivariance"});
 }
 
 // One audit of the model, printed when asked, with its report record.

@@ -6,6 +6,7 @@
 #include "cli/options.h"
 #include "layers/catalog.h"
 
+#include "properties/property.h"
 #include "report/failure_db.h"
 #include "report/text.h"
 #include "report/report.h"
@@ -19,7 +20,7 @@ namespace {
 
 struct CheckRequest {
     std::string layer;
-    Property property = Property::equivariance;
+    int property_index = 0;       // --property: its index among the registered properties
     bool property_given = false;  // otherwise: the first property that applies
     std::string along;            // the row's axis, where the family has several rows of the property
     Arithmetic dtype = Arithmetic::float64;
@@ -50,7 +51,10 @@ CheckOptions options_of(const CheckRequest& q) {
 // The row the flags name: --property (the family's first row when not given) along --along.
 const Expectation& row_for(const Family& family, const CheckRequest& q) {
     if (q.property_given || !q.along.empty())
-        return row_of(family, q.property_given ? q.property : family.expectations.front().property, q.along);
+        return row_of(family,
+                      q.property_given ? registered_properties().at(static_cast<std::size_t>(q.property_index))->id()
+                                       : family.expectations.front().property,
+                      q.along);
     return family.expectations.front();
 }
 
@@ -168,10 +172,11 @@ void add_check(CLI::App& app, Outcome& outcome) {
     auto q = std::make_shared<CheckRequest>();
     CLI::App* sub = app.add_subcommand("check", "check one reference layer against one property");
     sub->add_option("layer", q->layer, "a reference layer (see `permcheck list`)")->required();
-    std::vector<Choice<Property>> properties;
-    for (Property p : all_properties()) properties.push_back({property_name(p), p});
-    add_choice(*sub, "--property", q->property, properties,
-               "equivariance | invariance | shift | reversal | causal-prefix | padding (default: the layer's first row)")
+    std::vector<Choice<int>> properties;
+    for (std::size_t k = 0; k < registered_properties().size(); ++k)
+        properties.push_back({registered_properties()[k]->name(), static_cast<int>(k)});
+    add_choice(*sub, "--property", q->property_index, properties,
+               "a property of one of the layer's rows, as `permcheck list` shows them (default: the layer's first row)")
         ->default_str("");
     sub->add_option("--along", q->along, "the axis of the row, for a layer with several rows of the property "
                                          "(permcheck list names them)");

@@ -128,7 +128,10 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, double a
     if (saved.pads) o.padding_axis = saved.pads->axis;
     if (saved.cuts) o.causal_axis = saved.cuts->axis;
     for (const char* key : {"audit", "audit_torch"})  // the profile's order-aware row: positions stayed in place
-        if (r.details.contains(key) && r.details[key].value("keep_positions", false)) o.positions_stay = true;
+        if (r.details.contains(key)) {
+            if (r.details[key].value("keep_positions", false)) o.positions_stay = true;
+            o.settings = r.details[key].value("settings", std::map<std::string, std::string>{});
+        }
     // The saved inputs were answered twice differently (nondeterministic), or differently in a batch and alone
     // (batch-dependent: a replay sends one request at a time, so it asks them alone twice).
     const bool batch = r.verdict == Verdict::batch_dependent;

@@ -26,7 +26,7 @@ std::string meaning(const ProfileRow& row, Verdict v, std::optional<Verdict> cau
     if (!row.property && !holds && causal == Verdict::holds)
         return "order by row index: a causal mask by row index is order the position ids do not carry (what a "
                "causal model does)";
-    return rules_of(row.property.value_or(Property::equivariance)).verdict_meaning(holds);  // none: equivariance
+    return rules_of(row.property.value_or(Property{"equivariance"})).verdict_meaning(holds);  // none: equivariance
 }
 
 // Whether the signature allows a property of the sequence axis (given, or the only one): an output along it, and
@@ -45,23 +45,23 @@ bool applies(const PropertyRules& rules, const Signature& s, const std::string& 
 std::vector<ProfileRow> profile_rows(const Signature& s, const std::string& causal_axis, bool reference) {
     const bool positions = has_kind(s, is_position);
     std::vector<ProfileRow> rows;
-    if (applies(causal_rules(), s, causal_axis))
-        rows.push_back({"causal", "causal (no output sees a later token)", Property::causal, PadPlacement::any, false, true});
+    if (applies(rules_of(Property{"causal"}), s, causal_axis))
+        rows.push_back({"causal", "causal (no output sees a later token)", Property{"causal"}, PadPlacement::any, false, true});
     rows.push_back({"order-through-positions",
                     positions ? "order only through the position inputs" : "equivariance (no position input)",
                     std::nullopt, PadPlacement::any, false});
     if (positions) {
         rows.push_back({"order-aware", "order-aware at all (positions left in place)", std::nullopt, PadPlacement::any, true});
-        rows.push_back({"relative", "relative (every position id + c)", Property::shift, PadPlacement::any, false});
+        rows.push_back({"relative", "relative (every position id + c)", Property{"shift"}, PadPlacement::any, false});
     }
     if (has_kind(s, is_mask))
         for (PadPlacement p : {PadPlacement::left, PadPlacement::right, PadPlacement::any})
             rows.push_back({std::string("padding-") + pad_placement_name(p),
-                            std::string("padding ") + pad_placement_name(p), Property::padding, p, false});
-    if (applies(packing_rules(), s, causal_axis))
-        rows.push_back({"packing", "packed sequences stay apart", Property::packing, PadPlacement::any, false});
+                            std::string("padding ") + pad_placement_name(p), Property{"padding"}, p, false});
+    if (applies(rules_of(Property{"packing"}), s, causal_axis))
+        rows.push_back({"packing", "packed sequences stay apart", Property{"packing"}, PadPlacement::any, false});
     if (reference)
-        rows.push_back({"agreement", "agrees with the reference", Property::agreement, PadPlacement::any, false});
+        rows.push_back({"agreement", "agrees with the reference", Property{"agreement"}, PadPlacement::any, false});
     return rows;
 }
 

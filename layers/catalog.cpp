@@ -24,15 +24,15 @@ struct Theory {
 };
 
 std::vector<Expectation> expectations_of(Output output, const Theory& t) {
-    if (output == Output::pooled) return {{Property::invariance, "n", t.symmetric}};
-    std::vector<Expectation> e{{Property::equivariance, "n", t.symmetric}};
+    if (output == Output::pooled) return {{Property{"invariance"}, "n", t.symmetric}};
+    std::vector<Expectation> e{{Property{"equivariance"}, "n", t.symmetric}};
     if (t.relative) {
-        e.push_back({Property::shift, "n", true});
-        e.push_back({Property::reversal, "n", t.reversal_symmetric});
+        e.push_back({Property{"shift"}, "n", true});
+        e.push_back({Property{"reversal"}, "n", t.reversal_symmetric});
     }
-    if (t.absolute) e.push_back({Property::shift, "n", false});
-    if (t.causal) e.push_back({Property::causal_prefix, "n", true});
-    if (t.cut) e.push_back({Property::causal, "n", *t.cut});
+    if (t.absolute) e.push_back({Property{"shift"}, "n", false});
+    if (t.causal) e.push_back({Property{"causal-prefix"}, "n", true});
+    if (t.cut) e.push_back({Property{"causal"}, "n", *t.cut});
     return e;
 }
 
@@ -211,7 +211,7 @@ void add_named_attention(std::vector<Family>& c) {
             return attention_over<S>(how, draw);
         }));
     };
-    const std::vector<Expectation> cross{{Property::equivariance, "n", true}, {Property::invariance, "m", true}};
+    const std::vector<Expectation> cross{{Property{"equivariance"}, "n", true}, {Property{"invariance"}, "m", true}};
     add("cross-attention", "queries n x 4 attend over a memory m x 4", {"n=1..6", "m=1..6"}, {"q:n,4", "mem:m,4"},
         cross, {.memory = true});
     std::vector<Expectation> positions = cross;
@@ -219,9 +219,9 @@ void add_named_attention(std::vector<Family>& c) {
     add("cross-attention+memory-positions", "cross-attention with a sinusoidal position signal on the memory",
         {"n=1..6", "m=1..6"}, {"q:n,4", "mem:m,4"}, positions, {.memory = true, .memory_positions = true});
     add("attention+key-padding-mask", "self-attention with a key-padding mask that moves with the tokens", {"n=1..6"},
-        {"x:n,4", "pad:n:mask"}, {{Property::equivariance, "n", true}}, {.mask = true});
+        {"x:n,4", "pad:n:mask"}, {{Property{"equivariance"}, "n", true}}, {.mask = true});
     add("attention+pairwise-bias", "self-attention with an n x n score bias, P B P^T", {"n=1..6"},
-        {"x:n,4", "bias:n,n"}, {{Property::equivariance, "n", true}}, {.bias = true});
+        {"x:n,4", "bias:n,n"}, {{Property{"equivariance"}, "n", true}}, {.bias = true});
 }
 
 struct GraphDesign {
@@ -271,8 +271,8 @@ Family graph_text(std::string name, std::string description, const GraphDesign& 
     inputs.push_back("edge_attr:edges,3");
     return described(std::move(name), std::move(description), {"nodes=1..6", "edges=0..10"}, std::move(inputs),
                      {how.readout ? "g:4" : "y:nodes,4"},
-                     {{how.readout ? Property::invariance : Property::equivariance, "nodes", !how.node_index_feature},
-                      {Property::invariance, "edges", !how.edge_order}});
+                     {{how.readout ? Property{"invariance"} : Property{"equivariance"}, "nodes", !how.node_index_feature},
+                      {Property{"invariance"}, "edges", !how.edge_order}});
 }
 
 // Over incidence matrices the layer is a rational function of its inputs (certificates); over an edge list not.
@@ -331,15 +331,15 @@ template <class T, class S> std::vector<T> as_integers(const NamedTensor<S>& t) 
 
 Family over_ids(std::string name, std::string description, const TokenAttentionDesign& how, const PositionVerdicts& v) {
     const bool pooled = how.readout != Readout::sequence;
-    const Property along = pooled ? Property::invariance : Property::equivariance;
+    const Property along = pooled ? Property{"invariance"} : Property{"equivariance"};
     Family text = described(std::move(name), std::move(description), {"n=1..6"},
                             {"ids:n:token=" + std::to_string(kVocabulary), "pos:n:position=" + std::to_string(kPositions),
                              "keep:n:mask=keep"},
                             {pooled ? "g:4" : "y:n,4"},
-                            {{along, "n", v.equivariance}, {Property::shift, "n", v.shift}});
-    if (v.padding) text.expectations.push_back({Property::padding, "n", *v.padding});
-    if (v.causal) text.expectations.push_back({Property::causal, "n", *v.causal});
-    if (v.packing) text.expectations.push_back({Property::packing, "n", *v.packing});
+                            {{along, "n", v.equivariance}, {Property{"shift"}, "n", v.shift}});
+    if (v.padding) text.expectations.push_back({Property{"padding"}, "n", *v.padding});
+    if (v.causal) text.expectations.push_back({Property{"causal"}, "n", *v.causal});
+    if (v.packing) text.expectations.push_back({Property{"packing"}, "n", *v.packing});
     return named_family<false>(std::move(text),
                                    [how, pooled]<class S>(std::type_identity<S>, Draw<S>& draw) {
                                        return [a = TokenAttention<S>::random(how, kVocabulary, kPositions, kWidth, draw),
@@ -386,8 +386,8 @@ Family cached(std::string name, std::string description, const CachedDesign& how
     Family text = described(std::move(name), "token embedding and one causal attention head with a key-value cache, " +
                                                  std::move(description),
                             {"n=1..6"}, {"ids:n:token=" + std::to_string(kVocabulary), "keep:n:mask=keep"}, {"y:n,4"},
-                            {{Property::equivariance, "n", false}, {Property::causal, "n", true},
-                             {Property::incremental, "n", incremental}});
+                            {{Property{"equivariance"}, "n", false}, {Property{"causal"}, "n", true},
+                             {Property{"incremental"}, "n", incremental}});
     return named_family<false>(std::move(text), [how]<class S>(std::type_identity<S>, Draw<S>& draw) {
         return [a = CachedAttention<S>::random(how, kVocabulary, kWidth, draw)](const NamedTensors<S>& in) {
             const std::vector<int> ids = as_integers<int>(in.at("ids"));

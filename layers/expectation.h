@@ -1,23 +1,34 @@
-// The properties a layer family can be checked for, and what the theory expects of each: the columns of the
-// verdict matrix. Here, below check/, because a catalog entry states its own expectations.
+// A property's name and what the theory expects of it for a layer family: the columns of the verdict matrix. Here,
+// below check/, because a catalog entry states its own expectations.
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace permcheck {
 
-enum class Property {
-    equivariance,      // sequence output: L(P x) = P L(x)
-    invariance,        // pooled output:   L(P x) = L(x)
-    shift,             // every position index + c: L_c(x) = L_0(x)   (relative position signals)
-    reversal,          // L(R x) = R L(x) for the reversal R
-    causal_prefix,     // P fixes the last position: L(P x)[n-1] = L(x)[n-1]
-    padding,           // pads inserted, masked: the outputs at the real positions unchanged
-    causal,            // the sequence cut after k positions: the first k outputs unchanged, L(x[:k]) = L(x)[:k]
-    packing,           // sequences packed into one row: each one's outputs its own run's, L(s_j) = L(pack)[s_j]
-    incremental,       // the sequence decoded in chunks, a cache carried between them: the one-pass outputs
-    agreement,         // the layer and a reference implementation answer the same input alike: L(x) = R(x)
+// A property, by its written name ("equivariance", "causal-prefix", "window"): how layers/ and cases/, below
+// properties/, name one (a catalog row's expectation, a record). Which properties exist, what each does and says,
+// is properties/' alone (properties/registry.cpp; rules_of, parse_property): nothing here lists them.
+class Property {
+public:
+    explicit Property(std::string name) : name_(std::move(name)) {}
+    const std::string& name() const { return name_; }
+    friend bool operator==(const Property& a, const Property& b) { return a.name_ == b.name_; }
+    friend bool operator!=(const Property& a, const Property& b) { return a.name_ != b.name_; }
+    friend bool operator<(const Property& a, const Property& b) { return a.name_ < b.name_; }
+
+private:
+    std::string name_;
 };
+inline const char* property_name(const Property& p) { return p.name().c_str(); }
+// Compiled with properties/ (registry.cpp), declared here for the public headers, which include no RapidCheck:
+// every registered property in `permcheck list` order; the property named `name` (std::invalid_argument listing
+// the valid names otherwise); the word a message uses for it ("permutation-equivariant", "window-limited").
+std::vector<Property> all_properties();
+Property parse_property(const std::string& name);
+const char* property_adjective(const Property& p);
 
 // A chunked request (the incremental property): besides the signature's inputs, an entry named kChunksInput + AXIS
 // whose values are the ends of the chunks along AXIS (ascending, the last the axis's length); a layer that decoded the

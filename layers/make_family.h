@@ -39,7 +39,7 @@ Family make_family(std::string name, Output output, Make make, std::vector<Expec
     f.inputs = {"x:n,{d}"};
     f.outputs = {pooled ? "y:{d}" : "y:n,{d}"};
     f.expectations = std::move(expectations);
-    if (f.expectations.empty()) f.expectations.push_back({pooled ? Property::invariance : Property::equivariance, "n", true});
+    if (f.expectations.empty()) f.expectations.push_back({pooled ? Property{"invariance"} : Property{"equivariance"}, "n", true});
     f.amplification = amplification;
     f.f32 = detail::sequence_factory<float>(make, pooled);
     f.f64 = detail::sequence_factory<double>(make, pooled);

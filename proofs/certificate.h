@@ -57,7 +57,7 @@ const char* method_name(Method m);
 
 struct AxisCertificate {
     std::string axis;
-    Property property = Property::equivariance;
+    Property property = Property{"equivariance"};
     bool expected_holds = true;  // the verdict matrix: a label for as_expected(), never a choice of method
     bool holds = false;          // what was certified
     bool conclusive = false;     // false: nothing could be certified (see the certificate's note)

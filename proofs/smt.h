@@ -67,7 +67,7 @@ inline constexpr int kMaxNamedProofLength = 8;   // of every axis of a layer ove
 
 struct AxisProof {
     std::string axis;
-    Property property = Property::equivariance;
+    Property property = Property{"equivariance"};
     bool expected_holds = true;
     SmtVerdict verdict = SmtVerdict::unknown;
     // The axis's generators in order (with masks, each generator over every mask assignment), until one is not

@@ -19,7 +19,8 @@ constexpr std::size_t kLongestCases = 2;
 
 class Agreement : public PropertyRules {
 public:
-    Property id() const override { return Property::agreement; }
+    const char* name() const override { return "agreement"; }
+    const char* adjective() const override { return "in agreement with the reference"; }
     SideNames sides(bool) const override { return {"L(x)", "R(x)", "|L(x) - R(x)|"}; }
     const char* meaning() const override {
         return "the layer and a reference implementation answer every input alike: L(x) = R(x)";

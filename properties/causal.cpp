@@ -53,7 +53,8 @@ rc::Seq<Case> causal_shrinks(const std::shared_ptr<const Signature>& s, const Ca
 
 class Causal : public PropertyRules {
 public:
-    Property id() const override { return Property::causal; }
+    const char* name() const override { return "causal"; }
+    const char* adjective() const override { return "causal"; }
     SideNames sides(bool) const override { return {"L(x[:k])", "L(x)[:k]", "|L(x[:k]) - L(x)[:k]|"}; }
     const char* meaning() const override {
         return "no output sees a later token: cutting the sequence after k positions leaves the first k outputs unchanged";
@@ -64,7 +65,7 @@ public:
                std::to_string(c.lengths.at(c.cuts->axis)) + " positions";
     }
     bool permutes() const override { return false; }
-    bool cuts_sequence() const override { return true; }
+    bool along_sequence() const override { return true; }
     bool judges_outputs_without_axes() const override { return false; }
     const char* output_claim() const override { return "unchanged at its first k positions when the sequence is cut after k"; }
     std::string compared_text() const override { return "L(x[:k]) against the first k positions of L(x)"; }

@@ -45,7 +45,8 @@ Tensor last_along(const TensorSpec& spec, const Tensor& t) {
 
 class CausalPrefix : public OneAxisEquivariance {
 public:
-    Property id() const override { return Property::causal_prefix; }
+    const char* name() const override { return "causal-prefix"; }
+    const char* adjective() const override { return "blind to the order of its prefix"; }
     SideNames sides(bool) const override { return {"L(P x)[n-1]", "L(x)[n-1]", "|L(P x)[n-1] - L(x)[n-1]|"}; }
     const char* meaning() const override {
         return "reordering the positions before the last leaves the last output alone";

@@ -20,7 +20,7 @@ Property Equivariance::recorded_as(const Signature& s, const PropertyArgs& a) co
     const auto moves = [&](const TensorSpec& t) {
         return std::any_of(t.dims.begin(), t.dims.end(), [&](const Dim& d) { return d.is_axis() && (a.axis.empty() || d.axis == a.axis); });
     };
-    return std::any_of(s.outputs.begin(), s.outputs.end(), moves) ? Property::equivariance : Property::invariance;
+    return std::any_of(s.outputs.begin(), s.outputs.end(), moves) ? Property{"equivariance"} : Property{"invariance"};
 }
 
 PropertyArgs Equivariance::checked(const Signature& s, PropertyArgs a) const {

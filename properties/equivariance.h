@@ -7,7 +7,8 @@ namespace permcheck {
 
 class Equivariance : public PropertyRules {
 public:
-    Property id() const override { return Property::equivariance; }
+    const char* name() const override { return "equivariance"; }
+    const char* adjective() const override { return "equivariant"; }
     SideNames sides(bool moves) const override;
     const char* meaning() const override { return "L(P x) = P L(x): reordering the input reorders the output"; }
     std::string case_text(const Case& c) const override;

@@ -69,7 +69,8 @@ rc::Seq<Case> incremental_shrinks(const std::shared_ptr<const Signature>& s, con
 
 class Incremental : public PropertyRules {
 public:
-    Property id() const override { return Property::incremental; }
+    const char* name() const override { return "incremental"; }
+    const char* adjective() const override { return "incremental-consistent"; }
     SideNames sides(bool) const override { return {"L(x in chunks)", "L(x)", "|L(x in chunks) - L(x)|"}; }
     const char* meaning() const override {
         return "decoding the sequence in chunks, a cache carried between them, gives the outputs of one pass";
@@ -85,7 +86,7 @@ public:
         return out;
     }
     bool permutes() const override { return false; }
-    bool cuts_sequence() const override { return true; }
+    bool along_sequence() const override { return true; }
     bool judges_outputs_without_axes() const override { return false; }
     bool chunks_calls() const override { return true; }
     const char* output_claim() const override { return "decoded in chunks equal to one pass"; }

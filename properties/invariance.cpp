@@ -8,7 +8,8 @@ namespace permcheck {
 namespace {
 class Invariance : public Equivariance {
 public:
-    Property id() const override { return Property::invariance; }
+    const char* name() const override { return "invariance"; }
+    const char* adjective() const override { return "invariant"; }
     SideNames sides(bool) const override { return Equivariance::sides(false); }
     const char* meaning() const override { return "L(P x) = L(x): a pooled output ignores the order"; }
 };

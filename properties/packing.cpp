@@ -104,7 +104,8 @@ bool starts_told(const Signature& s, const std::string& axis) {
 
 class Packing : public PropertyRules {
 public:
-    Property id() const override { return Property::packing; }
+    const char* name() const override { return "packing"; }
+    const char* adjective() const override { return "packing-invariant"; }
     SideNames sides(bool) const override { return {"L(s_j)", "L(pack)[s_j]", "|L(s_j) - L(pack)[s_j]|"}; }
     const char* meaning() const override {
         return "sequences packed into one row stay apart: each sequence's outputs equal its own run's";
@@ -120,7 +121,7 @@ public:
                std::to_string(end - 1) + ") alone";
     }
     bool permutes() const override { return false; }
-    bool cuts_sequence() const override { return true; }
+    bool along_sequence() const override { return true; }
     bool judges_outputs_without_axes() const override { return false; }
     const char* output_claim() const override { return "at each packed sequence's positions equal to its own run's"; }
     std::string compared_text() const override { return "L(s_j) against the packed row's outputs at s_j"; }

@@ -160,7 +160,8 @@ std::string masked_axis(const Signature& s, const std::string& given) {
 
 class Padding : public PropertyRules {
 public:
-    Property id() const override { return Property::padding; }
+    const char* name() const override { return "padding"; }
+    const char* adjective() const override { return "padding-invariant"; }
     SideNames sides(bool) const override { return {"L(pad x)", "L(x)", "|L(pad x) - L(x)|"}; }
     const char* meaning() const override {
         return "inserting masked pads leaves the outputs at the real positions unchanged";

@@ -1,4 +1,4 @@
-// What every property shares, and the one map from a property to its object.
+// What every property shares.
 #include "properties/property.h"
 
 #include <algorithm>
@@ -33,22 +33,6 @@ rc::Shrinkable<Case> shrinkable_case(const PropertyRules& rules, const std::shar
 std::string PropertyRules::compared_text() const {
     const SideNames s = sides(true);
     return std::string(s.lhs) + " against " + s.rhs;
-}
-
-const PropertyRules& rules_of(Property p) {
-    switch (p) {
-        case Property::equivariance: return equivariance_rules();
-        case Property::invariance: return invariance_rules();
-        case Property::shift: return shift_rules();
-        case Property::padding: return padding_rules();
-        case Property::reversal: return reversal_rules();
-        case Property::causal_prefix: return causal_prefix_rules();
-        case Property::causal: return causal_rules();
-        case Property::packing: return packing_rules();
-        case Property::incremental: return incremental_rules();
-        case Property::agreement: return agreement_rules();
-    }
-    throw std::invalid_argument("no such property");
 }
 
 namespace properties {
@@ -156,7 +140,7 @@ std::string one_axis(const Signature& s, const std::string& given, const std::st
     return s.axes.front().name;
 }
 
-Output one_tensor_output(Property p) { return p == Property::invariance ? Output::pooled : Output::sequence; }
+Output one_tensor_output(Property p) { return p == Property{"invariance"} ? Output::pooled : Output::sequence; }
 
 }  // namespace properties
 

@@ -12,6 +12,7 @@
 #include <rapidcheck.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -23,17 +24,36 @@ namespace permcheck {
 // reversal, causal-prefix and causal: the sequence axis, --causal-axis; empty: found by checked()), where pads go, whether the position
 // inputs stay where they are while the rest moves (equivariance: --keep-positions), and whether the layer is a
 // reference family (white box), which takes a position offset and may be asked what no black box can be.
+// `settings`: the values of the options the property declares (options(), below), by keyword, as given.
 struct PropertyArgs {
     std::string axis;
     PadPlacement pads = PadPlacement::any;
     bool positions_stay = false;
     bool white_box = false;
+    std::map<std::string, std::string> settings = {};
+};
+
+// An option a property declares: its flag on the command line ("--window"), its keyword in the Python package, in
+// AuditOptions::settings and in report.json ("window"), the name of its value in help ("W"; empty: a flag without
+// a value, set to "true"), and its help line. The command line, `permcheck describe`, the Python package and the
+// replay line read these; only the property interprets the value (checked()).
+struct PropertyOption {
+    const char* flag;
+    const char* keyword;
+    const char* value;
+    const char* help;
 };
 
 class PropertyRules {
 public:
     virtual ~PropertyRules() = default;
-    virtual Property id() const = 0;
+    // Its name ("causal-prefix"), which --property, records and reports write, and what a layer is when it holds
+    // ("blind to the order of its prefix").
+    virtual const char* name() const = 0;
+    virtual const char* adjective() const = 0;
+    Property id() const { return Property{name()}; }
+    // The options it takes besides the axis flags below (none by default), each with the flag that sets it.
+    virtual std::vector<PropertyOption> options() const { return {}; }
 
     // The two sides and their difference as a reader sees them, for an output that has (`moves`) or lacks the axes
     // the property moves: "L(P x)", "P L(x)" (an output without the axis: "L(x)").
@@ -97,9 +117,10 @@ public:
     // Whether an audit of a black box may ask for it (reversal and causal-prefix are the reference layers').
     virtual bool audits_black_boxes() const { return true; }
     virtual bool positions_may_stay() const { return false; }
-    // Whether it cuts the sequence axis (--causal-axis names it: causal, packing), and whether it judges outputs that
-    // have no axis (causal and packing do not: they have no position to be causal at, no sequence of their own).
-    virtual bool cuts_sequence() const { return false; }
+    // Whether it acts along the sequence axis, which --causal-axis names (causal, packing, incremental, window), and
+    // whether it judges outputs that have no axis (those do not: they have no position to be causal at, no sequence
+    // of their own).
+    virtual bool along_sequence() const { return false; }
     virtual bool judges_outputs_without_axes() const { return true; }
     // Whether its transformed call is one chunked request (kChunksInput, cases/signature.h): answered only by a
     // layer that decodes in chunks (kChunkedAnswer), one case a request.
@@ -119,8 +140,14 @@ public:
     virtual void validate_saved(const Signature&, const Case&) const {}
 };
 
-// The object of each property (a static of its own file).
-const PropertyRules& rules_of(Property p);
+// The object of each property (a static of its own file), registered in properties/registry.cpp; rules_of throws
+// std::invalid_argument for a name no property has.
+const PropertyRules& rules_of(const Property& p);
+// Every property, in the order `permcheck list` and the --property choices show.
+const std::vector<const PropertyRules*>& registered_properties();
+// The value of declared option `keyword` in `a` as an integer in [low, high], or `fallback` when not given;
+// std::invalid_argument naming the option's flag otherwise.
+long setting_in(const PropertyArgs& a, const PropertyOption& option, long low, long high, long fallback);
 
 // Case `index` of a run of `cases` at its lengths: its inputs and permutations (draw_signature_case), the property's
 // part, and its sorted index inputs put in order (settle_sorted), the one draw of every run.
@@ -130,16 +157,6 @@ Case draw_case(const PropertyRules& rules, const Signature& s, const PropertyArg
 rc::Shrinkable<Case> shrinkable_case(const PropertyRules& rules, const std::shared_ptr<const Signature>& s,
                                      const PropertyArgs& a, Case c);
 
-const PropertyRules& equivariance_rules();
-const PropertyRules& invariance_rules();
-const PropertyRules& shift_rules();
-const PropertyRules& padding_rules();
-const PropertyRules& reversal_rules();
-const PropertyRules& causal_prefix_rules();
-const PropertyRules& causal_rules();
-const PropertyRules& packing_rules();
-const PropertyRules& incremental_rules();
-const PropertyRules& agreement_rules();
 
 // What every property shares.
 namespace properties {

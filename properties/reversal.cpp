@@ -16,7 +16,8 @@ Case reversed(Case c, const std::string& axis) {
 
 class Reversal : public OneAxisEquivariance {
 public:
-    Property id() const override { return Property::reversal; }
+    const char* name() const override { return "reversal"; }
+    const char* adjective() const override { return "reversal-equivariant"; }
     const char* meaning() const override { return "L(R x) = R L(x) for the reversal R"; }
     void draw(const Signature&, const PropertyArgs& a, Case& c, const rc::Random&, int, int) const override {
         c = reversed(std::move(c), a.axis);

@@ -55,7 +55,8 @@ rc::Seq<Case> shift_shrinks(const std::shared_ptr<const Signature>& s, const Cas
 
 class Shift : public PropertyRules {
 public:
-    Property id() const override { return Property::shift; }
+    const char* name() const override { return "shift"; }
+    const char* adjective() const override { return "shift-invariant"; }
     SideNames sides(bool) const override { return {"L(x_c)", "L(x)", "|L(x_c) - L(x)|"}; }
     const char* meaning() const override { return "moving every position index by a constant changes nothing"; }
     std::string case_text(const Case& c) const override { return "every position id + " + std::to_string(c.shift); }

@@ -256,6 +256,7 @@ json counterexample_json(const Counterexample& c, const Signature* s, bool white
            {"axis_at_fault", c.axis_at_fault}, {"inputs", inputs},    {"outputs", outputs},
            {"case_index", c.case_index},   {"shrink_steps", c.shrink_steps}, {"black_box", !white_box}};
     if (c.shift > 0) j["shift"] = c.shift;
+    if (!c.part.empty()) j["part"] = c.part;
     if (c.pads) {
         json filler = json::object();
         for (const auto& [name, t] : c.pads->filler) filler[name] = nested_input(t, s, name);
@@ -490,6 +491,7 @@ Counterexample counterexample_from(const json& j, const Signature& s) {
                 comparison_from(outputs[t.name], t.name, at + "outputs." + t.name + ".", shape_of(t, compared)));
     c.axis_at_fault = get_or<std::string>(j, "axis_at_fault", "", at);
     c.shift = get_or<long>(j, "shift", 0, at);
+    c.part = get_or<std::map<std::string, long>>(j, "part", {}, at);
     c.pads = pads_from(j, s, c.lengths);
     c.case_index = get_or<int>(j, "case_index", -1, at);
     c.shrink_steps = get_or<int>(j, "shrink_steps", 0, at);

@@ -34,7 +34,7 @@ struct Checked {
 struct Record {
     Verdict verdict = Verdict::holds;
     std::string layer;     // a catalog name, or the audited command / callable's name
-    Property property = Property::equivariance;
+    Property property = Property{"equivariance"};
     Arithmetic dtype = Arithmetic::float64;
     int cases = 0;
     std::uint64_t seed = 0;

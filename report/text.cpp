@@ -243,11 +243,6 @@ std::string cpp_string(const std::string& s) {
     return out + "\"";
 }
 
-// An enumerator's C++ name from its written name ("causal-prefix": causal_prefix).
-std::string identifier(std::string name) {
-    std::replace(name.begin(), name.end(), '-', '_');
-    return name;
-}
 
 }  // namespace
 
@@ -266,13 +261,19 @@ std::string replay_hint(const AuditResult& r, const Signature& signature, const 
       << ", .cases = " << o.cases << ", .seed = " << o.seed;
     if (o.shard.count != 1) s << ", .shard = {" << o.shard.index << ", " << o.shard.count << "}";
     if (o.amplification != 1.0) s << ", .amplification = " << o.amplification;
-    if (o.property) s << ", .property = permcheck::Property::" << identifier(property_name(*o.property));
+    if (o.property) s << ", .property = permcheck::Property{" << cpp_string(property_name(*o.property)) << "}";
     if (o.padding != PadPlacement::any) s << ", .padding = permcheck::PadPlacement::" << pad_placement_name(o.padding);
     if (!o.padding_axis.empty()) s << ", .padding_axis = " << cpp_string(o.padding_axis);
     if (!o.causal_axis.empty()) s << ", .causal_axis = " << cpp_string(o.causal_axis);
     if (!o.along.empty()) s << ", .along = " << cpp_string(o.along);
     if (o.positions_stay) s << ", .positions_stay = true";
     if (o.skip_padded) s << ", .skip_padded = true";
+    if (!o.settings.empty()) {
+        s << ", .settings = {";
+        for (auto it = o.settings.begin(); it != o.settings.end(); ++it)
+            s << (it == o.settings.begin() ? "{" : ", {") << cpp_string(it->first) << ", " << cpp_string(it->second) << "}";
+        s << "}";
+    }
     s << "};\n        const permcheck::AuditResult again = permcheck::audit_signature("
       << (o.property && rules_of(*o.property).needs_reference() ? "layer, reference" : "layer")
       << ", signature, options);  // finds the same case again";

@@ -30,7 +30,7 @@ SideNames sides_of(Property p, Verdict v, bool moves);
 // largest difference, the case and its replay line.
 std::string describe(const Counterexample& c, const Signature& s, const FindingWords& words);
 // The same in the words of property p and verdict v.
-std::string describe(const Counterexample& c, const Signature& s, Property p = Property::equivariance,
+std::string describe(const Counterexample& c, const Signature& s, Property p = Property{"equivariance"},
                      Verdict v = Verdict::violated);
 
 // The finding of an audit: the verdict, then describe() with the result's signature (without one, inputs by name).

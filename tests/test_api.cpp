@@ -68,7 +68,7 @@ TEST(AuditCallable, EquivariantAttentionHoldsWithTheEngineRecord) {
     const permcheck::AuditOptions o = options(3, 60);
     const permcheck::AuditResult r = permcheck::audit_callable(attention_f64, o);
     EXPECT_EQ(r.verdict, permcheck::Verdict::holds) << permcheck::explain(r, o);
-    EXPECT_EQ(r.property, permcheck::Property::equivariance);
+    EXPECT_EQ(r.property, permcheck::Property{"equivariance"});
     EXPECT_EQ(r.dtype, permcheck::Arithmetic::float64);
     EXPECT_EQ(r.cases, 60);
     // Two calls a case, plus the repeated first cases: the floor the engine promises.
@@ -115,7 +115,7 @@ TEST(AuditCallable, ColumnVectorAnswerOfAPooledLayerIsOneVector) {
     o.output = permcheck::Output::pooled;
     const permcheck::AuditResult r = permcheck::audit_callable(norm_pool, o);
     EXPECT_EQ(r.verdict, permcheck::Verdict::holds) << permcheck::explain(r, o);
-    EXPECT_EQ(r.property, permcheck::Property::invariance);
+    EXPECT_EQ(r.property, permcheck::Property{"invariance"});
 }
 
 TEST(AuditCallable, ALayerThatThrowsIsAnErrorNamingTheCause) {

@@ -691,7 +691,7 @@ TEST(Audit, CheckAndAuditOfAPlantedBugShrinkToTheSameLengthThroughTheOneShrinker
         CheckOptions co;
         co.seed = 3;
         const CheckResult checked =
-            check(subject, row_of(subject, output == Output::pooled ? Property::invariance : Property::equivariance), co);
+            check(subject, row_of(subject, output == Output::pooled ? Property{"invariance"} : Property{"equivariance"}), co);
         AuditOptions ao = seeded();
         ao.output = output;
         const AuditResult audited = audit(test::sequence_layer<double>(subject, ao.d, 0), ao);  // the weights a check shrinks to

@@ -446,7 +446,7 @@ Record sample_record() {
     Record r;
     r.verdict = permcheck::Verdict::violated;
     r.layer = "causal-attention";
-    r.property = permcheck::Property::equivariance;
+    r.property = permcheck::Property{"equivariance"};
     r.dtype = permcheck::Arithmetic::float64;
     r.cases = 7;
     r.seed = 18446744073709551615ull;  // the largest seed must survive
@@ -510,7 +510,7 @@ TEST(ReportRecord, AuditErrorReportWithoutCounterexampleRoundTrips) {
     Record r;
     r.verdict = permcheck::Verdict::error;
     r.layer = "./my-layer --port 3";
-    r.property = permcheck::Property::equivariance;
+    r.property = permcheck::Property{"equivariance"};
     r.dtype = permcheck::Arithmetic::float32;
     r.error = "adapter exited with status 3 after 4 requests; last request: n=5";
     r.details = {{"command", "./my-layer --port 3"}, {"last_request", {{"n", 5}, {"d", 4}}}};
@@ -600,7 +600,7 @@ Record version_1_record() {
     c.weight_seed = 12345;
     c.weights = 1;
     const Family& f = find_layer("causal-attention");
-    const Counterexample ce = counterexample_at(f, row_of(f, Property::equivariance), c, CheckOptions{}, 0, 0);
+    const Counterexample ce = counterexample_at(f, row_of(f, Property{"equivariance"}), c, CheckOptions{}, 0, 0);
     EXPECT_FALSE(ce.outputs.at(0).holds);
     Record r;
     r.verdict = Verdict::violated;
@@ -637,7 +637,7 @@ TEST(ReportWeights, AReportWithoutAVersionReplaysWithTheVersion1WeightsItWasMade
     ASSERT_TRUE(back.counterexample);
     EXPECT_EQ(back.counterexample->weights, 1);
     const Family& f = find_layer("causal-attention");
-    const Expectation& row = row_of(f, Property::equivariance);
+    const Expectation& row = row_of(f, Property{"equivariance"});
     const Counterexample now = counterexample_at(f, row, *back.counterexample, CheckOptions{}, 0, 0);
     const OutputComparison& then = made.counterexample->outputs.at(0);
     EXPECT_TRUE(same_bits(now.outputs.at(0).layer_of_permuted, then.layer_of_permuted));

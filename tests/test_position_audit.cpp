@@ -167,15 +167,15 @@ TEST(PositionAudit, PositionsLeftInPlaceTellAnOrderAwareModelFromABagOfTokens) {
 
 TEST(PositionAudit, AnAbsoluteModelFailsShiftAtOneShiftedTokenAndARelativeOneHolds) {
     const Signature s = lm_signature();
-    const AuditResult r = audit(model(Model::absolute), s, with(Property::shift));
+    const AuditResult r = audit(model(Model::absolute), s, with(Property{"shift"}));
     ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
-    EXPECT_EQ(r.property, Property::shift);
+    EXPECT_EQ(r.property, Property{"shift"});
     ASSERT_TRUE(r.counterexample);
     EXPECT_EQ(r.counterexample->shift, 1) << finding(r, s);
     EXPECT_EQ(r.counterexample->lengths.at("n"), 1) << finding(r, s);
     for (const auto& [axis, p] : r.counterexample->perms) EXPECT_TRUE(p.is_identity());
     for (Model m : {Model::relative, Model::by_index}) {
-        const AuditResult ok = audit(model(m), s, with(Property::shift));
+        const AuditResult ok = audit(model(m), s, with(Property{"shift"}));
         EXPECT_EQ(ok.verdict, Verdict::holds) << finding(ok, s);
         EXPECT_GT(ok.largest_shift, 8) << "the shifts rise toward the room the 64 position ids leave";
         EXPECT_LT(ok.largest_shift, 64);
@@ -184,7 +184,7 @@ TEST(PositionAudit, AnAbsoluteModelFailsShiftAtOneShiftedTokenAndARelativeOneHol
 
 TEST(PositionAudit, AShortShiftAuditReachesTheTopOfThePositionRangeEarly) {
     const Signature s = lm_signature(false, 4096);
-    AuditOptions o = with(Property::shift);
+    AuditOptions o = with(Property{"shift"});
     o.cases = 3;
     const AuditResult r = audit(model(Model::relative), s, o);
     ASSERT_EQ(r.verdict, Verdict::holds) << finding(r, s);
@@ -193,11 +193,11 @@ TEST(PositionAudit, AShortShiftAuditReachesTheTopOfThePositionRangeEarly) {
 
 TEST(PositionAudit, ShiftAndPaddingRefuseASignatureThatCannotTakeThem) {
     Signature s = one_tensor_signature(4, Output::sequence, 1, 8);
-    EXPECT_THROW(audit([](const Tensors& in) { return Tensors{{"y", in.at("x")}}; }, s, with(Property::shift)),
+    EXPECT_THROW(audit([](const Tensors& in) { return Tensors{{"y", in.at("x")}}; }, s, with(Property{"shift"})),
                  std::invalid_argument);
-    EXPECT_THROW(audit([](const Tensors& in) { return Tensors{{"y", in.at("x")}}; }, s, with(Property::padding)),
+    EXPECT_THROW(audit([](const Tensors& in) { return Tensors{{"y", in.at("x")}}; }, s, with(Property{"padding"})),
                  std::invalid_argument);
-    EXPECT_THROW(audit(model(Model::relative), lm_signature(), with(Property::reversal)), std::invalid_argument);
+    EXPECT_THROW(audit(model(Model::relative), lm_signature(), with(Property{"reversal"})), std::invalid_argument);
     AuditOptions o = with(std::nullopt);
     o.padding = PadPlacement::left;
     EXPECT_THROW(audit(model(Model::relative), lm_signature(), o), std::invalid_argument);
@@ -206,7 +206,7 @@ TEST(PositionAudit, ShiftAndPaddingRefuseASignatureThatCannotTakeThem) {
 TEST(PositionAudit, PaddingLeaksThroughAnUnmaskedMeanAndShrinksToOnePad) {
     const Signature s = lm_signature(true);
     for (PadPlacement where : {PadPlacement::left, PadPlacement::right, PadPlacement::any}) {
-        AuditOptions o = with(Property::padding);
+        AuditOptions o = with(Property{"padding"});
         o.padding = where;
         const AuditResult ok = audit(model(Model::masked_mean), s, o);
         EXPECT_EQ(ok.verdict, Verdict::holds) << finding(ok, s);
@@ -229,8 +229,8 @@ TEST(PositionAudit, PadsAreMaskedAndTheRealPositionsKeepTheirValues) {
     const Signature s = lm_signature();
     Case c = draw_signature_case(s, {{"n", 3}}, rc::Random(5), 50);
     c.inputs.at("keep").values = {1, 1, 1};
-    padding_rules().draw(s, {"n"}, c, rc::Random(6), 50, 101);  // at RapidCheck size 50
-    const Tensors padded = padding_rules().transformed(s, {"n"}, c);
+    rules_of(Property{"padding"}).draw(s, {"n"}, c, rc::Random(6), 50, 101);  // at RapidCheck size 50
+    const Tensors padded = rules_of(Property{"padding"}).transformed(s, {"n"}, c);
     const int total = 3 + static_cast<int>(c.pads->slots.size());
     ASSERT_EQ(padded.at("ids").shape, std::vector<int>{total});
     std::size_t real = 0;
@@ -252,7 +252,7 @@ TEST(PositionAudit, AToleranceAsLargeAsTheOutputsIsUndecidedNeverHolds) {
         const int n = static_cast<int>(in.at("ids").values.size());
         return Tensors{{"y", Tensor{{n, 3}, std::vector<double>(static_cast<std::size_t>(3 * n), 1e-3)}}};
     };
-    AuditOptions o = with(Property::shift);
+    AuditOptions o = with(Property{"shift"});
     o.dtype = Arithmetic::float32;
     const AuditResult r = audit(tiny, s, o);
     EXPECT_EQ(r.verdict, Verdict::undecided) << finding(r, s);
@@ -295,8 +295,8 @@ TEST(PositionAudit, NaNAtPaddedSlotsIsNoVerdictButNaNAtARealTokenIs) {
         nan_seen += std::any_of(out.at("y").values.begin(), out.at("y").values.end(), [](double v) { return std::isnan(v); });
         return out;
     };
-    for (std::optional<Property> p : {std::optional<Property>{}, std::optional<Property>{Property::shift},
-                                      std::optional<Property>{Property::padding}}) {
+    for (std::optional<Property> p : {std::optional<Property>{}, std::optional<Property>{Property{"shift"}},
+                                      std::optional<Property>{Property{"padding"}}}) {
         const AuditResult r = audit(counted, s, with(p));
         EXPECT_EQ(r.verdict, Verdict::holds) << finding(r, s);
     }
@@ -333,20 +333,20 @@ NamedBlackBox causal_lowest_float(bool leak) {
 TEST(PositionAudit, PaddingComparesTheRealTokensNotTheSlotsXsOwnMaskPads) {
     const Signature s = lm_signature();
     for (PadPlacement where : {PadPlacement::left, PadPlacement::right, PadPlacement::any}) {
-        AuditOptions o = with(Property::padding);
+        AuditOptions o = with(Property{"padding"});
         o.padding = where;
         const AuditResult holds = audit(causal_lowest_float(false), s, o);
         EXPECT_EQ(holds.verdict, Verdict::holds) << finding(holds, s);
     }
-    const AuditResult leaks = audit(causal_lowest_float(true), s, with(Property::padding));
+    const AuditResult leaks = audit(causal_lowest_float(true), s, with(Property{"padding"}));
     EXPECT_EQ(leaks.verdict, Verdict::violated) << finding(leaks, s);
 }
 
 TEST(CausalAudit, ABidirectionalModelSeesTheNextTokenAtTwoTokensCutAfterOne) {
     const Signature s = lm_signature();
-    const AuditResult r = audit(model(Model::relative), s, with(Property::causal));
+    const AuditResult r = audit(model(Model::relative), s, with(Property{"causal"}));
     ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
-    EXPECT_EQ(r.property, Property::causal);
+    EXPECT_EQ(r.property, Property{"causal"});
     const Counterexample& c = *r.counterexample;
     ASSERT_TRUE(c.cuts) << finding(r, s);
     EXPECT_EQ(c.cuts->axis, "n");
@@ -361,7 +361,7 @@ TEST(CausalAudit, ABidirectionalModelSeesTheNextTokenAtTwoTokensCutAfterOne) {
 TEST(CausalAudit, CausalAndPerPositionModelsHoldWhateverTheMasksPad) {
     const Signature s = lm_signature();
     for (Model m : {Model::causal, Model::absolute, Model::by_index}) {
-        const AuditResult r = audit(model(m), s, with(Property::causal));
+        const AuditResult r = audit(model(m), s, with(Property{"causal"}));
         EXPECT_EQ(r.verdict, Verdict::holds) << static_cast<int>(m) << "\n" << finding(r, s);
     }
 }
@@ -392,7 +392,7 @@ TEST(CausalAudit, APairwiseInputIsCutInBothDimsAndTheOtherAxisIsLeftWhole) {
     s.axes = {parse_axis("n=1..6"), parse_axis("m=1..4")};
     s.inputs = {parse_input("x:n"), parse_input("bias:n,n"), parse_input("mem:m")};
     s.outputs = {parse_output("y:n"), parse_output("g:1")};
-    AuditOptions o = with(Property::causal);
+    AuditOptions o = with(Property{"causal"});
     o.causal_axis = "n";
     const AuditResult ok = audit(biased(true), s, o);
     EXPECT_EQ(ok.verdict, Verdict::holds) << finding(ok, s);
@@ -405,13 +405,13 @@ TEST(CausalAudit, APairwiseInputIsCutInBothDimsAndTheOtherAxisIsLeftWhole) {
 }
 
 TEST(CausalAudit, RefusesASignatureWithoutAnOutputAlongTheAxisOrWithAnIndexIntoIt) {
-    EXPECT_THROW(audit(model(Model::masked_mean), lm_signature(true), with(Property::causal)), std::invalid_argument);
+    EXPECT_THROW(audit(model(Model::masked_mean), lm_signature(true), with(Property{"causal"})), std::invalid_argument);
     Signature graph;
     graph.axes = {parse_axis("n=1..6"), parse_axis("e=0..6")};
     graph.inputs = {parse_input("x:n,2"), parse_input("src:e:index=n")};
     graph.outputs = {parse_output("y:n,2")};
     const NamedBlackBox copy = [](const Tensors& in) { return Tensors{{"y", in.at("x")}}; };
-    AuditOptions o = with(Property::causal);
+    AuditOptions o = with(Property{"causal"});
     EXPECT_THROW(audit(copy, graph, o), std::invalid_argument) << "two axes: --causal-axis names one";
     o.causal_axis = "n";
     EXPECT_THROW(audit(copy, graph, o), std::invalid_argument) << "src names positions of n";
@@ -421,9 +421,9 @@ TEST(CausalAudit, RefusesASignatureWithoutAnOutputAlongTheAxisOrWithAnIndexIntoI
 
 TEST(PackingAudit, ACausalModelWithoutABlockMaskLeaksAcrossTwoOneTokenSequences) {
     const Signature s = lm_signature();
-    const AuditResult r = audit(model(Model::causal), s, with(Property::packing));
+    const AuditResult r = audit(model(Model::causal), s, with(Property{"packing"}));
     ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
-    EXPECT_EQ(r.property, Property::packing);
+    EXPECT_EQ(r.property, Property{"packing"});
     const Counterexample& c = *r.counterexample;
     ASSERT_TRUE(c.cuts) << finding(r, s);
     EXPECT_EQ(c.lengths.at("n"), 2) << finding(r, s);
@@ -435,12 +435,12 @@ TEST(PackingAudit, ACausalModelWithoutABlockMaskLeaksAcrossTwoOneTokenSequences)
 TEST(PackingAudit, ABlockMaskByPositionRestartHoldsAndOrderByRowIndexLeaks) {
     const Signature s = lm_signature();
     for (Model m : {Model::packed, Model::absolute}) {
-        const AuditResult r = audit(model(m), s, with(Property::packing));
+        const AuditResult r = audit(model(m), s, with(Property{"packing"}));
         EXPECT_EQ(r.verdict, Verdict::holds) << static_cast<int>(m) << "\n" << finding(r, s);
     }
     // Bidirectional across sequences; scaled by the row index, which packing moves (not by the position ids).
     for (Model m : {Model::relative, Model::by_index})
-        EXPECT_EQ(audit(model(m), s, with(Property::packing)).verdict, Verdict::violated) << static_cast<int>(m);
+        EXPECT_EQ(audit(model(m), s, with(Property{"packing"})).verdict, Verdict::violated) << static_cast<int>(m);
 }
 
 TEST(PackingAudit, RefusesASignatureThatCannotTellWhereASequenceStarts) {
@@ -449,11 +449,11 @@ TEST(PackingAudit, RefusesASignatureThatCannotTellWhereASequenceStarts) {
     s.inputs = {parse_input("ids:n:token=50"), parse_input("keep:n:mask=keep")};
     s.outputs = {parse_output("y:n,3")};
     const NamedBlackBox copy = [](const Tensors& in) { return Tensors{{"y", Tensor{{static_cast<int>(in.at("ids").values.size()), 3}, std::vector<double>(3 * in.at("ids").values.size(), 0.0)}}}; };
-    EXPECT_THROW(audit(copy, s, with(Property::packing)), std::invalid_argument) << "neither a position nor a segment input";
+    EXPECT_THROW(audit(copy, s, with(Property{"packing"})), std::invalid_argument) << "neither a position nor a segment input";
     s.inputs.push_back(parse_input("doc:n:segment"));
-    EXPECT_EQ(audit(copy, s, with(Property::packing)).verdict, Verdict::holds) << "a segment input tells it";
+    EXPECT_EQ(audit(copy, s, with(Property{"packing"})).verdict, Verdict::holds) << "a segment input tells it";
     s.inputs.push_back(parse_input("bias:n,n"));
-    EXPECT_THROW(audit(copy, s, with(Property::packing)), std::invalid_argument) << "a pairwise input over n";
+    EXPECT_THROW(audit(copy, s, with(Property{"packing"})), std::invalid_argument) << "a pairwise input over n";
 }
 
 // A causal layer that decodes in chunks with a cache of the rows it has seen and their positions: y_i is the
@@ -498,9 +498,9 @@ Signature sequence_signature() {
 
 TEST(IncrementalAudit, ACacheWithPositionsRightHoldsAndOneThatRestartsFailsAtTwoChunks) {
     const Signature s = sequence_signature();
-    const AuditResult ok = audit(chunked_black_box(cached_attention(false), s), s, with(Property::incremental));
+    const AuditResult ok = audit(chunked_black_box(cached_attention(false), s), s, with(Property{"incremental"}));
     EXPECT_EQ(ok.verdict, Verdict::holds) << finding(ok, s);
-    const AuditResult r = audit(chunked_black_box(cached_attention(true), s), s, with(Property::incremental));
+    const AuditResult r = audit(chunked_black_box(cached_attention(true), s), s, with(Property{"incremental"}));
     ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
     const Counterexample& c = *r.counterexample;
     ASSERT_TRUE(c.cuts && c.cuts->chunked) << finding(r, s);
@@ -511,11 +511,11 @@ TEST(IncrementalAudit, ACacheWithPositionsRightHoldsAndOneThatRestartsFailsAtTwo
 TEST(IncrementalAudit, ALayerThatDoesNotDecodeInChunksIsAnErrorNeverAPass) {
     const Signature s = sequence_signature();
     const NamedBlackBox one_pass = [](const Tensors& in) { return Tensors{{"y", in.at("x")}}; };
-    const AuditResult r = audit(one_pass, s, with(Property::incremental));
+    const AuditResult r = audit(one_pass, s, with(Property{"incremental"}));
     EXPECT_EQ(r.verdict, Verdict::error);
     EXPECT_NE(r.error.find("does not decode in chunks"), std::string::npos) << r.error;
     EXPECT_THROW(audit(chunked_black_box(cached_attention(false), lm_signature(true)), lm_signature(true),
-                       with(Property::incremental)),
+                       with(Property{"incremental"})),
                  std::invalid_argument)
         << "no output along n";
 }
@@ -529,7 +529,7 @@ TEST(IncrementalAudit, AChunkThatRaisesWhereOnePassAnswersIsAViolationNamingTheC
         if (offset > 0 && chunk.at("x").shape[0] > 1) throw std::runtime_error("the decode path takes one token");
         return right(state, chunk, offset);
     };
-    const AuditResult r = audit(chunked_black_box(one_token_steps, s), s, with(Property::incremental));
+    const AuditResult r = audit(chunked_black_box(one_token_steps, s), s, with(Property{"incremental"}));
     ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
     const Counterexample& c = *r.counterexample;
     EXPECT_EQ(c.raised, "the decode path takes one token (chunk 2 of 2, positions 1 to 2)") << finding(r, s);
@@ -540,18 +540,18 @@ TEST(IncrementalAudit, AChunkThatRaisesWhereOnePassAnswersIsAViolationNamingTheC
     EXPECT_NE(r.detail.find("L(x in chunks) raised where L(x) was answered"), std::string::npos) << r.detail;
     EXPECT_NE(finding(r, s).find("RAISED:\n    the decode path takes one token"), std::string::npos) << finding(r, s);
     // The report keeps it; judged again, the layer still raises and the fix holds.
-    const report::Record record = report::record_of(r, "one-token-steps", Property::incremental, r.dtype, 3, "");
+    const report::Record record = report::record_of(r, "one-token-steps", Property{"incremental"}, r.dtype, 3, "");
     const Counterexample back = report::from_json(report::to_json(record)).counterexample.value();
     EXPECT_EQ(back.raised, c.raised);
     EXPECT_NE(report::to_markdown(record).find("L(x in chunks) raised where L(x) was answered: the decode"),
               std::string::npos);
-    AuditOptions o = with(Property::incremental);
+    AuditOptions o = with(Property{"incremental"});
     o.dtype = r.dtype;
     EXPECT_EQ(reevaluate(chunked_black_box(one_token_steps, s), s, back, false, o).verdict, Verdict::violated);
     EXPECT_EQ(reevaluate(chunked_black_box(right, s), s, back, false, o).verdict, Verdict::holds);
     // A layer that raises in one pass too is an error of the audit, not a finding.
     const ChunkStep always = [](std::any&, const Tensors&, int) -> Tensors { throw std::runtime_error("no weights"); };
-    const AuditResult e = audit(chunked_black_box(always, s), s, with(Property::incremental));
+    const AuditResult e = audit(chunked_black_box(always, s), s, with(Property{"incremental"}));
     EXPECT_EQ(e.verdict, Verdict::error);
     EXPECT_NE(e.error.find("no weights"), std::string::npos) << e.error;
 }
@@ -566,11 +566,11 @@ struct PlantedBug {
 
 TEST(PositionHarness, EachPlantedBugInTheTransformationsIsCaught) {
     for (const PlantedBug& p : {PlantedBug{test_only::HarnessBug::positions_kept, Model::absolute, std::nullopt, false},
-                                PlantedBug{test_only::HarnessBug::shift_tokens, Model::relative, Property::shift, false},
-                                PlantedBug{test_only::HarnessBug::pads_unmasked, Model::masked_mean, Property::padding, true},
-                                PlantedBug{test_only::HarnessBug::pads_move_positions, Model::absolute, Property::padding, false},
-                                PlantedBug{test_only::HarnessBug::cut_keeps_later, Model::causal, Property::causal, false},
-                                PlantedBug{test_only::HarnessBug::packing_without_restart, Model::packed, Property::packing, false}}) {
+                                PlantedBug{test_only::HarnessBug::shift_tokens, Model::relative, Property{"shift"}, false},
+                                PlantedBug{test_only::HarnessBug::pads_unmasked, Model::masked_mean, Property{"padding"}, true},
+                                PlantedBug{test_only::HarnessBug::pads_move_positions, Model::absolute, Property{"padding"}, false},
+                                PlantedBug{test_only::HarnessBug::cut_keeps_later, Model::causal, Property{"causal"}, false},
+                                PlantedBug{test_only::HarnessBug::packing_without_restart, Model::packed, Property{"packing"}, false}}) {
         const Signature s = lm_signature(p.pooled);
         ASSERT_EQ(audit(model(p.model), s, with(p.property)).verdict, Verdict::holds);
         test_only::plant_harness_bug(p.bug);
@@ -619,27 +619,27 @@ TEST(HistoryDependence, AStaleTableIsHistoryDependentAndTheEarlierRequestIsNamed
 TEST(IncrementalHarness, ChunksThatRepeatAPositionAreCaught) {
     const Signature s = sequence_signature();
     const NamedBlackBox layer = chunked_black_box(cached_attention(false), s);
-    ASSERT_EQ(audit(layer, s, with(Property::incremental)).verdict, Verdict::holds);
+    ASSERT_EQ(audit(layer, s, with(Property{"incremental"})).verdict, Verdict::holds);
     test_only::plant_harness_bug(test_only::HarnessBug::chunks_repeat_a_position);
-    const AuditResult r = audit(layer, s, with(Property::incremental));
+    const AuditResult r = audit(layer, s, with(Property{"incremental"}));
     test_only::plant_harness_bug(test_only::HarnessBug::none);
     EXPECT_EQ(r.verdict, Verdict::violated) << finding(r, s);
 }
 
 TEST(PositionAudit, ASavedShiftPaddingOrCausalCaseIsJudgedAgainAsItWasFound) {
-    for (const auto& [m, p, pooled] : {std::tuple{Model::absolute, Property::shift, false},
-                                       std::tuple{Model::unmasked_mean, Property::padding, true},
-                                       std::tuple{Model::relative, Property::causal, false},
-                                       std::tuple{Model::causal, Property::packing, false}}) {
+    for (const auto& [m, p, pooled] : {std::tuple{Model::absolute, Property{"shift"}, false},
+                                       std::tuple{Model::unmasked_mean, Property{"padding"}, true},
+                                       std::tuple{Model::relative, Property{"causal"}, false},
+                                       std::tuple{Model::causal, Property{"packing"}, false}}) {
         const Signature s = lm_signature(pooled);
         const AuditResult r = audit(model(m), s, with(p));
         ASSERT_EQ(r.verdict, Verdict::violated);
         AuditOptions o = with(p);
         o.dtype = r.dtype;
         EXPECT_EQ(reevaluate(model(m), s, *r.counterexample, false, o).verdict, Verdict::violated);
-        const Model fixed = p == Property::shift     ? Model::relative
-                            : p == Property::causal  ? Model::causal
-                            : p == Property::packing ? Model::packed
+        const Model fixed = p == Property{"shift"}     ? Model::relative
+                            : p == Property{"causal"}  ? Model::causal
+                            : p == Property{"packing"} ? Model::packed
                                                      : Model::masked_mean;
         EXPECT_EQ(reevaluate(model(fixed), s, *r.counterexample, false, o).verdict, Verdict::holds);
     }

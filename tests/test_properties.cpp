@@ -192,7 +192,7 @@ TEST(HalfTolerance, NamesRoundTripAndTheReferenceLayersRefuseHalfPrecision) {
         CheckOptions o;
         o.arithmetic = a;
         try {
-            checked("attention", Property::equivariance, o);
+            checked("attention", Property{"equivariance"}, o);
             ADD_FAILURE() << "a reference layer evaluated in " << arithmetic_name(a);
         } catch (const std::invalid_argument& e) {
             EXPECT_NE(std::string(e.what()).find("compute in float32, float64 or exact"), std::string::npos) << e.what();
@@ -389,7 +389,7 @@ TEST(CaseGenerator, RejectsImpossibleLengths) {
     CheckOptions o;
     o.min_len = 3;
     o.max_len = 2;
-    EXPECT_THROW(check(find_layer("attention"), row_of(find_layer("attention"), Property::equivariance), o),
+    EXPECT_THROW(check(find_layer("attention"), row_of(find_layer("attention"), Property{"equivariance"}), o),
                  std::invalid_argument);
 }
 
@@ -429,7 +429,7 @@ std::string row_name(const ::testing::TestParamInfo<MatrixRow>& info) {
 bool breaks_at_one_swap(const std::string& layer, Property p) {
     static const std::set<std::string> layers = {"causal-attention", "attention+sinusoidal", "attention+learned",
                                                  "rnn", "attention-last-readout"};
-    return layers.count(layer) && (p == Property::equivariance || p == Property::invariance);
+    return layers.count(layer) && (p == Property{"equivariance"} || p == Property{"invariance"});
 }
 
 }  // namespace
@@ -459,7 +459,7 @@ TEST_P(VerdictMatrix, MatchesTheTheoryOverSeveralSeeds) {
             EXPECT_EQ(ce.lengths.at("n"), 2) << finding(r);
             EXPECT_EQ(ce.perms.at("n").cycles(), "(0 1)") << finding(r);
         }
-        if (row.row.property == Property::causal || row.row.property == Property::packing) {
+        if (row.row.property == Property{"causal"} || row.row.property == Property{"packing"}) {
             // sees the next token: two tokens cut after one; sequences meet: two one-token sequences
             EXPECT_EQ(ce.lengths.at("n"), 2) << finding(r);
             ASSERT_TRUE(ce.cuts) << finding(r);
@@ -489,7 +489,7 @@ TEST(VerdictMatrix, NoFloatCheckFailsSpuriouslyOverTwentySeeds) {
 // ------------------------------------------------------------------------------------ counterexample record
 
 TEST(Counterexample, CausalAttentionReadsAsTheSmallestSwapWithAReplayLine) {
-    const CheckResult r = checked("causal-attention", Property::equivariance);
+    const CheckResult r = checked("causal-attention", Property{"equivariance"});
     ASSERT_TRUE(r.counterexample);
     const Counterexample& ce = *r.counterexample;
     const std::string text = finding(r);
@@ -507,12 +507,12 @@ TEST(Counterexample, ReplayingTheRecordedCaseFailsAgain) {
     const Family& f = find_layer("attention+learned");
     CheckOptions o;
     o.arithmetic = Arithmetic::exact;
-    const CheckResult r = check(f, row_of(f, Property::equivariance), o);
+    const CheckResult r = check(f, row_of(f, Property{"equivariance"}), o);
     ASSERT_TRUE(r.counterexample);
-    const Counterexample again = counterexample_at(f, row_of(f, Property::equivariance), *r.counterexample, o, 0, 0);
+    const Counterexample again = counterexample_at(f, row_of(f, Property{"equivariance"}), *r.counterexample, o, 0, 0);
     EXPECT_FALSE(again.outputs.at(0).holds);
     // The same search, run again with the same seed, finds the very same case.
-    const CheckResult twice = check(f, row_of(f, Property::equivariance), o);
+    const CheckResult twice = check(f, row_of(f, Property{"equivariance"}), o);
     EXPECT_EQ(twice.counterexample->inputs.at("x").values, r.counterexample->inputs.at("x").values);
     EXPECT_EQ(twice.counterexample->perms, r.counterexample->perms);
 }
@@ -531,7 +531,7 @@ TEST(StopRequested, EndsAHoldingCheckBetweenCasesWithoutCallingItViolated) {
         seen = p.cases_done;
     };
     o.stop_requested = [&seen] { return seen >= 7; };
-    const CheckResult r = checked("attention", Property::equivariance, o);
+    const CheckResult r = checked("attention", Property{"equivariance"}, o);
     EXPECT_TRUE(r.interrupted);
     EXPECT_TRUE(r.holds);
     EXPECT_FALSE(r.counterexample);
@@ -539,7 +539,7 @@ TEST(StopRequested, EndsAHoldingCheckBetweenCasesWithoutCallingItViolated) {
     EXPECT_EQ(seen, 7);
 
     o.stop_requested = [] { return true; };  // before the first case
-    const CheckResult none = checked("attention", Property::equivariance, o);
+    const CheckResult none = checked("attention", Property{"equivariance"}, o);
     EXPECT_TRUE(none.interrupted);
     EXPECT_EQ(none.cases_run, 0);
 }
@@ -548,13 +548,13 @@ TEST(StopRequested, WhileShrinkingKeepsTheCounterexampleFoundSoFar) {
     CheckOptions o;
     o.min_len = 8;  // a first failing case with much to shrink: its inputs, its permutation, its weights
     o.max_len = 16;
-    const CheckResult full = checked("attention+learned", Property::equivariance, o);
+    const CheckResult full = checked("attention+learned", Property{"equivariance"}, o);
     ASSERT_TRUE(full.counterexample);
     ASSERT_GT(full.counterexample->shrink_steps, 1);
     bool shrinking = false;
     o.on_progress = [&shrinking](const CheckProgress& p) { shrinking = shrinking || p.shrinking; };
     o.stop_requested = [&shrinking] { return shrinking; };  // at the first shrink step's end
-    const CheckResult r = checked("attention+learned", Property::equivariance, o);
+    const CheckResult r = checked("attention+learned", Property{"equivariance"}, o);
     EXPECT_TRUE(r.interrupted);
     EXPECT_FALSE(r.holds);
     ASSERT_TRUE(r.counterexample);
@@ -565,11 +565,11 @@ TEST(StopRequested, WhileShrinkingKeepsTheCounterexampleFoundSoFar) {
 
 TEST(StopRequested, HooksThatNeverStopChangeNothing) {
     CheckOptions o;
-    const CheckResult plain = checked("causal-attention", Property::equivariance, o);
+    const CheckResult plain = checked("causal-attention", Property{"equivariance"}, o);
     int calls = 0;
     o.on_progress = [&calls](const CheckProgress&) { ++calls; };
     o.stop_requested = [] { return false; };
-    const CheckResult hooked = checked("causal-attention", Property::equivariance, o);
+    const CheckResult hooked = checked("causal-attention", Property{"equivariance"}, o);
     EXPECT_FALSE(hooked.interrupted);
     EXPECT_EQ(hooked.cases_run, plain.cases_run);
     EXPECT_EQ(hooked.evaluations, plain.evaluations);
@@ -627,21 +627,21 @@ bool holds_exactly(const char* layer, Property p) {
 
 TEST(Equivariance, AttentionCommutesWithEveryPermutationExactly) {
     for (const char* layer : {"attention", "mha", "encoder", "mlp", "layernorm"})
-        EXPECT_TRUE(holds_exactly(layer, Property::equivariance)) << layer;
+        EXPECT_TRUE(holds_exactly(layer, Property{"equivariance"})) << layer;
 }
 
 TEST(Invariance, SymmetricPoolingForgetsOrderExactly) {
     for (const char* layer : {"attention-sum-pool", "attention-mean-pool", "attention-max-pool", "deepsets"})
-        EXPECT_TRUE(holds_exactly(layer, Property::invariance)) << layer;
+        EXPECT_TRUE(holds_exactly(layer, Property{"invariance"})) << layer;
 }
 
 TEST(RelativePosition, ShiftingEveryPositionChangesNothingExactly) {
     for (const char* layer : {"attention+rope", "attention+alibi", "attention+t5"})
-        EXPECT_TRUE(holds_exactly(layer, Property::shift)) << layer;
+        EXPECT_TRUE(holds_exactly(layer, Property{"shift"})) << layer;
 }
 
 TEST(CausalAttention, OutputIgnoresTheOrderOfItsPrefix) {
-    EXPECT_TRUE(holds_exactly("causal-attention", Property::causal_prefix));
+    EXPECT_TRUE(holds_exactly("causal-attention", Property{"causal-prefix"}));
 }
 
 TEST(RelativePosition, ScoresDependOnlyOnOffsets) {
@@ -665,7 +665,7 @@ TEST(RelativePosition, AbsoluteSignalsAreNotShiftInvariant) {
     CheckOptions o;
     o.arithmetic = Arithmetic::exact;
     for (const char* layer : {"attention+sinusoidal", "attention+learned"})
-        EXPECT_FALSE(checked(layer, Property::shift, o).holds) << layer;
+        EXPECT_FALSE(checked(layer, Property{"shift"}, o).holds) << layer;
 }
 
 // ------------------------------------------------------------------------------------------ dog bites man
@@ -723,10 +723,10 @@ void expect_two_element_witness(const std::string& layer, const std::string& axi
         CheckOptions o;
         o.arithmetic = a;
         const Family& f = find_layer(layer);
-        const CheckResult r = check(f, row_of(f, f.expectations.front().property == Property::equivariance &&
+        const CheckResult r = check(f, row_of(f, f.expectations.front().property == Property{"equivariance"} &&
                                                          f.expectations.front().axis == axis
-                                                     ? Property::equivariance
-                                                     : Property::invariance,
+                                                     ? Property{"equivariance"}
+                                                     : Property{"invariance"},
                                               axis),
                                     o);
         ASSERT_FALSE(r.holds) << layer;
@@ -770,7 +770,7 @@ CheckResult row_checked(const std::string& layer, Property p, Arithmetic a) {
 TEST(SignatureVerdictTable, AnAbsolutePositionTableIsRefutedByOneTokenShiftedByOne) {
     for (const char* layer : {"tokens+learned", "tokens+sinusoidal"})
         for (Arithmetic a : {Arithmetic::float64, Arithmetic::exact}) {
-            const CheckResult r = row_checked(layer, Property::shift, a);
+            const CheckResult r = row_checked(layer, Property{"shift"}, a);
             ASSERT_FALSE(r.holds) << layer;
             ASSERT_TRUE(r.counterexample);
             EXPECT_EQ(r.counterexample->lengths.at("n"), 1) << finding(r);
@@ -780,7 +780,7 @@ TEST(SignatureVerdictTable, AnAbsolutePositionTableIsRefutedByOneTokenShiftedByO
 
 TEST(SignatureVerdictTable, RopeAtTheRowIndexIsRefutedByTwoTokensSwappedWithTheirPositionIds) {
     for (Arithmetic a : {Arithmetic::float64, Arithmetic::exact}) {
-        const CheckResult r = row_checked("tokens+rope-by-index", Property::equivariance, a);
+        const CheckResult r = row_checked("tokens+rope-by-index", Property{"equivariance"}, a);
         ASSERT_FALSE(r.holds);
         ASSERT_TRUE(r.counterexample);
         EXPECT_EQ(r.counterexample->lengths.at("n"), 2);
@@ -791,7 +791,7 @@ TEST(SignatureVerdictTable, RopeAtTheRowIndexIsRefutedByTwoTokensSwappedWithThei
 TEST(SignatureVerdictTable, AMeanOverThePadsIsRefutedByOneTokenAndOnePad) {
     for (const char* layer : {"tokens+rope-mean-with-pads", "tokens+rope+mask-ignored", "tokens+rope-by-index"})
         for (Arithmetic a : {Arithmetic::float64, Arithmetic::exact}) {
-            const CheckResult r = row_checked(layer, Property::padding, a);
+            const CheckResult r = row_checked(layer, Property{"padding"}, a);
             ASSERT_FALSE(r.holds) << layer;
             ASSERT_TRUE(r.counterexample && r.counterexample->pads);
             const Counterexample& c = *r.counterexample;
@@ -803,10 +803,10 @@ TEST(SignatureVerdictTable, AMeanOverThePadsIsRefutedByOneTokenAndOnePad) {
 
 // The harness checks itself on the reference rows too: a planted bug in a transformation makes a row that holds fail.
 TEST(SignatureVerdictTable, APlantedBugInAPositionTransformationFailsAHoldingRow) {
-    for (const auto& [bug, p] : {std::pair{test_only::HarnessBug::positions_kept, Property::equivariance},
-                                 std::pair{test_only::HarnessBug::shift_tokens, Property::shift},
-                                 std::pair{test_only::HarnessBug::pads_unmasked, Property::padding},
-                                 std::pair{test_only::HarnessBug::pads_move_positions, Property::padding}}) {
+    for (const auto& [bug, p] : {std::pair{test_only::HarnessBug::positions_kept, Property{"equivariance"}},
+                                 std::pair{test_only::HarnessBug::shift_tokens, Property{"shift"}},
+                                 std::pair{test_only::HarnessBug::pads_unmasked, Property{"padding"}},
+                                 std::pair{test_only::HarnessBug::pads_move_positions, Property{"padding"}}}) {
         ASSERT_TRUE(row_checked("tokens+rope", p, Arithmetic::exact).holds);
         test_only::plant_harness_bug(bug);
         const CheckResult r = row_checked("tokens+rope", p, Arithmetic::exact);

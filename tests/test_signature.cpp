@@ -339,7 +339,7 @@ TEST(SignatureAudit, AnOutputWhoseShapeChangesOnlyOnTheTransformedSideIsAViolati
     EXPECT_FALSE(y.holds);
     EXPECT_EQ(y.layer_of_permuted.shape[0] + 1, y.permuted_layer.shape[0]) << "the transformed side's row is missing";
     EXPECT_EQ(r.counterexample->lengths.at("n"), 2) << "shrunk to the smallest case that reorders the positions";
-    const std::string md = report::to_markdown(report::record_of(r, "ordered only", Property::equivariance, r.dtype, 1, ""));
+    const std::string md = report::to_markdown(report::record_of(r, "ordered only", Property{"equivariance"}, r.dtype, 1, ""));
     EXPECT_NE(md.find("| not taken | shapes differ |"), std::string::npos) << "no difference of two shapes: " << md;
     EXPECT_NE(md.find(report::detail::untaken_note), std::string::npos) << md;
     EXPECT_EQ(md.find("Infinity"), std::string::npos) << md;
@@ -628,7 +628,7 @@ TEST(SignatureAuditBatched, AnItemThatSeesItsBatchIsBatchDependentNotHolds) {
         for (const auto& [name, t] : own) EXPECT_EQ(b.items[b.at].at(name).values, t.values) << name;
     }
     const report::Record back =
-        report::from_json(report::to_json(report::record_of(r, "batch mean", Property::equivariance, r.dtype, 1, "")));
+        report::from_json(report::to_json(report::record_of(r, "batch mean", Property{"equivariance"}, r.dtype, 1, "")));
     ASSERT_TRUE(back.counterexample);
     ASSERT_EQ(back.counterexample->batches.size(), 2u);
     for (std::size_t k = 0; k < 2; ++k) {
@@ -894,7 +894,7 @@ NamedBlackBox window_sum(int w, bool nan_at_pads = false, int raise_past = 1 << 
 
 AuditOptions agreement(const std::string& name) {
     AuditOptions o = named(name);
-    o.property = Property::agreement;
+    o.property = Property{"agreement"};
     return o;
 }
 
@@ -902,7 +902,7 @@ TEST(Agreement, TheSameFunctionAgreesAndAWindowOffByOneIsShownAtTheShortestLengt
     const Signature s = window_signature();
     const AuditResult same = audit_against(window_sum(3), window_sum(3), s, agreement("window 3"));
     EXPECT_EQ(same.verdict, Verdict::holds) << same.detail;
-    EXPECT_EQ(same.property, Property::agreement);
+    EXPECT_EQ(same.property, Property{"agreement"});
     // Window 4 against 3 differs only where a position sees 5 back: n >= 5, met by the first cases at the axis's
     // longest, and shrunk to n = 5 (no shorter sequence shows it).
     const AuditResult off = audit_against(window_sum(4), window_sum(3), s, agreement("window 4"));
@@ -1213,11 +1213,11 @@ TEST(SignatureAudit, ASortedIndexInputIsKeptInOrderAndItsSortMovesWhatLiesAlongI
     Signature padded = s;
     padded.inputs.push_back(parse_input("pad:edges:mask"));
     AuditOptions pads = named("pads");
-    pads.property = Property::padding;
+    pads.property = Property{"padding"};
     pads.padding_axis = "edges";
     EXPECT_THROW(audit(sorted_aggregation(false), padded, pads), std::invalid_argument);
     AuditOptions shifted = named("along with a property that moves no axis");
-    shifted.property = Property::agreement;
+    shifted.property = Property{"agreement"};
     shifted.along = "nodes";
     EXPECT_THROW(audit(sorted_aggregation(false), s, shifted), std::invalid_argument);
 }

@@ -40,7 +40,7 @@ SmtOptions proof_options() {
 std::vector<std::string> catalog_names(bool symmetric) {
     std::vector<std::string> names;
     for (const Family& f : test::sequence_families())
-        if (f.expected_to_hold(test::is_pooled(f) ? Property::invariance : Property::equivariance) == symmetric)
+        if (f.expected_to_hold(test::is_pooled(f) ? Property{"invariance"} : Property{"equivariance"}) == symmetric)
             names.push_back(f.name);
     return names;
 }
@@ -198,7 +198,7 @@ TEST(SmtWitness, TheWitnessSearchRunsBeforeZ3OnAUsersOwnLayerToo) {
             for (Eigen::Index j = 0; j < y.cols(); ++j) y(0, j) += S(1);
             return y;
         });
-    }, {{Property::equivariance, "n", true}});
+    }, {{Property{"equivariance"}, "n", true}});
     const SmtResult r = smt_prove(liar, 4, 2, test_options());
     const AxisProof& a = only_axis(r);
     EXPECT_EQ(a.verdict, SmtVerdict::violated) << describe(r);
@@ -270,7 +270,7 @@ Family mutant_family(Mutant m) {
                 };
         }
         throw std::logic_error("unknown mutant");
-    }, {{Property::equivariance, "n", false}});
+    }, {{Property{"equivariance"}, "n", false}});
 }
 
 class PlantedMutant : public testing::TestWithParam<Mutant> {};

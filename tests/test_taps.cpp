@@ -241,7 +241,7 @@ TEST(TapTrace, AShiftCaseNamesTheFirstSubmoduleThatReadsAbsolutePositions) {
     const Signature s = lm_tap_signature();
     Counterexample c = two_real_tokens();
     c.shift = 3;
-    const TapTrace t = trace_taps(lm_taps, s, c, Property::shift, Arithmetic::float64, 1.0);
+    const TapTrace t = trace_taps(lm_taps, s, c, Property{"shift"}, Arithmetic::float64, 1.0);
     ASSERT_EQ(t.taps.size(), 3u) << describe(t);
     EXPECT_EQ(t.taps[0].verdict, TapVerdict::holds);
     EXPECT_EQ(t.taps[1].verdict, TapVerdict::violated);
@@ -257,7 +257,7 @@ TEST(TapTrace, APaddingCaseComparesTheTapsAtTheRealPositions) {
     const Signature s = lm_tap_signature();
     Counterexample c = two_real_tokens();
     c.pads = Pads{"n", {1}, {{"ids", tensor({3}, {0, 7, 0})}, {"pos", tensor({3}, {0, 9, 0})}, {"keep", tensor({3}, {0, 0, 0})}}};
-    const TapTrace t = trace_taps(lm_taps, s, c, Property::padding, Arithmetic::float64, 1.0);
+    const TapTrace t = trace_taps(lm_taps, s, c, Property{"padding"}, Arithmetic::float64, 1.0);
     ASSERT_EQ(t.taps.size(), 3u) << describe(t);
     EXPECT_EQ(t.taps[0].verdict, TapVerdict::holds) << describe(t);
     EXPECT_EQ(t.taps[0].shape, (std::vector<int>{2, 2}));

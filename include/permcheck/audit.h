@@ -134,7 +134,7 @@ template <class F> NamedBlackBox raising_box(F layer) {
 }
 
 // Audits `layer` against `reference`, a second implementation of the same signature (yours: an eager original, a
-// port's source): with opts.property = Property::agreement (the default here when none is set) the two must answer
+// port's source): with opts.property = Property{"agreement"} (the default here when none is set) the two must answer
 // every input alike, within the tolerance of opts.dtype (inferred from both sides' answers when not set: the coarser
 // rounding seen decides); what one raises where the other answers
 // is the finding, and an answer that changes when asked again is `nondeterministic`, never a disagreement. With
@@ -143,7 +143,7 @@ template <class F> NamedBlackBox raising_box(F layer) {
 //   permcheck::AuditResult r = permcheck::audit_signature(my_kernel, eager_reference, s, {});
 template <class F, class R>
 AuditResult audit_signature(F layer, R reference, const Signature& signature, AuditOptions opts) {
-    if (!opts.property) opts.property = Property::agreement;
+    if (!opts.property) opts.property = Property{"agreement"};
     return audit_against(raising_box(std::move(layer)), raising_box(std::move(reference)), signature, opts);
 }
 

@@ -82,7 +82,7 @@ template <class F>
 }
 
 // Any property of a layer over named tensors: EXPECT_HOLDS(layer, property, signature[, options]) audits it for
-// `property` (Property::shift, padding, causal, packing, incremental, ...; options.property is set by the macro).
+// `property` (Property{"shift"}, padding, causal, packing, incremental, ...; options.property is set by the macro).
 template <class F>
 ::testing::AssertionResult holds(const char* layer_expr, const char*, const char*, const F& layer, Property property,
                                  SignatureOptions so) {
@@ -101,7 +101,7 @@ template <class F, class R>
 ::testing::AssertionResult agree(const char* layer_expr, const char* reference_expr, const char*, const F& layer,
                                  const R& reference, SignatureOptions so) {
     if (so.options.name == AuditOptions{}.name) so.options.name = layer_expr;
-    so.options.property = Property::agreement;
+    so.options.property = Property{"agreement"};
     const AuditResult r = audit_signature(layer, reference, so.signature, so.options);
     if (r.verdict == Verdict::holds) return ::testing::AssertionSuccess();
     return ::testing::AssertionFailure() << "expected " << layer_expr << " to agree with " << reference_expr

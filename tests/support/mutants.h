@@ -116,7 +116,7 @@ template <class S> std::function<Mat<S>(const Mat<S>&)> build(Kind k, Eigen::Ind
 
 // The mutant of kind k as a layer family, which the theory expects to break its symmetry.
 inline Family family(Kind k) {
-    const Property symmetry = output(k) == Output::pooled ? Property::invariance : Property::equivariance;
+    const Property symmetry = output(k) == Output::pooled ? Property{"invariance"} : Property{"equivariance"};
     return make_family(
         name(k), output(k),
         [k]<class S>(std::type_identity<S>, Eigen::Index d, Draw<S>& draw, long) { return build<S>(k, d, draw); },
