@@ -1,21 +1,25 @@
 // `permcheck describe --json`: the vocabulary of this binary as one JSON object, which the Python package reads
-// (python/permcheck/_audit.py, cached per binary) instead of holding a copy of it. Schema (docs/cli.md, "describe"):
+// (python/permcheck/_audit.py, cached per binary) instead of holding a copy of it. Schema (docs/reference.md,
+// "describe --json"):
 //
 //   {"version": "0.9.0",
 //    "properties": [{"name": "padding", "meaning": "...", "adjective": "padding-invariant",
 //                    "audits_black_boxes": true, "needs_reference": false, "chunks_calls": false,
 //                    "verdicts": {"holds": "...", "fails": "..."},
-//                    "options": [OPTION, ...]}, ...],          every property, in the order of its enumerators
+//                    "options": [OPTION, ...]}, ...],          every property, in the order of the registry
 //    "options": [OPTION, ...],                                 the audit options of every property
 //    "verdicts": [{"word": "violated", "failure": true, "exit_code": 1}, ...],
 //    "tensor_kinds": [{"name": "token", "integer": true}, ...],
 //    "precisions": ["float64", "float32", "tf32", "float16", "bfloat16"]}   finest to coarsest
 //
 //   OPTION: {"flag": "--padding", "keyword": "padding", "value": "bool" | "int" | "number" | "string" | "choice",
-//            "choices": ["any", "left", "right"] (a choice's only), "help": "..."}
+//            "choices": ["any", "left", "right"] (a choice's only), "value_name": "W" (a declared option's only),
+//            "help": "..."}
 //
-// "keyword" is the Python keyword of permcheck.audit() (the flag without its dashes, '-' as '_'); "help" is the
-// text `permcheck audit --help` shows for the flag. "failure" is a verdict that is a finding (exit code 1).
+// "keyword" is the Python keyword of permcheck.audit() (a declared option's own; else the flag without its dashes,
+// '-' as '_'); "help" is the text `permcheck audit --help` shows for the flag. A property's declared options
+// (PropertyRules::options()) come first: "bool" when they take no value, else "string" (the property reads the
+// value); then the axis flags its yes/no methods imply. "failure" is a verdict that is a finding (exit code 1).
 #include "cli/audit_common.h"
 #include "cli/commands.h"
 #include "properties/property.h"
@@ -41,13 +45,19 @@ struct OptionRecord {
     std::string flag;
     std::string value;                 // bool | int | number | string | choice
     std::vector<std::string> choices;  // a choice's words
+    std::string keyword = {};          // empty: the flag's own (keyword_of)
+    std::string value_name = {};       // the name of its value in help ("W"), a declared option's
+    std::string help = {};             // a declared option's own line, where `permcheck audit` has no such option
 };
 
-// THE ONE PLACE TO SWAP: the options a property's run may take, from the yes/no methods of PropertyRules. When each
-// property declares its own options (a virtual options() on PropertyRules returning such records), this function
-// returns rules.options() and nothing else changes: describe's JSON, and through it the Python package, follow.
+// The options a property's run may take: those it declares (PropertyRules::options(), each a string the property
+// reads, or a flag without a value), then the axis flags still derived from its yes/no methods.
 std::vector<OptionRecord> property_options(const PropertyRules& rules) {
     std::vector<OptionRecord> out;
+    for (const PropertyOption& o : rules.options()) {
+        const bool flag_only = *o.value == '\0';
+        out.push_back({o.flag, flag_only ? "bool" : "string", {}, o.keyword, o.value, o.help});
+    }
     if (rules.places_pads()) {
         out.push_back({"--padding", "choice", {"any", "left", "right"}});
         out.push_back({"--padding-axis", "string", {}});
@@ -56,7 +66,7 @@ std::vector<OptionRecord> property_options(const PropertyRules& rules) {
         out.push_back({"--keep-positions", "bool", {}});
         out.push_back({"--along", "string", {}});
     }
-    if (rules.cuts_sequence()) out.push_back({"--causal-axis", "string", {}});
+    if (rules.along_sequence()) out.push_back({"--causal-axis", "string", {}});
     return out;
 }
 
@@ -77,9 +87,10 @@ json options_json(const std::vector<OptionRecord>& records, const CLI::App& audi
     json out = json::array();
     for (const OptionRecord& r : records) {
         const CLI::Option* o = audit.get_option_no_throw(r.flag);
-        json j{{"flag", r.flag}, {"keyword", keyword_of(r.flag)}, {"value", r.value},
-               {"help", o ? o->get_description() : ""}};
+        json j{{"flag", r.flag}, {"keyword", r.keyword.empty() ? keyword_of(r.flag) : r.keyword}, {"value", r.value},
+               {"help", o ? o->get_description() : r.help}};
         if (!r.choices.empty()) j["choices"] = r.choices;
+        if (!r.value_name.empty()) j["value_name"] = r.value_name;
         out.push_back(j);
     }
     return out;
@@ -129,7 +140,7 @@ void add_describe(CLI::App& app, Outcome& outcome) {
     CLI::App* sub = app.add_subcommand("describe", "print this binary's vocabulary: properties and their options, "
                                                    "verdicts, input kinds, precisions (what the Python package reads)");
     auto json_flag = std::make_shared<bool>(false);
-    sub->add_flag("--json", *json_flag, "as one JSON object (the schema: docs/cli.md, \"describe\")");
+    sub->add_flag("--json", *json_flag, "as one JSON object (the schema: docs/reference.md, \"describe --json\")");
     sub->footer("Exit status: 0; 2 without --json (the only form).");
     sub->callback([&outcome, json_flag] {
         if (!*json_flag) {

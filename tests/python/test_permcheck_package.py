@@ -374,8 +374,38 @@ def test_describe_lists_every_property_with_its_options():
 
 
 def test_an_option_unknown_to_the_binary_names_the_known_ones():
-    with pytest.raises(TypeError, match="(?s)unknown option 'window'.*property='padding' are .*padding_axis"):
-        permcheck.audit(Symmetric(), dim=8, property="padding", window=3)
+    with pytest.raises(TypeError, match="(?s)unknown option 'windows'.*property='padding' are .*padding_axis"):
+        permcheck.audit(Symmetric(), dim=8, property="padding", windows=3)
+
+
+class SlidingWindowAttention(torch.nn.Module):
+    """Single-head attention where position i attends to the `width` positions up to and including i."""
+
+    def __init__(self, width, d=8):
+        super().__init__()
+        self.width = width
+        self.qkv = torch.nn.Linear(d, 3 * d)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        i = torch.arange(x.shape[0])
+        allowed = (i[None, :] <= i[:, None]) & (i[None, :] > i[:, None] - self.width)
+        scores = (q @ k.T / math.sqrt(q.shape[-1])).masked_fill(~allowed, float("-inf"))
+        return torch.softmax(scores, dim=-1) @ v
+
+
+def test_a_declared_option_of_the_binary_is_a_keyword_of_audit():
+    """--window W is the window property's own (declared in C++): audit(window=3) passes it with no Python edit."""
+    window = next(p for p in _described()["properties"] if p["name"] == "window")
+    declared = {o["keyword"]: o for o in window["options"]}
+    assert declared["window"]["flag"] == "--window" and declared["window"]["value_name"] == "W"
+    assert declared["window_right"]["flag"] == "--window-right" and declared["window"]["help"]
+    sig = dict(axes=["n=1..8"], inputs=["x:n,8"], outputs=["y:n,8"], property="window", cases=60)
+    wide = permcheck.audit(SlidingWindowAttention(4), window=3, **sig)  # one position wider than it says
+    assert wide.verdict == "violated", wide.explanation()
+    assert wide.counterexample.lengths == {"n": 4}, wide.counterexample
+    assert permcheck.audit(SlidingWindowAttention(3), window=3, **sig).verdict == "holds"
+    assert permcheck.audit(SlidingWindowAttention(4), window=4, **sig).verdict == "holds"
 
 
 def test_a_new_option_of_the_binary_reaches_python_without_a_python_edit(monkeypatch, tmp_path):
