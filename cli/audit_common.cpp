@@ -37,14 +37,22 @@ std::string flag_of(const std::string& keyword) {
             if (keyword == o.keyword) return o.flag;
     return keyword;
 }
-std::string declaring(const std::string& keyword) {
+// The names of the properties `which` holds for, as "a, b or c".
+template <class Which>
+std::string properties_where(Which which) {
     std::vector<std::string> names;
     for (const PropertyRules* p : registered_properties())
-        if (declares(*p, keyword)) names.push_back(p->name());
+        if (which(*p)) names.push_back(p->name());
     std::string out;
     for (std::size_t k = 0; k < names.size(); ++k)
         out += (k == 0 ? "" : k + 1 == names.size() ? " or " : ", ") + names[k];
     return out;
+}
+std::string declaring(const std::string& keyword) {
+    return properties_where([&](const PropertyRules& p) { return declares(p, keyword); });
+}
+std::string along_sequence() {
+    return properties_where([](const PropertyRules& p) { return p.along_sequence(); });
 }
 
 // The options the properties declare, each flag once, its value kept in f.settings under its keyword.
@@ -167,7 +175,7 @@ void add_property_options(CLI::App& app, AuditFlags& f) {
     app.add_option("--padding-axis", f.padding_axis,
                    "with --property padding: the axis to pad, when masks lie along several (default: the masks' axis)");
     app.add_option("--causal-axis", f.causal_axis,
-                   "with --property causal, packing or incremental (or --profile): the sequence axis (default: the "
+                   "with --property " + along_sequence() + " (or --profile): the sequence axis (default: the "
                    "signature's one axis)");
     app.add_option("--along", f.along,
                    "equivariance (or invariance) along this axis alone, every other axis left in place (an axis a "
@@ -195,7 +203,7 @@ void add_property_options(CLI::App& app, AuditFlags& f) {
         if (!pads && f.padding_option->count() > 0) throw BadOption("--padding goes with --property padding");
         if (!pads && !f.padding_axis.empty()) throw BadOption("--padding-axis goes with --property padding");
         if (!f.causal_axis.empty() && !f.profile && !(f.property && rules_of(*f.property).along_sequence()))
-            throw BadOption("--causal-axis goes with --property causal, packing or incremental (or --profile)");
+            throw BadOption("--causal-axis goes with --property " + along_sequence() + " (or --profile)");
         if (!f.along.empty() && (f.profile || (f.property && !rules_of(*f.property).positions_may_stay())))
             throw BadOption("--along goes with equivariance, not " +
                             (f.profile ? std::string("--profile") : "--property " + std::string(property_name(*f.property))));

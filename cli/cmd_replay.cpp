@@ -112,19 +112,13 @@ std::optional<int> replay_batches(const ReplayRequest& q, const report::Record& 
     return differs ? 1 : 0;
 }
 
-// A signature audit's saved case sent through the program again, judged with the report's dtype and
-// amplification; exit 1 still fails, 0 now holds. Throws when the program cannot answer.
-int evaluate_signature(const ReplayRequest& q, const report::Record& r, double amplification) {
+// The options a saved case is judged again with: the report's dtype, property, axes and the property's settings.
+AuditOptions replayed_options(const report::Record& r, double amplification) {
     const Counterexample& saved = *r.counterexample;
     AuditOptions o;
     o.dtype = r.dtype;
     o.amplification = amplification;
-    const adapters::ExecOptions eo{.command = q.exec,
-                                   .socket_path = q.socket,
-                                   .timeout_seconds = q.timeout,
-                                   .startup_timeout_seconds = q.startup_timeout};
-    const PropertyRules& rules = rules_of(r.property);
-    if (!rules.permutes()) o.property = r.property;
+    if (!rules_of(r.property).permutes()) o.property = r.property;
     if (saved.pads) o.padding_axis = saved.pads->axis;
     if (saved.cuts) o.causal_axis = saved.cuts->axis;
     for (const char* key : {"audit", "audit_torch"})  // the profile's order-aware row: positions stayed in place
@@ -132,6 +126,53 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, double a
             if (r.details[key].value("keep_positions", false)) o.positions_stay = true;
             o.settings = r.details[key].value("settings", std::map<std::string, std::string>{});
         }
+    return o;
+}
+
+// Each output's difference now, beside the saved one.
+void print_outputs(const AuditResult& now, const Counterexample& saved) {
+    for (const OutputComparison& c : now.counterexample->outputs) {
+        double was = std::numeric_limits<double>::quiet_NaN();
+        for (const OutputComparison& before : saved.outputs)
+            if (before.name == c.name) was = before.max_abs_diff;
+        std::cout << "  output " << c.name << ": ";
+        if (c.shape_mismatch) std::cout << "the two sides have different shapes\n";
+        else
+        {
+            std::cout << "differ by " << c.max_abs_diff << (c.holds ? " within" : " beyond") << " the tolerance "
+                      << c.tolerance;
+            if (!std::isnan(was)) std::cout << " (saved: " << was << ")";  // an erred case saved no difference
+            std::cout << "\n";
+        }
+    }
+    if (now.counterexample->outputs.empty()) std::cout << "  every output agrees within its tolerance\n";
+}
+
+// What a reader of the replay must know beside the verdict: an older case draw, a batch-dependent case asked alone.
+void print_notes(const report::Record& r, bool batch) {
+    const Counterexample& saved = *r.counterexample;
+    if (r.case_draw < kCaseDrawVersion)
+        std::cout << "  the report's cases were drawn by version " << std::max(r.case_draw, 1) << " of the case draw: the saved case "
+                  << "replays as it was found, but its replay line's seed now draws other cases (version "
+                  << kCaseDrawVersion << ")\n";
+    if (batch)
+        std::cout << "  the saved case was batch-dependent (its answer in a batched request differed from its answer "
+                     "alone); "
+                  << (saved.batches.empty() ? "the report does not hold that request"
+                                            : "the program now takes no batched request of its size")
+                  << ", so the replay compares two answers alone\n";
+}
+
+// A signature audit's saved case sent through the program again, judged with the report's dtype and
+// amplification; exit 1 still fails, 0 now holds. Throws when the program cannot answer.
+int evaluate_signature(const ReplayRequest& q, const report::Record& r, double amplification) {
+    const Counterexample& saved = *r.counterexample;
+    const AuditOptions o = replayed_options(r, amplification);
+    const adapters::ExecOptions eo{.command = q.exec,
+                                   .socket_path = q.socket,
+                                   .timeout_seconds = q.timeout,
+                                   .startup_timeout_seconds = q.startup_timeout};
+    const PropertyRules& rules = rules_of(r.property);
     // The saved inputs were answered twice differently (nondeterministic), or differently in a batch and alone
     // (batch-dependent: a replay sends one request at a time, so it asks them alone twice).
     const bool batch = r.verdict == Verdict::batch_dependent;
@@ -175,31 +216,8 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, double a
               << " of the saved case (" << format_lengths(saved.lengths) << "; permutations "
               << format_permutations(saved.perms) << "; " << arithmetic_name(r.dtype) << ") through "
               << q.through() << "\n";
-    if (r.case_draw < kCaseDrawVersion)
-        std::cout << "  the report's cases were drawn by version " << std::max(r.case_draw, 1) << " of the case draw: the saved case "
-                  << "replays as it was found, but its replay line's seed now draws other cases (version "
-                  << kCaseDrawVersion << ")\n";
-    if (batch)
-        std::cout << "  the saved case was batch-dependent (its answer in a batched request differed from its answer "
-                     "alone); "
-                  << (saved.batches.empty() ? "the report does not hold that request"
-                                            : "the program now takes no batched request of its size")
-                  << ", so the replay compares two answers alone\n";
-    for (const OutputComparison& c : now.counterexample->outputs) {
-        double was = std::numeric_limits<double>::quiet_NaN();
-        for (const OutputComparison& before : saved.outputs)
-            if (before.name == c.name) was = before.max_abs_diff;
-        std::cout << "  output " << c.name << ": ";
-        if (c.shape_mismatch) std::cout << "the two sides have different shapes\n";
-        else
-        {
-            std::cout << "differ by " << c.max_abs_diff << (c.holds ? " within" : " beyond") << " the tolerance "
-                      << c.tolerance;
-            if (!std::isnan(was)) std::cout << " (saved: " << was << ")";  // an erred case saved no difference
-            std::cout << "\n";
-        }
-    }
-    if (now.counterexample->outputs.empty()) std::cout << "  every output agrees within its tolerance\n";
+    print_notes(r, batch);
+    print_outputs(now, saved);
     // A violation is the lines above; a non-finite or a second, different answer is said in words.
     if (!holds && now.verdict != Verdict::violated) std::cout << "  " << verdict_name(now.verdict) << ": " << now.detail << "\n";
     return holds ? 0 : 1;

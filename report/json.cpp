@@ -413,6 +413,63 @@ OutputComparison comparison_from(const json& j, const std::string& name, const s
     return o;
 }
 
+// counterexample.transformed (j the counterexample): the inputs of the transformed side, at their own lengths (an old report has none).
+void transformed_from(const json& j, const Signature& s, Counterexample& c) {
+    const std::string at = "counterexample.";
+    const json& t = j["transformed"];
+    c.transformed_lengths = get_or<Lengths>(t, "lengths", {}, at + "transformed.");
+    for (const Axis& a : s.axes)
+        if (!c.transformed_lengths.count(a.name) || c.transformed_lengths.at(a.name) < 0)
+            throw std::invalid_argument("field 'counterexample.transformed.lengths' has no length of the axis " +
+                                        a.name);
+    const json& inputs = required(t, "inputs", at + "transformed.");
+    for (const TensorSpec& spec : s.inputs)
+        if (inputs.contains(spec.name))
+            c.transformed[spec.name] = tensor_from(inputs[spec.name], at + "transformed.inputs." + spec.name,
+                                                   shape_of(spec, c.transformed_lengths));
+}
+
+// counterexample.batches (j the counterexample): the batched requests a batch-dependent case was answered in.
+std::vector<BatchedRequest> batches_from(const json& j, const Signature& s) {
+    const std::string at = "counterexample.";
+    std::vector<BatchedRequest> out;
+    const json& batches = j["batches"];
+    if (!batches.is_array()) throw std::invalid_argument("field 'counterexample.batches' must be an array");
+    for (std::size_t k = 0; k < batches.size(); ++k) {
+        const std::string in = at + "batches[" + std::to_string(k) + "].";
+        const json& one = batches[k];
+        if (!one.is_object()) throw std::invalid_argument("field '" + in.substr(0, in.size() - 1) + "' must be an object");
+        BatchedRequest b;
+        const std::string side = get_as<std::string>(one, "side", in);
+        if (side != "x" && side != "transformed")
+            throw std::invalid_argument("field '" + in + "side' must be \"x\" or \"transformed\"");
+        b.transformed_side = side == "transformed";
+        b.by_reference = get_or<bool>(one, "by_reference", false, in);
+        b.stacked = get_or<bool>(one, "stacked", false, in);
+        b.lengths = get_as<Lengths>(one, "lengths", in);
+        for (const Axis& a : s.axes)
+            if (!b.lengths.count(a.name) || b.lengths.at(a.name) < 0)
+                throw std::invalid_argument("field '" + in + "lengths' has no length of the axis " + a.name);
+        const json& items = required(one, "items", in);
+        if (!items.is_array() || items.empty())
+            throw std::invalid_argument("field '" + in + "items' must be an array of the batch's items");
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            const std::string item = in + "items[" + std::to_string(i) + "]";
+            if (!items[i].is_object()) throw std::invalid_argument("field '" + item + "' must be an object");
+            Tensors inputs;
+            for (const TensorSpec& spec : s.inputs)
+                inputs[spec.name] = tensor_from(required(items[i], spec.name.c_str(), item + "."),
+                                                item + "." + spec.name, shape_of(spec, b.lengths));
+            b.items.push_back(std::move(inputs));
+        }
+        b.at = get_as<std::size_t>(one, "at", in);
+        if (b.at >= b.items.size())
+            throw std::invalid_argument("field '" + in + "at' must be the place of an item of the batch");
+        out.push_back(std::move(b));
+    }
+    return out;
+}
+
 Counterexample counterexample_from(const json& j, const Signature& s) {
     const std::string at = "counterexample.";
     if (!j.is_object()) throw std::invalid_argument("field 'counterexample' must be an object or null");
@@ -431,55 +488,8 @@ Counterexample counterexample_from(const json& j, const Signature& s) {
     if (j.contains("raised") && !j["raised"].is_null()) c.raised = get_as<std::string>(j, "raised", at);
     if (j.contains("raised_by_reference")) c.raised_by_reference = get_as<bool>(j, "raised_by_reference", at);
     if (j.contains("erred")) c.erred = get_as<bool>(j, "erred", at);
-    if (j.contains("transformed")) {
-        const json& t = j["transformed"];
-        c.transformed_lengths = get_or<Lengths>(t, "lengths", {}, at + "transformed.");
-        for (const Axis& a : s.axes)
-            if (!c.transformed_lengths.count(a.name) || c.transformed_lengths.at(a.name) < 0)
-                throw std::invalid_argument("field 'counterexample.transformed.lengths' has no length of the axis " +
-                                            a.name);
-        const json& inputs = required(t, "inputs", at + "transformed.");
-        for (const TensorSpec& spec : s.inputs)
-            if (inputs.contains(spec.name))
-                c.transformed[spec.name] = tensor_from(inputs[spec.name], at + "transformed.inputs." + spec.name,
-                                                       shape_of(spec, c.transformed_lengths));
-    }
-    if (j.contains("batches")) {
-        const json& batches = j["batches"];
-        if (!batches.is_array()) throw std::invalid_argument("field 'counterexample.batches' must be an array");
-        for (std::size_t k = 0; k < batches.size(); ++k) {
-            const std::string in = at + "batches[" + std::to_string(k) + "].";
-            const json& one = batches[k];
-            if (!one.is_object()) throw std::invalid_argument("field '" + in.substr(0, in.size() - 1) + "' must be an object");
-            BatchedRequest b;
-            const std::string side = get_as<std::string>(one, "side", in);
-            if (side != "x" && side != "transformed")
-                throw std::invalid_argument("field '" + in + "side' must be \"x\" or \"transformed\"");
-            b.transformed_side = side == "transformed";
-            b.by_reference = get_or<bool>(one, "by_reference", false, in);
-            b.stacked = get_or<bool>(one, "stacked", false, in);
-            b.lengths = get_as<Lengths>(one, "lengths", in);
-            for (const Axis& a : s.axes)
-                if (!b.lengths.count(a.name) || b.lengths.at(a.name) < 0)
-                    throw std::invalid_argument("field '" + in + "lengths' has no length of the axis " + a.name);
-            const json& items = required(one, "items", in);
-            if (!items.is_array() || items.empty())
-                throw std::invalid_argument("field '" + in + "items' must be an array of the batch's items");
-            for (std::size_t i = 0; i < items.size(); ++i) {
-                const std::string item = in + "items[" + std::to_string(i) + "]";
-                if (!items[i].is_object()) throw std::invalid_argument("field '" + item + "' must be an object");
-                Tensors inputs;
-                for (const TensorSpec& spec : s.inputs)
-                    inputs[spec.name] = tensor_from(required(items[i], spec.name.c_str(), item + "."),
-                                                    item + "." + spec.name, shape_of(spec, b.lengths));
-                b.items.push_back(std::move(inputs));
-            }
-            b.at = get_as<std::size_t>(one, "at", in);
-            if (b.at >= b.items.size())
-                throw std::invalid_argument("field '" + in + "at' must be the place of an item of the batch");
-            c.batches.push_back(std::move(b));
-        }
-    }
+    if (j.contains("transformed")) transformed_from(j, s, c);
+    if (j.contains("batches")) c.batches = batches_from(j, s);
     Lengths compared = c.lengths;  // a causal case compares its prefix, a packing case one packed sequence
     if (c.cuts) {
         const auto [first, end] = c.cuts->span(compared[c.cuts->axis]);

@@ -645,5 +645,106 @@ TEST(PositionAudit, ASavedShiftPaddingOrCausalCaseIsJudgedAgainAsItWasFound) {
     }
 }
 
+// Sliding-window attention over x:n,2: query i attends to the keys j in [i - left + 1, i + right] (softmax of
+// x_i . x_j), applied `layers` times.
+NamedBlackBox sliding_window(int left, int right, int layers = 1) {
+    return [=](const Tensors& in) {
+        std::vector<double> x = in.at("x").values;
+        const int n = static_cast<int>(x.size() / 2);
+        for (int layer = 0; layer < layers; ++layer) {
+            std::vector<double> y(x.size(), 0.0);
+            for (int i = 0; i < n; ++i) {
+                double total = 0;
+                for (int j = std::max(0, i - left + 1); j <= std::min(n - 1, i + right); ++j) {
+                    const double w = std::exp(x[2 * i] * x[2 * j] + x[2 * i + 1] * x[2 * j + 1]);
+                    total += w;
+                    for (int d = 0; d < 2; ++d) y[2 * i + d] += w * x[2 * j + d];
+                }
+                for (int d = 0; d < 2; ++d) y[2 * i + d] /= total;
+            }
+            x = y;
+        }
+        return Tensors{{"y", Tensor{{n, 2}, x}}};
+    };
+}
+
+Signature window_signature(const char* output = "y:n,2") {
+    Signature s;
+    s.axes = {parse_axis("n=1..12")};
+    s.inputs = {parse_input("x:n,2")};
+    s.outputs = {parse_output(output)};
+    return s;
+}
+
+AuditOptions window(int w, int right = -1) {
+    AuditOptions o = with(Property{"window"});
+    o.settings["window"] = std::to_string(w);
+    if (right >= 0) o.settings["window_right"] = std::to_string(right);
+    return o;
+}
+
+TEST(WindowAudit, AWindowOneTooWideIsFoundAtNEqualsWPlusOneWithoutAReference) {
+    const Signature s = window_signature();
+    for (int w : {1, 3, 5}) {
+        const AuditResult r = audit(sliding_window(w + 1, 0), s, window(w));
+        ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
+        EXPECT_EQ(r.counterexample->lengths.at("n"), w + 1) << finding(r, s);
+        EXPECT_EQ(r.counterexample->part.at("at"), w) << finding(r, s);
+        EXPECT_EQ(audit(sliding_window(w, 0), s, window(w)).verdict, Verdict::holds) << "W = " << w;
+    }
+}
+
+TEST(WindowAudit, TwoLayersOfWindowThreeHoldAtTheReceptiveFieldFiveAndAreViolatedAtFour) {
+    const Signature s = window_signature();
+    const AuditResult five = audit(sliding_window(3, 0, 2), s, window(5));
+    EXPECT_EQ(five.verdict, Verdict::holds) << finding(five, s);
+    const AuditResult four = audit(sliding_window(3, 0, 2), s, window(4));
+    ASSERT_EQ(four.verdict, Verdict::violated) << finding(four, s);
+    EXPECT_EQ(four.counterexample->lengths.at("n"), 5) << finding(four, s);
+}
+
+TEST(WindowAudit, ABidirectionalWindowCountsItsRightSide) {
+    const Signature s = window_signature();
+    EXPECT_EQ(audit(sliding_window(2, 2), s, window(2, 2)).verdict, Verdict::holds);
+    const AuditResult causal = audit(sliding_window(2, 2), s, window(2));
+    ASSERT_EQ(causal.verdict, Verdict::violated) << finding(causal, s);
+    EXPECT_EQ(causal.counterexample->lengths.at("n"), 2) << "the next token, seen from position 0";
+    EXPECT_EQ(audit(sliding_window(2, 3), s, window(2, 2)).verdict, Verdict::violated);
+}
+
+TEST(WindowAudit, ASavedCaseIsJudgedAgainAsItWasFound) {
+    const Signature s = window_signature();
+    const AuditResult r = audit(sliding_window(4, 0), s, window(3));
+    ASSERT_EQ(r.verdict, Verdict::violated);
+    AuditOptions o = window(3);
+    o.dtype = r.dtype;
+    EXPECT_EQ(reevaluate(sliding_window(4, 0), s, *r.counterexample, false, o).verdict, Verdict::violated);
+    EXPECT_EQ(reevaluate(sliding_window(3, 0), s, *r.counterexample, false, o).verdict, Verdict::holds);
+}
+
+TEST(WindowAudit, RefusesAMissingOrBadWidthAndASignatureWithoutTheAxisInItsOutputs) {
+    const Signature s = window_signature();
+    const auto error_of = [](const NamedBlackBox& f, const Signature& sig, const AuditOptions& o) {
+        try {
+            audit(f, sig, o);
+        } catch (const std::invalid_argument& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_NE(error_of(sliding_window(3, 0), s, with(Property{"window"})).find("--window W"), std::string::npos);
+    EXPECT_NE(error_of(sliding_window(3, 0), s, window(0)).find("--window takes an integer"), std::string::npos);
+    AuditOptions bad = window(3);
+    bad.settings["window_right"] = "two";
+    EXPECT_NE(error_of(sliding_window(3, 0), s, bad).find("--window-right takes an integer"), std::string::npos);
+    AuditOptions unknown = window(3);
+    unknown.settings["windw"] = "3";
+    EXPECT_NE(error_of(sliding_window(3, 0), s, unknown).find("windw"), std::string::npos);
+    const Signature pooled = window_signature("g:2");
+    EXPECT_NE(error_of([](const Tensors&) { return Tensors{{"g", Tensor{{2}, {0, 0}}}}; }, pooled, window(3))
+                  .find("no output has that axis"),
+              std::string::npos);
+}
+
 }  // namespace
 }  // namespace permcheck

@@ -861,6 +861,42 @@ TEST(SignatureAudit, AgreementWithAReferenceImplementationThroughTwoAdapters) {
     EXPECT_NE(stray.run.err.find("--reference-exec goes with --property agreement"), std::string::npos) << stray.all();
 }
 
+TEST(SignatureAudit, AWindowOneTooWideIsFoundAtWPlusOneAndReplaysWithItsWidth) {
+    const permcheck::test::Scratch scratch("signature-window");
+    const Audit holds = permcheck_run(scratch, masked_attention("masked_attention.py --window 3") +
+                                                   " --property window --window 3 --cases 40");
+    EXPECT_EQ(holds.run.exit_code, 0) << holds.all();
+    const Audit wide = permcheck_run(scratch, masked_attention("masked_attention.py --window 4") +
+                                                  " --property window --window 3 --cases 40", true);
+    ASSERT_EQ(wide.run.exit_code, 1) << wide.all();
+    EXPECT_EQ(wide.report.value("property", ""), "window");
+    EXPECT_EQ(wide.report["counterexample"]["lengths"]["n"], 4) << wide.report["counterexample"].dump();
+    EXPECT_EQ(wide.report["counterexample"]["part"]["at"], 3) << wide.report["counterexample"].dump();
+    EXPECT_EQ(wide.report["details"]["audit"]["settings"]["window"], "3");
+    const std::string replay = wide.report.value("replay", "");
+    EXPECT_NE(replay.find("--property window --window 3"), std::string::npos) << replay;
+    const permcheck::test::Run again = permcheck::test::run_shell(
+        permcheck::test::shell_quote(PERMCHECK_BIN) + replay.substr(std::string("permcheck").size()) + " --report again",
+        scratch.dir());
+    EXPECT_EQ(again.exit_code, 1) << permcheck::test::show(again);
+    const json back = json::parse(permcheck::test::slurp(scratch.dir() / "again" / "report.json"));
+    EXPECT_EQ(back["counterexample"], wide.report["counterexample"]);
+    const permcheck::test::Run saved = permcheck::test::run_shell(
+        permcheck::test::shell_quote(PERMCHECK_BIN) + " replay out --exec " + exec_of("masked_attention.py --window 4"),
+        scratch.dir());
+    EXPECT_EQ(saved.exit_code, 1) << permcheck::test::show(saved);
+    const permcheck::test::Run fixed = permcheck::test::run_shell(
+        permcheck::test::shell_quote(PERMCHECK_BIN) + " replay out --exec " + exec_of("masked_attention.py --window 3"),
+        scratch.dir());
+    EXPECT_EQ(fixed.exit_code, 0) << permcheck::test::show(fixed);
+    const Audit stray = permcheck_run(scratch, masked_attention("masked_attention.py") + " --window 3");
+    EXPECT_EQ(stray.run.exit_code, 2) << stray.all();
+    EXPECT_NE(stray.run.err.find("--window goes with --property window"), std::string::npos) << stray.all();
+    const Audit bare = permcheck_run(scratch, masked_attention("masked_attention.py") + " --property window");
+    EXPECT_EQ(bare.run.exit_code, 2) << bare.all();
+    EXPECT_NE(bare.run.err.find("--window W"), std::string::npos) << bare.all();
+}
+
 TEST(SignatureAudit, MessagePassingHoldsAndEachBrokenAggregatorIsViolatedOnItsOwnAxis) {
     const permcheck::test::Scratch scratch("signature-graph");
     for (const char* aggr : {"sum", "mean", "max"}) {

@@ -6,7 +6,8 @@ moves it with the tokens and the layer is equivariant: L(P x, P pad) = P L(x, pa
 which positions the mask names and pads the last k instead (k = how many it names), the mistake of a harness
 that pads "the end": then the mask does not move with the tokens, and permcheck finds it. --no-scale drops the
 1/sqrt(d) of the scores, as a kernel port may: still equivariant, but it no longer agrees with the original (the
-agreement property, against this adapter without the flag as the reference implementation).
+agreement property, against this adapter without the flag as the reference implementation). --window K makes it a
+causal sliding-window attention, query i attending to the keys i - K + 1 .. i (the window property).
 
     {"id": 7, "inputs": {"x": [[...], ...], "pad": [false, true, false]}, "shapes": {"x": [3, 8], "pad": [3]},
      "outputs": ["y"]}                                  ->  {"id": 7, "outputs": {"y": [[...], ...]}}
@@ -18,6 +19,8 @@ agreement property, against this adapter without the flag as the reference imple
     permcheck audit --exec "python3 examples/adapters/masked_attention.py --no-scale" \
         --reference-exec "python3 examples/adapters/masked_attention.py" --property agreement \
         --axis n=1..8 --input x:n,8 --input pad:n:mask --output y:n,8                              # violated
+    permcheck audit --exec "python3 examples/adapters/masked_attention.py --window 4" --property window \
+        --window 3 --axis n=1..8 --input x:n,8 --input pad:n:mask --output y:n,8                   # violated
 """
 import argparse
 import json
@@ -35,13 +38,19 @@ def matmul(x, w):
     return [[sum(row[k] * w[k][j] for k in range(len(w))) for j in range(len(w[0]))] for row in x]
 
 
-def masked_attention(x, pad, wq, wk, wv, scaled=True):
-    """Every query attends to the keys that are not padding (permcheck never pads every position)."""
+def masked_attention(x, pad, wq, wk, wv, scaled=True, window=None):
+    """Every query attends to the keys that are not padding (permcheck never pads every position), within its
+    window when one is given; a query with no such key answers zeros."""
     q, k, v = matmul(x, wq), matmul(x, wk), matmul(x, wv)
-    keys = [j for j in range(len(x)) if not pad[j]]
     scale = 1.0 / math.sqrt(len(x[0])) if scaled else 1.0
     out = []
-    for qi in q:
+    for i, qi in enumerate(q):
+        first = 0 if window is None else max(0, i - window + 1)
+        last = len(x) - 1 if window is None else i
+        keys = [j for j in range(first, last + 1) if not pad[j]]
+        if not keys:
+            out.append([0.0] * len(v[0]))
+            continue
         scores = [scale * sum(a * b for a, b in zip(qi, k[j])) for j in keys]
         top = max(scores)
         e = [math.exp(s - top) for s in scores]
@@ -56,6 +65,7 @@ def main():
                         help="pad the last k positions, whatever the mask names: the mask no longer moves")
     parser.add_argument("--no-scale", action="store_true", help="leave out the scores' 1/sqrt(d), as a port may")
     parser.add_argument("--seed", type=int, default=0, help="seed of the weights")
+    parser.add_argument("--window", type=int, default=None, help="a causal sliding window of K keys per query")
     args = parser.parse_args()
 
     cache = {}
@@ -69,7 +79,7 @@ def main():
             if args.fixed_padding:
                 padded = sum(1 for p in pad if p)
                 pad = [j >= n - padded for j in range(n)]
-            y = masked_attention(x, pad, *cache[d], scaled=not args.no_scale)
+            y = masked_attention(x, pad, *cache[d], scaled=not args.no_scale, window=args.window)
             answer = {"id": request["id"], "outputs": {"y": y}}
         except Exception as e:  # an answer, not a crash: permcheck reports it with the request
             answer = {"id": request["id"], "error": repr(e)}

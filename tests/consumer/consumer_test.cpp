@@ -73,7 +73,7 @@ TEST(ConsumerKernel, ThePaddingAuditsReplayHintIsWritten) {
     EXPECT_EQ(permcheck::explain(r, o), text) << "explain(r, opts) of a signature audit is the signature's account";
     const std::size_t at = text.find("replay (C++):\n");
     ASSERT_NE(at, std::string::npos) << text;
-    EXPECT_NE(text.find(".property = permcheck::Property{"padding"}"), std::string::npos) << text;
+    EXPECT_NE(text.find(".property = permcheck::Property{\"padding\"}"), std::string::npos) << text;
     if (const char* file = std::getenv("PERMCHECK_HINT_FILE")) {
         std::ofstream(file) << text.substr(at + 14) << "// expect: " << r.counterexample->case_index << " "
                             << r.counterexample->lengths.at("n") << "\n";
