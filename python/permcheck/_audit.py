@@ -1,17 +1,12 @@
 """Audits from the calling process: permcheck.audit, permcheck.replay and the assertions.
 
-How a layer is served in process. audit() opens a Unix stream socket in a fresh private directory (mode 0700),
-starts the `permcheck` binary with `audit --connect SOCKET`, and answers on a thread of this process each
-connection permcheck opens: one for each adapter process an `--exec` audit would start (one per job, and one
-for the taps after a violation). Each connection speaks the line protocol of permcheck/_protocol.py, answered by
-the same server `serve()` runs, so the layer object itself (a closure, a fixture, a module with its weights) is
-what is called, and torch is never imported again. The socket and its directory are removed when the audit ends.
-
-A request that takes longer than `timeout` seconds ends the audit: permcheck closes the connection and the verdict
-is `error`. Python cannot stop a running call, so the layer's call goes on in its (daemon) thread until it
-returns, and its answer is dropped; audit() returns as soon as permcheck has ended.
+audit() opens a Unix socket in a fresh private directory (mode 0700), starts the `permcheck` binary with `audit
+--connect SOCKET`, and answers each connection it opens on a thread of this process with serve()'s own server
+(permcheck/_protocol.py), so the layer object itself is what is called (docs/python.md, "How the layer is
+served"). What the binary's vocabulary is (properties, their options, verdicts) it says itself: describe --json.
 """
 
+import contextlib
 import copy
 import functools
 import json
@@ -43,14 +38,12 @@ class PermcheckNotFound(RuntimeError):
     """The permcheck binary is missing, or could not run."""
 
 
-# ---------------------------------------------------------------------------------------------------------
 # Finding the binary
-
 def find_binary():
-    """The permcheck binary: $PERMCHECK_BIN, else the one installed beside this package (PREFIX/bin/permcheck
-    for PREFIX/share/permcheck/python/permcheck), else the one `pip install` put in the scripts directory of the
-    running Python's environment (VENV/bin/permcheck, also looked for beside sys.executable), else `permcheck` on
-    PATH. Raises PermcheckNotFound saying what to install."""
+    """The permcheck binary: $PERMCHECK_BIN, else PREFIX/bin/permcheck beside this package installed in
+    PREFIX/share/permcheck/python, else the scripts directory of this Python's environment (where `pip install`
+    puts it; also beside sys.executable), else `permcheck` on PATH. Raises PermcheckNotFound saying what to
+    install."""
     given = os.environ.get("PERMCHECK_BIN")
     if given:
         if os.path.isfile(given) and os.access(given, os.X_OK):
@@ -76,9 +69,7 @@ def find_binary():
         "beside this package when it is PREFIX/share/permcheck/python's)")
 
 
-# ---------------------------------------------------------------------------------------------------------
 # What the binary says: its vocabulary (permcheck describe --json), asked once per binary
-
 class _Vocabulary:
     """The properties and their options, the verdicts, the input kinds and the precisions of one permcheck binary,
     as `permcheck describe --json` prints them (docs/reference.md, "describe --json"). The package holds no copy."""
@@ -120,9 +111,7 @@ def _vocabulary(binary):
     return _described(binary, os.stat(binary).st_mtime_ns)
 
 
-# ---------------------------------------------------------------------------------------------------------
 # Results
-
 class Comparison:
     """One output of a counterexample: the two sides the property compares, as tensors (nested lists when
     torch is not imported), and how far apart they are."""
@@ -131,11 +120,9 @@ class Comparison:
         self.name = name
         self.layer_of_permuted = to_tensor(j.get("layer_of_permuted"))  # L(P x) (L(x_c), L(pad x))
         self.permuted_layer = to_tensor(j.get("permuted_layer"))        # P L(x) (L(x))
-        self.max_abs_diff = j.get("max_abs_diff")
+        self.max_abs_diff, self.tolerance = j.get("max_abs_diff"), j.get("tolerance")
         self.where = list(j.get("where") or [])
-        self.tolerance = j.get("tolerance")
-        self.holds = bool(j.get("holds", False))
-        self.shape_mismatch = bool(j.get("shape_mismatch", False))
+        self.holds, self.shape_mismatch = bool(j.get("holds", False)), bool(j.get("shape_mismatch", False))
 
     def __repr__(self):
         return "Comparison(%s: max |diff| %s at %s, tolerance %s)" % (self.name, self.max_abs_diff, self.where,
@@ -144,10 +131,9 @@ class Comparison:
 
 class Counterexample:
     """The shrunk counterexample: lengths per axis, the permutation of each axis (one-line form: position k of
-    the permuted input holds row permutations[axis][k]), the inputs as tensors, and each output's comparison;
-    the property's part: `shift` (c), `pads` ({"axis", "slots", "filler"}) or `cuts` ({"axis", "at": [k]}: the
-    causal property's cut, the first k positions kept); `raised`: what the layer raised decoding in chunks where one
-    pass answered (the incremental property's finding, no output compared), else None."""
+    the permuted input holds row permutations[axis][k]), the inputs as tensors, each output's comparison, the
+    property's part (`shift`, `pads`, `cuts`) and what the layer raised where that is the finding (`raised`), as
+    report.json's counterexample holds them (docs/python.md, "The functions")."""
 
     def __init__(self, j, to_tensor, kinds=None):
         self.lengths = dict(j.get("lengths") or {})
@@ -158,10 +144,7 @@ class Counterexample:
         kinds = kinds or {}
         self.inputs = {name: to_tensor(v, kinds.get(name)) for name, v in (j.get("inputs") or {}).items()}
         self.outputs = {name: Comparison(name, v, to_tensor) for name, v in (j.get("outputs") or {}).items()}
-        self.shift = j.get("shift")
-        self.pads = j.get("pads")
-        self.cuts = j.get("cuts")
-        self.raised = j.get("raised")
+        self.shift, self.pads, self.cuts, self.raised = (j.get(k) for k in ("shift", "pads", "cuts", "raised"))
 
     def failing(self):
         """The outputs that do not hold, largest difference first."""
@@ -173,38 +156,24 @@ class Counterexample:
 
 
 class Result:
-    """An audit's outcome. bool(result) is True when the property holds.
+    """An audit's outcome (docs/python.md, "The functions"): verdict and property (the binary's words),
+    counterexample (a Counterexample, or None), first_breaking_tap, report (the directory, None for a holding audit
+    without `report`), summary (the verdict line), output (all permcheck printed), record (report.json as a dict),
+    repro (repro.py beside the report, or None). bool(result) is True when the property holds."""
 
-    verdict         holds | violated | nondeterministic | non-finite | batch-dependent | history-dependent |
-                    error | undecided |
-                    interrupted
-    property        equivariance | invariance | shift | padding | causal | packing
-    counterexample  the shrunk Counterexample, or None
-    first_breaking_tap  the submodule (its name in named_modules()) where symmetry first breaks, or None
-    report          the report directory (kept for a verdict other than holds when no `report` was given;
-                    None for a holding audit without `report`)
-    summary         permcheck's verdict line;  output: all it printed;  record: report.json as a dict
-    repro           repro.py in the report directory: the finding reproduced without permcheck (python3 and
-                    torch alone), or None where none was written
-    """
-
-    def __init__(self, record, output, stderr, report, exit_code, layer_name, integer_kinds=()):
+    def __init__(self, record, output, stderr, report, exit_code, layer_name, vocabulary):
         self.record, self.output, self.stderr, self.report, self.exit_code = record, output, stderr, report, exit_code
-        self.layer = layer_name
-        self.verdict = record.get("verdict", "error")
-        self.property = record.get("property", "equivariance")
-        self.dtype = record.get("dtype")
-        self.error = record.get("error") or ""
-        self.cases = record.get("cases")
-        to_tensor = _tensor_maker(integer_kinds)
+        self.layer, self.verdict = layer_name, record.get("verdict", "error")
+        self.property = record.get("property", vocabulary.default)
+        self.dtype, self.error, self.cases = record.get("dtype"), record.get("error") or "", record.get("cases")
         c = record.get("counterexample")
-        kinds = _input_kinds(record.get("signature"))
-        self.counterexample = Counterexample(c, to_tensor, kinds) if isinstance(c, dict) else None
+        self.counterexample = Counterexample(c, _tensor_maker(vocabulary.integer_kinds),
+                                             _input_kinds(record.get("signature"))) if isinstance(c, dict) else None
         tap = record.get("first_breaking_tap")  # the submodule where symmetry first breaks, when taps located it
         self.first_breaking_tap = tap if isinstance(tap, str) and tap else None
         self.summary = _summary_line(output) or "%s: %s %s" % (layer_name, self.property, self.verdict)
         self.hint = None  # a sentence on what to do (a nondeterministic torch module: deterministic algorithms)
-        self.repro = None  # repro.py beside the report, a reproduction without permcheck
+        self.repro = None
 
     @property
     def holds(self):
@@ -266,7 +235,7 @@ def _tensor_maker(integer_kinds):
                 return torch.tensor(v, dtype=torch.float64) != 0
             if kind in integer_kinds:
                 return torch.tensor(v, dtype=torch.float64).to(torch.int64)
-            return torch.tensor(v, dtype=_json_dtype(torch, v))
+            return torch.tensor(v, dtype=_protocol._element_type(torch, torch.float64, _protocol._kind(None, v)))
         except (TypeError, ValueError, RuntimeError):
             return v
     return to_tensor
@@ -280,32 +249,16 @@ def _input_kinds(signature):
     for text in inputs if isinstance(inputs, list) else []:
         parts = str(text).split(":")
         if len(parts) >= 3:
-            try:
+            with contextlib.suppress(ValueError):
                 kinds[parts[0]] = _protocol._kind(parts[2], [])
-            except ValueError:
-                pass
     return kinds
 
 
-def _json_dtype(torch, v):
-    leaves = list(_protocol._leaves(v))
-    if leaves and all(isinstance(x, bool) for x in leaves):
-        return torch.bool
-    if leaves and all(isinstance(x, int) and not isinstance(x, bool) for x in leaves):
-        return torch.int64
-    return torch.float64
-
-
 def _summary_line(output):
-    for line in output.splitlines():
-        if line.startswith("audit of "):
-            return line.strip()
-    return ""
+    return next((line.strip() for line in output.splitlines() if line.startswith("audit of ")), "")
 
 
-# ---------------------------------------------------------------------------------------------------------
 # Serving the layer over a Unix socket
-
 class _SocketServer:
     """Listens on a Unix socket in a private directory; each accepted connection is answered on a thread by a
     protocol server of its own (its announcement is its own) over the same layer."""
@@ -336,16 +289,13 @@ class _SocketServer:
         with connection:
             requests = connection.makefile("r", encoding="utf-8", newline="\n")
             answers = connection.makefile("w", encoding="utf-8", newline="\n")
-            try:
+            # permcheck closes the connection after a timeout or at the audit's end: no answer is wanted then
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError, ValueError):
                 server.answer_all(requests, answers)
-            except (BrokenPipeError, ConnectionResetError, OSError, ValueError):
-                pass  # permcheck closed the connection (a timeout, or the audit ended): no answer is wanted
 
     def close(self):
-        try:
+        with contextlib.suppress(OSError):
             self.listener.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
         self.listener.close()
         self.acceptor.join(timeout=5)
         for thread in self.threads:
@@ -353,42 +303,47 @@ class _SocketServer:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
-# ---------------------------------------------------------------------------------------------------------
 # The layer as served: the user's module untouched
-
 class _Prepared:
-    """The layer to serve and the dtype it computes in, the user's module left as it was: a module is put in
-    eval mode for the audit and given back its modes after; a dtype other than its own is served from a copy."""
+    """The layer to serve (None: none) and the dtype it computes in, the user's module left as it was: a module is
+    put in eval mode while served (a `with` block) and given back its modes after; a dtype other than its own is
+    served from a copy."""
 
     def __init__(self, layer, dtype):
-        torch = sys.modules.get("torch")
-        self.torch = torch
+        torch = self.torch = sys.modules.get("torch")
         self.is_module = torch is not None and isinstance(layer, torch.nn.Module)
-        self.modes = []
-        self.layer = layer
-        self.dtype = None  # the torch dtype given to the protocol server, None for nested lists
-        self.dtype_name = "infer"
+        self.layer, self.modes = layer, []
+        self.dtype, self.dtype_name = None, "infer"  # the torch dtype the protocol server gets; None: nested lists
+        if layer is None:
+            return
         if dtype is not None:
             if torch is None:
                 import torch  # a dtype means tensors
                 self.torch = torch
             self.dtype = _protocol._resolve_dtype(self.torch, None, dtype)
-            self.dtype_name = str(self.dtype).replace("torch.", "")
-        if not self.is_module and self.dtype is None and torch is not None:
+        elif not self.is_module and torch is not None:
             # A function in a program that imported torch gets tensors, as it would from its own callers: float64
             # ones, judged as float64 (dtype="float32" for a function that computes in float32).
-            self.dtype, self.dtype_name = torch.float64, "float64"
+            self.dtype = torch.float64
         if self.is_module:
             own = _protocol._resolve_dtype(self.torch, layer, None)
-            if self.dtype is None:
-                self.dtype = own
-                self.dtype_name = str(own).replace("torch.", "")
-            elif self.dtype != own:
+            if self.dtype is not None and self.dtype != own:
                 self.layer = copy.deepcopy(layer).to(self.dtype)  # converting in place would change the user's
+            self.dtype = own if self.dtype is None else self.dtype
             self.modes = [(m, m.training) for m in self.layer.modules()]
             self.layer.eval()
+        if self.dtype is not None:
+            self.dtype_name = str(self.dtype).replace("torch.", "")
 
-    def restore(self):
+    def server(self, kinds, call, device, taps=False, batch=None, stacked=False):
+        """A maker of protocol servers of the layer, one a connection."""
+        return lambda: _protocol._Server(self.layer, self.dtype, kinds, taps=taps, batch=batch, stacked=stacked,
+                                         call=call, convert=False, device=device)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
         for module, training in self.modes:
             module.training = training
 
@@ -402,9 +357,7 @@ def _layer_name(layer):
     return getattr(layer, "__qualname__", None) or type(layer).__name__
 
 
-# ---------------------------------------------------------------------------------------------------------
 # audit() and replay()
-
 def _as_list(value, what):
     if value is None:
         return []
@@ -506,53 +459,15 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property=Non
           cache=None, cumulative=None, reference=None, reference_arguments=None, reference_output=None,
           reference_dtype=None, judge_as=None, device=None, **options):
     """Audit `layer` (a torch.nn.Module, TorchScript included, or a function) for `property`, served from this
-    process. Returns a Result; never raises for a verdict (see assert_equivariant for that).
-
-    axes, inputs, outputs  the signature in permcheck's grammar: axes=["n=1..8"], inputs=["x:n,8",
-                           "pad:n:mask"], outputs=["y:n,8"]; or dim=D for one input x:n,D (outputs then
-                           "sequence" or "pooled").
-    property               "equivariance" (each output judged along its axes: a pooled output is invariant),
-                           "shift" or "padding" (position-aware audits), "causal" (no output sees a later
-                           token), "packing" (packed sequences stay apart) or "incremental" (decoding in
-                           chunks, a cache carried between them, gives the one-pass outputs):
-                           `causal_axis` names the sequence axis of these when there are several; or
-                           "agreement" (the default with `reference`: the layer and the reference answer
-                           every input alike).
-    dtype                  the precision judged, which the layer computes in: a module's own by default. A
-                           function receives tensors of it; without one, float64 tensors when the program
-                           imported torch (judged as float64), else nested lists (precision inferred from
-                           the answers). The user's module is never modified: another dtype is served from a
-                           copy, and its training modes are restored after the audit (it is audited in eval).
-    report                 a directory for the report (report.json, report.md, report.html); by default a
-                           temporary one, kept (and named in the result) unless the property holds.
-    arguments, output      how forward is called (serve's): {parameter: input, "length:AXIS",
-                           "offset:AXIS", "arange:AXIS" or a constant} and the one element of a tuple, key
-                           of a dict or attribute of an object that answers.
-    cache, cumulative      for "incremental" (serve's): the argument and answer element that carry the cache
-                           from one chunk to the next ("past_key_values", or ("kv", 1) for a tuple answer;
-                           without it the layer keeps its own), and the inputs a chunk receives from
-                           position 0 (["attention_mask"]).
-    reference              a reference implementation of the same signature (a module or a function: an
-                           eager original, the code a kernel was ported from), served beside the layer for
-                           "agreement": what one side raises where the other answers is the finding.
-                           reference_arguments, reference_output: its `arguments` and `output` where its
-                           forward differs (by default the layer's). reference_dtype: the precision it runs in
-                           (by default `dtype`, else its own).
-    judge_as               the precision the comparison is judged at ("float32", "tf32", ...): by default the
-                           coarser of the two sides' (the layer's alone without a reference). A float64 model
-                           whose library computes its softmax in float32 is judged as float32.
-    device                 where the inputs are made ("cuda:0"): by default a module's own (its first
-                           parameter's or buffer's), the CPU for a function; answers come back to the CPU. A
-                           float32 module on a GPU that allows TF32 (torch.backends.cuda.matmul.allow_tf32,
-                           torch.backends.cudnn.allow_tf32) is judged as tf32 (10 bits of mantissa in its
-                           matrix products); the verdict line and the report name the device.
-    options                the options the binary declares (`permcheck describe --json`), by their keywords:
-                           every property's timeout, startup_timeout, jobs (threads here), max_len, min_len,
-                           amplification, shard, skip_padded (the slots the masks pad are not compared); and
-                           the property's own: padding, padding_axis (padding), keep_positions, along
-                           (equivariance along that axis alone, the others left in place), causal_axis
-                           (causal, packing, incremental). An unknown keyword is a TypeError naming them.
-    """
+    process. Returns a Result; never raises for a verdict (see assert_equivariant for that). docs/python.md, "The
+    functions", says what each argument does: the signature (axes, inputs, outputs; or dim=D for one input x:n,D),
+    property (the binary's; "agreement" by default with a `reference`), dtype (the precision judged: a module's own
+    by default, another served from a copy; the user's module is never modified), report (a directory; by default
+    a temporary one, kept unless the property holds), arguments and output (serve's: how forward is called),
+    cache and cumulative (for decoding in chunks), reference and its reference_* arguments, judge_as, device.
+    `options` are the options the binary declares (`permcheck describe --json`), by their keywords: every
+    property's (timeout, jobs, max_len, ...) and the property's own (padding_axis, causal_axis, window, ...); True
+    gives a flag alone, None and False nothing. An unknown keyword is a TypeError naming the known ones."""
     binary = find_binary()
     vocabulary = _vocabulary(binary)
     property = _property(vocabulary, property, reference)
@@ -574,7 +489,7 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property=Non
         if own_report:
             shutil.rmtree(directory, ignore_errors=True)
         raise PermcheckNotFound(_no_report(binary, code, err.strip() or out.strip()))
-    result = Result(record, out, err, directory, code, name, vocabulary.integer_kinds)
+    result = Result(record, out, err, directory, code, name, vocabulary)
     if not result.holds:
         result.repro = _written_repro(directory, record, layer, dtype, call, reference, against, vocabulary,
                                       vocabulary.properties[property]["needs_reference"])
@@ -622,27 +537,23 @@ def _written_repro(directory, record, layer, dtype, call, reference, against, vo
 
 
 class _Against:
-    """A reference implementation served beside the layer (`layer` None: only a precision to judge at), its
-    dtype and call, and the precision the comparison is judged at when given."""
+    """A reference implementation served beside the layer (`layer` None: only a precision to judge at), its dtype
+    and call (the layer's unless told otherwise), and the precision the comparison is judged at when given."""
 
-    def __init__(self, layer, dtype, call, judge_as, precisions):
-        self.layer, self.dtype, self.call, self.judge_as, self.precisions = layer, dtype, call, judge_as, precisions
-        if judge_as is not None and judge_as not in precisions:
-            raise ValueError("judge_as is one of %s, got %r" % (", ".join(precisions), judge_as))
+    def __init__(self, vocabulary, reference, reference_arguments, reference_output, reference_dtype, judge_as,
+                 arguments, output, dtype, inputs):
+        self.layer, self.judge_as, self.precisions = reference, judge_as, vocabulary.precisions
+        if judge_as is not None and judge_as not in self.precisions:
+            raise ValueError("judge_as is one of %s, got %r" % (", ".join(self.precisions), judge_as))
+        self.dtype = reference_dtype if reference_dtype is not None else dtype
+        self.call = None if reference is None else _protocol._Call(
+            arguments if reference_arguments is None else reference_arguments,
+            output if reference_output is None else reference_output, inputs)
 
 
-def _against(vocabulary, reference, reference_arguments, reference_output, reference_dtype, judge_as, arguments,
-             output, dtype, inputs):
-    """The reference served beside the layer, called as the layer is unless told otherwise; None without a reference
-    and without a precision to judge at."""
-    if reference is None and judge_as is None:
-        return None
-    call = None
-    if reference is not None:
-        call = _protocol._Call(arguments if reference_arguments is None else reference_arguments,
-                               output if reference_output is None else reference_output, inputs, None, None)
-    return _Against(reference, reference_dtype if reference_dtype is not None else dtype, call, judge_as,
-                    vocabulary.precisions)
+def _against(vocabulary, reference, *how):
+    """The reference served beside the layer; None without a reference and without a precision to judge at."""
+    return None if reference is None and how[3] is None else _Against(vocabulary, reference, *how)
 
 
 def _judged(layer_dtype, reference_dtype, precisions):
@@ -667,44 +578,33 @@ def _placed(prepared, device):
 def _served(binary, layer, name, flags, dtype, call, kinds, taps, batch, against=None, device=None):
     """`permcheck audit` with `flags`, the layer (and a reference, `against`) served from this process:
     (code, out, err)."""
-    prepared = _Prepared(layer, dtype)
-    theirs = _Prepared(against.layer, against.dtype) if against is not None and against.layer is not None else None
-    try:
-        make_server = lambda: _protocol._Server(prepared.layer, prepared.dtype, kinds, taps=taps, batch=batch,
-                                                stacked=True, call=call, convert=False, device=device)
+    theirs = against.layer if against is not None else None
+    with _Prepared(layer, dtype) as prepared, _Prepared(theirs, against and against.dtype) as reference:
         placed, judged = _placed(prepared, device)
         make_reference, more = None, []
         if placed is not None and (device is not None or placed.type != "cpu"):
             more += ["--device", str(placed)]
         if theirs is not None:
-            make_reference = lambda: _protocol._Server(theirs.layer, theirs.dtype, kinds, taps=False, batch=batch,
-                                                       stacked=True, call=against.call, convert=False, device=device)
-            judged = _judged(judged, _placed(theirs, device)[1], against.precisions)
-            more += ["--reference-connect", "{reference}", "--reference-name", _layer_name(against.layer)]
+            make_reference = reference.server(kinds, against.call, device, batch=batch, stacked=True)
+            judged = _judged(judged, _placed(reference, device)[1], against.precisions)
+            more += ["--reference-connect", "{reference}", "--reference-name", _layer_name(theirs)]
         if against is not None and against.judge_as is not None:
             judged = against.judge_as
         elif dtype is None and judged != "infer":  # the report says what chose it: not the user
             more += ["--dtype-source", "module" if prepared.is_module else "default"]
         return _run(binary, ["audit", "--connect", "{socket}", "--name", name, "--dtype", judged] + more + flags,
-                    make_server, make_reference)
-    finally:
-        prepared.restore()
-        if theirs is not None:
-            theirs.restore()
+                    prepared.server(kinds, call, device, taps=taps, batch=batch, stacked=True), make_reference)
 
 
 def profile(layer, *, axes=None, inputs=None, outputs=None, dim=None, dtype=None, cases=100, seed=1, report=None,
             arguments=None, output=None, kinds=None, batch=256, taps=True, cache=None, cumulative=None,
             reference=None, reference_arguments=None, reference_output=None, reference_dtype=None, judge_as=None,
             device=None, **options):
-    """Every question that applies to `layer`, a row each, as `permcheck audit --profile` asks them: causal,
-    order only through the position inputs, order-aware at all, relative, padding left/right/any, packing.
-    With `cache` (a cache route, as audit() takes it) a last row asks "incremental" too; with `reference` (and
-    its reference_* arguments, as audit() takes them) a row asks "agreement".
-    Takes audit()'s arguments (but `property`); returns the rows, each a dict: row (its id), title, verdict,
-    cases, meaning (what the verdict says, in words), report (the row's report.json, a path) and replay. Every
-    row's report is kept under `report`, by default a new temporary directory. Raises AuditError when the
-    profile could not run (a bad option, a layer that cannot be served)."""
+    """Every question that applies to `layer`, a row each, as `permcheck audit --profile` asks them (with `cache`
+    a row of the property that decodes in chunks, with `reference` an agreement row). Takes audit()'s arguments
+    but `property`; returns the rows, each a dict: row, title, verdict, cases, meaning (the verdict in words),
+    report (the row's report.json, kept under `report`, by default a new temporary directory) and replay. Raises
+    AuditError when the profile could not run (a bad option, a layer that cannot be served)."""
     binary = find_binary()
     vocabulary = _vocabulary(binary)
     flags = _flags(vocabulary, axes, inputs, outputs, dim, vocabulary.default, cases, seed, options)
@@ -763,27 +663,16 @@ def replay(report, layer, *, dtype=None, arguments=None, output=None, kinds=None
     call = _protocol._Call(arguments, output, call_inputs, cache, cumulative)
     saved = record.get("dtype")
     served = {"tf32": "float32"}.get(saved, saved)  # a tf32 audit's module computes in float32
-    prepared = _Prepared(layer, dtype if dtype is not None else (served if served in ("float32", "float64",
-                                                                                     "float16", "bfloat16") else None))
-    theirs = None
-    if reference is not None:
-        theirs = _Prepared(reference, reference_dtype if reference_dtype is not None else dtype)
-    try:
-        make_server = lambda: _protocol._Server(prepared.layer, prepared.dtype, kinds, taps=False, batch=None,
-                                                stacked=False, call=call, convert=False, device=device)
+    served = dtype if dtype is not None else served if served in ("float32", "float64", "float16", "bfloat16") else None
+    with _Prepared(layer, served) as prepared, _Prepared(reference, reference_dtype if reference_dtype is not None
+                                                         else dtype) as theirs:
         make_reference, more = None, []
-        if theirs is not None:
+        if reference is not None:
             their_call = _protocol._Call(arguments if reference_arguments is None else reference_arguments,
                                          output if reference_output is None else reference_output, call_inputs)
-            make_reference = lambda: _protocol._Server(theirs.layer, theirs.dtype, kinds, taps=False, batch=None,
-                                                       stacked=False, call=their_call, convert=False, device=device)
-            more = ["--reference-connect", "{reference}"]
+            make_reference, more = theirs.server(kinds, their_call, device), ["--reference-connect", "{reference}"]
         code, out, err = _run(binary, ["replay", file, "--connect", "{socket}", "--timeout", str(timeout)] + more,
-                              make_server, make_reference)
-    finally:
-        prepared.restore()
-        if theirs is not None:
-            theirs.restore()
+                              prepared.server(kinds, call, device), make_reference)
     if code not in (0, 1):
         raise AuditError("the replay of %s did not run: %s" % (file, (err.strip() or out.strip())))
     return ReplayResult(code, out, err)
@@ -805,9 +694,7 @@ def _read_record(directory):
         return None
 
 
-# ---------------------------------------------------------------------------------------------------------
 # Listeners (the pytest plugin's summary)
-
 _listeners = []
 _report_directories = []  # callables of the layer's name: a directory for its report, or None
 

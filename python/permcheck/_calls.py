@@ -50,10 +50,9 @@ class _Call:
                              "them, got %s" % type(arguments).__name__)
         sources = list(arguments.values()) if isinstance(arguments, dict) else list(arguments or [])
         sources = [source for source in sources if isinstance(source, str)]  # others are constants, passed as they are
-        for source in sources:
-            if not source:
-                raise ValueError("each source in arguments is an input name, length:AXIS or a constant (not a "
-                                 "string), got an empty string")
+        if "" in sources:
+            raise ValueError("each source in arguments is an input name, length:AXIS or a constant (not a "
+                             "string), got an empty string")
         if output is not None and (isinstance(output, bool) or not isinstance(output, (int, str))):
             raise ValueError("output must be an index or a key, got %r" % (output,))
         self.arguments, self.output = arguments, output
@@ -134,15 +133,7 @@ class _Call:
 
     def cache_of(self, raw):
         """The cache an answer returns (cache's key, attribute or tuple index)."""
-        key = self.cache[1]
-        try:
-            return raw[key]
-        except (IndexError, KeyError, TypeError):
-            pass
-        if isinstance(key, str) and hasattr(raw, key):
-            return getattr(raw, key)
-        raise ValueError("cache=%r: the layer returned %s, which has no element or attribute %r holding the cache"
-                         % (self.cache, _describe(raw), key))
+        return _element(raw, self.cache[1], "cache=%r" % (self.cache,), " holding the cache")
 
     def raw(self, layer, torch, inputs, items, one_tensor=False, chunk=None, state=None, chunked=False):
         """The layer's whole result (before `output` picks from it); in a chunked call `chunk` is (first, end) and
@@ -174,16 +165,17 @@ class _Call:
             raise _Raised() from error
 
     def selected(self, result):
-        if self.output is None:
-            return result
-        try:
-            return result[self.output]
-        except (IndexError, KeyError, TypeError):
-            pass
-        if isinstance(self.output, str) and hasattr(result, self.output):  # a dataclass or another object
-            return getattr(result, self.output)
-        raise ValueError("output=%r: the layer returned %s, which has no element or attribute %r"
-                         % (self.output, _describe(result), self.output))
+        return result if self.output is None else _element(result, self.output, "output=%r" % (self.output,), "")
+
+
+def _element(result, key, what, holding):
+    """result[key], else its attribute `key` (a dataclass or another object); ValueError naming `what` otherwise."""
+    with contextlib.suppress(IndexError, KeyError, TypeError):
+        return result[key]
+    if isinstance(key, str) and hasattr(result, key):
+        return getattr(result, key)
+    raise ValueError("%s: the layer returned %s, which has no element or attribute %r%s"
+                     % (what, _describe(result), key, holding))
 
 
 class _Exclusive:

@@ -5,97 +5,23 @@
     serve(module, dtype=torch.float32)     # any torch.nn.Module, in eval mode, under no_grad
     serve(module, arguments={"src": "x"}, output=0)   # forward's own parameter names; one element of a tuple
 
-permcheck puts the directory of the package on the PYTHONPATH of the programs it runs, so the import works with
-no set-up. Plain Python 3, standard library only; PyTorch is used only for a torch module or when a dtype is
-given, and is then the one the user's program already imported. The same server answers the in-process audits
-of permcheck.audit (one connection of a Unix socket for each adapter process, permcheck/_audit.py).
-
-The protocol (docs/protocol.md): permcheck starts the program once and writes one JSON request
-per line on its stdin; serve() answers each with one line on stdout, in order, and returns at end of input.
-
-One-tensor form (`permcheck audit --dim D`):
-    -> {"id": 7, "x": [[0.5, -1.0], [2.0, 0.25]]}        n rows (positions) of D numbers (features)
-    <- {"id": 7, "y": [[...], [...]]}                      a sequence layer: n rows
-    <- {"id": 7, "y": [...]}                               a pooled layer (--output pooled): one vector
-    The layer is called with x as its one positional argument: a module gets an (n, D) tensor, a function a
-    list of n lists (a tensor when serve() was given a dtype).
-
-Named form (`permcheck audit --axis ... --input ... --output ...`):
-    -> {"id": 7, "inputs": {"q": [[...]], "pad": [true, false]}, "shapes": {"q": [2, 8], "pad": [2]},
-        "outputs": ["y"]}
-    <- {"id": 7, "outputs": {"y": [[...]]}}
-    The layer is called with the inputs as keyword arguments of those names (module(**inputs) calls forward).
-    Nested arrays in the order of the input's dims; `shapes` rebuilds a tensor with a dim of length 0. Kinds:
-    JSON booleans are a mask (torch.bool), JSON integers an index (torch.int64), numbers with a fraction or an
-    exponent real values (the float dtype). A `kinds` object in the request ({"edge_index": "index"}), or the
-    `kinds` argument of serve(), names the kind where the values cannot, e.g. an empty index input. Token ids
-    ("token"), position ids ("position"), sequence indices ("segment") and a mask of 1 = keep ("mask=keep") are
-    int64 tensors for a module and
-    lists of ints for a function; a mask ("mask", True = padding) stays torch.bool.
-
-Taps (where symmetry first breaks), both forms, for a torch module unless serve(..., taps=False):
-    every answer carries "taps_offered": true; permcheck then, after a violation, sends the counterexample's
-    requests with "taps": true, answered with the outputs of the module's submodules (forward hooks, the root
-    left out), in the order they finished:
-    <- {"id": 7, "outputs": {...}, "taps_offered": true,
-        "taps": [{"name": "blocks.0", "shape": [2, 8], "values": [[...], [...]]}, ...]}
-    An adapter of your own may add "dims": ["n", null] to a tap (the axis each dim follows, null for none);
-    without it permcheck finds the axes itself by probing (docs/reports.md, "Where symmetry first breaks"). A tap whose
-    values cannot be sent is {"name": "blocks.0", "not_comparable": "a nested tensor"}: listed, with its reason.
-
-Batches (serve's `batch`, default 256): the first answer announces "batch": K, and for a torch module
-"stacked": true; permcheck then sends several cases per request, either as a list of ordinary requests
-({"id": 7, "batch_dims": {...}, "batch": [REQUEST, ...]}, answered {"id": 7, "batch": [ANSWER, ...]}) or, for
-a module, stacked: each input one tensor with the cases on its batch dim, as base64 of little-endian float64
-({"id": 7, "stacked": K, "batch_dims": {...}, "inputs": {"x": "BASE64"}, "shapes": {...}, ...}, answered
-{"id": 7, "outputs": {"y": "BASE64"}, "shapes": {...}}). docs/protocol.md, "Batched requests" and "Stacked batches".
-
-Each request line is parsed once and told apart by the keys of the request object itself ("stacked", "batch",
-"taps", "inputs", "x"), never by its text: input names live inside "inputs", "shapes" and "kinds" and output names
-in "outputs", so an input or output may be named batch, stacked, taps, shapes or id like any other.
-
-Arguments and outputs (serve's `arguments` and `output`), for a layer whose forward names its parameters
-otherwise or returns several values:
-    arguments={"src": "x", "lengths": "length:n"}   forward(src=<input x>, lengths=<int64 tensor>): each key a
-                                                    parameter of forward, each value an input of the signature or
-                                                    length:AXIS (an int64 tensor holding the axis's length once
-                                                    per item of the request: [n], or [n] * K for K stacked cases),
-                                                    offset:AXIS (a 0-d int64 tensor, the first position of what
-                                                    the call receives: 0) or arange:AXIS (an int64 vector of its
-                                                    positions, 0 .. n-1: HF's cache_position);
-                                                    inputs no value names are passed under their own names;
-                                                    a value that is not a string is a constant, passed as it is
-                                                    ({"use_cache": False})
-    arguments=["x", "length:n"]                     the same, passed positionally in that order
-    output=0, output="last_hidden_state"            the element of a tuple (or list) answer, the key of a dict
-                                                    answer, or the attribute of another object (a dataclass),
-                                                    that answers the request (before the rules below)
-    length:AXIS needs the dims of the inputs: serve(..., inputs=["x:n,8"]) in the --input grammar (permcheck.audit
-    passes its own).
-
-Answers, both forms:
-    a single value (a tensor, a nested list, a number)   answers the one output the request names (y)
-    a tuple                                             answers the outputs in the request's order
-    a dict                                              answers them by name (other keys are ignored)
-    an exception                                        {"id": 7, "error": "ValueError: ..."}: the last line of
-                                                        its traceback (the whole traceback goes to stderr)
-
-stdout carries only answers: while serve() runs, sys.stdout (and file descriptor 1, so C extensions too) is
-redirected to stderr, so whatever the user's code prints goes to stderr. Non-finite numbers are written as
-Python's json writes them (NaN, Infinity, -Infinity), which permcheck accepts and judges. serve() exits quietly,
-without a traceback, when permcheck closes the pipe or on Ctrl-C.
+Plain Python 3, standard library only; PyTorch only for a torch module or when a dtype is given. The same server
+answers the in-process audits of permcheck.audit (permcheck/_audit.py). The protocol is docs/protocol.md; what
+serve does with a layer, docs/audit.md ("A Python layer: the ready adapter"). A request line is parsed once and
+told apart by the keys of the request object ("stacked", "batch", "taps", "inputs", "x"), never by its text, so
+an input or output may be named batch, stacked, taps, shapes or id like any other.
 """
 
 import array
 import base64
+import contextlib
 import json
 import os
 import sys
 import traceback
 
 if "_Call" not in globals():  # permcheck_adapter.py beside an adapter's repro.py holds _calls.py's text above this
-    from permcheck._calls import (_LENGTH, _Call, _ChunkRaised, _Raised, _free_axes, _input_dims, _miswired,
-                                  _named_results)
+    from permcheck._calls import _LENGTH, _Call, _ChunkRaised, _Raised, _named_results
 
 __all__ = ["serve"]
 
@@ -107,43 +33,14 @@ _INTEGER_KINDS = ("index", "token", "position", "mask=keep", "segment")
 
 def serve(layer, dtype=None, *, kinds=None, taps=True, stdin=None, stdout=None, batch=256, stacked=True,
           arguments=None, output=None, inputs=None, cache=None, cumulative=None, device=None):
-    """Answer permcheck's requests with `layer` until end of input.
-
-    layer   a callable (a function of named inputs, see the module docstring) or a torch.nn.Module, which is
-            put in eval mode and called under torch.no_grad().
-    dtype   the float dtype of the tensors the layer receives: a torch dtype or its name ("float32",
-            "float64", "bfloat16", "float16"). A module is converted to it (module.to(dtype)); without it a
-            module computes in the dtype of its first floating parameter (float32 if it has none) and a function
-            receives nested lists.
-    kinds   {input name: "float" | "mask" | "index"}, for an input whose kind its values cannot show.
-    batch   the most cases one request may hold (announced to permcheck in the first answer): a torch
-            module then runs one forward pass per batch, its cases stacked on the batch dims permcheck names,
-            and a function is called once per case; 1 or None: one case per request.
-    stacked a torch module also announces "stacked": permcheck then sends a batch as one tensor per input, its
-            cases stacked on the batch dim and its numbers in binary (base64), and reads the outputs back the same
-            way: the fast form. False: batches item by item, in JSON numbers.
-    taps    a torch module offers its submodules' outputs ("taps", see the module docstring) unless False:
-            after a violation permcheck then names the first submodule that breaks the symmetry.
-    arguments
-            {forward's parameter: input name or "length:AXIS"}, or a list of them passed positionally: see the
-            module docstring.
-    output  an index (a tuple or list answer), a key (a dict answer) or an attribute (a dataclass or another
-            object): the one value that answers.
-    inputs  the signature's inputs in permcheck's --input grammar ("x:n,8"), needed by "length:AXIS" only.
-    cache   how a chunked request (the incremental property) carries the layer's cache from one chunk to the next:
-            "past_key_values" (the keyword argument that takes it, and the key or attribute of the answer that
-            returns it) or ("kv", 1) (an argument name and the index of the answer's tuple). The first chunk gets
-            no cache. Without it the layer keeps its own (a start_pos style cache): the chunks are called in
-            order and nothing is passed.
-    cumulative
-            the inputs a chunk receives from position 0 to its end (HF's attention_mask in cached decoding);
-            the others hold the chunk's positions only.
-    device  where the inputs are made ("cuda:0", a torch.device): by default a module's own (its first parameter's
-            or buffer's), the CPU for a function. Answers are brought back to the CPU.
-    stdin, stdout
-            text streams to read requests from and write answers to; by default the process's own, with
-            stdout claimed for answers as the module docstring says.
-    """
+    """Answer permcheck's requests with `layer` (a function of named inputs, or a torch.nn.Module, put in eval mode
+    and called under torch.no_grad()) until end of input. docs/audit.md, "A Python layer: the ready adapter", says
+    what each argument does: dtype (a torch dtype or its name; a module is converted to it), kinds ({input:
+    kind} where the values cannot show it), batch (the most cases a request may hold; 1 or None: one), stacked
+    (a module takes a batch as one tensor an input, in base64), taps (a module offers its submodules' outputs),
+    arguments and output (how forward is called, what answers), inputs (the --input texts, for length:AXIS),
+    cache and cumulative (how the incremental property's chunks are decoded: docs/decoders.md), device (where
+    inputs are made), stdin and stdout (the streams; by default the process's, stdout claimed for answers)."""
     server = _Server(layer, dtype, kinds, taps=taps, batch=batch, stacked=stacked,
                      call=_Call(arguments, output, inputs, cache, cumulative), device=device)
     requests = stdin if stdin is not None else sys.stdin
@@ -162,14 +59,9 @@ def serve(layer, dtype=None, *, kinds=None, taps=True, stdin=None, stdout=None, 
             restore()
 
 
-# ---------------------------------------------------------------------------------------------------------
 # The server: one request line parsed once, dispatched on the request object's own keys
-
-
 class _Server:
-    """One served layer. Each request line is parsed once and dispatched on the top-level keys of the request
-    object ("stacked", "batch", "taps"), never on its text: input names live inside "inputs", "shapes" and
-    "kinds", output names in "outputs", so an input or output may be called batch, stacked, taps, shapes or id."""
+    """One served layer, each request dispatched on the top-level keys of its object (the module docstring)."""
 
     def __init__(self, layer, dtype, kinds, *, taps, batch, stacked, call=None, convert=True, device=None):
         self.call = call if call is not None else _Call(None, None, None)
@@ -192,20 +84,16 @@ class _Server:
         self.device = _resolve_device(torch, layer if self.is_module else None, device) if torch is not None else None
         self.call.device = self.device
         self.offers_taps = bool(taps) and self.is_module
-        # What the first ordinary answer announces ({} when nothing: one case per request).
-        self.announcement = {}
         self.exceptions = _Exceptions()  # what the layer raised: the first traceback shown, the rest counted
-        if batch is not None and batch > 1:
-            self.announcement["batch"] = int(batch)
-            if self.is_module and stacked:
-                self.announcement["stacked"] = True
+        # What the first ordinary answer announces ({} when nothing: one case per request).
+        self.announcement = {"batch": int(batch)} if batch is not None and batch > 1 else {}
+        if self.announcement and self.is_module and stacked:
+            self.announcement["stacked"] = True
 
     def answer_all(self, requests, answers):
         """Answers every request line of the text stream `requests` on `answers`, one line each, in order."""
         try:
-            for line in requests:
-                if not line.strip():
-                    continue
+            for line in filter(str.strip, requests):
                 answers.write(json.dumps(self.answer_line(line)) + "\n")
                 answers.flush()
         finally:
@@ -228,8 +116,6 @@ class _Server:
             self.announcement = {}  # announced once
         return answer
 
-    # One request
-
     def answer(self, request):
         """The answer object to one ordinary request (an object, or a batch's item): outputs, or an error naming
         what went wrong."""
@@ -241,7 +127,7 @@ class _Server:
                 names = request.get("outputs")
                 if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
                     raise ValueError('"outputs" must be a non-empty list of output names')
-                inputs = _named_inputs(request, self.torch, self.dtype, self.kinds, self.device)
+                inputs = self.named_inputs(request)
                 if "chunks" in request:  # the incremental property: the chunks in order, a cache carried between
                     result = self.call.chunked(self.layer, self.torch, inputs, request["chunks"], names)
                     return {"id": request_id, "outputs": _outputs(result, names), "chunked": True}
@@ -254,7 +140,7 @@ class _Server:
                 result = self.call(self.layer, self.torch, {"x": x}, 1, one_tensor=True)
                 return {"id": request_id, "y": _outputs(result, ["y"])["y"]}
             raise ValueError('a request holds "x" (one tensor) or "inputs" (named inputs); this one holds neither')
-        except (_ChunkRaised, _Raised) as raised:  # the layer's own exception: a finding in chunks or against a reference
+        except (_ChunkRaised, _Raised) as raised:  # the layer's own exception: a finding in chunks, against a reference
             answer = _error_answer(request_id, raised, self.exceptions)
             if isinstance(raised, _ChunkRaised):
                 answer["error"] += " (%s)" % raised.where
@@ -279,9 +165,6 @@ class _Server:
         if "error" not in answer:  # an error answer is only the error
             answer["taps_offered"] = True
         return answer
-
-    # Batched requests: {"id": 7, "batch_dims": {"x": 0, "y": 0}, "batch": [REQUEST, ...]} answered by
-    # {"id": 7, "batch": [ANSWER, ...]}, one ordinary answer (without id) per item, in order.
 
     def answer_batch(self, request):
         """The answer object to a batched request: one stacked forward pass when the layer is a torch module and
@@ -309,18 +192,13 @@ class _Server:
     def stacked_items(self, items, dims):
         """The items' answers from one forward pass over their inputs stacked on their batch dims."""
         torch, first, count = self.torch, items[0], len(items)
-        names = first["outputs"]
-        declared = dict(first.get("kinds") or {})
-        declared.update(self.kinds)
-        inputs = {}
+        names, inputs = first["outputs"], {}
         for name, values in first["inputs"].items():
-            dim = dims[name]
-            shape = list(first["shapes"][name])
-            element = self.element_type(_kind(declared.get(name), values))
-            # (count, *shape) with shape[dim] == 1: drop that dim and put the items there.
+            # (count, *shape) with shape[dims[name]] == 1: drop that dim and put the items there.
+            element = self.element_type(first, name, values)
             stacked = torch.tensor([item["inputs"][name] for item in items], dtype=element,
-                                   device=self.device).reshape([count] + shape)
-            inputs[name] = stacked.squeeze(dim + 1).movedim(0, dim)
+                                   device=self.device).reshape([count] + first["shapes"][name])
+            inputs[name] = stacked.squeeze(dims[name] + 1).movedim(0, dims[name])
         inputs.update(_lengths_of(first))  # the items of a batch have the same lengths
         outputs = _named_results(self.call(self.layer, torch, inputs, count), names)
         parts = {}
@@ -332,12 +210,6 @@ class _Server:
             parts[name] = [_wrapped(v, dims[name]) for v in value.movedim(dims[name], 0).tolist()]
         return [{"outputs": {name: parts[name][k] for name in names}} for k in range(count)]
 
-    # Stacked requests: {"id": 7, "stacked": 3, "batch_dims": {"x": 0, "y": 0}, "inputs": {"x": BASE64},
-    # "shapes": {"x": [3, 4, 8]}, "kinds": {"x": "float"}, "outputs": ["y"]}, each input's cases stacked on its
-    # batch dim, its values base64 of little-endian float64, row-major; answered by {"id": 7, "outputs":
-    # {"y": BASE64}, "shapes": {"y": [3, 4, 8]}} the same way, or item by item ({"id": 7, "batch": [ANSWER, ...]})
-    # when the stacked forward pass raises.
-
     def answer_stacked(self, request):
         """The answer object to a stacked request: one forward pass, else one call per item."""
         request_id = request.get("id")
@@ -345,12 +217,8 @@ class _Server:
             if not self.is_module:
                 raise ValueError("a stacked request is answered by a served torch module only (none was announced)")
             count, dims, names = int(request["stacked"]), request["batch_dims"], request["outputs"]
-            declared = dict(request.get("kinds") or {})
-            declared.update(self.kinds)
-            inputs = {}
-            for name, text in request["inputs"].items():
-                element = self.element_type(_kind(declared.get(name), []))
-                inputs[name] = _from_base64(self.torch, text, request["shapes"][name]).to(self.device, element)
+            inputs = {name: _from_base64(self.torch, text, request["shapes"][name]).to(
+                self.device, self.element_type(request, name, [])) for name, text in request["inputs"].items()}
             lengths = _lengths_of(request)
             inputs.update(lengths)
             try:
@@ -379,9 +247,24 @@ class _Server:
                 answer["raised"] = True
             return answer
 
-    def element_type(self, kind):
-        """The torch dtype of an input of that kind: the float dtype, bool for a mask, int64 for the integer kinds."""
-        return _element_type(self.torch, self.dtype, kind)
+    def named_inputs(self, request):
+        """The request's inputs by name: nested lists, or tensors of their kind's dtype and of the given shapes (and
+        the lengths of its free axes under _LENGTH + axis)."""
+        inputs, shapes = request["inputs"], request.get("shapes") or {}
+        if not isinstance(inputs, dict):
+            raise ValueError('"inputs" must be an object of named nested arrays')
+        out = dict(inputs) if self.torch is None else {
+            name: self.torch.tensor(values, dtype=self.element_type(request, name, values), device=self.device).reshape(
+                shapes.get(name) if shapes.get(name) is not None else _shape_of(values))
+            for name, values in inputs.items()}
+        out.update(_lengths_of(request))
+        return out
+
+    def element_type(self, request, name, values):
+        """The torch dtype of a request's input: of the kind serve's `kinds` or the request declares, else of its
+        values' JSON types."""
+        declared = self.kinds.get(name, (request.get("kinds") or {}).get(name))
+        return _element_type(self.torch, self.dtype, _kind(declared, values))
 
 
 def _error_answer(request_id, error, exceptions=None):
@@ -479,28 +362,6 @@ def _lengths_of(request):
     return {_LENGTH + axis: n for axis, n in lengths.items()}
 
 
-def _named_inputs(request, torch, dtype, kinds, device=None):
-    """The request's inputs by name: nested lists, or tensors of their kind's dtype and of the given shapes (and the
-    lengths of its free axes under _LENGTH + axis)."""
-    inputs, shapes = request["inputs"], request.get("shapes") or {}
-    declared = dict(request.get("kinds") or {})
-    declared.update(kinds)
-    if not isinstance(inputs, dict):
-        raise ValueError('"inputs" must be an object of named nested arrays')
-    out = {}
-    for name, values in inputs.items():
-        if torch is None:
-            out[name] = values
-            continue
-        shape = shapes.get(name)
-        if shape is None:
-            shape = _shape_of(values)
-        element = _element_type(torch, dtype, _kind(declared.get(name), values))
-        out[name] = torch.tensor(values, dtype=element, device=device).reshape(shape)
-    out.update(_lengths_of(request))
-    return out
-
-
 def _element_type(torch, dtype, kind):
     """The torch dtype of an input of that kind."""
     if kind in _INTEGER_KINDS:
@@ -552,7 +413,7 @@ def _json_value(value):
     """A tensor, array, number or nested list as JSON-ready nested lists; floats widened to double exactly."""
     if hasattr(value, "detach"):  # a torch tensor
         value = value.detach().cpu()
-        if value.is_floating_point() and value.dtype != _torch_module().float64:
+        if value.is_floating_point() and value.dtype != sys.modules["torch"].float64:
             value = value.double()  # float32, bfloat16 and float16 values are all doubles: exact
         return value.tolist()
     if hasattr(value, "tolist"):  # a NumPy array or scalar
@@ -572,17 +433,11 @@ def _last_line(error):
     return (lines[-1].strip() if lines else type(error).__name__) or type(error).__name__
 
 
-# ---------------------------------------------------------------------------------------------------------
 # Taps: the outputs of a torch module's submodules
-
-
 class _TapRecorder:
-    """Forward hooks on every named submodule (the root left out: its output is the audited one) that record each
-    floating tensor output as a tap, in the order the submodules finish, so a child comes before its parent.
-    A tuple or list output gives name[0], name[1], ...; a dict output name.key; integer and boolean tensors are
-    taps as their numbers; a tensor that has no values to compare (nested, complex, quantized) or cannot be read
-    is a tap {"name": ..., "not_comparable": REASON}; other outputs are skipped. A submodule called again gives
-    name#2, name#3, ... Nothing a hook meets ends the forward pass."""
+    """Forward hooks on every named submodule but the root that record each tensor output as a tap, in the order the
+    submodules finish (docs/protocol.md, "Taps"): name[0] of a tuple, name.key of a dict, name#2 of a second call; a
+    tensor with no values to compare is {"name", "not_comparable": REASON}. Nothing a hook meets ends the pass."""
 
     def __init__(self, module, torch):
         self.module, self.torch, self.taps, self.calls, self.handles = module, torch, [], {}, []
@@ -637,14 +492,7 @@ def _unusable_tap(torch, value):
     return None
 
 
-# ---------------------------------------------------------------------------------------------------------
 # PyTorch, only when the layer or the dtype needs it
-
-
-def _torch_module():
-    return sys.modules["torch"]
-
-
 def _torch_if_needed(layer, dtype):
     """The torch module when the layer is a torch module or a dtype is given, else None (torch not imported)."""
     torch = sys.modules.get("torch")  # a torch module or dtype means the program imported torch already
@@ -675,10 +523,7 @@ def _resolve_dtype(torch, module, dtype):
     return torch.float32
 
 
-# ---------------------------------------------------------------------------------------------------------
 # The process's stdout
-
-
 def _claim_stdout():
     """A stream on the real stdout for answers, with file descriptor 1 pointed at stderr meanwhile.
 
@@ -696,25 +541,19 @@ def _claim_stdout():
     answers = os.fdopen(answers_fd, "w", encoding="utf-8", newline="\n")
 
     def restore():
-        try:
+        with contextlib.suppress(BrokenPipeError, OSError):
             answers.flush()
-        except (BrokenPipeError, OSError):
-            pass
         os.dup2(answers_fd, fd)
-        try:
+        with contextlib.suppress(BrokenPipeError, OSError):
             answers.close()
-        except (BrokenPipeError, OSError):
-            pass
 
     return answers, restore
 
 
 def _quiet_exit(code, answers):
     """Leave without a traceback, and without the flush at interpreter exit failing on a closed pipe."""
-    try:
+    with contextlib.suppress(AttributeError, OSError, ValueError):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, answers.fileno())
         os.close(devnull)
-    except (AttributeError, OSError, ValueError):
-        pass
     raise SystemExit(code)

@@ -74,33 +74,24 @@ def write(directory, record, layer, dtype, call, findings, against, reference=No
 def name_in_reports(directory):
     """report.json names the repro ("repro": "repro.py"), and report.md and report.html name it first, under their
     title, as permcheck writes them for an adapter program's finding."""
-    record_path = os.path.join(directory, "report.json")
-    if os.path.exists(record_path):
-        with open(record_path) as f:
-            record = json.load(f)
-        record["repro"] = "repro.py"
-        with open(record_path, "w") as f:
-            json.dump(record, f, indent=2)
-            f.write("\n")
-    md = os.path.join(directory, "report.md")
-    if os.path.exists(md):
-        with open(md) as f:
-            lines = f.read().split("\n")
-        lines[1:1] = ["", "**Reproduce without permcheck:** `python3 repro.py` (beside this report; it exits 1 while "
-                          "the bug is there)."]
-        with open(md, "w") as f:
-            f.write("\n".join(lines))
-    html = os.path.join(directory, "report.html")
-    if os.path.exists(html):
-        with open(html) as f:
-            text = f.read()
-        at = text.find("</h1>")
-        if at >= 0:
-            at += len("</h1>")
-            text = (text[:at] + '\n<p class="note"><b>Reproduce without permcheck:</b> <code>python3 repro.py</code> '
-                    "(beside this report; it exits 1 while the bug is there).</p>" + text[at:])
-            with open(html, "w") as f:
-                f.write(text)
+    said = "Reproduce without permcheck:"
+    line = "`python3 repro.py` (beside this report; it exits 1 while the bug is there)."
+    _rewritten(directory, "report.json", lambda text: json.dumps(dict(json.loads(text), repro="repro.py"), indent=2)
+               + "\n")
+    _rewritten(directory, "report.md", lambda text: "\n".join(
+        text.split("\n")[:1] + ["", "**%s** %s" % (said, line)] + text.split("\n")[1:]))
+    html = '\n<p class="note"><b>%s</b> <code>python3 repro.py</code>%s</p>' % (said, line[len("`python3 repro.py`"):])
+    _rewritten(directory, "report.html", lambda text: text.replace("</h1>", "</h1>" + html, 1))
+
+
+def _rewritten(directory, name, change):
+    """The file `name` of the report, when there, rewritten by `change` (its text to the new text)."""
+    path = os.path.join(directory, name)
+    if os.path.exists(path):
+        with open(path) as f:
+            text = change(f.read())
+        with open(path, "w") as f:
+            f.write(text)
 
 
 def _header(record, layer, torch):
@@ -252,8 +243,6 @@ def _data(record, call, reference_call, against):
 def _how(call):
     return {"arguments": call.arguments, "output": call.output, "cache": list(call.cache) if call.cache else None,
             "cumulative": sorted(call.cumulative)}
-
-
 
 
 def _text(name):

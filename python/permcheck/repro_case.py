@@ -22,10 +22,8 @@ def case_of(record, against):
         kind = parts[2] if len(parts) > 2 else "float"
         inputs[parts[0]] = {"dims": parts[1].split(","), "kind": kind.split("=")[0] if kind != "mask=keep" else kind,
                             "text": text}
-    compare = {}
-    for name, o in c.get("outputs", {}).items():
-        if "repro" in o:
-            compare[name] = dict(o["repro"], tolerance=o.get("tolerance", 0.0))
+    compare = {name: dict(o["repro"], tolerance=o.get("tolerance", 0.0))
+               for name, o in c.get("outputs", {}).items() if "repro" in o}
     transformed = c.get("transformed", {})
     raised = None
     if c.get("raised"):  # which side raised: the reference answering x, or the layer answering its side
@@ -65,12 +63,8 @@ def _chunks(signature, c):
     axis = cuts["axis"]
 
     def dims(texts):
-        out = {}
-        for text in texts:
-            name, shape = text.split(":")[0], text.split(":")[1].split(",")
-            if axis in shape:
-                out[name] = shape.index(axis)
-        return out
+        shapes = {text.split(":")[0]: text.split(":")[1].split(",") for text in texts}
+        return {name: shape.index(axis) for name, shape in shapes.items() if axis in shape}
     return {"axis": axis, "ends": list(cuts["at"]) + [c["lengths"][axis]], "inputs": dims(signature["inputs"]),
             "outputs": dims(signature["outputs"])}
 
