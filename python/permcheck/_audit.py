@@ -359,10 +359,8 @@ def _layer_name(layer):
 
 # audit() and replay()
 def _as_list(value, what):
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
+    if value is None or isinstance(value, str):
+        return [] if value is None else [value]
     try:
         return [str(v) for v in value]
     except TypeError:
@@ -376,10 +374,8 @@ def _capped(axis, min_len, max_len):
     if not match:
         return axis
     name, low, high = match.group(1), int(match.group(2)), int(match.group(3))
-    if max_len is not None:
-        high = min(high, int(max_len))
-    if min_len is not None:
-        low = max(low, int(min_len))
+    high = high if max_len is None else min(high, int(max_len))
+    low = low if min_len is None else max(low, int(min_len))
     if low > high:
         raise ValueError("axis %s: min_len/max_len leave no length in its range %s" % (name, axis))
     return "%s=%d..%d" % (name, low, high)

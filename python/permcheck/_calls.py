@@ -89,9 +89,8 @@ class _Call:
             if kind == "arange":  # its absolute positions (HF's cache_position)
                 return list(range(first, end)) if torch is None else torch.arange(first, end, dtype=torch.int64,
                                                                                   device=self.device)
-            if torch is None:
-                return [length] * items
-            return torch.full((items,), length, dtype=torch.int64, device=self.device)
+            return [length] * items if torch is None else torch.full((items,), length, dtype=torch.int64,
+                                                                     device=self.device)
         if source not in inputs:
             raise ValueError("arguments names the input %r, which the request does not hold (it holds %s)"
                              % (source, ", ".join(inputs)))
@@ -141,10 +140,7 @@ class _Call:
         args, kwargs = [], {}
         tensors = {name: value for name, value in inputs.items() if not name.startswith(_LENGTH)}
         if self.arguments is None:
-            if one_tensor:
-                args = [inputs["x"]]
-            else:
-                kwargs = tensors
+            args, kwargs = ([inputs["x"]], {}) if one_tensor else ([], tensors)
         elif isinstance(self.arguments, dict):
             named = set(s for s in self.arguments.values() if isinstance(s, str) and not _derived(s))
             kwargs = {name: value for name, value in tensors.items() if name not in named}
@@ -155,9 +151,7 @@ class _Call:
         if chunked and self.cache is not None and state is not None:
             kwargs[self.cache[0]] = state
         try:
-            if torch is None:
-                return layer(*args, **kwargs)
-            with torch.no_grad():
+            with torch.no_grad() if torch is not None else contextlib.nullcontext():
                 return layer(*args, **kwargs)
         except Exception as error:
             if _miswired(error):  # the call's arguments, not the layer: an error of the audit's set-up

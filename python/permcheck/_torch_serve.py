@@ -302,11 +302,8 @@ def _precision_checked(torch, call, dtype_name, output, path):
                 raise ValueError("an output of %s is %s but the module computes in %s: it would be judged with %s's "
                                  "tolerance (return %s or a wider float, or audit with the --dtype it computes in)"
                                  % (path, str(value.dtype).replace("torch.", ""), dtype_name, dtype_name, dtype_name))
-        elif isinstance(value, (tuple, list)):
-            for v in value:
-                check(v)
-        elif isinstance(value, dict):
-            for v in value.values():
+        elif isinstance(value, (tuple, list, dict)):
+            for v in value.values() if isinstance(value, dict) else value:
                 check(v)
 
     def checked(*args, **kwargs):
