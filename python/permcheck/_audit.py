@@ -696,11 +696,7 @@ _report_directories = []  # callables of the layer's name: a directory for its r
 
 
 def _report_directory(name):
-    for choose in _report_directories:
-        directory = choose(name)
-        if directory:
-            return directory
-    return None
+    return next((directory for directory in (choose(name) for choose in _report_directories) if directory), None)
 
 
 def _notify(result):

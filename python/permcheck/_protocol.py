@@ -180,11 +180,7 @@ class _Server:
                     return {"id": request_id, "batch": self.stacked_items(items, dims)}
                 except Exception as error:  # each item on its own, so that each gets its own answer or error
                     self.exceptions.show(error, "the stacked forward pass failed; answering item by item")
-            answers = []
-            for item in items:
-                answer = self.answer(item)
-                answer.pop("id", None)
-                answers.append(answer)
+            answers = [{k: v for k, v in self.answer(item).items() if k != "id"} for item in items]
             return {"id": request_id, "batch": answers}
         except Exception as error:
             return _error_answer(request_id, error)
