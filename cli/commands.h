@@ -28,6 +28,7 @@ void add_replay(CLI::App& app, Outcome& outcome);  // permcheck replay FILE (cmd
 void add_demo(CLI::App& app, Outcome& outcome);    // permcheck demo (cmd_demo.cpp)
 void add_audit(CLI::App& app, Outcome& outcome);   // permcheck audit --exec COMMAND (cmd_audit.cpp)
 void add_audit_torch(CLI::App& app, Outcome& outcome);  // permcheck audit-torch LAYER (cmd_audit_torch.cpp)
+void add_describe(CLI::App& app, Outcome& outcome);     // permcheck describe --json (cmd_describe.cpp)
 
 // `permcheck prove ... --smt`: the prove command (cmd_prove.cpp) hands SMT requests to cmd_prove_smt.cpp.
 struct SmtRequest {

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
     add_demo(app, outcome);
     add_audit(app, outcome);
     add_audit_torch(app, outcome);
+    add_describe(app, outcome);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -1,6 +1,8 @@
 // repro.py for an adapter program's finding (report/repro.h).
 #include "report/repro.h"
 
+#include "properties/property.h"
+
 #include <nlohmann/json.hpp>
 
 #include <stdexcept>
@@ -164,10 +166,11 @@ void write_torch_repro(const std::filesystem::path& dir, const Record& r, const 
         text += "reference = load(" + placed_module(dir, t.reference_file, "reference") + ", " +
                 (t.train ? "True" : "False") + ")\n";
     text += std::string("\n") + repro_texts::case_of +
-            "\n\nCASE = case_of(RECORD)\n"
+            "\n\nCASE = case_of(RECORD, against=" + (rules_of(r.property).needs_reference() ? "True" : "False") + ")\n"
             "# How forward is called (arguments: the inputs in order, or {parameter: input or length:AXIS}; output: the\n"
             "# element of the result that answers).\n" +
-            assigned("CALLS", calls) + "\n" + repro_texts::torch_call + "\n" + repro_texts::compare;
+            assigned("CALLS", calls) + "\n" + repro_texts::calls + "\n" + repro_texts::torch_call + "\n" +
+            repro_texts::compare;
     write_atomically(dir / "repro.py", text);
 }
 
@@ -205,7 +208,7 @@ void write_adapter_repro(const std::filesystem::path& dir, const Record& r, cons
     write_atomically(dir / "requests.jsonl", lines);
     write_atomically(dir / "permcheck_adapter.py",
                      std::string("# permcheck's adapter helper (serve), copied beside repro.py: adapters written with it "
-                                 "import it.\n") + repro_texts::protocol);
+                                 "import it.\n") + repro_texts::calls + "\n" + repro_texts::protocol);
     write_atomically(dir / "repro.py", text);
 }
 

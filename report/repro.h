@@ -55,6 +55,7 @@ namespace repro_texts {  // the Python package's files, as the build read them (
 extern const char* const compare;     // python/permcheck/repro_compare.py
 extern const char* const exec;        // python/permcheck/repro_exec.py
 extern const char* const protocol;    // python/permcheck/_protocol.py
+extern const char* const calls;       // python/permcheck/_calls.py (the call mapping the server and each repro use)
 extern const char* const case_of;     // python/permcheck/repro_case.py
 extern const char* const torch_call;  // python/permcheck/repro_torch.py
 }  // namespace repro_texts

@@ -2,6 +2,7 @@
 // messages, reports and failure database; and the report record's JSON round trip, in process.
 #include "check/check.h"
 #include "layers/catalog.h"
+#include "properties/property.h"
 #include "report/failure_db.h"
 #include "report/report.h"
 #include "tests/support/process.h"
@@ -90,6 +91,43 @@ TEST_F(Cli, ListNamesEveryReferenceLayerAndProperty) {
     for (const char* p : {"equivariance", "invariance", "shift", "reversal", "causal-prefix"})
         EXPECT_NE(r.out.find(p), std::string::npos) << p;
     EXPECT_NE(r.out.find("causal-prefix(n) holds"), std::string::npos) << r.out;
+}
+
+// describe --json lists each property's declared options first (flag, keyword, value name, help; a value-less one
+// a "bool"), then the axis flags its yes/no methods imply; each declared option is one `permcheck audit` takes.
+TEST_F(Cli, DescribeListsEachPropertysDeclaredOptionsThenItsAxisFlags) {
+    const Invocation r = run("describe --json");
+    ASSERT_EQ(r.code, 0) << show(r);
+    const json described = json::parse(r.out);
+    const json& listed = described.at("properties");
+    const Invocation audit_help = run("audit --help");
+    ASSERT_EQ(listed.size(), permcheck::registered_properties().size()) << r.out;
+    for (std::size_t k = 0; k < listed.size(); ++k) {
+        const permcheck::PropertyRules& rules = *permcheck::registered_properties()[k];
+        const json& p = listed[k];
+        ASSERT_EQ(p.at("name"), rules.name());
+        std::vector<std::string> flags;
+        for (const json& o : p.at("options")) flags.push_back(o.at("flag"));
+        const std::vector<permcheck::PropertyOption> declared = rules.options();
+        ASSERT_GE(flags.size(), declared.size()) << p.dump();
+        for (std::size_t d = 0; d < declared.size(); ++d) {
+            const json& o = p.at("options")[d];
+            EXPECT_EQ(o.at("flag"), declared[d].flag) << p.dump();
+            EXPECT_EQ(o.at("keyword"), declared[d].keyword) << p.dump();
+            EXPECT_EQ(o.at("value"), *declared[d].value ? "string" : "bool") << p.dump();
+            if (*declared[d].value) {
+                EXPECT_EQ(o.at("value_name"), declared[d].value) << p.dump();
+            }
+            EXPECT_NE(o.at("help").get<std::string>().find(declared[d].help), std::string::npos) << p.dump();
+            EXPECT_NE(audit_help.out.find(declared[d].flag), std::string::npos) << declared[d].flag;
+        }
+        std::vector<std::string> implied;
+        if (rules.places_pads()) implied.insert(implied.end(), {"--padding", "--padding-axis"});
+        if (rules.positions_may_stay()) implied.insert(implied.end(), {"--keep-positions", "--along"});
+        if (rules.along_sequence()) implied.push_back("--causal-axis");
+        EXPECT_EQ(std::vector<std::string>(flags.begin() + static_cast<long>(declared.size()), flags.end()), implied)
+            << p.dump();
+    }
 }
 
 TEST_F(Cli, UnknownLayerExitsTwoListingTheValidNames) {

@@ -26,9 +26,8 @@ __all__ = ["audit", "profile", "replay", "assert_equivariant", "assert_shift_inv
 
 
 def _version():
-    """The project's version, set in one place, CMakeLists.txt's project(permcheck VERSION ...): an installed
-    package (pip, cmake --install) has it in the generated permcheck/_version.py; run from the source tree
-    (PYTHONPATH=python) it reads CMakeLists.txt beside python/; elsewhere "0+unknown"."""
+    """The project's version (CMakeLists.txt's project(permcheck VERSION ...)): an installed package's generated
+    permcheck/_version.py, else CMakeLists.txt beside python/ in a source tree, else "0+unknown"."""
     try:
         from permcheck._version import version
         return version
@@ -42,7 +41,6 @@ def _version():
             found = re.search(r"project\(permcheck\s+VERSION\s+([0-9]+\.[0-9]+\.[0-9]+)", f.read())
     except OSError:
         found = None
-    # A copy of the package outside both (vendored by hand) still imports; it does not know its version.
     return found.group(1) if found else "0+unknown"
 
 
@@ -62,59 +60,46 @@ def _asserted(result):
 
 
 def assert_equivariant(layer, **audit_options):
-    """Audit `layer` for permutation equivariance (each output along its axes; an output without an axis must be
-    invariant to it, so a pooled output is an invariance check). Raises AssertionError for violated,
-    nondeterministic, non-finite, batch-dependent and history-dependent, with the shrunk counterexample and the
-    report path;
-    AuditError when the audit erred. Takes audit()'s arguments; returns the Result."""
+    """Audit `layer` for permutation equivariance (a pooled output: invariance) with audit()'s arguments; returns
+    the Result when it holds. Raises AssertionError for a finding, with the shrunk counterexample and the report
+    path; AuditError when the audit reached no verdict."""
     __tracebackhide__ = True
     return _asserted(audit(layer, property="equivariance", **audit_options))
 
 
 def assert_shift_invariant(layer, **audit_options):
-    """Audit that shifting every position id by a constant leaves the outputs unchanged (a relative position
-    encoding); as assert_equivariant otherwise."""
+    """Shifting every position id by a constant leaves the outputs unchanged; as assert_equivariant otherwise."""
     __tracebackhide__ = True
     return _asserted(audit(layer, property="shift", **audit_options))
 
 
 def assert_padding_invariant(layer, **audit_options):
-    """Audit that padding tokens the mask marks change none of the real tokens' outputs; as assert_equivariant
-    otherwise."""
+    """Pads the mask marks change none of the real tokens' outputs; as assert_equivariant otherwise."""
     __tracebackhide__ = True
     return _asserted(audit(layer, property="padding", **audit_options))
 
 
 def assert_causal(layer, **audit_options):
-    """Audit that no output sees a later token: the sequence cut after k positions leaves the first k outputs
-    unchanged (`causal_axis=` names the sequence axis when the signature has several); as assert_equivariant
-    otherwise."""
+    """No output sees a later token (`causal_axis=` names the sequence axis); as assert_equivariant otherwise."""
     __tracebackhide__ = True
     return _asserted(audit(layer, property="causal", **audit_options))
 
 
 def assert_packing_invariant(layer, **audit_options):
-    """Audit that sequences packed into one row stay apart: each packed sequence's outputs equal its own run's
-    (position ids restart at 0 in each sequence; a `segment` input numbers the sequences); as assert_equivariant
-    otherwise."""
+    """Sequences packed into one row stay apart; as assert_equivariant otherwise."""
     __tracebackhide__ = True
     return _asserted(audit(layer, property="packing", **audit_options))
 
 
 def assert_agree(layer, reference, **audit_options):
-    """Audit that `layer` and `reference` (a reference implementation of the same signature: an eager original,
-    the code a kernel was ported from) answer every input alike, within the tolerance of the coarser precision of
-    the two (`judge_as=` names it); what one raises where the other answers fails too. `reference_arguments=`,
-    `reference_output=` and `reference_dtype=` where the reference is called or runs differently. As
-    assert_equivariant otherwise."""
+    """`layer` and `reference` (a reference implementation of the same signature) answer every input alike within
+    the tolerance of the coarser precision of the two; as assert_equivariant otherwise."""
     __tracebackhide__ = True
     return _asserted(audit(layer, reference=reference, property="agreement", **audit_options))
 
 
 def assert_incremental(layer, **audit_options):
-    """Audit that decoding in chunks, a cache carried between them, gives the one-pass outputs: `cache=` names
-    the argument and answer element that carry the cache ("past_key_values", or ("kv", 1)), `cumulative=` the
-    inputs handed from position 0 (["attention_mask"]); without `cache` the layer keeps its own. As
+    """Decoding in chunks, a cache carried between them (`cache=`, `cumulative=`), gives the one-pass outputs; as
     assert_equivariant otherwise."""
     __tracebackhide__ = True
     return _asserted(audit(layer, property="incremental", **audit_options))

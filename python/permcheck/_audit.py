@@ -1,18 +1,14 @@
 """Audits from the calling process: permcheck.audit, permcheck.replay and the assertions.
 
-How a layer is served in process. audit() opens a Unix stream socket in a fresh private directory (mode 0700),
-starts the `permcheck` binary with `audit --connect SOCKET`, and answers on a thread of this process each
-connection permcheck opens: one for each adapter process an `--exec` audit would start (one per job, and one
-for the taps after a violation). Each connection speaks the line protocol of permcheck/_protocol.py, answered by
-the same server `serve()` runs, so the layer object itself (a closure, a fixture, a module with its weights) is
-what is called, and torch is never imported again. The socket and its directory are removed when the audit ends.
-
-A request that takes longer than `timeout` seconds ends the audit: permcheck closes the connection and the verdict
-is `error`. Python cannot stop a running call, so the layer's call goes on in its (daemon) thread until it
-returns, and its answer is dropped; audit() returns as soon as permcheck has ended.
+audit() opens a Unix socket in a fresh private directory (mode 0700), starts the `permcheck` binary with `audit
+--connect SOCKET`, and answers each connection it opens on a thread of this process with serve()'s own server
+(permcheck/_protocol.py), so the layer object itself is what is called (docs/python.md, "How the layer is
+served"). What the binary's vocabulary is (properties, their options, verdicts) it says itself: describe --json.
 """
 
+import contextlib
 import copy
+import functools
 import json
 import os
 import re
@@ -29,19 +25,6 @@ from permcheck import _protocol, _repro
 __all__ = ["audit", "profile", "replay", "Result", "Counterexample", "Comparison", "ReplayResult", "AuditError",
            "PermcheckNotFound", "find_binary"]
 
-# The options of `permcheck audit` that audit() passes on (keyword: flag). True gives a flag alone.
-_OPTIONS = {
-    "timeout": "--timeout", "startup_timeout": "--startup-timeout", "jobs": "--jobs", "max_len": "--max-len",
-    "min_len": "--min-len", "amplification": "--amplification", "shard": "--shard", "padding": "--padding",
-    "padding_axis": "--padding-axis", "keep_positions": "--keep-positions", "causal_axis": "--causal-axis",
-    "skip_padded": "--skip-padded", "along": "--along",
-}
-_PROPERTIES = ("equivariance", "shift", "padding", "causal", "packing", "incremental", "agreement")
-# The precisions, coarsest last: a comparison of two sides is judged at the coarser.
-_COARSENESS = ("float64", "float32", "tf32", "float16", "bfloat16")
-_FAILURES = ("violated", "nondeterministic", "non-finite", "batch-dependent", "history-dependent")
-
-
 class AuditError(Exception):
     """The audit could not reach a verdict (verdict `error`, or `undecided`): the message names the cause.
     `result` is the Result, when permcheck wrote one."""
@@ -55,14 +38,12 @@ class PermcheckNotFound(RuntimeError):
     """The permcheck binary is missing, or could not run."""
 
 
-# ---------------------------------------------------------------------------------------------------------
 # Finding the binary
-
 def find_binary():
-    """The permcheck binary: $PERMCHECK_BIN, else the one installed beside this package (PREFIX/bin/permcheck
-    for PREFIX/share/permcheck/python/permcheck), else the one `pip install` put in the scripts directory of the
-    running Python's environment (VENV/bin/permcheck, also looked for beside sys.executable), else `permcheck` on
-    PATH. Raises PermcheckNotFound saying what to install."""
+    """The permcheck binary: $PERMCHECK_BIN, else PREFIX/bin/permcheck beside this package installed in
+    PREFIX/share/permcheck/python, else the scripts directory of this Python's environment (where `pip install`
+    puts it; also beside sys.executable), else `permcheck` on PATH. Raises PermcheckNotFound saying what to
+    install."""
     given = os.environ.get("PERMCHECK_BIN")
     if given:
         if os.path.isfile(given) and os.access(given, os.X_OK):
@@ -88,9 +69,49 @@ def find_binary():
         "beside this package when it is PREFIX/share/permcheck/python's)")
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Results
+# What the binary says: its vocabulary (permcheck describe --json), asked once per binary
+class _Vocabulary:
+    """The properties and their options, the verdicts, the input kinds and the precisions of one permcheck binary,
+    as `permcheck describe --json` prints them (docs/reference.md, "describe --json"). The package holds no copy."""
 
+    def __init__(self, described):
+        self.properties = {p["name"]: p for p in described["properties"]}
+        self.default = described["properties"][0]["name"]  # the binary's without --property
+        self.audited = [p["name"] for p in described["properties"] if p["audits_black_boxes"]]
+        self.with_reference = next(p for p in described["properties"] if p["needs_reference"])["name"]
+        self.chunking = next(p for p in described["properties"] if p["chunks_calls"])["name"]
+        self.general = {o["keyword"]: o for o in described["options"]}
+        self.precisions = tuple(described["precisions"])  # finest first
+        self.failures = tuple(v["word"] for v in described["verdicts"] if v["failure"])
+        self.integer_kinds = tuple(k["name"] for k in described["tensor_kinds"] if k["integer"])
+
+    def options(self, prop=None):
+        """{keyword: option} of an audit of `prop` (every property's with None), the general ones first."""
+        out = dict(self.general)
+        for p in [self.properties[prop]] if prop is not None else self.properties.values():
+            out.update((o["keyword"], o) for o in p["options"])
+        return out
+
+
+@functools.lru_cache(maxsize=None)
+def _described(binary, modified):
+    try:
+        done = subprocess.run([binary, "describe", "--json"], stdin=subprocess.DEVNULL, capture_output=True,
+                              text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError) as error:
+        raise PermcheckNotFound("cannot run %s describe --json: %s" % (binary, error)) from None
+    try:
+        return _Vocabulary(json.loads(done.stdout))
+    except (ValueError, KeyError, TypeError, StopIteration):
+        raise PermcheckNotFound(_no_report(binary, done.returncode, done.stderr.strip(), "describe --json")) from None
+
+
+def _vocabulary(binary):
+    """What `binary describe --json` says, asked once per binary path and modification time."""
+    return _described(binary, os.stat(binary).st_mtime_ns)
+
+
+# Results
 class Comparison:
     """One output of a counterexample: the two sides the property compares, as tensors (nested lists when
     torch is not imported), and how far apart they are."""
@@ -99,11 +120,9 @@ class Comparison:
         self.name = name
         self.layer_of_permuted = to_tensor(j.get("layer_of_permuted"))  # L(P x) (L(x_c), L(pad x))
         self.permuted_layer = to_tensor(j.get("permuted_layer"))        # P L(x) (L(x))
-        self.max_abs_diff = j.get("max_abs_diff")
+        self.max_abs_diff, self.tolerance = j.get("max_abs_diff"), j.get("tolerance")
         self.where = list(j.get("where") or [])
-        self.tolerance = j.get("tolerance")
-        self.holds = bool(j.get("holds", False))
-        self.shape_mismatch = bool(j.get("shape_mismatch", False))
+        self.holds, self.shape_mismatch = bool(j.get("holds", False)), bool(j.get("shape_mismatch", False))
 
     def __repr__(self):
         return "Comparison(%s: max |diff| %s at %s, tolerance %s)" % (self.name, self.max_abs_diff, self.where,
@@ -112,10 +131,9 @@ class Comparison:
 
 class Counterexample:
     """The shrunk counterexample: lengths per axis, the permutation of each axis (one-line form: position k of
-    the permuted input holds row permutations[axis][k]), the inputs as tensors, and each output's comparison;
-    the property's part: `shift` (c), `pads` ({"axis", "slots", "filler"}) or `cuts` ({"axis", "at": [k]}: the
-    causal property's cut, the first k positions kept); `raised`: what the layer raised decoding in chunks where one
-    pass answered (the incremental property's finding, no output compared), else None."""
+    the permuted input holds row permutations[axis][k]), the inputs as tensors, each output's comparison, the
+    property's part (`shift`, `pads`, `cuts`) and what the layer raised where that is the finding (`raised`), as
+    report.json's counterexample holds them (docs/python.md, "The functions")."""
 
     def __init__(self, j, to_tensor, kinds=None):
         self.lengths = dict(j.get("lengths") or {})
@@ -126,10 +144,7 @@ class Counterexample:
         kinds = kinds or {}
         self.inputs = {name: to_tensor(v, kinds.get(name)) for name, v in (j.get("inputs") or {}).items()}
         self.outputs = {name: Comparison(name, v, to_tensor) for name, v in (j.get("outputs") or {}).items()}
-        self.shift = j.get("shift")
-        self.pads = j.get("pads")
-        self.cuts = j.get("cuts")
-        self.raised = j.get("raised")
+        self.shift, self.pads, self.cuts, self.raised = (j.get(k) for k in ("shift", "pads", "cuts", "raised"))
 
     def failing(self):
         """The outputs that do not hold, largest difference first."""
@@ -141,38 +156,24 @@ class Counterexample:
 
 
 class Result:
-    """An audit's outcome. bool(result) is True when the property holds.
+    """An audit's outcome (docs/python.md, "The functions"): verdict and property (the binary's words),
+    counterexample (a Counterexample, or None), first_breaking_tap, report (the directory, None for a holding audit
+    without `report`), summary (the verdict line), output (all permcheck printed), record (report.json as a dict),
+    repro (repro.py beside the report, or None). bool(result) is True when the property holds."""
 
-    verdict         holds | violated | nondeterministic | non-finite | batch-dependent | history-dependent |
-                    error | undecided |
-                    interrupted
-    property        equivariance | invariance | shift | padding | causal | packing
-    counterexample  the shrunk Counterexample, or None
-    first_breaking_tap  the submodule (its name in named_modules()) where symmetry first breaks, or None
-    report          the report directory (kept for a verdict other than holds when no `report` was given;
-                    None for a holding audit without `report`)
-    summary         permcheck's verdict line;  output: all it printed;  record: report.json as a dict
-    repro           repro.py in the report directory: the finding reproduced without permcheck (python3 and
-                    torch alone), or None where none was written
-    """
-
-    def __init__(self, record, output, stderr, report, exit_code, layer_name):
+    def __init__(self, record, output, stderr, report, exit_code, layer_name, vocabulary):
         self.record, self.output, self.stderr, self.report, self.exit_code = record, output, stderr, report, exit_code
-        self.layer = layer_name
-        self.verdict = record.get("verdict", "error")
-        self.property = record.get("property", "equivariance")
-        self.dtype = record.get("dtype")
-        self.error = record.get("error") or ""
-        self.cases = record.get("cases")
-        to_tensor = _tensor_maker()
+        self.layer, self.verdict = layer_name, record.get("verdict", "error")
+        self.property = record.get("property", vocabulary.default)
+        self.dtype, self.error, self.cases = record.get("dtype"), record.get("error") or "", record.get("cases")
         c = record.get("counterexample")
-        kinds = _input_kinds(record.get("signature"))
-        self.counterexample = Counterexample(c, to_tensor, kinds) if isinstance(c, dict) else None
+        self.counterexample = Counterexample(c, _tensor_maker(vocabulary.integer_kinds),
+                                             _input_kinds(record.get("signature"))) if isinstance(c, dict) else None
         tap = record.get("first_breaking_tap")  # the submodule where symmetry first breaks, when taps located it
         self.first_breaking_tap = tap if isinstance(tap, str) and tap else None
         self.summary = _summary_line(output) or "%s: %s %s" % (layer_name, self.property, self.verdict)
         self.hint = None  # a sentence on what to do (a nondeterministic torch module: deterministic algorithms)
-        self.repro = None  # repro.py beside the report, a reproduction without permcheck
+        self.repro = None
 
     @property
     def holds(self):
@@ -219,9 +220,9 @@ class ReplayResult:
                                      "error %d" % self.exit_code)
 
 
-def _tensor_maker():
-    """JSON values to tensors (when the program imported torch): a mask as torch.bool, the integer kinds as
-    int64, the rest float64; nested lists without torch."""
+def _tensor_maker(integer_kinds):
+    """JSON values to tensors (when the program imported torch): a mask as torch.bool, the integer kinds (the
+    binary's) as int64, the rest float64; nested lists without torch."""
     torch = sys.modules.get("torch")
     if torch is None:
         return lambda v, kind=None: v
@@ -232,9 +233,9 @@ def _tensor_maker():
         try:
             if kind == "mask":
                 return torch.tensor(v, dtype=torch.float64) != 0
-            if kind in _protocol._INTEGER_KINDS:
+            if kind in integer_kinds:
                 return torch.tensor(v, dtype=torch.float64).to(torch.int64)
-            return torch.tensor(v, dtype=_json_dtype(torch, v))
+            return torch.tensor(v, dtype=_protocol._element_type(torch, torch.float64, _protocol._kind(None, v)))
         except (TypeError, ValueError, RuntimeError):
             return v
     return to_tensor
@@ -248,32 +249,16 @@ def _input_kinds(signature):
     for text in inputs if isinstance(inputs, list) else []:
         parts = str(text).split(":")
         if len(parts) >= 3:
-            try:
+            with contextlib.suppress(ValueError):
                 kinds[parts[0]] = _protocol._kind(parts[2], [])
-            except ValueError:
-                pass
     return kinds
 
 
-def _json_dtype(torch, v):
-    leaves = list(_protocol._leaves(v))
-    if leaves and all(isinstance(x, bool) for x in leaves):
-        return torch.bool
-    if leaves and all(isinstance(x, int) and not isinstance(x, bool) for x in leaves):
-        return torch.int64
-    return torch.float64
-
-
 def _summary_line(output):
-    for line in output.splitlines():
-        if line.startswith("audit of "):
-            return line.strip()
-    return ""
+    return next((line.strip() for line in output.splitlines() if line.startswith("audit of ")), "")
 
 
-# ---------------------------------------------------------------------------------------------------------
 # Serving the layer over a Unix socket
-
 class _SocketServer:
     """Listens on a Unix socket in a private directory; each accepted connection is answered on a thread by a
     protocol server of its own (its announcement is its own) over the same layer."""
@@ -304,16 +289,13 @@ class _SocketServer:
         with connection:
             requests = connection.makefile("r", encoding="utf-8", newline="\n")
             answers = connection.makefile("w", encoding="utf-8", newline="\n")
-            try:
+            # permcheck closes the connection after a timeout or at the audit's end: no answer is wanted then
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError, ValueError):
                 server.answer_all(requests, answers)
-            except (BrokenPipeError, ConnectionResetError, OSError, ValueError):
-                pass  # permcheck closed the connection (a timeout, or the audit ended): no answer is wanted
 
     def close(self):
-        try:
+        with contextlib.suppress(OSError):
             self.listener.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
         self.listener.close()
         self.acceptor.join(timeout=5)
         for thread in self.threads:
@@ -321,42 +303,47 @@ class _SocketServer:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
-# ---------------------------------------------------------------------------------------------------------
 # The layer as served: the user's module untouched
-
 class _Prepared:
-    """The layer to serve and the dtype it computes in, the user's module left as it was: a module is put in
-    eval mode for the audit and given back its modes after; a dtype other than its own is served from a copy."""
+    """The layer to serve (None: none) and the dtype it computes in, the user's module left as it was: a module is
+    put in eval mode while served (a `with` block) and given back its modes after; a dtype other than its own is
+    served from a copy."""
 
     def __init__(self, layer, dtype):
-        torch = sys.modules.get("torch")
-        self.torch = torch
+        torch = self.torch = sys.modules.get("torch")
         self.is_module = torch is not None and isinstance(layer, torch.nn.Module)
-        self.modes = []
-        self.layer = layer
-        self.dtype = None  # the torch dtype given to the protocol server, None for nested lists
-        self.dtype_name = "infer"
+        self.layer, self.modes = layer, []
+        self.dtype, self.dtype_name = None, "infer"  # the torch dtype the protocol server gets; None: nested lists
+        if layer is None:
+            return
         if dtype is not None:
             if torch is None:
                 import torch  # a dtype means tensors
                 self.torch = torch
             self.dtype = _protocol._resolve_dtype(self.torch, None, dtype)
-            self.dtype_name = str(self.dtype).replace("torch.", "")
-        if not self.is_module and self.dtype is None and torch is not None:
+        elif not self.is_module and torch is not None:
             # A function in a program that imported torch gets tensors, as it would from its own callers: float64
             # ones, judged as float64 (dtype="float32" for a function that computes in float32).
-            self.dtype, self.dtype_name = torch.float64, "float64"
+            self.dtype = torch.float64
         if self.is_module:
             own = _protocol._resolve_dtype(self.torch, layer, None)
-            if self.dtype is None:
-                self.dtype = own
-                self.dtype_name = str(own).replace("torch.", "")
-            elif self.dtype != own:
+            if self.dtype is not None and self.dtype != own:
                 self.layer = copy.deepcopy(layer).to(self.dtype)  # converting in place would change the user's
+            self.dtype = own if self.dtype is None else self.dtype
             self.modes = [(m, m.training) for m in self.layer.modules()]
             self.layer.eval()
+        if self.dtype is not None:
+            self.dtype_name = str(self.dtype).replace("torch.", "")
 
-    def restore(self):
+    def server(self, kinds, call, device, taps=False, batch=None, stacked=False):
+        """A maker of protocol servers of the layer, one a connection."""
+        return lambda: _protocol._Server(self.layer, self.dtype, kinds, taps=taps, batch=batch, stacked=stacked,
+                                         call=call, convert=False, device=device)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
         for module, training in self.modes:
             module.training = training
 
@@ -370,14 +357,10 @@ def _layer_name(layer):
     return getattr(layer, "__qualname__", None) or type(layer).__name__
 
 
-# ---------------------------------------------------------------------------------------------------------
 # audit() and replay()
-
 def _as_list(value, what):
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
+    if value is None or isinstance(value, str):
+        return [] if value is None else [value]
     try:
         return [str(v) for v in value]
     except TypeError:
@@ -391,16 +374,14 @@ def _capped(axis, min_len, max_len):
     if not match:
         return axis
     name, low, high = match.group(1), int(match.group(2)), int(match.group(3))
-    if max_len is not None:
-        high = min(high, int(max_len))
-    if min_len is not None:
-        low = max(low, int(min_len))
+    high = high if max_len is None else min(high, int(max_len))
+    low = low if min_len is None else max(low, int(min_len))
     if low > high:
         raise ValueError("axis %s: min_len/max_len leave no length in its range %s" % (name, axis))
     return "%s=%d..%d" % (name, low, high)
 
 
-def _flags(axes, inputs, outputs, dim, prop, cases, seed, options):
+def _flags(vocabulary, axes, inputs, outputs, dim, prop, cases, seed, options):
     if dim is not None:
         if axes or inputs:
             raise TypeError("dim=D is the one-tensor form (input x:n,D); it cannot be mixed with axes/inputs")
@@ -421,17 +402,25 @@ def _flags(axes, inputs, outputs, dim, prop, cases, seed, options):
         for flag, values in (("--axis", axes), ("--input", inputs), ("--output", outputs)):
             for text in _as_list(values, flag[2:] + "s"):
                 flags += [flag, text]
-    if prop not in _PROPERTIES:
-        raise ValueError("property is one of %s, got %r" % (", ".join(_PROPERTIES), prop))
-    if prop != "equivariance":
-        flags += ["--property", prop]
-    flags += ["--cases", str(int(cases)), "--seed", str(int(seed))]
+    return flags + _property_flags(vocabulary, prop, options) + ["--cases", str(int(cases)), "--seed", str(int(seed))]
+
+
+def _property_flags(vocabulary, prop, options):
+    """--property and the options the binary declares for it (or for every property), keyword by keyword: True
+    gives a flag alone, None and False nothing. A keyword the binary does not know is a TypeError naming those it
+    does; another property's option goes to the binary, whose message says which property it goes with."""
+    if prop not in vocabulary.audited:
+        raise ValueError("property is one of %s, got %r" % (", ".join(vocabulary.audited), prop))
+    flags = ["--property", prop] if prop != vocabulary.default else []
+    known, every = vocabulary.options(prop), vocabulary.options()
     for key, value in options.items():
-        if key not in _OPTIONS:
-            raise TypeError("audit() got an unknown option %r; the options are %s" % (key, ", ".join(_OPTIONS)))
+        if key not in every:
+            raise TypeError("audit() got an unknown option %r; the options of property=%r are %s (and of the other "
+                            "properties %s), as this permcheck binary declares them (permcheck describe --json)"
+                            % (key, prop, ", ".join(known), ", ".join(k for k in every if k not in known) or "none"))
         if value is None or value is False:
             continue
-        flags += [_OPTIONS[key]] if value is True else [_OPTIONS[key], str(value)]
+        flags += [every[key]["flag"]] if value is True else [every[key]["flag"], str(value)]
     return flags
 
 
@@ -466,70 +455,29 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property=Non
           cache=None, cumulative=None, reference=None, reference_arguments=None, reference_output=None,
           reference_dtype=None, judge_as=None, device=None, **options):
     """Audit `layer` (a torch.nn.Module, TorchScript included, or a function) for `property`, served from this
-    process. Returns a Result; never raises for a verdict (see assert_equivariant for that).
-
-    axes, inputs, outputs  the signature in permcheck's grammar: axes=["n=1..8"], inputs=["x:n,8",
-                           "pad:n:mask"], outputs=["y:n,8"]; or dim=D for one input x:n,D (outputs then
-                           "sequence" or "pooled").
-    property               "equivariance" (each output judged along its axes: a pooled output is invariant),
-                           "shift" or "padding" (position-aware audits), "causal" (no output sees a later
-                           token), "packing" (packed sequences stay apart) or "incremental" (decoding in
-                           chunks, a cache carried between them, gives the one-pass outputs):
-                           `causal_axis` names the sequence axis of these when there are several; or
-                           "agreement" (the default with `reference`: the layer and the reference answer
-                           every input alike).
-    dtype                  the precision judged, which the layer computes in: a module's own by default. A
-                           function receives tensors of it; without one, float64 tensors when the program
-                           imported torch (judged as float64), else nested lists (precision inferred from
-                           the answers). The user's module is never modified: another dtype is served from a
-                           copy, and its training modes are restored after the audit (it is audited in eval).
-    report                 a directory for the report (report.json, report.md, report.html); by default a
-                           temporary one, kept (and named in the result) unless the property holds.
-    arguments, output      how forward is called (serve's): {parameter: input, "length:AXIS",
-                           "offset:AXIS", "arange:AXIS" or a constant} and the one element of a tuple, key
-                           of a dict or attribute of an object that answers.
-    cache, cumulative      for "incremental" (serve's): the argument and answer element that carry the cache
-                           from one chunk to the next ("past_key_values", or ("kv", 1) for a tuple answer;
-                           without it the layer keeps its own), and the inputs a chunk receives from
-                           position 0 (["attention_mask"]).
-    reference              a reference implementation of the same signature (a module or a function: an
-                           eager original, the code a kernel was ported from), served beside the layer for
-                           "agreement": what one side raises where the other answers is the finding.
-                           reference_arguments, reference_output: its `arguments` and `output` where its
-                           forward differs (by default the layer's). reference_dtype: the precision it runs in
-                           (by default `dtype`, else its own).
-    judge_as               the precision the comparison is judged at ("float32", "tf32", ...): by default the
-                           coarser of the two sides' (the layer's alone without a reference). A float64 model
-                           whose library computes its softmax in float32 is judged as float32.
-    device                 where the inputs are made ("cuda:0"): by default a module's own (its first
-                           parameter's or buffer's), the CPU for a function; answers come back to the CPU. A
-                           float32 module on a GPU that allows TF32 (torch.backends.cuda.matmul.allow_tf32,
-                           torch.backends.cudnn.allow_tf32) is judged as tf32 (10 bits of mantissa in its
-                           matrix products); the verdict line and the report name the device.
-    options                those of `permcheck audit`: timeout, startup_timeout, jobs (threads here), max_len,
-                           min_len, amplification, shard, padding, padding_axis, keep_positions,
-                           causal_axis, skip_padded (the slots the masks pad are not compared), along
-                           (equivariance along that axis alone, the others left in place).
-    """
+    process. Returns a Result; never raises for a verdict (see assert_equivariant for that). docs/python.md, "The
+    functions", says what each argument does: the signature (axes, inputs, outputs; or dim=D for one input x:n,D),
+    property (the binary's; "agreement" by default with a `reference`), dtype (the precision judged: a module's own
+    by default, another served from a copy; the user's module is never modified), report (a directory; by default
+    a temporary one, kept unless the property holds), arguments and output (serve's: how forward is called),
+    cache and cumulative (for decoding in chunks), reference and its reference_* arguments, judge_as, device.
+    `options` are the options the binary declares (`permcheck describe --json`), by their keywords: every
+    property's (timeout, jobs, max_len, ...) and the property's own (padding_axis, causal_axis, window, ...); True
+    gives a flag alone, None and False nothing. An unknown keyword is a TypeError naming the known ones."""
     binary = find_binary()
-    if property is None:
-        property = "agreement" if reference is not None else "equivariance"
-    if property == "agreement" and reference is None:
-        raise TypeError('property="agreement" compares the layer with a reference implementation: pass reference=')
-    if reference is not None and property != "agreement":
-        raise TypeError('reference= goes with property="agreement", got property=%r' % (property,))
-    flags = _flags(axes, inputs, outputs, dim, property, cases, seed, options)
+    vocabulary = _vocabulary(binary)
+    property = _property(vocabulary, property, reference)
+    flags = _flags(vocabulary, axes, inputs, outputs, dim, property, cases, seed, options)
     name = _layer_name(layer)
-    own_report = report is None
-    if own_report:  # the pytest plugin's --permcheck-reports DIR names one; else a temporary directory
-        directory = _report_directory(name) or tempfile.mkdtemp(prefix="permcheck-report-")
-    else:
-        directory = os.fspath(report)
+    own_report = report is None  # the pytest plugin's --permcheck-reports DIR names one; else a temporary directory
+    directory = (_report_directory(name) or tempfile.mkdtemp(prefix="permcheck-report-")) if own_report else \
+        os.fspath(report)
     signature_inputs = inputs if dim is None else ["x:n,%d" % int(dim)]
     call = _protocol._Call(arguments, output, signature_inputs, cache, cumulative)
-    call.serial = property == "incremental" and cache is None  # the layer keeps its own cache: one call at a time
-    against = _against(reference, reference_arguments, reference_output, reference_dtype, judge_as, arguments,
-                       output, dtype, signature_inputs)
+    # A layer that decodes in chunks keeping its own cache (no `cache`) is called one call at a time.
+    call.serial = vocabulary.properties[property]["chunks_calls"] and cache is None
+    against = _against(vocabulary, reference, reference_arguments, reference_output, reference_dtype, judge_as,
+                       arguments, output, dtype, signature_inputs)
     code, out, err = _served(binary, layer, name, flags + ["--report", directory], dtype, call, kinds, taps, batch,
                              against, device)
     record = _read_record(directory)
@@ -537,25 +485,44 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property=Non
         if own_report:
             shutil.rmtree(directory, ignore_errors=True)
         raise PermcheckNotFound(_no_report(binary, code, err.strip() or out.strip()))
-    result = Result(record, out, err, directory, code, name)
+    result = Result(record, out, err, directory, code, name, vocabulary)
     if not result.holds:
-        result.repro = _written_repro(directory, record, layer, dtype, call, reference, against)
+        result.repro = _written_repro(directory, record, layer, dtype, call, reference, against, vocabulary,
+                                      vocabulary.properties[property]["needs_reference"])
+    return _settled(result, layer, own_report)
+
+
+def _settled(result, layer, own_report):
+    """The result with its hint, its temporary report removed when it holds, told to the listeners."""
     torch = sys.modules.get("torch")
     if result.verdict == "nondeterministic" and torch is not None and isinstance(layer, torch.nn.Module):
         result.hint = ("torch.use_deterministic_algorithms(True) makes the kernels whose answers differ on a re-ask "
                        "repeatable (scatter atomics, some attention backends on a GPU), or says which cannot be")
     if own_report and result.holds:
-        shutil.rmtree(directory, ignore_errors=True)
+        shutil.rmtree(result.report, ignore_errors=True)
         result.report = None
     _notify(result)
     return result
 
 
-def _written_repro(directory, record, layer, dtype, call, reference, against):
+def _property(vocabulary, prop, reference):
+    """The property audited: as given, else the one that needs a reference when there is one, else the binary's
+    default; TypeError when a reference is missing or has no place."""
+    if prop is None:
+        prop = vocabulary.with_reference if reference is not None else vocabulary.default
+    needs = vocabulary.properties.get(prop, {}).get("needs_reference", False)
+    if needs and reference is None:
+        raise TypeError('property="%s" compares the layer with a reference implementation: pass reference=' % prop)
+    if reference is not None and not needs:
+        raise TypeError('reference= goes with property="%s", got property=%r' % (vocabulary.with_reference, prop))
+    return prop
+
+
+def _written_repro(directory, record, layer, dtype, call, reference, against, vocabulary, with_reference):
     """repro.py beside a report that found something (a reproduction without permcheck), named in report.md and
     report.html; None where none is written (the finding or the property has none yet, or writing it failed)."""
     try:
-        path = _repro.write(directory, record, layer, dtype, call, reference,
+        path = _repro.write(directory, record, layer, dtype, call, vocabulary.failures, with_reference, reference,
                             against.call if against is not None else None)
     except Exception as error:  # the verdict stands without it: say why on stderr
         sys.stderr.write("permcheck: no repro.py written: %s\n" % error)
@@ -566,33 +533,31 @@ def _written_repro(directory, record, layer, dtype, call, reference, against):
 
 
 class _Against:
-    """A reference implementation served beside the layer (`layer` None: only a precision to judge at), its
-    dtype and call, and the precision the comparison is judged at when given."""
+    """A reference implementation served beside the layer (`layer` None: only a precision to judge at), its dtype
+    and call (the layer's unless told otherwise), and the precision the comparison is judged at when given."""
 
-    def __init__(self, layer, dtype, call, judge_as):
-        self.layer, self.dtype, self.call, self.judge_as = layer, dtype, call, judge_as
-        if judge_as is not None and judge_as not in _COARSENESS:
-            raise ValueError("judge_as is one of %s, got %r" % (", ".join(_COARSENESS), judge_as))
-
-
-def _against(reference, reference_arguments, reference_output, reference_dtype, judge_as, arguments, output, dtype,
-             inputs):
-    """The reference served beside the layer, called as the layer is unless told otherwise; None without a reference
-    and without a precision to judge at."""
-    if reference is None and judge_as is None:
-        return None
-    call = None
-    if reference is not None:
-        call = _protocol._Call(arguments if reference_arguments is None else reference_arguments,
-                               output if reference_output is None else reference_output, inputs, None, None)
-    return _Against(reference, reference_dtype if reference_dtype is not None else dtype, call, judge_as)
+    def __init__(self, vocabulary, reference, reference_arguments, reference_output, reference_dtype, judge_as,
+                 arguments, output, dtype, inputs):
+        self.layer, self.judge_as, self.precisions = reference, judge_as, vocabulary.precisions
+        if judge_as is not None and judge_as not in self.precisions:
+            raise ValueError("judge_as is one of %s, got %r" % (", ".join(self.precisions), judge_as))
+        self.dtype = reference_dtype if reference_dtype is not None else dtype
+        self.call = None if reference is None else _protocol._Call(
+            arguments if reference_arguments is None else reference_arguments,
+            output if reference_output is None else reference_output, inputs)
 
 
-def _judged(layer_dtype, reference_dtype):
-    """The precision two sides' comparison is judged at: the coarser of theirs; "infer" when either is inferred."""
+def _against(vocabulary, reference, *how):
+    """The reference served beside the layer; None without a reference and without a precision to judge at."""
+    return None if reference is None and how[3] is None else _Against(vocabulary, reference, *how)
+
+
+def _judged(layer_dtype, reference_dtype, precisions):
+    """The precision two sides' comparison is judged at: the coarser of theirs (`precisions`: finest first, the
+    binary's); "infer" when either is inferred."""
     if "infer" in (layer_dtype, reference_dtype):
         return "infer"
-    return max(layer_dtype, reference_dtype, key=lambda d: _COARSENESS.index(d) if d in _COARSENESS else -1)
+    return max(layer_dtype, reference_dtype, key=lambda d: precisions.index(d) if d in precisions else -1)
 
 
 def _placed(prepared, device):
@@ -609,52 +574,42 @@ def _placed(prepared, device):
 def _served(binary, layer, name, flags, dtype, call, kinds, taps, batch, against=None, device=None):
     """`permcheck audit` with `flags`, the layer (and a reference, `against`) served from this process:
     (code, out, err)."""
-    prepared = _Prepared(layer, dtype)
-    theirs = _Prepared(against.layer, against.dtype) if against is not None and against.layer is not None else None
-    try:
-        make_server = lambda: _protocol._Server(prepared.layer, prepared.dtype, kinds, taps=taps, batch=batch,
-                                                stacked=True, call=call, convert=False, device=device)
+    theirs = against.layer if against is not None else None
+    with _Prepared(layer, dtype) as prepared, _Prepared(theirs, against and against.dtype) as reference:
         placed, judged = _placed(prepared, device)
         make_reference, more = None, []
         if placed is not None and (device is not None or placed.type != "cpu"):
             more += ["--device", str(placed)]
         if theirs is not None:
-            make_reference = lambda: _protocol._Server(theirs.layer, theirs.dtype, kinds, taps=False, batch=batch,
-                                                       stacked=True, call=against.call, convert=False, device=device)
-            judged = _judged(judged, _placed(theirs, device)[1])
-            more += ["--reference-connect", "{reference}", "--reference-name", _layer_name(against.layer)]
+            make_reference = reference.server(kinds, against.call, device, batch=batch, stacked=True)
+            judged = _judged(judged, _placed(reference, device)[1], against.precisions)
+            more += ["--reference-connect", "{reference}", "--reference-name", _layer_name(theirs)]
         if against is not None and against.judge_as is not None:
             judged = against.judge_as
         elif dtype is None and judged != "infer":  # the report says what chose it: not the user
             more += ["--dtype-source", "module" if prepared.is_module else "default"]
         return _run(binary, ["audit", "--connect", "{socket}", "--name", name, "--dtype", judged] + more + flags,
-                    make_server, make_reference)
-    finally:
-        prepared.restore()
-        if theirs is not None:
-            theirs.restore()
+                    prepared.server(kinds, call, device, taps=taps, batch=batch, stacked=True), make_reference)
 
 
 def profile(layer, *, axes=None, inputs=None, outputs=None, dim=None, dtype=None, cases=100, seed=1, report=None,
             arguments=None, output=None, kinds=None, batch=256, taps=True, cache=None, cumulative=None,
             reference=None, reference_arguments=None, reference_output=None, reference_dtype=None, judge_as=None,
             device=None, **options):
-    """Every question that applies to `layer`, a row each, as `permcheck audit --profile` asks them: causal,
-    order only through the position inputs, order-aware at all, relative, padding left/right/any, packing.
-    With `cache` (a cache route, as audit() takes it) a last row asks "incremental" too; with `reference` (and
-    its reference_* arguments, as audit() takes them) a row asks "agreement".
-    Takes audit()'s arguments (but `property`); returns the rows, each a dict: row (its id), title, verdict,
-    cases, meaning (what the verdict says, in words), report (the row's report.json, a path) and replay. Every
-    row's report is kept under `report`, by default a new temporary directory. Raises AuditError when the
-    profile could not run (a bad option, a layer that cannot be served)."""
+    """Every question that applies to `layer`, a row each, as `permcheck audit --profile` asks them (with `cache`
+    a row of the property that decodes in chunks, with `reference` an agreement row). Takes audit()'s arguments
+    but `property`; returns the rows, each a dict: row, title, verdict, cases, meaning (the verdict in words),
+    report (the row's report.json, kept under `report`, by default a new temporary directory) and replay. Raises
+    AuditError when the profile could not run (a bad option, a layer that cannot be served)."""
     binary = find_binary()
-    flags = _flags(axes, inputs, outputs, dim, "equivariance", cases, seed, options)
+    vocabulary = _vocabulary(binary)
+    flags = _flags(vocabulary, axes, inputs, outputs, dim, vocabulary.default, cases, seed, options)
     name = _layer_name(layer)
     directory = os.fspath(report) if report is not None else tempfile.mkdtemp(prefix="permcheck-profile-")
     signature_inputs = inputs if dim is None else ["x:n,%d" % int(dim)]
     call = _protocol._Call(arguments, output, signature_inputs, cache, cumulative)
-    against = _against(reference, reference_arguments, reference_output, reference_dtype, judge_as, arguments,
-                       output, dtype, signature_inputs)
+    against = _against(vocabulary, reference, reference_arguments, reference_output, reference_dtype, judge_as,
+                       arguments, output, dtype, signature_inputs)
     code, out, err = _served(binary, layer, name, flags + ["--profile", "--report", directory], dtype, call, kinds,
                              taps, batch, against, device)
     try:
@@ -666,16 +621,21 @@ def profile(layer, *, axes=None, inputs=None, outputs=None, dim=None, dtype=None
         if row.get("report"):
             row["report"] = os.path.join(directory, row["report"])
     if cache is not None:  # a cache route: cached decoding against one pass, a row of its own
-        result = audit(layer, axes=axes, inputs=inputs, outputs=outputs, dim=dim, property="incremental",
-                       dtype=dtype, cases=cases, seed=seed, report=os.path.join(directory, "incremental"),
-                       arguments=arguments, output=output, kinds=kinds, batch=batch, taps=taps, cache=cache,
-                       cumulative=cumulative, device=device, **options)
-        rows.append({"row": "incremental", "title": "cached decoding equals one pass", "verdict": result.verdict,
-                     "cases": result.cases, "meaning": {"holds": "cache consistent",
-                                                        "violated": "cached decoding differs"}.get(result.verdict, ""),
-                     "report": os.path.join(directory, "incremental", "report.json"),
-                     "replay": result.record.get("replay", "")})
+        rows.append(_chunked_row(vocabulary, layer, directory, dict(
+            axes=axes, inputs=inputs, outputs=outputs, dim=dim, dtype=dtype, cases=cases, seed=seed,
+            arguments=arguments, output=output, kinds=kinds, batch=batch, taps=taps, cache=cache,
+            cumulative=cumulative, device=device, **options)))
     return rows
+
+
+def _chunked_row(vocabulary, layer, directory, arguments):
+    """The profile's row of the property that decodes in chunks (the binary's), audited with the cache route."""
+    prop = vocabulary.chunking
+    result = audit(layer, property=prop, report=os.path.join(directory, prop), **arguments)
+    said = vocabulary.properties[prop]["verdicts"]
+    return {"row": prop, "title": "cached decoding equals one pass", "verdict": result.verdict, "cases": result.cases,
+            "meaning": {"holds": said["holds"], "violated": said["fails"]}.get(result.verdict, ""),
+            "report": os.path.join(directory, prop, "report.json"), "replay": result.record.get("replay", "")}
 
 
 def replay(report, layer, *, dtype=None, arguments=None, output=None, kinds=None, timeout=30, cache=None,
@@ -699,37 +659,27 @@ def replay(report, layer, *, dtype=None, arguments=None, output=None, kinds=None
     call = _protocol._Call(arguments, output, call_inputs, cache, cumulative)
     saved = record.get("dtype")
     served = {"tf32": "float32"}.get(saved, saved)  # a tf32 audit's module computes in float32
-    prepared = _Prepared(layer, dtype if dtype is not None else (served if served in ("float32", "float64",
-                                                                                     "float16", "bfloat16") else None))
-    theirs = None
-    if reference is not None:
-        theirs = _Prepared(reference, reference_dtype if reference_dtype is not None else dtype)
-    try:
-        make_server = lambda: _protocol._Server(prepared.layer, prepared.dtype, kinds, taps=False, batch=None,
-                                                stacked=False, call=call, convert=False, device=device)
+    served = dtype if dtype is not None else served if served in ("float32", "float64", "float16", "bfloat16") else None
+    with _Prepared(layer, served) as prepared, _Prepared(reference, reference_dtype if reference_dtype is not None
+                                                         else dtype) as theirs:
         make_reference, more = None, []
-        if theirs is not None:
+        if reference is not None:
             their_call = _protocol._Call(arguments if reference_arguments is None else reference_arguments,
                                          output if reference_output is None else reference_output, call_inputs)
-            make_reference = lambda: _protocol._Server(theirs.layer, theirs.dtype, kinds, taps=False, batch=None,
-                                                       stacked=False, call=their_call, convert=False, device=device)
-            more = ["--reference-connect", "{reference}"]
+            make_reference, more = theirs.server(kinds, their_call, device), ["--reference-connect", "{reference}"]
         code, out, err = _run(binary, ["replay", file, "--connect", "{socket}", "--timeout", str(timeout)] + more,
-                              make_server, make_reference)
-    finally:
-        prepared.restore()
-        if theirs is not None:
-            theirs.restore()
+                              prepared.server(kinds, call, device), make_reference)
     if code not in (0, 1):
         raise AuditError("the replay of %s did not run: %s" % (file, (err.strip() or out.strip())))
     return ReplayResult(code, out, err)
 
 
-def _no_report(binary, code, said):
+def _no_report(binary, code, said, what=None):
     ended = "was killed by signal %d" % -code if code < 0 else "ended with status %d" % code
-    return ("%s %s and wrote no report: %s\nThe binary is broken or older than this package: rebuild it (cmake "
+    wrote = "printed no vocabulary (%s)" % what if what else "wrote no report"
+    return ("%s %s and %s: %s\nThe binary is broken or older than this package: rebuild it (cmake "
             "--build build --target permcheck) or reinstall it (cmake --install build --prefix PREFIX), or point "
-            "PERMCHECK_BIN at a working one" % (binary, ended, said or "(it printed nothing)"))
+            "PERMCHECK_BIN at a working one" % (binary, ended, wrote, said or "(it printed nothing)"))
 
 
 def _read_record(directory):
@@ -740,19 +690,13 @@ def _read_record(directory):
         return None
 
 
-# ---------------------------------------------------------------------------------------------------------
 # Listeners (the pytest plugin's summary)
-
 _listeners = []
 _report_directories = []  # callables of the layer's name: a directory for its report, or None
 
 
 def _report_directory(name):
-    for choose in _report_directories:
-        directory = choose(name)
-        if directory:
-            return directory
-    return None
+    return next((directory for directory in (choose(name) for choose in _report_directories) if directory), None)
 
 
 def _notify(result):

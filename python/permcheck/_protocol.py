@@ -5,96 +5,23 @@
     serve(module, dtype=torch.float32)     # any torch.nn.Module, in eval mode, under no_grad
     serve(module, arguments={"src": "x"}, output=0)   # forward's own parameter names; one element of a tuple
 
-permcheck puts the directory of the package on the PYTHONPATH of the programs it runs, so the import works with
-no set-up. Plain Python 3, standard library only; PyTorch is used only for a torch module or when a dtype is
-given, and is then the one the user's program already imported. The same server answers the in-process audits
-of permcheck.audit (one connection of a Unix socket for each adapter process, permcheck/_audit.py).
-
-The protocol (docs/protocol.md): permcheck starts the program once and writes one JSON request
-per line on its stdin; serve() answers each with one line on stdout, in order, and returns at end of input.
-
-One-tensor form (`permcheck audit --dim D`):
-    -> {"id": 7, "x": [[0.5, -1.0], [2.0, 0.25]]}        n rows (positions) of D numbers (features)
-    <- {"id": 7, "y": [[...], [...]]}                      a sequence layer: n rows
-    <- {"id": 7, "y": [...]}                               a pooled layer (--output pooled): one vector
-    The layer is called with x as its one positional argument: a module gets an (n, D) tensor, a function a
-    list of n lists (a tensor when serve() was given a dtype).
-
-Named form (`permcheck audit --axis ... --input ... --output ...`):
-    -> {"id": 7, "inputs": {"q": [[...]], "pad": [true, false]}, "shapes": {"q": [2, 8], "pad": [2]},
-        "outputs": ["y"]}
-    <- {"id": 7, "outputs": {"y": [[...]]}}
-    The layer is called with the inputs as keyword arguments of those names (module(**inputs) calls forward).
-    Nested arrays in the order of the input's dims; `shapes` rebuilds a tensor with a dim of length 0. Kinds:
-    JSON booleans are a mask (torch.bool), JSON integers an index (torch.int64), numbers with a fraction or an
-    exponent real values (the float dtype). A `kinds` object in the request ({"edge_index": "index"}), or the
-    `kinds` argument of serve(), names the kind where the values cannot, e.g. an empty index input. Token ids
-    ("token"), position ids ("position"), sequence indices ("segment") and a mask of 1 = keep ("mask=keep") are
-    int64 tensors for a module and
-    lists of ints for a function; a mask ("mask", True = padding) stays torch.bool.
-
-Taps (where symmetry first breaks), both forms, for a torch module unless serve(..., taps=False):
-    every answer carries "taps_offered": true; permcheck then, after a violation, sends the counterexample's
-    requests with "taps": true, answered with the outputs of the module's submodules (forward hooks, the root
-    left out), in the order they finished:
-    <- {"id": 7, "outputs": {...}, "taps_offered": true,
-        "taps": [{"name": "blocks.0", "shape": [2, 8], "values": [[...], [...]]}, ...]}
-    An adapter of your own may add "dims": ["n", null] to a tap (the axis each dim follows, null for none);
-    without it permcheck finds the axes itself by probing (docs/reports.md, "Where symmetry first breaks"). A tap whose
-    values cannot be sent is {"name": "blocks.0", "not_comparable": "a nested tensor"}: listed, with its reason.
-
-Batches (serve's `batch`, default 256): the first answer announces "batch": K, and for a torch module
-"stacked": true; permcheck then sends several cases per request, either as a list of ordinary requests
-({"id": 7, "batch_dims": {...}, "batch": [REQUEST, ...]}, answered {"id": 7, "batch": [ANSWER, ...]}) or, for
-a module, stacked: each input one tensor with the cases on its batch dim, as base64 of little-endian float64
-({"id": 7, "stacked": K, "batch_dims": {...}, "inputs": {"x": "BASE64"}, "shapes": {...}, ...}, answered
-{"id": 7, "outputs": {"y": "BASE64"}, "shapes": {...}}). docs/protocol.md, "Batched requests" and "Stacked batches".
-
-Each request line is parsed once and told apart by the keys of the request object itself ("stacked", "batch",
-"taps", "inputs", "x"), never by its text: input names live inside "inputs", "shapes" and "kinds" and output names
-in "outputs", so an input or output may be named batch, stacked, taps, shapes or id like any other.
-
-Arguments and outputs (serve's `arguments` and `output`), for a layer whose forward names its parameters
-otherwise or returns several values:
-    arguments={"src": "x", "lengths": "length:n"}   forward(src=<input x>, lengths=<int64 tensor>): each key a
-                                                    parameter of forward, each value an input of the signature or
-                                                    length:AXIS (an int64 tensor holding the axis's length once
-                                                    per item of the request: [n], or [n] * K for K stacked cases),
-                                                    offset:AXIS (a 0-d int64 tensor, the first position of what
-                                                    the call receives: 0) or arange:AXIS (an int64 vector of its
-                                                    positions, 0 .. n-1: HF's cache_position);
-                                                    inputs no value names are passed under their own names;
-                                                    a value that is not a string is a constant, passed as it is
-                                                    ({"use_cache": False})
-    arguments=["x", "length:n"]                     the same, passed positionally in that order
-    output=0, output="last_hidden_state"            the element of a tuple (or list) answer, the key of a dict
-                                                    answer, or the attribute of another object (a dataclass),
-                                                    that answers the request (before the rules below)
-    length:AXIS needs the dims of the inputs: serve(..., inputs=["x:n,8"]) in the --input grammar (permcheck.audit
-    passes its own).
-
-Answers, both forms:
-    a single value (a tensor, a nested list, a number)   answers the one output the request names (y)
-    a tuple                                             answers the outputs in the request's order
-    a dict                                              answers them by name (other keys are ignored)
-    an exception                                        {"id": 7, "error": "ValueError: ..."}: the last line of
-                                                        its traceback (the whole traceback goes to stderr)
-
-stdout carries only answers: while serve() runs, sys.stdout (and file descriptor 1, so C extensions too) is
-redirected to stderr, so whatever the user's code prints goes to stderr. Non-finite numbers are written as
-Python's json writes them (NaN, Infinity, -Infinity), which permcheck accepts and judges. serve() exits quietly,
-without a traceback, when permcheck closes the pipe or on Ctrl-C.
+Plain Python 3, standard library only; PyTorch only for a torch module or when a dtype is given. The same server
+answers the in-process audits of permcheck.audit (permcheck/_audit.py). The protocol is docs/protocol.md; what
+serve does with a layer, docs/audit.md ("A Python layer: the ready adapter"). A request line is parsed once and
+told apart by the keys of the request object ("stacked", "batch", "taps", "inputs", "x"), never by its text, so
+an input or output may be named batch, stacked, taps, shapes or id like any other.
 """
 
 import array
 import base64
 import contextlib
-import dataclasses
 import json
 import os
 import sys
-import threading
 import traceback
+
+if "_Call" not in globals():  # permcheck_adapter.py beside an adapter's repro.py holds _calls.py's text above this
+    from permcheck._calls import _LENGTH, _Call, _ChunkRaised, _Raised, _named_results
 
 __all__ = ["serve"]
 
@@ -106,43 +33,14 @@ _INTEGER_KINDS = ("index", "token", "position", "mask=keep", "segment")
 
 def serve(layer, dtype=None, *, kinds=None, taps=True, stdin=None, stdout=None, batch=256, stacked=True,
           arguments=None, output=None, inputs=None, cache=None, cumulative=None, device=None):
-    """Answer permcheck's requests with `layer` until end of input.
-
-    layer   a callable (a function of named inputs, see the module docstring) or a torch.nn.Module, which is
-            put in eval mode and called under torch.no_grad().
-    dtype   the float dtype of the tensors the layer receives: a torch dtype or its name ("float32",
-            "float64", "bfloat16", "float16"). A module is converted to it (module.to(dtype)); without it a
-            module computes in the dtype of its first floating parameter (float32 if it has none) and a function
-            receives nested lists.
-    kinds   {input name: "float" | "mask" | "index"}, for an input whose kind its values cannot show.
-    batch   the most cases one request may hold (announced to permcheck in the first answer): a torch
-            module then runs one forward pass per batch, its cases stacked on the batch dims permcheck names,
-            and a function is called once per case; 1 or None: one case per request.
-    stacked a torch module also announces "stacked": permcheck then sends a batch as one tensor per input, its
-            cases stacked on the batch dim and its numbers in binary (base64), and reads the outputs back the same
-            way: the fast form. False: batches item by item, in JSON numbers.
-    taps    a torch module offers its submodules' outputs ("taps", see the module docstring) unless False:
-            after a violation permcheck then names the first submodule that breaks the symmetry.
-    arguments
-            {forward's parameter: input name or "length:AXIS"}, or a list of them passed positionally: see the
-            module docstring.
-    output  an index (a tuple or list answer), a key (a dict answer) or an attribute (a dataclass or another
-            object): the one value that answers.
-    inputs  the signature's inputs in permcheck's --input grammar ("x:n,8"), needed by "length:AXIS" only.
-    cache   how a chunked request (the incremental property) carries the layer's cache from one chunk to the next:
-            "past_key_values" (the keyword argument that takes it, and the key or attribute of the answer that
-            returns it) or ("kv", 1) (an argument name and the index of the answer's tuple). The first chunk gets
-            no cache. Without it the layer keeps its own (a start_pos style cache): the chunks are called in
-            order and nothing is passed.
-    cumulative
-            the inputs a chunk receives from position 0 to its end (HF's attention_mask in cached decoding);
-            the others hold the chunk's positions only.
-    device  where the inputs are made ("cuda:0", a torch.device): by default a module's own (its first parameter's
-            or buffer's), the CPU for a function. Answers are brought back to the CPU.
-    stdin, stdout
-            text streams to read requests from and write answers to; by default the process's own, with
-            stdout claimed for answers as the module docstring says.
-    """
+    """Answer permcheck's requests with `layer` (a function of named inputs, or a torch.nn.Module, put in eval mode
+    and called under torch.no_grad()) until end of input. docs/audit.md, "A Python layer: the ready adapter", says
+    what each argument does: dtype (a torch dtype or its name; a module is converted to it), kinds ({input:
+    kind} where the values cannot show it), batch (the most cases a request may hold; 1 or None: one), stacked
+    (a module takes a batch as one tensor an input, in base64), taps (a module offers its submodules' outputs),
+    arguments and output (how forward is called, what answers), inputs (the --input texts, for length:AXIS),
+    cache and cumulative (how the incremental property's chunks are decoded: docs/decoders.md), device (where
+    inputs are made), stdin and stdout (the streams; by default the process's, stdout claimed for answers)."""
     server = _Server(layer, dtype, kinds, taps=taps, batch=batch, stacked=stacked,
                      call=_Call(arguments, output, inputs, cache, cumulative), device=device)
     requests = stdin if stdin is not None else sys.stdin
@@ -161,14 +59,9 @@ def serve(layer, dtype=None, *, kinds=None, taps=True, stdin=None, stdout=None, 
             restore()
 
 
-# ---------------------------------------------------------------------------------------------------------
 # The server: one request line parsed once, dispatched on the request object's own keys
-
-
 class _Server:
-    """One served layer. Each request line is parsed once and dispatched on the top-level keys of the request
-    object ("stacked", "batch", "taps"), never on its text: input names live inside "inputs", "shapes" and
-    "kinds", output names in "outputs", so an input or output may be called batch, stacked, taps, shapes or id."""
+    """One served layer, each request dispatched on the top-level keys of its object (the module docstring)."""
 
     def __init__(self, layer, dtype, kinds, *, taps, batch, stacked, call=None, convert=True, device=None):
         self.call = call if call is not None else _Call(None, None, None)
@@ -191,20 +84,16 @@ class _Server:
         self.device = _resolve_device(torch, layer if self.is_module else None, device) if torch is not None else None
         self.call.device = self.device
         self.offers_taps = bool(taps) and self.is_module
-        # What the first ordinary answer announces ({} when nothing: one case per request).
-        self.announcement = {}
         self.exceptions = _Exceptions()  # what the layer raised: the first traceback shown, the rest counted
-        if batch is not None and batch > 1:
-            self.announcement["batch"] = int(batch)
-            if self.is_module and stacked:
-                self.announcement["stacked"] = True
+        # What the first ordinary answer announces ({} when nothing: one case per request).
+        self.announcement = {"batch": int(batch)} if batch is not None and batch > 1 else {}
+        if self.announcement and self.is_module and stacked:
+            self.announcement["stacked"] = True
 
     def answer_all(self, requests, answers):
         """Answers every request line of the text stream `requests` on `answers`, one line each, in order."""
         try:
-            for line in requests:
-                if not line.strip():
-                    continue
+            for line in filter(str.strip, requests):
                 answers.write(json.dumps(self.answer_line(line)) + "\n")
                 answers.flush()
         finally:
@@ -227,8 +116,6 @@ class _Server:
             self.announcement = {}  # announced once
         return answer
 
-    # One request
-
     def answer(self, request):
         """The answer object to one ordinary request (an object, or a batch's item): outputs, or an error naming
         what went wrong."""
@@ -240,7 +127,7 @@ class _Server:
                 names = request.get("outputs")
                 if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
                     raise ValueError('"outputs" must be a non-empty list of output names')
-                inputs = _named_inputs(request, self.torch, self.dtype, self.kinds, self.device)
+                inputs = self.named_inputs(request)
                 if "chunks" in request:  # the incremental property: the chunks in order, a cache carried between
                     result = self.call.chunked(self.layer, self.torch, inputs, request["chunks"], names)
                     return {"id": request_id, "outputs": _outputs(result, names), "chunked": True}
@@ -253,7 +140,7 @@ class _Server:
                 result = self.call(self.layer, self.torch, {"x": x}, 1, one_tensor=True)
                 return {"id": request_id, "y": _outputs(result, ["y"])["y"]}
             raise ValueError('a request holds "x" (one tensor) or "inputs" (named inputs); this one holds neither')
-        except (_ChunkRaised, _Raised) as raised:  # the layer's own exception: a finding in chunks or against a reference
+        except (_ChunkRaised, _Raised) as raised:  # the layer's own exception: a finding in chunks, against a reference
             answer = _error_answer(request_id, raised, self.exceptions)
             if isinstance(raised, _ChunkRaised):
                 answer["error"] += " (%s)" % raised.where
@@ -279,9 +166,6 @@ class _Server:
             answer["taps_offered"] = True
         return answer
 
-    # Batched requests: {"id": 7, "batch_dims": {"x": 0, "y": 0}, "batch": [REQUEST, ...]} answered by
-    # {"id": 7, "batch": [ANSWER, ...]}, one ordinary answer (without id) per item, in order.
-
     def answer_batch(self, request):
         """The answer object to a batched request: one stacked forward pass when the layer is a torch module and
         every input and output has a batch dim, else (or when that forward raises) one call per item."""
@@ -296,11 +180,7 @@ class _Server:
                     return {"id": request_id, "batch": self.stacked_items(items, dims)}
                 except Exception as error:  # each item on its own, so that each gets its own answer or error
                     self.exceptions.show(error, "the stacked forward pass failed; answering item by item")
-            answers = []
-            for item in items:
-                answer = self.answer(item)
-                answer.pop("id", None)
-                answers.append(answer)
+            answers = [{k: v for k, v in self.answer(item).items() if k != "id"} for item in items]
             return {"id": request_id, "batch": answers}
         except Exception as error:
             return _error_answer(request_id, error)
@@ -308,18 +188,13 @@ class _Server:
     def stacked_items(self, items, dims):
         """The items' answers from one forward pass over their inputs stacked on their batch dims."""
         torch, first, count = self.torch, items[0], len(items)
-        names = first["outputs"]
-        declared = dict(first.get("kinds") or {})
-        declared.update(self.kinds)
-        inputs = {}
+        names, inputs = first["outputs"], {}
         for name, values in first["inputs"].items():
-            dim = dims[name]
-            shape = list(first["shapes"][name])
-            element = self.element_type(_kind(declared.get(name), values))
-            # (count, *shape) with shape[dim] == 1: drop that dim and put the items there.
+            # (count, *shape) with shape[dims[name]] == 1: drop that dim and put the items there.
+            element = self.element_type(first, name, values)
             stacked = torch.tensor([item["inputs"][name] for item in items], dtype=element,
-                                   device=self.device).reshape([count] + shape)
-            inputs[name] = stacked.squeeze(dim + 1).movedim(0, dim)
+                                   device=self.device).reshape([count] + first["shapes"][name])
+            inputs[name] = stacked.squeeze(dims[name] + 1).movedim(0, dims[name])
         inputs.update(_lengths_of(first))  # the items of a batch have the same lengths
         outputs = _named_results(self.call(self.layer, torch, inputs, count), names)
         parts = {}
@@ -331,12 +206,6 @@ class _Server:
             parts[name] = [_wrapped(v, dims[name]) for v in value.movedim(dims[name], 0).tolist()]
         return [{"outputs": {name: parts[name][k] for name in names}} for k in range(count)]
 
-    # Stacked requests: {"id": 7, "stacked": 3, "batch_dims": {"x": 0, "y": 0}, "inputs": {"x": BASE64},
-    # "shapes": {"x": [3, 4, 8]}, "kinds": {"x": "float"}, "outputs": ["y"]}, each input's cases stacked on its
-    # batch dim, its values base64 of little-endian float64, row-major; answered by {"id": 7, "outputs":
-    # {"y": BASE64}, "shapes": {"y": [3, 4, 8]}} the same way, or item by item ({"id": 7, "batch": [ANSWER, ...]})
-    # when the stacked forward pass raises.
-
     def answer_stacked(self, request):
         """The answer object to a stacked request: one forward pass, else one call per item."""
         request_id = request.get("id")
@@ -344,12 +213,8 @@ class _Server:
             if not self.is_module:
                 raise ValueError("a stacked request is answered by a served torch module only (none was announced)")
             count, dims, names = int(request["stacked"]), request["batch_dims"], request["outputs"]
-            declared = dict(request.get("kinds") or {})
-            declared.update(self.kinds)
-            inputs = {}
-            for name, text in request["inputs"].items():
-                element = self.element_type(_kind(declared.get(name), []))
-                inputs[name] = _from_base64(self.torch, text, request["shapes"][name]).to(self.device, element)
+            inputs = {name: _from_base64(self.torch, text, request["shapes"][name]).to(
+                self.device, self.element_type(request, name, [])) for name, text in request["inputs"].items()}
             lengths = _lengths_of(request)
             inputs.update(lengths)
             try:
@@ -378,9 +243,24 @@ class _Server:
                 answer["raised"] = True
             return answer
 
-    def element_type(self, kind):
-        """The torch dtype of an input of that kind: the float dtype, bool for a mask, int64 for the integer kinds."""
-        return _element_type(self.torch, self.dtype, kind)
+    def named_inputs(self, request):
+        """The request's inputs by name: nested lists, or tensors of their kind's dtype and of the given shapes (and
+        the lengths of its free axes under _LENGTH + axis)."""
+        inputs, shapes = request["inputs"], request.get("shapes") or {}
+        if not isinstance(inputs, dict):
+            raise ValueError('"inputs" must be an object of named nested arrays')
+        out = dict(inputs) if self.torch is None else {
+            name: self.torch.tensor(values, dtype=self.element_type(request, name, values), device=self.device).reshape(
+                shapes.get(name) if shapes.get(name) is not None else _shape_of(values))
+            for name, values in inputs.items()}
+        out.update(_lengths_of(request))
+        return out
+
+    def element_type(self, request, name, values):
+        """The torch dtype of a request's input: of the kind serve's `kinds` or the request declares, else of its
+        values' JSON types."""
+        declared = self.kinds.get(name, (request.get("kinds") or {}).get(name))
+        return _element_type(self.torch, self.dtype, _kind(declared, values))
 
 
 def _error_answer(request_id, error, exceptions=None):
@@ -457,279 +337,6 @@ def _wrapped(values, depth):
     return [_wrapped(v, depth - 1) for v in values]
 
 
-def _named_results(result, names):
-    """The layer's result by output name, as _outputs reads it, before any conversion."""
-    if isinstance(result, dict):
-        return {n: result[n] for n in names}
-    if isinstance(result, tuple):
-        if len(result) != len(names):
-            raise ValueError("the layer returned %d values for %d outputs" % (len(result), len(names)))
-        return dict(zip(names, result))
-    if len(names) != 1:
-        raise ValueError("the layer returned one value for %d outputs" % len(names))
-    return {names[0]: result}
-
-
-class _Call:
-    """How the layer is called: the request's inputs as forward's arguments (serve's `arguments`), and the one
-    value of its result that answers (serve's `output`)."""
-
-    def __init__(self, arguments, output, inputs, cache=None, cumulative=None):
-        if cache is not None and not isinstance(cache, str) and not (
-                isinstance(cache, (tuple, list)) and len(cache) == 2 and isinstance(cache[0], str)
-                and isinstance(cache[1], (int, str)) and not isinstance(cache[1], bool)):
-            raise ValueError('cache is "NAME" (an argument, and the key or attribute of the answer that returns the '
-                             'cache) or ("NAME", INDEX) (an argument and the index of the answer\'s tuple), got %r'
-                             % (cache,))
-        self.cache = None if cache is None else (cache, cache) if isinstance(cache, str) else tuple(cache)
-        self.exclusive = _Exclusive()  # a chunked request has the layer alone (it may keep its own cache)
-        self.device = None  # where derived inputs (length:AXIS, ...) are made: the server's device
-        self.serial = False  # every call has the layer alone: a layer that keeps its own cache (no `cache`)
-        self.cumulative = set(_as_names(cumulative, "cumulative"))
-        if arguments is not None and not isinstance(arguments, (dict, list, tuple)):
-            raise ValueError("arguments must be a dict {forward parameter: input or length:AXIS} or a list of "
-                             "them, got %s" % type(arguments).__name__)
-        sources = list(arguments.values()) if isinstance(arguments, dict) else list(arguments or [])
-        sources = [source for source in sources if isinstance(source, str)]  # others are constants, passed as they are
-        for source in sources:
-            if not source:
-                raise ValueError("each source in arguments is an input name, length:AXIS or a constant (not a "
-                                 "string), got an empty string")
-        if output is not None and (isinstance(output, bool) or not isinstance(output, (int, str))):
-            raise ValueError("output must be an index or a key, got %r" % (output,))
-        self.arguments, self.output = arguments, output
-        self.dims = _input_dims(inputs)  # {input: [axis name or None per dim]}
-        self.free = _free_axes(inputs, self.dims)  # axes only an index input names: their lengths come with a request
-        for source in sources:
-            if _derived(source) and source.split(":", 1)[1] not in self.free:
-                self.axis_place(source.split(":", 1)[1], source)  # refused now, not at the first request
-
-    def axis_place(self, axis, source):
-        """(input, dim) where the axis first occurs among the inputs' dims."""
-        if self.dims is None:
-            raise ValueError("%s needs the inputs' dims: pass inputs=[...] in the --input grammar" % source)
-        for name, dims in self.dims.items():
-            if axis in dims:
-                return name, dims.index(axis)
-        raise ValueError("%s: no input has an axis %s (inputs: %s)" % (source, axis, ", ".join(self.dims)))
-
-    def value(self, source, inputs, torch, items, chunk=None):
-        if not isinstance(source, str):  # a constant, such as use_cache=False
-            return source
-        if _derived(source):
-            kind, axis = source.split(":", 1)
-            if axis in self.free:  # a batch vector's graphs: the request says how many
-                if _LENGTH + axis not in inputs:
-                    raise ValueError("%s: the request gives no length of the axis %s" % (source, axis))
-                first, end = 0, int(inputs[_LENGTH + axis])
-            else:
-                name, dim = self.axis_place(axis, source)
-                first, end = chunk if chunk is not None else (0, _length_of(inputs[name], dim))
-            length = end - first
-            if kind == "offset":  # the first position of what the call receives: 0 outside a chunked call
-                return first if torch is None else torch.tensor(first, dtype=torch.int64, device=self.device)
-            if kind == "arange":  # its absolute positions (HF's cache_position)
-                return list(range(first, end)) if torch is None else torch.arange(first, end, dtype=torch.int64,
-                                                                                  device=self.device)
-            if torch is None:
-                return [length] * items
-            return torch.full((items,), length, dtype=torch.int64, device=self.device)
-        if source not in inputs:
-            raise ValueError("arguments names the input %r, which the request does not hold (it holds %s)"
-                             % (source, ", ".join(inputs)))
-        return inputs[source]
-
-    def __call__(self, layer, torch, inputs, items, one_tensor=False):
-        """The layer's answer to one request's inputs ({name: value}), `items` cases in it."""
-        with self.exclusive.alone() if self.serial else self.exclusive.shared():
-            return self.selected(self.raw(layer, torch, inputs, items, one_tensor))
-
-    def chunked(self, layer, torch, inputs, chunks, names):
-        """The answer to a chunked request: the layer called on each chunk in order (every input along the axis
-        cut to the chunk, a cumulative one from 0), the cache of each answer handed to the next call, the
-        outputs joined along the axis (an output without it: the last chunk's)."""
-        if not isinstance(chunks, dict) or not isinstance(chunks.get("ends"), list) or not chunks["ends"]:
-            raise ValueError('"chunks" must be an object {"axis", "ends", "inputs", "outputs"}')
-        with self.exclusive.alone():  # no other call between two chunks of a layer that keeps its own cache
-            return self._chunks(layer, torch, inputs, chunks, names)
-
-    def _chunks(self, layer, torch, inputs, chunks, names):
-        in_dims, out_dims = chunks.get("inputs") or {}, chunks.get("outputs") or {}
-        state, parts, first = None, {name: [] for name in names}, 0
-        for k, end in enumerate(chunks["ends"]):
-            piece = {name: value if in_dims.get(name) is None
-                     else _cut(value, in_dims[name], 0 if name in self.cumulative else first, end, torch)
-                     for name, value in inputs.items()}
-            try:
-                raw = self.raw(layer, torch, piece, 1, chunk=(first, end), state=state, chunked=True)
-            except _Raised as error:
-                where = "chunk %d of %d, positions %d%s" % (k + 1, len(chunks["ends"]), first,
-                                                            " to %d" % (end - 1) if end - first > 1 else "")
-                raise _ChunkRaised(where) from error.__cause__
-            if self.cache is not None:
-                state = self.cache_of(raw)
-            for name, value in _named_results(self.selected(raw), names).items():
-                parts[name].append(value)
-            first = end
-        return {name: _joined(parts[name], out_dims.get(name), torch) for name in names}
-
-    def cache_of(self, raw):
-        """The cache an answer returns (cache's key, attribute or tuple index)."""
-        key = self.cache[1]
-        try:
-            return raw[key]
-        except (IndexError, KeyError, TypeError):
-            pass
-        if isinstance(key, str) and hasattr(raw, key):
-            return getattr(raw, key)
-        raise ValueError("cache=%r: the layer returned %s, which has no element or attribute %r holding the cache"
-                         % (self.cache, _describe(raw), key))
-
-    def raw(self, layer, torch, inputs, items, one_tensor=False, chunk=None, state=None, chunked=False):
-        """The layer's whole result (before `output` picks from it); in a chunked call `chunk` is (first, end) and
-        `state` the cache the previous chunk returned (None: the first chunk, which gets none)."""
-        args, kwargs = [], {}
-        tensors = {name: value for name, value in inputs.items() if not name.startswith(_LENGTH)}
-        if self.arguments is None:
-            if one_tensor:
-                args = [inputs["x"]]
-            else:
-                kwargs = tensors
-        elif isinstance(self.arguments, dict):
-            named = set(s for s in self.arguments.values() if isinstance(s, str) and not _derived(s))
-            kwargs = {name: value for name, value in tensors.items() if name not in named}
-            for parameter, source in self.arguments.items():
-                kwargs[parameter] = self.value(source, inputs, torch, items, chunk)
-        else:
-            args = [self.value(source, inputs, torch, items, chunk) for source in self.arguments]
-        if chunked and self.cache is not None and state is not None:
-            kwargs[self.cache[0]] = state
-        try:
-            if torch is None:
-                return layer(*args, **kwargs)
-            with torch.no_grad():
-                return layer(*args, **kwargs)
-        except Exception as error:
-            if _miswired(error):  # the call's arguments, not the layer: an error of the audit's set-up
-                raise
-            raise _Raised() from error
-
-    def selected(self, result):
-        if self.output is None:
-            return result
-        try:
-            return result[self.output]
-        except (IndexError, KeyError, TypeError):
-            pass
-        if isinstance(self.output, str) and hasattr(result, self.output):  # a dataclass or another object
-            return getattr(result, self.output)
-        raise ValueError("output=%r: the layer returned %s, which has no element or attribute %r"
-                         % (self.output, _describe(result), self.output))
-
-
-class _Exclusive:
-    """Calls of the layer share it (several connections answer on threads of their own); a chunked request has it
-    alone, so that a layer keeping its own cache decodes one sequence's chunks with no other call between them."""
-
-    def __init__(self):
-        self._changed = threading.Condition()
-        self._sharing, self._alone = 0, False
-
-    @contextlib.contextmanager
-    def shared(self):
-        with self._changed:
-            self._changed.wait_for(lambda: not self._alone)
-            self._sharing += 1
-        try:
-            yield
-        finally:
-            with self._changed:
-                self._sharing -= 1
-                self._changed.notify_all()
-
-    @contextlib.contextmanager
-    def alone(self):
-        with self._changed:
-            self._changed.wait_for(lambda: not self._alone and self._sharing == 0)
-            self._alone = True
-        try:
-            yield
-        finally:
-            with self._changed:
-                self._alone = False
-                self._changed.notify_all()
-
-
-def _as_names(names, what):
-    """A list of input names (one name alone is a list of one)."""
-    if names is None:
-        return []
-    names = [names] if isinstance(names, str) else list(names)
-    if not all(isinstance(n, str) for n in names):
-        raise ValueError("%s is a list of input names, got %r" % (what, names))
-    return names
-
-
-def _cut(value, dim, first, end, torch):
-    """value's entries [first, end) along dim (a tensor, or nested lists)."""
-    if torch is not None and hasattr(value, "narrow"):
-        return value.narrow(dim, first, end - first)
-    if dim == 0:
-        return value[first:end]
-    return [_cut(v, dim - 1, first, end, torch) for v in value]
-
-
-def _joined(parts, dim, torch):
-    """The chunks' answers joined along dim (None: the last chunk's)."""
-    if dim is None:
-        return parts[-1]
-    if torch is not None and all(hasattr(p, "narrow") for p in parts):
-        return torch.cat(parts, dim)
-    if dim == 0:
-        return [v for p in parts for v in p]
-    return [_joined([p[i] for p in parts], dim - 1, torch) for i in range(len(parts[0]))]
-
-
-def _derived(source):
-    """Whether an arguments source is made from the request rather than named: length:AXIS, offset:AXIS or
-    arange:AXIS (not a constant, which is not a string)."""
-    return isinstance(source, str) and source.split(":", 1)[0] in ("length", "offset", "arange") and ":" in source
-
-
-def _describe(result):
-    if dataclasses.is_dataclass(result) and not isinstance(result, type):
-        return "a %s of fields %s" % (type(result).__name__, ", ".join(f.name for f in dataclasses.fields(result)))
-    if isinstance(result, dict):
-        return "a dict of keys %s" % ", ".join(map(repr, result))
-    if isinstance(result, (tuple, list)):
-        return "a %s of %d values" % (type(result).__name__, len(result))
-    return "a %s" % type(result).__name__
-
-
-def _length_of(value, dim):
-    if hasattr(value, "shape"):
-        return int(value.shape[dim])
-    for _ in range(dim):
-        value = value[0]
-    return len(value)
-
-
-def _input_dims(inputs):
-    """{input: [axis name, or None for a fixed length, per dim]} from --input texts ("x:n,8", "pad:n:mask")."""
-    if inputs is None:
-        return None
-    if isinstance(inputs, str):
-        inputs = [inputs]
-    dims = {}
-    for text in inputs:
-        parts = str(text).split(":")
-        if len(parts) < 2 or not parts[0]:
-            raise ValueError("input %r: expected NAME:DIMS[:KIND], e.g. x:n,8" % (text,))
-        labels = [d.strip() for d in parts[1].split(",")] if parts[1] else []
-        dims[parts[0]] = [None if d.isdigit() else d for d in labels]
-    return dims
-
-
 def _resolve_device(torch, module, device):
     """The device inputs are made on: `device` when given, else a module's first parameter's or buffer's, else
     the CPU."""
@@ -741,21 +348,6 @@ def _resolve_device(torch, module, device):
     return torch.device("cpu")
 
 
-_LENGTH = "#length:"  # an input name no signature has: the length of a free axis, from the request's "lengths"
-
-
-def _free_axes(texts, dims):
-    """The axes that only an index input names ("batch:nodes:index=graphs" with no input over graphs)."""
-    if texts is None or dims is None:
-        return set()
-    named = set()
-    for text in [texts] if isinstance(texts, str) else texts:
-        parts = str(text).split(":")
-        if len(parts) >= 3 and parts[2].startswith("index="):
-            named.add(parts[2][len("index="):].split(",")[0])  # index=AXIS or index=AXIS,sorted[=ROW]
-    return {axis for axis in named if not any(axis in d for d in dims.values())}
-
-
 def _lengths_of(request):
     """{_LENGTH + axis: length} of the request's free axes ("lengths": {"graphs": 3})."""
     lengths = request.get("lengths") if isinstance(request, dict) else None
@@ -764,28 +356,6 @@ def _lengths_of(request):
     if not isinstance(lengths, dict) or not all(isinstance(v, int) and v >= 0 for v in lengths.values()):
         raise ValueError('"lengths" must be an object of axis lengths (integers >= 0)')
     return {_LENGTH + axis: n for axis, n in lengths.items()}
-
-
-def _named_inputs(request, torch, dtype, kinds, device=None):
-    """The request's inputs by name: nested lists, or tensors of their kind's dtype and of the given shapes (and the
-    lengths of its free axes under _LENGTH + axis)."""
-    inputs, shapes = request["inputs"], request.get("shapes") or {}
-    declared = dict(request.get("kinds") or {})
-    declared.update(kinds)
-    if not isinstance(inputs, dict):
-        raise ValueError('"inputs" must be an object of named nested arrays')
-    out = {}
-    for name, values in inputs.items():
-        if torch is None:
-            out[name] = values
-            continue
-        shape = shapes.get(name)
-        if shape is None:
-            shape = _shape_of(values)
-        element = _element_type(torch, dtype, _kind(declared.get(name), values))
-        out[name] = torch.tensor(values, dtype=element, device=device).reshape(shape)
-    out.update(_lengths_of(request))
-    return out
 
 
 def _element_type(torch, dtype, kind):
@@ -832,28 +402,14 @@ def _shape_of(values):
 
 def _outputs(result, names):
     """The layer's result as {name: JSON value} for the named outputs."""
-    if isinstance(result, dict):
-        missing = [n for n in names if n not in result]
-        if missing:
-            raise ValueError("the layer returned a dict without the output(s) %s (it has %s)"
-                             % (", ".join(missing), ", ".join(map(str, result)) or "no keys"))
-        return {n: _json_value(result[n]) for n in names}
-    if isinstance(result, tuple):
-        if len(result) != len(names):
-            raise ValueError("the layer returned a tuple of %d values; the request asks for %d output(s): %s"
-                             % (len(result), len(names), ", ".join(names)))
-        return {n: _json_value(v) for n, v in zip(names, result)}
-    if len(names) != 1:
-        raise ValueError("the layer returned one value; the request asks for %d outputs (%s): return a tuple "
-                         "in that order or a dict by name" % (len(names), ", ".join(names)))
-    return {names[0]: _json_value(result)}
+    return {n: _json_value(v) for n, v in _named_results(result, names).items()}
 
 
 def _json_value(value):
     """A tensor, array, number or nested list as JSON-ready nested lists; floats widened to double exactly."""
     if hasattr(value, "detach"):  # a torch tensor
         value = value.detach().cpu()
-        if value.is_floating_point() and value.dtype != _torch_module().float64:
+        if value.is_floating_point() and value.dtype != sys.modules["torch"].float64:
             value = value.double()  # float32, bfloat16 and float16 values are all doubles: exact
         return value.tolist()
     if hasattr(value, "tolist"):  # a NumPy array or scalar
@@ -866,29 +422,6 @@ def _json_value(value):
                     % type(value).__name__)
 
 
-class _Raised(Exception):
-    """The layer's own call raised (its cause): answered with "raised": true, which permcheck reads as the layer's
-    finding where the property makes it one (decoding in chunks, agreement with a reference), else as an error."""
-
-
-class _ChunkRaised(Exception):
-    """The layer raised calling one chunk of a chunked request (its cause): the incremental property's finding,
-    answered with "raised": true; `where` names the chunk."""
-
-    def __init__(self, where):
-        super().__init__(where)
-        self.where = where
-
-
-def _miswired(error):
-    """Whether an exception of a call says its arguments do not fit the layer's signature (a cache= or arguments=
-    route the layer does not take), which is the set-up's error, not the layer's finding."""
-    text = str(error)
-    return isinstance(error, TypeError) and any(
-        words in text for words in ("unexpected keyword argument", "got multiple values for argument",
-                                    "required positional argument", "positional arguments but"))
-
-
 def _last_line(error):
     if isinstance(error, (_Raised, _ChunkRaised)) and error.__cause__ is not None:
         error = error.__cause__
@@ -896,17 +429,11 @@ def _last_line(error):
     return (lines[-1].strip() if lines else type(error).__name__) or type(error).__name__
 
 
-# ---------------------------------------------------------------------------------------------------------
 # Taps: the outputs of a torch module's submodules
-
-
 class _TapRecorder:
-    """Forward hooks on every named submodule (the root left out: its output is the audited one) that record each
-    floating tensor output as a tap, in the order the submodules finish, so a child comes before its parent.
-    A tuple or list output gives name[0], name[1], ...; a dict output name.key; integer and boolean tensors are
-    taps as their numbers; a tensor that has no values to compare (nested, complex, quantized) or cannot be read
-    is a tap {"name": ..., "not_comparable": REASON}; other outputs are skipped. A submodule called again gives
-    name#2, name#3, ... Nothing a hook meets ends the forward pass."""
+    """Forward hooks on every named submodule but the root that record each tensor output as a tap, in the order the
+    submodules finish (docs/protocol.md, "Taps"): name[0] of a tuple, name.key of a dict, name#2 of a second call; a
+    tensor with no values to compare is {"name", "not_comparable": REASON}. Nothing a hook meets ends the pass."""
 
     def __init__(self, module, torch):
         self.module, self.torch, self.taps, self.calls, self.handles = module, torch, [], {}, []
@@ -961,14 +488,7 @@ def _unusable_tap(torch, value):
     return None
 
 
-# ---------------------------------------------------------------------------------------------------------
 # PyTorch, only when the layer or the dtype needs it
-
-
-def _torch_module():
-    return sys.modules["torch"]
-
-
 def _torch_if_needed(layer, dtype):
     """The torch module when the layer is a torch module or a dtype is given, else None (torch not imported)."""
     torch = sys.modules.get("torch")  # a torch module or dtype means the program imported torch already
@@ -999,11 +519,7 @@ def _resolve_dtype(torch, module, dtype):
     return torch.float32
 
 
-
-# ---------------------------------------------------------------------------------------------------------
 # The process's stdout
-
-
 def _claim_stdout():
     """A stream on the real stdout for answers, with file descriptor 1 pointed at stderr meanwhile.
 
@@ -1021,25 +537,19 @@ def _claim_stdout():
     answers = os.fdopen(answers_fd, "w", encoding="utf-8", newline="\n")
 
     def restore():
-        try:
+        with contextlib.suppress(BrokenPipeError, OSError):
             answers.flush()
-        except (BrokenPipeError, OSError):
-            pass
         os.dup2(answers_fd, fd)
-        try:
+        with contextlib.suppress(BrokenPipeError, OSError):
             answers.close()
-        except (BrokenPipeError, OSError):
-            pass
 
     return answers, restore
 
 
 def _quiet_exit(code, answers):
     """Leave without a traceback, and without the flush at interpreter exit failing on a closed pipe."""
-    try:
+    with contextlib.suppress(AttributeError, OSError, ValueError):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, answers.fileno())
         os.close(devnull)
-    except (AttributeError, OSError, ValueError):
-        pass
     raise SystemExit(code)

@@ -17,14 +17,14 @@ from . import repro_case
 # asks for the one line that builds it.
 MODULE_CAP_BYTES = 256 * 1024 * 1024
 
-_FINDINGS = ("violated", "non-finite", "nondeterministic", "batch-dependent", "history-dependent")
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def supported(record):
-    """Whether a repro can be written for this report's finding (and why not, when not)."""
+def supported(record, findings):
+    """Whether a repro can be written for this report's finding (and why not, when not); `findings`: the verdicts
+    that are failures (the binary's)."""
     verdict = record.get("verdict")
-    if verdict not in _FINDINGS:
+    if verdict not in findings:
         return False, "the verdict %s is not a finding a repro reproduces" % verdict
     c = record.get("counterexample")
     if not c or not record.get("signature"):
@@ -43,24 +43,26 @@ def supported(record):
     return True, ""
 
 
-def write(directory, record, layer, dtype, call, reference=None, reference_call=None):
+def write(directory, record, layer, dtype, call, findings, against, reference=None, reference_call=None):
     """Writes repro.py (and module.pt or state_dict.pt, reference.pt) into `directory` for the report's finding;
-    returns its path, or None (with the reason in the record's view) when none can be written."""
-    ok, _ = supported(record)
+    returns its path, or None (with the reason in the record's view) when none can be written. `findings`: the
+    verdicts that are failures; `against`: whether the property compares the layer with a reference (the binary
+    says both)."""
+    ok, _ = supported(record, findings)
     if not ok:
         return None
     torch = sys.modules.get("torch")
     is_module = torch is not None and isinstance(layer, torch.nn.Module)
     if not is_module and not callable(layer):
         return None
-    if record.get("property") == "agreement" and reference is None and record["verdict"] != "nondeterministic":
+    if against and reference is None and record["verdict"] != "nondeterministic":
         return None
     parts = [_header(record, layer, torch)]
     parts.append(_loaded("layer", layer, dtype, directory, torch))
-    if record.get("property") == "agreement" and reference is not None:
+    if against and reference is not None:
         parts.append(_loaded("reference", reference, dtype, directory, torch))
-    agreement = record.get("property") == "agreement"
-    parts.append(_data(record, call, reference_call if agreement else None))
+    parts.append(_data(record, call, reference_call if against else None, against))
+    parts.append(_text("_calls.py"))
     parts.append(_text("repro_torch.py"))
     parts.append(_text("repro_compare.py"))
     path = os.path.join(directory, "repro.py")
@@ -72,33 +74,24 @@ def write(directory, record, layer, dtype, call, reference=None, reference_call=
 def name_in_reports(directory):
     """report.json names the repro ("repro": "repro.py"), and report.md and report.html name it first, under their
     title, as permcheck writes them for an adapter program's finding."""
-    record_path = os.path.join(directory, "report.json")
-    if os.path.exists(record_path):
-        with open(record_path) as f:
-            record = json.load(f)
-        record["repro"] = "repro.py"
-        with open(record_path, "w") as f:
-            json.dump(record, f, indent=2)
-            f.write("\n")
-    md = os.path.join(directory, "report.md")
-    if os.path.exists(md):
-        with open(md) as f:
-            lines = f.read().split("\n")
-        lines[1:1] = ["", "**Reproduce without permcheck:** `python3 repro.py` (beside this report; it exits 1 while "
-                          "the bug is there)."]
-        with open(md, "w") as f:
-            f.write("\n".join(lines))
-    html = os.path.join(directory, "report.html")
-    if os.path.exists(html):
-        with open(html) as f:
-            text = f.read()
-        at = text.find("</h1>")
-        if at >= 0:
-            at += len("</h1>")
-            text = (text[:at] + '\n<p class="note"><b>Reproduce without permcheck:</b> <code>python3 repro.py</code> '
-                    "(beside this report; it exits 1 while the bug is there).</p>" + text[at:])
-            with open(html, "w") as f:
-                f.write(text)
+    said = "Reproduce without permcheck:"
+    line = "`python3 repro.py` (beside this report; it exits 1 while the bug is there)."
+    _rewritten(directory, "report.json", lambda text: json.dumps(dict(json.loads(text), repro="repro.py"), indent=2)
+               + "\n")
+    _rewritten(directory, "report.md", lambda text: "\n".join(
+        text.split("\n")[:1] + ["", "**%s** %s" % (said, line)] + text.split("\n")[1:]))
+    html = '\n<p class="note"><b>%s</b> <code>python3 repro.py</code>%s</p>' % (said, line[len("`python3 repro.py`"):])
+    _rewritten(directory, "report.html", lambda text: text.replace("</h1>", "</h1>" + html, 1))
+
+
+def _rewritten(directory, name, change):
+    """The file `name` of the report, when there, rewritten by `change` (its text to the new text)."""
+    path = os.path.join(directory, name)
+    if os.path.exists(path):
+        with open(path) as f:
+            text = change(f.read())
+        with open(path, "w") as f:
+            f.write(text)
 
 
 def _header(record, layer, torch):
@@ -233,7 +226,7 @@ def _one_line(layer):
     return "%s.%s:" % (getattr(layer, "__module__", "?"), getattr(layer, "__qualname__", repr(layer)))
 
 
-def _data(record, call, reference_call):
+def _data(record, call, reference_call, against):
     """The case as literals (repro_case.py: x, the transformed inputs, how each output is compared, the tolerances)
     and how forward is called."""
     calls = {"layer": _how(call)}
@@ -244,14 +237,12 @@ def _data(record, call, reference_call):
             "# (compared_from / expected_from: the flat index of each compared entry in the transformed side's answer\n"
             "# and in L(x)'s; ignored: entries left out), and how forward is called (arguments: {parameter: input};\n"
             "# output: the element of the answer that answers; cache and cumulative: how chunks are decoded).\n"
-            "CASE = %s\nCALLS = %s\n" % (repro_case.literal(repro_case.case_of(record)), repro_case.literal(calls)))
+            "CASE = %s\nCALLS = %s\n" % (repro_case.literal(repro_case.case_of(record, against)), repro_case.literal(calls)))
 
 
 def _how(call):
     return {"arguments": call.arguments, "output": call.output, "cache": list(call.cache) if call.cache else None,
             "cumulative": sorted(call.cumulative)}
-
-
 
 
 def _text(name):

@@ -5,18 +5,12 @@
     python3 -m permcheck._torch_serve --builtin mha|encoder-layer|decoder-layer [--mask M] [--dim D]
                                       [--heads H] [--dropout P] [--dtype D] [--train] [--seed S] [--describe]
 
-permcheck runs it twice: once with --describe, which prints one JSON line (what the model is, the dtype it computes
-in, forward's schema, the range each input dim of an exported program allows, the torch version; or {"error": ...})
-and exits; then without, as the audit's adapter: serve() answers the line protocol on stdin and stdout.
-
-A file is told apart by its content, not its name: a TorchScript archive (torch.jit.save: a zip holding code/ and
-data.pkl or constants.pkl) is loaded with torch.jit.load; a torch.export program (torch.export.save: a zip holding
-models/) with torch.export.load(f).module(); an AOTInductor package (compiled code, a .so under data/aotinductor/)
-is refused: it is a compiled library, not a program permcheck can run with other dtypes or in eval mode.
-
-Every model is served as a function of its inputs (not as a module): each case of a batched request is then one
-call on its own, so that no forward pass decided for a whole batch (nn.TransformerEncoderLayer's fast path, a
-kernel chosen by the batch size) can make a case's answer depend on the cases beside it.
+permcheck runs it with --describe, which prints one JSON line (what the model is, its dtype, forward's schema,
+the range each input dim of an exported program allows, the torch version; or {"error": ...}), then without, as
+the audit's adapter (serve()). A file is told apart by its content: a TorchScript archive, a torch.export program;
+an AOTInductor package (compiled code) is refused (docs/torch.md). Every model is served as a function, not as a
+module: each case of a batched request is then one call on its own, so that no forward pass decided for a whole
+batch (a fast path, a kernel chosen by the batch size) can make a case's answer depend on the cases beside it.
 """
 
 import argparse
@@ -24,6 +18,8 @@ import json
 import os
 import sys
 import zipfile
+
+from permcheck._protocol import _resolve_dtype, serve
 
 _DTYPES = ("float32", "float64", "bfloat16", "float16")
 _BUILTINS = ("mha", "encoder-layer", "decoder-layer")
@@ -53,10 +49,7 @@ def _parser():
     return p
 
 
-# ---------------------------------------------------------------------------------------------------------
 # Which file it is, by content
-
-
 def file_kind(path):
     """"torchscript" or "export"; raises Refused for anything else, saying what it is and what to save."""
     save = ("save the model with torch.jit.save(torch.jit.script(model), FILE) or "
@@ -89,43 +82,22 @@ def file_kind(path):
     raise Refused("%s is a zip archive but not a saved torch model: %s" % (path, save))
 
 
-# ---------------------------------------------------------------------------------------------------------
 # Loading
-
-
-def _floating_dtype(torch, module):
-    for t in list(module.parameters()) + list(module.buffers()):
-        if t.is_floating_point():
-            return t.dtype
-    return torch.float32
-
-
-def _dtype_name(torch, dtype):
-    for name in _DTYPES:
-        if getattr(torch, name) == dtype:
-            return name
-    return None
-
-
 def _settle_dtype(torch, module, asked, path):
     """The dtype the model computes in: the one asked for (the module converted to it), else its parameters'."""
     if asked is not None:
         module.to(getattr(torch, asked))
         return asked
-    found = _floating_dtype(torch, module)
-    name = _dtype_name(torch, found)
-    if name is None:
+    found = _resolve_dtype(torch, module, None)
+    name = str(found).replace("torch.", "")
+    if name not in _DTYPES:
         raise Refused("%s: the module's parameters are %s; audit-torch computes in float32, float64, bfloat16 or "
                       "float16 (--dtype converts the module)" % (path, found))
     return name
 
 
 def _keywords(arguments):
-    out = {}
-    for text in arguments:
-        name, _, source = text.partition("=")
-        out[name] = source
-    return out
+    return {name: source for name, _, source in (text.partition("=") for text in arguments)}
 
 
 def _input_names(inputs):
@@ -223,15 +195,10 @@ def _export_axes(torch, program, user_inputs, args):
     """What the export allows each signature axis: one entry per input dim of an axis that an exported input
     holds, {"axis", "input", "dim", "min", "max" (null: unbounded), "static"}."""
     placeholders = {n.name: n for n in program.graph.nodes if n.op == "placeholder"}
-    keywords = _keywords(args.argument)
     # Which exported input each --input reaches: positionally without --argument, else by parameter name.
-    reaches = {}
     names = _input_names(args.input)
-    if not args.argument:
-        reaches = {name: user_inputs[k] for k, name in enumerate(names) if k < len(user_inputs)}
-    else:
-        sources = {source: parameter for parameter, source in keywords.items()}
-        reaches = {name: sources.get(name, name) for name in names}
+    sources = {source: parameter for parameter, source in _keywords(args.argument).items()}
+    reaches = {name: sources.get(name, name) for name in names} if args.argument else dict(zip(names, user_inputs))
     out = []
     for text in args.input:
         name, _, rest = text.partition(":")
@@ -243,22 +210,20 @@ def _export_axes(torch, program, user_inputs, args):
         for k, axis in enumerate(dims):
             if axis.isdigit() or not axis:
                 continue
-            size = value.shape[k]
+            size, entry = value.shape[k], {"axis": axis, "input": name, "dim": k}
             if isinstance(size, int):
-                out.append({"axis": axis, "input": name, "dim": k, "min": size, "max": size, "static": True})
+                out.append(dict(entry, min=size, max=size, static=True))
                 continue
             ranges = program.range_constraints.get(size.node.expr)
             lower = int(ranges.lower) if ranges is not None and ranges.lower.is_finite else 0
             upper = int(ranges.upper) if ranges is not None and ranges.upper.is_finite else None
-            out.append({"axis": axis, "input": name, "dim": k, "min": lower, "max": upper, "static": False})
+            out.append(dict(entry, min=lower, max=upper, static=False))
     return out
 
 
-# ---------------------------------------------------------------------------------------------------------
 # The built-in torch.nn modules
-
-
-def load_builtin(torch, args):
+def _builtin_checked(args):
+    """Refused unless the built-in module's options fit together."""
     if args.dim < 1 or args.dim > 4096:
         raise Refused("--dim must be between 1 and 4096, got %d" % args.dim)
     if args.heads < 1 or args.dim % args.heads != 0:
@@ -267,6 +232,10 @@ def load_builtin(torch, args):
         raise Refused("--dropout must be in [0, 1), got %g" % args.dropout)
     if args.builtin == "decoder-layer" and args.mask not in ("none", "causal"):
         raise Refused("the decoder layer takes --mask none or causal (on its targets), got %s" % args.mask)
+
+
+def load_builtin(torch, args):
+    _builtin_checked(args)
     dtype_name = args.dtype or "float64"
     dtype = getattr(torch, dtype_name)
     torch.manual_seed(args.seed)
@@ -333,11 +302,8 @@ def _precision_checked(torch, call, dtype_name, output, path):
                 raise ValueError("an output of %s is %s but the module computes in %s: it would be judged with %s's "
                                  "tolerance (return %s or a wider float, or audit with the --dtype it computes in)"
                                  % (path, str(value.dtype).replace("torch.", ""), dtype_name, dtype_name, dtype_name))
-        elif isinstance(value, (tuple, list)):
-            for v in value:
-                check(v)
-        elif isinstance(value, dict):
-            for v in value.values():
+        elif isinstance(value, (tuple, list, dict)):
+            for v in value.values() if isinstance(value, dict) else value:
                 check(v)
 
     def checked(*args, **kwargs):
@@ -351,9 +317,6 @@ def _precision_checked(torch, call, dtype_name, output, path):
         check(answering)
         return result
     return checked
-
-
-# ---------------------------------------------------------------------------------------------------------
 
 
 def _one_line(error):
@@ -373,43 +336,40 @@ def _import_torch():
     return torch
 
 
+def _refused(args, said, **more):
+    """What cannot be served, as --describe prints it (exit 0) or on stderr (exit 2)."""
+    if args.describe:
+        print(json.dumps(dict({"error": said}, **more)))
+        return 0
+    print("permcheck._torch_serve: %s" % said, file=sys.stderr)
+    return 2
+
+
 def main(argv=None):
     args = _parser().parse_args(argv)
     try:
         torch = _import_torch()
     except Refused as refused:
-        if args.describe:
-            print(json.dumps({"error": "%s %s" % (sys.executable, refused), "reason": str(refused),
-                              "no_torch": True, "python": sys.executable}))
-            return 0
-        print("permcheck._torch_serve: %s %s" % (sys.executable, refused), file=sys.stderr)
-        return 2
+        return _refused(args, "%s %s" % (sys.executable, refused), reason=str(refused), no_torch=True,
+                        python=sys.executable)
     # One thread: answers that do not depend on the machine's core count, and no oversubscription beside the
     # audit's other adapter processes.
     torch.set_num_threads(1)
     try:
         layer, description = load_file(torch, args) if args.file else load_builtin(torch, args)
     except Refused as refused:
-        if args.describe:
-            print(json.dumps({"error": str(refused)}))
-            return 0
-        print("permcheck._torch_serve: %s" % refused, file=sys.stderr)
-        return 2
+        return _refused(args, str(refused))
     if args.describe:
-        description["torch"] = torch.__version__
-        description["python"] = sys.executable
-        print(json.dumps(description))
+        print(json.dumps(dict(description, torch=torch.__version__, python=sys.executable)))
         return 0
     torch.manual_seed(args.seed)  # dropout's draws in train mode
-    from permcheck._protocol import serve
     arguments, output = None, None
     if args.file:
         keywords = _keywords(args.argument)
         # Without --argument every input goes to forward positionally, in the order of --input.
         arguments = keywords if keywords else _input_names(args.input)
         if args.output_index is not None:
-            text = args.output_index
-            output = int(text) if text.lstrip("-").isdigit() else text
+            output = int(args.output_index) if args.output_index.lstrip("-").isdigit() else args.output_index
     # A function, not the module: each case of a batch is then one call (see the module docstring).
     call = layer if not isinstance(layer, torch.nn.Module) else (lambda *a, **k: layer(*a, **k))
     if args.file:

@@ -7,25 +7,24 @@
 ASKS = 5  # a nondeterministic finding: how many times the repro asks x
 
 
-def case_of(record):
+def case_of(record, against):
     """The case: the signature's inputs (dims, kinds) and outputs, x, the inputs the transformed side was asked
     (every index input already renumbered; a chunked request's chunks), how each output is compared (compared_from /
     expected_from: the flat index of each compared entry in the transformed side's answer and in x's; ignored:
     entries left out), the tolerances, and what a finding that is no comparison needs: the side that raised, the
-    earlier request of a history, the batched requests of a batch (each item, the case's place)."""
+    earlier request of a history, the batched requests of a batch (each item, the case's place). `against`: whether
+    the property compares the layer with a reference (what the binary says of it: permcheck describe --json)."""
     c = record["counterexample"]
     signature = _signature(record["signature"])
     inputs = {}
     for text in signature["inputs"]:
         parts = text.split(":")
         kind = parts[2] if len(parts) > 2 else "float"
-        inputs[parts[0]] = {"dims": parts[1].split(","), "kind": kind.split("=")[0] if kind != "mask=keep" else kind}
-    compare = {}
-    for name, o in c.get("outputs", {}).items():
-        if "repro" in o:
-            compare[name] = dict(o["repro"], tolerance=o.get("tolerance", 0.0))
+        inputs[parts[0]] = {"dims": parts[1].split(","), "kind": kind.split("=")[0] if kind != "mask=keep" else kind,
+                            "text": text}
+    compare = {name: dict(o["repro"], tolerance=o.get("tolerance", 0.0))
+               for name, o in c.get("outputs", {}).items() if "repro" in o}
     transformed = c.get("transformed", {})
-    against = record.get("property") == "agreement"
     raised = None
     if c.get("raised"):  # which side raised: the reference answering x, or the layer answering its side
         by_reference = bool(c.get("raised_by_reference"))
@@ -64,12 +63,8 @@ def _chunks(signature, c):
     axis = cuts["axis"]
 
     def dims(texts):
-        out = {}
-        for text in texts:
-            name, shape = text.split(":")[0], text.split(":")[1].split(",")
-            if axis in shape:
-                out[name] = shape.index(axis)
-        return out
+        shapes = {text.split(":")[0]: text.split(":")[1].split(",") for text in texts}
+        return {name: shape.index(axis) for name, shape in shapes.items() if axis in shape}
     return {"axis": axis, "ends": list(cuts["at"]) + [c["lengths"][axis]], "inputs": dims(signature["inputs"]),
             "outputs": dims(signature["outputs"])}
 

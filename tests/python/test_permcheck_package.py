@@ -347,6 +347,84 @@ def test_options_are_checked():
     assert "n in [1, 3]" in result.summary
 
 
+def _described():
+    import subprocess
+    done = subprocess.run([permcheck.find_binary(), "describe", "--json"], capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def test_describe_lists_every_property_with_its_options():
+    described = _described()
+    names = [p["name"] for p in described["properties"]]
+    assert names[:2] == ["equivariance", "invariance"] and {"padding", "causal", "agreement", "incremental"} <= set(names)
+    by_name = {p["name"]: p for p in described["properties"]}
+    padding = {o["keyword"]: o for o in by_name["padding"]["options"]}
+    assert padding["padding"]["flag"] == "--padding" and padding["padding"]["choices"] == ["any", "left", "right"]
+    assert padding["padding_axis"]["value"] == "string" and padding["padding_axis"]["help"]
+    assert [o["flag"] for o in by_name["causal"]["options"]] == ["--causal-axis"]
+    assert {o["keyword"] for o in by_name["equivariance"]["options"]} == {"keep_positions", "along"}
+    assert by_name["agreement"]["needs_reference"] and not by_name["shift"]["needs_reference"]
+    assert not by_name["reversal"]["audits_black_boxes"] and by_name["incremental"]["chunks_calls"]
+    general = {o["keyword"]: o["flag"] for o in described["options"]}
+    assert general["max_len"] == "--max-len" and general["skip_padded"] == "--skip-padded"
+    assert described["precisions"] == ["float64", "float32", "tf32", "float16", "bfloat16"]
+    assert [v["word"] for v in described["verdicts"] if v["failure"]] == [
+        "violated", "nondeterministic", "non-finite", "batch-dependent", "history-dependent"]
+    assert described["version"] == permcheck.__version__
+
+
+def test_an_option_unknown_to_the_binary_names_the_known_ones():
+    with pytest.raises(TypeError, match="(?s)unknown option 'windows'.*property='padding' are .*padding_axis"):
+        permcheck.audit(Symmetric(), dim=8, property="padding", windows=3)
+
+
+class SlidingWindowAttention(torch.nn.Module):
+    """Single-head attention where position i attends to the `width` positions up to and including i."""
+
+    def __init__(self, width, d=8):
+        super().__init__()
+        self.width = width
+        self.qkv = torch.nn.Linear(d, 3 * d)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        i = torch.arange(x.shape[0])
+        allowed = (i[None, :] <= i[:, None]) & (i[None, :] > i[:, None] - self.width)
+        scores = (q @ k.T / math.sqrt(q.shape[-1])).masked_fill(~allowed, float("-inf"))
+        return torch.softmax(scores, dim=-1) @ v
+
+
+def test_a_declared_option_of_the_binary_is_a_keyword_of_audit():
+    """--window W is the window property's own (declared in C++): audit(window=3) passes it with no Python edit."""
+    window = next(p for p in _described()["properties"] if p["name"] == "window")
+    declared = {o["keyword"]: o for o in window["options"]}
+    assert declared["window"]["flag"] == "--window" and declared["window"]["value_name"] == "W"
+    assert declared["window_right"]["flag"] == "--window-right" and declared["window"]["help"]
+    sig = dict(axes=["n=1..8"], inputs=["x:n,8"], outputs=["y:n,8"], property="window", cases=60)
+    wide = permcheck.audit(SlidingWindowAttention(4), window=3, **sig)  # one position wider than it says
+    assert wide.verdict == "violated", wide.explanation()
+    assert wide.counterexample.lengths == {"n": 4}, wide.counterexample
+    assert permcheck.audit(SlidingWindowAttention(3), window=3, **sig).verdict == "holds"
+    assert permcheck.audit(SlidingWindowAttention(4), window=4, **sig).verdict == "holds"
+
+
+def test_a_new_option_of_the_binary_reaches_python_without_a_python_edit(monkeypatch, tmp_path):
+    """A binary whose shift property declares --window W: audit(window=W) passes it on, no edit here."""
+    described = _described()
+    shift = next(p for p in described["properties"] if p["name"] == "shift")
+    shift["options"].append({"flag": "--window", "keyword": "window", "value": "int", "help": "a window"})
+    (tmp_path / "described.json").write_text(json.dumps(described))
+    fake = tmp_path / "permcheck"
+    fake.write_text('#!/bin/sh\nif [ "$1" = describe ]; then cat %s; exit 0; fi\necho "$@" > %s\nexit 2\n'
+                    % (tmp_path / "described.json", tmp_path / "arguments"))
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PERMCHECK_BIN", str(fake))
+    with pytest.raises(permcheck.PermcheckNotFound):  # the fake writes no report
+        permcheck.audit(Symmetric(), dim=8, property="shift", window=3)
+    assert "--property shift" in (tmp_path / "arguments").read_text()
+    assert "--window 3" in (tmp_path / "arguments").read_text()
+
+
 def test_a_report_directory_given_is_kept(tmp_path):
     result = permcheck.audit(Symmetric(), dim=8, cases=20, report=tmp_path / "kept")
     assert result.holds and result.report == str(tmp_path / "kept")
