@@ -21,7 +21,8 @@ PropertyArgs audited_args(const Signature& s, const AuditOptions& o) {
     if (!o.along.empty() && !o.padding_axis.empty())
         throw std::invalid_argument("along (--along) and padding_axis (--padding-axis) do not go together");
     const std::string& axis = rules.along_sequence() ? o.causal_axis : !o.along.empty() ? o.along : o.padding_axis;
-    for (const auto& [keyword, value] : o.settings) {
+    for (const auto& setting : o.settings) {
+        const std::string& keyword = setting.first;  // a name, not a binding: a lambda captures it
         const std::vector<PropertyOption> declared = rules.options();
         if (std::none_of(declared.begin(), declared.end(), [&](const PropertyOption& d) { return keyword == d.keyword; }))
             throw std::invalid_argument("the setting '" + keyword + "' is no option of --property " +
