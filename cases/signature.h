@@ -274,57 +274,6 @@ struct Case {
     std::map<std::string, long> part = {};
 };
 
-// A request of a layer: its lengths and inputs (a history-dependent finding's earlier request).
-struct PriorRequest {
-    Lengths lengths;
-    Tensors inputs;
-};
-
-// A batched request that a batch-dependent finding's case was answered in, as it was sent: every item of it (each
-// item's inputs, at `lengths`; a free axis's length not among them), the case's item among them (`at`), which of the
-// case's requests that item was (x's, or the transformed inputs'), whether the reference answered it (agreement's
-// x), and whether it went stacked (docs/protocol.md, "Stacked batches") or item by item. What a reproduction sends
-// again, beside the case's requests alone.
-struct BatchedRequest {
-    bool transformed_side = false;  // the item is the transformed inputs' request, else x's
-    bool by_reference = false;
-    bool stacked = false;
-    Lengths lengths;
-    std::vector<Tensors> items;
-    std::size_t at = 0;
-};
-
-// A finding: its case, shrunk, and every output's two sides and their comparison, in the signature's order. A
-// nondeterministic (batch-dependent) finding: the perms are identities, and the two sides of each output are the
-// first and second answer to x (its answer in a batch and alone). Every view (text, JSON, Markdown, HTML) is made
-// from this record.
-struct Counterexample : Case {
-    std::vector<OutputComparison> outputs;
-    std::string axis_at_fault;   // the one axis permuted, when only one is; empty otherwise
-    int case_index = -1, shrink_steps = 0;
-    std::string replay;          // a command line that re-runs the check or audit
-    bool confirmed_exactly = false;  // a reference layer's: the same case violates in exact rational arithmetic too
-    // A history-dependent finding (the two sides: x asked alone, x asked after this request), when a request was
-    // found that changes the answer to x.
-    std::optional<PriorRequest> asked_before = std::nullopt;
-    // What the layer raised answering the transformed side (a chunked request: LayerRaised) where x was answered,
-    // or, with raised_by_reference, what a reference raised answering x where the layer answered (agreement): the
-    // finding itself, with no outputs compared.
-    std::string raised;
-    bool raised_by_reference = false;
-    // The inputs the transformed side was asked, at their lengths (P x with every index renumbered and every sorted
-    // input re-sorted, x_c, pad x, the prefix of a cut; x itself for agreement and for a nondeterministic finding),
-    // what a reproduction sends; empty for a chunked request and for a report that did not record them.
-    Lengths transformed_lengths;
-    Tensors transformed;
-    // The case the layer erred on (verdict error: it raised, or answered what no comparison can take), recorded so
-    // that the report shows it and a replay sends it again; nothing was compared.
-    bool erred = false;
-    // A batch-dependent finding: the batched requests the case's items were answered in (x's, the transformed
-    // inputs'), each as it was sent; empty for another finding and for a report that did not record them.
-    std::vector<BatchedRequest> batches;
-};
-
 namespace test_only {  // not "testing": users write using namespace permcheck beside GoogleTest's ::testing
 // Test-only switch: plants a known bug in permute_inputs so that the harness self-test can show the reference
 // layers that hold failing (proofs-notes: the harness checks itself). Never set outside tests.

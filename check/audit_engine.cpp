@@ -273,13 +273,13 @@ std::vector<std::optional<Failure>> CaseRun::judged_under_each(const Evaluator& 
     evidence_[j] = a.evidence;  // one writer per position; read after the workers are joined
     for (std::size_t k = 0; k < candidates_.size(); ++k) {
         Observation ob = ev.judge(c, a, candidates_[k].tolerance);
-        if (ob.outcome != Outcome::nondeterministic) {  // an input answered twice compared no sides
+        if (ob.outcome() != Outcome::nondeterministic) {  // an input answered twice compared no sides
             judged_[k][j].clear();  // one writer per position, as evidence_
             for (const OutputComparison& o : ob.outputs) judged_[k][j].push_back({o.max_abs_diff, o.tolerance});
             if (names.empty())
                 for (const OutputComparison& o : ob.outputs) names.push_back(o.name);
         }
-        if (ob.outcome != Outcome::pass) {
+        if (ob.outcome() != Outcome::pass) {
             ob.x_call = a.x_call;  // a failure found in a batch that is the batch's (failure_alone) records them
             ob.transformed_call = a.transformed_call;
             found[k] = Failure{j, {std::move(ob), "", ""}, batched};
@@ -383,7 +383,7 @@ std::optional<Shrunk> shrink_failure(Evaluator& ev, Outcome kind, const Case& st
         } catch (const AnswerShape&) {  // x itself answered in another shape: not the failure being shrunk
             return false;
         }
-        if (!ob || ob->outcome != kind) return false;
+        if (!ob || ob->outcome() != kind) return false;
         last = std::move(ob);
         return true;
     };
@@ -404,9 +404,9 @@ struct FailureShrink {
     bool run(const Case& failing) {
         // Both sides again, before shrinking: the failing case is the largest and the likeliest to show
         // dropout-like nondeterminism, which a small shrunk case may hide.
-        if (found.outcome == Outcome::violated) reproduce(failing);
-        if (found.outcome != Outcome::nondeterministic && !shrink_case(failing)) return false;
-        if (found.outcome != Outcome::nondeterministic) return true;
+        if (found.outcome() == Outcome::violated) reproduce(failing);
+        if (found.outcome() != Outcome::nondeterministic && !shrink_case(failing)) return false;
+        if (found.outcome() != Outcome::nondeterministic) return true;
         // The input answered twice differently (x, or P x of the failing case), as a case whose permutation the
         // predicate ignores.
         if (stop_requested(o)) return false;
@@ -428,13 +428,13 @@ struct FailureShrink {
     }
     bool shrink_case(const Case& failing) {
         if (stop_requested(o)) return false;
-        const std::optional<Shrunk> shrunk = shrink_failure(ev, found.outcome, failing, o);
+        const std::optional<Shrunk> shrunk = shrink_failure(ev, found.outcome(), failing, o);
         if (!shrunk) {
             reproduce(failing);  // the failing case, evaluated again, no longer failed: its answers changed
             return true;
         }
         if (!taken(*shrunk)) return false;
-        if (found.outcome == Outcome::violated) reproduce(shrunk->minimal);
+        if (found.outcome() == Outcome::violated) reproduce(shrunk->minimal);
         return true;
     }
 };
@@ -448,7 +448,7 @@ void judge_failure(AuditResult& result, Evaluator& ev, int case_index, const Cas
     FailureShrink shrinking{ev, o, observation};
     const auto interrupted = [&] {
         result.verdict = Verdict::interrupted;
-        result.detail = std::string("interrupted while shrinking a ") + finding_name(shrinking.found.outcome) +
+        result.detail = std::string("interrupted while shrinking a ") + finding_name(shrinking.found.outcome()) +
                         " found at case " + std::to_string(case_index) + "; the counterexample is the smallest found so far";
         ev.record(result, shrinking.found, case_index, shrinking.steps);
     };
@@ -457,26 +457,27 @@ void judge_failure(AuditResult& result, Evaluator& ev, int case_index, const Cas
     } catch (const std::exception& e) {
         if (stop_requested(o)) return interrupted();  // the stop's own error (an adapter killed while it computed)
         result.verdict = Verdict::error;
-        result.error = std::string(e.what()) + " (while shrinking a " + finding_name(shrinking.found.outcome) +
+        result.error = std::string(e.what()) + " (while shrinking a " + finding_name(shrinking.found.outcome()) +
                        " found at case " + std::to_string(case_index) + ")";
         ev.record(result, shrinking.found, case_index, 0);
         return;
     }
-    const Observation& found = shrinking.found;
-    result.verdict = verdict_of(found.outcome);
+    Observation& found = shrinking.found;
+    if (auto* v = found.as<found::Violated>()) v->again = true;  // FailureShrink evaluated both sides again
+    if (auto* r = found.as<found::Raised>()) r->again = true;
+    result.verdict = verdict_of(found.kind);
     ev.record(result, found, case_index, shrinking.steps);
-    result.detail = found.outcome == Outcome::violated ? ev.violation_detail(found) : found.detail;
 }
 
 // The failure of a batched run asked alone: a batch_dependent observation when it does not fail the same way alone
 // and the layer answers the same input alone the same way twice (else nothing: the failure is the layer's own, and
 // FailureShrink, which asks alone, shrinks it). Throws what the black box throws alone.
 std::optional<Observation> failure_alone(Evaluator& ev, const Case& failing, const Observation& found) {
-    const Observation alone = ev.observe(failing, found.outcome == Outcome::nondeterministic);
-    if (alone.outcome == found.outcome || ev.twice(failing)) return std::nullopt;
-    std::optional<Observation> diff = found.outcome == Outcome::nondeterministic ? std::optional(found) : ev.reproduce(failing, found);
+    const Observation alone = ev.observe(failing, found.outcome() == Outcome::nondeterministic);
+    if (alone.outcome() == found.outcome() || ev.twice(failing)) return std::nullopt;
+    std::optional<Observation> diff = found.outcome() == Outcome::nondeterministic ? std::optional(found) : ev.reproduce(failing, found);
     if (diff) {
-        diff->outcome = Outcome::batch_dependent;
+        diff->fail(found::BatchDependent{{}, true, 0, 0});
         diff->x_call = found.x_call;
         diff->transformed_call = found.transformed_call;
     }
@@ -491,7 +492,7 @@ void stopped_confirming(AuditResult& result, const Evaluator& ev, const Schedule
         const int index = schedule.index[run.failure->position];
         ev.record(result, run.failure->observation(), index, 0);
         result.detail = "interrupted while asking alone case " + std::to_string(index) + ", whose " +
-                        finding_name(run.failure->observation().outcome) +
+                        finding_name(run.failure->observation().outcome()) +
                         " was found in a batched request: not yet confirmed alone, nor shrunk";
     } else {
         result.detail = "interrupted while asking cases of the batched run alone: " +
@@ -527,9 +528,8 @@ void record_erred(AuditResult& result, const Evaluator& ev, const Schedule& sche
     try {
         Observation erred;
         static_cast<Case&>(erred) = schedule.at(position);
+        erred.fail(found::Erred{});
         ev.record(result, erred, static_cast<int>(schedule.index[position]), 0);
-        result.counterexample->erred = true;
-        result.counterexample->axis_at_fault.clear();  // nothing was found at fault
         if (const std::string what = unusual(ev.signature(), erred); !what.empty())
             result.error += " (the case it erred on has " + what + ")";
     } catch (const std::exception&) {
@@ -543,10 +543,9 @@ void record_erred(AuditResult& result, const Evaluator& ev, const Schedule& sche
 bool confirm_alone(AuditResult& result, Evaluator& ev, const Schedule& schedule, const RunOutcome& run, const AuditOptions& o) {
     std::string where;
     std::optional<std::size_t> asking;  // the position asked alone
-    const auto found = [&](const Observation& dep, int index) {
+    const auto dependent = [&](const Observation& dep, int index) {
         result.verdict = Verdict::batch_dependent;
         ev.record(result, dep, index, 0);
-        result.detail = where + ": " + ev.batch_detail(dep);
         return true;
     };
     try {
@@ -557,7 +556,7 @@ bool confirm_alone(AuditResult& result, Evaluator& ev, const Schedule& schedule,
             ++result.confirmed_alone;
             asking = j;
             const std::optional<Observation> dep = failure_alone(ev, schedule.at(j), run.failure->observation());
-            return dep && found(*dep, schedule.index[j]);
+            return dep && dependent(*dep, schedule.index[j]);
         }
         result.confirmed_alone += run.confirmation_alone_already;
         for (const auto& [j, kept] : run.batched) {
@@ -565,9 +564,13 @@ bool confirm_alone(AuditResult& result, Evaluator& ev, const Schedule& schedule,
             where = "case " + std::to_string(schedule.index[j]) + " (batched with positions " + std::to_string(kept.begin) +
                     " to " + std::to_string(kept.end - 1) + " of the run)";
             asking = j;
-            const std::optional<Observation> dep = ev.alone(schedule.at(j), kept.answers);
+            std::optional<Observation> dep = ev.alone(schedule.at(j), kept.answers);
             ++result.confirmed_alone;
-            if (dep) return found(*dep, schedule.index[j]);
+            if (!dep) continue;
+            found::BatchDependent& in = std::get<found::BatchDependent>(dep->kind);
+            in.batch_begin = static_cast<int>(kept.begin);
+            in.batch_end = static_cast<int>(kept.end);
+            return dependent(*dep, schedule.index[j]);
         }
     } catch (const std::exception& e) {
         if (stop_requested(o)) return stopped_confirming(result, ev, schedule, run), true;  // the stop's own error

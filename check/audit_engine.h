@@ -22,7 +22,6 @@ namespace permcheck::engine {
 // alone (found only when a batched run's answers are confirmed alone).
 // history_dependent: one input answered differently after other requests, alike when asked twice in a row.
 enum class Outcome { pass, violated, non_finite, nondeterministic, batch_dependent, history_dependent };
-Verdict verdict_of(Outcome k);  // of a failure: violated, non-finite, nondeterministic or batch-dependent
 
 // What the values of the answers say of their precision. permcheck's real inputs are short dyadic numbers: k / 2^e
 // with e <= 20 and |k| <= 2^(e + 3) (cases/generators.h, Sampler::value), at most 23 significant bits; masks and

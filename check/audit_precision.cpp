@@ -72,14 +72,4 @@ std::vector<Arithmetic> candidate_precisions(const AuditOptions& o) {
     return o.dtype ? std::vector{*o.dtype} : std::vector{Arithmetic::float32, Arithmetic::float64};
 }
 
-Verdict verdict_of(Outcome k) {
-    switch (k) {
-        case Outcome::violated: return Verdict::violated;
-        case Outcome::non_finite: return Verdict::non_finite;
-        case Outcome::batch_dependent: return Verdict::batch_dependent;
-        case Outcome::history_dependent: return Verdict::history_dependent;
-        default: return Verdict::nondeterministic;
-    }
-}
-
 }  // namespace permcheck::engine

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "cases/tolerance_model.h"
+#include "cases/finding.h"
 #include "cases/signature.h"
 #include "check/check_result.h"
 #include "check/taps.h"
@@ -167,7 +168,9 @@ struct AuditResult {
     // Cases of a batched run asked again alone, one request each, to confirm that batching changed no answer
     // (the failure, or at least max(8, cases / 10) of a run that held); 0 when nothing was batched.
     int confirmed_alone = 0;
-    std::string detail;                 // a sentence on what was found (e.g. which call gave two answers)
+    // A note on how the run ended beside its finding (interrupted while shrinking, why it is undecided); the
+    // finding's own sentence is said from its facts by report/text.h's finding_text (detail_text: this, else that).
+    std::string detail;
     std::string error;                  // verdict error: the cause, naming the last request
     std::string last_request;           // the last input sent, e.g. "n=5", empty before the first
     // The lengths the run evaluated per axis, ascending, each once (the one-tensor form's: axis n).

@@ -3,6 +3,7 @@
 // record read this, not the check.
 #pragma once
 
+#include "cases/finding.h"
 #include "cases/signature.h"
 #include "cases/vocabulary.h"
 

@@ -241,12 +241,7 @@ std::optional<Observation> Evaluator::asked_after(const Case& input, const Prior
     const Tensors after = call(Side::reference, input.inputs, input.lengths);
     std::optional<Observation> d =
         differ(input.lengths, input.inputs, first, after, "x", tolerance_, largest_position(*s_, input.inputs));
-    if (!d) return d;
-    d->outcome = Outcome::history_dependent;
-    d->detail = "the same input (" + format_lengths(input.lengths) + ") was answered alike twice in a row, and "
-                "differently after a request of " + format_lengths(earlier.lengths) + ": " +
-                d->detail.substr(d->detail.find("output "));
-    d->asked_before = earlier;
+    if (d) d->fail(found::HistoryDependent{earlier});
     return d;
 }
 
@@ -370,10 +365,9 @@ Observation Evaluator::judge(const Case& c, const Answers& a, const ToleranceMod
     Observation ob;
     if (!a.raised.empty() || !a.reference_raised.empty()) {  // one side raised, the other answered: what it raised
         static_cast<Case&>(ob) = c;
-        ob.outcome = Outcome::violated;
-        ob.reference_raised = !a.reference_raised.empty();
-        ob.raised = ob.reference_raised ? a.reference_raised : a.raised;
-        ob.y = ob.reference_raised ? a.lhs : a.y;
+        const bool theirs = !a.reference_raised.empty();
+        ob.fail(found::Raised{theirs ? a.reference_raised : a.raised, theirs});
+        ob.y = theirs ? a.lhs : a.y;
         return ob;
     }
     std::vector<Tensor> rhs;
@@ -385,13 +379,13 @@ Observation Evaluator::judge(const Case& c, const Answers& a, const ToleranceMod
                                            a.positions, ignored(c, a.px, spec, lhs.shape)));
         if (has_positions_) note_undecided(ob.outputs.back(), lhs, rhs.back(), t);
     }
-    std::string where;  // where a non-finite entry is, when that is a finding of its own
+    std::optional<found::NonFinite> where;  // a non-finite entry, when that is a finding of its own
     if (rules_.flags_non_finite()) where = non_finite(a.y, x_side(), c.inputs);
-    if (where.empty() && rules_.flags_non_finite()) where = non_finite(a.lhs, side_name(), rules_.compared_layout(c, a.px));
+    if (!where && rules_.flags_non_finite()) where = non_finite(a.lhs, side_name(), rules_.compared_layout(c, a.px));
     const bool holds = std::all_of(ob.outputs.begin(), ob.outputs.end(), [](const OutputComparison& o) { return o.holds; });
-    if (holds && where.empty() && !keep) return ob;  // pass: nothing kept
-    if (!holds || !where.empty()) ob.outcome = where.empty() ? Outcome::violated : Outcome::non_finite;
-    if (!where.empty()) ob.detail = where + " for " + format_lengths(c.lengths);
+    if (holds && !where && !keep) return ob;  // pass: nothing kept
+    if (where) ob.fail(*where);
+    else if (!holds) ob.fail(found::Violated{});
     static_cast<Case&>(ob) = c;
     ob.y = a.y;
     for (std::size_t k = 0; k < ob.outputs.size(); ++k) {
@@ -406,8 +400,7 @@ Observation Evaluator::judge(const Case& c, const Answers& a, const ToleranceMod
 Observation Evaluator::reshaped_observation(const Case& c, const Answers& a, const ToleranceModel& t) const {
     Observation ob;
     static_cast<Case&>(ob) = c;
-    ob.outcome = Outcome::violated;
-    ob.detail = a.reshaped;
+    ob.fail(found::Violated{});
     ob.y = a.y;
     const Lengths lengths = rules_.transformed_lengths(c);
     for (const TensorSpec& spec : s_->outputs) {
@@ -462,11 +455,9 @@ std::optional<Observation> Evaluator::reproduce(const Case& c, const Observation
         if (same) return differ(c.lengths, c.inputs, seen.y, y, x_side(), tolerance_, positions);
         Observation ob;
         static_cast<Case&>(ob) = c;
-        ob.outcome = Outcome::nondeterministic;
+        ob.fail(found::Nondeterministic{.side = side_name(), .raised = "", .by_reference = false,
+                                        .in_two_shapes = true, .shapes = reshaped.reshaped});
         ob.y = y;
-        ob.detail = "the same request of " + format_lengths(lengths) + ", as " + side_name() +
-                    ", was answered in two shapes" +
-                    (reshaped.reshaped.empty() ? "" : ": " + reshaped.reshaped);
         return ob;
     }
     Answers again;
@@ -474,22 +465,21 @@ std::optional<Observation> Evaluator::reproduce(const Case& c, const Observation
     again.reference_raised = their_raised;
     both_raised(again, lengths);
     const bool now_layer = !raised.empty(), now_reference = !their_raised.empty();
-    if (now_layer || now_reference || !seen.raised.empty()) {
-        const bool same = !seen.raised.empty() && (seen.reference_raised ? now_reference : now_layer);
+    const std::string& seen_raised = seen.raised();
+    if (now_layer || now_reference || !seen_raised.empty()) {
+        const bool same = !seen_raised.empty() && (seen.raised_by_reference() ? now_reference : now_layer);
         if (!same) {  // a side raised once and answered once
             Observation ob;
             static_cast<Case&>(ob) = c;
-            ob.outcome = Outcome::nondeterministic;
-            ob.reference_raised = seen.raised.empty() ? now_reference : seen.reference_raised;
-            ob.raised = !seen.raised.empty() ? seen.raised : now_layer ? raised : their_raised;
+            const bool theirs = seen_raised.empty() ? now_reference : seen.raised_by_reference();
+            ob.fail(found::Nondeterministic{.side = theirs ? x_side() : side_name(),
+                                            .raised = !seen_raised.empty() ? seen_raised : now_layer ? raised : their_raised,
+                                            .by_reference = theirs, .in_two_shapes = false, .shapes = ""});
             ob.y = now_reference ? py : y;
-            ob.detail = "the same request of " + format_lengths(lengths) + ", as " +
-                        (ob.reference_raised ? x_side() : side_name()) + ", raised once and was answered once: " +
-                        ob.raised;
             return ob;
         }
         // The same side raised again: the other side's answer, asked again, must be the same.
-        if (seen.reference_raised)
+        if (seen.raised_by_reference())
             return differ(lengths, px, seen.y, compared_answer(c, std::move(py)), side_name(), tolerance_, positions);
         return differ(c.lengths, c.inputs, seen.y, y, x_side(), tolerance_, positions);
     }
@@ -508,23 +498,11 @@ std::optional<Observation> Evaluator::alone(const Case& c, const Answers& batche
     std::optional<Observation> ob = differ(c.lengths, c.inputs, batched.y, y, x_side(), tolerance_, batched.positions);
     if (!ob) ob = differ(lengths, batched.px, batched.lhs, lhs, side_name(), tolerance_, batched.positions);
     if (ob) {
-        ob->outcome = Outcome::batch_dependent;
+        ob->fail(found::BatchDependent{});
         ob->x_call = batched.x_call;
         ob->transformed_call = batched.transformed_call;
     }
     return ob;
-}
-
-// "output y to n=2 differs between its batched request and its request alone by 0.3 at (0, 1) (tolerance 1e-06)...".
-std::string Evaluator::batch_detail(const Observation& ob) const {
-    for (const OutputComparison& c : ob.outputs) {
-        if (c.holds) continue;
-        return "output " + c.name + " to " + format_lengths(ob.lengths) +
-               " differs between its batched request and its request alone by " + short_number(c.max_abs_diff) +
-               " at " + index_text(c.where) + " (tolerance " + short_number(c.tolerance) +
-               "): the layer's answer for one item depends on the other items of its batch";
-    }
-    return "its answers in a batch and alone differ";
 }
 
 std::optional<Observation> Evaluator::twice(const Case& c) {
@@ -538,23 +516,29 @@ std::optional<Observation> Evaluator::twice(const Case& c) {
     return differ(c.lengths, c.inputs, l, m, side_name(), tolerance_, positions);
 }
 
+Outcome Observation::outcome() const {
+    if (!failed) return Outcome::pass;
+    switch (verdict_of(kind)) {
+        case Verdict::violated: return Outcome::violated;
+        case Verdict::non_finite: return Outcome::non_finite;
+        case Verdict::batch_dependent: return Outcome::batch_dependent;
+        case Verdict::history_dependent: return Outcome::history_dependent;
+        default: return Outcome::nondeterministic;
+    }
+}
+
 rc::Shrinkable<Case> Evaluator::shrinkable(const Case& c) const { return shrinkable_case(rules_, s_, args_, c); }
 
 void Evaluator::record(AuditResult& result, const Observation& ob, int case_index, int shrink_steps) const {
     if (result.signature) learned_sizes(*result.signature);
-    Counterexample ce;
-    static_cast<Case&>(ce) = ob;
-    ce.outputs = ob.outputs;
-    ce.asked_before = ob.asked_before;
-    ce.raised = ob.raised;
-    ce.raised_by_reference = ob.reference_raised;
+    Counterexample ce = ob;
     if (!rules_.chunks_calls()) {
         ce.transformed_lengths = rules_.transformed_lengths(ob);
         for (const auto& [name, t] : rules_.transformed(*s_, args_, ob))
             if (!name.starts_with(kLengthInput)) ce.transformed[name] = t;
     }
     plan_repro(ce);
-    if (ob.outcome == Outcome::batch_dependent) {  // the batched requests, as sent, for a reproduction
+    if (auto* dependent = ce.as<found::BatchDependent>()) {  // the batched requests, as sent, for a reproduction
         const auto add = [&](const std::optional<BatchCall>& call, bool transformed_side) {
             if (!call || !call->items) return;
             std::size_t values = 0;
@@ -573,7 +557,7 @@ void Evaluator::record(AuditResult& result, const Observation& ob, int case_inde
                     if (!name.starts_with(kLengthInput)) kept[name] = t;
                 b.items.push_back(std::move(kept));
             }
-            ce.batches.push_back(std::move(b));
+            dependent->batches.push_back(std::move(b));
         };
         add(ob.x_call, false);
         add(ob.transformed_call, true);
@@ -581,7 +565,7 @@ void Evaluator::record(AuditResult& result, const Observation& ob, int case_inde
     ce.case_index = case_index;
     ce.shrink_steps = shrink_steps;
     const auto moves = [](const auto& perm) { return !perm.second.is_identity(); };
-    if (std::count_if(ob.perms.begin(), ob.perms.end(), moves) == 1)
+    if (std::count_if(ob.perms.begin(), ob.perms.end(), moves) == 1 && !ce.is<found::Erred>())
         ce.axis_at_fault = std::find_if(ob.perms.begin(), ob.perms.end(), moves)->first;
     result.counterexample = std::move(ce);
 }
@@ -590,7 +574,7 @@ void Evaluator::record(AuditResult& result, const Observation& ob, int case_inde
 // applied to the answers' own flat indices (they only pick and move entries) say where each compared entry comes
 // from; the entries left out and the two sides' names go with them. Not for a side that raised (nothing compared).
 void Evaluator::plan_repro(Counterexample& ce) const {
-    if (!ce.raised.empty()) return;
+    if (!ce.raised().empty()) return;
     Signature s = *s_;
     learned_sizes(s);
     const auto indices = [](std::vector<int> shape) {
@@ -645,19 +629,13 @@ std::optional<Observation> Evaluator::differ(const Lengths& lengths, const Tenso
                                              const Tensors& b, const char* what, const ToleranceModel& t,
                                              double positions) const {
     Observation ob;
-    ob.outcome = Outcome::nondeterministic;
     const double magnitude = inputs_magnitude(inputs);
-    for (const TensorSpec& spec : s_->outputs) {
+    for (const TensorSpec& spec : s_->outputs)
         ob.outputs.push_back(
             compare_sides(spec.name, a.at(spec.name), b.at(spec.name), t, lengths, widest_, magnitude, positions));
-        const OutputComparison& c = ob.outputs.back();
-        if (c.holds || !ob.detail.empty()) continue;
-        ob.detail = "the same input (" + format_lengths(lengths) + "), requested as " + what +
-                    ", was answered twice with different results: output " + spec.name + " differs by " +
-                    short_number(c.max_abs_diff) + " at " + index_text(c.where) + " (tolerance " +
-                    short_number(c.tolerance) + ")";
-    }
-    if (ob.detail.empty()) return std::nullopt;
+    if (std::all_of(ob.outputs.begin(), ob.outputs.end(), [](const OutputComparison& c) { return c.holds; }))
+        return std::nullopt;
+    ob.fail(found::Nondeterministic{what, "", false, false, ""});
     for (OutputComparison& c : ob.outputs) {
         c.layer_of_permuted = a.at(c.name);
         c.permuted_layer = b.at(c.name);
@@ -671,7 +649,7 @@ std::optional<Observation> Evaluator::differ(const Lengths& lengths, const Tenso
 
 // Where the first non-finite entry of an answer to `inputs` is, or empty. An entry at a slot the inputs' masks pad
 // is not counted (a padded query that sees no key is NaN in common model code; it is still compared).
-std::string Evaluator::non_finite(const Tensors& answer, const char* side, const Tensors& inputs) const {
+std::optional<found::NonFinite> Evaluator::non_finite(const Tensors& answer, const char* side, const Tensors& inputs) const {
     std::optional<std::map<std::string, std::vector<bool>>> padded;  // found at the first non-finite entry
     for (const TensorSpec& spec : s_->outputs) {
         const Tensor& t = answer.at(spec.name);
@@ -679,39 +657,10 @@ std::string Evaluator::non_finite(const Tensors& answer, const char* side, const
             if (std::isfinite(t.values[e])) continue;
             if (!padded) padded = padded_slots(*s_, inputs);
             if (at_padded_slot(spec, position_of(e, t.shape), *padded)) continue;
-            return std::string(side) + " has a non-finite entry (" + short_number(t.values[e]) + ") in output " +
-                   spec.name + " at " + index_text(position_of(e, t.shape));
+            return found::NonFinite{side, spec.name, position_of(e, t.shape), t.values[e]};
         }
     }
-    return "";
-}
-
-std::string Evaluator::violation_detail(const Observation& found, bool reproduced) const {
-    if (!found.raised.empty()) {
-        const SideNames sides = rules_.sides(true);
-        const bool theirs = found.reference_raised;
-        return std::string(theirs ? sides.rhs : sides.lhs) + " raised where " + (theirs ? sides.lhs : sides.rhs) +
-               " was answered (" + format_lengths(found.lengths) +
-               "; " + rules_.case_text(found) + "): " + found.raised +
-               (reproduced ? "; it raised again when asked again" : "");
-    }
-    for (const OutputComparison& c : found.outputs) {
-        if (c.holds) continue;
-        const bool moves = std::any_of(s_->outputs.begin(), s_->outputs.end(),
-                                       [&](const TensorSpec& t) { return t.name == c.name && has_axis(t); });
-        const SideNames sides = rules_.sides(moves);
-        std::string m = "output " + c.name + ": " + sides.lhs + " and " + sides.rhs + " differ by " +
-                        short_number(c.max_abs_diff) + " at " + index_text(c.where) + " (tolerance " +
-                        short_number(c.tolerance) + "; " + format_lengths(found.lengths) + "; " +
-                        rules_.case_text(found) + ")";
-        if (c.shape_mismatch)  // the transformed side answered another shape (reshaped_observation)
-            m = "output " + c.name + ": " + sides.lhs + " has shape " + index_text(c.layer_of_permuted.shape) + ", " +
-                sides.rhs + " " + index_text(c.permuted_layer.shape) + " (" + format_lengths(found.lengths) + "; " +
-                rules_.case_text(found) + "): the answer's shape changed with the case";
-        if (reproduced) m += "; both sides gave the same answers when evaluated again";
-        return m;
-    }
-    return "";
+    return std::nullopt;
 }
 
 }  // namespace permcheck::engine

@@ -20,23 +20,25 @@
 
 namespace permcheck::engine {
 
-// What one case showed. For nondeterminism, `inputs` were answered twice: each output's layer_of_permuted and
-// permuted_layer are the first and second answer, and perms are identities.
 // The most numbers (all items' inputs together) a batched request may hold to be recorded with a batch-dependent
-// finding (Counterexample::batches): about 20 MB of report.json.
+// finding (found::BatchDependent::batches): about 20 MB of report.json.
 inline constexpr std::size_t kLargestRecordedBatch = 1'000'000;
 
-struct Observation : Case {
-    Outcome outcome = Outcome::pass;
+// What one case showed: the finding it would be (its case, kind and outputs) once `failed`; a pass keeps its outputs
+// only when asked to (judge's `keep`). For nondeterminism, `inputs` were answered twice: each output's
+// layer_of_permuted and permuted_layer are the first and second answer, and perms are identities.
+struct Observation : Counterexample {
+    bool failed = false;
     Tensors y;  // L(x), for a second evaluation
-    std::vector<OutputComparison> outputs;
-    std::string detail;
-    std::optional<PriorRequest> asked_before;  // history-dependent: the request after which x's answer changed
-    std::string raised;  // what a side raised where the other answered (Counterexample::raised); no outputs compared
-    bool reference_raised = false;  // the reference raised (R(x)), not the layer
     // The batched calls its x and its transformed inputs were answered in, when they were (a batch-dependent
-    // finding records them: Counterexample::batches).
+    // finding records them: found::BatchDependent::batches).
     std::optional<BatchCall> x_call, transformed_call;
+    Outcome outcome() const;
+    Observation& fail(FindingKind k) {
+        kind = std::move(k);
+        failed = true;
+        return *this;
+    }
 };
 
 // L(x), L(x) again when repeated (else empty), the transformed inputs and their answer, and what the answers say of
@@ -100,9 +102,6 @@ public:
 
     // The finding into the result, at its case index and shrink steps.
     void record(AuditResult& result, const Observation& ob, int case_index, int shrink_steps) const;
-    // A sentence on a violation; `reproduced`: both sides were evaluated again before it was called one.
-    std::string violation_detail(const Observation& found, bool reproduced = true) const;
-    std::string batch_detail(const Observation& ob) const;  // a sentence on a batch_dependent observation
     // The signature's open sizes as the first answer gave them (those no answer gave stay open).
     void learned_sizes(Signature& s) const;
     void plan_repro(Counterexample& ce) const;
@@ -129,7 +128,7 @@ private:
     const char* side_name() const;
     void note_undecided(const OutputComparison& o, const Tensor& a, const Tensor& b, const ToleranceModel& t) const;
     void finish(const Case& c, Answers& a);
-    std::string non_finite(const Tensors& answer, const char* side, const Tensors& inputs) const;
+    std::optional<found::NonFinite> non_finite(const Tensors& answer, const char* side, const Tensors& inputs) const;
     Answers answers_of(const Case& c, std::vector<Answer<Tensors>>& got, std::size_t i, Answer<Tensors>& lhs,
                        bool repeat, Tensors px);
     std::vector<bool> ignored(const Case& c, const Tensors& px, const TensorSpec& spec, const std::vector<int>& shape) const;

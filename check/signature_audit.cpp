@@ -19,7 +19,6 @@ using engine::audited_args;
 using engine::audited_rules;
 using engine::Evaluator;
 using engine::Observation;
-using engine::Outcome;
 
 AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, const Counterexample& saved,
                        bool twice, const AuditOptions& opts, const NamedBlackBox* reference) {
@@ -37,7 +36,7 @@ AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, c
         reference ? std::optional(BatchedNamedBlackBox{*reference, {}}) : std::nullopt;
     Evaluator ev(box, std::make_shared<const Signature>(signature), opts, *opts.dtype, theirs ? &*theirs : nullptr);
     std::optional<Observation> ob = twice                ? ev.twice(saved)
-                                    : saved.asked_before ? ev.asked_after(saved, *saved.asked_before)
+                                    : saved.asked_before() ? ev.asked_after(saved, *saved.asked_before())
                                                          : std::optional(ev.observe(saved, false));
     AuditResult r;
     r.property = audited_rules(opts).recorded_as(signature, audited_args(signature, opts));
@@ -45,10 +44,9 @@ AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, c
     r.dtype_evidence = DtypeEvidence::given;
     r.cases = 1;
     r.signature = signature;
-    r.verdict = ob && ob->outcome != Outcome::pass ? engine::verdict_of(ob->outcome) : Verdict::holds;
+    r.verdict = ob && ob->failed ? verdict_of(ob->kind) : Verdict::holds;
     if (r.verdict != Verdict::holds) {
         ev.record(r, *ob, saved.case_index, saved.shrink_steps);
-        r.detail = ob->outcome == Outcome::violated ? ev.violation_detail(*ob, false) : ob->detail;
     } else {
         r.counterexample = saved;
         r.counterexample->outputs = ob ? ob->outputs : std::vector<OutputComparison>{};  // within tolerance

@@ -9,6 +9,7 @@
 // Part of the public API's result (AuditResult::taps), so RapidCheck-free (tests/public_headers.sh).
 #pragma once
 
+#include "cases/finding.h"
 #include "cases/signature.h"
 
 #include <cstddef>

@@ -366,7 +366,7 @@ report::Record audit_record(const AuditResult& r, const std::string& name, Prope
     details["confirmed_alone"] = r.confirmed_alone;  // cases of a batched run asked again one request each
     details["seconds"] = seconds;
     if (ran_through(r)) details["cases_per_second"] = seconds > 0 ? r.cases / seconds : 0.0;
-    if (!r.detail.empty()) details["finding"] = r.detail;
+    if (const std::string said = detail_text(r); !said.empty()) details["finding"] = said;
     rec.details[key] = std::move(details);
     return rec;
 }

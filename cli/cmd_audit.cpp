@@ -284,11 +284,10 @@ void add_repro(const AuditRequest& q, const Form& form, const AuditOptions& opts
         if (r.verdict != Verdict::nondeterministic && r.verdict != Verdict::history_dependent && !against)
             a.requests.emplace_back("transformed", request(2, asked(rules.transformed(
                                                            s, engine::audited_args(s, opts), c), rules.transformed_lengths(c))));
-        if (c.asked_before)
-            a.requests.emplace_back("before", request(2, asked(c.asked_before->inputs,
-                                                                                 c.asked_before->lengths)));
-        for (std::size_t k = 0; k < c.batches.size(); ++k) {
-            const BatchedRequest& b = c.batches[k];
+        if (const PriorRequest* before = c.asked_before())
+            a.requests.emplace_back("before", request(2, asked(before->inputs, before->lengths)));
+        for (std::size_t k = 0; k < c.batches().size(); ++k) {
+            const BatchedRequest& b = c.batches()[k];
             std::vector<Tensors> items;
             for (const Tensors& item : b.items) items.push_back(asked(item, b.lengths));
             a.requests.emplace_back("batch " + std::to_string(k),

@@ -69,7 +69,7 @@ std::optional<int> replay_batches(const ReplayRequest& q, const report::Record& 
     const bool free = !free_axes(s).empty();
     bool differs = false;
     std::ostringstream said;
-    for (const BatchedRequest& b : saved.batches) {
+    for (const BatchedRequest& b : saved.batches()) {
         if (b.by_reference && !reference)
             throw std::invalid_argument(q.file + " holds a batch of the reference implementation; name it too: "
                                         "--reference-exec \"COMMAND\"");
@@ -107,7 +107,7 @@ std::optional<int> replay_batches(const ReplayRequest& q, const report::Record& 
         }
     }
     std::cout << (differs ? "still fails: " : "now holds: ") << "the saved case (" << format_lengths(saved.lengths)
-              << "; " << arithmetic_name(r.dtype) << ") answered in its saved batched request" << (saved.batches.size() > 1 ? "s" : "")
+              << "; " << arithmetic_name(r.dtype) << ") answered in its saved batched request" << (saved.batches().size() > 1 ? "s" : "")
               << ", sent again, and alone through " << q.through() << "\n" << said.str();
     return differs ? 1 : 0;
 }
@@ -158,7 +158,7 @@ void print_notes(const report::Record& r, bool batch) {
     if (batch)
         std::cout << "  the saved case was batch-dependent (its answer in a batched request differed from its answer "
                      "alone); "
-                  << (saved.batches.empty() ? "the report does not hold that request"
+                  << (saved.batches().empty() ? "the report does not hold that request"
                                             : "the program now takes no batched request of its size")
                   << ", so the replay compares two answers alone\n";
 }
@@ -188,7 +188,7 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, double a
         theirs->command = q.reference_exec;
         theirs->socket_path = q.reference_socket;
     }
-    if (batch && !saved.batches.empty())
+    if (batch && !saved.batches().empty())
         if (const std::optional<int> code = replay_batches(q, r, eo, theirs)) return *code;
     if (theirs) reference = adapters::exec_named_black_box(*theirs, *r.signature);
     const auto again = [&] {
@@ -196,7 +196,7 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, double a
                           reference ? &*reference : nullptr);
     };
     AuditResult now;
-    if (!saved.erred) now = again();
+    if (!saved.is<found::Erred>()) now = again();
     else {  // the case the layer erred on: does it still?
         try {
             now = again();
@@ -209,7 +209,7 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, double a
                   << "), judged:\n";
     }
     const bool holds = now.verdict == Verdict::holds;
-    const bool history = r.verdict == Verdict::history_dependent && saved.asked_before;
+    const bool history = r.verdict == Verdict::history_dependent && saved.asked_before();
     std::cout << (holds ? "now holds: " : "still fails: ")
               << (twice     ? std::string("two answers to the saved inputs")
                   : history ? std::string("the saved inputs answered alone and after the saved earlier request")
@@ -220,7 +220,7 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, double a
     print_notes(r, batch);
     print_outputs(now, saved);
     // A violation is the lines above; a non-finite or a second, different answer is said in words.
-    if (!holds && now.verdict != Verdict::violated) std::cout << "  " << verdict_name(now.verdict) << ": " << now.detail << "\n";
+    if (!holds && now.verdict != Verdict::violated) std::cout << "  " << verdict_name(now.verdict) << ": " << detail_text(now) << "\n";
     return holds ? 0 : 1;
 }
 

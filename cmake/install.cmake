@@ -20,7 +20,7 @@ set(PERMCHECK_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/permcheck)
 # <prefix>/include/permcheck/, where the API's "check/..." includes find them. Test fixtures, the catalog, the
 # search and the scalars (exact rationals, symbolic) are the command's business and stay out.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/permcheck DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-foreach(header scalars/mat.h scalars/weights_version.h layers/expectation.h cases/permutation.h cases/signature.h
+foreach(header scalars/mat.h scalars/weights_version.h layers/expectation.h cases/permutation.h cases/signature.h cases/finding.h
                cases/tolerance_model.h cases/vocabulary.h check/blackbox.h check/check_result.h check/signature_audit.h
                check/taps.h report/text.h)
   get_filename_component(folder ${header} DIRECTORY)

@@ -142,22 +142,23 @@ json counterexample_json(const Counterexample& c, const Signature* s, bool white
         for (const auto& [name, t] : c.pads->filler) filler[name] = nested_input(t, s, name);
         j["pads"] = {{"axis", c.pads->axis}, {"slots", c.pads->slots}, {"filler", filler}};
     }
-    if (c.asked_before) {
+    j["kind"] = finding_kind_name(c.kind);
+    if (const PriorRequest* before = c.asked_before()) {
         json earlier = json::object();
-        for (const auto& [name, t] : c.asked_before->inputs) earlier[name] = nested_input(t, s, name);
-        j["asked_before"] = {{"lengths", c.asked_before->lengths}, {"inputs", earlier}};
+        for (const auto& [name, t] : before->inputs) earlier[name] = nested_input(t, s, name);
+        j["asked_before"] = {{"lengths", before->lengths}, {"inputs", earlier}};
     }
-    if (!c.raised.empty()) j["raised"] = c.raised;
-    if (c.erred) j["erred"] = true;
-    if (c.raised_by_reference) j["raised_by_reference"] = true;
+    if (!c.raised().empty()) j["raised"] = c.raised();
+    if (c.is<found::Erred>()) j["erred"] = true;
+    if (c.raised_by_reference()) j["raised_by_reference"] = true;
     if (!c.transformed.empty()) {
         json transformed = json::object();
         for (const auto& [name, t] : c.transformed) transformed[name] = nested_input(t, s, name);
         j["transformed"] = {{"lengths", c.transformed_lengths}, {"inputs", transformed}};
     }
-    if (!c.batches.empty()) {
+    if (!c.batches().empty()) {
         json batches = json::array();
-        for (const BatchedRequest& b : c.batches) {
+        for (const BatchedRequest& b : c.batches()) {
             json items = json::array();
             for (const Tensors& item : b.items) {
                 json one = json::object();
@@ -350,7 +351,31 @@ std::vector<BatchedRequest> batches_from(const json& j, const Signature& s) {
     return out;
 }
 
-Counterexample counterexample_from(const json& j, const Signature& s) {
+// The finding's kind: counterexample.kind, or, in a report written before it was recorded, what the verdict and the
+// fields say (a non-finite entry's place and a batch's place in the run were not recorded: the report's
+// details.*.finding says them).
+FindingKind kind_from(const json& j, const Signature& s, Verdict v) {
+    const std::string at = "counterexample.";
+    const std::string raised = j.contains("raised") && !j["raised"].is_null() ? get_as<std::string>(j, "raised", at) : "";
+    const bool by_reference = get_or<bool>(j, "raised_by_reference", false, at);
+    const std::string kind = j.contains("kind") ? get_as<std::string>(j, "kind", at)
+                             : get_or<bool>(j, "erred", false, at) ? "erred"
+                             : v == Verdict::violated && !raised.empty() ? "raised"
+                             : v == Verdict::error || v == Verdict::interrupted || v == Verdict::holds ? "violated"
+                                                                                                       : verdict_name(v);
+    if (kind == "raised") return found::Raised{raised, by_reference, false};
+    if (kind == "non-finite") return found::NonFinite{};
+    if (kind == "nondeterministic") return found::Nondeterministic{"", raised, by_reference, false, ""};
+    if (kind == "history-dependent") return found::HistoryDependent{asked_before_from(j, s)};
+    if (kind == "batch-dependent")
+        return found::BatchDependent{.batches = j.contains("batches") ? batches_from(j, s) : std::vector<BatchedRequest>{}};
+    if (kind == "erred") return found::Erred{};
+    if (kind == "violated") return found::Violated{};
+    throw std::invalid_argument("field 'counterexample.kind' must be one of violated, raised, non-finite, "
+                                "nondeterministic, history-dependent, batch-dependent or erred, got '" + kind + "'");
+}
+
+Counterexample counterexample_from(const json& j, const Signature& s, Verdict v) {
     const std::string at = "counterexample.";
     if (!j.is_object()) throw std::invalid_argument("field 'counterexample' must be an object or null");
     Counterexample c;
@@ -364,12 +389,8 @@ Counterexample counterexample_from(const json& j, const Signature& s) {
         c.inputs[t.name] = tensor_from(required(inputs, t.name.c_str(), at + "inputs."), at + "inputs." + t.name,
                                        shape_of(t, c.lengths));
     c.cuts = cuts_from(j, c.lengths);
-    c.asked_before = asked_before_from(j, s);
-    if (j.contains("raised") && !j["raised"].is_null()) c.raised = get_as<std::string>(j, "raised", at);
-    if (j.contains("raised_by_reference")) c.raised_by_reference = get_as<bool>(j, "raised_by_reference", at);
-    if (j.contains("erred")) c.erred = get_as<bool>(j, "erred", at);
+    c.kind = kind_from(j, s, v);
     if (j.contains("transformed")) transformed_from(j, s, c);
-    if (j.contains("batches")) c.batches = batches_from(j, s);
     Lengths compared = c.lengths;  // a causal case compares its prefix, a packing case one packed sequence
     if (c.cuts) {
         const auto [first, end] = c.cuts->span(compared[c.cuts->axis]);
@@ -582,7 +603,7 @@ void read_counterexample(const json& c, Record& r) {
         if (white_box && r.weights == 0) r.weights = kOldestWeightsVersion;
     } else {
         if (!r.signature) throw std::invalid_argument("field 'counterexample' holds named inputs but the report has no 'signature'");
-        r.counterexample = counterexample_from(c, *r.signature);
+        r.counterexample = counterexample_from(c, *r.signature, r.verdict);
         r.counterexample->replay = r.replay;
         if (table_row_without_weights(c, r)) {
             r.counterexample->weight_seed = r.seed + static_cast<std::uint64_t>(std::max(r.counterexample->case_index, 0));

@@ -46,13 +46,13 @@ json finding_data(const Record& r, bool against) {
     json data{{"property", property_name(r.property)}, {"verdict", verdict_name(r.verdict)}, {"asks", kAsks},
               {"outputs", outputs}, {"compare", compare}, {"tolerances", tolerances}, {"lengths", lengths},
               {"x_box", against ? "reference" : "layer"}};
-    if (!c.raised.empty())  // which side raised: the reference answering x, or the layer answering its side
-        data["raised"] = {{"which", c.raised_by_reference ? "reference" : "layer"},
-                          {"side", c.raised_by_reference || against ? "x" : "transformed"},
-                          {"message", c.raised}};
+    if (!c.raised().empty())  // which side raised: the reference answering x, or the layer answering its side
+        data["raised"] = {{"which", c.raised_by_reference() ? "reference" : "layer"},
+                          {"side", c.raised_by_reference() || against ? "x" : "transformed"},
+                          {"message", c.raised()}};
     json batches = json::array();
-    for (std::size_t k = 0; k < c.batches.size(); ++k) {
-        const BatchedRequest& b = c.batches[k];
+    for (std::size_t k = 0; k < c.batches().size(); ++k) {
+        const BatchedRequest& b = c.batches()[k];
         json item_shapes = json::object();
         for (const TensorSpec& t : r.signature->outputs) {
             try {
@@ -80,13 +80,13 @@ std::string repro_refused(const Record& r) {
         return "the verdict " + std::string(verdict_name(v)) + " is not a finding a repro reproduces";
     if (!r.counterexample || !r.signature) return "the report holds no counterexample of a signature";
     const Counterexample& c = *r.counterexample;
-    if (v == Verdict::history_dependent && !c.asked_before)
+    if (v == Verdict::history_dependent && !c.asked_before())
         return "the report does not hold the request after which x's answer changed";
-    if (v == Verdict::batch_dependent && c.batches.empty())
+    if (v == Verdict::batch_dependent && c.batches().empty())
         return "the report does not hold the batched requests the case was answered in (a batch of more than a "
                "million numbers is not recorded)";
     if (v != Verdict::violated && v != Verdict::non_finite) return "";
-    if (!c.raised.empty()) return "";  // the finding is what a side raised: asked again, it raises or it does not
+    if (!c.raised().empty()) return "";  // the finding is what a side raised: asked again, it raises or it does not
     for (const OutputComparison& o : c.outputs)
         if (o.sides.empty()) return "the report does not say how output " + o.name + " is compared";
     return "";

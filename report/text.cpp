@@ -19,8 +19,8 @@ SideNames sides_of(Property p, Verdict v, bool moves) {
 
 FindingWords finding_words(Property p, Verdict v, const Counterexample& c, bool reference_layer) {
     if (v == Verdict::history_dependent)
-        return {c.asked_before ? "one input answered, then answered again after the request of " +
-                                     format_lengths(c.asked_before->lengths) + " below"
+        return {c.asked_before() ? "one input answered, then answered again after the request of " +
+                                       format_lengths(c.asked_before()->lengths) + " below"
                                : std::string("one input answered alike twice in a row, differently after other requests"),
                 sides_of(p, v, true), sides_of(p, v, false), false};
     if (v == Verdict::nondeterministic || v == Verdict::batch_dependent)
@@ -95,14 +95,14 @@ std::string describe(const Counterexample& c, const Signature& sig, const Findin
         s << "  input " << spec.name << " " << index_text(it->second.shape) << kind_text(spec) << " =\n";
         s << format_tensor(it->second, "    ");
     }
-    if (c.asked_before) {  // the request after which the answer changed
-        s << "  the request before the answer after (" << format_lengths(c.asked_before->lengths) << "):\n";
+    if (const PriorRequest* before = c.asked_before()) {  // the request after which the answer changed
+        s << "  the request before the answer after (" << format_lengths(before->lengths) << "):\n";
         for (const TensorSpec& spec : sig.inputs)
-            if (const auto it = c.asked_before->inputs.find(spec.name); it != c.asked_before->inputs.end())
+            if (const auto it = before->inputs.find(spec.name); it != before->inputs.end())
                 s << "    input " << spec.name << " " << index_text(it->second.shape) << " =\n" << format_tensor(it->second, "      ");
     }
-    if (!c.raised.empty())  // the finding is what one side raised; no output compared
-        s << "  " << (c.raised_by_reference ? words.moved.rhs : words.moved.lhs) << " RAISED:\n    " << c.raised << "\n";
+    if (!c.raised().empty())  // the finding is what one side raised; no output compared
+        s << "  " << (c.raised_by_reference() ? words.moved.rhs : words.moved.lhs) << " RAISED:\n    " << c.raised() << "\n";
     for (const OutputComparison& o : in_order(c.outputs, sig)) {
         // The other side: L(x) itself for an output the property leaves where it is, else P L(x).
         const auto spec = std::find_if(sig.outputs.begin(), sig.outputs.end(), [&o](const TensorSpec& t) { return t.name == o.name; });
@@ -137,7 +137,7 @@ std::string describe(const Counterexample& c, const Signature& sig, const Findin
     if (words.reference_layer)
         s << (c.confirmed_exactly ? "confirmed in exact rational arithmetic" : "NOT confirmed in exact arithmetic")
           << "\n  weight seed " << c.weight_seed << ", ";
-    if (c.erred)
+    if (c.is<found::Erred>())
         s << "case " << c.case_index << ": the layer erred on it, nothing was compared; a replay of the report sends it "
           << "again\n";
     else s << "case " << c.case_index << ", " << c.shrink_steps << " shrink steps\n";
@@ -255,7 +255,7 @@ std::string explain(const AuditResult& r, const Signature& signature, const Audi
     s << o.name << ": " << property_name(r.property) << " " << verdict_name(r.verdict) << " after " << r.cases
       << (r.cases == 1 ? " case" : " cases")
       << " (" << r.evaluations << (r.evaluations == 1 ? " layer call, " : " layer calls, ") << precision_text(r) << ")\n";
-    if (!r.detail.empty()) s << "  " << r.detail << "\n";
+    if (const std::string said = detail_text(r); !said.empty()) s << "  " << said << "\n";
     if (!r.error.empty()) s << "  error: " << r.error << (r.last_request.empty() ? "" : "; last request: " + r.last_request) << "\n";
     if (!r.replay.empty()) {  // the line of the entry that converted the layer's form, in the finding
         if (!r.counterexample) return s.str() + "  replay: " + r.replay + "\n";
@@ -356,7 +356,7 @@ std::string audit_summary(const std::string& head, const AuditResult& r, double 
         }
         out << "\n";
     }
-    if (!r.detail.empty()) out << "  " << r.detail << "\n";
+    if (const std::string said = detail_text(r); !said.empty()) out << "  " << said << "\n";
     if (r.counterexample) {
         Counterexample shown = *r.counterexample;
         shown.replay = replay;

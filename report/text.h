@@ -5,6 +5,7 @@
 #pragma once
 
 #include "check/blackbox.h"
+#include "cases/finding.h"
 #include "cases/signature.h"
 #include "cases/vocabulary.h"
 
@@ -32,6 +33,20 @@ std::string describe(const Counterexample& c, const Signature& s, const FindingW
 // The same in the words of property p and verdict v.
 std::string describe(const Counterexample& c, const Signature& s, Property p = Property{"equivariance"},
                      Verdict v = Verdict::violated);
+
+// The sentence on a finding, from its kind's facts in the words of property p ("output y: L(P x) and P L(x) differ
+// by 0.5 at (1, 0) (tolerance 1e-06; n=2; permutations n=[1 0])", "L(x in chunks) raised where L(x) was answered
+// ...", "the same input (n=2), requested as x, was answered twice with different results: ..."); s, when given,
+// says which outputs move. Empty for a case the layer erred on (the error says it).
+std::string finding_text(Property p, const Signature* s, const Counterexample& c);
+// The sentence on an audit's finding, when its verdict is the finding's (not an error met while shrinking it).
+std::string finding_text(const AuditResult& r);
+// What the result says beside its verdict: its own note (AuditResult::detail: how an interrupted run ended, why it
+// is undecided), else the sentence on its finding.
+std::string detail_text(const AuditResult& r);
+// "L(x) raised where R(x) was answered": which side of a finding raised (found::Raised, or a nondeterministic
+// finding's side that raised once), in the property's words.
+std::string raised_clause(Property p, const Counterexample& c);
 
 // The finding of an audit: the verdict, then describe() with the result's signature (without one, inputs by name).
 // Empty without a counterexample.

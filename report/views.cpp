@@ -127,7 +127,7 @@ bool answered_twice(const Record& r) {
 }
 
 std::string counterexample_heading(const Record& r) {
-    if (r.counterexample && r.counterexample->erred) return "The case the layer erred on";
+    if (r.counterexample && r.counterexample->is<found::Erred>()) return "The case the layer erred on";
     if (r.verdict == Verdict::nondeterministic) return "One input answered twice";
     if (r.verdict == Verdict::batch_dependent) return "One input answered in a batch and alone";
     if (r.verdict == Verdict::history_dependent) return "One input answered alone and after another request";
@@ -136,11 +136,10 @@ std::string counterexample_heading(const Record& r) {
 
 std::string raised_text(const Record& r, const Counterexample& c) {
     const SideNames sides = rules_of(r.property).sides(true);
-    const std::string raiser = c.raised_by_reference ? sides.rhs : sides.lhs;
-    const std::string other = c.raised_by_reference ? sides.lhs : sides.rhs;
     if (r.verdict != Verdict::violated)  // nondeterministic: asked again, it answered (or the other way round)
-        return "The same request as " + raiser + " raised once and was answered once: " + c.raised;
-    return raiser + " raised where " + other + " was answered: " + c.raised;
+        return std::string("The same request as ") + (c.raised_by_reference() ? sides.rhs : sides.lhs) +
+               " raised once and was answered once: " + c.raised();
+    return raised_clause(r.property, c) + ": " + c.raised();
 }
 
 std::string claim_text(const Record& r, const TensorSpec& t, const Signature& sig) {
@@ -162,14 +161,14 @@ std::string checked_intro(const Record& r) {
 }
 
 std::string found_text(const Record& r, const Counterexample& c) {
-    if (c.erred)
+    if (c.is<found::Erred>())
         return "Case " + std::to_string(c.case_index) + ": the layer erred on it (the error above), nothing was compared; "
                "a replay of this report sends it again.";
     std::string s = "Found at case " + std::to_string(c.case_index) + ", " + std::to_string(c.shrink_steps) + " shrink steps.";
     if (r.weights > 0)
         s += " Weight seed " + std::to_string(c.weight_seed) + " (weight draw version " + std::to_string(c.weights) +
              "); " + (c.confirmed_exactly ? "confirmed" : "NOT confirmed") + " in exact rational arithmetic.";
-    if (!c.raised.empty()) s += " " + raised_text(r, c);
+    if (!c.raised().empty()) s += " " + raised_text(r, c);
     return s;
 }
 
@@ -179,8 +178,8 @@ std::string answered_twice_note(const Record& r) {
     if (r.verdict == Verdict::batch_dependent) {
         std::string s = "The layer answered the same input x differently in a batched request and alone; no permutation "
                         "plays a part.";
-        if (r.counterexample && !r.counterexample->batches.empty()) {
-            const BatchedRequest& b = r.counterexample->batches.front();
+        if (r.counterexample && !r.counterexample->batches().empty()) {
+            const BatchedRequest& b = r.counterexample->batches().front();
             s += " Its batched request held " + std::to_string(b.items.size()) + " items" +
                  (b.stacked ? " (sent stacked)" : "") + ", " + (b.transformed_side ? "the transformed inputs'" : "x's") +
                  " the one at place " + std::to_string(b.at) +

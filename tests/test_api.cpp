@@ -150,7 +150,7 @@ TEST(AuditCallable, ALayerWithHiddenStateIsNondeterministic) {
     int calls = 0;
     const auto drifting = [&calls](const MatrixXd& x) -> MatrixXd { return (x.array() + 0.5 * ++calls).matrix(); };
     const permcheck::AuditResult r = permcheck::audit_callable(std::ref(drifting), options(2));
-    EXPECT_EQ(r.verdict, permcheck::Verdict::nondeterministic) << r.detail;
+    EXPECT_EQ(r.verdict, permcheck::Verdict::nondeterministic) << detail_text(r);
     EXPECT_GT(calls, 0);
 }
 

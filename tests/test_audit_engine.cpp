@@ -93,7 +93,7 @@ TEST(Audit, EquivariantFloat32LayerHoldsUpToSummationOrder) {
     o.dtype = Arithmetic::float32;
     o.max_len = 100;
     const AuditResult r = audit(BlackBox(centered_float32), o);
-    EXPECT_EQ(r.verdict, Verdict::holds) << r.detail;
+    EXPECT_EQ(r.verdict, Verdict::holds) << detail_text(r);
     EXPECT_EQ(r.cases, 200);
     // The test means something only if reordering really changes the float32 answer: a fixed zero tolerance
     // (or a float64 tolerance) would call this layer broken.
@@ -119,7 +119,7 @@ TEST(AuditChecked, AHoldingRunRecordsItsLargestDifferenceWithinItsTolerance) {
     o.dtype = Arithmetic::float32;
     o.max_len = 100;
     const AuditResult r = audit(BlackBox(centered_float32), o);
-    ASSERT_EQ(r.verdict, Verdict::holds) << r.detail;
+    ASSERT_EQ(r.verdict, Verdict::holds) << detail_text(r);
     ASSERT_EQ(r.checked.size(), 1u);
     const OutputCheck& y = r.checked[0];
     EXPECT_EQ(y.name, "y");
@@ -201,7 +201,7 @@ TEST(AuditChecked, EachOutputOfASignatureIsRecordedInItsOrder) {
     AuditOptions o = seeded(60);
     o.dtype = Arithmetic::float32;
     const AuditResult r = audit(box, s, o);
-    ASSERT_EQ(r.verdict, Verdict::holds) << r.detail;
+    ASSERT_EQ(r.verdict, Verdict::holds) << detail_text(r);
     ASSERT_EQ(r.checked.size(), 2u);
     EXPECT_EQ(r.checked[0].name, "y");
     EXPECT_EQ(r.checked[1].name, "g");
@@ -229,7 +229,7 @@ TEST(AuditDtype, Float32LayerHoldsByDefaultAndIsViolatedUnderAFloat64Tolerance) 
     o.max_len = 100;
     ASSERT_FALSE(o.dtype.has_value()) << "inferring is the default";
     const AuditResult r = audit(BlackBox(centered_float32), o);
-    EXPECT_EQ(r.verdict, Verdict::holds) << r.detail;
+    EXPECT_EQ(r.verdict, Verdict::holds) << detail_text(r);
     EXPECT_EQ(r.dtype, Arithmetic::float32);
     EXPECT_TRUE(r.dtype_inferred);
     EXPECT_EQ(r.dtype_evidence, DtypeEvidence::float32_rounding);
@@ -347,7 +347,7 @@ Mat<double> short_dyadic_leak(const Mat<double>& x) {
 
 TEST(AuditDtype, Float64LayerWithShortDyadicAnswersIsJudgedAsFloat64AndItsSmallLeakFound) {
     const AuditResult r = audit(BlackBox(short_dyadic_leak), seeded());
-    ASSERT_EQ(r.verdict, Verdict::violated) << r.detail;
+    ASSERT_EQ(r.verdict, Verdict::violated) << detail_text(r);
     EXPECT_EQ(r.dtype, Arithmetic::float64);
     EXPECT_TRUE(r.dtype_inferred);
     EXPECT_EQ(r.dtype_evidence, DtypeEvidence::short_dyadic);
@@ -378,7 +378,7 @@ TEST(AuditDtype, Float64LayerWithShortDyadicAnswersIsJudgedAsFloat64AndItsSmallL
 TEST(AuditDtype, OneRoundedAnswerDecidesFloat32) {
     const BlackBox mostly_exact = [](const Mat<double>& x) { return x.rows() == 5 ? centered_float32(x) : x; };
     const AuditResult r = audit(mostly_exact, seeded());
-    EXPECT_EQ(r.verdict, Verdict::holds) << r.detail;
+    EXPECT_EQ(r.verdict, Verdict::holds) << detail_text(r);
     ASSERT_TRUE(std::count(r.axis_lengths.at("n").begin(), r.axis_lengths.at("n").end(), 5)) << "no case of n = 5";
     EXPECT_EQ(r.dtype, Arithmetic::float32);
     EXPECT_EQ(r.dtype_evidence, DtypeEvidence::float32_rounding);
@@ -481,7 +481,7 @@ TEST(AuditHalf, RoundingAttentionHoldsInItsOwnPrecisionUpToLongLengths) {
         o.max_len = 32;
         o.long_len = 128;
         const AuditResult r = audit(BlackBox(RoundingAttention{bits}), o);
-        EXPECT_EQ(r.verdict, Verdict::holds) << arithmetic_name(dtype) << ": " << r.detail;
+        EXPECT_EQ(r.verdict, Verdict::holds) << arithmetic_name(dtype) << ": " << detail_text(r);
         EXPECT_EQ(r.dtype, dtype);
         EXPECT_FALSE(r.dtype_inferred);
         // The verdict means something only if the rounding really shows: under the float32 tolerance the same
@@ -497,7 +497,7 @@ TEST(AuditHalf, APositionSignalIsViolatedAtTwoPositionsInBothHalfPrecisions) {
         AuditOptions o = seeded(200);
         o.dtype = dtype;
         const AuditResult r = audit(BlackBox(RoundingAttention{bits, 0.25}), o);
-        ASSERT_EQ(r.verdict, Verdict::violated) << arithmetic_name(dtype) << ": " << r.detail;
+        ASSERT_EQ(r.verdict, Verdict::violated) << arithmetic_name(dtype) << ": " << detail_text(r);
         ASSERT_TRUE(r.counterexample);
         EXPECT_EQ(r.counterexample->lengths.at("n"), 2) << finding(r);
         EXPECT_EQ(r.dtype, dtype);
@@ -512,7 +512,7 @@ TEST(AuditHalf, ALeakOfTenPercentPerPositionIsSeenInBothHalfPrecisions) {
         AuditOptions o = seeded(200);
         o.dtype = dtype;
         const AuditResult r = audit(BlackBox(RoundingAttention{bits, 0.0, 0.1}), o);
-        ASSERT_EQ(r.verdict, Verdict::violated) << arithmetic_name(dtype) << ": " << r.detail;
+        ASSERT_EQ(r.verdict, Verdict::violated) << arithmetic_name(dtype) << ": " << detail_text(r);
         ASSERT_TRUE(r.counterexample);
         EXPECT_LE(r.counterexample->lengths.at("n"), 3) << finding(r);
         EXPECT_GT(r.counterexample->outputs.at(0).max_abs_diff, 0.0);
@@ -556,7 +556,7 @@ TEST(Audit, NondeterministicLayerIsNeverCalledViolated) {
         EXPECT_TRUE(r.counterexample->perms.at("n").is_identity()) << "the two answers are to one and the same input";
         EXPECT_FALSE(r.counterexample->outputs.at(0).holds);
         EXPECT_EQ(r.counterexample->lengths.at("n"), 1) << "shrunk to one position";
-        EXPECT_NE(r.detail.find("answered twice"), std::string::npos) << r.detail;
+        EXPECT_NE(detail_text(r).find("answered twice"), std::string::npos) << detail_text(r);
     }
 }
 
@@ -578,7 +578,7 @@ TEST(Audit, ViolationIsConfirmedByEvaluatingBothSidesAgain) {
     const AuditResult r = audit(counting, seeded());
     ASSERT_EQ(r.verdict, Verdict::violated);
     EXPECT_EQ(r.evaluations, calls);
-    EXPECT_NE(r.detail.find("evaluated again"), std::string::npos);
+    EXPECT_NE(detail_text(r).find("evaluated again"), std::string::npos);
 }
 
 TEST(Audit, PassingCasesCostTwoCallsEach) {
@@ -696,7 +696,7 @@ TEST(Audit, CheckAndAuditOfAPlantedBugShrinkToTheSameLengthThroughTheOneShrinker
         ao.output = output;
         const AuditResult audited = audit(test::sequence_layer<double>(subject, ao.d, 0), ao);  // the weights a check shrinks to
         ASSERT_TRUE(checked.counterexample) << mutants::name(kind);
-        ASSERT_EQ(audited.verdict, Verdict::violated) << mutants::name(kind) << ": " << audited.detail;
+        ASSERT_EQ(audited.verdict, Verdict::violated) << mutants::name(kind) << ": " << detail_text(audited);
         const Counterexample& c = *checked.counterexample;
         EXPECT_EQ(c.lengths.at("n"), mutants::minimal_length(kind)) << describe(c, checked.signature);
         EXPECT_EQ(audited.counterexample->lengths.at("n"), c.lengths.at("n")) << finding(audited);
@@ -755,7 +755,7 @@ TEST(AuditLengths, OneCaseInTenIsLongRisingToTheLongLength) {
 TEST(AuditLengths, ABlockMixingLayerIsViolatedByADefaultAuditAtOneMoreThanItsBlock) {
     for (Eigen::Index block : {16, 32, 128}) {
         const AuditResult r = audit([block](const Mat<double>& x) { return block_mixing(x, block); }, AuditOptions{});
-        ASSERT_EQ(r.verdict, Verdict::violated) << "block " << block << ": " << r.detail;
+        ASSERT_EQ(r.verdict, Verdict::violated) << "block " << block << ": " << detail_text(r);
         EXPECT_EQ(r.counterexample->lengths.at("n"), block + 1) << finding(r);
         EXPECT_EQ(r.counterexample->perms.at("n").moved(), 2) << finding(r);
         EXPECT_GT(r.axis_lengths.at("n").back(), block);
@@ -768,7 +768,7 @@ TEST(AuditLengths, APoolThatAveragesOnlyItsFirstSevenPositionsIsViolatedAtEight)
     const AuditResult r = audit([](const Mat<double>& x) -> Mat<double> {
         return x.topRows(std::min<Eigen::Index>(7, x.rows())).colwise().mean();
     }, o);
-    ASSERT_EQ(r.verdict, Verdict::violated) << r.detail;
+    ASSERT_EQ(r.verdict, Verdict::violated) << detail_text(r);
     EXPECT_EQ(r.counterexample->lengths.at("n"), 8) << finding(r);
 }
 
@@ -777,7 +777,7 @@ TEST(AuditLengths, AMaximumLengthGivenIsAHardCap) {
     o.max_len = 12;
     o.long_len = 0;
     const AuditResult r = audit([](const Mat<double>& x) { return block_mixing(x, 16); }, o);
-    EXPECT_EQ(r.verdict, Verdict::holds) << r.detail;  // nothing longer than 12 is sent, so blocks of 16 hide
+    EXPECT_EQ(r.verdict, Verdict::holds) << detail_text(r);  // nothing longer than 12 is sent, so blocks of 16 hide
     ASSERT_FALSE(r.axis_lengths.at("n").empty());
     EXPECT_EQ(r.axis_lengths.at("n").back(), 12);
     EXPECT_EQ(r.axis_lengths.at("n").front(), 2);
@@ -931,7 +931,7 @@ TEST(AuditStop, StopBetweenCasesKeepsTheCasesRun) {
     ASSERT_FALSE(done.empty());
     EXPECT_EQ(done.back(), r.cases);
     for (std::size_t k = 0; k < done.size(); ++k) EXPECT_EQ(done[k], static_cast<int>(k) + 1);
-    EXPECT_NE(r.detail.find("interrupted after"), std::string::npos) << r.detail;
+    EXPECT_NE(detail_text(r).find("interrupted after"), std::string::npos) << detail_text(r);
 }
 
 TEST(AuditStop, StopWhileShrinkingKeepsTheCounterexampleFound) {
@@ -946,7 +946,7 @@ TEST(AuditStop, StopWhileShrinkingKeepsTheCounterexampleFound) {
     ASSERT_TRUE(r.counterexample);
     EXPECT_GT(r.counterexample->lengths.at("n"), 4);  // the leak needs a fifth position
     EXPECT_FALSE(r.counterexample->outputs.at(0).holds);
-    EXPECT_NE(r.detail.find("interrupted while shrinking a violation"), std::string::npos) << r.detail;
+    EXPECT_NE(detail_text(r).find("interrupted while shrinking a violation"), std::string::npos) << detail_text(r);
 }
 
 TEST(AuditStop, VerdictNameRoundTrips) {

@@ -532,17 +532,17 @@ TEST(IncrementalAudit, AChunkThatRaisesWhereOnePassAnswersIsAViolationNamingTheC
     const AuditResult r = audit(chunked_black_box(one_token_steps, s), s, with(Property{"incremental"}));
     ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
     const Counterexample& c = *r.counterexample;
-    EXPECT_EQ(c.raised, "the decode path takes one token (chunk 2 of 2, positions 1 to 2)") << finding(r, s);
+    EXPECT_EQ(c.raised(), "the decode path takes one token (chunk 2 of 2, positions 1 to 2)") << finding(r, s);
     EXPECT_TRUE(c.outputs.empty()) << "nothing compared: " << finding(r, s);
     EXPECT_EQ(c.lengths.at("n"), 3) << finding(r, s);
     ASSERT_TRUE(c.cuts) << finding(r, s);
     EXPECT_EQ(c.cuts->at, std::vector<int>{1}) << finding(r, s);
-    EXPECT_NE(r.detail.find("L(x in chunks) raised where L(x) was answered"), std::string::npos) << r.detail;
+    EXPECT_NE(detail_text(r).find("L(x in chunks) raised where L(x) was answered"), std::string::npos) << detail_text(r);
     EXPECT_NE(finding(r, s).find("RAISED:\n    the decode path takes one token"), std::string::npos) << finding(r, s);
     // The report keeps it; judged again, the layer still raises and the fix holds.
     const report::Record record = report::record_of(r, "one-token-steps", Property{"incremental"}, r.dtype, 3, "");
     const Counterexample back = report::from_json(report::to_json(record)).counterexample.value();
-    EXPECT_EQ(back.raised, c.raised);
+    EXPECT_EQ(back.raised(), c.raised());
     EXPECT_NE(report::to_markdown(record).find("L(x in chunks) raised where L(x) was answered: the decode"),
               std::string::npos);
     AuditOptions o = with(Property{"incremental"});
@@ -597,9 +597,9 @@ TEST(HistoryDependence, AStaleTableIsHistoryDependentAndTheEarlierRequestIsNamed
     const AuditResult r = audit(stale_table(), s, with(std::nullopt));
     ASSERT_EQ(r.verdict, Verdict::history_dependent) << finding(r, s);
     EXPECT_EQ(exit_code(r.verdict), 1);
-    ASSERT_TRUE(r.counterexample && r.counterexample->asked_before) << finding(r, s);
-    EXPECT_NE(r.counterexample->asked_before->lengths.at("n"), r.counterexample->lengths.at("n")) << finding(r, s);
-    EXPECT_NE(r.detail.find("alike twice in a row"), std::string::npos) << r.detail;
+    ASSERT_TRUE(r.counterexample && r.counterexample->asked_before()) << finding(r, s);
+    EXPECT_NE(r.counterexample->asked_before()->lengths.at("n"), r.counterexample->lengths.at("n")) << finding(r, s);
+    EXPECT_NE(detail_text(r).find("alike twice in a row"), std::string::npos) << detail_text(r);
     // Replayed: x, the earlier request, x again; a layer without the stale table holds.
     AuditOptions o = with(std::nullopt);
     o.dtype = r.dtype;

@@ -353,7 +353,7 @@ TEST(SignatureAudit, AnOutputWhoseShapeChangesOnlyOnTheTransformedSideIsAViolati
     EXPECT_EQ(x_side.verdict, Verdict::error);
     EXPECT_NE(x_side.error.find("the layer answered output 'y' with shape (3, 2) where the signature says (2, 2): dim 0, "
                                 "the axis n, has 3 of its 2 positions"), std::string::npos) << x_side.error;
-    EXPECT_TRUE(x_side.counterexample && x_side.counterexample->erred) << "the case it erred on, recorded";
+    EXPECT_TRUE(x_side.counterexample && x_side.counterexample->is<found::Erred>()) << "the case it erred on, recorded";
 }
 
 // An error on an input of a kind the audit draws on purpose names that input: here one token (a length of 1, drawn
@@ -371,7 +371,7 @@ TEST(SignatureAudit, AnErrorOnAnInputTheAuditDrawsOnPurposeNamesIt) {
     const AuditResult short_one = audit(one_token, s, named("one token"));
     ASSERT_EQ(short_one.verdict, Verdict::error);
     EXPECT_NE(short_one.error.find("(the case it erred on has n of length 1"), std::string::npos) << short_one.error;
-    ASSERT_TRUE(short_one.counterexample && short_one.counterexample->erred);
+    ASSERT_TRUE(short_one.counterexample && short_one.counterexample->is<found::Erred>());
     EXPECT_EQ(short_one.counterexample->lengths.at("n"), 1);
 }
 
@@ -448,7 +448,7 @@ TEST(SignatureAudit, CrossAttentionWithMemoryPositionsIsViolatedAtTwoMemoryItems
     EXPECT_EQ(c.lengths.at("m"), 2) << finding(r, s);
     EXPECT_EQ(c.lengths.at("n"), 1) << finding(r, s);
     expect_one_transposition_on(c, "m");
-    EXPECT_NE(r.detail.find("output y"), std::string::npos) << r.detail;
+    EXPECT_NE(detail_text(r).find("output y"), std::string::npos) << detail_text(r);
     }
 }
 
@@ -492,7 +492,7 @@ TEST(SignatureAudit, NondeterminismNonFiniteOutputsAndWrongShapesGetTheirVerdict
     };
     const AuditResult nd = audit(noisy, s, named("noisy"));
     EXPECT_EQ(nd.verdict, Verdict::nondeterministic) << finding(nd, s);
-    EXPECT_NE(nd.detail.find("answered twice"), std::string::npos) << nd.detail;
+    EXPECT_NE(detail_text(nd).find("answered twice"), std::string::npos) << detail_text(nd);
     const NamedBlackBox nan_at_3 = [exact](const Tensors& in) {
         Tensors out = exact(in);
         if (in.at("q").shape[0] >= 3) out.at("y").values[0] = std::numeric_limits<double>::quiet_NaN();
@@ -588,11 +588,11 @@ TEST(SignatureAuditBatched, AStopWhileTheCasesAreAskedAloneIsInterruptedNotHolds
     o.cases = 100;
     o.stop_requested = [&alone_after] { return alone_after >= 3; };
     const AuditResult r = audit(std::vector<BatchedNamedBlackBox>{box}, cross_signature(), o);
-    EXPECT_EQ(r.verdict, Verdict::interrupted) << r.detail;
+    EXPECT_EQ(r.verdict, Verdict::interrupted) << detail_text(r);
     EXPECT_EQ(exit_code(r.verdict), 130);
     EXPECT_GE(alone_after, 3);
     EXPECT_LT(r.confirmed_alone, 10);
-    EXPECT_NE(r.detail.find("interrupted while asking cases of the batched run alone"), std::string::npos) << r.detail;
+    EXPECT_NE(detail_text(r).find("interrupted while asking cases of the batched run alone"), std::string::npos) << detail_text(r);
 }
 
 TEST(SignatureAuditBatched, AnItemThatSeesItsBatchIsBatchDependentNotHolds) {
@@ -607,8 +607,8 @@ TEST(SignatureAuditBatched, AnItemThatSeesItsBatchIsBatchDependentNotHolds) {
     const AuditResult r = batched_audit(with_batches(cross_attention(false), batch_mean), cross_signature());
     EXPECT_EQ(r.verdict, Verdict::batch_dependent) << finding(r, cross_signature());
     EXPECT_EQ(exit_code(r.verdict), 1);
-    EXPECT_NE(r.detail.find("differs between its batched request and its request alone"), std::string::npos) << r.detail;
-    EXPECT_NE(r.detail.find("batched with positions"), std::string::npos) << r.detail;
+    EXPECT_NE(detail_text(r).find("differs between its batched request and its request alone"), std::string::npos) << detail_text(r);
+    EXPECT_NE(detail_text(r).find("batched with positions"), std::string::npos) << detail_text(r);
     ASSERT_TRUE(r.counterexample);
     const OutputComparison& y = r.counterexample->outputs.at(0);
     EXPECT_FALSE(y.holds);
@@ -617,10 +617,10 @@ TEST(SignatureAuditBatched, AnItemThatSeesItsBatchIsBatchDependentNotHolds) {
     // The batched requests the case was answered in, as they were sent (what its repro.py sends again): x's and
     // the transformed inputs', each with the case's own item at `at`; report.json keeps them whole.
     const Counterexample& c = *r.counterexample;
-    ASSERT_EQ(c.batches.size(), 2u);
-    EXPECT_FALSE(c.batches[0].transformed_side);
-    EXPECT_TRUE(c.batches[1].transformed_side);
-    for (const BatchedRequest& b : c.batches) {
+    ASSERT_EQ(c.batches().size(), 2u);
+    EXPECT_FALSE(c.batches()[0].transformed_side);
+    EXPECT_TRUE(c.batches()[1].transformed_side);
+    for (const BatchedRequest& b : c.batches()) {
         EXPECT_GT(b.items.size(), 1u);
         ASSERT_LT(b.at, b.items.size());
         EXPECT_EQ(b.lengths, c.lengths);
@@ -630,9 +630,9 @@ TEST(SignatureAuditBatched, AnItemThatSeesItsBatchIsBatchDependentNotHolds) {
     const report::Record back =
         report::from_json(report::to_json(report::record_of(r, "batch mean", Property{"equivariance"}, r.dtype, 1, "")));
     ASSERT_TRUE(back.counterexample);
-    ASSERT_EQ(back.counterexample->batches.size(), 2u);
+    ASSERT_EQ(back.counterexample->batches().size(), 2u);
     for (std::size_t k = 0; k < 2; ++k) {
-        const BatchedRequest &was = c.batches[k], &read = back.counterexample->batches[k];
+        const BatchedRequest &was = c.batches()[k], &read = back.counterexample->batches()[k];
         EXPECT_EQ(read.at, was.at);
         EXPECT_EQ(read.transformed_side, was.transformed_side);
         ASSERT_EQ(read.items.size(), was.items.size());
@@ -649,9 +649,9 @@ TEST(SignatureAuditBatched, AViolationOnlyABatchShowsIsBatchDependentAndOneTheLa
     };
     const AuditResult dependent = batched_audit(with_batches(cross_attention(false), by_place), cross_signature());
     EXPECT_EQ(dependent.verdict, Verdict::batch_dependent) << finding(dependent, cross_signature());
-    EXPECT_NE(dependent.detail.find("the failing one"), std::string::npos) << dependent.detail;
+    EXPECT_NE(detail_text(dependent).find("the failing one"), std::string::npos) << detail_text(dependent);
     ASSERT_TRUE(dependent.counterexample);
-    EXPECT_EQ(dependent.counterexample->batches.size(), 2u) << "found in a batch: both of its batched requests kept";
+    EXPECT_EQ(dependent.counterexample->batches().size(), 2u) << "found in a batch: both of its batched requests kept";
     const AuditResult own = batched_audit(with_batches(cross_attention(true), [](const auto&, auto&) {}), cross_signature());
     EXPECT_EQ(own.verdict, Verdict::violated) << finding(own, cross_signature());
     ASSERT_TRUE(own.counterexample);
@@ -846,20 +846,20 @@ TEST(SignatureAudit, DescribeFindingShowsInputsWithTheirKindsAndOutputsInTheSign
 TEST(SignatureAudit, AgainstAReferenceTheExpectedSideIsTheReferencesAnswer) {
     const Signature s = cross_signature();
     const AuditResult same = audit_against(cross_attention(false), cross_attention(false), s, named("itself"));
-    EXPECT_EQ(same.verdict, Verdict::holds) << same.detail;
+    EXPECT_EQ(same.verdict, Verdict::holds) << detail_text(same);
     const AuditResult plain = audit(cross_attention(false), s, named("itself"));
     EXPECT_EQ(same.cases, plain.cases);
     EXPECT_EQ(same.checked.size(), plain.checked.size());
     const AuditResult other = audit_against(cross_attention(false), cross_attention(false, 12), s, named("other weights"));
-    ASSERT_EQ(other.verdict, Verdict::violated) << other.detail;
+    ASSERT_EQ(other.verdict, Verdict::violated) << detail_text(other);
     ASSERT_TRUE(other.counterexample);
     EXPECT_EQ(other.counterexample->lengths.at("n"), 1) << finding(other, s);
     EXPECT_EQ(other.counterexample->lengths.at("m"), 1) << finding(other, s);
-    EXPECT_NE(other.detail.find("output y: L(P x) and P L(x) differ by"), std::string::npos) << other.detail;
+    EXPECT_NE(detail_text(other).find("output y: L(P x) and P L(x) differ by"), std::string::npos) << detail_text(other);
     // The reference's own permutation symmetry is not what is judged: a layer that is equivariant against a
     // reference that is not (memory positions) differs.
     const AuditResult twin = audit_against(cross_attention(false), cross_attention(true), s, named("twin"));
-    EXPECT_EQ(twin.verdict, Verdict::violated) << twin.detail;
+    EXPECT_EQ(twin.verdict, Verdict::violated) << detail_text(twin);
 }
 
 // The agreement property: a layer and a reference implementation of one signature, every input answered alike.
@@ -901,22 +901,22 @@ AuditOptions agreement(const std::string& name) {
 TEST(Agreement, TheSameFunctionAgreesAndAWindowOffByOneIsShownAtTheShortestLengthThatShowsIt) {
     const Signature s = window_signature();
     const AuditResult same = audit_against(window_sum(3), window_sum(3), s, agreement("window 3"));
-    EXPECT_EQ(same.verdict, Verdict::holds) << same.detail;
+    EXPECT_EQ(same.verdict, Verdict::holds) << detail_text(same);
     EXPECT_EQ(same.property, Property{"agreement"});
     // Window 4 against 3 differs only where a position sees 5 back: n >= 5, met by the first cases at the axis's
     // longest, and shrunk to n = 5 (no shorter sequence shows it).
     const AuditResult off = audit_against(window_sum(4), window_sum(3), s, agreement("window 4"));
-    ASSERT_EQ(off.verdict, Verdict::violated) << off.detail;
+    ASSERT_EQ(off.verdict, Verdict::violated) << detail_text(off);
     ASSERT_TRUE(off.counterexample);
     // The longest sequence within the first cases: a three-case audit covers n = 8.
     AuditOptions three = agreement("window 3, three cases");
     three.cases = 3;
     const AuditResult short_run = audit_against(window_sum(3), window_sum(3), s, three);
-    ASSERT_EQ(short_run.verdict, Verdict::holds) << short_run.detail;
+    ASSERT_EQ(short_run.verdict, Verdict::holds) << detail_text(short_run);
     EXPECT_EQ(short_run.axis_lengths.at("n").back(), 8);
     EXPECT_EQ(off.counterexample->lengths.at("n"), 5) << finding(off, s);
-    EXPECT_NE(off.detail.find("output y: L(x) and R(x) differ by"), std::string::npos) << off.detail;
-    EXPECT_NE(off.detail.find("the same input to both"), std::string::npos) << off.detail;
+    EXPECT_NE(detail_text(off).find("output y: L(x) and R(x) differ by"), std::string::npos) << detail_text(off);
+    EXPECT_NE(detail_text(off).find("the same input to both"), std::string::npos) << detail_text(off);
     const std::string text = describe(*off.counterexample, s, finding_words(off.property, off.verdict, *off.counterexample));
     EXPECT_NE(text.find("R(x)"), std::string::npos) << text;
 }
@@ -924,18 +924,18 @@ TEST(Agreement, TheSameFunctionAgreesAndAWindowOffByOneIsShownAtTheShortestLengt
 TEST(Agreement, ASideThatRaisesWhereTheOtherAnswersIsTheFindingAndBothRaisingIsAnError) {
     const Signature s = window_signature();
     const AuditResult layer = audit_against(window_sum(3, false, 6), window_sum(3), s, agreement("raises past 6"));
-    ASSERT_EQ(layer.verdict, Verdict::violated) << layer.detail;
+    ASSERT_EQ(layer.verdict, Verdict::violated) << detail_text(layer);
     ASSERT_TRUE(layer.counterexample);
     EXPECT_EQ(layer.counterexample->lengths.at("n"), 7) << finding(layer, s);
-    EXPECT_NE(layer.counterexample->raised.find("IndexError"), std::string::npos) << layer.counterexample->raised;
-    EXPECT_FALSE(layer.counterexample->raised_by_reference);
-    EXPECT_NE(layer.detail.find("L(x) raised where R(x) was answered"), std::string::npos) << layer.detail;
+    EXPECT_NE(layer.counterexample->raised().find("IndexError"), std::string::npos) << layer.counterexample->raised();
+    EXPECT_FALSE(layer.counterexample->raised_by_reference());
+    EXPECT_NE(detail_text(layer).find("L(x) raised where R(x) was answered"), std::string::npos) << detail_text(layer);
     const AuditResult reference = audit_against(window_sum(3), window_sum(3, false, 6), s, agreement("reference raises"));
-    ASSERT_EQ(reference.verdict, Verdict::violated) << reference.detail;
-    EXPECT_TRUE(reference.counterexample->raised_by_reference);
-    EXPECT_NE(reference.counterexample->raised.find("the reference raised: IndexError"), std::string::npos)
-        << reference.counterexample->raised;
-    EXPECT_NE(reference.detail.find("R(x) raised where L(x) was answered"), std::string::npos) << reference.detail;
+    ASSERT_EQ(reference.verdict, Verdict::violated) << detail_text(reference);
+    EXPECT_TRUE(reference.counterexample->raised_by_reference());
+    EXPECT_NE(reference.counterexample->raised().find("the reference raised: IndexError"), std::string::npos)
+        << reference.counterexample->raised();
+    EXPECT_NE(detail_text(reference).find("R(x) raised where L(x) was answered"), std::string::npos) << detail_text(reference);
     const AuditResult both = audit_against(window_sum(3, false, 6), window_sum(3, false, 6), s, agreement("both"));
     EXPECT_EQ(both.verdict, Verdict::error);
     EXPECT_NE(both.error.find("both raised on the same input"), std::string::npos) << both.error;
@@ -945,20 +945,20 @@ TEST(Agreement, ASideThatRaisesWhereTheOtherAnswersIsTheFindingAndBothRaisingIsA
         return Tensors{{"y", in.at("x")}};
     };
     const AuditResult plain = audit(identity, s, named("raises"));
-    EXPECT_EQ(plain.verdict, Verdict::error) << plain.detail;
+    EXPECT_EQ(plain.verdict, Verdict::error) << detail_text(plain);
     EXPECT_NE(plain.error.find("IndexError: too long"), std::string::npos) << plain.error;
 }
 
 TEST(Agreement, PaddedSlotsAreComparedByDefaultNanEqualOnlyToNanAndSkipPaddedLeavesThemOut) {
     const Signature s = window_signature();
     const AuditResult nan = audit_against(window_sum(3, true), window_sum(3), s, agreement("NaN at pads"));
-    ASSERT_EQ(nan.verdict, Verdict::violated) << nan.detail;
+    ASSERT_EQ(nan.verdict, Verdict::violated) << detail_text(nan);
     AuditOptions skip = agreement("NaN at pads, pads skipped");
     skip.skip_padded = true;
     EXPECT_EQ(audit_against(window_sum(3, true), window_sum(3), s, skip).verdict, Verdict::holds);
     // NaN against NaN agrees: no non-finite verdict of its own.
     const AuditResult both = audit_against(window_sum(3, true), window_sum(3, true), s, agreement("NaN both"));
-    EXPECT_EQ(both.verdict, Verdict::holds) << both.detail;
+    EXPECT_EQ(both.verdict, Verdict::holds) << detail_text(both);
 }
 
 TEST(Agreement, AnAnswerThatChangesWhenAskedAgainIsNondeterministicNeverADisagreement) {
@@ -970,10 +970,10 @@ TEST(Agreement, AnAnswerThatChangesWhenAskedAgainIsNondeterministicNeverADisagre
         return out;
     };
     const AuditResult layer = audit_against(noisy, window_sum(3), s, agreement("noisy"));
-    EXPECT_EQ(layer.verdict, Verdict::nondeterministic) << layer.detail;
+    EXPECT_EQ(layer.verdict, Verdict::nondeterministic) << detail_text(layer);
     const AuditResult reference = audit_against(window_sum(3), noisy, s, agreement("noisy reference"));
-    EXPECT_EQ(reference.verdict, Verdict::nondeterministic) << reference.detail;
-    EXPECT_NE(reference.detail.find("R(x)"), std::string::npos) << reference.detail;
+    EXPECT_EQ(reference.verdict, Verdict::nondeterministic) << detail_text(reference);
+    EXPECT_NE(detail_text(reference).find("R(x)"), std::string::npos) << detail_text(reference);
 }
 
 TEST(Agreement, EachSideIsBatchedAsItsBoxAllowsWithTheUnbatchedVerdictAndCase) {
@@ -994,13 +994,13 @@ TEST(Agreement, EachSideIsBatchedAsItsBoxAllowsWithTheUnbatchedVerdictAndCase) {
     const AuditResult plain = audit_against(window_sum(4), window_sum(3), s, o);
     const AuditResult both = audit({batched(window_sum(4))}, {batched(window_sum(3))}, s, o);
     EXPECT_GT(*calls, 0);
-    ASSERT_EQ(both.verdict, plain.verdict) << both.detail;
+    ASSERT_EQ(both.verdict, plain.verdict) << detail_text(both);
     EXPECT_EQ(both.counterexample->case_index, plain.counterexample->case_index);
     EXPECT_EQ(both.counterexample->lengths, plain.counterexample->lengths);
     const AuditResult one_side = audit({batched(window_sum(3, false, 6))}, {BatchedNamedBlackBox{window_sum(3), {}}}, s,
                                        agreement("raises past 6, batched"));
-    ASSERT_EQ(one_side.verdict, Verdict::violated) << one_side.detail;
-    EXPECT_NE(one_side.counterexample->raised.find("IndexError"), std::string::npos);
+    ASSERT_EQ(one_side.verdict, Verdict::violated) << detail_text(one_side);
+    EXPECT_NE(one_side.counterexample->raised().find("IndexError"), std::string::npos);
 }
 
 // A float32 kernel against a float64 original: the precision inferred is the coarser side's, float32, where the
@@ -1014,7 +1014,7 @@ TEST(Agreement, TheInferredPrecisionIsTheCoarserSides) {
         });
     };
     const AuditResult r = audit_against(thirds(true), thirds(false), window_signature(), agreement("float32 kernel"));
-    EXPECT_EQ(r.verdict, Verdict::holds) << r.detail;
+    EXPECT_EQ(r.verdict, Verdict::holds) << detail_text(r);
     EXPECT_EQ(r.dtype, Arithmetic::float32);
     EXPECT_TRUE(r.dtype_inferred);
     AuditOptions strict = agreement("float32 kernel judged as float64");
@@ -1069,13 +1069,13 @@ TEST(SignatureAudit, AGraphBatchMovesTheGraphsOnlyTheBatchVectorNames) {
     EXPECT_NO_THROW(validate(s));
     EXPECT_EQ(free_axes(s), std::vector<std::string>{"graphs"});
     const AuditResult carried = audit(mean_pool(false), s, named("mean pool, the number of graphs carried"));
-    EXPECT_EQ(carried.verdict, Verdict::holds) << carried.detail << carried.error;
+    EXPECT_EQ(carried.verdict, Verdict::holds) << detail_text(carried) << carried.error;
     EXPECT_EQ(carried.axis_lengths.at("graphs").back(), 4);
     // Every graph has a node in every case and every shrink, so max(batch) + 1 is the number of graphs.
     const AuditResult counted = audit(mean_pool(true), s, named("mean pool, max(batch) + 1 graphs"));
-    EXPECT_EQ(counted.verdict, Verdict::holds) << counted.detail << counted.error;
+    EXPECT_EQ(counted.verdict, Verdict::holds) << detail_text(counted) << counted.error;
     const AuditResult aware = audit(mean_pool(true, true), s, named("a readout that sees the graphs' order"));
-    ASSERT_EQ(aware.verdict, Verdict::violated) << aware.detail << aware.error;
+    ASSERT_EQ(aware.verdict, Verdict::violated) << detail_text(aware) << aware.error;
     EXPECT_EQ(aware.counterexample->axis_at_fault, "graphs") << finding(aware, s);
     EXPECT_EQ(aware.counterexample->lengths.at("graphs"), 2) << finding(aware, s);
     EXPECT_TRUE(covers_free_axes(s, aware.counterexample->inputs, aware.counterexample->lengths));
@@ -1159,7 +1159,7 @@ TEST(SignatureAudit, ASortedIndexInputIsKeptInOrderAndItsSortMovesWhatLiesAlongI
     // Every case the audit asks is in order (the box raises otherwise), and its sort moves the edge weights, the
     // messages and the nodes with it: a sum aggregation holds with every axis moving.
     const AuditResult sum = audit(sorted_aggregation(false), s, named("a sum over sorted edges"));
-    EXPECT_EQ(sum.verdict, Verdict::holds) << sum.detail << sum.error;
+    EXPECT_EQ(sum.verdict, Verdict::holds) << detail_text(sum) << sum.error;
     // Without the qualifier the permuted edge lists come unsorted, and the layer raises.
     Signature unsorted = s;
     for (TensorSpec& t : unsorted.inputs) t.sorted_row = -1;
@@ -1173,12 +1173,12 @@ TEST(SignatureAudit, ASortedIndexInputIsKeptInOrderAndItsSortMovesWhatLiesAlongI
     AuditOptions nodes = named("a ranked aggregation, along the nodes");
     nodes.along = "nodes";
     const AuditResult canonical = audit(sorted_aggregation(true), s, nodes);
-    EXPECT_EQ(canonical.verdict, Verdict::holds) << canonical.detail << canonical.error;
+    EXPECT_EQ(canonical.verdict, Verdict::holds) << detail_text(canonical) << canonical.error;
     for (const char* along : {"edges", ""}) {
         AuditOptions o = named(std::string("a ranked aggregation, along ") + along);
         o.along = along;
         const AuditResult ranked = audit(sorted_aggregation(true), s, o);
-        ASSERT_EQ(ranked.verdict, Verdict::violated) << along << ranked.detail << ranked.error;
+        ASSERT_EQ(ranked.verdict, Verdict::violated) << along << detail_text(ranked) << ranked.error;
         const Counterexample& c = *ranked.counterexample;
         EXPECT_EQ(c.lengths.at("edges"), 2) << finding(ranked, s);
         EXPECT_EQ(c.axis_at_fault, "edges") << finding(ranked, s);
@@ -1230,12 +1230,12 @@ TEST(SignatureAudit, ReevaluateJudgesASavedCaseAgainAsTheAuditDid) {
     o.dtype = found.dtype;
     const Counterexample& saved = *found.counterexample;
     const AuditResult again = reevaluate(cross_attention(true), s, saved, false, o);
-    EXPECT_EQ(again.verdict, Verdict::violated) << again.detail;
+    EXPECT_EQ(again.verdict, Verdict::violated) << detail_text(again);
     EXPECT_EQ(again.evaluations, 2);
     ASSERT_EQ(again.counterexample->outputs.size(), 1u);
     EXPECT_EQ(again.counterexample->outputs[0].max_abs_diff, saved.outputs[0].max_abs_diff);
     const AuditResult fixed = reevaluate(cross_attention(false), s, saved, false, o);
-    EXPECT_EQ(fixed.verdict, Verdict::holds) << fixed.detail;
+    EXPECT_EQ(fixed.verdict, Verdict::holds) << detail_text(fixed);
     ASSERT_EQ(fixed.counterexample->outputs.size(), 1u);
     EXPECT_TRUE(fixed.counterexample->outputs[0].holds);
     EXPECT_EQ(reevaluate(cross_attention(true), s, saved, true, o).verdict, Verdict::holds) << "deterministic";
@@ -1247,7 +1247,7 @@ TEST(SignatureAudit, ReevaluateJudgesASavedCaseAgainAsTheAuditDid) {
     };
     const AuditResult twice = reevaluate(drifting, s, saved, true, o);
     EXPECT_EQ(twice.verdict, Verdict::nondeterministic);
-    EXPECT_NE(twice.detail.find("answered twice with different results"), std::string::npos) << twice.detail;
+    EXPECT_NE(detail_text(twice).find("answered twice with different results"), std::string::npos) << detail_text(twice);
     Counterexample bad = saved;
     bad.inputs.at("mem").shape[0] += 1;
     EXPECT_THROW(reevaluate(cross_attention(true), s, bad, false, o), std::invalid_argument);

@@ -30,13 +30,13 @@ inline Tensor tensor(std::vector<int> shape, std::vector<double> values) {
 
 // "verdict: detail error" and the counterexample, as a failed assertion shows an audit's result.
 inline std::string finding(const AuditResult& r, const Signature& s) {
-    std::string text = std::string(verdict_name(r.verdict)) + ": " + r.detail + r.error + "\n";
+    std::string text = std::string(verdict_name(r.verdict)) + ": " + detail_text(r) + r.error + "\n";
     if (r.counterexample) text += describe(*r.counterexample, s, finding_words(r.property, r.verdict, *r.counterexample));
     return text;
 }
 
 // The finding of an audit of the one-tensor form (or any audit with a signature of its own), for failure messages.
-inline std::string finding(const AuditResult& r) { return std::string(verdict_name(r.verdict)) + ": " + r.detail + r.error + "\n" + describe_finding(r); }
+inline std::string finding(const AuditResult& r) { return std::string(verdict_name(r.verdict)) + ": " + detail_text(r) + r.error + "\n" + describe_finding(r); }
 
 // The largest fraction of its tolerance an output of a counterexample came to (> 1: violated).
 inline double margin(const Counterexample& c) {
