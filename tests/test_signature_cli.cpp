@@ -1125,3 +1125,49 @@ TEST(SignatureReport, AnEdgeListOfPairsIsDrawnTooAndANodePermutationMarksTheNode
     EXPECT_NE(both.find("aria-label=\"graph of edge_index in P x\""), std::string::npos) << "drawn after the permutation";
     EXPECT_NE(both.find("P x: node i is x's node p[i]"), std::string::npos);
 }
+
+// Every kind of finding is written to report.json as counterexample.kind and read back as that kind, with its facts;
+// a report written before the field existed is read by its verdict and fields.
+TEST(FindingKinds, EachKindIsWrittenAndReadBackWithItsFacts) {
+    const Signature s{{parse_axis("n=1..4")}, {parse_input("x:n,2")}, {parse_output("y:n,2")}};
+    Counterexample base;
+    base.lengths = {{"n", 1}};
+    base.perms = identities(base.lengths);
+    base.inputs = {{"x", Tensor{{1, 2}, {0.5, -1.0}}}};
+    const PriorRequest before{{{"n", 2}}, {{"x", Tensor{{2, 2}, {1, 2, 3, 4}}}}};
+    const std::vector<FindingKind> kinds{found::Violated{}, found::Raised{"IndexError: 3", true, false}, found::NonFinite{},
+                                         found::Nondeterministic{"", "ValueError", false, false, ""},
+                                         found::HistoryDependent{before}, found::BatchDependent{}, found::Erred{}};
+    for (const FindingKind& kind : kinds) {
+        report::Record r;
+        r.verdict = verdict_of(kind);
+        r.signature = s;
+        r.counterexample = base;
+        r.counterexample->kind = kind;
+        const nlohmann::json j = report::to_json(r);
+        EXPECT_EQ(j["counterexample"]["kind"], finding_kind_name(kind));
+        const report::Record back = report::from_json(j);
+        ASSERT_TRUE(back.counterexample);
+        EXPECT_EQ(back.counterexample->kind.index(), kind.index()) << finding_kind_name(kind);
+        nlohmann::json old = j;  // as written before the field existed
+        old["counterexample"].erase("kind");
+        EXPECT_EQ(report::from_json(old).counterexample->kind.index(), kind.index()) << finding_kind_name(kind);
+    }
+    report::Record raised;
+    raised.verdict = Verdict::violated;
+    raised.signature = s;
+    raised.counterexample = base;
+    raised.counterexample->kind = found::Raised{"IndexError: 3", true, false};
+    const Counterexample back = *report::from_json(report::to_json(raised)).counterexample;
+    EXPECT_EQ(back.raised(), "IndexError: 3");
+    EXPECT_TRUE(back.raised_by_reference());
+    report::Record history = raised;
+    history.verdict = Verdict::history_dependent;
+    history.counterexample->kind = found::HistoryDependent{before};
+    const Counterexample after = *report::from_json(report::to_json(history)).counterexample;
+    ASSERT_TRUE(after.asked_before());
+    EXPECT_EQ(after.asked_before()->inputs.at("x").values, before.inputs.at("x").values);
+    nlohmann::json unknown = report::to_json(raised);
+    unknown["counterexample"]["kind"] = "exploded";
+    EXPECT_THROW(report::from_json(unknown), std::invalid_argument);
+}
