@@ -52,9 +52,9 @@ def _asserted(result):
     __tracebackhide__ = True  # pytest shows the user's assert_* line, not these frames
     if result.holds:
         return result
-    if result.verdict == "interrupted":
+    if result.interrupted:
         raise KeyboardInterrupt("the permcheck audit was interrupted")
-    if result.verdict in ("error", "undecided"):
+    if not result.failed:  # error, undecided: no verdict reached
         raise AuditError(result.explanation(), result)
     raise AssertionError(result.explanation())
 

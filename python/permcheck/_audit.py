@@ -83,6 +83,7 @@ class _Vocabulary:
         self.general = {o["keyword"]: o for o in described["options"]}
         self.precisions = tuple(described["precisions"])  # finest first
         self.failures = tuple(v["word"] for v in described["verdicts"] if v["failure"])
+        self.exit_codes = {v["word"]: v["exit_code"] for v in described["verdicts"]}
         self.integer_kinds = tuple(k["name"] for k in described["tensor_kinds"] if k["integer"])
 
     def options(self, prop=None):
@@ -164,6 +165,10 @@ class Result:
     def __init__(self, record, output, stderr, report, exit_code, layer_name, vocabulary):
         self.record, self.output, self.stderr, self.report, self.exit_code = record, output, stderr, report, exit_code
         self.layer, self.verdict = layer_name, record.get("verdict", "error")
+        # What the verdict is, as the binary says: holding (exit code 0), a finding, or an audit stopped by the user
+        # (128 + SIGINT); anything else reached no verdict.
+        code = vocabulary.exit_codes.get(self.verdict)
+        self.holds, self.failed, self.interrupted = code == 0, self.verdict in vocabulary.failures, code == 130
         self.property = record.get("property", vocabulary.default)
         self.dtype, self.error, self.cases = record.get("dtype"), record.get("error") or "", record.get("cases")
         c = record.get("counterexample")
@@ -174,10 +179,6 @@ class Result:
         self.summary = _summary_line(output) or "%s: %s %s" % (layer_name, self.property, self.verdict)
         self.hint = None  # a sentence on what to do (a nondeterministic torch module: deterministic algorithms)
         self.repro = None
-
-    @property
-    def holds(self):
-        return self.verdict == "holds"
 
     def __bool__(self):
         return self.holds
@@ -634,7 +635,7 @@ def _chunked_row(vocabulary, layer, directory, arguments):
     result = audit(layer, property=prop, report=os.path.join(directory, prop), **arguments)
     said = vocabulary.properties[prop]["verdicts"]
     return {"row": prop, "title": "cached decoding equals one pass", "verdict": result.verdict, "cases": result.cases,
-            "meaning": {"holds": said["holds"], "violated": said["fails"]}.get(result.verdict, ""),
+            "meaning": said["holds"] if result.holds else said["fails"] if result.failed else "",
             "report": os.path.join(directory, prop, "report.json"), "replay": result.record.get("replay", "")}
 
 
@@ -658,8 +659,9 @@ def replay(report, layer, *, dtype=None, arguments=None, output=None, kinds=None
     call_inputs = inputs if isinstance(inputs, list) and inputs else None
     call = _protocol._Call(arguments, output, call_inputs, cache, cumulative)
     saved = record.get("dtype")
-    served = {"tf32": "float32"}.get(saved, saved)  # a tf32 audit's module computes in float32
-    served = dtype if dtype is not None else served if served in ("float32", "float64", "float16", "bfloat16") else None
+    # The precision audited, when it is one (not "infer"): a tf32 audit's module computes in float32.
+    served = {"tf32": "float32"}.get(saved, saved) if saved in _vocabulary(binary).precisions else None
+    served = dtype if dtype is not None else served
     with _Prepared(layer, served) as prepared, _Prepared(reference, reference_dtype if reference_dtype is not None
                                                          else dtype) as theirs:
         make_reference, more = None, []
