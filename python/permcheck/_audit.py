@@ -96,7 +96,7 @@ def _vocabulary(binary):
     return _described(binary, os.stat(binary).st_mtime_ns)
 
 
-# audit() and replay()
+# audit(), profile() and replay()
 def _as_list(value, what):
     if value is None or isinstance(value, str):
         return [] if value is None else [value]
@@ -168,15 +168,9 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property=Non
           cache=None, cumulative=None, reference=None, reference_arguments=None, reference_output=None,
           reference_dtype=None, judge_as=None, device=None, **options):
     """Audit `layer` (a torch.nn.Module, TorchScript included, or a function) for `property`, served from this
-    process. Returns a Result; never raises for a verdict (see assert_equivariant for that). docs/python.md, "The
-    functions", says what each argument does: the signature (axes, inputs, outputs; or dim=D for one input x:n,D),
-    property (the binary's; "agreement" by default with a `reference`), dtype (the precision judged: a module's own
-    by default, another served from a copy; the user's module is never modified), report (a directory; by default
-    a temporary one, kept unless the property holds), arguments and output (serve's: how forward is called),
-    cache and cumulative (for decoding in chunks), reference and its reference_* arguments, judge_as, device.
-    `options` are the options the binary declares (`permcheck describe --json`), by their keywords: every
-    property's (timeout, jobs, max_len, ...) and the property's own (padding_axis, causal_axis, window, ...); True
-    gives a flag alone, None and False nothing. An unknown keyword is a TypeError naming the known ones."""
+    process; a Result, whatever the verdict. docs/python.md, "The functions", says what each argument does;
+    `options` are those the binary declares (`permcheck describe --json`), by their keywords (timeout, max_len,
+    padding_axis, window, ...): True gives a flag alone, None and False nothing, an unknown one a TypeError."""
     binary = find_binary()
     vocabulary = _vocabulary(binary)
     property = _property(vocabulary, property, reference)
@@ -249,11 +243,9 @@ def profile(layer, *, axes=None, inputs=None, outputs=None, dim=None, dtype=None
             arguments=None, output=None, kinds=None, batch=256, taps=True, cache=None, cumulative=None,
             reference=None, reference_arguments=None, reference_output=None, reference_dtype=None, judge_as=None,
             device=None, **options):
-    """Every question that applies to `layer`, a row each, as `permcheck audit --profile` asks them (with `cache`
-    a row of the property that decodes in chunks, with `reference` an agreement row). Takes audit()'s arguments
-    but `property`; returns the rows, each a dict: row, title, verdict, cases, meaning (the verdict in words),
-    report (the row's report.json, kept under `report`, by default a new temporary directory) and replay. Raises
-    AuditError when the profile could not run (a bad option, a layer that cannot be served)."""
+    """Every question that applies to `layer`, a row (a dict) each, as `permcheck audit --profile` asks them, and with
+    `cache` a row of the property that decodes in chunks. Takes audit()'s arguments but `property`; AuditError
+    when the profile could not run (docs/python.md)."""
     binary = find_binary()
     vocabulary = _vocabulary(binary)
     flags = _flags(vocabulary, axes, inputs, outputs, dim, vocabulary.default, cases, seed, options)
@@ -294,10 +286,8 @@ def _chunked_row(vocabulary, layer, directory, arguments):
 def replay(report, layer, *, dtype=None, arguments=None, output=None, kinds=None, timeout=30, cache=None,
            cumulative=None, reference=None, reference_arguments=None, reference_output=None, reference_dtype=None,
            device=None):
-    """Run the counterexample saved in `report` (a report directory or its report.json) against `layer` in
-    this process (an incremental one with its `cache` and `cumulative`, an agreement one against its
-    `reference`, as audited). Returns a ReplayResult: bool() is True when the property now holds on the saved
-    case."""
+    """Run the counterexample saved in `report` (a report directory or its report.json) against `layer` in this
+    process (with its `cache` or `reference`, as audited): a ReplayResult, true when the property now holds."""
     binary = find_binary()
     path = os.fspath(report)
     file = os.path.join(path, "report.json") if os.path.isdir(path) else path

@@ -5,13 +5,14 @@ line to fill in), calls it as the audit did, compares as the property does with 
 difference and ends in an assert: it exits non-zero while the bug is there and 0 once it is fixed. It imports torch
 (for a torch layer) and the Python standard library, never permcheck."""
 
+import copy
 import inspect
 import io
 import json
 import os
 import sys
 
-from . import repro_case
+from permcheck import _protocol, repro_case
 
 # The largest module.pt written: a module above it is saved as its state_dict (its weights) instead, and the repro
 # asks for the one line that builds it.
@@ -195,7 +196,7 @@ def _loaded(name, layer, dtype, directory, torch):
                  % (name, name))
     lines.append('%s.load_state_dict(torch.load(os.path.join(HERE, "%s_state_dict.pt"), map_location="cpu"))'
                  % (name, name))
-    lines.append("%s = %s.to(%s).eval()" % (name, name, _dtype_text(served, torch)))
+    lines.append("%s = %s.to(%s).eval()" % (name, name, _protocol._resolve_dtype(torch, served, None)))
     return "\n".join(lines) + "\n"
 
 
@@ -205,19 +206,10 @@ def _file(name):
 
 def _as_audited(layer, dtype, torch):
     """A copy of the module as the audit served it: in eval mode, on the CPU, in the audited dtype."""
-    import copy
     served = copy.deepcopy(layer)
-    target = getattr(torch, dtype, None) if isinstance(dtype, str) else dtype
-    if isinstance(target, torch.dtype) and any(p.is_floating_point() for p in served.parameters()):
-        served = served.to(target)
+    if dtype is not None and any(p.is_floating_point() for p in served.parameters()):
+        served = served.to(_protocol._resolve_dtype(torch, None, dtype))
     return served.cpu().eval()
-
-
-def _dtype_text(module, torch):
-    for p in list(module.parameters()) + list(module.buffers()):
-        if p.is_floating_point():
-            return "torch.%s" % str(p.dtype).split(".")[-1]
-    return "torch.float64"
 
 
 def _one_line(layer):
