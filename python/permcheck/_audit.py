@@ -300,17 +300,16 @@ def replay(report, layer, *, dtype=None, arguments=None, output=None, kinds=None
     inputs = signature.get("inputs") if isinstance(signature, dict) else None
     call_inputs = inputs if isinstance(inputs, list) and inputs else None
     call = _protocol._Call(arguments, output, call_inputs, cache, cumulative)
-    saved = record.get("dtype")
+    vocabulary, saved = _vocabulary(binary), record.get("dtype")
     # The precision audited, when it is one (not "infer"): a tf32 audit's module computes in float32.
-    served = {"tf32": "float32"}.get(saved, saved) if saved in _vocabulary(binary).precisions else None
+    served = {"tf32": "float32"}.get(saved, saved) if saved in vocabulary.precisions else None
     served = dtype if dtype is not None else served
-    with _Prepared(layer, served) as prepared, _Prepared(reference, reference_dtype if reference_dtype is not None
-                                                         else dtype) as theirs:
+    against = _against(vocabulary, reference, reference_arguments, reference_output, reference_dtype, None,
+                       arguments, output, dtype, call_inputs)
+    with _Prepared(layer, served) as prepared, _Prepared(reference, against and against.dtype) as theirs:
         make_reference, more = None, []
         if reference is not None:
-            their_call = _protocol._Call(arguments if reference_arguments is None else reference_arguments,
-                                         output if reference_output is None else reference_output, call_inputs)
-            make_reference, more = theirs.server(kinds, their_call, device), ["--reference-connect", "{reference}"]
+            make_reference, more = theirs.server(kinds, against.call, device), ["--reference-connect", "{reference}"]
         code, out, err = _run(binary, ["replay", file, "--connect", "{socket}", "--timeout", str(timeout)] + more,
                               prepared.server(kinds, call, device), make_reference)
     if code not in (0, 1):
