@@ -76,9 +76,7 @@ class _Prepared:
         if layer is None:
             return
         if dtype is not None:
-            if torch is None:
-                import torch  # a dtype means tensors
-                self.torch = torch
+            self.torch = _protocol._torch_if_needed(layer, dtype)  # a dtype means tensors: torch imported if need be
             self.dtype = _protocol._resolve_dtype(self.torch, None, dtype)
         elif not self.is_module and torch is not None:
             # A function in a program that imported torch gets tensors, as it would from its own callers: float64
