@@ -8,11 +8,9 @@
     result = permcheck.audit(my_module, dim=8)        # a Result; bool(result) is True when it holds
     permcheck.replay(result.report, fixed_module)     # the saved counterexample, run again
 
-The layer (a torch.nn.Module, TorchScript included, or a function) is served from this process over a Unix
-socket that the `permcheck` binary connects to: no adapter script, no second `import torch`. The binary is found
-through $PERMCHECK_BIN, beside the installed package, in the environment's scripts directory (where `pip install`
-puts it), or on PATH. `serve` is the adapter side of `permcheck audit
---exec` (the module permcheck_adapter is the same function).
+The layer (a torch.nn.Module, TorchScript included, or a function) is served from this process to the `permcheck`
+binary (find_binary says where it is looked for); `serve` is the adapter side of `permcheck audit --exec`.
+docs/python.md documents it all.
 """
 
 from permcheck._audit import (AuditError, Comparison, Counterexample, PermcheckNotFound, ReplayResult, Result,
@@ -26,15 +24,14 @@ __all__ = ["audit", "profile", "replay", "assert_equivariant", "assert_shift_inv
 
 
 def _version():
-    """The project's version (CMakeLists.txt's project(permcheck VERSION ...)): an installed package's generated
-    permcheck/_version.py, else CMakeLists.txt beside python/ in a source tree, else "0+unknown"."""
+    """The project's version: an installed package's generated permcheck/_version.py, else CMakeLists.txt's
+    project(permcheck VERSION ...) beside python/ in a source tree, else "0+unknown"."""
     try:
         from permcheck._version import version
         return version
-    except ImportError:
-        pass
-    import os
-    import re
+    except ImportError:  # a source tree
+        import os
+        import re
     cmakelists = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "CMakeLists.txt")
     try:
         with open(cmakelists, encoding="utf-8") as f:
@@ -52,9 +49,9 @@ def _asserted(result):
     __tracebackhide__ = True  # pytest shows the user's assert_* line, not these frames
     if result.holds:
         return result
-    if result.verdict == "interrupted":
+    if result.interrupted:
         raise KeyboardInterrupt("the permcheck audit was interrupted")
-    if result.verdict in ("error", "undecided"):
+    if not result.failed:  # error, undecided: no verdict reached
         raise AuditError(result.explanation(), result)
     raise AssertionError(result.explanation())
 

@@ -1,41 +1,25 @@
-"""Audits from the calling process: permcheck.audit, permcheck.replay and the assertions.
-
-audit() opens a Unix socket in a fresh private directory (mode 0700), starts the `permcheck` binary with `audit
---connect SOCKET`, and answers each connection it opens on a thread of this process with serve()'s own server
-(permcheck/_protocol.py), so the layer object itself is what is called (docs/python.md, "How the layer is
-served"). What the binary's vocabulary is (properties, their options, verdicts) it says itself: describe --json.
+"""Audits from the calling process: permcheck.audit, permcheck.profile, permcheck.replay; the binary found, and
+what it says it is (its vocabulary: properties, their options, verdicts, kinds, precisions) asked of it with
+`permcheck describe --json`, once per binary. The layer is served from this process (permcheck/_serving.py).
 """
 
-import contextlib
-import copy
 import functools
 import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import sysconfig
 import tempfile
-import threading
 
 from permcheck import _protocol, _repro
+from permcheck._results import (AuditError, Comparison, Counterexample, PermcheckNotFound, ReplayResult,
+                                Result)
+from permcheck._serving import _against, _layer_name, _Prepared, _run, _served
 
 __all__ = ["audit", "profile", "replay", "Result", "Counterexample", "Comparison", "ReplayResult", "AuditError",
            "PermcheckNotFound", "find_binary"]
-
-class AuditError(Exception):
-    """The audit could not reach a verdict (verdict `error`, or `undecided`): the message names the cause.
-    `result` is the Result, when permcheck wrote one."""
-
-    def __init__(self, message, result=None):
-        super().__init__(message)
-        self.result = result
-
-
-class PermcheckNotFound(RuntimeError):
-    """The permcheck binary is missing, or could not run."""
 
 
 # Finding the binary
@@ -83,6 +67,7 @@ class _Vocabulary:
         self.general = {o["keyword"]: o for o in described["options"]}
         self.precisions = tuple(described["precisions"])  # finest first
         self.failures = tuple(v["word"] for v in described["verdicts"] if v["failure"])
+        self.exit_codes = {v["word"]: v["exit_code"] for v in described["verdicts"]}
         self.integer_kinds = tuple(k["name"] for k in described["tensor_kinds"] if k["integer"])
 
     def options(self, prop=None):
@@ -111,253 +96,7 @@ def _vocabulary(binary):
     return _described(binary, os.stat(binary).st_mtime_ns)
 
 
-# Results
-class Comparison:
-    """One output of a counterexample: the two sides the property compares, as tensors (nested lists when
-    torch is not imported), and how far apart they are."""
-
-    def __init__(self, name, j, to_tensor):
-        self.name = name
-        self.layer_of_permuted = to_tensor(j.get("layer_of_permuted"))  # L(P x) (L(x_c), L(pad x))
-        self.permuted_layer = to_tensor(j.get("permuted_layer"))        # P L(x) (L(x))
-        self.max_abs_diff, self.tolerance = j.get("max_abs_diff"), j.get("tolerance")
-        self.where = list(j.get("where") or [])
-        self.holds, self.shape_mismatch = bool(j.get("holds", False)), bool(j.get("shape_mismatch", False))
-
-    def __repr__(self):
-        return "Comparison(%s: max |diff| %s at %s, tolerance %s)" % (self.name, self.max_abs_diff, self.where,
-                                                                      self.tolerance)
-
-
-class Counterexample:
-    """The shrunk counterexample: lengths per axis, the permutation of each axis (one-line form: position k of
-    the permuted input holds row permutations[axis][k]), the inputs as tensors, each output's comparison, the
-    property's part (`shift`, `pads`, `cuts`) and what the layer raised where that is the finding (`raised`), as
-    report.json's counterexample holds them (docs/python.md, "The functions")."""
-
-    def __init__(self, j, to_tensor, kinds=None):
-        self.lengths = dict(j.get("lengths") or {})
-        self.permutations = {a: list(p) for a, p in (j.get("permutations") or {}).items()}
-        cycles = j.get("cycles")  # per axis; the one-tensor form's fields also hold its axis n's alone
-        self.cycles = dict(cycles) if isinstance(cycles, dict) else {"n": cycles} if isinstance(cycles, str) else {}
-        self.axis_at_fault = j.get("axis_at_fault", "")
-        kinds = kinds or {}
-        self.inputs = {name: to_tensor(v, kinds.get(name)) for name, v in (j.get("inputs") or {}).items()}
-        self.outputs = {name: Comparison(name, v, to_tensor) for name, v in (j.get("outputs") or {}).items()}
-        self.shift, self.pads, self.cuts, self.raised = (j.get(k) for k in ("shift", "pads", "cuts", "raised"))
-
-    def failing(self):
-        """The outputs that do not hold, largest difference first."""
-        bad = [c for c in self.outputs.values() if not c.holds]
-        return sorted(bad, key=lambda c: -(c.max_abs_diff or 0) if isinstance(c.max_abs_diff, float) else 0)
-
-    def __repr__(self):
-        return "Counterexample(lengths=%s, permutations=%s)" % (self.lengths, self.permutations)
-
-
-class Result:
-    """An audit's outcome (docs/python.md, "The functions"): verdict and property (the binary's words),
-    counterexample (a Counterexample, or None), first_breaking_tap, report (the directory, None for a holding audit
-    without `report`), summary (the verdict line), output (all permcheck printed), record (report.json as a dict),
-    repro (repro.py beside the report, or None). bool(result) is True when the property holds."""
-
-    def __init__(self, record, output, stderr, report, exit_code, layer_name, vocabulary):
-        self.record, self.output, self.stderr, self.report, self.exit_code = record, output, stderr, report, exit_code
-        self.layer, self.verdict = layer_name, record.get("verdict", "error")
-        self.property = record.get("property", vocabulary.default)
-        self.dtype, self.error, self.cases = record.get("dtype"), record.get("error") or "", record.get("cases")
-        c = record.get("counterexample")
-        self.counterexample = Counterexample(c, _tensor_maker(vocabulary.integer_kinds),
-                                             _input_kinds(record.get("signature"))) if isinstance(c, dict) else None
-        tap = record.get("first_breaking_tap")  # the submodule where symmetry first breaks, when taps located it
-        self.first_breaking_tap = tap if isinstance(tap, str) and tap else None
-        self.summary = _summary_line(output) or "%s: %s %s" % (layer_name, self.property, self.verdict)
-        self.hint = None  # a sentence on what to do (a nondeterministic torch module: deterministic algorithms)
-        self.repro = None
-
-    @property
-    def holds(self):
-        return self.verdict == "holds"
-
-    def __bool__(self):
-        return self.holds
-
-    def __repr__(self):
-        return "Result(%s %s%s)" % (self.property, self.verdict, ", report=%r" % self.report if self.report else "")
-
-    def explanation(self):
-        """The lines an assertion shows: what permcheck printed of the audit (its verdict line, the shrunk
-        counterexample with both sides and the replay line, where symmetry first breaks), the error of an audit
-        that failed, and the report directory. The text is the binary's own: it is written in one place."""
-        lines = [line for line in self.output.splitlines() if line.strip() and not line.startswith("report written to ")]
-        lines = lines or [self.summary]
-        if self.error and self.error not in self.output:  # under the verdict line, before the case it erred on
-            lines.insert(1, "  %s" % self.error)
-        if self.hint:
-            lines.append("  hint: %s" % self.hint)
-        if self.repro:
-            lines.append("  reproduce without permcheck: python3 %s" % self.repro)
-        if self.report:
-            lines.append("  report: %s" % self.report)
-        return "\n".join(lines)
-
-
-class ReplayResult:
-    """A saved counterexample run again: bool() is True when the property now holds on it."""
-
-    def __init__(self, exit_code, output, stderr):
-        self.exit_code, self.output, self.stderr = exit_code, output, stderr
-
-    @property
-    def holds(self):
-        return self.exit_code == 0
-
-    def __bool__(self):
-        return self.holds
-
-    def __repr__(self):
-        return "ReplayResult(%s)" % ("now holds" if self.holds else "still fails" if self.exit_code == 1 else
-                                     "error %d" % self.exit_code)
-
-
-def _tensor_maker(integer_kinds):
-    """JSON values to tensors (when the program imported torch): a mask as torch.bool, the integer kinds (the
-    binary's) as int64, the rest float64; nested lists without torch."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return lambda v, kind=None: v
-
-    def to_tensor(v, kind=None):
-        if v is None:
-            return None
-        try:
-            if kind == "mask":
-                return torch.tensor(v, dtype=torch.float64) != 0
-            if kind in integer_kinds:
-                return torch.tensor(v, dtype=torch.float64).to(torch.int64)
-            return torch.tensor(v, dtype=_protocol._element_type(torch, torch.float64, _protocol._kind(None, v)))
-        except (TypeError, ValueError, RuntimeError):
-            return v
-    return to_tensor
-
-
-def _input_kinds(signature):
-    """{input: kind} from the record's signature ("pad:n:mask", "ids:n:token=50"), kinds as the protocol names
-    them; the one-tensor form and real inputs have none."""
-    inputs = signature.get("inputs") if isinstance(signature, dict) else None
-    kinds = {}
-    for text in inputs if isinstance(inputs, list) else []:
-        parts = str(text).split(":")
-        if len(parts) >= 3:
-            with contextlib.suppress(ValueError):
-                kinds[parts[0]] = _protocol._kind(parts[2], [])
-    return kinds
-
-
-def _summary_line(output):
-    return next((line.strip() for line in output.splitlines() if line.startswith("audit of ")), "")
-
-
-# Serving the layer over a Unix socket
-class _SocketServer:
-    """Listens on a Unix socket in a private directory; each accepted connection is answered on a thread by a
-    protocol server of its own (its announcement is its own) over the same layer."""
-
-    def __init__(self, make_server):
-        self.make_server = make_server
-        self.directory = tempfile.mkdtemp(prefix="permcheck-")  # mode 0700: only this user connects
-        self.path = os.path.join(self.directory, "socket")
-        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(self.path)
-        self.listener.listen(16)
-        self.threads = []
-        self.acceptor = threading.Thread(target=self._accept, name="permcheck-accept", daemon=True)
-        self.acceptor.start()
-
-    def _accept(self):
-        while True:
-            try:
-                connection, _ = self.listener.accept()
-            except OSError:  # closed: the audit is over
-                return
-            thread = threading.Thread(target=self._serve, args=(connection,), name="permcheck-serve", daemon=True)
-            self.threads.append(thread)
-            thread.start()
-
-    def _serve(self, connection):
-        server = self.make_server()
-        with connection:
-            requests = connection.makefile("r", encoding="utf-8", newline="\n")
-            answers = connection.makefile("w", encoding="utf-8", newline="\n")
-            # permcheck closes the connection after a timeout or at the audit's end: no answer is wanted then
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError, ValueError):
-                server.answer_all(requests, answers)
-
-    def close(self):
-        with contextlib.suppress(OSError):
-            self.listener.shutdown(socket.SHUT_RDWR)
-        self.listener.close()
-        self.acceptor.join(timeout=5)
-        for thread in self.threads:
-            thread.join(timeout=1)  # a call that overran its timeout goes on; its answer is dropped
-        shutil.rmtree(self.directory, ignore_errors=True)
-
-
-# The layer as served: the user's module untouched
-class _Prepared:
-    """The layer to serve (None: none) and the dtype it computes in, the user's module left as it was: a module is
-    put in eval mode while served (a `with` block) and given back its modes after; a dtype other than its own is
-    served from a copy."""
-
-    def __init__(self, layer, dtype):
-        torch = self.torch = sys.modules.get("torch")
-        self.is_module = torch is not None and isinstance(layer, torch.nn.Module)
-        self.layer, self.modes = layer, []
-        self.dtype, self.dtype_name = None, "infer"  # the torch dtype the protocol server gets; None: nested lists
-        if layer is None:
-            return
-        if dtype is not None:
-            if torch is None:
-                import torch  # a dtype means tensors
-                self.torch = torch
-            self.dtype = _protocol._resolve_dtype(self.torch, None, dtype)
-        elif not self.is_module and torch is not None:
-            # A function in a program that imported torch gets tensors, as it would from its own callers: float64
-            # ones, judged as float64 (dtype="float32" for a function that computes in float32).
-            self.dtype = torch.float64
-        if self.is_module:
-            own = _protocol._resolve_dtype(self.torch, layer, None)
-            if self.dtype is not None and self.dtype != own:
-                self.layer = copy.deepcopy(layer).to(self.dtype)  # converting in place would change the user's
-            self.dtype = own if self.dtype is None else self.dtype
-            self.modes = [(m, m.training) for m in self.layer.modules()]
-            self.layer.eval()
-        if self.dtype is not None:
-            self.dtype_name = str(self.dtype).replace("torch.", "")
-
-    def server(self, kinds, call, device, taps=False, batch=None, stacked=False):
-        """A maker of protocol servers of the layer, one a connection."""
-        return lambda: _protocol._Server(self.layer, self.dtype, kinds, taps=taps, batch=batch, stacked=stacked,
-                                         call=call, convert=False, device=device)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        for module, training in self.modes:
-            module.training = training
-
-
-def _layer_name(layer):
-    """A module's class name (a TorchScript module's original one), a function's qualified name."""
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(layer, torch.nn.Module):
-        name = getattr(layer, "original_name", None)
-        return name if isinstance(name, str) and name else type(layer).__name__
-    return getattr(layer, "__qualname__", None) or type(layer).__name__
-
-
-# audit() and replay()
+# audit(), profile() and replay()
 def _as_list(value, what):
     if value is None or isinstance(value, str):
         return [] if value is None else [value]
@@ -424,46 +163,14 @@ def _property_flags(vocabulary, prop, options):
     return flags
 
 
-def _run(binary, arguments, make_server, make_reference=None):
-    """permcheck run with `arguments` (which hold {socket}, and {reference} with make_reference) while socket
-    servers answer it: (code, out, err)."""
-    server = _SocketServer(make_server)
-    reference = _SocketServer(make_reference) if make_reference is not None else None
-    try:
-        command = [binary] + [a.replace("{socket}", server.path).replace("{reference}", reference.path if reference
-                                                                           else "{reference}") for a in arguments]
-        try:
-            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, text=True)
-        except OSError as error:
-            raise PermcheckNotFound("cannot run %s: %s" % (binary, error)) from None
-        try:
-            out, err = process.communicate()
-        except KeyboardInterrupt:
-            process.terminate()  # permcheck stops between cases and writes its report
-            process.wait()
-            raise
-        return process.returncode, out, err
-    finally:
-        server.close()
-        if reference is not None:
-            reference.close()
-
-
 def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property=None, dtype=None,
           cases=100, seed=1, report=None, arguments=None, output=None, kinds=None, batch=256, taps=True,
           cache=None, cumulative=None, reference=None, reference_arguments=None, reference_output=None,
           reference_dtype=None, judge_as=None, device=None, **options):
     """Audit `layer` (a torch.nn.Module, TorchScript included, or a function) for `property`, served from this
-    process. Returns a Result; never raises for a verdict (see assert_equivariant for that). docs/python.md, "The
-    functions", says what each argument does: the signature (axes, inputs, outputs; or dim=D for one input x:n,D),
-    property (the binary's; "agreement" by default with a `reference`), dtype (the precision judged: a module's own
-    by default, another served from a copy; the user's module is never modified), report (a directory; by default
-    a temporary one, kept unless the property holds), arguments and output (serve's: how forward is called),
-    cache and cumulative (for decoding in chunks), reference and its reference_* arguments, judge_as, device.
-    `options` are the options the binary declares (`permcheck describe --json`), by their keywords: every
-    property's (timeout, jobs, max_len, ...) and the property's own (padding_axis, causal_axis, window, ...); True
-    gives a flag alone, None and False nothing. An unknown keyword is a TypeError naming the known ones."""
+    process; a Result, whatever the verdict. docs/python.md, "The functions", says what each argument does;
+    `options` are those the binary declares (`permcheck describe --json`), by their keywords (timeout, max_len,
+    padding_axis, window, ...): True gives a flag alone, None and False nothing, an unknown one a TypeError."""
     binary = find_binary()
     vocabulary = _vocabulary(binary)
     property = _property(vocabulary, property, reference)
@@ -532,75 +239,13 @@ def _written_repro(directory, record, layer, dtype, call, reference, against, vo
     return path
 
 
-class _Against:
-    """A reference implementation served beside the layer (`layer` None: only a precision to judge at), its dtype
-    and call (the layer's unless told otherwise), and the precision the comparison is judged at when given."""
-
-    def __init__(self, vocabulary, reference, reference_arguments, reference_output, reference_dtype, judge_as,
-                 arguments, output, dtype, inputs):
-        self.layer, self.judge_as, self.precisions = reference, judge_as, vocabulary.precisions
-        if judge_as is not None and judge_as not in self.precisions:
-            raise ValueError("judge_as is one of %s, got %r" % (", ".join(self.precisions), judge_as))
-        self.dtype = reference_dtype if reference_dtype is not None else dtype
-        self.call = None if reference is None else _protocol._Call(
-            arguments if reference_arguments is None else reference_arguments,
-            output if reference_output is None else reference_output, inputs)
-
-
-def _against(vocabulary, reference, *how):
-    """The reference served beside the layer; None without a reference and without a precision to judge at."""
-    return None if reference is None and how[3] is None else _Against(vocabulary, reference, *how)
-
-
-def _judged(layer_dtype, reference_dtype, precisions):
-    """The precision two sides' comparison is judged at: the coarser of theirs (`precisions`: finest first, the
-    binary's); "infer" when either is inferred."""
-    if "infer" in (layer_dtype, reference_dtype):
-        return "infer"
-    return max(layer_dtype, reference_dtype, key=lambda d: precisions.index(d) if d in precisions else -1)
-
-
-def _placed(prepared, device):
-    """Where a prepared layer's inputs are made, and its precision as judged there: a float32 module on a GPU that
-    allows TF32 computes its matrix products in tf32. (None, its dtype) without torch."""
-    torch = prepared.torch
-    if torch is None or prepared.dtype is None:
-        return None, prepared.dtype_name
-    placed = _protocol._resolve_device(torch, prepared.layer if prepared.is_module else None, device)
-    tf32 = placed.type == "cuda" and (torch.backends.cuda.matmul.allow_tf32 or torch.backends.cudnn.allow_tf32)
-    return placed, "tf32" if tf32 and prepared.dtype_name == "float32" else prepared.dtype_name
-
-
-def _served(binary, layer, name, flags, dtype, call, kinds, taps, batch, against=None, device=None):
-    """`permcheck audit` with `flags`, the layer (and a reference, `against`) served from this process:
-    (code, out, err)."""
-    theirs = against.layer if against is not None else None
-    with _Prepared(layer, dtype) as prepared, _Prepared(theirs, against and against.dtype) as reference:
-        placed, judged = _placed(prepared, device)
-        make_reference, more = None, []
-        if placed is not None and (device is not None or placed.type != "cpu"):
-            more += ["--device", str(placed)]
-        if theirs is not None:
-            make_reference = reference.server(kinds, against.call, device, batch=batch, stacked=True)
-            judged = _judged(judged, _placed(reference, device)[1], against.precisions)
-            more += ["--reference-connect", "{reference}", "--reference-name", _layer_name(theirs)]
-        if against is not None and against.judge_as is not None:
-            judged = against.judge_as
-        elif dtype is None and judged != "infer":  # the report says what chose it: not the user
-            more += ["--dtype-source", "module" if prepared.is_module else "default"]
-        return _run(binary, ["audit", "--connect", "{socket}", "--name", name, "--dtype", judged] + more + flags,
-                    prepared.server(kinds, call, device, taps=taps, batch=batch, stacked=True), make_reference)
-
-
 def profile(layer, *, axes=None, inputs=None, outputs=None, dim=None, dtype=None, cases=100, seed=1, report=None,
             arguments=None, output=None, kinds=None, batch=256, taps=True, cache=None, cumulative=None,
             reference=None, reference_arguments=None, reference_output=None, reference_dtype=None, judge_as=None,
             device=None, **options):
-    """Every question that applies to `layer`, a row each, as `permcheck audit --profile` asks them (with `cache`
-    a row of the property that decodes in chunks, with `reference` an agreement row). Takes audit()'s arguments
-    but `property`; returns the rows, each a dict: row, title, verdict, cases, meaning (the verdict in words),
-    report (the row's report.json, kept under `report`, by default a new temporary directory) and replay. Raises
-    AuditError when the profile could not run (a bad option, a layer that cannot be served)."""
+    """Every question that applies to `layer`, a row (a dict) each, as `permcheck audit --profile` asks them, and with
+    `cache` a row of the property that decodes in chunks. Takes audit()'s arguments but `property`; AuditError
+    when the profile could not run (docs/python.md)."""
     binary = find_binary()
     vocabulary = _vocabulary(binary)
     flags = _flags(vocabulary, axes, inputs, outputs, dim, vocabulary.default, cases, seed, options)
@@ -634,17 +279,15 @@ def _chunked_row(vocabulary, layer, directory, arguments):
     result = audit(layer, property=prop, report=os.path.join(directory, prop), **arguments)
     said = vocabulary.properties[prop]["verdicts"]
     return {"row": prop, "title": "cached decoding equals one pass", "verdict": result.verdict, "cases": result.cases,
-            "meaning": {"holds": said["holds"], "violated": said["fails"]}.get(result.verdict, ""),
+            "meaning": said["holds"] if result.holds else said["fails"] if result.failed else "",
             "report": os.path.join(directory, prop, "report.json"), "replay": result.record.get("replay", "")}
 
 
 def replay(report, layer, *, dtype=None, arguments=None, output=None, kinds=None, timeout=30, cache=None,
            cumulative=None, reference=None, reference_arguments=None, reference_output=None, reference_dtype=None,
            device=None):
-    """Run the counterexample saved in `report` (a report directory or its report.json) against `layer` in
-    this process (an incremental one with its `cache` and `cumulative`, an agreement one against its
-    `reference`, as audited). Returns a ReplayResult: bool() is True when the property now holds on the saved
-    case."""
+    """Run the counterexample saved in `report` (a report directory or its report.json) against `layer` in this
+    process (with its `cache` or `reference`, as audited): a ReplayResult, true when the property now holds."""
     binary = find_binary()
     path = os.fspath(report)
     file = os.path.join(path, "report.json") if os.path.isdir(path) else path
@@ -657,16 +300,16 @@ def replay(report, layer, *, dtype=None, arguments=None, output=None, kinds=None
     inputs = signature.get("inputs") if isinstance(signature, dict) else None
     call_inputs = inputs if isinstance(inputs, list) and inputs else None
     call = _protocol._Call(arguments, output, call_inputs, cache, cumulative)
-    saved = record.get("dtype")
-    served = {"tf32": "float32"}.get(saved, saved)  # a tf32 audit's module computes in float32
-    served = dtype if dtype is not None else served if served in ("float32", "float64", "float16", "bfloat16") else None
-    with _Prepared(layer, served) as prepared, _Prepared(reference, reference_dtype if reference_dtype is not None
-                                                         else dtype) as theirs:
+    vocabulary, saved = _vocabulary(binary), record.get("dtype")
+    # The precision audited, when it is one (not "infer"): a tf32 audit's module computes in float32.
+    served = {"tf32": "float32"}.get(saved, saved) if saved in vocabulary.precisions else None
+    served = dtype if dtype is not None else served
+    against = _against(vocabulary, reference, reference_arguments, reference_output, reference_dtype, None,
+                       arguments, output, dtype, call_inputs)
+    with _Prepared(layer, served) as prepared, _Prepared(reference, against and against.dtype) as theirs:
         make_reference, more = None, []
         if reference is not None:
-            their_call = _protocol._Call(arguments if reference_arguments is None else reference_arguments,
-                                         output if reference_output is None else reference_output, call_inputs)
-            make_reference, more = theirs.server(kinds, their_call, device), ["--reference-connect", "{reference}"]
+            make_reference, more = theirs.server(kinds, against.call, device), ["--reference-connect", "{reference}"]
         code, out, err = _run(binary, ["replay", file, "--connect", "{socket}", "--timeout", str(timeout)] + more,
                               prepared.server(kinds, call, device), make_reference)
     if code not in (0, 1):

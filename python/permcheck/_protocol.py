@@ -5,11 +5,9 @@
     serve(module, dtype=torch.float32)     # any torch.nn.Module, in eval mode, under no_grad
     serve(module, arguments={"src": "x"}, output=0)   # forward's own parameter names; one element of a tuple
 
-Plain Python 3, standard library only; PyTorch only for a torch module or when a dtype is given. The same server
-answers the in-process audits of permcheck.audit (permcheck/_audit.py). The protocol is docs/protocol.md; what
-serve does with a layer, docs/audit.md ("A Python layer: the ready adapter"). A request line is parsed once and
-told apart by the keys of the request object ("stacked", "batch", "taps", "inputs", "x"), never by its text, so
-an input or output may be named batch, stacked, taps, shapes or id like any other.
+Standard library only; PyTorch only for a torch module or when a dtype is given. The same server answers the
+audits served in process (permcheck/_serving.py). The protocol is docs/protocol.md; what serve does with a layer,
+docs/audit.md ("A Python layer: the ready adapter").
 """
 
 import array
@@ -25,22 +23,18 @@ if "_Call" not in globals():  # permcheck_adapter.py beside an adapter's repro.p
 
 __all__ = ["serve"]
 
-_KINDS = ("float", "mask", "index", "token", "position", "mask=keep", "segment")
-# The kinds that reach a torch module as int64: index, token ids, position ids, and a mask=keep (1 = a real
-# position, 0 = padding: the attention_mask of common model code). A mask is torch.bool, a float the float dtype.
+# The input kinds that reach a torch module as int64 (a mask=keep is the attention_mask of common model code), then
+# every kind. A copy of the binary's (describe --json's tensor_kinds), as this file also runs with no binary at hand
+# (permcheck_adapter.py beside a repro.py), and a request's "kinds" names each input's kind, not its element type.
 _INTEGER_KINDS = ("index", "token", "position", "mask=keep", "segment")
+_KINDS = ("float", "mask") + _INTEGER_KINDS
 
 
 def serve(layer, dtype=None, *, kinds=None, taps=True, stdin=None, stdout=None, batch=256, stacked=True,
           arguments=None, output=None, inputs=None, cache=None, cumulative=None, device=None):
     """Answer permcheck's requests with `layer` (a function of named inputs, or a torch.nn.Module, put in eval mode
-    and called under torch.no_grad()) until end of input. docs/audit.md, "A Python layer: the ready adapter", says
-    what each argument does: dtype (a torch dtype or its name; a module is converted to it), kinds ({input:
-    kind} where the values cannot show it), batch (the most cases a request may hold; 1 or None: one), stacked
-    (a module takes a batch as one tensor an input, in base64), taps (a module offers its submodules' outputs),
-    arguments and output (how forward is called, what answers), inputs (the --input texts, for length:AXIS),
-    cache and cumulative (how the incremental property's chunks are decoded: docs/decoders.md), device (where
-    inputs are made), stdin and stdout (the streams; by default the process's, stdout claimed for answers)."""
+    and called under torch.no_grad()) until end of input; docs/audit.md, "A Python layer: the ready adapter", says
+    what each argument does. What the layer prints goes to stderr: stdout is claimed for the answers."""
     server = _Server(layer, dtype, kinds, taps=taps, batch=batch, stacked=stacked,
                      call=_Call(arguments, output, inputs, cache, cumulative), device=device)
     requests = stdin if stdin is not None else sys.stdin
@@ -59,9 +53,9 @@ def serve(layer, dtype=None, *, kinds=None, taps=True, stdin=None, stdout=None, 
             restore()
 
 
-# The server: one request line parsed once, dispatched on the request object's own keys
 class _Server:
-    """One served layer, each request dispatched on the top-level keys of its object (the module docstring)."""
+    """One served layer. A request line is parsed once and told apart by the keys of its object ("stacked", "batch",
+    "taps", "inputs", "x"), never by its text, so an input or output may be named batch, stacked or id."""
 
     def __init__(self, layer, dtype, kinds, *, taps, batch, stacked, call=None, convert=True, device=None):
         self.call = call if call is not None else _Call(None, None, None)
@@ -502,16 +496,13 @@ def _torch_if_needed(layer, dtype):
 
 
 def _resolve_dtype(torch, module, dtype):
+    """The torch dtype given (or named: "float32"), else a module's first floating one, else float32."""
     if dtype is not None:
-        if isinstance(dtype, str):
-            resolved = getattr(torch, dtype, None)
-            if not isinstance(resolved, torch.dtype) or not resolved.is_floating_point:
-                raise ValueError("dtype %r is not a torch floating dtype (float32, float64, bfloat16, float16)"
-                                 % dtype)
-            return resolved
-        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-            raise ValueError("dtype must be a torch floating dtype, got %r" % (dtype,))
-        return dtype
+        resolved = getattr(torch, dtype, None) if isinstance(dtype, str) else dtype
+        if not isinstance(resolved, torch.dtype) or not resolved.is_floating_point:
+            raise ValueError("dtype must be a torch floating dtype (float32, float64, bfloat16, float16) or its "
+                             "name, got %r" % (dtype,))
+        return resolved
     if module is not None:
         for tensor in list(module.parameters()) + list(module.buffers()):
             if tensor.is_floating_point():

@@ -5,13 +5,14 @@ line to fill in), calls it as the audit did, compares as the property does with 
 difference and ends in an assert: it exits non-zero while the bug is there and 0 once it is fixed. It imports torch
 (for a torch layer) and the Python standard library, never permcheck."""
 
+import copy
 import inspect
 import io
 import json
 import os
 import sys
 
-from . import repro_case
+from permcheck import _protocol, repro_case
 
 # The largest module.pt written: a module above it is saved as its state_dict (its weights) instead, and the repro
 # asks for the one line that builds it.
@@ -20,43 +21,36 @@ MODULE_CAP_BYTES = 256 * 1024 * 1024
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def supported(record, findings):
-    """Whether a repro can be written for this report's finding (and why not, when not); `findings`: the verdicts
-    that are failures (the binary's)."""
-    verdict = record.get("verdict")
+def refused(record, findings):
+    """Why no repro can be written for this report's finding ("" when one can): report/repro.cpp's repro_refused,
+    which the binary applies to an adapter program's finding but does not record for a layer served in process,
+    and what case_of needs of a served layer's record (the transformed inputs); `findings`: the binary's failures."""
+    verdict, c = record.get("verdict"), record.get("counterexample")
     if verdict not in findings:
-        return False, "the verdict %s is not a finding a repro reproduces" % verdict
-    c = record.get("counterexample")
+        return "the verdict %s is not a finding a repro reproduces" % verdict
     if not c or not record.get("signature"):
-        return False, "the report holds no counterexample of a signature"
+        return "the report holds no counterexample of a signature"
     if verdict == "history-dependent" and not c.get("asked_before"):
-        return False, "the report does not hold the request after which x's answer changed"
+        return "the report does not hold the request after which x's answer changed"
     if verdict == "batch-dependent" and not c.get("batches"):
-        return False, ("the report does not hold the batched requests the case was answered in (a batch of more "
-                       "than a million numbers is not recorded)")
+        return ("the report does not hold the batched requests the case was answered in (a batch of more than a "
+                "million numbers is not recorded)")
     if verdict in ("nondeterministic", "history-dependent", "batch-dependent") or c.get("raised"):
-        return True, ""
+        return ""
     if not all("repro" in o for o in c.get("outputs", {}).values()):
-        return False, "the report does not say how its outputs are compared"
+        return "the report does not say how its outputs are compared"
     if "transformed" not in c and not (c.get("cuts") or {}).get("chunked"):
-        return False, "the report did not record the transformed inputs"
-    return True, ""
+        return "the report did not record the transformed inputs"
+    return ""
 
 
 def write(directory, record, layer, dtype, call, findings, against, reference=None, reference_call=None):
     """Writes repro.py (and module.pt or state_dict.pt, reference.pt) into `directory` for the report's finding;
-    returns its path, or None (with the reason in the record's view) when none can be written. `findings`: the
-    verdicts that are failures; `against`: whether the property compares the layer with a reference (the binary
-    says both)."""
-    ok, _ = supported(record, findings)
-    if not ok:
+    returns its path, or None when none can be written (refused()). `findings`: the verdicts that are failures;
+    `against`: whether the property compares the layer with a reference (the binary says both)."""
+    if refused(record, findings) or not callable(layer):
         return None
     torch = sys.modules.get("torch")
-    is_module = torch is not None and isinstance(layer, torch.nn.Module)
-    if not is_module and not callable(layer):
-        return None
-    if against and reference is None and record["verdict"] != "nondeterministic":
-        return None
     parts = [_header(record, layer, torch)]
     parts.append(_loaded("layer", layer, dtype, directory, torch))
     if against and reference is not None:
@@ -195,7 +189,7 @@ def _loaded(name, layer, dtype, directory, torch):
                  % (name, name))
     lines.append('%s.load_state_dict(torch.load(os.path.join(HERE, "%s_state_dict.pt"), map_location="cpu"))'
                  % (name, name))
-    lines.append("%s = %s.to(%s).eval()" % (name, name, _dtype_text(served, torch)))
+    lines.append("%s = %s.to(%s).eval()" % (name, name, _protocol._resolve_dtype(torch, served, None)))
     return "\n".join(lines) + "\n"
 
 
@@ -205,19 +199,10 @@ def _file(name):
 
 def _as_audited(layer, dtype, torch):
     """A copy of the module as the audit served it: in eval mode, on the CPU, in the audited dtype."""
-    import copy
     served = copy.deepcopy(layer)
-    target = getattr(torch, dtype, None) if isinstance(dtype, str) else dtype
-    if isinstance(target, torch.dtype) and any(p.is_floating_point() for p in served.parameters()):
-        served = served.to(target)
+    if dtype is not None and any(p.is_floating_point() for p in served.parameters()):
+        served = served.to(_protocol._resolve_dtype(torch, None, dtype))
     return served.cpu().eval()
-
-
-def _dtype_text(module, torch):
-    for p in list(module.parameters()) + list(module.buffers()):
-        if p.is_floating_point():
-            return "torch.%s" % str(p.dtype).split(".")[-1]
-    return "torch.float64"
 
 
 def _one_line(layer):

@@ -7,10 +7,7 @@
 
 permcheck runs it with --describe, which prints one JSON line (what the model is, its dtype, forward's schema,
 the range each input dim of an exported program allows, the torch version; or {"error": ...}), then without, as
-the audit's adapter (serve()). A file is told apart by its content: a TorchScript archive, a torch.export program;
-an AOTInductor package (compiled code) is refused (docs/torch.md). Every model is served as a function, not as a
-module: each case of a batched request is then one call on its own, so that no forward pass decided for a whole
-batch (a fast path, a kernel chosen by the batch size) can make a case's answer depend on the cases beside it.
+the audit's adapter (serve()). A file is told apart by its content (docs/torch.md).
 """
 
 import argparse
@@ -370,7 +367,9 @@ def main(argv=None):
         arguments = keywords if keywords else _input_names(args.input)
         if args.output_index is not None:
             output = int(args.output_index) if args.output_index.lstrip("-").isdigit() else args.output_index
-    # A function, not the module: each case of a batch is then one call (see the module docstring).
+    # A function, not the module: each case of a batched request is then one call of its own, so that no forward
+    # pass decided for a whole batch (a fast path, a kernel chosen by the batch size) makes a case's answer depend
+    # on the cases beside it.
     call = layer if not isinstance(layer, torch.nn.Module) else (lambda *a, **k: layer(*a, **k))
     if args.file:
         call = _precision_checked(torch, call, description["dtype"], output, args.file)

@@ -66,7 +66,7 @@ def _report_directory(layer_name):
 def _on_result(result):
     test = _state["test"] or "(outside a test)"
     line = "%s: %s" % (test, result.summary)
-    if result.verdict != "holds" and result.report:
+    if not result.holds and result.report:
         line += " [report: %s]" % result.report
     _state["lines"].append(line)
 

@@ -55,12 +55,7 @@ def compared(name, plan, lhs, rhs, lhs_name, rhs_name, nan_equal):
                 name, unravel(k, plan["shape"]), lhs_name, a, rhs_name, b)
         if abs(a - b) > worst or where is None:
             worst, where = abs(a - b), k
-    tolerance = plan["tolerance"]
-    at = unravel(where, plan["shape"]) if where is not None else ()
-    print("output %s: %s and %s differ by %g at %s (tolerance %g)" % (name, lhs_name, rhs_name, worst, at, tolerance))
-    if worst > tolerance:
-        return "output %s: %s and %s differ by %g > %g at %s" % (name, lhs_name, rhs_name, worst, tolerance, at)
-    return None
+    return largest(name, worst, where, plan["shape"], lhs_name, rhs_name, plan["tolerance"])
 
 
 def entrywise(name, got, expected, got_name, expected_name, tolerance):
@@ -80,7 +75,13 @@ def entrywise(name, got, expected, got_name, expected_name, tolerance):
             gap = math.inf
         if gap > worst or where is None:
             worst, where = gap, k
-    at = unravel(where, got_shape) if where is not None else ()
+    return largest(name, worst, where, got_shape, got_name, expected_name, tolerance)
+
+
+def largest(name, worst, where, shape, got_name, expected_name, tolerance):
+    """Prints the largest difference (at the flat index `where`); the failure (a sentence) when it is over the
+    tolerance, else None."""
+    at = unravel(where, shape) if where is not None else ()
     print("output %s: %s and %s differ by %g at %s (tolerance %g)" % (name, got_name, expected_name, worst, at,
                                                                        tolerance))
     if worst > tolerance:
@@ -107,32 +108,30 @@ def raised_again():
 
 def judged():
     """The failures the finding shows when asked again: empty once it is fixed."""
-    failures = []
     if CASE.get("raised"):
         return raised_again()
+    return [failure for failure in asked_again() if failure]
+
+
+def asked_again():
+    """Each output's failure (a sentence) or None, for a finding that is no exception."""
     if CASE["verdict"] == "history-dependent":  # x, the earlier request, x again: the answers to x must agree
         which = CASE["x_box"]
         ask(which, "x")  # twice in a row, as the audit found it answered alike: whatever came before is settled
         first = ask(which, "x")
         ask(which, "before")
         after = ask(which, "x")
-        for name in CASE["outputs"]:
-            failure = entrywise(name, after[name], first[name], "x asked after the earlier request", "x asked first",
-                                CASE["tolerances"].get(name, 0.0))
-            if failure:
-                failures.append(failure)
-        return failures
+        return [entrywise(name, after[name], first[name], "x asked after the earlier request", "x asked first",
+                          CASE["tolerances"].get(name, 0.0)) for name in CASE["outputs"]]
+    failures = []
     if CASE["verdict"] == "batch-dependent":  # the case's item in its batched request, and asked alone
         for k, batch in enumerate(CASE["batches"]):
-            in_batch = ask_batch(batch["which"], k)
-            alone = ask(batch["which"], batch["side"])
-            for name in CASE["outputs"]:
-                side = "x's answer" if batch["side"] == "x" else "the transformed inputs' answer"
-                failure = entrywise(name, in_batch[name], alone[name],
-                                    "%s in the batch (item %d of %d)" % (side, batch["at"], batch["count"]),
-                                    "%s alone" % side, CASE["tolerances"].get(name, 0.0))
-                if failure:
-                    failures.append(failure)
+            in_batch, alone = ask_batch(batch["which"], k), ask(batch["which"], batch["side"])
+            side = "x's answer" if batch["side"] == "x" else "the transformed inputs' answer"
+            failures += [entrywise(name, in_batch[name], alone[name], "%s in the batch (item %d of %d)"
+                                   % (side, batch["at"], batch["count"]), "%s alone" % side,
+                                   CASE["tolerances"].get(name, 0.0))
+                         for name in CASE["outputs"]]
         return failures
     if CASE["verdict"] == "nondeterministic":  # x asked several times: every answer must be the first
         first = ask("layer", "x")
@@ -147,11 +146,8 @@ def judged():
     agreement = CASE["x_box"] == "reference"  # the layer against a reference: both answer x
     lhs = ask("layer", "x" if agreement else "transformed")
     rhs = ask("reference" if agreement else "layer", "x")
-    for name, plan in CASE["compare"].items():
-        failure = compared(name, plan, lhs, rhs, plan["sides"][0], plan["sides"][1], nan_equal=agreement)
-        if failure:
-            failures.append(failure)
-    return failures
+    return [compared(name, plan, lhs, rhs, plan["sides"][0], plan["sides"][1], nan_equal=agreement)
+            for name, plan in CASE["compare"].items()]
 
 
 try:

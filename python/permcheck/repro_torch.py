@@ -4,9 +4,10 @@
 # order), a batch asked as serve answered it; ask(which, side) and ask_batch(which, k) for the comparison
 # (repro_compare.py). After the lines that define torch, CASE, CALLS, the layer and _calls.py's text; permcheck
 # copies this text into each such repro.py; it is not imported.
+# The kinds that reach the layer as int64: a copy of the binary's (describe --json's tensor_kinds), as a repro.py
+# runs without permcheck and the record names each input's kind, not its element type.
 INTEGER_KINDS = ("index", "token", "position", "segment", "mask=keep")
-DTYPE = {"float64": torch.float64, "float32": torch.float32, "tf32": torch.float32, "float16": torch.float16,
-         "bfloat16": torch.bfloat16}.get(CASE["dtype"], torch.float64)
+DTYPE = getattr(torch, {"tf32": "float32"}.get(CASE["dtype"], CASE["dtype"]), torch.float64)  # a tf32 audit: float32
 SIGNATURE_INPUTS = [spec["text"] for spec in CASE["inputs"].values()]  # as --input wrote them
 
 
