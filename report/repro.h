@@ -53,7 +53,7 @@ void write_torch_repro(const std::filesystem::path& dir, const Record& r, const 
 
 namespace repro_texts {  // the Python package's files, as the build read them (repro_texts.cpp.in)
 extern const char* const compare;     // python/permcheck/repro_compare.py
-extern const char* const exec;        // python/permcheck/repro_exec.py
+extern const char* const exec;        // report/repro_exec.py
 extern const char* const protocol;    // python/permcheck/_protocol.py
 extern const char* const calls;       // python/permcheck/_calls.py (the call mapping the server and each repro use)
 extern const char* const case_of;     // python/permcheck/repro_case.py
