@@ -101,7 +101,10 @@ const char* dtype_evidence_name(DtypeEvidence e) {
 
 AuditResult audit(const BlackBox& layer, const AuditOptions& opts) { return audit(std::vector<BlackBox>{layer}, opts); }
 
-std::string replay_hint(const AuditOptions& o) {
+namespace {
+// The options of a one-tensor audit as the C++ that finds its case again (AuditResult::replay, with the dtype the
+// audit used).
+std::string one_tensor_replay(const AuditOptions& o) {
     std::ostringstream s;
     s << "permcheck::AuditOptions{.output = permcheck::Output::" << (o.output == Output::pooled ? "pooled" : "sequence");
     if (o.dtype) s << ", .dtype = permcheck::Arithmetic::" << arithmetic_name(*o.dtype);
@@ -110,6 +113,7 @@ std::string replay_hint(const AuditOptions& o) {
       << "} finds the same case again";
     return s.str();
 }
+}  // namespace
 
 AuditResult audit(const std::vector<BlackBox>& layers, const AuditOptions& opts) {
     validate(opts);
@@ -118,7 +122,7 @@ AuditResult audit(const std::vector<BlackBox>& layers, const AuditOptions& opts)
     AuditResult r = audit(boxes, one_tensor_signature(opts.d, opts.output, opts.min_len, opts.max_len, opts.long_len), opts);
     AuditOptions used = opts;
     used.dtype = r.dtype;  // the dtype used (a MatrixXf callable's float32, or the inferred one), for the hint
-    r.replay = replay_hint(used);
+    r.replay = one_tensor_replay(used);
     return r;
 }
 

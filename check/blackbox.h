@@ -1,5 +1,5 @@
 // Auditing a layer we did not write, seen only through its answers: the options, the result, and the one-tensor
-// form's entry (one_tensor_signature, one_tensor_answer, one_tensor_box, audit(BlackBox), replay_hint(AuditOptions)),
+// form's entry (one_tensor_signature, one_tensor_answer, one_tensor_box, audit(BlackBox) and its replay line),
 // where the API, the command line, the adapters and old reports convert that form into a signature, so that the
 // engine, cases/, properties/ and the report's views see only signatures. Every audit is a signature audit
 // (check/signature_audit.h) on one engine (check/audit_engine.h): it draws cases as a check does (cases/signature_case.h), compares the property's two sides with a tolerance
@@ -195,7 +195,7 @@ struct AuditResult {
     // non-finite output (`permcheck audit` does when the adapter offers taps); the audit itself never does.
     std::optional<TapTrace> taps;
     // The line that finds the case again, when the entry that converted the layer's form gave one (the one-tensor
-    // form's AuditOptions, replay_hint below): explain() shows the finding with it instead of the signature's C++.
+    // form's AuditOptions): replay_hint() and explain() (report/text.h) give it instead of the signature's C++.
     std::string replay;
 };
 
@@ -219,8 +219,5 @@ Tensor one_tensor_answer(const Mat<double>& y, Output output, int n);
 // A one-tensor black box as the named one of its signature: inputs {x: n x d} in, outputs {y} out (n x W, or W
 // for a pooled output), each answer's rows checked by one_tensor_answer.
 NamedBlackBox one_tensor_box(BlackBox layer, Output output);
-// The options of a one-tensor audit as the C++ that finds its case again (AuditResult::replay, with the dtype the
-// audit used).
-std::string replay_hint(const AuditOptions& o);
 
 }  // namespace permcheck

@@ -216,7 +216,9 @@ std::string cpp_string(const std::string& s) {
 
 }  // namespace
 
-std::string replay_hint(const AuditResult& r, const Signature& signature, const AuditOptions& o) {
+std::string replay_hint(const AuditResult& r, const AuditOptions& o) {
+    if (!r.replay.empty()) return r.replay;  // the line of the entry that converted the layer's form
+    const Signature signature = r.signature.value_or(Signature{});
     std::ostringstream s;
     s << "const permcheck::Signature signature{{";
     for (std::size_t k = 0; k < signature.axes.size(); ++k)
@@ -250,7 +252,7 @@ std::string replay_hint(const AuditResult& r, const Signature& signature, const 
     return s.str();
 }
 
-std::string explain(const AuditResult& r, const Signature& signature, const AuditOptions& o) {
+std::string explain(const AuditResult& r, const AuditOptions& o) {
     std::ostringstream s;
     s << o.name << ": " << property_name(r.property) << " " << verdict_name(r.verdict) << " after " << r.cases
       << (r.cases == 1 ? " case" : " cases")
@@ -263,12 +265,12 @@ std::string explain(const AuditResult& r, const Signature& signature, const Audi
         if (shown.counterexample->replay.empty()) shown.counterexample->replay = r.replay;
         return s.str() + describe_finding(shown);
     }
-    if (r.counterexample) s << describe(*r.counterexample, signature, finding_words(r.property, r.verdict, *r.counterexample));
-    s << "  replay (C++):\n        " << replay_hint(r, signature, o) << "\n";
+    if (r.counterexample)
+        s << describe(*r.counterexample, r.signature.value_or(Signature{}),
+                      finding_words(r.property, r.verdict, *r.counterexample));
+    s << "  replay (C++):\n        " << replay_hint(r, o) << "\n";
     return s.str();
 }
-
-std::string explain(const AuditResult& r, const AuditOptions& o) { return explain(r, r.signature.value_or(Signature{}), o); }
 
 std::string output_claim(const TensorSpec& t, const Signature& s) {
     std::string along, to;

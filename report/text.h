@@ -66,16 +66,15 @@ std::string signature_flags(const Signature& s);
 // A word of a shell command line: quoted unless it holds only characters the shell leaves alone.
 std::string shell_quote(const std::string& s);
 std::string shell_word(const std::string& s);
-// A readable account of an audit's result: the verdict, what was found, the shrunk counterexample and what finds it
-// again: the line the result carries (AuditResult::replay: the one-tensor form's options, check/blackbox.h), else
-// the signature's C++ (replay_hint below).
-std::string explain(const AuditResult& r, const Signature& signature, const AuditOptions& o);
-// The same with the signature the result carries.
+// A readable account of an audit's result (`o` the options it was run with): the verdict, what was found, the shrunk
+// counterexample in the signature the result carries, and what finds it again (replay_hint below).
 std::string explain(const AuditResult& r, const AuditOptions& o);
-// The C++ that finds a signature audit's case again: the signature, the options the audit used (its property and
-// every option of it, the dtype it judged in) and the call, which compiles as pasted where `layer` (and, for
-// agreement, `reference`) are the callables audited.
-std::string replay_hint(const AuditResult& r, const Signature& signature, const AuditOptions& o);
+// What finds an audit's case again: the line the result carries, when the entry that converted the layer's form gave
+// one (AuditResult::replay: a one-tensor callable's AuditOptions), else the C++ of a signature audit: the
+// signature the result carries, the options the audit used (its property and every option of it, the dtype it judged
+// in) and the call, which compiles as pasted where `layer` (and, for agreement, `reference`) are the callables
+// audited.
+std::string replay_hint(const AuditResult& r, const AuditOptions& o);
 
 // "equivariant along n, invariant to m": what an output of signature s must do under a permutation of every axis.
 std::string output_claim(const TensorSpec& t, const Signature& s);

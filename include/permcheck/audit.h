@@ -97,8 +97,8 @@ template <class F> AuditResult audit_callable(F layer, AuditOptions opts) {
     return audit(black_box(std::move(layer), opts.output), opts);
 }
 
-// replay_hint(opts): check/blackbox.h (every result of audit_callable carries it, AuditResult::replay); explain(result,
-// opts), a result as text: report/text.h.
+// Every result of audit_callable carries the line that finds its case again (AuditResult::replay); explain(result,
+// opts), a result as text, and replay_hint(result, opts), that line: report/text.h.
 
 // ------------------------------------------------------------------------------------- layers with a signature
 
@@ -153,6 +153,6 @@ template <class F> AuditResult audit_callable(F layer, const Signature& signatur
     return audit_signature(std::move(layer), signature, std::move(opts));
 }
 
-// signature_flags(signature) and explain(result, signature, opts): report/text.h.
+// signature_flags(signature), explain(result, opts) and replay_hint(result, opts): report/text.h.
 
 }  // namespace permcheck

@@ -69,7 +69,7 @@ template <class F>
     if (r.verdict == Verdict::holds) return ::testing::AssertionSuccess();
     return ::testing::AssertionFailure() << "expected " << layer_expr
                                          << " to respect its signature" << signature_flags(so.signature)
-                                         << ", but the audit says: " << explain(r, so.signature, so.options);
+                                         << ", but the audit says: " << explain(r, so.options);
 }
 
 template <class F>
@@ -92,7 +92,7 @@ template <class F>
     if (r.verdict == Verdict::holds) return ::testing::AssertionSuccess();
     return ::testing::AssertionFailure() << "expected " << layer_expr << " to be " << property_adjective(property)
                                          << " over its signature" << signature_flags(so.signature)
-                                         << ", but the audit says: " << explain(r, so.signature, so.options);
+                                         << ", but the audit says: " << explain(r, so.options);
 }
 
 // A layer and a reference implementation of the same signature: EXPECT_AGREE(layer, reference, signature[, options])
@@ -106,7 +106,7 @@ template <class F, class R>
     if (r.verdict == Verdict::holds) return ::testing::AssertionSuccess();
     return ::testing::AssertionFailure() << "expected " << layer_expr << " to agree with " << reference_expr
                                          << " over the signature" << signature_flags(so.signature)
-                                         << ", but the audit says: " << explain(r, so.signature, so.options);
+                                         << ", but the audit says: " << explain(r, so.options);
 }
 
 }  // namespace permcheck::testing

@@ -69,8 +69,8 @@ TEST(ConsumerKernel, ThePaddingAuditsReplayHintIsWritten) {
     o.property = permcheck::Property{"padding"};
     const permcheck::AuditResult r = permcheck::audit_signature(consumer::pads_in_the_denominator, s, o);
     ASSERT_EQ(r.verdict, permcheck::Verdict::violated);
-    const std::string text = permcheck::explain(r, s, o);
-    EXPECT_EQ(permcheck::explain(r, o), text) << "explain(r, opts) of a signature audit is the signature's account";
+    const std::string text = permcheck::explain(r, o);
+    EXPECT_NE(text.find(permcheck::replay_hint(r, o)), std::string::npos) << text;
     const std::size_t at = text.find("replay (C++):\n");
     ASSERT_NE(at, std::string::npos) << text;
     EXPECT_NE(text.find(".property = permcheck::Property{\"padding\"}"), std::string::npos) << text;
