@@ -94,23 +94,12 @@ struct AuditOptions {
     int repeat_checks = 3;              // cases of this run (spread over it) that also evaluate L(x) twice
     double amplification = 1.0;         // the layer's worst-case growth of a rounding error (ToleranceModel)
     int max_shrink_evaluations = kAuditShrinkEvaluations;  // a cap on the shrinking of one failure (each costs 2 calls)
-    // A signature audit's property (properties/): empty or equivariance (each output equivariant along
-    // its axes, invariant to the others), shift (position inputs + c change nothing), padding (masked pads change
-    // nothing at the real positions), with where the pads go and along which axis (empty: the masks' one axis), or
-    // causal (cutting the sequence after k positions leaves the first k outputs alone) along `causal_axis` (empty:
-    // the signature's one axis).
+    // A signature audit's property (properties/; `permcheck describe` lists them): empty or equivariance (each
+    // output equivariant along its axes, invariant to the others), shift, padding, causal, packing, ...
     std::optional<Property> property;
-    PadPlacement padding = PadPlacement::any;
-    std::string padding_axis;
-    std::string causal_axis;
-    // Equivariance or invariance along this axis alone: every other axis stays where it is (an axis a sorted index
-    // input runs along moves only as its re-sort says, cases/signature.h); empty: every axis moves.
-    std::string along;
-    // Equivariance with the position inputs left where they are while every other input moves: "holds" then means
-    // the layer is a bag of tokens (order reaches it by no route), "violated" that it sees order.
-    bool positions_stay = false;
     // The values of the options the property declares (properties/property.h, PropertyRules::options), by keyword:
-    // {"window", "3"} for --window 3. The property reads and checks them.
+    // {"window", "3"} for --window 3, {"padding", "left"}, {"padding_axis", "n"}, {"causal_axis", "n"},
+    // {"along", "nodes"}, {"keep_positions", "true"}. The property reads and checks them.
     std::map<std::string, std::string> settings;
     // The slots the inputs' masks pad left out of every comparison (by default they are compared: a fast path's NaN
     // at a fully masked row against a reference's 0 is a disagreement).

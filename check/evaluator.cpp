@@ -11,24 +11,32 @@
 
 namespace permcheck::engine {
 
+namespace {
+// "any, left or right".
+std::string one_of(const std::vector<std::string>& words) {
+    std::string out;
+    for (std::size_t k = 0; k < words.size(); ++k) out += (k == 0 ? "" : k + 1 == words.size() ? " or " : ", ") + words[k];
+    return out;
+}
+}  // namespace
+
 const PropertyRules& audited_rules(const AuditOptions& o) { return rules_of(o.property.value_or(Property{"equivariance"})); }
 
 PropertyArgs audited_args(const Signature& s, const AuditOptions& o) {
     const PropertyRules& rules = audited_rules(o);
-    if (!o.along.empty() && (!rules.permutes() || rules.needs_reference()))
-        throw std::invalid_argument("along (--along) goes with equivariance or invariance, not --property " +
-                                    std::string(property_name(rules.id())));
-    if (!o.along.empty() && !o.padding_axis.empty())
-        throw std::invalid_argument("along (--along) and padding_axis (--padding-axis) do not go together");
-    const std::string& axis = rules.along_sequence() ? o.causal_axis : !o.along.empty() ? o.along : o.padding_axis;
+    const std::vector<PropertyOption> declared = rules.options();
     for (const auto& setting : o.settings) {
         const std::string& keyword = setting.first;  // a name, not a binding: a lambda captures it
-        const std::vector<PropertyOption> declared = rules.options();
-        if (std::none_of(declared.begin(), declared.end(), [&](const PropertyOption& d) { return keyword == d.keyword; }))
+        const auto it = std::find_if(declared.begin(), declared.end(), [&](const PropertyOption& d) { return keyword == d.keyword; });
+        if (it == declared.end())
             throw std::invalid_argument("the setting '" + keyword + "' is no option of --property " +
                                         std::string(rules.name()));
+        if (!it->choices.empty() && std::find(it->choices.begin(), it->choices.end(), setting.second) == it->choices.end())
+            throw std::invalid_argument(std::string(it->flag) + " takes " + one_of(it->choices) + ", got '" +
+                                        setting.second + "'");
     }
-    return rules.checked(s, PropertyArgs{axis, o.padding, o.positions_stay, false, o.settings});
+    return rules.checked(s, PropertyArgs{.axis = "", .pads = PadPlacement::any, .positions_stay = false,
+                                         .white_box = false, .settings = o.settings});
 }
 
 Evaluator::Evaluator(const BatchedNamedBlackBox& box, std::shared_ptr<const Signature> s, const AuditOptions& o,

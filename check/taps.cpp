@@ -474,17 +474,16 @@ TapTrace trace_taps(const TapSource& source, const Signature& s, const Lengths& 
 }
 
 TapTrace trace_taps(const TapSource& source, const Signature& s, const Counterexample& c, Property p,
-                    Arithmetic dtype, double amplification, bool positions_stay) {
+                    Arithmetic dtype, double amplification, const std::map<std::string, std::string>& settings) {
     TapCase k{rules_of(p), c, {}, {}, 0.0};
     if (k.property.chunks_calls()) {  // a chunked request's taps would be the last chunk's alone
         TapTrace none;
         none.note = "taps are not traced for a layer decoded in chunks";
         return none;
     }
-    PropertyArgs args;
-    args.positions_stay = positions_stay;
-    if (c.pads) args.axis = c.pads->axis;
-    if (c.cuts) args.axis = c.cuts->axis;
+    const PropertyArgs args = k.property.checked(s, PropertyArgs{.axis = "", .pads = PadPlacement::any,
+                                                                 .positions_stay = false, .white_box = false,
+                                                                 .settings = settings});
     k.transformed = k.property.transformed(s, args, k.c);
     k.lengths = k.property.transformed_lengths(k.c);
     k.positions = std::max(largest_position(s, c.inputs), largest_position(s, k.transformed));

@@ -118,9 +118,9 @@ TapTrace trace_taps(const TapSource& source, const Signature& s, const Lengths& 
                     const Tensors& inputs, Arithmetic dtype, double amplification);
 // The trace of a counterexample of property p (properties/): for shift, the taps at x against those at x_c,
 // elementwise; for padding, against those at pad x taken at the real positions along every dim that follows the
-// padded axis (a tap without that axis whole); for equivariance, as above (`positions_stay`: with the position
-// inputs left in place, as AuditOptions::positions_stay audits).
+// padded axis (a tap without that axis whole); for equivariance, as above. `settings`: the property's options, as
+// the audit had them (AuditOptions::settings: with keep_positions, the position inputs left in place).
 TapTrace trace_taps(const TapSource& source, const Signature& s, const Counterexample& c, Property p,
-                    Arithmetic dtype, double amplification, bool positions_stay = false);
+                    Arithmetic dtype, double amplification, const std::map<std::string, std::string>& settings = {});
 
 }  // namespace permcheck

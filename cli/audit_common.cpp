@@ -51,9 +51,6 @@ std::string properties_where(Which which) {
 std::string declaring(const std::string& keyword) {
     return properties_where([&](const PropertyRules& p) { return declares(p, keyword); });
 }
-std::string along_sequence() {
-    return properties_where([](const PropertyRules& p) { return p.along_sequence(); });
-}
 
 // The options the properties declare, each flag once, its value kept in f.settings under its keyword.
 void add_declared_options(CLI::App& app, AuditFlags& f) {
@@ -68,7 +65,8 @@ void add_declared_options(CLI::App& app, AuditFlags& f) {
                 app.add_option_function<std::string>(o.flag, [&f, keyword](const std::string& v) { f.settings[keyword] = v; },
                                                      help)
                     ->type_name(o.value)
-                    ->allow_extra_args(false);
+                    ->allow_extra_args(false)
+                    ->check(o.choices.empty() ? CLI::Validator() : CLI::IsMember(o.choices));
         }
 }
 
@@ -168,22 +166,6 @@ void add_property_options(CLI::App& app, AuditFlags& f) {
     CLI::Option* property = add_choice(app, "--property", f.property_flag, properties,
                property_help(), " (reversal and causal-prefix are the reference layers', permcheck check)")
         ->default_str("");
-    f.padding_option = add_choice(app, "--padding", f.padding,
-                                  {{"any", PadPlacement::any}, {"left", PadPlacement::left}, {"right", PadPlacement::right}},
-                                  "with --property padding: where the pads go: any (each at a random slot, default), "
-                                  "left (before the real positions) or right (after them)");
-    app.add_option("--padding-axis", f.padding_axis,
-                   "with --property padding: the axis to pad, when masks lie along several (default: the masks' axis)");
-    app.add_option("--causal-axis", f.causal_axis,
-                   "with --property " + along_sequence() + " (or --profile): the sequence axis (default: the "
-                   "signature's one axis)");
-    app.add_option("--along", f.along,
-                   "equivariance (or invariance) along this axis alone, every other axis left in place (an axis a "
-                   "sorted index input runs along moves only as its re-sort says: --along nodes keeps each "
-                   "neighbourhood's edges in their order); default: every axis moves");
-    app.add_flag("--keep-positions", f.keep_positions,
-                 "equivariance with the position inputs left in place while the tokens move: holds when the layer is a "
-                 "bag of tokens, violated when it sees order (the profile's order-aware row)");
     add_declared_options(app, f);
     app.add_option("--dtype-source", f.dtype_source,
                    "what chose --dtype, as the report's dtype_evidence says: given (you did; the default), module "
@@ -199,21 +181,15 @@ void add_property_options(CLI::App& app, AuditFlags& f) {
                  "a verdict");
     app.parse_complete_callback([&f, property] {
         if (property->count() > 0) f.property = registered_properties().at(static_cast<std::size_t>(f.property_flag))->id();
-        const bool pads = f.property && rules_of(*f.property).places_pads();
-        if (!pads && f.padding_option->count() > 0) throw BadOption("--padding goes with --property padding");
-        if (!pads && !f.padding_axis.empty()) throw BadOption("--padding-axis goes with --property padding");
-        if (!f.causal_axis.empty() && !f.profile && !(f.property && rules_of(*f.property).along_sequence()))
-            throw BadOption("--causal-axis goes with --property " + along_sequence() + " (or --profile)");
-        if (!f.along.empty() && (f.profile || (f.property && !rules_of(*f.property).positions_may_stay())))
-            throw BadOption("--along goes with equivariance, not " +
-                            (f.profile ? std::string("--profile") : "--property " + std::string(property_name(*f.property))));
-        if (f.keep_positions && f.property && !rules_of(*f.property).positions_may_stay())
-            throw BadOption("--keep-positions goes with equivariance, not --property " + std::string(property_name(*f.property)));
-        for (const auto& [keyword, value] : f.settings)
-            if (!f.property || !declares(rules_of(*f.property), keyword))
+        if (f.profile && f.property) throw BadOption("--profile runs every property: it takes no --property");
+        for (const auto& [keyword, value] : f.settings) {
+            // The profile's rows take the sequence axis; their other options are each row's own.
+            if (f.profile && keyword == properties::sequence_axis_option().keyword) continue;
+            if (f.profile)
+                throw BadOption("--profile runs every property with its own options: it takes no " + flag_of(keyword));
+            if (!declares(rules_of(f.property.value_or(Property{"equivariance"})), keyword))
                 throw BadOption(flag_of(keyword) + " goes with --property " + declaring(keyword));
-        if (f.profile && (f.property || f.keep_positions))
-            throw BadOption("--profile runs every property: it takes neither --property nor --keep-positions");
+        }
     });
 }
 
@@ -286,11 +262,6 @@ AuditOptions audit_options(const AuditFlags& f) {
     o.cases = f.cases;
     o.seed = f.seed;
     o.property = f.property;
-    o.padding = f.padding;
-    o.positions_stay = f.keep_positions;
-    o.padding_axis = f.padding_axis;
-    o.causal_axis = f.causal_axis;
-    o.along = f.along;
     o.skip_padded = f.skip_padded;
     o.settings = f.settings;
     return o;
@@ -320,14 +291,7 @@ std::string replay_tail(const AuditFlags& f, const AuditResult& r, bool lengths)
     s << " --cases " << f.cases << " --seed " << f.seed;
     const std::optional<Property> p = f.property;
     if (p && !rules_of(*p).permutes()) s << " --property " << property_name(*p);
-    if (f.keep_positions) s << " --keep-positions";
-    if (!f.along.empty()) s << " --along " << shell_word(f.along);
     if (f.skip_padded) s << " --skip-padded";
-    if (p && rules_of(*p).places_pads()) {
-        s << " --padding " << pad_placement_name(f.padding);
-        if (!f.padding_axis.empty()) s << " --padding-axis " << shell_word(f.padding_axis);
-    }
-    if (p && rules_of(*p).along_sequence() && !f.causal_axis.empty()) s << " --causal-axis " << shell_word(f.causal_axis);
     for (const auto& [keyword, value] : f.settings)
         s << " " << flag_of(keyword) << (value == "true" ? "" : " " + shell_word(value));
     return s.str();

@@ -34,27 +34,21 @@ struct AuditFlags {
     std::string report_dir;
     CLI::Option* max_len_option = nullptr;  // given, --max-len is a hard cap: no long cases
     bool max_len_given() const { return given(max_len_option); }
-    // --property (empty: equivariance, the default), --padding and --padding-axis (with --property padding),
-    // --profile (every property that applies, a row each).
+    // --property (empty: equivariance, the default), --profile (every property that applies, a row each).
     std::optional<Property> property;  // set once parsing is complete, from property_flag when --property was given
-    PadPlacement padding = PadPlacement::any;
-    std::string padding_axis;
-    std::string causal_axis;  // --causal-axis, with --property causal
-    std::string along;        // --along: equivariance along this axis alone
-    bool keep_positions = false;  // --keep-positions: position inputs stay in place while the tokens move
     bool skip_padded = false;     // --skip-padded: the slots the masks pad are not compared
     std::string dtype_source = "given";  // --dtype-source: what chose --dtype (given, module, default)
     bool reference = false;       // a reference implementation was given (--reference-exec, --reference): agreement
     bool profile = false;
-    // The values of the options the properties declare (PropertyRules::options), by keyword, as given.
+    // The values of the options the properties declare (PropertyRules::options: --padding, --causal-axis,
+    // --keep-positions, --window, ...), by keyword, as given.
     std::map<std::string, std::string> settings;
     int property_flag = 0;  // --property as given: its index among the registered properties
-    CLI::Option* padding_option = nullptr;
 };
 
-// --property, --padding, --padding-axis, --causal-axis, --keep-positions and --profile; their combinations are checked once
-// parsing is complete (--padding or --padding-axis without --property padding, --profile with --property or
-// --keep-positions: bad options).
+// --property, --profile and the options the properties declare; their combinations are checked once parsing is
+// complete (an option without a property that declares it, --profile with --property or an option of a row's own:
+// bad options).
 void add_property_options(CLI::App& app, AuditFlags& f);
 // Throws std::invalid_argument when a reference was given (`flag` names how) without --property agreement or
 // --profile, or agreement was asked for without one.

@@ -188,8 +188,6 @@ report::Record record_of(const AuditRequest& q, const Form& f, const AuditResult
                               {"last_request", r.last_request}};
     if (f.shorthand) details["output"] = output_name(f.output);
     if (r.largest_shift > 0) details["largest_shift"] = r.largest_shift;
-    if (q.flags.keep_positions) details["keep_positions"] = true;
-    if (!q.flags.along.empty()) details["along"] = q.flags.along;
     if (!q.socket.empty()) details["served_in_process"] = true;
     if (q.flags.reference) details["reference"] = q.reference_name();
     if (!q.device.empty()) details["device"] = q.device;
@@ -241,7 +239,7 @@ void add_taps(const AuditRequest& q, const Form& f, AuditResult& r, const AuditO
     const Signature& s = r.signature ? *r.signature : f.signature;  // the one-tensor form's width as answered
     // Each submodule's output at x against its output at the property's transformed inputs (P x, x_c or pad x).
     TapTrace trace = trace_taps(adapters::exec_tap_source(exec_options(q, f, o), s), s, *r.counterexample,
-                                r.property, r.dtype, q.amplification, q.flags.keep_positions);
+                                r.property, r.dtype, q.amplification, o.settings);
     if (o.stop_requested && o.stop_requested()) {
         r.detail = "interrupted while the taps of the " + std::string(verdict_name(r.verdict)) +
                    " counterexample below were taken (it is the audit's, shrunk; where the symmetry breaks was not "

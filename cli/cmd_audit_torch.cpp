@@ -232,8 +232,6 @@ report::Record record_of(const Request& q, const Plan& p, const AuditResult& r, 
     if (!p.layer && !q.arguments.empty()) details["arguments"] = q.arguments;
     if (!p.layer && !q.output_index.empty()) details["output_index"] = q.output_index;
     if (!q.reference.empty()) details["reference"] = q.reference;
-    if (q.flags.keep_positions) details["keep_positions"] = true;
-    if (!q.flags.along.empty()) details["along"] = q.flags.along;
     const Property property = p.signature ? audited_property(*p.signature, q.flags) : Property{"equivariance"};
     if (r.largest_shift > 0) details["largest_shift"] = r.largest_shift;
     return audit_record(r, name_of(q, p), property, q.flags, replay_of(q, p, r), "audit_torch", std::move(details),

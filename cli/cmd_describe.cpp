@@ -50,23 +50,14 @@ struct OptionRecord {
     std::string help = {};             // a declared option's own line, where `permcheck audit` has no such option
 };
 
-// The options a property's run may take: those it declares (PropertyRules::options(), each a string the property
-// reads, or a flag without a value), then the axis flags still derived from its yes/no methods.
+// The options a property's run may take, as it declares them (PropertyRules::options(): a string the property reads,
+// one of its choices, or a flag without a value).
 std::vector<OptionRecord> property_options(const PropertyRules& rules) {
     std::vector<OptionRecord> out;
     for (const PropertyOption& o : rules.options()) {
-        const bool flag_only = *o.value == '\0';
-        out.push_back({o.flag, flag_only ? "bool" : "string", {}, o.keyword, o.value, o.help});
+        const char* value = *o.value == '\0' ? "bool" : o.choices.empty() ? "string" : "choice";
+        out.push_back({o.flag, value, o.choices, o.keyword, o.value, o.help});
     }
-    if (rules.places_pads()) {
-        out.push_back({"--padding", "choice", {"any", "left", "right"}});
-        out.push_back({"--padding-axis", "string", {}});
-    }
-    if (rules.positions_may_stay()) {
-        out.push_back({"--keep-positions", "bool", {}});
-        out.push_back({"--along", "string", {}});
-    }
-    if (rules.along_sequence()) out.push_back({"--causal-axis", "string", {}});
     return out;
 }
 

@@ -114,18 +114,12 @@ std::optional<int> replay_batches(const ReplayRequest& q, const report::Record& 
 
 // The options a saved case is judged again with: the report's dtype, property, axes and the property's settings.
 AuditOptions replayed_options(const report::Record& r, double amplification) {
-    const Counterexample& saved = *r.counterexample;
     AuditOptions o;
     o.dtype = r.dtype;
     o.amplification = amplification;
     if (!rules_of(r.property).permutes()) o.property = r.property;
-    if (saved.pads) o.padding_axis = saved.pads->axis;
-    if (saved.cuts) o.causal_axis = saved.cuts->axis;
-    for (const char* key : {"audit", "audit_torch"})  // the profile's order-aware row: positions stayed in place
-        if (r.details.contains(key)) {
-            if (r.details[key].value("keep_positions", false)) o.positions_stay = true;
-            o.settings = r.details[key].value("settings", std::map<std::string, std::string>{});
-        }
+    for (const char* key : {"audit", "audit_torch"})
+        if (r.details.contains(key)) o.settings = report::recorded_settings(r.details[key]);
     return o;
 }
 

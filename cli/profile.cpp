@@ -22,7 +22,7 @@ bool decided(Verdict v) { return v != Verdict::error && v != Verdict::interrupte
 std::string meaning(const ProfileRow& row, Verdict v, std::optional<Verdict> causal) {
     if (!decided(v)) return "";
     const bool holds = v == Verdict::holds;
-    if (row.keep_positions) return holds ? "a bag of tokens: order reaches it by no route" : "order-aware";
+    if (row.settings.count("keep_positions")) return holds ? "a bag of tokens: order reaches it by no route" : "order-aware";
     if (!row.property && !holds && causal == Verdict::holds)
         return "order by row index: a causal mask by row index is order the position ids do not carry (what a "
                "causal model does)";
@@ -33,7 +33,8 @@ std::string meaning(const ProfileRow& row, Verdict v, std::optional<Verdict> cau
 // for packing a position or segment input along it.
 bool applies(const PropertyRules& rules, const Signature& s, const std::string& axis) {
     try {
-        rules.checked(s, PropertyArgs{axis});
+        rules.checked(s, PropertyArgs{.axis = axis, .pads = PadPlacement::any, .positions_stay = false,
+                                      .white_box = false, .settings = {}});
         return true;
     } catch (const std::invalid_argument&) {
         return false;
@@ -44,24 +45,28 @@ bool applies(const PropertyRules& rules, const Signature& s, const std::string& 
 
 std::vector<ProfileRow> profile_rows(const Signature& s, const std::string& causal_axis, bool reference) {
     const bool positions = has_kind(s, is_position);
+    std::map<std::string, std::string> axis;  // the sequence axis, as the rows of a sequence property take it
+    if (!causal_axis.empty()) axis[properties::sequence_axis_option().keyword] = causal_axis;
     std::vector<ProfileRow> rows;
     if (applies(rules_of(Property{"causal"}), s, causal_axis))
-        rows.push_back({"causal", "causal (no output sees a later token)", Property{"causal"}, PadPlacement::any, false, true});
+        rows.push_back({"causal", "causal (no output sees a later token)", Property{"causal"}, axis, true});
     rows.push_back({"order-through-positions",
                     positions ? "order only through the position inputs" : "equivariance (no position input)",
-                    std::nullopt, PadPlacement::any, false});
+                    std::nullopt, {}, false});
     if (positions) {
-        rows.push_back({"order-aware", "order-aware at all (positions left in place)", std::nullopt, PadPlacement::any, true});
-        rows.push_back({"relative", "relative (every position id + c)", Property{"shift"}, PadPlacement::any, false});
+        rows.push_back({"order-aware", "order-aware at all (positions left in place)", std::nullopt,
+                        {{"keep_positions", "true"}}, false});
+        rows.push_back({"relative", "relative (every position id + c)", Property{"shift"}, {}, false});
     }
     if (has_kind(s, is_mask))
         for (PadPlacement p : {PadPlacement::left, PadPlacement::right, PadPlacement::any})
             rows.push_back({std::string("padding-") + pad_placement_name(p),
-                            std::string("padding ") + pad_placement_name(p), Property{"padding"}, p, false});
+                            std::string("padding ") + pad_placement_name(p), Property{"padding"},
+                            {{"padding", pad_placement_name(p)}}, false});
     if (applies(rules_of(Property{"packing"}), s, causal_axis))
-        rows.push_back({"packing", "packed sequences stay apart", Property{"packing"}, PadPlacement::any, false});
+        rows.push_back({"packing", "packed sequences stay apart", Property{"packing"}, axis, false});
     if (reference)
-        rows.push_back({"agreement", "agrees with the reference", Property{"agreement"}, PadPlacement::any, false});
+        rows.push_back({"agreement", "agrees with the reference", Property{"agreement"}, {}, false});
     return rows;
 }
 
@@ -73,12 +78,12 @@ int run_profile(const std::string& program, const std::string& name, const Signa
     std::printf("  %-44s %-16s %6s  %s\n", "row", "verdict", "cases", "what it says");
     int code = 0;
     std::optional<Verdict> causal;  // the causal row's verdict, which the order row's words read
-    for (const ProfileRow& row : profile_rows(s, flags.causal_axis, flags.reference)) {
+    const auto given = flags.settings.find(properties::sequence_axis_option().keyword);
+    for (const ProfileRow& row : profile_rows(s, given == flags.settings.end() ? "" : given->second, flags.reference)) {
         AuditFlags f = flags;
         f.profile = false;
         f.property = row.property;
-        f.padding = row.padding;
-        f.keep_positions = row.keep_positions;
+        f.settings = row.settings;
         if (!dir.empty()) f.report_dir = (dir / row.id).string();
         RowRun run = run_row(f);
         const Verdict v = run.result.verdict;

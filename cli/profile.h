@@ -7,6 +7,7 @@
 #include "cli/audit_common.h"
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,8 +18,7 @@ struct ProfileRow {
     std::string id;     // its report directory's name
     std::string title;  // what it asks, in words
     std::optional<Property> property;
-    PadPlacement padding = PadPlacement::any;
-    bool keep_positions = false;
+    std::map<std::string, std::string> settings;  // the property's options the row runs with (padding=left)
     bool explains_order = false;  // its holding verdict is what the order row's words read (the causal row)
 };
 

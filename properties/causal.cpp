@@ -65,15 +65,14 @@ public:
                std::to_string(c.lengths.at(c.cuts->axis)) + " positions";
     }
     bool permutes() const override { return false; }
-    bool along_sequence() const override { return true; }
+    std::vector<PropertyOption> options() const override { return {properties::sequence_axis_option()}; }
     bool judges_outputs_without_axes() const override { return false; }
     const char* output_claim() const override { return "unchanged at its first k positions when the sequence is cut after k"; }
     std::string compared_text() const override { return "L(x[:k]) against the first k positions of L(x)"; }
     const char* verdict_meaning(bool holds) const override { return holds ? "causal" : "sees later tokens"; }
 
     PropertyArgs checked(const Signature& s, PropertyArgs a) const override {
-        if (a.pads != PadPlacement::any) throw std::invalid_argument("--padding goes with --property padding");
-        a.axis = properties::one_axis(s, a.axis, "causal");
+        a.axis = properties::sequence_axis(s, a, "causal");
         properties::require_sequence_axis(s, a.axis, "causal");
         return a;
     }

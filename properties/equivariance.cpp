@@ -23,8 +23,23 @@ Property Equivariance::recorded_as(const Signature& s, const PropertyArgs& a) co
     return std::any_of(s.outputs.begin(), s.outputs.end(), moves) ? Property{"equivariance"} : Property{"invariance"};
 }
 
+namespace {
+const PropertyOption kAlong{"--along", "along", "AXIS",
+                            "this axis alone moves, every other axis left in place (an axis a sorted index input runs "
+                            "along moves only as its re-sort says: --along nodes keeps each neighbourhood's edges in "
+                            "their order); default: every axis moves",
+                            {}};
+const PropertyOption kKeepPositions{"--keep-positions", "keep_positions", "",
+                                    "the position inputs left in place while the tokens move: holds when the layer "
+                                    "is a bag of tokens, violated when it sees order (the profile's order-aware row)",
+                                    {}};
+}  // namespace
+
+std::vector<PropertyOption> Equivariance::options() const { return {kAlong, kKeepPositions}; }
+
 PropertyArgs Equivariance::checked(const Signature& s, PropertyArgs a) const {
-    if (a.pads != PadPlacement::any) throw std::invalid_argument("--padding and --padding-axis go with --property padding");
+    a.axis = a.setting(kAlong.keyword, a.axis);
+    if (a.setting(kKeepPositions.keyword) == "true") a.positions_stay = true;
     if (!a.axis.empty()) a.axis = properties::one_axis(s, a.axis, property_name(id()));
     return a;
 }

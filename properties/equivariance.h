@@ -23,7 +23,7 @@ public:
     const char* verdict_meaning(bool holds) const override {
         return holds ? "order only through the data" : "order by another route";
     }
-    bool positions_may_stay() const override { return true; }
+    std::vector<PropertyOption> options() const override;
 };
 
 // A permuting property of the reference layers only, along one axis, whose permutations are one or a subgroup of
@@ -32,6 +32,7 @@ class OneAxisEquivariance : public Equivariance {
 public:
     bool decided_by_generators() const override { return false; }
     bool audits_black_boxes() const override { return false; }
+    std::vector<PropertyOption> options() const override { return {}; }
     PropertyArgs checked(const Signature& s, PropertyArgs a) const override;
 };
 

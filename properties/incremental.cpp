@@ -86,7 +86,7 @@ public:
         return out;
     }
     bool permutes() const override { return false; }
-    bool along_sequence() const override { return true; }
+    std::vector<PropertyOption> options() const override { return {properties::sequence_axis_option()}; }
     bool judges_outputs_without_axes() const override { return false; }
     bool chunks_calls() const override { return true; }
     const char* output_claim() const override { return "decoded in chunks equal to one pass"; }
@@ -94,8 +94,7 @@ public:
     const char* verdict_meaning(bool holds) const override { return holds ? "cache consistent" : "cached decoding differs"; }
 
     PropertyArgs checked(const Signature& s, PropertyArgs a) const override {
-        if (a.pads != PadPlacement::any) throw std::invalid_argument("--padding goes with --property padding");
-        a.axis = properties::one_axis(s, a.axis, "incremental");
+        a.axis = properties::sequence_axis(s, a, "incremental");
         properties::require_sequence_axis(s, a.axis, "incremental");
         for (const TensorSpec& t : s.inputs)
             if (std::count_if(t.dims.begin(), t.dims.end(), [&](const Dim& d) { return d.axis == a.axis; }) > 1)

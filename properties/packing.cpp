@@ -121,15 +121,14 @@ public:
                std::to_string(end - 1) + ") alone";
     }
     bool permutes() const override { return false; }
-    bool along_sequence() const override { return true; }
+    std::vector<PropertyOption> options() const override { return {properties::sequence_axis_option()}; }
     bool judges_outputs_without_axes() const override { return false; }
     const char* output_claim() const override { return "at each packed sequence's positions equal to its own run's"; }
     std::string compared_text() const override { return "L(s_j) against the packed row's outputs at s_j"; }
     const char* verdict_meaning(bool holds) const override { return holds ? "sequences stay apart" : "packed sequences leak"; }
 
     PropertyArgs checked(const Signature& s, PropertyArgs a) const override {
-        if (a.pads != PadPlacement::any) throw std::invalid_argument("--padding goes with --property padding");
-        a.axis = properties::one_axis(s, a.axis, "packing");
+        a.axis = properties::sequence_axis(s, a, "packing");
         properties::require_sequence_axis(s, a.axis, "packing");
         if (!starts_told(s, a.axis))
             throw std::invalid_argument("--property packing: nothing along " + a.axis +

@@ -141,6 +141,13 @@ rc::Seq<Case> padding_shrinks(const std::shared_ptr<const Signature>& s, const C
     return rc::seq::concat(std::move(fewer_pads), std::move(fewer_reals), std::move(simpler));
 }
 
+// Where the pads go, as --padding names it.
+PadPlacement placement(const std::string& word) {
+    for (PadPlacement p : {PadPlacement::any, PadPlacement::left, PadPlacement::right})
+        if (word == pad_placement_name(p)) return p;
+    throw std::invalid_argument("--padding takes any, left or right, got '" + word + "'");
+}
+
 // The axis the masks lie along: `given`, which a mask must lie along, or the one axis they lie along.
 std::string masked_axis(const Signature& s, const std::string& given) {
     std::set<std::string> masked;
@@ -158,6 +165,13 @@ std::string masked_axis(const Signature& s, const std::string& given) {
     return *masked.begin();
 }
 
+const PropertyOption kPlacement{"--padding", "padding", "WHERE",
+                                "where the pads go: any (each at a random slot, default), left (before the real "
+                                "positions) or right (after them)",
+                                {"any", "left", "right"}};
+const PropertyOption kPaddedAxis{"--padding-axis", "padding_axis", "AXIS",
+                                 "the axis to pad, when masks lie along several (default: the masks' axis)", {}};
+
 class Padding : public PropertyRules {
 public:
     const char* name() const override { return "padding"; }
@@ -170,7 +184,7 @@ public:
     const char* output_claim() const override { return "unchanged at its real positions when masked pads are inserted"; }
     std::string compared_text() const override { return "L(pad x) at the real positions against L(x)"; }
     const char* verdict_meaning(bool holds) const override { return holds ? "padding invisible" : "padding leaks"; }
-    bool places_pads() const override { return true; }
+    std::vector<PropertyOption> options() const override { return {kPlacement, kPaddedAxis}; }
 
     // "2 pads into n at slots 0, 3".
     std::string case_text(const Case& c) const override {
@@ -183,7 +197,8 @@ public:
     }
 
     PropertyArgs checked(const Signature& s, PropertyArgs a) const override {
-        a.axis = masked_axis(s, a.axis);
+        if (a.settings.count(kPlacement.keyword)) a.pads = placement(a.setting(kPlacement.keyword));
+        a.axis = masked_axis(s, a.setting(kPaddedAxis.keyword, a.axis));
         properties::refuse_sorted_along(s, a.axis, "padding", "a pad inserted into it would break its order");
         for (const Axis& x : s.axes)
             if (x.name == a.axis && (x.max_len < 2 || x.max_len <= x.min_len))

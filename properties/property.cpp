@@ -130,6 +130,16 @@ std::vector<int> distinct_ends(gen::Sampler& draw, int n, int m) {
     return ends;
 }
 
+const PropertyOption& sequence_axis_option() {
+    static const PropertyOption option{"--causal-axis", "causal_axis", "AXIS",
+                                       "the sequence axis (default: the signature's one axis)", {}};
+    return option;
+}
+
+std::string sequence_axis(const Signature& s, const PropertyArgs& a, const std::string& property) {
+    return one_axis(s, a.setting(sequence_axis_option().keyword, a.axis), property);
+}
+
 std::string one_axis(const Signature& s, const std::string& given, const std::string& property) {
     for (const Axis& a : s.axes)
         if (a.name == given) return given;

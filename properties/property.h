@@ -20,28 +20,36 @@
 
 namespace permcheck {
 
-// What a run asks of a property besides the case: the axis it acts along (padding: the padded axis, --padding-axis;
-// reversal, causal-prefix and causal: the sequence axis, --causal-axis; empty: found by checked()), where pads go, whether the position
-// inputs stay where they are while the rest moves (equivariance: --keep-positions), and whether the layer is a
+// What a run asks of a property besides the case: `settings`, the values of the options the property declares
+// (options(), below), by keyword, as given; and what the property's checked() makes of them and of the signature:
+// the axis it acts along (padding: the padded axis; causal, packing, incremental, window: the sequence axis;
+// equivariance: the one axis it permutes, or empty for all; a reference layer's row: its axis), where pads go,
+// whether the position inputs stay where they are while the rest moves (equivariance), and whether the layer is a
 // reference family (white box), which takes a position offset and may be asked what no black box can be.
-// `settings`: the values of the options the property declares (options(), below), by keyword, as given.
 struct PropertyArgs {
     std::string axis;
     PadPlacement pads = PadPlacement::any;
     bool positions_stay = false;
     bool white_box = false;
     std::map<std::string, std::string> settings = {};
+    // The value of the option `keyword` as given, else `fallback`.
+    std::string setting(const std::string& keyword, const std::string& fallback = "") const {
+        const auto it = settings.find(keyword);
+        return it == settings.end() ? fallback : it->second;
+    }
 };
 
 // An option a property declares: its flag on the command line ("--window"), its keyword in the Python package, in
 // AuditOptions::settings and in report.json ("window"), the name of its value in help ("W"; empty: a flag without
-// a value, set to "true"), and its help line. The command line, `permcheck describe`, the Python package and the
-// replay line read these; only the property interprets the value (checked()).
+// a value, set to "true"), its help line, and the words its value may be (none: any). The command line, `permcheck
+// describe`, the Python package, the replay line and the C++ hint read these; only the property interprets the value
+// (checked()). Several properties may declare the same option (the sequence axis).
 struct PropertyOption {
     const char* flag;
     const char* keyword;
     const char* value;
     const char* help;
+    std::vector<std::string> choices = {};
 };
 
 class PropertyRules {
@@ -52,7 +60,7 @@ public:
     virtual const char* name() const = 0;
     virtual const char* adjective() const = 0;
     Property id() const { return Property{name()}; }
-    // The options it takes besides the axis flags below (none by default), each with the flag that sets it.
+    // The options it takes (none by default), each with the flag that sets it.
     virtual std::vector<PropertyOption> options() const { return {}; }
 
     // The two sides and their difference as a reader sees them, for an output that has (`moves`) or lacks the axes
@@ -111,16 +119,10 @@ public:
     // What a verdict says of a layer that takes position inputs (the audit profile's rows): "relative", "padding
     // leaks".
     virtual const char* verdict_meaning(bool holds) const { return holds ? "holds" : "fails"; }
-    // The options a run of it may take: where pads go (--padding, --padding-axis), and the position inputs left in
-    // place while the rest moves (--keep-positions).
-    virtual bool places_pads() const { return false; }
     // Whether an audit of a black box may ask for it (reversal and causal-prefix are the reference layers').
     virtual bool audits_black_boxes() const { return true; }
-    virtual bool positions_may_stay() const { return false; }
-    // Whether it acts along the sequence axis, which --causal-axis names (causal, packing, incremental, window), and
-    // whether it judges outputs that have no axis (those do not: they have no position to be causal at, no sequence
-    // of their own).
-    virtual bool along_sequence() const { return false; }
+    // Whether it judges outputs that have no axis (those along a sequence do not: they have no position to be causal
+    // at, no sequence of their own).
     virtual bool judges_outputs_without_axes() const { return true; }
     // Whether its transformed call is one chunked request (kChunksInput, cases/signature.h): answered only by a
     // layer that decodes in chunks (kChunkedAnswer), one case a request.
@@ -160,6 +162,11 @@ rc::Shrinkable<Case> shrinkable_case(const PropertyRules& rules, const std::shar
 
 // What every property shares.
 namespace properties {
+// The option of the properties that act along a sequence axis (causal, packing, incremental, window): which axis,
+// when the signature has several.
+const PropertyOption& sequence_axis_option();
+// a.axis from the sequence axis option, when given, then as one_axis() settles it.
+std::string sequence_axis(const Signature& s, const PropertyArgs& a, const std::string& property);
 // Whether some dim of t is `axis`.
 bool along(const TensorSpec& t, const std::string& axis);
 // t without the positions `gone` along every dim of `axis`.

@@ -67,7 +67,6 @@ public:
     }
 
     PropertyArgs checked(const Signature& s, PropertyArgs a) const override {
-        if (a.pads != PadPlacement::any) throw std::invalid_argument("--padding goes with --property padding");
         if (!has_position_input(s) && !a.white_box)
             throw std::invalid_argument("--property shift needs a position input (--input NAME:DIMS:position)");
         for (const TensorSpec& t : s.inputs)

@@ -19,9 +19,9 @@ namespace {
 
 const PropertyOption kWindow{"--window", "window", "W",
                              "output i may depend on the W positions up to and including i (for a stack of L "
-                             "windowed layers, the receptive field L (W - 1) + 1)"};
+                             "windowed layers, the receptive field L (W - 1) + 1)", {}};
 const PropertyOption kRight{"--window-right", "window_right", "R",
-                            "and on the R positions after i (a bidirectional local window; default 0)"};
+                            "and on the R positions after i (a bidirectional local window; default 0)", {}};
 
 long part_of(const Case& c, const char* name) {
     const auto v = c.part.find(name);
@@ -75,7 +75,7 @@ class Window : public PropertyRules {
 public:
     const char* name() const override { return "window"; }
     const char* adjective() const override { return "local to its window"; }
-    std::vector<PropertyOption> options() const override { return {kWindow, kRight}; }
+    std::vector<PropertyOption> options() const override { return {kWindow, kRight, properties::sequence_axis_option()}; }
     SideNames sides(bool) const override { return {"L(x')[i]", "L(x)[i]", "|L(x')[i] - L(x)[i]|"}; }
     const char* meaning() const override {
         return "output i depends only on the positions [i - W + 1, i + R]: redrawing the inputs elsewhere leaves it "
@@ -87,18 +87,16 @@ public:
                ", " + std::to_string(at + part_of(c, "right")) + "] redrawn";
     }
     bool permutes() const override { return false; }
-    bool along_sequence() const override { return true; }
     bool judges_outputs_without_axes() const override { return false; }
     const char* output_claim() const override { return "unchanged at position i when every input outside its window is redrawn"; }
     std::string compared_text() const override { return "L(x') against L(x) at position i"; }
     const char* verdict_meaning(bool holds) const override { return holds ? "within its window" : "sees beyond its window"; }
 
     PropertyArgs checked(const Signature& s, PropertyArgs a) const override {
-        if (a.pads != PadPlacement::any) throw std::invalid_argument("--padding goes with --property padding");
         if (setting_in(a, kWindow, 1, kMaxAxisLen, 0) == 0)
             throw std::invalid_argument("--property window needs the window's width: --window W");
         setting_in(a, kRight, 0, kMaxAxisLen, 0);
-        a.axis = properties::one_axis(s, a.axis, "window");
+        a.axis = properties::sequence_axis(s, a, "window");
         if (std::none_of(s.outputs.begin(), s.outputs.end(), [&](const TensorSpec& t) { return properties::along(t, a.axis); }))
             throw std::invalid_argument("--property window compares the outputs at a position of " + a.axis +
                                         ", and no output has that axis");

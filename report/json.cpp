@@ -425,6 +425,13 @@ int weights_version(const json& j) {
 
 }  // namespace
 
+std::map<std::string, std::string> recorded_settings(const json& details) {
+    std::map<std::string, std::string> out = get_or<std::map<std::string, std::string>>(details, "settings", {});
+    if (get_or<bool>(details, "keep_positions", false)) out.emplace("keep_positions", "true");
+    if (const std::string along = get_or<std::string>(details, "along", ""); !along.empty()) out.emplace("along", along);
+    return out;
+}
+
 // ---- JSON ------------------------------------------------------------------------------------------------
 json signature_json(const Signature& s) {
     json axes = json::array(), inputs = json::array(), outputs = json::array();

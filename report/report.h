@@ -78,6 +78,10 @@ void prepare_directory(const std::filesystem::path& dir);
 // Reads a report.json (or a directory holding one). Throws std::invalid_argument / std::runtime_error.
 Record read(const std::filesystem::path& path);
 
+// The property's options an audit's details (details.audit, details.audit_torch) record: its "settings", and in a
+// report written before the axis flags were the properties' own, "keep_positions" and "along".
+std::map<std::string, std::string> recorded_settings(const nlohmann::json& details);
+
 // The record of a reference layer's check: holds | violated (interrupted when stopped), its options under
 // details["check"].
 Record record_of(const CheckResult& result, const CheckOptions& opts);

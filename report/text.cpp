@@ -234,11 +234,6 @@ std::string replay_hint(const AuditResult& r, const AuditOptions& o) {
     if (o.shard.count != 1) s << ", .shard = {" << o.shard.index << ", " << o.shard.count << "}";
     if (o.amplification != 1.0) s << ", .amplification = " << o.amplification;
     if (o.property) s << ", .property = permcheck::Property{" << cpp_string(property_name(*o.property)) << "}";
-    if (o.padding != PadPlacement::any) s << ", .padding = permcheck::PadPlacement::" << pad_placement_name(o.padding);
-    if (!o.padding_axis.empty()) s << ", .padding_axis = " << cpp_string(o.padding_axis);
-    if (!o.causal_axis.empty()) s << ", .causal_axis = " << cpp_string(o.causal_axis);
-    if (!o.along.empty()) s << ", .along = " << cpp_string(o.along);
-    if (o.positions_stay) s << ", .positions_stay = true";
     if (o.skip_padded) s << ", .skip_padded = true";
     if (!o.settings.empty()) {
         s << ", .settings = {";

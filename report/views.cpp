@@ -152,8 +152,9 @@ std::string checked_intro(const Record& r) {
         return "Each case draws a length for every axis and applies the property's transformation (" +
                rules_of(r.property).compared_text() + "); an output's two sides are compared once a case.";
     for (const char* key : {"audit", "audit_torch"})
-        if (r.details.contains(key) && r.details[key].contains("along"))
-            return "Each case draws a length for every axis and permutes " + r.details[key]["along"].get<std::string>() +
+        if (const std::string along = r.details.contains(key) ? report::recorded_settings(r.details[key])["along"] : "";
+            !along.empty())
+            return "Each case draws a length for every axis and permutes " + along +
                    " alone, every other axis in place (one a sorted index input runs along moves only as its re-sort "
                    "says); an output's two sides are compared once a case.";
     return "Each case draws a length for every axis and permutes every axis at once; an output's two sides are "

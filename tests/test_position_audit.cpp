@@ -159,7 +159,7 @@ TEST(PositionAudit, OrderOnlyThroughThePositionIdsHoldsForIdsAndFailsForSlots) {
 TEST(PositionAudit, PositionsLeftInPlaceTellAnOrderAwareModelFromABagOfTokens) {
     const Signature s = lm_signature(true);
     AuditOptions o = with(std::nullopt);
-    o.positions_stay = true;
+    o.settings["keep_positions"] = "true";
     EXPECT_EQ(audit(model(Model::masked_mean), s, o).verdict, Verdict::holds);  // a bag of tokens
     const Signature seq = lm_signature();
     EXPECT_EQ(audit(model(Model::absolute), seq, o).verdict, Verdict::violated);  // order-aware
@@ -199,7 +199,7 @@ TEST(PositionAudit, ShiftAndPaddingRefuseASignatureThatCannotTakeThem) {
                  std::invalid_argument);
     EXPECT_THROW(audit(model(Model::relative), lm_signature(), with(Property{"reversal"})), std::invalid_argument);
     AuditOptions o = with(std::nullopt);
-    o.padding = PadPlacement::left;
+    o.settings["padding"] = pad_placement_name(PadPlacement::left);
     EXPECT_THROW(audit(model(Model::relative), lm_signature(), o), std::invalid_argument);
 }
 
@@ -207,7 +207,7 @@ TEST(PositionAudit, PaddingLeaksThroughAnUnmaskedMeanAndShrinksToOnePad) {
     const Signature s = lm_signature(true);
     for (PadPlacement where : {PadPlacement::left, PadPlacement::right, PadPlacement::any}) {
         AuditOptions o = with(Property{"padding"});
-        o.padding = where;
+        o.settings["padding"] = pad_placement_name(where);
         const AuditResult ok = audit(model(Model::masked_mean), s, o);
         EXPECT_EQ(ok.verdict, Verdict::holds) << finding(ok, s);
         const AuditResult r = audit(model(Model::unmasked_mean), s, o);
@@ -334,7 +334,7 @@ TEST(PositionAudit, PaddingComparesTheRealTokensNotTheSlotsXsOwnMaskPads) {
     const Signature s = lm_signature();
     for (PadPlacement where : {PadPlacement::left, PadPlacement::right, PadPlacement::any}) {
         AuditOptions o = with(Property{"padding"});
-        o.padding = where;
+        o.settings["padding"] = pad_placement_name(where);
         const AuditResult holds = audit(causal_lowest_float(false), s, o);
         EXPECT_EQ(holds.verdict, Verdict::holds) << finding(holds, s);
     }
@@ -393,14 +393,14 @@ TEST(CausalAudit, APairwiseInputIsCutInBothDimsAndTheOtherAxisIsLeftWhole) {
     s.inputs = {parse_input("x:n"), parse_input("bias:n,n"), parse_input("mem:m")};
     s.outputs = {parse_output("y:n"), parse_output("g:1")};
     AuditOptions o = with(Property{"causal"});
-    o.causal_axis = "n";
+    o.settings["causal_axis"] = "n";
     const AuditResult ok = audit(biased(true), s, o);
     EXPECT_EQ(ok.verdict, Verdict::holds) << finding(ok, s);
     const AuditResult r = audit(biased(false), s, o);
     ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
     EXPECT_EQ(r.counterexample->lengths.at("n"), 2) << finding(r, s);
     EXPECT_EQ(r.counterexample->cuts->at, std::vector<int>{1}) << finding(r, s);
-    o.causal_axis = "m";
+    o.settings["causal_axis"] = "m";
     EXPECT_THROW(audit(biased(true), s, o), std::invalid_argument) << "no output lies along m";
 }
 
@@ -413,9 +413,9 @@ TEST(CausalAudit, RefusesASignatureWithoutAnOutputAlongTheAxisOrWithAnIndexIntoI
     const NamedBlackBox copy = [](const Tensors& in) { return Tensors{{"y", in.at("x")}}; };
     AuditOptions o = with(Property{"causal"});
     EXPECT_THROW(audit(copy, graph, o), std::invalid_argument) << "two axes: --causal-axis names one";
-    o.causal_axis = "n";
+    o.settings["causal_axis"] = "n";
     EXPECT_THROW(audit(copy, graph, o), std::invalid_argument) << "src names positions of n";
-    o.causal_axis = "m";
+    o.settings["causal_axis"] = "m";
     EXPECT_THROW(audit(model(Model::causal), lm_signature(), o), std::invalid_argument) << "no axis m";
 }
 

@@ -1171,12 +1171,12 @@ TEST(SignatureAudit, ASortedIndexInputIsKeptInOrderAndItsSortMovesWhatLiesAlongI
     // gives them (what the library's users run) and it holds; along the edges (or every axis) it is violated at two
     // edges into one node.
     AuditOptions nodes = named("a ranked aggregation, along the nodes");
-    nodes.along = "nodes";
+    nodes.settings["along"] = "nodes";
     const AuditResult canonical = audit(sorted_aggregation(true), s, nodes);
     EXPECT_EQ(canonical.verdict, Verdict::holds) << detail_text(canonical) << canonical.error;
     for (const char* along : {"edges", ""}) {
         AuditOptions o = named(std::string("a ranked aggregation, along ") + along);
-        o.along = along;
+        o.settings["along"] = along;
         const AuditResult ranked = audit(sorted_aggregation(true), s, o);
         ASSERT_EQ(ranked.verdict, Verdict::violated) << along << detail_text(ranked) << ranked.error;
         const Counterexample& c = *ranked.counterexample;
@@ -1214,11 +1214,11 @@ TEST(SignatureAudit, ASortedIndexInputIsKeptInOrderAndItsSortMovesWhatLiesAlongI
     padded.inputs.push_back(parse_input("pad:edges:mask"));
     AuditOptions pads = named("pads");
     pads.property = Property{"padding"};
-    pads.padding_axis = "edges";
+    pads.settings["padding_axis"] = "edges";
     EXPECT_THROW(audit(sorted_aggregation(false), padded, pads), std::invalid_argument);
     AuditOptions shifted = named("along with a property that moves no axis");
     shifted.property = Property{"agreement"};
-    shifted.along = "nodes";
+    shifted.settings["along"] = "nodes";
     EXPECT_THROW(audit(sorted_aggregation(false), s, shifted), std::invalid_argument);
 }
 

@@ -515,7 +515,7 @@ def test_an_edge_list_kept_sorted_asks_what_the_librarys_users_run():
     within = permcheck.audit(layer, **sorted_edges, along="edges")
     assert within.verdict == "violated", within.explanation()
     assert within.counterexample.lengths["edges"] == 2
-    assert within.record["details"]["audit"]["along"] == "edges"
+    assert within.record["details"]["audit"]["settings"]["along"] == "edges"
     # Without the qualifier a permutation unsorts the edges and the layer raises.
     unsorted = dict(sorted_edges, inputs=["x:nodes,4", "edge_index:2,edges:index=nodes"])
     raised = permcheck.audit(layer, **unsorted)
