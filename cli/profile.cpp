@@ -10,11 +10,6 @@ namespace permcheck::cli {
 
 namespace {
 
-bool has_kind(const Signature& s, bool (*is)(TensorKind)) {
-    return std::any_of(s.inputs.begin(), s.inputs.end(), [is](const TensorSpec& t) { return is(t.kind); });
-}
-bool is_position(TensorKind k) { return k == TensorKind::position; }
-
 bool decided(Verdict v) { return v != Verdict::error && v != Verdict::interrupted && v != Verdict::undecided; }
 
 // What a row's verdict says, in words: the order-aware row's "holds" is a bag of tokens; order by another route than
@@ -22,52 +17,27 @@ bool decided(Verdict v) { return v != Verdict::error && v != Verdict::interrupte
 std::string meaning(const ProfileRow& row, Verdict v, std::optional<Verdict> causal) {
     if (!decided(v)) return "";
     const bool holds = v == Verdict::holds;
-    if (row.settings.count("keep_positions")) return holds ? "a bag of tokens: order reaches it by no route" : "order-aware";
-    if (!row.property && !holds && causal == Verdict::holds)
+    if (!(holds ? row.holds_means : row.fails_means).empty()) return holds ? row.holds_means : row.fails_means;
+    if (row.order_row && !holds && causal == Verdict::holds)
         return "order by row index: a causal mask by row index is order the position ids do not carry (what a "
                "causal model does)";
-    return rules_of(row.property.value_or(Property{"equivariance"})).verdict_meaning(holds);  // none: equivariance
-}
-
-// Whether the signature allows a property of the sequence axis (given, or the only one): an output along it, and
-// for packing a position or segment input along it.
-bool applies(const PropertyRules& rules, const Signature& s, const std::string& axis) {
-    try {
-        rules.checked(s, PropertyArgs{.axis = axis, .pads = PadPlacement::any, .positions_stay = false,
-                                      .white_box = false, .settings = {}});
-        return true;
-    } catch (const std::invalid_argument&) {
-        return false;
-    }
+    return rules_of(*row.property).verdict_meaning(holds);
 }
 
 }  // namespace
 
 std::vector<ProfileRow> profile_rows(const Signature& s, const std::string& causal_axis, bool reference) {
-    const bool positions = has_kind(s, is_position);
-    std::map<std::string, std::string> axis;  // the sequence axis, as the rows of a sequence property take it
-    if (!causal_axis.empty()) axis[properties::sequence_axis_option().keyword] = causal_axis;
-    std::vector<ProfileRow> rows;
-    if (applies(rules_of(Property{"causal"}), s, causal_axis))
-        rows.push_back({"causal", "causal (no output sees a later token)", Property{"causal"}, axis, true});
-    rows.push_back({"order-through-positions",
-                    positions ? "order only through the position inputs" : "equivariance (no position input)",
-                    std::nullopt, {}, false});
-    if (positions) {
-        rows.push_back({"order-aware", "order-aware at all (positions left in place)", std::nullopt,
-                        {{"keep_positions", "true"}}, false});
-        rows.push_back({"relative", "relative (every position id + c)", Property{"shift"}, {}, false});
+    PropertyArgs given;  // the profile's own option: the sequence axis
+    if (!causal_axis.empty()) given.settings[properties::sequence_axis_option().keyword] = causal_axis;
+    std::vector<ProfileRow> first, rest;  // the rows whose verdict the others' words read come first
+    for (const PropertyRules* p : registered_properties()) {
+        if (!p->audits_black_boxes() || (p->needs_reference() && !reference)) continue;
+        for (const ProfileRowSpec& r : p->profile_rows(s, given))
+            (r.explains_order ? first : rest)
+                .push_back({r.id, r.title, p->id(), r.settings, r.explains_order, r.order_row, r.holds_means, r.fails_means});
     }
-    if (has_kind(s, is_mask))
-        for (PadPlacement p : {PadPlacement::left, PadPlacement::right, PadPlacement::any})
-            rows.push_back({std::string("padding-") + pad_placement_name(p),
-                            std::string("padding ") + pad_placement_name(p), Property{"padding"},
-                            {{"padding", pad_placement_name(p)}}, false});
-    if (applies(rules_of(Property{"packing"}), s, causal_axis))
-        rows.push_back({"packing", "packed sequences stay apart", Property{"packing"}, axis, false});
-    if (reference)
-        rows.push_back({"agreement", "agrees with the reference", Property{"agreement"}, {}, false});
-    return rows;
+    first.insert(first.end(), rest.begin(), rest.end());
+    return first;
 }
 
 int run_profile(const std::string& program, const std::string& name, const Signature& s, const AuditFlags& flags,

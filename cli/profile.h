@@ -20,13 +20,15 @@ struct ProfileRow {
     std::optional<Property> property;
     std::map<std::string, std::string> settings;  // the property's options the row runs with (padding=left)
     bool explains_order = false;  // its holding verdict is what the order row's words read (the causal row)
+    bool order_row = false;       // violated where the causal row holds: order by row index
+    std::string holds_means, fails_means;  // its verdict's words, when not the property's
 };
 
-// The rows that apply: causal when the signature has a sequence axis (`causal_axis`, or its one axis) that an output
-// lies along, order only through the position inputs (equivariance; plain equivariance without a position input),
-// order-aware at all (--keep-positions) and relative (shift) with a position input, padding left, right and any
-// with a mask, packing when a position or segment input lies along the sequence axis, and agreement when a
-// reference implementation was given.
+// The rows that apply, as each property declares them (PropertyRules::profile_rows): with the signature's sequence
+// axis (`causal_axis`, or its one axis) causal, then order only through the position inputs and order-aware at
+// all (equivariance), relative (shift) with a position input, padding left, right and any with a mask, packing
+// when a position or segment input lies along the sequence axis, and agreement when a reference implementation was
+// given; the rows that explain order (causal) first, the others in the order the properties are registered.
 std::vector<ProfileRow> profile_rows(const Signature& s, const std::string& causal_axis = "", bool reference = false);
 
 // One row's run, its flags those of the profile with the row's property: its result and its report record.

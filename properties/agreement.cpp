@@ -22,6 +22,9 @@ public:
     const char* name() const override { return "agreement"; }
     const char* adjective() const override { return "in agreement with the reference"; }
     SideNames sides(bool) const override { return {"L(x)", "R(x)", "|L(x) - R(x)|"}; }
+    std::vector<ProfileRowSpec> profile_rows(const Signature&, const PropertyArgs&) const override {
+        return {{"agreement", "agrees with the reference", {}, false, false, "", ""}};
+    }
     const char* meaning() const override {
         return "the layer and a reference implementation answer every input alike: L(x) = R(x)";
     }

@@ -66,6 +66,10 @@ public:
     }
     bool permutes() const override { return false; }
     std::vector<PropertyOption> options() const override { return {properties::sequence_axis_option()}; }
+    std::vector<ProfileRowSpec> profile_rows(const Signature& s, const PropertyArgs& a) const override {
+        if (!properties::applies(*this, s, a)) return {};
+        return {{"causal", "causal (no output sees a later token)", a.settings, true, false, "", ""}};
+    }
     bool judges_outputs_without_axes() const override { return false; }
     const char* output_claim() const override { return "unchanged at its first k positions when the sequence is cut after k"; }
     std::string compared_text() const override { return "L(x[:k]) against the first k positions of L(x)"; }

@@ -37,6 +37,20 @@ const PropertyOption kKeepPositions{"--keep-positions", "keep_positions", "",
 
 std::vector<PropertyOption> Equivariance::options() const { return {kAlong, kKeepPositions}; }
 
+// Order only through the position inputs (every input moves, the ids with the tokens), and with a position input
+// order-aware at all (the ids left in place).
+std::vector<ProfileRowSpec> Equivariance::profile_rows(const Signature& s, const PropertyArgs&) const {
+    const bool positions = std::any_of(s.inputs.begin(), s.inputs.end(),
+                                       [](const TensorSpec& t) { return t.kind == TensorKind::position; });
+    std::vector<ProfileRowSpec> rows{{"order-through-positions",
+                                      positions ? "order only through the position inputs" : "equivariance (no position input)",
+                                      {}, false, true, "", ""}};
+    if (positions)
+        rows.push_back({"order-aware", "order-aware at all (positions left in place)", {{kKeepPositions.keyword, "true"}},
+                        false, false, "a bag of tokens: order reaches it by no route", "order-aware"});
+    return rows;
+}
+
 PropertyArgs Equivariance::checked(const Signature& s, PropertyArgs a) const {
     a.axis = a.setting(kAlong.keyword, a.axis);
     if (a.setting(kKeepPositions.keyword) == "true") a.positions_stay = true;

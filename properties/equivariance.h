@@ -24,6 +24,7 @@ public:
         return holds ? "order only through the data" : "order by another route";
     }
     std::vector<PropertyOption> options() const override;
+    std::vector<ProfileRowSpec> profile_rows(const Signature& s, const PropertyArgs& a) const override;
 };
 
 // A permuting property of the reference layers only, along one axis, whose permutations are one or a subgroup of
@@ -33,6 +34,7 @@ public:
     bool decided_by_generators() const override { return false; }
     bool audits_black_boxes() const override { return false; }
     std::vector<PropertyOption> options() const override { return {}; }
+    std::vector<ProfileRowSpec> profile_rows(const Signature&, const PropertyArgs&) const override { return {}; }
     PropertyArgs checked(const Signature& s, PropertyArgs a) const override;
 };
 

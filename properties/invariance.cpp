@@ -12,6 +12,8 @@ public:
     const char* adjective() const override { return "invariant"; }
     SideNames sides(bool) const override { return Equivariance::sides(false); }
     const char* meaning() const override { return "L(P x) = L(x): a pooled output ignores the order"; }
+    // Its rows are equivariance's, whose audit judges an output without an axis as invariance.
+    std::vector<ProfileRowSpec> profile_rows(const Signature&, const PropertyArgs&) const override { return {}; }
 };
 }  // namespace
 

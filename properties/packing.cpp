@@ -122,6 +122,10 @@ public:
     }
     bool permutes() const override { return false; }
     std::vector<PropertyOption> options() const override { return {properties::sequence_axis_option()}; }
+    std::vector<ProfileRowSpec> profile_rows(const Signature& s, const PropertyArgs& a) const override {
+        if (!properties::applies(*this, s, a)) return {};
+        return {{"packing", "packed sequences stay apart", a.settings, false, false, "", ""}};
+    }
     bool judges_outputs_without_axes() const override { return false; }
     const char* output_claim() const override { return "at each packed sequence's positions equal to its own run's"; }
     std::string compared_text() const override { return "L(s_j) against the packed row's outputs at s_j"; }

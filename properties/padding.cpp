@@ -185,6 +185,15 @@ public:
     std::string compared_text() const override { return "L(pad x) at the real positions against L(x)"; }
     const char* verdict_meaning(bool holds) const override { return holds ? "padding invisible" : "padding leaks"; }
     std::vector<PropertyOption> options() const override { return {kPlacement, kPaddedAxis}; }
+    // Pads left, right and anywhere, with a mask input.
+    std::vector<ProfileRowSpec> profile_rows(const Signature& s, const PropertyArgs&) const override {
+        if (std::none_of(s.inputs.begin(), s.inputs.end(), [](const TensorSpec& t) { return is_mask(t.kind); })) return {};
+        std::vector<ProfileRowSpec> rows;
+        for (const std::string& where : kPlacement.choices)
+            if (where != "any") rows.push_back({"padding-" + where, "padding " + where, {{kPlacement.keyword, where}}, false, false, "", ""});
+        rows.push_back({"padding-any", "padding any", {{kPlacement.keyword, "any"}}, false, false, "", ""});
+        return rows;
+    }
 
     // "2 pads into n at slots 0, 3".
     std::string case_text(const Case& c) const override {

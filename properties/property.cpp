@@ -130,6 +130,15 @@ std::vector<int> distinct_ends(gen::Sampler& draw, int n, int m) {
     return ends;
 }
 
+bool applies(const PropertyRules& rules, const Signature& s, const PropertyArgs& a) {
+    try {
+        rules.checked(s, a);
+        return true;
+    } catch (const std::invalid_argument&) {
+        return false;
+    }
+}
+
 const PropertyOption& sequence_axis_option() {
     static const PropertyOption option{"--causal-axis", "causal_axis", "AXIS",
                                        "the sequence axis (default: the signature's one axis)", {}};

@@ -52,6 +52,18 @@ struct PropertyOption {
     std::vector<std::string> choices = {};
 };
 
+// A row of the audit profile (`--profile`) that a property adds: its id (its report directory), what it asks in
+// words, the options it runs with, whether its verdict is what the order row's words read (the causal row),
+// whether it is that order row (violated where the causal row holds: order by row index, a causal model's), and
+// what its verdict says when not the property's own words (verdict_meaning).
+struct ProfileRowSpec {
+    std::string id, title;
+    std::map<std::string, std::string> settings = {};
+    bool explains_order = false;
+    bool order_row = false;
+    std::string holds_means = {}, fails_means = {};
+};
+
 class PropertyRules {
 public:
     virtual ~PropertyRules() = default;
@@ -62,6 +74,9 @@ public:
     Property id() const { return Property{name()}; }
     // The options it takes (none by default), each with the flag that sets it.
     virtual std::vector<PropertyOption> options() const { return {}; }
+    // The rows it adds to the audit profile of signature s (`a`: the profile's own options, its sequence axis),
+    // none where it does not apply (the default).
+    virtual std::vector<ProfileRowSpec> profile_rows(const Signature&, const PropertyArgs&) const { return {}; }
 
     // The two sides and their difference as a reader sees them, for an output that has (`moves`) or lacks the axes
     // the property moves: "L(P x)", "P L(x)" (an output without the axis: "L(x)").
@@ -165,6 +180,8 @@ namespace properties {
 // The option of the properties that act along a sequence axis (causal, packing, incremental, window): which axis,
 // when the signature has several.
 const PropertyOption& sequence_axis_option();
+// Whether the property takes signature s with arguments a (its checked() throws nothing).
+bool applies(const PropertyRules& rules, const Signature& s, const PropertyArgs& a);
 // a.axis from the sequence axis option, when given, then as one_axis() settles it.
 std::string sequence_axis(const Signature& s, const PropertyArgs& a, const std::string& property);
 // Whether some dim of t is `axis`.

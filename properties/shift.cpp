@@ -66,6 +66,11 @@ public:
         return holds ? "relative" : "not relative (absolute positions)";
     }
 
+    std::vector<ProfileRowSpec> profile_rows(const Signature& s, const PropertyArgs&) const override {
+        if (!has_position_input(s)) return {};
+        return {{"relative", "relative (every position id + c)", {}, false, false, "", ""}};
+    }
+
     PropertyArgs checked(const Signature& s, PropertyArgs a) const override {
         if (!has_position_input(s) && !a.white_box)
             throw std::invalid_argument("--property shift needs a position input (--input NAME:DIMS:position)");
