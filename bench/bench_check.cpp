@@ -11,7 +11,7 @@
 //   target        the ratio the issue asks for (0: none)
 #include "adapters/exec_adapter.h"
 #include "check/check.h"
-#include "check/signature_audit.h"
+#include "audit/signature_audit.h"
 #include "tests/support/mutants.h"
 #include "tests/support/sequence.h"
 

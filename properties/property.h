@@ -127,7 +127,7 @@ public:
     virtual bool chunks_calls() const { return false; }
 
     // Whether it compares the layer with a second black box, a reference implementation (agreement): an audit of it
-    // needs one (audit_against, check/signature_audit.h) and its taps compare nothing.
+    // needs one (audit_against, audit/signature_audit.h) and its taps compare nothing.
     virtual bool needs_reference() const { return false; }
     // Whether what the layer raises on the transformed inputs where x was answered (LayerRaised) is the finding,
     // not an error: a chunked request's (incremental), or either side's against a reference (agreement).

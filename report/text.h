@@ -4,7 +4,7 @@
 // GMP or JSON header.
 #pragma once
 
-#include "check/blackbox.h"
+#include "audit/blackbox.h"
 #include "cases/finding.h"
 #include "cases/signature.h"
 #include "cases/vocabulary.h"
@@ -67,7 +67,7 @@ std::string signature_flags(const Signature& s);
 std::string shell_quote(const std::string& s);
 std::string shell_word(const std::string& s);
 // A readable account of an audit's result: the verdict, what was found, the shrunk counterexample and what finds it
-// again: the line the result carries (AuditResult::replay: the one-tensor form's options, check/blackbox.h), else
+// again: the line the result carries (AuditResult::replay: the one-tensor form's options, audit/blackbox.h), else
 // the signature's C++ (replay_hint below).
 std::string explain(const AuditResult& r, const Signature& signature, const AuditOptions& o);
 // The same with the signature the result carries.

@@ -1,5 +1,5 @@
-// The evaluator of audits (check/evaluator.h).
-#include "check/evaluator.h"
+// The evaluator of audits (audit/evaluator.h).
+#include "audit/evaluator.h"
 
 #include "cases/signature_case.h"
 

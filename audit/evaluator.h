@@ -1,13 +1,13 @@
-// The evaluator the audit engine (check/audit_engine.h) runs on: it asks a named black box for the answers to a case
+// The evaluator the audit engine (audit/audit_engine.h) runs on: it asks a named black box for the answers to a case
 // (L(x), again when repeated, and the answer to the property's transformed inputs), checks the outputs the signature
 // names and their shapes, judges the answers with a tolerance, asks again (a reproduction, an input twice, a case
 // alone after a batch), shrinks with the property's shrinker and records a finding. The expected side may come from
-// a second black box, the reference (audit_against, check/signature_audit.h). What is judged, and the tolerance,
+// a second black box, the reference (audit_against, audit/signature_audit.h). What is judged, and the tolerance,
 // are in proofs-notes/signature-audit.md. Internal: it includes RapidCheck.
 #pragma once
 
-#include "check/audit_engine.h"
-#include "check/signature_audit.h"
+#include "audit/audit_engine.h"
+#include "audit/signature_audit.h"
 #include "properties/property.h"
 
 #include <map>

@@ -1,9 +1,9 @@
-// The engine of black-box audits (check/audit_engine.h): the cases run over workers, the shrink of a failure, the
-// confirmation of a batched run alone, and the verdict. Its precision evidence is check/audit_precision.cpp, its
-// schedule and batched calls check/audit_schedule.cpp.
-#include "check/audit_engine.h"
+// The engine of black-box audits (audit/audit_engine.h): the cases run over workers, the shrink of a failure, the
+// confirmation of a batched run alone, and the verdict. Its precision evidence is audit/audit_precision.cpp, its
+// schedule and batched calls audit/audit_schedule.cpp.
+#include "audit/audit_engine.h"
 
-#include "check/evaluator.h"
+#include "audit/evaluator.h"
 #include "cases/search.h"
 
 #include <algorithm>

@@ -1,5 +1,5 @@
-// Taps: a counterexample's submodule outputs judged one by one (check/taps.h, proofs-notes/taps.md).
-#include "check/taps.h"
+// Taps: a counterexample's submodule outputs judged one by one (audit/taps.h, proofs-notes/taps.md).
+#include "audit/taps.h"
 
 #include "cases/compare.h"
 #include "properties/property.h"
