@@ -296,7 +296,8 @@ bool CaseRun::conclude(Evaluator& ev, std::size_t j, const Case* c, const Answer
     std::vector<std::optional<Failure>> found(candidates_.size());
     Answer<Observation> error{std::nullopt, asked.error, asked.request};
     bool threw = !(asked.value && c);
-    std::vector<std::string> names;  // the outputs judged, named under the lock for checked()
+    // The outputs judged, named under the lock for checked_over() (AuditResult::checked).
+    std::vector<std::string> names;
     if (!threw) {
         try {
             found = judged_under_each(ev, j, *c, *asked.value, batched, names);

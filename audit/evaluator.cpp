@@ -24,7 +24,7 @@ PropertyArgs audited_args(const Signature& s, const AuditOptions& o) {
             throw std::invalid_argument("the setting '" + keyword + "' is no option of --property " +
                                         std::string(rules.name()));
     }
-    return rules.checked(s, PropertyArgs{axis, o.padding, o.positions_stay, false, o.settings});
+    return rules.completed_args(s, PropertyArgs{axis, o.padding, o.positions_stay, false, o.settings});
 }
 
 Evaluator::Evaluator(const BatchedNamedBlackBox& box, std::shared_ptr<const Signature> s, const AuditOptions& o,

@@ -19,7 +19,7 @@ Tensors Evaluator::call(Side side, const Tensors& inputs, const Lengths& lengths
                            " in chunks as if it were one pass: it does not decode in chunks (an adapter answers "
                            "\"chunked\": true, as permcheck.serve does for a module with its cache= route; in C++, "
                            "audit a chunked_black_box of a ChunkStep)");
-    return check ? checked(std::move(answer), lengths) : answer;
+    return check ? named_outputs(std::move(answer), lengths) : answer;
 }
 
 // The box's answer to inputs of these lengths, a free axis's length carried with them (kLengthInput).
@@ -155,7 +155,7 @@ Answers Evaluator::answers_of(const Case& c, std::vector<Answer<Tensors>>& got, 
     const auto take = [&](Answer<Tensors>& item, const Lengths& lengths) {
         last_request = format_lengths(lengths);
         if (!item.value) throw AdapterError(item.error);
-        return checked(std::move(*item.value), lengths);
+        return named_outputs(std::move(*item.value), lengths);
     };
     Answers a;
     a.y = take(got[i], c.lengths);

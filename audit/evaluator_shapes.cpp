@@ -11,12 +11,12 @@ namespace permcheck::engine {
 // of them once the nodes move): the outputs are kept as answered, those of another shape named in `a`.
 Tensors Evaluator::taken_transformed(Tensors answer, const Lengths& lengths, Answers& a) {
     try {
-        return checked(answer, lengths);
+        return named_outputs(answer, lengths);
     } catch (const AnswerShape& e) {
         Tensors outputs;
         for (const TensorSpec& spec : s_->outputs) {
             const auto it = answer.find(spec.name);
-            if (it == answer.end()) return checked(std::move(answer), lengths);  // an output missing: the error
+            if (it == answer.end()) return named_outputs(std::move(answer), lengths);  // an output missing: the error
             try {
                 check_shape(spec, it->second, lengths);
             } catch (const AnswerShape&) {
@@ -30,7 +30,7 @@ Tensors Evaluator::taken_transformed(Tensors answer, const Lengths& lengths, Ans
 }
 
 // The outputs the signature names of an answer, their shapes checked.
-Tensors Evaluator::checked(Tensors answer, const Lengths& lengths) {
+Tensors Evaluator::named_outputs(Tensors answer, const Lengths& lengths) {
     Tensors outputs;
     for (const TensorSpec& spec : s_->outputs) {
         const auto it = answer.find(spec.name);

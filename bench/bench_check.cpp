@@ -133,7 +133,7 @@ void BM_Shrink(benchmark::State& state, const Family& subject, Arithmetic arithm
     const Expectation& row = row_of(subject, Property{"equivariance"});
     const Signature sig = signature_of(subject, o);
     const PropertyRules& rules = rules_of(row.property);
-    const PropertyArgs args = rules.checked(sig, {row.axis, PadPlacement::any, false, true});
+    const PropertyArgs args = rules.completed_args(sig, {row.axis, PadPlacement::any, false, true});
     double work = 0, floor = 0;
     CheckResult last;
     for (auto _ : state) {

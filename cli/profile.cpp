@@ -33,7 +33,7 @@ std::string meaning(const ProfileRow& row, Verdict v, std::optional<Verdict> cau
 // for packing a position or segment input along it.
 bool applies(const PropertyRules& rules, const Signature& s, const std::string& axis) {
     try {
-        rules.checked(s, PropertyArgs{axis});
+        rules.completed_args(s, PropertyArgs{axis});
         return true;
     } catch (const std::invalid_argument&) {
         return false;

@@ -35,7 +35,7 @@ public:
     bool raising_is_finding() const override { return true; }
     bool flags_non_finite() const override { return false; }
 
-    PropertyArgs checked(const Signature&, PropertyArgs a) const override {
+    PropertyArgs completed_args(const Signature&, PropertyArgs a) const override {
         if (a.white_box)
             throw std::invalid_argument("--property agreement compares a layer with a reference implementation of "
                                         "yours: audit it (permcheck audit --reference-exec), a reference layer has "

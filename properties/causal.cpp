@@ -71,7 +71,7 @@ public:
     std::string compared_text() const override { return "L(x[:k]) against the first k positions of L(x)"; }
     const char* verdict_meaning(bool holds) const override { return holds ? "causal" : "sees later tokens"; }
 
-    PropertyArgs checked(const Signature& s, PropertyArgs a) const override {
+    PropertyArgs completed_args(const Signature& s, PropertyArgs a) const override {
         if (a.pads != PadPlacement::any) throw std::invalid_argument("--padding goes with --property padding");
         a.axis = properties::one_axis(s, a.axis, "causal");
         properties::require_sequence_axis(s, a.axis, "causal");

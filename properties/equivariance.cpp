@@ -23,7 +23,7 @@ Property Equivariance::recorded_as(const Signature& s, const PropertyArgs& a) co
     return std::any_of(s.outputs.begin(), s.outputs.end(), moves) ? Property{"equivariance"} : Property{"invariance"};
 }
 
-PropertyArgs Equivariance::checked(const Signature& s, PropertyArgs a) const {
+PropertyArgs Equivariance::completed_args(const Signature& s, PropertyArgs a) const {
     if (a.pads != PadPlacement::any) throw std::invalid_argument("--padding and --padding-axis go with --property padding");
     if (!a.axis.empty()) a.axis = properties::one_axis(s, a.axis, property_name(id()));
     return a;
@@ -35,7 +35,7 @@ void Equivariance::draw(const Signature&, const PropertyArgs& a, Case& c, const 
         if (axis != a.axis) p = Permutation::identity(p.size());
 }
 
-PropertyArgs OneAxisEquivariance::checked(const Signature& s, PropertyArgs a) const {
+PropertyArgs OneAxisEquivariance::completed_args(const Signature& s, PropertyArgs a) const {
     if (!a.white_box)
         throw std::invalid_argument(std::string("--property ") + property_name(id()) +
                                     " is a property of the reference layers (permcheck check); audits take "

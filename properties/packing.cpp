@@ -127,7 +127,7 @@ public:
     std::string compared_text() const override { return "L(s_j) against the packed row's outputs at s_j"; }
     const char* verdict_meaning(bool holds) const override { return holds ? "sequences stay apart" : "packed sequences leak"; }
 
-    PropertyArgs checked(const Signature& s, PropertyArgs a) const override {
+    PropertyArgs completed_args(const Signature& s, PropertyArgs a) const override {
         if (a.pads != PadPlacement::any) throw std::invalid_argument("--padding goes with --property padding");
         a.axis = properties::one_axis(s, a.axis, "packing");
         properties::require_sequence_axis(s, a.axis, "packing");

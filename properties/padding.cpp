@@ -182,7 +182,7 @@ public:
         return out;
     }
 
-    PropertyArgs checked(const Signature& s, PropertyArgs a) const override {
+    PropertyArgs completed_args(const Signature& s, PropertyArgs a) const override {
         a.axis = masked_axis(s, a.axis);
         properties::refuse_sorted_along(s, a.axis, "padding", "a pad inserted into it would break its order");
         for (const Axis& x : s.axes)

@@ -21,9 +21,10 @@
 namespace permcheck {
 
 // What a run asks of a property besides the case: the axis it acts along (padding: the padded axis, --padding-axis;
-// reversal, causal-prefix and causal: the sequence axis, --causal-axis; empty: found by checked()), where pads go, whether the position
-// inputs stay where they are while the rest moves (equivariance: --keep-positions), and whether the layer is a
-// reference family (white box), which takes a position offset and may be asked what no black box can be.
+// reversal, causal-prefix and causal: the sequence axis, --causal-axis; empty: found by completed_args()), where
+// pads go, whether the position inputs stay where they are while the rest moves (equivariance: --keep-positions),
+// and whether the layer is a reference family (white box), which takes a position offset and may be asked what no
+// black box can be.
 // `settings`: the values of the options the property declares (options(), below), by keyword, as given.
 struct PropertyArgs {
     std::string axis;
@@ -36,7 +37,7 @@ struct PropertyArgs {
 // An option a property declares: its flag on the command line ("--window"), its keyword in the Python package, in
 // AuditOptions::settings and in report.json ("window"), the name of its value in help ("W"; empty: a flag without
 // a value, set to "true"), and its help line. The command line, `permcheck describe`, the Python package and the
-// replay line read these; only the property interprets the value (checked()).
+// replay line read these; only the property interprets the value (completed_args()).
 struct PropertyOption {
     const char* flag;
     const char* keyword;
@@ -69,7 +70,7 @@ public:
     virtual Property recorded_as(const Signature&, const PropertyArgs&) const { return id(); }
     // The arguments completed for this signature (the axis found), or std::invalid_argument naming the flag and what
     // the signature lacks.
-    virtual PropertyArgs checked(const Signature& s, PropertyArgs given) const = 0;
+    virtual PropertyArgs completed_args(const Signature& s, PropertyArgs given) const = 0;
 
     // Each case's lengths over a whole run (before sharding), and the property's part of case `index`, drawn after
     // its inputs and permutations (cases/signature_case.h).

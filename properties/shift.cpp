@@ -66,7 +66,7 @@ public:
         return holds ? "relative" : "not relative (absolute positions)";
     }
 
-    PropertyArgs checked(const Signature& s, PropertyArgs a) const override {
+    PropertyArgs completed_args(const Signature& s, PropertyArgs a) const override {
         if (a.pads != PadPlacement::any) throw std::invalid_argument("--padding goes with --property padding");
         if (!has_position_input(s) && !a.white_box)
             throw std::invalid_argument("--property shift needs a position input (--input NAME:DIMS:position)");
