@@ -5,7 +5,7 @@
 #pragma once
 
 #include "adapters/protocol.h"
-#include "check/signature_audit.h"
+#include "audit/signature_audit.h"
 
 #include <poll.h>
 #include <sys/types.h>
@@ -40,7 +40,7 @@ struct ExecOptions {
     // a stop (Ctrl-C, SIGTERM) never waits out a --timeout. The caller tells that error from the layer's by asking
     // its own stop flag.
     std::function<bool()> stop_requested{};
-    // The layer is the one-tensor form's (its signature one_tensor_signature's, check/blackbox.h): its requests and
+    // The layer is the one-tensor form's (its signature one_tensor_signature's, audit/blackbox.h): its requests and
     // answers are that form's lines ({"id","x"} in, {"id","y"} out), never stacked. Set by the edge that converted it.
     bool one_tensor = false;
 };
@@ -147,7 +147,7 @@ NamedBlackBox exec_named_black_box(const ExecOptions& opts, const Signature& s);
 // signature has batch dims (the one-tensor form has none: its batches are items).
 BatchedNamedBlackBox exec_batched_named_black_box(const ExecOptions& opts, const Signature& s);
 // The taps of a counterexample, from an adapter process of their own, started on the first call. Its first call
-// sends a plain request first and throws NoTapsOffered (check/taps.h) when that answer does not offer them, so no
+// sends a plain request first and throws NoTapsOffered (audit/taps.h) when that answer does not offer them, so no
 // adapter is ever sent a tap request it did not ask for.
 TapSource exec_tap_source(const ExecOptions& opts, const Signature& s);
 

@@ -11,8 +11,8 @@
 //                {"id":7,"error":"text"} out.
 #pragma once
 
-#include "check/blackbox.h"
-#include "check/taps.h"
+#include "audit/blackbox.h"
+#include "audit/taps.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -40,7 +40,7 @@ struct NamedResponse {
     bool is_error = false;
     std::string error;
     Tensors outputs;  // by name; only the names of `expected`, each with its expected shape
-    bool taps_offered = false;  // the answer says "taps_offered": true (check/taps.h)
+    bool taps_offered = false;  // the answer says "taps_offered": true (audit/taps.h)
     bool raised = false;  // an error answer marked "raised": true: the layer raised (LayerRaised), not the adapter
 };
 
@@ -125,7 +125,7 @@ StackedResponse parse_stacked_response(std::string_view line, const std::vector<
 std::string float64_base64(const std::vector<double>& values);
 std::vector<double> float64_values(std::string_view base64, std::size_t count, const std::string& what);
 
-// Taps (check/taps.h, docs/reports.md, "Where symmetry first breaks: taps"). An adapter offers them with "taps_offered": true in
+// Taps (audit/taps.h, docs/reports.md, "Where symmetry first breaks: taps"). An adapter offers them with "taps_offered": true in
 // any answer; only then permcheck sends a request (either form) with "taps": true, answered with
 // {"id":7, ..., "taps":[{"name":"blocks.1","shape":[2,8],"values":[[...],...],"dims":["n",null]}, ...]}: the
 // submodules' outputs in the order they finished; "dims" (the axis each dim follows, null for none) is optional.
@@ -143,7 +143,7 @@ TapResponse parse_tap_response(std::string_view line);
 std::string with_taps(std::string request_line);
 
 // ---- a call's lines, in the signature's dialect or (`one_tensor`) the one-tensor form's (one_tensor_signature,
-// check/blackbox.h: {"id","x"} in, {"id","y"} out, never stacked)
+// audit/blackbox.h: {"id","x"} in, {"id","y"} out, never stacked)
 // The request line (without its newline) of request `id` that asks the adapter for these inputs: the one-tensor
 // form's {"id","x"}, or named inputs, with a chunked request's "chunks" and a free axis's "lengths" (kLengthInput).
 std::string request_line(std::int64_t id, const Signature& s, const Tensors& inputs, bool one_tensor);

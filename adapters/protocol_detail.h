@@ -21,7 +21,7 @@ nlohmann::json answer_object(std::string_view line, const char* expected = "{\"i
 std::int64_t answer_id(const nlohmann::json& j, std::string_view line, const char* expected);
 // The adapter's own error message, if the answer is one.
 std::optional<std::string> answer_error(const nlohmann::json& j);
-// "taps_offered": true (check/taps.h); anything else, or nothing, offers none.
+// "taps_offered": true (audit/taps.h); anything else, or nothing, offers none.
 bool offers_taps(const nlohmann::json& j);
 
 // The head every answer shares, read into r: its id and its offer of taps; true, with r.is_error and r.error set,

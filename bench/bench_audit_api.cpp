@@ -264,7 +264,7 @@ std::vector<std::pair<permcheck::Tensors, permcheck::Tensors>> position_inputs(c
                                                                                const permcheck::AuditOptions& o) {
     std::vector<std::pair<permcheck::Tensors, permcheck::Tensors>> out;
     const permcheck::PropertyRules& p = permcheck::rules_of(*o.property);
-    const permcheck::PropertyArgs args = p.checked(s, {});
+    const permcheck::PropertyArgs args = p.completed_args(s, {});
     const permcheck::LengthSchedule lengths = p.lengths(s, args, o.cases, o.seed);
     rc::Random random(o.seed);
     for (int i = 0; i < o.cases; ++i) {

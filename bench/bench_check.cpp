@@ -11,7 +11,7 @@
 //   target        the ratio the issue asks for (0: none)
 #include "adapters/exec_adapter.h"
 #include "check/check.h"
-#include "check/signature_audit.h"
+#include "audit/signature_audit.h"
 #include "tests/support/mutants.h"
 #include "tests/support/sequence.h"
 
@@ -133,7 +133,7 @@ void BM_Shrink(benchmark::State& state, const Family& subject, Arithmetic arithm
     const Expectation& row = row_of(subject, Property{"equivariance"});
     const Signature sig = signature_of(subject, o);
     const PropertyRules& rules = rules_of(row.property);
-    const PropertyArgs args = rules.checked(sig, {row.axis, PadPlacement::any, false, true});
+    const PropertyArgs args = rules.completed_args(sig, {row.axis, PadPlacement::any, false, true});
     double work = 0, floor = 0;
     CheckResult last;
     for (auto _ : state) {

@@ -7,7 +7,7 @@
 //   - invariant to each axis it lacks: the permutation of that axis leaves the output alone.
 //
 // Part of the public API, so RapidCheck-free (tests/public_headers.sh). The one-tensor form (`--dim D`) is converted
-// into a signature where it enters (one_tensor_signature, check/blackbox.h): nothing here knows it.
+// into a signature where it enters (one_tensor_signature, audit/blackbox.h): nothing here knows it.
 #pragma once
 
 #include "cases/permutation.h"

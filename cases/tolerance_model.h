@@ -1,6 +1,6 @@
 // The model of a floating comparison's tolerance, as data: what an audit's result and a report record. A header of
 // its own, apart from cases/compare.h (which computes tolerances and knows every scalar, exact rationals included),
-// so that the public API (<permcheck/audit.h>, through check/blackbox.h) reads no exact-scalar header.
+// so that the public API (<permcheck/audit.h>, through audit/blackbox.h) reads no exact-scalar header.
 #pragma once
 
 namespace permcheck {

@@ -205,7 +205,8 @@ struct Question {
 
     Question(const Family& f, const Expectation& row, const CheckOptions& o)
         : family(f), signature(std::make_shared<const Signature>(signature_of(f, o))), property(rules_of(row.property)),
-          args(property.checked(*signature, PropertyArgs{row.axis, PadPlacement::any, false, true})), options(o) {}
+          args(property.completed_args(*signature, PropertyArgs{row.axis, PadPlacement::any, false, true})),
+          options(o) {}
 
     std::vector<OutputComparison> compared(const Case& c, Arithmetic a) const {
         return in_arithmetic(a, [&](auto s) {

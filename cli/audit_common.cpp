@@ -321,7 +321,7 @@ report::Record audit_record(const AuditResult& r, const std::string& name, Prope
     if (!f.settings.empty()) details["settings"] = f.settings;  // the property's declared options, as given
     details["axis_lengths"] = r.axis_lengths;
     details["dtype_inferred"] = r.dtype_inferred;
-    // What decided the dtype: "given", or the rule of check/audit_engine.h (PrecisionEvidence) that did.
+    // What decided the dtype: "given", or the rule of audit/audit_engine.h (PrecisionEvidence) that did.
     details["dtype_evidence"] = !requested_dtype(f)          ? dtype_evidence_name(r.dtype_evidence)
                                 : f.dtype_source == "module"  ? "the module's dtype"
                                 : f.dtype_source == "default" ? "the default for a function (float64 tensors)"

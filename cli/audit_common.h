@@ -4,7 +4,7 @@
 // the report's writing. Compiled into both programs.
 #pragma once
 
-#include "check/signature_audit.h"
+#include "audit/signature_audit.h"
 #include "report/report.h"
 
 #include <CLI/CLI.hpp>

@@ -9,7 +9,7 @@
 
 #include "adapters/exec_adapter.h"
 #include "adapters/protocol.h"
-#include "check/evaluator.h"
+#include "audit/evaluator.h"
 #include "properties/property.h"
 #include "report/repro.h"
 #include "report/report.h"
@@ -228,7 +228,7 @@ AuditResult run_boxes(const AuditRequest& q, const Form& f, const AuditOptions& 
     }
 }
 
-// After a violation or a non-finite output: the counterexample's taps (check/taps.h), from an adapter process of their
+// After a violation or a non-finite output: the counterexample's taps (audit/taps.h), from an adapter process of their
 // own, when the audit's answers offered them (r.taps stays empty otherwise, and no process is started). A stop
 // (o.stop_requested) while they are taken kills that process and makes the verdict `interrupted`, the
 // counterexample kept: a tap table cut short would blame the wrong submodule.

@@ -8,7 +8,7 @@
 #include "report/text.h"
 #include "report/report.h"
 
-#include "check/signature_audit.h"
+#include "audit/signature_audit.h"
 #include "properties/property.h"
 
 #include <cmath>

@@ -4,7 +4,7 @@
 // closed and reaped and the report keeps what was run.
 #pragma once
 
-#include "check/blackbox.h"
+#include "audit/blackbox.h"
 
 #include <chrono>
 #include <string>

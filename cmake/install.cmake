@@ -17,17 +17,17 @@ set(PERMCHECK_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/permcheck)
 # Headers: the API at <prefix>/include/permcheck/*.h, reached as <permcheck/audit.h>, and only the internal headers
 # it reads (what `g++ -M` lists for <permcheck/gtest.h> and <permcheck/serve.h>; tests/public_headers.sh checks
 # that this list is exactly that, and that none of them is RapidCheck's, Boost's or GMP's), in their folders under
-# <prefix>/include/permcheck/, where the API's "check/..." includes find them. Test fixtures, the catalog, the
-# search and the scalars (exact rationals, symbolic) are the command's business and stay out.
+# <prefix>/include/permcheck/, where the API's "audit/...", "check/..." and other includes find them. Test fixtures,
+# the catalog, the search and the scalars (exact rationals, symbolic) are the command's business and stay out.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/permcheck DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 foreach(header scalars/mat.h scalars/weights_version.h layers/expectation.h cases/permutation.h cases/signature.h cases/finding.h
-               cases/tolerance_model.h cases/vocabulary.h check/blackbox.h check/check_result.h check/signature_audit.h
-               check/taps.h report/text.h)
+               cases/tolerance_model.h cases/vocabulary.h audit/blackbox.h audit/signature_audit.h audit/taps.h
+               check/check_result.h report/text.h)
   get_filename_component(folder ${header} DIRECTORY)
   install(FILES ${PROJECT_SOURCE_DIR}/${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/permcheck/${folder})
 endforeach()
 
-# The API builds on the black-box audit alone (check/CMakeLists.txt): neither the catalog of reference layers nor
+# The API builds on the black-box audit alone (audit/CMakeLists.txt): neither the catalog of reference layers nor
 # Z3 is installed for it.
 install(TARGETS permcheck_scalars permcheck_layers permcheck_blackbox permcheck_text permcheck_api permcheck_serve
         EXPORT permcheckTargets

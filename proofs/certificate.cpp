@@ -175,7 +175,7 @@ Certificate blank(const Shape& shape, const CertificateOptions& opts) {
     for (const Expectation& e : shape.family.expectations) {
         const PropertyRules& rules = rules_of(e.property);
         if (!rules.decided_by_generators()) continue;
-        const PropertyArgs args = rules.checked(shape.s, {e.axis, PadPlacement::any, false, true});
+        const PropertyArgs args = rules.completed_args(shape.s, {e.axis, PadPlacement::any, false, true});
         c.axes.push_back({e.axis, rules.recorded_as(shape.s, args), e.holds, false, false, Method::none, std::nullopt});
     }
     return c;

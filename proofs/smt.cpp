@@ -244,7 +244,8 @@ SmtResult smt_prove(const Family& family, int length, int d, const SmtOptions& o
     for (const Expectation& e : family.expectations) {
         const PropertyRules& rules = rules_of(e.property);
         if (!rules.decided_by_generators()) continue;
-        AxisProof a{e.axis, rules.recorded_as(s, rules.checked(s, {e.axis, PadPlacement::any, false, true})), e.holds};
+        const PropertyArgs args = rules.completed_args(s, {e.axis, PadPlacement::any, false, true});
+        AxisProof a{e.axis, rules.recorded_as(s, args), e.holds};
         if (const auto w = witnesses.find(e.axis); w != witnesses.end()) {
             a.verdict = SmtVerdict::violated;
             a.witness = w->second;

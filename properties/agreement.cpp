@@ -1,6 +1,6 @@
 // Agreement: the layer under audit and a reference implementation (the user's: a library's eager path, a port's
 // original) answer the same inputs alike, L(x) = R(x). Nothing is transformed: the layer answers x, the reference
-// answers x (the audit's second black box, audit_against in check/signature_audit.h), and every output is compared
+// answers x (the audit's second black box, audit_against in audit/signature_audit.h), and every output is compared
 // entry by entry with the tolerance of the precision judged (the coarser of the two sides' when it is inferred from
 // their answers), NaN equal only to NaN and an infinity only to itself. A side that raises where the other answers
 // is the finding. By default the slots the masks pad are compared too (a fast path's NaN at a fully masked row
@@ -38,7 +38,7 @@ public:
     bool raising_is_finding() const override { return true; }
     bool flags_non_finite() const override { return false; }
 
-    PropertyArgs checked(const Signature&, PropertyArgs a) const override {
+    PropertyArgs completed_args(const Signature&, PropertyArgs a) const override {
         if (a.white_box)
             throw std::invalid_argument("--property agreement compares a layer with a reference implementation of "
                                         "yours: audit it (permcheck audit --reference-exec), a reference layer has "

@@ -75,7 +75,7 @@ public:
     std::string compared_text() const override { return "L(x[:k]) against the first k positions of L(x)"; }
     const char* verdict_meaning(bool holds) const override { return holds ? "causal" : "sees later tokens"; }
 
-    PropertyArgs checked(const Signature& s, PropertyArgs a) const override {
+    PropertyArgs completed_args(const Signature& s, PropertyArgs a) const override {
         a.axis = properties::sequence_axis(s, a, "causal");
         properties::require_sequence_axis(s, a.axis, "causal");
         return a;

@@ -51,7 +51,7 @@ std::vector<ProfileRowSpec> Equivariance::profile_rows(const Signature& s, const
     return rows;
 }
 
-PropertyArgs Equivariance::checked(const Signature& s, PropertyArgs a) const {
+PropertyArgs Equivariance::completed_args(const Signature& s, PropertyArgs a) const {
     a.axis = a.setting(kAlong.keyword, a.axis);
     if (a.setting(kKeepPositions.keyword) == "true") a.positions_stay = true;
     if (!a.axis.empty()) a.axis = properties::one_axis(s, a.axis, property_name(id()));
@@ -64,7 +64,7 @@ void Equivariance::draw(const Signature&, const PropertyArgs& a, Case& c, const 
         if (axis != a.axis) p = Permutation::identity(p.size());
 }
 
-PropertyArgs OneAxisEquivariance::checked(const Signature& s, PropertyArgs a) const {
+PropertyArgs OneAxisEquivariance::completed_args(const Signature& s, PropertyArgs a) const {
     if (!a.white_box)
         throw std::invalid_argument(std::string("--property ") + property_name(id()) +
                                     " is a property of the reference layers (permcheck check); audits take "

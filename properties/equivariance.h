@@ -13,7 +13,7 @@ public:
     const char* meaning() const override { return "L(P x) = P L(x): reordering the input reorders the output"; }
     std::string case_text(const Case& c) const override;
     Property recorded_as(const Signature& s, const PropertyArgs& a) const override;
-    PropertyArgs checked(const Signature& s, PropertyArgs a) const override;
+    PropertyArgs completed_args(const Signature& s, PropertyArgs a) const override;
     void draw(const Signature& s, const PropertyArgs& a, Case& c, const rc::Random& random, int index,
               int cases) const override;
     Tensors transformed(const Signature& s, const PropertyArgs& a, const Case& c) const override;
@@ -35,7 +35,7 @@ public:
     bool audits_black_boxes() const override { return false; }
     std::vector<PropertyOption> options() const override { return {}; }
     std::vector<ProfileRowSpec> profile_rows(const Signature&, const PropertyArgs&) const override { return {}; }
-    PropertyArgs checked(const Signature& s, PropertyArgs a) const override;
+    PropertyArgs completed_args(const Signature& s, PropertyArgs a) const override;
 };
 
 }  // namespace permcheck

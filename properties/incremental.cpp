@@ -93,7 +93,7 @@ public:
     std::string compared_text() const override { return "L(x) decoded in chunks against L(x) in one pass"; }
     const char* verdict_meaning(bool holds) const override { return holds ? "cache consistent" : "cached decoding differs"; }
 
-    PropertyArgs checked(const Signature& s, PropertyArgs a) const override {
+    PropertyArgs completed_args(const Signature& s, PropertyArgs a) const override {
         a.axis = properties::sequence_axis(s, a, "incremental");
         properties::require_sequence_axis(s, a.axis, "incremental");
         for (const TensorSpec& t : s.inputs)

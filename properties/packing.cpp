@@ -131,7 +131,7 @@ public:
     std::string compared_text() const override { return "L(s_j) against the packed row's outputs at s_j"; }
     const char* verdict_meaning(bool holds) const override { return holds ? "sequences stay apart" : "packed sequences leak"; }
 
-    PropertyArgs checked(const Signature& s, PropertyArgs a) const override {
+    PropertyArgs completed_args(const Signature& s, PropertyArgs a) const override {
         a.axis = properties::sequence_axis(s, a, "packing");
         properties::require_sequence_axis(s, a.axis, "packing");
         if (!starts_told(s, a.axis))

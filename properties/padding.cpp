@@ -205,7 +205,7 @@ public:
         return out;
     }
 
-    PropertyArgs checked(const Signature& s, PropertyArgs a) const override {
+    PropertyArgs completed_args(const Signature& s, PropertyArgs a) const override {
         if (a.settings.count(kPlacement.keyword)) a.pads = placement(a.setting(kPlacement.keyword));
         a.axis = masked_axis(s, a.setting(kPaddedAxis.keyword, a.axis));
         properties::refuse_sorted_along(s, a.axis, "padding", "a pad inserted into it would break its order");

@@ -132,7 +132,7 @@ std::vector<int> distinct_ends(gen::Sampler& draw, int n, int m) {
 
 bool applies(const PropertyRules& rules, const Signature& s, const PropertyArgs& a) {
     try {
-        rules.checked(s, a);
+        rules.completed_args(s, a);
         return true;
     } catch (const std::invalid_argument&) {
         return false;

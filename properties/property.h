@@ -21,11 +21,11 @@
 namespace permcheck {
 
 // What a run asks of a property besides the case: `settings`, the values of the options the property declares
-// (options(), below), by keyword, as given; and what the property's checked() makes of them and of the signature:
-// the axis it acts along (padding: the padded axis; causal, packing, incremental, window: the sequence axis;
-// equivariance: the one axis it permutes, or empty for all; a reference layer's row: its axis), where pads go,
-// whether the position inputs stay where they are while the rest moves (equivariance), and whether the layer is a
-// reference family (white box), which takes a position offset and may be asked what no black box can be.
+// (options(), below), by keyword, as given; and what the property's completed_args() makes of them and of the
+// signature: the axis it acts along (padding: the padded axis; causal, packing, incremental, window: the sequence
+// axis; equivariance: the one axis it permutes, or empty for all; a reference layer's row: its axis), where pads
+// go, whether the position inputs stay where they are while the rest moves (equivariance), and whether the layer is
+// a reference family (white box), which takes a position offset and may be asked what no black box can be.
 struct PropertyArgs {
     std::string axis;
     PadPlacement pads = PadPlacement::any;
@@ -43,7 +43,7 @@ struct PropertyArgs {
 // AuditOptions::settings and in report.json ("window"), the name of its value in help ("W"; empty: a flag without
 // a value, set to "true"), its help line, and the words its value may be (none: any). The command line, `permcheck
 // describe`, the Python package, the replay line and the C++ hint read these; only the property interprets the value
-// (checked()). Several properties may declare the same option (the sequence axis).
+// (completed_args()). Several properties may declare the same option (the sequence axis).
 struct PropertyOption {
     const char* flag;
     const char* keyword;
@@ -92,7 +92,7 @@ public:
     virtual Property recorded_as(const Signature&, const PropertyArgs&) const { return id(); }
     // The arguments completed for this signature (the axis found), or std::invalid_argument naming the flag and what
     // the signature lacks.
-    virtual PropertyArgs checked(const Signature& s, PropertyArgs given) const = 0;
+    virtual PropertyArgs completed_args(const Signature& s, PropertyArgs given) const = 0;
 
     // Each case's lengths over a whole run (before sharding), and the property's part of case `index`, drawn after
     // its inputs and permutations (cases/signature_case.h).
@@ -144,7 +144,7 @@ public:
     virtual bool chunks_calls() const { return false; }
 
     // Whether it compares the layer with a second black box, a reference implementation (agreement): an audit of it
-    // needs one (audit_against, check/signature_audit.h) and its taps compare nothing.
+    // needs one (audit_against, audit/signature_audit.h) and its taps compare nothing.
     virtual bool needs_reference() const { return false; }
     // Whether what the layer raises on the transformed inputs where x was answered (LayerRaised) is the finding,
     // not an error: a chunked request's (incremental), or either side's against a reference (agreement).
@@ -180,7 +180,7 @@ namespace properties {
 // The option of the properties that act along a sequence axis (causal, packing, incremental, window): which axis,
 // when the signature has several.
 const PropertyOption& sequence_axis_option();
-// Whether the property takes signature s with arguments a (its checked() throws nothing).
+// Whether the property takes signature s with arguments a (its completed_args() throws nothing).
 bool applies(const PropertyRules& rules, const Signature& s, const PropertyArgs& a);
 // a.axis from the sequence axis option, when given, then as one_axis() settles it.
 std::string sequence_axis(const Signature& s, const PropertyArgs& a, const std::string& property);

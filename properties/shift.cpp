@@ -71,7 +71,7 @@ public:
         return {{"relative", "relative (every position id + c)", {}, false, false, "", ""}};
     }
 
-    PropertyArgs checked(const Signature& s, PropertyArgs a) const override {
+    PropertyArgs completed_args(const Signature& s, PropertyArgs a) const override {
         if (!has_position_input(s) && !a.white_box)
             throw std::invalid_argument("--property shift needs a position input (--input NAME:DIMS:position)");
         for (const TensorSpec& t : s.inputs)

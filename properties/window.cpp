@@ -92,7 +92,7 @@ public:
     std::string compared_text() const override { return "L(x') against L(x) at position i"; }
     const char* verdict_meaning(bool holds) const override { return holds ? "within its window" : "sees beyond its window"; }
 
-    PropertyArgs checked(const Signature& s, PropertyArgs a) const override {
+    PropertyArgs completed_args(const Signature& s, PropertyArgs a) const override {
         if (setting_in(a, kWindow, 1, kMaxAxisLen, 0) == 0)
             throw std::invalid_argument("--property window needs the window's width: --window W");
         setting_in(a, kRight, 0, kMaxAxisLen, 0);

@@ -1,7 +1,7 @@
 // report.json's one-tensor form, read and written at the report's edge so that nothing past it knows the form: the
 // --dim shorthand's signature as "signature" records it ({"one_tensor": {"d", "output", "min_len", "max_len",
 // "width"}}), and the readers of reports of earlier versions, whose findings held the one-tensor form's own fields
-// (n, d, x, permutation, both sides as matrices), read as the one-tensor signature's finding (check/blackbox.h).
+// (n, d, x, permutation, both sides as matrices), read as the one-tensor signature's finding (audit/blackbox.h).
 #include "report/json_fields.h"
 
 #include <algorithm>

@@ -4,7 +4,7 @@
 // The JSON schema "permcheck.report/1" is documented in docs/reports.md.
 #pragma once
 
-#include "check/signature_audit.h"
+#include "audit/signature_audit.h"
 #include "check/check_result.h"
 #include "report/text.h"
 
@@ -41,7 +41,7 @@ struct Record {
     // The finding by name (the one-tensor forms': input x, output y), with the signature it is shown with.
     std::optional<Counterexample> counterexample;
     std::optional<Signature> signature;
-    // The signature is the one-tensor form's (check/blackbox.h), set where that form is known (the command line's
+    // The signature is the one-tensor form's (audit/blackbox.h), set where that form is known (the command line's
     // --dim, a report that recorded it): report.json records it as that form, and a replay speaks its dialect.
     bool one_tensor = false;
     std::string error;     // empty unless verdict is error
@@ -52,7 +52,7 @@ struct Record {
     nlohmann::json details = nlohmann::json::object();  // producer-specific extras (audit: command, last request)
     // The version of the weight draw (scalars/weights.h) of a check's layers; 0 for a black box, which has none.
     int weights = 0;
-    // The counterexample's taps (check/taps.h), when the audited layer offered them: report.json's "taps",
+    // The counterexample's taps (audit/taps.h), when the audited layer offered them: report.json's "taps",
     // "first_breaking_tap" and "taps_note"; a table in report.md and report.html with the first breaking tap marked.
     std::optional<TapTrace> taps;
     std::optional<Checked> checked;

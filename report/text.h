@@ -4,7 +4,7 @@
 // GMP or JSON header.
 #pragma once
 
-#include "check/blackbox.h"
+#include "audit/blackbox.h"
 #include "cases/finding.h"
 #include "cases/signature.h"
 #include "cases/vocabulary.h"

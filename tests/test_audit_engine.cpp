@@ -1,12 +1,12 @@
-// The audit engine's specification (check/blackbox.h, check/audit_engine.h, cases/lengths.h), with in-process
+// The audit engine's specification (audit/blackbox.h, audit/audit_engine.h, cases/lengths.h), with in-process
 // black boxes only: verdicts and their shrunk counterexamples, the dtype inferred from the answers, half
 // precision, the length schedule, shards and workers, batched black boxes, stop requests and progress.
 // No process is started here: the subprocess adapter is tests/test_exec_adapter.cpp, the command test_audit_cli.cpp.
-#include "check/audit_engine.h"
-#include "check/blackbox.h"
+#include "audit/audit_engine.h"
+#include "audit/blackbox.h"
 #include "check/check.h"
 #include "cases/lengths.h"
-#include "check/signature_audit.h"
+#include "audit/signature_audit.h"
 #include "report/text.h"
 #include "tests/support/audit.h"
 #include "tests/support/mutants.h"

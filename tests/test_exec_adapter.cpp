@@ -3,9 +3,9 @@
 // answer's announcement, batched and stacked requests through a real pipe, and the audit engine fed by it.
 // The adapters run are tests/adapters/fault.py's modes (tests/support/fault_adapter.h).
 #include "adapters/exec_adapter.h"
-#include "check/audit_engine.h"
-#include "check/blackbox.h"
-#include "check/signature_audit.h"
+#include "audit/audit_engine.h"
+#include "audit/blackbox.h"
+#include "audit/signature_audit.h"
 #include "tests/support/fault_adapter.h"
 #include "tests/support/stacked.h"
 #include "tests/support/audit.h"

@@ -4,7 +4,7 @@
 // through the position ids (equivariance with the ids moving) and order-aware at all (positions_stay); the
 // undecided verdict; and the harness self-test: planted bugs in these transformations are caught.
 #include "properties/property.h"
-#include "check/signature_audit.h"
+#include "audit/signature_audit.h"
 #include "report/report.h"
 #include "tests/support/audit.h"
 

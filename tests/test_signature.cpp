@@ -2,7 +2,7 @@
 // inputs and outputs, the case generator and shrinker per axis, the signature audit on the multi-input reference
 // layers (layers/cross_attention.h, layers/message_passing.h), the harness self-test with planted bugs, and the
 // in-process API (<permcheck/audit.h> audit_signature, <permcheck/gtest.h>).
-#include "check/signature_audit.h"
+#include "audit/signature_audit.h"
 #include "cases/signature.h"
 #include "cases/signature_case.h"
 #include "layers/cross_attention.h"

@@ -1,9 +1,9 @@
-// Where symmetry first breaks (issue 13, item 3): the judgement of one tap (check/taps.h), the axes of a tap found
+// Where symmetry first breaks (issue 13, item 3): the judgement of one tap (audit/taps.h), the axes of a tap found
 // by probes (unambiguous when a length equals a feature size), the whole trace over an in-process tap source, the
 // tap answer's parser (adapters/protocol.h) and the report's tap table (report/).
 #include "adapters/exec_adapter.h"
 #include "cases/compare.h"
-#include "check/taps.h"
+#include "audit/taps.h"
 #include "report/report.h"
 #include "tests/support/audit.h"
 

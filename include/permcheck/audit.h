@@ -16,15 +16,15 @@
 //
 // Why a header of its own, spelled <permcheck/...>: users include it next to their own headers, so its name
 // must be namespaced (as <rapidcheck/gtest.h> is), and it must read the same in this tree and in an installed
-// prefix. It builds only on check/blackbox.h, check/signature_audit.h and report/text.h (explain(),
+// prefix. It builds only on audit/blackbox.h, audit/signature_audit.h and report/text.h (explain(),
 // replay_hint(), signature_flags(), compiled into the library), which include no RapidCheck, Boost or GMP header
 // (tests/public_headers.sh), so that a user's test file compiles in about the time of <gtest/gtest.h> and
 // <Eigen/Dense> alone (bench/consumer_compile_time.sh); the GoogleTest macros are in <permcheck/gtest.h>.
 #pragma once
 
-#include "check/blackbox.h"
+#include "audit/blackbox.h"
 #include "report/text.h"
-#include "check/signature_audit.h"
+#include "audit/signature_audit.h"
 
 #include <Eigen/Dense>
 

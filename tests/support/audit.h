@@ -3,7 +3,7 @@
 // batches (unity builds), where two file-local copies of a name collide.
 #pragma once
 
-#include "check/blackbox.h"
+#include "audit/blackbox.h"
 #include "cases/signature.h"
 #include "cases/vocabulary.h"
 #include "report/text.h"

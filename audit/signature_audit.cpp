@@ -1,9 +1,9 @@
-// The audit (check/signature_audit.h): its schedule and labels, on the engine (check/audit_engine.h) and its
-// evaluator (check/evaluator.h).
-#include "check/signature_audit.h"
+// The audit (audit/signature_audit.h): its schedule and labels, on the engine (audit/audit_engine.h) and its
+// evaluator (audit/evaluator.h).
+#include "audit/signature_audit.h"
 
-#include "check/audit_engine.h"
-#include "check/evaluator.h"
+#include "audit/audit_engine.h"
+#include "audit/evaluator.h"
 #include "cases/search.h"
 #include "cases/signature_case.h"
 

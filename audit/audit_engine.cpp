@@ -1,9 +1,9 @@
-// The engine of black-box audits (check/audit_engine.h): the cases run over workers, the shrink of a failure, the
-// confirmation of a batched run alone, and the verdict. Its precision evidence is check/audit_precision.cpp, its
-// schedule and batched calls check/audit_schedule.cpp.
-#include "check/audit_engine.h"
+// The engine of black-box audits (audit/audit_engine.h): the cases run over workers, the shrink of a failure, the
+// confirmation of a batched run alone, and the verdict. Its precision evidence is audit/audit_precision.cpp, its
+// schedule and batched calls audit/audit_schedule.cpp.
+#include "audit/audit_engine.h"
 
-#include "check/evaluator.h"
+#include "audit/evaluator.h"
 #include "cases/search.h"
 
 #include <algorithm>
@@ -296,7 +296,8 @@ bool CaseRun::conclude(Evaluator& ev, std::size_t j, const Case* c, const Answer
     std::vector<std::optional<Failure>> found(candidates_.size());
     Answer<Observation> error{std::nullopt, asked.error, asked.request};
     bool threw = !(asked.value && c);
-    std::vector<std::string> names;  // the outputs judged, named under the lock for checked()
+    // The outputs judged, named under the lock for checked_over() (AuditResult::checked).
+    std::vector<std::string> names;
     if (!threw) {
         try {
             found = judged_under_each(ev, j, *c, *asked.value, batched, names);

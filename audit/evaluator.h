@@ -1,13 +1,15 @@
-// The evaluator the audit engine (check/audit_engine.h) runs on: it asks a named black box for the answers to a case
+// The evaluator the audit engine (audit/audit_engine.h) runs on: it asks a named black box for the answers to a case
 // (L(x), again when repeated, and the answer to the property's transformed inputs), checks the outputs the signature
 // names and their shapes, judges the answers with a tolerance, asks again (a reproduction, an input twice, a case
 // alone after a batch), shrinks with the property's shrinker and records a finding. The expected side may come from
-// a second black box, the reference (audit_against, check/signature_audit.h). What is judged, and the tolerance,
-// are in proofs-notes/signature-audit.md. Internal: it includes RapidCheck.
+// a second black box, the reference (audit_against, audit/signature_audit.h). What is judged, and the tolerance,
+// are in proofs-notes/signature-audit.md. Internal: it includes RapidCheck. Defined by idea: evaluator.cpp (what it
+// audits, what it is built from), evaluator_ask.cpp, evaluator_shapes.cpp, evaluator_judge.cpp, evaluator_again.cpp
+// and evaluator_record.cpp.
 #pragma once
 
-#include "check/audit_engine.h"
-#include "check/signature_audit.h"
+#include "audit/audit_engine.h"
+#include "audit/signature_audit.h"
 #include "properties/property.h"
 
 #include <map>
@@ -118,7 +120,7 @@ private:
     Tensors reference_answer(const Tensors& x, const Lengths& lengths, std::string& raised);
     void both_raised(const Answers& a, const Lengths& lengths) const;
     const char* x_side() const;
-    Tensors checked(Tensors answer, const Lengths& lengths);
+    Tensors named_outputs(Tensors answer, const Lengths& lengths);
     void check_shape(const TensorSpec& spec, const Tensor& t, const Lengths& lengths);
     void check_open_size(const TensorSpec& spec, std::size_t k, int size, const std::string& in_a_request);
     Tensors transformed(const Case& c) const;

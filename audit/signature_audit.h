@@ -1,9 +1,9 @@
 // Auditing a layer with a signature (cases/signature.h): several named inputs and outputs over named axes, through
-// a NamedBlackBox. The one audit path: the one-tensor form of check/blackbox.h runs here too, as the signature
+// a NamedBlackBox. The one audit path: the one-tensor form of audit/blackbox.h runs here too, as the signature
 // one_tensor_signature makes of it. Public (through <permcheck/audit.h>), so RapidCheck-free.
 #pragma once
 
-#include "check/blackbox.h"
+#include "audit/blackbox.h"
 #include "cases/signature.h"
 
 #include <any>

@@ -2,7 +2,7 @@
 // form's entry (one_tensor_signature, one_tensor_answer, one_tensor_box, audit(BlackBox) and its replay line),
 // where the API, the command line, the adapters and old reports convert that form into a signature, so that the
 // engine, cases/, properties/ and the report's views see only signatures. Every audit is a signature audit
-// (check/signature_audit.h) on one engine (check/audit_engine.h): it draws cases as a check does (cases/signature_case.h), compares the property's two sides with a tolerance
+// (audit/signature_audit.h) on one engine (audit/audit_engine.h): it draws cases as a check does (cases/signature_case.h), compares the property's two sides with a tolerance
 // derived from the dtype's unit roundoff, n, d and the magnitudes (proofs-notes/float-tolerance.md; the dtype
 // inferred from the answers when not given), evaluates a failing case again before calling it a violation (two
 // answers to one input: nondeterministic), and shrinks every failure with the cases' own shrinker.
@@ -13,7 +13,7 @@
 #include "cases/finding.h"
 #include "cases/signature.h"
 #include "check/check_result.h"
-#include "check/taps.h"
+#include "audit/taps.h"
 #include "layers/expectation.h"
 
 #include <cstdint>
@@ -114,9 +114,9 @@ struct AuditOptions {
 // Throws std::invalid_argument naming the bad option and what is expected.
 void validate(const AuditOptions& opts);
 
-// The most significant bits of a short dyadic number: permcheck's real inputs have at most 23 (check/audit_engine.h).
+// The most significant bits of a short dyadic number: permcheck's real inputs have at most 23 (audit/audit_engine.h).
 inline constexpr int kShortDyadicBits = 23;
-// What decided the dtype of an audit (check/audit_engine.h, PrecisionEvidence): given in the options; or, inferred
+// What decided the dtype of an audit (audit/audit_engine.h, PrecisionEvidence): given in the options; or, inferred
 // from the answers of the cases it judged: no answer came (nothing inferred: judged as float64); the answers held
 // no finite entry, or only short dyadic numbers, which any precision computes exactly (ambiguous: judged as
 // float64, the stricter tolerance); some entry showed float32 rounding (float32); some entry is not a float32
@@ -180,7 +180,7 @@ struct AuditResult {
     std::vector<OutputCheck> checked;
     ToleranceModel tolerance;
     int tolerance_widest = 1;
-    // The counterexample's taps (check/taps.h): set by a caller that asked the layer for them after a violation or a
+    // The counterexample's taps (audit/taps.h): set by a caller that asked the layer for them after a violation or a
     // non-finite output (`permcheck audit` does when the adapter offers taps); the audit itself never does.
     std::optional<TapTrace> taps;
     // The line that finds the case again, when the entry that converted the layer's form gave one (the one-tensor

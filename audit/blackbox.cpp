@@ -1,6 +1,6 @@
-#include "check/blackbox.h"
+#include "audit/blackbox.h"
 
-#include "check/signature_audit.h"
+#include "audit/signature_audit.h"
 
 #include <algorithm>
 #include <cmath>

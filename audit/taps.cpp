@@ -1,5 +1,5 @@
-// Taps: a counterexample's submodule outputs judged one by one (check/taps.h, proofs-notes/taps.md).
-#include "check/taps.h"
+// Taps: a counterexample's submodule outputs judged one by one (audit/taps.h, proofs-notes/taps.md).
+#include "audit/taps.h"
 
 #include "cases/compare.h"
 #include "properties/property.h"
@@ -481,7 +481,7 @@ TapTrace trace_taps(const TapSource& source, const Signature& s, const Counterex
         none.note = "taps are not traced for a layer decoded in chunks";
         return none;
     }
-    const PropertyArgs args = k.property.checked(s, PropertyArgs{.axis = "", .pads = PadPlacement::any,
+    const PropertyArgs args = k.property.completed_args(s, PropertyArgs{.axis = "", .pads = PadPlacement::any,
                                                                  .positions_stay = false, .white_box = false,
                                                                  .settings = settings});
     k.transformed = k.property.transformed(s, args, k.c);

@@ -1,6 +1,6 @@
 // What the answers say of their precision, the precisions a run judges with, and the verdict of a failure's
-// kind (check/audit_engine.h).
-#include "check/audit_engine.h"
+// kind (audit/audit_engine.h).
+#include "audit/audit_engine.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,11 +1,11 @@
-// The engine of black-box audits (check/audit_engine.cpp): the cases of a schedule run over workers, one per black
+// The engine of black-box audits (audit/audit_engine.cpp): the cases of a schedule run over workers, one per black
 // box (the lowest failing case wins, whatever the number of workers; the dtype inferred from what the answers say
 // of their precision), the shrink of a failure (reproduce it, shrink the case, or shrink the input answered twice),
 // the confirmation of a batched run's answers alone, stop requests and progress, and the verdict. It asks and judges
-// through check/evaluator.h's Evaluator. Internal: it includes RapidCheck.
+// through audit/evaluator.h's Evaluator. Internal: it includes RapidCheck.
 #pragma once
 
-#include "check/blackbox.h"
+#include "audit/blackbox.h"
 #include "cases/signature.h"
 
 #include <rapidcheck.h>

@@ -1,6 +1,6 @@
 // Which cases a run asks (its schedule) and how answers are asked of a batched side: grouped by lengths, in
-// calls of at most its capacity (check/audit_engine.h).
-#include "check/audit_engine.h"
+// calls of at most its capacity (audit/audit_engine.h).
+#include "audit/audit_engine.h"
 
 #include <algorithm>
 #include <atomic>
