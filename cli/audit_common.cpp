@@ -2,6 +2,7 @@
 
 #include "cli/interrupt.h"
 #include "cli/options.h"
+#include "report/repro.h"
 #include "report/views.h"
 #include "properties/property.h"
 
@@ -331,6 +332,8 @@ report::Record audit_record(const AuditResult& r, const std::string& name, Prope
     details["seconds"] = seconds;
     if (ran_through(r)) details["cases_per_second"] = seconds > 0 ? r.cases / seconds : 0.0;
     if (const std::string said = detail_text(r); !said.empty()) details["finding"] = said;
+    // Why no repro.py can be made of the finding ("" when one can): what the Python package reads before it writes one.
+    if (exit_code(r.verdict) == 1) details["repro_refused"] = report::repro_refused(rec);
     rec.details[key] = std::move(details);
     return rec;
 }

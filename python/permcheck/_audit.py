@@ -194,7 +194,7 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property=Non
         raise PermcheckNotFound(_no_report(binary, code, err.strip() or out.strip()))
     result = Result(record, out, err, directory, code, name, vocabulary)
     if not result.holds:
-        result.repro = _written_repro(directory, record, layer, dtype, call, reference, against, vocabulary,
+        result.repro = _written_repro(directory, record, layer, dtype, call, reference, against,
                                       vocabulary.properties[property]["needs_reference"])
     return _settled(result, layer, own_report)
 
@@ -225,11 +225,11 @@ def _property(vocabulary, prop, reference):
     return prop
 
 
-def _written_repro(directory, record, layer, dtype, call, reference, against, vocabulary, with_reference):
+def _written_repro(directory, record, layer, dtype, call, reference, against, with_reference):
     """repro.py beside a report that found something (a reproduction without permcheck), named in report.md and
     report.html; None where none is written (the finding or the property has none yet, or writing it failed)."""
     try:
-        path = _repro.write(directory, record, layer, dtype, call, vocabulary.failures, with_reference, reference,
+        path = _repro.write(directory, record, layer, dtype, call, with_reference, reference,
                             against.call if against is not None else None)
     except Exception as error:  # the verdict stands without it: say why on stderr
         sys.stderr.write("permcheck: no repro.py written: %s\n" % error)

@@ -21,34 +21,18 @@ MODULE_CAP_BYTES = 256 * 1024 * 1024
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def refused(record, findings):
-    """Why no repro can be written for this report's finding ("" when one can): report/repro.cpp's repro_refused,
-    which the binary applies to an adapter program's finding but does not record for a layer served in process,
-    and what case_of needs of a served layer's record (the transformed inputs); `findings`: the binary's failures."""
-    verdict, c = record.get("verdict"), record.get("counterexample")
-    if verdict not in findings:
-        return "the verdict %s is not a finding a repro reproduces" % verdict
-    if not c or not record.get("signature"):
-        return "the report holds no counterexample of a signature"
-    if verdict == "history-dependent" and not c.get("asked_before"):
-        return "the report does not hold the request after which x's answer changed"
-    if verdict == "batch-dependent" and not c.get("batches"):
-        return ("the report does not hold the batched requests the case was answered in (a batch of more than a "
-                "million numbers is not recorded)")
-    if verdict in ("nondeterministic", "history-dependent", "batch-dependent") or c.get("raised"):
-        return ""
-    if not all("repro" in o for o in c.get("outputs", {}).values()):
-        return "the report does not say how its outputs are compared"
-    if "transformed" not in c and not (c.get("cuts") or {}).get("chunked"):
-        return "the report did not record the transformed inputs"
-    return ""
+def refused(record):
+    """Why no repro can be written for this report's finding ("" when one can), as the binary recorded it
+    (details.audit.repro_refused); a report that is no finding's says so."""
+    said = record.get("details", {}).get("audit", {}).get("repro_refused")
+    return "the verdict %s is not a finding a repro reproduces" % record.get("verdict") if said is None else said
 
 
-def write(directory, record, layer, dtype, call, findings, against, reference=None, reference_call=None):
+def write(directory, record, layer, dtype, call, against, reference=None, reference_call=None):
     """Writes repro.py (and module.pt or state_dict.pt, reference.pt) into `directory` for the report's finding;
-    returns its path, or None when none can be written (refused()). `findings`: the verdicts that are failures;
+    returns its path, or None when none can be written (refused()).
     `against`: whether the property compares the layer with a reference (the binary says both)."""
-    if refused(record, findings) or not callable(layer):
+    if refused(record) or not callable(layer):
         return None
     torch = sys.modules.get("torch")
     parts = [_header(record, layer, torch)]
