@@ -141,7 +141,7 @@ bool applies(const PropertyRules& rules, const Signature& s, const PropertyArgs&
 
 const PropertyOption& sequence_axis_option() {
     static const PropertyOption option{"--causal-axis", "causal_axis", "AXIS",
-                                       "the sequence axis (default: the signature's one axis)", {}};
+                                       "the sequence axis (default: the signature's one axis; --profile takes it too)", {}};
     return option;
 }
 
