@@ -95,7 +95,7 @@ TEST_F(Cli, ListNamesEveryReferenceLayerAndProperty) {
 
 // describe --json lists each property's declared options first (flag, keyword, value name, help; a value-less one
 // a "bool"), then the axis flags its yes/no methods imply; each declared option is one `permcheck audit` takes.
-TEST_F(Cli, DescribeListsEachPropertysDeclaredOptionsThenItsAxisFlags) {
+TEST_F(Cli, DescribeListsEveryOptionOfEachPropertyAsItDeclaresIt) {
     const Invocation r = run("describe --json");
     ASSERT_EQ(r.code, 0) << show(r);
     const json described = json::parse(r.out);
