@@ -35,7 +35,7 @@ Tensors Evaluator::transformed_answer(const Tensors& px, const Lengths& lengths,
         if (!reshaped || reference_) return call(Side::transformed, px, lengths);
         return taken_transformed(call(Side::transformed, px, lengths, /*check=*/false), lengths, *reshaped);
     } catch (const LayerRaised& e) {
-        if (!rules_.raising_is_finding()) throw;
+        if (!rules_.plan().raising_is_finding) throw;
         raised = e.what();
         return {};
     }
@@ -47,7 +47,7 @@ Tensors Evaluator::reference_answer(const Tensors& x, const Lengths& lengths, st
     try {
         return call(Side::reference, x, lengths);
     } catch (const LayerRaised& e) {
-        if (!reference_ || !rules_.raising_is_finding()) throw;
+        if (!reference_ || !rules_.plan().raising_is_finding) throw;
         const std::string said = e.what(), prefix = "the layer raised: ";
         raised = "the reference raised: " + (said.rfind(prefix, 0) == 0 ? said.substr(prefix.size()) : said);
         return {};
@@ -135,7 +135,7 @@ std::vector<Answer<Answers>> Evaluator::ask_block(const std::vector<Case>& cases
             out[k].value->transformed_call = call_of(calls, reference_ ? i : i + asks);
         } catch (const std::exception& e) {
             try {  // asked alone, where what a side raises is the property's finding (a batch's item keeps only text)
-                if (!rules_.raising_is_finding()) throw;
+                if (!rules_.plan().raising_is_finding) throw;
                 out[k].value = ask(cases[k], repeats[k]);
             } catch (const std::exception& alone) {
                 out[k].error = alone.what();
@@ -179,7 +179,7 @@ void Evaluator::finish(const Case& c, Answers& a) {
             (reference_ && answer != &a.lhs ? a.evidence.reference : static_cast<SideEvidence&>(a.evidence)).add(t.values);
     a.inputs_magnitude = inputs_magnitude(c.inputs);
     a.positions = std::max(largest_position(*s_, c.inputs), largest_position(*s_, a.px));
-    largest_shift = std::max(largest_shift, c.shift);
+    largest_shift = std::max(largest_shift, rules_.offset(c));
 }
 
 }  // namespace permcheck::engine

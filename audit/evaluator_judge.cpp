@@ -38,8 +38,8 @@ Observation Evaluator::judge(const Case& c, const Answers& a, const ToleranceMod
         if (has_positions_) note_undecided(ob.outputs.back(), lhs, rhs.back(), t);
     }
     std::optional<found::NonFinite> where;  // a non-finite entry, when that is a finding of its own
-    if (rules_.flags_non_finite()) where = non_finite(a.y, x_side(), c.inputs);
-    if (!where && rules_.flags_non_finite()) where = non_finite(a.lhs, side_name(), rules_.compared_layout(c, a.px));
+    if (rules_.plan().non_finite_is_finding) where = non_finite(a.y, x_side(), c.inputs);
+    if (!where && rules_.plan().non_finite_is_finding) where = non_finite(a.lhs, side_name(), rules_.compared_layout(c, a.px));
     const bool holds = std::all_of(ob.outputs.begin(), ob.outputs.end(), [](const OutputComparison& o) { return o.holds; });
     if (holds && !where && !keep) return ob;  // pass: nothing kept
     if (where) ob.fail(*where);

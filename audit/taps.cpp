@@ -468,7 +468,7 @@ TapTrace trace(const TapSource& source, const Signature& s, const TapCase& k, Ar
 
 TapTrace trace_taps(const TapSource& source, const Signature& s, const Lengths& lengths, const Permutations& perms,
                     const Tensors& inputs, Arithmetic dtype, double amplification) {
-    TapCase k{rules_of(Property{"equivariance"}), Case{lengths, perms, inputs, 0, std::nullopt}, {}, lengths, 0.0};
+    TapCase k{rules_of(Property{"equivariance"}), Case{lengths, perms, inputs}, {}, lengths, 0.0};
     k.transformed = permute_inputs(s, perms, inputs);
     return trace(source, s, k, dtype, amplification);
 }

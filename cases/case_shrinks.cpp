@@ -21,14 +21,14 @@ namespace permcheck {
 using namespace case_lines;
 
 bool same_case(const Case& a, const Case& b) {
-    const bool pads = a.pads.has_value() == b.pads.has_value() &&
-                      (!a.pads || (a.pads->axis == b.pads->axis && a.pads->slots == b.pads->slots &&
-                                   same_values(a.pads->filler, b.pads->filler)));
-    const bool cuts = a.cuts.has_value() == b.cuts.has_value() &&
-                      (!a.cuts || (a.cuts->axis == b.cuts->axis && a.cuts->at == b.cuts->at &&
-                                   a.cuts->piece == b.cuts->piece && a.cuts->chunked == b.cuts->chunked));
-    return a.lengths == b.lengths && a.perms == b.perms && same_values(a.inputs, b.inputs) && a.shift == b.shift &&
-           a.weight_seed == b.weight_seed && a.weights == b.weights && pads && cuts && a.part == b.part;
+    const CasePart &p = a.part, &q = b.part;
+    const bool same_tensors = p.tensors.size() == q.tensors.size() &&
+                              std::equal(p.tensors.begin(), p.tensors.end(), q.tensors.begin(), [](const auto& x, const auto& y) {
+                                  return x.first == y.first && same_values(x.second, y.second);
+                              });
+    const bool same_part = p.numbers == q.numbers && p.names == q.names && p.lists == q.lists && same_tensors;
+    return a.lengths == b.lengths && a.perms == b.perms && same_values(a.inputs, b.inputs) &&
+           a.weight_seed == b.weight_seed && a.weights == b.weights && same_part;
 }
 
 rc::Shrinkable<Case> settled_shrinkable(const std::shared_ptr<const Signature>& s, const rc::Shrinkable<Case>& k) {

@@ -204,31 +204,21 @@ struct OutputComparison {
     std::vector<std::string> sides{};
 };
 
-// What a case of the padding property inserts: k pads into the axis `axis` of the inputs, at `slots` (ascending,
-// in [0, n + k)); `filler` holds every input at the padded lengths, whose entries at the pads are the pads' values
-// (its entries at the real slots are not used: the real positions keep the case's values).
-struct Pads {
-    std::string axis;
-    std::vector<int> slots;
-    Tensors filler;
-};
-
-// Where a case's sequence axis is cut: ascending positions in (0, n) of `axis`. The causal property's one cut k keeps
-// the prefix [0, k); the packing property's cuts end its packed sequences but the last, and `piece` is the sequence
-// run alone (0 the first); the incremental property's (`chunked`) end its chunks but the last.
-struct Cuts {
-    std::string axis;
-    std::vector<int> at;
-    int piece = -1;
-    bool chunked = false;
-    // The positions [first, second) compared in a sequence of n: the causal prefix [0, at[0]), or the packed
-    // sequence `piece`; {0, n} for chunks, or when the cuts say neither.
-    std::pair<int, int> span(int n) const {
-        if (chunked) return {0, n};
-        if (piece < 0) return {0, at.empty() ? n : at.front()};
-        if (static_cast<std::size_t>(piece) > at.size()) return {0, n};
-        const auto p = static_cast<std::size_t>(piece);
-        return {p == 0 ? 0 : at[p - 1], p == at.size() ? n : at[p]};
+// A property's own part of a case (the shift, the pads, the cuts, the window), as plain data by the names the
+// property gives them: numbers, axis names, lists of positions and sets of tensors (each named by the input it
+// stands for, as the padding property's filler). Only the property draws, shrinks, reads and describes it
+// (properties/); the engine carries it, same_case compares it, and report.json writes and reads it entry by entry
+// (counterexample.part) without knowing what it means. A name is used in one of the four maps only.
+struct CasePart {
+    std::map<std::string, long> numbers = {};
+    std::map<std::string, std::string> names = {};
+    std::map<std::string, std::vector<int>> lists = {};
+    std::map<std::string, Tensors> tensors = {};
+    bool empty() const { return numbers.empty() && names.empty() && lists.empty() && tensors.empty(); }
+    // numbers[key], or `fallback` when it has none.
+    long number(const std::string& key, long fallback = 0) const {
+        const auto it = numbers.find(key);
+        return it == numbers.end() ? fallback : it->second;
     }
 };
 
@@ -256,22 +246,17 @@ const std::string& sorted_axis(const TensorSpec& t);
 // order[i] of t (ties in t's order), a permutation in the convention of cases/permutation.h.
 Permutation sorting_permutation(const TensorSpec& spec, const Tensor& t);
 
-// One case of a check or an audit: a length and a permutation per axis, the inputs x, and the property's part (the
-// shift property's c, the padding property's pads, the causal property's cut: their permutations are identities);
-// a reference layer's weight
-// seed and the version of its weight draw (a black box has neither: 0 and the current version).
+// One case of a check or an audit: a length and a permutation per axis, the inputs x, the property's part (the
+// shift property's c, the padding property's pads, the causal property's cut: their permutations are identities),
+// and a reference layer's weight seed and the version of its weight draw (a black box has neither: 0 and the
+// current version).
 struct Case {
     Lengths lengths;
     Permutations perms;          // every axis, of its length; the identity for an axis left alone
     Tensors inputs;              // x, before the permutation
-    long shift = 0;              // the shift property's c
-    std::optional<Pads> pads = std::nullopt;  // the padding property's pads
     std::uint64_t weight_seed = 0;
     int weights = kWeightsVersion;  // how weight_seed draws the weights (scalars/weights_version.h); a report's own
-    std::optional<Cuts> cuts = std::nullopt;  // the causal property's cut, the packing property's sequences
-    // A property's own numbers for the case, by name (the window property's "at", "left", "right", "axis", "seed"):
-    // drawn, shrunk, read and described by that property alone; report.json keeps them as counterexample.part.
-    std::map<std::string, long> part = {};
+    CasePart part = {};          // the property's own part (the shift, the pads, the cuts, the window)
 };
 
 namespace test_only {  // not "testing": users write using namespace permcheck beside GoogleTest's ::testing

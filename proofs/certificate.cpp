@@ -238,7 +238,7 @@ std::map<std::string, Witness> exact_witnesses(const Family& f, const Signature&
         const Tensors x = draw_signature_case(s, lengths, rc::Random(a.input_seed), identity::kWitnessCaseSize).inputs;
         for (const NamedMove& m : identity::generator_moves(lengths)) {
             if (found.count(m.axis)) continue;
-            const Case c{lengths, m.perms, x, 0, std::nullopt, a.weight_seed};
+            const Case c{lengths, m.perms, x, a.weight_seed};
             for (const OutputComparison& out : compare_case<Rational>(f, s, rules_of(Property{"equivariance"}), {}, c, d))
                 if (!out.holds && !found.count(m.axis)) found.emplace(m.axis, exact_witness(m, out, a.weight_seed, x, s));
         }

@@ -34,9 +34,9 @@ public:
     const char* verdict_meaning(bool holds) const override {
         return holds ? "agrees with the reference" : "disagrees with the reference";
     }
-    bool needs_reference() const override { return true; }
-    bool raising_is_finding() const override { return true; }
-    bool flags_non_finite() const override { return false; }
+    CallPlan plan() const override {
+        return {.against_reference = true, .raising_is_finding = true, .non_finite_is_finding = false};
+    }
 
     PropertyArgs completed_args(const Signature&, PropertyArgs a) const override {
         if (a.white_box)

@@ -4,6 +4,7 @@
 // [0, k), outputs without the axis not compared. Slots the case's own masks pad are left out (a query that sees no
 // key attends uniformly, later keys included). A failure shrinks to the shortest sequence, then the smallest k: a
 // layer that sees the next token shrinks to n = 2, k = 1. proofs-notes/causality.md.
+#include "properties/cuts.h"
 #include "properties/property.h"
 
 #include <algorithm>
@@ -12,6 +13,8 @@
 namespace permcheck {
 
 namespace {
+
+using properties::cuts_of;
 
 // The case's inputs cut to the prefix [0, k) (a planted harness bug keeps position k, a later token, in place of
 // k - 1).
@@ -28,16 +31,19 @@ Tensors cut_inputs(const Signature& s, const Tensors& inputs, const std::string&
     return out;
 }
 
-int cut_of(const Case& c) { return c.cuts && !c.cuts->at.empty() ? c.cuts->at.front() : 0; }
+int cut_of(const Case& c) {
+    const auto cuts = cuts_of(c);
+    return cuts && !cuts->at.empty() ? cuts->at.front() : 0;
+}
 
 Case with_cut(Case c, const std::string& axis, int k) {
-    c.cuts = Cuts{axis, {k}};
+    properties::put_cuts(c, {axis, {k}});
     return c;
 }
 
 // One step: a shorter sequence (its cut moved inside it), then a smaller cut.
 rc::Seq<Case> causal_shrinks(const std::shared_ptr<const Signature>& s, const Case& c) {
-    const std::string axis = c.cuts->axis;
+    const std::string axis = cuts_of(c)->axis;
     const int k = cut_of(c);
     auto shorter = rc::seq::mapMaybe(signature_case_shrinks(s, c), [axis, k](Case m) {
         const int n = m.lengths.at(axis);
@@ -60,9 +66,10 @@ public:
         return "no output sees a later token: cutting the sequence after k positions leaves the first k outputs unchanged";
     }
     std::string case_text(const Case& c) const override {
-        if (!c.cuts) return "no cut";
-        return "cut " + c.cuts->axis + " after k = " + std::to_string(cut_of(c)) + " of " +
-               std::to_string(c.lengths.at(c.cuts->axis)) + " positions";
+        const auto cuts = cuts_of(c);
+        if (!cuts) return "no cut";
+        return "cut " + cuts->axis + " after k = " + std::to_string(cut_of(c)) + " of " +
+               std::to_string(c.lengths.at(cuts->axis)) + " positions";
     }
     bool permutes() const override { return false; }
     std::vector<PropertyOption> options() const override { return {properties::sequence_axis_option()}; }
@@ -70,7 +77,7 @@ public:
         if (!properties::applies(*this, s, a)) return {};
         return {{"causal", "causal (no output sees a later token)", a.settings, true, false, "", ""}};
     }
-    bool judges_outputs_without_axes() const override { return false; }
+    CallPlan plan() const override { return {.judges_outputs_without_axes = false}; }
     const char* output_claim() const override { return "unchanged at its first k positions when the sequence is cut after k"; }
     std::string compared_text() const override { return "L(x[:k]) against the first k positions of L(x)"; }
     const char* verdict_meaning(bool holds) const override { return holds ? "causal" : "sees later tokens"; }
@@ -96,36 +103,40 @@ public:
         const int n = c.lengths.at(a.axis);
         int k = draw.uniform(1, std::max(n, 2));
         while (k + 1 < n && !masks_keep_a_position(s, cut_inputs(s, c.inputs, a.axis, k))) ++k;
-        c.cuts = Cuts{a.axis, {k}};
+        properties::put_cuts(c, {a.axis, {k}});
     }
 
     Tensors transformed(const Signature& s, const PropertyArgs&, const Case& c) const override {
-        if (!c.cuts) throw std::invalid_argument("a causal case without its cut");
-        return cut_inputs(s, c.inputs, c.cuts->axis, cut_of(c));
+        const auto cuts = cuts_of(c);
+        if (!cuts) throw std::invalid_argument("a causal case without its cut");
+        return cut_inputs(s, c.inputs, cuts->axis, cut_of(c));
     }
     Lengths transformed_lengths(const Case& c) const override {
         Lengths l = c.lengths;
-        if (c.cuts) l[c.cuts->axis] = cut_of(c);
+        if (const auto cuts = cuts_of(c)) l[cuts->axis] = cut_of(c);
         return l;
     }
     Tensor expected(const TensorSpec& t, const Case& c, const Tensor& y) const override {
-        return c.cuts ? properties::span_along(t, y, c.cuts->axis, 0, cut_of(c)) : y;
+        const auto cuts = cuts_of(c);
+        return cuts ? properties::span_along(t, y, cuts->axis, 0, cut_of(c)) : y;
     }
     // Outputs without the sequence axis, and the slots the prefix's masks pad.
     std::vector<bool> ignored(const Signature& s, const Case& c, const TensorSpec& output,
                               const std::vector<int>& shape) const override {
-        if (!c.cuts) return {};
-        return properties::ignored_off_axis(s, cut_inputs(s, c.inputs, c.cuts->axis, cut_of(c)), c.cuts->axis, output, shape);
+        const auto cuts = cuts_of(c);
+        if (!cuts) return {};
+        return properties::ignored_off_axis(s, cut_inputs(s, c.inputs, cuts->axis, cut_of(c)), cuts->axis, output, shape);
     }
 
     rc::Shrinkable<Case> shrinkable(const std::shared_ptr<const Signature>& s, const PropertyArgs&, Case c) const override {
-        if (!c.cuts) return shrinkable_signature_case(s, std::move(c));  // an input answered twice: no cut
+        if (!cuts_of(c)) return shrinkable_signature_case(s, std::move(c));  // an input answered twice: no cut
         return rc::shrinkable::shrinkRecur(std::move(c), [s](const Case& k) { return causal_shrinks(s, k); });
     }
     void validate_saved(const Signature& s, const Case& c) const override {
-        if (!c.cuts || c.cuts->at.size() != 1) throw std::invalid_argument("the saved causal case has no cut");
-        const auto n = c.lengths.find(c.cuts->axis);
-        if (n == c.lengths.end() || std::none_of(s.axes.begin(), s.axes.end(), [&](const Axis& x) { return x.name == c.cuts->axis; }))
+        const auto cuts = cuts_of(c);
+        if (!cuts || cuts->at.size() != 1) throw std::invalid_argument("the saved causal case has no cut");
+        const auto n = c.lengths.find(cuts->axis);
+        if (n == c.lengths.end() || std::none_of(s.axes.begin(), s.axes.end(), [&](const Axis& x) { return x.name == cuts->axis; }))
             throw std::invalid_argument("the saved cut names no axis of the signature");
         if (cut_of(c) < 1 || cut_of(c) >= n->second)
             throw std::invalid_argument("the saved cut k = " + std::to_string(cut_of(c)) + " is not in [1, n - 1] for n = " +

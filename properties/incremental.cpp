@@ -8,6 +8,7 @@
 // Outputs without the axis are not compared, nor slots the case's masks pad. Shrunk to the fewest chunks, then the
 // shortest sequence: a cache whose positions restart at every chunk is shown at two chunks.
 // proofs-notes/incremental.md.
+#include "properties/cuts.h"
 #include "properties/property.h"
 
 #include <algorithm>
@@ -15,6 +16,9 @@
 namespace permcheck {
 
 namespace {
+
+using properties::Cuts;
+using properties::cuts_of;
 
 // Chunked cases take at most this many one-token steps (each is a call of the layer).
 constexpr int kMostSteps = 8;
@@ -28,7 +32,7 @@ Tensor chunk_ends(const Cuts& c, int n) {
 }
 
 Case with_chunks(Case c, const std::string& axis, std::vector<int> at) {
-    c.cuts = Cuts{axis, std::move(at), -1, true};
+    properties::put_cuts(c, {axis, std::move(at), -1, true});
     c.perms = identities(c.lengths);
     return c;
 }
@@ -36,33 +40,35 @@ Case with_chunks(Case c, const std::string& axis, std::vector<int> at) {
 // c without position `gone` of the axis, the chunks' ends moved with it; nothing when a chunk would be left empty,
 // fewer than two would stay, or the deletion is refused.
 std::optional<Case> without(const Signature& s, const Case& c, int gone) {
-    std::optional<Case> smaller = without_elements(s, c, c.cuts->axis, {gone});
+    const Cuts cuts = *cuts_of(c);
+    std::optional<Case> smaller = without_elements(s, c, cuts.axis, {gone});
     if (!smaller) return std::nullopt;
-    const int n = smaller->lengths.at(c.cuts->axis);
+    const int n = smaller->lengths.at(cuts.axis);
     std::vector<int> at;
-    for (int end : c.cuts->at) {
+    for (int end : cuts.at) {
         const int moved = end > gone ? end - 1 : end;
         if (moved <= (at.empty() ? 0 : at.back()) || moved >= n) return std::nullopt;
         at.push_back(moved);
     }
     if (at.empty()) return std::nullopt;
-    return with_chunks(std::move(*smaller), c.cuts->axis, std::move(at));
+    return with_chunks(std::move(*smaller), cuts.axis, std::move(at));
 }
 
 rc::Seq<Case> incremental_shrinks(const std::shared_ptr<const Signature>& s, const Case& c) {
     std::vector<Case> out;
-    const std::vector<int>& at = c.cuts->at;
+    const Cuts cuts = *cuts_of(c);
+    const std::vector<int>& at = cuts.at;
     for (std::size_t k = 0; k < at.size() && at.size() > 1; ++k) {  // fewer chunks: two joined
         std::vector<int> fewer = at;
         fewer.erase(fewer.begin() + static_cast<std::ptrdiff_t>(k));
-        out.push_back(with_chunks(c, c.cuts->axis, std::move(fewer)));
+        out.push_back(with_chunks(c, cuts.axis, std::move(fewer)));
     }
-    for (int i = 0; i < c.lengths.at(c.cuts->axis); ++i)  // a shorter sequence
+    for (int i = 0; i < c.lengths.at(cuts.axis); ++i)  // a shorter sequence
         if (auto k = without(*s, c, i)) out.push_back(std::move(*k));
-    const auto shared = std::make_shared<const Case>(c);
-    auto simpler = rc::seq::mapMaybe(signature_case_shrinks(s, c), [shared](Case k) {
-        if (k.lengths != shared->lengths) return rc::Maybe<Case>();
-        return rc::Maybe<Case>(with_chunks(std::move(k), shared->cuts->axis, shared->cuts->at));
+    const Lengths lengths = c.lengths;
+    auto simpler = rc::seq::mapMaybe(signature_case_shrinks(s, c), [lengths, cuts](Case k) {
+        if (k.lengths != lengths) return rc::Maybe<Case>();
+        return rc::Maybe<Case>(with_chunks(std::move(k), cuts.axis, cuts.at));
     });
     return rc::seq::concat(rc::seq::fromContainer(std::move(out)), std::move(simpler));
 }
@@ -76,10 +82,11 @@ public:
         return "decoding the sequence in chunks, a cache carried between them, gives the outputs of one pass";
     }
     std::string case_text(const Case& c) const override {
-        if (!c.cuts) return "no chunks";
-        std::string out = c.cuts->axis + " in " + std::to_string(c.cuts->at.size() + 1) + " chunks:";
+        const auto cuts = cuts_of(c);
+        if (!cuts) return "no chunks";
+        std::string out = cuts->axis + " in " + std::to_string(cuts->at.size() + 1) + " chunks:";
         int first = 0;
-        for (double end : chunk_ends(*c.cuts, c.lengths.at(c.cuts->axis)).values) {
+        for (double end : chunk_ends(*cuts, c.lengths.at(cuts->axis)).values) {
             out += " [" + std::to_string(first) + ", " + std::to_string(static_cast<int>(end)) + ")";
             first = static_cast<int>(end);
         }
@@ -87,8 +94,9 @@ public:
     }
     bool permutes() const override { return false; }
     std::vector<PropertyOption> options() const override { return {properties::sequence_axis_option()}; }
-    bool judges_outputs_without_axes() const override { return false; }
-    bool chunks_calls() const override { return true; }
+    CallPlan plan() const override {
+        return {.chunked = true, .raising_is_finding = true, .judges_outputs_without_axes = false};
+    }
     const char* output_claim() const override { return "decoded in chunks equal to one pass"; }
     std::string compared_text() const override { return "L(x) decoded in chunks against L(x) in one pass"; }
     const char* verdict_meaning(bool holds) const override { return holds ? "cache consistent" : "cached decoding differs"; }
@@ -126,30 +134,33 @@ public:
 
     // x itself, and the chunking.
     Tensors transformed(const Signature&, const PropertyArgs&, const Case& c) const override {
-        if (!c.cuts || !c.cuts->chunked) throw std::invalid_argument("an incremental case without its chunks");
+        const auto cuts = cuts_of(c);
+        if (!cuts || !cuts->chunked) throw std::invalid_argument("an incremental case without its chunks");
         Tensors x = c.inputs;
-        x[kChunksInput + c.cuts->axis] = chunk_ends(*c.cuts, c.lengths.at(c.cuts->axis));
+        x[kChunksInput + cuts->axis] = chunk_ends(*cuts, c.lengths.at(cuts->axis));
         return x;
     }
     Tensor expected(const TensorSpec&, const Case&, const Tensor& y) const override { return y; }
     std::vector<bool> ignored(const Signature& s, const Case& c, const TensorSpec& output,
                               const std::vector<int>& shape) const override {
-        if (!c.cuts) return {};
-        return properties::ignored_off_axis(s, c.inputs, c.cuts->axis, output, shape);
+        const auto cuts = cuts_of(c);
+        if (!cuts) return {};
+        return properties::ignored_off_axis(s, c.inputs, cuts->axis, output, shape);
     }
     const Tensors& compared_layout(const Case& c, const Tensors&) const override { return c.inputs; }
 
     rc::Shrinkable<Case> shrinkable(const std::shared_ptr<const Signature>& s, const PropertyArgs&, Case c) const override {
-        if (!c.cuts) return shrinkable_signature_case(s, std::move(c));  // an input answered twice: no chunks
+        if (!cuts_of(c)) return shrinkable_signature_case(s, std::move(c));  // an input answered twice: no chunks
         return rc::shrinkable::shrinkRecur(std::move(c), [s](const Case& k) { return incremental_shrinks(s, k); });
     }
     void validate_saved(const Signature&, const Case& c) const override {
-        if (!c.cuts || !c.cuts->chunked || c.cuts->at.empty())
+        const auto cuts = cuts_of(c);
+        if (!cuts || !cuts->chunked || cuts->at.empty())
             throw std::invalid_argument("the saved incremental case has no chunks");
-        const auto n = c.lengths.find(c.cuts->axis);
+        const auto n = c.lengths.find(cuts->axis);
         if (n == c.lengths.end()) throw std::invalid_argument("the saved chunks name no axis of the signature");
         int last = 0;
-        for (int e : c.cuts->at) {
+        for (int e : cuts->at) {
             if (e <= last || e >= n->second) throw std::invalid_argument("the saved chunks' ends are not ascending in (0, n)");
             last = e;
         }

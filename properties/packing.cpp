@@ -7,6 +7,7 @@
 // slots the case's own masks pad. Refused without a position or segment input along the axis (nothing would tell
 // the model where a sequence starts), and for pairwise inputs over it. Shrunk to the fewest sequences, then the
 // shortest: two one-token sequences where one token is enough. proofs-notes/packing.md.
+#include "properties/cuts.h"
 #include "properties/property.h"
 
 #include <algorithm>
@@ -14,6 +15,9 @@
 namespace permcheck {
 
 namespace {
+
+using properties::Cuts;
+using properties::cuts_of;
 
 // Where each sequence starts, and the packed length: {0, at..., n}.
 std::vector<int> bounds(const Cuts& c, int n) {
@@ -26,7 +30,7 @@ std::vector<int> bounds(const Cuts& c, int n) {
 // The position ids from 0 in each sequence (a planted harness bug numbers the whole row), the segment ids the index
 // of each position's sequence.
 void number_sequences(const Signature& s, Case& c) {
-    const Cuts& cuts = *c.cuts;
+    const Cuts cuts = *cuts_of(c);
     const std::vector<int> b = bounds(cuts, c.lengths.at(cuts.axis));
     const bool restart = test_only::planted_harness_bug() != test_only::HarnessBug::packing_without_restart;
     for (const TensorSpec& t : s.inputs) {
@@ -41,8 +45,7 @@ void number_sequences(const Signature& s, Case& c) {
 }
 
 Case with_sequences(const Signature& s, Case c, std::vector<int> at, int piece) {
-    c.cuts->at = std::move(at);
-    c.cuts->piece = piece;
+    properties::put_cuts(c, {cuts_of(c)->axis, std::move(at), piece, false});
     c.perms = identities(c.lengths);
     number_sequences(s, c);
     return c;
@@ -51,12 +54,13 @@ Case with_sequences(const Signature& s, Case c, std::vector<int> at, int piece) 
 // c without the positions `gone` (ascending) of the axis, its sequences' ends moved with them, or nothing when a
 // sequence would be left empty or the deletion is refused (an axis below its MIN, a mask line all padded).
 std::optional<Case> without(const Signature& s, const Case& c, const std::vector<int>& gone, int piece) {
-    std::optional<Case> smaller = without_elements(s, c, c.cuts->axis, gone);
+    const Cuts cuts = *cuts_of(c);
+    std::optional<Case> smaller = without_elements(s, c, cuts.axis, gone);
     if (!smaller) return std::nullopt;
     std::vector<int> at;
-    for (int end : c.cuts->at) {
+    for (int end : cuts.at) {
         const int moved = end - static_cast<int>(std::count_if(gone.begin(), gone.end(), [end](int g) { return g < end; }));
-        if (moved <= (at.empty() ? 0 : at.back()) || moved >= smaller->lengths.at(c.cuts->axis)) continue;
+        if (moved <= (at.empty() ? 0 : at.back()) || moved >= smaller->lengths.at(cuts.axis)) continue;
         at.push_back(moved);
     }
     if (at.size() + 1 < 2) return std::nullopt;
@@ -66,8 +70,9 @@ std::optional<Case> without(const Signature& s, const Case& c, const std::vector
 
 std::vector<Case> structural_shrinks(const Signature& s, const Case& c) {
     std::vector<Case> out;
-    const std::vector<int> b = bounds(*c.cuts, c.lengths.at(c.cuts->axis));
-    const int m = static_cast<int>(b.size()) - 1, piece = c.cuts->piece;
+    const Cuts cuts = *cuts_of(c);
+    const std::vector<int> b = bounds(cuts, c.lengths.at(cuts.axis));
+    const int m = static_cast<int>(b.size()) - 1, piece = cuts.piece;
     // Fewer sequences: one other than the compared piece gone whole (when at least two stay).
     for (int j = 0; j < m && m > 2; ++j) {
         if (j == piece) continue;
@@ -88,8 +93,9 @@ rc::Seq<Case> packing_shrinks(const std::shared_ptr<const Signature>& s, const C
     // Simpler values at the same lengths, numbered again (a shrink that moved the position ids is undone).
     auto simpler = rc::seq::mapMaybe(signature_case_shrinks(s, c), [s, shared](Case k) {
         if (k.lengths != shared->lengths) return rc::Maybe<Case>();
-        k.cuts = shared->cuts;
-        k = with_sequences(*s, std::move(k), shared->cuts->at, shared->cuts->piece);
+        k.part = shared->part;
+        const Cuts cuts = *cuts_of(k);
+        k = with_sequences(*s, std::move(k), cuts.at, cuts.piece);
         if (same_values(k.inputs, shared->inputs)) return rc::Maybe<Case>();
         return rc::Maybe<Case>(std::move(k));
     });
@@ -111,13 +117,14 @@ public:
         return "sequences packed into one row stay apart: each sequence's outputs equal its own run's";
     }
     std::string case_text(const Case& c) const override {
-        if (!c.cuts) return "no packing";
-        const std::vector<int> b = bounds(*c.cuts, c.lengths.at(c.cuts->axis));
+        const auto cuts = cuts_of(c);
+        if (!cuts) return "no packing";
+        const std::vector<int> b = bounds(*cuts, c.lengths.at(cuts->axis));
         std::string lengths;
         for (std::size_t j = 0; j + 1 < b.size(); ++j) lengths += (j ? ", " : "") + std::to_string(b[j + 1] - b[j]);
-        const auto [first, end] = c.cuts->span(c.lengths.at(c.cuts->axis));
-        return std::to_string(b.size() - 1) + " sequences packed along " + c.cuts->axis + " (lengths " + lengths +
-               "); sequence " + std::to_string(c.cuts->piece) + " (positions " + std::to_string(first) + ".." +
+        const auto [first, end] = cuts->span(c.lengths.at(cuts->axis));
+        return std::to_string(b.size() - 1) + " sequences packed along " + cuts->axis + " (lengths " + lengths +
+               "); sequence " + std::to_string(cuts->piece) + " (positions " + std::to_string(first) + ".." +
                std::to_string(end - 1) + ") alone";
     }
     bool permutes() const override { return false; }
@@ -126,7 +133,7 @@ public:
         if (!properties::applies(*this, s, a)) return {};
         return {{"packing", "packed sequences stay apart", a.settings, false, false, "", ""}};
     }
-    bool judges_outputs_without_axes() const override { return false; }
+    CallPlan plan() const override { return {.judges_outputs_without_axes = false}; }
     const char* output_claim() const override { return "at each packed sequence's positions equal to its own run's"; }
     std::string compared_text() const override { return "L(s_j) against the packed row's outputs at s_j"; }
     const char* verdict_meaning(bool holds) const override { return holds ? "sequences stay apart" : "packed sequences leak"; }
@@ -159,50 +166,55 @@ public:
         const int n = c.lengths.at(a.axis);
         const int m = n < 2 ? 1 : draw.uniform(2, std::min(n, 4) + 1);
         std::vector<int> ends = properties::distinct_ends(draw, n, m);
-        c.cuts = Cuts{a.axis, {}, -1};
+        properties::put_cuts(c, {a.axis, {}, -1, false});
         c = with_sequences(s, std::move(c), std::move(ends), draw.uniform(0, m));
     }
 
     // The piece alone: its positions of every input, its segment 0.
     Tensors transformed(const Signature& s, const PropertyArgs&, const Case& c) const override {
-        if (!c.cuts || c.cuts->piece < 0) throw std::invalid_argument("a packing case without its sequences");
-        const auto [first, end] = c.cuts->span(c.lengths.at(c.cuts->axis));
-        Tensors alone = properties::span_of(s, c.inputs, c.cuts->axis, first, end);
+        const auto cuts = cuts_of(c);
+        if (!cuts || cuts->piece < 0) throw std::invalid_argument("a packing case without its sequences");
+        const auto [first, end] = cuts->span(c.lengths.at(cuts->axis));
+        Tensors alone = properties::span_of(s, c.inputs, cuts->axis, first, end);
         for (const TensorSpec& t : s.inputs)
             if (t.kind == TensorKind::segment) std::fill(alone.at(t.name).values.begin(), alone.at(t.name).values.end(), 0.0);
         return alone;
     }
     Lengths transformed_lengths(const Case& c) const override {
+        const auto cuts = cuts_of(c);
         Lengths l = c.lengths;
-        if (c.cuts) {
-            const auto [first, end] = c.cuts->span(l.at(c.cuts->axis));
-            l[c.cuts->axis] = end - first;
+        if (cuts) {
+            const auto [first, end] = cuts->span(l.at(cuts->axis));
+            l[cuts->axis] = end - first;
         }
         return l;
     }
     Tensor expected(const TensorSpec& t, const Case& c, const Tensor& y) const override {
-        if (!c.cuts) return y;
-        const auto [first, end] = c.cuts->span(c.lengths.at(c.cuts->axis));
-        return properties::span_along(t, y, c.cuts->axis, first, end);
+        const auto cuts = cuts_of(c);
+        if (!cuts) return y;
+        const auto [first, end] = cuts->span(c.lengths.at(cuts->axis));
+        return properties::span_along(t, y, cuts->axis, first, end);
     }
     std::vector<bool> ignored(const Signature& s, const Case& c, const TensorSpec& output,
                               const std::vector<int>& shape) const override {
-        if (!c.cuts) return {};
-        return properties::ignored_off_axis(s, transformed(s, {}, c), c.cuts->axis, output, shape);
+        const auto cuts = cuts_of(c);
+        if (!cuts) return {};
+        return properties::ignored_off_axis(s, transformed(s, {}, c), cuts->axis, output, shape);
     }
 
     rc::Shrinkable<Case> shrinkable(const std::shared_ptr<const Signature>& s, const PropertyArgs&, Case c) const override {
-        if (!c.cuts) return shrinkable_signature_case(s, std::move(c));  // an input answered twice: no packing
+        if (!cuts_of(c)) return shrinkable_signature_case(s, std::move(c));  // an input answered twice: no packing
         return rc::shrinkable::shrinkRecur(std::move(c), [s](const Case& k) { return packing_shrinks(s, k); });
     }
     void validate_saved(const Signature&, const Case& c) const override {
-        if (!c.cuts || c.cuts->at.empty()) throw std::invalid_argument("the saved packing case has no sequences");
-        const auto n = c.lengths.find(c.cuts->axis);
+        const auto cuts = cuts_of(c);
+        if (!cuts || cuts->at.empty()) throw std::invalid_argument("the saved packing case has no sequences");
+        const auto n = c.lengths.find(cuts->axis);
         if (n == c.lengths.end()) throw std::invalid_argument("the saved packing names no axis of the signature");
-        const std::vector<int> b = bounds(*c.cuts, n->second);
+        const std::vector<int> b = bounds(*cuts, n->second);
         for (std::size_t j = 0; j + 1 < b.size(); ++j)
             if (b[j] >= b[j + 1]) throw std::invalid_argument("the saved sequences' ends are not ascending positions in (0, n)");
-        if (c.cuts->piece < 0 || static_cast<std::size_t>(c.cuts->piece) > c.cuts->at.size())
+        if (cuts->piece < 0 || static_cast<std::size_t>(cuts->piece) > cuts->at.size())
             throw std::invalid_argument("the saved packing runs no sequence alone");
     }
 };

@@ -1,5 +1,5 @@
 // Padding: pads inserted and masked change nothing at the real positions, L(pad x) = L(x) there. pad x inserts k >= 1
-// pads into one axis (Pads, cases/signature.h): at the pads every mask over that axis pads, token ids, reals, index
+// pads into one axis (Pads, below): at the pads every mask over that axis pads, token ids, reals, index
 // rows and the pads' own position ids are the filler's (drawn), pairwise inputs get drawn rows and columns, and
 // index values naming the axis are renumbered to the real positions' new slots; the real positions keep their
 // values, position ids included. L(pad x) is compared at the real positions (real x real for a pairwise output;
@@ -15,6 +15,41 @@ namespace permcheck {
 
 namespace {
 
+// What a case of the padding property inserts, its part: k pads into the axis `axis` (names "axis") at `slots`
+// (lists "slots", ascending, in [0, n + k)); `filler` (tensors "filler") holds every input at the padded lengths,
+// whose entries at the pads are the pads' values (its entries at the real slots are not used: the real positions
+// keep the case's values).
+struct Pads {
+    std::string axis;
+    std::vector<int> slots;
+    Tensors filler;
+};
+
+// The case's pads; none when its part has none (an input answered twice). With `s`, each filler in its padded
+// shape: a report's is read back as nested arrays, which do not tell an empty dim's inner sizes.
+std::optional<Pads> pads_of(const Case& c, const Signature* s = nullptr) {
+    const auto axis = c.part.names.find("axis");
+    const auto slots = c.part.lists.find("slots");
+    const auto filler = c.part.tensors.find("filler");
+    if (axis == c.part.names.end() || slots == c.part.lists.end()) return std::nullopt;
+    Pads p{axis->second, slots->second, filler == c.part.tensors.end() ? Tensors{} : filler->second};
+    const auto n = c.lengths.find(p.axis);
+    if (!s || n == c.lengths.end()) return p;
+    Lengths padded = c.lengths;
+    padded[p.axis] = n->second + static_cast<int>(p.slots.size());
+    for (const TensorSpec& t : s->inputs)
+        if (auto f = p.filler.find(t.name); f != p.filler.end() && f->second.values.size() == Tensor{shape_of(t, padded), {}}.size())
+            f->second.shape = shape_of(t, padded);
+    return p;
+}
+
+void put_pads(Case& c, Pads p) {
+    c.part = {};
+    c.part.names["axis"] = std::move(p.axis);
+    c.part.lists["slots"] = std::move(p.slots);
+    c.part.tensors["filler"] = std::move(p.filler);
+}
+
 // The slots of a padded axis: which are pads, and where each real position went.
 struct SlotMap {
     std::vector<bool> pad;
@@ -27,7 +62,7 @@ struct SlotMap {
             if (!pad[s]) slot_of.push_back(static_cast<int>(s));
         }
     }
-    static SlotMap of(const Case& c) { return SlotMap(*c.pads, c.lengths.at(c.pads->axis)); }
+    static SlotMap of(const Case& c, const Pads& p) { return SlotMap(p, c.lengths.at(p.axis)); }
 };
 
 // One input padded: the filler at the pads, the case's values (index values renumbered) at the real positions.
@@ -108,33 +143,37 @@ void drop_slot(const Signature& s, Pads& p, int j) {
 }
 
 std::optional<Case> without_pad(const Signature& s, const Case& c, std::size_t i) {
-    if (c.pads->slots.size() < 2) return std::nullopt;
+    Pads p = *pads_of(c);
+    if (p.slots.size() < 2) return std::nullopt;
     Case out = c;
-    const int j = out.pads->slots[i];
-    out.pads->slots.erase(out.pads->slots.begin() + static_cast<std::ptrdiff_t>(i));
-    drop_slot(s, *out.pads, j);
+    const int j = p.slots[i];
+    p.slots.erase(p.slots.begin() + static_cast<std::ptrdiff_t>(i));
+    drop_slot(s, p, j);
+    put_pads(out, std::move(p));
     return out;
 }
 
 // Real position r gone (and its slot), when nothing on another axis depended on it.
 std::optional<Case> without_real(const Signature& s, const Case& c, int r) {
+    Pads p = *pads_of(c);
     Case base = c;
-    base.pads.reset();
-    std::optional<Case> smaller = without_elements(s, base, c.pads->axis, {r});
+    base.part = {};
+    std::optional<Case> smaller = without_elements(s, base, p.axis, {r});
     if (!smaller) return std::nullopt;
     for (const auto& [axis, len] : smaller->lengths)
-        if (axis != c.pads->axis && len != c.lengths.at(axis)) return std::nullopt;
-    smaller->pads = c.pads;
-    drop_slot(s, *smaller->pads, SlotMap::of(c).slot_of[static_cast<std::size_t>(r)]);
+        if (axis != p.axis && len != c.lengths.at(axis)) return std::nullopt;
+    drop_slot(s, p, SlotMap::of(c, p).slot_of[static_cast<std::size_t>(r)]);
+    put_pads(*smaller, std::move(p));
     return smaller;
 }
 
 rc::Seq<Case> padding_shrinks(const std::shared_ptr<const Signature>& s, const Case& c) {
     const auto shared = std::make_shared<const Case>(c);
     const auto maybe = [](std::optional<Case> k) { return k ? rc::Maybe<Case>(std::move(*k)) : rc::Maybe<Case>(); };
-    auto fewer_pads = rc::seq::mapMaybe(rc::seq::range<std::size_t>(0, c.pads->slots.size()),
+    const Pads p = *pads_of(c);
+    auto fewer_pads = rc::seq::mapMaybe(rc::seq::range<std::size_t>(0, p.slots.size()),
                                         [s, shared, maybe](std::size_t i) { return maybe(without_pad(*s, *shared, i)); });
-    auto fewer_reals = rc::seq::mapMaybe(rc::seq::range<int>(0, c.lengths.at(c.pads->axis)),
+    auto fewer_reals = rc::seq::mapMaybe(rc::seq::range<int>(0, c.lengths.at(p.axis)),
                                          [s, shared, maybe](int r) { return maybe(without_real(*s, *shared, r)); });
     auto simpler = rc::seq::filter(signature_case_shrinks(s, c),
                                    [shared](const Case& k) { return k.lengths == shared->lengths; });
@@ -197,8 +236,9 @@ public:
 
     // "2 pads into n at slots 0, 3".
     std::string case_text(const Case& c) const override {
-        if (!c.pads) return "no pads";
-        const Pads& p = *c.pads;
+        const auto pads = pads_of(c);
+        if (!pads) return "no pads";
+        const Pads& p = *pads;
         std::string out = std::to_string(p.slots.size()) + (p.slots.size() == 1 ? " pad" : " pads") + " into " + p.axis +
                           (p.slots.size() == 1 ? " at slot " : " at slots ");
         for (std::size_t k = 0; k < p.slots.size(); ++k) out += (k ? ", " : "") + std::to_string(p.slots[k]);
@@ -247,24 +287,26 @@ public:
         for (const TensorSpec& t : s.inputs)
             if (t.kind == TensorKind::position)
                 for (double& v : pads.filler.at(t.name).values) v = draw.uniform(0, t.limit);
-        c.pads = std::move(pads);
+        put_pads(c, std::move(pads));
     }
 
     Tensors transformed(const Signature& s, const PropertyArgs&, const Case& c) const override {
-        if (!c.pads) throw std::invalid_argument("a padding case without its pads");
-        const SlotMap m = SlotMap::of(c);
+        const auto p = pads_of(c, &s);
+        if (!p) throw std::invalid_argument("a padding case without its pads");
+        const SlotMap m = SlotMap::of(c, *p);
         Tensors out;
-        for (const TensorSpec& t : s.inputs)
-            out[t.name] = padded_input(t, c.inputs.at(t.name), c.pads->filler.at(t.name), *c.pads, m);
+        for (const TensorSpec& t : s.inputs) out[t.name] = padded_input(t, c.inputs.at(t.name), p->filler.at(t.name), *p, m);
         return out;
     }
     Lengths transformed_lengths(const Case& c) const override {
         Lengths l = c.lengths;
-        if (c.pads) l[c.pads->axis] += static_cast<int>(c.pads->slots.size());
+        if (const auto p = pads_of(c)) l[p->axis] += static_cast<int>(p->slots.size());
         return l;
     }
+    Lengths compared_lengths(const Case& c) const override { return c.lengths; }
     Tensor compared(const TensorSpec& t, const Case& c, const Tensor& answer) const override {
-        return c.pads ? unpadded(t, answer, *c.pads, SlotMap::of(c)) : answer;
+        const auto p = pads_of(c);
+        return p ? unpadded(t, answer, *p, SlotMap::of(c, *p)) : answer;
     }
     Tensor expected(const TensorSpec&, const Case&, const Tensor& y) const override { return y; }
     // Only real tokens are compared: a slot x's own masks pad may answer anything (a query that sees no key attends
@@ -276,20 +318,22 @@ public:
     const Tensors& compared_layout(const Case& c, const Tensors&) const override { return c.inputs; }
 
     rc::Shrinkable<Case> shrinkable(const std::shared_ptr<const Signature>& s, const PropertyArgs&, Case c) const override {
-        if (!c.pads) return shrinkable_signature_case(s, std::move(c));  // an input answered twice: no pads
+        if (!pads_of(c)) return shrinkable_signature_case(s, std::move(c));  // an input answered twice: no pads
         return rc::shrinkable::shrinkRecur(std::move(c), [s](const Case& k) { return padding_shrinks(s, k); });
     }
 
     void validate_saved(const Signature& s, const Case& c) const override {
-        if (!c.pads || c.pads->slots.empty()) throw std::invalid_argument("the saved padding case has no pads");
+        const auto p = pads_of(c, &s);
+        if (!p || p->slots.empty()) throw std::invalid_argument("the saved padding case has no pads");
+        if (!c.lengths.count(p->axis)) throw std::invalid_argument("the saved pads name no axis of the signature");
         const Lengths padded = transformed_lengths(c);
-        const std::vector<int>& slots = c.pads->slots;
+        const std::vector<int>& slots = p->slots;
         for (std::size_t k = 0; k < slots.size(); ++k)
-            if (slots[k] < 0 || slots[k] >= padded.at(c.pads->axis) || (k && slots[k] <= slots[k - 1]))
+            if (slots[k] < 0 || slots[k] >= padded.at(p->axis) || (k && slots[k] <= slots[k - 1]))
                 throw std::invalid_argument("the saved pads' slots are not ascending slots of the padded axis");
         for (const TensorSpec& t : s.inputs) {
-            const auto f = c.pads->filler.find(t.name);
-            if (f == c.pads->filler.end() || f->second.shape != shape_of(t, padded) || f->second.values.size() != f->second.size())
+            const auto f = p->filler.find(t.name);
+            if (f == p->filler.end() || f->second.shape != shape_of(t, padded) || f->second.values.size() != f->second.size())
                 throw std::invalid_argument("the saved pads have no filler '" + t.name + "' of the padded shape " +
                                             index_text(shape_of(t, padded)));
         }

@@ -64,6 +64,27 @@ struct ProfileRowSpec {
     std::string holds_means = {}, fails_means = {};
 };
 
+// How the audit asks a case of the property and what it makes of the answers: the plan the engine carries out
+// (audit/evaluator.h), declared by the property (plan()). What the layer is asked is the property's transformed();
+// the plan says how that request goes and who answers each side.
+struct CallPlan {
+    // The transformed side is one chunked request (kChunksInput, cases/signature.h), asked alone, never in a batch,
+    // and answered only by a layer that decodes in chunks (kChunkedAnswer); otherwise one request as x's is.
+    bool chunked = false;
+    // x is answered by a second black box, a reference implementation, and the transformed side (x again) by the
+    // layer: an audit needs a reference (audit_against, audit/signature_audit.h), and its taps compare nothing.
+    bool against_reference = false;
+    // One side raising where the other answered is the finding (LayerRaised: a chunked request's, either side's
+    // against a reference), not an error of the layer.
+    bool raising_is_finding = false;
+    // A non-finite entry of an answer is a finding of its own (non-finite); against a reference it is compared
+    // instead, NaN equal only to NaN.
+    bool non_finite_is_finding = true;
+    // Outputs without an axis are judged (those of a property along a sequence are not: they have no position to be
+    // causal or windowed at, no sequence of their own).
+    bool judges_outputs_without_axes = true;
+};
+
 class PropertyRules {
 public:
     virtual ~PropertyRules() = default;
@@ -111,6 +132,9 @@ public:
     virtual Tensors transformed(const Signature& s, const PropertyArgs& a, const Case& c) const = 0;
     virtual Lengths transformed_lengths(const Case& c) const { return c.lengths; }
     virtual long offset(const Case&) const { return 0; }
+    // The lengths of the answer as it is compared (compared(), below): the transformed lengths, or x's where the
+    // property compares the transformed answer at x's positions (padding).
+    virtual Lengths compared_lengths(const Case& c) const { return transformed_lengths(c); }
     // The answer to the transformed inputs as it is compared, and what it must equal, made of L(x)'s answer y.
     virtual Tensor compared(const TensorSpec&, const Case&, const Tensor& answer) const { return answer; }
     virtual Tensor expected(const TensorSpec& t, const Case& c, const Tensor& y) const = 0;
@@ -136,22 +160,10 @@ public:
     virtual const char* verdict_meaning(bool holds) const { return holds ? "holds" : "fails"; }
     // Whether an audit of a black box may ask for it (reversal and causal-prefix are the reference layers').
     virtual bool audits_black_boxes() const { return true; }
-    // Whether it judges outputs that have no axis (those along a sequence do not: they have no position to be causal
-    // at, no sequence of their own).
-    virtual bool judges_outputs_without_axes() const { return true; }
-    // Whether its transformed call is one chunked request (kChunksInput, cases/signature.h): answered only by a
-    // layer that decodes in chunks (kChunkedAnswer), one case a request.
-    virtual bool chunks_calls() const { return false; }
-
-    // Whether it compares the layer with a second black box, a reference implementation (agreement): an audit of it
-    // needs one (audit_against, audit/signature_audit.h) and its taps compare nothing.
-    virtual bool needs_reference() const { return false; }
-    // Whether what the layer raises on the transformed inputs where x was answered (LayerRaised) is the finding,
-    // not an error: a chunked request's (incremental), or either side's against a reference (agreement).
-    virtual bool raising_is_finding() const { return chunks_calls(); }
-    // Whether a non-finite entry of an answer is a finding of its own (non-finite); agreement compares them, NaN
-    // equal only to NaN.
-    virtual bool flags_non_finite() const { return true; }
+    // How a case is asked and judged (CallPlan, above); the default: both sides of the audited layer, in batches.
+    virtual CallPlan plan() const { return {}; }
+    bool chunks_calls() const { return plan().chunked; }
+    bool needs_reference() const { return plan().against_reference; }
 
     // Throws std::invalid_argument unless a saved case (a report's) carries what the property needs.
     virtual void validate_saved(const Signature&, const Case&) const {}

@@ -22,6 +22,9 @@ constexpr long kMaxOffset = 64;
 // wrong only far out (bfloat16 past a few thousand), and a short audit's log-uniform rise would not get there.
 constexpr int kFarCases = 2;
 
+// The case's c, its part's "shift" (0: none, as a case answered twice has).
+long shift_of(const Case& c) { return c.part.number("shift"); }
+
 // The room a shift has: P - (the largest position id + 1), over every position input; kMaxOffset without one.
 long shift_room(const Signature& s, const Tensors& inputs) {
     long room = -1;
@@ -45,10 +48,10 @@ void positions_from_zero(const Signature& s, Case& c) {
 
 rc::Seq<Case> shift_shrinks(const std::shared_ptr<const Signature>& s, const Case& c) {
     std::vector<Case> smaller_c;
-    for (long to : std::set<long>{1, c.shift / 2, c.shift - 1})
-        if (to >= 1 && to < c.shift) {
+    for (long to : std::set<long>{1, shift_of(c) / 2, shift_of(c) - 1})
+        if (to >= 1 && to < shift_of(c)) {
             smaller_c.push_back(c);
-            smaller_c.back().shift = to;
+            smaller_c.back().part.numbers["shift"] = to;
         }
     return rc::seq::concat(rc::seq::fromContainer(std::move(smaller_c)), signature_case_shrinks(s, c));
 }
@@ -59,7 +62,7 @@ public:
     const char* adjective() const override { return "shift-invariant"; }
     SideNames sides(bool) const override { return {"L(x_c)", "L(x)", "|L(x_c) - L(x)|"}; }
     const char* meaning() const override { return "moving every position index by a constant changes nothing"; }
-    std::string case_text(const Case& c) const override { return "every position id + " + std::to_string(c.shift); }
+    std::string case_text(const Case& c) const override { return "every position id + " + std::to_string(shift_of(c)); }
     bool permutes() const override { return false; }
     const char* output_claim() const override { return "unchanged when every position id moves by the same c"; }
     const char* verdict_meaning(bool holds) const override {
@@ -101,12 +104,12 @@ public:
             room = std::max(1L, shift_room(s, c.inputs));
         }
         if (index >= 1 && index <= kFarCases) {  // near the top of the range, whatever the number of cases
-            c.shift = std::max(1L, room - draw.uniform(0, static_cast<int>(std::min<long>(room / 8, 1L << 30)) + 1));
+            c.part.numbers["shift"] = std::max(1L, room - draw.uniform(0, static_cast<int>(std::min<long>(room / 8, 1L << 30)) + 1));
             return;
         }
         const double top = std::pow(static_cast<double>(room), static_cast<double>(index + 1) / std::max(cases, 1));
         const double u = draw.uniform(0, 1 << 20) / static_cast<double>(1 << 20);
-        c.shift = std::clamp(static_cast<long>(std::exp(u * std::log(std::max(top, 1.0)))), 1L, room);
+        c.part.numbers["shift"] = std::clamp(static_cast<long>(std::exp(u * std::log(std::max(top, 1.0)))), 1L, room);
     }
 
     Tensors transformed(const Signature& s, const PropertyArgs&, const Case& c) const override {
@@ -114,21 +117,21 @@ public:
         Tensors out = c.inputs;
         for (const TensorSpec& t : s.inputs) {
             if (t.kind == TensorKind::position)
-                for (double& v : out.at(t.name).values) v += static_cast<double>(c.shift);
+                for (double& v : out.at(t.name).values) v += static_cast<double>(shift_of(c));
             if (t.kind == TensorKind::token && tokens_too)
-                for (double& v : out.at(t.name).values) v = std::fmod(v + static_cast<double>(c.shift), t.limit);
+                for (double& v : out.at(t.name).values) v = std::fmod(v + static_cast<double>(shift_of(c)), t.limit);
         }
         return out;
     }
-    long offset(const Case& c) const override { return c.shift; }
+    long offset(const Case& c) const override { return shift_of(c); }
     Tensor expected(const TensorSpec&, const Case&, const Tensor& y) const override { return y; }
 
     rc::Shrinkable<Case> shrinkable(const std::shared_ptr<const Signature>& s, const PropertyArgs&, Case c) const override {
-        if (c.shift < 1) return shrinkable_signature_case(s, std::move(c));  // an input answered twice: no shift
+        if (shift_of(c) < 1) return shrinkable_signature_case(s, std::move(c));  // an input answered twice: no shift
         return rc::shrinkable::shrinkRecur(std::move(c), [s](const Case& k) { return shift_shrinks(s, k); });
     }
     void validate_saved(const Signature&, const Case& c) const override {
-        if (c.shift < 1) throw std::invalid_argument("the saved shift case has no shift c >= 1");
+        if (shift_of(c) < 1) throw std::invalid_argument("the saved shift case has no shift c >= 1");
     }
 };
 

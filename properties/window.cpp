@@ -24,8 +24,7 @@ const PropertyOption kRight{"--window-right", "window_right", "R",
                             "and on the R positions after i (a bidirectional local window; default 0)", {}};
 
 long part_of(const Case& c, const char* name) {
-    const auto v = c.part.find(name);
-    return v == c.part.end() ? -1 : v->second;
+    return c.part.number(name, -1);
 }
 const std::string& axis_of(const Signature& s, const Case& c) {
     return s.axes.at(static_cast<std::size_t>(part_of(c, "axis"))).name;
@@ -59,14 +58,14 @@ rc::Seq<Case> window_shrinks(const std::shared_ptr<const Signature>& s, const Ca
         const int n = m.lengths.at(axis);
         if (n < 1) return rc::Maybe<Case>();
         m.perms = identities(m.lengths);
-        m.part["at"] = std::min<long>(m.part["at"], n - 1);
+        m.part.numbers["at"] = std::min<long>(m.part.numbers["at"], n - 1);
         return rc::Maybe<Case>(std::move(m));
     });
     std::vector<Case> earlier;
     for (long to : std::set<long>{0, part_of(c, "at") / 2, part_of(c, "at") - 1})
         if (to >= 0 && to < part_of(c, "at")) {
             earlier.push_back(c);
-            earlier.back().part["at"] = to;
+            earlier.back().part.numbers["at"] = to;
         }
     return rc::seq::concat(std::move(shorter), rc::seq::fromContainer(std::move(earlier)));
 }
@@ -87,7 +86,7 @@ public:
                ", " + std::to_string(at + part_of(c, "right")) + "] redrawn";
     }
     bool permutes() const override { return false; }
-    bool judges_outputs_without_axes() const override { return false; }
+    CallPlan plan() const override { return {.judges_outputs_without_axes = false}; }
     const char* output_claim() const override { return "unchanged at position i when every input outside its window is redrawn"; }
     std::string compared_text() const override { return "L(x') against L(x) at position i"; }
     const char* verdict_meaning(bool holds) const override { return holds ? "within its window" : "sees beyond its window"; }
@@ -109,7 +108,7 @@ public:
         gen::Sampler draw(own.split(), 100);
         c.perms = identities(c.lengths);
         const auto axis = std::find_if(s.axes.begin(), s.axes.end(), [&](const Axis& x) { return x.name == a.axis; });
-        c.part = {{"at", draw.uniform(0, std::max(c.lengths.at(a.axis), 1))},
+        c.part.numbers = {{"at", draw.uniform(0, std::max(c.lengths.at(a.axis), 1))},
                   {"left", setting_in(a, kWindow, 1, kMaxAxisLen, 1)},
                   {"right", setting_in(a, kRight, 0, kMaxAxisLen, 0)},
                   {"axis", axis - s.axes.begin()},

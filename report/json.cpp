@@ -3,6 +3,7 @@
 #include "report/report.h"
 
 #include "report/json_fields.h"
+#include "properties/property.h"
 
 #include <algorithm>
 #include <cmath>
@@ -122,6 +123,21 @@ json comparison_json(const OutputComparison& o) {
     return j;
 }
 
+// The property's part entry by entry: a number, an axis name, a list of positions, or a set of tensors named by
+// the inputs they stand for (in their kinds, as the inputs are written).
+json part_json(const CasePart& part, const Signature* s) {
+    json j = json::object();
+    for (const auto& [key, v] : part.numbers) j[key] = v;
+    for (const auto& [key, v] : part.names) j[key] = v;
+    for (const auto& [key, v] : part.lists) j[key] = v;
+    for (const auto& [key, set] : part.tensors) {
+        json tensors = json::object();
+        for (const auto& [name, t] : set) tensors[name] = nested_input(t, s, name);
+        j[key] = std::move(tensors);
+    }
+    return j;
+}
+
 // The finding by name: lengths, permutations (one-line and cycles), inputs, every output's comparison, the case's
 // place, the property's part; a reference layer's weight seed and exact confirmation (`white_box`).
 json counterexample_json(const Counterexample& c, const Signature* s, bool white_box) {
@@ -135,13 +151,7 @@ json counterexample_json(const Counterexample& c, const Signature* s, bool white
     json j{{"lengths", c.lengths},         {"permutations", perms},   {"cycles", cycles},
            {"axis_at_fault", c.axis_at_fault}, {"inputs", inputs},    {"outputs", outputs},
            {"case_index", c.case_index},   {"shrink_steps", c.shrink_steps}, {"black_box", !white_box}};
-    if (c.shift > 0) j["shift"] = c.shift;
-    if (!c.part.empty()) j["part"] = c.part;
-    if (c.pads) {
-        json filler = json::object();
-        for (const auto& [name, t] : c.pads->filler) filler[name] = nested_input(t, s, name);
-        j["pads"] = {{"axis", c.pads->axis}, {"slots", c.pads->slots}, {"filler", filler}};
-    }
+    if (!c.part.empty()) j["part"] = part_json(c.part, s);
     j["kind"] = finding_kind_name(c.kind);
     if (const PriorRequest* before = c.asked_before()) {
         json earlier = json::object();
@@ -170,11 +180,6 @@ json counterexample_json(const Counterexample& c, const Signature* s, bool white
         }
         j["batches"] = std::move(batches);
     }
-    if (c.cuts) {
-        j["cuts"] = {{"axis", c.cuts->axis}, {"at", c.cuts->at}};
-        if (c.cuts->piece >= 0) j["cuts"]["piece"] = c.cuts->piece;
-        if (c.cuts->chunked) j["cuts"]["chunked"] = true;
-    }
     if (white_box) {
         j["weight_seed"] = c.weight_seed;
         j["confirmed_exactly"] = c.confirmed_exactly;
@@ -182,21 +187,29 @@ json counterexample_json(const Counterexample& c, const Signature* s, bool white
     return j;
 }
 
-// The padding property's pads, their filler at the padded lengths.
-std::optional<Pads> pads_from(const json& j, const Signature& s, const Lengths& lengths) {
-    const std::string at = "counterexample.pads.";
-    if (!j.contains("pads") || j["pads"].is_null()) return std::nullopt;
-    const json& p = j["pads"];
-    if (!p.is_object()) throw std::invalid_argument("field 'counterexample.pads' must be an object");
-    Pads pads{get_as<std::string>(p, "axis", at), get_as<std::vector<int>>(p, "slots", at), {}};
-    if (!lengths.count(pads.axis)) throw std::invalid_argument("field 'counterexample.pads.axis' names no axis");
-    Lengths padded = lengths;
-    padded[pads.axis] += static_cast<int>(pads.slots.size());
-    const json& filler = required(p, "filler", at);
-    for (const TensorSpec& t : s.inputs)
-        pads.filler[t.name] = tensor_from(required(filler, t.name.c_str(), at + "filler."), at + "filler." + t.name,
-                                          shape_of(t, padded));
-    return pads;
+// The members of `j` (counterexample.part, or an older report's pads or cuts object) into `part`: an integer (or a
+// yes/no, as 1 or 0) a number, a string an axis name, an array a list of positions, an object a set of tensors by
+// input name, each in the shape its nested arrays give (the property puts them in its own shapes).
+void read_part(const json& j, const std::string& at, CasePart& part) {
+    if (!j.is_object()) throw std::invalid_argument("field '" + at + "' must be an object");
+    for (const auto& [key, v] : j.items()) {
+        const std::string field = at + "." + key;
+        if (v.is_number_integer() || v.is_boolean()) part.numbers[key] = v.is_boolean() ? long{v.get<bool>()} : v.get<long>();
+        else if (v.is_string()) part.names[key] = v.get<std::string>();
+        else if (v.is_array()) part.lists[key] = get_as<std::vector<int>>(j, key.c_str(), at + ".");
+        else if (v.is_object())
+            for (const auto& [name, t] : v.items()) part.tensors[key][name] = tensor_from(t, field + "." + name, std::nullopt);
+        else throw std::invalid_argument("field '" + field + "' must be an integer, a string, an array or an object");
+    }
+}
+
+// counterexample.part; an older report's shift, pads and cuts, which held the same entries.
+CasePart part_from(const json& j) {
+    CasePart part;
+    for (const char* key : {"part", "pads", "cuts"})
+        if (j.contains(key) && !j[key].is_null()) read_part(j[key], std::string("counterexample.") + key, part);
+    if (const long shift = get_or<long>(j, "shift", 0, "counterexample."); shift != 0) part.numbers["shift"] = shift;
+    return part;
 }
 
 std::map<std::string, int> lengths_from(const json& j, const Signature& s);
@@ -214,18 +227,6 @@ std::optional<PriorRequest> asked_before_from(const json& j, const Signature& s)
         r.inputs[t.name] = tensor_from(required(inputs, t.name.c_str(), at + "inputs."), at + "inputs." + t.name,
                                        shape_of(t, r.lengths));
     return r;
-}
-
-// The causal property's cut, the packing property's sequences.
-std::optional<Cuts> cuts_from(const json& j, const Lengths& lengths) {
-    const std::string at = "counterexample.cuts.";
-    if (!j.contains("cuts") || j["cuts"].is_null()) return std::nullopt;
-    const json& cuts = j["cuts"];
-    if (!cuts.is_object()) throw std::invalid_argument("field 'counterexample.cuts' must be an object");
-    Cuts c{get_as<std::string>(cuts, "axis", at), get_as<std::vector<int>>(cuts, "at", at), get_or<int>(cuts, "piece", -1, at),
-           get_or<bool>(cuts, "chunked", false, at)};
-    if (!lengths.count(c.axis)) throw std::invalid_argument("field 'counterexample.cuts.axis' names no axis");
-    return c;
 }
 
 std::map<std::string, int> lengths_from(const json& j, const Signature& s) {
@@ -375,7 +376,7 @@ FindingKind kind_from(const json& j, const Signature& s, Verdict v) {
                                 "nondeterministic, history-dependent, batch-dependent or erred, got '" + kind + "'");
 }
 
-Counterexample counterexample_from(const json& j, const Signature& s, Verdict v) {
+Counterexample counterexample_from(const json& j, const Signature& s, Verdict v, const PropertyRules& rules) {
     const std::string at = "counterexample.";
     if (!j.is_object()) throw std::invalid_argument("field 'counterexample' must be an object or null");
     Counterexample c;
@@ -388,22 +389,17 @@ Counterexample counterexample_from(const json& j, const Signature& s, Verdict v)
     for (const TensorSpec& t : s.inputs)
         c.inputs[t.name] = tensor_from(required(inputs, t.name.c_str(), at + "inputs."), at + "inputs." + t.name,
                                        shape_of(t, c.lengths));
-    c.cuts = cuts_from(j, c.lengths);
+    c.part = part_from(j);
     c.kind = kind_from(j, s, v);
     if (j.contains("transformed")) transformed_from(j, s, c);
-    Lengths compared = c.lengths;  // a causal case compares its prefix, a packing case one packed sequence
-    if (c.cuts) {
-        const auto [first, end] = c.cuts->span(compared[c.cuts->axis]);
-        if (0 <= first && first <= end && end <= compared[c.cuts->axis]) compared[c.cuts->axis] = end - first;
-    }
+    Lengths compared = rules.compared_lengths(c);  // a causal case compares its prefix, a packing case one sequence
+    for (auto& [axis, n] : compared)
+        if (n < 0 || n > c.lengths.at(axis)) n = c.lengths.at(axis);  // a part that names no such span
     for (const TensorSpec& t : s.outputs)
         if (outputs.contains(t.name))
             c.outputs.push_back(
                 comparison_from(outputs[t.name], t.name, at + "outputs." + t.name + ".", shape_of(t, compared)));
     c.axis_at_fault = get_or<std::string>(j, "axis_at_fault", "", at);
-    c.shift = get_or<long>(j, "shift", 0, at);
-    c.part = get_or<std::map<std::string, long>>(j, "part", {}, at);
-    c.pads = pads_from(j, s, c.lengths);
     c.case_index = get_or<int>(j, "case_index", -1, at);
     c.shrink_steps = get_or<int>(j, "shrink_steps", 0, at);
     c.weight_seed = get_or<std::uint64_t>(j, "weight_seed", 0, at);
@@ -610,7 +606,7 @@ void read_counterexample(const json& c, Record& r) {
         if (white_box && r.weights == 0) r.weights = kOldestWeightsVersion;
     } else {
         if (!r.signature) throw std::invalid_argument("field 'counterexample' holds named inputs but the report has no 'signature'");
-        r.counterexample = counterexample_from(c, *r.signature, r.verdict);
+        r.counterexample = counterexample_from(c, *r.signature, r.verdict, rules_of(r.property));
         r.counterexample->replay = r.replay;
         if (table_row_without_weights(c, r)) {
             r.counterexample->weight_seed = r.seed + static_cast<std::uint64_t>(std::max(r.counterexample->case_index, 0));

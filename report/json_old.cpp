@@ -102,7 +102,7 @@ Counterexample one_tensor_finding(const json& j, const Record& r) {
     c.case_index = get_or<int>(j, "case_index", -1, at);
     c.shrink_steps = get_or<int>(j, "shrink_steps", 0, at);
     c.weight_seed = get_or<std::uint64_t>(j, "weight_seed", 0, at);
-    c.shift = get_or<long>(j, "shift", 0, at);
+    if (const long shift = get_or<long>(j, "shift", 0, at); shift != 0) c.part.numbers["shift"] = shift;
     c.confirmed_exactly = get_or<bool>(j, "confirmed_exactly", false, at);
     c.replay = r.replay;
     return c;

@@ -89,7 +89,7 @@ std::string repro_refused(const Record& r) {
     if (!c.raised().empty()) return "";  // the finding is what a side raised: asked again, it raises or it does not
     for (const OutputComparison& o : c.outputs)
         if (o.sides.empty()) return "the report does not say how output " + o.name + " is compared";
-    if (c.transformed.empty() && !(c.cuts && c.cuts->chunked)) return "the report did not record the transformed inputs";
+    if (c.transformed.empty() && !rules_of(r.property).chunks_calls()) return "the report did not record the transformed inputs";
     return "";
 }
 

@@ -313,7 +313,7 @@ std::string signature_head(const Signature& s, const AuditResult& r) {
     const PropertyRules& rules = rules_of(r.property);
     std::string outputs;
     for (const TensorSpec& t : s.outputs)
-        if (rules.judges_outputs_without_axes() || has_axis(t)) outputs += (outputs.empty() ? "" : ", ") + t.name;
+        if (rules.plan().judges_outputs_without_axes || has_axis(t)) outputs += (outputs.empty() ? "" : ", ") + t.name;
     if (rules.permutes()) head << signature_claims(s);
     else head << property_name(r.property) << ": " << outputs << " " << rules.output_claim();
     head << " (" << (dtype_known ? precision_text(r) : "");

@@ -35,7 +35,7 @@ expect 0 rope --property shift
 expect 0 alibi --property shift
 expect 0 "rope float32" --dtype float32 --property shift   # rotary angles in float32: no false alarm
 expect 1 learned --property shift
-[ "$(field "d['counterexample']['shift']")" = 1 ] || fail "learned: shift not shrunk to c = 1"
+[ "$(field "d['counterexample']['part']['shift']")" = 1 ] || fail "learned: shift not shrunk to c = 1"
 [ "$(field "d['counterexample']['lengths']['n']")" = 1 ] || fail "learned: not shrunk to one token"
 [ "$(field "d['counterexample']['inputs']['ids'][0] == int(d['counterexample']['inputs']['ids'][0])")" = True ] || fail "ids not integers"
 grep -q "symmetry first breaks at table" "$work/out.txt" || { cat "$work/out.txt"; fail "learned shift: the taps do not name the position table"; }
@@ -45,14 +45,14 @@ expect 1 sinusoidal --property shift
 expect 0 rope --property padding
 expect 0 rope --property padding --padding left
 expect 1 rope-nomask --property padding --padding right
-[ "$(field "len(d['counterexample']['pads']['slots'])")" = 1 ] || fail "rope-nomask: not shrunk to one pad"
+[ "$(field "len(d['counterexample']['part']['slots'])")" = 1 ] || fail "rope-nomask: not shrunk to one pad"
 grep -q "taps\|symmetry" "$work/out.txt" || { cat "$work/out.txt"; fail "rope-nomask padding: no tap table"; }
 grep -q "embed .* holds" "$work/out.txt" || { cat "$work/out.txt"; fail "rope-nomask padding: the embedding's tap at the real positions does not hold"; }
 "$permcheck" replay "$work/last/report.json" --exec "python3 $model rope-nomask" > /dev/null && fail "replay of a leak held"
 "$permcheck" replay "$work/last/report.json" --exec "python3 $model rope" > /dev/null || fail "replay on the masked model failed"
 expect 1 rope --property causal              # bidirectional: output 0 sees token 1
 [ "$(field "d['counterexample']['lengths']['n']")" = 2 ] || fail "rope causal: not shrunk to two tokens"
-[ "$(field "d['counterexample']['cuts']['at']")" = "[1]" ] || fail "rope causal: not shrunk to the cut k = 1"
+[ "$(field "d['counterexample']['part']['at']")" = "[1]" ] || fail "rope causal: not shrunk to the cut k = 1"
 grep -q "cut n after k = 1 of 2 positions" "$work/out.txt" || { cat "$work/out.txt"; fail "rope causal: the cut is not shown"; }
 set +e
 "$permcheck" replay "$work/last/report.json" --exec "python3 $model rope" > "$work/replay.txt" 2>&1
@@ -65,13 +65,13 @@ expect 0 rope-causal --property causal
 expect 0 rope-causal --property padding --padding left   # empty queries attend uniformly: padding, not compared
 expect 1 rope-causal --property packing      # no block mask: the second sequence sees the first
 [ "$(field "d['counterexample']['lengths']['n']")" = 2 ] || fail "rope-causal packing: not shrunk to two tokens"
-[ "$(field "d['counterexample']['cuts']['at'], d['counterexample']['cuts']['piece']")" = "([1], 1)" ] \
+[ "$(field "d['counterexample']['part']['at'], d['counterexample']['part']['piece']")" = "([1], 1)" ] \
   || fail "rope-causal packing: not shrunk to two one-token sequences, the second alone"
 expect 0 rope-packed --property packing
 expect 0 rope-packed --property causal
 expect 0 rope-cached --property incremental  # a cache of keys and values, the mask cumulative
 expect 1 rope-cached-restart --property incremental   # new tokens rotated from 0: found at two chunks
-[ "$(field "len(d['counterexample']['cuts']['at']), d['counterexample']['cuts']['chunked'], d['counterexample']['lengths']['n']")" = "(1, True, 2)" ] \
+[ "$(field "len(d['counterexample']['part']['at']), d['counterexample']['part']['chunked'], d['counterexample']['lengths']['n']")" = "(1, 1, 2)" ] \
   || fail "rope-cached-restart: not shrunk to two chunks of two tokens"
 "$permcheck" replay "$work/last/report.json" --exec "python3 $model rope-cached" > "$work/replay.txt" 2>&1 \
   || { cat "$work/replay.txt"; fail "the cached model's replay of the restart finding failed"; }

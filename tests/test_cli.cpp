@@ -503,7 +503,6 @@ Record sample_record() {
     c.outputs = {y};
     c.axis_at_fault = "n";
     c.weight_seed = 12345;
-    c.shift = 0;
     c.case_index = 4;
     c.shrink_steps = 9;
     c.confirmed_exactly = true;

@@ -380,7 +380,7 @@ TEST(CaseGenerator, ABlackBoxCaseHasNoWeightSeedOrShift) {
     for (int i = 0; i < 50; ++i) {
         const Case c = draw_signature_case(s, {{"n", 1 + i % 8}}, random.split(), 100);
         EXPECT_EQ(c.weight_seed, 0u);
-        EXPECT_EQ(c.shift, 0);
+        EXPECT_TRUE(c.part.empty());
         EXPECT_EQ(c.inputs.at("x").shape, (std::vector<int>{1 + i % 8, 3}));
     }
 }
@@ -462,8 +462,8 @@ TEST_P(VerdictMatrix, MatchesTheTheoryOverSeveralSeeds) {
         if (row.row.property == Property{"causal"} || row.row.property == Property{"packing"}) {
             // sees the next token: two tokens cut after one; sequences meet: two one-token sequences
             EXPECT_EQ(ce.lengths.at("n"), 2) << finding(r);
-            ASSERT_TRUE(ce.cuts) << finding(r);
-            EXPECT_EQ(ce.cuts->at, std::vector<int>{1}) << finding(r);
+            ASSERT_TRUE(ce.part.lists.count("at")) << finding(r);
+            EXPECT_EQ(ce.part.lists.at("at"), std::vector<int>{1}) << finding(r);
         }
     }
 }
@@ -774,7 +774,7 @@ TEST(SignatureVerdictTable, AnAbsolutePositionTableIsRefutedByOneTokenShiftedByO
             ASSERT_FALSE(r.holds) << layer;
             ASSERT_TRUE(r.counterexample);
             EXPECT_EQ(r.counterexample->lengths.at("n"), 1) << finding(r);
-            EXPECT_EQ(r.counterexample->shift, 1) << layer;
+            EXPECT_EQ(r.counterexample->part.number("shift"), 1) << layer;
         }
 }
 
@@ -793,9 +793,9 @@ TEST(SignatureVerdictTable, AMeanOverThePadsIsRefutedByOneTokenAndOnePad) {
         for (Arithmetic a : {Arithmetic::float64, Arithmetic::exact}) {
             const CheckResult r = row_checked(layer, Property{"padding"}, a);
             ASSERT_FALSE(r.holds) << layer;
-            ASSERT_TRUE(r.counterexample && r.counterexample->pads);
+            ASSERT_TRUE(r.counterexample && r.counterexample->part.lists.count("slots"));
             const Counterexample& c = *r.counterexample;
-            EXPECT_EQ(c.pads->slots.size(), 1u) << layer << "\n" << finding(r);
+            EXPECT_EQ(c.part.lists.at("slots").size(), 1u) << layer << "\n" << finding(r);
             EXPECT_LE(c.lengths.at("n"), 2) << layer;
             for (const auto& [axis, p] : c.perms) EXPECT_TRUE(p.is_identity());
         }

@@ -240,7 +240,7 @@ Counterexample two_real_tokens() {
 TEST(TapTrace, AShiftCaseNamesTheFirstSubmoduleThatReadsAbsolutePositions) {
     const Signature s = lm_tap_signature();
     Counterexample c = two_real_tokens();
-    c.shift = 3;
+    c.part.numbers["shift"] = 3;
     const TapTrace t = trace_taps(lm_taps, s, c, Property{"shift"}, Arithmetic::float64, 1.0);
     ASSERT_EQ(t.taps.size(), 3u) << describe(t);
     EXPECT_EQ(t.taps[0].verdict, TapVerdict::holds);
@@ -256,7 +256,9 @@ TEST(TapTrace, AShiftCaseNamesTheFirstSubmoduleThatReadsAbsolutePositions) {
 TEST(TapTrace, APaddingCaseComparesTheTapsAtTheRealPositions) {
     const Signature s = lm_tap_signature();
     Counterexample c = two_real_tokens();
-    c.pads = Pads{"n", {1}, {{"ids", tensor({3}, {0, 7, 0})}, {"pos", tensor({3}, {0, 9, 0})}, {"keep", tensor({3}, {0, 0, 0})}}};
+    c.part.names["axis"] = "n";  // the padding property's part: one pad at slot 1, the filler's values there
+    c.part.lists["slots"] = {1};
+    c.part.tensors["filler"] = {{"ids", tensor({3}, {0, 7, 0})}, {"pos", tensor({3}, {0, 9, 0})}, {"keep", tensor({3}, {0, 0, 0})}};
     const TapTrace t = trace_taps(lm_taps, s, c, Property{"padding"}, Arithmetic::float64, 1.0);
     ASSERT_EQ(t.taps.size(), 3u) << describe(t);
     EXPECT_EQ(t.taps[0].verdict, TapVerdict::holds) << describe(t);

@@ -90,7 +90,7 @@ def test_a_decoder_without_its_causal_mask_is_caught_at_two_tokens():
     result = permcheck.audit(TinyDecoder(causal=False), property="causal", **LM)
     assert result.verdict == "violated"
     assert result.counterexample.lengths == {"n": 2}
-    assert result.counterexample.cuts == {"axis": "n", "at": [1]}
+    assert result.counterexample.part == {"axis": "n", "at": [1]}
 
 
 def test_the_encoding_is_relative():
@@ -112,7 +112,7 @@ def test_packed_sequences_without_a_block_mask_are_caught_at_two_one_token_seque
     result = permcheck.audit(TinyDecoder(), property="packing", **LM)
     assert result.verdict == "violated"
     assert result.counterexample.lengths == {"n": 2}
-    assert result.counterexample.cuts == {"axis": "n", "at": [1], "piece": 1}
+    assert result.counterexample.part == {"axis": "n", "at": [1], "piece": 1}
 
 
 def test_the_profile_of_a_decoder_names_its_causal_mask():
@@ -139,13 +139,13 @@ def test_cached_decoding_gives_the_one_pass_outputs():
 def test_new_tokens_numbered_from_0_after_a_cache_are_caught_at_two_chunks():
     result = permcheck.audit(TinyDecoder(restart=True), property="incremental", **CACHED)
     assert result.verdict == "violated"
-    assert len(result.counterexample.cuts["at"]) == 1 and result.counterexample.cuts["chunked"]
+    assert len(result.counterexample.part["at"]) == 1 and result.counterexample.part["chunked"]
 
 
 def test_a_cached_path_that_raises_where_one_pass_answers_is_a_finding():
     result = permcheck.audit(TinyDecoder(one_token_steps=True), property="incremental", **CACHED)
     assert result.verdict == "violated"  # the exception is the finding, not an error of the audit
-    assert result.counterexample.lengths == {"n": 3} and result.counterexample.cuts["at"] == [1]
+    assert result.counterexample.lengths == {"n": 3} and result.counterexample.part["at"] == [1]
     assert "one new token at a time, got 2 (chunk 2 of 2, positions 1 to 2)" in result.counterexample.raised
     miswired = dict(CACHED, cache="kv_cache")  # a route the layer does not take: the set-up's error
     assert permcheck.audit(TinyDecoder(), property="incremental", **miswired).verdict == "error"

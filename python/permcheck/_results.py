@@ -40,7 +40,7 @@ class Comparison:
 class Counterexample:
     """The shrunk counterexample: lengths per axis, the permutation of each axis (one-line form: position k of
     the permuted input holds row permutations[axis][k]), the inputs as tensors, each output's comparison, the
-    property's part (`shift`, `pads`, `cuts`) and what the layer raised where that is the finding (`raised`), as
+    property's part (`part`: the shift, the pads, the cuts, the window) and what the layer raised where that is the finding (`raised`), as
     report.json's counterexample holds them (docs/python.md, "The functions")."""
 
     def __init__(self, j, to_tensor, kinds=None):
@@ -52,7 +52,7 @@ class Counterexample:
         kinds = kinds or {}
         self.inputs = {name: to_tensor(v, kinds.get(name)) for name, v in (j.get("inputs") or {}).items()}
         self.outputs = {name: Comparison(name, v, to_tensor) for name, v in (j.get("outputs") or {}).items()}
-        self.shift, self.pads, self.cuts, self.raised = (j.get(k) for k in ("shift", "pads", "cuts", "raised"))
+        self.part, self.raised = dict(j.get("part") or {}), j.get("raised")
 
     def failing(self):
         """The outputs that do not hold, largest difference first."""

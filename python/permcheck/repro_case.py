@@ -57,7 +57,7 @@ def case_of(record, against):
 def _chunks(signature, c):
     """The chunking of an incremental case, as its chunked request says it: the axis, the ends of the chunks, and
     the dim of every input and output along the axis; None for another property."""
-    cuts = c.get("cuts") or {}
+    cuts = c.get("part") or {}  # the incremental property's part: the axis, the chunks' ends but the last
     if not cuts.get("chunked"):
         return None
     axis = cuts["axis"]

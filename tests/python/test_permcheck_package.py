@@ -210,7 +210,7 @@ def test_shift_invariance_of_position_ids():
         permcheck.assert_shift_invariant(Positions(relative=False), **sig)
     assert "L(x_c)" in str(caught.value)
     c = permcheck.audit(Positions(relative=False), property="shift", **sig).counterexample
-    assert c.shift == 1 and c.inputs["ids"].dtype == torch.int64 and c.inputs["pos"].dtype == torch.int64
+    assert c.part == {"shift": 1} and c.inputs["ids"].dtype == torch.int64 and c.inputs["pos"].dtype == torch.int64
     # The ids and position ids move with the tokens: both are equivariant.
     permcheck.assert_equivariant(Positions(relative=False), **sig)
 
