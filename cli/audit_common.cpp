@@ -17,6 +17,13 @@
 namespace permcheck::cli {
 namespace {
 
+// --dtype's values that name a precision, in the order the help lists them.
+const std::pair<DtypeChoice, Arithmetic> kDtypes[] = {{DtypeChoice::float32, Arithmetic::float32},
+                                                      {DtypeChoice::float64, Arithmetic::float64},
+                                                      {DtypeChoice::float16, Arithmetic::float16},
+                                                      {DtypeChoice::bfloat16, Arithmetic::bfloat16},
+                                                      {DtypeChoice::tf32, Arithmetic::tf32}};
+
 // --property's help: each property a black box may be audited for, with its claim.
 std::string property_help() {
     std::string help;
@@ -139,8 +146,7 @@ AuditResult run_interruptibly(const std::function<AuditResult(const AuditOptions
 
 void add_audit_options(CLI::App& app, AuditFlags& f, const std::string& dtype_help, const std::string& seed_help) {
     std::vector<Choice<DtypeChoice>> choices;
-    for (Arithmetic a : {Arithmetic::float32, Arithmetic::float64, Arithmetic::float16, Arithmetic::bfloat16, Arithmetic::tf32})
-        choices.push_back({arithmetic_name(a), dtype_choice(a)});
+    for (const auto& [choice, a] : kDtypes) choices.push_back({arithmetic_name(a), choice});
     if (f.dtype == DtypeChoice::infer) choices.insert(choices.begin(), {"infer", DtypeChoice::infer, " (from the answers)"});
     add_choice(app, "--dtype", f.dtype, choices, dtype_help, " (the precision the layer computes in)");
     add_ranged(app, kAuditMinLen, f.min_len, "fewest positions of a case");
@@ -214,27 +220,15 @@ void add_report_option(CLI::App& app, AuditFlags& f) {
 }
 
 std::optional<Arithmetic> requested_dtype(const AuditFlags& f) {
-    switch (f.dtype) {
-        case DtypeChoice::float32: return Arithmetic::float32;
-        case DtypeChoice::float64: return Arithmetic::float64;
-        case DtypeChoice::float16: return Arithmetic::float16;
-        case DtypeChoice::bfloat16: return Arithmetic::bfloat16;
-        case DtypeChoice::tf32: return Arithmetic::tf32;
-        case DtypeChoice::infer: break;
-    }
-    return std::nullopt;
+    for (const auto& [choice, a] : kDtypes)
+        if (f.dtype == choice) return a;
+    return std::nullopt;  // infer
 }
 
 DtypeChoice dtype_choice(Arithmetic a) {
-    switch (a) {
-        case Arithmetic::float32: return DtypeChoice::float32;
-        case Arithmetic::float16: return DtypeChoice::float16;
-        case Arithmetic::bfloat16: return DtypeChoice::bfloat16;
-        case Arithmetic::tf32: return DtypeChoice::tf32;
-        case Arithmetic::float64:
-        case Arithmetic::exact: break;
-    }
-    return DtypeChoice::float64;
+    for (const auto& [choice, given] : kDtypes)
+        if (a == given) return choice;
+    return DtypeChoice::float64;  // exact, in which no black box computes
 }
 
 Signature shorthand_signature(const AuditFlags& f, Output output) {
@@ -321,6 +315,7 @@ report::Record audit_record(const AuditResult& r, const std::string& name, Prope
     }
     if (!f.settings.empty()) details["settings"] = f.settings;  // the property's declared options, as given
     details["axis_lengths"] = r.axis_lengths;
+    if (r.largest_shift > 0) details["largest_shift"] = r.largest_shift;
     details["dtype_inferred"] = r.dtype_inferred;
     // What decided the dtype: "given", or the rule of audit/audit_engine.h (PrecisionEvidence) that did.
     details["dtype_evidence"] = !requested_dtype(f)          ? dtype_evidence_name(r.dtype_evidence)
@@ -372,17 +367,27 @@ int finish(const std::string& program, const AuditFlags& f, const report::Record
     return code;
 }
 
-void report_bad_options(CLI::App& app, const std::string& program, const AuditFlags& f,
-                        const std::function<report::Record(const AuditResult&)>& record_of,
-                        const std::string& message) {
-    for (CLI::Option* opt : app.get_options()) {
-        if (opt->count() == 0 || opt->get_callback_run()) continue;
-        try {
-            opt->run_callback();
-        } catch (const CLI::Error&) {  // the bad value itself, or another: its default stays in the record
-        }
-    }
-    finish(program, f, record_of(error_result(message)), 2);
+void report_bad_options(CLI::App& sub, Outcome& outcome, const std::string& program, const AuditFlags& f,
+                        std::function<report::Record(const AuditResult&)> record_of) {
+    sub.preparse_callback([&sub, &outcome, program, &f, record_of](std::size_t) {
+        outcome.bad_options = [&sub, program, &f, record_of](const std::string& message) {
+            for (CLI::Option* opt : sub.get_options()) {
+                if (opt->count() == 0 || opt->get_callback_run()) continue;
+                try {
+                    opt->run_callback();
+                } catch (const CLI::Error&) {  // the bad value itself, or another: its default stays in the record
+                }
+            }
+            finish(program, f, record_of(error_result(message)), 2);
+        };
+    });
+}
+
+bool repro_allowed(const std::string& program, const AuditResult& r, const report::Record& record) {
+    const std::string refused = report::repro_refused(record);
+    if (!refused.empty() && exit_code(r.verdict) == 1)  // a finding
+        std::cerr << program << ": no repro.py written: " << refused << "\n";
+    return refused.empty();
 }
 
 }  // namespace permcheck::cli

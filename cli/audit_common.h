@@ -5,6 +5,7 @@
 #pragma once
 
 #include "audit/signature_audit.h"
+#include "cli/commands.h"
 #include "report/report.h"
 
 #include <CLI/CLI.hpp>
@@ -131,10 +132,14 @@ void name_last_request(AuditResult& r);
 // Writes the report if asked; a report that cannot be written turns the run into an error (exit 2).
 int finish(const std::string& program, const AuditFlags& f, const report::Record& record, int code);
 
-// Bad options found by CLI11 still leave a report with --report, so CI always has an artifact: the options
-// that were valid are stored first, so the record shows them.
-void report_bad_options(CLI::App& app, const std::string& program, const AuditFlags& f,
-                        const std::function<report::Record(const AuditResult&)>& record_of,
-                        const std::string& message);
+// Bad options found by CLI11 still leave a report with --report, so CI always has an artifact: set as the
+// outcome's bad_options when the subcommand's parsing starts. The options that were valid are stored first, so the
+// record (record_of an error result) shows them.
+void report_bad_options(CLI::App& sub, Outcome& outcome, const std::string& program, const AuditFlags& f,
+                        std::function<report::Record(const AuditResult&)> record_of);
+
+// Whether a repro.py can be made of the record's finding (report::repro_refused); when a finding cannot, stderr says
+// why, prefixed with `program`.
+bool repro_allowed(const std::string& program, const AuditResult& r, const report::Record& record);
 
 }  // namespace permcheck::cli

@@ -78,14 +78,8 @@ const std::vector<Choice<Output>> kShorthandOutputs{{"sequence", Output::sequenc
 // --output's value: with a ':' an output of a signature (NAME:DIMS), else the shorthand's sequence | pooled,
 // converted through choose() as every enumeration of the command line is.
 Output shorthand_output(std::string text) {
-    std::vector<std::pair<std::string, std::string>> names;
-    std::vector<long long> values;
-    for (const Choice<Output>& c : kShorthandOutputs) {
-        names.emplace_back(c.name, c.note);
-        values.push_back(static_cast<long long>(c.value));
-    }
-    choose("--output", names, values, " (the shorthand, with --dim) or NAME:DIMS (an output of a signature, with --axis "
-           "and --input)", text);
+    choose("--output", kShorthandOutputs, " (the shorthand, with --dim) or NAME:DIMS (an output of a signature, with "
+           "--axis and --input)", text);
     return static_cast<Output>(std::stoll(text));
 }
 
@@ -187,7 +181,6 @@ report::Record record_of(const AuditRequest& q, const Form& f, const AuditResult
                               {"amplification", q.amplification},
                               {"last_request", r.last_request}};
     if (f.shorthand) details["output"] = output_name(f.output);
-    if (r.largest_shift > 0) details["largest_shift"] = r.largest_shift;
     if (!q.socket.empty()) details["served_in_process"] = true;
     if (q.flags.reference) details["reference"] = q.reference_name();
     if (!q.device.empty()) details["device"] = q.device;
@@ -258,11 +251,7 @@ void add_repro(const AuditRequest& q, const Form& form, const AuditOptions& opts
     if (q.flags.report_dir.empty() || q.command.empty() || !r.counterexample) return;
     const bool against = rules_of(r.property).needs_reference();
     if (against && q.reference_command.empty()) return;  // a served reference: no command to ask
-    if (const std::string refused = report::repro_refused(record); !refused.empty()) {
-        if (exit_code(r.verdict) == 1)  // a finding
-            std::cerr << "permcheck audit: no repro.py written: " << refused << "\n";
-        return;
-    }
+    if (!repro_allowed("permcheck audit", r, record)) return;
     try {
         const Signature& s = form.signature;
         const Counterexample& c = *r.counterexample;
@@ -449,13 +438,8 @@ void add_audit(CLI::App& app, Outcome& outcome) {
         "3 undecided (the tolerance position ids need was as large as the outputs). With --profile: 0 when every\n"
         "row ran to a verdict, whatever the verdicts; 2 when a row erred or an option was bad.\n"
         "With --report, report.json is written in every case.");
-    sub->preparse_callback([q, sub, &outcome](std::size_t) {
-        outcome.bad_options = [q, sub](const std::string& message) {
-            report_bad_options(*sub, "permcheck audit", q->flags,
-                               [q](const AuditResult& r) { return record_of(*q, form_or_default(*q), r, 0.0); },
-                               message);
-        };
-    });
+    report_bad_options(*sub, outcome, "permcheck audit", q->flags,
+                       [q](const AuditResult& r) { return record_of(*q, form_or_default(*q), r, 0.0); });
     sub->callback([q, &outcome] {
         q->flags.reference = !q->reference_command.empty() || !q->reference_socket.empty();
         outcome.exit_code = run_audit(*q);

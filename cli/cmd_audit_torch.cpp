@@ -44,51 +44,37 @@ const std::string kProgram = "permcheck audit-torch";
 enum class TorchLayer { mha, encoder_layer, decoder_layer };
 enum class TorchMask { none, causal, key_padding, key_padding_fixed };
 
-const char* layer_name(TorchLayer l) {
-    switch (l) {
-        case TorchLayer::mha: return "mha";
-        case TorchLayer::encoder_layer: return "encoder-layer";
-        case TorchLayer::decoder_layer: return "decoder-layer";
-    }
-    return "?";
-}
+// A built-in module: its name on the command line, its class, and the amplification of the float tolerance
+// (ToleranceModel): 1 for attention (convex combinations), that of two LayerNorms for the encoder layer (as the
+// catalog's encoder entry), of three for the decoder layer.
+struct Builtin {
+    TorchLayer layer;
+    const char* name;
+    const char* torch_class;
+    double amplification;
+};
+const Builtin kBuiltins[] = {
+    {TorchLayer::mha, "mha", "torch.nn.MultiheadAttention", 1.0},
+    {TorchLayer::encoder_layer, "encoder-layer", "torch.nn.TransformerEncoderLayer", 256.0 * 256.0},
+    {TorchLayer::decoder_layer, "decoder-layer", "torch.nn.TransformerDecoderLayer", 256.0 * 256.0 * 256.0}};
 
-const char* layer_class(TorchLayer l) {
-    switch (l) {
-        case TorchLayer::mha: return "torch.nn.MultiheadAttention";
-        case TorchLayer::encoder_layer: return "torch.nn.TransformerEncoderLayer";
-        case TorchLayer::decoder_layer: return "torch.nn.TransformerDecoderLayer";
-    }
-    return "?";
-}
-
-const char* mask_name(TorchMask m) {
-    switch (m) {
-        case TorchMask::none: return "none";
-        case TorchMask::causal: return "causal";
-        case TorchMask::key_padding: return "key-padding";
-        case TorchMask::key_padding_fixed: return "key-padding-fixed";
-    }
-    return "?";
-}
-
-// The amplification of the float tolerance (ToleranceModel): 1 for attention (convex combinations), that of two
-// LayerNorms for the encoder layer (as the catalog's encoder entry), of three for the decoder layer.
-double amplification_of(TorchLayer l) {
-    switch (l) {
-        case TorchLayer::mha: return 1.0;
-        case TorchLayer::encoder_layer: return 256.0 * 256.0;
-        case TorchLayer::decoder_layer: return 256.0 * 256.0 * 256.0;
-    }
-    return 1.0;
-}
+const Builtin& builtin(TorchLayer l) { return kBuiltins[static_cast<int>(l)]; }
+const char* layer_name(TorchLayer l) { return builtin(l).name; }
 
 std::optional<TorchLayer> builtin_of(const std::string& target) {
-    if (target == "mha") return TorchLayer::mha;
-    if (target == "encoder-layer") return TorchLayer::encoder_layer;
-    if (target == "decoder-layer") return TorchLayer::decoder_layer;
+    for (const Builtin& b : kBuiltins)
+        if (target == b.name) return b.layer;
     return std::nullopt;  // a file
 }
+
+// --mask's values, in the enumeration's order.
+const std::vector<Choice<TorchMask>> kMasks{
+    {"none", TorchMask::none},
+    {"causal", TorchMask::causal},
+    {"key-padding", TorchMask::key_padding, " (positions whose first feature is negative are padding)"},
+    {"key-padding-fixed", TorchMask::key_padding_fixed, " (the last position is padding)"}};
+
+const char* mask_name(TorchMask m) { return kMasks[static_cast<std::size_t>(m)].name; }
 
 struct Request {
     std::string target;  // mha | encoder-layer | decoder-layer, or a saved model
@@ -185,11 +171,6 @@ Plan plan_or_default(const Request& q) {
     }
 }
 
-std::string dtype_word(const AuditFlags& f) {
-    const auto d = requested_dtype(f);
-    return d ? arithmetic_name(*d) : "float64";
-}
-
 std::string replay_of(const Request& q, const Plan& p, const AuditResult& r) {
     std::ostringstream s;
     s << "permcheck audit-torch ";
@@ -212,10 +193,10 @@ std::string name_of(const Request& q, const Plan& p) {
         const std::string kind = q.described.value("kind", "");
         return q.target + (kind == "export" ? " (exported program)" : kind == "torchscript" ? " (TorchScript)" : "");
     }
-    return std::string(layer_class(*p.layer)) + "(dim=" + std::to_string(q.flags.dim) + ", heads=" +
+    return std::string(builtin(*p.layer).torch_class) + "(dim=" + std::to_string(q.flags.dim) + ", heads=" +
            std::to_string(q.heads) + ", mask=" + mask_name(q.mask) + ", " +
-           (q.train ? "train, dropout=" + std::to_string(q.dropout) : std::string("eval")) + ", " + dtype_word(q.flags) +
-           ")";
+           (q.train ? "train, dropout=" + std::to_string(q.dropout) : std::string("eval")) + ", " +
+           arithmetic_name(requested_dtype(q.flags).value_or(Arithmetic::float64)) + ")";
 }
 
 report::Record record_of(const Request& q, const Plan& p, const AuditResult& r, double seconds) {
@@ -233,7 +214,6 @@ report::Record record_of(const Request& q, const Plan& p, const AuditResult& r, 
     if (!p.layer && !q.output_index.empty()) details["output_index"] = q.output_index;
     if (!q.reference.empty()) details["reference"] = q.reference;
     const Property property = p.signature ? audited_property(*p.signature, q.flags) : Property{"equivariance"};
-    if (r.largest_shift > 0) details["largest_shift"] = r.largest_shift;
     return audit_record(r, name_of(q, p), property, q.flags, replay_of(q, p, r), "audit_torch", std::move(details),
                         seconds, p.signature && !p.shorthand ? &*p.signature : nullptr);
 }
@@ -404,7 +384,7 @@ adapters::ExecOptions exec_options(const Request& q, const Plan& p, const std::s
 AuditResult audit_of(const Request& q, const Plan& p, const Python& py) {
     AuditOptions o = audit_options(q.flags);
     o.name = name_of(q, p);
-    if (p.layer) o.amplification = amplification_of(*p.layer);
+    if (p.layer) o.amplification = builtin(*p.layer).amplification;
     const bool against = o.property && rules_of(*o.property).needs_reference();
     const std::string mine = server_command(py, q, p, q.target, false);
     const std::string theirs = against ? server_command(py, q, p, q.reference, false) : "";
@@ -455,10 +435,7 @@ RowRun run_once(const Request& q, const Plan& p, const Python& py, bool print) {
 // drawn by torch's generator: `permcheck audit-torch` replays it). Where none can be written stderr says why.
 void add_repro(const Request& q, const Plan& p, const AuditResult& r, report::Record& record) {
     if (q.flags.report_dir.empty() || p.layer || !r.counterexample) return;
-    if (const std::string refused = report::repro_refused(record); !refused.empty()) {
-        if (exit_code(r.verdict) == 1) std::cerr << kProgram << ": no repro.py written: " << refused << "\n";
-        return;
-    }
+    if (!repro_allowed(kProgram, r, record)) return;
     try {
         report::prepare_directory(q.flags.report_dir);
         const bool against = rules_of(r.property).needs_reference();
@@ -530,11 +507,7 @@ int run(Request q) {
 
 void add_builtin_options(CLI::App& app, Request& q) {
     q.builtin_only.push_back(add_choice(
-        app, "--mask", q.mask,
-        {{"none", TorchMask::none},
-         {"causal", TorchMask::causal},
-         {"key-padding", TorchMask::key_padding, " (positions whose first feature is negative are padding)"},
-         {"key-padding-fixed", TorchMask::key_padding_fixed, " (the last position is padding)"}},
+        app, "--mask", q.mask, kMasks,
         "built-ins: none | causal | key-padding (positions whose first feature is negative are padding: the mask "
         "moves with x) | key-padding-fixed (the last position is padding: it does not); decoder-layer: none | causal"));
     app.add_flag("--train", q.train, "train mode (dropout active); default eval. Not for an exported program, "
@@ -608,13 +581,8 @@ void add_audit_torch(CLI::App& app, Outcome& outcome) {
         "python3 on PATH; it must import torch 2.x.\n"
         "Exit status: 0 holds; 1 violated, nondeterministic, non-finite, batch-dependent or history-dependent; 2 error\n"
         "or bad options; 3 undecided.");
-    sub->preparse_callback([q, sub, &outcome](std::size_t) {
-        outcome.bad_options = [q, sub](const std::string& message) {
-            report_bad_options(*sub, kProgram, q->flags,
-                               [q](const AuditResult& r) { return record_of(*q, plan_or_default(*q), r, 0.0); },
-                               message);
-        };
-    });
+    report_bad_options(*sub, outcome, kProgram, q->flags,
+                       [q](const AuditResult& r) { return record_of(*q, plan_or_default(*q), r, 0.0); });
     sub->callback([q, &outcome] { outcome.exit_code = run(*q); });
 }
 

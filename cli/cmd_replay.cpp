@@ -9,6 +9,7 @@
 #include "report/report.h"
 
 #include "audit/signature_audit.h"
+#include "cases/signature_case.h"
 #include "properties/property.h"
 
 #include <cmath>
@@ -87,23 +88,12 @@ std::optional<int> replay_batches(const ReplayRequest& q, const report::Record& 
             const Tensor &in_batch = got[b.at].value->at(o.name), &own = alone.at(o.name);
             said << "  output " << o.name << ": " << side << " answer in its batched request (item " << b.at << " of "
                  << b.items.size() << ") and alone ";
-            if (in_batch.shape != own.shape) {
-                said << "have different shapes\n";
-                differs = true;
-                continue;
-            }
-            double largest = 0;
-            for (std::size_t k = 0; k < own.values.size(); ++k) {
-                const double a = in_batch.values[k], c = own.values[k];
-                const double gap = a == c || (std::isnan(a) && std::isnan(c)) ? 0.0
-                                   : std::isfinite(a) && std::isfinite(c) ? std::abs(a - c)
-                                                                          : std::numeric_limits<double>::infinity();
-                largest = std::max(largest, gap);
-            }
-            const bool within = largest <= o.tolerance;
-            differs = differs || !within;
-            said << "differ by " << largest << (within ? " within" : " beyond") << " the tolerance " << o.tolerance
-                 << " (saved: " << o.max_abs_diff << ")\n";
+            const OutputComparison now = compare_tensors(o.name, in_batch, own, o.tolerance);
+            differs = differs || !now.holds;
+            if (now.shape_mismatch) said << "have different shapes\n";
+            else
+                said << "differ by " << now.max_abs_diff << (now.holds ? " within" : " beyond") << " the tolerance "
+                     << o.tolerance << " (saved: " << o.max_abs_diff << ")\n";
         }
     }
     std::cout << (differs ? "still fails: " : "now holds: ") << "the saved case (" << format_lengths(saved.lengths)

@@ -98,18 +98,4 @@ CLI::Option* add_seed(CLI::App& app, std::uint64_t& target, const std::string& h
     return opt->capture_default_str();
 }
 
-void choose(const std::string& flag, const std::vector<std::pair<std::string, std::string>>& names_notes,
-            const std::vector<long long>& values, const std::string& why, std::string& text) {
-    for (std::size_t k = 0; k < names_notes.size(); ++k)
-        if (text == names_notes[k].first) {
-            text = std::to_string(values[k]);
-            return;
-        }
-    std::string list;
-    for (std::size_t k = 0; k < names_notes.size(); ++k)
-        list += (k == 0 ? "" : k + 1 == names_notes.size() ? " or " : ", ") + names_notes[k].first +
-                names_notes[k].second;
-    throw BadOption(flag + " must be " + list + why + ", got '" + text + "'");
-}
-
 }  // namespace permcheck::cli

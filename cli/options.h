@@ -102,25 +102,31 @@ template <class E> struct Choice {
 
 // Throws BadOption ("--output must be sequence or pooled WHY, got 'tree'") unless `text` is one of the
 // names; then `text` becomes the value's number, which CLI11 stores into the enum.
-void choose(const std::string& flag, const std::vector<std::pair<std::string, std::string>>& names_notes,
-                   const std::vector<long long>& values, const std::string& why, std::string& text);
+template <class E>
+void choose(const std::string& flag, const std::vector<Choice<E>>& choices, const std::string& why, std::string& text) {
+    std::string list;
+    for (std::size_t k = 0; k < choices.size(); ++k) {
+        if (text == choices[k].name) {
+            text = std::to_string(static_cast<long long>(choices[k].value));
+            return;
+        }
+        list += (k == 0 ? "" : k + 1 == choices.size() ? " or " : ", ") + std::string(choices[k].name) +
+                choices[k].note;
+    }
+    throw BadOption(flag + " must be " + list + why + ", got '" + text + "'");
+}
 
 template <class E>
 CLI::Option* add_choice(CLI::App& app, const std::string& flag, E& target, const std::vector<Choice<E>>& choices,
                         const std::string& help, const std::string& why = "", const std::string& shown_as = "") {
-    std::vector<std::pair<std::string, std::string>> names;
-    std::vector<long long> values;
     std::string shown;
-    for (const Choice<E>& c : choices) {
-        names.emplace_back(c.name, c.note);
-        values.push_back(static_cast<long long>(c.value));
+    for (const Choice<E>& c : choices)
         if (c.value == target) shown = c.name;
-    }
     const std::string message_name = shown_as.empty() ? flag : shown_as;
     CLI::Option* opt = app.add_option(flag, target, help)->type_name("TEXT");
     opt->transform(CLI::Validator(
         [=](std::string& text) {
-            choose(message_name, names, values, why, text);
+            choose(message_name, choices, why, text);
             return std::string();
         },
         ""));

@@ -375,12 +375,7 @@ std::string signature_html(const Counterexample& c, const Signature& sig, const 
         s << output_heatmap(c.outputs[k], t, output_sides(r, t), "scale-" + std::to_string(k));
     }
     s << "<h2>Inputs and outputs</h2>\n<div class=\"matrices\">";
-    for (const auto& [name, t] : c.inputs) s << tensor_pre(name, t);
-    for (const auto& [label, t] : transformed_shown(r, c)) s << tensor_pre(label, *t);
-    for (const OutputComparison& o : c.outputs) {
-        const SideNames names = output_sides(r, spec_named(sig.outputs, o.name));
-        s << tensor_pre(o.name + ": " + names.lhs, o.layer_of_permuted) << tensor_pre(o.name + ": " + names.rhs, o.permuted_layer);
-    }
+    for (const auto& [label, t] : tensors_shown(r, c, sig)) s << tensor_pre(label, *t);
     s << "</div>\n";
     return s.str();
 }

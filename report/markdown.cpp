@@ -37,13 +37,7 @@ std::string signature_section(const Counterexample& c, const Signature& sig, con
     }
     s << "\n" << found_text(r, c) << "\n\n";
     s << "<details><summary>inputs and outputs</summary>\n\n```text\n";
-    for (const auto& [name, t] : c.inputs) s << name << " = " << tensor_text(t) << "\n";
-    for (const auto& [label, t] : transformed_shown(r, c)) s << label << " = " << tensor_text(*t) << "\n";
-    for (const OutputComparison& o : c.outputs) {
-        const SideNames names = output_sides(r, spec_named(sig.outputs, o.name));
-        s << o.name << ": " << names.lhs << " = " << tensor_text(o.layer_of_permuted) << "\n" << o.name << ": "
-          << names.rhs << " = " << tensor_text(o.permuted_layer) << "\n";
-    }
+    for (const auto& [label, t] : tensors_shown(r, c, sig)) s << label << " = " << tensor_text(*t) << "\n";
     s << "```\n\n</details>\n";
     return s.str();
 }

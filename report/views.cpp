@@ -107,16 +107,23 @@ std::string case_replay(const Record& r) {
 
 SideNames output_sides(const Record& r, const TensorSpec* t) { return sides_of(r.property, r.verdict, t && has_axis(*t)); }
 
-std::vector<std::pair<std::string, const Tensor*>> transformed_shown(const Record& r, const Counterexample& c) {
+std::vector<std::pair<std::string, const Tensor*>> tensors_shown(const Record& r, const Counterexample& c,
+                                                                 const Signature& sig) {
     std::vector<std::pair<std::string, const Tensor*>> shown;
+    for (const auto& [name, t] : c.inputs) shown.emplace_back(name, &t);
     const std::string lhs = sides_of(r.property, r.verdict, true).lhs;  // "L(P x)"
-    if (answered_twice(r) || lhs.size() < 4 || lhs.rfind("L(", 0) != 0) return shown;
-    const std::string side = lhs.substr(2, lhs.size() - 3);              // "P x"
-    if (side == "x") return shown;
-    for (const auto& [name, t] : c.transformed) {
-        const auto x = c.inputs.find(name);
-        if (x == c.inputs.end() || x->second.shape != t.shape || x->second.values != t.values)
-            shown.emplace_back(side + ": " + name, &t);
+    if (!answered_twice(r) && lhs.size() >= 4 && lhs.rfind("L(", 0) == 0 && lhs != "L(x)") {
+        const std::string side = lhs.substr(2, lhs.size() - 3);  // "P x"
+        for (const auto& [name, t] : c.transformed) {
+            const auto x = c.inputs.find(name);
+            if (x == c.inputs.end() || x->second.shape != t.shape || x->second.values != t.values)
+                shown.emplace_back(side + ": " + name, &t);
+        }
+    }
+    for (const OutputComparison& o : c.outputs) {
+        const SideNames names = output_sides(r, spec_named(sig.outputs, o.name));
+        shown.emplace_back(o.name + ": " + names.lhs, &o.layer_of_permuted);
+        shown.emplace_back(o.name + ": " + names.rhs, &o.permuted_layer);
     }
     return shown;
 }

@@ -40,10 +40,12 @@ SideNames output_sides(const Record& r, const TensorSpec* t);
 // A record whose counterexample is one input answered twice (nondeterministic, or batch-dependent: in a batched
 // request and alone), where no permutation plays a part.
 bool answered_twice(const Record& r);
-// The inputs of the transformed side a view shows beside x, each labelled "P x: edge_index" ("x_c: pos", "pad x:
-// mask"): those that differ from x's, every index input already renumbered; none for a finding answered twice or
-// when the transformed side is x itself (agreement), or a report that did not record them.
-std::vector<std::pair<std::string, const Tensor*>> transformed_shown(const Record& r, const Counterexample& c);
+// The tensors a view lists of a counterexample, each with its label: x's inputs by name; the inputs of the
+// transformed side that differ from x's, "P x: edge_index" ("x_c: pos", "pad x: mask"), every index input already
+// renumbered (none for a finding answered twice, when the transformed side is x itself (agreement), or for a report
+// that did not record them); each output's two sides, "y: L(P x)" and "y: P L(x)".
+std::vector<std::pair<std::string, const Tensor*>> tensors_shown(const Record& r, const Counterexample& c,
+                                                                 const Signature& sig);
 // The heading of the record's counterexample section: "Counterexample", "One input answered twice" or "One input
 // answered in a batch and alone".
 std::string counterexample_heading(const Record& r);
