@@ -374,6 +374,9 @@ struct Shrunk {
 
 // Shrinks a failing case with the property's shrinker, keeping the kind of failure (for nondeterminism the input is
 // asked twice and the permutation ignored); nothing when the case, evaluated again, no longer fails that way.
+// A candidate the layer errs on (it raises where raising is no finding, answers in another shape, or its adapter
+// fails) is a rejected candidate: the failure found is never lost to a smaller case the layer cannot answer. A
+// stop request's own error ends the shrink.
 std::optional<Shrunk> shrink_failure(Evaluator& ev, Outcome kind, const Case& start, const AuditOptions& o) {
     std::optional<Observation> last;  // the observation of the last failing call: the minimum's (search.h accepts each)
     const std::function<bool(const Case&)> fails = [&](const Case& c) {
@@ -381,7 +384,8 @@ std::optional<Shrunk> shrink_failure(Evaluator& ev, Outcome kind, const Case& st
         std::optional<Observation> ob;
         try {
             ob = kind == Outcome::nondeterministic ? ev.twice(c) : ev.observe(c, false);
-        } catch (const AnswerShape&) {  // x itself answered in another shape: not the failure being shrunk
+        } catch (const std::exception&) {
+            if (stop_requested(o)) throw;
             return false;
         }
         if (!ob || ob->outcome() != kind) return false;
@@ -419,8 +423,14 @@ struct FailureShrink {
         if (std::optional<Observation> h = ev.history(shrunk)) found = *h;
         return true;
     }
+    // Both sides of c again: a nondeterministic finding when they answer otherwise. An error asking them keeps the
+    // finding as it was (the case failed the way it was found, once at least).
     void reproduce(const Case& c) {
-        if (auto nd = ev.reproduce(c, found)) found = *nd;
+        try {
+            if (auto nd = ev.reproduce(c, found)) found = *nd;
+        } catch (const std::exception&) {
+            if (stop_requested(o)) throw;
+        }
     }
     bool taken(const Shrunk& s) {
         steps += s.steps;

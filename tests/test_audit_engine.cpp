@@ -617,6 +617,25 @@ TEST(Audit, AdapterErrorIsTheErrorVerdictWithTheLastRequest) {
     EXPECT_EQ(exit_code(r.verdict), 2);
 }
 
+// A violation whose shrink candidates the layer raises on (an input with a single nonzero value, which shrinking
+// reaches and the run's draws do not) stays a violation, shrunk as far as the candidates it answers allow: the
+// raising candidates are rejected, never the end of the audit.
+TEST(Audit, AViolationIsKeptWhenShrinkCandidatesRaise) {
+    const BlackBox leaks = [](const Mat<double>& x) -> Mat<double> {
+        if ((x.array() != 0).count() == 1) throw std::runtime_error("a single nonzero value");
+        Mat<double> y = x;
+        for (Eigen::Index i = 0; i < y.rows(); ++i) y(i, 1) += static_cast<double>(i) * x(i, 0);  // row i's position leaks
+        return y;
+    };
+    const AuditResult r = audit(leaks, seeded());
+    ASSERT_EQ(r.verdict, Verdict::violated) << r.error;
+    EXPECT_TRUE(r.error.empty()) << r.error;
+    const MatrixFinding ce = matrices(r);
+    EXPECT_LE(ce.n(), 3) << finding(r);
+    EXPECT_GT(r.counterexample->shrink_steps, 0) << finding(r);
+    EXPECT_EQ((ce.x.array() != 0).count(), 2) << "shrunk to two nonzero values, one fewer raises:\n" << finding(r);
+}
+
 TEST(Audit, WrongRowCountIsAnError) {
     const BlackBox pooled_instead = [](const Mat<double>& x) { return Mat<double>(x.colwise().sum()); };
     AuditOptions o = seeded();
