@@ -17,6 +17,8 @@ namespace permcheck::adapters {
 
 using namespace detail;
 
+namespace {
+// An ordinary request line as an item of a batched request: {"id":7,"x":...} becomes {"x":...}.
 std::string batch_item(const std::string& request_line) {
     const std::size_t comma = request_line.find(',');
     if (comma == std::string::npos) return request_line;
@@ -25,7 +27,6 @@ std::string batch_item(const std::string& request_line) {
     return item;
 }
 
-namespace {
 constexpr const char* kBatchAnswer = "{\"id\": N, \"batch\": [ANSWER, ...]}";
 
 // An item answer as the ordinary answer line of request `id`, for the ordinary parsers.
@@ -40,8 +41,7 @@ std::string item_line(const nlohmann::json& item, std::int64_t id, std::size_t k
 
 // ,"batch_dims":{"x":0,...}
 std::string batch_dims_field(const std::map<std::string, int>& batch_dims) {
-    const auto field = [](const auto& dim) { return json_string(dim.first) + ":" + std::to_string(dim.second); };
-    return joined(",\"batch_dims\":{", batch_dims, field, "}");
+    return ",\"batch_dims\":" + nlohmann::json(batch_dims).dump();
 }
 
 // The items of a batched answer j (the line `line`), each as an ordinary answer line of request `id`.
@@ -61,7 +61,6 @@ std::vector<std::string> item_lines(const nlohmann::json& j, std::string_view li
 }  // namespace
 
 int parse_batch_announcement(std::string_view line) {
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     const nlohmann::json j = answer_object(line);
     const auto k = j.find("batch");
     if (k == j.end()) return 0;
@@ -90,12 +89,16 @@ std::string format_batch_request(std::int64_t id, const std::vector<std::string>
                                  const std::map<std::string, int>& batch_dims) {
     std::string line = "{\"id\":" + std::to_string(id);
     if (!batch_dims.empty()) line += batch_dims_field(batch_dims);
-    return line + joined(",\"batch\":[", items, [](const std::string& item) -> const std::string& { return item; }, "]}");
+    line += ",\"batch\":[";
+    for (const std::string& item : items) {
+        if (line.back() != '[') line += ',';
+        line += item;
+    }
+    return line + "]}";
 }
 
 std::vector<std::string> batch_items(std::string_view line, std::size_t count, std::int64_t& id,
                                      std::optional<std::string>& error) {
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     const nlohmann::json j = answer_object(line, kBatchAnswer);
     id = answer_id(j, line, kBatchAnswer);
     error = answer_error(j);
@@ -141,7 +144,6 @@ std::vector<double> float64_values(std::string_view text, std::size_t count, con
 }
 
 bool parse_stacked_announcement(std::string_view line) {
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     const nlohmann::json j = answer_object(line);
     const auto it = j.find("stacked");
     if (it == j.end()) return false;
@@ -203,23 +205,14 @@ std::string format_stacked_request(std::int64_t id, const Signature& s, const st
     if (items.empty()) throw std::invalid_argument("a stacked request holds at least one item");
     for (const TensorSpec& t : s.outputs) batch_dim_of(t, batch_dims);
     std::string line = "{\"id\":" + std::to_string(id) + ",\"stacked\":" + std::to_string(items.size());
-    std::string inputs = ",\"inputs\":{", shapes = "\"shapes\":{";
-    for (std::size_t k = 0; k < s.inputs.size(); ++k) {
-        const TensorSpec& t = s.inputs[k];
-        const Tensor x = stacked(t, items, batch_dim_of(t, batch_dims));
-        std::string key = k ? "," : "";
-        key += json_string(t.name);
-        key += ':';
-        inputs += key;
-        inputs += '"';
-        inputs += float64_base64(x.values);
-        inputs += '"';
-        shapes += key;
-        append_shape(shapes, x.shape);
-    }
     line += batch_dims_field(batch_dims);
-    line += inputs;
-    return line + request_tail(s, shapes);
+    return line + request_body(s, [&](const TensorSpec& t, std::string& inputs) {
+               const Tensor x = stacked(t, items, batch_dim_of(t, batch_dims));
+               inputs += '"';
+               inputs += float64_base64(x.values);
+               inputs += '"';
+               return x.shape;
+           });
 }
 
 namespace {
@@ -280,8 +273,7 @@ void read_stacked(const nlohmann::json& outputs, const nlohmann::json* shapes, c
         throw std::invalid_argument("the answer has no output '" + e.name + "'; every output the request names is expected");
     std::vector<int> shape = e.shape;
     shape[dim] = static_cast<int>(items.size());
-    std::string text;
-    append_shape(text, shape);
+    const std::string text = nlohmann::json(shape).dump();
     if (shapes) {
         const auto given = shapes->find(e.name);
         if (given != shapes->end() && !(given->is_array() && *given == nlohmann::json(shape)))
@@ -303,9 +295,10 @@ StackedResponse parse_stacked_response(std::string_view line, const std::vector<
                                        std::size_t count, const std::map<std::string, int>& batch_dims) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     const LiftedLine lifted = lift_long_strings(line);
-    const nlohmann::json j = answer_object(lifted.line, kStackedAnswer);
+    std::string_view lifted_line = lifted.line;
+    const nlohmann::json j = answer_object(lifted_line, kStackedAnswer);
     StackedResponse r;
-    if (read_head(r, j, lifted.line, kStackedAnswer)) {
+    if (read_head(r, j, lifted_line, kStackedAnswer)) {
         r.error = original_text(r.error, lifted.lifted);
         return r;
     }
@@ -348,6 +341,35 @@ std::string batch_request_line(std::int64_t id, const Signature& s, const std::v
     std::vector<std::string> lines;
     for (const Tensors& x : items) lines.push_back(batch_item(request_line(0, s, x, one_tensor)));
     return format_batch_request(id, lines, dims);
+}
+
+BatchResponse read_batch_answer(std::string_view line, const Signature& s, const std::vector<ExpectedOutput>& expected,
+                                const Lengths& lengths, std::size_t count, bool stacked, bool one_tensor) {
+    // The one-tensor form has no batch dim: its batches are items, never stacked.
+    const std::map<std::string, int> dims = one_tensor ? std::map<std::string, int>{} : batch_dims_of(s);
+    BatchResponse r;
+    std::vector<std::string> lines;
+    if (stacked && !dims.empty()) {
+        StackedResponse stacked_answer = parse_stacked_response(line, expected, count, dims);
+        r = {stacked_answer.id, stacked_answer.is_error, stacked_answer.error, {}, stacked_answer.taps_offered};
+        lines = std::move(stacked_answer.item_lines);
+        for (Tensors& outputs : stacked_answer.items)
+            r.items.push_back(NamedResponse{r.id, false, "", std::move(outputs), false, false});
+    } else {
+        std::optional<std::string> error;
+        lines = batch_items(line, count, r.id, error);
+        r.is_error = error.has_value();
+        r.error = error.value_or("");
+    }
+    for (std::size_t k = 0; k < lines.size(); ++k) {
+        try {
+            r.items.push_back(read_answer(lines[k], s, expected, lengths, one_tensor));
+            r.taps_offered = r.taps_offered || r.items.back().taps_offered;
+        } catch (const std::invalid_argument& e) {
+            throw std::invalid_argument("item " + std::to_string(k) + " of the batch: " + e.what());
+        }
+    }
+    return r;
 }
 
 }  // namespace permcheck::adapters

@@ -307,13 +307,10 @@ void ExecAdapter::read_chunk() {
 }
 
 std::string ExecAdapter::read_line(double deadline) {
-    std::size_t scanned = 0;
+    std::size_t scanned = 0, nothing_to_write = 0;
     for (;;) {
         if (std::optional<std::string> line = take_line(scanned)) return std::move(*line);
-        pollfd p{from_child_, POLLIN, 0};
-        if (wait_ready(&p, 1, deadline, "while waiting for an answer") == 0)
-            fail("adapter did not answer within " + limit_text() + "; " + killed_text());
-        read_chunk();
+        pump(deadline, nullptr, nothing_to_write);
     }
 }
 
@@ -457,36 +454,8 @@ void ExecAdapter::note_announcement(const std::string& line) {
 }
 
 namespace {
-// The answers of a batched request, each item parsed.
-struct ParsedBatch {
-    std::int64_t id = 0;
-    bool is_error = false;
-    std::string error;
-    std::vector<NamedResponse> items;
-    bool taps_offered = false;  // some item offered taps (docs/reports.md, "Where symmetry first breaks: taps")
-};
-
-// A batched answer's item lines (or its error), each parsed by parse_item; a protocol error names the item.
-template <class ParseItem>
-ParsedBatch parsed_items(std::int64_t id, const std::optional<std::string>& error, const std::vector<std::string>& lines,
-                         ParseItem parse_item) {
-    ParsedBatch b;
-    b.id = id;
-    b.is_error = error.has_value();
-    if (error) b.error = *error;
-    for (std::size_t k = 0; k < lines.size(); ++k) {
-        try {
-            b.items.push_back(parse_item(lines[k]));
-            b.taps_offered = b.taps_offered || b.items.back().taps_offered;
-        } catch (const std::invalid_argument& e) {
-            throw std::invalid_argument("item " + std::to_string(k) + " of the batch: " + e.what());
-        }
-    }
-    return b;
-}
-
 // A batched answer's items as each item's outputs; an item's error answer names its item and request.
-std::vector<Answer<Tensors>> item_outputs(ParsedBatch&& b, std::size_t count, std::int64_t id, const std::string& what,
+std::vector<Answer<Tensors>> item_outputs(BatchResponse&& b, std::size_t count, std::int64_t id, const std::string& what,
                                           const std::string& command) {
     std::vector<Answer<Tensors>> out(b.items.size());
     for (std::size_t k = 0; k < b.items.size(); ++k) {
@@ -505,34 +474,19 @@ std::vector<Answer<Tensors>> item_outputs(ParsedBatch&& b, std::size_t count, st
 struct NamedBatch {
     std::string request, what;
     std::size_t count = 0;
-    std::function<ParsedBatch(const std::string&)> parse;
+    std::function<BatchResponse(const std::string&)> parse;
 };
 
-NamedBatch named_batch(std::int64_t id, const Signature& s, const std::vector<Tensors>& inputs, bool stacked_form,
+NamedBatch named_batch(std::int64_t id, const Signature& s, const std::vector<Tensors>& inputs, bool stacked,
                        bool one_tensor) {
     NamedBatch b;
     b.count = inputs.size();
-    b.what = std::to_string(inputs.size()) + " items of " + format_lengths(lengths_of(s, inputs.at(0)));
-    b.request = batch_request_line(id, s, inputs, stacked_form, one_tensor) + "\n";
-    // The one-tensor form has no batch dim: its batches are items, never stacked.
-    const std::map<std::string, int> dims = one_tensor ? std::map<std::string, int>{} : batch_dims_of(s);
-    const bool stacked = stacked_form && !dims.empty();
-    const std::vector<ExpectedOutput> expected = expected_answer(s, inputs.at(0), one_tensor);
-    b.parse = [expected, dims, stacked, s, one_tensor, count = b.count,
-               lengths = lengths_of(s, inputs.at(0))](const std::string& line) {
-        const auto parse_item = [&](const std::string& l) { return read_answer(l, s, expected, lengths, one_tensor); };
-        std::int64_t answer_id = 0;
-        std::optional<std::string> error;
-        if (!stacked) {
-            const std::vector<std::string> lines = batch_items(line, count, answer_id, error);
-            return parsed_items(answer_id, error, lines, parse_item);
-        }
-        StackedResponse r = parse_stacked_response(line, expected, count, dims);
-        if (r.is_error) error = r.error;
-        ParsedBatch parsed = parsed_items(r.id, error, r.item_lines, parse_item);
-        for (Tensors& outputs : r.items) parsed.items.push_back(NamedResponse{r.id, false, "", std::move(outputs), false});
-        parsed.taps_offered = parsed.taps_offered || r.taps_offered;
-        return parsed;
+    const Lengths lengths = lengths_of(s, inputs.at(0));
+    b.what = std::to_string(inputs.size()) + " items of " + format_lengths(lengths);
+    b.request = batch_request_line(id, s, inputs, stacked, one_tensor) + "\n";
+    b.parse = [s, expected = expected_answer(s, inputs.at(0), one_tensor), lengths, count = b.count, stacked,
+               one_tensor](const std::string& line) {
+        return read_batch_answer(line, s, expected, lengths, count, stacked, one_tensor);
     };
     return b;
 }
@@ -568,7 +522,7 @@ std::vector<std::vector<Answer<Tensors>>> ExecAdapter::operator()(const Signatur
     const std::int64_t first = requests_ + 1;
     try {
         exchange_all(requests, whats, [&batches](std::size_t k, const std::string& line) { return batches[k].parse(line); },
-                     [&](std::size_t k, ParsedBatch&& answer) {
+                     [&](std::size_t k, BatchResponse&& answer) {
                          out[part_of[k]] = item_outputs(std::move(answer), batches[k].count,
                                                         first + static_cast<std::int64_t>(k), batches[k].what, opts_.command);
                      });

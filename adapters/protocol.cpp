@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <charconv>
+#include <functional>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -74,7 +75,8 @@ std::string excerpt(std::string_view line) {
 }
 
 namespace detail {
-nlohmann::json answer_object(std::string_view line, const char* expected) {
+nlohmann::json answer_object(std::string_view& line, const char* expected) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     // Before parsing: the error path dumps "error" values recursively (a million '[' overflowed the stack).
     json_limits::require_shallow(line, "the answer line " + excerpt(line));
     nlohmann::json j;
@@ -105,11 +107,6 @@ std::optional<std::string> answer_error(const nlohmann::json& j) {
     if (err == j.end()) return std::nullopt;
     return err->is_string() ? err->get<std::string>()
                             : std::string("(the adapter sent a JSON ") + err->type_name() + " as its error, not a string)";
-}
-
-bool offers_taps(const nlohmann::json& j) {
-    const auto it = j.find("taps_offered");
-    return it != j.end() && it->is_boolean() && it->get<bool>();
 }
 
 // The shortest form that reads back to the same double: full round-trip precision.
@@ -154,7 +151,6 @@ Mat<double> rows_of(const nlohmann::json& y) {
 using namespace detail;
 
 NamedResponse parse_response(std::string_view line) {
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     const nlohmann::json j = answer_object(line);
     NamedResponse r;
     if (read_head(r, j, line, "the id of the request it answers")) return r;
@@ -236,10 +232,6 @@ void append_nested(std::string& s, const TensorSpec& t, const Tensor& x, std::si
     s += ']';
 }
 
-void append_shape(std::string& s, const std::vector<int>& shape) {
-    s += joined("[", shape, [](int d) { return std::to_string(d); }, "]");
-}
-
 const Tensor& input_of(const Tensors& inputs, const TensorSpec& t) {
     const auto it = inputs.find(t.name);
     if (it == inputs.end()) throw std::invalid_argument("the request has no input '" + t.name + "'");
@@ -251,15 +243,28 @@ const Tensor& input_of(const Tensors& inputs, const TensorSpec& t) {
     return x;
 }
 
-std::string json_string(const std::string& text) { return nlohmann::json(text).dump(); }
-
 // "kinds":{"q":"float","pad":"mask","edge_index":"index"} tells an adapter every input's kind even when the values
-// cannot show it (an empty index input).
-std::string request_tail(const Signature& s, const std::string& shapes) {
-    const auto kind = [](const TensorSpec& t) { return json_string(t.name) + ":\"" + tensor_kind_name(t.kind) + "\""; };
-    const auto name = [](const TensorSpec& t) { return json_string(t.name); };
-    return "}," + shapes + "}," + joined("\"kinds\":{", s.inputs, kind, "}") +
-           joined(",\"outputs\":[", s.outputs, name, "]}");
+// cannot show it (an empty index input). ordered_json: the objects list the inputs in the signature's order.
+std::string request_body(const Signature& s, const std::function<std::vector<int>(const TensorSpec&, std::string&)>& value) {
+    std::string inputs = ",\"inputs\":{";
+    nlohmann::ordered_json shapes = nlohmann::ordered_json::object(), kinds = shapes, outputs = nlohmann::ordered_json::array();
+    for (const TensorSpec& t : s.inputs) {
+        if (inputs.back() != '{') inputs += ',';
+        inputs += nlohmann::json(t.name).dump();
+        inputs += ':';
+        shapes[t.name] = value(t, inputs);
+        kinds[t.name] = tensor_kind_name(t.kind);
+    }
+    for (const TensorSpec& t : s.outputs) outputs.push_back(t.name);
+    return inputs + "},\"shapes\":" + shapes.dump() + ",\"kinds\":" + kinds.dump() + ",\"outputs\":" + outputs.dump() + "}";
+}
+
+// The free axes' lengths the inputs carry: their kLengthInput entries (cases/signature.h).
+Lengths free_lengths(const Tensors& inputs) {
+    Lengths lengths;
+    for (auto it = inputs.lower_bound(kLengthInput); it != inputs.end() && it->first.rfind(kLengthInput, 0) == 0; ++it)
+        if (it->second.values.size() == 1) lengths[it->first.substr(kLengthInput.size())] = static_cast<int>(it->second.values[0]);
+    return lengths;
 }
 
 std::string dim_name(const Dim& d) { return d.is_axis() ? "axis " + d.axis : "fixed size " + std::to_string(d.size); }
@@ -267,21 +272,12 @@ std::string dim_name(const Dim& d) { return d.is_axis() ? "axis " + d.axis : "fi
 }  // namespace detail
 
 std::string format_named_request(std::int64_t id, const Signature& s, const Tensors& inputs) {
-    std::string line = "{\"id\":" + std::to_string(id) + ",\"inputs\":{";
-    std::string shapes = "\"shapes\":{";
-    for (std::size_t k = 0; k < s.inputs.size(); ++k) {
-        const TensorSpec& t = s.inputs[k];
-        const Tensor& x = input_of(inputs, t);
-        std::string key = k ? "," : "";
-        key += json_string(t.name);
-        key += ':';
-        line += key;
-        std::size_t at = 0;
-        append_nested(line, t, x, 0, at);
-        shapes += key;
-        append_shape(shapes, x.shape);
-    }
-    return line + request_tail(s, shapes);
+    return "{\"id\":" + std::to_string(id) + request_body(s, [&inputs](const TensorSpec& t, std::string& line) {
+               const Tensor& x = input_of(inputs, t);
+               std::size_t at = 0;
+               append_nested(line, t, x, 0, at);
+               return x.shape;
+           });
 }
 
 Lengths lengths_of(const Signature& s, const Tensors& inputs) {
@@ -297,16 +293,13 @@ Lengths lengths_of(const Signature& s, const Tensors& inputs) {
                                             std::to_string(it->second));
         }
     }
-    for (auto it = inputs.lower_bound(kLengthInput); it != inputs.end() && it->first.rfind(kLengthInput, 0) == 0; ++it)
-        if (it->second.values.size() == 1) lengths[it->first.substr(kLengthInput.size())] = static_cast<int>(it->second.values[0]);
+    for (const auto& [axis, length] : free_lengths(inputs)) lengths[axis] = length;
     return lengths;
 }
 
 std::string lengths_field(const Tensors& inputs) {
-    nlohmann::json lengths = nlohmann::json::object();
-    for (auto it = inputs.lower_bound(kLengthInput); it != inputs.end() && it->first.rfind(kLengthInput, 0) == 0; ++it)
-        if (it->second.values.size() == 1) lengths[it->first.substr(kLengthInput.size())] = static_cast<int>(it->second.values[0]);
-    return lengths.empty() ? "" : ",\"lengths\":" + lengths.dump();
+    const Lengths lengths = free_lengths(inputs);
+    return lengths.empty() ? "" : ",\"lengths\":" + nlohmann::json(lengths).dump();
 }
 
 std::vector<ExpectedOutput> expected_outputs(const Signature& s, const Lengths& lengths) {
@@ -373,7 +366,6 @@ ExpectedOutput shape_shown(const nlohmann::json& v, const ExpectedOutput& e) {
 }  // namespace
 
 NamedResponse parse_named_response(std::string_view line, const std::vector<ExpectedOutput>& expected) {
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     const nlohmann::json j = answer_object(line, kNamedAnswer);
     NamedResponse r;
     if (read_head(r, j, line, kNamedAnswer)) return r;
@@ -455,7 +447,6 @@ Tap tap_of(const nlohmann::json& v, std::size_t k) {
 }  // namespace
 
 TapResponse parse_tap_response(std::string_view line) {
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     const nlohmann::json j = answer_object(line, kTapAnswer);
     TapResponse r;
     if (read_head(r, j, line, kTapAnswer)) return r;

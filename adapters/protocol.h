@@ -152,6 +152,18 @@ std::string request_line(std::int64_t id, const Signature& s, const Tensors& inp
 // one-tensor form has none), else item by item. Throws std::invalid_argument when the items differ in lengths.
 std::string batch_request_line(std::int64_t id, const Signature& s, const std::vector<Tensors>& items, bool stacked,
                                bool one_tensor);
+// The answer to a batched request (batch_request_line's, of `count` items whose answers are due `expected` at these
+// lengths), each item read in its dialect as read_answer reads it: stacked when `stacked` and the signature has batch
+// dims, else item by item. Its error, or its items in order; a protocol error names its item.
+struct BatchResponse {
+    std::int64_t id = 0;
+    bool is_error = false;
+    std::string error;
+    std::vector<NamedResponse> items;
+    bool taps_offered = false;  // some item offered taps
+};
+BatchResponse read_batch_answer(std::string_view line, const Signature& s, const std::vector<ExpectedOutput>& expected,
+                                const Lengths& lengths, std::size_t count, bool stacked, bool one_tensor);
 // The chunking of a chunked request (kChunksInput, layers/expectation.h) as its "chunks" field: the axis, the ends of
 // the chunks and the dim of every input and output along the axis; empty for an ordinary request.
 std::string chunks_field(const Signature& s, const Tensors& inputs);
@@ -166,8 +178,6 @@ NamedResponse read_answer(std::string_view line, const Signature& s, const std::
 
 // The most items one batched request holds, whatever K the adapter announced.
 inline constexpr int kMaxBatchItems = 1024;
-// An ordinary request line as an item of a batched request: {"id":7,"x":...} becomes {"x":...}.
-std::string batch_item(const std::string& request_line);
 // The start of a line (80 characters, control characters blanked), quoted, for a message.
 std::string excerpt(std::string_view line);
 

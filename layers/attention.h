@@ -50,13 +50,9 @@ template <class S> struct Attention {
         if (shape.heads < 1 || shape.d % shape.heads != 0)
             throw std::invalid_argument("attention width " + std::to_string(shape.d) +
                                         " is not a multiple of the head count " + std::to_string(shape.heads));
-        Attention a;
-        a.shape = shape;
-        a.wq = draw_matrix(shape.d, shape.d, draw);
-        a.wk = draw_matrix(shape.d, shape.d, draw);
-        a.wv = draw_matrix(shape.d, shape.d, draw);
-        a.wo = draw_matrix(shape.d, shape.d, draw);
-        return a;
+        const Eigen::Index d = shape.d;  // the braces draw in order: wq, wk, wv, wo
+        return {shape, draw_matrix(d, d, draw), draw_matrix(d, d, draw), draw_matrix(d, d, draw), draw_matrix(d, d, draw),
+                std::nullopt, std::nullopt};
     }
 
     Eigen::Index head_width() const { return shape.d / shape.heads; }

@@ -24,13 +24,8 @@ template <class S> struct CrossAttention {
     bool memory_positions = false;
 
     static CrossAttention random(Eigen::Index d, Draw<S>& draw, bool memory_positions = false) {
-        CrossAttention a;
-        a.wq = draw_matrix(d, d, draw);
-        a.wk = draw_matrix(d, d, draw);
-        a.wv = draw_matrix(d, d, draw);
-        a.wo = draw_matrix(d, d, draw);
-        a.memory_positions = memory_positions;
-        return a;
+        return {draw_matrix(d, d, draw), draw_matrix(d, d, draw), draw_matrix(d, d, draw), draw_matrix(d, d, draw),
+                memory_positions};
     }
 
     // q: n x d, mem: m x d; padded: m flags or empty (nothing padded); bias: n x m or empty (none).

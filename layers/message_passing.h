@@ -25,13 +25,8 @@ template <class S> struct MessagePassing {
     bool edge_order = false;
 
     static MessagePassing random(Eigen::Index d, Eigen::Index de, Draw<S>& draw, Aggregation aggregation) {
-        MessagePassing mp;
-        mp.wm = draw_matrix(d, d, draw);
-        mp.we = draw_matrix(de, d, draw);
-        mp.ws = draw_matrix(d, d, draw);
-        mp.wa = draw_matrix(d, d, draw);
-        mp.aggregation = aggregation;
-        return mp;
+        return {draw_matrix(d, d, draw), draw_matrix(de, d, draw), draw_matrix(d, d, draw), draw_matrix(d, d, draw),
+                aggregation, false, false};
     }
 
     // Incoming messages aggregated per node (N x d).

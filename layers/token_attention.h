@@ -48,16 +48,11 @@ template <class S> struct TokenAttention {
 
     static TokenAttention random(const TokenAttentionDesign& how, Eigen::Index vocabulary, Eigen::Index positions,
                                  Eigen::Index d, Draw<S>& draw) {
-        TokenAttention a;
-        a.design = how;
-        a.embed = Embedding<S>::random(vocabulary, d, draw);
-        a.wq = draw_matrix(d, d, draw);
-        a.wk = draw_matrix(d, d, draw);
-        a.wv = draw_matrix(d, d, draw);
-        a.wo = draw_matrix(d, d, draw);
-        if (how.signal == IdSignal::learned) a.learned = draw_matrix(positions, d, draw);
-        a.bias = how.signal == IdSignal::t5 ? ScoreBias<S>::t5(1, draw) : ScoreBias<S>::alibi();
-        return a;
+        // The braces draw in order: the embedding, wq, wk, wv, wo, the learned table, the T5 table.
+        return {how, Embedding<S>::random(vocabulary, d, draw), draw_matrix(d, d, draw), draw_matrix(d, d, draw),
+                draw_matrix(d, d, draw), draw_matrix(d, d, draw),
+                how.signal == IdSignal::learned ? draw_matrix(positions, d, draw) : Mat<S>(),
+                how.signal == IdSignal::t5 ? ScoreBias<S>::t5(1, draw) : ScoreBias<S>::alibi()};
     }
 
     // ids, positions and padded (true = a pad) hold one entry per token. A query that sees no key (a pad under a

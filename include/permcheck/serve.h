@@ -39,6 +39,7 @@
 #include <Eigen/Core>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -221,14 +222,11 @@ inline Tensors named_inputs(const json& request) {
 }
 
 inline std::vector<std::string> output_names(const json& request) {
-    if (!request.contains("outputs") || !request["outputs"].is_array() || request["outputs"].empty())
+    const auto names = request.find("outputs");
+    if (names == request.end() || !names->is_array() || names->empty() ||
+        !std::all_of(names->begin(), names->end(), [](const json& n) { return n.is_string(); }))
         throw BadRequest("\"outputs\" must be a non-empty list of output names");
-    std::vector<std::string> names;
-    for (const json& n : request["outputs"]) {
-        if (!n.is_string()) throw BadRequest("\"outputs\" must be a non-empty list of output names");
-        names.push_back(n.get<std::string>());
-    }
-    return names;
+    return names->get<std::vector<std::string>>();
 }
 
 // x of a one-tensor request: n rows of d numbers.
