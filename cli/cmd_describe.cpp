@@ -8,7 +8,7 @@
 //                    "verdicts": {"holds": "...", "fails": "..."},
 //                    "options": [OPTION, ...]}, ...],          every property, in the order of the registry
 //    "options": [OPTION, ...],                                 the audit options of every property
-//    "verdicts": [{"word": "violated", "failure": true, "exit_code": 1}, ...],
+//    "verdicts": [{"word": "violated", "failure": true, "exit_code": 1}, ...],   "torch_hint": "..." where it has one
 //    "tensor_kinds": [{"name": "token", "integer": true}, ...],
 //    "precisions": ["float64", "float32", "tf32", "float16", "bfloat16"]}   finest to coarsest
 //
@@ -19,7 +19,8 @@
 // "keyword" is the Python keyword of permcheck.audit() (a declared option's own; else the flag without its dashes,
 // '-' as '_'); "help" is the text `permcheck audit --help` shows for the flag. A property's declared options
 // (PropertyRules::options()) come first: "bool" when they take no value, else "string" (the property reads the
-// value); then the axis flags its yes/no methods imply. "failure" is a verdict that is a finding (exit code 1).
+// value); then the axis flags its yes/no methods imply. "failure" is a verdict that is a finding (exit code 1);
+// "torch_hint" what to do about it when the layer is a torch module.
 #include "cli/audit_common.h"
 #include "cli/commands.h"
 #include "properties/property.h"
@@ -87,6 +88,11 @@ json options_json(const std::vector<OptionRecord>& records, const CLI::App& audi
     return out;
 }
 
+// What to do about a torch module's verdict (the Python package adds it to a Result's explanation).
+constexpr const char* kDeterministicHint =
+    "torch.use_deterministic_algorithms(True) makes the kernels whose answers differ on a re-ask repeatable (scatter "
+    "atomics, some attention backends on a GPU), or says which cannot be";
+
 json described() {
     CLI::App app;  // `permcheck audit`'s options, made as the command makes them: their help is theirs
     Outcome unused;
@@ -108,6 +114,8 @@ json described() {
     for (int v = 0; v <= static_cast<int>(Verdict::history_dependent); ++v) {  // every enumerator, in order
         const int code = exit_code(static_cast<Verdict>(v));
         verdicts.push_back({{"word", verdict_name(static_cast<Verdict>(v))}, {"failure", code == 1}, {"exit_code", code}});
+        if (static_cast<Verdict>(v) == Verdict::nondeterministic)
+            verdicts.back()["torch_hint"] = kDeterministicHint;
     }
     json kinds = json::array();
     for (int k = 0; k <= static_cast<int>(TensorKind::segment); ++k)

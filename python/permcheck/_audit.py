@@ -68,6 +68,7 @@ class _Vocabulary:
         self.precisions = tuple(described["precisions"])  # finest first
         self.failures = tuple(v["word"] for v in described["verdicts"] if v["failure"])
         self.exit_codes = {v["word"]: v["exit_code"] for v in described["verdicts"]}
+        self.torch_hints = {v["word"]: v["torch_hint"] for v in described["verdicts"] if "torch_hint" in v}
         self.integer_kinds = tuple(k["name"] for k in described["tensor_kinds"] if k["integer"])
 
     def options(self, prop=None):
@@ -196,15 +197,15 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property=Non
     if not result.holds:
         result.repro = _written_repro(directory, record, layer, dtype, call, reference, against,
                                       vocabulary.properties[property]["needs_reference"])
-    return _settled(result, layer, own_report)
+    return _settled(result, layer, own_report, vocabulary)
 
 
-def _settled(result, layer, own_report):
-    """The result with its hint, its temporary report removed when it holds, told to the listeners."""
+def _settled(result, layer, own_report, vocabulary):
+    """The result with its hint (the binary's, for a torch module), its temporary report removed when it holds,
+    told to the listeners."""
     torch = sys.modules.get("torch")
-    if result.verdict == "nondeterministic" and torch is not None and isinstance(layer, torch.nn.Module):
-        result.hint = ("torch.use_deterministic_algorithms(True) makes the kernels whose answers differ on a re-ask "
-                       "repeatable (scatter atomics, some attention backends on a GPU), or says which cannot be")
+    if torch is not None and isinstance(layer, torch.nn.Module):
+        result.hint = vocabulary.torch_hints.get(result.verdict)
     if own_report and result.holds:
         shutil.rmtree(result.report, ignore_errors=True)
         result.report = None

@@ -56,8 +56,9 @@ class _Call:
         if output is not None and (isinstance(output, bool) or not isinstance(output, (int, str))):
             raise ValueError("output must be an index or a key, got %r" % (output,))
         self.arguments, self.output = arguments, output
-        self.dims = _input_dims(inputs)  # {input: [axis name or None per dim]}
-        self.free = _free_axes(inputs, self.dims)  # axes only an index input names: their lengths come with a request
+        # {input: [axis name or None per dim]}, and the axes only an index input names (their lengths come with a
+        # request)
+        self.dims, self.free = _input_dims(inputs)
         for source in sources:
             if _derived(source) and source.split(":", 1)[1] not in self.free:
                 self.axis_place(source.split(":", 1)[1], source)  # refused now, not at the first request
@@ -100,6 +101,15 @@ class _Call:
         """The layer's answer to one request's inputs ({name: value}), `items` cases in it."""
         with self.exclusive.alone() if self.serial else self.exclusive.shared():
             return self.selected(self.raw(layer, torch, inputs, items, one_tensor))
+
+    def stacked(self, layer, torch, inputs, count, dims, names):
+        """The outputs by name of one call on `count` items stacked on their batch dims (`dims`: every input's and
+        output's), each output checked to hold the items on its batch dim."""
+        outputs = _named_results(self(layer, torch, inputs, count), names)
+        for name, value in outputs.items():
+            if not hasattr(value, "detach") or value.dim() <= dims[name] or value.shape[dims[name]] != count:
+                raise ValueError("output %s has no batch dim %d of %d items" % (name, dims[name], count))
+        return outputs
 
     def chunked(self, layer, torch, inputs, chunks, names):
         """The answer to a chunked request: the layer called on each chunk in order (every input along the axis
@@ -260,34 +270,24 @@ def _length_of(value, dim):
 
 
 def _input_dims(inputs):
-    """{input: [axis name, or None for a fixed length, per dim]} from --input texts ("x:n,8", "pad:n:mask")."""
+    """({input: [axis name, or None for a fixed length, per dim]}, the axes that only an index input names) from
+    --input texts ("x:n,8", "pad:n:mask", "batch:nodes:index=graphs" with no input over graphs); (None, set())
+    without them."""
     if inputs is None:
-        return None
-    if isinstance(inputs, str):
-        inputs = [inputs]
-    dims = {}
-    for text in inputs:
+        return None, set()
+    dims, indexed = {}, set()
+    for text in [inputs] if isinstance(inputs, str) else inputs:
         parts = str(text).split(":")
         if len(parts) < 2 or not parts[0]:
             raise ValueError("input %r: expected NAME:DIMS[:KIND], e.g. x:n,8" % (text,))
         labels = [d.strip() for d in parts[1].split(",")] if parts[1] else []
         dims[parts[0]] = [None if d.isdigit() else d for d in labels]
-    return dims
+        if len(parts) >= 3 and parts[2].startswith("index="):
+            indexed.add(parts[2][len("index="):].split(",")[0])  # index=AXIS or index=AXIS,sorted[=ROW]
+    return dims, {axis for axis in indexed if not any(axis in d for d in dims.values())}
 
 
 _LENGTH = "#length:"  # an input name no signature has: the length of a free axis, from the request's "lengths"
-
-
-def _free_axes(texts, dims):
-    """The axes that only an index input names ("batch:nodes:index=graphs" with no input over graphs)."""
-    if texts is None or dims is None:
-        return set()
-    named = set()
-    for text in [texts] if isinstance(texts, str) else texts:
-        parts = str(text).split(":")
-        if len(parts) >= 3 and parts[2].startswith("index="):
-            named.add(parts[2][len("index="):].split(",")[0])  # index=AXIS or index=AXIS,sorted[=ROW]
-    return {axis for axis in named if not any(axis in d for d in dims.values())}
 
 
 class _Raised(Exception):

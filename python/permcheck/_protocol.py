@@ -134,12 +134,6 @@ class _Server:
                 result = self.call(self.layer, self.torch, {"x": x}, 1, one_tensor=True)
                 return {"id": request_id, "y": _outputs(result, ["y"])["y"]}
             raise ValueError('a request holds "x" (one tensor) or "inputs" (named inputs); this one holds neither')
-        except (_ChunkRaised, _Raised) as raised:  # the layer's own exception: a finding in chunks, against a reference
-            answer = _error_answer(request_id, raised, self.exceptions)
-            if isinstance(raised, _ChunkRaised):
-                answer["error"] += " (%s)" % raised.where
-            answer["raised"] = True
-            return answer
         except Exception as error:  # an answer, not a crash: permcheck reports it with the request
             return _error_answer(request_id, error, self.exceptions)
 
@@ -190,10 +184,10 @@ class _Server:
                                    device=self.device).reshape([count] + first["shapes"][name])
             inputs[name] = stacked.squeeze(dims[name] + 1).movedim(0, dims[name])
         inputs.update(_lengths_of(first))  # the items of a batch have the same lengths
-        outputs = _named_results(self.call(self.layer, torch, inputs, count), names)
+        outputs = self.call.stacked(self.layer, torch, inputs, count, dims, names)
         parts = {}
         for name in names:
-            value = _batch_dim_checked(outputs[name], name, dims[name], count).detach().cpu()
+            value = outputs[name].detach().cpu()
             if value.is_floating_point():
                 value = value.double()  # exact, as _json_value widens each
             # One tolist() for all items (batch dim first), each item's size-1 batch dim put back.
@@ -212,10 +206,9 @@ class _Server:
             lengths = _lengths_of(request)
             inputs.update(lengths)
             try:
-                outputs = _named_results(self.call(self.layer, self.torch, inputs, count), names)
+                outputs = self.call.stacked(self.layer, self.torch, inputs, count, dims, names)
                 encoded, shapes = {}, {}
-                for name in names:
-                    value = _batch_dim_checked(outputs[name], name, dims[name], count)
+                for name, value in outputs.items():
                     encoded[name], shapes[name] = _to_base64(self.torch, value), list(value.shape)
                 return {"id": request_id, "outputs": encoded, "shapes": shapes}
             except Exception as error:  # each item on its own, so that each gets its own answer or error
@@ -231,11 +224,7 @@ class _Server:
         try:
             return {"outputs": _outputs(self.call(self.layer, self.torch, inputs, 1), names)}
         except Exception as error:
-            self.exceptions.show(error)
-            answer = {"error": _last_line(error)}
-            if isinstance(error, _Raised):
-                answer["raised"] = True
-            return answer
+            return {k: v for k, v in _error_answer(None, error, self.exceptions).items() if k != "id"}
 
     def named_inputs(self, request):
         """The request's inputs by name: nested lists, or tensors of their kind's dtype and of the given shapes (and
@@ -259,9 +248,15 @@ class _Server:
 
 def _error_answer(request_id, error, exceptions=None):
     """The error answer to a request, the exception shown on stderr as `exceptions` shows it (by default its whole
-    traceback): the layer's own exception's, where the layer raised."""
+    traceback): the layer's own exception's, where the layer raised ("raised": true, which permcheck reads as a
+    finding where the property makes it one: decoding in chunks, against a reference; the chunk named)."""
     (exceptions or _Exceptions()).show(error)
-    return {"id": request_id, "error": _last_line(error)}
+    answer = {"id": request_id, "error": _last_line(error)}
+    if isinstance(error, (_Raised, _ChunkRaised)):
+        answer["raised"] = True
+        if isinstance(error, _ChunkRaised):
+            answer["error"] += " (%s)" % error.where
+    return answer
 
 
 class _Exceptions:
@@ -289,13 +284,6 @@ class _Exceptions:
         if self.count > 1:
             print("permcheck_adapter: %d exceptions in all, %d different; the first one's traceback is above"
                   % (self.count, len(self.seen)), file=sys.stderr)
-
-
-def _batch_dim_checked(value, name, dim, count):
-    """An output of a stacked forward pass, checked to hold the `count` items on its batch dim."""
-    if not hasattr(value, "detach") or value.dim() <= dim or value.shape[dim] != count:
-        raise ValueError("output %s has no batch dim %d of %d items" % (name, dim, count))
-    return value
 
 
 def _from_base64(torch, text, shape):

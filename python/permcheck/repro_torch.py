@@ -25,11 +25,13 @@ def tensors(values, lengths):
 
 def answered(which, inputs, items=1, chunked=False):
     """The layer's (or the reference's) outputs by name, called as the audit did (a chunked request's chunks in
-    order), `items` cases stacked in the inputs; what the layer raised, raised as itself."""
+    order), `items` cases stacked in the inputs on their batch dims; what the layer raised, raised as itself."""
     layer, call = globals()[which], CALLERS[which]
     try:
         if chunked:
             return call.chunked(layer, torch, inputs, CASE["chunks"], CASE["outputs"])
+        if items > 1:
+            return call.stacked(layer, torch, inputs, items, CASE["batch_dims"], CASE["outputs"])
         return _named_results(call(layer, torch, inputs, items, one_tensor=CASE["one_tensor"]), CASE["outputs"])
     except (_Raised, _ChunkRaised) as raised:
         raise raised.__cause__ from None
