@@ -124,6 +124,15 @@ def _source_dir(cls):
     return directory
 
 
+def _guarded(statement, name, paths):
+    """`statement`, but an ImportError or a class its module lacks (the layer's code is not where the audit found it)
+    ends the repro with exit 2, "could not be run", never 1, which says the bug is there."""
+    where = "; its code was in %s when audited (put that on PYTHONPATH)" % ", ".join(paths) if paths else ""
+    said = "repro.py: the %s cannot be loaded: %%s%s\n" % (name, where.replace("%", "%%"))
+    return ("try:\n    %s\nexcept (ImportError, AttributeError) as error:\n"
+            "    sys.stderr.write(%r %% error)\n    sys.exit(2)" % (statement, said))
+
+
 def _loaded(name, layer, dtype, directory, torch):
     """The lines that make `name` (the layer, or the reference) as the audit ran it."""
     is_module = torch is not None and isinstance(layer, torch.nn.Module)
@@ -134,7 +143,7 @@ def _loaded(name, layer, dtype, directory, torch):
     if not is_module:
         if _standalone(layer):
             lines += search
-            lines.append("from %s import %s as %s" % (layer.__module__, layer.__qualname__, name))
+            lines.append(_guarded("from %s import %s as %s" % (layer.__module__, layer.__qualname__, name), name, paths))
         else:
             lines.append("# its source, copied:")
             lines.append(inspect.getsource(layer).rstrip())
@@ -152,15 +161,15 @@ def _loaded(name, layer, dtype, directory, torch):
         lines += search
         with open(os.path.join(directory, "%s.pt" % _file(name)), "wb") as f:
             f.write(buffer.getvalue())
-        lines.append('%s = torch.load(os.path.join(HERE, "%s.pt"), weights_only=False, map_location="cpu")'
-                     % (name, _file(name)))
+        lines.append(_guarded('%s = torch.load(os.path.join(HERE, "%s.pt"), weights_only=False, map_location="cpu")'
+                              % (name, _file(name)), name, paths))
         lines.append("%s.eval()" % name)
         return "\n".join(lines) + "\n"
     torch.save(served.state_dict(), os.path.join(directory, "%s_state_dict.pt" % name))
     cls = type(layer)
     if _standalone(cls):
         lines += search
-        lines.append("from %s import %s" % (cls.__module__, cls.__qualname__))
+        lines.append(_guarded("from %s import %s" % (cls.__module__, cls.__qualname__), name, paths))
     else:
         try:
             lines.append("# its class, copied:\n" + inspect.getsource(cls).rstrip())

@@ -244,6 +244,12 @@ def test_an_equivariance_finding_reproduces_with_every_index_renumbered(layers, 
     code, said = run_alone(result.repro, tmp_path)
     assert code == 0, said
     assert "fixed" in said
+    # Where the layer's code is gone, the repro cannot run: exit 2 and where the code was, never 1 ("the bug").
+    os.rename(tmp_path / "code", tmp_path / "moved")
+    code, said = run_alone(result.repro, tmp_path)
+    assert code == 2, said
+    assert "repro.py: the layer cannot be loaded: No module named 'repro_layers'" in said, said
+    assert str(tmp_path / "code") in said, said
 
 
 @pytest.mark.parametrize("make, audited, verdict, said", [
