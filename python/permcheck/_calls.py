@@ -7,7 +7,9 @@ run without permcheck installed: the Python standard library alone, torch only a
 
 import contextlib
 import dataclasses
+import os
 import threading
+import traceback
 
 def _named_results(result, names):
     """The layer's result by output name, before any conversion: a dict by name, a tuple in the request's order, a
@@ -306,8 +308,12 @@ class _ChunkRaised(Exception):
 
 def _miswired(error):
     """Whether an exception of a call says its arguments do not fit the layer's signature (a cache= or arguments=
-    route the layer does not take), which is the set-up's error, not the layer's finding."""
+    route the layer does not take), which is the set-up's error, not the layer's finding. Told by where it was
+    raised: binding the call permcheck makes (no frame below it but torch's own, which dispatch to forward, a
+    compiled module's included), never inside the layer's code, where the same words are a bug of the layer (a
+    helper of its own called with one argument too many)."""
     text = str(error)
-    return isinstance(error, TypeError) and any(
+    below = traceback.extract_tb(error.__traceback__)[1:]  # the frames under the call in _Call.call
+    return isinstance(error, TypeError) and all(os.sep + "torch" + os.sep in f.filename for f in below) and any(
         words in text for words in ("unexpected keyword argument", "got multiple values for argument",
-                                    "required positional argument", "positional arguments but"))
+                                    "required positional argument", "positional argument"))

@@ -575,6 +575,39 @@ def test_tf32_emulated_on_the_cpu_holds_judged_as_tf32_and_is_flagged_judged_as_
     assert strict.verdict == "violated", strict.explanation()
 
 
+def _two(a, b):
+    return a + b
+
+
+class RunningSum(torch.nn.Module):
+    """A causal running sum over n, decoded in chunks: `past` carries the last sum (and is returned as the cache).
+    arity_bug: a cached call passes one argument too many to a helper of its own (a bug of the layer, not of the
+    audit's set-up)."""
+
+    def __init__(self, arity_bug=False):
+        super().__init__()
+        self.arity_bug = arity_bug
+
+    def forward(self, x, past=None):
+        start = torch.zeros_like(x[:, :1]) if past is None else past
+        if past is not None and self.arity_bug:
+            start = _two(start, past, 1.0)
+        y = torch.cumsum(x, dim=1) + start
+        return {"y": y, "past": y[:, -1:]}
+
+
+RUNNING = dict(axes=["n=1..6"], inputs=["x:1,n,2"], outputs=["y:1,n,2"], output="y", cache="past")
+
+
+def test_a_type_error_inside_the_layer_is_its_finding_and_a_call_that_does_not_fit_the_set_ups_error():
+    assert permcheck.audit(RunningSum(), property="incremental", **RUNNING).verdict == "holds"
+    result = permcheck.audit(RunningSum(arity_bug=True), property="incremental", **RUNNING)
+    assert result.verdict == "violated", result.explanation()  # raised on a later chunk: the finding
+    assert "takes 2 positional arguments but 3 were given" in result.counterexample.raised
+    miswired = permcheck.audit(RunningSum(), property="incremental", **dict(RUNNING, cache=("cache", "past")))
+    assert miswired.verdict == "error" and "unexpected keyword argument 'cache'" in miswired.error, miswired.error
+
+
 class Jitter(torch.nn.Module):
     """A kernel whose answers vary on a re-ask (as atomics on a GPU do), by a little."""
 
