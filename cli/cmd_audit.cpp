@@ -41,6 +41,7 @@ struct AuditRequest {
     // property's second black box.
     std::string reference_command, reference_socket, reference_label;
     std::string device;  // --device: where the served layer runs (a label: the report and the verdict line say it)
+    std::string call;    // --call: how the serving process calls the layer, as it says (recorded for its replay)
     std::string reference_name() const {
         if (!reference_label.empty()) return reference_label;
         return reference_socket.empty() ? reference_command : "the served reference";
@@ -184,6 +185,7 @@ report::Record record_of(const AuditRequest& q, const Form& f, const AuditResult
     if (!q.socket.empty()) details["served_in_process"] = true;
     if (q.flags.reference) details["reference"] = q.reference_name();
     if (!q.device.empty()) details["device"] = q.device;
+    if (!q.call.empty()) details["call"] = nlohmann::json::parse(q.call);
     return audit_record(r, q.name(), audited_property(f.signature, q.flags), q.flags, replay_of(q, f, r), "audit",
                         std::move(details), seconds, f.shorthand ? nullptr : &f.signature);
 }
@@ -391,6 +393,13 @@ void add_options(CLI::App& sub, AuditRequest& q) {
     sub.add_option("--device", q.device,
                    "where the layer runs (cuda:0, ...), as the process that serves it says: a label that the verdict "
                    "line and the report carry (the Python package gives it)");
+    sub.add_option("--call", q.call,
+                   "how the process serving the layer calls it, a JSON object the report keeps as details.audit.call "
+                   "(the Python package gives its arguments, output, cache and cumulative, and replays with them)")
+        ->check([](const std::string& text) {
+            const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+            return j.is_object() ? std::string() : "--call takes a JSON object, got: " + text;
+        });
     sub.add_option("--reference-name", q.reference_label,
                    "the reference's name in the output and the report (default: its command)");
     q.dim_option = sub.add_option(kAuditDim.flag, q.flags.dim,

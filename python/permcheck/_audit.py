@@ -186,8 +186,11 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property=Non
     call.serial = vocabulary.properties[property]["chunks_calls"] and cache is None
     against = _against(vocabulary, reference, reference_arguments, reference_output, reference_dtype, judge_as,
                        arguments, output, dtype, signature_inputs)
-    code, out, err = _served(binary, layer, name, flags + ["--report", directory], dtype, call, kinds, taps, batch,
-                             against, device)
+    called = {"layer": _repro.how(call)}  # kept in the report (details.audit.call) for replay()
+    if against is not None:
+        called["reference"] = _repro.how(against.call)
+    code, out, err = _served(binary, layer, name, flags + ["--report", directory, "--call", json.dumps(called)], dtype,
+                             call, kinds, taps, batch, against, device)
     record = _read_record(directory)
     if record is None:
         if own_report:
@@ -300,6 +303,13 @@ def replay(report, layer, *, dtype=None, arguments=None, output=None, kinds=None
     signature = record.get("signature") or {}
     inputs = signature.get("inputs") if isinstance(signature, dict) else None
     call_inputs = inputs if isinstance(inputs, list) and inputs else None
+    # How the audit called the layer and the reference, where none of it is given again.
+    called = ((record.get("details") or {}).get("audit") or {}).get("call") or {}
+    if arguments is None and output is None and cache is None and cumulative is None and called.get("layer"):
+        arguments, output, cache, cumulative = (called["layer"].get(k) for k in ("arguments", "output", "cache",
+                                                                                "cumulative"))
+    if reference_arguments is None and reference_output is None and called.get("reference"):
+        reference_arguments, reference_output = (called["reference"].get(k) for k in ("arguments", "output"))
     call = _protocol._Call(arguments, output, call_inputs, cache, cumulative)
     vocabulary, saved = _vocabulary(binary), record.get("dtype")
     # The precision audited, when it is one (not "infer"): a tf32 audit's module computes in float32.

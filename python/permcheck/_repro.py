@@ -207,9 +207,9 @@ def _one_line(layer):
 def _data(record, call, reference_call, against):
     """The case as literals (repro_case.py: x, the transformed inputs, how each output is compared, the tolerances)
     and how forward is called."""
-    calls = {"layer": _how(call)}
+    calls = {"layer": how(call)}
     if reference_call is not None:
-        calls["reference"] = _how(reference_call)
+        calls["reference"] = how(reference_call)
     return ("# The case (report.json's counterexample): the signature, x, the inputs the transformed side was asked\n"
             "# (every index input already renumbered; a chunked request's chunks), how each output is compared\n"
             "# (compared_from / expected_from: the flat index of each compared entry in the transformed side's answer\n"
@@ -218,7 +218,8 @@ def _data(record, call, reference_call, against):
             "CASE = %s\nCALLS = %s\n" % (repro_case.literal(repro_case.case_of(record, against)), repro_case.literal(calls)))
 
 
-def _how(call):
+def how(call):
+    """How forward is called (a _Call): its arguments, output, cache and cumulative inputs, as JSON holds them."""
     return {"arguments": call.arguments, "output": call.output, "cache": list(call.cache) if call.cache else None,
             "cumulative": sorted(call.cumulative)}
 
