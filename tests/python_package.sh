@@ -95,7 +95,7 @@ grep -q "permcheck.replay(" "$kept/report.md" || fail "report.md does not name p
 (cd "$source/examples/pytest" && PERMCHECK_BIN="$permcheck" PYTHONPATH="$source/python" \
    python3 -m pytest -p no:cacheprovider -p permcheck.pytest_plugin -q .) > "$work/out.txt" 2>&1 \
   || { cat "$work/out.txt"; fail "examples/pytest failed"; }
-grep -q "30 passed" "$work/out.txt" || { cat "$work/out.txt"; fail "examples/pytest: not 30 passed"; }
+grep -q "36 passed" "$work/out.txt" || { cat "$work/out.txt"; fail "examples/pytest: not 36 passed"; }
 echo "ok: examples/pytest"
 
 # 2. An installed prefix: the binary beside the package, no PERMCHECK_BIN, nothing of ours on PATH.
