@@ -255,7 +255,8 @@ Tensor append_along(const Tensor& t, std::size_t k) {
 
 // The inputs with axis a one element longer (every dim a names, a pairwise input along both). `elsewhere`: the
 // appended entries of an index input name the next position of the axis they index (v + 1, modulo its length)
-// instead of repeating the last slice's, so that a new edge lands on another node.
+// instead of repeating the last slice's, so that a new edge lands on another node. Settled as a case is
+// (settle_case): an edge kept inside its graph, a sorted input kept sorted.
 Tensors lengthened(const Signature& s, const Tensors& inputs, const Lengths& lengths, const std::string& a,
                    bool elsewhere = false) {
     Tensors out = inputs;
@@ -275,7 +276,13 @@ Tensors lengthened(const Signature& s, const Tensors& inputs, const Lengths& len
                 }
         }
     }
-    return out;
+    Case settled;
+    settled.lengths = lengths;
+    settled.lengths[a] += 1;
+    settled.perms = identities(settled.lengths);
+    settled.inputs = std::move(out);
+    settle_case(s, settled);
+    return settled.inputs;
 }
 
 // Whether lengthening axis a may also be done elsewhere (an index input along it, naming an axis of 2 or more).

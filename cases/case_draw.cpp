@@ -289,7 +289,30 @@ Case draw_signature_case(const Signature& s, const Lengths& lengths, const rc::R
     return c;
 }
 
-void settle_sorted(const Signature& s, Case& c) {
+void settle_within(const Signature& s, Tensors& inputs) {
+    for (const TensorSpec& t : s.inputs) {
+        const std::optional<std::size_t> k = first_axis_dim(t);
+        if (t.within.empty() || !k) continue;
+        const Tensor& group = inputs.at(t.within);
+        std::map<double, std::vector<double>> members;  // each group's positions, ascending
+        for (std::size_t v = 0; v < group.values.size(); ++v) members[group.values[v]].push_back(static_cast<double>(v));
+        const auto group_of = [&](double v) { return group.values.at(static_cast<std::size_t>(v)); };
+        Tensor& x = inputs.at(t.name);
+        const Lines lines(x.shape, *k);
+        for (std::size_t i = 0; i < lines.len; ++i) {
+            const double first = x.values[lines.at(0, i, 0)];
+            const std::vector<double>& own = members.at(group_of(first));
+            for (std::size_t o = 0; o < lines.outer; ++o)
+                for (std::size_t r = 0; r < lines.inner; ++r) {
+                    double& v = x.values[lines.at(o, i, r)];
+                    if (group_of(v) != group_of(first)) v = own[static_cast<std::size_t>(v) % own.size()];
+                }
+        }
+    }
+}
+
+void settle_case(const Signature& s, Case& c) {
+    settle_within(s, c.inputs);
     const std::vector<const TensorSpec*> sorted = sorted_inputs(s);
     if (sorted.empty()) return;
     for (const TensorSpec* t : sorted) {

@@ -32,9 +32,10 @@ bool same_case(const Case& a, const Case& b) {
 }
 
 rc::Shrinkable<Case> settled_shrinkable(const std::shared_ptr<const Signature>& s, const rc::Shrinkable<Case>& k) {
-    if (sorted_inputs(*s).empty()) return k;
+    const bool within = std::any_of(s->inputs.begin(), s->inputs.end(), [](const TensorSpec& t) { return !t.within.empty(); });
+    if (sorted_inputs(*s).empty() && !within) return k;
     auto value = std::make_shared<Case>(k.value());
-    settle_sorted(*s, *value);
+    settle_case(*s, *value);
     return rc::shrinkable::lambda([value] { return *value; }, [s, k, value] {
         auto settled = rc::seq::map(k.shrinks(), [s](const rc::Shrinkable<Case>& m) { return settled_shrinkable(s, m); });
         return rc::seq::filter(std::move(settled),
@@ -283,11 +284,16 @@ void require_case_fits(const Signature& s, const Case& c) {
                                             "' holds " + short_number(v) + ", not an integer in [0, " + std::to_string(targets) + ")");
     }
     Case in_order = c;
-    settle_sorted(s, in_order);
-    if (!same_case(in_order, c))
+    settle_case(s, in_order);
+    if (!same_case(in_order, c)) {
+        for (const TensorSpec& t : s.inputs)
+            if (!t.within.empty())
+                throw std::invalid_argument("the saved case does not keep the input " + format_input(t) +
+                                            " inside the groups of " + t.within + ", or its sorted inputs in order");
         for (const TensorSpec* t : sorted_inputs(s))
             throw std::invalid_argument("the saved case does not keep the input " + format_input(*t) +
                                         " in order, in x or after its permutations (P x)");
+    }
 }
 
 }  // namespace permcheck

@@ -109,6 +109,21 @@ void validate_sorted(const Signature& s) {
     sorted_inputs(s);
 }
 
+// A within=INPUT names another index input that runs along the axis this one names, alone (a batch vector).
+void validate_within(const Signature& s) {
+    for (const TensorSpec& t : s.inputs) {
+        if (t.within.empty()) continue;
+        const std::string flag = "--input " + format_input(t);
+        const auto group = std::find_if(s.inputs.begin(), s.inputs.end(),
+                                        [&](const TensorSpec& u) { return u.name == t.within; });
+        if (group == s.inputs.end() || group->kind != TensorKind::index || group->dims.size() != 1 ||
+            group->dims[0].axis != t.index_axis || !group->within.empty())
+            throw std::invalid_argument(flag + ": within=" + t.within + " names an index input along " +
+                                        t.index_axis + " alone, whose values group its positions (as " + t.within +
+                                        ":" + t.index_axis + ":index=graphs, a batch vector)");
+    }
+}
+
 }  // namespace
 
 void validate(const Signature& s) {
@@ -151,6 +166,7 @@ void validate(const Signature& s) {
     for (const TensorSpec& t : s.inputs) require_small_enough(s, t, "--input", format_input(t));
     for (const TensorSpec& t : s.outputs) require_small_enough(s, t, "--output", format_output(t));
     validate_sorted(s);
+    validate_within(s);
 }
 
 std::vector<std::string> free_axes(const Signature& s) {

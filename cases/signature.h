@@ -62,8 +62,12 @@ struct TensorSpec {
     // its one axis dim, as library code requires of an edge list or a batch vector (PyG's aggregations, pooling).
     // The rows are the input's entries at one position of that axis, in row-major order of its other dims
     // (edge_index:2,edges: row 0 the sources, row 1 the targets). Every case is put in that order, and a
-    // permutation's sort moves every input along the axis with it (settle_sorted, cases/signature_case.h).
+    // permutation's sort moves every input along the axis with it (settle_case, cases/signature_case.h).
     int sorted_row = -1;
+    // kind index, `index=AXIS,within=INPUT`: the entries at one position of its axis (an edge's two ends) name
+    // positions that INPUT puts in one group. INPUT is an index input along AXIS alone (a batch vector naming each
+    // node's graph), so the edges stay inside their graph; every case, shrink and probe keeps it so (settle_case).
+    std::string within{};
 };
 
 // The version of the draw of an audit's cases from its seed, which a report names (as it names the version of the

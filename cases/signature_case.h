@@ -66,13 +66,19 @@ LengthSchedule signature_lengths(const Signature& s, int cases, std::uint64_t se
 // cannot show a violation).
 Case draw_signature_case(const Signature& s, const Lengths& lengths, const rc::Random& random, int size);
 
-// A case with sorted index inputs (TensorSpec::sorted_row) put in order, in sorted_inputs' order: x sorted along each
+// The inputs with every within=INPUT index input's entries kept inside one group (TensorSpec::within): at each
+// position of its axis (an edge), an entry whose position INPUT puts in another group than the first entry's (the
+// edge's source) is moved into that group, to the group's member at the entry's value modulo the group's size.
+// Idempotent; the same inputs settle alike, so a shrink or a probe stays a case of the signature.
+void settle_within(const Signature& s, Tensors& inputs);
+// A case settled: its within inputs kept in their groups (settle_within), then its sorted index inputs
+// (TensorSpec::sorted_row) put in order, in sorted_inputs' order: x sorted along each
 // such input's axis (every input along it moved with it, every index into it renumbered: the same graph, numbered in
 // order), then each permutation of such an axis followed by the stable sort of the permuted input, so that P x is in
 // order too and its ties keep the order the permutation gives them. The permutation it leaves moves everything along
-// the axis, edge features with their edges, outputs with their positions. Idempotent; a case without sorted inputs
-// is left as it is.
-void settle_sorted(const Signature& s, Case& c);
+// the axis, edge features with their edges, outputs with their positions. Idempotent; a case without sorted or
+// within inputs is left as it is.
+void settle_case(const Signature& s, Case& c);
 // Whether two cases are the same case (lengths, permutations, inputs and every property's part).
 bool same_case(const Case& a, const Case& b);
 
@@ -93,8 +99,8 @@ void delete_along(Tensor& t, std::size_t k, const std::set<int>& gone);
 // True when no line of a mask along any of its axis dims is all padding.
 bool masks_keep_a_position(const Signature& s, const Tensors& inputs);
 
-// A drawn case or a shrink has its sorted inputs put in order (settle_sorted) before it is asked; a shrink that comes
-// out the same case as the one it shrinks is dropped.
+// A drawn case or a shrink is settled (settle_case: within inputs in their groups, sorted inputs in order) before
+// it is asked; a shrink that comes out the same case as the one it shrinks is dropped.
 rc::Shrinkable<Case> settled_shrinkable(const std::shared_ptr<const Signature>& s, const rc::Shrinkable<Case>& k);
 
 // The shrinks of a case, one step: deletions, permutations put back, index and token merges, position offsets,

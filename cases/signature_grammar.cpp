@@ -92,22 +92,35 @@ void parse_kind(TensorSpec& t, const std::string& text, const std::string& kind,
         return;
     }
     if (is(TensorKind::index)) {
-        // index=AXIS or index=AXIS,sorted[=ROW]
-        const auto comma = value.find(',');
-        const std::string axis = value.substr(0, comma), order = comma == std::string::npos ? "" : value.substr(comma + 1);
-        const bool digits = order.size() > 7 && order.size() <= 14 &&
-                            std::all_of(order.begin() + 7, order.end(), [](char c) { return c >= '0' && c <= '9'; });
-        const bool sorted = order == "sorted" || (order.rfind("sorted=", 0) == 0 && digits);
-        if (is_name(axis) && (comma == std::string::npos || sorted)) {
+        // index=AXIS, then qualifiers: ,sorted or ,sorted=ROW, and ,within=INPUT
+        std::vector<std::string> parts;
+        for (std::size_t from = 0;; ) {
+            const auto comma = value.find(',', from);
+            parts.push_back(value.substr(from, comma == std::string::npos ? std::string::npos : comma - from));
+            if (comma == std::string::npos) break;
+            from = comma + 1;
+        }
+        if (is_name(parts[0])) {
             t.kind = TensorKind::index;
-            t.index_axis = axis;
-            if (sorted) t.sorted_row = order == "sorted" ? 0 : std::stoi(order.substr(7));
+            t.index_axis = parts[0];
+            for (std::size_t k = 1; k < parts.size(); ++k) {
+                const std::string& q = parts[k];
+                const bool digits = q.size() > 7 && q.size() <= 14 &&
+                                    std::all_of(q.begin() + 7, q.end(), [](char c) { return c >= '0' && c <= '9'; });
+                if (q == "sorted" || (q.rfind("sorted=", 0) == 0 && digits)) {
+                    t.sorted_row = q == "sorted" ? 0 : std::stoi(q.substr(7));
+                } else if (q.rfind("within=", 0) == 0 && is_name(q.substr(7))) {
+                    t.within = q.substr(7);
+                } else {
+                    throw bad_flag("--input", text, expected + "; after index=AXIS only ',sorted', ',sorted=ROW' (ROW a "
+                                                               "row number: the input kept in ascending order of that "
+                                                               "row) or ',within=INPUT' (INPUT a batch vector: the "
+                                                               "entries of a position stay in one of its groups), not '" +
+                                                               q + "'");
+                }
+            }
             return;
         }
-        if (is_name(axis))
-            throw bad_flag("--input", text, expected + "; after index=AXIS only ',sorted' or ',sorted=ROW' (ROW a row "
-                                                       "number: the input kept in ascending order of that row), not '" +
-                                                       order + "'");
     }
     if (is(TensorKind::token) && eq != std::string::npos) {
         t.kind = TensorKind::token;
@@ -175,6 +188,7 @@ std::string format_input(const TensorSpec& t) {
         out += t.index_axis;
         if (t.sorted_row == 0) out += ",sorted";
         if (t.sorted_row > 0) out += ",sorted=" + std::to_string(t.sorted_row);
+        if (!t.within.empty()) out += ",within=" + t.within;
     }
     if (t.kind == TensorKind::token || (t.kind == TensorKind::position && t.limit != kDefaultPositions)) {
         out += '=';

@@ -21,7 +21,7 @@ Case draw_case(const PropertyRules& rules, const Signature& s, const PropertyArg
                const rc::Random& random, int index, int cases) {
     Case c = draw_signature_case(s, lengths, random, size_for_case(index, cases));
     rules.draw(s, a, c, random, index, cases);
-    settle_sorted(s, c);
+    settle_case(s, c);
     return c;
 }
 

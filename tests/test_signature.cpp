@@ -1189,7 +1189,7 @@ TEST(SignatureAudit, ASortedIndexInputIsKeptInOrderAndItsSortMovesWhatLiesAlongI
         EXPECT_TRUE(ascending(px.at("batch").values, 0, px.at("batch").values.size())) << finding(ranked, s);
         EXPECT_NO_THROW(require_case_fits(s, Case{c.lengths, c.perms, c.inputs}));
     }
-    // settle_sorted puts a hand-made case in order and is idempotent: the edges (0 -> 1, 1 -> 0, 1 -> 1) sorted by
+    // settle_case puts a hand-made case in order and is idempotent: the edges (0 -> 1, 1 -> 0, 1 -> 1) sorted by
     // target are (1 -> 0, 0 -> 1, 1 -> 1), their weights with them; swapping the two nodes makes them (0 -> 1, 1 -> 0,
     // 0 -> 0), which the edges' permutation sorts to (1 -> 0, 0 -> 0, 0 -> 1). A saved case out of order is refused.
     Case c{{{"nodes", 2}, {"edges", 3}, {"graphs", 1}},
@@ -1197,7 +1197,7 @@ TEST(SignatureAudit, ASortedIndexInputIsKeptInOrderAndItsSortMovesWhatLiesAlongI
            {{"x", tensor({2, 2}, {1, 2, 3, 4})}, {"w", tensor({3}, {10, 20, 30})}, {"batch", tensor({2}, {0, 0})},
             {"edge_index", tensor({2, 3}, {0, 1, 1, 1, 0, 1})}}};
     EXPECT_THROW(require_case_fits(s, c), std::invalid_argument);
-    settle_sorted(s, c);
+    settle_case(s, c);
     EXPECT_EQ(c.inputs.at("edge_index").values, (std::vector<double>{1, 0, 1, 0, 1, 1}));
     EXPECT_EQ(c.inputs.at("w").values, (std::vector<double>{20, 10, 30})) << "the weights move with their edges";
     EXPECT_EQ(c.perms.at("edges"), Permutation(std::vector<int>{1, 2, 0}));
@@ -1205,7 +1205,7 @@ TEST(SignatureAudit, ASortedIndexInputIsKeptInOrderAndItsSortMovesWhatLiesAlongI
     EXPECT_NO_THROW(require_case_fits(s, c));
     const Case again = [&] {
         Case k = c;
-        settle_sorted(s, k);
+        settle_case(s, k);
         return k;
     }();
     EXPECT_TRUE(same_case(again, c));
@@ -1220,6 +1220,67 @@ TEST(SignatureAudit, ASortedIndexInputIsKeptInOrderAndItsSortMovesWhatLiesAlongI
     shifted.property = Property{"agreement"};
     shifted.settings["along"] = "nodes";
     EXPECT_THROW(audit(sorted_aggregation(false), s, shifted), std::invalid_argument);
+}
+
+// Each graph's sorted in-degrees, read as a dense per-graph adjacency is (to_dense_adj(edge_index, batch)): an edge
+// is counted in its source's graph, at the place its target has inside the target's own graph. An edge between two
+// graphs lands at a place that depends on the numbering; inside its graph, it does not.
+NamedBlackBox in_degrees() {
+    return [](const Tensors& in) {
+        const Tensor& batch = in.at("batch");
+        const Tensor& ei = in.at("edge_index");
+        const std::size_t n = batch.values.size(), e = ei.values.size() / 2, width = 8;
+        const int graphs = static_cast<int>(in.at(kLengthInput + "graphs").values.at(0));
+        std::vector<std::size_t> place(n), seen(static_cast<std::size_t>(graphs), 0);
+        for (std::size_t v = 0; v < n; ++v) place[v] = seen[static_cast<std::size_t>(batch.values[v])]++;
+        Tensor d{{graphs, static_cast<int>(width)}, std::vector<double>(static_cast<std::size_t>(graphs) * width, 0.0)};
+        for (std::size_t k = 0; k < e; ++k) {
+            const auto src = static_cast<std::size_t>(ei.values[k]), dst = static_cast<std::size_t>(ei.values[e + k]);
+            d.values[static_cast<std::size_t>(batch.values[src]) * width + place[dst]] += 1.0;
+        }
+        for (int g = 0; g < graphs; ++g)
+            std::sort(d.values.begin() + g * static_cast<long>(width), d.values.begin() + (g + 1) * static_cast<long>(width));
+        return Tensors{{"d", d}};
+    };
+}
+
+TEST(SignatureAudit, EdgesWithinTheirGraphStayInsideEveryCaseShrinkAndProbe) {
+    // The grammar: index=AXIS,within=INPUT, with sorted or alone, read back as written.
+    const TensorSpec both = parse_input("edge_index:2,edges:index=nodes,sorted=1,within=batch");
+    EXPECT_EQ(both.within, "batch");
+    EXPECT_EQ(both.sorted_row, 1);
+    EXPECT_EQ(format_input(both), "edge_index:2,edges:index=nodes,sorted=1,within=batch");
+    EXPECT_THROW(parse_input("e:2,edges:index=nodes,within="), std::invalid_argument);
+    const auto signature = [](const std::string& edges, const std::string& batch) {
+        return Signature{{parse_axis("nodes=1..8"), parse_axis("graphs=1..3"), parse_axis("edges=0..8")},
+                         {parse_input(edges), parse_input(batch)},
+                         {parse_output("d:graphs,8")}};
+    };
+    const Signature s = signature("edge_index:2,edges:index=nodes,within=batch", "batch:nodes:index=graphs");
+    ASSERT_NO_THROW(validate(s));
+    // within= names an index input along the named axis alone: not a real input, one along another axis, none.
+    for (const char* group : {"g:nodes", "g:edges:index=nodes", "g:2,nodes:index=graphs", ""}) {
+        Signature bad = s;
+        bad.inputs[0].within = "g";
+        if (*group) bad.inputs.push_back(parse_input(group));
+        EXPECT_THROW(validate(bad), std::invalid_argument) << group;
+    }
+    // settle_within moves an edge's end that leaves its source's graph into it: nodes 0, 1 in graph 0, node 2 in
+    // graph 1; the edge 0 -> 2 becomes 0 -> 0 (2 modulo graph 0's two nodes), 2 -> 1 becomes 2 -> 2.
+    Tensors inputs{{"batch", tensor({3}, {0, 0, 1})}, {"edge_index", tensor({2, 3}, {0, 2, 1, 2, 1, 0})}};
+    settle_within(s, inputs);
+    EXPECT_EQ(inputs.at("edge_index").values, (std::vector<double>{0, 2, 1, 0, 2, 0}));
+    // The audit: every case, shrink and probe inside the graphs, so the readout holds; without the qualifier an
+    // edge between graphs breaks it, shrunk to two graphs.
+    const AuditResult inside = audit(in_degrees(), s, named("in-degrees within"));
+    EXPECT_EQ(inside.verdict, Verdict::holds) << detail_text(inside) << inside.error;
+    const Signature across = signature("edge_index:2,edges:index=nodes", "batch:nodes:index=graphs");
+    const AuditResult crossing = audit(in_degrees(), across, named("in-degrees across"));
+    ASSERT_EQ(crossing.verdict, Verdict::violated) << detail_text(crossing) << crossing.error;
+    EXPECT_EQ(crossing.counterexample->lengths.at("graphs"), 2) << finding(crossing, across);
+    // A saved case with an edge between graphs is refused where the qualifier stands.
+    const Counterexample& c = *crossing.counterexample;
+    EXPECT_THROW(require_case_fits(s, Case{c.lengths, c.perms, c.inputs}), std::invalid_argument);
 }
 
 TEST(SignatureAudit, ReevaluateJudgesASavedCaseAgainAsTheAuditDid) {

@@ -13,7 +13,7 @@ import sys
 import sysconfig
 import tempfile
 
-from permcheck import _protocol, _repro
+from permcheck import _compiled, _protocol, _repro
 from permcheck._results import (AuditError, Comparison, Counterexample, PermcheckNotFound, ReplayResult,
                                 Result)
 from permcheck._serving import _against, _layer_name, _Prepared, _run, _served
@@ -189,8 +189,9 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property=Non
     called = {"layer": _repro.how(call)}  # kept in the report (details.audit.call) for replay()
     if against is not None:
         called["reference"] = _repro.how(against.call)
-    code, out, err = _served(binary, layer, name, flags + ["--report", directory, "--call", json.dumps(called)], dtype,
-                             call, kinds, taps, batch, against, device)
+    with _compiled.watch(layer, reference) as compiled:
+        code, out, err = _served(binary, layer, name, flags + ["--report", directory, "--call", json.dumps(called)],
+                                 dtype, call, kinds, taps, batch, against, device)
     record = _read_record(directory)
     if record is None:
         if own_report:
@@ -200,7 +201,7 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property=Non
     if not result.holds:
         result.repro = _written_repro(directory, record, layer, dtype, call, reference, against,
                                       vocabulary.properties[property]["needs_reference"])
-    return _settled(result, layer, own_report, vocabulary)
+    return _settled(_compiled.judged(result, compiled), layer, own_report, vocabulary)
 
 
 def _settled(result, layer, own_report, vocabulary):

@@ -86,6 +86,7 @@ class Result:
         self.summary = _summary_line(output) or "%s: %s %s" % (layer_name, self.property, self.verdict)
         self.hint = None  # a sentence on what to do (a nondeterministic torch module: deterministic algorithms)
         self.repro = None
+        self.compiled = None  # what torch.compile did, for a compiled module (permcheck/_compiled.py)
 
     def __bool__(self):
         return self.holds
