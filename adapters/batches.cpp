@@ -4,12 +4,10 @@
 #include "adapters/protocol_detail.h"
 
 #include <boost/beast/core/detail/base64.hpp>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <bit>
 #include <charconv>
-#include <cstdint>
 #include <stdexcept>
 #include <system_error>
 
@@ -100,10 +98,11 @@ std::string format_batch_request(std::int64_t id, const std::vector<std::string>
 std::vector<std::string> batch_items(std::string_view line, std::size_t count, std::int64_t& id,
                                      std::optional<std::string>& error) {
     const nlohmann::json j = answer_object(line, kBatchAnswer);
-    id = answer_id(j, line, kBatchAnswer);
-    error = answer_error(j);
-    if (error) return {};
-    return item_lines(j, line, count, id);
+    AnswerHead head;
+    const bool failed = read_head(head, j, line, kBatchAnswer);
+    id = head.id;
+    error = failed ? std::optional(head.error) : std::nullopt;
+    return failed ? std::vector<std::string>{} : item_lines(j, line, count, id);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -351,10 +350,10 @@ BatchResponse read_batch_answer(std::string_view line, const Signature& s, const
     std::vector<std::string> lines;
     if (stacked && !dims.empty()) {
         StackedResponse stacked_answer = parse_stacked_response(line, expected, count, dims);
-        r = {stacked_answer.id, stacked_answer.is_error, stacked_answer.error, {}, stacked_answer.taps_offered};
+        static_cast<AnswerHead&>(r) = stacked_answer;
         lines = std::move(stacked_answer.item_lines);
         for (Tensors& outputs : stacked_answer.items)
-            r.items.push_back(NamedResponse{r.id, false, "", std::move(outputs), false, false});
+            r.items.push_back(NamedResponse{{r.id, false, "", false}, std::move(outputs), false});
     } else {
         std::optional<std::string> error;
         lines = batch_items(line, count, r.id, error);

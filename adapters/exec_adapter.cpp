@@ -5,20 +5,14 @@
 
 #include "adapters/python_path.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
-#include <functional>
 #include <mutex>
-#include <optional>
-#include <poll.h>
 #include <spawn.h>
 #include <stdexcept>
 #include <sys/prctl.h>

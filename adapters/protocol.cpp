@@ -3,13 +3,9 @@
 
 #include "io/json_limits.h"
 
-#include <nlohmann/json.hpp>
-
 #include <charconv>
-#include <functional>
 #include <cmath>
 #include <limits>
-#include <optional>
 #include <stdexcept>
 
 namespace permcheck::adapters {
@@ -109,6 +105,23 @@ std::optional<std::string> answer_error(const nlohmann::json& j) {
                             : std::string("(the adapter sent a JSON ") + err->type_name() + " as its error, not a string)";
 }
 
+// Whether j holds `key`: true; anything else, or nothing, says no.
+bool says(const nlohmann::json& j, const char* key) {
+    const auto it = j.find(key);
+    return it != j.end() && it->is_boolean() && it->get<bool>();
+}
+
+bool read_head(AnswerHead& r, const nlohmann::json& j, std::string_view line, const char* expected, bool* raised) {
+    r.id = answer_id(j, line, expected);
+    r.taps_offered = says(j, "taps_offered");
+    const std::optional<std::string> error = answer_error(j);
+    if (!error) return false;
+    r.is_error = true;
+    r.error = *error;
+    if (raised) *raised = says(j, "raised");
+    return true;
+}
+
 // The shortest form that reads back to the same double: full round-trip precision.
 void append_number(std::string& s, double v) {
     char buf[64];
@@ -116,23 +129,21 @@ void append_number(std::string& s, double v) {
     s.append(buf, res.ptr);
 }
 
-// A pooled layer's answer: one flat array, one row.
-Mat<double> vector_of(const nlohmann::json& y) {
-    Mat<double> out(1, static_cast<Eigen::Index>(y.size()));
-    for (std::size_t k = 0; k < y.size(); ++k)
-        out(0, static_cast<Eigen::Index>(k)) = number_of(y[k], "at index " + std::to_string(k));
-    return out;
-}
-
-// A sequence layer's answer: rows of equal, nonzero width.
-Mat<double> rows_of(const nlohmann::json& y) {
+// The one-tensor answer's y (a non-empty array): one flat array, a pooled layer's vector W; or rows of equal,
+// nonzero width, a sequence layer's n x W.
+Tensor y_of(const nlohmann::json& y) {
+    Tensor out{{static_cast<int>(y.size())}, {}};
+    if (!y[0].is_array()) {
+        for (std::size_t k = 0; k < y.size(); ++k) out.values.push_back(number_of(y[k], "at index " + std::to_string(k)));
+        return out;
+    }
     if (!y[0].empty() && y[0][0].is_array())
         throw std::invalid_argument("\"y\" has three or more dimensions (its rows hold arrays); a sequence layer "
                                     "answers n rows of numbers: drop the batch dimension (e.g. y[0] or y.squeeze(0))");
     const std::size_t width = y[0].size();
     if (width == 0)
         throw std::invalid_argument("row 0 of \"y\" is an empty array; expected at least one number a row");
-    Mat<double> out(static_cast<Eigen::Index>(y.size()), static_cast<Eigen::Index>(width));
+    out.shape.push_back(static_cast<int>(width));
     for (std::size_t i = 0; i < y.size(); ++i) {
         const nlohmann::json& row = y[i];
         if (!row.is_array())
@@ -142,8 +153,7 @@ Mat<double> rows_of(const nlohmann::json& y) {
             throw std::invalid_argument("row " + std::to_string(i) + " of \"y\" has " + std::to_string(row.size()) +
                                         " numbers, row 0 has " + std::to_string(width) + "; rows must have equal width");
         for (std::size_t k = 0; k < width; ++k)
-            out(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(k)) =
-                number_of(row[k], "at row " + std::to_string(i) + ", index " + std::to_string(k));
+            out.values.push_back(number_of(row[k], "at row " + std::to_string(i) + ", index " + std::to_string(k)));
     }
     return out;
 }
@@ -153,7 +163,7 @@ using namespace detail;
 NamedResponse parse_response(std::string_view line) {
     const nlohmann::json j = answer_object(line);
     NamedResponse r;
-    if (read_head(r, j, line, "the id of the request it answers")) return r;
+    if (read_head(r, j, line, "the id of the request it answers", &r.raised)) return r;
     const auto y = j.find("y");
     if (y == j.end())
         throw std::invalid_argument("the answer has neither \"y\" nor \"error\": " + excerpt(line));
@@ -161,9 +171,7 @@ NamedResponse parse_response(std::string_view line) {
         throw std::invalid_argument("\"y\" is " + std::string(y->type_name()) +
                                     ", not an array; expected [[...], ...] (one row per position) or [...] (pooled)");
     if (y->empty()) throw std::invalid_argument("\"y\" is an empty array; expected at least one number");
-    const bool vector = !(*y)[0].is_array();
-    Tensor& out = r.outputs["y"] = tensor_matrix::as_tensor(vector ? vector_of(*y) : rows_of(*y));
-    if (vector) out.shape = {out.shape.back()};
+    r.outputs["y"] = y_of(*y);
     return r;
 }
 
@@ -368,7 +376,7 @@ ExpectedOutput shape_shown(const nlohmann::json& v, const ExpectedOutput& e) {
 NamedResponse parse_named_response(std::string_view line, const std::vector<ExpectedOutput>& expected) {
     const nlohmann::json j = answer_object(line, kNamedAnswer);
     NamedResponse r;
-    if (read_head(r, j, line, kNamedAnswer)) return r;
+    if (read_head(r, j, line, kNamedAnswer, &r.raised)) return r;
     const auto outputs = j.find("outputs");
     if (outputs == j.end())
         throw std::invalid_argument("the answer has neither \"outputs\" nor \"error\": " + excerpt(line) +
@@ -498,7 +506,7 @@ std::string chunks_field(const Signature& s, const Tensors& inputs) {
 
 bool answered_in_chunks(const std::string& line) {
     const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    return j.is_object() && j.contains("chunked") && j["chunked"].is_boolean() && j["chunked"].get<bool>();
+    return j.is_object() && says(j, "chunked");
 }
 
 std::vector<ExpectedOutput> expected_answer(const Signature& s, const Tensors& inputs, bool one_tensor) {

@@ -34,13 +34,18 @@ std::string format_request(std::int64_t id, const Mat<double>& x);
 // a non-finite number (or, for an index, a non-integer).
 std::string format_named_request(std::int64_t id, const Signature& s, const Tensors& inputs);
 
-// One answer line of a signature audit, parsed: every output `expected` names, with the shape it was asked for.
-struct NamedResponse {
+// What every parsed answer holds: the id of the request it answers, the adapter's error instead of an answer, and
+// whether it says "taps_offered": true (audit/taps.h).
+struct AnswerHead {
     std::int64_t id = 0;
     bool is_error = false;
     std::string error;
+    bool taps_offered = false;
+};
+
+// One answer line of a signature audit, parsed: every output `expected` names, with the shape it was asked for.
+struct NamedResponse : AnswerHead {
     Tensors outputs;  // by name; only the names of `expected`, each with its expected shape
-    bool taps_offered = false;  // the answer says "taps_offered": true (audit/taps.h)
     bool raised = false;  // an error answer marked "raised": true: the layer raised (LayerRaised), not the adapter
 };
 
@@ -110,13 +115,9 @@ std::string format_stacked_request(std::int64_t id, const Signature& s, const st
 // The answer to a stacked request of `count` items, parsed: the whole request's error, or every item's outputs
 // (`expected`: one item's), or each item's ordinary answer line (with the request's id) when the adapter answered
 // item by item. Throws std::invalid_argument naming the output and what was expected; never crashes.
-struct StackedResponse {
-    std::int64_t id = 0;
-    bool is_error = false;
-    std::string error;
+struct StackedResponse : AnswerHead {
     std::vector<Tensors> items;            // stacked: one item's outputs each
     std::vector<std::string> item_lines;   // item by item: one answer line each
-    bool taps_offered = false;
 };
 StackedResponse parse_stacked_response(std::string_view line, const std::vector<ExpectedOutput>& expected,
                                        std::size_t count, const std::map<std::string, int>& batch_dims);
@@ -129,12 +130,8 @@ std::vector<double> float64_values(std::string_view base64, std::size_t count, c
 // any answer; only then permcheck sends a request (either form) with "taps": true, answered with
 // {"id":7, ..., "taps":[{"name":"blocks.1","shape":[2,8],"values":[[...],...],"dims":["n",null]}, ...]}: the
 // submodules' outputs in the order they finished; "dims" (the axis each dim follows, null for none) is optional.
-struct TapResponse {
-    std::int64_t id = 0;
-    bool is_error = false;
-    std::string error;
+struct TapResponse : AnswerHead {
     std::vector<Tap> taps;
-    bool taps_offered = false;
     std::string none_because;  // "taps_none": why "taps" is empty ("the module has no submodules"), when said
 };
 // Parses a tap request's answer line (an error names the tap); its outputs are not read.
@@ -155,12 +152,8 @@ std::string batch_request_line(std::int64_t id, const Signature& s, const std::v
 // The answer to a batched request (batch_request_line's, of `count` items whose answers are due `expected` at these
 // lengths), each item read in its dialect as read_answer reads it: stacked when `stacked` and the signature has batch
 // dims, else item by item. Its error, or its items in order; a protocol error names its item.
-struct BatchResponse {
-    std::int64_t id = 0;
-    bool is_error = false;
-    std::string error;
+struct BatchResponse : AnswerHead {  // taps_offered: some item offered taps
     std::vector<NamedResponse> items;
-    bool taps_offered = false;  // some item offered taps
 };
 BatchResponse read_batch_answer(std::string_view line, const Signature& s, const std::vector<ExpectedOutput>& expected,
                                 const Lengths& lengths, std::size_t count, bool stacked, bool one_tensor);

@@ -3,43 +3,22 @@
 // adapters/protocol.h, which is the protocol's interface.
 #pragma once
 
-#include "cases/signature.h"
+#include "adapters/protocol.h"
 
 #include <nlohmann/json.hpp>
 
-#include <cstdint>
 #include <functional>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <vector>
 
 namespace permcheck::adapters::detail {
 
 // The answer line as a JSON object, or std::invalid_argument saying what the line was and what was `expected`; a
 // trailing '\r' is taken off `line` first.
 nlohmann::json answer_object(std::string_view& line, const char* expected = "{\"id\": N, \"y\": [...]}");
-// The id of an answer, -1 for one beyond int64 (it then matches no request).
-std::int64_t answer_id(const nlohmann::json& j, std::string_view line, const char* expected);
-// The adapter's own error message, if the answer is one.
-std::optional<std::string> answer_error(const nlohmann::json& j);
-
-// The head every answer shares, read into r: its id and its offer of taps; true, with r.is_error and r.error set,
-// when the answer is the adapter's error (the rest of the line is then not read).
-template <class R> bool read_head(R& r, const nlohmann::json& j, std::string_view line, const char* expected) {
-    r.id = answer_id(j, line, expected);
-    const auto taps = j.find("taps_offered");  // true (audit/taps.h); anything else, or nothing, offers none
-    r.taps_offered = taps != j.end() && taps->is_boolean() && taps->template get<bool>();
-    const std::optional<std::string> error = answer_error(j);
-    if (!error) return false;
-    r.is_error = true;
-    r.error = *error;
-    if constexpr (requires { r.raised; }) {
-        const auto raised = j.find("raised");
-        r.raised = raised != j.end() && raised->is_boolean() && raised->template get<bool>();
-    }
-    return true;
-}
+// The head every answer shares, read into r: its id (-1 for one beyond int64, which matches no request) and its
+// offer of taps; true, with r.is_error and r.error set, when the answer is the adapter's error (the rest of the line
+// is then not read). With `raised`, an error answer's "raised": true is read into it.
+bool read_head(AnswerHead& r, const nlohmann::json& j, std::string_view line, const char* expected,
+               bool* raised = nullptr);
 
 // Throws unless v can be sent as a value of input t: finite, and an integer for an index input.
 void check_value(const TensorSpec& t, double v);

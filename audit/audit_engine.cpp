@@ -8,9 +8,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <bit>
-#include <cmath>
-#include <cstdint>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -24,12 +21,12 @@ namespace {
 
 bool stop_requested(const AuditOptions& o) { return o.stop_requested && o.stop_requested(); }
 
-const char* finding_name(Outcome k) {
+const char* finding_name(Verdict k) {
     switch (k) {
-        case Outcome::violated: return "violation";
-        case Outcome::non_finite: return "non-finite output";
-        case Outcome::batch_dependent: return "batch-dependent answer";
-        case Outcome::history_dependent: return "history-dependent answer";
+        case Verdict::violated: return "violation";
+        case Verdict::non_finite: return "non-finite output";
+        case Verdict::batch_dependent: return "batch-dependent answer";
+        case Verdict::history_dependent: return "history-dependent answer";
         default: return "nondeterministic answer";
     }
 }
@@ -273,13 +270,13 @@ std::vector<std::optional<Failure>> CaseRun::judged_under_each(const Evaluator& 
     evidence_[j] = a.evidence;  // one writer per position; read after the workers are joined
     for (std::size_t k = 0; k < candidates_.size(); ++k) {
         Observation ob = ev.judge(c, a, candidates_[k].tolerance);
-        if (ob.outcome() != Outcome::nondeterministic) {  // an input answered twice compared no sides
+        if (ob.outcome() != Verdict::nondeterministic) {  // an input answered twice compared no sides
             judged_[k][j].clear();  // one writer per position, as evidence_
             for (const OutputComparison& o : ob.outputs) judged_[k][j].push_back({o.max_abs_diff, o.tolerance});
             if (names.empty())
                 for (const OutputComparison& o : ob.outputs) names.push_back(o.name);
         }
-        if (ob.outcome() != Outcome::pass) {
+        if (ob.outcome() != Verdict::holds) {
             ob.x_call = a.x_call;  // a failure found in a batch that is the batch's (failure_alone) records them
             ob.transformed_call = a.transformed_call;
             found[k] = Failure{j, {std::move(ob), "", ""}, batched};
@@ -377,13 +374,13 @@ struct Shrunk {
 // A candidate the layer errs on (it raises where raising is no finding, answers in another shape, or its adapter
 // fails) is a rejected candidate: the failure found is never lost to a smaller case the layer cannot answer. A
 // stop request's own error ends the shrink.
-std::optional<Shrunk> shrink_failure(Evaluator& ev, Outcome kind, const Case& start, const AuditOptions& o) {
+std::optional<Shrunk> shrink_failure(Evaluator& ev, Verdict kind, const Case& start, const AuditOptions& o) {
     std::optional<Observation> last;  // the observation of the last failing call: the minimum's (search.h accepts each)
     const std::function<bool(const Case&)> fails = [&](const Case& c) {
         if (o.on_progress) o.on_progress(AuditProgress{0, 0, ev.evaluations, true});
         std::optional<Observation> ob;
         try {
-            ob = kind == Outcome::nondeterministic ? ev.twice(c) : ev.observe(c, false);
+            ob = kind == Verdict::nondeterministic ? ev.twice(c) : ev.observe(c, false);
         } catch (const std::exception&) {
             if (stop_requested(o)) throw;
             return false;
@@ -409,14 +406,14 @@ struct FailureShrink {
     bool run(const Case& failing) {
         // Both sides again, before shrinking: the failing case is the largest and the likeliest to show
         // dropout-like nondeterminism, which a small shrunk case may hide.
-        if (found.outcome() == Outcome::violated) reproduce(failing);
-        if (found.outcome() != Outcome::nondeterministic && !shrink_case(failing)) return false;
-        if (found.outcome() != Outcome::nondeterministic) return true;
+        if (found.outcome() == Verdict::violated) reproduce(failing);
+        if (found.outcome() != Verdict::nondeterministic && !shrink_case(failing)) return false;
+        if (found.outcome() != Verdict::nondeterministic) return true;
         // The input answered twice differently (x, or P x of the failing case), as a case whose permutation the
         // predicate ignores.
         if (stop_requested(o)) return false;
         const Case input{found.lengths, identities(found.lengths), found.inputs};
-        const std::optional<Shrunk> s = shrink_failure(ev, Outcome::nondeterministic, input, o);
+        const std::optional<Shrunk> s = shrink_failure(ev, Verdict::nondeterministic, input, o);
         if (s && !taken(*s)) return false;
         // Answered alike twice in a row: state kept from other requests, not randomness.
         const Case shrunk{found.lengths, identities(found.lengths), found.inputs};
@@ -445,7 +442,7 @@ struct FailureShrink {
             return true;
         }
         if (!taken(*shrunk)) return false;
-        if (found.outcome() == Outcome::violated) reproduce(shrunk->minimal);
+        if (found.outcome() == Verdict::violated) reproduce(shrunk->minimal);
         return true;
     }
 };
@@ -484,9 +481,9 @@ void judge_failure(AuditResult& result, Evaluator& ev, int case_index, const Cas
 // and the layer answers the same input alone the same way twice (else nothing: the failure is the layer's own, and
 // FailureShrink, which asks alone, shrinks it). Throws what the black box throws alone.
 std::optional<Observation> failure_alone(Evaluator& ev, const Case& failing, const Observation& found) {
-    const Observation alone = ev.observe(failing, found.outcome() == Outcome::nondeterministic);
+    const Observation alone = ev.observe(failing, found.outcome() == Verdict::nondeterministic);
     if (alone.outcome() == found.outcome() || ev.twice(failing)) return std::nullopt;
-    std::optional<Observation> diff = found.outcome() == Outcome::nondeterministic ? std::optional(found) : ev.reproduce(failing, found);
+    std::optional<Observation> diff = found.outcome() == Verdict::nondeterministic ? std::optional(found) : ev.reproduce(failing, found);
     if (diff) {
         diff->fail(found::BatchDependent{{}, true, 0, 0});
         diff->x_call = found.x_call;

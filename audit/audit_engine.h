@@ -18,11 +18,6 @@
 
 namespace permcheck::engine {
 
-// What a case showed, once judged. batch_dependent: an item's answer in a batched request differs from its answer
-// alone (found only when a batched run's answers are confirmed alone).
-// history_dependent: one input answered differently after other requests, alike when asked twice in a row.
-enum class Outcome { pass, violated, non_finite, nondeterministic, batch_dependent, history_dependent };
-
 // What the values of the answers say of their precision. permcheck's real inputs are short dyadic numbers: k / 2^e
 // with e <= 20 and |k| <= 2^(e + 3) (cases/generators.h, Sampler::value), at most 23 significant bits; masks and
 // indices are small integers, and so are token and position ids below 2^23 (most are). A layer that copies,

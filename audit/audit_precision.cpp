@@ -2,17 +2,10 @@
 // kind (audit/audit_engine.h).
 #include "audit/audit_engine.h"
 
-#include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <map>
-#include <mutex>
-#include <optional>
-#include <thread>
-#include <utility>
 
 namespace permcheck::engine {
 

@@ -3,15 +3,8 @@
 #include "audit/audit_engine.h"
 
 #include <algorithm>
-#include <atomic>
-#include <bit>
-#include <cmath>
-#include <cstdint>
-#include <limits>
 #include <map>
-#include <mutex>
 #include <optional>
-#include <thread>
 #include <utility>
 
 namespace permcheck::engine {

@@ -102,13 +102,12 @@ const char* dtype_evidence_name(DtypeEvidence e) {
 AuditResult audit(const BlackBox& layer, const AuditOptions& opts) { return audit(std::vector<BlackBox>{layer}, opts); }
 
 namespace {
-// The options of a one-tensor audit as the C++ that finds its case again (AuditResult::replay, with the dtype the
-// audit used).
-std::string one_tensor_replay(const AuditOptions& o) {
+// The options of a one-tensor audit as the C++ that finds its case again (AuditResult::replay), with the dtype the
+// audit used (a MatrixXf callable's float32, or the inferred one).
+std::string one_tensor_replay(const AuditOptions& o, Arithmetic used) {
     std::ostringstream s;
-    s << "permcheck::AuditOptions{.output = permcheck::Output::" << (o.output == Output::pooled ? "pooled" : "sequence");
-    if (o.dtype) s << ", .dtype = permcheck::Arithmetic::" << arithmetic_name(*o.dtype);
-    s << ", .d = " << o.d << ", .min_len = " << o.min_len
+    s << "permcheck::AuditOptions{.output = permcheck::Output::" << (o.output == Output::pooled ? "pooled" : "sequence")
+      << ", .dtype = permcheck::Arithmetic::" << arithmetic_name(used) << ", .d = " << o.d << ", .min_len = " << o.min_len
       << ", .max_len = " << o.max_len << ", .cases = " << o.cases << ", .seed = " << o.seed
       << "} finds the same case again";
     return s.str();
@@ -120,9 +119,7 @@ AuditResult audit(const std::vector<BlackBox>& layers, const AuditOptions& opts)
     std::vector<NamedBlackBox> boxes;
     for (const BlackBox& box : layers) boxes.push_back(one_tensor_box(box, opts.output));
     AuditResult r = audit(boxes, one_tensor_signature(opts.d, opts.output, opts.min_len, opts.max_len, opts.long_len), opts);
-    AuditOptions used = opts;
-    used.dtype = r.dtype;  // the dtype used (a MatrixXf callable's float32, or the inferred one), for the hint
-    r.replay = one_tensor_replay(used);
+    r.replay = one_tensor_replay(opts, r.dtype);
     return r;
 }
 

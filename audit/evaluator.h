@@ -35,7 +35,10 @@ struct Observation : Counterexample {
     // The batched calls its x and its transformed inputs were answered in, when they were (a batch-dependent
     // finding records them: found::BatchDependent::batches).
     std::optional<BatchCall> x_call, transformed_call;
-    Outcome outcome() const;
+    // What the case showed, as the verdict it would be (holds: it passed). batch_dependent: an item's answer in a
+    // batched request differs from its answer alone (found only when a batched run's answers are confirmed alone);
+    // history_dependent: one input answered differently after other requests, alike when asked twice in a row.
+    Verdict outcome() const;
     Observation& fail(FindingKind k) {
         kind = std::move(k);
         failed = true;

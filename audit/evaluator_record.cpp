@@ -8,16 +8,7 @@
 
 namespace permcheck::engine {
 
-Outcome Observation::outcome() const {
-    if (!failed) return Outcome::pass;
-    switch (verdict_of(kind)) {
-        case Verdict::violated: return Outcome::violated;
-        case Verdict::non_finite: return Outcome::non_finite;
-        case Verdict::batch_dependent: return Outcome::batch_dependent;
-        case Verdict::history_dependent: return Outcome::history_dependent;
-        default: return Outcome::nondeterministic;
-    }
-}
+Verdict Observation::outcome() const { return failed ? verdict_of(kind) : Verdict::holds; }
 
 void Evaluator::record(AuditResult& result, const Observation& ob, int case_index, int shrink_steps) const {
     if (result.signature) learned_sizes(*result.signature);

@@ -12,6 +12,7 @@
 #include <optional>
 #include <memory>
 #include <set>
+#include <tuple>
 
 namespace permcheck {
 
@@ -19,6 +20,18 @@ using engine::audited_args;
 using engine::audited_rules;
 using engine::Evaluator;
 using engine::Observation;
+
+namespace {
+// Throws std::invalid_argument when the audited property needs a reference implementation (agreement) and `given`
+// is false.
+void require_reference(const AuditOptions& opts, bool given) {
+    if (audited_rules(opts).needs_reference() && !given)
+        throw std::invalid_argument(std::string("--property ") + property_name(audited_rules(opts).id()) +
+                                    " compares the layer with a reference implementation, and none was given "
+                                    "(permcheck audit --reference-exec CMD; in Python reference=; in C++ "
+                                    "audit_signature(layer, reference, signature, options))");
+}
+}  // namespace
 
 AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, const Counterexample& saved,
                        bool twice, const AuditOptions& opts, const NamedBlackBox* reference) {
@@ -57,14 +70,6 @@ AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, c
     return r;
 }
 
-void require_reference(const AuditOptions& opts, bool given) {
-    if (audited_rules(opts).needs_reference() && !given)
-        throw std::invalid_argument(std::string("--property ") + property_name(audited_rules(opts).id()) +
-                                    " compares the layer with a reference implementation, and none was given "
-                                    "(permcheck audit --reference-exec CMD; in Python reference=; in C++ "
-                                    "audit_signature(layer, reference, signature, options))");
-}
-
 AuditResult audit(const NamedBlackBox& layer, const Signature& signature, const AuditOptions& opts) {
     return audit(std::vector<NamedBlackBox>{layer}, signature, opts);
 }
@@ -82,10 +87,8 @@ void validate_audit(const Signature& s, const AuditOptions& given) {
     audited_args(s, given);
     AuditOptions checked = given;
     const AuditOptions defaults;
-    checked.d = defaults.d;
-    checked.min_len = defaults.min_len;
-    checked.max_len = defaults.max_len;
-    checked.long_len = defaults.long_len;
+    std::tie(checked.d, checked.min_len, checked.max_len, checked.long_len) =
+        std::tie(defaults.d, defaults.min_len, defaults.max_len, defaults.long_len);
     validate(checked);
 }
 

@@ -61,9 +61,6 @@ NamedBlackBox chunked_black_box(ChunkStep step, const Signature& signature);
 // options do not fit it (a property it cannot take, --padding without padding): callers that start adapters call it
 // first.
 void validate_audit(const Signature& signature, const AuditOptions& opts);
-// Throws std::invalid_argument when the audited property needs a reference implementation (agreement) and `given`
-// is false.
-void require_reference(const AuditOptions& opts, bool given);
 
 // A saved case (its lengths, permutations and inputs x, e.g. read back from report.json) evaluated again through
 // `layer` and judged as the audit judges a case, with the tolerance of opts.dtype (required: float32, float64,

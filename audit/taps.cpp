@@ -76,22 +76,23 @@ TensorSpec tap_spec(const std::vector<std::string>& axes, const std::string& nam
     return spec;
 }
 
-std::string axes_text(const std::vector<std::string>& axes) {
+// The items' texts, `separator` between them.
+template <class T, class Text> std::string joined(const std::vector<T>& items, const char* separator, Text text) {
     std::string s;
-    for (std::size_t k = 0; k < axes.size(); ++k) {
-        if (k) s += ',';
-        s += axes[k].empty() ? std::string("-") : axes[k];
+    for (std::size_t k = 0; k < items.size(); ++k) {
+        if (k) s += separator;  // appends: GCC 12 at -O3 warns falsely (-Wrestrict) on "..." + a temporary
+        s += text(items[k]);
     }
-    return s.empty() ? "(scalar)" : s;
+    return s;
+}
+
+std::string axes_text(const std::vector<std::string>& axes) {
+    const auto axis = [](const std::string& a) { return a.empty() ? std::string("-") : a; };
+    return axes.empty() ? "(scalar)" : joined(axes, ",", axis);
 }
 
 std::string shape_text(const std::vector<int>& shape) {
-    std::string s = "[";
-    for (std::size_t k = 0; k < shape.size(); ++k) {
-        if (k) s += ", ";
-        s += std::to_string(shape[k]);
-    }
-    return s + "]";
+    return "[" + joined(shape, ", ", [](int size) { return std::to_string(size); }) + "]";
 }
 
 // The axes whose probe changed dim k (an axis without a probe is left out).

@@ -30,7 +30,6 @@
 
 #include <concepts>
 #include <functional>
-#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -67,12 +66,6 @@ template <class R> Mat<double> answer_rows(const R& answer, Output output) {
 
 }  // namespace detail
 
-// The precision a callable computes in: float32 when it takes only MatrixXf, else what opts says (empty: inferred).
-template <class F> std::optional<Arithmetic> callable_dtype(const std::optional<Arithmetic> requested) {
-    if constexpr (detail::takes_float<F>) return Arithmetic::float32;
-    else return requested;
-}
-
 // Wraps a callable as the BlackBox the audit engine calls. The callable is copied (a std::function holds it):
 // pass std::ref(layer) to audit a layer that must not be copied.
 template <class F> BlackBox black_box(F layer, Output output) {
@@ -93,7 +86,7 @@ template <class F> BlackBox black_box(F layer, Output output) {
 // record as `permcheck audit --exec`. Throws std::invalid_argument on bad options; an exception thrown by the
 // layer becomes the verdict `error`.
 template <class F> AuditResult audit_callable(F layer, AuditOptions opts) {
-    opts.dtype = callable_dtype<F>(opts.dtype);
+    if constexpr (detail::takes_float<F>) opts.dtype = Arithmetic::float32;  // a MatrixXf callable computes in float
     return audit(black_box(std::move(layer), opts.output), opts);
 }
 

@@ -23,16 +23,26 @@ namespace permcheck::testing {
 inline AuditOptions options_or_default() { return AuditOptions{}; }
 inline AuditOptions options_or_default(const AuditOptions& o) { return o; }
 
-// A predicate-formatter for EXPECT_PRED_FORMAT2: the layer's expression names it unless options.name was set.
+// The options with the layer's expression as its name, unless options.name was set.
+inline AuditOptions named_after(AuditOptions o, const char* layer_expr) {
+    if (o.name == AuditOptions{}.name) o.name = layer_expr;
+    return o;
+}
+
+// The assertion on an audit: success when it holds, else "expected <expected>, but the audit says: ...".
+inline ::testing::AssertionResult holds_or_says(const AuditResult& r, const AuditOptions& o,
+                                               const std::string& expected) {
+    if (r.verdict == Verdict::holds) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "expected " << expected << ", but the audit says: " << explain(r, o);
+}
+
+// A predicate-formatter for EXPECT_PRED_FORMAT2.
 template <class F>
 ::testing::AssertionResult audit_as(Output output, const char* layer_expr, const F& layer, AuditOptions opts) {
     opts.output = output;
-    if (opts.name == AuditOptions{}.name) opts.name = layer_expr;
-    const AuditResult r = audit_callable(layer, opts);
-    if (r.verdict == Verdict::holds) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure() << "expected " << layer_expr << " to be "
-                                         << (output == Output::pooled ? "permutation invariant" : "permutation equivariant")
-                                         << ", but the audit says: " << explain(r, opts);
+    opts = named_after(std::move(opts), layer_expr);
+    const char* property = output == Output::pooled ? "invariant" : "equivariant";
+    return holds_or_says(audit_callable(layer, opts), opts, std::string(layer_expr) + " to be permutation " + property);
 }
 
 template <class F>
@@ -57,7 +67,7 @@ inline SignatureOptions options_or_default(const Signature& s, const AuditOption
 template <class F>
 ::testing::AssertionResult audit_signature_as(bool invariant_only, const char* layer_expr, const F& layer,
                                               SignatureOptions so) {
-    if (so.options.name == AuditOptions{}.name) so.options.name = layer_expr;
+    so.options = named_after(std::move(so.options), layer_expr);
     for (const TensorSpec& out : so.signature.outputs)
         for (const Dim& d : out.dims)
             if (invariant_only && d.is_axis())
@@ -65,11 +75,8 @@ template <class F>
                                                      << layer_expr << " has the axis " << d.axis
                                                      << "; an output with an axis is checked for equivariance "
                                                         "(EXPECT_EQUIVARIANT)";
-    const AuditResult r = audit_signature(layer, so.signature, so.options);
-    if (r.verdict == Verdict::holds) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure() << "expected " << layer_expr
-                                         << " to respect its signature" << signature_flags(so.signature)
-                                         << ", but the audit says: " << explain(r, so.options);
+    return holds_or_says(audit_signature(layer, so.signature, so.options), so.options,
+                         std::string(layer_expr) + " to respect its signature" + signature_flags(so.signature));
 }
 
 template <class F>
@@ -86,13 +93,11 @@ template <class F>
 template <class F>
 ::testing::AssertionResult holds(const char* layer_expr, const char*, const char*, const F& layer, Property property,
                                  SignatureOptions so) {
-    if (so.options.name == AuditOptions{}.name) so.options.name = layer_expr;
+    so.options = named_after(std::move(so.options), layer_expr);
     so.options.property = property;
-    const AuditResult r = audit_signature(layer, so.signature, so.options);
-    if (r.verdict == Verdict::holds) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure() << "expected " << layer_expr << " to be " << property_adjective(property)
-                                         << " over its signature" << signature_flags(so.signature)
-                                         << ", but the audit says: " << explain(r, so.options);
+    return holds_or_says(audit_signature(layer, so.signature, so.options), so.options,
+                         std::string(layer_expr) + " to be " + property_adjective(property) + " over its signature" +
+                             signature_flags(so.signature));
 }
 
 // A layer and a reference implementation of the same signature: EXPECT_AGREE(layer, reference, signature[, options])
@@ -100,13 +105,11 @@ template <class F>
 template <class F, class R>
 ::testing::AssertionResult agree(const char* layer_expr, const char* reference_expr, const char*, const F& layer,
                                  const R& reference, SignatureOptions so) {
-    if (so.options.name == AuditOptions{}.name) so.options.name = layer_expr;
+    so.options = named_after(std::move(so.options), layer_expr);
     so.options.property = Property{"agreement"};
-    const AuditResult r = audit_signature(layer, reference, so.signature, so.options);
-    if (r.verdict == Verdict::holds) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure() << "expected " << layer_expr << " to agree with " << reference_expr
-                                         << " over the signature" << signature_flags(so.signature)
-                                         << ", but the audit says: " << explain(r, so.options);
+    return holds_or_says(audit_signature(layer, reference, so.signature, so.options), so.options,
+                         std::string(layer_expr) + " to agree with " + reference_expr + " over the signature" +
+                             signature_flags(so.signature));
 }
 
 }  // namespace permcheck::testing

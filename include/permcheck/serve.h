@@ -34,9 +34,8 @@
 // <permcheck/audit.h> and <permcheck/gtest.h> do not include this header.
 #pragma once
 
-#include "cases/signature.h"
+#include "audit.h"
 
-#include <Eigen/Core>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -71,19 +70,10 @@ namespace serve_detail {
 
 using json = nlohmann::json;
 
-// Which matrix a one-tensor layer takes (as in <permcheck/audit.h>: a type that converts to exactly one of them
-// tells MatrixXd from MatrixXf, which Eigen's converting constructors would both accept).
-struct ToMatrixXd {
-    operator const Eigen::MatrixXd&() const;  // unevaluated contexts only
-};
-struct ToMatrixXf {
-    operator const Eigen::MatrixXf&() const;
-};
+// A layer over named tensors, or a one-tensor layer and the matrix it takes (as <permcheck/audit.h> tells them).
 template <class F> constexpr bool named = std::is_invocable_r_v<Tensors, const F&, const Tensors&>;
-template <class F>
-constexpr bool takes_float = !named<F> && std::is_invocable_v<const F&, ToMatrixXf> && !std::is_invocable_v<const F&, ToMatrixXd>;
-template <class F>
-constexpr bool takes_double = !named<F> && !takes_float<F> && std::is_invocable_v<const F&, const Eigen::MatrixXd&>;
+template <class F> constexpr bool takes_float = !named<F> && detail::takes_float<F>;
+template <class F> constexpr bool takes_double = !named<F> && detail::takes_double<F>;
 
 // A request that cannot be answered: its message is the error answer.
 struct BadRequest : std::invalid_argument {
@@ -346,14 +336,8 @@ private:
             inputs[kChunksInput + c["axis"].get<std::string>()] = std::move(ends);
         }
         if constexpr (named<F>) {
-            Tensors outputs;
-            try {
-                outputs = std::invoke(layer_, inputs);
-            } catch (const LayerRaised&) {
-                throw;
-            } catch (const std::exception& e) {  // the layer's own exception: "raised" (a finding against a reference)
-                throw LayerRaised(e.what());
-            }
+            // The layer's own exception is "raised" (a finding against a reference).
+            const Tensors outputs = raising_box(std::cref(layer_))(inputs);
             chunked = outputs.count(kChunkedAnswer) > 0;
             std::string out = "{";
             for (std::size_t k = 0; k < names.size(); ++k) {
