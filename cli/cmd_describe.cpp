@@ -134,15 +134,6 @@ json described() {
             {"precisions", precision_names}};
 }
 
-// The report in `dir` names the repro.py the Python package wrote beside it (report.json's "repro", a line under the
-// title of report.md and report.html): the views write it as for an adapter program's, so the package holds none of
-// their words.
-void name_repro(const std::string& dir) {
-    report::Record r = report::read(dir);
-    r.repro = "repro.py";
-    report::write(dir, r);
-}
-
 }  // namespace
 
 void add_describe(CLI::App& app, Outcome& outcome) {
@@ -150,21 +141,8 @@ void add_describe(CLI::App& app, Outcome& outcome) {
                                                    "verdicts, input kinds, precisions (what the Python package reads)");
     auto json_flag = std::make_shared<bool>(false);
     sub->add_flag("--json", *json_flag, "as one JSON object (the schema: docs/reference.md, \"describe --json\")");
-    auto repro_dir = std::make_shared<std::string>();
-    sub->add_option("--name-repro", *repro_dir, "the Python package's: name DIR/repro.py in DIR's report")
-        ->group("");  // not shown: no user's
     sub->footer("Exit status: 0; 2 without --json (the only form).");
-    sub->callback([&outcome, json_flag, repro_dir] {
-        if (!repro_dir->empty()) {
-            try {
-                name_repro(*repro_dir);
-                outcome.exit_code = 0;
-            } catch (const std::exception& e) {
-                std::fprintf(stderr, "permcheck describe: %s\n", e.what());
-                outcome.exit_code = 2;
-            }
-            return;
-        }
+    sub->callback([&outcome, json_flag] {
         if (!*json_flag) {
             std::fprintf(stderr, "permcheck describe: give --json (the only form it prints)\n");
             outcome.exit_code = 2;
@@ -172,6 +150,24 @@ void add_describe(CLI::App& app, Outcome& outcome) {
         }
         std::printf("%s\n", described().dump(1).c_str());
         outcome.exit_code = 0;
+    });
+    // The Python package's other call: `permcheck name-repro DIR` once it wrote DIR/repro.py, which the report then
+    // names (report.json's "repro", a line under the title of report.md and report.html) as the views write it for an
+    // adapter program's, so the package holds none of their words. Not in the help (group ""): no user's command.
+    CLI::App* naming = app.add_subcommand("name-repro", "name DIR/repro.py in DIR's report (the Python package's)");
+    naming->group("");
+    auto dir = std::make_shared<std::string>();
+    naming->add_option("DIR", *dir)->required();
+    naming->callback([&outcome, dir] {
+        try {
+            report::Record r = report::read(*dir);
+            r.repro = "repro.py";
+            report::write(*dir, r);
+            outcome.exit_code = 0;
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "permcheck name-repro: %s\n", e.what());
+            outcome.exit_code = 2;
+        }
     });
 }
 

@@ -233,7 +233,7 @@ def _written_repro(binary, directory, record, layer, dtype, call, reference, aga
         sys.stderr.write("permcheck: no repro.py written: %s\n" % error)
         return None
     if path is not None:  # named in the report as the binary names an adapter program's
-        subprocess.run([binary, "describe", "--name-repro", directory], stdin=subprocess.DEVNULL, check=False)
+        subprocess.run([binary, "name-repro", directory], stdin=subprocess.DEVNULL, check=False)
     return path
 
 

@@ -148,8 +148,8 @@ def _input_kinds(signature):
     """{input: kind} from the record's signature ("pad:n:mask", "ids:n:token=50"); the one-tensor form and real
     inputs have none."""
     inputs = signature.get("inputs") if isinstance(signature, dict) else None
-    return {parts[0]: parts[2] for parts in (str(text).split(":") for text in (inputs if isinstance(inputs, list) else []))
-            if len(parts) >= 3}
+    texts = (str(text).split(":") for text in (inputs if isinstance(inputs, list) else []))
+    return {parts[0]: parts[2] for parts in texts if len(parts) >= 3}
 
 
 def _summary_line(output):
