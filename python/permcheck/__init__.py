@@ -56,36 +56,30 @@ def _asserted(result):
     raise AssertionError(result.explanation())
 
 
-def assert_equivariant(layer, **audit_options):
-    """Audit `layer` for permutation equivariance (a pooled output: invariance) with audit()'s arguments; returns
-    the Result when it holds. Raises AssertionError for a finding, with the shrunk counterexample and the report
-    path; AuditError when the audit reached no verdict."""
-    __tracebackhide__ = True
-    return _asserted(audit(layer, property="equivariance", **audit_options))
+def _asserting(name, prop, doc):
+    """assert_NAME(layer, **audit_options): audit() of `prop`, the Result when it holds (_asserted)."""
+    def asserting(layer, **audit_options):
+        __tracebackhide__ = True  # pytest shows the user's assert_* line, not these frames
+        return _asserted(audit(layer, property=prop, **audit_options))
+    asserting.__name__ = asserting.__qualname__ = name
+    asserting.__doc__ = doc
+    return asserting
 
 
-def assert_shift_invariant(layer, **audit_options):
-    """Shifting every position id by a constant leaves the outputs unchanged; as assert_equivariant otherwise."""
-    __tracebackhide__ = True
-    return _asserted(audit(layer, property="shift", **audit_options))
-
-
-def assert_padding_invariant(layer, **audit_options):
-    """Pads the mask marks change none of the real tokens' outputs; as assert_equivariant otherwise."""
-    __tracebackhide__ = True
-    return _asserted(audit(layer, property="padding", **audit_options))
-
-
-def assert_causal(layer, **audit_options):
-    """No output sees a later token (`causal_axis=` names the sequence axis); as assert_equivariant otherwise."""
-    __tracebackhide__ = True
-    return _asserted(audit(layer, property="causal", **audit_options))
-
-
-def assert_packing_invariant(layer, **audit_options):
-    """Sequences packed into one row stay apart; as assert_equivariant otherwise."""
-    __tracebackhide__ = True
-    return _asserted(audit(layer, property="packing", **audit_options))
+assert_equivariant = _asserting("assert_equivariant", "equivariance", """Audit `layer` for permutation equivariance
+    (a pooled output: invariance) with audit()'s arguments; returns the Result when it holds. Raises AssertionError
+    for a finding, with the shrunk counterexample and the report path; AuditError when the audit reached no
+    verdict.""")
+assert_shift_invariant = _asserting("assert_shift_invariant", "shift", """Shifting every position id by a constant
+    leaves the outputs unchanged; as assert_equivariant otherwise.""")
+assert_padding_invariant = _asserting("assert_padding_invariant", "padding", """Pads the mask marks change none of
+    the real tokens' outputs; as assert_equivariant otherwise.""")
+assert_causal = _asserting("assert_causal", "causal", """No output sees a later token (`causal_axis=` names the
+    sequence axis); as assert_equivariant otherwise.""")
+assert_packing_invariant = _asserting("assert_packing_invariant", "packing", """Sequences packed into one row stay
+    apart; as assert_equivariant otherwise.""")
+assert_incremental = _asserting("assert_incremental", "incremental", """Decoding in chunks, a cache carried between
+    them (`cache=`, `cumulative=`), gives the one-pass outputs; as assert_equivariant otherwise.""")
 
 
 def assert_agree(layer, reference, **audit_options):
@@ -93,10 +87,3 @@ def assert_agree(layer, reference, **audit_options):
     the tolerance of the coarser precision of the two; as assert_equivariant otherwise."""
     __tracebackhide__ = True
     return _asserted(audit(layer, reference=reference, property="agreement", **audit_options))
-
-
-def assert_incremental(layer, **audit_options):
-    """Decoding in chunks, a cache carried between them (`cache=`, `cumulative=`), gives the one-pass outputs; as
-    assert_equivariant otherwise."""
-    __tracebackhide__ = True
-    return _asserted(audit(layer, property="incremental", **audit_options))

@@ -1,5 +1,5 @@
 """Audits from the calling process: permcheck.audit, permcheck.profile, permcheck.replay; the binary found, and
-what it says it is (its vocabulary: properties, their options, verdicts, kinds, precisions) asked of it with
+what it says it is (its vocabulary: properties, their options, verdicts, precisions) asked of it with
 `permcheck describe --json`, once per binary. The layer is served from this process (permcheck/_serving.py).
 """
 
@@ -35,14 +35,9 @@ def find_binary():
         raise PermcheckNotFound("PERMCHECK_BIN is %r, which is not an executable file; point it at the permcheck "
                                 "binary (build/permcheck in a build tree, PREFIX/bin/permcheck installed)" % given)
     here = os.path.dirname(os.path.abspath(__file__))
-    beside = os.path.normpath(os.path.join(here, "..", "..", "..", "..", "bin", "permcheck"))
-    if os.path.isfile(beside) and os.access(beside, os.X_OK):
-        return beside
-    for scripts in (sysconfig.get_path("scripts"), os.path.dirname(os.path.abspath(sys.executable))):
-        candidate = os.path.join(scripts, "permcheck") if scripts else ""
-        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    found = shutil.which("permcheck")
+    places = [os.path.normpath(os.path.join(here, "..", "..", "..", "..", "bin")), sysconfig.get_path("scripts"),
+              os.path.dirname(os.path.abspath(sys.executable)), os.environ.get("PATH", os.defpath)]
+    found = shutil.which("permcheck", path=os.pathsep.join(p for p in places if p))
     if found:
         return found
     raise PermcheckNotFound(
@@ -55,8 +50,8 @@ def find_binary():
 
 # What the binary says: its vocabulary (permcheck describe --json), asked once per binary
 class _Vocabulary:
-    """The properties and their options, the verdicts, the input kinds and the precisions of one permcheck binary,
-    as `permcheck describe --json` prints them (docs/reference.md, "describe --json"). The package holds no copy."""
+    """The properties and their options, the verdicts and the precisions of one permcheck binary, as `permcheck
+    describe --json` prints them (docs/reference.md, "describe --json"). The package holds no copy."""
 
     def __init__(self, described):
         self.properties = {p["name"]: p for p in described["properties"]}
@@ -69,7 +64,6 @@ class _Vocabulary:
         self.failures = tuple(v["word"] for v in described["verdicts"] if v["failure"])
         self.exit_codes = {v["word"]: v["exit_code"] for v in described["verdicts"]}
         self.torch_hints = {v["word"]: v["torch_hint"] for v in described["verdicts"] if "torch_hint" in v}
-        self.integer_kinds = tuple(k["name"] for k in described["tensor_kinds"] if k["integer"])
 
     def options(self, prop=None):
         """{keyword: option} of an audit of `prop` (every property's with None), the general ones first."""
@@ -199,7 +193,7 @@ def audit(layer, *, axes=None, inputs=None, outputs=None, dim=None, property=Non
         raise PermcheckNotFound(_no_report(binary, code, err.strip() or out.strip()))
     result = Result(record, out, err, directory, code, name, vocabulary)
     if not result.holds:
-        result.repro = _written_repro(directory, record, layer, dtype, call, reference, against,
+        result.repro = _written_repro(binary, directory, record, layer, dtype, call, reference, against,
                                       vocabulary.properties[property]["needs_reference"])
     return _settled(_compiled.judged(result, compiled), layer, own_report, vocabulary)
 
@@ -230,7 +224,7 @@ def _property(vocabulary, prop, reference):
     return prop
 
 
-def _written_repro(directory, record, layer, dtype, call, reference, against, with_reference):
+def _written_repro(binary, directory, record, layer, dtype, call, reference, against, with_reference):
     """repro.py beside a report that found something (a reproduction without permcheck), named in report.md and
     report.html; None where none is written (the finding or the property has none yet, or writing it failed)."""
     try:
@@ -239,8 +233,8 @@ def _written_repro(directory, record, layer, dtype, call, reference, against, wi
     except Exception as error:  # the verdict stands without it: say why on stderr
         sys.stderr.write("permcheck: no repro.py written: %s\n" % error)
         return None
-    if path is not None:
-        _repro.name_in_reports(directory)
+    if path is not None:  # named in the report as the binary names an adapter program's
+        subprocess.run([binary, "name-repro", directory], stdin=subprocess.DEVNULL, check=False)
     return path
 
 

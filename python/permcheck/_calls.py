@@ -289,6 +289,26 @@ def _input_dims(inputs):
     return dims, {axis for axis in indexed if not any(axis in d for d in dims.values())}
 
 
+def _element_type(torch, dtype, kind, values=()):
+    """The torch dtype of an input of a kind as --input or a request's "kinds" names it: a mask's bool, a real
+    input's `dtype`, every other kind's int64 (ids, positions, indices and mask=keep travel as integers); an input
+    of no declared kind is told by the JSON types of its values (booleans a mask, integers an index)."""
+    if kind is None:
+        types = _leaf_types(values)
+        kind = "mask" if types == {bool} else "index" if types == {int} else "float"
+    if kind == "mask":
+        return torch.bool
+    if str(kind).split("=")[0] in ("float", "real"):
+        return dtype
+    if not _leaf_types(values) <= {int, bool}:  # a kind mistyped, or reals under an integer kind: never truncated
+        raise ValueError("an input of kind %r travels as integers, but holds other values" % (kind,))
+    return torch.int64
+
+
+def _leaf_types(values):
+    return set().union(*map(_leaf_types, values)) if isinstance(values, list) else {type(values)}
+
+
 _LENGTH = "#length:"  # an input name no signature has: the length of a free axis, from the request's "lengths"
 
 

@@ -13,22 +13,16 @@ docs/audit.md ("A Python layer: the ready adapter").
 import array
 import base64
 import contextlib
+import itertools
 import json
 import os
 import sys
 import traceback
 
 if "_Call" not in globals():  # permcheck_adapter.py beside an adapter's repro.py holds _calls.py's text above this
-    from permcheck._calls import _LENGTH, _Call, _ChunkRaised, _Raised, _named_results
+    from permcheck._calls import _LENGTH, _Call, _ChunkRaised, _Raised, _element_type, _named_results
 
 __all__ = ["serve"]
-
-# The input kinds that reach a torch module as int64 (a mask=keep is the attention_mask of common model code), then
-# every kind. A copy of the binary's (describe --json's tensor_kinds), as this file also runs with no binary at hand
-# (permcheck_adapter.py beside a repro.py), and a request's "kinds" names each input's kind, not its element type.
-_INTEGER_KINDS = ("index", "token", "position", "mask=keep", "segment")
-_KINDS = ("float", "mask") + _INTEGER_KINDS
-
 
 def serve(layer, dtype=None, *, kinds=None, taps=True, stdin=None, stdout=None, batch=256, stacked=True,
           arguments=None, output=None, inputs=None, cache=None, cumulative=None, device=None):
@@ -60,9 +54,6 @@ class _Server:
     def __init__(self, layer, dtype, kinds, *, taps, batch, stacked, call=None, convert=True, device=None):
         self.call = call if call is not None else _Call(None, None, None)
         self.kinds = dict(kinds or {})
-        for name, kind in self.kinds.items():
-            if kind not in _KINDS:
-                raise ValueError("kind of input %r is %r; expected one of %s" % (name, kind, ", ".join(_KINDS)))
         # torch is None for a function served without a dtype: it receives nested lists, not tensors.
         self.torch = torch = _torch_if_needed(layer, dtype)
         self.is_module = torch is not None and isinstance(layer, torch.nn.Module)
@@ -191,7 +182,7 @@ class _Server:
             if value.is_floating_point():
                 value = value.double()  # exact, as _json_value widens each
             # One tolist() for all items (batch dim first), each item's size-1 batch dim put back.
-            parts[name] = [_wrapped(v, dims[name]) for v in value.movedim(dims[name], 0).tolist()]
+            parts[name] = value.movedim(dims[name], 0).unsqueeze(dims[name] + 1).tolist()
         return [{"outputs": {name: parts[name][k] for name in names}} for k in range(count)]
 
     def answer_stacked(self, request):
@@ -233,9 +224,8 @@ class _Server:
         if not isinstance(inputs, dict):
             raise ValueError('"inputs" must be an object of named nested arrays')
         out = dict(inputs) if self.torch is None else {
-            name: self.torch.tensor(values, dtype=self.element_type(request, name, values), device=self.device).reshape(
-                shapes.get(name) if shapes.get(name) is not None else _shape_of(values))
-            for name, values in inputs.items()}
+            name: (t := self.torch.tensor(values, dtype=self.element_type(request, name, values), device=self.device))
+            .reshape(shapes[name] if shapes.get(name) is not None else t.shape) for name, values in inputs.items()}
         out.update(_lengths_of(request))
         return out
 
@@ -243,7 +233,7 @@ class _Server:
         """The torch dtype of a request's input: of the kind serve's `kinds` or the request declares, else of its
         values' JSON types."""
         declared = self.kinds.get(name, (request.get("kinds") or {}).get(name))
-        return _element_type(self.torch, self.dtype, _kind(declared, values))
+        return _element_type(self.torch, self.dtype, declared, values)
 
 
 def _error_answer(request_id, error, exceptions=None):
@@ -312,22 +302,11 @@ def _to_base64(torch, value):
     return base64.b64encode(data).decode("ascii")
 
 
-def _wrapped(values, depth):
-    """values with a dim of size 1 inserted at `depth`."""
-    if depth == 0:
-        return [values]
-    return [_wrapped(v, depth - 1) for v in values]
-
-
 def _resolve_device(torch, module, device):
     """The device inputs are made on: `device` when given, else a module's first parameter's or buffer's, else
     the CPU."""
-    if device is not None:
-        return torch.device(device)
-    if module is not None:
-        for tensor in list(module.parameters())[:1] + list(module.buffers())[:1]:
-            return tensor.device
-    return torch.device("cpu")
+    first = next(itertools.chain(module.parameters(), module.buffers()), None) if module is not None else None
+    return torch.device(device) if device is not None else first.device if first is not None else torch.device("cpu")
 
 
 def _lengths_of(request):
@@ -338,48 +317,6 @@ def _lengths_of(request):
     if not isinstance(lengths, dict) or not all(isinstance(v, int) and v >= 0 for v in lengths.values()):
         raise ValueError('"lengths" must be an object of axis lengths (integers >= 0)')
     return {_LENGTH + axis: n for axis, n in lengths.items()}
-
-
-def _element_type(torch, dtype, kind):
-    """The torch dtype of an input of that kind."""
-    if kind in _INTEGER_KINDS:
-        return torch.int64
-    return torch.bool if kind == "mask" else dtype
-
-
-def _kind(declared, values):
-    """One of _KINDS: as declared, else from the JSON types of the values (booleans a mask, integers an index)."""
-    if declared is not None:
-        declared = str(declared)
-        # "index=nodes", "token=50000", "position=512" as in permcheck's --input; "mask=keep" is a kind of its own.
-        kind = declared if declared == "mask=keep" else declared.split("=")[0]
-        if kind == "real":
-            kind = "float"
-        if kind not in _KINDS:
-            raise ValueError("unknown input kind %r; expected one of %s" % (declared, ", ".join(_KINDS)))
-        return kind
-    leaves = list(_leaves(values))
-    if leaves and all(isinstance(v, bool) for v in leaves):
-        return "mask"
-    if leaves and all(isinstance(v, int) and not isinstance(v, bool) for v in leaves):
-        return "index"
-    return "float"
-
-
-def _leaves(values):
-    if isinstance(values, list):
-        for v in values:
-            yield from _leaves(v)
-    else:
-        yield values
-
-
-def _shape_of(values):
-    shape = []
-    while isinstance(values, list):
-        shape.append(len(values))
-        values = values[0] if values else None
-    return shape
 
 
 def _outputs(result, names):
@@ -491,11 +428,8 @@ def _resolve_dtype(torch, module, dtype):
             raise ValueError("dtype must be a torch floating dtype (float32, float64, bfloat16, float16) or its "
                              "name, got %r" % (dtype,))
         return resolved
-    if module is not None:
-        for tensor in list(module.parameters()) + list(module.buffers()):
-            if tensor.is_floating_point():
-                return tensor.dtype
-    return torch.float32
+    tensors = itertools.chain(module.parameters(), module.buffers()) if module is not None else ()
+    return next((tensor.dtype for tensor in tensors if tensor.is_floating_point()), torch.float32)
 
 
 # The process's stdout

@@ -8,7 +8,6 @@ difference and ends in an assert: it exits non-zero while the bug is there and 0
 import copy
 import inspect
 import io
-import json
 import os
 import sys
 
@@ -40,36 +39,11 @@ def write(directory, record, layer, dtype, call, against, reference=None, refere
     if against and reference is not None:
         parts.append(_loaded("reference", reference, dtype, directory, torch))
     parts.append(_data(record, call, reference_call if against else None, against))
-    parts.append(_text("_calls.py"))
-    parts.append(_text("repro_torch.py"))
-    parts.append(_text("repro_compare.py"))
+    parts += [_text(name) for name in ("_calls.py", "repro_torch.py", "repro_compare.py")]
     path = os.path.join(directory, "repro.py")
     with open(path, "w") as f:
         f.write("\n".join(parts))
     return path
-
-
-def name_in_reports(directory):
-    """report.json names the repro ("repro": "repro.py"), and report.md and report.html name it first, under their
-    title, as permcheck writes them for an adapter program's finding."""
-    said = "Reproduce without permcheck:"
-    line = "`python3 repro.py` (beside this report; it exits 1 while the bug is there)."
-    _rewritten(directory, "report.json", lambda text: json.dumps(dict(json.loads(text), repro="repro.py"), indent=2)
-               + "\n")
-    _rewritten(directory, "report.md", lambda text: "\n".join(
-        text.split("\n")[:1] + ["", "**%s** %s" % (said, line)] + text.split("\n")[1:]))
-    html = '\n<p class="note"><b>%s</b> <code>python3 repro.py</code>%s</p>' % (said, line[len("`python3 repro.py`"):])
-    _rewritten(directory, "report.html", lambda text: text.replace("</h1>", "</h1>" + html, 1))
-
-
-def _rewritten(directory, name, change):
-    """The file `name` of the report, when there, rewritten by `change` (its text to the new text)."""
-    path = os.path.join(directory, name)
-    if os.path.exists(path):
-        with open(path) as f:
-            text = change(f.read())
-        with open(path, "w") as f:
-            f.write(text)
 
 
 def _header(record, layer, torch):
@@ -77,7 +51,7 @@ def _header(record, layer, torch):
     versions = ["python %d.%d" % sys.version_info[:2]]
     if torch is not None:
         versions.append("torch %s" % torch.__version__)
-    package = type(layer).__module__.split(".")[0] if not inspect.isfunction(layer) else layer.__module__.split(".")[0]
+    package = (layer if inspect.isfunction(layer) else type(layer)).__module__.split(".")[0]
     if package not in ("torch", "__main__", "builtins") and package in sys.modules:
         version = getattr(sys.modules[package], "__version__", None)
         if version:

@@ -1,10 +1,9 @@
 """What an audit gives back: a Result (its verdict, its counterexample with each output's Comparison), a
 ReplayResult, and the errors that stop an audit (AuditError, PermcheckNotFound). docs/python.md, "The functions"."""
 
-import contextlib
 import sys
 
-from permcheck import _protocol
+from permcheck._calls import _element_type
 
 
 class AuditError(Exception):
@@ -79,8 +78,8 @@ class Result:
         self.property = record.get("property", vocabulary.default)
         self.dtype, self.error, self.cases = record.get("dtype"), record.get("error") or "", record.get("cases")
         c = record.get("counterexample")
-        self.counterexample = Counterexample(c, _tensor_maker(vocabulary.integer_kinds),
-                                             _input_kinds(record.get("signature"))) if isinstance(c, dict) else None
+        kinds = _input_kinds(record.get("signature"))
+        self.counterexample = Counterexample(c, _tensor_maker(), kinds) if isinstance(c, dict) else None
         tap = record.get("first_breaking_tap")  # the submodule where symmetry first breaks, when taps located it
         self.first_breaking_tap = tap if isinstance(tap, str) and tap else None
         self.summary = _summary_line(output) or "%s: %s %s" % (layer_name, self.property, self.verdict)
@@ -129,9 +128,9 @@ class ReplayResult:
                                      "error %d" % self.exit_code)
 
 
-def _tensor_maker(integer_kinds):
-    """JSON values to tensors (when the program imported torch): a mask as torch.bool, the integer kinds (the
-    binary's) as int64, the rest float64; nested lists without torch."""
+def _tensor_maker():
+    """JSON values to tensors (when the program imported torch) of their kinds' element types (a mask torch.bool,
+    the integer kinds int64, the rest float64); nested lists without torch."""
     torch = sys.modules.get("torch")
     if torch is None:
         return lambda v, kind=None: v
@@ -140,27 +139,18 @@ def _tensor_maker(integer_kinds):
         if v is None:
             return None
         try:
-            if kind == "mask":
-                return torch.tensor(v, dtype=torch.float64) != 0
-            if kind in integer_kinds:
-                return torch.tensor(v, dtype=torch.float64).to(torch.int64)
-            return torch.tensor(v, dtype=_protocol._element_type(torch, torch.float64, _protocol._kind(None, v)))
+            return torch.tensor(v, dtype=torch.float64).to(_element_type(torch, torch.float64, kind, v))
         except (TypeError, ValueError, RuntimeError):
             return v
     return to_tensor
 
 
 def _input_kinds(signature):
-    """{input: kind} from the record's signature ("pad:n:mask", "ids:n:token=50"), kinds as the protocol names
-    them; the one-tensor form and real inputs have none."""
+    """{input: kind} from the record's signature ("pad:n:mask", "ids:n:token=50"); the one-tensor form and real
+    inputs have none."""
     inputs = signature.get("inputs") if isinstance(signature, dict) else None
-    kinds = {}
-    for text in inputs if isinstance(inputs, list) else []:
-        parts = str(text).split(":")
-        if len(parts) >= 3:
-            with contextlib.suppress(ValueError):
-                kinds[parts[0]] = _protocol._kind(parts[2], [])
-    return kinds
+    texts = (str(text).split(":") for text in (inputs if isinstance(inputs, list) else []))
+    return {parts[0]: parts[2] for parts in texts if len(parts) >= 3}
 
 
 def _summary_line(output):

@@ -19,9 +19,7 @@ def case_of(record, against):
     inputs = {}
     for text in signature["inputs"]:
         parts = text.split(":")
-        kind = parts[2] if len(parts) > 2 else "float"
-        inputs[parts[0]] = {"dims": parts[1].split(","), "kind": kind.split("=")[0] if kind != "mask=keep" else kind,
-                            "text": text}
+        inputs[parts[0]] = {"dims": parts[1].split(","), "kind": parts[2] if len(parts) > 2 else "float", "text": text}
     compare = {name: dict(o["repro"], tolerance=o.get("tolerance", 0.0))
                for name, o in c.get("outputs", {}).items() if "repro" in o}
     transformed = c.get("transformed", {})

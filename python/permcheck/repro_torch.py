@@ -4,9 +4,6 @@
 # order), a batch asked as serve answered it; ask(which, side) and ask_batch(which, k) for the comparison
 # (repro_compare.py). After the lines that define torch, CASE, CALLS, the layer and _calls.py's text; permcheck
 # copies this text into each such repro.py; it is not imported.
-# The kinds that reach the layer as int64: a copy of the binary's (describe --json's tensor_kinds), as a repro.py
-# runs without permcheck and the record names each input's kind, not its element type.
-INTEGER_KINDS = ("index", "token", "position", "segment", "mask=keep")
 DTYPE = getattr(torch, {"tf32": "float32"}.get(CASE["dtype"], CASE["dtype"]), torch.float64)  # a tf32 audit: float32
 SIGNATURE_INPUTS = [spec["text"] for spec in CASE["inputs"].values()]  # as --input wrote them
 
@@ -16,8 +13,7 @@ def tensors(values, lengths):
     out = {}
     for name, spec in CASE["inputs"].items():
         shape = [lengths[d] if not d.isdigit() else int(d) for d in spec["dims"]]
-        kind = spec["kind"]
-        dtype = torch.int64 if kind in INTEGER_KINDS else torch.bool if kind == "mask" else DTYPE
+        dtype = _element_type(torch, DTYPE, spec["kind"])
         out[name] = torch.tensor(values[name], dtype=torch.float64).to(dtype).reshape(shape).to(DEVICE)
     out.update({_LENGTH + axis: n for axis, n in lengths.items()})
     return out
