@@ -408,11 +408,7 @@ std::string checked_html(const Record& r) {
     const std::vector<CheckedRow> rows = checked_rows(r);
     if (rows.empty()) return "";
     std::ostringstream s;
-    s << "<h2>What was checked</h2>\n<p class=\"note\">" << html_escape(checked_intro(r));
-    if (r.checked && (r.verdict == Verdict::violated || r.verdict == Verdict::non_finite))
-        s << " The failing case counts, as it was found (before shrinking).";
-    if (!r.checked) s << " This report does not record the differences and tolerances of the run.";
-    s << "</p>\n<table class=\"checked\"><tr><th>output</th><th>axis</th><th>must be</th><th>lengths covered</th>"
+    s << "<h2>What was checked</h2>\n<p class=\"note\">" << html_escape(checked_intro(r)) << "</p>\n<table class=\"checked\"><tr><th>output</th><th>axis</th><th>must be</th><th>lengths covered</th>"
          "<th>cases</th><th>compared</th><th>largest difference</th><th>its tolerance</th><th>largest fraction of "
          "tolerance</th><th>tolerances</th><th>result</th></tr>\n";
     for (const CheckedRow& row : rows) {

@@ -92,11 +92,7 @@ std::string checked_section(const Record& r) {
     const std::vector<CheckedRow> rows = checked_rows(r);
     if (rows.empty()) return "";
     std::ostringstream s;
-    s << "\n#### What was checked\n\n" << checked_intro(r);
-    if (r.checked && (r.verdict == Verdict::violated || r.verdict == Verdict::non_finite))
-        s << " The failing case counts, as it was found (before shrinking).";
-    if (!r.checked) s << " This report does not record the differences and tolerances of the run.";
-    s << "\n\n| output | axis | must be | lengths covered | cases | compared | largest difference | its tolerance | "
+    s << "\n#### What was checked\n\n" << checked_intro(r) << "\n\n| output | axis | must be | lengths covered | cases | compared | largest difference | its tolerance | "
          "largest fraction of tolerance | tolerances | result |\n"
          "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
     for (const CheckedRow& row : rows) {

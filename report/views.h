@@ -57,7 +57,8 @@ std::string raised_text(const Record& r, const Counterexample& c);
 // What an output must do under the record's property: "equivariant along n" (a permuting property, per axis), or
 // the property's own claim ("equal to the reference's answer to the same input").
 std::string claim_text(const Record& r, const TensorSpec& t, const Signature& sig);
-// The sentence that opens "What was checked": how a case is drawn and what it compares.
+// The sentences that open "What was checked": how a case is drawn and what it compares, then what the table's
+// numbers are (the failing case's as it was found, or none recorded).
 std::string checked_intro(const Record& r);
 // For a record answered twice, the sentence that stands in place of the permutation (plain text); empty otherwise.
 std::string answered_twice_note(const Record& r);
