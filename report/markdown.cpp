@@ -92,7 +92,8 @@ std::string checked_section(const Record& r) {
     const std::vector<CheckedRow> rows = checked_rows(r);
     if (rows.empty()) return "";
     std::ostringstream s;
-    s << "\n#### What was checked\n\n" << checked_intro(r) << "\n\n| output | axis | must be | lengths covered | cases | compared | largest difference | its tolerance | "
+    s << "\n#### What was checked\n\n" << checked_intro(r)
+      << "\n\n| output | axis | must be | lengths covered | cases | compared | largest difference | its tolerance | "
          "largest fraction of tolerance | tolerances | result |\n"
          "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
     for (const CheckedRow& row : rows) {
