@@ -43,27 +43,12 @@ std::string signature_section(const Counterexample& c, const Signature& sig, con
 }
 
 // Text in a table cell: its bars escaped, line breaks as spaces.
-std::string cell(const std::string& text) {
-    std::string out;
-    for (char ch : text) {
-        if (ch == '|') out += "\\|";
-        else out += ch == '\n' ? ' ' : ch;
-    }
-    return out;
-}
+std::string cell(const std::string& text) { return replaced(text, {{'|', "\\|"}, {'\n', " "}}); }
 
 // Text outside code as Markdown shows it: HTML's special characters and table bars escaped (an adapter chooses its
 // tap names: "<script>" must read as text).
 std::string md_plain(const std::string& text) {
-    std::string out;
-    for (char ch : text) {
-        if (ch == '<') out += "&lt;";
-        else if (ch == '>') out += "&gt;";
-        else if (ch == '&') out += "&amp;";
-        else if (ch == '|') out += "\\|";
-        else out += ch;
-    }
-    return out;
+    return replaced(text, {{'<', "&lt;"}, {'>', "&gt;"}, {'&', "&amp;"}, {'|', "\\|"}});
 }
 
 // The taps in the order the submodules finished, the first breaking one marked.

@@ -29,19 +29,18 @@ std::string headline(const Record& r) {
            arithmetic_name(r.dtype) + ")";
 }
 
-std::string html_escape(const std::string& in) {
+std::string replaced(const std::string& text, std::initializer_list<std::pair<char, const char*>> by) {
     std::string out;
-    for (char ch : in) {
-        switch (ch) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            case '\'': out += "&#39;"; break;
-            default: out += ch;
-        }
+    for (char ch : text) {
+        const auto it = std::find_if(by.begin(), by.end(), [ch](const auto& b) { return b.first == ch; });
+        if (it == by.end()) out += ch;
+        else out += it->second;
     }
     return out;
+}
+
+std::string html_escape(const std::string& in) {
+    return replaced(in, {{'&', "&amp;"}, {'<', "&lt;"}, {'>', "&gt;"}, {'"', "&quot;"}, {'\'', "&#39;"}});
 }
 
 std::string md_code(const std::string& s) {

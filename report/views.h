@@ -3,6 +3,7 @@
 
 #include "report/report.h"
 
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +18,8 @@ inline constexpr const char* untaken_note =
     "Not taken: a case's two sides could not be subtracted (they differ in shape, or hold NaN or infinity).";
 std::string one_line_text(const Permutation& p);   // "[1, 0, 2]"
 std::string headline(const Record& r);             // "layer: property verdict (dtype)"
+// `text` with each character `by` names replaced by its text.
+std::string replaced(const std::string& text, std::initializer_list<std::pair<char, const char*>> by);
 std::string html_escape(const std::string& in);
 std::string md_code(const std::string& s);         // inline code that survives backticks in the content
 
