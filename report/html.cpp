@@ -267,10 +267,6 @@ std::string graph_svg(const EdgeList& g, const Counterexample& c, bool after) {
     return s.str();
 }
 
-std::string tensor_pre(const std::string& label, const Tensor& t) {
-    return "<pre class=\"tensor\">" + html_escape(label) + " = " + html_escape(tensor_text(t)) + "</pre>";
-}
-
 std::string axes_html(const Counterexample& c) {
     std::ostringstream s;
     s << "<h2>Permutations</h2><p class=\"note\">one per axis: (P t)[.., i, ..] = t[.., p[i], ..] along every dim "
@@ -375,7 +371,8 @@ std::string signature_html(const Counterexample& c, const Signature& sig, const 
         s << output_heatmap(c.outputs[k], t, output_sides(r, t), "scale-" + std::to_string(k));
     }
     s << "<h2>Inputs and outputs</h2>\n<div class=\"matrices\">";
-    for (const auto& [label, t] : tensors_shown(r, c, sig)) s << tensor_pre(label, *t);
+    for (const auto& [label, t] : tensors_shown(r, c, sig))
+        s << "<pre class=\"tensor\">" << html_escape(label) << " = " << html_escape(tensor_text(*t)) << "</pre>";
     s << "</div>\n";
     return s.str();
 }
@@ -408,11 +405,8 @@ std::string checked_html(const Record& r) {
     const std::vector<CheckedRow> rows = checked_rows(r);
     if (rows.empty()) return "";
     std::ostringstream s;
-    s << "<h2>What was checked</h2>\n<p class=\"note\">" << html_escape(checked_intro(r));
-    if (r.checked && (r.verdict == Verdict::violated || r.verdict == Verdict::non_finite))
-        s << " The failing case counts, as it was found (before shrinking).";
-    if (!r.checked) s << " This report does not record the differences and tolerances of the run.";
-    s << "</p>\n<table class=\"checked\"><tr><th>output</th><th>axis</th><th>must be</th><th>lengths covered</th>"
+    s << "<h2>What was checked</h2>\n<p class=\"note\">" << html_escape(checked_intro(r))
+      << "</p>\n<table class=\"checked\"><tr><th>output</th><th>axis</th><th>must be</th><th>lengths covered</th>"
          "<th>cases</th><th>compared</th><th>largest difference</th><th>its tolerance</th><th>largest fraction of "
          "tolerance</th><th>tolerances</th><th>result</th></tr>\n";
     for (const CheckedRow& row : rows) {

@@ -47,6 +47,13 @@ json nested_input(const Tensor& t, const Signature* s, const std::string& name) 
     return j;
 }
 
+// Tensors by input name, each as nested_input writes it.
+json inputs_json(const Tensors& tensors, const Signature* s) {
+    json j = json::object();
+    for (const auto& [name, t] : tensors) j[name] = nested_input(t, s, name);
+    return j;
+}
+
 // The shape of nested arrays, read along their first elements (an empty array ends it).
 std::vector<int> inferred_shape(const json& j) {
     std::vector<int> shape;
@@ -77,10 +84,20 @@ Tensor tensor_from(const json& j, const std::string& field, std::optional<std::v
     return t;
 }
 
+// The signature's inputs of `j` (at `at`, "counterexample.inputs."), each in its shape at `lengths`: every input, or
+// (`all` false) those `j` holds.
+Tensors inputs_from(const json& j, const Signature& s, const Lengths& lengths, const std::string& at, bool all = true) {
+    Tensors out;
+    for (const TensorSpec& t : s.inputs)
+        if (all || j.contains(t.name))
+            out[t.name] = tensor_from(required(j, t.name.c_str(), at), at + t.name, shape_of(t, lengths));
+    return out;
+}
+
 // The signature as its flags' texts, each read by its parser, the whole validated; or the --dim shorthand's
 // (`one_tensor` set).
 Signature signature_from(const json& j, bool& one_tensor) {
-    if (!j.is_object()) throw std::invalid_argument("field 'signature' must be an object");
+    object_at(j, "signature");
     one_tensor = j.contains("one_tensor");
     if (one_tensor) return one_tensor_from(j["one_tensor"]);
     Signature s;
@@ -130,51 +147,36 @@ json part_json(const CasePart& part, const Signature* s) {
     for (const auto& [key, v] : part.numbers) j[key] = v;
     for (const auto& [key, v] : part.names) j[key] = v;
     for (const auto& [key, v] : part.lists) j[key] = v;
-    for (const auto& [key, set] : part.tensors) {
-        json tensors = json::object();
-        for (const auto& [name, t] : set) tensors[name] = nested_input(t, s, name);
-        j[key] = std::move(tensors);
-    }
+    for (const auto& [key, set] : part.tensors) j[key] = inputs_json(set, s);
     return j;
 }
 
 // The finding by name: lengths, permutations (one-line and cycles), inputs, every output's comparison, the case's
 // place, the property's part; a reference layer's weight seed and exact confirmation (`white_box`).
 json counterexample_json(const Counterexample& c, const Signature* s, bool white_box) {
-    json perms = json::object(), cycles = json::object(), inputs = json::object(), outputs = json::object();
+    json perms = json::object(), cycles = json::object(), outputs = json::object();
     for (const auto& [axis, p] : c.perms) {
         perms[axis] = p.one_line();
         cycles[axis] = p.cycles();
     }
-    for (const auto& [name, t] : c.inputs) inputs[name] = nested_input(t, s, name);
     for (const OutputComparison& o : c.outputs) outputs[o.name] = comparison_json(o);
     json j{{"lengths", c.lengths},         {"permutations", perms},   {"cycles", cycles},
-           {"axis_at_fault", c.axis_at_fault}, {"inputs", inputs},    {"outputs", outputs},
+           {"axis_at_fault", c.axis_at_fault}, {"inputs", inputs_json(c.inputs, s)},    {"outputs", outputs},
            {"case_index", c.case_index},   {"shrink_steps", c.shrink_steps}, {"black_box", !white_box}};
     if (!c.part.empty()) j["part"] = part_json(c.part, s);
     j["kind"] = finding_kind_name(c.kind);
-    if (const PriorRequest* before = c.asked_before()) {
-        json earlier = json::object();
-        for (const auto& [name, t] : before->inputs) earlier[name] = nested_input(t, s, name);
-        j["asked_before"] = {{"lengths", before->lengths}, {"inputs", earlier}};
-    }
+    if (const PriorRequest* before = c.asked_before())
+        j["asked_before"] = {{"lengths", before->lengths}, {"inputs", inputs_json(before->inputs, s)}};
     if (!c.raised().empty()) j["raised"] = c.raised();
     if (c.is<found::Erred>()) j["erred"] = true;
     if (c.raised_by_reference()) j["raised_by_reference"] = true;
-    if (!c.transformed.empty()) {
-        json transformed = json::object();
-        for (const auto& [name, t] : c.transformed) transformed[name] = nested_input(t, s, name);
-        j["transformed"] = {{"lengths", c.transformed_lengths}, {"inputs", transformed}};
-    }
+    if (!c.transformed.empty())
+        j["transformed"] = {{"lengths", c.transformed_lengths}, {"inputs", inputs_json(c.transformed, s)}};
     if (!c.batches().empty()) {
         json batches = json::array();
         for (const BatchedRequest& b : c.batches()) {
             json items = json::array();
-            for (const Tensors& item : b.items) {
-                json one = json::object();
-                for (const auto& [name, t] : item) one[name] = nested_input(t, s, name);
-                items.push_back(std::move(one));
-            }
+            for (const Tensors& item : b.items) items.push_back(inputs_json(item, s));
             batches.push_back({{"side", b.transformed_side ? "transformed" : "x"}, {"by_reference", b.by_reference},
                                {"stacked", b.stacked}, {"lengths", b.lengths}, {"at", b.at}, {"items", items}});
         }
@@ -191,8 +193,7 @@ json counterexample_json(const Counterexample& c, const Signature* s, bool white
 // yes/no, as 1 or 0) a number, a string an axis name, an array a list of positions, an object a set of tensors by
 // input name, each in the shape its nested arrays give (the property puts them in its own shapes).
 void read_part(const json& j, const std::string& at, CasePart& part) {
-    if (!j.is_object()) throw std::invalid_argument("field '" + at + "' must be an object");
-    for (const auto& [key, v] : j.items()) {
+    for (const auto& [key, v] : object_at(j, at).items()) {
         const std::string field = at + "." + key;
         if (v.is_number_integer() || v.is_boolean()) part.numbers[key] = v.is_boolean() ? long{v.get<bool>()} : v.get<long>();
         else if (v.is_string()) part.names[key] = v.get<std::string>();
@@ -218,21 +219,16 @@ std::map<std::string, int> lengths_from(const json& j, const Signature& s);
 std::optional<PriorRequest> asked_before_from(const json& j, const Signature& s) {
     const std::string at = "counterexample.asked_before.";
     if (!j.contains("asked_before") || j["asked_before"].is_null()) return std::nullopt;
-    const json& a = j["asked_before"];
-    if (!a.is_object()) throw std::invalid_argument("field 'counterexample.asked_before' must be an object");
+    const json& a = object_at(j["asked_before"], "counterexample.asked_before");
     PriorRequest r;
     r.lengths = lengths_from(a, s);
-    const json& inputs = required(a, "inputs", at);
-    for (const TensorSpec& t : s.inputs)
-        r.inputs[t.name] = tensor_from(required(inputs, t.name.c_str(), at + "inputs."), at + "inputs." + t.name,
-                                       shape_of(t, r.lengths));
+    r.inputs = inputs_from(required(a, "inputs", at), s, r.lengths, at + "inputs.");
     return r;
 }
 
 std::map<std::string, int> lengths_from(const json& j, const Signature& s) {
     const std::string at = "counterexample.";
-    const json& lengths = required(j, "lengths", at);
-    if (!lengths.is_object()) throw std::invalid_argument("field 'counterexample.lengths' must be an object");
+    const json& lengths = object_at(required(j, "lengths", at), "counterexample.lengths");
     std::map<std::string, int> out;
     for (const Axis& a : s.axes) {
         const int n = get_as<int>(lengths, a.name.c_str(), at + "lengths.");
@@ -246,8 +242,7 @@ std::map<std::string, int> lengths_from(const json& j, const Signature& s) {
 
 Permutations permutations_from(const json& j, const Signature& s, const Lengths& lengths) {
     const std::string at = "counterexample.permutations.";
-    const json& perms = required(j, "permutations", "counterexample.");
-    if (!perms.is_object()) throw std::invalid_argument("field 'counterexample.permutations' must be an object");
+    const json& perms = object_at(required(j, "permutations", "counterexample."), "counterexample.permutations");
     Permutations out;
     for (const Axis& a : s.axes) {
         const auto one_line = get_as<std::vector<int>>(perms, a.name.c_str(), at);
@@ -269,7 +264,7 @@ Permutations permutations_from(const json& j, const Signature& s, const Lengths&
 // the tolerance required, holding unless it says otherwise.
 OutputComparison comparison_from(const json& j, const std::string& name, const std::string& at,
                                  std::optional<std::vector<int>> shape, bool closest = false) {
-    if (!j.is_object()) throw std::invalid_argument("field '" + at.substr(0, at.size() - 1) + "' must be an object");
+    object_at(j, at.substr(0, at.size() - 1));
     OutputComparison o;
     o.name = name;
     o.shape_mismatch = get_or<bool>(j, "shape_mismatch", false, at);
@@ -277,15 +272,14 @@ OutputComparison comparison_from(const json& j, const std::string& name, const s
     o.layer_of_permuted = tensor_from(required(j, "layer_of_permuted", at), at + "layer_of_permuted", shape);
     if (closest) shape = o.layer_of_permuted.shape;
     o.permuted_layer = tensor_from(required(j, "permuted_layer", at), at + "permuted_layer", shape);
-    o.max_abs_diff = number_from(required(j, "max_abs_diff", at), at + "max_abs_diff");
-    const bool tolerance = closest || j.contains("tolerance");
-    o.tolerance = tolerance ? number_from(required(j, "tolerance", at), at + "tolerance") : 0.0;
+    o.max_abs_diff = number_at(j, "max_abs_diff", at);
+    o.tolerance = closest || j.contains("tolerance") ? number_at(j, "tolerance", at) : 0.0;
     o.where = get_or<std::vector<int>>(j, "where", {}, at);
     o.holds = get_or<bool>(j, "holds", closest, at);
     if (j.contains("repro")) {
-        const json& plan = j["repro"];
+        const json& plan = object_at(j["repro"], at + "repro");
         const std::string in = at + "repro.";
-        if (!plan.is_object()) throw std::invalid_argument("field '" + in.substr(0, in.size() - 1) + "' must be an object");
+
         o.compared_from = get_as<std::vector<int>>(plan, "compared_from", in);
         o.expected_from = get_as<std::vector<int>>(plan, "expected_from", in);
         o.ignored_at = get_or<std::vector<int>>(plan, "ignored", {}, in);
@@ -295,20 +289,21 @@ OutputComparison comparison_from(const json& j, const std::string& name, const s
     return o;
 }
 
+// Refuses `lengths` (read at `field`) unless it holds a length of every axis of s.
+void every_axis(const Lengths& lengths, const Signature& s, const std::string& field) {
+    for (const Axis& a : s.axes)
+        if (!lengths.count(a.name) || lengths.at(a.name) < 0)
+            throw std::invalid_argument("field '" + field + "' has no length of the axis " + a.name);
+}
+
 // counterexample.transformed (j the counterexample): the inputs of the transformed side, at their own lengths (an old report has none).
 void transformed_from(const json& j, const Signature& s, Counterexample& c) {
     const std::string at = "counterexample.";
     const json& t = j["transformed"];
     c.transformed_lengths = get_or<Lengths>(t, "lengths", {}, at + "transformed.");
-    for (const Axis& a : s.axes)
-        if (!c.transformed_lengths.count(a.name) || c.transformed_lengths.at(a.name) < 0)
-            throw std::invalid_argument("field 'counterexample.transformed.lengths' has no length of the axis " +
-                                        a.name);
-    const json& inputs = required(t, "inputs", at + "transformed.");
-    for (const TensorSpec& spec : s.inputs)
-        if (inputs.contains(spec.name))
-            c.transformed[spec.name] = tensor_from(inputs[spec.name], at + "transformed.inputs." + spec.name,
-                                                   shape_of(spec, c.transformed_lengths));
+    every_axis(c.transformed_lengths, s, "counterexample.transformed.lengths");
+    c.transformed = inputs_from(required(t, "inputs", at + "transformed."), s, c.transformed_lengths,
+                                at + "transformed.inputs.", false);
 }
 
 // counterexample.batches (j the counterexample): the batched requests a batch-dependent case was answered in.
@@ -319,8 +314,7 @@ std::vector<BatchedRequest> batches_from(const json& j, const Signature& s) {
     if (!batches.is_array()) throw std::invalid_argument("field 'counterexample.batches' must be an array");
     for (std::size_t k = 0; k < batches.size(); ++k) {
         const std::string in = at + "batches[" + std::to_string(k) + "].";
-        const json& one = batches[k];
-        if (!one.is_object()) throw std::invalid_argument("field '" + in.substr(0, in.size() - 1) + "' must be an object");
+        const json& one = object_at(batches[k], in.substr(0, in.size() - 1));
         BatchedRequest b;
         const std::string side = get_as<std::string>(one, "side", in);
         if (side != "x" && side != "transformed")
@@ -329,20 +323,13 @@ std::vector<BatchedRequest> batches_from(const json& j, const Signature& s) {
         b.by_reference = get_or<bool>(one, "by_reference", false, in);
         b.stacked = get_or<bool>(one, "stacked", false, in);
         b.lengths = get_as<Lengths>(one, "lengths", in);
-        for (const Axis& a : s.axes)
-            if (!b.lengths.count(a.name) || b.lengths.at(a.name) < 0)
-                throw std::invalid_argument("field '" + in + "lengths' has no length of the axis " + a.name);
+        every_axis(b.lengths, s, in + "lengths");
         const json& items = required(one, "items", in);
         if (!items.is_array() || items.empty())
             throw std::invalid_argument("field '" + in + "items' must be an array of the batch's items");
         for (std::size_t i = 0; i < items.size(); ++i) {
             const std::string item = in + "items[" + std::to_string(i) + "]";
-            if (!items[i].is_object()) throw std::invalid_argument("field '" + item + "' must be an object");
-            Tensors inputs;
-            for (const TensorSpec& spec : s.inputs)
-                inputs[spec.name] = tensor_from(required(items[i], spec.name.c_str(), item + "."),
-                                                item + "." + spec.name, shape_of(spec, b.lengths));
-            b.items.push_back(std::move(inputs));
+            b.items.push_back(inputs_from(object_at(items[i], item), s, b.lengths, item + "."));
         }
         b.at = get_as<std::size_t>(one, "at", in);
         if (b.at >= b.items.size())
@@ -378,17 +365,14 @@ FindingKind kind_from(const json& j, const Signature& s, Verdict v) {
 
 Counterexample counterexample_from(const json& j, const Signature& s, Verdict v, const PropertyRules& rules) {
     const std::string at = "counterexample.";
-    if (!j.is_object()) throw std::invalid_argument("field 'counterexample' must be an object or null");
-    Counterexample c;
+    Counterexample c;  // j is an object: read_counterexample, the one caller, has checked
     c.lengths = lengths_from(j, s);
     c.perms = permutations_from(j, s, c.lengths);
     const json& inputs = required(j, "inputs", at);
     const json& outputs = required(j, "outputs", at);
     if (!inputs.is_object() || !outputs.is_object())
         throw std::invalid_argument("fields 'counterexample.inputs' and 'counterexample.outputs' must be objects");
-    for (const TensorSpec& t : s.inputs)
-        c.inputs[t.name] = tensor_from(required(inputs, t.name.c_str(), at + "inputs."), at + "inputs." + t.name,
-                                       shape_of(t, c.lengths));
+    c.inputs = inputs_from(inputs, s, c.lengths, at + "inputs.");
     c.part = part_from(j);
     c.kind = kind_from(j, s, v);
     if (j.contains("transformed")) transformed_from(j, s, c);
@@ -471,8 +455,8 @@ TapTrace taps_from(const json& j) {
         c.shape = get_as<std::vector<int>>(v, "shape", at);
         for (const json& a : required(v, "axes", at)) c.axes.push_back(a.is_string() ? a.get<std::string>() : "");
         c.verdict = tap_verdict_from(get_as<std::string>(v, "verdict", at), at);
-        c.max_abs_diff = number_from(required(v, "max_difference", at), at + "max_difference");
-        c.tolerance = number_from(required(v, "tolerance", at), at + "tolerance");
+        c.max_abs_diff = number_at(v, "max_difference", at);
+        c.tolerance = number_at(v, "tolerance", at);
         c.note = get_or<std::string>(v, "note", "", at);
         t.taps.push_back(std::move(c));
     }
@@ -483,51 +467,48 @@ TapTrace taps_from(const json& j) {
     return t;
 }
 
+// The numbers of checked.outputs[k] and of checked.tolerance, by field, in the order they are read.
+constexpr std::pair<const char*, double OutputCheck::*> kOutputCheckNumbers[] = {
+    {"max_abs_diff", &OutputCheck::max_abs_diff},
+    {"tolerance_at_max", &OutputCheck::tolerance_at_max},
+    {"largest_fraction_of_tolerance", &OutputCheck::largest_fraction},
+    {"min_tolerance", &OutputCheck::min_tolerance},
+    {"max_tolerance", &OutputCheck::max_tolerance}};
+constexpr std::pair<const char*, double ToleranceModel::*> kToleranceNumbers[] = {
+    {"unit_roundoff", &ToleranceModel::unit_roundoff},
+    {"safety", &ToleranceModel::safety},
+    {"amplification", &ToleranceModel::amplification},
+    {"lambda", &ToleranceModel::lambda}};
+
 // What an audit checked: each output's largest difference and tolerances, each axis's lengths, the tolerance model
 // (every number at full precision; the views show six digits).
 json checked_json(const Checked& c) {
     json outputs = json::array();
     for (const OutputCheck& o : c.outputs) {
-        outputs.push_back({{"name", o.name},
-                           {"cases", o.cases},
-                           {"max_abs_diff", number(o.max_abs_diff)},
-                           {"tolerance_at_max", number(o.tolerance_at_max)},
-                           {"largest_fraction_of_tolerance", number(o.largest_fraction)},
-                           {"min_tolerance", number(o.min_tolerance)},
-                           {"max_tolerance", number(o.max_tolerance)}});
+        json& out = outputs.emplace_back(json{{"name", o.name}, {"cases", o.cases}});
+        for (const auto& [key, m] : kOutputCheckNumbers) out[key] = number(o.*m);
         if (o.closest_case < 0) continue;
-        json& closest = outputs.back()["closest"] = comparison_json(o.closest);
+        json& closest = out["closest"] = comparison_json(o.closest);
         closest["case_index"] = o.closest_case;
         closest["lengths"] = o.closest_lengths;
     }
-    const ToleranceModel& t = c.tolerance;
-    return json{{"outputs", outputs},
-                {"lengths", c.lengths},
-                {"tolerance", {{"unit_roundoff", number(t.unit_roundoff)},
-                               {"safety", number(t.safety)},
-                               {"amplification", number(t.amplification)},
-                               {"lambda", number(t.lambda)},
-                               {"widest", c.widest}}}};
+    json tolerance{{"widest", c.widest}};
+    for (const auto& [key, m] : kToleranceNumbers) tolerance[key] = number(c.tolerance.*m);
+    return json{{"outputs", outputs}, {"lengths", c.lengths}, {"tolerance", tolerance}};
 }
 
 // One output of "checked.outputs", at `here` ("checked.outputs[k].").
 OutputCheck output_check_from(const json& o, const std::string& here) {
-    if (!o.is_object()) throw std::invalid_argument("field '" + here.substr(0, here.size() - 1) + "' must be an object");
+    object_at(o, here.substr(0, here.size() - 1));
     OutputCheck out;
     out.name = get_as<std::string>(o, "name", here);
     out.cases = get_as<int>(o, "cases", here);
     if (out.cases < 0) throw std::invalid_argument("field '" + here + "cases' must not be negative");
-    out.max_abs_diff = number_from(required(o, "max_abs_diff", here), here + "max_abs_diff");
-    out.tolerance_at_max = number_from(required(o, "tolerance_at_max", here), here + "tolerance_at_max");
-    out.largest_fraction = number_from(required(o, "largest_fraction_of_tolerance", here),
-                                       here + "largest_fraction_of_tolerance");
-    out.min_tolerance = number_from(required(o, "min_tolerance", here), here + "min_tolerance");
-    out.max_tolerance = number_from(required(o, "max_tolerance", here), here + "max_tolerance");
+    for (const auto& [key, m] : kOutputCheckNumbers) out.*m = number_at(o, key, here);
     if (!o.contains("closest") || o["closest"].is_null()) return out;
     // The case closest to its tolerance, of a run that held.
-    const json& k = o["closest"];
+    const json& k = object_at(o["closest"], here + "closest");
     const std::string at_k = here + "closest.";
-    if (!k.is_object()) throw std::invalid_argument("field '" + here + "closest' must be an object");
     out.closest_case = get_as<int>(k, "case_index", at_k);
     if (out.closest_case < 0) throw std::invalid_argument("field '" + at_k + "case_index' must not be negative");
     const json& lengths = required(k, "lengths", at_k);
@@ -557,14 +538,10 @@ Checked checked_from(const json& j) {
         for (int n : c.lengths[axis])
             if (n < 0) throw std::invalid_argument("field 'checked.lengths." + axis + "' holds a negative length");
     }
-    const json& t = required(j, "tolerance", at);
-    if (!t.is_object()) throw std::invalid_argument("field 'checked.tolerance' must be an object");
-    const std::string tat = at + "tolerance.";
-    c.tolerance.unit_roundoff = number_from(required(t, "unit_roundoff", tat), tat + "unit_roundoff");
-    c.tolerance.safety = number_from(required(t, "safety", tat), tat + "safety");
-    c.tolerance.amplification = number_from(required(t, "amplification", tat), tat + "amplification");
-    c.tolerance.lambda = number_from(required(t, "lambda", tat), tat + "lambda");
-    c.widest = get_as<int>(t, "widest", tat);
+    const json& t = object_at(required(j, "tolerance", at), "checked.tolerance");
+    for (const auto& [key, m] : kToleranceNumbers) c.tolerance.*m = number_at(t, key, at + "tolerance.");
+    c.widest = get_as<int>(t, "widest", at + "tolerance.");
+
     return c;
 }
 
@@ -633,10 +610,7 @@ Record from_json(const json& j) {
     r.error = get_or<std::string>(j, "error", "");
     r.replay = get_or<std::string>(j, "replay", "");
     r.repro = get_or<std::string>(j, "repro", "");
-    if (j.contains("details") && !j["details"].is_null()) {
-        if (!j["details"].is_object()) throw std::invalid_argument("field 'details' must be an object");
-        r.details = j["details"];
-    }
+    if (j.contains("details") && !j["details"].is_null()) r.details = object_at(j["details"], "details");
     r.weights = weights_version(j);
     if (j.contains("signature") && !j["signature"].is_null()) r.signature = signature_from(j["signature"], r.one_tensor);
     if (j.contains("counterexample") && !j["counterexample"].is_null()) read_counterexample(j["counterexample"], r);

@@ -45,6 +45,17 @@ inline const json& required(const json& j, const char* field, const std::string&
     return *it;
 }
 
+// The number `field` of j, required (`where` the place of j, "checked.").
+inline double number_at(const json& j, const char* field, const std::string& where) {
+    return number_from(required(j, field, where), where + field);
+}
+
+// j, which the report holds at `field` ("counterexample.lengths"), refused unless it is an object.
+inline const json& object_at(const json& j, const std::string& field) {
+    if (!j.is_object()) throw std::invalid_argument("field '" + field + "' must be an object");
+    return j;
+}
+
 // Whether v is an integer that T holds: get<T>() would wrap an out-of-range integer silently, and convert a
 // float outside T's range with undefined behaviour (found by fuzz/fuzz_report).
 template <class T> bool integer_fits(const json& v) {

@@ -44,7 +44,7 @@ json one_tensor_json(const Signature& s) {
 
 Signature one_tensor_from(const json& j) {
     const std::string at = "signature.one_tensor.";
-    if (!j.is_object()) throw std::invalid_argument("field 'signature.one_tensor' must be an object");
+    object_at(j, "signature.one_tensor");
     const std::string output = get_as<std::string>(j, "output", at);
     if (output != "sequence" && output != "pooled")
         throw std::invalid_argument("field '" + at + "output' must be sequence or pooled, got '" + output + "'");
@@ -64,10 +64,10 @@ Signature one_tensor_from(const json& j) {
 // ---- reports of earlier versions ----------------------------------------------------------------------------
 // The one-tensor form's own fields (n, d, x, permutation, both sides as matrices, where as position and feature),
 // which reports of the --dim shorthand and of the checks of the layers of one sequence held before every finding was
-// recorded by name: read as the one-tensor signature's finding, input x and output y.
+// recorded by name: read as the one-tensor signature's finding, input x and output y (j an object, as its caller
+// has checked).
 Counterexample one_tensor_finding(const json& j, const Record& r) {
     const std::string at = "counterexample.";
-    if (!j.is_object()) throw std::invalid_argument("field 'counterexample' must be an object or null");
     const Mat<double> x = matrix_from(required(j, "x", at), at + "x");
     const Mat<double> lhs = matrix_from(required(j, "layer_of_permuted", at), at + "layer_of_permuted");
     const Mat<double> rhs = matrix_from(required(j, "permuted_layer", at), at + "permuted_layer");
@@ -90,8 +90,8 @@ Counterexample one_tensor_finding(const json& j, const Record& r) {
     y.layer_of_permuted = tensor_matrix::as_tensor(lhs);
     y.permuted_layer = tensor_matrix::as_tensor(rhs);
     if (pooled) y.layer_of_permuted.shape = y.permuted_layer.shape = {static_cast<int>(lhs.size())};
-    y.max_abs_diff = number_from(required(j, "max_abs_diff", at), at + "max_abs_diff");
-    y.tolerance = number_from(required(j, "tolerance", at), at + "tolerance");
+    y.max_abs_diff = number_at(j, "max_abs_diff", at);
+    y.tolerance = number_at(j, "tolerance", at);
     y.shape_mismatch = get_or<bool>(j, "shape_mismatch", false, at);
     y.holds = false;
     const json& where = required(j, "where", at);

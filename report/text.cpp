@@ -281,20 +281,19 @@ std::string output_claim(const TensorSpec& t, const Signature& s) {
     return claim;
 }
 
-namespace {
-
-// "2-8, 13, 19": ascending lengths with their runs joined.
-std::string lengths_text(const std::vector<int>& lengths) {
-    std::ostringstream s;
+std::string runs_text(const std::vector<int>& lengths, const char* to) {
+    std::string s;
     for (std::size_t i = 0; i < lengths.size();) {
         std::size_t j = i;
         while (j + 1 < lengths.size() && lengths[j + 1] == lengths[j] + 1) ++j;
-        s << (i ? ", " : "") << lengths[i];
-        if (j > i) s << "-" << lengths[j];
+        s += (i ? ", " : "") + std::to_string(lengths[i]);
+        if (j > i) s += to + std::to_string(lengths[j]);
         i = j + 1;
     }
-    return s.str();
+    return s;
 }
+
+namespace {
 
 // "y equivariant along n, invariant to m; g invariant to n, m": what each output of a signature must do.
 std::string signature_claims(const Signature& s) {
@@ -348,7 +347,7 @@ std::string audit_summary(const std::string& head, const AuditResult& r, double 
         out << "  lengths sent:";
         const char* separator = " ";
         for (const auto& [axis, lengths] : r.axis_lengths) {
-            out << separator << axis << " " << lengths_text(lengths);
+            out << separator << axis << " " << runs_text(lengths, "-");
             separator = "; ";
         }
         out << "\n";

@@ -76,6 +76,8 @@ std::string explain(const AuditResult& r, const AuditOptions& o);
 // audited.
 std::string replay_hint(const AuditResult& r, const AuditOptions& o);
 
+// "2-8, 13, 19" (`to` "-"): ascending lengths with their runs joined.
+std::string runs_text(const std::vector<int>& lengths, const char* to);
 // "equivariant along n, invariant to m": what an output of signature s must do under a permutation of every axis.
 std::string output_claim(const TensorSpec& t, const Signature& s);
 // "y equivariant along n, invariant to m (float32, n in [1, 8], m in [1, 8])": what each output must do (the dtype

@@ -29,19 +29,18 @@ std::string headline(const Record& r) {
            arithmetic_name(r.dtype) + ")";
 }
 
-std::string html_escape(const std::string& in) {
+std::string replaced(const std::string& text, std::initializer_list<std::pair<char, const char*>> by) {
     std::string out;
-    for (char ch : in) {
-        switch (ch) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            case '\'': out += "&#39;"; break;
-            default: out += ch;
-        }
+    for (char ch : text) {
+        const auto it = std::find_if(by.begin(), by.end(), [ch](const auto& b) { return b.first == ch; });
+        if (it == by.end()) out += ch;
+        else out += it->second;
     }
     return out;
+}
+
+std::string html_escape(const std::string& in) {
+    return replaced(in, {{'&', "&amp;"}, {'<', "&lt;"}, {'>', "&gt;"}, {'"', "&quot;"}, {'\'', "&#39;"}});
 }
 
 std::string md_code(const std::string& s) {
@@ -155,17 +154,21 @@ std::string claim_text(const Record& r, const TensorSpec& t, const Signature& si
 }
 
 std::string checked_intro(const Record& r) {
+    std::string numbers;  // what the table's numbers are
+    if (r.checked && (r.verdict == Verdict::violated || r.verdict == Verdict::non_finite))
+        numbers = " The failing case counts, as it was found (before shrinking).";
+    if (!r.checked) numbers = " This report does not record the differences and tolerances of the run.";
     if (!rules_of(r.property).permutes())
         return "Each case draws a length for every axis and applies the property's transformation (" +
-               rules_of(r.property).compared_text() + "); an output's two sides are compared once a case.";
+               rules_of(r.property).compared_text() + "); an output's two sides are compared once a case." + numbers;
     for (const char* key : {"audit", "audit_torch"})
         if (const std::string along = r.details.contains(key) ? report::recorded_settings(r.details[key])["along"] : "";
             !along.empty())
             return "Each case draws a length for every axis and permutes " + along +
                    " alone, every other axis in place (one a sorted index input runs along moves only as its re-sort "
-                   "says); an output's two sides are compared once a case.";
+                   "says); an output's two sides are compared once a case." + numbers;
     return "Each case draws a length for every axis and permutes every axis at once; an output's two sides are "
-           "compared once a case, so its numbers are over all its axes together.";
+           "compared once a case, so its numbers are over all its axes together." + numbers;
 }
 
 std::string found_text(const Record& r, const Counterexample& c) {
@@ -205,19 +208,6 @@ namespace {
 
 using nlohmann::json;
 
-// "0..8, 13, 19": ascending lengths with their runs joined.
-std::string runs_text(const std::vector<int>& lengths) {
-    std::string s;
-    for (std::size_t i = 0; i < lengths.size();) {
-        std::size_t j = i;
-        while (j + 1 < lengths.size() && lengths[j + 1] == lengths[j] + 1) ++j;
-        s += (i ? ", " : "") + std::to_string(lengths[i]);
-        if (j > i) s += ".." + std::to_string(lengths[j]);
-        i = j + 1;
-    }
-    return s;
-}
-
 // The lengths per axis the record holds: its "checked", or an older report's details.audit (axis_lengths, or the
 // one-tensor form's lengths of its one axis).
 std::map<std::string, std::vector<int>> covered_lengths(const Record& r) {
@@ -244,7 +234,7 @@ std::string lengths_cell(const std::map<std::string, std::vector<int>>& lengths,
     const auto it = lengths.find(axis);
     if (it == lengths.end() || it->second.empty()) return "not recorded";
     const std::size_t n = it->second.size();
-    return runs_text(it->second) + " (" + std::to_string(n) + (n == 1 ? " length)" : " lengths)");
+    return runs_text(it->second, "..") + " (" + std::to_string(n) + (n == 1 ? " length)" : " lengths)");
 }
 
 // "2^-53" for a power of two, else the number.

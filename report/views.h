@@ -3,6 +3,7 @@
 
 #include "report/report.h"
 
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +18,8 @@ inline constexpr const char* untaken_note =
     "Not taken: a case's two sides could not be subtracted (they differ in shape, or hold NaN or infinity).";
 std::string one_line_text(const Permutation& p);   // "[1, 0, 2]"
 std::string headline(const Record& r);             // "layer: property verdict (dtype)"
+// `text` with each character `by` names replaced by its text.
+std::string replaced(const std::string& text, std::initializer_list<std::pair<char, const char*>> by);
 std::string html_escape(const std::string& in);
 std::string md_code(const std::string& s);         // inline code that survives backticks in the content
 
@@ -57,7 +60,8 @@ std::string raised_text(const Record& r, const Counterexample& c);
 // What an output must do under the record's property: "equivariant along n" (a permuting property, per axis), or
 // the property's own claim ("equal to the reference's answer to the same input").
 std::string claim_text(const Record& r, const TensorSpec& t, const Signature& sig);
-// The sentence that opens "What was checked": how a case is drawn and what it compares.
+// The sentences that open "What was checked": how a case is drawn and what it compares, then what the table's
+// numbers are (the failing case's as it was found, or none recorded).
 std::string checked_intro(const Record& r);
 // For a record answered twice, the sentence that stands in place of the permutation (plain text); empty otherwise.
 std::string answered_twice_note(const Record& r);
