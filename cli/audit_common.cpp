@@ -1,7 +1,7 @@
 #include "cli/audit_common.h"
 
-#include "cli/interrupt.h"
 #include "cli/options.h"
+#include "cases/compare.h"
 #include "report/repro.h"
 #include "report/views.h"
 #include "properties/property.h"
@@ -45,19 +45,15 @@ std::string flag_of(const std::string& keyword) {
             if (keyword == o.keyword) return o.flag;
     return keyword;
 }
-// The names of the properties `which` holds for, as "a, b or c".
-template <class Which>
-std::string properties_where(Which which) {
+// The names of the properties that declare `keyword`, as "a, b or c".
+std::string declaring(const std::string& keyword) {
     std::vector<std::string> names;
     for (const PropertyRules* p : registered_properties())
-        if (which(*p)) names.push_back(p->name());
+        if (declares(*p, keyword)) names.push_back(p->name());
     std::string out;
     for (std::size_t k = 0; k < names.size(); ++k)
         out += (k == 0 ? "" : k + 1 == names.size() ? " or " : ", ") + names[k];
     return out;
-}
-std::string declaring(const std::string& keyword) {
-    return properties_where([&](const PropertyRules& p) { return declares(p, keyword); });
 }
 
 // The options the properties declare, each flag once, its value kept in f.settings under its keyword.
@@ -125,23 +121,6 @@ Signature signature_of(const SignatureText& t) {
                                     "y:n,8 (equivariant along n) or --output g:4 (invariant to every axis)");
     validate(s);  // the library's rules, the size of every tensor included
     return s;
-}
-
-AuditResult run_interruptibly(const std::function<AuditResult(const AuditOptions&)>& run, AuditOptions o,
-                              const std::string& program, const AuditFlags& f, const std::string& stopped_note) {
-    AuditResult r;
-    {
-        const StopOnSignal stop;
-        ProgressLine line(progress_enabled());
-        o.stop_requested = &StopOnSignal::requested;
-        o.on_progress = [&line](const AuditProgress& p) { line.audit(p); };
-        r = run(o);
-    }
-    if (r.verdict == Verdict::interrupted)
-        std::cerr << program << ": interrupted by " << StopOnSignal::name() << " after " << r.cases
-                  << (r.cases == 1 ? " case" : " cases") << stopped_note
-                  << (f.report_dir.empty() ? "" : "; the report keeps what was run") << "\n";
-    return r;
 }
 
 void add_audit_options(CLI::App& app, AuditFlags& f, const std::string& dtype_help, const std::string& seed_help) {
@@ -263,18 +242,7 @@ AuditOptions audit_options(const AuditFlags& f) {
 }
 
 Arithmetic coarser(Arithmetic a, Arithmetic b) {
-    const auto rank = [](Arithmetic x) {  // by unit roundoff: exact 0, float64 2^-53, float32 2^-24, float16 and
-        switch (x) {                      // tf32 2^-11, bfloat16 2^-8
-            case Arithmetic::exact: return 0;
-            case Arithmetic::float64: return 1;
-            case Arithmetic::float32: return 2;
-            case Arithmetic::tf32:
-            case Arithmetic::float16: return 3;
-            case Arithmetic::bfloat16: return 4;
-        }
-        return 0;
-    };
-    return rank(a) >= rank(b) ? a : b;
+    return tolerance_model(a, 1).unit_roundoff >= tolerance_model(b, 1).unit_roundoff ? a : b;
 }
 
 std::string replay_tail(const AuditFlags& f, const AuditResult& r, bool lengths) {
@@ -333,22 +301,11 @@ report::Record audit_record(const AuditResult& r, const std::string& name, Prope
     return rec;
 }
 
-void print_result(std::ostream& out, std::ostream& err, const std::string& program, const std::string& head,
-                  const AuditResult& r, double seconds, const std::string& replay, const Signature* signature) {
-    out << audit_summary(head, r, seconds, replay, signature);
-    if (r.verdict == Verdict::error && !r.error.empty()) err << program << ": error: " << r.error << "\n";
-}
-
 AuditResult error_result(const std::string& message) {
     AuditResult r;
     r.verdict = Verdict::error;
     r.error = message;
     return r;
-}
-
-void name_last_request(AuditResult& r) {
-    if (r.verdict == Verdict::error && !r.last_request.empty() && r.error.find("last request") == std::string::npos)
-        r.error += "; last request: " + r.last_request;
 }
 
 int finish(const std::string& program, const AuditFlags& f, const report::Record& record, int code) {

@@ -1,7 +1,7 @@
 // What `permcheck audit` (cmd_audit.cpp) and `permcheck audit-torch` (cmd_audit_torch.cpp)
 // share: the options of every audit, a signature's flags (--axis, --input, --output NAME:DIMS), the replay
-// line's common part, the report record, the run under Ctrl-C with its progress line, the printed result and
-// the report's writing. Compiled into both programs.
+// line's common part, the report record and the report's writing (the run under Ctrl-C, printed: profile.h).
+// Compiled into both programs.
 #pragma once
 
 #include "audit/signature_audit.h"
@@ -88,12 +88,6 @@ void add_signature_options(CLI::App& app, SignatureText& t, const std::string& o
 // larger than a request may carry. Throws std::invalid_argument naming the flag.
 Signature signature_of(const SignatureText& t);
 
-// Runs `run` with o.stop_requested and o.on_progress set: Ctrl-C or SIGTERM stops it between cases (verdict
-// interrupted, said on stderr with `stopped_note`, e.g. "; the adapters were stopped"), and a progress line is
-// drawn on a terminal.
-AuditResult run_interruptibly(const std::function<AuditResult(const AuditOptions&)>& run, AuditOptions o,
-                              const std::string& program, const AuditFlags& f, const std::string& stopped_note = "");
-
 // The library's options from the flags; name, output, shard and amplification are the command's.
 AuditOptions audit_options(const AuditFlags& f);
 // The --dim shorthand's signature: axis n over [--min-len, --max-len], one case in ten longer (up to 256) unless
@@ -117,17 +111,7 @@ report::Record audit_record(const AuditResult& r, const std::string& name, Prope
                             const AuditFlags& f, const std::string& replay, const std::string& key,
                             nlohmann::json details, double seconds, const Signature* signature = nullptr);
 
-// The verdict line after `head` ("audit of NAME: PROPERTY ..."), the finding, the counterexample with its
-// replay line on out, and an error on err prefixed with `program`. A signature audit's counterexample is shown
-// with its signature (the lengths and permutation of every axis, the axis at fault); without one (the shorthand),
-// with the result's.
-void print_result(std::ostream& out, std::ostream& err, const std::string& program, const std::string& head,
-                  const AuditResult& r, double seconds, const std::string& replay,
-                  const Signature* signature = nullptr);
-
 AuditResult error_result(const std::string& message);
-// Appends "; last request: n=5" to an error's message when it does not name the request that failed.
-void name_last_request(AuditResult& r);
 
 // Writes the report if asked; a report that cannot be written turns the run into an error (exit 2).
 int finish(const std::string& program, const AuditFlags& f, const report::Record& record, int code);

@@ -16,7 +16,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -26,12 +25,12 @@
 namespace permcheck::cli {
 namespace {
 
-// `audit` infers the dtype from the answers unless told (audit-torch sets its module's).
-AuditFlags inferring() {
-    AuditFlags f;
-    f.dtype = DtypeChoice::infer;
-    return f;
-}
+// The layer's description: the shorthand (one axis n, input x, output y: one_tensor_signature's) or a signature.
+struct Form {
+    Output output = Output::sequence;  // the shorthand's
+    Signature signature;
+    bool shorthand = false;  // the signature is the shorthand's: spoken in its dialect, recorded and shown as it
+};
 
 struct AuditRequest {
     std::string command;
@@ -51,7 +50,7 @@ struct AuditRequest {
         if (!label.empty()) return label;
         return socket.empty() ? command : "the served layer";
     }
-    AuditFlags flags = inferring();
+    AuditFlags flags;
     SignatureText signature;  // --output: sequence | pooled (shorthand), or NAME:DIMS (signature)
     CLI::Option* dim_option = nullptr;
     CLI::Option* min_len_option = nullptr;
@@ -62,13 +61,19 @@ struct AuditRequest {
     std::string shard = "1/1";
     // Set by the audit's adapters when an answer offers taps: only then add_taps starts a process for them.
     std::shared_ptr<std::atomic<bool>> taps_offered = std::make_shared<std::atomic<bool>>(false);
-};
+    Form form;  // form_of the flags, once they are parsed
 
-// The layer's description: the shorthand (one axis n, input x, output y: one_tensor_signature's) or a signature.
-struct Form {
-    Output output = Output::sequence;  // the shorthand's
-    Signature signature;
-    bool shorthand = false;  // the signature is the shorthand's: spoken in its dialect, recorded and shown as it
+    // What audit_and_report (cli/profile.h) asks of a command.
+    static constexpr const char* program = "permcheck audit";
+    static constexpr const char* stopped_note = "; the adapters were stopped";
+    AuditOptions options() const;
+    AuditResult run(const AuditOptions& o) const;
+    void add_taps(AuditResult& r, const AuditOptions& o) const;
+    std::string head(const AuditResult& r) const;
+    std::string replay(const AuditResult& r) const;
+    report::Record record(const AuditResult& r, double seconds) const;
+    void add_repro(const AuditResult& r, report::Record& record) const;
+    const Signature* shown_signature() const { return form.shorthand ? nullptr : &form.signature; }
 };
 
 const char* output_name(Output o) { return o == Output::pooled ? "pooled" : "sequence"; }
@@ -84,32 +89,27 @@ Output shorthand_output(std::string text) {
     return static_cast<Output>(std::stoll(text));
 }
 
-// The signature of --axis, --input and --output NAME:DIMS (signature_of). Throws std::invalid_argument when the
-// shorthand's flags are mixed in or an output is missing.
-Signature signature_of(const AuditRequest& q) {
-    const char* mixed = nullptr;
-    if (given(q.dim_option)) mixed = "--dim";
-    else if (given(q.min_len_option)) mixed = "--min-len";
-    else if (q.flags.max_len_given()) mixed = "--max-len";
-    if (mixed)
-        throw std::invalid_argument(std::string(mixed) + " cannot be mixed with --axis/--input: the shorthand --dim D "
-                                    "[--output sequence|pooled] [--min-len N --max-len N] describes one axis, one input "
-                                    "and one output; a signature gives each axis its range (--axis n=1..8) and every "
-                                    "input and output its dims (--input x:n,8 --output y:n,8)");
-    return cli::signature_of(q.signature);
-}
-
 // The shorthand with this output: --dim, --min-len and --max-len's one-tensor signature.
 Form shorthand_form(const AuditRequest& q, Output output) {
     return Form{output, shorthand_signature(q.flags, output), true};
 }
 
-// Which form the flags describe; throws std::invalid_argument for a mix or an incomplete description.
+// Which form the flags describe; throws std::invalid_argument for a mix (the shorthand's flags with a signature's)
+// or an incomplete description (a signature without an output).
 Form form_of(const AuditRequest& q) {
     const std::vector<std::string>& outputs = q.signature.outputs;
     const bool signature = !q.signature.axes.empty() || !q.signature.inputs.empty() ||
                            std::any_of(outputs.begin(), outputs.end(), names_a_tensor);
-    if (signature) return Form{Output::sequence, signature_of(q)};
+    const char* mixed = given(q.dim_option)       ? "--dim"
+                        : given(q.min_len_option) ? "--min-len"
+                        : q.flags.max_len_given() ? "--max-len"
+                                                  : nullptr;
+    if (signature && mixed)
+        throw std::invalid_argument(std::string(mixed) + " cannot be mixed with --axis/--input: the shorthand --dim D "
+                                    "[--output sequence|pooled] [--min-len N --max-len N] describes one axis, one input "
+                                    "and one output; a signature gives each axis its range (--axis n=1..8) and every "
+                                    "input and output its dims (--input x:n,8 --output y:n,8)");
+    if (signature) return Form{Output::sequence, signature_of(q.signature)};
     if (!given(q.dim_option))
         throw std::invalid_argument("--dim is required: --dim D audits one input of D features per position (or "
                                     "describe the layer's signature with --axis, --input and --output NAME:DIMS)");
@@ -119,105 +119,97 @@ Form form_of(const AuditRequest& q) {
     return shorthand_form(q, outputs.empty() ? Output::sequence : shorthand_output(outputs.front()));
 }
 
-// The form, or the shorthand's default when the flags describe none: for a report of options refused.
-Form form_or_default(const AuditRequest& q) {
-    try {
-        return form_of(q);
-    } catch (const std::exception&) {
-        return shorthand_form(q, Output::sequence);
-    }
-}
-
 // Throws std::invalid_argument with a message a user can act on (the shard's; every other option was
 // checked as it was parsed, and audit() validates the whole).
-AuditOptions options_of(const AuditRequest& q, const Form& f) {
-    if (q.command.empty() && q.socket.empty())
+AuditOptions AuditRequest::options() const {
+    if (command.empty() && socket.empty())
         throw std::invalid_argument("--exec needs a command, e.g. --exec \"python3 my_adapter.py\" (or --connect "
                                     "SOCKET, a serving process's Unix socket)");
-    if (!q.command.empty() && !q.socket.empty())
+    if (!command.empty() && !socket.empty())
         throw std::invalid_argument("--exec and --connect cannot both be given: the layer is a program's, or served "
                                     "by the process that listens on the socket");
-    if (!q.reference_command.empty() && !q.reference_socket.empty())
+    if (!reference_command.empty() && !reference_socket.empty())
         throw std::invalid_argument("--reference-exec and --reference-connect cannot both be given");
-    AuditOptions o = audit_options(q.flags);
-    o.name = q.name();
-    o.output = f.output;
-    o.shard = parse_shard(q.shard);
-    o.amplification = q.amplification;
+    AuditOptions o = audit_options(flags);
+    o.name = name();
+    o.output = form.output;
+    o.shard = parse_shard(shard);
+    o.amplification = amplification;
     return o;
 }
 
 // A Python string literal of s (JSON's, which Python reads alike).
 std::string python_string(const std::string& s) { return nlohmann::json(s).dump(); }
 
-std::string replay_of(const AuditRequest& q, const Form& f, const AuditResult& r) {
+std::string AuditRequest::replay(const AuditResult& r) const {
     std::ostringstream s;
-    if (!q.socket.empty()) {  // the layer lives in the process that served it: no shell line can reach it
-        s << "permcheck.replay(" << python_string(q.flags.report_dir.empty() ? "REPORT" : q.flags.report_dir)
-          << (q.flags.property && rules_of(*q.flags.property).needs_reference() ? ", layer, reference=reference)"
+    if (!socket.empty()) {  // the layer lives in the process that served it: no shell line can reach it
+        s << "permcheck.replay(" << python_string(flags.report_dir.empty() ? "REPORT" : flags.report_dir)
+          << (flags.property && rules_of(*flags.property).needs_reference() ? ", layer, reference=reference)"
                                                                                  : ", layer)")
           << "  # in Python, with the layer that was audited: an audit served in process has no shell replay line";
         return s.str();
     }
-    s << "permcheck audit --exec " << shell_quote(q.command);
-    if (q.flags.property && rules_of(*q.flags.property).needs_reference())
-        s << " --reference-exec " << shell_quote(q.reference_command);
-    if (!f.shorthand)
-        s << signature_flags(f.signature) << replay_tail(q.flags, r, /*lengths=*/false);
+    s << "permcheck audit --exec " << shell_quote(command);
+    if (flags.property && rules_of(*flags.property).needs_reference())
+        s << " --reference-exec " << shell_quote(reference_command);
+    if (!form.shorthand)
+        s << signature_flags(form.signature) << replay_tail(flags, r, /*lengths=*/false);
     else
-        s << " --dim " << q.flags.dim << " --output " << output_name(f.output) << replay_tail(q.flags, r);
-    s << " --timeout " << q.timeout << " --startup-timeout " << q.startup_timeout;
-    if (q.shard != "1/1") s << " --shard " << q.shard;
-    if (q.amplification != 1) s << " --amplification " << q.amplification;
+        s << " --dim " << flags.dim << " --output " << output_name(form.output) << replay_tail(flags, r);
+    s << " --timeout " << timeout << " --startup-timeout " << startup_timeout;
+    if (shard != "1/1") s << " --shard " << shard;
+    if (amplification != 1) s << " --amplification " << amplification;
     return s.str();
 }
 
-report::Record record_of(const AuditRequest& q, const Form& f, const AuditResult& r, double seconds) {
-    nlohmann::json details = {{"command", q.socket.empty() ? q.command : ""},
-                              {"cases_requested", q.flags.cases},
-                              {"shard", q.shard},
-                              {"jobs", q.jobs},
-                              {"timeout_seconds", q.timeout},
-                              {"startup_timeout_seconds", q.startup_timeout},
-                              {"amplification", q.amplification},
+report::Record AuditRequest::record(const AuditResult& r, double seconds) const {
+    nlohmann::json details = {{"command", socket.empty() ? command : ""},
+                              {"cases_requested", flags.cases},
+                              {"shard", shard},
+                              {"jobs", jobs},
+                              {"timeout_seconds", timeout},
+                              {"startup_timeout_seconds", startup_timeout},
+                              {"amplification", amplification},
                               {"last_request", r.last_request}};
-    if (f.shorthand) details["output"] = output_name(f.output);
-    if (!q.socket.empty()) details["served_in_process"] = true;
-    if (q.flags.reference) details["reference"] = q.reference_name();
-    if (!q.device.empty()) details["device"] = q.device;
-    if (!q.call.empty()) details["call"] = nlohmann::json::parse(q.call);
-    return audit_record(r, q.name(), audited_property(f.signature, q.flags), q.flags, replay_of(q, f, r), "audit",
-                        std::move(details), seconds, f.shorthand ? nullptr : &f.signature);
+    if (form.shorthand) details["output"] = output_name(form.output);
+    if (!socket.empty()) details["served_in_process"] = true;
+    if (flags.reference) details["reference"] = reference_name();
+    if (!device.empty()) details["device"] = device;
+    if (!call.empty()) details["call"] = nlohmann::json::parse(call);
+    return audit_record(r, name(), audited_property(form.signature, flags), flags, replay(r), "audit",
+                        std::move(details), seconds, shown_signature());
 }
 
 // The adapter processes' options: the command, its time limits, and the audit's stop flag (a stop ends a
 // request in flight, not only the run between cases).
-adapters::ExecOptions exec_options(const AuditRequest& q, const Form& f, const AuditOptions& o) {
+adapters::ExecOptions exec_options(const AuditRequest& q, const AuditOptions& o) {
     return {.command = q.command,
             .socket_path = q.socket,
             .timeout_seconds = q.timeout,
             .startup_timeout_seconds = q.startup_timeout,
             .stop_requested = o.stop_requested,
-            .one_tensor = f.shorthand};
+            .one_tensor = q.form.shorthand};
 }
 
-AuditResult run_boxes(const AuditRequest& q, const Form& f, const AuditOptions& opts) {
+AuditResult AuditRequest::run(const AuditOptions& opts) const {
     // The adapters live in this scope: they are stopped and reaped before the report is written.
     try {
-        adapters::ExecOptions eo = exec_options(q, f, opts);
-        eo.taps_offered = q.taps_offered;
-        const long long shard_cases = (q.flags.cases + opts.shard.count - opts.shard.index) / opts.shard.count;
-        const long long processes = std::min<long long>(q.jobs, std::max(1LL, shard_cases));
+        adapters::ExecOptions eo = exec_options(*this, opts);
+        eo.taps_offered = taps_offered;
+        const long long shard_cases = (flags.cases + opts.shard.count - opts.shard.index) / opts.shard.count;
+        const long long processes = std::min<long long>(jobs, std::max(1LL, shard_cases));
         std::vector<BatchedNamedBlackBox> boxes;  // batched once an adapter announces it takes several cases
-        for (long long k = 0; k < processes; ++k) boxes.push_back(adapters::exec_batched_named_black_box(eo, f.signature));
-        if (!opts.property || !rules_of(*opts.property).needs_reference()) return audit(boxes, f.signature, opts);
-        adapters::ExecOptions theirs = exec_options(q, f, opts);  // the reference's processes, one per worker
-        theirs.command = q.reference_command;
-        theirs.socket_path = q.reference_socket;
+        for (long long k = 0; k < processes; ++k)
+            boxes.push_back(adapters::exec_batched_named_black_box(eo, form.signature));
+        if (!opts.property || !rules_of(*opts.property).needs_reference()) return audit(boxes, form.signature, opts);
+        adapters::ExecOptions theirs = exec_options(*this, opts);  // the reference's processes, one per worker
+        theirs.command = reference_command;
+        theirs.socket_path = reference_socket;
         std::vector<BatchedNamedBlackBox> references;
         for (long long k = 0; k < processes; ++k)
-            references.push_back(adapters::exec_batched_named_black_box(theirs, f.signature));
-        return audit(boxes, references, f.signature, opts);
+            references.push_back(adapters::exec_batched_named_black_box(theirs, form.signature));
+        return audit(boxes, references, form.signature, opts);
     } catch (const std::exception& e) {
         return error_result(e.what());
     }
@@ -227,14 +219,14 @@ AuditResult run_boxes(const AuditRequest& q, const Form& f, const AuditOptions& 
 // own, when the audit's answers offered them (r.taps stays empty otherwise, and no process is started). A stop
 // (o.stop_requested) while they are taken kills that process and makes the verdict `interrupted`, the
 // counterexample kept: a tap table cut short would blame the wrong submodule.
-void add_taps(const AuditRequest& q, const Form& f, AuditResult& r, const AuditOptions& o) {
-    if ((r.verdict != Verdict::violated && r.verdict != Verdict::non_finite) || !*q.taps_offered) return;
+void AuditRequest::add_taps(AuditResult& r, const AuditOptions& o) const {
+    if ((r.verdict != Verdict::violated && r.verdict != Verdict::non_finite) || !*taps_offered) return;
     if (rules_of(r.property).needs_reference()) return;  // both sides answered x: no submodule breaks a symmetry
     if (!r.counterexample) return;
-    const Signature& s = r.signature ? *r.signature : f.signature;  // the one-tensor form's width as answered
+    const Signature& s = r.signature ? *r.signature : form.signature;  // the one-tensor form's width as answered
     // Each submodule's output at x against its output at the property's transformed inputs (P x, x_c or pad x).
-    TapTrace trace = trace_taps(adapters::exec_tap_source(exec_options(q, f, o), s), s, *r.counterexample,
-                                r.property, r.dtype, q.amplification, o.settings);
+    TapTrace trace = trace_taps(adapters::exec_tap_source(exec_options(*this, o), s), s, *r.counterexample,
+                                r.property, r.dtype, amplification, o.settings);
     if (o.stop_requested && o.stop_requested()) {
         r.detail = "interrupted while the taps of the " + std::string(verdict_name(r.verdict)) +
                    " counterexample below were taken (it is the audit's, shrunk; where the symmetry breaks was not "
@@ -248,13 +240,14 @@ void add_taps(const AuditRequest& q, const Form& f, AuditResult& r, const AuditO
 // repro.py beside the report of an adapter program's finding (report/repro.h; a served layer's is the Python
 // package's to write), named by the record. Where none can be written stderr says why, and the report stands
 // without it.
-void add_repro(const AuditRequest& q, const Form& form, const AuditOptions& opts, const AuditResult& r,
-               report::Record& record) {
-    if (q.flags.report_dir.empty() || q.command.empty() || !r.counterexample) return;
+void AuditRequest::add_repro(const AuditResult& r, report::Record& record) const {
+    if (flags.report_dir.empty() || command.empty() || !r.counterexample) return;
     const bool against = rules_of(r.property).needs_reference();
-    if (against && q.reference_command.empty()) return;  // a served reference: no command to ask
-    if (!repro_allowed("permcheck audit", r, record)) return;
+    if (against && reference_command.empty()) return;  // a served reference: no command to ask
+    if (!repro_allowed(program, r, record)) return;
     try {
+        report::prepare_directory(flags.report_dir);  // a profile's row: its own report directory
+        const AuditOptions opts = options();
         const Signature& s = form.signature;
         const Counterexample& c = *r.counterexample;
         const bool free = !free_axes(s).empty();
@@ -264,8 +257,8 @@ void add_repro(const AuditRequest& q, const Form& form, const AuditOptions& opts
         const auto request = [&](std::int64_t id, const Tensors& inputs) {
             return adapters::request_line(id, s, inputs, form.shorthand);
         };
-        report::AdapterRepro a{.command = q.command,
-                               .reference_command = against ? q.reference_command : "",
+        report::AdapterRepro a{.command = command,
+                               .reference_command = against ? reference_command : "",
                                .directory = std::filesystem::current_path().string(),
                                .requests = {{"x", request(1, asked(c.inputs, c.lengths))}},
                                .batch_dims = form.shorthand ? std::map<std::string, int>{} : adapters::batch_dims_of(s)};
@@ -283,83 +276,39 @@ void add_repro(const AuditRequest& q, const Form& form, const AuditOptions& opts
                                     adapters::batch_request_line(static_cast<std::int64_t>(3 + k), s, items, b.stacked,
                                                                          form.shorthand));
         }
-        report::write_adapter_repro(q.flags.report_dir, record, a);
+        report::write_adapter_repro(flags.report_dir, record, a);
         record.repro = "repro.py";
     } catch (const std::exception& e) {
         std::cerr << "permcheck audit: no repro.py written: " << e.what() << "\n";
     }
 }
 
-std::string head_of(const AuditRequest& q, const Form& f, const AuditResult& r) {
-    const std::string against = rules_of(r.property).needs_reference() ? " against " + q.reference_name() : "";
-    const std::string on = q.device.empty() ? "" : " on " + q.device;
-    return "audit of " + q.name() + on + against + ": " +
-           (f.shorthand ? shorthand_head(f.signature, r) : signature_head(f.signature, r));
+std::string AuditRequest::head(const AuditResult& r) const {
+    const std::string against = rules_of(r.property).needs_reference() ? " against " + reference_name() : "";
+    const std::string on = device.empty() ? "" : " on " + device;
+    return "audit of " + name() + on + against + ": " +
+           (form.shorthand ? shorthand_head(form.signature, r) : signature_head(form.signature, r));
 }
 
-// One audit through the adapters under Ctrl-C, its taps after a violation, printed when asked.
-RowRun run_once(const AuditRequest& q, const Form& form, const AuditOptions& opts, bool print) {
-    const auto t0 = std::chrono::steady_clock::now();
-    double seconds = 0;
-    AuditResult r = run_interruptibly(
-        [&](const AuditOptions& o) {
-            AuditResult run = run_boxes(q, form, o);
-            seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            add_taps(q, form, run, o);  // not in the audit's time: a process of its own, only after a violation
-            return run;
-        },
-        opts, "permcheck audit", q.flags, "; the adapters were stopped");
-    name_last_request(r);
-    if (print)
-        print_result(std::cout, std::cerr, "permcheck audit", head_of(q, form, r), r, seconds, replay_of(q, form, r),
-                     form.shorthand ? nullptr : &form.signature);
-    return RowRun{r, record_of(q, form, r, seconds)};
-}
-
-int run_audit(const AuditRequest& q) {
-    const std::string program = "permcheck audit";
-    AuditOptions opts;
-    Form form;
+int run_audit(AuditRequest q) {
     try {
-        form = form_of(q);
-        opts = options_of(q, form);
+        q.form = form_of(q);
+        const AuditOptions opts = q.options();
         check_reference(q.flags, "--reference-exec");  // the command's flags; a profile's rows each take one property
-        if (!q.flags.profile) validate_audit(form.signature, opts);  // before any adapter starts
+        if (!q.flags.profile) validate_audit(q.form.signature, opts);  // before any adapter starts
     } catch (const std::invalid_argument& e) {
-        std::cerr << program << ": " << e.what() << "\n";
-        return finish(program, q.flags, record_of(q, form, error_result(e.what()), 0.0), 2);
+        std::cerr << q.program << ": " << e.what() << "\n";
+        return finish(q.program, q.flags, q.record(error_result(e.what()), 0.0), 2);
     }
     if (!q.flags.report_dir.empty()) {
         try {  // before the adapters start: a long audit should not end in an unwritable directory
             report::prepare_directory(q.flags.report_dir);
         } catch (const std::exception& e) {
-            std::cerr << program << ": " << e.what() << "\n";
+            std::cerr << q.program << ": " << e.what() << "\n";
             return 2;
         }
     }
-    if (q.flags.profile)
-        return run_profile(program, q.name(), form.signature, q.flags, [&](const AuditFlags& f) {
-            AuditRequest row = q;
-            row.flags = f;
-            try {
-                const AuditOptions row_options = options_of(row, form);
-                RowRun run = run_once(row, form, row_options, /*print=*/false);
-                if (!f.report_dir.empty() && run.result.counterexample) {
-                    try {  // the row's own report directory, for its repro.py beside its report
-                        report::prepare_directory(f.report_dir);
-                        add_repro(row, form, row_options, run.result, run.record);
-                    } catch (const std::exception& e) {
-                        std::cerr << program << ": no repro.py written: " << e.what() << "\n";
-                    }
-                }
-                return run;
-            } catch (const std::invalid_argument& e) {  // a row the signature cannot take
-                return RowRun{error_result(e.what()), record_of(row, form, error_result(e.what()), 0.0)};
-            }
-        });
-    RowRun run = run_once(q, form, opts, /*print=*/true);
-    add_repro(q, form, opts, run.result, run.record);
-    return finish(program, q.flags, run.record, exit_code(run.result.verdict));
+    return audit_and_report(q, q.form.signature);
 }
 
 void add_signature_options(CLI::App& sub, AuditRequest& q) {
@@ -375,6 +324,7 @@ void add_signature_options(CLI::App& sub, AuditRequest& q) {
 }
 
 void add_options(CLI::App& sub, AuditRequest& q) {
+    q.flags.dtype = DtypeChoice::infer;  // inferred from the answers unless told (audit-torch sets its module's)
     CLI::Option* exec = sub.add_option("--exec", q.command,
                                        "the adapter: a shell command that speaks the line protocol (docs/protocol.md)");
     CLI::Option* connect =
@@ -447,8 +397,15 @@ void add_audit(CLI::App& app, Outcome& outcome) {
         "3 undecided (the tolerance position ids need was as large as the outputs). With --profile: 0 when every\n"
         "row ran to a verdict, whatever the verdicts; 2 when a row erred or an option was bad.\n"
         "With --report, report.json is written in every case.");
-    report_bad_options(*sub, outcome, "permcheck audit", q->flags,
-                       [q](const AuditResult& r) { return record_of(*q, form_or_default(*q), r, 0.0); });
+    report_bad_options(*sub, outcome, AuditRequest::program, q->flags, [q](const AuditResult& r) {
+        AuditRequest described = *q;  // the form, or the shorthand's default when the flags describe none
+        try {
+            described.form = form_of(*q);
+        } catch (const std::exception&) {
+            described.form = shorthand_form(*q, Output::sequence);
+        }
+        return described.record(r, 0.0);
+    });
     sub->callback([q, &outcome] {
         q->flags.reference = !q->reference_command.empty() || !q->reference_socket.empty();
         outcome.exit_code = run_audit(*q);

@@ -26,7 +26,7 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -38,8 +38,6 @@
 
 namespace permcheck::cli {
 namespace {
-
-const std::string kProgram = "permcheck audit-torch";
 
 enum class TorchLayer { mha, encoder_layer, decoder_layer };
 enum class TorchMask { none, causal, key_padding, key_padding_fixed };
@@ -76,6 +74,20 @@ const std::vector<Choice<TorchMask>> kMasks{
 
 const char* mask_name(TorchMask m) { return kMasks[static_cast<std::size_t>(m)].name; }
 
+// What the command audits: a built-in module over one input x (the shorthand), or the decoder layer or a file
+// over a signature.
+struct Plan {
+    std::optional<TorchLayer> layer;  // empty: a file
+    std::optional<Signature> signature;
+    bool shorthand = false;  // the signature is the one-tensor shorthand's (mha, the encoder layer)
+};
+
+// Which Python serves the model, and why that one: $PERMCHECK_PYTHON; else a python3 beside this program (a
+// virtual environment's bin/, where `pip install` puts the permcheck command); else python3 on PATH.
+struct Python {
+    std::string path, chosen_by;
+};
+
 struct Request {
     std::string target;  // mha | encoder-layer | decoder-layer, or a saved model
     TorchMask mask = TorchMask::none;
@@ -95,14 +107,21 @@ struct Request {
     // What the server said of the model (--describe): its kind, forward, torch version, the interpreter.
     nlohmann::json described = nlohmann::json::object();
     std::vector<std::string> narrowed;  // "n narrowed to 2..8 by the export's dynamic dims"
-};
+    Plan plan;      // plan_of the flags, once they are parsed
+    Python python;  // python_of()
 
-// What the command audits: a built-in module over one input x (the shorthand), or the decoder layer or a file
-// over a signature.
-struct Plan {
-    std::optional<TorchLayer> layer;  // empty: a file
-    std::optional<Signature> signature;
-    bool shorthand = false;  // the signature is the one-tensor shorthand's (mha, the encoder layer)
+    // What audit_and_report (cli/profile.h) asks of a command.
+    static constexpr const char* program = "permcheck audit-torch";
+    static constexpr const char* stopped_note = "; the Python server was stopped";
+    std::string name() const;
+    AuditOptions options() const;
+    AuditResult run(const AuditOptions& o) const;
+    void add_taps(AuditResult&, const AuditOptions&) const {}  // the server offers none
+    std::string head(const AuditResult& r) const;
+    std::string replay(const AuditResult& r) const;
+    report::Record record(const AuditResult& r, double seconds) const;
+    void add_repro(const AuditResult& r, report::Record& record) const;
+    const Signature* shown_signature() const { return plan.signature && !plan.shorthand ? &*plan.signature : nullptr; }
 };
 
 // The decoder layer's signature: targets n and memory m, each in [min_len, max_len]; y equivariant in n,
@@ -162,69 +181,54 @@ Plan plan_of(const Request& q) {
     return p;
 }
 
-// The plan, or the shorthand's when the flags describe none: for a report of options refused.
-Plan plan_or_default(const Request& q) {
-    try {
-        return plan_of(q);
-    } catch (const std::exception&) {
-        return Plan{TorchLayer::mha, std::nullopt, true};
-    }
-}
-
-std::string replay_of(const Request& q, const Plan& p, const AuditResult& r) {
+std::string Request::replay(const AuditResult& r) const {
     std::ostringstream s;
     s << "permcheck audit-torch ";
-    if (!p.layer) {
-        s << shell_word(q.target) << signature_flags(*p.signature);
-        for (const std::string& a : q.arguments) s << " --argument " << shell_word(a);
-        if (!q.output_index.empty()) s << " --output-index " << shell_word(q.output_index);
-        if (q.flags.property && rules_of(*q.flags.property).needs_reference())
-            s << " --reference " << shell_word(q.reference);
-        s << (q.train ? " --train" : "") << replay_tail(q.flags, r, /*lengths=*/false);
+    if (!plan.layer) {
+        s << shell_word(target) << signature_flags(*plan.signature);
+        for (const std::string& a : arguments) s << " --argument " << shell_word(a);
+        if (!output_index.empty()) s << " --output-index " << shell_word(output_index);
+        if (flags.property && rules_of(*flags.property).needs_reference())
+            s << " --reference " << shell_word(reference);
+        s << (train ? " --train" : "") << replay_tail(flags, r, /*lengths=*/false);
         return s.str();
     }
-    s << layer_name(*p.layer) << " --mask " << mask_name(q.mask) << (q.train ? " --train" : "") << " --dropout "
-      << q.dropout << " --dim " << q.flags.dim << " --heads " << q.heads << replay_tail(q.flags, r);
+    s << layer_name(*plan.layer) << " --mask " << mask_name(mask) << (train ? " --train" : "") << " --dropout "
+      << dropout << " --dim " << flags.dim << " --heads " << heads << replay_tail(flags, r);
     return s.str();
 }
 
-std::string name_of(const Request& q, const Plan& p) {
-    if (!p.layer) {
-        const std::string kind = q.described.value("kind", "");
-        return q.target + (kind == "export" ? " (exported program)" : kind == "torchscript" ? " (TorchScript)" : "");
+std::string Request::name() const {
+    if (!plan.layer) {
+        const std::string kind = described.value("kind", "");
+        return target + (kind == "export" ? " (exported program)" : kind == "torchscript" ? " (TorchScript)" : "");
     }
-    return std::string(builtin(*p.layer).torch_class) + "(dim=" + std::to_string(q.flags.dim) + ", heads=" +
-           std::to_string(q.heads) + ", mask=" + mask_name(q.mask) + ", " +
-           (q.train ? "train, dropout=" + std::to_string(q.dropout) : std::string("eval")) + ", " +
-           arithmetic_name(requested_dtype(q.flags).value_or(Arithmetic::float64)) + ")";
+    return std::string(builtin(*plan.layer).torch_class) + "(dim=" + std::to_string(flags.dim) + ", heads=" +
+           std::to_string(heads) + ", mask=" + mask_name(mask) + ", " +
+           (train ? "train, dropout=" + std::to_string(dropout) : std::string("eval")) + ", " +
+           arithmetic_name(requested_dtype(flags).value_or(Arithmetic::float64)) + ")";
 }
 
-report::Record record_of(const Request& q, const Plan& p, const AuditResult& r, double seconds) {
+report::Record Request::record(const AuditResult& r, double seconds) const {
     nlohmann::json details;
-    if (p.layer)
-        details = {{"layer", layer_name(*p.layer)}, {"mask", mask_name(q.mask)}, {"train", q.train},
-                   {"dropout", q.dropout}, {"heads", q.heads}};
+    if (plan.layer)
+        details = {{"layer", layer_name(*plan.layer)}, {"mask", mask_name(mask)}, {"train", train},
+                   {"dropout", dropout}, {"heads", heads}};
     else
-        details = {{"file", q.target}, {"forward", q.described.value("forward", "")}, {"train", q.train},
-                   {"format", q.described.value("kind", "")}};
-    if (q.described.contains("torch")) details["torch"] = q.described["torch"];
-    if (q.described.contains("python")) details["python"] = q.described["python"];
-    if (!q.narrowed.empty()) details["narrowed"] = q.narrowed;
-    if (!p.layer && !q.arguments.empty()) details["arguments"] = q.arguments;
-    if (!p.layer && !q.output_index.empty()) details["output_index"] = q.output_index;
-    if (!q.reference.empty()) details["reference"] = q.reference;
-    const Property property = p.signature ? audited_property(*p.signature, q.flags) : Property{"equivariance"};
-    return audit_record(r, name_of(q, p), property, q.flags, replay_of(q, p, r), "audit_torch", std::move(details),
-                        seconds, p.signature && !p.shorthand ? &*p.signature : nullptr);
+        details = {{"file", target}, {"forward", described.value("forward", "")}, {"train", train},
+                   {"format", described.value("kind", "")}};
+    if (described.contains("torch")) details["torch"] = described["torch"];
+    if (described.contains("python")) details["python"] = described["python"];
+    if (!narrowed.empty()) details["narrowed"] = narrowed;
+    if (!plan.layer && !arguments.empty()) details["arguments"] = arguments;
+    if (!plan.layer && !output_index.empty()) details["output_index"] = output_index;
+    if (!reference.empty()) details["reference"] = reference;
+    const Property property = plan.signature ? audited_property(*plan.signature, flags) : Property{"equivariance"};
+    return audit_record(r, name(), property, flags, replay(r), "audit_torch", std::move(details), seconds,
+                        shown_signature());
 }
 
 // ---- the Python that serves the model
-
-// Which Python serves the model, and why that one: $PERMCHECK_PYTHON; else a python3 beside this program (a
-// virtual environment's bin/, where `pip install` puts the permcheck command); else python3 on PATH.
-struct Python {
-    std::string path, chosen_by;
-};
 
 Python python_of() {
     if (const char* env = std::getenv("PERMCHECK_PYTHON"); env != nullptr && *env != '\0')
@@ -239,9 +243,9 @@ Python python_of() {
 }
 
 // The server's command line for the model (a file, or a built-in), every word quoted for /bin/sh -c.
-std::string server_command(const Python& py, const Request& q, const Plan& p, const std::string& file,
-                           bool describe) {
-    std::string c = shell_quote(py.path) + " -m permcheck._torch_serve";
+std::string server_command(const Request& q, const std::string& file, bool describe) {
+    const Plan& p = q.plan;
+    std::string c = shell_quote(q.python.path) + " -m permcheck._torch_serve";
     const auto add = [&c](const std::string& flag, const std::string& value) {
         c += " " + flag + " " + shell_quote(value);
     };
@@ -271,44 +275,27 @@ std::string server_command(const Python& py, const Request& q, const Plan& p, co
 // Runs /bin/sh -c command with the adapters' environment (PYTHONPATH led by the package's directory) and returns
 // its stdout; its stderr is ours. Sets `status` to its wait status.
 std::string output_of(const std::string& command, int& status) {
-    int fds[2];
-    if (::pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-    const adapters::ChildEnvironment env;
+    const adapters::ChildEnvironment env;  // of which PYTHONPATH is the one variable that differs from ours
+    std::string line = command;
+    for (char* const* e = env.envp(); *e != nullptr; ++e)
+        if (std::strncmp(*e, "PYTHONPATH=", 11) == 0) line = "PYTHONPATH=" + shell_quote(*e + 11) + " " + command;
     std::cout.flush();
-    const pid_t pid = ::fork();
-    if (pid < 0) {
-        ::close(fds[0]);
-        ::close(fds[1]);
-        throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-    }
-    if (pid == 0) {
-        ::dup2(fds[1], 1);
-        ::close(fds[0]);
-        ::close(fds[1]);
-        const char* argv[] = {"sh", "-c", command.c_str(), nullptr};
-        ::execve("/bin/sh", const_cast<char* const*>(argv), env.envp());
-        ::_exit(127);
-    }
-    ::close(fds[1]);
+    FILE* pipe = ::popen(line.c_str(), "r");
+    if (pipe == nullptr) throw std::runtime_error(std::string("cannot start /bin/sh: ") + std::strerror(errno));
     std::string out;
     char buffer[4096];
-    for (;;) {
-        const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
-        if (n > 0) out.append(buffer, static_cast<std::size_t>(n));
-        else if (n == 0 || errno != EINTR) break;
-    }
-    ::close(fds[0]);
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
+    status = ::pclose(pipe);
     return out;
 }
 
 // Asks the server what the model is (--describe), before any audit: that this Python has torch 2.x, that the file
 // is a model it can load, its dtype, and what an exported program allows each axis. Throws std::invalid_argument
 // with the sentence to print.
-nlohmann::json describe(const Python& py, const Request& q, const Plan& p, const std::string& file) {
+nlohmann::json describe(const Request& q, const std::string& file) {
     int status = 0;
-    const std::string out = output_of(server_command(py, q, p, file, /*describe=*/true), status);
+    const Python& py = q.python;
+    const std::string out = output_of(server_command(q, file, /*describe=*/true), status);
     const std::string which = py.path + " (" + py.chosen_by + ")";
     const std::string fix = "audit-torch serves the model through the Python torch of your environment: install "
                             "torch 2.x into that Python (" + shell_quote(py.path) + " -m pip install torch), or set "
@@ -370,139 +357,109 @@ void narrow(Request& q, Signature& s, const nlohmann::json& axes) {
 
 // ---- the audit
 
-adapters::ExecOptions exec_options(const Request& q, const Plan& p, const std::string& command, const AuditOptions& o) {
+adapters::ExecOptions exec_options(const Request& q, const std::string& command, const AuditOptions& o) {
     adapters::ExecOptions e;
     e.command = command;
-    e.one_tensor = p.shorthand;
+    e.one_tensor = q.plan.shorthand;
     e.timeout_seconds = q.timeout;
     e.startup_timeout_seconds = q.startup_timeout;
     e.stop_requested = o.stop_requested;
     return e;
 }
 
-// Runs the audit through the server (and the reference's) under Ctrl-C. Throws when the model cannot be served.
-AuditResult audit_of(const Request& q, const Plan& p, const Python& py) {
-    AuditOptions o = audit_options(q.flags);
-    o.name = name_of(q, p);
-    if (p.layer) o.amplification = builtin(*p.layer).amplification;
-    const bool against = o.property && rules_of(*o.property).needs_reference();
-    const std::string mine = server_command(py, q, p, q.target, false);
-    const std::string theirs = against ? server_command(py, q, p, q.reference, false) : "";
-    return run_interruptibly(
-        [&](const AuditOptions& a) {
-            try {  // the adapters live in this scope: stopped and reaped before the report is written
-                const std::vector<BatchedNamedBlackBox> boxes{adapters::exec_batched_named_black_box(
-                    exec_options(q, p, mine, a), *p.signature)};
-                if (!against) return audit(boxes, *p.signature, a);
-                const std::vector<BatchedNamedBlackBox> references{adapters::exec_batched_named_black_box(
-                    exec_options(q, p, theirs, a), *p.signature)};
-                return audit(boxes, references, *p.signature, a);
-            } catch (const std::exception& e) {
-                return error_result(e.what());
-            }
-        },
-        o, kProgram, q.flags, "; the Python server was stopped");
+AuditOptions Request::options() const {
+    AuditOptions o = audit_options(flags);
+    o.name = name();
+    if (plan.layer) o.amplification = builtin(*plan.layer).amplification;
+    return o;
 }
 
-std::string head_of(const Request& q, const Plan& p, const AuditResult& r) {
-    const bool against = rules_of(r.property).needs_reference();
-    std::string narrowed;
-    for (const std::string& n : q.narrowed) narrowed += (narrowed.empty() ? " (" : "; ") + n;
-    if (!narrowed.empty()) narrowed += ")";
-    std::string head = "audit of " + name_of(q, p) + narrowed + (against ? " against " + q.reference : "") + ": ";
-    if (p.signature && !p.shorthand) return head + signature_head(*p.signature, r);
-    return head + property_name(Property{"equivariance"});
-}
-
-// One audit of the model, printed when asked, with its report record.
-RowRun run_once(const Request& q, const Plan& p, const Python& py, bool print) {
-    AuditResult r;
-    const auto t0 = std::chrono::steady_clock::now();
-    try {
-        r = audit_of(q, p, py);
-    } catch (const std::exception& e) {  // a property refused
-        r = error_result(e.what());
+// The audit through the server (and the reference's).
+AuditResult Request::run(const AuditOptions& o) const {
+    const Signature& s = *plan.signature;
+    try {  // the adapters live in this scope: stopped and reaped before the report is written
+        const std::vector<BatchedNamedBlackBox> boxes{
+            adapters::exec_batched_named_black_box(exec_options(*this, server_command(*this, target, false), o), s)};
+        if (!o.property || !rules_of(*o.property).needs_reference()) return audit(boxes, s, o);
+        const std::vector<BatchedNamedBlackBox> references{
+            adapters::exec_batched_named_black_box(exec_options(*this, server_command(*this, reference, false), o), s)};
+        return audit(boxes, references, s, o);
+    } catch (const std::exception& e) {
+        return error_result(e.what());
     }
-    name_last_request(r);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (print)
-        print_result(std::cout, std::cerr, kProgram, head_of(q, p, r), r, seconds, replay_of(q, p, r),
-                     p.signature && !p.shorthand ? &*p.signature : nullptr);
-    return RowRun{r, record_of(q, p, r, seconds)};
+}
+
+std::string Request::head(const AuditResult& r) const {
+    const bool against = rules_of(r.property).needs_reference();
+    std::string said;
+    for (const std::string& n : narrowed) said += (said.empty() ? " (" : "; ") + n;
+    if (!said.empty()) said += ")";
+    std::string head = "audit of " + name() + said + (against ? " against " + reference : "") + ": ";
+    if (const Signature* s = shown_signature()) return head + signature_head(*s, r);
+    return head + property_name(Property{"equivariance"});
 }
 
 // repro.py beside the report of a file's finding (report/repro.h); a built-in module has none (its weights are
 // drawn by torch's generator: `permcheck audit-torch` replays it). Where none can be written stderr says why.
-void add_repro(const Request& q, const Plan& p, const AuditResult& r, report::Record& record) {
-    if (q.flags.report_dir.empty() || p.layer || !r.counterexample) return;
-    if (!repro_allowed(kProgram, r, record)) return;
+void Request::add_repro(const AuditResult& r, report::Record& record) const {
+    if (flags.report_dir.empty() || plan.layer || !r.counterexample) return;
+    if (!repro_allowed(program, r, record)) return;
     try {
-        report::prepare_directory(q.flags.report_dir);
+        report::prepare_directory(flags.report_dir);
         const bool against = rules_of(r.property).needs_reference();
-        report::write_torch_repro(q.flags.report_dir, record,
-                                  report::TorchRepro{.file = q.target,
-                                                     .reference_file = against ? q.reference : "",
-                                                     .arguments = q.arguments,
-                                                     .output = q.output_index,
-                                                     .train = q.train,
-                                                     .torch_version = q.described.value("torch", "")});
+        report::write_torch_repro(flags.report_dir, record,
+                                  report::TorchRepro{.file = target,
+                                                     .reference_file = against ? reference : "",
+                                                     .arguments = arguments,
+                                                     .output = output_index,
+                                                     .train = train,
+                                                     .torch_version = described.value("torch", "")});
         record.repro = "repro.py";
     } catch (const std::exception& e) {
-        std::cerr << kProgram << ": no repro.py written: " << e.what() << "\n";
+        std::cerr << program << ": no repro.py written: " << e.what() << "\n";
     }
 }
 
 // Asks the server about the model (and the reference), settles the dtype (the model's own unless --dtype was
 // given, written into the flags so that the record and the replay line name it) and narrows the axes to what an
 // exported program allows. Throws std::invalid_argument with the sentence to print.
-void prepare(Request& q, Plan& p, const Python& py) {
-    q.described = describe(py, q, p, q.target);
+void prepare(Request& q) {
+    q.described = describe(q, q.target);
     // The reference (agreement) loads before the audit, and its export's dims narrow the axes too: both sides are
     // asked every input.
-    const nlohmann::json ref = q.flags.reference ? describe(py, q, p, q.reference) : nlohmann::json::object();
-    if (!p.layer && !given(q.dtype_option)) {
+    const nlohmann::json ref = q.flags.reference ? describe(q, q.reference) : nlohmann::json::object();
+    if (!q.plan.layer && !given(q.dtype_option)) {
         std::string dtype = q.described.value("dtype", "float32");
         if (q.flags.reference)  // judged at the coarser of the two precisions
             dtype = arithmetic_name(coarser(parse_arithmetic(dtype), parse_arithmetic(ref.value("dtype", "float32"))));
         q.flags.dtype = dtype_choice(parse_arithmetic(dtype));
         q.flags.dtype_source = "module";
     }
-    if (p.layer) return;
+    if (q.plan.layer) return;
     nlohmann::json axes = q.described.value("axes", nlohmann::json::array());
     for (const nlohmann::json& a : ref.value("axes", nlohmann::json::array())) axes.push_back(a);
-    narrow(q, *p.signature, axes);
+    narrow(q, *q.plan.signature, axes);
 }
 
-int run(Request q) {
-    Plan p;
-    const Python py = python_of();
+int run_audit(Request q) {
+    q.python = python_of();
     try {
-        p = plan_of(q);
+        q.plan = plan_of(q);
         q.flags.reference = !q.reference.empty();
-        if (q.flags.reference && p.layer)
+        if (q.flags.reference && q.plan.layer)
             throw std::invalid_argument("--reference FILE goes with a saved model audited over a signature");
         check_reference(q.flags, "--reference FILE");
         if (given(q.dtype_option) && requested_dtype(q.flags) == Arithmetic::exact)
             throw std::invalid_argument("torch computes in float32, float64, bfloat16 or float16, not exact");
-        if (!q.flags.profile) validate_audit(*p.signature, audit_options(q.flags));  // before the model loads
-        prepare(q, p, py);
-        if (!q.flags.profile) validate_audit(*p.signature, audit_options(q.flags));  // the narrowed axes
+        if (!q.flags.profile) validate_audit(*q.plan.signature, audit_options(q.flags));  // before the model loads
+        prepare(q);
+        if (!q.flags.profile) validate_audit(*q.plan.signature, audit_options(q.flags));  // the narrowed axes
     } catch (const std::invalid_argument& e) {
-        std::cerr << kProgram << ": " << e.what() << "\n";
-        return finish(kProgram, q.flags, record_of(q, p.signature ? p : plan_or_default(q), error_result(e.what()), 0.0),
-                      2);
+        std::cerr << q.program << ": " << e.what() << "\n";
+        if (!q.plan.signature) q.plan = Plan{TorchLayer::mha, std::nullopt, true};  // the flags describe none
+        return finish(q.program, q.flags, q.record(error_result(e.what()), 0.0), 2);
     }
-    if (q.flags.profile)
-        return run_profile(kProgram, name_of(q, p), *p.signature, q.flags, [&](const AuditFlags& f) {
-            Request row = q;
-            row.flags = f;
-            RowRun run = run_once(row, p, py, /*print=*/false);
-            add_repro(row, p, run.result, run.record);
-            return run;
-        });
-    RowRun run = run_once(q, p, py, /*print=*/true);
-    add_repro(q, p, run.result, run.record);
-    return finish(kProgram, q.flags, run.record, exit_code(run.result.verdict));
+    return audit_and_report(q, *q.plan.signature);
 }
 
 void add_builtin_options(CLI::App& app, Request& q) {
@@ -581,9 +538,16 @@ void add_audit_torch(CLI::App& app, Outcome& outcome) {
         "python3 on PATH; it must import torch 2.x.\n"
         "Exit status: 0 holds; 1 violated, nondeterministic, non-finite, batch-dependent or history-dependent; 2 error\n"
         "or bad options; 3 undecided.");
-    report_bad_options(*sub, outcome, kProgram, q->flags,
-                       [q](const AuditResult& r) { return record_of(*q, plan_or_default(*q), r, 0.0); });
-    sub->callback([q, &outcome] { outcome.exit_code = run(*q); });
+    report_bad_options(*sub, outcome, Request::program, q->flags, [q](const AuditResult& r) {
+        Request described = *q;  // the plan, or the shorthand's when the flags describe none
+        try {
+            described.plan = plan_of(*q);
+        } catch (const std::exception&) {
+            described.plan = Plan{TorchLayer::mha, std::nullopt, true};
+        }
+        return described.record(r, 0.0);
+    });
+    sub->callback([q, &outcome] { outcome.exit_code = run_audit(*q); });
 }
 
 }  // namespace permcheck::cli

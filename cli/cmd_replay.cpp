@@ -147,8 +147,10 @@ void print_notes(const report::Record& r, bool batch) {
                   << ", so the replay compares two answers alone\n";
 }
 
-// A signature audit's saved case sent through the program again, judged with the report's dtype and
-// amplification; exit 1 still fails, 0 now holds. Throws when the program cannot answer.
+// A counterexample found by `permcheck audit`, sent again to the program the user names (in the signature's lines:
+// the one-tensor form's own for its shorthand), judged with the report's dtype and amplification; exit 1 still
+// fails, 0 now holds. Throws when the program cannot answer. The report says which command it audited, but a
+// report never chooses what runs: it may come from anyone.
 int evaluate_signature(const ReplayRequest& q, const report::Record& r, double amplification) {
     const Counterexample& saved = *r.counterexample;
     const AuditOptions o = replayed_options(r, amplification);
@@ -206,26 +208,6 @@ int evaluate_signature(const ReplayRequest& q, const report::Record& r, double a
     // A violation is the lines above; a non-finite or a second, different answer is said in words.
     if (!holds && now.verdict != Verdict::violated) std::cout << "  " << verdict_name(now.verdict) << ": " << detail_text(now) << "\n";
     return holds ? 0 : 1;
-}
-
-// A counterexample found by `permcheck audit`, sent again to the program the user names (in the signature's lines:
-// the one-tensor form's own for its shorthand). The report says which command it audited, but a report never
-// chooses what runs: it may come from anyone.
-int replay_signature(const ReplayRequest& q, const report::Record& r) {
-    double amplification = 1.0;
-    try {
-        amplification = saved_amplification(q, r);
-    } catch (const std::exception& e) {
-        std::cerr << "permcheck replay: " << e.what() << "\n";
-        return 2;
-    }
-    try {
-        return evaluate_signature(q, r, amplification);
-    } catch (const std::exception& e) {
-        std::cerr << "permcheck replay: the saved case could not be evaluated through " << q.through() << ": " << e.what()
-                  << "\n";
-        return 2;
-    }
 }
 
 // A reference layer's saved case, and the check it came from.
@@ -312,21 +294,25 @@ int evaluate_saved(const report::Record& r, const SavedCheck& c) {
 int replay(const ReplayRequest& q) {
     report::Record r;
     SavedCheck c;
+    double amplification = 1.0;
+    bool audited = false;  // an audit's case: through the program the user names
     try {
         r = report::read(q.file);
         if (!r.counterexample || !r.signature)
             throw std::invalid_argument(q.file + " holds no counterexample (verdict " + verdict_name(r.verdict) +
                                         "); to run its check again: " + (r.replay.empty() ? "?" : r.replay));
-        if (r.weights == 0) return replay_signature(q, r);  // an audit's: through the program the user names
-        c = saved_check(q, r);
+        audited = r.weights == 0;
+        if (audited) amplification = saved_amplification(q, r);
+        else c = saved_check(q, r);
     } catch (const std::exception& e) {
         std::cerr << "permcheck replay: " << e.what() << "\n";
         return 2;
     }
     try {
-        return evaluate_saved(r, c);
+        return audited ? evaluate_signature(q, r, amplification) : evaluate_saved(r, c);
     } catch (const std::exception& e) {
-        std::cerr << "permcheck replay: the saved case could not be evaluated: " << e.what() << "\n";
+        std::cerr << "permcheck replay: the saved case could not be evaluated"
+                  << (audited ? " through " + q.through() : "") << ": " << e.what() << "\n";
         return 2;
     }
 }
