@@ -95,6 +95,8 @@ void add_signature_options(CLI::App& app, SignatureText& t, const std::string& o
                    "index=AXIS,sorted[=ROW]: the same, kept in ascending order of row ROW (default 0) along its axis "
                    "as library code requires (edge_index:2,edges:index=nodes,sorted=1 by target), every case re-sorted "
                    "stably after its permutation, the inputs along that axis moved with the sort; "
+                   "index=AXIS,within=INPUT: each position's entries (an edge's ends) inside one group of the index "
+                   "input INPUT along AXIS (a batch vector), in every case; "
                    "token=V: integer ids in [0, V), moved with their dims, never renumbered (input_ids); "
                    "position[=P]: integer position ids offset+0..n-1 along one axis, P positions (default 4096), "
                    "moved with the tokens (position_ids)")
