@@ -300,9 +300,15 @@ def _element_type(torch, dtype, kind, values=()):
         return torch.bool
     if str(kind).split("=")[0] in ("float", "real"):
         return dtype
-    if not _leaf_types(values) <= {int, bool}:  # a kind mistyped, or reals under an integer kind: never truncated
+    if not _integral(values):  # a kind mistyped, or reals under an integer kind: never truncated
         raise ValueError("an input of kind %r travels as integers, but holds other values" % (kind,))
     return torch.int64
+
+
+def _integral(values):
+    if isinstance(values, (list, tuple)):
+        return all(map(_integral, values))
+    return isinstance(values, (int, bool)) or (isinstance(values, float) and values.is_integer())
 
 
 def _leaf_types(values):
