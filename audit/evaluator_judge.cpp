@@ -16,9 +16,12 @@ Observation Evaluator::judge(const Case& c, const Answers& a, const ToleranceMod
     if (!a.again.empty())
         if (auto nd = differ(c.lengths, c.inputs, a.y, a.again, x_side(), t, a.positions)) return *nd;
     // P x == x (ties): L(P x) answers the very request L(x) answered, so any difference is nondeterminism (of one
-    // black box: against a reference it is what is judged).
+    // black box: against a reference it is what is judged). The layer's answer as the property compares it (a
+    // window's output at i alone), as L(P x)'s is.
     if (!reference_ && same_values(a.px, c.inputs))
-        if (auto nd = differ(c.lengths, c.inputs, a.y, a.lhs, "x and as P x", t, a.positions)) return *nd;
+        if (auto nd = differ(c.lengths, c.inputs, a.reshaped.empty() ? compared_answer(c, a.y) : a.y, a.lhs,
+                             "x and as P x", t, a.positions))
+            return *nd;
     if (!a.reshaped.empty()) return reshaped_observation(c, a, t);
     Observation ob;
     if (!a.raised.empty() || !a.reference_raised.empty()) {  // one side raised, the other answered: what it raised

@@ -2,6 +2,7 @@
 
 #include "properties/property.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -12,16 +13,12 @@ namespace {
 
 bool decided(Verdict v) { return v != Verdict::error && v != Verdict::interrupted && v != Verdict::undecided; }
 
-// What a row's verdict says, in words: the order-aware row's "holds" is a bag of tokens; order by another route than
-// the position inputs, in a layer the causal row found causal, is its causal mask by row index.
-std::string meaning(const ProfileRow& row, Verdict v, std::optional<Verdict> causal) {
+// What a row's verdict says, in words: the row's own given the rows decided before it, else the property's.
+std::string meaning(const ProfileRow& row, Verdict v, const RowVerdicts& before) {
     if (!decided(v)) return "";
     const bool holds = v == Verdict::holds;
-    if (!(holds ? row.holds_means : row.fails_means).empty()) return holds ? row.holds_means : row.fails_means;
-    if (row.order_row && !holds && causal == Verdict::holds)
-        return "order by row index: a causal mask by row index is order the position ids do not carry (what a "
-               "causal model does)";
-    return rules_of(*row.property).verdict_meaning(holds);
+    const std::string said = row.words ? row.words(holds, before) : "";
+    return said.empty() ? rules_of(*row.property).verdict_meaning(holds) : said;
 }
 
 }  // namespace
@@ -29,27 +26,31 @@ std::string meaning(const ProfileRow& row, Verdict v, std::optional<Verdict> cau
 std::vector<ProfileRow> profile_rows(const Signature& s, const std::string& causal_axis, bool reference) {
     PropertyArgs given;  // the profile's own option: the sequence axis
     if (!causal_axis.empty()) given.settings[properties::sequence_axis_option().keyword] = causal_axis;
-    std::vector<ProfileRow> first, rest;  // the rows whose verdict the others' words read come first
+    std::vector<std::pair<int, ProfileRow>> rows;
     for (const PropertyRules* p : registered_properties()) {
         if (!p->audits_black_boxes() || (p->needs_reference() && !reference)) continue;
         for (const ProfileRowSpec& r : p->profile_rows(s, given))
-            (r.explains_order ? first : rest)
-                .push_back({r.id, r.title, p->id(), r.settings, r.explains_order, r.order_row, r.holds_means, r.fails_means});
+            rows.push_back({r.rank, ProfileRow{r.id, r.title, p->id(), r.settings, r.words}});
     }
-    first.insert(first.end(), rest.begin(), rest.end());
-    return first;
+    std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<ProfileRow> out;
+    for (auto& [rank, row] : rows) out.push_back(std::move(row));
+    return out;
 }
 
 int run_profile(const std::string& program, const std::string& name, const Signature& s, const AuditFlags& flags,
                 const std::function<RowRun(const AuditFlags&)>& run_row) {
     const std::filesystem::path dir = flags.report_dir;
     nlohmann::json listed = nlohmann::json::array();
-    std::cout << "profile of " << name << ":\n";
-    std::printf("  %-44s %-16s %6s  %s\n", "row", "verdict", "cases", "what it says");
-    int code = 0;
-    std::optional<Verdict> causal;  // the causal row's verdict, which the order row's words read
     const auto given = flags.settings.find(properties::sequence_axis_option().keyword);
-    for (const ProfileRow& row : profile_rows(s, given == flags.settings.end() ? "" : given->second, flags.reference)) {
+    const std::vector<ProfileRow> rows = profile_rows(s, given == flags.settings.end() ? "" : given->second, flags.reference);
+    int width = 3;  // the titles' column: the longest title
+    for (const ProfileRow& row : rows) width = std::max(width, static_cast<int>(row.title.size()));
+    std::cout << "profile of " << name << ":\n";
+    std::printf("  %-*s %-16s %6s  %s\n", width, "row", "verdict", "cases", "what it says");
+    int code = 0;
+    RowVerdicts before;  // the decided verdicts so far, which later rows' words read
+    for (const ProfileRow& row : rows) {
         AuditFlags f = flags;
         f.profile = false;
         f.property = row.property;
@@ -57,9 +58,9 @@ int run_profile(const std::string& program, const std::string& name, const Signa
         if (!dir.empty()) f.report_dir = (dir / row.id).string();
         RowRun run = run_row(f);
         const Verdict v = run.result.verdict;
-        if (row.explains_order) causal = v;
-        const std::string said = meaning(row, v, causal);
-        std::printf("  %-44s %-16s %6d  %s\n", row.title.c_str(), verdict_name(v), run.result.cases, said.c_str());
+        const std::string said = meaning(row, v, before);
+        if (decided(v)) before[row.id] = v == Verdict::holds;
+        std::printf("  %-*s %-16s %6d  %s\n", width, row.title.c_str(), verdict_name(v), run.result.cases, said.c_str());
         std::fflush(stdout);
         if (v == Verdict::error) std::printf("      error: %s\n", run.result.error.c_str());
         if (v != Verdict::holds && !run.record.replay.empty()) std::printf("      replay: %s\n", run.record.replay.c_str());

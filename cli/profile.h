@@ -8,6 +8,7 @@
 
 #include "cli/audit_common.h"
 #include "cli/interrupt.h"
+#include "properties/property.h"
 #include "report/text.h"
 
 #include <chrono>
@@ -22,19 +23,19 @@ namespace permcheck::cli {
 
 struct ProfileRow {
     std::string id;     // its report directory's name
-    std::string title;  // what it asks, in words
+    std::string title;  // what it checks, in words
     std::optional<Property> property;
     std::map<std::string, std::string> settings;  // the property's options the row runs with (padding=left)
-    bool explains_order = false;  // its holding verdict is what the order row's words read (the causal row)
-    bool order_row = false;       // violated where the causal row holds: order by row index
-    std::string holds_means, fails_means;  // its verdict's words, when not the property's
+    std::function<std::string(bool holds, const RowVerdicts& before)> words;  // as the property declares (may be empty)
 };
 
-// The rows that apply, as each property declares them (PropertyRules::profile_rows): with the signature's sequence
-// axis (`causal_axis`, or its one axis) causal, then order only through the position inputs and order-aware at
-// all (equivariance), relative (shift) with a position input, padding left, right and any with a mask, packing
-// when a position or segment input lies along the sequence axis, and agreement when a reference implementation was
-// given; the rows that explain order (causal) first, the others in the order the properties are registered.
+// The rows that apply, as each property declares them (PropertyRules::profile_rows), by rank (the rows whose
+// verdicts others' words read first: causal, then the prefix's order and the gaps between position ids), within a
+// rank in the order the properties are registered: with the signature's sequence axis (`causal_axis`, or its one
+// axis) causal and the prefix's order, order only through the position inputs and order-aware at all
+// (equivariance), with a position input the gaps between the ids and relative (shift), padding left, right and
+// any with a mask, packing when a position or segment input lies along the sequence axis, and agreement when a
+// reference implementation was given.
 std::vector<ProfileRow> profile_rows(const Signature& s, const std::string& causal_axis = "", bool reference = false);
 
 // One row's run, its flags those of the profile with the row's property: its result and its report record.

@@ -23,7 +23,7 @@ public:
     const char* adjective() const override { return "in agreement with the reference"; }
     SideNames sides(bool) const override { return {"L(x)", "R(x)", "|L(x) - R(x)|"}; }
     std::vector<ProfileRowSpec> profile_rows(const Signature&, const PropertyArgs&) const override {
-        return {{"agreement", "agrees with the reference", {}, false, false, "", ""}};
+        return {{"agreement", "agrees with the reference (the same input to both)"}};
     }
     const char* meaning() const override {
         return "the layer and a reference implementation answer every input alike: L(x) = R(x)";

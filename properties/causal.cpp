@@ -75,7 +75,7 @@ public:
     std::vector<PropertyOption> options() const override { return {properties::sequence_axis_option()}; }
     std::vector<ProfileRowSpec> profile_rows(const Signature& s, const PropertyArgs& a) const override {
         if (!properties::applies(*this, s, a)) return {};
-        return {{"causal", "causal (no output sees a later token)", a.settings, true, false, "", ""}};
+        return {{"causal", "causal (tokens after a cut redrawn)", a.settings, 0}};
     }
     CallPlan plan() const override { return {.judges_outputs_without_axes = false}; }
     const char* output_claim() const override { return "unchanged at its first k positions when the sequence is cut after k"; }

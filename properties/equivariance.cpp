@@ -6,6 +6,7 @@
 #include "properties/equivariance.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace permcheck {
 
@@ -38,16 +39,39 @@ const PropertyOption kKeepPositions{"--keep-positions", "keep_positions", "",
 std::vector<PropertyOption> Equivariance::options() const { return {kAlong, kKeepPositions}; }
 
 // Order only through the position inputs (every input moves, the ids with the tokens), and with a position input
-// order-aware at all (the ids left in place).
+// order-aware at all (the ids left in place). In a layer the causal row found causal, order reaches the output by
+// row index through the mask; whether through the mask alone is what the rows run before checked: the gaps row (the
+// ids ignored, so the row index carries the order), a left pad moving every row with the ids kept, a pad between
+// tokens changing the distances between rows.
 std::vector<ProfileRowSpec> Equivariance::profile_rows(const Signature& s, const PropertyArgs&) const {
-    const bool positions = std::any_of(s.inputs.begin(), s.inputs.end(),
-                                       [](const TensorSpec& t) { return t.kind == TensorKind::position; });
+    const bool positions = has_position_input(s);
+    const auto by_row = [](bool holds, const RowVerdicts& before) -> std::string {
+        const auto row = [&](const char* id) {
+            const auto it = before.find(id);
+            return it == before.end() ? std::optional<bool>() : std::optional<bool>(it->second);
+        };
+        if (holds || row("causal") != true) return "";
+        if (row("padding-left") == false || row("padding-right") == false)
+            return "order by row index beyond the causal mask (a pad, every position id kept, changed an output)";
+        if (row("position-ids") == true)
+            return "order by row index, the position ids ignored (the gaps row held): through the causal mask or an "
+                   "encoding of the row";
+        if (row("padding-any") == true)
+            return "order by row index through the causal mask alone (the causal and padding rows held)";
+        if (row("padding-any") == false)
+            return "order by the distances between rows beyond the causal mask (a pad between tokens changed an "
+                   "output: a sliding window, a bias by row distance)";
+        return "order by row index: the causal mask at least (whether alone was not checked: no padding row)";
+    };
     std::vector<ProfileRowSpec> rows{{"order-through-positions",
-                                      positions ? "order only through the position inputs" : "equivariance (no position input)",
-                                      {}, false, true, "", ""}};
+                                      positions ? "order only through position inputs (tokens permuted with them)"
+                                                : "equivariance (tokens permuted)",
+                                      {}, 2, by_row}};
     if (positions)
-        rows.push_back({"order-aware", "order-aware at all (positions left in place)", {{kKeepPositions.keyword, "true"}},
-                        false, false, "a bag of tokens: order reaches it by no route", "order-aware"});
+        rows.push_back({"order-aware", "order-aware at all (tokens permuted, ids left in place)",
+                        {{kKeepPositions.keyword, "true"}}, 2, [](bool holds, const RowVerdicts&) {
+                            return std::string(holds ? "a bag of tokens: order reaches it by no route" : "order-aware");
+                        }});
     return rows;
 }
 

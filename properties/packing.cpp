@@ -131,7 +131,7 @@ public:
     std::vector<PropertyOption> options() const override { return {properties::sequence_axis_option()}; }
     std::vector<ProfileRowSpec> profile_rows(const Signature& s, const PropertyArgs& a) const override {
         if (!properties::applies(*this, s, a)) return {};
-        return {{"packing", "packed sequences stay apart", a.settings, false, false, "", ""}};
+        return {{"packing", "packed sequences stay apart", a.settings}};
     }
     CallPlan plan() const override { return {.judges_outputs_without_axes = false}; }
     const char* output_claim() const override { return "at each packed sequence's positions equal to its own run's"; }

@@ -229,8 +229,12 @@ public:
         if (std::none_of(s.inputs.begin(), s.inputs.end(), [](const TensorSpec& t) { return is_mask(t.kind); })) return {};
         std::vector<ProfileRowSpec> rows;
         for (const std::string& where : kPlacement.choices)
-            if (where != "any") rows.push_back({"padding-" + where, "padding " + where, {{kPlacement.keyword, where}}, false, false, "", ""});
-        rows.push_back({"padding-any", "padding any", {{kPlacement.keyword, "any"}}, false, false, "", ""});
+            if (where != "any")
+                rows.push_back({"padding-" + where,
+                                "padding " + where + " (masked pads " + (where == "left" ? "before" : "after") +
+                                    " the tokens, ids kept)",
+                                {{kPlacement.keyword, where}}, 1});
+        rows.push_back({"padding-any", "padding any (masked pads anywhere, ids kept)", {{kPlacement.keyword, "any"}}, 1});
         return rows;
     }
 

@@ -12,6 +12,7 @@
 #include <rapidcheck.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -52,16 +53,18 @@ struct PropertyOption {
     std::vector<std::string> choices = {};
 };
 
-// A row of the audit profile (`--profile`) that a property adds: its id (its report directory), what it asks in
-// words, the options it runs with, whether its verdict is what the order row's words read (the causal row),
-// whether it is that order row (violated where the causal row holds: order by row index, a causal model's), and
-// what its verdict says when not the property's own words (verdict_meaning).
+// A row of the audit profile (`--profile`) that a property adds: its id (its report directory), what it checks in
+// words (the transformation, so that a reader knows what its verdict stands on), the options it runs with, its
+// rank (the rows of rank 0 run first, then 1, then the rest: a row's words may read the verdicts of rows that ran
+// before it), and its words: what its verdict says given the decided verdicts of the rows before it (row id ->
+// holds), or empty for the property's own (verdict_meaning). A row says what the rows behind it checked, never
+// more: "order by row index, through the causal mask alone" only where the causal and the prefix rows held.
+using RowVerdicts = std::map<std::string, bool>;
 struct ProfileRowSpec {
     std::string id, title;
     std::map<std::string, std::string> settings = {};
-    bool explains_order = false;
-    bool order_row = false;
-    std::string holds_means = {}, fails_means = {};
+    int rank = 2;
+    std::function<std::string(bool holds, const RowVerdicts& before)> words = {};
 };
 
 // How the audit asks a case of the property and what it makes of the answers: the plan the engine carries out

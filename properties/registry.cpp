@@ -18,12 +18,13 @@ const PropertyRules& packing_rules();
 const PropertyRules& incremental_rules();
 const PropertyRules& agreement_rules();
 const PropertyRules& window_rules();
+const PropertyRules& gaps_rules();
 
 const std::vector<const PropertyRules*>& registered_properties() {
     static const std::vector<const PropertyRules*> all{
         &equivariance_rules(), &invariance_rules(), &shift_rules(),       &reversal_rules(),
         &causal_prefix_rules(), &padding_rules(),   &causal_rules(),      &packing_rules(),
-        &incremental_rules(),  &agreement_rules(),  &window_rules()};
+        &incremental_rules(),  &agreement_rules(),  &window_rules(),     &gaps_rules()};
     return all;
 }
 

@@ -71,7 +71,13 @@ public:
 
     std::vector<ProfileRowSpec> profile_rows(const Signature& s, const PropertyArgs&) const override {
         if (!has_position_input(s)) return {};
-        return {{"relative", "relative (every position id + c)", {}, false, false, "", ""}};
+        // Relative where the ids reach the output; where the gaps row found them ignored, trivially so.
+        return {{"relative", "relative (every position id + c)", {}, 2, [](bool holds, const RowVerdicts& before) {
+                     const auto gaps = before.find("position-ids");
+                     return holds && gaps != before.end() && gaps->second
+                                ? std::string("relative only as ids ignored are (the gaps row held)")
+                                : std::string();
+                 }}};
     }
 
     PropertyArgs completed_args(const Signature& s, PropertyArgs a) const override {

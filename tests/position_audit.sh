@@ -93,14 +93,15 @@ set -e
 rm -rf "$work/profile"
 "$permcheck" audit --exec "python3 $model learned" "${sig[@]}" --cases 40 --profile --report "$work/profile" > "$work/out.txt" \
   || { cat "$work/out.txt"; fail "the profile did not exit 0"; }
-for row in causal order-through-positions order-aware relative padding-left padding-right padding-any packing; do
+for row in causal order-through-positions order-aware relative padding-left padding-right padding-any packing position-ids; do
   [ -f "$work/profile/$row/report.json" ] || fail "no report for the profile row $row"
 done
 python3 - "$work/profile/profile.json" <<'PY'
 import json, sys
 rows = {r["row"]: r["verdict"] for r in json.load(open(sys.argv[1]))["rows"]}
 want = {"causal": "violated", "order-through-positions": "holds", "order-aware": "violated", "relative": "violated",
-        "padding-left": "holds", "padding-right": "holds", "padding-any": "holds", "packing": "violated"}
+        "padding-left": "holds", "padding-right": "holds", "padding-any": "holds", "packing": "violated",
+        "position-ids": "violated"}
 assert rows == want, rows
 PY
 # Each row that found something has its reproduction beside its report, and it reproduces (exit 1).
@@ -113,13 +114,16 @@ for row in causal order-aware relative packing; do
 done
 [ ! -e "$work/profile/padding-left/repro.py" ] || fail "a repro.py for a row that holds"
 echo "ok: profile"
-# A causal model's profile: the causal row holds, and the order row says why equivariance fails (the causal mask by
-# row index is order the ids do not carry), never just "order by another route".
+# A causal model's profile: the causal row holds, and the order row says why equivariance fails only as far as the
+# rows before it checked (the causal mask alone: pads anywhere, ids kept, changed nothing), never just "order by
+# another route"; the gaps row finds that the ids reach the output.
 "$permcheck" audit --exec "python3 $model rope-causal" "${sig[@]}" --cases 30 --profile > "$work/out.txt" \
   || { cat "$work/out.txt"; fail "the causal model's profile did not exit 0"; }
-grep -q "causal (no output sees a later token) *holds" "$work/out.txt" || { cat "$work/out.txt"; fail "causal row"; }
-grep -q "order only through the position inputs *violated .*a causal mask by row index" "$work/out.txt" \
+grep -q "causal (tokens after a cut redrawn) *holds" "$work/out.txt" || { cat "$work/out.txt"; fail "causal row"; }
+grep -q "order only through position inputs (tokens permuted with them) *violated .*through the causal mask alone (the causal and padding rows held)" "$work/out.txt" \
   || { cat "$work/out.txt"; fail "the order row does not name the causal mask"; }
+grep -q "position ids reach the output (a gap widened) *violated" "$work/out.txt" \
+  || { cat "$work/out.txt"; fail "the gaps row"; }
 echo "ok: causal profile"
 
 # The user docs' examples of these flags (docs/positions.md) run, with the exit codes they show, in the doc test

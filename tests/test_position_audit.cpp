@@ -46,6 +46,7 @@ enum class Model {
     causal,         // relative, over the kept tokens j <= i only; a query that sees no kept token averages every
                     // token, later ones included (a score mask of the lowest float: what libraries answer)
     packed,         // causal, within the packed sequence of i only: a sequence starts where its position id is 0
+    causal_by_row,  // causal, with weights exp(-0.3 |i - j|): the position ids ignored, the row index used instead
 };
 
 NamedBlackBox model(Model m) {
@@ -68,7 +69,7 @@ NamedBlackBox model(Model m) {
         std::vector<double> y(static_cast<std::size_t>(3 * n), 0.0);
         for (int i = 0; i < n; ++i) {
             const auto at = static_cast<std::size_t>(i);
-            if (m == Model::relative || m == Model::causal || m == Model::packed) {
+            if (m == Model::relative || m == Model::causal || m == Model::packed || m == Model::causal_by_row) {
                 const int seen = m == Model::relative ? n : i + 1;
                 int start = 0;  // where i's packed sequence starts
                 for (int j = 0; j <= i && m == Model::packed; ++j)
@@ -78,7 +79,8 @@ NamedBlackBox model(Model m) {
                 double total = 0;
                 for (int j = kept > 0 ? start : 0; j < (kept > 0 ? seen : n); ++j) {
                     const auto k = static_cast<std::size_t>(j);
-                    const double w = (kept > 0 ? keep[k] : 1.0) * std::exp(-0.3 * std::abs(pos[at] - pos[k]));
+                    const double d = m == Model::causal_by_row ? std::abs(i - j) : std::abs(pos[at] - pos[k]);
+                    const double w = (kept > 0 ? keep[k] : 1.0) * std::exp(-0.3 * d);
                     for (int f = 0; f < 3; ++f) y[3 * at + static_cast<std::size_t>(f)] += w * embed(ids[k])[static_cast<std::size_t>(f)];
                     total += w;
                 }
@@ -744,6 +746,50 @@ TEST(WindowAudit, RefusesAMissingOrBadWidthAndASignatureWithoutTheAxisInItsOutpu
     EXPECT_NE(error_of([](const Tensors&) { return Tensors{{"g", Tensor{{2}, {0, 0}}}}; }, pooled, window(3))
                   .find("no output has that axis"),
               std::string::npos);
+}
+
+// The gaps between the position ids: ids that reach the output (relative or absolute) are found at two tokens with
+// the smallest gap; ids ignored hold (shift would hold for them too: it cannot tell).
+TEST(GapsAudit, PositionIdsThatReachTheOutputAreFoundAtTwoTokensAndIgnoredOnesHold) {
+    const Signature s = lm_signature();
+    for (Model m : {Model::causal, Model::absolute}) {
+        const AuditResult r = audit(model(m), s, with(Property{"gaps"}));
+        ASSERT_EQ(r.verdict, Verdict::violated) << finding(r, s);
+        EXPECT_EQ(r.counterexample->lengths.at("n"), 2) << finding(r, s);
+        EXPECT_EQ(r.counterexample->part.number("gap"), 1) << finding(r, s);
+        EXPECT_EQ(rules_of(Property{"gaps"}).case_text(*r.counterexample), "every position id from the 2nd smallest on + 1");
+    }
+    for (Model m : {Model::causal_by_row, Model::by_index}) EXPECT_EQ(audit(model(m), s, with(Property{"gaps"})).verdict, Verdict::holds);
+    EXPECT_EQ(audit(model(Model::causal_by_row), s, with(Property{"shift"})).verdict, Verdict::holds);
+    Signature no_ids = s;
+    no_ids.inputs.erase(no_ids.inputs.begin() + 1);
+    EXPECT_THROW(audit(model(Model::causal), no_ids, with(Property{"gaps"})), std::invalid_argument);
+}
+
+// The profile's words say what the rows behind them checked: the order row of a causal layer reads the causal and
+// the padding rows, the relative row the gaps row.
+TEST(ProfileWords, ARowSaysOnlyWhatTheRowsBehindItChecked) {
+    const Signature s = lm_signature();
+    const auto words = [&](const char* property, const std::string& row, bool holds, const RowVerdicts& before) {
+        for (const ProfileRowSpec& r : rules_of(Property{property}).profile_rows(s, {}))
+            if (r.id == row) return r.words ? r.words(holds, before) : std::string();
+        return std::string("no row ") + row;
+    };
+    const auto order = [&](const RowVerdicts& before) { return words("equivariance", "order-through-positions", false, before); };
+    EXPECT_EQ(order({{"causal", true}, {"padding-left", true}, {"padding-any", true}}),
+              "order by row index through the causal mask alone (the causal and padding rows held)");
+    EXPECT_EQ(order({{"causal", true}, {"padding-left", false}, {"padding-any", false}}),
+              "order by row index beyond the causal mask (a pad, every position id kept, changed an output)");
+    EXPECT_NE(order({{"causal", true}, {"padding-left", true}, {"padding-any", false}}).find("distances between rows"),
+              std::string::npos);
+    EXPECT_NE(order({{"causal", true}}).find("whether alone was not checked"), std::string::npos);
+    EXPECT_NE(order({{"causal", true}, {"position-ids", true}, {"padding-any", true}}).find("the position ids ignored"),
+              std::string::npos);
+    EXPECT_EQ(order({{"causal", false}}), "");
+    EXPECT_EQ(words("equivariance", "order-through-positions", true, {{"causal", true}}), "");
+    EXPECT_EQ(words("shift", "relative", true, {{"position-ids", true}}), "relative only as ids ignored are (the gaps row held)");
+    EXPECT_EQ(words("shift", "relative", true, {{"position-ids", false}}), "");
+    EXPECT_EQ(words("shift", "relative", false, {{"position-ids", true}}), "");
 }
 
 }  // namespace

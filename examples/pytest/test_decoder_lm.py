@@ -119,8 +119,11 @@ def test_the_profile_of_a_decoder_names_its_causal_mask():
     rows = {row["row"]: row for row in permcheck.profile(TinyDecoder(), cases=30, **LM)}
     assert {name: row["verdict"] for name, row in rows.items()} == {
         "causal": "holds", "order-through-positions": "violated", "order-aware": "violated", "relative": "holds",
-        "padding-left": "holds", "padding-right": "holds", "padding-any": "holds", "packing": "violated"}
-    assert "a causal mask by row index" in rows["order-through-positions"]["meaning"]
+        "padding-left": "holds", "padding-right": "holds", "padding-any": "holds", "packing": "violated",
+        "position-ids": "violated"}
+    # Its order by row index comes through the causal mask alone: pads anywhere, the ids kept, change nothing.
+    assert rows["order-through-positions"]["meaning"] == (
+        "order by row index through the causal mask alone (the causal and padding rows held)")
 
 
 def test_cache_position_and_constants_come_from_the_arguments():

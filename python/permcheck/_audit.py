@@ -265,19 +265,18 @@ def profile(layer, *, axes=None, inputs=None, outputs=None, dim=None, dtype=None
         if row.get("report"):
             row["report"] = os.path.join(directory, row["report"])
     if cache is not None:  # a cache route: cached decoding against one pass, a row of its own
-        rows.append(_chunked_row(vocabulary, layer, directory, dict(
+        rows.append(_row(vocabulary.chunking, "cached decoding equals one pass", layer, directory, dict(
             axes=axes, inputs=inputs, outputs=outputs, dim=dim, dtype=dtype, cases=cases, seed=seed,
             arguments=arguments, output=output, kinds=kinds, batch=batch, taps=taps, cache=cache,
             cumulative=cumulative, device=device, **options)))
     return rows
 
 
-def _chunked_row(vocabulary, layer, directory, arguments):
-    """The profile's row of the property that decodes in chunks (the binary's), audited with the cache route."""
-    prop = vocabulary.chunking
+def _row(prop, title, layer, directory, arguments):
+    """A profile's row of `prop` audited with its own `arguments` (audit()'s): the cache route's, a preset's."""
     result = audit(layer, property=prop, report=os.path.join(directory, prop), **arguments)
-    said = vocabulary.properties[prop]["verdicts"]
-    return {"row": prop, "title": "cached decoding equals one pass", "verdict": result.verdict, "cases": result.cases,
+    said = _vocabulary(find_binary()).properties[prop]["verdicts"]
+    return {"row": prop, "title": title, "verdict": result.verdict, "cases": result.cases,
             "meaning": said["holds"] if result.holds else said["fails"] if result.failed else "",
             "report": os.path.join(directory, prop, "report.json"), "replay": result.record.get("replay", "")}
 

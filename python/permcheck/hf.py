@@ -17,9 +17,13 @@ place), the `ModelOutput` field that answers (`logits`, else `last_hidden_state`
 
 import copy
 import inspect
+import json
+import os
+import tempfile
 
 import permcheck
 from permcheck import _asserted
+from permcheck._audit import _row
 
 __all__ = ["audit", "profile", "signature", "assert_causal", "assert_incremental", "assert_padding_invariant",
            "assert_packing_invariant", "assert_shift_invariant", "assert_equivariant", "assert_agree",
@@ -187,12 +191,36 @@ def audit(model, property="causal", *, reference=None, cache="dynamic", window=N
     return permcheck.audit(model, **kwargs)
 
 
-def profile(model, **options):
+def profile(model, *, report=None, **options):
     """permcheck.profile of `model` with the preset's signature (the position ids and the mask among the inputs):
-    every question a row."""
+    every question a row, the packing row asked as a collator packs (no mask) and, for a model with a cache
+    argument, the incremental row (its cache, the model numbering the new tokens)."""
     kwargs = signature(model, "causal", **options)
     del kwargs["property"]
-    return permcheck.profile(model, **kwargs)
+    directory = os.fspath(report) if report is not None else tempfile.mkdtemp(prefix="permcheck-profile-")
+    rows = permcheck.profile(model, report=directory, **kwargs)
+    parameters = _parameters(model)
+    asked = []
+    if "position_ids" in parameters and any(row["row"] == "packing" for row in rows):
+        asked.append(("packing", "packed sequences stay apart (no mask, position ids restarting)"))
+    if _cache_name(parameters) and "use_cache" in parameters:
+        asked.append(("incremental", "cached decoding equals one pass (the model's cache)"))
+    for prop, title in asked:
+        own = signature(model, prop, **options)
+        del own["property"]
+        row = _row(prop, title, model, directory, own)
+        at = [k for k, old in enumerate(rows) if old["row"] == prop]
+        if at:
+            rows[at[0]] = row
+        else:
+            rows.append(row)
+    listed = os.path.join(directory, "profile.json")
+    with open(listed) as f:
+        written = json.load(f)
+    with open(listed, "w") as f:
+        json.dump(dict(written, rows=[dict(row, report=os.path.relpath(row["report"], directory)) if row["report"]
+                                      else row for row in rows]), f, indent=2)
+    return rows
 
 
 def _assertion(property, doc):

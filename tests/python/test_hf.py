@@ -119,6 +119,54 @@ class WideWindow(MistralForCausalLM):
             self.config.sliding_window -= 1
 
 
+class IgnoresPositionIds(LlamaForCausalLM):
+    """Drops the position ids it is given: its rotary phases are those of the row index."""
+
+    def forward(self, input_ids=None, position_ids=None, **kwargs):
+        return super().forward(input_ids=input_ids, **kwargs)
+
+
+def test_the_profile_of_a_decoder_tells_its_position_routes_apart_and_says_what_each_row_checked():
+    torch.manual_seed(0)
+    models = {"llama": _model("llama"), "ignores ids": IgnoresPositionIds(LlamaConfig(**SMALL)).eval(),
+              "gpt2": _model("gpt2"), "table by row": PositionsByRow(GPT2Config(vocab_size=50, n_embd=16, n_layer=2,
+                                                                                  n_head=2, n_positions=64)).eval()}
+    said = {}
+    for name, model in models.items():
+        rows = permcheck.hf.profile(model, cases=20)
+        said[name] = {row["row"]: (row["verdict"], row["meaning"]) for row in rows}
+        for row in rows:  # what it changed, in its title; no row vouches for more than it checked
+            assert re.search(r"\(.+\)$", row["title"]) or row["row"] == "incremental", row["title"]
+            assert "what a causal model does" not in row["meaning"]
+    verdicts = {name: {row: v for row, (v, _) in rows.items()} for name, rows in said.items()}
+    for name in models:
+        assert verdicts[name]["causal"] == "holds"
+        assert verdicts[name]["incremental"] == "holds", name
+    # Llama: the row index only through the causal mask (pads anywhere, ids kept, change nothing); its ids reach
+    # the output, relatively.
+    assert [verdicts["llama"][row] for row in ("padding-left", "padding-any", "position-ids", "relative")] == [
+        "holds", "holds", "violated", "holds"]
+    assert said["llama"]["order-through-positions"][1] == (
+        "order by row index through the causal mask alone (the causal and padding rows held)")
+    # Its ids ignored (transformers numbers the real tokens from the mask instead): the gaps between the ids change
+    # nothing, so it shifts for free, and the order row does not vouch for the mask alone.
+    assert [verdicts["ignores ids"][row] for row in ("position-ids", "relative")] == ["holds", "holds"]
+    assert said["ignores ids"]["relative"][1] == "relative only as ids ignored are (the gaps row held)"
+    assert "the position ids ignored" in said["ignores ids"]["order-through-positions"][1]
+    # A learned table read at the row index (nanoGPT's): a left pad, the ids kept, moves every row.
+    assert [verdicts["table by row"][row] for row in ("padding-left", "position-ids")] == ["violated", "holds"]
+    assert said["table by row"]["order-through-positions"][1] == (
+        "order by row index beyond the causal mask (a pad, every position id kept, changed an output)")
+    # GPT-2: absolute positions through its ids.
+    assert [verdicts["gpt2"][row] for row in ("padding-left", "position-ids", "relative")] == [
+        "holds", "violated", "violated"]
+    assert said["gpt2"]["relative"][1] == "not relative (absolute positions)"
+    assert "through the causal mask alone" in said["gpt2"]["order-through-positions"][1]
+    assert said["table by row"]["relative"][1] == "relative only as ids ignored are (the gaps row held)"
+    assert verdicts["llama"]["packing"] == "holds"  # asked as a collator packs, no mask
+    assert len({tuple(sorted(v.items())) for v in verdicts.values()}) == len(models)
+
+
 def test_a_causal_mask_off_by_one_is_found_at_two_tokens():
     AttentionInterface.register("off_by_one", _off_by_one)
     model = _model("llama")
