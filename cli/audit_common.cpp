@@ -38,6 +38,13 @@ bool declares(const PropertyRules& p, const std::string& keyword) {
         if (keyword == o.keyword) return true;
     return false;
 }
+// Whether a declared option is one the profile passes to every row of its property (PropertyOption::every_row).
+bool every_row(const std::string& keyword) {
+    for (const PropertyRules* p : registered_properties())
+        for (const PropertyOption& o : p->options())
+            if (keyword == o.keyword && o.every_row) return true;
+    return false;
+}
 // The flag of a declared option, and the properties that declare it ("window", "causal or packing").
 std::string flag_of(const std::string& keyword) {
     for (const PropertyRules* p : registered_properties())
@@ -171,8 +178,9 @@ void add_property_options(CLI::App& app, AuditFlags& f) {
         if (property->count() > 0) f.property = registered_properties().at(static_cast<std::size_t>(f.property_flag))->id();
         if (f.profile && f.property) throw BadOption("--profile runs every property: it takes no --property");
         for (const auto& [keyword, value] : f.settings) {
-            // The profile's rows take the sequence axis; their other options are each row's own.
-            if (f.profile && keyword == properties::sequence_axis_option().keyword) continue;
+            // The profile passes on an option every row of its property takes (the sequence axis, the pads' id);
+            // the others choose a row's variant and are each row's own.
+            if (f.profile && every_row(keyword)) continue;
             if (f.profile)
                 throw BadOption("--profile runs every property with its own options: it takes no " + flag_of(keyword));
             if (!declares(rules_of(f.property.value_or(Property{"equivariance"})), keyword))

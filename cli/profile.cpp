@@ -55,6 +55,9 @@ int run_profile(const std::string& program, const std::string& name, const Signa
         f.profile = false;
         f.property = row.property;
         f.settings = row.settings;
+        for (const PropertyOption& o : rules_of(*row.property).options())  // what every row of its property takes
+            if (const auto it = flags.settings.find(o.keyword); o.every_row && it != flags.settings.end())
+                f.settings.emplace(o.keyword, it->second);
         if (!dir.empty()) f.report_dir = (dir / row.id).string();
         RowRun run = run_row(f);
         const Verdict v = run.result.verdict;

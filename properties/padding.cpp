@@ -1,6 +1,6 @@
 // Padding: pads inserted and masked change nothing at the real positions, L(pad x) = L(x) there. pad x inserts k >= 1
-// pads into one axis (Pads, below): at the pads every mask over that axis pads, token ids, reals, index
-// rows and the pads' own position ids are the filler's (drawn), pairwise inputs get drawn rows and columns, and
+// pads into one axis (Pads, below): at the pads every mask over that axis pads, token ids (or the --pad-id given),
+// reals, index rows and the pads' own position ids are the filler's (drawn), pairwise inputs get drawn rows and columns, and
 // index values naming the axis are renumbered to the real positions' new slots; the real positions keep their
 // values, position ids included. L(pad x) is compared at the real positions (real x real for a pairwise output;
 // unchanged for an output without the axis), leaving out the slots x's own masks pad. It shrinks toward fewer pads
@@ -210,6 +210,19 @@ const PropertyOption kPlacement{"--padding", "padding", "WHERE",
                                 {"any", "left", "right"}};
 const PropertyOption kPaddedAxis{"--padding-axis", "padding_axis", "AXIS",
                                  "the axis to pad, when masks lie along several (default: the masks' axis)", {}};
+const PropertyOption kPadId{"--pad-id", "pad_id", "ID",
+                            "the token id at every pad, as a tokenizer pads (a model that finds its pads by id); "
+                            "default: drawn, any id; --profile takes it too", {}, true};
+
+// The --pad-id given, checked against every token input's vocabulary; -1 when not given (the pads' ids drawn).
+long pad_id(const Signature& s, const PropertyArgs& a) {
+    int vocabulary = 0;
+    for (const TensorSpec& t : s.inputs)
+        if (t.kind == TensorKind::token) vocabulary = vocabulary == 0 ? t.limit : std::min(vocabulary, t.limit);
+    if (vocabulary == 0 && a.settings.count(kPadId.keyword))
+        throw std::invalid_argument("--pad-id needs a token input (--input NAME:DIMS:token=V) whose pads it names");
+    return setting_in(a, kPadId, 0, vocabulary - 1, -1);
+}
 
 class Padding : public PropertyRules {
 public:
@@ -223,7 +236,7 @@ public:
     const char* output_claim() const override { return "unchanged at its real positions when masked pads are inserted"; }
     std::string compared_text() const override { return "L(pad x) at the real positions against L(x)"; }
     const char* verdict_meaning(bool holds) const override { return holds ? "padding invisible" : "padding leaks"; }
-    std::vector<PropertyOption> options() const override { return {kPlacement, kPaddedAxis}; }
+    std::vector<PropertyOption> options() const override { return {kPlacement, kPaddedAxis, kPadId}; }
     // Pads left, right and anywhere, with a mask input.
     std::vector<ProfileRowSpec> profile_rows(const Signature& s, const PropertyArgs&) const override {
         if (std::none_of(s.inputs.begin(), s.inputs.end(), [](const TensorSpec& t) { return is_mask(t.kind); })) return {};
@@ -253,6 +266,7 @@ public:
         if (a.settings.count(kPlacement.keyword)) a.pads = placement(a.setting(kPlacement.keyword));
         a.axis = masked_axis(s, a.setting(kPaddedAxis.keyword, a.axis));
         properties::refuse_sorted_along(s, a.axis, "padding", "a pad inserted into it would break its order");
+        pad_id(s, a);
         for (const Axis& x : s.axes)
             if (x.name == a.axis && (x.max_len < 2 || x.max_len <= x.min_len))
                 throw std::invalid_argument("--property padding: the axis " + x.name + "=" + std::to_string(x.min_len) +
@@ -288,9 +302,13 @@ public:
         Lengths padded = c.lengths;
         padded[a.axis] += k;
         pads.filler = draw_signature_case(s, padded, own.split(), size).inputs;
-        for (const TensorSpec& t : s.inputs)
+        const long id = pad_id(s, a);
+        for (const TensorSpec& t : s.inputs) {
             if (t.kind == TensorKind::position)
                 for (double& v : pads.filler.at(t.name).values) v = draw.uniform(0, t.limit);
+            if (t.kind == TensorKind::token && id >= 0)
+                for (double& v : pads.filler.at(t.name).values) v = static_cast<double>(id);
+        }
         put_pads(c, std::move(pads));
     }
 

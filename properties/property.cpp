@@ -141,7 +141,8 @@ bool applies(const PropertyRules& rules, const Signature& s, const PropertyArgs&
 
 const PropertyOption& sequence_axis_option() {
     static const PropertyOption option{"--causal-axis", "causal_axis", "AXIS",
-                                       "the sequence axis (default: the signature's one axis; --profile takes it too)", {}};
+                                       "the sequence axis (default: the signature's one axis; --profile takes it too)", {},
+                                       true};
     return option;
 }
 

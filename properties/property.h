@@ -44,13 +44,16 @@ struct PropertyArgs {
 // AuditOptions::settings and in report.json ("window"), the name of its value in help ("W"; empty: a flag without
 // a value, set to "true"), its help line, and the words its value may be (none: any). The command line, `permcheck
 // describe`, the Python package, the replay line and the C++ hint read these; only the property interprets the value
-// (completed_args()). Several properties may declare the same option (the sequence axis).
+// (completed_args()). Several properties may declare the same option (the sequence axis). `every_row`: the audit
+// profile takes it and passes it to every row of a property that declares it (the sequence axis, the pads' id),
+// where the other options choose a row's variant and are the row's own.
 struct PropertyOption {
     const char* flag;
     const char* keyword;
     const char* value;
     const char* help;
     std::vector<std::string> choices = {};
+    bool every_row = false;
 };
 
 // A row of the audit profile (`--profile`) that a property adds: its id (its report directory), what it checks in

@@ -245,6 +245,14 @@ TEST(PositionAudit, PadsAreMaskedAndTheRealPositionsKeepTheirValues) {
         EXPECT_EQ(padded.at("pos").values[at], c.inputs.at("pos").values[real]);
         ++real;
     }
+    // --pad-id: every pad carries that token id, as a tokenizer pads; one outside the vocabulary is refused.
+    PropertyArgs with_id{"n"};
+    with_id.settings["pad_id"] = "7";
+    rules_of(Property{"padding"}).draw(s, with_id, c, rc::Random(6), 50, 101);
+    const Tensors by_id = rules_of(Property{"padding"}).transformed(s, with_id, c);
+    for (int slot : c.part.lists.at("slots")) EXPECT_EQ(by_id.at("ids").values[static_cast<std::size_t>(slot)], 7.0);
+    with_id.settings["pad_id"] = "50";
+    EXPECT_THROW(rules_of(Property{"padding"}).completed_args(s, with_id), std::invalid_argument);
 }
 
 TEST(PositionAudit, AToleranceAsLargeAsTheOutputsIsUndecidedNeverHolds) {

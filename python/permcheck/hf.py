@@ -153,6 +153,9 @@ def signature(model, property="causal", *, cache="dynamic", window=None, **optio
         kwargs.update(_cached(model, parameters, cache, takes))
     if property == "padding":  # as a tokenizer pads a batch; "any" also inserts pads between tokens
         kwargs["padding"] = "left"
+    if property in ("padding", "profile"):  # the pads' token id
+        pad = getattr(config, "pad_token_id", None)
+        kwargs["pad_id"] = pad if isinstance(pad, int) and 0 <= pad < config.vocab_size else 0
     kwargs.update(options)
     return kwargs
 
@@ -195,7 +198,7 @@ def profile(model, *, report=None, **options):
     """permcheck.profile of `model` with the preset's signature (the position ids and the mask among the inputs):
     every question a row, the packing row asked as a collator packs (no mask) and, for a model with a cache
     argument, the incremental row (its cache, the model numbering the new tokens)."""
-    kwargs = signature(model, "causal", **options)
+    kwargs = signature(model, "profile", **options)
     del kwargs["property"]
     directory = os.fspath(report) if report is not None else tempfile.mkdtemp(prefix="permcheck-profile-")
     rows = permcheck.profile(model, report=directory, **kwargs)

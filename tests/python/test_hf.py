@@ -101,6 +101,14 @@ class PositionsByRow(GPT2LMHeadModel):
         return super().forward(input_ids=input_ids, **kwargs)
 
 
+class MaskFromPadIds(LlamaForCausalLM):
+    """Finds its pads by id (input_ids == config.pad_token_id), ignoring the attention mask it is given."""
+
+    def forward(self, input_ids=None, attention_mask=None, **kwargs):
+        own = (input_ids != self.config.pad_token_id).long()
+        return super().forward(input_ids=input_ids, attention_mask=own, **kwargs)
+
+
 class AllReal(LlamaForCausalLM):
     """Passes an all-ones attention mask, so packed documents see each other."""
 
@@ -189,6 +197,19 @@ def test_positions_numbered_by_row_under_left_padding_are_found_with_one_token_a
     result = permcheck.hf.audit(model, "padding")
     assert result.verdict == "violated"
     assert result.counterexample.lengths == {"n": 1} and result.counterexample.part["slots"] == [0]
+
+
+def test_pads_carry_the_config_pad_token_id_so_a_model_that_finds_them_by_id_holds():
+    torch.manual_seed(0)
+    model = MaskFromPadIds(LlamaConfig(pad_token_id=3, **SMALL)).eval()
+    kwargs = permcheck.hf.signature(model, "padding")
+    assert kwargs["pad_id"] == 3 and permcheck.hf.signature(_model("gpt2"), "padding")["pad_id"] == 0  # none: 0
+    assert permcheck.audit(model, **kwargs).holds
+    del kwargs["pad_id"]  # pads of any id: one that is not 3 is a real token to this model
+    result = permcheck.audit(model, **kwargs)
+    assert result.verdict == "violated" and result.counterexample.lengths == {"n": 1}
+    rows = {row["row"]: row["verdict"] for row in permcheck.hf.profile(model, cases=20)}  # every padding row's pads too
+    assert [rows[row] for row in ("padding-left", "padding-right", "padding-any")] == ["holds"] * 3
 
 
 def test_packed_documents_that_see_each_other_are_found_at_two_one_token_documents():
