@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -369,12 +370,32 @@ struct Shrunk {
     bool interrupted = false;
 };
 
+// The time bound of one failure's whole shrink (AuditOptions::shrink_seconds; none at 0): `cut_short` once it
+// ended a shrink, which then keeps the smallest failing case found by then.
+struct ShrinkClock {
+    std::chrono::steady_clock::time_point deadline;
+    bool bounded = false;
+    bool cut_short = false;
+    static ShrinkClock of(const AuditOptions& o) {
+        ShrinkClock c;
+        c.bounded = o.shrink_seconds > 0;
+        c.deadline = std::chrono::steady_clock::now() +
+                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(o.shrink_seconds));
+        return c;
+    }
+    bool out_of_time() {
+        if (bounded && std::chrono::steady_clock::now() >= deadline) cut_short = true;
+        return cut_short;
+    }
+};
+
 // Shrinks a failing case with the property's shrinker, keeping the kind of failure (for nondeterminism the input is
 // asked twice and the permutation ignored); nothing when the case, evaluated again, no longer fails that way.
 // A candidate the layer errs on (it raises where raising is no finding, answers in another shape, or its adapter
 // fails) is a rejected candidate: the failure found is never lost to a smaller case the layer cannot answer. A
 // stop request's own error ends the shrink.
-std::optional<Shrunk> shrink_failure(Evaluator& ev, Verdict kind, const Case& start, const AuditOptions& o) {
+std::optional<Shrunk> shrink_failure(Evaluator& ev, Verdict kind, const Case& start, const AuditOptions& o,
+                                     ShrinkClock& clock) {
     std::optional<Observation> last;  // the observation of the last failing call: the minimum's (search.h accepts each)
     const std::function<bool(const Case&)> fails = [&](const Case& c) {
         if (o.on_progress) o.on_progress(AuditProgress{0, 0, ev.evaluations, true});
@@ -390,9 +411,9 @@ std::optional<Shrunk> shrink_failure(Evaluator& ev, Verdict kind, const Case& st
         return true;
     };
     if (!fails(start)) return std::nullopt;
-    const ShrinkResult<Case> r =
-        shrink<Case>(ev.shrinkable(start), fails, o.max_shrink_evaluations - 1, [&o] { return stop_requested(o); });
-    return Shrunk{r.minimal.value(), *last, r.steps, r.interrupted};
+    const ShrinkResult<Case> r = shrink<Case>(ev.shrinkable(start), fails, o.max_shrink_evaluations - 1,
+                                              [&o, &clock] { return stop_requested(o) || clock.out_of_time(); });
+    return Shrunk{r.minimal.value(), *last, r.steps, r.interrupted && stop_requested(o)};
 }
 
 // Shrinks the first failure on one black box. `found` is the latest finding, also when a call throws.
@@ -401,6 +422,7 @@ struct FailureShrink {
     const AuditOptions& o;
     Observation found;
     int steps = 0;
+    ShrinkClock clock = ShrinkClock::of(o);
 
     // False when a stop request ended it (found the smallest failure so far).
     bool run(const Case& failing) {
@@ -413,7 +435,7 @@ struct FailureShrink {
         // predicate ignores.
         if (stop_requested(o)) return false;
         const Case input{found.lengths, identities(found.lengths), found.inputs};
-        const std::optional<Shrunk> s = shrink_failure(ev, Verdict::nondeterministic, input, o);
+        const std::optional<Shrunk> s = shrink_failure(ev, Verdict::nondeterministic, input, o, clock);
         if (s && !taken(*s)) return false;
         // Answered alike twice in a row: state kept from other requests, not randomness.
         const Case shrunk{found.lengths, identities(found.lengths), found.inputs};
@@ -436,7 +458,7 @@ struct FailureShrink {
     }
     bool shrink_case(const Case& failing) {
         if (stop_requested(o)) return false;
-        const std::optional<Shrunk> shrunk = shrink_failure(ev, found.outcome(), failing, o);
+        const std::optional<Shrunk> shrunk = shrink_failure(ev, found.outcome(), failing, o, clock);
         if (!shrunk) {
             reproduce(failing);  // the failing case, evaluated again, no longer failed: its answers changed
             return true;
@@ -475,6 +497,7 @@ void judge_failure(AuditResult& result, Evaluator& ev, int case_index, const Cas
     if (auto* r = found.as<found::Raised>()) r->again = true;
     result.verdict = verdict_of(found.kind);
     ev.record(result, found, case_index, shrinking.steps);
+    if (shrinking.clock.cut_short && result.counterexample) result.counterexample->shrink_cut_short = o.shrink_seconds;
 }
 
 // The failure of a batched run asked alone: a batch_dependent observation when it does not fail the same way alone

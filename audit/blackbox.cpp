@@ -47,6 +47,7 @@ void validate(const AuditOptions& o) {
     if (!(o.amplification >= 1.0) || !std::isfinite(o.amplification))
         fail("the amplification must be a finite number >= 1, got " + std::to_string(o.amplification));
     if (o.repeat_checks < 0) fail("repeat_checks must be >= 0, got " + std::to_string(o.repeat_checks));
+    if (!(o.shrink_seconds >= 0) || !std::isfinite(o.shrink_seconds)) fail("shrink_seconds must be >= 0 (0: no bound), got " + std::to_string(o.shrink_seconds));
     if (o.max_shrink_evaluations < 1)
         fail("max_shrink_evaluations must be >= 1, got " + std::to_string(o.max_shrink_evaluations));
 }

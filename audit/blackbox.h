@@ -94,6 +94,9 @@ struct AuditOptions {
     int repeat_checks = 3;              // cases of this run (spread over it) that also evaluate L(x) twice
     double amplification = 1.0;         // the layer's worst-case growth of a rounding error (ToleranceModel)
     int max_shrink_evaluations = kAuditShrinkEvaluations;  // a cap on the shrinking of one failure (each costs 2 calls)
+    // A bound on the time one failure's whole shrink takes, in seconds (0: none): a shrink cut short keeps the
+    // smallest failing case found by then and says so (Counterexample::shrink_cut_short).
+    double shrink_seconds = 300;
     // A signature audit's property (properties/; `permcheck describe` lists them): empty or equivariance (each
     // output equivariant along its axes, invariant to the others), shift, padding, causal, packing, ...
     std::optional<Property> property;
@@ -149,6 +152,7 @@ struct OutputCheck {
 struct AuditResult {
     Verdict verdict = Verdict::holds;
     Property property = Property{"equivariance"};  // as recorded: equivariance, invariance, shift or padding
+    std::map<std::string, std::string> settings = {};  // the property's options the run took (AuditOptions::settings)
     Arithmetic dtype = Arithmetic::float64;      // the one the comparisons used: float32 | float64 | float16 | bfloat16
     bool dtype_inferred = false;                 // inferred from the answers (some came), not given in the options
     DtypeEvidence dtype_evidence = DtypeEvidence::no_answer;  // what decided dtype (given when the options gave it)

@@ -53,6 +53,7 @@ AuditResult reevaluate(const NamedBlackBox& layer, const Signature& signature, c
                                                          : std::optional(ev.observe(saved, false));
     AuditResult r;
     r.property = audited_rules(opts).recorded_as(signature, audited_args(signature, opts));
+    r.settings = opts.settings;
     r.dtype = *opts.dtype;
     r.dtype_evidence = DtypeEvidence::given;
     r.cases = 1;
@@ -133,6 +134,7 @@ AuditResult audit_boxes(const std::vector<BatchedNamedBlackBox>& layers,
                                 references ? &(*references)[k] : nullptr);
     AuditResult labelled;
     labelled.property = audited_rules(given).recorded_as(signature, audited_args(signature, given));
+    labelled.settings = given.settings;
     labelled.signature = signature;
     AuditResult r = engine::run_audit(evaluators, schedule, given, labelled, [&](AuditResult& result, std::size_t count) {
         cover(result, lengths, schedule, count);

@@ -103,6 +103,9 @@ struct Counterexample : Case {
     std::vector<OutputComparison> outputs;
     std::string axis_at_fault;   // the one axis permuted, when only one is; empty otherwise
     int case_index = -1, shrink_steps = 0;
+    // The time bound (seconds) that cut the shrink short, its case the smallest failing one found by then; 0 when the
+    // shrink ran out of smaller candidates (or was not timed).
+    double shrink_cut_short = 0;
     std::string replay;          // a command line that re-runs the check or audit
     bool confirmed_exactly = false;  // a reference layer's: the same case violates in exact rational arithmetic too
     // The inputs the transformed side was asked, at their lengths (P x with every index renumbered and every sorted

@@ -170,6 +170,10 @@ void add_property_options(CLI::App& app, AuditFlags& f) {
     app.add_flag("--skip-padded", f.skip_padded,
                  "leave the slots the masks pad out of every comparison (by default they are compared: with --property "
                  "agreement, a NaN at a fully masked row against the reference's 0 is a disagreement)");
+    app.add_option("--shrink-seconds", f.shrink_seconds,
+                   "a bound on the time shrinking one failure takes, in seconds (default 300; 0: none): a shrink cut "
+                   "short keeps the smallest failing case found by then and says so")
+        ->check(CLI::NonNegativeNumber);
     app.add_flag("--profile", f.profile,
                  "run every property that applies (order through the position inputs, order-aware at all, relative, "
                  "padding left/right/any), a row each with its own report DIR/<row>/; exit 0 when every row ran to "
@@ -247,6 +251,7 @@ AuditOptions audit_options(const AuditFlags& f) {
     o.seed = f.seed;
     o.property = f.property;
     o.skip_padded = f.skip_padded;
+    o.shrink_seconds = f.shrink_seconds;
     o.settings = f.settings;
     return o;
 }

@@ -38,6 +38,7 @@ struct AuditFlags {
     // --property (empty: equivariance, the default), --profile (every property that applies, a row each).
     std::optional<Property> property;  // set once parsing is complete, from property_flag when --property was given
     bool skip_padded = false;     // --skip-padded: the slots the masks pad are not compared
+    double shrink_seconds = 300;  // --shrink-seconds: the bound on one failure's shrink (AuditOptions)
     std::string dtype_source = "given";  // --dtype-source: what chose --dtype (given, module, default)
     bool reference = false;       // a reference implementation was given (--reference-exec, --reference): agreement
     bool profile = false;

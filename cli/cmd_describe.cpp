@@ -67,7 +67,7 @@ std::vector<OptionRecord> property_options(const PropertyRules& rules) {
 std::vector<OptionRecord> general_options() {
     return {{"--timeout", "number", {}},       {"--startup-timeout", "number", {}}, {"--jobs", "int", {}},
             {"--max-len", "int", {}},          {"--min-len", "int", {}},            {"--amplification", "number", {}},
-            {"--shard", "string", {}},         {"--skip-padded", "bool", {}}};
+            {"--shard", "string", {}},         {"--skip-padded", "bool", {}},       {"--shrink-seconds", "number", {}}};
 }
 
 std::string keyword_of(const std::string& flag) {

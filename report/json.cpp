@@ -163,6 +163,7 @@ json counterexample_json(const Counterexample& c, const Signature* s, bool white
     json j{{"lengths", c.lengths},         {"permutations", perms},   {"cycles", cycles},
            {"axis_at_fault", c.axis_at_fault}, {"inputs", inputs_json(c.inputs, s)},    {"outputs", outputs},
            {"case_index", c.case_index},   {"shrink_steps", c.shrink_steps}, {"black_box", !white_box}};
+    if (c.shrink_cut_short > 0) j["shrink_cut_short_seconds"] = c.shrink_cut_short;
     if (!c.part.empty()) j["part"] = part_json(c.part, s);
     j["kind"] = finding_kind_name(c.kind);
     if (const PriorRequest* before = c.asked_before())
@@ -386,6 +387,7 @@ Counterexample counterexample_from(const json& j, const Signature& s, Verdict v,
     c.axis_at_fault = get_or<std::string>(j, "axis_at_fault", "", at);
     c.case_index = get_or<int>(j, "case_index", -1, at);
     c.shrink_steps = get_or<int>(j, "shrink_steps", 0, at);
+    c.shrink_cut_short = get_or<double>(j, "shrink_cut_short_seconds", 0.0, at);
     c.weight_seed = get_or<std::uint64_t>(j, "weight_seed", 0, at);
     c.confirmed_exactly = get_or<bool>(j, "confirmed_exactly", false, at);
     return c;

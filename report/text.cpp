@@ -140,7 +140,7 @@ std::string describe(const Counterexample& c, const Signature& sig, const Findin
     if (c.is<found::Erred>())
         s << "case " << c.case_index << ": the layer erred on it, nothing was compared; a replay of the report sends it "
           << "again\n";
-    else s << "case " << c.case_index << ", " << c.shrink_steps << " shrink steps\n";
+    else s << "case " << c.case_index << ", " << c.shrink_steps << " shrink steps" << cut_short_text(c) << "\n";
     if (!c.replay.empty()) s << "  replay: " << c.replay << "\n";
     return s.str();
 }
@@ -267,9 +267,26 @@ std::string explain(const AuditResult& r, const AuditOptions& o) {
     return s.str();
 }
 
-std::string output_claim(const TensorSpec& t, const Signature& s) {
+std::string cut_short_text(const Counterexample& c) {
+    if (c.shrink_cut_short <= 0) return "";
+    return ", the shrink cut short at its bound of " + short_number(c.shrink_cut_short) +
+           " s (--shrink-seconds): a smaller failing case may exist";
+}
+
+std::string moved_axis(const Property& p, const Signature& s, const std::map<std::string, std::string>& settings) {
+    PropertyArgs a;
+    a.settings = settings;
+    try {
+        return rules_of(p).permutes() ? rules_of(p).completed_args(s, a).axis : "";
+    } catch (const std::invalid_argument&) {
+        return "";
+    }
+}
+
+std::string output_claim(const TensorSpec& t, const Signature& s, const std::string& moved) {
     std::string along, to;
     for (const Axis& a : s.axes) {
+        if (!moved.empty() && a.name != moved) continue;
         const bool has = std::any_of(t.dims.begin(), t.dims.end(), [&a](const Dim& d) { return d.axis == a.name; });
         std::string& list = has ? along : to;
         if (!list.empty()) list += ", ";
@@ -296,10 +313,10 @@ std::string runs_text(const std::vector<int>& lengths, const char* to) {
 namespace {
 
 // "y equivariant along n, invariant to m; g invariant to n, m": what each output of a signature must do.
-std::string signature_claims(const Signature& s) {
+std::string signature_claims(const Signature& s, const std::string& moved) {
     std::string out;
     for (const TensorSpec& t : s.outputs)
-        out += (out.empty() ? "" : "; ") + t.name + " " + output_claim(t, s);
+        out += (out.empty() ? "" : "; ") + t.name + " " + output_claim(t, s, moved);
     return out;
 }
 
@@ -313,12 +330,17 @@ std::string signature_head(const Signature& s, const AuditResult& r) {
     std::string outputs;
     for (const TensorSpec& t : s.outputs)
         if (rules.plan().judges_outputs_without_axes || has_axis(t)) outputs += (outputs.empty() ? "" : ", ") + t.name;
-    if (rules.permutes()) head << signature_claims(s);
+    if (rules.permutes()) head << signature_claims(s, moved_axis(r.property, s, r.settings));
     else head << property_name(r.property) << ": " << outputs << " " << rules.output_claim();
     head << " (" << (dtype_known ? precision_text(r) : "");
     for (std::size_t k = 0; k < s.axes.size(); ++k)
         head << (k || dtype_known ? ", " : "") << s.axes[k].name << " in [" << s.axes[k].min_len << ", "
              << s.axes[k].max_len << "]";
+    const char* between = "; ";  // the options the property ran with: along=nodes, padding=left, window=4
+    for (const auto& [keyword, value] : r.settings) {
+        head << between << keyword << (value == "true" ? "" : "=" + value);
+        between = ", ";
+    }
     head << ")";
     return head.str();
 }

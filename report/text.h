@@ -76,10 +76,16 @@ std::string explain(const AuditResult& r, const AuditOptions& o);
 // audited.
 std::string replay_hint(const AuditResult& r, const AuditOptions& o);
 
+// ", the shrink cut short at its bound of 300 s (--shrink-seconds): a smaller failing case may exist" when the time
+// bound ended the counterexample's shrink; empty otherwise.
+std::string cut_short_text(const Counterexample& c);
 // "2-8, 13, 19" (`to` "-"): ascending lengths with their runs joined.
 std::string runs_text(const std::vector<int>& lengths, const char* to);
-// "equivariant along n, invariant to m": what an output of signature s must do under a permutation of every axis.
-std::string output_claim(const TensorSpec& t, const Signature& s);
+// "equivariant along n, invariant to m": what an output of signature s must do under a permutation of every axis,
+// or of `moved` alone (an audit --along it) when not empty.
+std::string output_claim(const TensorSpec& t, const Signature& s, const std::string& moved = "");
+// The one axis a permuting property moves given its recorded `settings` (equivariance --along), empty for every axis.
+std::string moved_axis(const Property& p, const Signature& s, const std::map<std::string, std::string>& settings);
 // "y equivariant along n, invariant to m (float32, n in [1, 8], m in [1, 8])": what each output must do (the dtype
 // left out when an error came before the first call), what shift and padding leave unchanged.
 std::string signature_head(const Signature& s, const AuditResult& r);

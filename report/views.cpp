@@ -148,9 +148,18 @@ std::string raised_text(const Record& r, const Counterexample& c) {
     return raised_clause(r.property, c) + ": " + c.raised();
 }
 
+namespace {
+// The settings an audit's details record (details.audit, details.audit_torch); none for a white-box check.
+std::map<std::string, std::string> settings_of(const Record& r) {
+    for (const char* key : {"audit", "audit_torch"})
+        if (r.details.contains(key)) return report::recorded_settings(r.details[key]);
+    return {};
+}
+}  // namespace
+
 std::string claim_text(const Record& r, const TensorSpec& t, const Signature& sig) {
     const PropertyRules& rules = rules_of(r.property);
-    return rules.permutes() ? output_claim(t, sig) : rules.output_claim();
+    return rules.permutes() ? output_claim(t, sig, moved_axis(r.property, sig, settings_of(r))) : rules.output_claim();
 }
 
 std::string checked_intro(const Record& r) {
@@ -161,12 +170,10 @@ std::string checked_intro(const Record& r) {
     if (!rules_of(r.property).permutes())
         return "Each case draws a length for every axis and applies the property's transformation (" +
                rules_of(r.property).compared_text() + "); an output's two sides are compared once a case." + numbers;
-    for (const char* key : {"audit", "audit_torch"})
-        if (const std::string along = r.details.contains(key) ? report::recorded_settings(r.details[key])["along"] : "";
-            !along.empty())
-            return "Each case draws a length for every axis and permutes " + along +
-                   " alone, every other axis in place (one a sorted index input runs along moves only as its re-sort "
-                   "says); an output's two sides are compared once a case." + numbers;
+    if (const std::string along = r.signature ? moved_axis(r.property, *r.signature, settings_of(r)) : ""; !along.empty())
+        return "Each case draws a length for every axis and permutes " + along +
+               " alone, every other axis in place (one a sorted index input runs along moves only as its re-sort "
+               "says); an output's two sides are compared once a case." + numbers;
     return "Each case draws a length for every axis and permutes every axis at once; an output's two sides are "
            "compared once a case, so its numbers are over all its axes together." + numbers;
 }
@@ -175,7 +182,8 @@ std::string found_text(const Record& r, const Counterexample& c) {
     if (c.is<found::Erred>())
         return "Case " + std::to_string(c.case_index) + ": the layer erred on it (the error above), nothing was compared; "
                "a replay of this report sends it again.";
-    std::string s = "Found at case " + std::to_string(c.case_index) + ", " + std::to_string(c.shrink_steps) + " shrink steps.";
+    std::string s = "Found at case " + std::to_string(c.case_index) + ", " + std::to_string(c.shrink_steps) + " shrink steps" +
+                    cut_short_text(c) + ".";
     if (r.weights > 0)
         s += " Weight seed " + std::to_string(c.weight_seed) + " (weight draw version " + std::to_string(c.weights) +
              "); " + (c.confirmed_exactly ? "confirmed" : "NOT confirmed") + " in exact rational arithmetic.";
@@ -272,10 +280,11 @@ std::vector<CheckedRow> checked_rows(const Record& r) {
                 row.lengths += (row.lengths.empty() ? "" : "; ") + a.name + " " + lengths_cell(lengths, a.name);
             rows.push_back(row);
         } else {
+            const std::string moved = moved_axis(r.property, s, settings_of(r));
             for (const Axis& a : s.axes) {
                 const bool along = std::any_of(t.dims.begin(), t.dims.end(), [&a](const Dim& d) { return d.axis == a.name; });
                 row.axis = a.name;
-                row.claim = along ? "equivariant along" : "invariant to";
+                row.claim = !moved.empty() && a.name != moved ? "left in place" : along ? "equivariant along" : "invariant to";
                 row.lengths = lengths_cell(lengths, a.name);
                 rows.push_back(row);
                 row.first = false;

@@ -12,10 +12,12 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <tuple>
 
 namespace permcheck {
@@ -772,6 +774,28 @@ TEST(GapsAudit, PositionIdsThatReachTheOutputAreFoundAtTwoTokensAndIgnoredOnesHo
     Signature no_ids = s;
     no_ids.inputs.erase(no_ids.inputs.begin() + 1);
     EXPECT_THROW(audit(model(Model::causal), no_ids, with(Property{"gaps"})), std::invalid_argument);
+}
+
+// The shrink's time bound: a shrink it cuts short keeps the failure found (shrunk as far as it got) and says so; a
+// shrink that ran out of candidates says nothing.
+TEST(ShrinkBound, AShrinkCutShortByItsTimeBoundKeepsTheFindingAndSaysSo) {
+    const Signature s = lm_signature();
+    const NamedBlackBox slow = [](const Tensors& in) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(4));
+        return model(Model::absolute)(in);
+    };
+    AuditOptions o = with(Property{"shift"});
+    o.shrink_seconds = 0.01;
+    const AuditResult cut = audit(slow, s, o);
+    ASSERT_EQ(cut.verdict, Verdict::violated) << finding(cut, s);
+    EXPECT_EQ(cut.counterexample->shrink_cut_short, 0.01);
+    EXPECT_NE(finding(cut, s).find("the shrink cut short at its bound of 0.01 s"), std::string::npos) << finding(cut, s);
+    const AuditResult whole = audit(model(Model::absolute), s, with(Property{"shift"}));
+    ASSERT_EQ(whole.verdict, Verdict::violated);
+    EXPECT_EQ(whole.counterexample->shrink_cut_short, 0);
+    EXPECT_LE(whole.counterexample->lengths.at("n"), cut.counterexample->lengths.at("n"));
+    o.shrink_seconds = -1;
+    EXPECT_THROW(audit(slow, s, o), std::invalid_argument);
 }
 
 // The profile's words say what the rows behind them checked: the order row of a causal layer reads the causal and

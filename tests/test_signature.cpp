@@ -8,6 +8,7 @@
 #include "layers/cross_attention.h"
 #include "layers/message_passing.h"
 #include "report/report.h"
+#include "report/text.h"
 #include "report/views.h"
 #include "tests/support/audit.h"
 
@@ -1174,6 +1175,11 @@ TEST(SignatureAudit, ASortedIndexInputIsKeptInOrderAndItsSortMovesWhatLiesAlongI
     nodes.settings["along"] = "nodes";
     const AuditResult canonical = audit(sorted_aggregation(true), s, nodes);
     EXPECT_EQ(canonical.verdict, Verdict::holds) << detail_text(canonical) << canonical.error;
+    // The verdict line claims what was moved (the nodes alone) and names the option it ran with.
+    const std::string head = signature_head(s, canonical);
+    EXPECT_EQ(head.rfind(s.outputs[0].name + " equivariant along nodes;", 0), 0u) << head;
+    EXPECT_EQ(head.find("to edges"), std::string::npos) << head;
+    EXPECT_NE(head.find("; along=nodes)"), std::string::npos) << head;
     for (const char* along : {"edges", ""}) {
         AuditOptions o = named(std::string("a ranked aggregation, along ") + along);
         o.settings["along"] = along;
