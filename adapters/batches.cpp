@@ -352,6 +352,7 @@ BatchResponse read_batch_answer(std::string_view line, const Signature& s, const
         StackedResponse stacked_answer = parse_stacked_response(line, expected, count, dims);
         static_cast<AnswerHead&>(r) = stacked_answer;
         lines = std::move(stacked_answer.item_lines);
+        r.unstacked = !lines.empty();
         for (Tensors& outputs : stacked_answer.items)
             r.items.push_back(NamedResponse{{r.id, false, "", false}, std::move(outputs), false});
     } else {

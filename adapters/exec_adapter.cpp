@@ -353,6 +353,8 @@ template <class R> void ExecAdapter::accept(const R& r, std::int64_t id) {
         taps_offered_ = true;
         if (opts_.taps_offered) *opts_.taps_offered = true;
     }
+    if constexpr (requires { r.unstacked; })
+        if (r.unstacked && opts_.unstacked) ++*opts_.unstacked;
     ++answered_;
 }
 

@@ -35,6 +35,9 @@ struct ExecOptions {
     // Set (from any thread) when an answer offers taps ("taps_offered": true), if given: so that a caller learns
     // from the audit's own answers whether asking for taps is worth a process of its own.
     std::shared_ptr<std::atomic<bool>> taps_offered{};
+    // Counted (from any thread), if given, for each stacked request the adapter answered item by item (the layer
+    // refused one forward pass over the batch): so that the verdict line can say the batches were not the layer's.
+    std::shared_ptr<std::atomic<int>> unstacked{};
     // Asked, if given, before each request and at least every 100 ms while one is under way (writing it or
     // waiting for its answer): true kills the adapter and fails the call with AdapterError ("stopped ..."), so that
     // a stop (Ctrl-C, SIGTERM) never waits out a --timeout. The caller tells that error from the layer's by asking

@@ -154,6 +154,7 @@ std::string batch_request_line(std::int64_t id, const Signature& s, const std::v
 // dims, else item by item. Its error, or its items in order; a protocol error names its item.
 struct BatchResponse : AnswerHead {  // taps_offered: some item offered taps
     std::vector<NamedResponse> items;
+    bool unstacked = false;  // a stacked request answered item by item: the layer refused it as one batch
 };
 BatchResponse read_batch_answer(std::string_view line, const Signature& s, const std::vector<ExpectedOutput>& expected,
                                 const Lengths& lengths, std::size_t count, bool stacked, bool one_tensor);

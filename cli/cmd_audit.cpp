@@ -61,6 +61,8 @@ struct AuditRequest {
     std::string shard = "1/1";
     // Set by the audit's adapters when an answer offers taps: only then add_taps starts a process for them.
     std::shared_ptr<std::atomic<bool>> taps_offered = std::make_shared<std::atomic<bool>>(false);
+    // Counted by the audit's adapters for each stacked request answered item by item: the verdict line says so.
+    std::shared_ptr<std::atomic<int>> unstacked = std::make_shared<std::atomic<int>>(0);
     Form form;  // form_of the flags, once they are parsed
 
     // What audit_and_report (cli/profile.h) asks of a command.
@@ -197,6 +199,7 @@ AuditResult AuditRequest::run(const AuditOptions& opts) const {
     try {
         adapters::ExecOptions eo = exec_options(*this, opts);
         eo.taps_offered = taps_offered;
+        eo.unstacked = unstacked;
         const long long shard_cases = (flags.cases + opts.shard.count - opts.shard.index) / opts.shard.count;
         const long long processes = std::min<long long>(jobs, std::max(1LL, shard_cases));
         std::vector<BatchedNamedBlackBox> boxes;  // batched once an adapter announces it takes several cases
@@ -286,8 +289,13 @@ void AuditRequest::add_repro(const AuditResult& r, report::Record& record) const
 std::string AuditRequest::head(const AuditResult& r) const {
     const std::string against = rules_of(r.property).needs_reference() ? " against " + reference_name() : "";
     const std::string on = device.empty() ? "" : " on " + device;
+    const int items = *unstacked;  // the layer refused batches: the requests the verdict stands on went one by one
+    const std::string one_by_one = items == 0 ? "" : " [" + std::to_string(items) + " batched request" +
+                                                          (items == 1 ? "" : "s") + " answered item by item: the layer "
+                                                          "refused one forward pass over a batch (batch= smaller, or "
+                                                          "the layer's own limit)]";
     return "audit of " + name() + on + against + ": " +
-           (form.shorthand ? shorthand_head(form.signature, r) : signature_head(form.signature, r));
+           (form.shorthand ? shorthand_head(form.signature, r) : signature_head(form.signature, r)) + one_by_one;
 }
 
 int run_audit(AuditRequest q) {

@@ -244,6 +244,11 @@ TEST(ExecProtocol, AStackedAnswerIsUnstackedOnItsBatchDimOrReadItemByItem) {
     const auto items = adapters::parse_stacked_response(R"({"id": 3, "batch": [{"error": "a"}, {"error": "b"}]})",
                                                         expected, 2, dims);
     EXPECT_EQ(items.item_lines.size(), 2u);
+    // Read as a batch's answer: item by item, which the verdict line says (the layer refused one pass).
+    EXPECT_TRUE(adapters::read_batch_answer(R"({"id": 3, "batch": [{"error": "a"}, {"error": "b"}]})", s, expected,
+                                            {{"n", 2}}, 2, true, false).unstacked);
+    EXPECT_FALSE(adapters::read_batch_answer(R"({"id": 3, "outputs": {"y": ")" + y + R"("}, "shapes": {"y": [3, 2, 2]}})",
+                                             s, expected, {{"n", 2}}, 3, true, false).unstacked);
     EXPECT_TRUE(adapters::parse_stacked_response(R"({"id": 3, "error": "oom"})", expected, 3, dims).is_error);
     // The announcements repeated in a stacked answer, as the docs allow, are no item list.
     const adapters::StackedResponse repeated = adapters::parse_stacked_response(

@@ -16,6 +16,7 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import sys
 import traceback
 
@@ -251,7 +252,7 @@ def _error_answer(request_id, error, exceptions=None):
 
 class _Exceptions:
     """What a server's layer raised, on stderr: the first exception's traceback in full, each later exception of
-    another kind in one line, a repeat not at all; at the end (summarise) the count. An audit that raises on every
+    another kind in one line, a repeat (the same message but for its numbers) not at all; at the end (summarise) the count. An audit that raises on every
     case prints one traceback, not hundreds, and a different crash among them is still named."""
 
     def __init__(self):
@@ -261,12 +262,13 @@ class _Exceptions:
         self.count += 1
         cause = error.__cause__ if isinstance(error, (_Raised, _ChunkRaised)) and error.__cause__ is not None else error
         said = _last_line(cause)
-        if said not in self.seen:
+        kind = re.sub(r"\d+", "N", said)  # the same error at another size is a repeat ("batch of 64 > 8")
+        if kind not in self.seen:
             if not self.seen:
                 traceback.print_exception(type(cause), cause, cause.__traceback__, file=sys.stderr)
             else:
                 print("permcheck_adapter: another exception (traceback not shown): %s" % said, file=sys.stderr)
-            self.seen.add(said)
+            self.seen.add(kind)
             if then:
                 print("permcheck_adapter: %s" % then, file=sys.stderr)
 

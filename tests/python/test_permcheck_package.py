@@ -240,6 +240,30 @@ def test_an_item_that_sees_its_batch_is_batch_dependent():
     assert re.search(r"answer alone *\(.*\) =\n *\[", str(caught.value)), str(caught.value)
 
 
+class LimitedBatch(torch.nn.Module):
+    """Refuses a batch of more than 8 items, as a model with a max_batch_size does."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        if x.shape[0] > 8:
+            raise ValueError("batch of %d exceeds max_batch_size 8" % x.shape[0])
+        return self.lin(x)
+
+
+def test_a_layer_that_refuses_the_batch_is_said_so_in_the_verdict_line_with_one_traceback(capfd):
+    result = permcheck.audit(LimitedBatch(), axes=["n=1..8"], inputs=["x:1,n,4"], outputs=["y:1,n,4"])
+    assert result.holds
+    assert re.search(r"\[\d+ batched requests answered item by item: the layer refused", result.summary), result.summary
+    err = capfd.readouterr().err
+    assert err.count("Traceback (most recent call last)") == 1, err
+    # A batch it takes is said nothing of.
+    assert "item by item" not in permcheck.audit(LimitedBatch(), axes=["n=1..8"], inputs=["x:1,n,4"],
+                                                 outputs=["y:1,n,4"], batch=8).summary
+
+
 def test_an_encoder_fast_path_is_found_for_every_seed():
     # In eval, with a padding mask, TransformerEncoder takes a nested-tensor fast path for the whole batch or for
     # none of it, and on it packs each item's real rows to the front with zeros after them. So an item answers
