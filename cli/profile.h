@@ -79,6 +79,8 @@ template <class Command> RowRun run_once(const Command& c, bool print) {
     }
     if (r.verdict == Verdict::error && !r.last_request.empty() && r.error.find("last request") == std::string::npos)
         r.error += "; last request: " + r.last_request;  // unless the message names the request that failed
+    if (const Signature* s = c.shown_signature(); s && r.verdict == Verdict::error)
+        r.error += index_error_hint(*s, r.error);  // ids beyond a table of the layer's: its V or P
     if (print) {  // the verdict line, the finding, the counterexample with its replay line; an error on stderr
         std::cout << audit_summary(c.head(r), r, seconds, c.replay(r), c.shown_signature());
         if (r.verdict == Verdict::error && !r.error.empty()) std::cerr << c.program << ": error: " << r.error << "\n";

@@ -267,6 +267,22 @@ std::string explain(const AuditResult& r, const AuditOptions& o) {
     return s.str();
 }
 
+std::string index_error_hint(const Signature& s, const std::string& error) {
+    if (error.find("IndexError") == std::string::npos && error.find("index out of range") == std::string::npos &&
+        error.find("out of bounds") == std::string::npos)
+        return "";
+    std::string limits, kinds;
+    for (const TensorSpec& t : s.inputs)
+        if (t.kind == TensorKind::token || t.kind == TensorKind::position) {
+            limits += (limits.empty() ? "" : ", ") + t.name + " < " + std::to_string(t.limit);
+            const std::string kind = t.kind == TensorKind::token ? "token=V" : "position=P";
+            if (kinds.find(kind) == std::string::npos) kinds += (kinds.empty() ? "" : ", ") + kind;
+        }
+    if (limits.empty()) return "";
+    return "; the ids sent stay below their limits (" + limits +
+           "): if a table of the layer's has fewer rows, give its size in the input's kind (" + kinds + ")";
+}
+
 std::string cut_short_text(const Counterexample& c) {
     if (c.shrink_cut_short <= 0) return "";
     return ", the shrink cut short at its bound of " + short_number(c.shrink_cut_short) +

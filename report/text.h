@@ -76,6 +76,10 @@ std::string explain(const AuditResult& r, const AuditOptions& o);
 // audited.
 std::string replay_hint(const AuditResult& r, const AuditOptions& o);
 
+// An error that says an index was out of range (IndexError, "index out of range"), when the signature has token or
+// position inputs: "; the ids sent stay below their limits (ids < 50, pos < 4096): if a table of the layer's has
+// fewer rows, give its size in the input's kind (token=V, position=P)"; empty otherwise.
+std::string index_error_hint(const Signature& s, const std::string& error);
 // ", the shrink cut short at its bound of 300 s (--shrink-seconds): a smaller failing case may exist" when the time
 // bound ended the counterexample's shrink; empty otherwise.
 std::string cut_short_text(const Counterexample& c);

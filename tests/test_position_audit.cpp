@@ -6,6 +6,7 @@
 #include "properties/property.h"
 #include "audit/signature_audit.h"
 #include "report/report.h"
+#include "report/text.h"
 #include "tests/support/audit.h"
 
 #include <gtest/gtest.h>
@@ -796,6 +797,16 @@ TEST(ShrinkBound, AShrinkCutShortByItsTimeBoundKeepsTheFindingAndSaysSo) {
     EXPECT_LE(whole.counterexample->lengths.at("n"), cut.counterexample->lengths.at("n"));
     o.shrink_seconds = -1;
     EXPECT_THROW(audit(slow, s, o), std::invalid_argument);
+}
+
+// An index error names the limits of the ids sent and the kinds that set them.
+TEST(ErrorHints, AnIndexErrorNamesTheLimitsOfTheIdsSent) {
+    const Signature s = lm_signature();
+    EXPECT_EQ(index_error_hint(s, "the layer raised: IndexError: index out of range in self"),
+              "; the ids sent stay below their limits (ids < 50, pos < 64): if a table of the layer's has fewer rows, "
+              "give its size in the input's kind (token=V, position=P)");
+    EXPECT_EQ(index_error_hint(s, "the layer raised: ValueError: bad"), "");
+    EXPECT_EQ(index_error_hint(window_signature(), "IndexError: list index out of range"), "") << "no ids sent";
 }
 
 // The profile's words say what the rows behind them checked: the order row of a causal layer reads the causal and

@@ -264,6 +264,26 @@ def test_a_layer_that_refuses_the_batch_is_said_so_in_the_verdict_line_with_one_
                                                  outputs=["y:1,n,4"], batch=8).summary
 
 
+class ShortTable(torch.nn.Module):
+    """A learned position table of 16 rows."""
+
+    def __init__(self):
+        super().__init__()
+        self.pos = torch.nn.Embedding(16, 4)
+
+    def forward(self, x, pos):
+        return x + self.pos(pos)
+
+
+def test_ids_beyond_a_table_of_the_layer_are_an_error_that_names_position_p():
+    sig = dict(axes=["n=1..8"], inputs=["x:1,n,4", "pos:1,n:position"], outputs=["y:1,n,4"], property="shift")
+    result = permcheck.audit(ShortTable(), **sig)
+    assert result.verdict == "error" and "IndexError" in result.error
+    assert "ids sent stay below their limits (pos < 4096)" in result.error and "(position=P)" in result.error
+    fixed = dict(sig, inputs=["x:1,n,4", "pos:1,n:position=16"])
+    assert permcheck.audit(ShortTable(), **fixed).verdict == "violated"  # a learned table: absolute positions
+
+
 def test_an_encoder_fast_path_is_found_for_every_seed():
     # In eval, with a padding mask, TransformerEncoder takes a nested-tensor fast path for the whole batch or for
     # none of it, and on it packs each item's real rows to the front with zeros after them. So an item answers
