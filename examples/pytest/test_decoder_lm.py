@@ -145,11 +145,13 @@ def test_new_tokens_numbered_from_0_after_a_cache_are_caught_at_two_chunks():
     assert len(result.counterexample.part["at"]) == 1 and result.counterexample.part["chunked"]
 
 
-def test_a_cached_path_that_raises_where_one_pass_answers_is_a_finding():
+def test_a_cached_path_that_raises_where_one_pass_answers_is_a_finding(capfd):
     result = permcheck.audit(TinyDecoder(one_token_steps=True), property="incremental", **CACHED)
     assert result.verdict == "violated"  # the exception is the finding, not an error of the audit
     assert result.counterexample.lengths == {"n": 3} and result.counterexample.part["at"] == [1]
     assert "one new token at a time, got 2 (chunk 2 of 2, positions 1 to 2)" in result.counterexample.raised
+    # Its traceback on stderr is introduced as the finding's evidence, not as a failure of the run.
+    assert "permcheck judges it (the evidence of a finding" in capfd.readouterr().err
     miswired = dict(CACHED, cache="kv_cache")  # a route the layer does not take: the set-up's error
     assert permcheck.audit(TinyDecoder(), property="incremental", **miswired).verdict == "error"
 
