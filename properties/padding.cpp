@@ -8,6 +8,7 @@
 #include "properties/property.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <set>
 
@@ -259,7 +260,20 @@ public:
         std::string out = std::to_string(p.slots.size()) + (p.slots.size() == 1 ? " pad" : " pads") + " into " + p.axis +
                           (p.slots.size() == 1 ? " at slot " : " at slots ");
         for (std::size_t k = 0; k < p.slots.size(); ++k) out += (k ? ", " : "") + std::to_string(p.slots[k]);
-        return out;
+        // What the pads carry, of each input with one integer a slot (token ids, position ids, masks): "(ids 7;
+        // pos 40; keep 0)", so that a reader sees a pad's id.
+        const std::size_t slots = static_cast<std::size_t>(c.lengths.at(p.axis)) + p.slots.size();
+        if (p.slots.empty()) return out;
+        std::string carried;
+        for (const auto& [name, t] : p.filler) {
+            if (t.values.size() != slots || p.slots.back() >= static_cast<int>(slots) ||
+                !std::all_of(t.values.begin(), t.values.end(), [](double v) { return v == std::floor(v); }))
+                continue;
+            carried += (carried.empty() ? " (" : "; ") + name + " ";
+            for (std::size_t k = 0; k < p.slots.size(); ++k)
+                carried += (k ? ", " : "") + std::to_string(static_cast<long long>(t.values[static_cast<std::size_t>(p.slots[k])]));
+        }
+        return out + (carried.empty() ? "" : carried + ")");
     }
 
     PropertyArgs completed_args(const Signature& s, PropertyArgs a) const override {
@@ -309,6 +323,9 @@ public:
             if (t.kind == TensorKind::token && id >= 0)
                 for (double& v : pads.filler.at(t.name).values) v = static_cast<double>(id);
         }
+        const SlotMap m = SlotMap::of(c, pads);  // the masks as sent, so that the case's words show what a pad carries
+        for (const TensorSpec& t : s.inputs)
+            if (is_mask(t.kind)) pads.filler.at(t.name) = padded_input(t, c.inputs.at(t.name), pads.filler.at(t.name), pads, m);
         put_pads(c, std::move(pads));
     }
 

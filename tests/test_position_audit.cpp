@@ -254,6 +254,10 @@ TEST(PositionAudit, PadsAreMaskedAndTheRealPositionsKeepTheirValues) {
     rules_of(Property{"padding"}).draw(s, with_id, c, rc::Random(6), 50, 101);
     const Tensors by_id = rules_of(Property{"padding"}).transformed(s, with_id, c);
     for (int slot : c.part.lists.at("slots")) EXPECT_EQ(by_id.at("ids").values[static_cast<std::size_t>(slot)], 7.0);
+    // What the pads carry is in the case's words: their ids, masks and position ids.
+    const std::string said = rules_of(Property{"padding"}).case_text(c);
+    EXPECT_NE(said.find(" (ids 7"), std::string::npos) << said;
+    EXPECT_NE(said.find("; keep 0"), std::string::npos) << said;
     with_id.settings["pad_id"] = "50";
     EXPECT_THROW(rules_of(Property{"padding"}).completed_args(s, with_id), std::invalid_argument);
 }
