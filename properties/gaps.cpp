@@ -47,16 +47,8 @@ const std::string& first_position_axis(const Signature& s) {
 
 rc::Seq<Case> gap_shrinks(const std::shared_ptr<const Signature>& s, const Case& c) {
     std::vector<Case> smaller;
-    for (long to : std::set<long>{1, gap_of(c) / 2, gap_of(c) - 1})
-        if (to >= 1 && to < gap_of(c)) {
-            smaller.push_back(c);
-            smaller.back().part.numbers["gap"] = to;
-        }
-    for (long to : std::set<long>{1, rank_of(c) - 1})
-        if (to >= 1 && to < rank_of(c)) {
-            smaller.push_back(c);
-            smaller.back().part.numbers["gap_rank"] = to;
-        }
+    properties::smaller_numbers(c, "gap", smaller);
+    properties::smaller_numbers(c, "gap_rank", smaller);
     return rc::seq::concat(rc::seq::fromContainer(std::move(smaller)), signature_case_shrinks(s, c));
 }
 

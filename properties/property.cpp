@@ -2,6 +2,7 @@
 #include "properties/property.h"
 
 #include <algorithm>
+#include <set>
 #include <stdexcept>
 
 namespace permcheck {
@@ -118,6 +119,15 @@ LengthSchedule lengths_with_room_to_cut(const Signature& s, const std::string& a
     for (Axis& x : room.axes)
         if (x.name == axis) x.min_len = std::max(x.min_len, 2);
     return signature_lengths(room, cases, seed, true);
+}
+
+void smaller_numbers(const Case& c, const std::string& key, std::vector<Case>& out) {
+    const long v = c.part.number(key);
+    for (long to : std::set<long>{1, v / 2, v - 1})
+        if (to >= 1 && to < v) {
+            out.push_back(c);
+            out.back().part.numbers[key] = to;
+        }
 }
 
 std::vector<int> distinct_ends(gen::Sampler& draw, int n, int m) {

@@ -221,6 +221,9 @@ std::vector<bool> ignored_off_axis(const Signature& s, const Tensors& layout, co
 // The lengths of a property that cuts the sequence `axis` (causal, packing, incremental): every length of each
 // axis, 0 and 1 included, but `axis` at 2 or more.
 LengthSchedule lengths_with_room_to_cut(const Signature& s, const std::string& axis, int cases, std::uint64_t seed);
+// Copies of c with its part's number `key` (v) made smaller: 1, v / 2 and v - 1, each once and below v (a shift, a
+// gap), appended to `out`, most radical first.
+void smaller_numbers(const Case& c, const std::string& key, std::vector<Case>& out);
 // m - 1 distinct ends in (0, n), ascending (a partial Fisher-Yates over 1 .. n-1): where m pieces of a sequence of n
 // positions end, the last at n.
 std::vector<int> distinct_ends(gen::Sampler& draw, int n, int m);

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
 
 namespace permcheck {
 
@@ -48,11 +47,7 @@ void positions_from_zero(const Signature& s, Case& c) {
 
 rc::Seq<Case> shift_shrinks(const std::shared_ptr<const Signature>& s, const Case& c) {
     std::vector<Case> smaller_c;
-    for (long to : std::set<long>{1, shift_of(c) / 2, shift_of(c) - 1})
-        if (to >= 1 && to < shift_of(c)) {
-            smaller_c.push_back(c);
-            smaller_c.back().part.numbers["shift"] = to;
-        }
+    properties::smaller_numbers(c, "shift", smaller_c);
     return rc::seq::concat(rc::seq::fromContainer(std::move(smaller_c)), signature_case_shrinks(s, c));
 }
 
