@@ -346,7 +346,7 @@ template <class R> void ExecAdapter::accept(const R& r, std::int64_t id) {
     if constexpr (requires { r.raised; })
         if (r.is_error && r.raised) {  // the layer itself raised (not the adapter); the adapter serves on
             ++answered_;
-            throw LayerRaised("the layer raised: " + r.error);
+            throw LayerRaised("the layer raised: " + r.error, r.error_type, r.error_where);
         }
     if (r.is_error) fail("adapter answered with an error: " + r.error);
     if (r.taps_offered) {

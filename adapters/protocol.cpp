@@ -118,6 +118,8 @@ bool read_head(AnswerHead& r, const nlohmann::json& j, std::string_view line, co
     if (!error) return false;
     r.is_error = true;
     r.error = *error;
+    for (auto [key, into] : {std::pair{"type", &r.error_type}, std::pair{"where", &r.error_where}})
+        if (const auto it = j.find(key); it != j.end() && it->is_string()) *into = it->get<std::string>();
     if (raised) *raised = says(j, "raised");
     return true;
 }

@@ -41,6 +41,7 @@ struct AnswerHead {
     bool is_error = false;
     std::string error;
     bool taps_offered = false;
+    std::string error_type = {}, error_where = {};  // an error answer's optional "type" and "where" (LayerRaised)
 };
 
 // One answer line of a signature audit, parsed: every output `expected` names, with the shape it was asked for.

@@ -8,12 +8,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <typeinfo>
 #include <utility>
 
 namespace permcheck::engine {
@@ -60,6 +62,11 @@ struct RunOutcome {
     int cases_done = 0;
     std::map<std::size_t, BatchedAnswers> batched;
     int confirmation_alone_already = 0;  // positions to confirm that were asked alone in the run itself
+    // The run's first case asked alone whose inputs are not all zero (RapidCheck's first case is, and hides a
+    // table that scales them): its position, the evaluator that asked it and its answer to x (again_at_end).
+    std::size_t first_position = 0;
+    Evaluator* first_asker = nullptr;
+    Tensors first_y;
 };
 
 // Batching never changes a verdict: of a run whose cases were answered in batches, at least max(8, cases / 10)
@@ -183,6 +190,9 @@ private:
     std::set<std::size_t> confirm_;  // positions whose batched answers are kept (a batched run's)
     std::map<std::size_t, BatchedAnswers> batched_;
     int alone_already_ = 0;
+    std::size_t first_position_ = none;  // RunOutcome::first_position, first_asker, first_y
+    Evaluator* first_asker_ = nullptr;
+    Tensors first_y_;
     std::atomic<std::size_t> next_{0};
     std::atomic<std::size_t> lowest_failing_{none};  // the lowest position that failed under the first candidate
     std::atomic<bool> interrupted_{false};
@@ -217,6 +227,9 @@ RunOutcome CaseRun::outcome() && {
     out.cases_done = done_;
     out.batched = std::move(batched_);
     out.confirmation_alone_already = alone_already_;
+    out.first_position = first_position_;
+    out.first_asker = first_asker_;
+    out.first_y = std::move(first_y_);
     return out;
 }
 
@@ -231,6 +244,7 @@ bool CaseRun::attempt(Evaluator& ev, std::size_t j) {
     } catch (const std::exception& e) {
         asked.error = e.what();
         asked.request = ev.last_request;
+        asked.layers_own = layers_own(e);
     }
     return conclude(ev, j, c ? &*c : nullptr, asked, ev.evaluations - calls_before);
 }
@@ -292,7 +306,7 @@ bool CaseRun::conclude(Evaluator& ev, std::size_t j, const Case* c, const Answer
                        std::pair<std::size_t, std::size_t> block) {
     const bool batched = block.second > block.first;
     std::vector<std::optional<Failure>> found(candidates_.size());
-    Answer<Observation> error{std::nullopt, asked.error, asked.request};
+    Answer<Observation> error{std::nullopt, asked.error, asked.request, asked.layers_own};
     bool threw = !(asked.value && c);
     // The outputs judged, named under the lock for checked_over() (AuditResult::checked).
     std::vector<std::string> names;
@@ -301,7 +315,7 @@ bool CaseRun::conclude(Evaluator& ev, std::size_t j, const Case* c, const Answer
             found = judged_under_each(ev, j, *c, *asked.value, batched, names);
         } catch (const std::exception& e) {
             threw = true;
-            error = {std::nullopt, e.what(), ev.last_request};
+            error = {std::nullopt, e.what(), ev.last_request, layers_own(e)};
         }
     }
     if (threw && stopped()) return true;  // the stop's own error (an adapter killed by it): no finding
@@ -319,6 +333,16 @@ bool CaseRun::conclude(Evaluator& ev, std::size_t j, const Case* c, const Answer
     if (!threw && !found[0] && confirm_.count(j)) {
         if (batched) batched_[j] = BatchedAnswers{*asked.value, block.first, block.second};
         else ++alone_already_;
+    }
+    const auto zero = [](const Tensors& inputs) {
+        return std::all_of(inputs.begin(), inputs.end(), [](const auto& t) {
+            return std::all_of(t.second.values.begin(), t.second.values.end(), [](double v) { return v == 0.0; });
+        });
+    };
+    if (!threw && !batched && j < first_position_ && asked.value->reference_raised.empty() && !zero(c->inputs)) {
+        first_position_ = j;
+        first_asker_ = &ev;
+        first_y_ = asked.value->y;
     }
     for (std::size_t k = 0; k < candidates_.size(); ++k)
         if (found[k] && (!candidates_[k].failure || j < candidates_[k].failure->position)) candidates_[k].failure = std::move(found[k]);
@@ -552,15 +576,79 @@ std::string unusual(const Signature& s, const Case& c) {
     return said;
 }
 
+// What makes two errors one: the exception's type and raising place where the adapter says them, else its type
+// and message with the numbers masked (a smaller case names smaller sizes).
+std::string error_identity(const std::exception& e, const found::Erred& how) {
+    if (!how.type.empty()) return how.side + ":" + how.type + " at " + how.where;
+    std::string text = how.side + ":" + typeid(e).name() + ":";
+    for (const char ch : std::string(e.what()))
+        if (!std::isdigit(static_cast<unsigned char>(ch))) text += ch;
+        else if (text.back() != '#') text += '#';
+    return text;
+}
+
+// An erring case, asked again alone and shrunk to the smallest case that still errs the same way (error_identity):
+// the case, how it erred, its error message and the shrinks taken. Nothing when it answers alone (or a stop came).
+struct ErredShrunk {
+    Case minimal;
+    found::Erred how;
+    std::string message, request;
+    int steps = 0;
+};
+std::optional<ErredShrunk> shrink_error(Evaluator& ev, const Case& start, const AuditOptions& o) {
+    std::optional<ErredShrunk> last;
+    std::string identity;
+    const std::function<bool(const Case&)> errs = [&](const Case& c) {
+        try {
+            ev.observe(c, false);
+        } catch (const std::exception& e) {
+            if (stop_requested(o)) throw;
+            const found::Erred how = ev.erred_by(e);
+            if (!identity.empty() && error_identity(e, how) != identity) return false;
+            identity = error_identity(e, how);
+            last = ErredShrunk{c, how, e.what(), ev.last_request, 0};
+            return true;
+        }
+        return false;
+    };
+    if (!errs(start)) return std::nullopt;
+    ShrinkClock clock = ShrinkClock::of(o);
+    const ShrinkResult<Case> r = shrink<Case>(ev.shrinkable(start), errs, o.max_shrink_evaluations - 1,
+                                              [&o, &clock] { return stop_requested(o) || clock.out_of_time(); });
+    if (!same_case(r.minimal.value(), last->minimal)) errs(r.minimal.value());  // the minimum's own error, to say it
+    last->steps = r.steps;
+    return last;
+}
+
 // The case at `position` the layer erred on, recorded in the error's result (Counterexample::erred) so that the
-// report shows it and a replay sends it again, with what is unusual about it named in the error. A case that could
-// not be drawn erred before any request: nothing is recorded.
-void record_erred(AuditResult& result, const Evaluator& ev, const Schedule& schedule, std::size_t position) {
+// report shows it and a replay sends it again, with what is unusual about it named in the error. Where the error
+// was the layer's own (`shrunk_alone`), the case is asked again alone and shrunk to its smallest still-erring form,
+// whose error becomes the result's, the side that raised named; an adapter's failure (a crash, a timeout) is not
+// asked again. A case that could not be drawn erred before any request: nothing is recorded.
+void record_erred(AuditResult& result, Evaluator& ev, const Schedule& schedule, std::size_t position,
+                  const AuditOptions& o, bool shrunk_alone) {
     try {
         Observation erred;
         static_cast<Case&>(erred) = schedule.at(position);
-        erred.fail(found::Erred{});
-        ev.record(result, erred, static_cast<int>(schedule.index[position]), 0);
+        found::Erred how;
+        int steps = 0;
+        try {
+            if (const std::optional<ErredShrunk> shrunk = shrunk_alone ? shrink_error(ev, erred, o) : std::nullopt) {
+                static_cast<Case&>(erred) = shrunk->minimal;
+                how = shrunk->how;
+                steps = shrunk->steps;
+                if (steps > 0)
+                    result.error = shrunk->message + " (shrunk in " + std::to_string(steps) +
+                                   (steps == 1 ? " step" : " steps") + " from case " +
+                                   std::to_string(schedule.index[position]) + ", " +
+                                   format_lengths(schedule.at(position).lengths) + ", which erred the same way: " +
+                                   result.error + ")";
+                result.last_request = shrunk->request;
+            }
+        } catch (const std::exception&) {  // a stop while shrinking: the case as it erred
+        }
+        erred.fail(how);
+        ev.record(result, erred, static_cast<int>(schedule.index[position]), steps);
         if (const std::string what = unusual(ev.signature(), erred); !what.empty())
             result.error += " (the case it erred on has " + what + ")";
     } catch (const std::exception&) {
@@ -575,7 +663,7 @@ bool confirm_alone(AuditResult& result, Evaluator& ev, const Schedule& schedule,
     std::string where;
     std::optional<std::size_t> asking;  // the position asked alone
     const auto dependent = [&](const Observation& dep, int index) {
-        result.verdict = Verdict::batch_dependent;
+        result.verdict = verdict_of(dep.kind);  // batch-dependent, or history-dependent (Evaluator::alone)
         ev.record(result, dep, index, 0);
         return true;
     };
@@ -598,9 +686,10 @@ bool confirm_alone(AuditResult& result, Evaluator& ev, const Schedule& schedule,
             std::optional<Observation> dep = ev.alone(schedule.at(j), kept.answers);
             ++result.confirmed_alone;
             if (!dep) continue;
-            found::BatchDependent& in = std::get<found::BatchDependent>(dep->kind);
-            in.batch_begin = static_cast<int>(kept.begin);
-            in.batch_end = static_cast<int>(kept.end);
+            if (auto* in = dep->as<found::BatchDependent>()) {
+                in->batch_begin = static_cast<int>(kept.begin);
+                in->batch_end = static_cast<int>(kept.end);
+            }
             return dependent(*dep, schedule.index[j]);
         }
     } catch (const std::exception& e) {
@@ -608,10 +697,28 @@ bool confirm_alone(AuditResult& result, Evaluator& ev, const Schedule& schedule,
         result.verdict = Verdict::error;
         result.error = std::string(e.what()) + " (" + where + ", asked alone; its answers in a batched request were accepted)";
         result.last_request = ev.last_request;
-        if (asking) record_erred(result, ev, schedule, *asking);
+        if (asking) record_erred(result, ev, schedule, *asking, o, layers_own(e));
         return true;
     }
     return false;
+}
+
+// A run that held, its first case asked alone (RunOutcome::first_position): that case asked again (Evaluator::again_at_end), once per audit. A
+// history-dependent or nondeterministic answer is the verdict; an error asking it is the audit's.
+void first_again(AuditResult& result, const Schedule& schedule, const RunOutcome& run, const AuditOptions& o) {
+    if (!run.first_asker || stop_requested(o)) return;
+    try {
+        const std::size_t j = run.first_position;
+        if (std::optional<Observation> h = run.first_asker->again_at_end(schedule.at(j), run.first_y)) {
+            result.verdict = verdict_of(h->kind);
+            run.first_asker->record(result, *h, schedule.index[j], 0);
+        }
+    } catch (const std::exception& e) {
+        if (stop_requested(o)) return;
+        result.verdict = Verdict::error;
+        result.error = std::string(e.what()) + " (the audit's first case, asked again after the others; it was answered " +
+                       "the first time)";
+    }
 }
 
 // What the run decided, on the result: its dtype and the evidence for it, what it checked, the cases it ran.
@@ -650,13 +757,15 @@ AuditResult run_audit(std::vector<Evaluator>& evaluators, const Schedule& schedu
         result.verdict = Verdict::error;
         result.error = failure->found.error;
         result.last_request = failure->found.request;
-        record_erred(result, first, schedule, failure->position);
+        record_erred(result, first, schedule, failure->position, o, failure->found.layers_own);
     } else if (batched && (failure || !run.interrupted) && confirm_alone(result, first, schedule, run, o)) {
         if (result.verdict != Verdict::error) result.last_request = first.last_request;
     } else {
         if (failure)
             judge_failure(result, first, schedule.index[failure->position], schedule.at(failure->position),
                           failure->observation(), o);
+        else if (!run.interrupted)
+            first_again(result, schedule, run, o);
         result.last_request = first.last_request;
     }
     for (const Evaluator& ev : evaluators) result.evaluations += ev.evaluations;

@@ -6,10 +6,13 @@
 #include <cmath>
 #include <sstream>
 #include <string>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
 namespace permcheck {
+
+bool layers_own(const std::exception& e) { return typeid(e) != typeid(AdapterError); }
 
 Shard parse_shard(const std::string& text) {
     const auto bad = [&] {

@@ -39,7 +39,12 @@ template <class Out> struct Answer {
     std::optional<Out> value;
     std::string error;
     std::string request;  // as messages name it ("n=2"); empty where the caller knows it
+    // The error is the layer's own (it raised, or answered what no comparison takes; layers_own()), not its
+    // adapter's failure (a crash, a timeout, a broken protocol): the case it erred on is shrunk.
+    bool layers_own = false;
 };
+// Whether an exception is the layer's own rather than its adapter's failure, which throws a plain AdapterError.
+bool layers_own(const std::exception& e);
 
 // Batched evaluation, for a black box that takes several inputs per call (an adapter process that announced
 // "batch": K, docs/protocol.md, "Batched requests"), each item an Answer.

@@ -103,7 +103,15 @@ public:
     // x, then `earlier`, then x again: a history-dependent observation naming `earlier` when the two answers to x
     // differ (a report's saved finding replays so).
     std::optional<Observation> asked_after(const Case& input, const PriorRequest& earlier);
+    // The audit's first case, whose x was answered `y` at the start, asked again once every other request has run:
+    // a history-dependent observation naming the largest request of x asked (a table grown for it, say) when x is
+    // answered otherwise now and alike twice in a row; nondeterministic when the two asks in a row differ.
+    std::optional<Observation> again_at_end(const Case& first, const Tensors& y);
     rc::Shrinkable<Case> shrinkable(const Case& c) const;
+
+    // What the side that the last call asked says of `e`, which that call threw: an error's side and, where the
+    // adapter said them, the exception's type and raising place.
+    found::Erred erred_by(const std::exception& e) const;
 
     // The finding into the result, at its case index and shrink steps.
     void record(AuditResult& result, const Observation& ob, int case_index, int shrink_steps) const;
@@ -137,7 +145,6 @@ private:
     Answers answers_of(const Case& c, std::vector<Answer<Tensors>>& got, std::size_t i, Answer<Tensors>& lhs,
                        bool repeat, Tensors px);
     std::vector<bool> ignored(const Case& c, const Tensors& px, const TensorSpec& spec, const std::vector<int>& shape) const;
-    double inputs_magnitude(const Tensors& inputs) const;
 
     const BatchedNamedBlackBox& box_;
     const BatchedNamedBlackBox* reference_;
@@ -151,7 +158,11 @@ private:
     bool has_free_axes_;  // an axis no input has as a dim: its length travels with the inputs (kLengthInput)
     mutable std::set<double> undecided_;  // the unit roundoffs under which some comparison decided nothing
     std::map<std::pair<std::string, std::size_t>, int> open_;  // (output, dim) -> the size its first answer gave
+    Side asking_ = Side::reference;      // the side of the last call (erred_by)
     std::vector<PriorRequest> recent_;  // the last few distinct requests of x (the earlier requests history() tries)
+    std::optional<PriorRequest> largest_;  // the request of x with the most numbers so far (the first of equals)
+    std::optional<Observation> changed_since(const Case& c, Observation ob, const Answers& batched, bool x_side,
+                                             const Tensors& alone);
     void remember(const Tensors& inputs, const Lengths& lengths);
 };
 

@@ -11,6 +11,12 @@ namespace permcheck::engine {
 // The requests of x kept for history(): the last kRecentRequests distinct ones.
 void Evaluator::remember(const Tensors& inputs, const Lengths& lengths) {
     constexpr std::size_t kRecentRequests = 4;
+    const auto numbers = [](const Tensors& t) {
+        std::size_t n = 0;
+        for (const auto& [name, v] : t) n += v.values.size();
+        return n;
+    };
+    if (!largest_ || numbers(inputs) > numbers(largest_->inputs)) largest_ = PriorRequest{lengths, inputs};
     if (!recent_.empty() && same_values(recent_.back().inputs, inputs)) return;
     recent_.push_back({lengths, inputs});
     if (recent_.size() > kRecentRequests) recent_.erase(recent_.begin());
@@ -104,14 +110,49 @@ std::optional<Observation> Evaluator::alone(const Case& c, const Answers& batche
     const Lengths lengths = rules_.transformed_lengths(c);
     const Tensors y = call(Side::reference, c.inputs, c.lengths);
     const Tensors lhs = compared_answer(c, call(Side::transformed, batched.px, lengths));
-    std::optional<Observation> ob = differ(c.lengths, c.inputs, batched.y, y, x_side(), tolerance_, batched.positions);
-    if (!ob) ob = differ(lengths, batched.px, batched.lhs, lhs, side_name(), tolerance_, batched.positions);
-    if (ob) {
-        ob->fail(found::BatchDependent{});
-        ob->x_call = batched.x_call;
-        ob->transformed_call = batched.transformed_call;
+    if (auto ob = differ(c.lengths, c.inputs, batched.y, y, x_side(), tolerance_, batched.positions))
+        return changed_since(c, std::move(*ob), batched, true, y);
+    if (auto ob = differ(lengths, batched.px, batched.lhs, lhs, side_name(), tolerance_, batched.positions))
+        return changed_since(c, std::move(*ob), batched, false, lhs);
+    return std::nullopt;
+}
+
+// A case's answer in a batch (ob's first side) and alone now (`alone`, its second) differ: the batched request, sent
+// again, tells the batch from the time. Answered now as alone, the layer changed since the batch (history-dependent,
+// naming the largest request of x asked, a table grown for it, say); else the batch changed it (batch-dependent).
+std::optional<Observation> Evaluator::changed_since(const Case& c, Observation ob, const Answers& batched, bool x_side,
+                                                    const Tensors& alone) {
+    ob.x_call = batched.x_call;
+    ob.transformed_call = batched.transformed_call;
+    const std::optional<BatchCall>& sent = x_side ? batched.x_call : batched.transformed_call;
+    const Batching<Tensors>& many = (x_side && reference_ ? *reference_ : box_).many;
+    if (sent && sent->items && (many.call || many.call_all)) {
+        ++evaluations;
+        std::vector<Answer<Tensors>> got = many.call ? many.call(*sent->items) : many.call_all({*sent->items}).at(0);
+        const Lengths lengths = x_side ? c.lengths : rules_.transformed_lengths(c);
+        if (sent->at < got.size() && got[sent->at].value) {
+            Tensors again = named_outputs(std::move(*got[sent->at].value), lengths);
+            if (!x_side) again = compared_answer(c, std::move(again));
+            const Tensors& inputs = x_side ? c.inputs : batched.px;
+            if (!differ(lengths, inputs, again, alone, "x", tolerance_, batched.positions)) {
+                const bool named = largest_ && !same_values(largest_->inputs, c.inputs);
+                return ob.fail(found::HistoryDependent{named ? largest_ : std::nullopt});
+            }
+        }
     }
-    return ob;
+    return ob.fail(found::BatchDependent{});
+}
+
+std::optional<Observation> Evaluator::again_at_end(const Case& first, const Tensors& y) {
+    const double positions = largest_position(*s_, first.inputs);
+    const Tensors now = call(Side::reference, first.inputs, first.lengths);
+    std::optional<Observation> ob = differ(first.lengths, first.inputs, y, now, x_side(), tolerance_, positions);
+    if (!ob) return std::nullopt;
+    const Tensors again = call(Side::reference, first.inputs, first.lengths);
+    if (std::optional<Observation> nd = differ(first.lengths, first.inputs, now, again, x_side(), tolerance_, positions))
+        return nd;  // asks in a row differ
+    const bool named = largest_ && !same_values(largest_->inputs, first.inputs);
+    return ob->fail(found::HistoryDependent{named ? largest_ : std::nullopt});
 }
 
 std::optional<Observation> Evaluator::twice(const Case& c) {

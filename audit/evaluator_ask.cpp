@@ -11,6 +11,7 @@ namespace permcheck::engine {
 Tensors Evaluator::call(Side side, const Tensors& inputs, const Lengths& lengths, bool check) {
     last_request = format_lengths(lengths);
     ++evaluations;
+    asking_ = side;
     const NamedBlackBox& box = side == Side::reference && reference_ ? reference_->one : box_.one;
     if (side == Side::reference) remember(inputs, lengths);
     Tensors answer = asked(box, inputs, lengths);
@@ -54,6 +55,15 @@ Tensors Evaluator::reference_answer(const Tensors& x, const Lengths& lengths, st
     }
 }
 
+found::Erred Evaluator::erred_by(const std::exception& e) const {
+    found::Erred out{asking_ == Side::reference ? "x" : "transformed", asking_ == Side::reference && reference_, "", ""};
+    if (const auto* raised = dynamic_cast<const LayerRaised*>(&e)) {
+        out.type = raised->type;
+        out.where = raised->where;
+    }
+    return out;
+}
+
 // Both sides raised on one input: it is outside what either answers, a case that tests nothing (an error naming both).
 void Evaluator::both_raised(const Answers& a, const Lengths& lengths) const {
     if (a.raised.empty() || a.reference_raised.empty()) return;
@@ -87,6 +97,7 @@ std::vector<Answer<Tensors>> answered_by(const BatchedNamedBlackBox& box, const 
             got[i].value = box.one(inputs[i]);
         } catch (const std::exception& e) {
             got[i].error = e.what();
+            got[i].layers_own = layers_own(e);
         }
     }
     return got;
@@ -133,13 +144,13 @@ std::vector<Answer<Answers>> Evaluator::ask_block(const std::vector<Case>& cases
                                       : answers_of(cases[k], got, i, got[i + asks], repeats[k], std::move(permuted[k]));
             out[k].value->x_call = call_of(their_call, reference_ ? j : i);
             out[k].value->transformed_call = call_of(calls, reference_ ? i : i + asks);
-        } catch (const std::exception& e) {
-            try {  // asked alone, where what a side raises is the property's finding (a batch's item keeps only text)
-                if (!rules_.plan().raising_is_finding) throw;
+        } catch (const std::exception&) {
+            try {  // asked alone before it is an error of the layer (a batch's item keeps only text)
                 out[k].value = ask(cases[k], repeats[k]);
             } catch (const std::exception& alone) {
                 out[k].error = alone.what();
                 out[k].request = last_request;
+                out[k].layers_own = layers_own(alone);
             }
         }
         i += reference_ ? 1 : asks + 1;
@@ -177,7 +188,7 @@ void Evaluator::finish(const Case& c, Answers& a) {
     for (const Tensors* answer : {&a.y, &a.again, &a.lhs})  // against a reference, x's answers are the reference's
         for (const auto& [name, t] : *answer)
             (reference_ && answer != &a.lhs ? a.evidence.reference : static_cast<SideEvidence&>(a.evidence)).add(t.values);
-    a.inputs_magnitude = inputs_magnitude(c.inputs);
+    a.inputs_magnitude = real_inputs_magnitude(*s_, c.inputs);
     a.positions = std::max(largest_position(*s_, c.inputs), largest_position(*s_, a.px));
     largest_shift = std::max(largest_shift, rules_.offset(c));
 }

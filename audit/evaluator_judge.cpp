@@ -4,7 +4,6 @@
 
 #include "cases/signature_case.h"
 
-#include <Eigen/Core>
 
 #include <algorithm>
 #include <cmath>
@@ -104,21 +103,11 @@ void Evaluator::note_undecided(const OutputComparison& o, const Tensor& a, const
     if (o.holds && outputs > 0.0 && o.tolerance >= outputs) undecided_.insert(t.unit_roundoff);
 }
 
-// real_inputs_magnitude for inputs that are finite (drawn and shrunk by permcheck): no test for infinities, so the
-// loop vectorizes.
-double Evaluator::inputs_magnitude(const Tensors& inputs) const {
-    double m = 0.0;
-    for (const TensorSpec& spec : s_->inputs)
-        if (const std::vector<double>& v = inputs.at(spec.name).values; spec.kind == TensorKind::real && !v.empty())
-            m = std::max(m, Eigen::Map<const Eigen::ArrayXd>(v.data(), static_cast<Eigen::Index>(v.size())).abs().maxCoeff());
-    return m;
-}
-
 std::optional<Observation> Evaluator::differ(const Lengths& lengths, const Tensors& inputs, const Tensors& a,
                                              const Tensors& b, const char* what, const ToleranceModel& t,
                                              double positions) const {
     Observation ob;
-    const double magnitude = inputs_magnitude(inputs);
+    const double magnitude = real_inputs_magnitude(*s_, inputs);
     for (const TensorSpec& spec : s_->outputs)
         ob.outputs.push_back(
             compare_sides(spec.name, a.at(spec.name), b.at(spec.name), t, lengths, widest_, magnitude, positions));

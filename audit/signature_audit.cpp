@@ -98,7 +98,8 @@ namespace {
 // Case i drawn when it is run, at the lengths given it (`lengths` outlives the schedule).
 engine::Schedule::Draw case_draw(const Signature& s, const AuditOptions& o, const LengthSchedule& lengths) {
     return [&s, &lengths, cases = o.cases, &rules = audited_rules(o), args = audited_args(s, o)](int i, const rc::Random& random) {
-        return draw_case(rules, s, args, lengths[static_cast<std::size_t>(i)], random, i, cases);
+        const auto at = static_cast<std::size_t>(i);
+        return draw_case(rules, s, args, lengths[at], random, i, cases, lengths.at_longest(at));
     };
 }
 

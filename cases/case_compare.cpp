@@ -5,6 +5,8 @@
 #include "cases/case_lines.h"
 #include "cases/lengths.h"
 
+#include <Eigen/Core>
+
 #include <algorithm>
 #include <numeric>
 #include <cmath>
@@ -30,6 +32,12 @@ int widest_fixed_size(const Signature& s) {
 }
 
 double finite_max_abs(const std::vector<double>& values, double start) {
+    if (values.empty()) return start;
+    // Vectorized where every value is finite (the common case); else one value at a time.
+    const double m = Eigen::Map<const Eigen::ArrayXd>(values.data(), static_cast<Eigen::Index>(values.size()))
+                         .abs()
+                         .maxCoeff<Eigen::PropagateNaN>();
+    if (std::isfinite(m)) return std::max(start, m);
     for (double v : values)
         if (std::isfinite(v)) start = std::max(start, std::abs(v));
     return start;

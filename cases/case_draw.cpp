@@ -29,10 +29,10 @@ Tensor zeros(std::vector<int> shape) {
 }
 
 // Real values with ties and generic values, as rows of the last dim (a one-tensor input's rows), drawn in place.
-Tensor draw_real(gen::Sampler& draw, std::vector<int> shape) {
+Tensor draw_real(gen::Sampler& draw, std::vector<int> shape, bool generic) {
     Tensor t = zeros(std::move(shape));
     const int last = t.shape.empty() ? 1 : t.shape.back();
-    if (!t.values.empty()) draw.sequence_rows(t.values.data(), static_cast<int>(t.values.size()) / last, last);
+    if (!t.values.empty()) draw.sequence_rows(t.values.data(), static_cast<int>(t.values.size()) / last, last, generic);
     return t;
 }
 // Unpads one element of every all-padded line along every axis dim (a mask in padding polarity, 1 = padding).
@@ -217,7 +217,7 @@ Lengths LengthSchedule::operator[](std::size_t i) const {
     const auto slot = std::lower_bound(corner_slots_.begin(), corner_slots_.end(), i);
     const auto before = static_cast<std::size_t>(slot - corner_slots_.begin());
     Lengths l;
-    if (i >= longest_first_ && i < longest_end_) {
+    if (at_longest(i)) {
         for (const Axis& a : s.axes) l[a.name] = a.max_len;
     } else if (slot != corner_slots_.end() && *slot == i) {
         const auto& [axis, len] = corners_[before % corners_.size()];
@@ -238,6 +238,8 @@ Lengths LengthSchedule::operator[](std::size_t i) const {
     return l;
 }
 
+bool LengthSchedule::at_longest(std::size_t i) const { return i >= longest_first_ && i < longest_end_; }
+
 void LengthSchedule::longest_at(std::size_t first, std::size_t count) {
     longest_first_ = std::min(first, size_);
     longest_end_ = std::min(first + count, size_);
@@ -247,8 +249,8 @@ LengthSchedule signature_lengths(const Signature& s, int cases, std::uint64_t se
     return LengthSchedule(s, cases, seed, every_length);
 }
 
-Case draw_signature_case(const Signature& s, const Lengths& lengths, const rc::Random& random, int size) {
-    gen::Sampler draw(random, size);
+Case draw_signature_case(const Signature& s, const Lengths& lengths, const rc::Random& random, int size, bool generic) {
+    gen::Sampler draw(random, generic ? 100 : size);
     Case c;
     c.lengths = lengths;
     for (const TensorSpec& spec : s.inputs) {
@@ -269,7 +271,7 @@ Case draw_signature_case(const Signature& s, const Lengths& lengths, const rc::R
                 c.inputs[spec.name] = std::move(t);
                 break;
             }
-            case TensorKind::real: c.inputs[spec.name] = draw_real(draw, std::move(shape));
+            case TensorKind::real: c.inputs[spec.name] = draw_real(draw, std::move(shape), generic);
         }
     }
     for (const std::string& axis : free_axes(s))

@@ -258,9 +258,26 @@ rc::Seq<Case> signature_case_shrinks(const std::shared_ptr<const Signature>& s, 
     return rc::seq::filter(std::move(all), [s](const Case& k) { return covers_free_axes(*s, k.inputs, k.lengths); });
 }
 
-rc::Shrinkable<Case> shrinkable_signature_case(const std::shared_ptr<const Signature>& s, Case c) {
-    return rc::shrinkable::shrinkRecur(std::move(c),
-                                       [s](const Case& k) { return signature_case_shrinks(s, k); });
+rc::Shrinkable<Case> shrinkable_signature_case(const std::shared_ptr<const Signature>& s, Case c, bool shorter_first) {
+    rc::Shrinkable<Case> normal =
+        rc::shrinkable::shrinkRecur(std::move(c), [s](const Case& k) { return signature_case_shrinks(s, k); });
+    if (!shorter_first) return normal;
+    // The case cut after its first m elements along each axis, m from the shortest: tried once, before the other
+    // shrinks, since single deletions stop at a local minimum where only some lengths fail (every sixteenth).
+    return rc::shrinkable::lambda([normal] { return normal.value(); }, [s, normal] {
+        const auto shared = std::make_shared<const Case>(normal.value());
+        std::vector<std::pair<std::string, int>> cuts;  // (axis, m)
+        for (const Axis& a : s->axes)
+            for (int m = std::max(a.min_len, 1); m < shared->lengths.at(a.name); ++m) cuts.emplace_back(a.name, m);
+        auto shorter = rc::seq::mapMaybe(rc::seq::fromContainer(std::move(cuts)), [s, shared](const auto& cut) {
+            std::vector<int> tail(static_cast<std::size_t>(shared->lengths.at(cut.first) - cut.second));
+            std::iota(tail.begin(), tail.end(), cut.second);
+            std::optional<Case> k = without_elements(*s, *shared, cut.first, tail);
+            if (!k || !covers_free_axes(*s, k->inputs, k->lengths)) return rc::Maybe<rc::Shrinkable<Case>>();
+            return rc::Maybe<rc::Shrinkable<Case>>(shrinkable_signature_case(s, std::move(*k)));
+        });
+        return rc::seq::concat(std::move(shorter), normal.shrinks());
+    });
 }
 
 void require_case_fits(const Signature& s, const Case& c) {

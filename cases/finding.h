@@ -81,8 +81,14 @@ struct BatchDependent {
     int batch_begin = 0, batch_end = 0;
 };
 // The case the layer erred on (verdict error: it raised, or answered what no comparison can take), recorded so that
-// the report shows it and a replay sends it again; nothing was compared. The error itself is the result's.
-struct Erred {};
+// the report shows it and a replay sends it again; nothing was compared. The error itself is the result's. Where
+// the audit asked the case again alone (and shrank it): the side that raised ("x" or "transformed", the reference
+// answering x when `by_reference`), and the exception's type and raising place where the adapter says them.
+struct Erred {
+    std::string side;
+    bool by_reference = false;
+    std::string type, where;
+};
 
 }  // namespace found
 

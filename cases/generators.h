@@ -59,13 +59,13 @@ public:
     double value() {
         const std::uint64_t word = rng_.next();
         const bool simple = (word >> 63) == 0;
-        const std::uint64_t middle = (word << 1) & 0xffffffff00000000ULL, low = word << 32;
+        const std::uint64_t middle = (word << 1) & 0xffffffff00000000ULL;
         const double quarter = static_cast<double>(signed_toward_zero(mul_high(middle, simple_span_ + 1))) / 4.0;
-        const auto e = static_cast<std::size_t>(mul_high(middle, exponent_span_ + 1));
-        const auto k = signed_toward_zero(mul_high(low, generic_span_[e] + 1));
-        const double generic = static_cast<double>(k) * power_of_half_[e];  // exact: k / 2^e
+        const double generic = generic_of(word);
         return simple ? quarter : generic;
     }
+    // A generic value alone (k / 2^e): where ties would hide a bug (a bias constant along a row cancels in a softmax).
+    double generic_value() { return generic_of(rng_.next()); }
 
     // n x d inputs of three kinds, so that ties (where index-dependent code hides) are common:
     //  - independent rows of independent values;
@@ -76,11 +76,16 @@ public:
         sequence_into(n, d, [&x](int i, int j) -> double& { return x(i, j); });
         return x;
     }
-    // The same draws into out[i * d + j] (row-major), as a signature's real input is laid out.
-    void sequence_rows(double* out, int n, int d) {
-        sequence_into(n, d, [out, d](int i, int j) -> double& {
+    // The same draws into out[i * d + j] (row-major), as a signature's real input is laid out; `generic`:
+    // independent generic values instead (no palette, no simple values), for a case that must not be blind to
+    // what ties cancel.
+    void sequence_rows(double* out, int n, int d, bool generic = false) {
+        const auto at = [out, d](int i, int j) -> double& {
             return out[static_cast<std::size_t>(i) * static_cast<std::size_t>(d) + static_cast<std::size_t>(j)];
-        });
+        };
+        if (!generic) return sequence_into(n, d, at);
+        for (int i = 0; i < n; ++i)
+            for (int j = 0; j < d; ++j) at(i, j) = generic_value();
     }
 
     // Uniform over S_n: a Fisher-Yates shuffle whose i-th step swaps i with i - k_i, k_i uniform in [0, i].
@@ -121,6 +126,14 @@ private:
                     for (int j = 0; j < d; ++j) at(i, j) = palette[static_cast<std::size_t>(draw(pick))];
             }
         }
+    }
+
+    // The generic value of a word: its exponent e from the bits below the top one, k from the low 32 bits.
+    double generic_of(std::uint64_t word) const {
+        const std::uint64_t middle = (word << 1) & 0xffffffff00000000ULL, low = word << 32;
+        const auto e = static_cast<std::size_t>(mul_high(middle, exponent_span_ + 1));
+        const auto k = signed_toward_zero(mul_high(low, generic_span_[e] + 1));
+        return static_cast<double>(k) * power_of_half_[e];  // exact: k / 2^e
     }
 
     static std::uint64_t span_of(int min, int max) {

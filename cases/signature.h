@@ -183,7 +183,11 @@ struct AdapterError : std::runtime_error {
 // threw. Where the one-pass request was answered, the incremental property calls it a violation, the message its
 // finding; anywhere else it is an AdapterError like any other.
 struct LayerRaised : AdapterError {
-    using AdapterError::AdapterError;
+    explicit LayerRaised(const std::string& what, std::string type = "", std::string where = "")
+        : AdapterError(what), type(std::move(type)), where(std::move(where)) {}
+    // The exception's type ("ValueError") and the place that raised it ("model.py:12 in forward"), where the
+    // adapter says them (the protocol's "type" and "where"; empty otherwise).
+    std::string type, where;
 };
 
 // The layer under audit: named inputs in, named outputs out (every output the signature names; others are

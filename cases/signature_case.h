@@ -48,8 +48,10 @@ public:
     LengthSchedule(const Signature& s, int cases, std::uint64_t seed, bool every_length);
     std::size_t size() const { return size_; }
     Lengths operator[](std::size_t i) const;  // case i's lengths; std::out_of_range past the end
-    // Cases [first, first + count) (those the schedule has) take every axis at its largest length.
+    // Cases [first, first + count) (those the schedule has) take every axis at its largest length, and are drawn
+    // generic (draw_signature_case): a bug that shows only past a length is met in the first cases, not hidden by ties.
     void longest_at(std::size_t first, std::size_t count);
+    bool at_longest(std::size_t i) const;
 
 private:
     std::shared_ptr<const Signature> signature_;
@@ -63,8 +65,10 @@ LengthSchedule signature_lengths(const Signature& s, int cases, std::uint64_t se
 
 // One case at the given lengths, drawn from `random` at the RapidCheck size `size`. When every permutation
 // came out as the identity, a random axis of length >= 2 gets a transposition instead (an identity everywhere
-// cannot show a violation).
-Case draw_signature_case(const Signature& s, const Lengths& lengths, const rc::Random& random, int size);
+// cannot show a violation). `generic`: at the size 100, its real inputs independent generic values (k / 2^e, no
+// palette of rows or values, no multiples of 1/4), so that nothing cancels by a tie.
+Case draw_signature_case(const Signature& s, const Lengths& lengths, const rc::Random& random, int size,
+                         bool generic = false);
 
 // The inputs with every within=INPUT index input's entries kept inside one group (TensorSpec::within): at each
 // position of its axis (an edge), an entry whose position INPUT puts in another group than the first entry's (the
@@ -106,7 +110,10 @@ rc::Shrinkable<Case> settled_shrinkable(const std::shared_ptr<const Signature>& 
 // The shrinks of a case, one step: deletions, permutations put back, index and token merges, position offsets,
 // simpler values (the padding and shift properties build theirs on these, properties/).
 rc::Seq<Case> signature_case_shrinks(const std::shared_ptr<const Signature>& s, const Case& c);
-rc::Shrinkable<Case> shrinkable_signature_case(const std::shared_ptr<const Signature>& s, Case c);
+// `shorter_first`: the case cut to each shorter length of each axis (shortest first) tried before those, once, so
+// that a finding that shows at some lengths only shrinks to the shortest of them.
+rc::Shrinkable<Case> shrinkable_signature_case(const std::shared_ptr<const Signature>& s, Case c,
+                                               bool shorter_first = false);
 
 // What every comparison of named tensors shares (the audit's, the white-box check's, the taps'): the widest fixed
 // size of the signature's inputs and outputs (1 when none; an open size is not counted), the largest finite |value|

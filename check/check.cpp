@@ -29,31 +29,37 @@ template <class S> NamedTensors<S> in_scalar(const Tensors& tensors) {
 }
 
 template <class S> Tensor as_doubles(const NamedTensor<S>& t) {
-    Tensor out{t.shape, {}};
-    out.values.reserve(t.values.size());
-    for (const S& v : t.values) out.values.push_back(sc::to_double(v));
+    Tensor out{t.shape, std::vector<double>(t.values.size())};
+    for (std::size_t k = 0; k < t.values.size(); ++k) out.values[k] = sc::to_double(t.values[k]);
     return out;
 }
 
 // The check's comparison of one output in scalar S, both sides kept: compare_tensors, the difference of each entry taken in S and
 // rounded once (exact for an exact scalar, where a nonzero difference below the doubles' range counts as the
 // smallest one).
+// `lhs_doubles`, `rhs_doubles`: the two sides as doubles, moved into the comparison.
 template <class S>
 OutputComparison compare_output(const TensorSpec& spec, const NamedTensor<S>& lhs, const NamedTensor<S>& rhs,
-                                double tolerance, const std::vector<bool>& ignored) {
+                                double tolerance, const std::vector<bool>& ignored, Tensor lhs_doubles,
+                                Tensor rhs_doubles) {
     if (lhs.shape != rhs.shape || lhs.values.size() != rhs.values.size())
         throw std::logic_error("reference layer: output '" + spec.name + "' changed its shape under the property");
-    std::vector<double> diff;
+    std::vector<double> diff(lhs.values.size());
     for (std::size_t e = 0; e < lhs.values.size(); ++e) {
         const double d = std::abs(sc::to_double(S(lhs.values[e] - rhs.values[e])));
         const bool nan = d != d;  // a float evaluation's NaN: a difference that no tolerance covers
-        diff.push_back(nan ? std::numeric_limits<double>::infinity()
-                           : d == 0.0 && !(lhs.values[e] == rhs.values[e]) ? std::numeric_limits<double>::denorm_min() : d);
+        diff[e] = nan ? std::numeric_limits<double>::infinity()
+                      : d == 0.0 && !(lhs.values[e] == rhs.values[e]) ? std::numeric_limits<double>::denorm_min() : d;
     }
-    OutputComparison c = compare_tensors(spec.name, as_doubles(lhs), as_doubles(rhs), tolerance, ignored, diff);
-    c.layer_of_permuted = as_doubles(lhs);
-    c.permuted_layer = as_doubles(rhs);
+    OutputComparison c = compare_tensors(spec.name, lhs_doubles, rhs_doubles, tolerance, ignored, diff);
+    c.layer_of_permuted = std::move(lhs_doubles);
+    c.permuted_layer = std::move(rhs_doubles);
     return c;
+}
+template <class S>
+OutputComparison compare_output(const TensorSpec& spec, const NamedTensor<S>& lhs, const NamedTensor<S>& rhs,
+                                double tolerance, const std::vector<bool>& ignored) {
+    return compare_output(spec, lhs, rhs, tolerance, ignored, as_doubles(lhs), as_doubles(rhs));
 }
 
 template <class S>
@@ -75,14 +81,16 @@ Sides<S> sides_of(const Family& family, const Signature& s, const PropertyRules&
     const long offset = p.offset(c);
     const LayerFn<S> transformed_layer = offset == 0 ? layer : seeded_layer<S>(family, d, c.weight_seed, offset, c.weights);
     const Lengths lengths = p.transformed_lengths(c);
-    const NamedTensors<S> y = layer(in_scalar<S>(c.inputs));
-    const NamedTensors<S> answer = transformed_layer(in_scalar<S>(p.transformed(s, args, c)));
+    NamedTensors<S> y = layer(in_scalar<S>(c.inputs));
+    NamedTensors<S> answer = transformed_layer(in_scalar<S>(p.transformed(s, args, c)));
     Sides<S> out;
     for (const TensorSpec& spec : s.outputs) {
         expect_shape(family, spec, y.at(spec.name), c.lengths);
         expect_shape(family, spec, answer.at(spec.name), lengths);
-        out.lhs.push_back(gathered(answer.at(spec.name), p.compared(spec, c, index_tensor(answer.at(spec.name)))));
-        out.rhs.push_back(gathered(y.at(spec.name), p.expected(spec, c, index_tensor(y.at(spec.name)))));
+        const Tensor compared = p.compared(spec, c, index_tensor(answer.at(spec.name)));
+        const Tensor expected = p.expected(spec, c, index_tensor(y.at(spec.name)));
+        out.lhs.push_back(gathered(std::move(answer.at(spec.name)), compared));
+        out.rhs.push_back(gathered(std::move(y.at(spec.name)), expected));
     }
     return out;
 }
@@ -116,9 +124,11 @@ std::vector<OutputComparison> compare_case(const Family& family, const Signature
     std::vector<OutputComparison> out;
     for (std::size_t k = 0; k < s.outputs.size(); ++k) {
         const TensorSpec& spec = s.outputs[k];
-        const double m = finite_max_abs(as_doubles(sides.lhs[k]).values, finite_max_abs(as_doubles(sides.rhs[k]).values, magnitude));
+        Tensor lhs = as_doubles(sides.lhs[k]), rhs = as_doubles(sides.rhs[k]);
+        const double m = finite_max_abs(lhs.values, finite_max_abs(rhs.values, magnitude));
         const double tolerance = signature_tolerance(model, p.transformed_lengths(c), widest_fixed_size(s), m, positions);
-        out.push_back(compare_output(spec, sides.lhs[k], sides.rhs[k], tolerance, p.ignored(s, c, spec, sides.lhs[k].shape)));
+        out.push_back(compare_output(spec, sides.lhs[k], sides.rhs[k], tolerance, p.ignored(s, c, spec, sides.lhs[k].shape),
+                                     std::move(lhs), std::move(rhs)));
     }
     if constexpr (!ScalarTraits<S>::exact) {
         // The a-priori tolerance covers reordered sums. Where a layer amplifies rounding further (large scores, RoPE
@@ -221,7 +231,8 @@ struct Question {
     bool fails(const Case& c) const { return !moves_nothing(c) && !all_hold(compared(c, options.arithmetic)); }
 
     Case drawn(const LengthSchedule& lengths, int i, const rc::Random& random) const {
-        Case c = draw_case(property, *signature, args, lengths[static_cast<std::size_t>(i)], random, i, options.cases);
+        const auto at = static_cast<std::size_t>(i);
+        Case c = draw_case(property, *signature, args, lengths[at], random, i, options.cases, lengths.at_longest(at));
         c.weight_seed = options.seed + static_cast<std::uint64_t>(i);
         return c;
     }

@@ -54,12 +54,16 @@ std::vector<OutputComparison> compare_case(const Family& family, const Signature
 // A tensor of t's shape whose values are their own flat indices: moved or selected as t would be, it says where
 // each value of t goes. gathered(t, where) takes t's values at the indices `where` holds, in where's shape.
 template <class S> Tensor index_tensor(const NamedTensor<S>& t) {
-    Tensor where{t.shape, {}};
-    for (std::size_t k = 0; k < t.values.size(); ++k) where.values.push_back(static_cast<double>(k));
+    Tensor where{t.shape, std::vector<double>(t.values.size())};
+    for (std::size_t k = 0; k < t.values.size(); ++k) where.values[k] = static_cast<double>(k);
     return where;
 }
-template <class S> NamedTensor<S> gathered(const NamedTensor<S>& t, const Tensor& where) {
+template <class S> NamedTensor<S> gathered(NamedTensor<S> t, const Tensor& where) {
+    bool same = where.shape == t.shape;  // every value where it was: t itself, nothing copied
+    for (std::size_t k = 0; same && k < where.values.size(); ++k) same = where.values[k] == static_cast<double>(k);
+    if (same) return t;
     NamedTensor<S> out{where.shape, {}};
+    out.values.reserve(where.values.size());
     for (double k : where.values) out.values.push_back(t.values[static_cast<std::size_t>(k)]);
     return out;
 }

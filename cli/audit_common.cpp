@@ -311,7 +311,7 @@ report::Record audit_record(const AuditResult& r, const std::string& name, Prope
     if (ran_through(r)) details["cases_per_second"] = seconds > 0 ? r.cases / seconds : 0.0;
     if (const std::string said = detail_text(r); !said.empty()) details["finding"] = said;
     // Why no repro.py can be made of the finding ("" when one can): what the Python package reads before it writes one.
-    if (exit_code(r.verdict) == 1) details["repro_refused"] = report::repro_refused(rec);
+    if (exit_code(r.verdict) == 1 || r.counterexample) details["repro_refused"] = report::repro_refused(rec);
     rec.details[key] = std::move(details);
     return rec;
 }
@@ -357,7 +357,7 @@ void report_bad_options(CLI::App& sub, Outcome& outcome, const std::string& prog
 
 bool repro_allowed(const std::string& program, const AuditResult& r, const report::Record& record) {
     const std::string refused = report::repro_refused(record);
-    if (!refused.empty() && exit_code(r.verdict) == 1)  // a finding
+    if (!refused.empty() && exit_code(r.verdict) == 1)  // a finding (an error's case says why in its report)
         std::cerr << program << ": no repro.py written: " << refused << "\n";
     return refused.empty();
 }

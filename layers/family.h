@@ -125,10 +125,10 @@ template <class S> Mat<S> as_matrix(const NamedTensor<S>& t) {
                                     std::to_string(t.shape.size()));
     const Eigen::Index rows = t.shape.size() == 2 ? t.shape[0] : 1;
     const Eigen::Index cols = t.shape.back();
-    Mat<S> m(rows, cols);
-    for (Eigen::Index i = 0; i < rows; ++i)
-        for (Eigen::Index j = 0; j < cols; ++j) m(i, j) = t.values[static_cast<std::size_t>(i * cols + j)];
-    return m;
+    if (static_cast<std::size_t>(rows * cols) != t.values.size())
+        throw std::invalid_argument("a reference layer's tensor holds " + std::to_string(t.values.size()) +
+                                    " values for its shape's " + std::to_string(rows * cols));
+    return Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(t.values.data(), rows, cols);
 }
 
 // A matrix as a tensor of rank 2, or of rank 1 (`flat`: a 1 x k matrix as k values).
@@ -136,9 +136,8 @@ template <class S> NamedTensor<S> as_tensor(const Mat<S>& m, bool flat = false) 
     NamedTensor<S> t;
     t.shape = flat ? std::vector<int>{static_cast<int>(m.size())}
                    : std::vector<int>{static_cast<int>(m.rows()), static_cast<int>(m.cols())};
-    t.values.reserve(static_cast<std::size_t>(m.size()));
-    for (Eigen::Index i = 0; i < m.rows(); ++i)
-        for (Eigen::Index j = 0; j < m.cols(); ++j) t.values.push_back(m(i, j));
+    t.values.resize(static_cast<std::size_t>(m.size()));
+    Eigen::Map<Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(t.values.data(), m.rows(), m.cols()) = m;
     return t;
 }
 

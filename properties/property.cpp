@@ -15,12 +15,12 @@ void PropertyRules::draw(const Signature&, const PropertyArgs&, Case&, const rc:
 
 rc::Shrinkable<Case> PropertyRules::shrinkable(const std::shared_ptr<const Signature>& s, const PropertyArgs&,
                                                Case c) const {
-    return shrinkable_signature_case(s, std::move(c));
+    return shrinkable_signature_case(s, std::move(c), /*shorter_first=*/true);
 }
 
 Case draw_case(const PropertyRules& rules, const Signature& s, const PropertyArgs& a, const Lengths& lengths,
-               const rc::Random& random, int index, int cases) {
-    Case c = draw_signature_case(s, lengths, random, size_for_case(index, cases));
+               const rc::Random& random, int index, int cases, bool generic) {
+    Case c = draw_signature_case(s, lengths, random, size_for_case(index, cases), generic);
     rules.draw(s, a, c, random, index, cases);
     settle_case(s, c);
     return c;

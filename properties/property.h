@@ -185,9 +185,10 @@ const std::vector<const PropertyRules*>& registered_properties();
 long setting_in(const PropertyArgs& a, const PropertyOption& option, long low, long high, long fallback);
 
 // Case `index` of a run of `cases` at its lengths: its inputs and permutations (draw_signature_case), the property's
-// part, and its sorted index inputs put in order (settle_case), the one draw of every run.
+// part, and its sorted index inputs put in order (settle_case), the one draw of every run. `generic`: a case the
+// schedule takes at its longest (LengthSchedule::at_longest), drawn generic.
 Case draw_case(const PropertyRules& rules, const Signature& s, const PropertyArgs& a, const Lengths& lengths,
-               const rc::Random& random, int index, int cases);
+               const rc::Random& random, int index, int cases, bool generic = false);
 // The property's shrinks of a failing case, each with its sorted index inputs in order (settled_shrinkable).
 rc::Shrinkable<Case> shrinkable_case(const PropertyRules& rules, const std::shared_ptr<const Signature>& s,
                                      const PropertyArgs& a, Case c);

@@ -73,6 +73,21 @@ std::string batch_text(const found::BatchDependent& b, const Counterexample& c) 
 
 }  // namespace
 
+std::string erred_text(const Counterexample& c) {
+    const found::Erred* e = c.as<found::Erred>();
+    std::string how;
+    if (e && !e->side.empty())
+        how = std::string("raising answering ") + (e->side == "x" ? "x" : "the transformed inputs") +
+              (e->by_reference ? " (the reference)" : "") +
+              (e->type.empty() ? "" : ": " + e->type + (e->where.empty() ? "" : " at " + e->where));
+    if (c.shrink_steps > 0)
+        how += (how.empty() ? "" : "; ") + std::string("shrunk in ") + std::to_string(c.shrink_steps) +
+               (c.shrink_steps == 1 ? " step" : " steps") +
+               cut_short_text(c);
+    return "case " + std::to_string(c.case_index) + ": the layer erred on it" + (how.empty() ? "" : " (" + how + ")") +
+           ", nothing was compared";
+}
+
 std::string raised_clause(Property p, const Counterexample& c) {
     const SideNames sides = rules_of(p).sides(true);
     const bool theirs = c.raised_by_reference();

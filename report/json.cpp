@@ -169,7 +169,13 @@ json counterexample_json(const Counterexample& c, const Signature* s, bool white
     if (const PriorRequest* before = c.asked_before())
         j["asked_before"] = {{"lengths", before->lengths}, {"inputs", inputs_json(before->inputs, s)}};
     if (!c.raised().empty()) j["raised"] = c.raised();
-    if (c.is<found::Erred>()) j["erred"] = true;
+    if (const auto* e = c.as<found::Erred>()) {
+        j["erred"] = true;
+        for (auto [key, value] : {std::pair{"erred_side", &e->side}, std::pair{"erred_type", &e->type},
+                                  std::pair{"erred_where", &e->where}})
+            if (!value->empty()) j[key] = *value;
+        if (e->by_reference) j["erred_by_reference"] = true;
+    }
     if (c.raised_by_reference()) j["raised_by_reference"] = true;
     if (!c.transformed.empty())
         j["transformed"] = {{"lengths", c.transformed_lengths}, {"inputs", inputs_json(c.transformed, s)}};
@@ -358,7 +364,9 @@ FindingKind kind_from(const json& j, const Signature& s, Verdict v) {
     if (kind == "history-dependent") return found::HistoryDependent{asked_before_from(j, s)};
     if (kind == "batch-dependent")
         return found::BatchDependent{.batches = j.contains("batches") ? batches_from(j, s) : std::vector<BatchedRequest>{}};
-    if (kind == "erred") return found::Erred{};
+    if (kind == "erred")
+        return found::Erred{get_or<std::string>(j, "erred_side", "", at), get_or<bool>(j, "erred_by_reference", false, at),
+                            get_or<std::string>(j, "erred_type", "", at), get_or<std::string>(j, "erred_where", "", at)};
     if (kind == "violated") return found::Violated{};
     throw std::invalid_argument("field 'counterexample.kind' must be one of violated, raised, non-finite, "
                                 "nondeterministic, history-dependent, batch-dependent or erred, got '" + kind + "'");

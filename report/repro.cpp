@@ -50,6 +50,8 @@ json finding_data(const Record& r, bool against) {
         data["raised"] = {{"which", c.raised_by_reference() ? "reference" : "layer"},
                           {"side", c.raised_by_reference() || against ? "x" : "transformed"},
                           {"message", c.raised()}};
+    if (const auto* e = c.as<found::Erred>(); e && !e->side.empty())  // an error's case: the side that raised
+        data["raised"] = {{"which", e->by_reference ? "reference" : "layer"}, {"side", e->side}, {"message", r.error}};
     json batches = json::array();
     for (std::size_t k = 0; k < c.batches().size(); ++k) {
         const BatchedRequest& b = c.batches()[k];
@@ -75,9 +77,12 @@ json finding_data(const Record& r, bool against) {
 
 std::string repro_refused(const Record& r) {
     const Verdict v = r.verdict;
+    const found::Erred* erred = r.counterexample ? r.counterexample->as<found::Erred>() : nullptr;
+    if (v == Verdict::error && r.signature && erred && !erred->side.empty()) return "";  // asked again, it raises
     if (v != Verdict::violated && v != Verdict::non_finite && v != Verdict::nondeterministic &&
         v != Verdict::batch_dependent && v != Verdict::history_dependent)
-        return "the verdict " + std::string(verdict_name(v)) + " is not a finding a repro reproduces";
+        return "the verdict " + std::string(verdict_name(v)) + " is not a finding a repro reproduces" +
+               (v == Verdict::error && erred ? " (the case it erred on was not asked again alone)" : "");
     if (!r.counterexample || !r.signature) return "the report holds no counterexample of a signature";
     const Counterexample& c = *r.counterexample;
     if (v == Verdict::history_dependent && !c.asked_before())

@@ -138,8 +138,7 @@ std::string describe(const Counterexample& c, const Signature& sig, const Findin
         s << (c.confirmed_exactly ? "confirmed in exact rational arithmetic" : "NOT confirmed in exact arithmetic")
           << "\n  weight seed " << c.weight_seed << ", ";
     if (c.is<found::Erred>())
-        s << "case " << c.case_index << ": the layer erred on it, nothing was compared; a replay of the report sends it "
-          << "again\n";
+        s << erred_text(c) << "; a replay of the report sends it again\n";
     else s << "case " << c.case_index << ", " << c.shrink_steps << " shrink steps" << cut_short_text(c) << "\n";
     if (!c.replay.empty()) s << "  replay: " << c.replay << "\n";
     return s.str();

@@ -83,6 +83,9 @@ std::string index_error_hint(const Signature& s, const std::string& error);
 // ", the shrink cut short at its bound of 300 s (--shrink-seconds): a smaller failing case may exist" when the time
 // bound ended the counterexample's shrink; empty otherwise.
 std::string cut_short_text(const Counterexample& c);
+// The case an error was recorded on, in a sentence: "case 4: the layer erred on it (raising answering x:
+// ValueError at model.py:12 in forward; shrunk in 6 steps), nothing was compared".
+std::string erred_text(const Counterexample& c);
 // "2-8, 13, 19" (`to` "-"): ascending lengths with their runs joined.
 std::string runs_text(const std::vector<int>& lengths, const char* to);
 // "equivariant along n, invariant to m": what an output of signature s must do under a permutation of every axis,

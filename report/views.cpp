@@ -179,9 +179,11 @@ std::string checked_intro(const Record& r) {
 }
 
 std::string found_text(const Record& r, const Counterexample& c) {
-    if (c.is<found::Erred>())
-        return "Case " + std::to_string(c.case_index) + ": the layer erred on it (the error above), nothing was compared; "
-               "a replay of this report sends it again.";
+    if (c.is<found::Erred>()) {
+        std::string text = erred_text(c) + " (the error above); a replay of this report sends it again.";
+        text[0] = 'C';
+        return text;
+    }
     std::string s = "Found at case " + std::to_string(c.case_index) + ", " + std::to_string(c.shrink_steps) + " shrink steps" +
                     cut_short_text(c) + ".";
     if (r.weights > 0)

@@ -1033,7 +1033,11 @@ for line in sys.stdin:
     EXPECT_TRUE(c.value("erred", false));
     EXPECT_EQ(c["lengths"].value("edges", -1), 0);
     EXPECT_TRUE(c["inputs"].contains("x"));
-    EXPECT_NE(a.run.out.find("the layer erred on it, nothing was compared"), std::string::npos) << a.all();
+    // Asked again alone and shrunk (no edges, and as few nodes and values as still raise): the side named.
+    EXPECT_NE(a.run.out.find("the layer erred on it (raising answering x"), std::string::npos) << a.all();
+    EXPECT_NE(a.run.out.find("nothing was compared"), std::string::npos) << a.all();
+    EXPECT_EQ(c.value("erred_side", ""), "x") << a.all();
+    EXPECT_EQ(c["lengths"].value("nodes", -1), 1) << a.all();
     const std::string md = permcheck::test::slurp(scratch.dir() / "out" / "report.md");
     EXPECT_NE(md.find("#### The case the layer erred on: "), std::string::npos) << md;
     const auto replay = [&](const std::string& command) {
@@ -1048,6 +1052,16 @@ for line in sys.stdin:
     EXPECT_EQ(fixed.exit_code, 0) << permcheck::test::show(fixed);
     EXPECT_NE(fixed.out.find("answered now: the saved case the layer erred on"), std::string::npos)
         << permcheck::test::show(fixed);
+    // Its repro.py asks the case again without permcheck: exit 1 while it raises, 0 once it answers.
+    EXPECT_EQ(a.report.value("repro", ""), "repro.py") << a.all();
+    const auto repro = [&](const std::string& command) {
+        return permcheck::test::run_shell("python3 out/repro.py " + permcheck::test::shell_quote(command), scratch.dir());
+    };
+    const permcheck::test::Run raises = repro("python3 adapter.py");
+    EXPECT_EQ(raises.exit_code, 1) << permcheck::test::show(raises);
+    EXPECT_NE(raises.out.find("no edges to aggregate"), std::string::npos) << permcheck::test::show(raises);
+    const permcheck::test::Run answers = repro("python3 adapter.py fixed");
+    EXPECT_EQ(answers.exit_code, 0) << permcheck::test::show(answers);
 }
 
 TEST(SignatureAudit, JobsGiveTheSameVerdictAndCounterexample) {

@@ -291,7 +291,10 @@ private:
             throw BadRequest("a request holds \"x\" (one tensor) or \"inputs\" (named inputs); this one holds neither");
         } catch (const LayerRaised& e) {  // the layer itself raised: a finding in chunks or against a reference
             std::string out = error_answer(id, e.what());
-            return out.insert(out.size() - 1, ",\"raised\":true");
+            std::string said = ",\"raised\":true";
+            if (!e.type.empty()) said += ",\"type\":" + quoted(e.type);  // what makes two errors one
+            if (!e.where.empty()) said += ",\"where\":" + quoted(e.where);
+            return out.insert(out.size() - 1, said);
         } catch (const std::exception& e) {
             return error_answer(id, e.what());
         } catch (...) {

@@ -247,6 +247,11 @@ def _error_answer(request_id, error, exceptions=None):
         answer["raised"] = True
         if isinstance(error, _ChunkRaised):
             answer["error"] += " (%s)" % error.where
+        cause = error.__cause__ or error  # its type and the innermost frame that raised it: what makes two errors one
+        frames = traceback.extract_tb(cause.__traceback__)
+        answer["type"] = type(cause).__name__
+        if frames:
+            answer["where"] = "%s:%d in %s" % (os.path.basename(frames[-1].filename), frames[-1].lineno, frames[-1].name)
     return answer
 
 

@@ -12,7 +12,9 @@ by hand (docs/huggingface.md).
 The preset reads the model's conventions: `input_ids` (token ids below `config.vocab_size`), `attention_mask`
 (1 = real), `position_ids` (below `max_position_embeddings`), the cache argument and the answer's field that
 returns it (`cache` or `past_key_values`, a Cache object the model builds afresh for each ask and updates in
-place), the `ModelOutput` field that answers (`logits`, else `last_hidden_state`) and the sliding window.
+place, or in transformers 4.x the legacy tuple a model returns and takes), the `ModelOutput` field that answers
+(`logits`, else `last_hidden_state`) and the sliding window. Releases: transformers 4.46 to the 5.x of
+requirements.txt.
 """
 
 import copy
@@ -88,7 +90,14 @@ def _layer_kinds(config):
         return list(kinds)
     layers = getattr(config, "num_hidden_layers", None) or 1
     sliding = getattr(config, "sliding_window", None) and getattr(config, "use_sliding_window", True)
+    if sliding and _hybrid(config):  # 4.x Gemma2, no layer_types: every second layer global
+        return ["full_attention" if k % 2 else "sliding_attention" for k in range(layers)]
     return ["sliding_attention" if sliding else "full_attention"] * layers
+
+
+def _hybrid(config):
+    """Whether the model builds a HybridCache of its first chunk's length (transformers 4.x Gemma2)."""
+    return getattr(config, "cache_implementation", None) == "hybrid"
 
 
 def receptive_field(config):
@@ -166,6 +175,10 @@ def _cached(model, parameters, cache, takes):
     if name is None:
         raise ValueError("incremental decodes with a cache; %s.forward takes none (cache or past_key_values)"
                          % type(model).__name__)
+    if _hybrid(model.config):
+        raise ValueError("incremental decodes with the cache the model builds; %s builds a HybridCache as long as "
+                         "its first chunk (transformers 4.x: generate() makes one long enough), so no later chunk fits"
+                         % type(model).__name__)
     if cache != "dynamic":
         raise ValueError('cache is "dynamic" (the DynamicCache the model builds at the first chunk and updates in '
                          'place), got %r' % (cache,))
@@ -174,6 +187,12 @@ def _cached(model, parameters, cache, takes):
 
 def _implementation(model, name):
     """A copy of `model` (its weights shared by value) that computes attention with implementation `name`."""
+    if not hasattr(model, "set_attn_implementation"):  # transformers 4.x: attention classes chosen at init
+        config = copy.deepcopy(model.config)
+        config._attn_implementation_autoset = False  # so that transformers checks that the model has `name`
+        other = type(model)._from_config(config, attn_implementation=name, torch_dtype=model.dtype)
+        other.load_state_dict(model.state_dict())
+        return other.to(model.device).train(model.training)
     other = copy.deepcopy(model)
     other.set_attn_implementation(name)
     return other
@@ -206,7 +225,7 @@ def profile(model, *, report=None, **options):
     asked = []
     if "position_ids" in parameters and any(row["row"] == "packing" for row in rows):
         asked.append(("packing", "packed sequences stay apart (no mask, position ids restarting)"))
-    if _cache_name(parameters) and "use_cache" in parameters:
+    if _cache_name(parameters) and "use_cache" in parameters and not _hybrid(model.config):
         asked.append(("incremental", "cached decoding equals one pass (the model's cache)"))
     for prop, title in asked:
         own = signature(model, prop, **options)

@@ -28,6 +28,9 @@ def case_of(record, against):
         by_reference = bool(c.get("raised_by_reference"))
         raised = {"which": "reference" if by_reference else "layer",
                   "side": "x" if by_reference or against else "transformed", "message": c["raised"]}
+    elif c.get("erred_side"):  # an error's case, asked again alone: the side that raised must raise again
+        raised = {"which": "reference" if c.get("erred_by_reference") else "layer", "side": c["erred_side"],
+                  "message": record.get("error", "")}
     before = c.get("asked_before")
     details = record.get("details") or {}
     return {

@@ -11,6 +11,7 @@ import json
 import struct
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -58,6 +59,20 @@ def run(script, requests, timeout=120):
         os.unlink(proc.script_path)
     answers = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     return answers, out, err, proc.returncode
+
+
+def placed(answer):
+    """The answer with the raising place of each of its layer's errors ("where": FILE.py:LINE in FUNCTION, the
+    innermost frame) checked and taken out: the script's file name is a temporary one."""
+    if isinstance(answer, list):
+        return [placed(item) for item in answer]
+    if not isinstance(answer, dict):
+        return answer
+    out = {key: placed(value) for key, value in answer.items() if key != "where"}
+    if answer.get("raised"):
+        where = answer.get("where", "")
+        assert re.fullmatch(r"[\w.-]+\.py:\d+ in \w+", where), "the raising place of %r" % (answer,)
+    return out
 
 
 FUNCTION_SCRIPT = """
@@ -140,7 +155,8 @@ class ServedFunction(unittest.TestCase):
         self.assertEqual(code, 0)
         self.assertEqual([a["id"] for a in answers], [30, 31, 32, 33, 34, 35, None, 36, 37])
         # The layer's own exception is marked as the layer's ("raised"); what the answer or the call got wrong is not.
-        self.assertEqual(answers[0], {"id": 30, "error": "ValueError: boom at 99", "raised": True})
+        self.assertEqual(placed(answers[0]), {"id": 30, "error": "ValueError: boom at 99", "raised": True,
+                                              "type": "ValueError"})
         for k in (1, 2, 3, 4, 5, 6, 7):
             self.assertNotIn("raised", answers[k])
         self.assertIn("asks for 2 outputs (y, g)", answers[1]["error"])
@@ -459,8 +475,10 @@ class BatchedFunction(unittest.TestCase):
         self.assertEqual(code, 0)
         self.assertEqual(answers[0], {"id": 1, "y": [[2.0]], "batch": 4})
         self.assertEqual(answers[1], {"id": 2, "y": [[6.0]]}, "announced once")
-        self.assertEqual(answers[2], {"id": 3, "batch": [{"y": [[1.0, 2.0]]}, {"error": "ValueError: boom at 99", "raised": True},
-                                                          {"y": [[4.0, 6.0]]}]})
+        self.assertEqual(placed(answers[2]), {"id": 3, "batch": [{"y": [[1.0, 2.0]]},
+                                                                 {"error": "ValueError: boom at 99", "raised": True,
+                                                                  "type": "ValueError"},
+                                                                 {"y": [[4.0, 6.0]]}]})
 
     def test_batch_none_or_1_announces_nothing(self):
         for arg in ("None", "1"):
@@ -514,9 +532,10 @@ class BatchedModule(unittest.TestCase):
         answers, _, err, code = run(RAISING_SCRIPT, [
             {"id": 1, "batch_dims": {"x": 0, "y": 0}, "batch": [named(x, [1, 1, 2]) for x in xs]}])
         self.assertEqual(code, 0, err)
-        self.assertEqual(answers[0], {"id": 1, "batch": [{"outputs": {"y": [[[2.0, 4.0]]]}},
-                                                          {"error": "ValueError: boom at 99", "raised": True},
-                                                          {"outputs": {"y": [[[6.0, 1.0]]]}}]})
+        self.assertEqual(placed(answers[0]), {"id": 1, "batch": [{"outputs": {"y": [[[2.0, 4.0]]]}},
+                                                                 {"error": "ValueError: boom at 99", "raised": True,
+                                                                  "type": "ValueError"},
+                                                                 {"outputs": {"y": [[[6.0, 1.0]]]}}]})
         self.assertIn("answering item by item", err)
 
 def stacked_request(request_id, xs, shape, batch_dim, name="x"):
@@ -579,9 +598,10 @@ class StackedModule(unittest.TestCase):
         xs = [[[[1.0, 2.0]]], [[[99.0, 4.0]]], [[[3.0, 0.5]]]]
         answers, _, err, code = run(RAISING_SCRIPT, [stacked_request(1, xs, [1, 1, 2], 0)])
         self.assertEqual(code, 0, err)
-        self.assertEqual(answers[0], {"id": 1, "batch": [{"outputs": {"y": [[[2.0, 4.0]]]}},
-                                                          {"error": "ValueError: boom at 99", "raised": True},
-                                                          {"outputs": {"y": [[[6.0, 1.0]]]}}]})
+        self.assertEqual(placed(answers[0]), {"id": 1, "batch": [{"outputs": {"y": [[[2.0, 4.0]]]}},
+                                                                 {"error": "ValueError: boom at 99", "raised": True,
+                                                                  "type": "ValueError"},
+                                                                 {"outputs": {"y": [[[6.0, 1.0]]]}}]})
         self.assertIn("answering item by item", err)
 
     def test_a_malformed_stacked_request_is_an_error_answer(self):

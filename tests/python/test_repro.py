@@ -28,6 +28,19 @@ LAYERS = textwrap.dedent('''
     import torch
 
 
+    class TableOfFour(torch.nn.Module):
+        """Reads a table of four rows at each position: raises from n = 5 on, unless `fixed`."""
+
+        def __init__(self, fixed=False):
+            super().__init__()
+            self.fixed = fixed
+
+        def forward(self, x):
+            if x.shape[1] > 4 and not self.fixed:
+                raise IndexError("index %d is out of range for a table of 4" % (x.shape[1] - 1))
+            return x
+
+
     class Readout(torch.nn.Module):
         """A linear map per node, each node's row plus its index when `order_aware` (a position leak)."""
 
@@ -516,6 +529,21 @@ class NoEdges(torch.nn.Module):
         if edge_index.shape[1] == 0 and not self.fixed:
             raise ValueError("no edges to aggregate")
         return x
+
+
+def test_an_error_is_shrunk_to_its_smallest_erring_case_and_its_repro_raises_until_fixed(layers, tmp_path):
+    result = permcheck.audit(layers.TableOfFour(), axes=["n=1..8"], inputs=["x:1,n,2"], outputs=["y:1,n,2"],
+                             report=tmp_path / "erred")
+    assert result.verdict == "error", result.explanation()
+    c = result.record["counterexample"]
+    assert c["erred"] and c["lengths"]["n"] == 5, c  # the shortest sequence that raises
+    assert c["erred_side"] == "x" and c["erred_type"] == "IndexError" and "in forward" in c["erred_where"], c
+    assert "index 4 is out of range" in result.error and "shrunk in" in result.error, result.error
+    code, out = run_alone(result.repro, tmp_path)
+    assert code == 1 and "index 4 is out of range" in out, out
+    swapped(result, layers.TableOfFour(True))
+    code, out = run_alone(result.repro, tmp_path)
+    assert code == 0 and "fixed" in out, out
 
 
 def test_an_error_report_names_the_input_it_erred_on_and_its_replay_sends_it_again(tmp_path):
