@@ -72,8 +72,10 @@ struct TensorSpec {
 
 // The version of the draw of an audit's cases from its seed, which a report names (as it names the version of the
 // weight draw): 1, the one-tensor shorthand's own draw (before 2026-12-06) and the signature draw of the same
-// version; 2, every audit's cases drawn by the signature draw (cases/signature_case.h), the shorthand's too.
-inline constexpr int kCaseDrawVersion = 2;
+// version; 2, every audit's cases drawn by the signature draw (cases/signature_case.h), the shorthand's too; 3, the
+// cases a schedule takes at every axis's longest (agreement's cases 1 and 2) drawn generic (draw_signature_case),
+// every other case as in 2.
+inline constexpr int kCaseDrawVersion = 3;
 
 // The number of positions a position input takes when --input does not say (position, not position=P).
 inline constexpr int kDefaultPositions = 4096;

@@ -137,7 +137,7 @@ void print_notes(const report::Record& r, bool batch) {
     const Counterexample& saved = *r.counterexample;
     if (r.case_draw < kCaseDrawVersion)
         std::cout << "  the report's cases were drawn by version " << std::max(r.case_draw, 1) << " of the case draw: the saved case "
-                  << "replays as it was found, but its replay line's seed now draws other cases (version "
+                  << "replays as it was found, but its replay line's seed may now draw other cases (version "
                   << kCaseDrawVersion << ")\n";
     if (batch)
         std::cout << "  the saved case was batch-dependent (its answer in a batched request differed from its answer "

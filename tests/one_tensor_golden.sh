@@ -54,7 +54,7 @@ import json, sys
 report = json.load(open(sys.argv[1]))
 c = report["counterexample"]
 assert report["signature"] == {"one_tensor": {"d": 3, "output": "sequence", "min_len": 1, "max_len": 8, "width": 3}}, report["signature"]
-assert report["case_draw"] == 2, report.get("case_draw")
+assert report["case_draw"] == 3, report.get("case_draw")
 assert c["lengths"]["n"] == len(c["inputs"]["x"]) == len(c["permutations"]["n"]), c
 assert "x" not in c, "the finding in one form"
 print("ok: the shorthand's report records the shorthand and its case draw")
